@@ -1,0 +1,26 @@
+import neostandard from 'neostandard'
+import tseslint from 'typescript-eslint'
+
+export default [
+  ...neostandard({ ts: true, ignores: ['node_modules', 'data', 'coverage', '.bench'] }),
+  {
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
+    },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/await-thenable': 'error',
+      // A TypeBox schema and its static type share one name (architecture: "value and type together").
+      '@typescript-eslint/no-redeclare': 'off',
+      // Wire and database fields are snake_case end to end.
+      camelcase: ['error', { properties: 'never', ignoreDestructuring: true, ignoreImports: true }],
+      'no-void': ['error', { allowAsStatement: true }],
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      curly: ['error', 'multi-line']
+    }
+  }
+]

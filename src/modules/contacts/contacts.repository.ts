@@ -1,0 +1,134 @@
+/**
+ * All SQL of contacts. Every function takes the request's transaction first and names the tenant.
+ *
+ * Who sees a contact (docs/contacts.md): its owner always; an organization contact also every
+ * caller of that organization, and tenant admins. A personal contact (org_id null) is its owner's
+ * alone.
+ */
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import type { Tx } from '../../platform/db/tenant.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { ContactRow, ContactsTable } from './contacts.table.ts'
+import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
+
+type Eb = ExpressionBuilder<Database, 'contacts'>
+
+/** The contacts a caller may read. */
+export function visibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> {
+  const shared = auth.permissions.has('tenant:admin')
+    ? eb('org_id', 'is not', null)
+    : auth.orgId !== null ? eb('org_id', '=', auth.orgId) : eb.val(false)
+  return eb.and([eb('tenant_id', '=', auth.tenantId), eb.or([eb('owner_id', '=', auth.userId), shared])])
+}
+
+/** Whether a visible contact may be changed by the caller: its owner, or an admin. */
+export const canManage = (row: Pick<ContactRow, 'owner_id'>, auth: AuthContext): boolean =>
+  row.owner_id === auth.userId || auth.permissions.has('tenant:admin')
+
+const COLUMNS = [
+  'id', 'org_id', 'owner_id', 'created_at', 'updated_at', 'is_favorite', 'first_name', 'middle_name', 'last_name',
+  'nickname', 'email', 'phone_primary', 'phone_secondary', 'phone_work', 'company', 'job_title', 'address_line1',
+  'address_line2', 'city', 'state_province', 'postal_code', 'country', 'website', 'avatar_url', 'notes',
+  'linked_user_id', 'tags', 'revision'
+] as const
+
+export type ContactValues = Partial<Omit<ContactsTable, 'tenant_id' | 'id' | 'org_id' | 'owner_id' | 'revision' | 'created_at' | 'updated_at' | 'search_text' | 'tags' | 'is_favorite'>> & {
+  tags?: string[]
+  is_favorite?: boolean
+}
+
+export async function findVisible (trx: Tx, auth: AuthContext, id: string) {
+  return await trx.selectFrom('contacts').select(COLUMNS)
+    .where('id', '=', id).where(eb => visibleTo(eb, auth))
+    .executeTakeFirst()
+}
+
+export async function lockVisible (trx: Tx, auth: AuthContext, id: string) {
+  return await trx.selectFrom('contacts').select(COLUMNS)
+    .where('id', '=', id).where(eb => visibleTo(eb, auth))
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+export async function insertContact (trx: Tx, auth: AuthContext, values: ContactValues) {
+  return await trx.insertInto('contacts')
+    .values({ ...values, tenant_id: auth.tenantId, owner_id: auth.userId, org_id: auth.orgId })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow()
+}
+
+export async function updateContact (trx: Tx, tenantId: string, id: string, values: ContactValues) {
+  return await trx.updateTable('contacts')
+    .set({ ...values, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow()
+}
+
+export async function deleteContact (trx: Tx, tenantId: string, id: string): Promise<void> {
+  await trx.deleteFrom('contacts').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+}
+
+/** `%`, `_` and `\` are literal in a search term. */
+export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
+
+export interface ListOptions {
+  page: number
+  size: number
+  search?: string | undefined
+  sortBy: typeof CONTACT_SORT_FIELDS[number]
+  sortDir: 'asc' | 'desc'
+  favorite?: boolean | undefined
+}
+
+export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
+  const base = trx.selectFrom('contacts')
+    .where(eb => visibleTo(eb, auth))
+    .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
+    .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
+  const [items, count] = await Promise.all([
+    base.select(COLUMNS)
+      .orderBy(o.sortBy, sql.raw(`${o.sortDir} nulls last`))
+      .orderBy('id', o.sortDir)
+      .limit(o.size).offset((o.page - 1) * o.size)
+      .execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/** Best matches first: trigram similarity to the whole term, then name. */
+export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number) {
+  const base = trx.selectFrom('contacts')
+    .where(eb => visibleTo(eb, auth))
+    .where('search_text', 'like', likePattern(query))
+  const [items, count] = await Promise.all([
+    base.select(COLUMNS)
+      .orderBy(sql`similarity(search_text, ${query.toLowerCase()})`, 'desc')
+      .orderBy('last_name').orderBy('first_name').orderBy('id')
+      .limit(limit)
+      .execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/** Contacts in the caller's upsert scope (their organization's, or their personal ones) by e-mail. */
+export async function lockByEmails (trx: Tx, auth: AuthContext, emails: string[]) {
+  return await trx.selectFrom('contacts').select(COLUMNS)
+    .where('tenant_id', '=', auth.tenantId)
+    .where(eb => auth.orgId !== null
+      ? eb('org_id', '=', auth.orgId)
+      : eb.and([eb('org_id', 'is', null), eb('owner_id', '=', auth.userId)]))
+    .where(sql<string>`lower(email)`, 'in', emails)
+    .orderBy('created_at').orderBy('id')
+    .forUpdate()
+    .execute()
+}
+
+/** Serializes upserts of one scope, so two batches never both create the same e-mail. */
+export async function lockUpsertScope (trx: Tx, auth: AuthContext): Promise<void> {
+  const scope = `${auth.tenantId}\u0000${auth.orgId ?? `user:${auth.userId}`}`
+  await sql`select pg_advisory_xact_lock(hashtextextended(${scope}, 0))`.execute(trx)
+}

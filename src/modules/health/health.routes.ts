@@ -1,0 +1,47 @@
+/**
+ * Liveness and readiness. `/health` answers while the process runs; `/ready` also asks the
+ * database and answers 503 while it is unreachable, so a load balancer can take the instance out.
+ */
+import { sql } from 'kysely'
+import { Type } from '@sinclair/typebox'
+import { defineModule } from '../../platform/app-context.ts'
+import { model, StringEnum } from '../../platform/http/schema.ts'
+import { error503ServiceUnavailable } from '../../platform/http/errors.ts'
+
+export const SERVICE_NAME = 'collaboration-service'
+
+export const LivenessOutputBody = model('LivenessOutputBody', {
+  service: Type.String({ description: 'Service name', examples: [SERVICE_NAME] }),
+  status: StringEnum(['ok'] as const, { description: 'ok while the process runs' })
+})
+
+export const ReadinessOutputBody = model('ReadinessOutputBody', {
+  service: Type.String({ description: 'Service name' }),
+  status: StringEnum(['ok'] as const, { description: 'ok when the database answers' }),
+  database: Type.String({ description: 'Database kind: pg or pglite' })
+})
+
+const READY_TIMEOUT_MS = 2_000
+
+export const healthModule = defineModule(async (app, ctx) => {
+  app.get('/health', {
+    schema: { operationId: 'get-health', summary: 'Liveness check', tags: ['Health'], response: { 200: LivenessOutputBody } }
+  }, async () => ({ service: SERVICE_NAME, status: 'ok' as const }))
+
+  app.get('/ready', {
+    schema: { operationId: 'get-ready', summary: 'Readiness check (database reachable)', tags: ['Health'], response: { 200: ReadinessOutputBody } }
+  }, async () => {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        sql`select 1`.execute(ctx.db),
+        new Promise((_resolve, reject) => { timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS) })
+      ])
+    } catch {
+      throw error503ServiceUnavailable('database unreachable')
+    } finally {
+      clearTimeout(timer)
+    }
+    return { service: SERVICE_NAME, status: 'ok' as const, database: ctx.dbKind }
+  })
+})

@@ -1,0 +1,36 @@
+/**
+ * What a module receives: configuration and the database, passed in explicitly (no globals,
+ * nothing read from the environment at import time).
+ */
+import type { FastifyInstance, FastifyPluginAsync, RawServerDefault } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Kysely } from 'kysely'
+import type { FastifyBaseLogger } from 'fastify/types/logger.js'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Config } from '../config.ts'
+import type { Database, DatabaseKind } from './db/database.ts'
+import type { UserGate } from './auth/plugin.ts'
+
+export interface AppContext {
+  readonly config: Config
+  readonly db: Kysely<Database>
+  readonly dbKind: DatabaseKind
+  /** set by the identity module: refuses tokens of removed or inactive users */
+  readonly userGate: { current: UserGate | undefined }
+}
+
+/** A Fastify instance typed by TypeBox schemas. */
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>
+
+/** A feature module: one Fastify plugin that receives the app context. */
+export type Module = (ctx: AppContext) => FastifyPluginAsync
+
+/**
+ * Declares a module's routes with TypeBox typing.
+ *
+ * @example
+ *   export const contactsModule = defineModule(async (app, ctx) => { app.get('/api/v1/contacts', …) })
+ */
+export function defineModule (register: (app: App, ctx: AppContext) => Promise<void>): Module {
+  return (ctx) => async (instance) => { await register(instance.withTypeProvider<TypeBoxTypeProvider>(), ctx) }
+}

@@ -1,0 +1,68 @@
+/**
+ * The permission catalogue: tenant roles and the `resource:action` permissions they grant.
+ * Every route declares the permission it needs with `requirePermission`, so the rule is visible
+ * where the route is declared. Finer rules (ownership, visibility, event-manager permissions) live
+ * in the modules and answer 404 or 403 from there.
+ */
+import type { preHandlerAsyncHookHandler } from 'fastify'
+import { error403Forbidden } from '../http/errors.ts'
+
+/** Tenant roles, strongest first. */
+export const ROLES = ['admin', 'member', 'viewer'] as const
+export type Role = typeof ROLES[number]
+
+export const PERMISSIONS = [
+  'contacts:read', 'contacts:write',
+  'events:read', 'events:write', 'events:publish',
+  'series:read', 'series:write', 'series:publish',
+  'spaces:read', 'spaces:write', 'spaces:publish',
+  'automation:read', 'automation:write', 'automation:execute',
+  'tenant:admin'
+] as const
+export type Permission = typeof PERMISSIONS[number]
+
+const READ: Permission[] = ['contacts:read', 'events:read', 'series:read', 'spaces:read', 'automation:read']
+const WRITE: Permission[] = [
+  'contacts:write', 'events:write', 'events:publish', 'series:write', 'series:publish',
+  'spaces:write', 'spaces:publish', 'automation:write', 'automation:execute'
+]
+
+const GRANTS: Record<Role, readonly Permission[]> = {
+  viewer: READ,
+  member: [...READ, ...WRITE],
+  admin: [...READ, ...WRITE, 'tenant:admin']
+}
+
+/** The strongest known role, or `none` when the token carries no known role. */
+export function effectiveRole (roles: readonly string[]): Role | 'none' {
+  return ROLES.find(r => roles.includes(r)) ?? 'none'
+}
+
+export function permissionsOf (roles: readonly string[]): Permission[] {
+  const role = effectiveRole(roles)
+  return role === 'none' ? [] : [...GRANTS[role]]
+}
+
+/**
+ * A route preHandler that answers 403 unless the caller holds `permission`.
+ *
+ * @example
+ *   app.post('/api/v1/contacts', { preHandler: requirePermission('contacts:write') }, handler)
+ */
+export function requirePermission (permission: Permission): preHandlerAsyncHookHandler {
+  const handler: preHandlerAsyncHookHandler = async (request) => {
+    if (!request.auth.permissions.has(permission)) throw error403Forbidden(`missing permission ${permission}`)
+  }
+  Object.defineProperty(handler, 'permission', { value: permission })
+  return handler
+}
+
+/** The permission a route declared, read back for the route table (OpenAPI, route matrix). */
+export function declaredPermission (preHandler: unknown): Permission | undefined {
+  const list = Array.isArray(preHandler) ? preHandler : [preHandler]
+  for (const h of list) {
+    const p = (h as { permission?: Permission } | undefined)?.permission
+    if (p !== undefined) return p
+  }
+  return undefined
+}

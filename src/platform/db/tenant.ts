@@ -1,0 +1,52 @@
+/**
+ * Tenant scope. Every request's database work runs in one transaction that first sets
+ * `app.tenant_id` and `app.user_id` and switches to the `collab_app` role in a single statement
+ * (transaction-local, so a pooled connection never carries one tenant into the next request).
+ * Row-level security policies read `app.tenant_id`: a query that forgets its `tenant_id = $1`
+ * filter still sees nothing of other tenants. Queries name their tenant all the same; RLS is the
+ * backstop, not the filter.
+ */
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { Database } from './database.ts'
+
+/** The role that RLS applies to: NOSUPERUSER, NOBYPASSRLS, owns no table (migration 0001). */
+export const APP_ROLE = 'collab_app'
+
+export type Tx = Transaction<Database>
+
+export interface TenantScope {
+  readonly tenantId: string
+  readonly userId?: string | undefined
+}
+
+const RETRYABLE = new Set(['40001', '40P01'])
+
+/**
+ * Runs `fn` in one transaction scoped to the tenant. Serialization failures and deadlocks are
+ * retried (up to three attempts), so `fn` must not have effects outside the transaction.
+ *
+ * @example
+ *   const contact = await withTenant(db, request.auth, trx => findContact(trx, request.auth.tenantId, id))
+ */
+export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(async (trx) => {
+        await sql`select set_config('app.tenant_id', ${scope.tenantId}, true), set_config('app.user_id', ${scope.userId ?? ''}, true), set_config('role', ${APP_ROLE}, true)`.execute(trx)
+        return await fn(trx)
+      })
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (attempt < 3 && code !== undefined && RETRYABLE.has(code)) continue
+      throw err
+    }
+  }
+}
+
+/**
+ * A transaction without tenant scope, as the owner: for work that spans tenants by design
+ * (migrations, resolving a public handle to its tenant, job polling). Keep these few and named.
+ */
+export async function withSystem<T> (db: Kysely<Database>, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  return await db.transaction().execute(fn)
+}

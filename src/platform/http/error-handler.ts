@@ -1,0 +1,76 @@
+/**
+ * The one error handler: every failure leaves as `application/problem+json` ErrorModel.
+ * ApiError renders as itself; Ajv failures become 400 with one entry per problem; framework
+ * errors keep their 4xx status; database errors map through pg-errors; everything else is a 500
+ * whose details stay in the log (never a stack trace or SQL text to the client).
+ */
+import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, type ErrorDetail, type ErrorModel } from './errors.ts'
+import { toErrorDetails } from './validation.ts'
+import { mapPgError } from '../db/pg-errors.ts'
+
+export const PROBLEM_JSON = 'application/problem+json'
+
+/** Converts any thrown value into an ApiError; unknown errors become a 500. */
+export function toApiError (err: unknown): ApiError {
+  if (err instanceof ApiError) return err
+  const e = err as FastifyError & { validationContext?: string, validation?: unknown }
+  if (Array.isArray(e.validation)) {
+    return new ApiError(400, 'validation failed', toErrorDetails(e.validation, e.validationContext ?? 'body'))
+  }
+  const pg = mapPgError(err)
+  if (pg !== undefined) return pg
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'request body is too large')
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'unsupported content type', [{ location: 'header.content-type', message: 'unsupported media type' }])
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'validation failed', [{ location: 'body', message: 'expected a JSON body' }])
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError(400, 'validation failed', [{ location: 'body', message: 'invalid JSON' }])
+    default:
+      break
+  }
+  if (err instanceof SyntaxError && (e.statusCode === 400)) {
+    return new ApiError(400, 'validation failed', [{ location: 'body', message: 'invalid JSON' }])
+  }
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500
+  if (status >= 400 && status < 500) return new ApiError(status, e.message || (STATUS_CODES[status] ?? 'error'))
+  return new ApiError(500, 'internal server error')
+}
+
+export function problemBody (err: ApiError, request: FastifyRequest, baseUrl: string): ErrorModel {
+  const body: ErrorModel = {
+    $schema: `${baseUrl}/schemas/ErrorModel.json`,
+    status: err.status,
+    title: err.title,
+    detail: err.detail,
+    type: 'about:blank',
+    instance: `${request.url.split('?')[0] ?? '/'}#${request.id}`
+  }
+  if (err.errors.length > 0) body.errors = err.errors as ErrorDetail[]
+  return body
+}
+
+export function sendProblem (reply: FastifyReply, err: ApiError, baseUrl: string): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v)
+  return reply.code(err.status).type(PROBLEM_JSON).send(problemBody(err, reply.request, baseUrl))
+}
+
+export function registerErrorHandling (app: FastifyInstance, baseUrl: string): void {
+  app.setErrorHandler((err, request, reply) => {
+    const apiError = toApiError(err)
+    if (apiError.status >= 500) {
+      request.log.error({ err, method: request.method, url: request.url }, 'request failed')
+    } else if (apiError.status !== 404 && apiError.status !== 401) {
+      request.log.info({ status: apiError.status, detail: apiError.detail }, 'request refused')
+    }
+    return sendProblem(reply, apiError, baseUrl)
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    return sendProblem(reply, new ApiError(404, `no route for ${request.method} ${request.url.split('?')[0] ?? ''}`), baseUrl)
+  })
+}

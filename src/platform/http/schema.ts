@@ -1,0 +1,66 @@
+/**
+ * Shared schema building blocks. One TypeBox declaration per wire schema validates the request,
+ * serializes (and strips undeclared fields from) the response, types the handler and documents
+ * OpenAPI; `$id` is the schema name of the spec and of `GET /schemas/<name>.json`.
+ */
+import { Type, type Static, type TObject, type TProperties, type TSchema, type ObjectOptions } from '@sinclair/typebox'
+
+const SchemaField = Type.Optional(Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.', readOnly: true }))
+
+/**
+ * A named object schema whose instances carry `$schema`. Unknown properties are refused
+ * (no mass assignment), except `$schema`, which a client may send back and is ignored.
+ *
+ * @example
+ *   export const Contact = model('Contact', { id: Type.String() })
+ */
+export function model<P extends TProperties> (name: string, properties: P, options: ObjectOptions = {}): TObject<P & { $schema: typeof SchemaField }> {
+  return Type.Object({ $schema: SchemaField, ...properties }, { additionalProperties: false, ...options, $id: name })
+}
+
+/** A request body schema: like `model` but anonymous unless named. */
+export function body<P extends TProperties> (properties: P, options: ObjectOptions = {}): TObject<P & { $schema: typeof SchemaField }> {
+  return Type.Object({ $schema: SchemaField, ...properties }, { additionalProperties: false, ...options })
+}
+
+/** `T` or JSON null: optional fields of the upstream serialize as null when unset. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** A response timestamp: rows carry Date objects, serialized as ISO 8601 UTC strings. */
+export const Timestamp = (description?: string) =>
+  Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', ...(description ? { description } : {}) })
+
+/** A request timestamp: an RFC 3339 string. */
+export const DateTimeInput = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) })
+
+export const PageQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, 1-based' }),
+  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' })
+})
+export type PageQuery = Static<typeof PageQuery>
+
+/** `{items, page, size, total}` with the Huma-style name (`PagedBodyContact`). */
+export function pagedBody<T extends TSchema> (item: T, name: string) {
+  return model(name, {
+    items: Type.Array(item, { description: 'Items of the current page' }),
+    page: Type.Integer({ description: 'Current page, 1-based' }),
+    size: Type.Integer({ description: 'Page size' }),
+    total: Type.Integer({ description: 'Total matching records' })
+  })
+}
+
+/** Offset of a 1-based page. */
+export const pageOffset = (q: PageQuery): number => (q.page - 1) * q.size
+
+/** Path id of integer resources (events, spaces, series…). */
+export const IntId = Type.Integer({ minimum: 1, maximum: 9_007_199_254_740_991 })
+export const IdParams = Type.Object({ id: IntId })
+export const UuidString = Type.String({ format: 'uuid' })
+
+/** A schema enum from an `as const` list, keeping the literal union type. */
+export function StringEnum<const T extends readonly string[]> (values: T, options: { description?: string, default?: T[number] } = {}) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
+}
+
+/** Response with no body. */
+export const NoContent = Type.Null({ description: 'No Content' })

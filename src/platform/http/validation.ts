@@ -1,0 +1,127 @@
+/**
+ * Request validation. Two Ajv instances: bodies are validated strictly (no type coercion, so
+ * `"5"` is not an integer), while query, path and header values are strings on the wire and are
+ * coerced. Both report every problem at once (Huma's exhaustive errors) and never strip unknown
+ * properties: unknown body fields are refused by the schemas instead.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifySchemaCompiler } from 'fastify'
+import { fieldError, type ErrorDetail } from './errors.ts'
+
+// ajv-formats is CommonJS; under ESM its function arrives as the module's `default`.
+type AddFormats = (ajv: Ajv) => Ajv
+const addFormats: AddFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats))
+
+function newAjv (coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    // Named schemas appear in many routes; do not register them globally by $id.
+    addUsedSchema: false
+  })
+  addFormats(ajv)
+  ajv.addKeyword({ keyword: 'x-kind' })
+  return ajv
+}
+
+const bodyAjv = newAjv(false)
+const paramAjv = newAjv(true)
+const cache = new WeakMap<object, ValidateFunction>()
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : paramAjv
+  const key = schema as object
+  let fn = cache.get(key)
+  if (fn === undefined) {
+    fn = ajv.compile(schema as object)
+    cache.set(key, fn)
+  }
+  return fn
+}
+
+const PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+
+const FORMAT_NAMES: Record<string, string> = {
+  'date-time': 'RFC 3339 date-time',
+  date: 'RFC 3339 full-date',
+  email: 'RFC 5322 email',
+  uri: 'RFC 3986 uri',
+  uuid: 'RFC 4122 uuid'
+}
+
+/** `/items/3/tags` → `.items[3].tags` */
+function pointerToPath (pointer: string): string {
+  if (pointer === '') return ''
+  return pointer.split('/').slice(1).map((seg) => {
+    const s = seg.replace(/~1/g, '/').replace(/~0/g, '~')
+    return /^\d+$/.test(s) ? `[${s}]` : `.${s}`
+  }).join('')
+}
+
+function message (e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>
+  switch (e.keyword) {
+    case 'required': return `expected required property ${String(p.missingProperty)} to be present`
+    case 'additionalProperties': return 'unexpected property'
+    case 'maxLength': return `expected length <= ${String(p.limit)}`
+    case 'minLength': return `expected length >= ${String(p.limit)}`
+    case 'maximum': return `expected number <= ${String(p.limit)}`
+    case 'minimum': return `expected number >= ${String(p.limit)}`
+    case 'exclusiveMaximum': return `expected number < ${String(p.limit)}`
+    case 'exclusiveMinimum': return `expected number > ${String(p.limit)}`
+    case 'maxItems': return `expected array length <= ${String(p.limit)}`
+    case 'minItems': return `expected array length >= ${String(p.limit)}`
+    case 'maxProperties': return `expected object with at most ${String(p.limit)} properties`
+    case 'uniqueItems': return 'expected array items to be unique'
+    case 'type': return `expected ${String(p.type)}`
+    case 'format': return `expected string to be ${FORMAT_NAMES[String(p.format)] ?? String(p.format)}`
+    case 'enum': return `expected value to be one of "${(p.allowedValues as unknown[]).join(', ')}"`
+    case 'const': return `expected value to be ${JSON.stringify(p.allowedValue)}`
+    case 'pattern': return `expected string to match pattern ${String(p.pattern)}`
+    default: return e.message ?? 'invalid value'
+  }
+}
+
+/**
+ * Turns Ajv errors into ErrorModel details with Huma locations
+ * (`body.first_name`, `query.size`, `path.id`, `header.if-match`).
+ */
+export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDetail[] {
+  const part = PART[context] ?? context
+  // A union (nullable field) reports every branch; keep the branch that explains the problem.
+  const real = errors.filter(e => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
+  const byPath = new Map<string, ErrorObject[]>()
+  for (const e of real) {
+    const list = byPath.get(e.instancePath) ?? []
+    list.push(e)
+    byPath.set(e.instancePath, list)
+  }
+  const out: ErrorDetail[] = []
+  const seen = new Set<string>()
+  for (const [, list] of byPath) {
+    const kept = list.length > 1 ? list.filter(e => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null')) : list
+    for (const e of kept.length > 0 ? kept : list) {
+      const p = e.params as Record<string, unknown>
+      let loc = part + pointerToPath(e.instancePath)
+      let value: unknown = e.data
+      if (e.keyword === 'required') {
+        loc += `.${String(p.missingProperty)}`
+        value = undefined
+      } else if (e.keyword === 'additionalProperties') {
+        loc += `.${String(p.additionalProperty)}`
+        value = (e.data as Record<string, unknown> | undefined)?.[String(p.additionalProperty)]
+      }
+      const msg = message(e)
+      const k = `${loc}\u0000${msg}`
+      if (seen.has(k)) continue
+      seen.add(k)
+      out.push(fieldError(loc, msg, typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}…` : value))
+    }
+  }
+  return out
+}

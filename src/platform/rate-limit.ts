@@ -1,0 +1,85 @@
+/**
+ * Per-caller token bucket (caller = tenant + user), built from two rate-limiter-flexible limiters:
+ * a steady one that refills RATE_LIMIT_REFILL_PER_SEC tokens every second and a burst one holding
+ * RATE_LIMIT_CAPACITY tokens, spent only when the steady one is empty (the library's bursty
+ * composition). A route declares its cost in `config.cost` (1 by default; 5 for the contacts upsert).
+ * The store is memory, or Redis when REDIS_URL is set, so several instances share the buckets.
+ *
+ * Headers follow the IETF draft: RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (seconds);
+ * an empty bucket answers 429 with Retry-After.
+ */
+import type { FastifyInstance } from 'fastify'
+import { Redis } from 'ioredis'
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import { ApiError } from './http/errors.ts'
+
+export interface RateLimitOptions {
+  capacity: number
+  refillPerSec: number
+  redisUrl?: string | undefined
+  /** key prefix, so test runs sharing one Redis do not share buckets */
+  prefix?: string
+}
+
+export interface RateLimiter {
+  consume (key: string, cost: number): Promise<{ allowed: boolean, remaining: number, resetSec: number, limit: number }>
+  close (): Promise<void>
+}
+
+export function createRateLimiter (options: RateLimitOptions): RateLimiter {
+  const prefix = options.prefix ?? 'rl'
+  const burstDuration = Math.max(1, Math.ceil(options.capacity / options.refillPerSec))
+  let redis: Redis | undefined
+  let steady: RateLimiterAbstract
+  let burst: RateLimiterAbstract
+  if (options.redisUrl !== undefined) {
+    redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    redis.on('error', () => {}) // insurance limiter below takes over while Redis is away
+    const insurance = (points: number, duration: number) => new RateLimiterMemory({ points, duration, keyPrefix: `${prefix}:ins` })
+    steady = new RateLimiterRedis({ storeClient: redis, points: options.refillPerSec, duration: 1, keyPrefix: `${prefix}:s`, insuranceLimiter: insurance(options.refillPerSec, 1) })
+    burst = new RateLimiterRedis({ storeClient: redis, points: options.capacity, duration: burstDuration, keyPrefix: `${prefix}:b`, insuranceLimiter: insurance(options.capacity, burstDuration) })
+  } else {
+    steady = new RateLimiterMemory({ points: options.refillPerSec, duration: 1, keyPrefix: `${prefix}:s` })
+    burst = new RateLimiterMemory({ points: options.capacity, duration: burstDuration, keyPrefix: `${prefix}:b` })
+  }
+  const limit = options.capacity
+
+  return {
+    async consume (key, cost) {
+      try {
+        const s = await steady.consume(key, cost)
+        const b = await burst.get(key)
+        const remaining = Math.min(limit, s.remainingPoints + (b === null ? limit : b.remainingPoints))
+        return { allowed: true, remaining, resetSec: Math.ceil(s.msBeforeNext / 1000), limit }
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err
+      }
+      try {
+        const b = await burst.consume(key, cost)
+        return { allowed: true, remaining: b.remainingPoints, resetSec: Math.ceil(b.msBeforeNext / 1000), limit }
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err
+        // Tokens come back every second from the steady limiter.
+        return { allowed: false, remaining: 0, resetSec: Math.max(1, Math.ceil(Math.min(err.msBeforeNext, 1000) / 1000)), limit }
+      }
+    },
+    async close () {
+      if (redis !== undefined) redis.disconnect()
+    }
+  }
+}
+
+export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const auth = request.optionalAuth
+    if (auth === null) return
+    const cost = request.routeOptions.config.cost ?? 1
+    const r = await limiter.consume(`${auth.tenantId}:${auth.userId}`, cost)
+    void reply.header('ratelimit-limit', String(r.limit))
+    void reply.header('ratelimit-remaining', String(r.remaining))
+    void reply.header('ratelimit-reset', String(r.resetSec))
+    if (!r.allowed) {
+      throw new ApiError(429, `rate limit exceeded: this request costs ${cost} token(s); retry after ${r.resetSec} s`, [], { 'retry-after': String(r.resetSec) })
+    }
+  })
+}
