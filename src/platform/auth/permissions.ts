@@ -4,7 +4,7 @@
  * where the route is declared. Finer rules (ownership, visibility, event-manager permissions) live
  * in the modules and answer 404 or 403 from there.
  */
-import type { preHandlerAsyncHookHandler } from 'fastify'
+import type { onRequestAsyncHookHandler } from 'fastify'
 import { error403Forbidden } from '../http/errors.ts'
 
 /** Tenant roles, strongest first. */
@@ -44,13 +44,15 @@ export function permissionsOf (roles: readonly string[]): Permission[] {
 }
 
 /**
- * A route preHandler that answers 403 unless the caller holds `permission`.
+ * A route onRequest hook that answers 403 unless the caller holds `permission`. It runs right
+ * after authentication, before the body is parsed or validated, so a caller without the
+ * permission learns nothing about the input rules.
  *
  * @example
- *   app.post('/api/v1/contacts', { preHandler: requirePermission('contacts:write') }, handler)
+ *   app.post('/api/v1/contacts', { onRequest: requirePermission('contacts:write') }, handler)
  */
-export function requirePermission (permission: Permission): preHandlerAsyncHookHandler {
-  const handler: preHandlerAsyncHookHandler = async (request) => {
+export function requirePermission (permission: Permission): onRequestAsyncHookHandler {
+  const handler: onRequestAsyncHookHandler = async (request) => {
     if (!request.auth.permissions.has(permission)) throw error403Forbidden(`missing permission ${permission}`)
   }
   Object.defineProperty(handler, 'permission', { value: permission })
@@ -58,8 +60,8 @@ export function requirePermission (permission: Permission): preHandlerAsyncHookH
 }
 
 /** The permission a route declared, read back for the route table (OpenAPI, route matrix). */
-export function declaredPermission (preHandler: unknown): Permission | undefined {
-  const list = Array.isArray(preHandler) ? preHandler : [preHandler]
+export function declaredPermission (onRequest: unknown): Permission | undefined {
+  const list = Array.isArray(onRequest) ? onRequest : [onRequest]
   for (const h of list) {
     const p = (h as { permission?: Permission } | undefined)?.permission
     if (p !== undefined) return p

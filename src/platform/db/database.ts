@@ -13,8 +13,15 @@ import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import type { PlatformTables } from './platform.table.ts'
 import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
+import type { IdentityTables } from '../../modules/identity/identity.table.ts'
+import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
 
-export interface Database extends PlatformTables, ContactsTables {}
+/** Every table, composed from the modules' table files (one line per module). */
+export interface Database extends
+  PlatformTables,
+  ContactsTables,
+  IdentityTables,
+  SpacesTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'
 
