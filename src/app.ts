@@ -12,7 +12,8 @@ import { migrate } from './platform/db/migrate.ts'
 import { registerErrorHandling } from './platform/http/error-handler.ts'
 import { registerSchemaLinks } from './platform/http/schema-links.ts'
 import { registerOpenApi } from './platform/http/openapi.ts'
-import { validatorCompiler } from './platform/http/validation.ts'
+import { findNulCharacter, validatorCompiler } from './platform/http/validation.ts'
+import { invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
@@ -59,6 +60,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   })
   app.setValidatorCompiler(validatorCompiler)
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+
+  app.addHook('preValidation', async (request) => {
+    const hit = findNulCharacter(request.query, 'query') ?? findNulCharacter(request.params, 'path') ??
+      (Buffer.isBuffer(request.body) ? undefined : findNulCharacter(request.body, 'body'))
+    if (hit !== undefined) throw invalidField(hit, 'expected text without NUL characters')
+  })
 
   registerErrorHandling(app, config.baseUrl)
   registerSchemaLinks(app, config.baseUrl)

@@ -1,12 +1,15 @@
 /**
- * Per-caller token bucket (caller = tenant + user), built from two rate-limiter-flexible limiters:
- * a steady one that refills RATE_LIMIT_REFILL_PER_SEC tokens every second and a burst one holding
- * RATE_LIMIT_CAPACITY tokens, spent only when the steady one is empty (the library's bursty
- * composition). A route declares its cost in `config.cost` (1 by default; 5 for the contacts upsert).
- * The store is memory, or Redis when REDIS_URL is set, so several instances share the buckets.
+ * Per-caller token bucket (caller = tenant + user), built from two rate-limiter-flexible limiters.
+ * The bucket holds RATE_LIMIT_CAPACITY tokens and is whole again CAPACITY / REFILL seconds after
+ * it was first drawn on; once it is empty, RATE_LIMIT_REFILL_PER_SEC tokens per second still pass
+ * (the refill a client waiting on an empty bucket would see). A route declares its cost in
+ * `config.cost` (1 by default; 5 for the contacts upsert). The store is memory, or Redis when
+ * REDIS_URL is set so that several instances share the buckets (with a memory fallback while
+ * Redis is unreachable).
  *
- * Headers follow the IETF draft: RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset (seconds);
- * an empty bucket answers 429 with Retry-After.
+ * Headers follow the IETF draft: RateLimit-Limit (the capacity), RateLimit-Remaining (tokens left
+ * now), RateLimit-Reset (seconds until tokens come back); an empty bucket answers 429 with
+ * Retry-After.
  */
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
@@ -47,20 +50,17 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
   return {
     async consume (key, cost) {
       try {
-        const s = await steady.consume(key, cost)
-        const b = await burst.get(key)
-        const remaining = Math.min(limit, s.remainingPoints + (b === null ? limit : b.remainingPoints))
-        return { allowed: true, remaining, resetSec: Math.ceil(s.msBeforeNext / 1000), limit }
+        const b = await burst.consume(key, cost)
+        return { allowed: true, remaining: Math.max(0, b.remainingPoints), resetSec: Math.ceil(b.msBeforeNext / 1000), limit }
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err
       }
       try {
-        const b = await burst.consume(key, cost)
-        return { allowed: true, remaining: b.remainingPoints, resetSec: Math.ceil(b.msBeforeNext / 1000), limit }
+        const s = await steady.consume(key, cost)
+        return { allowed: true, remaining: Math.max(0, s.remainingPoints), resetSec: Math.max(1, Math.ceil(s.msBeforeNext / 1000)), limit }
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err
-        // Tokens come back every second from the steady limiter.
-        return { allowed: false, remaining: 0, resetSec: Math.max(1, Math.ceil(Math.min(err.msBeforeNext, 1000) / 1000)), limit }
+        return { allowed: false, remaining: 0, resetSec: Math.max(1, Math.ceil(err.msBeforeNext / 1000)), limit }
       }
     },
     async close () {

@@ -95,7 +95,7 @@ export function useTestApp (kind: DatabaseKind, options: TestAppOptions = {}): T
       ...(db.url !== undefined ? { DATABASE_URL: db.url } : {}),
       ...options.env
     })
-    const built = await buildApp(config, { database: db.handle, logger: false })
+    const built = await buildApp(config, { database: db.handle, logger: process.env.TEST_LOG === '1' ? { level: 'error' } : false })
     await built.app.ready()
     const keys = await loadOrCreateDevKeys(dataDir)
     Object.assign(t, {

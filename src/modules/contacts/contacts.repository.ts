@@ -73,6 +73,9 @@ export async function deleteContact (trx: Tx, tenantId: string, id: string): Pro
 /** `%`, `_` and `\` are literal in a search term. */
 export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
 
+/** Text fields sort case-insensitively, as people expect of names. */
+const TEXT_SORT = new Set(['first_name', 'last_name', 'email', 'company'])
+
 export interface ListOptions {
   page: number
   size: number
@@ -89,7 +92,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
   const [items, count] = await Promise.all([
     base.select(COLUMNS)
-      .orderBy(o.sortBy, sql.raw(`${o.sortDir} nulls last`))
+      .orderBy(TEXT_SORT.has(o.sortBy) ? sql`lower(${sql.ref(o.sortBy)})` : sql.ref(o.sortBy), sql.raw(`${o.sortDir} nulls last`))
       .orderBy('id', o.sortDir)
       .limit(o.size).offset((o.page - 1) * o.size)
       .execute(),
@@ -129,6 +132,6 @@ export async function lockByEmails (trx: Tx, auth: AuthContext, emails: string[]
 
 /** Serializes upserts of one scope, so two batches never both create the same e-mail. */
 export async function lockUpsertScope (trx: Tx, auth: AuthContext): Promise<void> {
-  const scope = `${auth.tenantId}\u0000${auth.orgId ?? `user:${auth.userId}`}`
+  const scope = `contacts-upsert|${auth.tenantId}|${auth.orgId ?? `user:${auth.userId}`}`
   await sql`select pg_advisory_xact_lock(hashtextextended(${scope}, 0))`.execute(trx)
 }

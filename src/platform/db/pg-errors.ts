@@ -24,7 +24,9 @@ export function mapPgError (err: unknown): ApiError | undefined {
     case '22007':
     case '22008':
     case '22003':
-    case '22001': return new ApiError(400, 'a value has an invalid format or is out of range')
+    case '22001':
+    case '22021':
+    case '22P05': return new ApiError(400, 'a value has an invalid format or is out of range')
     case '40001':
     case '40P01': return new ApiError(409, 'concurrent update, retry the request')
     case '55P03': return new ApiError(409, 'the resource is locked by another request, retry')

@@ -1,12 +1,14 @@
 /**
  * OpenAPI 3.1 at `/openapi.json` and interactive docs at `/docs`, generated from the route
  * schemas. Every `/api/v1` route gets the bearer security requirement (unless it opted out) and
- * the ErrorModel for its error statuses, so the document states what the error handler does.
+ * the ErrorModel for its error statuses, so the document states what the error handler does. The
+ * permission a route declares appears as `x-permission` on its operation.
  */
 import type { FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { ErrorModel } from './errors.ts'
+import { declaredPermission } from '../auth/permissions.ts'
 
 const ERROR_STATUSES = ['400', '401', '403', '404', '409', '412', '413', '415', '422', '429', '500', '503']
 
@@ -21,9 +23,12 @@ export async function registerOpenApi (app: FastifyInstance, baseUrl: string): P
       if (mode === 'none' && ['401', '403'].includes(code)) continue
       response[code] ??= { ...ErrorModel, description: 'Error' }
     }
+    const permission = declaredPermission(route.onRequest)
     route.schema = {
       ...route.schema,
       response,
+      // the permission the route requires (route matrix, clients): `x-permission: contacts:write`
+      ...(permission !== undefined ? { 'x-permission': permission } : {}),
       ...(isApi && mode !== 'none' ? { security: mode === 'optional' ? [{ bearerAuth: [] }, {}] : [{ bearerAuth: [] }] } : {})
     }
   })

@@ -125,3 +125,24 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
   }
   return out
 }
+
+/**
+ * PostgreSQL text cannot hold NUL characters; a request carrying one is refused as a 400 naming
+ * the field rather than failing in the database.
+ */
+export function findNulCharacter (value: unknown, location: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? location : undefined
+  if (depth > 64 || value === null || typeof value !== 'object') return undefined
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const hit = findNulCharacter(v, `${location}[${i}]`, depth + 1)
+      if (hit !== undefined) return hit
+    }
+    return undefined
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const hit = k.includes('\u0000') ? `${location}.${k}` : findNulCharacter(v, `${location}.${k}`, depth + 1)
+    if (hit !== undefined) return hit
+  }
+  return undefined
+}

@@ -1,0 +1,382 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+
+type Json = Record<string, any>
+
+async function createContact (t: TestApp, token: string, body: Json): Promise<Json> {
+  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: body })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
+for (const kind of databases()) {
+  describe(`${kind}: contacts`, () => {
+    const t = useTestApp(kind)
+
+    describe('POST /api/v1/contacts', () => {
+      it('creates a contact with every writable field and answers 201 with generated fields', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const body = {
+          is_favorite: true,
+          first_name: 'Ada',
+          middle_name: 'King',
+          last_name: 'Lovelace',
+          nickname: 'Countess',
+          email: 'ada@example.org',
+          phone_primary: '+44 20 0000 0000',
+          phone_secondary: '+44 20 0000 0001',
+          phone_work: '+44 20 0000 0002',
+          company: 'Analytical Engines',
+          job_title: 'Mathematician',
+          address_line1: '12 St James Square',
+          address_line2: 'Flat 1',
+          city: 'London',
+          state_province: 'Greater London',
+          postal_code: 'SW1Y 4JH',
+          country: 'United Kingdom',
+          website: 'https://example.org/ada',
+          avatar_url: 'https://example.org/ada.png',
+          notes: 'Wrote the first program.',
+          linked_user_id: 'user-42',
+          tags: ['math', 'history']
+        }
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { $schema: 'http://localhost:8080/schemas/Contact.json', ...body } })
+        assert.equal(res.statusCode, 201)
+        assert.match(String(res.headers['content-type']), /^application\/json/)
+        assert.equal(res.headers.link, '<http://localhost:8080/schemas/Contact.json>; rel="describedBy"')
+        const c = res.json()
+        assert.equal(c.$schema, 'http://localhost:8080/schemas/Contact.json')
+        for (const [k, v] of Object.entries(body)) assert.deepEqual(c[k], v, k)
+        assert.match(c.id, /^[0-9a-f-]{36}$/)
+        assert.equal(c.owner_id, 'alice')
+        assert.equal(c.org_id, null)
+        assert.ok(!Number.isNaN(Date.parse(c.created_at)) && c.created_at.endsWith('Z'))
+        assert.equal(res.headers.location, `/api/v1/contacts/${c.id}`)
+        assert.equal(c.tenant_id, undefined)
+
+        const read = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
+        assert.equal(read.statusCode, 200)
+        assert.deepEqual({ ...(read.json() as Json), $schema: undefined }, { ...c, $schema: undefined })
+      })
+
+      it('takes org_id from the caller\'s organization', async () => {
+        const tenant = newTenant(t)
+        const bob = await tenant.user('bob', ['member'], { orgId: 'org-1' })
+        const c = await createContact(t, bob, { first_name: 'Org' })
+        assert.equal(c.org_id, 'org-1')
+      })
+
+      it('refuses bad input with one error per field and stores nothing', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: {
+            first_name: 'x'.repeat(256),
+            postal_code: 'x'.repeat(21),
+            email: 'not-an-email',
+            website: 'javascript:alert(1)',
+            tags: 'one',
+            is_favorite: 'yes',
+            owner_id: 'mallory',
+            id: '00000000-0000-0000-0000-000000000000'
+          }
+        })
+        assert.equal(res.statusCode, 400)
+        assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+        const err = res.json()
+        assert.equal(err.title, 'Bad Request')
+        assert.equal(err.status, 400)
+        assert.equal(err.$schema, 'http://localhost:8080/schemas/ErrorModel.json')
+        const locations = err.errors.map((e: Json) => e.location).sort()
+        assert.deepEqual(locations, [
+          'body.email', 'body.first_name', 'body.id', 'body.is_favorite', 'body.owner_id', 'body.postal_code', 'body.tags', 'body.website'
+        ])
+        const first = err.errors.find((e: Json) => e.location === 'body.first_name')
+        assert.equal(first.message, 'expected length <= 255')
+        assert.equal(err.errors.find((e: Json) => e.location === 'body.owner_id').message, 'unexpected property')
+
+        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 0)
+      })
+
+      it('answers 400 for a body that is not JSON', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'content-type': 'application/json' }, payload: '{"first_name":' })
+        assert.equal(res.statusCode, 400)
+        assert.equal(res.json().errors[0].location, 'body')
+      })
+
+      it('answers 415 for an unsupported content type', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'content-type': 'text/csv' }, payload: 'a,b' })
+        assert.equal(res.statusCode, 415)
+        assert.equal(res.json().status, 415)
+      })
+
+      it('forbids a viewer (403) and stores nothing', async () => {
+        const tenant = newTenant(t)
+        const viewer = await tenant.user('vera', ['viewer'])
+        const res = await t.as(viewer, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'No' } })
+        assert.equal(res.statusCode, 403)
+        assert.equal(res.json().detail, 'missing permission contacts:write')
+        const list = await t.as(viewer, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 0)
+      })
+
+      it('replays the first answer for a repeated Idempotency-Key and refuses the key with another body', async () => {
+        const alice = await newTenant(t).user('alice')
+        const send = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'k-1' }, payload })
+        const first = await send({ first_name: 'Once' })
+        assert.equal(first.statusCode, 201)
+        const again = await send({ first_name: 'Once' })
+        assert.equal(again.statusCode, 201)
+        assert.equal(again.headers['idempotent-replayed'], 'true')
+        assert.equal(again.json().id, first.json().id)
+        const other = await send({ first_name: 'Twice' })
+        assert.equal(other.statusCode, 409)
+        assert.equal(other.json().errors[0].location, 'header.idempotency-key')
+        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 1)
+      })
+
+      it('applies concurrent requests with one Idempotency-Key once', async () => {
+        const alice = await newTenant(t).user('alice')
+        const results = await Promise.all(Array.from({ length: 8 }, () =>
+          t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'burst' }, payload: { first_name: 'Burst' } })))
+        assert.deepEqual(new Set(results.map(r => r.statusCode)), new Set([201]))
+        assert.equal(new Set(results.map(r => r.json().id)).size, 1)
+        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 1)
+      })
+    })
+
+    describe('GET /api/v1/contacts', () => {
+      it('pages, searches, sorts and filters favorites', async () => {
+        const alice = await newTenant(t).user('alice')
+        const names = ['Carol', 'alice', 'Bob', 'Dave', 'Eve']
+        for (const [i, n] of names.entries()) {
+          await createContact(t, alice, { first_name: n, email: `${n.toLowerCase()}@corp.test`, company: i === 3 ? 'Initech' : 'Acme', is_favorite: i % 2 === 0 })
+        }
+        const page = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?page=2&size=2&sort_by=first_name&sort_dir=asc' })
+        assert.equal(page.statusCode, 200)
+        const body = page.json()
+        assert.equal(body.$schema, 'http://localhost:8080/schemas/PagedBodyContact.json')
+        assert.deepEqual({ page: body.page, size: body.size, total: body.total }, { page: 2, size: 2, total: 5 })
+        assert.deepEqual(body.items.map((c: Json) => c.first_name), ['Carol', 'Dave'])
+
+        const search = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?search=initech' })
+        assert.deepEqual(search.json().items.map((c: Json) => c.first_name), ['Dave'])
+        const byEmail = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?search=EVE@CORP' })
+        assert.deepEqual(byEmail.json().items.map((c: Json) => c.first_name), ['Eve'])
+
+        const favs = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?is_favorite=true&sort_by=first_name' })
+        assert.deepEqual(favs.json().items.map((c: Json) => c.first_name).sort(), ['Carol', 'Bob', 'Eve'].sort())
+        const nonFavs = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?is_favorite=false' })
+        assert.equal(nonFavs.json().total, 2)
+        const noFilter = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?is_favorite=' })
+        assert.equal(noFilter.json().total, 5)
+
+        const empty = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?page=9' })
+        assert.deepEqual(empty.json().items, [])
+      })
+
+      it('treats % and _ in a search term literally', async () => {
+        const alice = await newTenant(t).user('alice')
+        await createContact(t, alice, { first_name: 'Percent', company: '100% Inc' })
+        await createContact(t, alice, { first_name: 'Other', company: 'Hundred Inc' })
+        const res = await t.as(alice, { method: 'GET', url: `/api/v1/contacts?search=${encodeURIComponent('0%')}` })
+        assert.deepEqual(res.json().items.map((c: Json) => c.first_name), ['Percent'])
+      })
+
+      it('validates page, size, sort_by and sort_dir', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?page=0&size=101&sort_by=password&sort_dir=up' })
+        assert.equal(res.statusCode, 400)
+        assert.deepEqual(res.json().errors.map((e: Json) => e.location).sort(), ['query.page', 'query.size', 'query.sort_by', 'query.sort_dir'])
+      })
+    })
+
+    describe('GET /api/v1/contacts/search', () => {
+      it('returns matches, the query and the total, limited', async () => {
+        const alice = await newTenant(t).user('alice')
+        for (const n of ['Anna', 'Annabel', 'Hannah', 'Zed']) await createContact(t, alice, { first_name: n })
+        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=ann&limit=2' })
+        assert.equal(res.statusCode, 200)
+        const body = res.json()
+        assert.equal(body.$schema, 'http://localhost:8080/schemas/SearchOutputBody.json')
+        assert.equal(body.query, 'ann')
+        assert.equal(body.total, 3)
+        assert.equal(body.items.length, 2)
+        assert.ok(body.items.every((c: Json) => /ann/i.test(c.first_name)))
+      })
+
+      it('requires a query of at least one character and a limit of 1 to 100', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=&limit=101' })
+        assert.equal(res.statusCode, 400)
+        assert.deepEqual(res.json().errors.map((e: Json) => e.location).sort(), ['query.limit', 'query.query'])
+        const missing = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search' })
+        assert.equal(missing.json().errors[0].location, 'query.query')
+      })
+    })
+
+    describe('POST /api/v1/contacts/upsert', () => {
+      it('creates new and updates matched contacts by e-mail in one call', async () => {
+        const alice = await newTenant(t).user('alice')
+        const existing = await createContact(t, alice, { first_name: 'Old', last_name: 'Name', email: 'Match@Example.com' })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: [{ email: 'match@example.com', first_name: 'New' }, { email: 'fresh@example.com', company: 'Fresh' }] }
+        })
+        assert.equal(res.statusCode, 200, res.body)
+        const body = res.json()
+        assert.equal(body.created, 1)
+        assert.equal(body.updated, 1)
+        assert.deepEqual(body.items.map((i: Json) => i.action), ['updated', 'created'])
+        assert.equal(body.items[0].contact.id, existing.id)
+        const read = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${existing.id}` })
+        assert.equal(read.json().first_name, 'New')
+        assert.equal(read.json().last_name, 'Name', 'fields absent from the item are kept')
+        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 2)
+      })
+
+      it('refuses a batch with a duplicate e-mail and applies nothing', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: [{ email: 'a@x.io' }, { email: 'b@x.io' }, { email: 'A@x.io' }] }
+        })
+        assert.equal(res.statusCode, 400)
+        assert.equal(res.json().errors[0].location, 'body.contacts[2].email')
+        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        assert.equal(list.json().total, 0)
+      })
+
+      it('names the item and field of a bad entry', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'ok@x.io' }, { first_name: 'no email' }] } })
+        assert.equal(res.statusCode, 400)
+        assert.equal(res.json().errors[0].location, 'body.contacts[1].email')
+      })
+
+      it('costs five rate-limit tokens', async () => {
+        const alice = await newTenant(t).user('alice')
+        const a = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
+        const b = await t.as(alice, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'x@x.io' }] } })
+        assert.equal(Number(a.headers['ratelimit-remaining']) - Number(b.headers['ratelimit-remaining']), 5)
+      })
+    })
+
+    describe('one contact', () => {
+      it('patches with merge semantics, null clears, and ETag/If-Match guard the write', async () => {
+        const alice = await newTenant(t).user('alice')
+        const c = await createContact(t, alice, { first_name: 'Ann', company: 'Acme', tags: ['a'] })
+        const get = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
+        const etag = String(get.headers.etag)
+        const patched = await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${c.id}`,
+          headers: { 'if-match': etag, 'content-type': 'application/merge-patch+json' },
+          payload: JSON.stringify({ company: null, city: 'Oslo' })
+        })
+        assert.equal(patched.statusCode, 200, patched.body)
+        assert.equal(patched.json().company, null)
+        assert.equal(patched.json().city, 'Oslo')
+        assert.equal(patched.json().first_name, 'Ann')
+        assert.deepEqual(patched.json().tags, ['a'])
+        assert.notEqual(patched.headers.etag, etag)
+
+        const stale = await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id}`, headers: { 'if-match': etag }, payload: { city: 'Bergen' } })
+        assert.equal(stale.statusCode, 412)
+        const after = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
+        assert.equal(after.json().city, 'Oslo')
+      })
+
+      it('replaces with PUT (omitted fields cleared) and sets the favorite flag', async () => {
+        const alice = await newTenant(t).user('alice')
+        const c = await createContact(t, alice, { first_name: 'Ann', company: 'Acme' })
+        const put = await t.as(alice, { method: 'PUT', url: `/api/v1/contacts/${c.id}`, payload: { is_favorite: false, last_name: 'Lee' } })
+        assert.equal(put.statusCode, 200)
+        assert.equal(put.json().first_name, null)
+        assert.equal(put.json().company, null)
+        assert.equal(put.json().last_name, 'Lee')
+        const missing = await t.as(alice, { method: 'PUT', url: `/api/v1/contacts/${c.id}`, payload: { last_name: 'Lee' } })
+        assert.equal(missing.statusCode, 400)
+        assert.equal(missing.json().errors[0].location, 'body.is_favorite')
+        const fav = await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id}/favorite`, payload: { is_favorite: true } })
+        assert.equal(fav.json().is_favorite, true)
+      })
+
+      it('deletes (204) and the contact is gone', async () => {
+        const alice = await newTenant(t).user('alice')
+        const c = await createContact(t, alice, { first_name: 'Gone' })
+        const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${c.id}` })
+        assert.equal(del.statusCode, 204)
+        assert.equal(del.body, '')
+        const get = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
+        assert.equal(get.statusCode, 404)
+        assert.equal(get.json().detail, 'contact not found')
+      })
+
+      it('answers 400 for an id that is not a UUID', async () => {
+        const alice = await newTenant(t).user('alice')
+        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/42' })
+        assert.equal(res.statusCode, 400)
+        assert.equal(res.json().errors[0].location, 'path.id')
+      })
+    })
+
+    describe('who sees and changes a contact', () => {
+      it('keeps a personal contact to its owner, shares an organization contact with the organization', async () => {
+        const tenant = newTenant(t)
+        const ann = await tenant.user('ann', ['member'], { orgId: 'org-a' })
+        const ben = await tenant.user('ben', ['member'], { orgId: 'org-a' })
+        const cat = await tenant.user('cat', ['member'], { orgId: 'org-b' })
+        const solo = await tenant.user('solo', ['member'])
+        const shared = await createContact(t, ann, { first_name: 'Shared' })
+        const personal = await createContact(t, solo, { first_name: 'Personal' })
+
+        assert.equal((await t.as(ben, { method: 'GET', url: `/api/v1/contacts/${shared.id}` })).statusCode, 200)
+        assert.equal((await t.as(cat, { method: 'GET', url: `/api/v1/contacts/${shared.id}` })).statusCode, 404)
+        assert.equal((await t.as(ann, { method: 'GET', url: `/api/v1/contacts/${personal.id}` })).statusCode, 404)
+        assert.equal((await t.as(ben, { method: 'GET', url: '/api/v1/contacts' })).json().total, 1)
+        assert.equal((await t.as(cat, { method: 'GET', url: '/api/v1/contacts/search?query=shared' })).json().total, 0)
+
+        const benEdit = await t.as(ben, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'X' } })
+        assert.equal(benEdit.statusCode, 403)
+        const admin = await tenant.user('root', ['admin'], { orgId: 'org-z' })
+        assert.equal((await t.as(admin, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'Y' } })).statusCode, 200)
+        assert.equal((await t.as(admin, { method: 'GET', url: `/api/v1/contacts/${personal.id}` })).statusCode, 404)
+      })
+
+      it('answers 404 to another tenant for every operation and changes nothing', async () => {
+        const a = await newTenant(t).user('alice', ['admin'])
+        const b = await newTenant(t).user('alice', ['admin'])
+        const c = await createContact(t, a, { first_name: 'Mine', email: 'mine@a.io' })
+        for (const req of [
+          { method: 'GET' as const, url: `/api/v1/contacts/${c.id}` },
+          { method: 'PATCH' as const, url: `/api/v1/contacts/${c.id}`, payload: { first_name: 'Stolen' } },
+          { method: 'PUT' as const, url: `/api/v1/contacts/${c.id}`, payload: { is_favorite: true } },
+          { method: 'PATCH' as const, url: `/api/v1/contacts/${c.id}/favorite`, payload: { is_favorite: true } },
+          { method: 'DELETE' as const, url: `/api/v1/contacts/${c.id}` }
+        ]) {
+          const res = await t.as(b, req)
+          assert.equal(res.statusCode, 404, `${req.method} ${req.url}`)
+        }
+        const upsert = await t.as(b, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'mine@a.io', first_name: 'Stolen' }] } })
+        assert.equal(upsert.json().items[0].action, 'created')
+        const after = await t.as(a, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
+        assert.equal(after.json().first_name, 'Mine')
+        assert.equal(after.json().is_favorite, false)
+        assert.equal((await t.as(b, { method: 'GET', url: '/api/v1/contacts?search=mine' })).json().total, 1)
+      })
+    })
+  })
+}
