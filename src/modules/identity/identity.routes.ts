@@ -1,11 +1,20 @@
 /**
- * Identity: who the caller is (`GET /api/v1/auth/me`). The identity-provider webhook and the
- * user lifecycle live beside it in this module.
+ * Identity: who the caller is (`GET /api/v1/auth/me`), the identity-provider webhook
+ * (idp-webhook.routes.ts) and the user lifecycle it drives: profiles in `users`, deliveries in
+ * `idp_deliveries`, and the `UserGate` that refuses tokens of removed or inactive users.
+ * docs/identity.md describes the rules and the resync.
  */
 import { defineModule } from '../../platform/app-context.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { findUser } from './identity.repository.ts'
 import { AuthContext } from './identity.schemas.ts'
+import { idpWebhookRoutes } from './idp-webhook.routes.ts'
+import { createUserGate } from './user-gate.ts'
 
-export const identityModule = defineModule(async (app) => {
+export const identityModule = defineModule(async (app, ctx) => {
+  const gate = createUserGate(ctx.db)
+  ctx.userGate.current = gate.check
+
   app.get('/api/v1/auth/me', {
     schema: {
       operationId: 'get-auth-me',
@@ -15,14 +24,18 @@ export const identityModule = defineModule(async (app) => {
     }
   }, async (request) => {
     const a = request.auth
+    // A token without an e-mail claim (machine users, some providers) takes the profile's.
+    const email = a.email ?? (await withTenant(ctx.db, a, trx => findUser(trx, a.tenantId, a.userId)))?.email ?? null
     return {
       user_id: a.userId,
       tenant_id: a.tenantId,
-      email: a.email ?? '',
+      email: email ?? '',
       roles: [...a.roles],
       effective_role: a.effectiveRole,
       permissions: [...a.permissions],
       org_id: a.orgId
     }
   })
+
+  await app.register(idpWebhookRoutes(gate)(ctx))
 })

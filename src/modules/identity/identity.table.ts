@@ -13,6 +13,8 @@ export interface UsersTable {
   username: string | null
   avatar_url: string | null
   state: Generated<UserState>
+  /** sequence of the last provider event applied to this user */
+  idp_sequence: number | null
   created_at: Timestamp
   updated_at: Timestamp
   removed_at: Timestamp | null
@@ -20,6 +22,19 @@ export interface UsersTable {
 
 export type UserRow = Selectable<UsersTable>
 
+export type DeliveryOutcome = 'applied' | 'stale' | 'ignored'
+
+export interface IdpDeliveriesTable {
+  tenant_id: string
+  instance_id: string
+  aggregate_id: string
+  sequence: number
+  event_type: string
+  outcome: DeliveryOutcome
+  received_at: Timestamp
+}
+
 export interface IdentityTables {
   users: UsersTable
+  idp_deliveries: IdpDeliveriesTable
 }

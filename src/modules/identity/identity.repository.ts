@@ -1,0 +1,189 @@
+/**
+ * All SQL of identity: user profiles, webhook deliveries, and the two functions other modules use,
+ * `displayProfiles` (names of users for manager lists and previews) and `revokeUserAccess` (what a
+ * removed user loses). Every function takes the transaction first and names the tenant.
+ */
+import { sql } from 'kysely'
+import type { Tx } from '../../platform/db/tenant.ts'
+import type { DeliveryOutcome, UserRow, UserState } from './identity.table.ts'
+
+const USER_COLUMNS = [
+  'tenant_id', 'id', 'email', 'display_name', 'first_name', 'last_name', 'username', 'avatar_url', 'state',
+  'idp_sequence', 'created_at', 'updated_at', 'removed_at'
+] as const
+
+/** The profile columns the provider describes. */
+export interface ProfileValues {
+  email?: string | null
+  display_name?: string | null
+  first_name?: string | null
+  last_name?: string | null
+  username?: string | null
+  avatar_url?: string | null
+}
+export const PROFILE_FIELDS = ['email', 'display_name', 'first_name', 'last_name', 'username', 'avatar_url'] as const
+
+export async function findUser (trx: Tx, tenantId: string, userId: string): Promise<UserRow | undefined> {
+  return await trx.selectFrom('users').select(USER_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('id', '=', userId)
+    .executeTakeFirst()
+}
+
+/** The state of a user, or undefined for a user the table does not know. */
+export async function userState (trx: Tx, tenantId: string, userId: string): Promise<UserState | undefined> {
+  const row = await trx.selectFrom('users').select('state')
+    .where('tenant_id', '=', tenantId).where('id', '=', userId)
+    .executeTakeFirst()
+  return row?.state
+}
+
+/**
+ * Serializes every change of one user (webhook deliveries, resync) until the transaction ends,
+ * including the first one, when there is no row to lock yet.
+ */
+export async function lockUser (trx: Tx, tenantId: string, userId: string): Promise<void> {
+  // two 32-bit keys (tenant, user); text may not contain NUL, so no joined key
+  await sql`select pg_advisory_xact_lock(hashtext(${`users:${tenantId}`}), hashtext(${userId}))`.execute(trx)
+}
+
+export interface UserWrite extends ProfileValues {
+  state: UserState
+  idp_sequence: number | null
+}
+
+/** Inserts the user or overwrites the given columns; `removed_at` follows the state. */
+export async function saveUser (trx: Tx, tenantId: string, userId: string, values: UserWrite): Promise<UserRow> {
+  const removedAt = values.state === 'removed' ? sql<Date>`coalesce(users.removed_at, now())` : sql<null>`null`
+  return await trx.insertInto('users')
+    .values({ ...values, tenant_id: tenantId, id: userId, removed_at: values.state === 'removed' ? sql<Date>`now()` : null })
+    .onConflict(oc => oc.columns(['tenant_id', 'id']).doUpdateSet({ ...values, removed_at: removedAt, updated_at: sql<Date>`now()` }))
+    .returning(USER_COLUMNS)
+    .executeTakeFirstOrThrow()
+}
+
+export async function deliverySeen (trx: Tx, tenantId: string, instanceId: string, aggregateId: string, sequence: number): Promise<boolean> {
+  const row = await trx.selectFrom('idp_deliveries').select('outcome')
+    .where('tenant_id', '=', tenantId).where('instance_id', '=', instanceId)
+    .where('aggregate_id', '=', aggregateId).where('sequence', '=', sequence)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Records a delivery; false when it was recorded before (a concurrent duplicate). */
+export async function recordDelivery (trx: Tx, d: { tenantId: string, instanceId: string, aggregateId: string, sequence: number, eventType: string, outcome: DeliveryOutcome }): Promise<boolean> {
+  const row = await trx.insertInto('idp_deliveries')
+    .values({ tenant_id: d.tenantId, instance_id: d.instanceId, aggregate_id: d.aggregateId, sequence: d.sequence, event_type: d.eventType, outcome: d.outcome })
+    .onConflict(oc => oc.doNothing())
+    .returning('sequence')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Users of a tenant that are not removed, for the resync's `--remove-missing`. */
+export async function listLiveUserIds (trx: Tx, tenantId: string): Promise<string[]> {
+  const rows = await trx.selectFrom('users').select('id')
+    .where('tenant_id', '=', tenantId).where('state', '<>', 'removed')
+    .orderBy('id')
+    .execute()
+  return rows.map(r => r.id)
+}
+
+export interface RevokedAccess {
+  space_managers: number
+  event_managers: number
+}
+
+/**
+ * Revokes everything a removed user held as a manager: active roles (by user id) and pending
+ * invites (by e-mail, case-insensitive). Modules that add manager tables add their statement
+ * here, so the removal stays one place and one transaction.
+ *
+ * @example
+ *   const revoked = await revokeUserAccess(trx, tenantId, userId, user.email)
+ */
+export async function revokeUserAccess (trx: Tx, tenantId: string, userId: string, email: string | null): Promise<RevokedAccess> {
+  const spaces = await trx.updateTable('space_managers')
+    .set({ status: 'revoked', updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('status', '<>', 'revoked')
+    .where(eb => eb.or([
+      eb('user_id', '=', userId),
+      ...(email !== null && email !== '' ? [eb(sql<string>`lower(invited_email)`, '=', email.toLowerCase())] : [])
+    ]))
+    .executeTakeFirst()
+
+  // event_managers comes with the events module (0005_events.sql); until that migration exists
+  // there is nothing to revoke.
+  let events = 0
+  const exists = await sql<{ present: boolean }>`select to_regclass('event_managers') is not null as present`.execute(trx)
+  if (exists.rows[0]?.present === true) {
+    const byEmail = email !== null && email !== '' ? sql`or lower(invited_email) = ${email.toLowerCase()}` : sql``
+    const res = await sql`update event_managers set status = 'revoked', updated_at = now()
+      where tenant_id = ${tenantId} and status <> 'revoked' and (user_id = ${userId} ${byEmail})`.execute(trx)
+    events = Number(res.numAffectedRows ?? 0)
+  }
+  return { space_managers: Number(spaces.numUpdatedRows), event_managers: events }
+}
+
+export interface DisplayProfile {
+  user_id: string
+  /** never empty: display name, else first and last name, else the e-mail's local part, else the username, else the id */
+  display_name: string
+  /** one or two upper-case letters */
+  initials: string
+  avatar_url: string | null
+  /** whether the users table knows this user (false: a token-only user, shown by id) */
+  known: boolean
+  state: UserState | null
+}
+
+const first = (s: string): string => Array.from(s.trim())[0] ?? ''
+
+function initialsOf (row: Pick<UserRow, 'first_name' | 'last_name'>, name: string): string {
+  const f = first(row.first_name ?? '')
+  const l = first(row.last_name ?? '')
+  if (f !== '' || l !== '') return (f + l).toUpperCase()
+  const words = name.split(/[\s._\-@]+/).filter(w => /\p{L}|\p{N}/u.test(w))
+  const letters = words.length >= 2 ? first(words[0] ?? '') + first(words[1] ?? '') : first(words[0] ?? name)
+  return letters.toUpperCase()
+}
+
+/** The name of a user as shown to others, with the fallbacks of `DisplayProfile.display_name`. */
+export function displayNameOf (row: Pick<UserRow, 'id' | 'display_name' | 'first_name' | 'last_name' | 'email' | 'username'>): string {
+  const nonEmpty = (s: string | null | undefined): string | undefined => (s ?? '').trim() === '' ? undefined : (s ?? '').trim()
+  return nonEmpty(row.display_name) ??
+    nonEmpty([row.first_name, row.last_name].map(s => (s ?? '').trim()).filter(Boolean).join(' ')) ??
+    nonEmpty(row.email?.split('@')[0]) ??
+    nonEmpty(row.username) ??
+    row.id
+}
+
+/**
+ * Display names, initials and avatars of users, for manager lists and public-page previews: one
+ * entry per requested id (unknown ids too, named by their id), in a map keyed by user id. No
+ * e-mail is returned, so the result may be shown to anyone who may see the list.
+ *
+ * @example
+ *   const profiles = await displayProfiles(trx, auth.tenantId, managers.map(m => m.user_id))
+ *   profiles.get(userId)?.display_name
+ */
+export async function displayProfiles (trx: Tx, tenantId: string, userIds: readonly string[]): Promise<Map<string, DisplayProfile>> {
+  const ids = [...new Set(userIds)]
+  const out = new Map<string, DisplayProfile>()
+  if (ids.length === 0) return out
+  const rows = await trx.selectFrom('users')
+    .select(['id', 'email', 'display_name', 'first_name', 'last_name', 'username', 'avatar_url', 'state'])
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids)
+    .execute()
+  const byId = new Map(rows.map(r => [r.id, r]))
+  for (const id of ids) {
+    const row = byId.get(id)
+    if (row === undefined) {
+      out.set(id, { user_id: id, display_name: id, initials: initialsOf({ first_name: null, last_name: null }, id), avatar_url: null, known: false, state: null })
+      continue
+    }
+    const name = displayNameOf(row)
+    out.set(id, { user_id: id, display_name: name, initials: initialsOf(row, name), avatar_url: row.avatar_url, known: true, state: row.state })
+  }
+  return out
+}

@@ -1,0 +1,138 @@
+/**
+ * Real resources for the route matrix, keyed by path parameter: `contacts/:id` is the `:id` that
+ * follows `contacts` in a path. Each fixture is created through the public API by a member of
+ * the tenant (`alice`), so the matrix can call every route with ids that exist.
+ *
+ * The matrix fails, naming the route, when a route has a path parameter without a fixture here:
+ * a new route cannot be left out. Adding one is a few lines:
+ *
+ * @example
+ *   'spaces/:id': {
+ *     private: false,
+ *     create: async w => String((await w.post('/api/v1/spaces', { title: w.marker })).id)
+ *   },
+ *   'attendees/:contact_id': {
+ *     create: async (w) => {
+ *       const contact = await w.need('contacts/:id')
+ *       await w.post(`/api/v1/events/${await w.need('events/:id')}/attendees`, { contact_id: contact })
+ *       return contact
+ *     }
+ *   }
+ */
+import crypto from 'node:crypto'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { TestApp } from './build-app.ts'
+import { validToken } from './tokens.ts'
+import { sampleValid } from './schema-values.ts'
+import { paramKeys, type ApiRoute } from './routes.ts'
+
+export interface Fixture {
+  /** Creates the resource as `alice` (member) and returns the value of its path parameter. */
+  create: (w: World) => Promise<string>
+  /**
+   * True when another member of the same tenant (`bob`, no organization) must get 404 on it:
+   * the resource is alice's alone (a personal contact, a private event).
+   */
+  private?: boolean
+}
+
+export const FIXTURES: Record<string, Fixture> = {
+  'contacts/:id': {
+    private: true,
+    create: async w => String((await w.post('/api/v1/contacts', {
+      first_name: w.marker, last_name: 'Fixture', email: `${w.marker}@example.test`, company: w.marker, tags: [w.marker]
+    })).id)
+  }
+}
+
+/** Request bodies that make a write valid, for routes whose schema alone does not (cross-field rules). */
+export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unknown> = {
+  'PUT /api/v1/contacts/:id': w => ({ first_name: w.marker, is_favorite: false }),
+  'PATCH /api/v1/contacts/:id/favorite': () => ({ is_favorite: true }),
+  'POST /api/v1/contacts/upsert': w => ({ contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }] })
+}
+
+/** Routes (by name) whose path parameters need no fixture, with the value to use. */
+export const FREE_PARAMS: Record<string, Record<string, string>> = {}
+
+export interface World {
+  t: TestApp
+  tenantId: string
+  /** a string unique to this tenant, put into every fixture so leaks can be searched for */
+  marker: string
+  tokens: { alice: string, bob: string, admin: string, viewer: string, none: string }
+  /** the fixture value of a key, created on first use */
+  need: (key: string) => Promise<string>
+  /** POST as alice; throws unless 2xx; the JSON body */
+  post: (url: string, body?: unknown) => Promise<Record<string, unknown>>
+  call: (token: string | undefined, opts: InjectOptions) => Promise<LightMyRequestResponse>
+}
+
+/** A tenant with five callers: alice and bob (members), an admin, a viewer and a caller with no known role. */
+export async function newWorld (t: TestApp, name: string): Promise<World> {
+  const tenantId = `${name}-${crypto.randomUUID()}`
+  const marker = `m${crypto.randomBytes(6).toString('hex')}`
+  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${marker}.example.test` })
+  const tokens = {
+    alice: await tok('alice', ['member']),
+    bob: await tok('bob', ['member']),
+    admin: await tok('admin', ['admin']),
+    viewer: await tok('viewer', ['viewer']),
+    none: await tok('guest', ['guest'])
+  }
+  const cache = new Map<string, Promise<string>>()
+  const call = async (token: string | undefined, opts: InjectOptions) => await t.app.inject({
+    ...opts,
+    headers: { ...opts.headers, ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) }
+  })
+  const w: World = {
+    t,
+    tenantId,
+    marker,
+    tokens,
+    call,
+    need: async (key) => {
+      let p = cache.get(key)
+      if (p === undefined) {
+        const f = FIXTURES[key]
+        if (f === undefined) throw new Error(`no fixture for ${key}: add one to test/helpers/fixtures.ts`)
+        p = f.create(w)
+        cache.set(key, p)
+      }
+      return await p
+    },
+    post: async (url, body = {}) => {
+      const res = await call(tokens.alice, { method: 'POST', url, payload: body as InjectOptions['payload'] })
+      if (res.statusCode >= 300) throw new Error(`fixture POST ${url} answered ${res.statusCode}: ${res.body}`)
+      return res.body === '' ? {} : res.json<Record<string, unknown>>()
+    }
+  }
+  return w
+}
+
+/** The fixture keys that a route needs and the registry lacks. */
+export function missingFixtures (route: ApiRoute): string[] {
+  const free = FREE_PARAMS[route.name] ?? {}
+  return paramKeys(route.url).filter(k => FIXTURES[k] === undefined && free[k] === undefined)
+}
+
+/** Path values for every parameter of a route, created in the world as needed. */
+export async function pathValues (w: World, route: ApiRoute): Promise<Record<string, string>> {
+  const out: Record<string, string> = { ...(FREE_PARAMS[route.name] ?? {}) }
+  for (const k of paramKeys(route.url)) out[k] ??= await w.need(k)
+  return out
+}
+
+/** Whether a route's resource (its first path parameter) is private to its creator. */
+export function isPrivate (route: ApiRoute): boolean {
+  const first = paramKeys(route.url)[0]
+  return first !== undefined && FIXTURES[first]?.private === true
+}
+
+/** A body the route accepts as far as its schema goes (or the registered valid body). */
+export async function validBody (w: World, route: ApiRoute): Promise<unknown> {
+  const make = VALID_BODIES[route.name]
+  if (make !== undefined) return await make(w)
+  if (route.bodySchema === undefined) return undefined
+  return sampleValid(route.bodySchema)
+}

@@ -1,0 +1,219 @@
+/**
+ * The route matrix: every `/api/v1` route, read from the running app (OpenAPI document checked
+ * against the router), against every kind of caller it must refuse.
+ *
+ * - 401 for each bad credential on every route that requires a token (no token, malformed,
+ *   expired, unknown key, `alg: none`, HMAC, tampered, wrong issuer, wrong audience, no sub, no
+ *   tenant claim). The app checks an audience here, so the audience cases are real.
+ * - 403 for every role that lacks a route's declared permission (viewer on every write, a caller
+ *   with no known role on everything), called with real ids of the caller's own tenant.
+ * - 404 for a caller of tenant B on every resource of tenant A, with a valid body, and tenant A's
+ *   data re-read afterwards to be unchanged; tenant B's lists never show A's data.
+ * - 404 for a member on another member's private resources.
+ *
+ * A route with a path parameter that has no fixture (test/helpers/fixtures.ts) fails the suite.
+ */
+import assert from 'node:assert/strict'
+import { before, describe, it } from 'node:test'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import { databases, useTestApp } from './helpers/build-app.ts'
+import { apiRoutes, fillPath, isWrite, type ApiRoute } from './helpers/routes.ts'
+import { isPrivate, missingFixtures, newWorld, pathValues, validBody, type World } from './helpers/fixtures.ts'
+import { badTokens } from './helpers/tokens.ts'
+import { problemIssues } from './helpers/problem.ts'
+import { permissionsOf, type Permission } from '../src/platform/auth/permissions.ts'
+
+const AUDIENCE = 'urn:collab:api'
+
+/** Routes that need no token, and why (runtime contract, "Authentication"). */
+const PUBLIC_ROUTES: Record<string, string> = {
+  'POST /api/v1/integrations/idp/webhook': 'signed by the identity provider (HMAC), no bearer token'
+}
+const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
+
+/** Write routes that every role may call, and why. Empty today: every write needs a write permission. */
+const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {}
+
+function request (route: ApiRoute, url: string, body: unknown): InjectOptions {
+  const opts: InjectOptions = { method: route.method, url }
+  if (body !== undefined && route.bodyType !== 'multipart/form-data') {
+    opts.payload = JSON.stringify(body)
+    opts.headers = { 'content-type': route.bodyType ?? 'application/json' }
+  }
+  return opts
+}
+
+const brief = (res: LightMyRequestResponse): string => `${res.statusCode} ${res.body.slice(0, 160)}`
+
+for (const kind of databases()) {
+  void describe(`${kind}: security route matrix`, () => {
+    const t = useTestApp(kind, { env: { OIDC_AUDIENCE: AUDIENCE } })
+    let routes: ApiRoute[] = []
+    let A: World
+    let B: World
+    /** routes whose fixtures exist */
+    let covered: ApiRoute[] = []
+
+    before(async () => {
+      ({ routes } = await apiRoutes(t.app))
+      A = await newWorld(t, 'tenant-a')
+      B = await newWorld(t, 'tenant-b')
+      covered = routes.filter(r => missingFixtures(r).length === 0)
+    })
+
+    const resolve = async (w: World, r: ApiRoute): Promise<{ url: string, body: unknown }> =>
+      ({ url: fillPath(r.url, await pathValues(w, r)), body: await validBody(w, r) })
+
+    void it('finds the routes of every module', () => {
+      assert.ok(routes.length >= 8, `only ${routes.length} routes found`)
+      assert.ok(routes.some(r => r.name === 'GET /api/v1/contacts/:id'))
+    })
+
+    void it('has a fixture for every path parameter of every route', () => {
+      const missing = routes.filter(r => missingFixtures(r).length > 0)
+        .map(r => `${r.name} needs ${missingFixtures(r).join(', ')}`)
+      assert.deepEqual(missing, [], `add fixtures to test/helpers/fixtures.ts for:\n${missing.join('\n')}`)
+    })
+
+    void it('requires a token on every route except the identity webhook and public pages', () => {
+      const open = routes.filter(r => r.auth !== 'required' && PUBLIC_ROUTES[r.name] === undefined && !isPublicPage(r))
+      assert.deepEqual(open.map(r => `${r.name} (auth ${r.auth})`), [])
+      const webhook = routes.find(r => r.name === 'POST /api/v1/integrations/idp/webhook')
+      if (webhook !== undefined) assert.equal(webhook.auth, 'none', 'the identity webhook authenticates by signature, not by token')
+    })
+
+    void it('declares a permission on every route that requires a token, and a write permission on every write', () => {
+      const viewer = new Set(permissionsOf(['viewer']))
+      const problems: string[] = []
+      for (const r of routes.filter(x => x.auth === 'required')) {
+        if (r.permission === undefined && r.name !== 'GET /api/v1/auth/me') problems.push(`${r.name} declares no permission`)
+        if (isWrite(r) && WRITES_OPEN_TO_VIEWERS[r.name] === undefined && (r.permission === undefined || viewer.has(r.permission as Permission))) {
+          problems.push(`${r.name} is a write that viewers may call (permission ${String(r.permission)})`)
+        }
+      }
+      assert.deepEqual(problems, [])
+    })
+
+    void it('answers 401 with an ErrorModel to every bad credential on every route that requires a token', async () => {
+      const tokens = await badTokens(t, { sub: `admin-${A.tenantId}`, tenant: A.tenantId, roles: ['admin'] })
+      assert.ok('wrong audience' in tokens && 'alg none' in tokens && 'expired' in tokens)
+      const failures: string[] = []
+      let checked = 0
+      for (const r of covered.filter(x => x.auth === 'required')) {
+        const { url, body } = await resolve(A, r)
+        for (const [name, token] of Object.entries(tokens)) {
+          const opts = request(r, url, body)
+          if (token !== undefined) opts.headers = { ...opts.headers, authorization: name === 'malformed header' ? token : `Bearer ${token}` }
+          const res = await t.app.inject(opts)
+          checked++
+          if (res.statusCode !== 401) failures.push(`${r.name} [${name}]: ${brief(res)}`)
+          else {
+            const issues = problemIssues(res)
+            if (issues.length > 0) failures.push(`${r.name} [${name}]: ${issues.join('; ')}`)
+            if (!String(res.headers['www-authenticate'] ?? '').startsWith('Bearer')) failures.push(`${r.name} [${name}]: no WWW-Authenticate: Bearer`)
+          }
+        }
+      }
+      console.log(`401 matrix: ${checked} requests over ${covered.filter(x => x.auth === 'required').length} routes × ${Object.keys(tokens).length} credentials`)
+      assert.deepEqual(failures, [])
+    })
+
+    void it('answers 403 to every role that lacks the declared permission, before validation', async () => {
+      const failures: string[] = []
+      let checked = 0
+      for (const r of covered.filter(x => x.auth === 'required' && x.permission !== undefined)) {
+        const { url } = await resolve(A, r)
+        for (const role of ['viewer', 'member', 'none'] as const) {
+          if (permissionsOf([role]).includes(r.permission as Permission)) continue
+          const token = role === 'viewer' ? A.tokens.viewer : role === 'member' ? A.tokens.alice : A.tokens.none
+          // an invalid body on purpose: the permission check must come first
+          const res = await A.call(token, request(r, url, isWrite(r) ? { unexpected_field: ['x'] } : undefined))
+          checked++
+          if (res.statusCode !== 403) failures.push(`${r.name} as ${role}: ${brief(res)}`)
+          else if (problemIssues(res).length > 0) failures.push(`${r.name} as ${role}: ${problemIssues(res).join('; ')}`)
+        }
+      }
+      console.log(`403 matrix: ${checked} requests`)
+      assert.ok(checked > 0)
+      assert.deepEqual(failures, [])
+    })
+
+    /** What alice and the admin of A see of A's resources: every readable route with A's ids. */
+    async function snapshotOf (w: World): Promise<Map<string, string>> {
+      const snap = new Map<string, string>()
+      for (const r of covered.filter(x => x.method === 'GET' && x.auth !== 'none')) {
+        const { url } = await resolve(w, r)
+        for (const who of ['alice', 'admin'] as const) {
+          const res = await w.call(w.tokens[who], { method: 'GET', url })
+          snap.set(`${who} ${url}`, res.statusCode < 300 ? `${res.statusCode} ${res.body}` : String(res.statusCode))
+        }
+      }
+      return snap
+    }
+
+    void it('answers 404 to a caller of another tenant on every resource, and changes nothing', async () => {
+      const withParams = covered.filter(r => r.params.length > 0 && r.auth === 'required')
+      // create every fixture of A first, then record what A sees
+      for (const r of withParams) await resolve(A, r)
+      const before = await snapshotOf(A)
+      assert.ok(before.size > 0)
+      const failures: string[] = []
+      // reads first, deletes last, so that a leak in one write cannot hide another
+      const order = (r: ApiRoute): number => r.method === 'GET' ? 0 : r.method === 'DELETE' ? 2 : 1
+      const ordered = [...withParams].sort((x, y) => order(x) - order(y))
+      for (const r of ordered) {
+        const { url, body } = await resolve(A, r)
+        const bodyB = forTenantB(body, A, B)
+        const res = await B.call(B.tokens.admin, request(r, url, bodyB))
+        if (res.statusCode !== 404) failures.push(`${r.name} (${url}) by admin of tenant B: ${brief(res)}`)
+        else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
+        if (res.body.includes(A.marker)) failures.push(`${r.name}: the answer shows tenant A's data`)
+      }
+      const after = await snapshotOf(A)
+      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`tenant A's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+      console.log(`cross-tenant matrix: ${ordered.length} routes, ${before.size} reads of tenant A compared`)
+      assert.deepEqual(failures, [])
+    })
+
+    void it('never shows tenant A\'s data in the lists and searches of tenant B', async () => {
+      for (const r of covered.filter(x => x.params.length > 0)) await resolve(A, r)
+      const failures: string[] = []
+      for (const r of covered.filter(x => x.method === 'GET' && x.params.length === 0 && x.auth === 'required')) {
+        // a prefix of the marker: a search may echo its query, but only A's rows hold the whole marker
+        const term = A.marker.slice(0, 9)
+        const query = r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true ? `?query=${term}` : `?search=${term}`
+        for (const url of [r.url, `${r.url}${query}`]) {
+          const res = await B.call(B.tokens.admin, { method: 'GET', url })
+          if (res.statusCode >= 500) failures.push(`${r.name}: ${brief(res)}`)
+          if (res.body.includes(A.marker)) failures.push(`${url} by admin of tenant B shows tenant A's data`)
+        }
+      }
+      assert.deepEqual(failures, [])
+    })
+
+    void it('answers 404 to a member on another member\'s private resources, and changes nothing', async () => {
+      const privateRoutes = covered.filter(r => r.params.length > 0 && r.auth === 'required' && isPrivate(r))
+      assert.ok(privateRoutes.length > 0, 'no route with a private fixture')
+      for (const r of privateRoutes) await resolve(A, r)
+      const before = await snapshotOf(A)
+      const failures: string[] = []
+      const order = (r: ApiRoute): number => r.method === 'GET' ? 0 : r.method === 'DELETE' ? 2 : 1
+      for (const r of [...privateRoutes].sort((x, y) => order(x) - order(y))) {
+        const { url, body } = await resolve(A, r)
+        const res = await A.call(A.tokens.bob, request(r, url, body))
+        if (res.statusCode !== 404) failures.push(`${r.name} (${url}) by bob: ${brief(res)}`)
+        else if (res.body.includes(A.marker)) failures.push(`${r.name}: the 404 shows alice's data`)
+      }
+      const after = await snapshotOf(A)
+      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed`)
+      console.log(`private-resource matrix: ${privateRoutes.length} routes`)
+      assert.deepEqual(failures, [])
+    })
+  })
+}
+
+/** A body valid for tenant A, with A's marker replaced so B's answers can be searched for A's. */
+function forTenantB (body: unknown, A: World, B: World): unknown {
+  if (body === undefined) return undefined
+  return JSON.parse(JSON.stringify(body).split(A.marker).join(B.marker)) as unknown
+}
