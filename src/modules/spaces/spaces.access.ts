@@ -1,0 +1,77 @@
+/**
+ * Who may see and manage a space (docs/spaces.md). Exported for other modules: events use
+ * `isSpaceMember` / `isSpaceManager` for members-only visibility and manager rights.
+ *
+ * Seeing a space: its creator, its active managers and tenant admins always; otherwise the space
+ * must have been published (status published or archived) and the caller be in its audience:
+ * visibility 40 every caller of the tenant, 30 callers of the space's organization and active
+ * members, 20 active members, 10 nobody else.
+ *
+ * Managing a space: its creator, tenant admins, and active managers holding the permission the
+ * action needs (the role `space_manager:full` holds every permission).
+ */
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { FULL_ROLE, type SpaceManagerPermission } from './spaces.schemas.ts'
+
+type Eb = ExpressionBuilder<Database, 'spaces'>
+
+const isAdmin = (auth: AuthContext): boolean => auth.permissions.has('tenant:admin')
+
+function managerExists (eb: Eb, userId: string) {
+  return eb.exists(eb.selectFrom('space_managers as m').select(sql`1`.as('one'))
+    .whereRef('m.tenant_id', '=', 'spaces.tenant_id').whereRef('m.space_id', '=', 'spaces.id')
+    .where('m.user_id', '=', userId).where('m.status', '=', 'active'))
+}
+
+function memberExists (eb: Eb, userId: string) {
+  return eb.exists(eb.selectFrom('space_members as sm').select(sql`1`.as('one'))
+    .whereRef('sm.tenant_id', '=', 'spaces.tenant_id').whereRef('sm.space_id', '=', 'spaces.id')
+    .where('sm.user_id', '=', userId).where('sm.is_active', '=', true))
+}
+
+/** The spaces (of table `spaces`) a caller may read; deleted spaces are never visible. */
+export function spaceVisibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> {
+  const base = [eb('spaces.tenant_id', '=', auth.tenantId), eb('spaces.is_deleted', '=', false)]
+  if (isAdmin(auth)) return eb.and(base)
+  const audience = eb.or([
+    eb('spaces.visibility', '=', 40),
+    auth.orgId !== null ? eb.and([eb('spaces.visibility', '=', 30), eb('spaces.org_id', '=', auth.orgId)]) : eb.val(false),
+    eb.and([eb('spaces.visibility', 'in', [20, 30]), memberExists(eb, auth.userId)])
+  ])
+  return eb.and([...base, eb.or([
+    eb('spaces.creator_id', '=', auth.userId),
+    managerExists(eb, auth.userId),
+    eb.and([eb('spaces.status', '<>', 'draft'), audience])
+  ])])
+}
+
+/** Whether the user is an active member of the space. */
+export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
+  const row = await trx.selectFrom('space_members').select('user_id')
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('is_active', '=', true)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** The active manager row of the user, if any. */
+export async function activeManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
+  return await trx.selectFrom('space_managers').select(['id', 'role', 'permissions'])
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('status', '=', 'active')
+    .executeTakeFirst()
+}
+
+/** Whether the user is an active manager of the space (optionally holding `permission`). */
+export async function isSpaceManager (trx: Tx, tenantId: string, spaceId: number, userId: string, permission?: SpaceManagerPermission): Promise<boolean> {
+  const m = await activeManager(trx, tenantId, spaceId, userId)
+  if (m === undefined) return false
+  return permission === undefined || m.role === FULL_ROLE || m.permissions.includes(permission)
+}
+
+/** Whether the caller may perform a management action needing `permission` on the space. */
+export async function canManageSpace (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }, permission: SpaceManagerPermission): Promise<boolean> {
+  if (isAdmin(auth) || space.creator_id === auth.userId) return true
+  return await isSpaceManager(trx, auth.tenantId, space.id, auth.userId, permission)
+}

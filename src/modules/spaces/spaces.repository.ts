@@ -1,0 +1,338 @@
+/**
+ * All SQL of spaces, their hierarchy and their people. Every function takes the request's
+ * transaction first and names the tenant.
+ */
+import { sql, type ExpressionBuilder } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { spaceVisibleTo } from './spaces.access.ts'
+import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
+import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
+
+const BASE_COLUMNS = [
+  'spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.status',
+  'spaces.org_id', 'spaces.creator_id', 'spaces.position', 'spaces.published_at', 'spaces.version',
+  'spaces.is_deleted', 'spaces.public_handle', 'spaces.revision', 'spaces.draft', 'spaces.created_at', 'spaces.updated_at'
+] as const
+
+const parentIds = (eb: ExpressionBuilder<Database, 'spaces'>) =>
+  sql<number[]>`coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted where p.tenant_id = ${eb.ref('spaces.tenant_id')} and p.space_id = ${eb.ref('spaces.id')}), '[]'::json)`.as('parent_ids')
+
+/** A space row as the API shows it (the published form; `draft` holds pending changes). */
+export function spaceSelect (trx: Tx) {
+  return trx.selectFrom('spaces').select(BASE_COLUMNS).select(eb => [
+    parentIds(eb),
+    sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')
+  ])
+}
+export type SpaceView = Awaited<ReturnType<ReturnType<typeof spaceSelect>['executeTakeFirstOrThrow']>>
+
+/** The wire form: `published_id` is set only on a draft view. */
+export const toSpace = (row: SpaceView) => ({ ...row, published_id: null as number | null })
+
+/** The draft view of a space: the published form with its pending changes applied. */
+export function toDraftView (row: SpaceView) {
+  if (row.status === 'draft') return toSpace(row)
+  return { ...row, ...(row.draft ?? {}), status: 'draft' as const, published_id: row.id, has_draft: row.draft !== null }
+}
+
+export async function findVisible (trx: Tx, auth: AuthContext, id: number) {
+  return await spaceSelect(trx).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).executeTakeFirst()
+}
+
+export async function lockVisible (trx: Tx, auth: AuthContext, id: number) {
+  return await spaceSelect(trx).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).forUpdate('spaces').executeTakeFirst()
+}
+
+/** A non-deleted space of the tenant regardless of the caller (for rules that check parents). */
+export async function findSpace (trx: Tx, tenantId: string, id: number) {
+  return await spaceSelect(trx).where('spaces.tenant_id', '=', tenantId).where('spaces.id', '=', id).where('spaces.is_deleted', '=', false).executeTakeFirst()
+}
+
+export interface SpaceValues {
+  title?: string
+  description?: string
+  timezone?: string
+  visibility?: number
+  position?: number
+}
+
+export async function insertSpace (trx: Tx, auth: AuthContext, values: SpaceValues & { title: string }): Promise<number> {
+  const row = await trx.insertInto('spaces')
+    .values({ ...values, tenant_id: auth.tenantId, creator_id: auth.userId, org_id: auth.orgId })
+    .returning('id').executeTakeFirstOrThrow()
+  return row.id
+}
+
+export async function updateSpace (trx: Tx, tenantId: string, id: number, values: SpaceValues & {
+  status?: 'draft' | 'published' | 'archived'
+  draft?: SpaceDraft | null
+  published_at?: Date
+  version?: number
+  public_handle?: string
+  is_deleted?: boolean
+}): Promise<void> {
+  const { draft, ...rest } = values
+  await trx.updateTable('spaces')
+    .set({ ...rest, ...(draft !== undefined ? { draft: draft === null ? null : JSON.stringify(draft) } : {}), revision: sql`revision + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .execute()
+}
+
+export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
+
+export interface ListOptions {
+  page: number
+  size: number
+  search?: string | undefined
+  sortBy: typeof SPACE_SORT_FIELDS[number]
+  sortDir: 'asc' | 'desc'
+  status?: 'draft' | 'published' | 'archived' | undefined
+  visibility?: number | undefined
+  parentId?: number | undefined
+}
+
+export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
+  const base = trx.selectFrom('spaces')
+    .where(eb => spaceVisibleTo(eb, auth))
+    .$if(o.search !== undefined && o.search !== '', qb => qb.where(sql<string>`lower(spaces.title)`, 'like', likePattern(o.search ?? '')))
+    .$if(o.status !== undefined, qb => qb.where('spaces.status', '=', o.status ?? 'draft'))
+    .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('spaces.visibility', '=', o.visibility ?? 0))
+    .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
+      .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
+  const [items, count] = await Promise.all([
+    base.select(BASE_COLUMNS).select(eb => [parentIds(eb), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
+      .orderBy(`spaces.${o.sortBy}`, sql.raw(`${o.sortDir} nulls last`))
+      .orderBy('spaces.id', o.sortDir)
+      .limit(o.size).offset((o.page - 1) * o.size)
+      .execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items: items.map(toSpace), total: Number(count.total) }
+}
+
+/** Every visible space and the parent links among them, for the tree. */
+export async function visibleForest (trx: Tx, auth: AuthContext) {
+  const spaces = await spaceSelect(trx).where(eb => spaceVisibleTo(eb, auth)).orderBy('spaces.position').orderBy('spaces.id').execute()
+  const links = await trx.selectFrom('space_parents').select(['space_id', 'parent_id']).where('tenant_id', '=', auth.tenantId).execute()
+  return { spaces, links }
+}
+
+/* Hierarchy */
+
+export async function addParent (trx: Tx, tenantId: string, spaceId: number, parentId: number): Promise<boolean> {
+  const res = await trx.insertInto('space_parents').values({ tenant_id: tenantId, space_id: spaceId, parent_id: parentId })
+    .onConflict(oc => oc.doNothing()).executeTakeFirst()
+  return Number(res.numInsertedOrUpdatedRows ?? 0) > 0
+}
+
+export async function removeParent (trx: Tx, tenantId: string, spaceId: number, parentId: number): Promise<boolean> {
+  const res = await trx.deleteFrom('space_parents').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('parent_id', '=', parentId).executeTakeFirst()
+  return Number(res.numDeletedRows) > 0
+}
+
+/** Whether `ancestor` is `spaceId` itself or one of its ancestors (walking parent links up). */
+export async function isSelfOrAncestor (trx: Tx, tenantId: string, spaceId: number, ancestor: number): Promise<boolean> {
+  if (spaceId === ancestor) return true
+  const row = await sql<{ found: boolean }>`
+    with recursive up(id) as (
+      select parent_id from space_parents where tenant_id = ${tenantId} and space_id = ${spaceId}
+      union
+      select p.parent_id from space_parents p join up on p.space_id = up.id where p.tenant_id = ${tenantId}
+    )
+    select exists (select 1 from up where id = ${ancestor}) as found`.execute(trx)
+  return row.rows[0]?.found === true
+}
+
+/** Serializes hierarchy changes of a tenant, so two concurrent links cannot close a cycle together. */
+export async function lockHierarchy (trx: Tx, tenantId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`space-tree:${tenantId}`}, 0))`.execute(trx)
+}
+
+export async function detachChildren (trx: Tx, tenantId: string, parentId: number): Promise<void> {
+  await trx.deleteFrom('space_parents').where('tenant_id', '=', tenantId).where('parent_id', '=', parentId).execute()
+}
+
+/* Members */
+
+const MEMBER_COLUMNS = ['space_members.space_id', 'space_members.user_id', 'spaces.org_id', 'space_members.role', 'space_members.is_active', 'space_members.created_at', 'space_members.updated_at'] as const
+
+export async function listMembers (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+  const base = trx.selectFrom('space_members')
+    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id'))
+    .where('space_members.tenant_id', '=', tenantId).where('space_members.space_id', '=', spaceId).where('space_members.is_active', '=', true)
+  const [items, count] = await Promise.all([
+    base.select(MEMBER_COLUMNS).orderBy('space_members.created_at').orderBy('space_members.user_id').limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function findMember (trx: Tx, tenantId: string, spaceId: number, userId: string) {
+  return await trx.selectFrom('space_members')
+    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id'))
+    .select(MEMBER_COLUMNS)
+    .where('space_members.tenant_id', '=', tenantId).where('space_members.space_id', '=', spaceId).where('space_members.user_id', '=', userId)
+    .executeTakeFirst()
+}
+
+/** Adds a member or re-activates a former one (joined again now); an active member gets the new role. */
+export async function upsertMember (trx: Tx, tenantId: string, spaceId: number, userId: string, role: SpaceRole): Promise<void> {
+  await trx.insertInto('space_members').values({ tenant_id: tenantId, space_id: spaceId, user_id: userId, role })
+    .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'user_id']).doUpdateSet({
+      role,
+      is_active: true,
+      removed_at: null,
+      created_at: sql`case when space_members.is_active then space_members.created_at else now() end`,
+      updated_at: sql`now()`
+    }))
+    .execute()
+}
+
+export async function deactivateMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
+  const res = await trx.updateTable('space_members').set({ is_active: false, removed_at: sql`now()`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('is_active', '=', true)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) > 0
+}
+
+/* Managers */
+
+const MANAGER_COLUMNS = ['id', 'space_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'] as const
+
+export async function listManagers (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+  const base = trx.selectFrom('space_managers').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('status', '<>', 'revoked')
+  const [items, count] = await Promise.all([
+    base.select(MANAGER_COLUMNS).orderBy('created_at').orderBy('id').limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
+  return await trx.selectFrom('space_managers').select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('status', '<>', 'revoked')
+    .executeTakeFirst()
+}
+
+export async function insertManager (trx: Tx, v: { tenantId: string, spaceId: number, orgId: string | null, userId: string, permissions: string[], role: string | null, invitedBy: string }) {
+  return await trx.insertInto('space_managers').values({
+    tenant_id: v.tenantId,
+    space_id: v.spaceId,
+    org_id: v.orgId,
+    user_id: v.userId,
+    permissions: v.permissions,
+    role: v.role,
+    status: 'active',
+    invited_by: v.invitedBy,
+    accepted_at: sql<Date>`now()`
+  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+export async function updateManager (trx: Tx, tenantId: string, id: number, values: { permissions: string[], role: string | null }) {
+  return await trx.updateTable('space_managers').set({ ...values, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+export async function revokeManager (trx: Tx, tenantId: string, id: number): Promise<void> {
+  await trx.updateTable('space_managers').set({ status: 'revoked', updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+}
+
+/** Locks the space's active manager rows and counts them (the last one may not leave). */
+export async function lockActiveManagers (trx: Tx, tenantId: string, spaceId: number) {
+  return await trx.selectFrom('space_managers').select(['id', 'user_id'])
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('status', '=', 'active')
+    .orderBy('id').forUpdate().execute()
+}
+
+/* Contacts */
+
+const CONTACT_LINK_COLUMNS = ['id', 'space_id', 'contact_id', 'created_at', 'updated_at'] as const
+
+export async function listContacts (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+  const base = trx.selectFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
+  const [items, count] = await Promise.all([
+    base.select(CONTACT_LINK_COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function insertContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string, by: string) {
+  return await trx.insertInto('space_contacts').values({ tenant_id: tenantId, space_id: spaceId, contact_id: contactId, created_by: by })
+    .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'contact_id']).doNothing())
+    .returning(CONTACT_LINK_COLUMNS).executeTakeFirst()
+}
+
+export async function findContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string) {
+  return await trx.selectFrom('space_contacts').select(CONTACT_LINK_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('contact_id', '=', contactId).executeTakeFirst()
+}
+
+export async function deleteContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string): Promise<boolean> {
+  const res = await trx.deleteFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('contact_id', '=', contactId).executeTakeFirst()
+  return Number(res.numDeletedRows) > 0
+}
+
+/* Activity */
+
+export interface ActivityInput {
+  tenantId: string
+  spaceId: number
+  type: SpaceActivityType
+  resourceId: string | number
+  title: string
+  message: string
+  actorId: string | null
+}
+
+/**
+ * Appends one item to a space's activity, in the caller's transaction. Other modules may call it
+ * (for example when an event linked to the space is published).
+ *
+ * @example
+ *   await recordSpaceActivity(trx, { tenantId, spaceId, type: 'event', resourceId: event.id, title: event.title, message: 'Event published', actorId })
+ */
+export async function recordSpaceActivity (trx: Tx, a: ActivityInput): Promise<void> {
+  await trx.insertInto('space_activity').values({
+    tenant_id: a.tenantId,
+    space_id: a.spaceId,
+    type: a.type,
+    resource_id: String(a.resourceId),
+    title: a.title.slice(0, 500),
+    message: a.message.slice(0, 2000),
+    actor_id: a.actorId
+  }).execute()
+}
+
+export async function listActivity (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+  const base = trx.selectFrom('space_activity').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
+  const [items, count] = await Promise.all([
+    base.select(['created_at', 'message', 'resource_id', 'title', 'type']).orderBy('created_at', 'desc').orderBy('id', 'desc')
+      .limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/* Public directory (not tenant-owned) */
+
+export async function registerPublic (trx: Tx, tenantId: string, spaceId: number, handle: string): Promise<void> {
+  await trx.insertInto('public_spaces').values({ handle, space_id: spaceId, tenant_id: tenantId })
+    .onConflict(oc => oc.column('space_id').doUpdateSet({ handle, tenant_id: tenantId }))
+    .execute()
+}
+
+export async function unregisterPublic (trx: Tx, tenantId: string, spaceId: number): Promise<void> {
+  await trx.deleteFrom('public_spaces').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).execute()
+}
+
+export async function resolvePublic (trx: Tx, ref: { id: number } | { handle: string }) {
+  return await trx.selectFrom('public_spaces').select(['tenant_id', 'space_id'])
+    .$if('id' in ref, qb => qb.where('space_id', '=', 'id' in ref ? ref.id : 0))
+    .$if('handle' in ref, qb => qb.where('handle', '=', 'handle' in ref ? ref.handle : ''))
+    .executeTakeFirst()
+}

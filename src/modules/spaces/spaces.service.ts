@@ -1,0 +1,216 @@
+/**
+ * Space rules that span statements or tables: creation with managers and parents, drafts of a
+ * published space, publish (with the public directory and the optional notification), delete,
+ * archive, and the hierarchy without cycles.
+ */
+import crypto from 'node:crypto'
+import { sql } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { checkIfMatch } from '../../platform/http/conditional.ts'
+import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { emit } from '../../platform/outbox.ts'
+import { canManageSpace } from './spaces.access.ts'
+import * as repo from './spaces.repository.ts'
+import { FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission } from './spaces.schemas.ts'
+import type { SpaceDraft } from './spaces.table.ts'
+
+export function isTimezone (tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz }).format(0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function checkTimezone (tz: string | undefined): void {
+  if (tz !== undefined && !isTimezone(tz)) throw invalidField('body.timezone', 'expected an IANA time zone', tz)
+}
+
+/**
+ * Locks a space the caller may change: 404 when invisible, 403 when visible but not theirs to
+ * manage, 412 when If-Match names another revision.
+ */
+export async function lockManageable (trx: Tx, auth: AuthContext, id: number, permission: SpaceManagerPermission, ifMatch?: string) {
+  const row = await repo.lockVisible(trx, auth, id)
+  if (row === undefined) throw error404NotFound('space not found')
+  if (!(await canManageSpace(trx, auth, row, permission))) throw error403Forbidden('only the creator, a space manager or an admin may do this')
+  checkIfMatch(ifMatch, row.revision)
+  return row
+}
+
+/** Reads a visible space or answers 404. */
+export async function visibleOr404 (trx: Tx, auth: AuthContext, id: number) {
+  const row = await repo.findVisible(trx, auth, id)
+  if (row === undefined) throw error404NotFound('space not found')
+  return row
+}
+
+async function reread (trx: Tx, tenantId: string, id: number) {
+  const row = await repo.findSpace(trx, tenantId, id)
+  if (row === undefined) throw error404NotFound('space not found')
+  return row
+}
+
+/** Checks that the caller may put a space under `parentId` and that no cycle results. */
+async function attachParent (trx: Tx, auth: AuthContext, spaceId: number, parentId: number, location: string): Promise<boolean> {
+  const parent = await repo.findVisible(trx, auth, parentId)
+  if (parent === undefined) throw invalidField(location, 'parent space not found', parentId)
+  if (!(await canManageSpace(trx, auth, parent, 'space:edit'))) throw error403Forbidden('only a manager of the parent space may add a child to it')
+  if (await repo.isSelfOrAncestor(trx, auth.tenantId, parentId, spaceId)) {
+    throw invalidField(location, 'the parent is the space itself or one of its descendants (cycle)', parentId)
+  }
+  return await repo.addParent(trx, auth.tenantId, spaceId, parentId)
+}
+
+export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpaceBody) {
+  checkTimezone(input.timezone)
+  const id = await repo.insertSpace(trx, auth, {
+    title: input.title,
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.timezone !== undefined ? { timezone: input.timezone } : {}),
+    ...(input.visibility !== undefined ? { visibility: input.visibility } : {}),
+    ...(input.position !== undefined ? { position: input.position } : {})
+  })
+  await repo.insertManager(trx, { tenantId: auth.tenantId, spaceId: id, orgId: auth.orgId, userId: auth.userId, permissions: [], role: FULL_ROLE, invitedBy: auth.userId })
+  if ((input.parent_ids ?? []).length > 0) {
+    await repo.lockHierarchy(trx, auth.tenantId)
+    for (const [i, parentId] of (input.parent_ids ?? []).entries()) await attachParent(trx, auth, id, parentId, `body.parent_ids[${i}]`)
+  }
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.created', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] } })
+  return await reread(trx, auth.tenantId, id)
+}
+
+/**
+ * Changes a space. A space never published takes the changes at once; a published space keeps its
+ * published form and collects the changes as a pending draft until publish.
+ */
+export async function changeSpace (trx: Tx, auth: AuthContext, id: number, changes: SpaceChanges, ifMatch: string | undefined) {
+  checkTimezone(changes.timezone)
+  const row = await lockManageable(trx, auth, id, 'space:edit', ifMatch)
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be changed')
+  const fields = Object.keys(changes)
+  if (fields.length === 0) return row
+  if (row.status === 'draft') {
+    await repo.updateSpace(trx, auth.tenantId, id, changes)
+  } else {
+    await repo.updateSpace(trx, auth.tenantId, id, { draft: { ...(row.draft ?? {}), ...changes } })
+  }
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields, pending: row.status !== 'draft' } })
+  return await reread(trx, auth.tenantId, id)
+}
+
+/** POST /edit: opens a draft of a published space (kept when one exists). */
+export async function openDraft (trx: Tx, auth: AuthContext, id: number) {
+  const row = await lockManageable(trx, auth, id, 'space:edit')
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be edited')
+  if (row.status === 'published' && row.draft === null) {
+    await repo.updateSpace(trx, auth.tenantId, id, { draft: {} })
+    return await reread(trx, auth.tenantId, id)
+  }
+  return row
+}
+
+/** POST /discard: drops the pending changes of a published space; nothing pending is a no-op. */
+export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Promise<void> {
+  const row = await lockManageable(trx, auth, id, 'space:edit')
+  if (row.status === 'draft') throw error409Conflict('the space was never published: delete it instead of discarding')
+  if (row.draft === null) return
+  await repo.updateSpace(trx, auth.tenantId, id, { draft: null })
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.draft_discarded', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+}
+
+function newHandle (title: string): string {
+  const slug = title.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40).replace(/-+$/, '')
+  return `${slug === '' ? 'space' : slug}-${crypto.randomBytes(4).toString('hex')}`
+}
+
+async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Promise<void> {
+  const row = await reread(trx, tenantId, id)
+  if (row.status === 'published' && row.visibility === PUBLIC) {
+    const handle = row.public_handle ?? newHandle(row.title)
+    if (row.public_handle === null) {
+      await trx.updateTable('spaces').set({ public_handle: handle }).where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+    }
+    await repo.registerPublic(trx, tenantId, id, handle)
+  } else {
+    await repo.unregisterPublic(trx, tenantId, id)
+  }
+}
+
+async function queueNotification (trx: Tx, auth: AuthContext, space: { id: number, title: string, creator_id: string }, o: NotificationOptions): Promise<void> {
+  const creator = await trx.selectFrom('users').select(['email']).where('tenant_id', '=', auth.tenantId).where('id', '=', space.creator_id).executeTakeFirst()
+  const channels = o.channels ?? ['email']
+  for (const channel of channels) {
+    const recipient = channel === 'email' ? (creator?.email ?? space.creator_id) : space.creator_id
+    await trx.insertInto('notification_outbox').values({
+      tenant_id: auth.tenantId,
+      channel,
+      recipient,
+      subject: `Space "${space.title}" was published`,
+      body: o.message ?? `The space "${space.title}" was published.`,
+      priority: o.priority ?? 'normal',
+      payload: sql`${JSON.stringify({ kind: 'space.published', space_id: space.id, user_id: space.creator_id, actor_id: auth.userId })}::jsonb`
+    }).execute()
+  }
+}
+
+/**
+ * Publishes a new draft space, or promotes the pending changes of a published one. Nothing
+ * pending is a no-op (still 204): no version, no event, no notification.
+ */
+export async function publishSpace (trx: Tx, auth: AuthContext, id: number, options: NotificationOptions): Promise<boolean> {
+  const row = await lockManageable(trx, auth, id, 'space:publish')
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be published')
+  const first = row.status === 'draft'
+  if (!first && row.draft === null) return false
+  const draft: SpaceDraft = first ? {} : (row.draft ?? {})
+  await repo.updateSpace(trx, auth.tenantId, id, {
+    ...draft,
+    status: 'published',
+    draft: null,
+    published_at: new Date(),
+    version: row.version + 1
+  })
+  await syncPublicDirectory(trx, auth.tenantId, id)
+  const title = draft.title ?? row.title
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.published', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, version: row.version + 1, first_publish: first, fields: Object.keys(draft), notify: options.notify === true } })
+  if (options.notify === true) await queueNotification(trx, auth, { id, title, creator_id: row.creator_id }, options)
+  return true
+}
+
+export async function archiveSpace (trx: Tx, auth: AuthContext, id: number): Promise<void> {
+  const row = await lockManageable(trx, auth, id, 'space:edit')
+  if (row.status === 'archived') return
+  await repo.updateSpace(trx, auth.tenantId, id, { status: 'archived' })
+  await repo.unregisterPublic(trx, auth.tenantId, id)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.archived', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+}
+
+/** Soft delete: the row stays (is_deleted) for the events that reference it; children become roots. */
+export async function deleteSpace (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<void> {
+  await lockManageable(trx, auth, id, 'space:edit', ifMatch)
+  await repo.lockHierarchy(trx, auth.tenantId)
+  await repo.updateSpace(trx, auth.tenantId, id, { is_deleted: true })
+  await repo.detachChildren(trx, auth.tenantId, id)
+  await repo.unregisterPublic(trx, auth.tenantId, id)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.deleted', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+}
+
+export async function addParentLink (trx: Tx, auth: AuthContext, id: number, parentId: number): Promise<void> {
+  await lockManageable(trx, auth, id, 'space:edit')
+  await repo.lockHierarchy(trx, auth.tenantId)
+  if (await attachParent(trx, auth, id, parentId, 'body.parent_id')) {
+    await repo.updateSpace(trx, auth.tenantId, id, {})
+    await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields: ['parent_ids'], pending: false } })
+  }
+}
+
+export async function removeParentLink (trx: Tx, auth: AuthContext, id: number, parentId: number): Promise<void> {
+  await lockManageable(trx, auth, id, 'space:edit')
+  if (!(await repo.removeParent(trx, auth.tenantId, id, parentId))) throw error404NotFound('the space is not under this parent')
+  await repo.updateSpace(trx, auth.tenantId, id, {})
+  await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields: ['parent_ids'], pending: false } })
+}
