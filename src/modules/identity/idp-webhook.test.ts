@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises describe() and it() return */
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
