@@ -24,13 +24,15 @@ import { healthModule } from './modules/health/health.routes.ts'
 import { identityModule } from './modules/identity/identity.routes.ts'
 import { contactsModule } from './modules/contacts/contacts.routes.ts'
 import { spacesModule } from './modules/spaces/spaces.routes.ts'
+import { eventsModule } from './modules/events/events.routes.ts'
 
 /** The feature modules, in the order their routes are registered. */
 const MODULES: Module[] = [
   healthModule,
   identityModule,
   contactsModule,
-  spacesModule
+  spacesModule,
+  eventsModule
 ]
 
 export interface BuildOptions {

@@ -15,13 +15,15 @@ import type { PlatformTables } from './platform.table.ts'
 import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
 import type { IdentityTables } from '../../modules/identity/identity.table.ts'
 import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
+import type { EventsTables } from '../../modules/events/events.table.ts'
 
 /** Every table, composed from the modules' table files (one line per module). */
 export interface Database extends
   PlatformTables,
   ContactsTables,
   IdentityTables,
-  SpacesTables {}
+  SpacesTables,
+  EventsTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'
 

@@ -1,0 +1,144 @@
+/**
+ * Who may see and change an event; other modules build on these (attendees, managers,
+ * milestones, series, automation…).
+ *
+ * Visibility (docs/events.md): tenant admins see every event of the tenant; the creator and the
+ * event's active managers (of the event, or of its series) always see it; beyond them
+ * 10 private: nobody else, 20 members-only: active members of a space the event belongs to,
+ * 30 organization: callers of the event's organization, 40 public: everyone in the tenant.
+ * A draft clone is judged by its published row (its spaces and managers).
+ *
+ * Writes: tenant admins, the creator, or an active manager whose permissions (or role bundle)
+ * include the permission asked for.
+ */
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { checkIfMatch } from '../../platform/http/conditional.ts'
+import { error403Forbidden, error404NotFound, error409Conflict } from '../../platform/http/errors.ts'
+import { grantedPermissions, type EventPermission } from './event-permissions.ts'
+import type { EventRow } from './events.table.ts'
+
+type Eb = ExpressionBuilder<Database, 'events'>
+
+export const isTenantAdmin = (auth: AuthContext): boolean => auth.permissions.has('tenant:admin')
+
+/** The id that managers, spaces and activity rows of an event refer to: the published row of a draft clone. */
+export const rootEventId = (row: Pick<EventRow, 'id' | 'published_id'>): number => row.published_id ?? row.id
+
+/** Whom the event is shown to, ignoring deletion and draft clones. */
+function audience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
+  if (isTenantAdmin(auth)) return eb.val(true)
+  const root = sql<number>`coalesce(events.published_id, events.id)`
+  const branches: Array<Expression<SqlBool>> = [
+    eb('events.creator_id', '=', auth.userId),
+    eb('events.visibility', '=', 40),
+    eb.and([
+      eb('events.visibility', '=', 20),
+      eb.exists(eb.selectFrom('event_spaces as es')
+        .innerJoin('space_members as sm', join => join.onRef('sm.tenant_id', '=', 'es.tenant_id').onRef('sm.space_id', '=', 'es.space_id'))
+        .select(sql`1`.as('one'))
+        .whereRef('es.tenant_id', '=', 'events.tenant_id')
+        .where('es.event_id', '=', root)
+        .where('sm.user_id', '=', auth.userId)
+        .where('sm.is_active', '=', true))
+    ]),
+    eb.exists(eb.selectFrom('event_managers as em')
+      .select(sql`1`.as('one'))
+      .whereRef('em.tenant_id', '=', 'events.tenant_id')
+      .where('em.user_id', '=', auth.userId)
+      .where('em.status', '=', 'active')
+      .where(m => m.or([m('em.event_id', '=', root), m.and([m('em.series_id', 'is not', null), m('em.series_id', '=', m.ref('events.series_id'))])])))
+  ]
+  if (auth.orgId !== null) branches.push(eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]))
+  return eb.or(branches)
+}
+
+export interface VisibilityOptions {
+  /** include draft clones (rows with published_id); lists never do */
+  includeDraftClones?: boolean
+}
+
+/**
+ * The events a caller may see: of their tenant, not deleted, no draft clones (unless asked), and
+ * shown to them by visibility. Use it in any query over `events`.
+ *
+ * @example
+ *   trx.selectFrom('events').selectAll().where(eb => eventVisibleTo(eb, auth))
+ */
+export function eventVisibleTo (eb: Eb, auth: AuthContext, options: VisibilityOptions = {}): Expression<SqlBool> {
+  const parts: Array<Expression<SqlBool>> = [eb('events.tenant_id', '=', auth.tenantId), eb('events.is_deleted', '=', false)]
+  if (options.includeDraftClones !== true) parts.push(eb('events.published_id', 'is', null))
+  parts.push(audience(eb, auth))
+  return eb.and(parts)
+}
+
+/** The event if the caller may see it; 404 otherwise (also for deleted events and, unless asked, draft clones). */
+export async function findEventForRead (trx: Tx, auth: AuthContext, id: number, options: VisibilityOptions = {}): Promise<EventRow> {
+  const row = await trx.selectFrom('events').selectAll()
+    .where('events.id', '=', id)
+    .where(eb => eventVisibleTo(eb, auth, options))
+    .executeTakeFirst()
+  if (row === undefined) throw error404NotFound('event not found')
+  return row
+}
+
+/** Whether the caller holds an event permission on a row they can see (admin, creator or manager). */
+export async function hasEventPermission (trx: Tx, auth: AuthContext, row: EventRow, permission: EventPermission): Promise<boolean> {
+  if (isTenantAdmin(auth) || row.creator_id === auth.userId) return true
+  const root = rootEventId(row)
+  const managers = await trx.selectFrom('event_managers').select(['role', 'permissions'])
+    .where('tenant_id', '=', auth.tenantId)
+    .where('user_id', '=', auth.userId)
+    .where('status', '=', 'active')
+    .where(eb => row.series_id !== null
+      ? eb.or([eb('event_id', '=', root), eb('series_id', '=', row.series_id)])
+      : eb('event_id', '=', root))
+    .execute()
+  return managers.some(m => grantedPermissions(m).has(permission))
+}
+
+export interface WriteOptions {
+  /** the request's If-Match header: 412 when it names another revision */
+  ifMatch?: string | undefined
+  /** draft clones may be written (default true) */
+  includeDraftClones?: boolean
+  /** archived events may be written (default false) */
+  allowArchived?: boolean
+}
+
+/**
+ * Locks an event for a write (`for update`). 404 when the caller may not see it, 403 when they
+ * see it but lack `permission`, 409 when it is archived or deleted, 412 when If-Match names
+ * another revision.
+ *
+ * @example
+ *   const row = await lockEventForWrite(trx, auth, id, 'attendees:write')
+ */
+export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number, permission: EventPermission, options: WriteOptions = {}): Promise<EventRow> {
+  const row = await trx.selectFrom('events').selectAll()
+    .where('events.tenant_id', '=', auth.tenantId)
+    .where('events.id', '=', id)
+    .$if(options.includeDraftClones === false, qb => qb.where('events.published_id', 'is', null))
+    .where(eb => audience(eb, auth))
+    .forUpdate()
+    .executeTakeFirst()
+  if (row === undefined) throw error404NotFound('event not found')
+  if (!(await hasEventPermission(trx, auth, row, permission))) throw error403Forbidden(`missing event permission ${permission}`)
+  if (row.is_deleted) throw error409Conflict('the event was deleted')
+  if (row.status === 'archived' && options.allowArchived !== true) throw error409Conflict('the event is archived and read-only')
+  checkIfMatch(options.ifMatch, row.revision)
+  return row
+}
+
+/** Locks an event by id for the service itself (automation, jobs): no visibility, only the tenant. */
+export async function lockEventAsSystem (trx: Tx, tenantId: string, id: number): Promise<EventRow> {
+  const row = await trx.selectFrom('events').selectAll()
+    .where('tenant_id', '=', tenantId).where('id', '=', id).where('is_deleted', '=', false)
+    .forUpdate()
+    .executeTakeFirst()
+  if (row === undefined) throw error404NotFound('event not found')
+  if (row.status === 'archived') throw error409Conflict('the event is archived and read-only')
+  return row
+}

@@ -1,0 +1,222 @@
+/**
+ * All SQL of events, their activity rows and their spaces. Every function takes the request's
+ * transaction first and names the tenant; visibility comes from events.access.ts.
+ */
+import { sql, type Insertable, type Updateable } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { eventVisibleTo } from './events.access.ts'
+import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
+import type { EventRow, EventsTable } from './events.table.ts'
+
+export type EventInsert = Omit<Insertable<EventsTable>, 'tenant_id'>
+export type EventUpdate = Updateable<EventsTable>
+
+/** Fields a draft clone carries and publishing promotes onto the published row. */
+export const CONTENT_FIELDS = [
+  'title', 'description', 'address', 'latitude', 'longitude', 'start_dt', 'end_dt', 'timezone', 'keywords', 'metadata',
+  'visibility', 'priority', 'title_override', 'description_override', 'metadata_override', 'cover_image_key', 'parent_event_id'
+] as const satisfies ReadonlyArray<keyof EventRow>
+
+/** jsonb values are written as JSON text. */
+const jsonb = (v: unknown) => JSON.stringify(v)
+
+export function contentOf (row: EventRow): EventUpdate {
+  return {
+    title: row.title,
+    description: row.description,
+    address: row.address,
+    latitude: row.latitude,
+    longitude: row.longitude,
+    start_dt: row.start_dt,
+    end_dt: row.end_dt,
+    timezone: row.timezone,
+    keywords: row.keywords,
+    metadata: jsonb(row.metadata),
+    visibility: row.visibility,
+    priority: row.priority,
+    title_override: row.title_override,
+    description_override: row.description_override,
+    metadata_override: row.metadata_override === null ? null : jsonb(row.metadata_override),
+    cover_image_key: row.cover_image_key,
+    parent_event_id: row.parent_event_id
+  }
+}
+
+export async function insertEvent (trx: Tx, tenantId: string, values: EventInsert): Promise<EventRow> {
+  return await trx.insertInto('events').values({ ...values, tenant_id: tenantId }).returningAll().executeTakeFirstOrThrow()
+}
+
+export async function updateEvent (trx: Tx, tenantId: string, id: number, values: EventUpdate): Promise<EventRow> {
+  return await trx.updateTable('events')
+    .set({ ...values, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export async function lockDraftClone (trx: Tx, tenantId: string, publishedId: number): Promise<EventRow | undefined> {
+  return await trx.selectFrom('events').selectAll()
+    .where('tenant_id', '=', tenantId).where('published_id', '=', publishedId)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+export async function findDraftClone (trx: Tx, tenantId: string, publishedId: number): Promise<EventRow | undefined> {
+  return await trx.selectFrom('events').selectAll()
+    .where('tenant_id', '=', tenantId).where('published_id', '=', publishedId)
+    .executeTakeFirst()
+}
+
+export async function lockById (trx: Tx, tenantId: string, id: number): Promise<EventRow> {
+  return await trx.selectFrom('events').selectAll()
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirstOrThrow()
+}
+
+export async function deleteRow (trx: Tx, tenantId: string, id: number): Promise<void> {
+  await trx.deleteFrom('events').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+}
+
+/** Whether an event exists (not deleted) in the tenant and the caller may see it. */
+export async function visibleEventExists (trx: Tx, auth: AuthContext, id: number): Promise<boolean> {
+  const row = await trx.selectFrom('events').select('id').where('id', '=', id).where(eb => eventVisibleTo(eb, auth)).executeTakeFirst()
+  return row !== undefined
+}
+
+export interface SpaceRef { id: number, title: string }
+
+/** The (not deleted) spaces of each event, keyed by the event's id; a draft clone gets its published row's. */
+export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'id' | 'published_id'>>): Promise<Map<number, SpaceRef[]>> {
+  const out = new Map<number, SpaceRef[]>()
+  if (rows.length === 0) return out
+  const roots = [...new Set(rows.map(r => r.published_id ?? r.id))]
+  const found = await trx.selectFrom('event_spaces as es')
+    .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
+    .select(['es.event_id', 's.id', 's.title'])
+    .where('es.tenant_id', '=', tenantId)
+    .where('es.event_id', 'in', roots)
+    .where('s.is_deleted', '=', false)
+    .orderBy('es.event_id').orderBy('s.id')
+    .execute()
+  const byRoot = new Map<number, SpaceRef[]>()
+  for (const f of found) {
+    const list = byRoot.get(f.event_id) ?? []
+    list.push({ id: f.id, title: f.title })
+    byRoot.set(f.event_id, list)
+  }
+  for (const r of rows) out.set(r.id, byRoot.get(r.published_id ?? r.id) ?? [])
+  return out
+}
+
+/** `%`, `_` and `\` are literal in a search term. */
+export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
+
+export interface ListOptions {
+  page: number
+  size: number
+  search?: string | undefined
+  sortBy: typeof EVENT_SORT_FIELDS[number]
+  sortDir: 'asc' | 'desc'
+  status?: typeof STATUSES[number] | undefined
+  visibility?: number | undefined
+  startAfter?: string | undefined
+  startBefore?: string | undefined
+  spaceIds?: number[] | undefined
+  templates?: string[] | undefined
+}
+
+export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
+  const base = trx.selectFrom('events')
+    .where(eb => eventVisibleTo(eb, auth))
+    .where(eb => o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published']))
+    .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('events.visibility', '=', o.visibility ?? 0))
+    .$if(o.search !== undefined && o.search !== '', qb => qb.where('events.search_text', 'like', likePattern(o.search ?? '')))
+    .$if(o.startAfter !== undefined, qb => qb.where('events.start_dt', '>=', new Date(o.startAfter ?? 0)))
+    .$if(o.startBefore !== undefined, qb => qb.where('events.start_dt', '<=', new Date(o.startBefore ?? 0)))
+    .$if(o.templates !== undefined && o.templates.length > 0, qb => qb.where('events.template', 'in', o.templates ?? []))
+    .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(eb.selectFrom('event_spaces as es')
+      .select(sql`1`.as('one'))
+      .whereRef('es.tenant_id', '=', 'events.tenant_id')
+      .whereRef('es.event_id', '=', 'events.id')
+      .where('es.space_id', 'in', o.spaceIds ?? []))))
+  const [items, count] = await Promise.all([
+    base.selectAll('events')
+      .orderBy(`events.${o.sortBy}`, sql.raw(`${o.sortDir} nulls last`))
+      .orderBy('events.id', o.sortDir)
+      .limit(o.size).offset((o.page - 1) * o.size)
+      .execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/** Events (published or draft) overlapping [from, to): start before `to`, end (or start) at or after `from`. */
+export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number) {
+  return await trx.selectFrom('events').selectAll()
+    .where(eb => eventVisibleTo(eb, auth))
+    .where('events.status', 'in', ['draft', 'published'])
+    .where('events.start_dt', 'is not', null)
+    .where('events.start_dt', '<', to)
+    .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=', from)
+    .orderBy(`events.${sortBy}`, sortDir)
+    .orderBy('events.id', sortDir)
+    .limit(limit)
+    .execute()
+}
+
+export async function insertActivity (trx: Tx, values: { tenantId: string, eventId: number, orgId: string | null, actorId: string | null, kind: string, payload: Record<string, unknown> }) {
+  return await trx.insertInto('event_activity').values({
+    tenant_id: values.tenantId,
+    event_id: values.eventId,
+    org_id: values.orgId,
+    actor_id: values.actorId,
+    kind: values.kind,
+    payload: jsonb(values.payload)
+  }).returning(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at']).executeTakeFirstOrThrow()
+}
+
+export async function listActivity (trx: Tx, tenantId: string, eventId: number, kind: string | undefined, limit: number) {
+  return await trx.selectFrom('event_activity')
+    .select(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at'])
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId)
+    .$if(kind !== undefined && kind !== '', qb => qb.where('kind', '=', kind ?? ''))
+    .orderBy('at', 'desc').orderBy('id', 'desc')
+    .limit(limit)
+    .execute()
+}
+
+const EVENT_SPACE_COLUMNS = ['es.id', 'es.event_id', 'es.space_id', 'es.org_id', 'es.created_at', 'es.updated_at'] as const
+
+export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, page: number, size: number) {
+  const base = trx.selectFrom('event_spaces as es')
+    .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
+    .where('es.tenant_id', '=', tenantId).where('es.event_id', '=', eventId).where('s.is_deleted', '=', false)
+  const [items, count] = await Promise.all([
+    base.select(EVENT_SPACE_COLUMNS).orderBy('es.created_at').orderBy('es.id').limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+export async function findLiveSpace (trx: Tx, tenantId: string, spaceId: number) {
+  return await trx.selectFrom('spaces').select(['id', 'org_id'])
+    .where('tenant_id', '=', tenantId).where('id', '=', spaceId).where('is_deleted', '=', false)
+    .executeTakeFirst()
+}
+
+export async function insertEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number, orgId: string | null) {
+  return await trx.insertInto('event_spaces')
+    .values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
+    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'space_id']).doNothing())
+    .returning(['id', 'event_id', 'space_id', 'org_id', 'created_at', 'updated_at'])
+    .executeTakeFirst()
+}
+
+export async function deleteEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number): Promise<boolean> {
+  const res = await trx.deleteFrom('event_spaces')
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('space_id', '=', spaceId)
+    .executeTakeFirst()
+  return Number(res.numDeletedRows) > 0
+}

@@ -1,0 +1,391 @@
+/**
+ * Event use cases that span statements or tables: the lifecycle (create, replace, patch, delete,
+ * archive), drafts and publishing, template transitions, activity rows and space membership.
+ * Every state change writes an activity row and a domain event in the caller's transaction.
+ */
+import { sql } from 'kysely'
+import { IANAZone } from 'luxon'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { checkIfMatch } from '../../platform/http/conditional.ts'
+import { error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { emit } from '../../platform/outbox.ts'
+import { decideTransition } from './event-state.ts'
+import { findEventForRead, lockEventAsSystem, lockEventForWrite, rootEventId } from './events.access.ts'
+import * as repo from './events.repository.ts'
+import {
+  METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
+} from './events.schemas.ts'
+import type { EventRow } from './events.table.ts'
+import { DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS } from './templates.ts'
+
+/** Who acts: a caller, or the service itself (automation, jobs) in a tenant. */
+export type EventActor = AuthContext | SystemActor
+export interface SystemActor {
+  readonly kind: 'system'
+  readonly tenantId: string
+  /** automation chain depth of the domain events written */
+  readonly depth?: number
+}
+export const systemActor = (tenantId: string, depth = 0): SystemActor => ({ kind: 'system', tenantId, depth })
+const isSystem = (a: EventActor): a is SystemActor => 'kind' in a && a.kind === 'system'
+const actorIdOf = (a: EventActor): string | null => isSystem(a) ? null : a.userId
+
+type Json = Record<string, unknown>
+
+/** The event as the API shows it. */
+export function toEvent (row: EventRow, spaces: repo.SpaceRef[]) {
+  return { ...row, series_title: null, spaces }
+}
+
+export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {
+  const spaces = await repo.spacesOf(trx, tenantId, [row])
+  return toEvent(row, spaces.get(row.id) ?? [])
+}
+
+export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]) {
+  const spaces = await repo.spacesOf(trx, tenantId, rows)
+  return rows.map(r => toEvent(r, spaces.get(r.id) ?? []))
+}
+
+function eventPayload (row: EventRow, extra: Json = {}): Json {
+  return { event_id: rootEventId(row), template: row.template, template_version: row.template_version, state: row.state, title: row.title, status: row.status, ...extra }
+}
+
+/** One activity row (on the published row of a draft clone) and one domain event. */
+async function record (trx: Tx, actor: EventActor, row: EventRow, topic: string, kind: string, extra: Json = {}): Promise<void> {
+  const actorId = actorIdOf(actor)
+  await repo.insertActivity(trx, { tenantId: actor.tenantId, eventId: rootEventId(row), orgId: row.org_id, actorId, kind, payload: extra })
+  await emit(trx, {
+    tenantId: actor.tenantId,
+    topic,
+    aggregateType: 'event',
+    aggregateId: rootEventId(row),
+    actorId,
+    payload: eventPayload(row, extra),
+    ...(isSystem(actor) && actor.depth !== undefined ? { depth: actor.depth } : {})
+  })
+}
+
+// ---- validation of values a schema cannot check
+
+function checkTimezone (tz: string | undefined, location: string): void {
+  if (tz !== undefined && !IANAZone.isValidZone(tz)) throw invalidField(location, 'expected an IANA time zone name', tz)
+}
+
+function checkMetadata (m: Json | null | undefined, location: string): void {
+  if (m === undefined || m === null) return
+  if (Buffer.byteLength(JSON.stringify(m)) > METADATA_MAX_BYTES) throw invalidField(location, `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+}
+
+const time = (v: Date | string | null | undefined): number | null => v === null || v === undefined ? null : new Date(v).getTime()
+
+function checkRange (start: Date | string | null | undefined, end: Date | string | null | undefined, endInBody: boolean): void {
+  const s = time(start)
+  const e = time(end)
+  if (s !== null && e !== null && e < s) {
+    throw invalidField(endInBody ? 'body.end_dt' : 'body.start_dt', endInBody ? 'expected end_dt >= start_dt' : 'expected start_dt <= end_dt', endInBody ? end : start)
+  }
+}
+
+/** RFC 7396 merge of a patch object into a target. */
+export function mergePatch (target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
+  const out: Json = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Json) } : {}
+  for (const [k, v] of Object.entries(patch as Json)) {
+    if (v === null) delete out[k]
+    else out[k] = mergePatch(out[k], v)
+  }
+  return out
+}
+
+// ---- lifecycle
+
+export async function createEvent (trx: Tx, auth: AuthContext, input: CreateEventBody): Promise<EventRow> {
+  const templateId = input.template ?? DEFAULT_TEMPLATE
+  if (!TEMPLATE_IDS.includes(templateId)) throw invalidField('body.template', `unknown template; expected one of ${TEMPLATE_IDS.join(', ')}`, input.template)
+  const template = input.template_version === undefined ? latestTemplate(templateId) : findTemplate(templateId, input.template_version)
+  if (template === undefined && input.template_version !== 0) {
+    throw invalidField('body.template_version', `unknown version of template ${templateId}`, input.template_version)
+  }
+  checkTimezone(input.timezone, 'body.timezone')
+  checkMetadata(input.metadata, 'body.metadata')
+  checkRange(input.start_dt, input.end_dt, true)
+  if (input.parent_event_id !== undefined && input.parent_event_id !== null && !(await repo.visibleEventExists(trx, auth, input.parent_event_id))) {
+    throw invalidField('body.parent_event_id', 'no such event', input.parent_event_id)
+  }
+  const row = await repo.insertEvent(trx, auth.tenantId, {
+    org_id: auth.orgId,
+    creator_id: auth.userId,
+    title: input.title,
+    description: input.description ?? null,
+    address: input.address ?? null,
+    latitude: input.latitude ?? null,
+    longitude: input.longitude ?? null,
+    start_dt: input.start_dt ?? null,
+    end_dt: input.end_dt ?? null,
+    ...(input.timezone !== undefined ? { timezone: input.timezone } : {}),
+    keywords: input.keywords ?? [],
+    metadata: JSON.stringify(input.metadata ?? {}),
+    ...(input.visibility !== undefined ? { visibility: input.visibility } : {}),
+    ...(input.priority !== undefined ? { priority: input.priority } : {}),
+    parent_event_id: input.parent_event_id ?? null,
+    template: templateId,
+    template_version: template?.version ?? 0,
+    state: template?.state_machine?.initial ?? null
+  })
+  await record(trx, auth, row, 'event.created', 'created')
+  return row
+}
+
+/**
+ * The row a content write goes to: the draft clone when the published row has one (readers keep
+ * the published version until the draft is published), else the row itself.
+ */
+async function lockEditTarget (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<EventRow> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:edit')
+  const target = row.published_id === null && row.status === 'published' ? (await repo.lockDraftClone(trx, auth.tenantId, row.id)) ?? row : row
+  checkIfMatch(ifMatch, target.revision)
+  return target
+}
+
+export async function replaceEvent (trx: Tx, auth: AuthContext, id: number, input: ReplaceEventBody, ifMatch: string | undefined): Promise<EventRow> {
+  checkTimezone(input.timezone, 'body.timezone')
+  checkMetadata(input.metadata, 'body.metadata')
+  checkRange(input.start_dt, input.end_dt, true)
+  const target = await lockEditTarget(trx, auth, id, ifMatch)
+  const values: repo.EventUpdate = {
+    title: input.title,
+    description: input.description ?? null,
+    address: input.address ?? null,
+    start_dt: input.start_dt ?? null,
+    end_dt: input.end_dt ?? null,
+    timezone: input.timezone ?? 'UTC',
+    keywords: input.keywords ?? [],
+    latitude: input.latitude ?? null,
+    longitude: input.longitude ?? null,
+    metadata: JSON.stringify(input.metadata ?? {}),
+    visibility: input.visibility ?? 20
+  }
+  const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
+  await record(trx, auth, updated, 'event.updated', 'edited', { fields: Object.keys(values), draft: updated.published_id !== null })
+  return updated
+}
+
+const PATCHABLE = ['title', 'description', 'address', 'start_dt', 'end_dt', 'timezone', 'keywords', 'latitude', 'longitude', 'visibility', 'priority'] as const
+
+export async function patchEvent (trx: Tx, auth: AuthContext, id: number, input: PatchEventBody, ifMatch: string | undefined): Promise<EventRow> {
+  if ('template' in input) {
+    await lockEventForWrite(trx, auth, id, 'event:edit') // 404/403 before revealing the rule
+    throw error409Conflict('the template of an event is immutable', [fieldError('body.template', 'must be omitted', input.template)])
+  }
+  checkTimezone(input.timezone, 'body.timezone')
+  const target = await lockEditTarget(trx, auth, id, ifMatch)
+  const values: repo.EventUpdate = {}
+  const v = values as Record<string, unknown>
+  for (const f of PATCHABLE) {
+    if (f in input) v[f] = f === 'keywords' ? (input.keywords ?? []) : input[f]
+  }
+  if ('metadata' in input) {
+    const merged = input.metadata === null ? {} : mergePatch(target.metadata, input.metadata) as Json
+    checkMetadata(merged, 'body.metadata')
+    values.metadata = JSON.stringify(merged)
+  }
+  checkRange('start_dt' in input ? input.start_dt : target.start_dt, 'end_dt' in input ? input.end_dt : target.end_dt, 'end_dt' in input)
+  if (Object.keys(values).length === 0) return target
+  const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
+  await record(trx, auth, updated, 'event.updated', 'edited', { fields: Object.keys(values), draft: updated.published_id !== null })
+  return updated
+}
+
+export async function deleteEvent (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:delete', { ifMatch, allowArchived: true })
+  if (row.published_id !== null) {
+    await repo.deleteRow(trx, auth.tenantId, row.id)
+    await record(trx, auth, row, 'event.draft_discarded', 'draft_discarded', { draft_id: row.id })
+    return
+  }
+  const clone = await repo.lockDraftClone(trx, auth.tenantId, row.id)
+  if (clone !== undefined) await repo.deleteRow(trx, auth.tenantId, clone.id)
+  const deleted = await repo.updateEvent(trx, auth.tenantId, row.id, { is_deleted: true })
+  await record(trx, auth, deleted, 'event.deleted', 'deleted')
+}
+
+export async function archiveEvent (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
+  if (row.published_id !== null) throw error409Conflict('a draft cannot be archived: archive the published event or discard the draft')
+  const clone = await repo.lockDraftClone(trx, auth.tenantId, row.id)
+  if (clone !== undefined) await repo.deleteRow(trx, auth.tenantId, clone.id)
+  const archived = await repo.updateEvent(trx, auth.tenantId, row.id, { status: 'archived' })
+  await record(trx, auth, archived, 'event.archived', 'archived')
+}
+
+// ---- drafts and publishing
+
+/** Publishes a standalone draft, or promotes the draft clone of a published event onto it (same id, version + 1). */
+export async function publishEvent (trx: Tx, auth: AuthContext, id: number, input: PublishEventBody, ifMatch: string | undefined): Promise<EventRow> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
+  let published: EventRow
+  let draft: EventRow | undefined
+  if (row.published_id !== null) {
+    published = await repo.lockById(trx, auth.tenantId, row.published_id)
+    draft = row
+  } else {
+    published = row
+    draft = row.status === 'published' ? await repo.lockDraftClone(trx, auth.tenantId, row.id) : undefined
+  }
+  if (draft !== undefined) await repo.deleteRow(trx, auth.tenantId, draft.id)
+  const result = await repo.updateEvent(trx, auth.tenantId, published.id, {
+    ...(draft !== undefined ? repo.contentOf(draft) : {}),
+    status: 'published',
+    published_at: new Date(),
+    version: published.version + 1
+  })
+  await record(trx, auth, result, 'event.published', 'published', {
+    version: result.version,
+    from_draft: draft !== undefined,
+    notify: input.notify ?? false
+  })
+  if (input.notify === true) {
+    const channels = input.channels ?? ['email']
+    for (const channel of channels) {
+      await trx.insertInto('notification_outbox').values({
+        tenant_id: auth.tenantId,
+        channel,
+        recipient: result.creator_id,
+        subject: `Published: ${result.title}`,
+        body: input.message ?? `The event "${result.title}" was published.`,
+        priority: input.priority ?? 'normal',
+        payload: sql`${JSON.stringify({ event_id: result.id, version: result.version })}::jsonb`
+      }).execute()
+    }
+  }
+  return result
+}
+
+/** Returns the draft clone of a published event, creating it on first call. */
+export async function startEdit (trx: Tx, auth: AuthContext, id: number): Promise<EventRow> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:edit', { includeDraftClones: false })
+  if (row.status !== 'published') throw error409Conflict('only a published event is edited through a draft; edit this draft directly')
+  const existing = await repo.lockDraftClone(trx, auth.tenantId, row.id)
+  if (existing !== undefined) return existing
+  const content = repo.contentOf(row)
+  const clone = await repo.insertEvent(trx, auth.tenantId, {
+    ...content,
+    start_dt: row.start_dt,
+    end_dt: row.end_dt,
+    metadata: content.metadata as string,
+    metadata_override: content.metadata_override as string | null,
+    title: row.title,
+    org_id: row.org_id,
+    creator_id: row.creator_id,
+    template: row.template,
+    template_version: row.template_version,
+    state: row.state,
+    series_id: row.series_id,
+    series_index: row.series_index,
+    created_dt: row.created_dt,
+    is_locked: row.is_locked,
+    version: row.version,
+    status: 'draft',
+    published_id: row.id,
+    published_at: row.published_at
+  })
+  await record(trx, auth, clone, 'event.draft_started', 'draft_started', { draft_id: clone.id })
+  return clone
+}
+
+export async function findDraft (trx: Tx, auth: AuthContext, id: number): Promise<EventRow> {
+  const row = await findEventForRead(trx, auth, id)
+  const draft = await repo.findDraftClone(trx, auth.tenantId, row.id)
+  if (draft === undefined) throw error404NotFound('the event has no draft')
+  return draft
+}
+
+export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:edit')
+  const draft = row.published_id !== null ? row : await repo.lockDraftClone(trx, auth.tenantId, row.id)
+  if (draft === undefined) throw error404NotFound('the event has no draft')
+  await repo.deleteRow(trx, auth.tenantId, draft.id)
+  await record(trx, auth, draft, 'event.draft_discarded', 'draft_discarded', { draft_id: draft.id })
+}
+
+// ---- template state machine
+
+/**
+ * Moves an event to `toState` if its template version allows the move from its current state
+ * and the move's guard accepts `payload`: 409 (allowed moves in the detail) or 422 otherwise.
+ * Writes the state, an activity row with the reason and an `event.transitioned` domain event.
+ * `actor` is a caller (visibility and `event:edit` apply) or `systemActor(tenantId)`.
+ *
+ * @example
+ *   await transitionEvent(trx, systemActor(tenantId, depth + 1), eventId, 'delivered', { proof_of_delivery: 'sig-1' }, 'courier scan')
+ */
+export async function transitionEvent (trx: Tx, actor: EventActor, eventId: number, toState: string, payload: Json = {}, reason: string | null = null, options: { ifMatch?: string | undefined } = {}): Promise<EventRow> {
+  const row = isSystem(actor)
+    ? await lockEventAsSystem(trx, actor.tenantId, eventId)
+    : await lockEventForWrite(trx, actor, eventId, 'event:edit', { ifMatch: options.ifMatch })
+  if (row.published_id !== null) throw error409Conflict('a draft clone has no state of its own: transition the published event')
+  const template = findTemplate(row.template, row.template_version) ?? latestTemplate(row.template)
+  const verdict = decideTransition(template?.state_machine ?? null, row.state, toState, payload)
+  if (!verdict.ok) {
+    switch (verdict.reason) {
+      case 'no_state_machine':
+        throw error409Conflict(`template ${row.template} has no state machine`)
+      case 'not_allowed':
+        throw error409Conflict(`cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
+          [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)])
+      case 'guard_failed':
+        throw error422UnprocessableEntity(`the move to ${toState} was refused: ${verdict.message}`,
+          verdict.missing.map(f => fieldError(`body.payload.${f}`, 'expected a non-empty value')))
+    }
+  }
+  const from = row.state
+  const updated = await repo.updateEvent(trx, actor.tenantId, row.id, { state: toState })
+  await record(trx, actor, updated, 'event.transitioned', 'state_changed', { from_state: from, to_state: toState, reason, payload })
+  return updated
+}
+
+// ---- activity
+
+export async function listActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string | undefined, limit: number) {
+  const row = await findEventForRead(trx, auth, eventId)
+  return await repo.listActivity(trx, auth.tenantId, row.id, kind, limit)
+}
+
+export async function appendActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string, payload: Json) {
+  if ((SYSTEM_ACTIVITY_KINDS as readonly string[]).includes(kind)) throw invalidField('body.kind', 'this kind is written by the service only', kind)
+  if (Buffer.byteLength(JSON.stringify(payload)) > METADATA_MAX_BYTES) throw invalidField('body.payload', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+  if (!templateAllows(row.template, row.template_version, 'activity', kind)) {
+    throw invalidField('body.kind', `template ${row.template} v${row.template_version} does not declare this activity kind`, kind)
+  }
+  const created = await repo.insertActivity(trx, { tenantId: auth.tenantId, eventId: row.id, orgId: row.org_id, actorId: auth.userId, kind, payload })
+  await emit(trx, { tenantId: auth.tenantId, topic: 'event.activity_added', aggregateType: 'event', aggregateId: row.id, actorId: auth.userId, payload: eventPayload(row, { activity_id: created.id, kind }) })
+  return created
+}
+
+// ---- spaces
+
+export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, page: number, size: number) {
+  const row = await findEventForRead(trx, auth, eventId)
+  return await repo.listEventSpaces(trx, auth.tenantId, row.id, page, size)
+}
+
+export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number) {
+  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+  const space = await repo.findLiveSpace(trx, auth.tenantId, spaceId)
+  if (space === undefined) throw error404NotFound('space not found')
+  const created = await repo.insertEventSpace(trx, auth.tenantId, row.id, spaceId, row.org_id)
+  if (created === undefined) throw error409Conflict('the event already belongs to this space', [fieldError('body.space_id', 'duplicate', spaceId)])
+  await repo.updateEvent(trx, auth.tenantId, row.id, {})
+  await record(trx, auth, row, 'event.space_added', 'space_added', { space_id: spaceId })
+  return created
+}
+
+export async function removeSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+  if (!(await repo.deleteEventSpace(trx, auth.tenantId, row.id, spaceId))) throw error404NotFound('the event does not belong to this space')
+  await repo.updateEvent(trx, auth.tenantId, row.id, {})
+  await record(trx, auth, row, 'event.space_removed', 'space_removed', { space_id: spaceId })
+}

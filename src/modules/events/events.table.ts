@@ -1,0 +1,104 @@
+import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { Json, Timestamp } from '../../platform/db/platform.table.ts'
+
+type JsonObject = Record<string, unknown>
+/** A jsonb column with a default: read as an object, written as an object or JSON text. */
+export type JsonWithDefault = ColumnType<JsonObject, JsonObject | string | undefined, JsonObject | string>
+
+export type EventStatus = 'draft' | 'published' | 'archived'
+export type EventVisibility = 10 | 20 | 30 | 40
+
+export interface EventsTable {
+  tenant_id: string
+  id: Generated<number>
+  org_id: string | null
+  creator_id: string
+  title: string
+  description: string | null
+  address: string | null
+  latitude: number | null
+  longitude: number | null
+  start_dt: Timestamp | null
+  end_dt: Timestamp | null
+  timezone: Generated<string>
+  keywords: Generated<string[]>
+  metadata: JsonWithDefault
+  visibility: Generated<number>
+  status: Generated<EventStatus>
+  template: Generated<string>
+  template_version: Generated<number>
+  state: string | null
+  priority: Generated<number>
+  series_id: number | null
+  series_index: number | null
+  title_override: string | null
+  description_override: string | null
+  metadata_override: Json | null
+  parent_event_id: number | null
+  published_id: number | null
+  published_at: Timestamp | null
+  created_dt: Timestamp
+  is_locked: Generated<boolean>
+  is_deleted: Generated<boolean>
+  cover_image_key: string | null
+  version: Generated<number>
+  revision: Generated<number>
+  created_at: Timestamp
+  updated_at: Timestamp
+  search_text: Generated<string>
+}
+
+export interface EventActivityTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number
+  org_id: string | null
+  actor_id: string | null
+  kind: string
+  payload: JsonWithDefault
+  at: Timestamp
+}
+
+export interface EventSpacesTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number
+  space_id: number
+  org_id: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export type ManagerStatus = 'pending' | 'active' | 'revoked'
+
+export interface EventManagersTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number | null
+  series_id: number | null
+  org_id: string | null
+  user_id: string | null
+  permissions: Generated<string[]>
+  role: string | null
+  status: Generated<ManagerStatus>
+  invited_email: string | null
+  invited_by: string | null
+  invited_at: Timestamp | null
+  invite_token_hash: string | null
+  expires_at: Timestamp | null
+  accepted_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export type EventRow = Selectable<EventsTable>
+export type EventActivityRow = Selectable<EventActivityTable>
+export type EventSpaceRow = Selectable<EventSpacesTable>
+export type EventManagerRow = Selectable<EventManagersTable>
+
+export interface EventsTables {
+  events: EventsTable
+  event_activity: EventActivityTable
+  event_spaces: EventSpacesTable
+  event_managers: EventManagersTable
+}
