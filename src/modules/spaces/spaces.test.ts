@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { createSpace, publish } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>
-
-export async function createSpace (t: TestApp, token: string, body: Json = {}): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/spaces', payload: { title: 'Reading club', ...body } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json()
-}
-
-export async function publish (t: TestApp, token: string, id: number, body?: Json): Promise<void> {
-  const res = await t.as(token, { method: 'POST', url: `/api/v1/spaces/${id}/publish`, ...(body !== undefined ? { payload: body } : {}) })
-  assert.equal(res.statusCode, 204, res.body)
-}
 
 const get = async (t: TestApp, token: string, url: string) => await t.as(token, { method: 'GET', url })
 

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { describe, it } from 'node:test'
+import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { createSpace, publish } from './spaces.fixtures.ts'
+
+type Json = Record<string, any>
+
+for (const kind of databases()) {
+  void describe(`${kind}: space members, managers and contacts`, () => {
+    const t = useTestApp(kind)
+
+    void it('adds, lists and removes members; only managers may', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const s = await createSpace(t, alice, { visibility: 20 })
+      await publish(t, alice, s.id)
+      await t.ctx.db.insertInto('users').values({ tenant_id: tenant.id, id: 'bob', display_name: 'Bob Builder', email: 'bob@example.test' }).execute()
+
+      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'bob', role: 'king' } })
+      assert.equal(bad.statusCode, 400)
+      assert.equal(bad.json().errors[0].location, 'body.role')
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).statusCode, 404)
+
+      const add = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'bob', role: 'space_member' } })
+      assert.equal(add.statusCode, 201, add.body)
+      assert.deepEqual({ ...(add.json() as Json), created_at: '', updated_at: '' }, { $schema: 'http://localhost:8080/schemas/SpaceMember.json', space_id: s.id, user_id: 'bob', org_id: null, role: 'space_member', is_active: true, created_at: '', updated_at: '' })
+      const change = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'bob', role: 'space_viewer' } })
+      assert.equal(change.statusCode, 200)
+      assert.equal(change.json().role, 'space_viewer')
+
+      // bob can now see the members-only space, but not manage its people
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).statusCode, 200)
+      const byBob = await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'carol', role: 'space_member' } })
+      assert.equal(byBob.statusCode, 403)
+
+      const list = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/members` })
+      assert.deepEqual(list.json().items.map((m: Json) => [m.user_id, m.role]), [['bob', 'space_viewer']])
+      assert.equal(list.json().total, 1)
+
+      const activity = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/activity` })
+      assert.deepEqual(activity.json().items.map((a: Json) => [a.type, a.title, a.message, a.resource_id]), [['member', 'Bob Builder', 'joined the space', 'bob']])
+
+      // a member may leave on their own
+      const leave = await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/members/bob` })
+      assert.equal(leave.statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/members` })).json().total, 0)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/members/bob` })).statusCode, 404)
+      const topics = await t.ctx.db.selectFrom('outbox').select('topic').where('tenant_id', '=', tenant.id).where('topic', 'like', 'space.member%').orderBy('id').execute()
+      assert.deepEqual(topics.map(r => r.topic), ['space.member_added', 'space.member_updated', 'space.member_removed'])
+    })
+
+    void it('adds, reads, changes and removes managers but never the last one', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const carol = await tenant.user('carol')
+      const s = await createSpace(t, alice)
+
+      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'bob', permissions: ['space:fly'] } })
+      assert.equal(bad.statusCode, 400)
+      assert.equal(bad.json().errors[0].location, 'body.permissions[0]')
+      const add = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'bob', permissions: ['space:members'], notify: true, channels: ['push'] } })
+      assert.equal(add.statusCode, 201, add.body)
+      assert.deepEqual([add.json().user_id, add.json().permissions, add.json().role, add.json().status, add.json().invited_by], ['bob', ['space:members'], null, 'active', 'alice'])
+      const note = await t.ctx.db.selectFrom('notification_outbox').select(['channel', 'recipient']).where('tenant_id', '=', tenant.id).execute()
+      assert.deepEqual(note, [{ channel: 'push', recipient: 'bob' }])
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'bob', permissions: [] } })).statusCode, 409)
+
+      // bob may manage members (his permission) but not edit the space
+      const member = await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'carol', role: 'space_member' } })
+      assert.equal(member.statusCode, 201)
+      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'x' } })).statusCode, 403)
+      assert.equal((await t.as(carol, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })).statusCode, 404, 'a draft is seen by its managers only')
+
+      const put = await t.as(alice, { method: 'PUT', url: `/api/v1/spaces/${s.id}/managers/bob`, payload: { permissions: ['space:edit', 'space:publish'] } })
+      assert.equal(put.statusCode, 200)
+      assert.deepEqual(put.json().permissions, ['space:edit', 'space:publish'])
+      const one = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers/bob` })
+      assert.deepEqual(one.json().permissions, ['space:edit', 'space:publish'])
+      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Bob was here' } })).statusCode, 200)
+
+      const perms = await t.as(bob, { method: 'GET', url: '/api/v1/spaces/manager-permissions' })
+      assert.deepEqual(perms.json().permissions, ['space:edit', 'space:publish', 'space:members', 'space:managers', 'space:events', 'space:contacts'])
+
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/alice` })).statusCode, 403)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/bob` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers/bob` })).statusCode, 404)
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).statusCode, 404)
+      const last = await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/alice` })
+      assert.equal(last.statusCode, 409)
+      assert.match(last.json().detail, /last manager/)
+      const list = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })
+      assert.deepEqual(list.json().items.map((m: Json) => m.user_id), ['alice'])
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/nobody` })).statusCode, 404)
+
+      // re-adding a removed manager works; a manager may then step down
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'bob', permissions: [], role: 'space_manager:full' } })).statusCode, 201)
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/bob` })).statusCode, 204)
+    })
+
+    void it('links contacts, records the activity and unlinks them', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice)
+      const c = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Ada', last_name: 'Lovelace', email: 'ada@example.test' } })
+      const contactId = c.json().id as string
+      const missing = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/contacts`, payload: { contact_id: crypto.randomUUID() } })
+      assert.equal(missing.statusCode, 400)
+      assert.equal(missing.json().errors[0].location, 'body.contact_id')
+      const link = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/contacts`, payload: { contact_id: contactId } })
+      assert.equal(link.statusCode, 201, link.body)
+      assert.deepEqual([link.json().space_id, link.json().contact_id], [s.id, contactId])
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/contacts`, payload: { contact_id: contactId } })).statusCode, 409)
+      const list = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/contacts` })
+      assert.deepEqual(list.json().items.map((x: Json) => x.contact_id), [contactId])
+      const activity = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/activity?size=1` })
+      assert.equal(activity.json().$schema, 'http://localhost:8080/schemas/PagedBodySpaceActivity.json')
+      assert.deepEqual(activity.json().items.map((a: Json) => [a.type, a.title, a.resource_id]), [['contact', 'Ada Lovelace', contactId]])
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/contacts/${contactId}` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/contacts` })).json().total, 0)
+    })
+  })
+}
