@@ -13,19 +13,20 @@ export const UPCOMING_MAX = 10
 
 const PROFILE = ['u.display_name', 'u.first_name', 'u.last_name', 'u.username', 'u.avatar_url'] as const
 
+const SHOWN = ['spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.published_at'] as const
+
 function publicSpaces (trx: Tx, tenantId: string) {
   return trx.selectFrom('spaces')
-    .select(['spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.published_at'])
     .where('spaces.tenant_id', '=', tenantId).where('spaces.status', '=', 'published')
     .where('spaces.visibility', '=', PUBLIC).where('spaces.is_deleted', '=', false)
 }
 
 export async function findPublicSpace (trx: Tx, tenantId: string, id: number) {
-  const row = await publicSpaces(trx, tenantId).select(['spaces.creator_id', 'spaces.org_id']).where('spaces.id', '=', id).executeTakeFirst()
+  const row = await publicSpaces(trx, tenantId).select([...SHOWN, 'spaces.creator_id', 'spaces.org_id']).where('spaces.id', '=', id).executeTakeFirst()
   if (row === undefined) return undefined
   const parent = await publicSpaces(trx, tenantId)
     .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.parent_id', '=', 'spaces.id'))
-    .where('p.space_id', '=', id).orderBy('spaces.id').executeTakeFirst()
+    .where('p.space_id', '=', id).select('spaces.id').orderBy('spaces.id').executeTakeFirst()
   return { ...row, parent_id: parent?.id }
 }
 
@@ -34,7 +35,7 @@ export async function publicChildren (trx: Tx, tenantId: string, id: number) {
     .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id'))
     .where('p.parent_id', '=', id)
   const [items, count] = await Promise.all([
-    base.orderBy('spaces.position').orderBy('spaces.id').limit(SUBSPACES_MAX).execute(),
+    base.select(SHOWN).orderBy('spaces.position').orderBy('spaces.id').limit(SUBSPACES_MAX).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { items: items.map(s => ({ ...s, parent_id: id })), total: Number(count.total) }
