@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises describe() and it() return */
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -19,8 +18,8 @@ async function topics (t: TestApp, tenantId: string) {
   return rows.map(r => `${r.aggregate_id}:${r.topic}`)
 }
 
-describe('user export parsing', () => {
-  it('reads the flat format and ZITADEL user-service entries', () => {
+void describe('user export parsing', () => {
+  void it('reads the flat format and ZITADEL user-service entries', () => {
     const users = parseExport({
       result: [
         { userId: 'a', resourceOwner: 'org', state: 'active', email: 'a@x.test', firstName: 'A', lastName: 'B', displayName: ' ', sequence: 4 },
@@ -35,7 +34,7 @@ describe('user export parsing', () => {
     ])
   })
 
-  it('names every problem by position', () => {
+  void it('names every problem by position', () => {
     assert.throws(() => parseExport([{ resourceOwner: 'org', state: 'active' }, { userId: 'x', resourceOwner: 'org', state: 'gone', email: 5 }, 'no']), (err: unknown) => {
       assert.ok(err instanceof ExportError)
       assert.deepEqual(err.problems, ['[0].userId: required', '[1].state: expected active, inactive, locked, initial, removed or deleted (USER_STATE_… accepted)', '[1].email: expected a string', '[2]: expected an object'])
@@ -46,11 +45,11 @@ describe('user export parsing', () => {
 })
 
 for (const kind of databases()) {
-  describe(`${kind}: user lifecycle`, () => {
+  void describe(`${kind}: user lifecycle`, () => {
     const t = useTestApp(kind)
 
-    describe('displayProfiles', () => {
-      it('gives every requested user a name, initials and avatar with the documented fallbacks', async () => {
+    void describe('displayProfiles', () => {
+      void it('gives every requested user a name, initials and avatar with the documented fallbacks', async () => {
         const tenantId = `org-${crypto.randomUUID()}`
         await withTenant(t.ctx.db, { tenantId }, async (trx) => {
           await trx.insertInto('users').values([
@@ -74,8 +73,8 @@ for (const kind of databases()) {
       })
     })
 
-    describe('resync', () => {
-      it('creates, updates, deactivates and removes users from an export, and a second run changes nothing', async () => {
+    void describe('resync', () => {
+      void it('creates, updates, deactivates and removes users from an export, and a second run changes nothing', async () => {
         const tenantId = `org-${crypto.randomUUID()}`
         await withTenant(t.ctx.db, { tenantId }, async (trx) => {
           await applyUserChange(trx, { tenantId, userId: 'kept', profile: { email: 'old@x.test', first_name: 'Old' }, state: 'active', sequence: 3, actorId: null, source: 'user.human.added' })

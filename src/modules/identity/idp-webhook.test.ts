@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-floating-promises -- node:test awaits the promises describe() and it() return */
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -86,11 +85,11 @@ const added = (tenantId: string, userId: string, sequence = 1, extra: Json = {})
 const fresh = () => ({ tenantId: `org-${crypto.randomUUID()}`, userId: `u-${crypto.randomUUID()}` })
 
 for (const kind of databases()) {
-  describe(`${kind}: identity-provider webhook`, () => {
+  void describe(`${kind}: identity-provider webhook`, () => {
     const t = useTestApp(kind, { env: { IDP_WEBHOOK_SECRET: SECRET, IDP_WEBHOOK_SECRET_PREVIOUS: PREVIOUS } })
 
-    describe('signature', () => {
-      it('accepts a good IDP-Signature without any token or tenant header and applies the event', async () => {
+    void describe('signature', () => {
+      void it('accepts a good IDP-Signature without any token or tenant header and applies the event', async () => {
         const { tenantId, userId } = fresh()
         const res = await send(t, added(tenantId, userId))
         assert.equal(res.statusCode, 200, res.body)
@@ -101,25 +100,25 @@ for (const kind of databases()) {
         assert.equal(row?.state, 'active')
       })
 
-      it('accepts the ZITADEL-Signature header name', async () => {
+      void it('accepts the ZITADEL-Signature header name', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(await deliver(t, added(tenantId, userId), { header: 'zitadel-signature' }), 'applied')
         assert.ok(await userRow(t, tenantId, userId))
       })
 
-      it('accepts the previous secret while the provider rotates', async () => {
+      void it('accepts the previous secret while the provider rotates', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(await deliver(t, added(tenantId, userId), { secret: PREVIOUS }), 'applied')
         assert.ok(await userRow(t, tenantId, userId))
       })
 
-      it('accepts application/octet-stream', async () => {
+      void it('accepts application/octet-stream', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(await deliver(t, added(tenantId, userId), { contentType: 'application/octet-stream' }), 'applied')
         assert.ok(await userRow(t, tenantId, userId))
       })
 
-      it('skips a v1 that is not hex and accepts a later matching one', async () => {
+      void it('skips a v1 that is not hex and accepts a later matching one', async () => {
         const { tenantId, userId } = fresh()
         const body = added(tenantId, userId)
         const ts = now()
@@ -139,7 +138,7 @@ for (const kind of databases()) {
         ['a signature over another timestamp', (body) => ({ signature: `t=${now() - 5},v1=${signBody(SECRET, JSON.stringify(body), now()).split('v1=')[1] ?? ''}` })]
       ]
       for (const [name, options] of refused) {
-        it(`answers 401 for ${name} and changes nothing`, async () => {
+        void it(`answers 401 for ${name} and changes nothing`, async () => {
           const { tenantId, userId } = fresh()
           const body = added(tenantId, userId)
           const res = await send(t, body, options(body))
@@ -151,7 +150,7 @@ for (const kind of databases()) {
         })
       }
 
-      it('answers 401 when one byte of the signed body changed', async () => {
+      void it('answers 401 when one byte of the signed body changed', async () => {
         const { tenantId, userId } = fresh()
         const raw = Buffer.from(JSON.stringify(added(tenantId, userId)))
         const signature = signBody(SECRET, raw)
@@ -164,25 +163,25 @@ for (const kind of databases()) {
         assert.equal((await send(t, raw, { signature })).statusCode, 200)
       })
 
-      it('checks the signature before parsing: an unsigned invalid body is 401, not 400', async () => {
+      void it('checks the signature before parsing: an unsigned invalid body is 401, not 400', async () => {
         assertProblem(await send(t, '{not json', { signature: 'garbage' }), 401)
       })
     })
 
-    describe('body', () => {
-      it('answers 413 above the body limit and changes nothing', async () => {
+    void describe('body', () => {
+      void it('answers 413 above the body limit and changes nothing', async () => {
         const { tenantId, userId } = fresh()
         const body = added(tenantId, userId, 1, { padding: 'x'.repeat(300 * 1024) })
         assertProblem(await send(t, body), 413)
         assert.equal(await userRow(t, tenantId, userId), undefined)
       })
 
-      it('answers 400 for invalid JSON that is correctly signed', async () => {
+      void it('answers 400 for invalid JSON that is correctly signed', async () => {
         const problem = assertProblem(await send(t, '{"aggregateID": '), 400)
         assert.equal(problem.errors[0].location, 'body')
       })
 
-      it('answers 400 naming each malformed field and changes nothing', async () => {
+      void it('answers 400 naming each malformed field and changes nothing', async () => {
         const { tenantId, userId } = fresh()
         const body: Json = { ...added(tenantId, userId), sequence: 'seven' }
         delete body.instanceID
@@ -193,14 +192,14 @@ for (const kind of databases()) {
         assert.deepEqual(await deliveries(t, tenantId), [])
       })
 
-      it('answers 400 for a profile field of the wrong type in the payload', async () => {
+      void it('answers 400 for a profile field of the wrong type in the payload', async () => {
         const { tenantId, userId } = fresh()
         const problem = assertProblem(await send(t, added(tenantId, userId, 1, { firstName: 42 })), 400)
         assert.ok(problem.errors.some((e: Json) => e.location === 'body.event_payload.firstName'), JSON.stringify(problem))
         assert.equal(await userRow(t, tenantId, userId), undefined)
       })
 
-      it('reads a base64 event_payload (older releases) like an object one', async () => {
+      void it('reads a base64 event_payload (older releases) like an object one', async () => {
         const { tenantId, userId } = fresh()
         const payload = Buffer.from(JSON.stringify({ userName: 'ada', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.test' })).toString('base64')
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)), 'applied')
@@ -212,7 +211,7 @@ for (const kind of databases()) {
         assert.equal(row?.display_name, null)
       })
 
-      it('answers 400 at body.event_payload for a string that is not base64 JSON', async () => {
+      void it('answers 400 at body.event_payload for a string that is not base64 JSON', async () => {
         const { tenantId, userId } = fresh()
         for (const payload of ['%%% not base64', Buffer.from('not json').toString('base64'), Buffer.from('[1,2]').toString('base64')]) {
           const problem = assertProblem(await send(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)), 400)
@@ -221,7 +220,7 @@ for (const kind of databases()) {
         assert.equal(await userRow(t, tenantId, userId), undefined)
       })
 
-      it('keeps only the profile fields used, never the payload itself', async () => {
+      void it('keeps only the profile fields used, never the payload itself', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         const [event] = await outbox(t, tenantId, userId)
@@ -232,8 +231,8 @@ for (const kind of databases()) {
       })
     })
 
-    describe('deliveries', () => {
-      it('answers a replayed delivery 200 "duplicate" and applies it once', async () => {
+    void describe('deliveries', () => {
+      void it('answers a replayed delivery 200 "duplicate" and applies it once', async () => {
         const { tenantId, userId } = fresh()
         const body = added(tenantId, userId)
         assert.equal(await deliver(t, body), 'applied')
@@ -242,7 +241,7 @@ for (const kind of databases()) {
         assert.equal((await deliveries(t, tenantId)).length, 1)
       })
 
-      it('applies 20 concurrent copies of one delivery once', async () => {
+      void it('applies 20 concurrent copies of one delivery once', async () => {
         const { tenantId, userId } = fresh()
         const raw = Buffer.from(JSON.stringify(added(tenantId, userId, 7)))
         const signature = signBody(SECRET, raw)
@@ -255,7 +254,7 @@ for (const kind of databases()) {
         assert.deepEqual((await deliveries(t, tenantId)).map(d => [d.sequence, d.outcome]), [[7, 'applied']])
       })
 
-      it('changes nothing for an event older than the last applied one of the user', async () => {
+      void it('changes nothing for an event older than the last applied one of the user', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId, 1))
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.profile.changed', { firstName: 'Newest' })), 'applied')
@@ -269,14 +268,14 @@ for (const kind of databases()) {
         assert.deepEqual((await deliveries(t, tenantId)).map(d => [d.sequence, d.outcome]), [[1, 'applied'], [3, 'stale'], [4, 'stale'], [5, 'applied']])
       })
 
-      it('keeps a deactivation that arrived before the user was added', async () => {
+      void it('keeps a deactivation that arrived before the user was added', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 2, 'user.deactivated')), 'applied')
         assert.equal(await deliver(t, added(tenantId, userId, 1)), 'stale')
         assert.equal((await userRow(t, tenantId, userId))?.state, 'inactive')
       })
 
-      it('records an unknown kind, answers "ignored", and changes nothing', async () => {
+      void it('records an unknown kind, answers "ignored", and changes nothing', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.password.changed', { secret: 'x' })), 'ignored')
         assert.equal(await deliver(t, { ...zitadelEvent(tenantId, userId, 6, 'org.added'), aggregateType: 'org' }), 'ignored')
@@ -287,15 +286,15 @@ for (const kind of databases()) {
         assert.equal(await deliver(t, added(tenantId, userId, 3)), 'applied')
       })
 
-      it('provisions an unseen tenant on its first user', async () => {
+      void it('provisions an unseen tenant on its first user', async () => {
         const tenantId = `org-${crypto.randomUUID()}`
         assert.equal(await deliver(t, added(tenantId, 'first-user')), 'applied')
         assert.equal((await userRow(t, tenantId, 'first-user'))?.tenant_id, tenantId)
       })
     })
 
-    describe('event kinds', () => {
-      it('user.human.added creates the profile; selfregistered and machine.added too', async () => {
+    void describe('event kinds', () => {
+      void it('user.human.added creates the profile; selfregistered and machine.added too', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         const row = await userRow(t, tenantId, userId)
@@ -315,7 +314,7 @@ for (const kind of databases()) {
         assert.equal(robot?.username, 'robot')
       })
 
-      it('profile, e-mail and username changes update only the fields they carry', async () => {
+      void it('profile, e-mail and username changes update only the fields they carry', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         await deliver(t, zitadelEvent(tenantId, userId, 2, 'user.human.email.changed', { email: 'new@example.test' }))
@@ -328,7 +327,7 @@ for (const kind of databases()) {
         assert.deepEqual(events.map(e => e.payload.fields).slice(1), [['email'], ['last_name'], ['username']])
       })
 
-      it('deactivated and locked mark the user inactive; reactivated and unlocked active again', async () => {
+      void it('deactivated and locked mark the user inactive; reactivated and unlocked active again', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         const steps: Array<[string, string]> = [['user.deactivated', 'inactive'], ['user.reactivated', 'active'], ['user.locked', 'inactive'], ['user.unlocked', 'active']]
@@ -340,7 +339,7 @@ for (const kind of databases()) {
         assert.deepEqual((await outbox(t, tenantId, userId)).map(e => e.topic), ['user.added', 'user.deactivated', 'user.reactivated', 'user.deactivated', 'user.reactivated'])
       })
 
-      it('user.removed marks the user removed, revokes manager roles and invites, keeps their contacts', async () => {
+      void it('user.removed marks the user removed, revokes manager roles and invites, keeps their contacts', async () => {
         const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
         const userId = `u-${crypto.randomUUID()}`
         await deliver(t, added(tenant.id, userId, 1, { email: 'Grace@Example.test' }))
@@ -389,8 +388,8 @@ for (const kind of databases()) {
       })
     })
 
-    describe('user gate', () => {
-      it('refuses the token of a removed user with 401 right after the webhook', async () => {
+    void describe('user gate', () => {
+      void it('refuses the token of a removed user with 401 right after the webhook', async () => {
         const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
         const userId = `u-${crypto.randomUUID()}`
         const token = await tenant.user(userId)
@@ -402,7 +401,7 @@ for (const kind of databases()) {
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/contacts' })).statusCode, 401)
       })
 
-      it('refuses an inactive user and lets them in again when reactivated', async () => {
+      void it('refuses an inactive user and lets them in again when reactivated', async () => {
         const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
         const userId = `u-${crypto.randomUUID()}`
         const token = await tenant.user(userId)
@@ -414,14 +413,14 @@ for (const kind of databases()) {
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200)
       })
 
-      it('lets in a user the users table does not know', async () => {
+      void it('lets in a user the users table does not know', async () => {
         const token = await newTenant(t).user('dev-user')
         const res = await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })
         assert.equal(res.statusCode, 200)
         assert.equal(res.json().email, 'dev-user@example.test')
       })
 
-      it('GET /auth/me takes the e-mail from the profile when the token has none', async () => {
+      void it('GET /auth/me takes the e-mail from the profile when the token has none', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         const token = await t.token({ sub: userId, tenant: tenantId, roles: ['member'] })
@@ -432,7 +431,7 @@ for (const kind of databases()) {
         assert.equal((await t.as(stranger, { method: 'GET', url: '/api/v1/auth/me' })).json().email, '')
       })
 
-      it('leaves JSON parsing of other routes alone', async () => {
+      void it('leaves JSON parsing of other routes alone', async () => {
         const token = await newTenant(t).user('alice')
         const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Still JSON' } })
         assert.equal(res.statusCode, 201, res.body)
@@ -441,9 +440,9 @@ for (const kind of databases()) {
     })
   })
 
-  describe(`${kind}: identity-provider webhook without a secret`, () => {
+  void describe(`${kind}: identity-provider webhook without a secret`, () => {
     const t = useTestApp(kind)
-    it('answers 503 with the error body and changes nothing', async () => {
+    void it('answers 503 with the error body and changes nothing', async () => {
       const { tenantId, userId } = fresh()
       const res = await send(t, added(tenantId, userId))
       assertProblem(res, 503)
