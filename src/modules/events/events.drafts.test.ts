@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { activityKinds, createEvent, getEvent, outboxTopics, publishEvent, type Json } from './events.fixtures.ts'
+
+for (const kind of databases()) {
+  void describe(`${kind}: event drafts and publishing`, () => {
+    const t = useTestApp(kind)
+
+    void it('publishes a new draft: status, published_at, version', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice)
+      assert.equal(e.status, 'draft')
+      await publishEvent(t, alice, e.id)
+      const got = (await getEvent(t, alice, e.id)).json()
+      assert.equal(got.status, 'published')
+      assert.equal(got.version, 1)
+      assert.ok(Date.parse(got.published_at) > 0)
+      assert.deepEqual(await outboxTopics(t, tenant.id), ['event.created', 'event.published'])
+      assert.deepEqual(await activityKinds(t, alice, e.id), ['published', 'created'])
+    })
+
+    void it('edits through one draft clone: readers keep the published version until publish', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const e = await createEvent(t, alice, { visibility: 40, description: 'v1' })
+      await publishEvent(t, alice, e.id)
+
+      const none = await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })
+      assert.equal(none.statusCode, 404)
+      const edit = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
+      assert.equal(edit.statusCode, 200, edit.body)
+      const draft = edit.json()
+      assert.notEqual(draft.id, e.id)
+      assert.equal(draft.published_id, e.id)
+      assert.equal(draft.status, 'draft')
+      assert.equal(draft.description, 'v1')
+      const again = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
+      assert.equal(again.json().id, draft.id)
+
+      // edits sent to the published id or to the draft id both land on the draft
+      const p1 = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'Renamed' } })
+      assert.equal(p1.statusCode, 200, p1.body)
+      assert.equal(p1.json().id, draft.id)
+      const p2 = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${draft.id}`, payload: { description: 'v2' } })
+      assert.equal(p2.statusCode, 200, p2.body)
+      const readers = (await getEvent(t, bob, e.id)).json()
+      assert.equal(readers.title, 'Launch party')
+      assert.equal(readers.description, 'v1')
+      const seenDraft = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).json()
+      assert.equal(seenDraft.title, 'Renamed')
+      assert.equal(seenDraft.description, 'v2')
+      // draft clones never appear in lists
+      const list = (await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json()
+      assert.deepEqual((list.items as Json[]).map(i => i.id), [e.id])
+      const drafts = (await t.as(alice, { method: 'GET', url: '/api/v1/events?status=draft' })).json()
+      assert.equal(drafts.total, 0)
+
+      await publishEvent(t, alice, e.id, { notify: true, channels: ['email', 'push'], message: 'New version', priority: 'high' })
+      const after = (await getEvent(t, bob, e.id)).json()
+      assert.equal(after.id, e.id)
+      assert.equal(after.title, 'Renamed')
+      assert.equal(after.description, 'v2')
+      assert.equal(after.version, 2)
+      assert.equal(after.status, 'published')
+      assert.equal((await getEvent(t, alice, draft.id)).statusCode, 404)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      const notes = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('notification_outbox').select(['channel', 'recipient', 'priority', 'body']).where('tenant_id', '=', tenant.id).orderBy('id').execute())
+      assert.deepEqual(notes, [
+        { channel: 'email', recipient: 'alice', priority: 'high', body: 'New version' },
+        { channel: 'push', recipient: 'alice', priority: 'high', body: 'New version' }
+      ])
+      assert.deepEqual(await activityKinds(t, alice, e.id), ['published', 'edited', 'edited', 'draft_started', 'published', 'created'])
+      assert.deepEqual(await outboxTopics(t, tenant.id), ['event.created', 'event.published', 'event.draft_started', 'event.updated', 'event.updated', 'event.published'])
+    })
+
+    void it('discards the draft and keeps the published version', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice)
+      await publishEvent(t, alice, e.id)
+      const noDraft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard` })
+      assert.equal(noDraft.statusCode, 404)
+      const draft = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
+      await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${draft.id}`, payload: { title: 'Changed' } })
+      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard` })
+      assert.equal(res.statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      const got = (await getEvent(t, alice, e.id)).json()
+      assert.equal(got.title, 'Launch party')
+      assert.equal(got.version, 1)
+      assert.deepEqual(await activityKinds(t, alice, e.id), ['draft_discarded', 'edited', 'draft_started', 'published', 'created'])
+      // a new draft can be started afterwards
+      const next = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
+      assert.equal(next.statusCode, 200)
+      assert.equal(next.json().title, 'Launch party')
+    })
+
+    void it('refuses drafts of an unpublished event, and drafts for those who may not edit', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const viewer = await tenant.user('vera', ['viewer'])
+      const e = await createEvent(t, alice, { visibility: 40 })
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 409)
+      await publishEvent(t, alice, e.id)
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 403)
+      assert.equal((await t.as(viewer, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${e.id}/publish` })).statusCode, 403)
+      const other = await newTenant(t).user('mallory', ['admin'])
+      for (const path of ['edit', 'discard', 'publish']) {
+        assert.equal((await t.as(other, { method: 'POST', url: `/api/v1/events/${e.id}/${path}` })).statusCode, 404, path)
+      }
+      assert.equal((await t.as(other, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      assert.equal((await getEvent(t, alice, e.id)).json().version, 1)
+    })
+
+    void it('validates the publish options', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice)
+      const cases: Array<[Json, string]> = [
+        [{ channels: ['fax'] }, 'body.channels[0]'],
+        [{ priority: 'urgent' }, 'body.priority'],
+        [{ notify: 'yes' }, 'body.notify'],
+        [{ extra: 1 }, 'body.extra']
+      ]
+      for (const [payload, location] of cases) {
+        const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/publish`, payload })
+        assert.equal(res.statusCode, 400, res.body)
+        assert.ok(res.json().errors.some((x: Json) => x.location === location), `${location} in ${res.body}`)
+      }
+      assert.equal((await getEvent(t, alice, e.id)).json().status, 'draft')
+    })
+
+    void it('publishing the draft clone id promotes it too; deleting the published event removes its draft', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice)
+      await publishEvent(t, alice, e.id)
+      const draft = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
+      await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${draft.id}`, payload: { title: 'Via clone' } })
+      await publishEvent(t, alice, draft.id)
+      const got = (await getEvent(t, alice, e.id)).json()
+      assert.equal(got.title, 'Via clone')
+      assert.equal(got.version, 2)
+      const d2 = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${e.id}` })).statusCode, 204)
+      assert.equal((await getEvent(t, alice, d2.id)).statusCode, 404)
+      assert.equal((await getEvent(t, alice, e.id)).statusCode, 404)
+    })
+  })
+}

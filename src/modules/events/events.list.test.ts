@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
+
+const ids = (body: Json): number[] => (body.items as Json[]).map(i => i.id)
+
+for (const kind of databases()) {
+  void describe(`${kind}: event lists, calendar and spaces`, () => {
+    const t = useTestApp(kind)
+
+    void it('lists with every filter, sort and page', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const a = await createEvent(t, alice, { title: 'Alpha concert', start_dt: '2026-03-01T10:00:00Z', keywords: ['music'], visibility: 40, template: 'announcement' })
+      const b = await createEvent(t, alice, { title: 'Beta meeting', description: 'quarterly review', start_dt: '2026-04-01T10:00:00Z', visibility: 20, template: 'meeting' })
+      const c = await createEvent(t, alice, { title: 'Gamma', address: '5 Harbor Road', start_dt: '2026-05-01T10:00:00Z', visibility: 10, template: 'delivery' })
+      const d = await createEvent(t, alice, { title: '100%_sale' })
+      await publishEvent(t, alice, a.id)
+      await publishEvent(t, alice, b.id)
+      const archived = await createEvent(t, alice, { title: 'Old' })
+      await publishEvent(t, alice, archived.id)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${archived.id}/archive` })).statusCode, 204)
+      const space = await insertSpace(t, tenant.id)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${c.id}/spaces`, payload: { space_id: space } })).statusCode, 201)
+
+      const list = async (q: string) => {
+        const res = await t.as(alice, { method: 'GET', url: `/api/v1/events${q}` })
+        assert.equal(res.statusCode, 200, `${q}: ${res.body}`)
+        return res.json()
+      }
+      const all = await list('')
+      assert.equal(all.$schema, 'http://localhost:8080/schemas/PagedBodyEvent.json')
+      assert.deepEqual(ids(all), [d.id, c.id, b.id, a.id])
+      assert.equal(all.total, 4)
+      assert.equal(all.page, 1)
+      assert.equal(all.size, 20)
+      assert.deepEqual((all.items as Json[]).find(i => i.id === c.id)?.spaces, [{ id: space, title: 'Space' }])
+      assert.deepEqual(ids(await list('?status=published')), [b.id, a.id])
+      assert.deepEqual(ids(await list('?status=draft')), [d.id, c.id])
+      assert.deepEqual(ids(await list('?status=archived')), [archived.id])
+      assert.deepEqual(ids(await list('?visibility=20')), [d.id, b.id])
+      assert.deepEqual(ids(await list('?visibility=0')), [d.id, c.id, b.id, a.id])
+      assert.deepEqual(ids(await list('?search=MUSIC')), [a.id])
+      assert.deepEqual(ids(await list('?search=quarterly')), [b.id])
+      assert.deepEqual(ids(await list('?search=harbor')), [c.id])
+      assert.deepEqual(ids(await list('?search=0%25_')), [d.id])
+      assert.deepEqual(ids(await list('?search=%25')), [d.id])
+      assert.deepEqual(ids(await list('?sort_by=title&sort_dir=asc')), [d.id, a.id, b.id, c.id])
+      assert.deepEqual(ids(await list('?sort_by=start_dt&sort_dir=asc')), [a.id, b.id, c.id, d.id])
+      assert.deepEqual(ids(await list('?start_dt_after=2026-03-15T00:00:00Z')), [c.id, b.id])
+      assert.deepEqual(ids(await list('?start_dt_before=2026-04-01T10:00:00Z&sort_by=start_dt&sort_dir=asc')), [a.id, b.id])
+      assert.deepEqual(ids(await list(`?space_ids=${space}`)), [c.id])
+      assert.deepEqual(ids(await list(`?space_ids=${space}&space_ids=999999`)), [c.id])
+      assert.deepEqual(ids(await list('?template=meeting')), [b.id])
+      assert.deepEqual(ids(await list('?template=meeting&template_in=delivery&template_in=announcement')), [c.id, b.id, a.id])
+      assert.deepEqual(ids(await list('?template_in=delivery')), [c.id])
+      const page2 = await list('?size=3&page=2')
+      assert.deepEqual(ids(page2), [a.id])
+      assert.equal(page2.total, 4)
+
+      for (const [q, location] of [
+        ['?size=0', 'query.size'], ['?size=101', 'query.size'], ['?page=0', 'query.page'], ['?sort_by=secret', 'query.sort_by'],
+        ['?sort_dir=up', 'query.sort_dir'], ['?status=gone', 'query.status'], ['?visibility=15', 'query.visibility'],
+        ['?start_dt_after=yesterday', 'query.start_dt_after'], ['?space_ids=x', 'query.space_ids[0]']
+      ]) {
+        const res = await t.as(alice, { method: 'GET', url: `/api/v1/events${q ?? ''}` })
+        assert.equal(res.statusCode, 400, `${q}: ${res.body}`)
+        assert.ok(res.json().errors.some((e: Json) => e.location === location), `${location}: ${res.body}`)
+      }
+    })
+
+    void it('lists only what visibility shows: another member\'s private event is never listed', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const carol = await tenant.user('carol')
+      const priv = await createEvent(t, alice, { visibility: 10 })
+      const members = await createEvent(t, alice, { visibility: 20 })
+      const pub = await createEvent(t, alice, { visibility: 40 })
+      const space = await insertSpace(t, tenant.id)
+      await addMember(t, tenant.id, space, 'carol')
+      await t.as(alice, { method: 'POST', url: `/api/v1/events/${members.id}/spaces`, payload: { space_id: space } })
+      assert.deepEqual(ids((await t.as(bob, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id])
+      assert.deepEqual(ids((await t.as(carol, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id])
+      assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id, priv.id])
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${priv.id}` })).statusCode, 404)
+    })
+
+    void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const before = await createEvent(t, alice, { title: 'before', start_dt: '2026-06-30T20:00:00Z', end_dt: '2026-06-30T21:00:00Z' })
+      const spans = await createEvent(t, alice, { title: 'spans', start_dt: '2026-06-30T22:00:00Z', end_dt: '2026-07-01T02:00:00Z' })
+      const inside = await createEvent(t, alice, { title: 'inside', start_dt: '2026-07-15T10:00:00Z' })
+      const lastDay = await createEvent(t, alice, { title: 'last day', start_dt: '2026-07-31T23:30:00Z' })
+      const after = await createEvent(t, alice, { title: 'after', start_dt: '2026-08-01T00:00:00Z' })
+      await createEvent(t, alice, { title: 'undated' })
+      const cal = async (q: string) => {
+        const res = await t.as(alice, { method: 'GET', url: `/api/v1/events/calendar?${q}` })
+        assert.equal(res.statusCode, 200, `${q}: ${res.body}`)
+        return res.json()
+      }
+      const july = await cal('start_date=2026-07-01&end_date=2026-07-31')
+      assert.equal(july.$schema, 'http://localhost:8080/schemas/CalendarBody.json')
+      assert.equal(july.next_cursor, null)
+      assert.deepEqual(ids(july), [spans.id, inside.id, lastDay.id])
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_order=desc')), [lastDay.id, inside.id, spans.id])
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_by=title')), [inside.id, lastDay.id, spans.id])
+      // in Berlin (UTC+2 in summer) July 1st starts at 2026-06-30T22:00Z and ends at 2026-07-31T22:00Z
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&timezone=Europe/Berlin')), [spans.id, inside.id])
+      assert.deepEqual(ids(await cal('start_date=2026-06-30&end_date=2026-06-30')), [before.id, spans.id])
+      assert.deepEqual(ids(await cal('start_date=2026-08-01&end_date=2026-08-01')), [after.id])
+      assert.equal((await cal('start_date=2025-01-01&end_date=2026-01-01')).items.length, 0)
+
+      for (const [q, location] of [
+        ['end_date=2026-07-31', 'query.start_date'],
+        ['start_date=2026-07-01', 'query.end_date'],
+        ['start_date=2026-7-1&end_date=2026-07-31', 'query.start_date'],
+        ['start_date=2026-02-30&end_date=2026-07-31', 'query.start_date'],
+        ['start_date=2026-07-31&end_date=2026-07-01', 'query.end_date'],
+        ['start_date=2025-01-01&end_date=2026-01-02', 'query.end_date'],
+        ['start_date=2026-07-01&end_date=2026-07-31&timezone=Mars/Base', 'query.timezone'],
+        ['start_date=2026-07-01&end_date=2026-07-31&sort_by=id', 'query.sort_by'],
+        ['start_date=2026-07-01&end_date=2026-07-31&sort_order=up', 'query.sort_order']
+      ]) {
+        const res = await t.as(alice, { method: 'GET', url: `/api/v1/events/calendar?${q ?? ''}` })
+        assert.equal(res.statusCode, 400, `${q}: ${res.body}`)
+        assert.ok(res.json().errors.some((e: Json) => e.location === location), `${location}: ${res.body}`)
+      }
+    })
+
+    void it('adds, lists and removes the spaces of an event', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice', ['member'], { orgId: 'org-1' })
+      const bob = await tenant.user('bob')
+      const viewer = await tenant.user('vera', ['viewer'])
+      const otherTenant = newTenant(t)
+      const other = await otherTenant.user('mallory', ['admin'])
+      const e = await createEvent(t, alice, { visibility: 40 })
+      const s1 = await insertSpace(t, tenant.id, { title: 'One' })
+      const s2 = await insertSpace(t, tenant.id, { title: 'Two' })
+      const gone = await insertSpace(t, tenant.id, { is_deleted: true })
+      const foreign = await insertSpace(t, otherTenant.id)
+      const url = `/api/v1/events/${e.id}/spaces`
+
+      const add = await t.as(alice, { method: 'POST', url, payload: { space_id: s1 } })
+      assert.equal(add.statusCode, 201, add.body)
+      const row = add.json()
+      assert.equal(row.$schema, 'http://localhost:8080/schemas/EventSpace.json')
+      assert.deepEqual({ ...row, id: 0, created_at: '', updated_at: '' }, { $schema: row.$schema, id: 0, event_id: e.id, space_id: s1, org_id: 'org-1', created_at: '', updated_at: '' })
+      assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: s2 } })).statusCode, 201)
+      assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: s1 } })).statusCode, 409)
+      assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: gone } })).statusCode, 404)
+      assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: foreign } })).statusCode, 404)
+      const bad = await t.as(alice, { method: 'POST', url, payload: { space_id: 'one' } })
+      assert.equal(bad.statusCode, 400)
+      assert.equal(bad.json().errors[0].location, 'body.space_id')
+      const missing = await t.as(alice, { method: 'POST', url, payload: {} })
+      assert.equal(missing.json().errors[0].location, 'body.space_id')
+      assert.equal((await t.as(viewer, { method: 'POST', url, payload: { space_id: s2 } })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'POST', url, payload: { space_id: s2 } })).statusCode, 403)
+      assert.equal((await t.as(other, { method: 'POST', url, payload: { space_id: foreign } })).statusCode, 404)
+      assert.equal((await t.as(other, { method: 'GET', url })).statusCode, 404)
+
+      const listed = await t.as(viewer, { method: 'GET', url })
+      assert.equal(listed.statusCode, 200)
+      assert.deepEqual((listed.json().items as Json[]).map(i => i.space_id), [s1, s2])
+      assert.equal(listed.json().total, 2)
+      const paged = (await t.as(viewer, { method: 'GET', url: `${url}?size=1&page=2` })).json()
+      assert.deepEqual((paged.items as Json[]).map(i => i.space_id), [s2])
+      assert.equal((await t.as(viewer, { method: 'GET', url: `${url}?size=500` })).statusCode, 400)
+      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json().spaces, [{ id: s1, title: 'One' }, { id: s2, title: 'Two' }])
+
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 403)
+      assert.equal((await t.as(other, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
+      assert.deepEqual(((await t.as(viewer, { method: 'GET', url })).json().items as Json[]).map(i => i.space_id), [s2])
+    })
+  })
+}
