@@ -127,9 +127,11 @@ export async function apiRoutes (app: FastifyInstance): Promise<{ doc: OpenApiDo
       })
     }
   }
-  const documented = new Set(routes.map(r => r.name))
+  // the router prints parameters of one position together (`:id|:event_id`): compare without names
+  const shape = (name: string): string => name.replace(/:[^/]+/g, ':')
+  const documented = new Set(routes.map(r => shape(r.name)))
   const missing = [...routerRoutes(app)]
-    .filter(r => r.split(' ')[1]?.startsWith('/api/v1/') === true && !documented.has(r))
+    .filter(r => r.split(' ')[1]?.startsWith('/api/v1/') === true && !documented.has(shape(r)))
   if (missing.length > 0) {
     throw new Error(`routes missing from the OpenAPI document, so the security suite cannot check them: ${missing.join(', ')}`)
   }

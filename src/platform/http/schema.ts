@@ -34,7 +34,8 @@ export const Timestamp = (description?: string) =>
 export const DateTimeInput = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) })
 
 export const PageQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, 1-based' }),
+  // bounded so that the row offset, (page - 1) × size, stays a valid bigint (else a database error)
+  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, 1-based (at most 1 000 000)' }),
   size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' })
 })
 export type PageQuery = Static<typeof PageQuery>
