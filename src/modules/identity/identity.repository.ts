@@ -3,7 +3,7 @@
  * `displayProfiles` (names of users for manager lists and previews) and `revokeUserAccess` (what a
  * removed user loses). Every function takes the transaction first and names the tenant.
  */
-import { sql } from 'kysely'
+import { sql, type SqlBool } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { DeliveryOutcome, UserRow, UserState } from './identity.table.ts'
 
@@ -95,34 +95,30 @@ export interface RevokedAccess {
 
 /**
  * Revokes everything a removed user held as a manager: active roles (by user id) and pending
- * invites (by e-mail, case-insensitive). Modules that add manager tables add their statement
- * here, so the removal stays one place and one transaction.
+ * invites (by e-mail, case-insensitive), in `space_managers` and `event_managers` (events and
+ * series managers). A module that adds another manager table adds its statement here, so the
+ * removal stays one place and one transaction.
  *
  * @example
  *   const revoked = await revokeUserAccess(trx, tenantId, userId, user.email)
  */
 export async function revokeUserAccess (trx: Tx, tenantId: string, userId: string, email: string | null): Promise<RevokedAccess> {
+  const lowered = email !== null && email.trim() !== '' ? email.trim().toLowerCase() : undefined
+  // the manager tables share these columns
+  const held = lowered !== undefined
+    ? sql<SqlBool>`(user_id = ${userId} or lower(invited_email) = ${lowered})`
+    : sql<SqlBool>`user_id = ${userId}`
   const spaces = await trx.updateTable('space_managers')
     .set({ status: 'revoked', updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', tenantId)
-    .where('status', '<>', 'revoked')
-    .where(eb => eb.or([
-      eb('user_id', '=', userId),
-      ...(email !== null && email !== '' ? [eb(sql<string>`lower(invited_email)`, '=', email.toLowerCase())] : [])
-    ]))
+    .where('tenant_id', '=', tenantId).where('status', '<>', 'revoked')
+    .where(held)
     .executeTakeFirst()
-
-  // event_managers comes with the events module (0005_events.sql); until that migration exists
-  // there is nothing to revoke.
-  let events = 0
-  const exists = await sql<{ present: boolean }>`select to_regclass('event_managers') is not null as present`.execute(trx)
-  if (exists.rows[0]?.present === true) {
-    const byEmail = email !== null && email !== '' ? sql`or lower(invited_email) = ${email.toLowerCase()}` : sql``
-    const res = await sql`update event_managers set status = 'revoked', updated_at = now()
-      where tenant_id = ${tenantId} and status <> 'revoked' and (user_id = ${userId} ${byEmail})`.execute(trx)
-    events = Number(res.numAffectedRows ?? 0)
-  }
-  return { space_managers: Number(spaces.numUpdatedRows), event_managers: events }
+  const events = await trx.updateTable('event_managers')
+    .set({ status: 'revoked', updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', tenantId).where('status', '<>', 'revoked')
+    .where(held)
+    .executeTakeFirst()
+  return { space_managers: Number(spaces.numUpdatedRows), event_managers: Number(events.numUpdatedRows) }
 }
 
 export interface DisplayProfile {
