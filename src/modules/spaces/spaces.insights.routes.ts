@@ -1,13 +1,20 @@
 /**
- * What happens in a space: its activity (newest first), its analytics, and the events linked to it.
+ * What happens in a space: its activity (newest first), its analytics (for those who manage the
+ * space), and the events linked to it (links live in the events module's `event_spaces`).
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { PageQuery } from '../../platform/http/schema.ts'
-import * as repo from './spaces.repository.ts'
-import { PagedBodySpaceActivity, SpaceParams } from './spaces.schemas.ts'
-import { visibleOr404 } from './spaces.service.ts'
+import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { emit } from '../../platform/outbox.ts'
+import { eventVisibleTo } from '../events/events.access.ts'
+import { activeManager } from './spaces.access.ts'
+import * as insights from './spaces.insights.repository.ts'
+import {
+  AddSpaceEventBody, PagedBodySpaceActivity, PagedBodySpaceEvent, SpaceAnalyticsResult, SpaceEventLink, SpaceEventParams, SpaceParams
+} from './spaces.schemas.ts'
+import { lockManageable, visibleOr404 } from './spaces.service.ts'
 
 const tags = ['Spaces']
 
@@ -19,8 +26,71 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
       await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listActivity(trx, request.auth.tenantId, request.params.id, q.page, q.size)
+      return await insights.listActivity(trx, request.auth, request.params.id, q.page, q.size)
     })
     return { items, page: q.page, size: q.size, total }
+  })
+
+  app.get('/api/v1/spaces/:id/analytics', {
+    schema: { operationId: 'get-space-analytics', summary: 'Attendance, RSVPs and member growth of a space (for its managers)', tags, params: SpaceParams, response: { 200: SpaceAnalyticsResult } },
+    onRequest: requirePermission('spaces:read')
+  }, async (request) => {
+    const auth = request.auth
+    return await withTenant(db, auth, async (trx) => {
+      const space = await visibleOr404(trx, auth, request.params.id)
+      const manages = auth.permissions.has('tenant:admin') || space.creator_id === auth.userId || (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
+      if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
+      const [events, growth, members] = [
+        await insights.eventFigures(trx, auth.tenantId, space.id),
+        await insights.memberGrowth(trx, auth.tenantId, space.id),
+        await insights.activeMemberCount(trx, auth.tenantId, space.id)
+      ]
+      return insights.analyticsOf(events, growth, members)
+    })
+  })
+
+  app.get('/api/v1/spaces/:id/events', {
+    schema: { operationId: 'list-space-events', summary: 'Events of a space the caller can see, latest start first', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceEvent } },
+    onRequest: requirePermission('spaces:read')
+  }, async (request) => {
+    const q = request.query
+    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+      await visibleOr404(trx, request.auth, request.params.id)
+      return await insights.listSpaceEvents(trx, request.auth, request.params.id, q.page, q.size)
+    })
+    return { items, page: q.page, size: q.size, total }
+  })
+
+  app.post('/api/v1/spaces/:id/events', {
+    schema: { operationId: 'add-space-event', summary: 'Add an event the caller can see to a space they manage', tags, params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink } },
+    onRequest: requirePermission('spaces:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const eventId = request.body.event_id
+    const row = await withTenant(db, auth, async (trx) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:events')
+      if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
+      const event = await trx.selectFrom('events').select(['id', 'title']).where('events.id', '=', eventId).where(eb => eventVisibleTo(eb, auth)).executeTakeFirst()
+      if (event === undefined) throw invalidField('body.event_id', 'event not found', eventId)
+      const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
+      if (created === undefined) throw error409Conflict('the event already belongs to this space', [{ location: 'body.event_id', message: 'already linked', value: eventId }])
+      await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, event_id: event.id } })
+      return created
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.delete('/api/v1/spaces/:id/events/:event_id', {
+    schema: { operationId: 'remove-space-event', summary: 'Remove an event from a space', tags, params: SpaceEventParams, response: { 204: NoContent } },
+    onRequest: requirePermission('spaces:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const { id, event_id: eventId } = request.params
+    await withTenant(db, auth, async (trx) => {
+      await lockManageable(trx, auth, id, 'space:events')
+      if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) throw error404NotFound('the event does not belong to this space')
+      await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, event_id: eventId } })
+    })
+    return await reply.code(204).send(null)
   })
 }

@@ -81,11 +81,19 @@ export interface PublicEvent {
   end_dt: Date | null
 }
 
-/** Published public events linked to the space that have not ended, soonest first, and their count. */
+/** Published public events linked to the space: their count, and those that have not ended, soonest first. */
 export async function publicEvents (trx: Tx, tenantId: string, id: number): Promise<{ items: PublicEvent[], total: number }> {
-  void sql
-  void trx
-  void tenantId
-  void id
-  return { items: [], total: 0 }
+  const base = trx.selectFrom('event_spaces as es')
+    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
+    .where('es.tenant_id', '=', tenantId).where('es.space_id', '=', id)
+    .where('e.status', '=', 'published').where('e.visibility', '=', PUBLIC)
+    .where('e.is_deleted', '=', false).where('e.published_id', 'is', null)
+  const [items, count] = await Promise.all([
+    base.select(['e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt'])
+      .where(sql<boolean>`coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now()`)
+      .orderBy(sql`e.start_dt asc nulls last`).orderBy('e.id')
+      .limit(UPCOMING_MAX).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
 }

@@ -308,16 +308,6 @@ export async function recordSpaceActivity (trx: Tx, a: ActivityInput): Promise<v
   }).execute()
 }
 
-export async function listActivity (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
-  const base = trx.selectFrom('space_activity').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
-  const [items, count] = await Promise.all([
-    base.select(['created_at', 'message', 'resource_id', 'title', 'type']).orderBy('created_at', 'desc').orderBy('id', 'desc')
-      .limit(size).offset((page - 1) * size).execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { items, total: Number(count.total) }
-}
-
 /* Public directory (not tenant-owned) */
 
 export async function registerPublic (trx: Tx, tenantId: string, spaceId: number, handle: string): Promise<void> {

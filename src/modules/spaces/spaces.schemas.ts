@@ -252,3 +252,83 @@ export type SpacePage = Static<typeof SpacePage>
 export const PublicSpaceParams = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 100, description: 'Numeric space id or public handle' })
 })
+
+/* Events of a space (links in event_spaces, owned by the events module). */
+
+export const SpaceEventLink = model('SpaceEventLink', {
+  id: Type.Integer({ description: 'Link id' }),
+  space_id: Type.Integer(),
+  event_id: Type.Integer(),
+  org_id: Nullable(Type.String()),
+  created_at: Timestamp(),
+  updated_at: Timestamp()
+})
+
+export const SpaceEvent = model('SpaceEvent', {
+  id: Type.Integer({ description: 'Link id' }),
+  space_id: Type.Integer(),
+  event_id: Type.Integer(),
+  org_id: Nullable(Type.String()),
+  created_at: Timestamp('Added to the space'),
+  updated_at: Timestamp(),
+  event: Type.Object({
+    id: Type.Integer(),
+    title: Type.String(),
+    status: Type.String(),
+    visibility: Type.Integer(),
+    timezone: Type.String(),
+    start_dt: Nullable(Timestamp()),
+    end_dt: Nullable(Timestamp())
+  }, { additionalProperties: false, description: 'Summary of the event' })
+})
+export const PagedBodySpaceEvent = pagedBody(SpaceEvent, 'PagedBodySpaceEvent')
+export const AddSpaceEventBody = body({ event_id: IntId })
+
+/* Analytics (spec 2.7; units in docs/spaces.md). */
+
+const EventPerformance = Type.Object({
+  attended: Type.Integer({ description: 'Attendees checked in' }),
+  event_id: Type.Integer(),
+  needs_care: Type.Boolean({ description: 'Upcoming with fewer RSVPs than the threshold' }),
+  rate: Type.Number({ description: 'attended / rsvps as a fraction 0..1 (0 without RSVPs)' }),
+  rsvps: Type.Integer({ description: 'Attendees who answered confirmed, tentative or checked in' }),
+  status: Type.String(),
+  title: Type.String(),
+  upcoming: Type.Boolean({ description: 'Starts after now' }),
+  start_at: Type.Optional(Timestamp()),
+  end_at: Type.Optional(Timestamp())
+}, { additionalProperties: false })
+
+export const SpaceAnalyticsResult = model('SpaceAnalyticsResult', {
+  attendance_trend: Type.Array(Type.Object({
+    attended: Type.Integer(),
+    date: Timestamp('Event start'),
+    event_id: Type.Integer(),
+    label: Type.String({ description: 'Event title' }),
+    rate: Type.Number({ description: 'Fraction 0..1' }),
+    rsvps: Type.Integer()
+  }, { additionalProperties: false }), { description: 'The last 12 events that have started, oldest first' }),
+  attention_needed: Type.Array(Type.Object({
+    event_id: Type.Integer(),
+    reason: Type.String(),
+    rsvps: Type.Integer(),
+    threshold: Type.Number({ description: 'Minimum RSVP count (absolute number of RSVPs)' }),
+    title: Type.String(),
+    start_at: Type.Optional(Timestamp())
+  }, { additionalProperties: false }), { description: 'Upcoming published events with fewer RSVPs than the threshold, soonest first' }),
+  events_performance: Type.Array(EventPerformance, { description: 'Up to 50 linked events, latest start first' }),
+  top_by_rsvp: Type.Array(EventPerformance, { description: 'The 5 linked events with the most RSVPs' }),
+  member_growth: Type.Array(Type.Object({
+    date: Timestamp('Start of the week (Monday 00:00 UTC)'),
+    label: Type.String({ description: 'The week start as YYYY-MM-DD' }),
+    members: Type.Integer({ description: 'Active members at the end of the week (cumulative)' })
+  }, { additionalProperties: false }), { description: '12 weekly buckets, oldest first, the current week last' }),
+  summary: Type.Object({
+    active_members: Type.Number(),
+    avg_attendance_rate: Type.Number({ description: 'Sum of attended / sum of RSVPs over events that have started, fraction 0..1' }),
+    events_published: Type.Number(),
+    total_rsvps: Type.Number(),
+    upcoming_events: Type.Number()
+  }, { additionalProperties: false })
+})
+export type SpaceAnalyticsResult = Static<typeof SpaceAnalyticsResult>

@@ -1,0 +1,209 @@
+/**
+ * SQL of what happens in a space: the events linked to it (rows of `event_spaces`, owned by the
+ * events module), its activity feed and its analytics. Event titles only appear for events the
+ * caller may see (`eventVisibleTo` of the events module).
+ */
+import { sql } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { eventVisibleTo } from '../events/events.access.ts'
+import type { SpaceActivityType } from './spaces.table.ts'
+
+/* Linked events */
+
+const visibleEventIds = (trx: Tx, auth: AuthContext) =>
+  trx.selectFrom('events').select('events.id').where(eb => eventVisibleTo(eb, auth))
+
+export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: number, page: number, size: number) {
+  const base = trx.selectFrom('event_spaces as es')
+    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
+    .where('es.tenant_id', '=', auth.tenantId).where('es.space_id', '=', spaceId)
+    .where('es.event_id', 'in', visibleEventIds(trx, auth))
+  const [rows, count] = await Promise.all([
+    base.select(['es.id', 'es.space_id', 'es.event_id', 'es.org_id', 'es.created_at', 'es.updated_at',
+      'e.title', 'e.status', 'e.visibility', 'e.timezone', 'e.start_dt', 'e.end_dt'])
+      .orderBy(sql`e.start_dt desc nulls last`).orderBy('es.id', 'desc')
+      .limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  const items = rows.map(r => ({
+    id: r.id,
+    space_id: r.space_id,
+    event_id: r.event_id,
+    org_id: r.org_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    event: { id: r.event_id, title: r.title, status: r.status, visibility: r.visibility, timezone: r.timezone, start_dt: r.start_dt, end_dt: r.end_dt }
+  }))
+  return { items, total: Number(count.total) }
+}
+
+export async function insertSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number, orgId: string | null) {
+  return await trx.insertInto('event_spaces').values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
+    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'space_id']).doNothing())
+    .returning(['id', 'space_id', 'event_id', 'org_id', 'created_at', 'updated_at'])
+    .executeTakeFirst()
+}
+
+export async function deleteSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number): Promise<boolean> {
+  const res = await trx.deleteFrom('event_spaces').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('event_id', '=', eventId).executeTakeFirst()
+  return Number(res.numDeletedRows) > 0
+}
+
+/* Activity */
+
+/**
+ * The feed of a space, newest first: the stored items (members joined, contacts linked) and, derived
+ * from the events module's rows, "event added to the space" (each current link) and "event
+ * published" (each publish of a linked event, from event_activity). Events the caller may not see
+ * are left out.
+ */
+export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, page: number, size: number) {
+  const t = auth.tenantId
+  const visible = visibleEventIds(trx, auth)
+  const stored = trx.selectFrom('space_activity as a')
+    .select(['a.created_at', 'a.message', 'a.resource_id', 'a.title', sql<SpaceActivityType>`a.type`.as('type'), sql<number>`0`.as('src'), 'a.id as seq'])
+    .where('a.tenant_id', '=', t).where('a.space_id', '=', spaceId)
+  const added = trx.selectFrom('event_spaces as es')
+    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
+    .select(['es.created_at', sql<string>`'event added to the space'`.as('message'), sql<string>`e.id::text`.as('resource_id'), 'e.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`1`.as('src'), 'es.id as seq'])
+    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('es.event_id', 'in', visible)
+  const published = trx.selectFrom('event_activity as ea')
+    .innerJoin('event_spaces as es', j => j.onRef('es.tenant_id', '=', 'ea.tenant_id').onRef('es.event_id', '=', 'ea.event_id'))
+    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'ea.tenant_id').onRef('e.id', '=', 'ea.event_id'))
+    .select(['ea.at as created_at', sql<string>`'event published'`.as('message'), sql<string>`e.id::text`.as('resource_id'), 'e.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`2`.as('src'), 'ea.id as seq'])
+    .where('ea.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('ea.kind', '=', 'published').where('ea.event_id', 'in', visible)
+  const all = trx.selectFrom(stored.unionAll(added).unionAll(published).as('x'))
+  const [items, count] = await Promise.all([
+    all.select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type'])
+      .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
+      .limit(size).offset((page - 1) * size).execute(),
+    all.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/* Analytics */
+
+/** Upcoming published events with fewer RSVPs than this need attention (an absolute RSVP count). */
+export const ATTENTION_THRESHOLD = 5
+const TREND_EVENTS = 12
+const PERFORMANCE_ROWS = 50
+const TOP_ROWS = 5
+const WEEKS = 12
+
+export interface EventFigures {
+  event_id: number
+  title: string
+  status: string
+  start_at: Date | null
+  end_at: Date | null
+  upcoming: boolean
+  rsvps: number
+  attended: number
+}
+
+/** Whether the attendees table exists yet (it belongs to the event-collaboration module). */
+async function hasAttendees (trx: Tx): Promise<boolean> {
+  const r = await sql<{ ok: boolean }>`select to_regclass('attendees') is not null as ok`.execute(trx)
+  return r.rows[0]?.ok === true
+}
+
+/**
+ * Per linked event (not deleted, not a draft clone, not a never-published draft): RSVPs (attendees
+ * confirmed, tentative or checked in, or flagged checked in) and attended (checked in), counted
+ * in one pass over the attendees of those events.
+ */
+export async function eventFigures (trx: Tx, tenantId: string, spaceId: number): Promise<EventFigures[]> {
+  const counts = (await hasAttendees(trx))
+    ? sql`select a.event_id,
+             count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
+             count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
+           from attendees a
+           where a.tenant_id = ${tenantId}
+             and a.event_id in (select event_id from linked)
+           group by a.event_id`
+    : sql`select null::bigint as event_id, 0 as rsvps, 0 as attended where false`
+  const r = await sql<EventFigures>`
+    with linked as (
+      select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt
+      from event_spaces es
+      join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
+      where es.tenant_id = ${tenantId} and es.space_id = ${spaceId}
+        and not e.is_deleted and e.published_id is null and e.status <> 'draft'
+    ), counts as (${counts})
+    select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at,
+           coalesce(l.start_dt > now(), false) as upcoming,
+           coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended
+    from linked l left join counts c on c.event_id = l.event_id
+    order by l.start_dt desc nulls last, l.event_id desc`.execute(trx)
+  return r.rows
+}
+
+/** Active members at the end of each of the last 12 weeks (Monday-based, UTC), oldest first. */
+export async function memberGrowth (trx: Tx, tenantId: string, spaceId: number) {
+  const r = await sql<{ date: Date, members: number }>`
+    with weeks as (
+      select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
+      from generate_series(${WEEKS - 1}::int, 0, -1) g
+    )
+    select w.week_start as date,
+           (select count(*)::int from space_members m
+             where m.tenant_id = ${tenantId} and m.space_id = ${spaceId}
+               and m.created_at < w.week_start + interval '7 days'
+               and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
+    from weeks w
+    order by w.week_start`.execute(trx)
+  return r.rows.map(row => ({ date: row.date, label: new Date(row.date).toISOString().slice(0, 10), members: row.members }))
+}
+
+export async function activeMemberCount (trx: Tx, tenantId: string, spaceId: number): Promise<number> {
+  const r = await trx.selectFrom('space_members').select(eb => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('is_active', '=', true).executeTakeFirstOrThrow()
+  return Number(r.n)
+}
+
+const rateOf = (attended: number, rsvps: number): number => rsvps === 0 ? 0 : Math.round((attended / rsvps) * 10_000) / 10_000
+
+/** Shapes the figures into SpaceAnalyticsResult (definitions in docs/spaces.md). */
+export function analyticsOf (events: EventFigures[], growth: Awaited<ReturnType<typeof memberGrowth>>, activeMembers: number) {
+  const perf = (e: EventFigures) => ({
+    attended: e.attended,
+    event_id: e.event_id,
+    needs_care: e.upcoming && e.status === 'published' && e.rsvps < ATTENTION_THRESHOLD,
+    rate: rateOf(e.attended, e.rsvps),
+    rsvps: e.rsvps,
+    status: e.status,
+    title: e.title,
+    upcoming: e.upcoming,
+    ...(e.start_at !== null ? { start_at: e.start_at } : {}),
+    ...(e.end_at !== null ? { end_at: e.end_at } : {})
+  })
+  const started = events.filter(e => e.start_at !== null && !e.upcoming)
+  const upcoming = events.filter(e => e.upcoming && e.status === 'published')
+  const pastRsvps = started.reduce((n, e) => n + e.rsvps, 0)
+  const pastAttended = started.reduce((n, e) => n + e.attended, 0)
+  return {
+    attendance_trend: started.slice(0, TREND_EVENTS).reverse().map(e => ({
+      attended: e.attended, date: e.start_at ?? new Date(0), event_id: e.event_id, label: e.title, rate: rateOf(e.attended, e.rsvps), rsvps: e.rsvps
+    })),
+    attention_needed: upcoming.filter(e => e.rsvps < ATTENTION_THRESHOLD).reverse().map(e => ({
+      event_id: e.event_id,
+      reason: `fewer than ${ATTENTION_THRESHOLD} RSVPs`,
+      rsvps: e.rsvps,
+      threshold: ATTENTION_THRESHOLD,
+      title: e.title,
+      ...(e.start_at !== null ? { start_at: e.start_at } : {})
+    })),
+    events_performance: events.slice(0, PERFORMANCE_ROWS).map(perf),
+    top_by_rsvp: [...events].sort((a, b) => b.rsvps - a.rsvps || (b.start_at?.getTime() ?? 0) - (a.start_at?.getTime() ?? 0) || b.event_id - a.event_id).slice(0, TOP_ROWS).map(perf),
+    member_growth: growth,
+    summary: {
+      active_members: activeMembers,
+      avg_attendance_rate: rateOf(pastAttended, pastRsvps),
+      events_published: events.filter(e => e.status === 'published').length,
+      total_rsvps: events.reduce((n, e) => n + e.rsvps, 0),
+      upcoming_events: upcoming.length
+    }
+  }
+}
