@@ -27,7 +27,11 @@ export const isTenantAdmin = (auth: AuthContext): boolean => auth.permissions.ha
 /** The id that managers, spaces and activity rows of an event refer to: the published row of a draft clone. */
 export const rootEventId = (row: Pick<EventRow, 'id' | 'published_id'>): number => row.published_id ?? row.id
 
-/** Whom the event is shown to, ignoring deletion and draft clones. */
+/**
+ * Whom the event is shown to, ignoring deletion and draft clones. The space and manager branches
+ * are uncorrelated `in (…)` subqueries: PostgreSQL computes each once per query (a hashed
+ * subplan), so a list over many events costs one pass, not one lookup per row.
+ */
 function audience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
   if (isTenantAdmin(auth)) return eb.val(true)
   const root = sql<number>`coalesce(events.published_id, events.id)`
@@ -36,20 +40,25 @@ function audience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
     eb('events.visibility', '=', 40),
     eb.and([
       eb('events.visibility', '=', 20),
-      eb.exists(eb.selectFrom('event_spaces as es')
+      eb(root, 'in', eb.selectFrom('event_spaces as es')
         .innerJoin('space_members as sm', join => join.onRef('sm.tenant_id', '=', 'es.tenant_id').onRef('sm.space_id', '=', 'es.space_id'))
-        .select(sql`1`.as('one'))
-        .whereRef('es.tenant_id', '=', 'events.tenant_id')
-        .where('es.event_id', '=', root)
+        .select('es.event_id')
+        .where('es.tenant_id', '=', auth.tenantId)
         .where('sm.user_id', '=', auth.userId)
         .where('sm.is_active', '=', true))
     ]),
-    eb.exists(eb.selectFrom('event_managers as em')
-      .select(sql`1`.as('one'))
-      .whereRef('em.tenant_id', '=', 'events.tenant_id')
+    eb(root, 'in', eb.selectFrom('event_managers as em')
+      .select('em.event_id')
+      .where('em.tenant_id', '=', auth.tenantId)
       .where('em.user_id', '=', auth.userId)
       .where('em.status', '=', 'active')
-      .where(m => m.or([m('em.event_id', '=', root), m.and([m('em.series_id', 'is not', null), m('em.series_id', '=', m.ref('events.series_id'))])])))
+      .where('em.event_id', 'is not', null)),
+    eb('events.series_id', 'in', eb.selectFrom('event_managers as em')
+      .select('em.series_id')
+      .where('em.tenant_id', '=', auth.tenantId)
+      .where('em.user_id', '=', auth.userId)
+      .where('em.status', '=', 'active')
+      .where('em.series_id', 'is not', null))
   ]
   if (auth.orgId !== null) branches.push(eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]))
   return eb.or(branches)

@@ -127,6 +127,8 @@ export interface ListOptions {
   templates?: string[] | undefined
 }
 
+const NULLABLE_SORTS = new Set<string>(['start_dt', 'end_dt', 'published_at'])
+
 export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   const base = trx.selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
@@ -143,7 +145,11 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       .where('es.space_id', 'in', o.spaceIds ?? []))))
   const [items, count] = await Promise.all([
     base.selectAll('events')
-      .orderBy(`events.${o.sortBy}`, sql.raw(`${o.sortDir} nulls last`))
+      // `nulls last` only where a column can be null, so the other sorts follow the list indexes
+      .orderBy(`events.${o.sortBy}`, (ob) => {
+        const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc()
+        return NULLABLE_SORTS.has(o.sortBy) ? dir.nullsLast() : dir
+      })
       .orderBy('events.id', o.sortDir)
       .limit(o.size).offset((o.page - 1) * o.size)
       .execute(),
