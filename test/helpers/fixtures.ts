@@ -24,7 +24,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import type { TestApp } from './build-app.ts'
 import { validToken } from './tokens.ts'
 import { sampleValid } from './schema-values.ts'
-import { paramKeys, type ApiRoute } from './routes.ts'
+import { paramKeyCandidates, type ApiRoute } from './routes.ts'
 
 export interface Fixture {
   /** Creates the resource as `alice` (member) and returns the value of its path parameter. */
@@ -34,6 +34,8 @@ export interface Fixture {
    * the resource is alice's alone (a personal contact, a private event).
    */
   private?: boolean
+  /** Not tenant data (the same for every tenant, e.g. the template registry): skipped by the tenant checks. */
+  global?: boolean
 }
 
 export const FIXTURES: Record<string, Fixture> = {
@@ -42,6 +44,68 @@ export const FIXTURES: Record<string, Fixture> = {
     create: async w => String((await w.post('/api/v1/contacts', {
       first_name: w.marker, last_name: 'Fixture', email: `${w.marker}@example.test`, company: w.marker, tags: [w.marker]
     })).id)
+  },
+
+  // a draft space: its creator (and admins, managers) alone see it
+  'spaces/:id': {
+    private: true,
+    create: async w => String((await w.post('/api/v1/spaces', { title: w.marker, description: w.marker })).id)
+  },
+  'spaces/:id/members/:user_id': {
+    private: true,
+    create: async (w) => {
+      const user = `member-${w.marker}`
+      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/members`, { user_id: user, role: 'space_member' })
+      return user
+    }
+  },
+  'spaces/:id/managers/:user_id': {
+    private: true,
+    create: async (w) => {
+      const user = `manager-${w.marker}`
+      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/managers`, { user_id: user, permissions: ['space:edit'] })
+      return user
+    }
+  },
+  'spaces/:id/contacts/:contact_id': {
+    private: true,
+    create: async (w) => {
+      const contact = await w.need('contacts/:id')
+      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/contacts`, { contact_id: contact })
+      return contact
+    }
+  },
+  'spaces/:id/parents/:parent_id': {
+    private: true,
+    create: async (w) => {
+      const parent = String((await w.post('/api/v1/spaces', { title: `${w.marker} parent` })).id)
+      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/parents`, { parent_id: Number(parent) })
+      return parent
+    }
+  },
+  // an event with the default visibility (members of its spaces): alice's alone until shared
+  'events/:id': {
+    private: true,
+    create: async w => String((await w.post('/api/v1/events', { title: w.marker, description: w.marker })).id)
+  },
+  'events/:event_id': { private: true, create: async w => await w.need('events/:id') },
+  'events/:id/spaces/:space_id': {
+    private: true,
+    create: async (w) => {
+      const space = await w.need('spaces/:id')
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/spaces`, { space_id: Number(space) })
+      return space
+    }
+  },
+  'event-templates/:id': { global: true, create: async () => 'generic' },
+
+  // a published public space: its page needs no token
+  'public/spaces/:id': {
+    create: async (w) => {
+      const id = String((await w.post('/api/v1/spaces', { title: `${w.marker} public`, visibility: 40 })).id)
+      await w.post(`/api/v1/spaces/${id}/publish`, {})
+      return id
+    }
   }
 }
 
@@ -110,22 +174,34 @@ export async function newWorld (t: TestApp, name: string): Promise<World> {
   return w
 }
 
-/** The fixture keys that a route needs and the registry lacks. */
-export function missingFixtures (route: ApiRoute): string[] {
+/** The registry key used for each path parameter of a route: [short key, chosen key or undefined]. */
+function chosenKeys (route: ApiRoute): Array<[string, string | undefined]> {
   const free = FREE_PARAMS[route.name] ?? {}
-  return paramKeys(route.url).filter(k => FIXTURES[k] === undefined && free[k] === undefined)
+  return paramKeyCandidates(route.url).map(([specific, short]) =>
+    [short, FIXTURES[specific] !== undefined ? specific : FIXTURES[short] !== undefined || free[short] !== undefined ? short : undefined])
 }
 
-/** Path values for every parameter of a route, created in the world as needed. */
+/** The fixture keys that a route needs and the registry lacks. */
+export function missingFixtures (route: ApiRoute): string[] {
+  return chosenKeys(route).filter(([, chosen]) => chosen === undefined).map(([short]) => short)
+}
+
+/** Path values (by short key) for every parameter of a route, created in the world as needed. */
 export async function pathValues (w: World, route: ApiRoute): Promise<Record<string, string>> {
-  const out: Record<string, string> = { ...(FREE_PARAMS[route.name] ?? {}) }
-  for (const k of paramKeys(route.url)) out[k] ??= await w.need(k)
+  const free = FREE_PARAMS[route.name] ?? {}
+  const out: Record<string, string> = {}
+  for (const [short, chosen] of chosenKeys(route)) out[short] = free[short] ?? await w.need(chosen ?? short)
   return out
+}
+
+/** Whether a route addresses data shared by all tenants (no tenant check applies). */
+export function isGlobal (route: ApiRoute): boolean {
+  return chosenKeys(route).some(([, chosen]) => chosen !== undefined && FIXTURES[chosen]?.global === true)
 }
 
 /** Whether a route's resource (its first path parameter) is private to its creator. */
 export function isPrivate (route: ApiRoute): boolean {
-  const first = paramKeys(route.url)[0]
+  const first = chosenKeys(route)[0]?.[1]
   return first !== undefined && FIXTURES[first]?.private === true
 }
 

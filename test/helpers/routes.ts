@@ -138,14 +138,23 @@ export async function apiRoutes (app: FastifyInstance): Promise<{ doc: OpenApiDo
   return { doc, routes }
 }
 
-/** Fixture keys of a route's path parameters: `/api/v1/events/:id/attendees/:contact_id` → `events/:id`, `attendees/:contact_id`. */
-export function paramKeys (url: string): string[] {
-  const segs = url.split('/')
-  const keys: string[] = []
+/**
+ * Fixture keys of a route's path parameters, each as [specific, short]:
+ * `/api/v1/events/:id/managers/:user_id` → [`events/:id`, `events/:id`], [`events/:id/managers/:user_id`, `managers/:user_id`].
+ * The registry may define either; the specific key wins.
+ */
+export function paramKeyCandidates (url: string): Array<[string, string]> {
+  const segs = url.replace(/^\/api\/v1\//, '').split('/')
+  const out: Array<[string, string]> = []
   for (const [i, seg] of segs.entries()) {
-    if (seg.startsWith(':')) keys.push(`${segs[i - 1] ?? ''}/${seg}`)
+    if (seg.startsWith(':')) out.push([segs.slice(0, i + 1).join('/'), `${segs[i - 1] ?? ''}/${seg}`])
   }
-  return keys
+  return out
+}
+
+/** The short fixture key of every path parameter, in path order. */
+export function paramKeys (url: string): string[] {
+  return paramKeyCandidates(url).map(c => c[1])
 }
 
 /** Fills the path parameters of a route from a key → value map. */
