@@ -1,0 +1,91 @@
+import type { Generated, Selectable } from 'kysely'
+import type { Timestamp } from '../../platform/db/platform.table.ts'
+import type { JsonWithDefault } from '../events/events.table.ts'
+
+export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
+export type AttendeeStatus = typeof ATTENDEE_STATUSES[number]
+
+export const MILESTONE_STATUSES = ['planned', 'ready', 'active', 'completed', 'skipped'] as const
+export type MilestoneStatus = typeof MILESTONE_STATUSES[number]
+export type MilestoneStatusMode = 'derived' | 'manual'
+
+/** Attendees of one occurrence (event_id) or of every occurrence of a series (series_id). */
+export interface AttendeesTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number | null
+  series_id: number | null
+  contact_id: string
+  org_id: string | null
+  status: Generated<AttendeeStatus>
+  notes: string | null
+  is_checked_in: Generated<boolean>
+  checked_in_at: Timestamp | null
+  invited_at: Timestamp
+  responded_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface EventMilestonesTable {
+  tenant_id: string
+  id: Generated<number>
+  base_event_id: number | null
+  series_id: number | null
+  milestone_event_id: number
+  org_id: string | null
+  sequence: Generated<number>
+  status: Generated<MilestoneStatus>
+  status_mode: Generated<MilestoneStatusMode>
+  status_updated_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface EventDocumentsTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number
+  document_id: string
+  org_id: string | null
+  created_by: string | null
+  created_at: Timestamp
+}
+
+export interface EventAttachmentsTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number | null
+  series_id: number | null
+  org_id: string | null
+  kind: string
+  ref: string
+  metadata: JsonWithDefault
+  created_by: string | null
+  created_at: Timestamp
+}
+
+export interface EventLinksTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number | null
+  series_id: number | null
+  target_id: number
+  org_id: string | null
+  created_by: string | null
+  created_at: Timestamp
+}
+
+export type AttendeeRow = Selectable<AttendeesTable>
+export type MilestoneRow = Selectable<EventMilestonesTable>
+export type EventDocumentRow = Selectable<EventDocumentsTable>
+export type AttachmentRow = Selectable<EventAttachmentsTable>
+export type EventLinkRow = Selectable<EventLinksTable>
+
+export interface EventCollabTables {
+  attendees: AttendeesTable
+  event_milestones: EventMilestonesTable
+  event_documents: EventDocumentsTable
+  event_attachments: EventAttachmentsTable
+  event_links: EventLinksTable
+}
