@@ -115,18 +115,28 @@ async function hasAttendees (trx: Tx): Promise<boolean> {
  * in one pass over the attendees of those events.
  */
 export async function eventFigures (trx: Tx, tenantId: string, spaceId: number): Promise<EventFigures[]> {
+  // Attendees of an occurrence: its own rows, plus the rows of its series (event_id null, "attends
+  // every occurrence") for contacts without a row of their own for that occurrence.
   const counts = (await hasAttendees(trx))
-    ? sql`select a.event_id,
-             count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
-             count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
-           from attendees a
-           where a.tenant_id = ${tenantId}
-             and a.event_id in (select event_id from linked)
-           group by a.event_id`
+    ? sql`select r.event_id,
+             count(*) filter (where r.status in ('confirmed', 'tentative', 'checked_in') or r.is_checked_in)::int as rsvps,
+             count(*) filter (where r.is_checked_in or r.status = 'checked_in')::int as attended
+           from (
+             select a.event_id, a.status, a.is_checked_in
+             from attendees a
+             where a.tenant_id = ${tenantId} and a.event_id in (select event_id from linked)
+             union all
+             select l.event_id, a.status, a.is_checked_in
+             from linked l
+             join attendees a on a.tenant_id = ${tenantId} and a.series_id = l.series_id and a.event_id is null
+             where l.series_id is not null
+               and not exists (select 1 from attendees o where o.tenant_id = ${tenantId} and o.event_id = l.event_id and o.contact_id = a.contact_id)
+           ) r
+           group by r.event_id`
     : sql`select null::bigint as event_id, 0 as rsvps, 0 as attended where false`
   const r = await sql<EventFigures>`
     with linked as (
-      select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt
+      select e.id as event_id, e.series_id, e.title, e.status, e.start_dt, e.end_dt
       from event_spaces es
       join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
       where es.tenant_id = ${tenantId} and es.space_id = ${spaceId}
