@@ -53,3 +53,23 @@ export function errorLocations (res: LightMyRequestResponse): string[] {
     return []
   }
 }
+
+/** The field errors of an answer whose location is exactly `location`. */
+export function errorsAt (res: LightMyRequestResponse, location: string): Array<{ location?: string, message?: string }> {
+  try {
+    const b = JSON.parse(res.body) as { errors?: Array<{ location?: string, message?: string }> }
+    return (b.errors ?? []).filter(e => e.location === location)
+  } catch {
+    return []
+  }
+}
+
+/**
+ * Whether an answer refuses a value that is exactly at its declared bound: a size error at its
+ * location, or a 400 without any location (the database refused what the schema allows). Other
+ * rules at that location (a real time zone, a known template) may still refuse the filler value.
+ */
+export function refusedAtBound (res: LightMyRequestResponse, location: string): boolean {
+  if (res.statusCode === 400 && errorLocations(res).length === 0) return true
+  return errorsAt(res, location).some(e => /length|items|<=|>=/.test(e.message ?? ''))
+}
