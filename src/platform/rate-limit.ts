@@ -36,7 +36,7 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
   let steady: RateLimiterAbstract
   let burst: RateLimiterAbstract
   if (options.redisUrl !== undefined) {
-    redis = new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false })
+    redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500 })
     redis.on('error', () => {}) // insurance limiter below takes over while Redis is away
     const insurance = (points: number, duration: number) => new RateLimiterMemory({ points, duration, keyPrefix: `${prefix}:ins` })
     steady = new RateLimiterRedis({ storeClient: redis, points: options.refillPerSec, duration: 1, keyPrefix: `${prefix}:s`, insuranceLimiter: insurance(options.refillPerSec, 1) })
@@ -71,7 +71,7 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
 
 export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter): void {
   app.addHook('onRequest', async (request, reply) => {
-    const auth = request.optionalAuth
+    const auth = request.optionalAuth ?? null
     if (auth === null) return
     const cost = request.routeOptions.config.cost ?? 1
     const r = await limiter.consume(`${auth.tenantId}:${auth.userId}`, cost)

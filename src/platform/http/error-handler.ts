@@ -5,6 +5,7 @@
  * whose details stay in the log (never a stack trace or SQL text to the client).
  */
 import { STATUS_CODES } from 'node:http'
+import Router, { type HTTPMethod } from 'find-my-way'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, type ErrorDetail, type ErrorModel } from './errors.ts'
 import { toErrorDetails } from './validation.ts'
@@ -59,7 +60,17 @@ export function sendProblem (reply: FastifyReply, err: ApiError, baseUrl: string
   return reply.code(err.status).type(PROBLEM_JSON).send(problemBody(err, reply.request, baseUrl))
 }
 
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+
 export function registerErrorHandling (app: FastifyInstance, baseUrl: string): void {
+  // A shadow router of every route's path, to tell "no such path" (404) from "not this method" (405).
+  const paths = Router()
+  app.addHook('onRoute', (route) => {
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
+      if ((METHODS as readonly string[]).includes(m) && paths.find(m as HTTPMethod, route.url) === null) paths.on(m as HTTPMethod, route.url, () => {})
+    }
+  })
+
   app.setErrorHandler((err, request, reply) => {
     const apiError = toApiError(err)
     if (apiError.status >= 500) {
@@ -71,6 +82,11 @@ export function registerErrorHandling (app: FastifyInstance, baseUrl: string): v
   })
 
   app.setNotFoundHandler((request, reply) => {
-    return sendProblem(reply, new ApiError(404, `no route for ${request.method} ${request.url.split('?')[0] ?? ''}`), baseUrl)
+    const path = request.url.split('?')[0] ?? '/'
+    const allowed = METHODS.filter(m => paths.find(m, path) !== null)
+    if (allowed.length > 0) {
+      return sendProblem(reply, new ApiError(405, `${request.method} is not allowed on ${path}`, [], { allow: allowed.join(', ') }), baseUrl)
+    }
+    return sendProblem(reply, new ApiError(404, `no route for ${request.method} ${path}`), baseUrl)
   })
 }

@@ -42,7 +42,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
     if (request.method !== 'POST') return
     const raw = request.headers['idempotency-key']
     if (raw === undefined) return
-    const auth = request.optionalAuth
+    const auth = request.optionalAuth ?? null
     if (auth === null) return
     const key = Array.isArray(raw) ? raw[0] ?? '' : raw
     if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
@@ -94,7 +94,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
 
   app.addHook('onSend', async (request, reply, payload) => {
     const claim = request.idempotencyClaim
-    const auth = request.optionalAuth
+    const auth = request.optionalAuth ?? null
     if (claim === null || auth === null) return payload
     request.idempotencyClaim = null
     const scope = { tenantId: auth.tenantId, userId: auth.userId }
