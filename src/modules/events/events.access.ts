@@ -11,7 +11,7 @@
  * Writes: tenant admins, the creator, or an active manager whose permissions (or role bundle)
  * include the permission asked for.
  */
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -81,6 +81,17 @@ export function eventVisibleTo (eb: Eb, auth: AuthContext, options: VisibilityOp
   if (options.includeDraftClones !== true) parts.push(eb('events.published_id', 'is', null))
   parts.push(audience(eb, auth))
   return eb.and(parts)
+}
+
+/**
+ * The same filter as a standalone expression, for queries that join `events` with other tables
+ * (the table must be named `events`, not aliased).
+ *
+ * @example
+ *   trx.selectFrom('event_activity').innerJoin('events', …).where(eventVisibilityFilter(auth))
+ */
+export function eventVisibilityFilter (auth: AuthContext, options: VisibilityOptions = {}): Expression<SqlBool> {
+  return eventVisibleTo(expressionBuilder<Database, 'events'>(), auth, options)
 }
 
 /** The event if the caller may see it; 404 otherwise (also for deleted events and, unless asked, draft clones). */

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { permissionsOf } from '../../platform/auth/permissions.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { eventVisibilityFilter } from './events.access.ts'
 import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
 
 const ids = (body: Json): number[] => (body.items as Json[]).map(i => i.id)
@@ -85,6 +88,12 @@ for (const kind of databases()) {
       assert.deepEqual(ids((await t.as(carol, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id])
       assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id, priv.id])
       assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${priv.id}` })).statusCode, 404)
+      // the same rule as a filter for queries that join events (other modules)
+      const bobAuth = { userId: 'bob', tenantId: tenant.id, email: null, orgId: null, roles: ['member'], effectiveRole: 'member' as const, permissions: new Set(permissionsOf(['member'])), exp: 0 }
+      const joined = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('event_activity')
+        .innerJoin('events', j => j.onRef('events.tenant_id', '=', 'event_activity.tenant_id').onRef('events.id', '=', 'event_activity.event_id'))
+        .select('events.id').where(eventVisibilityFilter(bobAuth)).execute())
+      assert.deepEqual(joined.map(r => r.id), [pub.id])
     })
 
     void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {

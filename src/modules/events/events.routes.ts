@@ -197,7 +197,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     onRequest: requirePermission('events:write')
   }, async (request, reply) => {
     const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.startEdit(trx, auth, request.params.id)))
+    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.startEdit(trx, auth, request.params.id, ifMatchOf(request))))
     setEtag(reply, event.revision)
     return event
   })
@@ -216,7 +216,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     schema: { operationId: 'discard-event-draft', summary: 'Discard the draft, keep the published version', tags, params: EventParams, response: { 204: NoContent } },
     onRequest: requirePermission('events:write')
   }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id))
+    await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
     return await reply.code(204).send(null)
   })
 
@@ -261,7 +261,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     schema: { operationId: 'add-event-space', summary: 'Add the event to a space', tags, params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace } },
     onRequest: requirePermission('events:write')
   }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => service.addSpace(trx, request.auth, request.params.id, request.body.space_id))
+    const row = await withTenant(db, request.auth, trx => service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request)))
     return await reply.code(201).send(row)
   })
 
@@ -269,7 +269,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     schema: { operationId: 'remove-event-space', summary: 'Remove the event from a space', tags, params: EventSpaceParams, response: { 204: NoContent } },
     onRequest: requirePermission('events:write')
   }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.removeSpace(trx, request.auth, request.params.id, request.params.space_id))
+    await withTenant(db, request.auth, trx => service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
     return await reply.code(204).send(null)
   })
 })

@@ -264,8 +264,8 @@ export async function publishEvent (trx: Tx, auth: AuthContext, id: number, inpu
 }
 
 /** Returns the draft clone of a published event, creating it on first call. */
-export async function startEdit (trx: Tx, auth: AuthContext, id: number): Promise<EventRow> {
-  const row = await lockEventForWrite(trx, auth, id, 'event:edit', { includeDraftClones: false })
+export async function startEdit (trx: Tx, auth: AuthContext, id: number, ifMatch?: string): Promise<EventRow> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:edit', { includeDraftClones: false, ifMatch })
   if (row.status !== 'published') throw error409Conflict('only a published event is edited through a draft; edit this draft directly')
   const existing = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (existing !== undefined) return existing
@@ -302,8 +302,8 @@ export async function findDraft (trx: Tx, auth: AuthContext, id: number): Promis
   return draft
 }
 
-export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Promise<void> {
-  const row = await lockEventForWrite(trx, auth, id, 'event:edit')
+export async function discardDraft (trx: Tx, auth: AuthContext, id: number, ifMatch?: string): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch })
   const draft = row.published_id !== null ? row : await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (draft === undefined) throw error404NotFound('the event has no draft')
   await repo.deleteRow(trx, auth.tenantId, draft.id)
@@ -372,8 +372,8 @@ export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, p
   return await repo.listEventSpaces(trx, auth.tenantId, row.id, page, size)
 }
 
-export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number) {
-  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string) {
+  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
   const space = await repo.findLiveSpace(trx, auth.tenantId, spaceId)
   if (space === undefined) throw error404NotFound('space not found')
   const created = await repo.insertEventSpace(trx, auth.tenantId, row.id, spaceId, row.org_id)
@@ -383,8 +383,8 @@ export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spa
   return created
 }
 
-export async function removeSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number): Promise<void> {
-  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+export async function removeSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string): Promise<void> {
+  const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
   if (!(await repo.deleteEventSpace(trx, auth.tenantId, row.id, spaceId))) throw error404NotFound('the event does not belong to this space')
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
   await record(trx, auth, row, 'event.space_removed', 'space_removed', { space_id: spaceId })

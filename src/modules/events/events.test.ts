@@ -304,6 +304,51 @@ for (const kind of databases()) {
       assert.equal((await t.as(carol, { method: 'POST', url: `/api/v1/events/${pub.id}/publish` })).statusCode, 403)
     })
 
+    void it('guards every write with If-Match: 412 and nothing changed', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice, { template: 'delivery' })
+      const space = await insertSpace(t, tenant.id)
+      const stale = { 'if-match': '"99"' }
+      const writes = [
+        { method: 'PUT' as const, url: `/api/v1/events/${e.id}`, payload: { title: 'x' } },
+        { method: 'PATCH' as const, url: `/api/v1/events/${e.id}`, payload: { title: 'x' } },
+        { method: 'POST' as const, url: `/api/v1/events/${e.id}/transition`, payload: { to_state: 'in_transit' } },
+        { method: 'POST' as const, url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space } },
+        { method: 'POST' as const, url: `/api/v1/events/${e.id}/publish` },
+        { method: 'POST' as const, url: `/api/v1/events/${e.id}/archive` },
+        { method: 'DELETE' as const, url: `/api/v1/events/${e.id}` }
+      ]
+      for (const w of writes) {
+        const res = await t.as(alice, { ...w, headers: stale })
+        assert.equal(res.statusCode, 412, `${w.method} ${w.url}: ${res.body}`)
+      }
+      const got = await getEvent(t, alice, e.id)
+      assert.equal(got.headers.etag, '"1"')
+      assert.deepEqual(got.json<Json>(), e)
+      await publishEvent(t, alice, e.id)
+      const etag = String((await getEvent(t, alice, e.id)).headers.etag)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit`, headers: stale })).statusCode, 412)
+      const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit`, headers: { 'if-match': etag } })
+      assert.equal(draft.statusCode, 200)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard`, headers: stale })).statusCode, 412)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 200)
+      assert.deepEqual(await outboxTopics(t, tenant.id), ['event.created', 'event.published', 'event.draft_started'])
+    })
+
+    void it('replays a create sent again with the same Idempotency-Key', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const opts = { method: 'POST' as const, url: '/api/v1/events', headers: { 'idempotency-key': 'create-1' }, payload: { title: 'Once' } }
+      const first = await t.as(alice, opts)
+      const second = await t.as(alice, opts)
+      assert.equal(first.statusCode, 201)
+      assert.equal(second.statusCode, 201)
+      assert.equal(second.headers['idempotent-replayed'], 'true')
+      assert.equal(second.json().id, first.json().id)
+      assert.equal((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json().total, 1)
+    })
+
     void it('serves the manager permission catalogue', async () => {
       const alice = await newTenant(t).user('alice', ['viewer'])
       const res = await t.as(alice, { method: 'GET', url: '/api/v1/events/manager-permissions' })
