@@ -3,24 +3,33 @@
  * remove; never the last one) and linked contacts. Every write is one transaction that also
  * records the domain event and, for members and contacts, the space activity.
  */
+import crypto from 'node:crypto'
 import { sql } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { requirePermission } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
 import {
-  AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager,
+  AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody, PendingInvites, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager,
   PagedBodySpaceMember, SPACE_MANAGER_PERMISSIONS, UpdateManagerBody, SpaceContact, SpaceContactParams, SpaceManager, SpaceMember, SpaceParams, SpaceUserParams
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 
 const tags = ['Spaces']
+
+const hashToken = (token: string): string => crypto.createHash('sha256').update(token).digest('hex')
+
+/** Locks a space by id for an invitee (who may not see it yet); 404 when deleted. */
+async function lockLiveSpace (trx: Tx, spaceId: number, auth: AuthContext): Promise<void> {
+  const row = await trx.selectFrom('spaces').select('id').where('tenant_id', '=', auth.tenantId).where('id', '=', spaceId).where('is_deleted', '=', false).forUpdate().executeTakeFirst()
+  if (row === undefined) throw error404NotFound('space not found')
+}
 
 async function userName (trx: Tx, tenantId: string, userId: string): Promise<string> {
   const p = await trx.selectFrom('users').select(['display_name', 'first_name', 'last_name', 'username', 'avatar_url'])
@@ -142,6 +151,67 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       return created
     })
     return await reply.code(201).send(row)
+  })
+
+  app.post('/api/v1/spaces/:id/managers/invite', {
+    schema: { operationId: 'invite-space-manager', summary: 'Invite a manager by e-mail (pending for 7 days until accepted)', tags, params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager } },
+    onRequest: requirePermission('spaces:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const b = request.body
+    const email = b.email.toLowerCase()
+    const row = await withTenant(db, auth, async (trx) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+      if (await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email) !== undefined) {
+        throw error409Conflict('an invite to this address is already pending', [{ location: 'body.email', message: 'already invited', value: b.email }])
+      }
+      const token = crypto.randomBytes(32).toString('base64url')
+      const role = b.role ?? null
+      const created = await repo.insertInvite(trx, {
+        tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, email, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId, tokenHash: hashToken(token), days: INVITE_DAYS
+      })
+      await trx.insertInto('notification_outbox').values({
+        tenant_id: auth.tenantId,
+        channel: 'email',
+        recipient: email,
+        subject: `You are invited to manage the space "${space.title}"`,
+        body: `You were invited to manage the space "${space.title}". Accept within ${INVITE_DAYS} days with this token: ${token}`,
+        payload: sql`${JSON.stringify({ kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token })}::jsonb`
+      }).execute()
+      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_invited', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions } })
+      return created
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.post('/api/v1/spaces/managers/accept', {
+    schema: { operationId: 'accept-space-manager-invite', summary: 'Accept a manager invite: the caller becomes an active manager', tags, body: AcceptInviteBody, response: { 200: SpaceManager } },
+    onRequest: requirePermission('spaces:read')
+  }, async (request) => {
+    const auth = request.auth
+    return await withTenant(db, auth, async (trx) => {
+      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashToken(request.body.token))
+      if (invite === undefined) throw error404NotFound('invite not found')
+      if (invite.expired) throw error409Conflict('the invite has expired')
+      if (auth.email !== null && invite.invited_email !== null && auth.email.toLowerCase() !== invite.invited_email.toLowerCase()) {
+        throw error403Forbidden('the invite was sent to another address')
+      }
+      await lockLiveSpace(trx, invite.space_id, auth)
+      if (await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId) !== undefined) throw error409Conflict('the caller already manages this space')
+      const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
+      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_added', aggregateType: 'space', aggregateId: invite.space_id, actorId: auth.userId, payload: { space_id: invite.space_id, user_id: auth.userId, role: accepted.role, permissions: accepted.permissions, invite_id: invite.id } })
+      return accepted
+    })
+  })
+
+  app.get('/api/v1/spaces/managers/pending', {
+    schema: { operationId: 'list-pending-space-manager-invites', summary: 'Pending manager invites sent to the caller\'s e-mail address', tags, response: { 200: PendingInvites } },
+    onRequest: requirePermission('spaces:read')
+  }, async (request) => {
+    const email = request.auth.email
+    if (email === null) return { items: [] }
+    const items = await withTenant(db, request.auth, trx => repo.pendingInvitesFor(trx, request.auth.tenantId, email.toLowerCase()))
+    return { items }
   })
 
   app.get('/api/v1/spaces/:id/managers/:user_id', {

@@ -121,5 +121,41 @@ for (const kind of databases()) {
       assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/contacts/${contactId}` })).statusCode, 204)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/contacts` })).json().total, 0)
     })
+
+    void it('invites a manager by e-mail; the invitee sees the invite and accepts it once', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const dora = await tenant.user('dora')
+      const eve = await tenant.user('eve')
+      const s = await createSpace(t, alice, { title: 'Quiet' })
+      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'not-an-address', permissions: [] } })
+      assert.equal(bad.statusCode, 400)
+      assert.equal(bad.json().errors[0].location, 'body.email')
+      const inv = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'Dora@Example.test', permissions: ['space:edit'] } })
+      assert.equal(inv.statusCode, 201, inv.body)
+      assert.deepEqual([inv.json().status, inv.json().user_id, inv.json().invited_email, inv.json().invited_by], ['pending', null, 'dora@example.test', 'alice'])
+      assert.equal('invite_token' in inv.json(), false)
+      assert.equal(Date.parse(inv.json().expires_at) - Date.parse(inv.json().invited_at), 7 * 24 * 3600 * 1000)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'dora@example.test', permissions: [] } })).statusCode, 409)
+
+      const mail = await t.ctx.db.selectFrom('notification_outbox').select(['recipient', 'payload']).where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()
+      assert.equal(mail.recipient, 'dora@example.test')
+      const token = (mail.payload as Json).invite_token as string
+
+      const pending = await t.as(dora, { method: 'GET', url: '/api/v1/spaces/managers/pending' })
+      assert.deepEqual(pending.json().items.map((m: Json) => [m.space_id, m.status]), [[s.id, 'pending']])
+      assert.deepEqual((await t.as(eve, { method: 'GET', url: '/api/v1/spaces/managers/pending' })).json().items, [])
+      assert.equal((await t.as(dora, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).statusCode, 404)
+
+      assert.equal((await t.as(eve, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })).statusCode, 403)
+      assert.equal((await t.as(dora, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token: 'x'.repeat(40) } })).statusCode, 404)
+      const ok = await t.as(dora, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })
+      assert.equal(ok.statusCode, 200, ok.body)
+      assert.deepEqual([ok.json().status, ok.json().user_id, ok.json().permissions], ['active', 'dora', ['space:edit']])
+      assert.equal((await t.as(dora, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })).statusCode, 404)
+      assert.equal((await t.as(dora, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Dora edits' } })).statusCode, 200)
+      const list = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })
+      assert.deepEqual(list.json().items.map((m: Json) => [m.user_id, m.status]), [['alice', 'active'], ['dora', 'active']])
+    })
   })
 }

@@ -326,3 +326,54 @@ export async function resolvePublic (trx: Tx, ref: { id: number } | { handle: st
     .$if('handle' in ref, qb => qb.where('handle', '=', 'handle' in ref ? ref.handle : ''))
     .executeTakeFirst()
 }
+
+/* Manager invites */
+
+export async function findLiveInviteByEmail (trx: Tx, tenantId: string, spaceId: number, email: string) {
+  return await trx.selectFrom('space_managers').select('id')
+    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('status', '=', 'pending')
+    .where(sql<string>`lower(invited_email)`, '=', email).where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst()
+}
+
+export async function insertInvite (trx: Tx, v: { tenantId: string, spaceId: number, orgId: string | null, email: string, permissions: string[], role: string | null, invitedBy: string, tokenHash: string, days: number }) {
+  return await trx.insertInto('space_managers').values({
+    tenant_id: v.tenantId,
+    space_id: v.spaceId,
+    org_id: v.orgId,
+    user_id: null,
+    permissions: v.permissions,
+    role: v.role,
+    status: 'pending',
+    invited_email: v.email,
+    invited_by: v.invitedBy,
+    invited_at: sql<Date>`now()`,
+    invite_token_hash: v.tokenHash,
+    expires_at: sql<Date>`now() + make_interval(days => ${v.days})`
+  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+export async function lockInviteByHash (trx: Tx, tenantId: string, tokenHash: string) {
+  return await trx.selectFrom('space_managers').select([...MANAGER_COLUMNS, sql<boolean>`expires_at <= now()`.as('expired')])
+    .where('tenant_id', '=', tenantId).where('invite_token_hash', '=', tokenHash).where('status', '=', 'pending')
+    .forUpdate().executeTakeFirst()
+}
+
+export async function acceptInvite (trx: Tx, tenantId: string, id: number, userId: string) {
+  return await trx.updateTable('space_managers')
+    .set({ user_id: userId, status: 'active', accepted_at: sql`now()`, invite_token_hash: null, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+const QUALIFIED_MANAGER_COLUMNS = ['space_managers.id', 'space_managers.space_id', 'space_managers.org_id', 'space_managers.user_id', 'space_managers.permissions', 'space_managers.role', 'space_managers.status', 'space_managers.invited_email', 'space_managers.invited_by', 'space_managers.invited_at', 'space_managers.expires_at', 'space_managers.accepted_at', 'space_managers.created_at', 'space_managers.updated_at'] as const
+
+export async function pendingInvitesFor (trx: Tx, tenantId: string, email: string) {
+  return await trx.selectFrom('space_managers').select(QUALIFIED_MANAGER_COLUMNS)
+    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_managers.tenant_id').onRef('spaces.id', '=', 'space_managers.space_id'))
+    .where('space_managers.tenant_id', '=', tenantId).where('space_managers.status', '=', 'pending')
+    .where(sql<string>`lower(space_managers.invited_email)`, '=', email).where('space_managers.expires_at', '>', sql<Date>`now()`)
+    .where('spaces.is_deleted', '=', false)
+    .orderBy('space_managers.invited_at', 'desc').orderBy('space_managers.id', 'desc').limit(100)
+    .execute()
+}

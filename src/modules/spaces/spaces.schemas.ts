@@ -332,3 +332,21 @@ export const SpaceAnalyticsResult = model('SpaceAnalyticsResult', {
   }, { additionalProperties: false })
 })
 export type SpaceAnalyticsResult = Static<typeof SpaceAnalyticsResult>
+
+/* Manager invites by e-mail (upstream model: pending until accepted, 7 days). */
+
+export const INVITE_DAYS = 7
+
+export const InviteManagerBody = body({
+  email: Type.String({ maxLength: 255, format: 'email', description: 'Address the invite goes to' }),
+  permissions: ManagerPermissions,
+  role: Type.Optional(Nullable(StringEnum(MANAGER_ROLES, { description: 'When given, replaces permissions with the bundle' })))
+})
+
+export const AcceptInviteBody = body({
+  token: Type.String({ minLength: 16, maxLength: 200, description: 'The token of the invite e-mail' })
+})
+
+export const PendingInvites = model('SpaceManagerInvites', {
+  items: Type.Array(SpaceManager, { description: 'Pending, unexpired invites to the caller\'s e-mail address' })
+})
