@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
 import { activityKinds, addManager, addMember, createEvent, getEvent, insertSpace, outboxTopics, publishEvent, type Json } from './events.fixtures.ts'
 
 for (const kind of databases()) {
@@ -347,6 +348,24 @@ for (const kind of databases()) {
       assert.equal(second.headers['idempotent-replayed'], 'true')
       assert.equal(second.json().id, first.json().id)
       assert.equal((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json().total, 1)
+    })
+
+    void it('lets a series manager see and change every occurrence of the series', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const first = await createEvent(t, alice, { visibility: 10 })
+      const second = await createEvent(t, alice, { visibility: 10 })
+      const lone = await createEvent(t, alice, { visibility: 10 })
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
+        await trx.updateTable('events').set({ series_id: 77 }).where('tenant_id', '=', tenant.id).where('id', 'in', [first.id, second.id]).execute()
+        await trx.insertInto('event_managers').values({ tenant_id: tenant.id, series_id: 77, user_id: 'bob', permissions: ['event:edit'] }).execute()
+      })
+      const listed = (await t.as(bob, { method: 'GET', url: '/api/v1/events?sort_by=id&sort_dir=asc' })).json()
+      assert.deepEqual((listed.items as Json[]).map(i => i.id), [first.id, second.id])
+      assert.equal((await getEvent(t, bob, lone.id)).statusCode, 404)
+      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${second.id}`, payload: { title: 'by series manager' } })).statusCode, 200)
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${second.id}/publish` })).statusCode, 403)
     })
 
     void it('serves the manager permission catalogue', async () => {
