@@ -1,0 +1,137 @@
+/**
+ * All SQL of attendees. Rows of one occurrence carry event_id (always the published row's id);
+ * rows with series_id and no event_id attend every occurrence of a series (written by the series
+ * module, listed here read-only).
+ */
+import { sql } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
+import type { AttendeeStatus } from './event-collab.table.ts'
+
+export const ATTENDEE_COLUMNS = [
+  'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
+  'invited_at', 'responded_at', 'created_at', 'updated_at'
+] as const
+
+export async function listAttendees (trx: Tx, tenantId: string, event: { id: number, seriesId: number | null }, o: { page: number, size: number, status?: AttendeeStatus | undefined }) {
+  const base = trx.selectFrom('attendees')
+    .where('tenant_id', '=', tenantId)
+    .where(eb => event.seriesId === null
+      ? eb('event_id', '=', event.id)
+      : eb.or([eb('event_id', '=', event.id), eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])]))
+    .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
+  const [items, count] = await Promise.all([
+    base.select(ATTENDEE_COLUMNS).orderBy('created_at').orderBy('id').limit(o.size).offset((o.page - 1) * o.size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/** Attendee counts of an event by status (index attendees_event_status). */
+export async function countByStatus (trx: Tx, tenantId: string, eventId: number): Promise<Record<AttendeeStatus, number>> {
+  const rows = await trx.selectFrom('attendees').select(['status', eb => eb.fn.countAll<number>().as('n')])
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).groupBy('status').execute()
+  const out: Record<AttendeeStatus, number> = { invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0 }
+  for (const r of rows) out[r.status] = Number(r.n)
+  return out
+}
+
+export async function lockAttendee (trx: Tx, tenantId: string, eventId: number, contactId: string) {
+  return await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
+    .forUpdate().executeTakeFirst()
+}
+
+/** Which of the ids are contacts the caller may see (contacts visibility rule). */
+export async function visibleContactIds (trx: Tx, auth: AuthContext, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set()
+  const rows = await trx.selectFrom('contacts').select('id')
+    .where('id', 'in', [...new Set(ids)]).where(eb => contactVisibleTo(eb, auth))
+    .execute()
+  return new Set(rows.map(r => r.id))
+}
+
+export async function insertAttendee (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactId: string, status: AttendeeStatus, notes: string | null }) {
+  const checkedIn = v.status === 'checked_in'
+  return await trx.insertInto('attendees').values({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    contact_id: v.contactId,
+    status: v.status,
+    notes: v.notes,
+    is_checked_in: checkedIn,
+    checked_in_at: checkedIn ? sql`now()` : null
+  })
+    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
+    .returning(ATTENDEE_COLUMNS).executeTakeFirst()
+}
+
+/** Adds the contacts not attending yet; returns the rows created. */
+export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactIds: string[], status: AttendeeStatus }) {
+  if (v.contactIds.length === 0) return []
+  const checkedIn = v.status === 'checked_in'
+  return await trx.insertInto('attendees').values(v.contactIds.map(contactId => ({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    contact_id: contactId,
+    status: v.status,
+    is_checked_in: checkedIn,
+    checked_in_at: checkedIn ? sql<Date>`now()` : null
+  })))
+    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
+    .returning(['contact_id', 'status']).execute()
+}
+
+/**
+ * Sets the status of attendees (and responded_at); checked_in also sets is_checked_in and keeps
+ * the first checked_in_at, any other status clears them. Returns each updated row with the
+ * status it had before.
+ */
+export async function setStatus (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status: AttendeeStatus, notes?: string | null) {
+  if (contactIds.length === 0) return []
+  const before = await trx.selectFrom('attendees').select(['contact_id', 'status'])
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', contactIds)
+    .orderBy('id').forUpdate().execute()
+  if (before.length === 0) return []
+  const checkedIn = status === 'checked_in'
+  const rows = await trx.updateTable('attendees')
+    .set({
+      status,
+      is_checked_in: checkedIn,
+      checked_in_at: checkedIn ? sql`coalesce(checked_in_at, now())` : null,
+      responded_at: sql`now()`,
+      updated_at: sql`now()`,
+      ...(notes !== undefined ? { notes } : {})
+    })
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', before.map(b => b.contact_id))
+    .returning(ATTENDEE_COLUMNS)
+    .execute()
+  const previous = new Map(before.map(b => [b.contact_id, b.status]))
+  return rows.map(r => ({ row: r, previous: previous.get(r.contact_id) ?? r.status }))
+}
+
+export async function findAttendee (trx: Tx, tenantId: string, eventId: number, contactId: string) {
+  return await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
+    .executeTakeFirst()
+}
+
+export async function checkIn (trx: Tx, tenantId: string, eventId: number, contactId: string) {
+  return await trx.updateTable('attendees')
+    .set({ status: 'checked_in', is_checked_in: true, checked_in_at: sql`now()`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
+    .where('is_checked_in', '=', false)
+    .returning(ATTENDEE_COLUMNS).executeTakeFirst()
+}
+
+/** Deletes attendees (optionally only those in a status); returns the rows removed. */
+export async function deleteAttendees (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status?: AttendeeStatus) {
+  if (contactIds.length === 0) return []
+  return await trx.deleteFrom('attendees')
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', contactIds)
+    .$if(status !== undefined, qb => qb.where('status', '=', status ?? 'invited'))
+    .returning(['contact_id', 'status']).execute()
+}

@@ -1,0 +1,173 @@
+/**
+ * Attendees of an event: list, add, status, remove, bulk add/remove/status (up to BULK_MAX contact
+ * ids, one transaction, all or nothing) and check-in. Reading needs the event permission
+ * `attendees:read`, writes `attendees:write`, check-in `attendees:checkin`.
+ */
+import type { App, AppContext } from '../../platform/app-context.ts'
+import { requirePermission } from '../../platform/auth/permissions.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { error400BadRequest, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { NoContent } from '../../platform/http/schema.ts'
+import { emit } from '../../platform/outbox.ts'
+import type { EventRow } from '../events/events.table.ts'
+import * as repo from './attendees.repository.ts'
+import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
+import {
+  AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, CheckInBody, EventParams,
+  ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
+} from './event-collab.schemas.ts'
+import type { AttendeeStatus } from './event-collab.table.ts'
+
+const tags = ['Event attendees']
+const MAX_ERRORS = 100
+
+type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.checked_in' | 'attendee.removed'
+
+async function emitAttendee (trx: Tx, auth: AuthContext, event: EventRow, topic: Topic, contactId: string, status: AttendeeStatus, extra: Record<string, unknown> = {}): Promise<void> {
+  const eventId = rootOf(event)
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic,
+    aggregateType: 'event',
+    aggregateId: eventId,
+    actorId: auth.userId,
+    payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
+  })
+}
+
+/** 400 naming every contact id the caller cannot see (`body.contact_ids[i]`); nothing is applied. */
+async function requireVisibleContacts (trx: Tx, auth: AuthContext, ids: string[]): Promise<string[]> {
+  const visible = await repo.visibleContactIds(trx, auth, ids)
+  const errors = ids.flatMap((id, i) => visible.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'unknown contact', id)])
+  if (errors.length > 0) throw error400BadRequest(`${errors.length} unknown contact(s); nothing was applied`, errors.slice(0, MAX_ERRORS))
+  return [...new Set(ids)]
+}
+
+export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
+  app.get('/api/v1/events/:id/attendees', {
+    schema: { operationId: 'list-event-attendees', summary: 'List attendees (event permission attendees:read)', tags, params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee } },
+    onRequest: requirePermission('events:read')
+  }, async (request) => {
+    const q = request.query
+    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+      const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
+      return await repo.listAttendees(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, { page: q.page, size: q.size, status: q.status })
+    })
+    return { items, page: q.page, size: q.size, total }
+  })
+
+  app.post('/api/v1/events/:id/attendees', {
+    schema: { operationId: 'add-event-attendee', summary: 'Add a contact as an attendee (409 when already attending)', tags, params: EventParams, body: AddAttendeeBody, response: { 201: Attendee } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const b = request.body
+    const row = await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+      if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
+      const status = b.status ?? 'invited'
+      const created = await repo.insertAttendee(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, contactId: b.contact_id, status, notes: b.notes ?? null })
+      if (created === undefined) throw error409Conflict('the contact already attends this event', [fieldError('body.contact_id', 'already an attendee', b.contact_id)])
+      await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
+      return created
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.post('/api/v1/events/:id/attendees/bulk', {
+    schema: { operationId: 'bulk-add-event-attendees', summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, tags, params: EventParams, body: BulkAddBody, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+      const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
+      const created = await repo.insertAttendees(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, contactIds: ids, status: request.body.status ?? 'invited' })
+      for (const c of created) await emitAttendee(trx, auth, event, 'attendee.added', c.contact_id, c.status)
+    })
+    return await reply.code(204).send(null)
+  })
+
+  app.delete('/api/v1/events/:id/attendees/bulk', {
+    schema: { operationId: 'bulk-remove-event-attendees', summary: 'Remove attendees by contact id (optionally only those in a status)', tags, params: EventParams, body: BulkRemoveBody, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+      const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
+      const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, request.body.status)
+      for (const r of removed) await emitAttendee(trx, auth, event, 'attendee.removed', r.contact_id, r.status)
+    })
+    return await reply.code(204).send(null)
+  })
+
+  app.patch('/api/v1/events/:id/attendees/bulk/status', {
+    schema: { operationId: 'bulk-update-event-attendee-status', summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', tags, params: EventParams, body: BulkStatusBody, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const b = request.body
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+      const ids = await requireVisibleContacts(trx, auth, b.contact_ids)
+      const changed = await repo.setStatus(trx, auth.tenantId, rootOf(event), ids, b.status)
+      const attending = new Set(changed.map(c => c.row.contact_id))
+      const missing = b.contact_ids.flatMap((id, i) => attending.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'not an attendee of this event', id)])
+      // throwing rolls the whole update back
+      if (missing.length > 0) throw error400BadRequest(`${missing.length} contact(s) do not attend this event; nothing was applied`, missing.slice(0, MAX_ERRORS))
+      for (const c of changed) {
+        if (c.previous !== c.row.status) await emitAttendee(trx, auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, { previous_status: c.previous })
+      }
+    })
+    return await reply.code(204).send(null)
+  })
+
+  app.patch('/api/v1/events/:id/attendees/:contact_id', {
+    schema: { operationId: 'update-event-attendee', summary: 'Set the status of an attendee (sets responded_at)', tags, params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee } },
+    onRequest: requirePermission('events:write')
+  }, async (request) => {
+    const auth = request.auth
+    const { id, contact_id: contactId } = request.params
+    return await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, id, 'attendees:write')
+      const [changed] = await repo.setStatus(trx, auth.tenantId, rootOf(event), [contactId], request.body.status, request.body.notes)
+      if (changed === undefined) throw error404NotFound('attendee not found')
+      if (changed.previous !== changed.row.status) await emitAttendee(trx, auth, event, 'attendee.status_changed', contactId, changed.row.status, { previous_status: changed.previous })
+      return changed.row
+    })
+  })
+
+  app.delete('/api/v1/events/:id/attendees/:contact_id', {
+    schema: { operationId: 'remove-event-attendee', summary: 'Remove an attendee', tags, params: AttendeeParams, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const { id, contact_id: contactId } = request.params
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, id, 'attendees:write')
+      const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
+      if (removed === undefined) throw error404NotFound('attendee not found')
+      await emitAttendee(trx, auth, event, 'attendee.removed', contactId, removed.status)
+    })
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/api/v1/events/:id/attendees/:contact_id/check-in', {
+    schema: { operationId: 'check-in-event-attendee', summary: 'Check an attendee in (idempotent: a second check-in changes nothing)', tags, params: AttendeeParams, body: CheckInBody, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write'),
+    preValidation: async (request) => { request.body ??= {} }
+  }, async (request, reply) => {
+    const auth = request.auth
+    const { id, contact_id: contactId } = request.params
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, id, 'attendees:checkin')
+      const current = await repo.lockAttendee(trx, auth.tenantId, rootOf(event), contactId)
+      if (current === undefined) throw error404NotFound('attendee not found')
+      const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
+      if (row !== undefined) await emitAttendee(trx, auth, event, 'attendee.checked_in', contactId, row.status, { previous_status: current.status, checked_in_at: row.checked_in_at })
+    })
+    return await reply.code(204).send(null)
+  })
+}

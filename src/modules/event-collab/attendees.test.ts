@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { describe, it } from 'node:test'
+import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { addManager, createContact, createEvent, insertContacts, topicsWithPayload, type Json } from './event-collab.fixtures.ts'
+
+for (const kind of databases()) {
+  void describe(`${kind}: event attendees`, () => {
+    const t = useTestApp(kind)
+
+    async function setup () {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice, { template: 'generic' })
+      return { tenant, alice, event }
+    }
+    const list = async (token: string, id: number, query = '') => await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/attendees${query}` })
+
+    void it('adds an attendee, refuses a duplicate and unknown or invisible contacts, lists with paging', async () => {
+      const { tenant, alice, event } = await setup()
+      const contact = await createContact(t, alice)
+      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact, notes: 'VIP' } })
+      assert.equal(res.statusCode, 201, res.body)
+      const a = res.json()
+      assert.equal(a.$schema, 'http://localhost:8080/schemas/Attendee.json')
+      assert.deepEqual({ ...a, id: 0, invited_at: '', created_at: '', updated_at: '' }, {
+        $schema: a.$schema,
+        id: 0,
+        event_id: event.id,
+        series_id: null,
+        contact_id: contact,
+        org_id: null,
+        status: 'invited',
+        notes: 'VIP',
+        is_checked_in: false,
+        checked_in_at: null,
+        invited_at: '',
+        responded_at: null,
+        created_at: '',
+        updated_at: ''
+      })
+
+      const dup = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact, status: 'confirmed' } })
+      assert.equal(dup.statusCode, 409, dup.body)
+      assert.equal(dup.json().errors[0].location, 'body.contact_id')
+
+      const unknown = crypto.randomUUID()
+      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: unknown } })
+      assert.equal(bad.statusCode, 400, bad.body)
+      assert.deepEqual(bad.json().errors, [{ location: 'body.contact_id', message: 'unknown contact', value: unknown }])
+
+      // bob's personal contact is invisible to alice
+      const bob = await tenant.user('bob')
+      const bobs = await createContact(t, bob)
+      const hidden = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: bobs } })
+      assert.equal(hidden.statusCode, 400, hidden.body)
+
+      const badStatus = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact, status: 'maybe' } })
+      assert.equal(badStatus.statusCode, 400)
+      assert.equal(badStatus.json().errors[0].location, 'body.status')
+
+      const more = await insertContacts(t, tenant.id, 'alice', 4)
+      for (const c of more) {
+        const r = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: c, status: 'confirmed' } })
+        assert.equal(r.statusCode, 201, r.body)
+      }
+      const page = await list(alice, event.id, '?page=2&size=2')
+      assert.equal(page.statusCode, 200, page.body)
+      const pageBody = page.json() as Json
+      assert.deepEqual({ ...pageBody, items: pageBody.items.length }, { $schema: 'http://localhost:8080/schemas/PagedBodyAttendee.json', items: 2, page: 2, size: 2, total: 5 })
+      const confirmed = await list(alice, event.id, '?status=confirmed&size=100')
+      assert.equal(confirmed.json().total, 4)
+
+      const topics = await topicsWithPayload(t, tenant.id, 'attendee.')
+      assert.equal(topics.length, 5)
+      assert.deepEqual(topics[0], { topic: 'attendee.added', payload: { event_id: event.id, contact_id: contact, status: 'invited', template: 'generic' } })
+    })
+
+    void it('updates a status (responded_at), removes, checks in idempotently', async () => {
+      const { tenant, alice, event } = await setup()
+      const contact = await createContact(t, alice)
+      await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact } })
+
+      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/${contact}`, payload: { status: 'tentative' } })
+      assert.equal(patched.statusCode, 200, patched.body)
+      assert.equal(patched.json().status, 'tentative')
+      assert.ok(patched.json().responded_at !== null)
+      const missing = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/${crypto.randomUUID()}`, payload: { status: 'confirmed' } })
+      assert.equal(missing.statusCode, 404)
+      const noStatus = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/${contact}`, payload: {} })
+      assert.equal(noStatus.statusCode, 400)
+      assert.equal(noStatus.json().errors[0].location, 'body.status')
+
+      const first = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in` })
+      assert.equal(first.statusCode, 204, first.body)
+      const after1 = (await list(alice, event.id)).json().items[0]
+      assert.equal(after1.status, 'checked_in')
+      assert.equal(after1.is_checked_in, true)
+      assert.ok(after1.checked_in_at !== null)
+      const second = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in`, payload: {} })
+      assert.equal(second.statusCode, 204)
+      const after2 = (await list(alice, event.id)).json().items[0]
+      assert.equal(after2.checked_in_at, after1.checked_in_at)
+      const notAttending = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${crypto.randomUUID()}/check-in` })
+      assert.equal(notAttending.statusCode, 404)
+
+      const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
+      assert.equal(del.statusCode, 204)
+      assert.equal((await list(alice, event.id)).json().total, 0)
+      const again = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
+      assert.equal(again.statusCode, 404)
+
+      const topics = (await topicsWithPayload(t, tenant.id, 'attendee.')).map(r => r.topic)
+      assert.deepEqual(topics, ['attendee.added', 'attendee.status_changed', 'attendee.checked_in', 'attendee.removed'])
+    })
+
+    void it('bulk adds hundreds, updates and removes in one call; an unknown contact applies nothing', async () => {
+      const { tenant, alice, event } = await setup()
+      const ids = await insertContacts(t, tenant.id, 'alice', 300)
+      const add = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids.slice(0, 250), status: 'confirmed' } })
+      assert.equal(add.statusCode, 204, add.body)
+      assert.equal((await list(alice, event.id, '?status=confirmed')).json().total, 250)
+
+      // already attending ones are left alone; one unknown id refuses the whole call
+      const unknown = crypto.randomUUID()
+      const badAdd = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: [...ids.slice(200, 300), unknown] } })
+      assert.equal(badAdd.statusCode, 400, badAdd.body)
+      assert.deepEqual(badAdd.json().errors, [{ location: 'body.contact_ids[100]', message: 'unknown contact', value: unknown }])
+      assert.equal((await list(alice, event.id)).json().total, 250)
+      const readd = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids.slice(200, 300) } })
+      assert.equal(readd.statusCode, 204)
+      assert.equal((await list(alice, event.id)).json().total, 300)
+      assert.equal((await list(alice, event.id, '?status=invited')).json().total, 50)
+
+      const status = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/bulk/status`, payload: { contact_ids: ids.slice(0, 100), status: 'declined' } })
+      assert.equal(status.statusCode, 204, status.body)
+      assert.equal((await list(alice, event.id, '?status=declined')).json().total, 100)
+      const declined = (await list(alice, event.id, '?status=declined&size=1')).json().items[0]
+      assert.ok(declined.responded_at !== null)
+
+      const stranger = (await insertContacts(t, tenant.id, 'alice', 1))[0]
+      const badStatus = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/bulk/status`, payload: { contact_ids: [ids[150], stranger], status: 'tentative' } })
+      assert.equal(badStatus.statusCode, 400, badStatus.body)
+      assert.equal(badStatus.json().errors[0].location, 'body.contact_ids[1]')
+      assert.equal((await list(alice, event.id, '?status=tentative')).json().total, 0)
+
+      const tooMany = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: Array.from({ length: 1001 }, () => crypto.randomUUID()) } })
+      assert.equal(tooMany.statusCode, 400)
+      assert.equal(tooMany.json().errors[0].location, 'body.contact_ids')
+
+      const remove = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids.slice(0, 150), status: 'declined' } })
+      assert.equal(remove.statusCode, 204, remove.body)
+      assert.equal((await list(alice, event.id)).json().total, 200)
+      const badRemove = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: [ids[250], unknown] } })
+      assert.equal(badRemove.statusCode, 400)
+      assert.equal((await list(alice, event.id)).json().total, 200)
+    })
+
+    void it('enforces event-manager permissions, tenant roles and tenant isolation', async () => {
+      const { tenant, alice, event } = await setup()
+      const [contact, other] = await insertContacts(t, tenant.id, 'alice', 2, 'org-1')
+      await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact } })
+
+      // checkin role: read and check in, nothing else
+      const carol = await tenant.user('carol', ['member'], { orgId: 'org-1' })
+      await addManager(t, tenant.id, event.id, 'carol', { role: 'event_manager:checkin' })
+      assert.equal((await list(carol, event.id)).statusCode, 200)
+      const addByCarol = await t.as(carol, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: other } })
+      assert.equal(addByCarol.statusCode, 403, addByCarol.body)
+      assert.equal((await t.as(carol, { method: 'PATCH', url: `/api/v1/events/${event.id}/attendees/${contact}`, payload: { status: 'confirmed' } })).statusCode, 403)
+      assert.equal((await t.as(carol, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: [contact] } })).statusCode, 403)
+      assert.equal((await t.as(carol, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in` })).statusCode, 204)
+
+      // a manager with only event:edit cannot even read the attendees
+      const dan = await tenant.user('dan')
+      await addManager(t, tenant.id, event.id, 'dan', { permissions: ['event:edit'] })
+      assert.equal((await list(dan, event.id)).statusCode, 403)
+      assert.equal((await t.as(dan, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in` })).statusCode, 403)
+
+      // attendees role: writes allowed
+      const erin = await tenant.user('erin', ['member'], { orgId: 'org-1' })
+      await addManager(t, tenant.id, event.id, 'erin', { permissions: ['attendees:read', 'attendees:write'] })
+      assert.equal((await t.as(erin, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: other } })).statusCode, 201)
+
+      // a viewer lacks events:write; someone who cannot see the event gets 404
+      const viewer = await tenant.user('vic', ['viewer'])
+      assert.equal((await t.as(viewer, { method: 'POST', url: `/api/v1/events/${event.id}/attendees`, payload: { contact_id: contact } })).statusCode, 403)
+      const stranger = await tenant.user('sam')
+      assert.equal((await list(stranger, event.id)).statusCode, 404)
+
+      // another tenant: 404 and nothing changed
+      const mallory = await newTenant(t).user('mallory', ['admin'])
+      assert.equal((await list(mallory, event.id)).statusCode, 404)
+      const del = await t.as(mallory, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
+      assert.equal(del.statusCode, 404)
+      const items = (await list(alice, event.id)).json().items as Json[]
+      assert.equal(items.length, 2)
+      assert.equal(items.find(i => i.contact_id === contact)?.status, 'checked_in')
+    })
+  })
+}

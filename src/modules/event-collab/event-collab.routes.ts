@@ -1,0 +1,20 @@
+/**
+ * Event collaboration: attendees, managers and manager invites, milestones, linked documents,
+ * attachments, cross-reference links (of events and series) and the cover image. Owns the tables
+ * `attendees`, `event_milestones`, `event_documents`, `event_attachments` and `event_links`, and
+ * the rows of `event_managers` (the table belongs to the events module; access rules live in
+ * events.access.ts). Runs the notification delivery loop when workers are on. Decisions:
+ * docs/event-collaboration.md.
+ */
+import { defineModule } from '../../platform/app-context.ts'
+import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
+import { attendeesRoutes } from './attendees.routes.ts'
+
+export const eventCollabModule = defineModule(async (app, ctx) => {
+  await attendeesRoutes(app, ctx)
+
+  if (ctx.config.workers) {
+    const loop = startNotificationDelivery(ctx, { log: app.log })
+    app.addHook('onClose', async () => { await loop.stop() })
+  }
+})

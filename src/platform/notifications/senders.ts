@@ -1,0 +1,56 @@
+/**
+ * Notification senders: a logging sender (the default: development and tests), and an SMTP sender
+ * (nodemailer) used when SMTP_URL is set. The SMTP sender delivers the `email` channel; other
+ * channels (`push`, `sms`) have no provider yet and are logged, so they do not pile up as pending.
+ */
+import nodemailer from 'nodemailer'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from '../../config.ts'
+import type { Notification, NotificationSender } from './notifications.ts'
+
+interface Log { info (obj: object, msg: string): void }
+
+/** Writes each notification to the log (no content beyond subject and recipient). */
+export function loggingSender (log: Log): NotificationSender {
+  return {
+    name: 'log',
+    async send (n: Notification) {
+      log.info({ notification_id: n.id, tenant_id: n.tenantId, channel: n.channel, recipient: n.recipient, subject: n.subject, priority: n.priority }, 'notification (logging sender)')
+    }
+  }
+}
+
+export interface SmtpSenderOptions {
+  /** smtp:// or smtps:// connection URL */
+  url: string
+  /** From address; default no-reply@<host of BASE_URL> */
+  from: string
+  /** for channels other than email */
+  fallback: NotificationSender
+}
+
+export function smtpSender (options: SmtpSenderOptions): NotificationSender {
+  const transport = nodemailer.createTransport(options.url)
+  return {
+    name: 'smtp',
+    async send (n: Notification) {
+      if (n.channel !== 'email') { await options.fallback.send(n); return }
+      await transport.sendMail({
+        from: options.from,
+        to: n.recipient,
+        subject: n.subject,
+        text: n.body,
+        ...(n.priority === 'high' ? { priority: 'high' as const } : {})
+      })
+    },
+    async close () { transport.close() }
+  }
+}
+
+/** The sender of a configuration: SMTP when SMTP_URL is set, the logging sender otherwise. */
+export function createNotificationSender (config: Pick<Config, 'smtpUrl' | 'baseUrl'>, log: FastifyBaseLogger | Log): NotificationSender {
+  const logging = loggingSender(log)
+  if (config.smtpUrl === undefined) return logging
+  const host = new URL(config.baseUrl).hostname
+  return smtpSender({ url: config.smtpUrl, from: `no-reply@${host}`, fallback: logging })
+}
