@@ -25,6 +25,7 @@ import { identityModule } from './modules/identity/identity.routes.ts'
 import { contactsModule } from './modules/contacts/contacts.routes.ts'
 import { spacesModule } from './modules/spaces/spaces.routes.ts'
 import { eventsModule } from './modules/events/events.routes.ts'
+import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
 
 /** The feature modules, in the order their routes are registered. */
@@ -34,6 +35,7 @@ const MODULES: Module[] = [
   contactsModule,
   spacesModule,
   eventsModule,
+  seriesModule,
   eventCollabModule
 ]
 

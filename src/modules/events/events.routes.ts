@@ -22,6 +22,7 @@ import {
   ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
+import { applyScopedEdit } from '../series/series.service.ts'
 import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './templates.ts'
 
 const tags = ['Events']
@@ -161,7 +162,9 @@ export const eventsModule = defineModule(async (app, { db }) => {
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
-      await service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))))
+      request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
+        ? await applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
+        : await service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))))
     setEtag(reply, event.revision)
     return event
   })

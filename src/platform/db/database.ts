@@ -16,6 +16,7 @@ import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
 import type { IdentityTables } from '../../modules/identity/identity.table.ts'
 import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
 import type { EventsTables } from '../../modules/events/events.table.ts'
+import type { SeriesTables } from '../../modules/series/series.table.ts'
 import type { EventCollabTables } from '../../modules/event-collab/event-collab.table.ts'
 
 /** Every table, composed from the modules' table files (one line per module). */
@@ -25,6 +26,7 @@ export interface Database extends
   IdentityTables,
   SpacesTables,
   EventsTables,
+  SeriesTables,
   EventCollabTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'

@@ -1,0 +1,165 @@
+/**
+ * Recurring series: create an event with a series, turn an event into a series, read the series
+ * with paged occurrences and attendee counts, patch it (cascade and regeneration), delete
+ * occurrences by scope, publish it, invite a series manager. Owns the tables `event_series` and
+ * `series_windows`; occurrences are rows of `events` (series_id, series_index), and the scoped
+ * `PATCH /events/{id}?scope=` of the events module calls `applyScopedEdit` of this module.
+ * With `config.workers`, a timer extends the rolling windows of ends_on=never series.
+ */
+import { Type } from '@sinclair/typebox'
+import { defineModule } from '../../platform/app-context.ts'
+import { requirePermission } from '../../platform/auth/permissions.ts'
+import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
+import { NoContent } from '../../platform/http/schema.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { Event } from '../events/events.schemas.ts'
+import {
+  CreateEventWithSeriesBody, CreateSeriesBody, DeleteSeriesQuery, EventSeries, EventSeriesUpdate, EventWithSeries, OccurrencesQuery,
+  PagedOccurrences, PatchSeriesBody, PublishSeriesBody, SeriesManagerBody, SeriesParams, SeriesWithOccurrences
+} from './series.schemas.ts'
+import * as service from './series.service.ts'
+
+const tags = ['Series']
+/** How often the window job runs when workers are on. */
+const WINDOW_JOB_MS = 60 * 60 * 1000
+
+export const seriesModule = defineModule(async (app, ctx) => {
+  const { db } = ctx
+
+  app.post('/api/v1/events/with-series', {
+    schema: {
+      operationId: 'create-event-with-series',
+      summary: 'Create an event and, when `series` is given, its series and every occurrence (one transaction)',
+      tags,
+      body: CreateEventWithSeriesBody,
+      response: { 201: EventWithSeries }
+    },
+    onRequest: requirePermission('series:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
+    return await reply.code(201).header('location', `/api/v1/events/${result.event?.id ?? ''}`).send(result)
+  })
+
+  app.post('/api/v1/events/:id/series', {
+    schema: {
+      operationId: 'create-event-series',
+      summary: 'Turn an event into the anchor (index 0) of a new series; returns the occurrences',
+      tags,
+      params: SeriesParams,
+      body: CreateSeriesBody,
+      response: { 201: Type.Array(Event) }
+    },
+    onRequest: requirePermission('series:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const items = await withTenant(db, auth, trx => service.convertToSeries(trx, auth, request.params.id, request.body))
+    return await reply.code(201).send(items)
+  })
+
+  app.get('/api/v1/events/:id/series', {
+    schema: {
+      operationId: 'get-event-series',
+      summary: 'The series of an occurrence with a page of occurrences and attendee counts',
+      tags,
+      params: SeriesParams,
+      querystring: OccurrencesQuery,
+      response: { 200: SeriesWithOccurrences }
+    },
+    onRequest: requirePermission('series:read')
+  }, async (request, reply) => {
+    const q = request.query
+    const result = await withTenant(db, request.auth, trx => service.getSeries(trx, request.auth, request.params.id, q.page, q.limit))
+    setEtag(reply, result.series.revision)
+    return result
+  })
+
+  app.get('/api/v1/events/:id/series/occurrences', {
+    schema: {
+      operationId: 'list-series-occurrences',
+      summary: 'Occurrences of the series of an event, by start',
+      tags,
+      params: SeriesParams,
+      querystring: OccurrencesQuery,
+      response: { 200: PagedOccurrences }
+    },
+    onRequest: requirePermission('series:read')
+  }, async (request) => {
+    const q = request.query
+    return await withTenant(db, request.auth, trx => service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit))
+  })
+
+  app.patch('/api/v1/events/:id/series', {
+    schema: {
+      operationId: 'patch-event-series',
+      summary: 'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences',
+      tags,
+      params: SeriesParams,
+      body: PatchSeriesBody,
+      response: { 200: EventSeriesUpdate }
+    },
+    onRequest: requirePermission('series:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const result = await withTenant(db, auth, trx => service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request)))
+    setEtag(reply, result.revision)
+    return result
+  })
+
+  app.delete('/api/v1/events/:id/series', {
+    schema: {
+      operationId: 'delete-event-series',
+      summary: 'Delete this occurrence, this and the following, or the whole series',
+      tags,
+      params: SeriesParams,
+      querystring: DeleteSeriesQuery,
+      response: { 204: NoContent }
+    },
+    onRequest: requirePermission('series:write')
+  }, async (request, reply) => {
+    await withTenant(db, request.auth, trx => service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/api/v1/events/:id/series/publish', {
+    schema: {
+      operationId: 'publish-event-series',
+      summary: 'Publish the series and every occurrence (one transaction)',
+      tags,
+      params: SeriesParams,
+      body: PublishSeriesBody,
+      response: { 204: NoContent }
+    },
+    onRequest: requirePermission('series:publish'),
+    // the notification options are optional: no body at all means {}
+    preValidation: async (request) => { request.body ??= {} }
+  }, async (request, reply) => {
+    await withTenant(db, request.auth, trx => service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/api/v1/events/:id/series/manager', {
+    schema: {
+      operationId: 'invite-series-manager',
+      summary: 'Invite a manager of every occurrence by e-mail (pending for 7 days)',
+      tags,
+      params: SeriesParams,
+      body: SeriesManagerBody,
+      response: { 200: EventSeries }
+    },
+    onRequest: requirePermission('series:write')
+  }, async (request) => await withTenant(db, request.auth, trx => service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)))
+
+  if (ctx.config.workers) {
+    let running = false
+    const timer = setInterval(() => {
+      if (running) return
+      running = true
+      service.extendSeriesWindows(db, new Date())
+        .catch((err: unknown) => { app.log.error({ err }, 'series window extension failed') })
+        .finally(() => { running = false })
+    }, WINDOW_JOB_MS)
+    timer.unref()
+    app.addHook('onClose', async () => { clearInterval(timer) })
+  }
+})

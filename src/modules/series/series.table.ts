@@ -1,0 +1,66 @@
+import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { Timestamp } from '../../platform/db/platform.table.ts'
+import type { JsonWithDefault } from '../events/events.table.ts'
+import type { EndsOn, Freq } from './recurrence.ts'
+
+export type SeriesStatus = 'draft' | 'published' | 'archived'
+export type SeriesManagerStatus = 'pending' | 'active' | 'revoked'
+
+export interface EventSeriesTable {
+  tenant_id: string
+  id: Generated<number>
+  org_id: string | null
+  creator_id: string
+  title: string
+  description: string | null
+  address: string | null
+  latitude: number | null
+  longitude: number | null
+  start_dt: Timestamp
+  end_dt: Timestamp
+  timezone: string
+  keywords: Generated<string[]>
+  metadata: JsonWithDefault
+  visibility: Generated<number>
+  status: Generated<SeriesStatus>
+  template: Generated<string>
+  template_version: Generated<number>
+  cover_image_key: string | null
+  freq: Freq
+  interval: number
+  repeat_days: number[] | null
+  ends_on: EndsOn
+  end_count: number | null
+  end_date: Timestamp | null
+  duration: string
+  exdates: ColumnType<Date[], Date[] | undefined, Date[]>
+  window_end: Timestamp | null
+  published_id: number | null
+  published_at: Timestamp | null
+  is_deleted: Generated<boolean>
+  series_manager_id: string | null
+  series_manager_status: SeriesManagerStatus | null
+  series_manager_invited_by: string | null
+  series_manager_invited_email: string | null
+  series_manager_invited_at: Timestamp | null
+  series_manager_accepted_at: Timestamp | null
+  series_manager_expires_at: Timestamp | null
+  version: Generated<number>
+  revision: Generated<number>
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+/** Not tenant-owned: the rolling windows the background job extends. */
+export interface SeriesWindowsTable {
+  tenant_id: string
+  series_id: number
+  window_end: Timestamp
+}
+
+export type SeriesRow = Selectable<EventSeriesTable>
+
+export interface SeriesTables {
+  event_series: EventSeriesTable
+  series_windows: SeriesWindowsTable
+}
