@@ -152,5 +152,21 @@ for (const kind of databases()) {
       assert.equal((await getEvent(t, alice, d2.id)).statusCode, 404)
       assert.equal((await getEvent(t, alice, e.id)).statusCode, 404)
     })
+
+    void it('republishes a published event without draft (version + 1); deleting a draft clone discards it', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice)
+      await publishEvent(t, alice, e.id)
+      await publishEvent(t, alice, e.id)
+      assert.equal((await getEvent(t, alice, e.id)).json().version, 2)
+      const draft = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${draft.id}` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      const got = (await getEvent(t, alice, e.id)).json()
+      assert.equal(got.is_deleted, false)
+      assert.equal(got.version, 2)
+      assert.deepEqual((await activityKinds(t, alice, e.id)).slice(0, 2), ['draft_discarded', 'draft_started'])
+    })
   })
 }
