@@ -33,6 +33,8 @@ export interface Config {
   readonly bodyLimit: number
   /** Start background workers (automation jobs, series window extension) in this process. */
   readonly workers: boolean
+  /** Hosts, addresses or CIDR ranges that automation webhooks may call although private or loopback (AUTOMATION_WEBHOOK_ALLOW, comma-separated). */
+  readonly automationWebhookAllow: readonly string[]
 }
 
 export class ConfigError extends Error {
@@ -120,7 +122,8 @@ export function loadConfig (env: Env = {}): Config {
     logLevel,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
-    workers: bool(env, 'WORKERS', true)
+    workers: bool(env, 'WORKERS', true),
+    automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== '')
   }
   if (config.oidc.jwksUrl !== undefined && config.oidc.issuer === undefined) {
     throw new ConfigError('OIDC_JWKS_URL', 'needs OIDC_ISSUER to be set as well')

@@ -9,9 +9,11 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import { attendeesRoutes } from './attendees.routes.ts'
+import { managersRoutes } from './managers.routes.ts'
 
 export const eventCollabModule = defineModule(async (app, ctx) => {
   await attendeesRoutes(app, ctx)
+  await managersRoutes(app, ctx)
 
   if (ctx.config.workers) {
     const loop = startNotificationDelivery(ctx, { log: app.log })

@@ -1,0 +1,495 @@
+/**
+ * The engine: the dispatcher (outbox → executions + jobs), the scheduler (cron slots and times
+ * relative to events → executions + jobs) and the runner (one execution: claim, conditions,
+ * actions, result). Each function takes its clock and is exported, so tests drive them directly;
+ * `startWorkers` runs them in the background when `config.workers` is true.
+ *
+ * Exactly-once effects: an execution row is unique per (tenant, rule, trigger occurrence). The
+ * runner claims it (status running, a claim token and a lease) in one transaction, then applies
+ * every database effect and marks it succeeded in a second transaction that first re-locks the row
+ * and checks the claim. A worker that dies leaves no effect; after the lease (= the pg-boss job
+ * expiry) another worker re-claims the row. Webhooks are called inside that second transaction,
+ * so a rolled-back attempt may have delivered one already: receivers deduplicate by
+ * `Automation-Execution` (at-least-once delivery).
+ */
+import crypto from 'node:crypto'
+import { Cron } from 'croner'
+import { sql, type Kysely } from 'kysely'
+import type { Database } from '../../platform/db/database.ts'
+import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { ApiError } from '../../platform/http/errors.ts'
+import { emit } from '../../platform/outbox.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { insertActivity } from '../events/events.repository.ts'
+import { systemActor, transitionEvent } from '../events/events.service.ts'
+import { CRON_TRIGGER, evaluateConditions, RELATIVE_TRIGGERS, triggerTypesOf } from './automation.catalogue.ts'
+import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } from './automation.queue.ts'
+import * as repo from './automation.repository.ts'
+import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule } from './automation.table.ts'
+import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
+
+/** Domain events caused by automation carry depth + 1; a trigger at this depth runs nothing (skipped). */
+export const MAX_DEPTH = 3
+/** Relative-time triggers still fire this long after their moment (a worker that was down catches up). */
+export const RELATIVE_GRACE_MINUTES = 60
+
+export interface Engine {
+  db: Kysely<Database>
+  queue: JobQueue
+  allow: AllowList
+  now: () => Date
+  webhookTimeoutMs?: number
+}
+
+type Json = Record<string, unknown>
+
+// ---- matching
+
+function scopeMatches (rule: RuleRow, payload: Json): boolean {
+  const id = (v: unknown) => v === undefined || v === null ? undefined : String(v)
+  switch (rule.scope) {
+    case 'EVENT': return rule.scope_id === null || id(payload.event_id) === rule.scope_id
+    case 'SPACE': return rule.scope_id === null || id(payload.space_id) === rule.scope_id
+    case 'CONTACT': return rule.scope_id === null || id(payload.contact_id) === rule.scope_id
+    case 'GLOBAL': return true
+  }
+}
+
+/** Creates the execution of a rule for a trigger occurrence (once) and sends its job. */
+export async function enqueueExecution (trx: Tx, engine: Engine, tenantId: string, rule: Pick<RuleRow, 'id'>, v: Omit<repo.ExecutionValues, 'ruleId' | 'maxAttempts'>): Promise<ExecutionRow | undefined> {
+  const row = await repo.insertExecution(trx, tenantId, { ...v, ruleId: rule.id, maxAttempts: MAX_ATTEMPTS })
+  if (row !== undefined && row.status === 'queued') await engine.queue.send(trx, { tenantId, executionId: row.id })
+  return row
+}
+
+export interface DispatchResult { events: number, executions: number, skipped: number }
+
+/**
+ * Reads unprocessed outbox rows in id order (FOR UPDATE SKIP LOCKED, so instances share the
+ * work), creates an execution and a job for every enabled rule whose trigger matches, and marks
+ * the rows processed, all in one transaction.
+ */
+export async function dispatchOutbox (engine: Engine, limit = 100): Promise<DispatchResult> {
+  await engine.queue.ready()
+  return await withSystem(engine.db, async (trx) => {
+    const rows = await trx.selectFrom('outbox').selectAll()
+      .where('processed_at', 'is', null)
+      .orderBy('id').limit(limit)
+      .forUpdate().skipLocked()
+      .execute()
+    const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
+    for (const row of rows) {
+      const payload = row.payload
+      const types = triggerTypesOf(row.topic, payload)
+      const rules = await trx.selectFrom('automation_rules').selectAll()
+        .where('tenant_id', '=', row.tenant_id).where('enabled', '=', true).where('event_type', 'in', types)
+        .orderBy('priority', 'desc').orderBy('created_at').orderBy('id')
+        .execute()
+      for (const rule of rules.filter(r => scopeMatches(r, payload))) {
+        const tooDeep = row.depth >= MAX_DEPTH
+        const created = await enqueueExecution(trx, engine, row.tenant_id, rule, {
+          triggerKey: `outbox:${row.id}`,
+          triggerType: rule.event_type,
+          payload: { ...payload, topic: row.topic, aggregate_type: row.aggregate_type, aggregate_id: row.aggregate_id, actor_id: row.actor_id, occurred_at: row.created_at.toISOString() },
+          depth: row.depth,
+          ...(tooDeep ? { skipped: `automation chain depth limit (${MAX_DEPTH}) reached` } : {})
+        })
+        if (created !== undefined) {
+          if (tooDeep) result.skipped++
+          else result.executions++
+        }
+      }
+    }
+    if (rows.length > 0) {
+      await trx.updateTable('outbox').set({ processed_at: sql`now()` })
+        .where('id', 'in', rows.map(r => r.id)).where('processed_at', 'is', null)
+        .execute()
+    }
+    return result
+  })
+}
+
+// ---- scheduler
+
+/** The latest cron slot in (after, now], or undefined. */
+export function latestSlot (schedule: RuleSchedule, after: Date, now: Date): Date | undefined {
+  const cron = new Cron(schedule.cron_expression ?? '', { timezone: schedule.timezone ?? 'UTC', paused: true })
+  try {
+    let slot = cron.nextRun(after)
+    if (slot === null || slot > now) return undefined
+    // skip ahead over missed slots: only the latest fires
+    for (let i = 0; i < 10_000; i++) {
+      const next = cron.nextRun(slot)
+      if (next === null || next > now) return slot
+      slot = next
+    }
+    return cron.nextRun(new Date(now.getTime() - 60_000 * 60 * 24 * 366)) ?? undefined
+  } finally {
+    cron.stop()
+  }
+}
+
+export interface ScheduleResult { cron: number, relative: number }
+
+/**
+ * Fires due time triggers at `now`: for each enabled schedule.cron rule, the latest slot since
+ * the last one fired (or since the rule was created); for each event.starts_in / event.ends_in
+ * rule, every published event of its scope whose moment minus the offset has come and is not
+ * more than an hour past. Idempotent per (rule, slot or event moment).
+ */
+export async function tickSchedules (engine: Engine, now: Date = engine.now()): Promise<ScheduleResult> {
+  await engine.queue.ready()
+  return await withSystem(engine.db, async (trx) => {
+    const result: ScheduleResult = { cron: 0, relative: 0 }
+    const cronRules = await trx.selectFrom('automation_rules as r')
+      .leftJoin('automation_schedule_state as s', join => join.onRef('s.tenant_id', '=', 'r.tenant_id').onRef('s.rule_id', '=', 'r.id'))
+      .selectAll('r').select('s.last_slot')
+      .where('r.enabled', '=', true).where('r.event_type', '=', CRON_TRIGGER)
+      .execute()
+    for (const rule of cronRules) {
+      const slot = latestSlot(rule.schedule, rule.last_slot ?? rule.created_at, now)
+      if (slot === undefined) continue
+      const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
+        triggerKey: `cron:${slot.toISOString()}`,
+        triggerType: CRON_TRIGGER,
+        payload: { rule_id: rule.id, scheduled_for: slot.toISOString(), cron_expression: rule.schedule.cron_expression, timezone: rule.schedule.timezone, ...(rule.scope === 'EVENT' && rule.scope_id !== null ? { event_id: Number(rule.scope_id) } : {}) },
+        depth: 0
+      })
+      await trx.insertInto('automation_schedule_state').values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot })
+        .onConflict(oc => oc.columns(['tenant_id', 'rule_id']).doUpdateSet({ last_slot: slot, updated_at: sql`now()` }))
+        .execute()
+      if (created !== undefined) result.cron++
+    }
+
+    const relativeRules = await trx.selectFrom('automation_rules').selectAll()
+      .where('enabled', '=', true).where('event_type', 'in', [...RELATIVE_TRIGGERS])
+      .execute()
+    for (const rule of relativeRules) {
+      const column = rule.event_type === 'event.starts_in' ? 'start_dt' : 'end_dt'
+      const offset = rule.schedule.offset_minutes ?? 0
+      const moment = sql<Date>`events.${sql.ref(column)}`
+      const events = await trx.selectFrom('events')
+        .select(['events.id', 'events.template', 'events.template_version', 'events.state', 'events.title', 'events.status', 'events.start_dt', 'events.end_dt'])
+        .where('events.tenant_id', '=', rule.tenant_id)
+        .where('events.is_deleted', '=', false).where('events.published_id', 'is', null).where('events.status', '=', 'published')
+        .where(sql.ref(`events.${column}`), 'is not', null)
+        .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) <= ${now}`)
+        .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) > ${now}::timestamptz - make_interval(mins => ${RELATIVE_GRACE_MINUTES})`)
+        .$if(rule.scope === 'EVENT' && rule.scope_id !== null, qb => qb.where('events.id', '=', Number(rule.scope_id)))
+        .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb => qb.where('events.id', 'in', trx.selectFrom('event_spaces').select('event_id')
+          .where('tenant_id', '=', rule.tenant_id).where('space_id', '=', Number(rule.scope_id))))
+        .$if(rule.scope === 'CONTACT', qb => qb.where(sql<boolean>`false`))
+        .limit(1000)
+        .execute()
+      for (const e of events) {
+        const at = (column === 'start_dt' ? e.start_dt : e.end_dt) as Date
+        const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
+          triggerKey: `${rule.event_type === 'event.starts_in' ? 'starts_in' : 'ends_in'}:${e.id}:${at.toISOString()}:${offset}`,
+          triggerType: rule.event_type,
+          payload: { event_id: e.id, template: e.template, template_version: e.template_version, state: e.state, title: e.title, status: e.status, [column]: at.toISOString(), offset_minutes: offset },
+          depth: 0
+        })
+        if (created !== undefined) result.relative++
+      }
+    }
+    return result
+  })
+}
+
+// ---- runner
+
+/** An action failure that a retry cannot fix (refused destination, illegal transition…): the execution fails at once. */
+export class PermanentError extends Error {}
+
+export type RunOutcome = 'succeeded' | 'skipped' | 'failed' | 'retry' | 'busy' | 'done' | 'missing'
+
+interface Ctx {
+  trx: Tx
+  engine: Engine
+  tenantId: string
+  rule: RuleRow
+  execution: ExecutionRow
+  payload: Json
+  eventId: number | undefined
+}
+
+function render (template: string, payload: Json): string {
+  return template.replace(/\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}/g, (_m, path: string) => {
+    let v: unknown = payload
+    for (const part of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Json)[part] : undefined
+    return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean)
+  })
+}
+
+async function requireEvent (c: Ctx) {
+  if (c.eventId === undefined) throw new PermanentError('the trigger names no event')
+  const row = await c.trx.selectFrom('events').select(['id', 'org_id', 'creator_id', 'status', 'published_id'])
+    .where('tenant_id', '=', c.tenantId).where('id', '=', c.eventId).where('is_deleted', '=', false)
+    .executeTakeFirst()
+  if (row === undefined) throw new PermanentError(`event ${c.eventId} not found`)
+  return row
+}
+
+async function attendeesAvailable (trx: Tx): Promise<boolean> {
+  const r = await sql<{ t: string | null }>`select to_regclass('attendees')::text as t`.execute(trx)
+  return r.rows[0]?.t !== null && r.rows[0]?.t !== undefined
+}
+
+async function notify (c: Ctx, a: RuleAction): Promise<Json> {
+  const event = await requireEvent(c)
+  const recipients: string[] = []
+  if (a.to === 'creator') {
+    recipients.push(event.creator_id)
+  } else if (a.to === 'managers') {
+    const managers = await c.trx.selectFrom('event_managers').select('user_id')
+      .where('tenant_id', '=', c.tenantId).where('event_id', '=', event.published_id ?? event.id).where('status', '=', 'active').where('user_id', 'is not', null)
+      .execute()
+    recipients.push(...managers.map(m => m.user_id as string))
+  } else {
+    if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
+    const st = a.attendee_status as string[] | undefined
+    const rows = await sql<{ recipient: string }>`
+      select coalesce(c.email, 'contact:' || a.contact_id::text) as recipient
+      from attendees a left join contacts c on c.tenant_id = a.tenant_id and c.id = a.contact_id
+      where a.tenant_id = ${c.tenantId} and a.event_id = ${event.id}
+      ${st !== undefined ? sql`and a.status in (${sql.join(st)})` : sql``}
+      order by a.id`.execute(c.trx)
+    recipients.push(...rows.rows.map(r => r.recipient))
+  }
+  const userEmails = a.to === 'attendees' || recipients.length === 0
+    ? new Map<string, string>()
+    : new Map((await c.trx.selectFrom('users').select(['id', 'email']).where('tenant_id', '=', c.tenantId).where('id', 'in', recipients).execute())
+      .filter(u => u.email !== null).map(u => [u.id, u.email as string]))
+  const unique = [...new Set(recipients.map(r => a.to === 'attendees' ? r : userEmails.get(r) ?? `user:${r}`))]
+  const subject = render(String(a.subject), c.payload)
+  const body = render(String(a.body), c.payload)
+  for (const recipient of unique) {
+    await queueNotification(c.trx, {
+      tenantId: c.tenantId,
+      channel: String(a.channel ?? 'email'),
+      recipient,
+      subject,
+      body,
+      priority: a.priority === 'high' ? 'high' : 'normal',
+      payload: { source: 'automation', rule_id: c.rule.id, execution_id: c.execution.id, event_id: event.id }
+    })
+  }
+  return { recipients: unique.length }
+}
+
+async function activity (c: Ctx, a: RuleAction): Promise<Json> {
+  const event = await requireEvent(c)
+  const eventId = event.published_id ?? event.id
+  const created = await insertActivity(c.trx, {
+    tenantId: c.tenantId,
+    eventId,
+    orgId: event.org_id,
+    actorId: null,
+    kind: String(a.kind ?? 'automation'),
+    payload: { rule_id: c.rule.id, execution_id: c.execution.id, ...(a.message !== undefined ? { message: render(String(a.message), c.payload) } : {}) }
+  })
+  await emit(c.trx, {
+    tenantId: c.tenantId,
+    topic: 'event.activity_added',
+    aggregateType: 'event',
+    aggregateId: eventId,
+    actorId: null,
+    payload: { event_id: eventId, activity_id: created.id, kind: created.kind, source: 'automation', rule_id: c.rule.id },
+    depth: c.execution.depth + 1
+  })
+  return { activity_id: created.id }
+}
+
+async function transition (c: Ctx, a: RuleAction): Promise<Json> {
+  await requireEvent(c)
+  const row = await transitionEvent(c.trx, systemActor(c.tenantId, c.execution.depth + 1), c.eventId as number, String(a.to_state), (a.payload ?? {}) as Json, a.reason === undefined ? `automation ${c.rule.name}` : String(a.reason))
+  return { state: row.state }
+}
+
+async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
+  const event = await requireEvent(c)
+  if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
+  const from = a.from_status as string[] | undefined
+  const contactId = c.payload.contact_id
+  if (from === undefined && typeof contactId !== 'string') throw new PermanentError('the trigger names no attendee (payload.contact_id); set from_status to address attendees by status')
+  const status = String(a.status)
+  const changed = await sql<{ contact_id: string, previous: string }>`
+    update attendees a set status = ${status}, updated_at = now()
+    from (select id, status as previous from attendees
+          where tenant_id = ${c.tenantId} and event_id = ${event.id} and status <> ${status}
+          ${from !== undefined ? sql`and status in (${sql.join(from)})` : sql`and contact_id = ${contactId as string}::uuid`}
+          for update) old
+    where a.tenant_id = ${c.tenantId} and a.id = old.id
+    returning a.contact_id::text as contact_id, old.previous`.execute(c.trx)
+  for (const r of changed.rows) {
+    await emit(c.trx, {
+      tenantId: c.tenantId,
+      topic: 'attendee.status_changed',
+      aggregateType: 'event',
+      aggregateId: event.id,
+      actorId: null,
+      payload: { event_id: event.id, contact_id: r.contact_id, status, previous_status: r.previous, source: 'automation', rule_id: c.rule.id },
+      depth: c.execution.depth + 1
+    })
+  }
+  return { updated: changed.rows.length }
+}
+
+async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
+  const body = JSON.stringify({ rule_id: c.rule.id, execution_id: c.execution.id, trigger_type: c.execution.trigger_type, payload: c.payload })
+  const headers: Record<string, string> = { 'automation-execution': c.execution.id }
+  if (typeof a.secret === 'string') headers['automation-signature'] = signBody(a.secret, body, c.engine.now().getTime() / 1000)
+  try {
+    const res = await postWebhook(String(a.url), body, headers, c.engine.allow, c.engine.webhookTimeoutMs)
+    return { http_status: res.status }
+  } catch (err) {
+    if (err instanceof WebhookError && /private|reserved|must use https/.test(err.message)) throw new PermanentError(err.message)
+    throw err
+  }
+}
+
+const RUNNERS: Record<string, (c: Ctx, a: RuleAction) => Promise<Json>> = {
+  notify, activity, transition, set_attendee_status: setAttendeeStatus, webhook
+}
+
+class ActionFailed extends Error {
+  constructor (readonly results: Json[], readonly permanent: boolean, message: string) { super(message) }
+}
+
+/**
+ * Claims an execution for one attempt: queued, or running with an expired lease (its worker is
+ * presumed dead). Returns the claimed row, or why it was not claimed.
+ */
+export async function claimExecution (engine: Engine, job: ExecutionJob, token: string): Promise<ExecutionRow | 'busy' | 'done' | 'missing'> {
+  const { tenantId, executionId } = job
+  const now = engine.now()
+  return await withTenant(engine.db, { tenantId }, async (trx) => {
+    const row = await repo.lockExecution(trx, tenantId, executionId)
+    if (row === undefined) return 'missing' as const
+    if (row.status === 'succeeded' || row.status === 'failed' || row.status === 'skipped') return 'done' as const
+    if (row.status === 'running' && row.lease_until !== null && row.lease_until > now) return 'busy' as const
+    return await trx.updateTable('automation_executions').set({
+      status: 'running',
+      attempts: row.attempts + 1,
+      claim_token: token,
+      lease_until: new Date(now.getTime() + EXPIRE_SEC * 1000),
+      started_at: row.started_at ?? now,
+      error: null
+    }).where('tenant_id', '=', tenantId).where('id', '=', executionId).returningAll().executeTakeFirstOrThrow()
+  })
+}
+
+/**
+ * Runs one execution (the job handler). Returns what happened; 'retry' means the attempt failed
+ * and another is due (the job handler throws so that pg-boss retries with backoff).
+ */
+export async function runExecution (engine: Engine, job: ExecutionJob): Promise<{ outcome: RunOutcome, error?: string }> {
+  const { tenantId, executionId } = job
+  const scope = { tenantId }
+  const token = crypto.randomUUID()
+  const claimed = await claimExecution(engine, job, token)
+  if (typeof claimed === 'string') return { outcome: claimed }
+
+  try {
+    const outcome = await withTenant(engine.db, scope, async (trx) => {
+      const row = await repo.lockExecution(trx, tenantId, executionId)
+      if (row === undefined || row.claim_token !== token) return 'busy' as const // re-claimed by another worker after our lease
+      const rule = await repo.findRule(trx, tenantId, row.rule_id)
+      const finish = async (status: 'succeeded' | 'skipped', values: { conditions_met?: boolean, condition_results?: unknown[], action_results?: unknown[], error?: string }) => {
+        await trx.updateTable('automation_executions').set({
+          status,
+          finished_at: engine.now(),
+          claim_token: null,
+          lease_until: null,
+          conditions_met: values.conditions_met ?? null,
+          condition_results: values.condition_results === undefined ? null : JSON.stringify(values.condition_results),
+          action_results: values.action_results === undefined ? null : JSON.stringify(values.action_results),
+          error: values.error ?? null
+        }).where('tenant_id', '=', tenantId).where('id', '=', executionId).execute()
+        return status
+      }
+      if (rule === undefined) return await finish('skipped', { error: 'the rule no longer exists' })
+      if (!rule.enabled && !row.trigger_key.startsWith('manual:')) return await finish('skipped', { error: 'the rule is disabled' })
+      const payload = row.trigger_payload
+      const eventIdRaw = payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined)
+      const eventId = eventIdRaw === undefined || eventIdRaw === null || !Number.isSafeInteger(Number(eventIdRaw)) ? undefined : Number(eventIdRaw)
+      const data = { payload, trigger_type: row.trigger_type, rule_id: rule.id, depth: row.depth }
+      const { met, results } = evaluateConditions(rule.conditions, data)
+      if (!met) return await finish('skipped', { conditions_met: false, condition_results: results, action_results: [] })
+      const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload, eventId }
+      const actionResults: Json[] = []
+      for (const [index, action] of rule.actions.entries()) {
+        const run = RUNNERS[action.type]
+        try {
+          if (run === undefined) throw new PermanentError(`unknown action type ${action.type}`)
+          const out = await run(c, action)
+          actionResults.push({ index, type: action.type, status: 'succeeded', ...out })
+        } catch (err) {
+          const permanent = err instanceof PermanentError || (err instanceof ApiError && err.status < 500)
+          const message = err instanceof Error ? err.message : String(err)
+          actionResults.push({ index, type: action.type, status: 'failed', error: message })
+          throw new ActionFailed(actionResults, permanent, `action ${index} (${action.type}) failed: ${message}`)
+        }
+      }
+      return await finish('succeeded', { conditions_met: true, condition_results: results, action_results: actionResults })
+    })
+    return { outcome }
+  } catch (err) {
+    const failed = err instanceof ActionFailed ? err : undefined
+    const message = err instanceof Error ? err.message : String(err)
+    const giveUp = (failed?.permanent ?? false) || claimed.attempts >= claimed.max_attempts
+    await withTenant(engine.db, scope, async (trx) => {
+      await trx.updateTable('automation_executions').set({
+        status: giveUp ? 'failed' : 'queued',
+        finished_at: giveUp ? engine.now() : null,
+        claim_token: null,
+        lease_until: null,
+        error: message,
+        ...(failed !== undefined ? { action_results: JSON.stringify(failed.results), conditions_met: true } : {})
+      }).where('tenant_id', '=', tenantId).where('id', '=', executionId).where('claim_token', '=', token).execute()
+    })
+    return { outcome: giveUp ? 'failed' : 'retry', error: message }
+  }
+}
+
+/** The pg-boss job handler: throws when the execution should be retried. */
+export async function handleJob (engine: Engine, job: ExecutionJob): Promise<RunOutcome> {
+  const r = await runExecution(engine, job)
+  if (r.outcome === 'retry' || r.outcome === 'busy') throw new Error(r.error ?? 'execution is running elsewhere')
+  return r.outcome
+}
+
+// ---- background workers
+
+export const POLL_MS = 2000
+
+/** Starts the job worker, the outbox dispatcher and the scheduler; returns a stop function. */
+export async function startWorkers (engine: Engine, log: { error: (obj: unknown, msg: string) => void }): Promise<() => Promise<void>> {
+  const boss = await engine.queue.ready()
+  await boss.work<ExecutionJob>(QUEUE, { batchSize: 1, pollingIntervalSeconds: 2 }, async ([job]) => {
+    if (job !== undefined) await handleJob(engine, job.data)
+  })
+  let busy = false
+  let stopped = false
+  const timer = setInterval(() => {
+    if (busy || stopped) return
+    busy = true
+    void (async () => {
+      try {
+        for (let round = 0; round < 50; round++) {
+          if (stopped || (await dispatchOutbox(engine)).events === 0) break
+        }
+        if (!stopped) await tickSchedules(engine, engine.now())
+      } catch (err) {
+        log.error({ err }, 'automation dispatch failed')
+      } finally {
+        busy = false
+      }
+    })()
+  }, POLL_MS)
+  return async () => {
+    stopped = true
+    clearInterval(timer)
+    await boss.offWork(QUEUE)
+  }
+}

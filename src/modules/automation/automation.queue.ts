@@ -1,0 +1,120 @@
+/**
+ * The job queue: pg-boss 10 in its own schema (`pgboss`), on PostgreSQL and on embedded PGlite
+ * alike, through one adapter over the application's Kysely instance (pg-boss accepts any
+ * `{ executeSql(text, values) }`). Every pg-boss statement runs in its own Kysely transaction:
+ * on PGlite (one connection) that keeps it from running inside a request's transaction, and
+ * pg-boss's multi-statement scripts (schema creation, `BEGIN; … COMMIT;` maintenance) are split
+ * into single statements and run in that transaction, since PGlite prepares every statement.
+ *
+ * Jobs are sent inside the transaction that creates the execution row (`send(trx, …)`), so a
+ * rolled-back transaction leaves no job; the job carries only the tenant and the execution id.
+ */
+import { CompiledQuery, type Kysely } from 'kysely'
+import PgBoss from 'pg-boss'
+import type { Database } from '../../platform/db/database.ts'
+import { APP_ROLE, type Tx } from '../../platform/db/tenant.ts'
+
+export const QUEUE = 'automation-execution'
+export const BOSS_SCHEMA = 'pgboss'
+/** Attempts per execution: the first run and 4 retries. */
+export const MAX_ATTEMPTS = 5
+/** Seconds before the first retry; pg-boss doubles it per retry (10 s, 20 s, 40 s, 80 s, with jitter). */
+export const RETRY_DELAY_SEC = 10
+/** A job (and an execution's claim) not finished after this many seconds is presumed dead and run again. */
+export const EXPIRE_SEC = 120
+
+export interface ExecutionJob { tenantId: string, executionId: string }
+
+/** Splits a SQL script into statements at top-level semicolons (quotes, dollar quotes and comments respected). */
+export function splitSql (script: string): string[] {
+  const out: string[] = []
+  let start = 0
+  let i = 0
+  while (i < script.length) {
+    const c = script[i] as string
+    if (c === '\'' || c === '"') {
+      const end = script.indexOf(c, i + 1)
+      i = end < 0 ? script.length : end + 1
+    } else if (c === '-' && script[i + 1] === '-') {
+      const end = script.indexOf('\n', i)
+      i = end < 0 ? script.length : end + 1
+    } else if (c === '/' && script[i + 1] === '*') {
+      const end = script.indexOf('*/', i + 2)
+      i = end < 0 ? script.length : end + 2
+    } else if (c === '$') {
+      const m = /^\$[A-Za-z_0-9]*\$/.exec(script.slice(i))
+      if (m === null) { i++; continue }
+      const end = script.indexOf(m[0], i + m[0].length)
+      i = end < 0 ? script.length : end + m[0].length
+    } else if (c === ';') {
+      out.push(script.slice(start, i))
+      start = ++i
+    } else {
+      i++
+    }
+  }
+  out.push(script.slice(start))
+  return out.map(s => s.trim()).filter(s => s !== '')
+}
+
+const TX_CONTROL = /^(begin|commit|start\s+transaction|end)$/i
+
+async function runIn (trx: Tx | Kysely<Database>, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+  if (values.length > 0) return { rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows }
+  let rows: unknown[] = []
+  for (const statement of splitSql(text)) {
+    if (TX_CONTROL.test(statement)) continue
+    rows = (await trx.executeQuery(CompiledQuery.raw(statement, []))).rows
+  }
+  return { rows }
+}
+
+/** A pg-boss `db` that runs each call in its own transaction. */
+export function bossDb (db: Kysely<Database>): PgBoss.Db {
+  return { executeSql: async (text, values) => await db.transaction().execute(trx => runIn(trx, text, values ?? [])) }
+}
+
+/** A pg-boss `db` bound to an open transaction (to send jobs atomically with the rows that need them). */
+export function trxDb (trx: Tx): PgBoss.Db {
+  return { executeSql: async (text, values) => await runIn(trx, text, values ?? []) }
+}
+
+export interface JobQueue {
+  /** starts pg-boss (creating its schema the first time) and the queue; idempotent */
+  ready (): Promise<PgBoss>
+  /** sends the job of an execution inside `trx` */
+  send (trx: Tx, job: ExecutionJob): Promise<string | null>
+  stop (): Promise<void>
+}
+
+export function createJobQueue (db: Kysely<Database>): JobQueue {
+  let starting: Promise<PgBoss> | undefined
+  let boss: PgBoss | undefined
+  const start = async (): Promise<PgBoss> => {
+    const b = new PgBoss({ db: bossDb(db), schema: BOSS_SCHEMA, supervise: false, schedule: false, migrate: true })
+    b.on('error', () => {})
+    await b.start()
+    if ((await b.getQueue(QUEUE)) === null) {
+      await b.createQueue(QUEUE, { name: QUEUE, retryLimit: MAX_ATTEMPTS - 1, retryDelay: RETRY_DELAY_SEC, retryBackoff: true, expireInSeconds: EXPIRE_SEC }).catch(async (err: unknown) => {
+        if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
+      })
+    }
+    // Requests send jobs in their own transactions, as the application role.
+    await db.transaction().execute(trx => runIn(trx, `grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`, []))
+    boss = b
+    return b
+  }
+  return {
+    ready: async () => await (starting ??= start().catch((err: unknown) => { starting = undefined; throw err })),
+    send: async (trx, job) => {
+      if (boss === undefined) throw new Error('job queue not started: await ready() before the transaction')
+      return await boss.send(QUEUE, job, { db: trxDb(trx), retryLimit: MAX_ATTEMPTS - 1, retryDelay: RETRY_DELAY_SEC, retryBackoff: true, expireInSeconds: EXPIRE_SEC })
+    },
+    stop: async () => {
+      const b = boss ?? (starting !== undefined ? await starting.catch(() => undefined) : undefined)
+      boss = undefined
+      starting = undefined
+      if (b !== undefined) await b.stop({ graceful: true, wait: true, timeout: 10_000 })
+    }
+  }
+}

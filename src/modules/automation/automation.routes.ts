@@ -1,0 +1,223 @@
+/**
+ * Automation: rules (`/api/v1/automation/rules`), per-event automations
+ * (`/api/v1/events/{id}/automations`, a view over EVENT-scoped rules), execution history, manual
+ * runs, the trigger and action catalogues, and the background engine (docs/automation.md).
+ * Owns `automation_rules`, `automation_executions`, `automation_schedule_state` and the pg-boss
+ * queue `automation-execution`.
+ */
+import crypto from 'node:crypto'
+import { defineModule, type AppContext } from '../../platform/app-context.ts'
+import { requirePermission } from '../../platform/auth/permissions.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
+import { IdParams, NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { findEventForRead } from '../events/events.access.ts'
+import { ACTIONS, ATTENDEE_STATUSES, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS } from './automation.catalogue.ts'
+import { enqueueExecution, startWorkers, type Engine } from './automation.engine.ts'
+import { createJobQueue } from './automation.queue.ts'
+import * as repo from './automation.repository.ts'
+import {
+  ActionCatalogue, AutomationExecution, CreateRuleBody, EventAutomation, EventAutomationBody, EventAutomationTemplates, EventRuleParams,
+  ExecuteRuleBody, ListRulesQuery, PagedBodyAutomationExecution, PagedBodyEventAutomation, PagedBodyRule, PatchRuleBody, ReplaceRuleBody,
+  Rule, RuleParams, TriggerCatalogue
+} from './automation.schemas.ts'
+import * as service from './automation.service.ts'
+import { allowListOf } from './automation.webhook.ts'
+
+const tags = ['Automation']
+const CONTEXT_MAX_BYTES = 16_384
+
+const engines = new WeakMap<AppContext, Engine>()
+
+/** The engine of an app (tests drive its dispatcher, scheduler and runner directly). */
+export function automationEngineOf (ctx: AppContext): Engine {
+  const engine = engines.get(ctx)
+  if (engine === undefined) throw new Error('automation module not registered')
+  return engine
+}
+
+export const automationModule = defineModule(async (app, ctx) => {
+  const { db } = ctx
+  const engine: Engine = { db, queue: createJobQueue(db), allow: allowListOf(ctx.config.automationWebhookAllow), now: () => new Date() }
+  engines.set(ctx, engine)
+  let stopWorkers: (() => Promise<void>) | undefined
+  if (ctx.config.workers) {
+    app.addHook('onReady', async () => { stopWorkers = await startWorkers(engine, app.log) })
+  }
+  app.addHook('onClose', async () => {
+    await stopWorkers?.()
+    await engine.queue.stop()
+  })
+
+  // ---- catalogues
+
+  app.get('/api/v1/automation/triggers', {
+    schema: { operationId: 'list-automation-triggers', summary: 'Trigger catalogue: types, payload fields, condition operators', tags, response: { 200: TriggerCatalogue } },
+    onRequest: requirePermission('automation:read')
+  }, async () => ({
+    triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
+    template_qualified: TEMPLATE_QUALIFIED_NOTE,
+    condition_operators: [...CONDITION_OPERATORS],
+    attendee_statuses: [...ATTENDEE_STATUSES]
+  }))
+
+  app.get('/api/v1/automation/actions', {
+    schema: { operationId: 'list-automation-actions', summary: 'Action catalogue: types and their fields', tags, response: { 200: ActionCatalogue } },
+    onRequest: requirePermission('automation:read')
+  }, async () => ({ actions: ACTIONS }))
+
+  // ---- rules
+
+  app.get('/api/v1/automation/rules', {
+    schema: { operationId: 'list-automation-rules', summary: 'List automation rules', tags, querystring: ListRulesQuery, response: { 200: PagedBodyRule } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => {
+    const q = request.query
+    const { items, total } = await withTenant(db, request.auth, trx => repo.listRules(trx, request.auth.tenantId, {
+      scope: q.scope,
+      scopeId: q.scope_id === '' ? undefined : q.scope_id,
+      eventType: q.event_type === '' ? undefined : q.event_type,
+      enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
+    }, q.page, q.size))
+    return { items, page: q.page, size: q.size, total }
+  })
+
+  app.post('/api/v1/automation/rules', {
+    schema: { operationId: 'create-automation-rule', summary: 'Create an automation rule', tags, body: CreateRuleBody, response: { 201: Rule } },
+    onRequest: requirePermission('automation:write')
+  }, async (request, reply) => {
+    const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
+    return await reply.code(201).header('location', `/api/v1/automation/rules/${row.id}`).send(row)
+  })
+
+  app.get('/api/v1/automation/rules/:rule_id', {
+    schema: { operationId: 'get-automation-rule', summary: 'Get an automation rule', tags, params: RuleParams, response: { 200: Rule } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => {
+    const row = await withTenant(db, request.auth, trx => repo.findRule(trx, request.auth.tenantId, request.params.rule_id))
+    if (row === undefined) throw error404NotFound('rule not found')
+    return row
+  })
+
+  app.put('/api/v1/automation/rules/:rule_id', {
+    schema: { operationId: 'replace-automation-rule', summary: 'Replace an automation rule', tags, params: RuleParams, body: ReplaceRuleBody, response: { 200: Rule } },
+    onRequest: requirePermission('automation:write')
+  }, async (request) => await withTenant(db, request.auth, trx => service.replaceRule(trx, request.auth, request.params.rule_id, request.body)))
+
+  app.patch('/api/v1/automation/rules/:rule_id', {
+    schema: { operationId: 'patch-automation-rule', summary: 'Change some fields of an automation rule', tags, params: RuleParams, body: PatchRuleBody, response: { 200: Rule } },
+    onRequest: requirePermission('automation:write')
+  }, async (request) => await withTenant(db, request.auth, trx => service.patchRule(trx, request.auth, request.params.rule_id, request.body)))
+
+  app.delete('/api/v1/automation/rules/:rule_id', {
+    schema: { operationId: 'delete-automation-rule', summary: 'Delete an automation rule and its history', tags, params: RuleParams, response: { 204: NoContent } },
+    onRequest: requirePermission('automation:write')
+  }, async (request, reply) => {
+    await withTenant(db, request.auth, trx => service.deleteRule(trx, request.auth, request.params.rule_id))
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/api/v1/automation/rules/:rule_id/execute', {
+    schema: { operationId: 'execute-automation-rule', summary: 'Run a rule now (queued; the execution is returned at once)', tags, params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution } },
+    onRequest: requirePermission('automation:execute')
+  }, async (request, reply) => {
+    const context = request.body?.trigger_context ?? {}
+    if (Buffer.byteLength(JSON.stringify(context)) > CONTEXT_MAX_BYTES) throw invalidField('body.trigger_context', `expected at most ${CONTEXT_MAX_BYTES} bytes of JSON`)
+    await engine.queue.ready()
+    const row = await withTenant(db, request.auth, async (trx) => {
+      const rule = await service.lockRuleForWrite(trx, request.auth, request.params.rule_id)
+      return await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
+        triggerKey: `manual:${crypto.randomUUID()}`,
+        triggerType: request.body?.trigger_type ?? rule.event_type,
+        payload: { ...(rule.scope === 'EVENT' && rule.scope_id !== null ? { event_id: Number(rule.scope_id) } : {}), ...context, manual: true, actor_id: request.auth.userId },
+        depth: 0
+      })
+    })
+    if (row === undefined) throw new Error('manual execution key collided')
+    return await reply.code(202).send(repo.toExecution(row))
+  })
+
+  app.get('/api/v1/automation/rules/:rule_id/executions', {
+    schema: { operationId: 'list-automation-rule-executions', summary: 'Execution history of a rule, newest first', tags, params: RuleParams, querystring: PageQuery, response: { 200: PagedBodyAutomationExecution } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => {
+    const { page, size } = request.query
+    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+      const rule = await repo.findRule(trx, request.auth.tenantId, request.params.rule_id)
+      if (rule === undefined) throw error404NotFound('rule not found')
+      return await repo.listExecutions(trx, request.auth.tenantId, rule.id, page, size)
+    })
+    return { items: items.map(repo.toExecution), page, size, total }
+  })
+
+  // ---- per-event automations
+
+  app.get('/api/v1/events/:id/automations', {
+    schema: { operationId: 'list-event-automations', summary: 'List the automations of an event', tags, params: IdParams, querystring: PageQuery, response: { 200: PagedBodyEventAutomation } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => await withTenant(db, request.auth, trx => service.listEventAutomations(trx, request.auth, request.params.id, request.query.page, request.query.size)))
+
+  app.post('/api/v1/events/:id/automations', {
+    schema: { operationId: 'create-event-automation', summary: 'Create an automation of an event', tags, params: IdParams, body: EventAutomationBody, response: { 201: EventAutomation } },
+    onRequest: requirePermission('automation:write')
+  }, async (request, reply) => {
+    const row = await withTenant(db, request.auth, trx => service.createEventAutomation(trx, request.auth, request.params.id, request.body))
+    return await reply.code(201).header('location', `/api/v1/events/${request.params.id}/automations/${row.id}`).send(service.toEventAutomation(row))
+  })
+
+  app.get('/api/v1/events/:id/automations/templates', {
+    schema: { operationId: 'list-event-automation-templates', summary: 'Ready-made automations for the event\'s template', tags, params: IdParams, response: { 200: EventAutomationTemplates } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => {
+    const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
+    return service.automationTemplates(event.template)
+  })
+
+  app.get('/api/v1/events/:id/automations/:rule_id', {
+    schema: { operationId: 'get-event-automation', summary: 'Get an automation of an event', tags, params: EventRuleParams, response: { 200: EventAutomation } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => service.toEventAutomation(await withTenant(db, request.auth, trx => service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))))
+
+  app.put('/api/v1/events/:id/automations/:rule_id', {
+    schema: { operationId: 'replace-event-automation', summary: 'Replace an automation of an event', tags, params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation } },
+    onRequest: requirePermission('automation:write')
+  }, async (request) => service.toEventAutomation(await withTenant(db, request.auth, trx => service.replaceEventAutomation(trx, request.auth, request.params.id, request.params.rule_id, request.body))))
+
+  app.delete('/api/v1/events/:id/automations/:rule_id', {
+    schema: { operationId: 'delete-event-automation', summary: 'Delete an automation of an event', tags, params: EventRuleParams, response: { 204: NoContent } },
+    onRequest: requirePermission('automation:write')
+  }, async (request, reply) => {
+    await withTenant(db, request.auth, trx => service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
+    return await reply.code(204).send(null)
+  })
+
+  app.post('/api/v1/events/:id/automations/:rule_id/execute', {
+    schema: { operationId: 'execute-event-automation', summary: 'Run an automation of an event now (queued)', tags, params: EventRuleParams, response: { 202: NoContent } },
+    onRequest: requirePermission('automation:execute')
+  }, async (request, reply) => {
+    await engine.queue.ready()
+    await withTenant(db, request.auth, async (trx) => {
+      const rule = await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, true)
+      await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
+        triggerKey: `manual:${crypto.randomUUID()}`,
+        triggerType: rule.event_type,
+        payload: { event_id: request.params.id, manual: true, actor_id: request.auth.userId },
+        depth: 0
+      })
+    })
+    // no body (upstream: execute documents none): an undefined payload skips the serializer
+    return await reply.code(202).send(undefined as unknown as null)
+  })
+
+  app.get('/api/v1/events/:id/automations/:rule_id/executions', {
+    schema: { operationId: 'list-event-automation-executions', summary: 'Execution history of an automation, newest first', tags, params: EventRuleParams, querystring: PageQuery, response: { 200: PagedBodyAutomationExecution } },
+    onRequest: requirePermission('automation:read')
+  }, async (request) => {
+    const { page, size } = request.query
+    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+      const rule = await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, false)
+      return await repo.listExecutions(trx, request.auth.tenantId, rule.id, page, size)
+    })
+    return { items: items.map(repo.toExecution), page, size, total }
+  })
+})

@@ -1,0 +1,244 @@
+/**
+ * Rule use cases: validation of what a schema cannot check (trigger types, cron patterns, JSON
+ * Logic conditions, action configurations, scope entities), the event-automation view of a rule
+ * (scope EVENT, scope_id = the event) and the ready-made automations per event template.
+ */
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
+import { emit } from '../../platform/outbox.ts'
+import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
+import { RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
+import * as repo from './automation.repository.ts'
+import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
+import type { RuleRow, RuleScope } from './automation.table.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const INT = /^[1-9][0-9]{0,15}$/
+
+/** Checks scope and scope id; an EVENT scope needs the event permission automations:manage. */
+async function checkScope (trx: Tx, auth: AuthContext, scope: RuleScope, scopeId: string | null, eventType: string): Promise<void> {
+  if (scope === 'GLOBAL') {
+    if (scopeId !== null) throw invalidField('body.scope_id', 'a GLOBAL rule has no scope id', scopeId)
+  } else if (scope === 'EVENT' || scope === 'SPACE') {
+    if (scopeId === null) throw invalidField('body.scope_id', `required for scope ${scope}`)
+    if (!INT.test(scopeId)) throw invalidField('body.scope_id', `expected the ${scope === 'EVENT' ? 'event' : 'space'} id (a positive integer)`, scopeId)
+    if (scope === 'EVENT') await lockEventForWrite(trx, auth, Number(scopeId), 'automations:manage', { allowArchived: true })
+  } else if (scopeId !== null && !UUID.test(scopeId)) {
+    throw invalidField('body.scope_id', 'expected a contact UUID', scopeId)
+  }
+  if (scope === 'CONTACT' && (RELATIVE_TRIGGERS as readonly string[]).includes(eventType)) {
+    throw invalidField('body.schedule.event_type', 'times relative to an event need scope EVENT, SPACE or GLOBAL', eventType)
+  }
+}
+
+function ruleValues (input: CreateRuleBody): repo.RuleValues {
+  return {
+    name: input.name,
+    description: input.description ?? null,
+    enabled: input.enabled ?? true,
+    priority: input.priority ?? 0,
+    scope: input.scope,
+    scope_id: input.scope_id ?? null,
+    schedule: validateSchedule(input.schedule, 'body.schedule'),
+    conditions: validateConditions(input.conditions ?? {}, 'body.conditions'),
+    actions: validateActions(input.actions, 'body.actions')
+  }
+}
+
+const creatorOf = (auth: AuthContext) => ({ kind: 'user', id: auth.userId, orgId: auth.orgId })
+
+export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleBody): Promise<RuleRow> {
+  const values = ruleValues(input)
+  await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
+  const row = await repo.insertRule(trx, auth.tenantId, creatorOf(auth), values)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: row.scope, scope_id: row.scope_id, event_type: row.event_type } })
+  return row
+}
+
+/** Locks a rule for a change: 404 unknown; an EVENT rule also needs automations:manage on its event. */
+export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string): Promise<RuleRow> {
+  const row = await repo.findRule(trx, auth.tenantId, id, true)
+  if (row === undefined) throw error404NotFound('rule not found')
+  if (row.scope === 'EVENT' && row.scope_id !== null) await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true })
+  return row
+}
+
+export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody): Promise<RuleRow> {
+  await lockRuleForWrite(trx, auth, id)
+  const values = ruleValues(input)
+  await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
+  const row = await repo.updateRule(trx, auth.tenantId, id, values)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id, version: row.version } })
+  return row
+}
+
+export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: PatchRuleBody): Promise<RuleRow> {
+  const current = await lockRuleForWrite(trx, auth, id)
+  const merged: CreateRuleBody = {
+    name: input.name ?? current.name,
+    description: input.description === undefined ? current.description : input.description,
+    enabled: input.enabled ?? current.enabled,
+    priority: input.priority ?? current.priority,
+    scope: input.scope ?? current.scope,
+    scope_id: input.scope_id === undefined ? current.scope_id : input.scope_id,
+    conditions: input.conditions ?? current.conditions,
+    actions: input.actions ?? current.actions,
+    schedule: input.schedule ?? current.schedule
+  }
+  return await replaceRule(trx, auth, id, merged)
+}
+
+export async function deleteRule (trx: Tx, auth: AuthContext, id: string): Promise<void> {
+  await lockRuleForWrite(trx, auth, id)
+  await repo.deleteRule(trx, auth.tenantId, id)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_deleted', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id } })
+}
+
+// ---- event automations: a view over rules with scope EVENT
+
+export function toEventAutomation (row: RuleRow) {
+  const s = row.schedule
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    enabled: row.enabled,
+    trigger: {
+      type: s.event_type,
+      ...(s.cron_expression !== undefined ? { cron_expression: s.cron_expression } : {}),
+      ...(s.timezone !== undefined ? { timezone: s.timezone } : {}),
+      ...(s.offset_minutes !== undefined ? { offset_minutes: s.offset_minutes } : {}),
+      ...(Object.keys(row.conditions).length > 0 ? { conditions: row.conditions } : {})
+    },
+    actions: row.actions,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  }
+}
+
+function eventRuleValues (eventId: number, input: EventAutomationBody): repo.RuleValues {
+  const t = input.trigger
+  return {
+    name: input.name,
+    description: input.description ?? null,
+    enabled: input.enabled ?? true,
+    priority: 0,
+    scope: 'EVENT',
+    scope_id: String(eventId),
+    schedule: validateSchedule({ event_type: t.type, cron_expression: t.cron_expression, timezone: t.timezone, offset_minutes: t.offset_minutes }, 'body.trigger', 'type'),
+    conditions: validateConditions(t.conditions ?? {}, 'body.trigger.conditions'),
+    actions: validateActions(input.actions, 'body.actions')
+  }
+}
+
+/** The rule of an event automation, if it belongs to that event. */
+async function eventRule (trx: Tx, tenantId: string, eventId: number, ruleId: string, lock = false): Promise<RuleRow> {
+  const row = await repo.findRule(trx, tenantId, ruleId, lock)
+  if (row === undefined || row.scope !== 'EVENT' || row.scope_id !== String(eventId)) throw error404NotFound('automation not found')
+  return row
+}
+
+export async function listEventAutomations (trx: Tx, auth: AuthContext, eventId: number, page: number, size: number) {
+  const event = await findEventForRead(trx, auth, eventId)
+  const { items, total } = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, page, size)
+  return { items: items.map(toEventAutomation), page, size, total }
+}
+
+export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string) {
+  const event = await findEventForRead(trx, auth, eventId)
+  return await eventRule(trx, auth.tenantId, event.id, ruleId)
+}
+
+export async function createEventAutomation (trx: Tx, auth: AuthContext, eventId: number, input: EventAutomationBody): Promise<RuleRow> {
+  const values = eventRuleValues(eventId, input)
+  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  const row = await repo.insertRule(trx, auth.tenantId, creatorOf(auth), values)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: 'EVENT', scope_id: row.scope_id, event_type: row.event_type } })
+  return row
+}
+
+export async function replaceEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string, input: EventAutomationBody): Promise<RuleRow> {
+  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  await eventRule(trx, auth.tenantId, eventId, ruleId, true)
+  const values = eventRuleValues(eventId, input)
+  const row = await repo.updateRule(trx, auth.tenantId, ruleId, values)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId, version: row.version } })
+  return row
+}
+
+export async function deleteEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string): Promise<void> {
+  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  await eventRule(trx, auth.tenantId, eventId, ruleId, true)
+  await repo.deleteRule(trx, auth.tenantId, ruleId)
+  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_deleted', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId } })
+}
+
+/** The rule an execute or history request addresses, with the caller's right to it checked. */
+export async function eventRuleFor (trx: Tx, auth: AuthContext, eventId: number, ruleId: string, write: boolean): Promise<RuleRow> {
+  if (write) await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  else await findEventForRead(trx, auth, eventId)
+  return await eventRule(trx, auth.tenantId, eventId, ruleId)
+}
+
+// ---- templates
+
+const REMIND_STATUSES = ['invited', 'confirmed', 'tentative']
+
+/** Ready-made automations suited to an event template; each is a valid POST body as is. */
+export function automationTemplates (template: string): EventAutomationBody[] {
+  const common: EventAutomationBody[] = [
+    {
+      name: 'Reminder 24 hours before start',
+      description: 'E-mails invited, confirmed and tentative attendees a day before the event starts',
+      enabled: true,
+      trigger: { type: 'event.starts_in', offset_minutes: 1440 },
+      actions: [{ type: 'notify', to: 'attendees', attendee_status: REMIND_STATUSES, channel: 'email', subject: 'Reminder: {{title}} starts tomorrow', body: '{{title}} starts at {{start_dt}}.', priority: 'normal' }]
+    },
+    {
+      name: 'Notify managers when someone declines',
+      description: 'Tells the event managers when an attendee declines',
+      enabled: true,
+      trigger: { type: 'attendee.status_changed', conditions: { '==': [{ var: 'payload.status' }, 'declined'] } },
+      actions: [{ type: 'notify', to: 'managers', channel: 'push', subject: 'An attendee declined {{title}}', body: 'Contact {{contact_id}} declined.', priority: 'normal' }]
+    },
+    {
+      name: 'Thank attendees after the event',
+      description: 'Thanks everyone who checked in, when the event ends',
+      enabled: true,
+      trigger: { type: 'event.ends_in', offset_minutes: 0 },
+      actions: [{ type: 'notify', to: 'attendees', attendee_status: ['checked_in'], channel: 'email', subject: 'Thank you for attending {{title}}', body: 'Thank you for coming to {{title}}.', priority: 'normal' }]
+    },
+    {
+      name: 'Log check-ins',
+      description: 'Appends an activity row for every check-in',
+      enabled: true,
+      trigger: { type: 'attendee.checked_in' },
+      actions: [{ type: 'activity', kind: 'automation', message: 'Contact {{contact_id}} checked in' }]
+    }
+  ]
+  const byTemplate: Record<string, EventAutomationBody[]> = {
+    announcement: [{
+      name: 'Announce to attendees on publish',
+      description: 'E-mails every attendee when the announcement is published',
+      enabled: true,
+      trigger: { type: 'announcement.published' },
+      actions: [{ type: 'notify', to: 'attendees', channel: 'email', subject: 'Announcement: {{title}}', body: '{{title}} was published.', priority: 'normal' }]
+    }],
+    delivery: [{
+      name: 'Tell the creator about failed deliveries',
+      description: 'Notifies the creator when a delivery moves to the failed state',
+      enabled: true,
+      trigger: { type: 'delivery.transitioned', conditions: { '==': [{ var: 'payload.to_state' }, 'failed'] } },
+      actions: [{ type: 'notify', to: 'creator', channel: 'email', subject: 'Delivery {{title}} failed', body: 'Reason: {{payload.failure_reason}}', priority: 'high' }]
+    }],
+    meeting: [{
+      name: 'Remind managers an hour before',
+      description: 'Notifies the managers one hour before the meeting starts',
+      enabled: true,
+      trigger: { type: 'event.starts_in', offset_minutes: 60 },
+      actions: [{ type: 'notify', to: 'managers', channel: 'push', subject: '{{title}} starts in an hour', body: '{{title}} starts at {{start_dt}}.', priority: 'normal' }]
+    }]
+  }
+  return [...common, ...(byTemplate[template] ?? [])]
+}

@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { problemIssues } from '../../../test/helpers/problem.ts'
+import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
+
+const notifyCreator = { type: 'notify', to: 'creator', subject: 'Hello {{title}}', body: 'It happened' }
+
+function ruleBody (extra: Json = {}): Json {
+  return {
+    name: 'Welcome',
+    scope: 'GLOBAL',
+    schedule: { event_type: 'contact.created' },
+    conditions: { '==': [{ var: 'payload.source' }, 'api'] },
+    actions: [notifyCreator],
+    ...extra
+  }
+}
+
+function assertBadField (res: { statusCode: number, body: string, headers: Record<string, unknown> }, location: string): void {
+  assert.equal(res.statusCode, 400, res.body)
+  assert.deepEqual(problemIssues(res as never), [])
+  const locations = (JSON.parse(res.body).errors as Array<{ location: string }>).map(e => e.location)
+  assert.ok(locations.includes(location), `expected ${location} in ${JSON.stringify(locations)}`)
+}
+
+async function ruleCount (t: TestApp, token: string): Promise<number> {
+  const res = await t.as(token, { method: 'GET', url: '/api/v1/automation/rules' })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json().total
+}
+
+for (const kind of databases()) {
+  void describe(`${kind}: automation rules`, () => {
+    const t = useTestApp(kind)
+
+    void it('creates, reads, lists with filters, replaces, patches and deletes a rule', async () => {
+      const alice = await newTenant(t).user('alice')
+      const created = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ description: 'greets', priority: 5 }) })
+      assert.equal(created.statusCode, 201, created.body)
+      const rule = created.json()
+      assert.match(rule.id, /^[0-9a-f-]{36}$/)
+      assert.equal(created.headers.location, `/api/v1/automation/rules/${rule.id}`)
+      assert.deepEqual({ ...rule, $schema: undefined, id: undefined, created_at: undefined, updated_at: undefined }, {
+        $schema: undefined, id: undefined,
+        created_at: undefined,
+        updated_at: undefined,
+        name: 'Welcome',
+        description: 'greets',
+        enabled: true,
+        priority: 5,
+        scope: 'GLOBAL',
+        scope_id: null,
+        org_id: null,
+        schedule: { event_type: 'contact.created' },
+        conditions: { '==': [{ var: 'payload.source' }, 'api'] },
+        actions: [{ ...notifyCreator, channel: 'email', priority: 'normal' }],
+        created_by_kind: 'user',
+        creator_id: 'alice',
+        version: 1
+      })
+      const got = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${rule.id}` })
+      assert.equal(got.statusCode, 200)
+      assert.deepEqual(got.json(), rule)
+
+      const event = await createEvent(t, alice)
+      const eventRule = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ name: 'On publish', scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'announcement.published' }, enabled: false, conditions: {} }) })
+      assert.equal(eventRule.statusCode, 201, eventRule.body)
+
+      const list = async (q: string) => (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules?${q}` })).json()
+      assert.equal((await list('')).total, 2)
+      assert.deepEqual((await list('scope=EVENT')).items.map((r: Json) => r.name), ['On publish'])
+      assert.deepEqual((await list(`scope_id=${event.id}`)).items.map((r: Json) => r.name), ['On publish'])
+      assert.deepEqual((await list('event_type=contact.created')).items.map((r: Json) => r.name), ['Welcome'])
+      assert.deepEqual((await list('enabled=false')).items.map((r: Json) => r.name), ['On publish'])
+      const page = await list('page=2&size=1')
+      assert.deepEqual([page.page, page.size, page.total, page.items.length], [2, 1, 2, 1])
+
+      const put = await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${rule.id}`, payload: ruleBody({ name: 'Renamed', schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' } }) })
+      assert.equal(put.statusCode, 200, put.body)
+      assert.deepEqual([put.json().name, put.json().version, put.json().description, put.json().schedule], ['Renamed', 2, null, { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' }])
+      const patch = await t.as(alice, { method: 'PATCH', url: `/api/v1/automation/rules/${rule.id}`, payload: { enabled: false } })
+      assert.equal(patch.statusCode, 200, patch.body)
+      assert.deepEqual([patch.json().name, patch.json().enabled, patch.json().version], ['Renamed', false, 3])
+
+      const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/automation/rules/${rule.id}` })
+      assert.equal(del.statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${rule.id}` })).statusCode, 404)
+      assert.equal(await ruleCount(t, alice), 1)
+    })
+
+    void it('refuses unknown triggers, actions and malformed conditions with the field named, and changes nothing', async () => {
+      const alice = await newTenant(t).user('alice')
+      const post = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload })
+      assertBadField(await post(ruleBody({ schedule: { event_type: 'event.exploded' } })), 'body.schedule.event_type')
+      assertBadField(await post(ruleBody({ actions: [notifyCreator, { type: 'launch_rockets' }] })), 'body.actions[1].type')
+      assertBadField(await post(ruleBody({ actions: [{ type: 'notify', to: 'everyone', subject: 's', body: 'b' }] })), 'body.actions[0].to')
+      assertBadField(await post(ruleBody({ actions: [{ type: 'webhook', url: 'ftp://example.com/x' }] })), 'body.actions[0].url')
+      assertBadField(await post(ruleBody({ actions: [{ type: 'set_attendee_status', status: 'gone' }] })), 'body.actions[0].status')
+      assertBadField(await post(ruleBody({ conditions: { method: ['payload', 'toString'] } })), 'body.conditions.method')
+      assertBadField(await post(ruleBody({ conditions: { '==': [1, 1], '!=': [1, 2] } })), 'body.conditions')
+      let deep: unknown = true
+      for (let i = 0; i < 12; i++) deep = { '!': [deep] }
+      assertBadField(await post(ruleBody({ conditions: deep })), 'body.conditions.![0].![0].![0].![0]')
+      assertBadField(await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: 'every tuesday' } })), 'body.schedule.cron_expression')
+      assertBadField(await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Mars/Olympus' } })), 'body.schedule.timezone')
+      assertBadField(await post(ruleBody({ schedule: { event_type: 'event.starts_in' } })), 'body.schedule.offset_minutes')
+      assertBadField(await post(ruleBody({ scope: 'EVENT' })), 'body.scope_id')
+      assertBadField(await post(ruleBody({ scope: 'GLOBAL', scope_id: '12' })), 'body.scope_id')
+      assertBadField(await post(ruleBody({ scope: 'CONTACT', scope_id: 'nope' })), 'body.scope_id')
+      assert.equal(await ruleCount(t, alice), 0)
+    })
+
+    void it('needs automation permissions, and the event permission automations:manage for event rules', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const viewer = await tenant.user('vera', ['viewer'])
+      assert.equal((await t.as(viewer, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).statusCode, 403)
+      assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/automation/rules' })).statusCode, 200)
+      const event = await createEvent(t, alice, { visibility: 40 })
+      const forEvent = ruleBody({ scope: 'EVENT', scope_id: String(event.id) })
+      assert.equal((await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] } })).statusCode, 403)
+      await addManager(t, tenant.id, event.id, 'bob', { permissions: ['automations:manage'] })
+      assert.equal((await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode, 201)
+      const other = await newTenant(t).user('mallory')
+      assert.equal((await t.as(other, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] } })).statusCode, 404)
+      assert.equal(await ruleCount(t, other), 0)
+    })
+
+    void it('serves the trigger and action catalogues', async () => {
+      const alice = await newTenant(t).user('alice')
+      const triggers = await t.as(alice, { method: 'GET', url: '/api/v1/automation/triggers' })
+      assert.equal(triggers.statusCode, 200)
+      const types = triggers.json().triggers.map((x: Json) => x.type)
+      for (const type of ['event.published', 'attendee.status_changed', 'space.published', 'contact.created', 'user.added', 'schedule.cron', 'event.starts_in']) assert.ok(types.includes(type), type)
+      const actions = await t.as(alice, { method: 'GET', url: '/api/v1/automation/actions' })
+      assert.deepEqual(actions.json().actions.map((x: Json) => x.type), ['notify', 'activity', 'transition', 'set_attendee_status', 'webhook'])
+    })
+  })
+
+  void describe(`${kind}: event automations`, () => {
+    const t = useTestApp(kind)
+
+    void it('creates, lists, reads, replaces and deletes automations of an event', async () => {
+      const alice = await newTenant(t).user('alice')
+      const event = await createEvent(t, alice)
+      const base = `/api/v1/events/${event.id}/automations`
+      const body = {
+        name: 'Decline alert',
+        trigger: { type: 'attendee.status_changed', conditions: { '==': [{ var: 'payload.status' }, 'declined'] } },
+        actions: [{ type: 'notify', to: 'managers', subject: 'Declined', body: '{{contact_id}}' }]
+      }
+      const created = await t.as(alice, { method: 'POST', url: base, payload: body })
+      assert.equal(created.statusCode, 201, created.body)
+      const a = created.json()
+      assert.deepEqual({ ...a, $schema: undefined, id: undefined, created_at: undefined, updated_at: undefined }, {
+        $schema: undefined, id: undefined,
+        created_at: undefined,
+        updated_at: undefined,
+        name: 'Decline alert',
+        description: null,
+        enabled: true,
+        trigger: body.trigger,
+        actions: [{ ...body.actions[0], channel: 'email', priority: 'normal' }]
+      })
+      const rule = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}` })).json()
+      assert.deepEqual([rule.scope, rule.scope_id, rule.schedule], ['EVENT', String(event.id), { event_type: 'attendee.status_changed' }])
+
+      const list = await t.as(alice, { method: 'GET', url: base })
+      assert.deepEqual([list.json().total, list.json().items[0].id], [1, a.id])
+      assert.deepEqual((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).json(), a)
+
+      const put = await t.as(alice, { method: 'PUT', url: `${base}/${a.id}`, payload: { name: 'Reminder', enabled: false, trigger: { type: 'event.starts_in', offset_minutes: 60 }, actions: [{ type: 'activity' }] } })
+      assert.equal(put.statusCode, 200, put.body)
+      assert.deepEqual([put.json().name, put.json().enabled, put.json().trigger, put.json().actions], ['Reminder', false, { type: 'event.starts_in', offset_minutes: 60 }, [{ type: 'activity', kind: 'automation' }]])
+
+      assertBadField(await t.as(alice, { method: 'PUT', url: `${base}/${a.id}`, payload: { name: 'x', trigger: { type: 'nope.never' }, actions: [] } }), 'body.trigger.type')
+      assertBadField(await t.as(alice, { method: 'POST', url: base, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [{ type: 'activity' }, { type: 'explode' }] } }), 'body.actions[1].type')
+      assertBadField(await t.as(alice, { method: 'POST', url: base, payload: { name: 'x', trigger: { type: 'event.updated', conditions: { '==': [{ var: { x: 1 } }, 1] } }, actions: [] } }), 'body.trigger.conditions.==[0].var')
+      assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).json().name, 'Reminder')
+
+      const other = await createEvent(t, alice)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${other.id}/automations/${a.id}` })).statusCode, 404)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `${base}/${a.id}` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).statusCode, 404)
+      assert.equal((await t.as(alice, { method: 'GET', url: base })).json().total, 0)
+    })
+
+    void it('offers templates per event template that can be posted back as they are', async () => {
+      const alice = await newTenant(t).user('alice')
+      const event = await createEvent(t, alice, { template: 'announcement' })
+      const res = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/templates` })
+      assert.equal(res.statusCode, 200)
+      const templates = res.json() as Json[]
+      assert.ok(templates.some(x => x.trigger.type === 'event.starts_in' && x.trigger.offset_minutes === 1440))
+      assert.ok(templates.some(x => x.trigger.type === 'announcement.published'))
+      for (const tpl of templates) {
+        const posted = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: tpl })
+        assert.equal(posted.statusCode, 201, posted.body)
+      }
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations` })).json().total, templates.length)
+    })
+
+    void it('runs an automation on request: 202 and a queued execution in the history at once', async () => {
+      const alice = await newTenant(t).user('alice')
+      const event = await createEvent(t, alice)
+      const base = `/api/v1/events/${event.id}/automations`
+      const a = (await t.as(alice, { method: 'POST', url: base, payload: { name: 'Log', trigger: { type: 'event.updated' }, actions: [{ type: 'activity' }] } })).json()
+      const run = await t.as(alice, { method: 'POST', url: `${base}/${a.id}/execute` })
+      assert.equal(run.statusCode, 202, run.body)
+      assert.equal(run.body, '')
+      const history = await t.as(alice, { method: 'GET', url: `${base}/${a.id}/executions` })
+      assert.equal(history.statusCode, 200)
+      assert.equal(history.json().total, 1)
+      const ex = history.json().items[0]
+      assert.deepEqual([ex.status, ex.attempts, ex.trigger_type, ex.trigger.event_id, ex.started_at, ex.conditions_met], ['queued', 0, 'event.updated', event.id, null, null])
+      const byRule = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${a.id}/execute`, payload: { trigger_context: { note: 'manual' } } })
+      assert.equal(byRule.statusCode, 202, byRule.body)
+      assert.deepEqual([byRule.json().status, byRule.json().trigger.note], ['queued', 'manual'])
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}/executions` })).json().total, 2)
+    })
+  })
+}

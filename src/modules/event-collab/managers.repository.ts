@@ -1,0 +1,169 @@
+/**
+ * All SQL of event managers and their invites (table `event_managers`, of the events module).
+ * Invite tokens: 32 random bytes, base64url, shown once; only their SHA-256 (hex) is stored.
+ */
+import crypto from 'node:crypto'
+import { sql } from 'kysely'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { displayProfiles } from '../identity/identity.repository.ts'
+import type { EventManagerRow } from '../events/events.table.ts'
+import { INVITE_TTL_DAYS } from './event-collab.schemas.ts'
+
+export const MANAGER_COLUMNS = [
+  'id', 'event_id', 'series_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by',
+  'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'
+] as const
+export type ManagerView = Omit<EventManagerRow, 'tenant_id' | 'invite_token_hash'>
+
+/** A fresh invite token (shown once) and the hash that is stored. */
+export function newInviteToken (): { token: string, hash: string } {
+  const token = crypto.randomBytes(32).toString('base64url')
+  return { token, hash: hashInviteToken(token) }
+}
+
+/** The stored form of an invite token: SHA-256, hex. Series invites use the same. */
+export const hashInviteToken = (token: string): string => crypto.createHash('sha256').update(token, 'utf8').digest('hex')
+
+/** Rows with the managers' display names (null for pending invites without a user). */
+export async function withDisplayNames<T extends { user_id: string | null }> (trx: Tx, tenantId: string, rows: T[]): Promise<Array<T & { display_name: string | null }>> {
+  const profiles = await displayProfiles(trx, tenantId, rows.flatMap(r => r.user_id === null ? [] : [r.user_id]))
+  return rows.map(r => ({ ...r, display_name: r.user_id === null ? null : (profiles.get(r.user_id)?.display_name ?? r.user_id) }))
+}
+
+export async function withDisplayName<T extends { user_id: string | null }> (trx: Tx, tenantId: string, row: T): Promise<T & { display_name: string | null }> {
+  const [one] = await withDisplayNames(trx, tenantId, [row])
+  return one ?? { ...row, display_name: null }
+}
+
+/** Active and pending managers of an event (revoked rows are history). */
+export async function listManagers (trx: Tx, tenantId: string, eventId: number, page: number, size: number) {
+  const base = trx.selectFrom('event_managers')
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('status', '<>', 'revoked')
+  const [items, count] = await Promise.all([
+    base.select(MANAGER_COLUMNS).orderBy('created_at').orderBy('id').limit(size).offset((page - 1) * size).execute(),
+    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  ])
+  return { items, total: Number(count.total) }
+}
+
+/** The active or pending manager row of a user on an event. */
+export async function findManager (trx: Tx, tenantId: string, eventId: number, userId: string, lock = false) {
+  return await trx.selectFrom('event_managers').select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('user_id', '=', userId).where('status', '<>', 'revoked')
+    .$if(lock, qb => qb.forUpdate())
+    .executeTakeFirst()
+}
+
+export async function insertManager (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, userId: string, permissions: string[], role: string | null, invitedBy: string }) {
+  return await trx.insertInto('event_managers').values({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    user_id: v.userId,
+    permissions: v.permissions,
+    role: v.role,
+    status: 'active',
+    invited_by: v.invitedBy,
+    invited_at: sql`now()`,
+    accepted_at: sql`now()`
+  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+export async function updatePermissions (trx: Tx, tenantId: string, id: number, permissions: string[], role: string | null) {
+  return await trx.updateTable('event_managers')
+    .set({ permissions, role, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+export async function revokeManager (trx: Tx, tenantId: string, id: number): Promise<void> {
+  await trx.updateTable('event_managers')
+    .set({ status: 'revoked', invite_token_hash: null, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+}
+
+/** The pending invite of an e-mail on an event (case-insensitive). */
+export async function lockPendingInvite (trx: Tx, tenantId: string, eventId: number, email: string) {
+  return await trx.selectFrom('event_managers').select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('status', '=', 'pending')
+    .where(sql<string>`lower(invited_email)`, '=', email.toLowerCase())
+    .forUpdate().executeTakeFirst()
+}
+
+/** Whether a user of the tenant with this e-mail already actively manages the event. */
+export async function emailIsActiveManager (trx: Tx, tenantId: string, eventId: number, email: string): Promise<boolean> {
+  const row = await trx.selectFrom('event_managers as em')
+    .innerJoin('users as u', join => join.onRef('u.tenant_id', '=', 'em.tenant_id').onRef('u.id', '=', 'em.user_id'))
+    .select('em.id')
+    .where('em.tenant_id', '=', tenantId).where('em.event_id', '=', eventId).where('em.status', '=', 'active')
+    .where(sql<string>`lower(u.email)`, '=', email.toLowerCase())
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+const expiry = sql<Date>`now() + make_interval(days => ${INVITE_TTL_DAYS})`
+
+export async function insertInvite (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, email: string, permissions: string[], role: string | null, invitedBy: string, tokenHash: string }) {
+  return await trx.insertInto('event_managers').values({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    user_id: null,
+    permissions: v.permissions,
+    role: v.role,
+    status: 'pending',
+    invited_email: v.email,
+    invited_by: v.invitedBy,
+    invited_at: sql`now()`,
+    invite_token_hash: v.tokenHash,
+    expires_at: expiry
+  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+/** Re-invite: a new token and expiry, the new grant. */
+export async function refreshInvite (trx: Tx, tenantId: string, id: number, v: { permissions: string[], role: string | null, invitedBy: string, tokenHash: string }) {
+  return await trx.updateTable('event_managers')
+    .set({ permissions: v.permissions, role: v.role, invited_by: v.invitedBy, invited_at: sql`now()`, invite_token_hash: v.tokenHash, expires_at: expiry, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+/** An invite (event or series) by token hash, locked, with whether it expired. */
+export async function lockInviteByHash (trx: Tx, tenantId: string, hash: string) {
+  return await trx.selectFrom('event_managers')
+    .select([...MANAGER_COLUMNS, sql<boolean>`expires_at is not null and expires_at <= now()`.as('expired')])
+    .where('tenant_id', '=', tenantId).where('invite_token_hash', '=', hash)
+    .forUpdate().executeTakeFirst()
+}
+
+/** Whether the user already holds an active or pending grant on the same event or series. */
+export async function hasGrant (trx: Tx, tenantId: string, scope: { eventId: number | null, seriesId: number | null }, userId: string, exceptId: number): Promise<boolean> {
+  const row = await trx.selectFrom('event_managers').select('id')
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('status', '=', 'active').where('id', '<>', exceptId)
+    .where(eb => scope.eventId !== null ? eb('event_id', '=', scope.eventId) : eb.and([eb('event_id', 'is', null), eb('series_id', '=', scope.seriesId)]))
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+export async function activateInvite (trx: Tx, tenantId: string, id: number, userId: string) {
+  return await trx.updateTable('event_managers')
+    .set({ status: 'active', user_id: userId, accepted_at: sql`now()`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+}
+
+/** Unexpired pending invites (events and series) addressed to an e-mail. */
+export async function pendingInvitesFor (trx: Tx, tenantId: string, email: string) {
+  return await trx.selectFrom('event_managers').select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('status', '=', 'pending')
+    .where(sql<string>`lower(invited_email)`, '=', email.toLowerCase())
+    .where(eb => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .orderBy('invited_at', 'desc').orderBy('id', 'desc')
+    .limit(1000)
+    .execute()
+}
+
+export async function userEmail (trx: Tx, tenantId: string, userId: string): Promise<string | null> {
+  const row = await trx.selectFrom('users').select('email').where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
+  return row?.email ?? null
+}

@@ -1,0 +1,229 @@
+/**
+ * Event managers: list, get, add (permissions or a role bundle, optional notification), replace
+ * permissions, remove; invites by e-mail (token shown once, stored hashed, 7 days), accept by token
+ * (event and series invites), and the caller's pending invites. Writes need the event permission
+ * `managers:manage`. The creator's access is never changed here.
+ */
+import type { App, AppContext } from '../../platform/app-context.ts'
+import { requirePermission } from '../../platform/auth/permissions.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { ApiError, error403Forbidden, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { emit } from '../../platform/outbox.ts'
+import { EVENT_MANAGER_ROLES, isEventManagerRole } from '../events/event-permissions.ts'
+import type { EventRow } from '../events/events.table.ts'
+import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
+import {
+  AcceptInviteBody, AddManagerBody, EventManager, EventParams, INVITE_TTL_DAYS, InviteManagerBody, ManagerParams, PagedBodyEventManager,
+  PendingInvitesBody, UpdateManagerBody
+} from './event-collab.schemas.ts'
+import * as repo from './managers.repository.ts'
+
+const tags = ['Event managers']
+
+/** The stored grant: a role bundle replaces the permissions (stored expanded, for display). */
+function grantOf (b: { permissions?: string[] | null | undefined, role?: string | null | undefined }): { permissions: string[], role: string | null } {
+  if (b.role !== undefined && b.role !== null && isEventManagerRole(b.role)) return { permissions: [...EVENT_MANAGER_ROLES[b.role]], role: b.role }
+  const permissions = b.permissions ?? []
+  if (permissions.length === 0) throw invalidField('body.permissions', 'expected at least one permission, or a role', b.permissions)
+  return { permissions, role: null }
+}
+
+function refuseCreator (event: EventRow, userId: string): void {
+  if (event.creator_id === userId) throw error409Conflict('the creator\'s access to the event cannot be changed', [fieldError('path.user_id', 'the event\'s creator', userId)])
+}
+
+async function emitManager (trx: Tx, auth: AuthContext, event: EventRow, topic: string, payload: Record<string, unknown>): Promise<void> {
+  const eventId = rootOf(event)
+  await emit(trx, { tenantId: auth.tenantId, topic, aggregateType: 'event', aggregateId: eventId, actorId: auth.userId, payload: { event_id: eventId, template: event.template, ...payload } })
+}
+
+export async function managersRoutes (app: App, { db, config }: AppContext): Promise<void> {
+  app.get('/api/v1/events/managers/pending', {
+    schema: { operationId: 'list-pending-event-manager-invites', summary: 'Unexpired pending manager invites (events and series) addressed to the caller\'s e-mail', tags, response: { 200: PendingInvitesBody } },
+    onRequest: requirePermission('events:read')
+  }, async (request) => {
+    const auth = request.auth
+    if (auth.email === null) return { items: [] }
+    const email = auth.email
+    const items = await withTenant(db, auth, async trx => await repo.withDisplayNames(trx, auth.tenantId, await repo.pendingInvitesFor(trx, auth.tenantId, email)))
+    return { items }
+  })
+
+  app.post('/api/v1/events/managers/accept', {
+    schema: {
+      operationId: 'accept-event-manager-invite',
+      summary: 'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail',
+      tags,
+      body: AcceptInviteBody,
+      response: { 200: EventManager }
+    },
+    onRequest: requirePermission('events:read')
+  }, async (request) => {
+    const auth = request.auth
+    return await withTenant(db, auth, async (trx) => {
+      const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
+      if (invite === undefined) throw error404NotFound('unknown invite token')
+      if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
+      if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
+      if (invite.expired) throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
+      if (auth.email === null || invite.invited_email === null || auth.email.toLowerCase() !== invite.invited_email.toLowerCase()) {
+        throw error403Forbidden('the invite was sent to another e-mail address')
+      }
+      if (await repo.hasGrant(trx, auth.tenantId, { eventId: invite.event_id, seriesId: invite.series_id }, auth.userId, invite.id)) {
+        throw error409Conflict('you already manage this event or series')
+      }
+      const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
+      const aggregate = row.event_id !== null ? { type: 'event', id: row.event_id } : { type: 'series', id: row.series_id ?? 0 }
+      await emit(trx, {
+        tenantId: auth.tenantId,
+        topic: `${aggregate.type}.manager_accepted`,
+        aggregateType: aggregate.type,
+        aggregateId: aggregate.id,
+        actorId: auth.userId,
+        payload: { event_id: row.event_id, series_id: row.series_id, user_id: auth.userId, manager_id: row.id }
+      })
+      return await repo.withDisplayName(trx, auth.tenantId, row)
+    })
+  })
+
+  app.get('/api/v1/events/:id/managers', {
+    schema: { operationId: 'list-event-managers', summary: 'List the managers of an event (active and pending)', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyEventManager } },
+    onRequest: requirePermission('events:read')
+  }, async (request) => {
+    const q = request.query
+    const auth = request.auth
+    const { items, total } = await withTenant(db, auth, async (trx) => {
+      const event = await readEvent(trx, auth, request.params.id)
+      const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q.page, q.size)
+      return { items: await repo.withDisplayNames(trx, auth.tenantId, page.items), total: page.total }
+    })
+    return { items, page: q.page, size: q.size, total }
+  })
+
+  app.get('/api/v1/events/:id/managers/:user_id', {
+    schema: { operationId: 'get-event-manager', summary: 'Get a manager of an event', tags, params: ManagerParams, response: { 200: EventManager } },
+    onRequest: requirePermission('events:read')
+  }, async (request) => {
+    const auth = request.auth
+    return await withTenant(db, auth, async (trx) => {
+      const event = await readEvent(trx, auth, request.params.id)
+      const row = await repo.findManager(trx, auth.tenantId, rootOf(event), request.params.user_id)
+      if (row === undefined) throw error404NotFound('manager not found')
+      return await repo.withDisplayName(trx, auth.tenantId, row)
+    })
+  })
+
+  app.post('/api/v1/events/:id/managers', {
+    schema: { operationId: 'add-event-manager', summary: 'Add an active manager (a role replaces permissions; optional notification)', tags, params: EventParams, body: AddManagerBody, response: { 201: EventManager } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const b = request.body
+    const row = await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      const grant = grantOf(b)
+      if (event.creator_id === b.user_id) throw error409Conflict('the creator already has every permission on the event', [fieldError('body.user_id', 'the event\'s creator', b.user_id)])
+      if (await repo.findManager(trx, auth.tenantId, rootOf(event), b.user_id, true) !== undefined) {
+        throw error409Conflict('the user already manages this event', [fieldError('body.user_id', 'already a manager', b.user_id)])
+      }
+      const created = await repo.insertManager(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, userId: b.user_id, ...grant, invitedBy: auth.userId })
+      await emitManager(trx, auth, event, 'event.manager_added', { user_id: b.user_id, role: grant.role, permissions: grant.permissions })
+      if (b.notify === true) {
+        const email = await repo.userEmail(trx, auth.tenantId, b.user_id)
+        for (const channel of b.channels ?? ['email']) {
+          await queueNotification(trx, {
+            tenantId: auth.tenantId,
+            channel,
+            recipient: channel === 'email' ? (email ?? b.user_id) : b.user_id,
+            subject: `You now manage the event "${event.title}"`,
+            body: b.message ?? `You were made a manager of the event "${event.title}" (${config.baseUrl}/api/v1/events/${rootOf(event)}).`,
+            priority: b.priority ?? 'normal',
+            payload: { kind: 'event.manager_added', event_id: rootOf(event), user_id: b.user_id, actor_id: auth.userId }
+          })
+        }
+      }
+      return await repo.withDisplayName(trx, auth.tenantId, created)
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.post('/api/v1/events/:id/managers/invite', {
+    schema: {
+      operationId: 'invite-event-manager',
+      summary: `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it`,
+      tags,
+      params: EventParams,
+      body: InviteManagerBody,
+      response: { 201: EventManager }
+    },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const b = request.body
+    const row = await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      const eventId = rootOf(event)
+      const grant = grantOf(b)
+      if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
+        throw error409Conflict('a user with this e-mail already manages the event', [fieldError('body.email', 'already a manager', b.email)])
+      }
+      const { token, hash } = repo.newInviteToken()
+      const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
+      const invite = existing === undefined
+        ? await repo.insertInvite(trx, { tenantId: auth.tenantId, eventId, orgId: event.org_id, email: b.email, ...grant, invitedBy: auth.userId, tokenHash: hash })
+        : await repo.refreshInvite(trx, auth.tenantId, existing.id, { ...grant, invitedBy: auth.userId, tokenHash: hash })
+      await emitManager(trx, auth, event, 'event.manager_invited', { manager_id: invite.id, email: b.email, role: grant.role, permissions: grant.permissions, renewed: existing !== undefined })
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
+        channel: 'email',
+        recipient: b.email,
+        subject: `Invitation to manage the event "${event.title}"`,
+        body: `${b.message !== undefined ? `${b.message}\n\n` : ''}You are invited to manage the event "${event.title}". ` +
+          `To accept, sign in with this e-mail address and send POST ${config.baseUrl}/api/v1/events/managers/accept with {"token": "${token}"}. ` +
+          `The invitation expires in ${INVITE_TTL_DAYS} days.`,
+        priority: b.priority ?? 'normal',
+        payload: { kind: 'event.manager_invited', event_id: eventId, manager_id: invite.id, actor_id: auth.userId }
+      })
+      return { ...invite, display_name: null, invite_token: token }
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.put('/api/v1/events/:id/managers/:user_id', {
+    schema: { operationId: 'update-event-manager', summary: 'Replace the permissions of a manager (a role, when given, replaces them)', tags, params: ManagerParams, body: UpdateManagerBody, response: { 200: EventManager } },
+    onRequest: requirePermission('events:write')
+  }, async (request) => {
+    const auth = request.auth
+    const userId = request.params.user_id
+    return await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      refuseCreator(event, userId)
+      const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
+      if (current === undefined) throw error404NotFound('manager not found')
+      const grant = request.body.role !== undefined && request.body.role !== null ? grantOf(request.body) : { permissions: request.body.permissions, role: null }
+      const updated = await repo.updatePermissions(trx, auth.tenantId, current.id, grant.permissions, grant.role)
+      await emitManager(trx, auth, event, 'event.manager_updated', { user_id: userId, role: grant.role, permissions: grant.permissions })
+      return await repo.withDisplayName(trx, auth.tenantId, updated)
+    })
+  })
+
+  app.delete('/api/v1/events/:id/managers/:user_id', {
+    schema: { operationId: 'remove-event-manager', summary: 'Remove a manager (revokes the grant; never the creator)', tags, params: ManagerParams, response: { 204: NoContent } },
+    onRequest: requirePermission('events:write')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const userId = request.params.user_id
+    await withTenant(db, auth, async (trx) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      refuseCreator(event, userId)
+      const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
+      if (current === undefined) throw error404NotFound('manager not found')
+      await repo.revokeManager(trx, auth.tenantId, current.id)
+      await emitManager(trx, auth, event, 'event.manager_removed', { user_id: userId })
+    })
+    return await reply.code(204).send(null)
+  })
+}
