@@ -27,6 +27,7 @@ import { spacesModule } from './modules/spaces/spaces.routes.ts'
 import { eventsModule } from './modules/events/events.routes.ts'
 import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
+import { automationModule } from './modules/automation/automation.routes.ts'
 
 /** The feature modules, in the order their routes are registered. */
 const MODULES: Module[] = [
@@ -36,7 +37,8 @@ const MODULES: Module[] = [
   spacesModule,
   eventsModule,
   seriesModule,
-  eventCollabModule
+  eventCollabModule,
+  automationModule
 ]
 
 export interface BuildOptions {

@@ -42,7 +42,8 @@ for (const kind of databases()) {
       assert.match(rule.id, /^[0-9a-f-]{36}$/)
       assert.equal(created.headers.location, `/api/v1/automation/rules/${rule.id}`)
       assert.deepEqual({ ...rule, $schema: undefined, id: undefined, created_at: undefined, updated_at: undefined }, {
-        $schema: undefined, id: undefined,
+        $schema: undefined,
+        id: undefined,
         created_at: undefined,
         updated_at: undefined,
         name: 'Welcome',
@@ -156,7 +157,8 @@ for (const kind of databases()) {
       assert.equal(created.statusCode, 201, created.body)
       const a = created.json()
       assert.deepEqual({ ...a, $schema: undefined, id: undefined, created_at: undefined, updated_at: undefined }, {
-        $schema: undefined, id: undefined,
+        $schema: undefined,
+        id: undefined,
         created_at: undefined,
         updated_at: undefined,
         name: 'Decline alert',

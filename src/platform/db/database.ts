@@ -18,6 +18,7 @@ import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
 import type { EventsTables } from '../../modules/events/events.table.ts'
 import type { SeriesTables } from '../../modules/series/series.table.ts'
 import type { EventCollabTables } from '../../modules/event-collab/event-collab.table.ts'
+import type { AutomationTables } from '../../modules/automation/automation.table.ts'
 
 /** Every table, composed from the modules' table files (one line per module). */
 export interface Database extends
@@ -27,7 +28,8 @@ export interface Database extends
   SpacesTables,
   EventsTables,
   SeriesTables,
-  EventCollabTables {}
+  EventCollabTables,
+  AutomationTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'
 
