@@ -88,6 +88,11 @@ function positionsOf (s: SeriesRow, until?: Date): Occurrence[] {
   return expand(anchorOf(s), ruleOf(s), { until: s.ends_on === 'never' ? window : undefined, max: s.ends_on === 'never' ? NEVER_MAX : MAX_OCCURRENCES })
 }
 
+/** Occurrences start at most this long after the anchor (after_n, on_date), and anchors before LATEST_ANCHOR_YEAR. */
+const MAX_SPAN_YEARS = 10
+const LATEST_ANCHOR_YEAR = 9000
+const spanLimit = (start: Date): Date => DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
+
 const windowFrom = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: WINDOW_MONTHS }).toJSDate()
 
 interface RuleInput {
@@ -113,6 +118,9 @@ function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow,
   const endDateInput = endsOn !== 'on_date' ? null : ('end_date' in input ? (input.end_date ?? null) : (base.end_date ?? null))
   const endDate = endDateInput === null ? null : new Date(endDateInput)
   const zone = base.timezone
+  if (new Date(base.start_dt).getUTCFullYear() >= LATEST_ANCHOR_YEAR) {
+    throw invalidField(prefix === 'body.series.' ? 'body.start_dt' : (prefix === 'body.' && 'start_dt' in input ? 'body.start_dt' : 'path.id'), `a series starts before the year ${LATEST_ANCHOR_YEAR}`, base.start_dt)
+  }
   if (freq === 'weekly' || freq === 'custom') {
     if (repeatDays === null || repeatDays.length === 0) throw invalidField(`${prefix}repeat_days`, `required (ISO weekdays 1-7) when freq is ${freq}`, repeatDays)
     if (freq === 'custom' && !customReachable(DateTime.fromJSDate(new Date(base.start_dt), { zone }).weekday, interval, repeatDays)) {
@@ -127,6 +135,12 @@ function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow,
   const rule: Rule = { freq, interval, repeatDays: freq === 'weekly' || freq === 'custom' ? repeatDays : null, endsOn, endCount, endDate }
   if (endsOn === 'on_date' && exceeds(anchorOf(base), rule, MAX_OCCURRENCES)) {
     throw invalidField(`${prefix}end_date`, `the rule yields more than ${MAX_OCCURRENCES} occurrences; choose an earlier end_date or ends_on never`, endDateInput)
+  }
+  if (endsOn === 'after_n' || endsOn === 'on_date') {
+    const last = expand(anchorOf(base), rule, { max: MAX_OCCURRENCES }).at(-1)
+    if (last !== undefined && last.start.getTime() > spanLimit(new Date(base.start_dt)).getTime()) {
+      throw invalidField(`${prefix}${endsOn === 'after_n' ? 'end_count' : 'end_date'}`, `the last occurrence would start more than ${MAX_SPAN_YEARS} years after the first`, endsOn === 'after_n' ? endCount : endDateInput)
+    }
   }
   return {
     freq,

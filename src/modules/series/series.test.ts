@@ -110,7 +110,7 @@ for (const kind of databases()) {
       assert.equal(renamed.statusCode, 200, renamed.body)
       assert.equal(renamed.json().title, 'Daily sync')
       assert.deepEqual(renamed.json().removed_occurrences, [])
-      let items = await occurrencesOf(t, alice, anchorId)
+      const items = await occurrencesOf(t, alice, anchorId)
       assert.deepEqual(items.map(o => o.title), ['Daily sync', 'Daily sync', 'Standup (moved)', ...Array(7).fill('Daily sync')])
       assert.ok(items.every(o => o.series_title === 'Daily sync'))
       assert.equal(local(items[2]?.start_dt), '2027-03-22T11:00')
@@ -173,6 +173,8 @@ for (const kind of databases()) {
         [{ series: { freq: 'daily', ends_on: 'on_date', end_date: '2029-12-31T00:00:00Z' } }, 'body.series.end_date'],
         [{ series: { freq: 'custom', interval: 7, repeat_days: [2], ends_on: 'never' } }, 'body.series.repeat_days'],
         [{ series: { freq: 'daily', ends_on: 'sometimes' } }, 'body.series.ends_on'],
+        [{ series: { freq: 'monthly', interval: 366, ends_on: 'after_n', end_count: 500 } }, 'body.series.end_count'],
+        [{ start_dt: '9500-01-01T00:00:00Z', end_dt: '9500-01-01T01:00:00Z', series: { freq: 'daily' } }, 'body.start_dt'],
         [{ start_dt: undefined, end_dt: undefined }, 'body.start_dt'],
         [{ timezone: 'Mars/Olympus' }, 'body.timezone']
       ]
