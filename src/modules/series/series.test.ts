@@ -149,6 +149,8 @@ for (const kind of databases()) {
       assert.equal(published.series.version, 1)
       assert.ok(published.occurrences.every((o: Json) => o.status === 'published' && o.version === 1 && o.published_at !== null))
       assert.equal((await getJson(t, alice, `/api/v1/events/${ids[6]}/series`)).series.status, 'draft', 'the split-off series is its own')
+      const notes = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('notification_outbox').select(['channel', 'body']).where('tenant_id', '=', tenant.id).execute())
+      assert.deepEqual(notes, [{ channel: 'email', body: 'Published' }])
 
       // calendar and list show occurrences like any event
       const cal = await getJson(t, alice, '/api/v1/events/calendar?start_date=2027-03-15&end_date=2027-03-21&timezone=Europe/Berlin')
@@ -335,6 +337,10 @@ for (const kind of databases()) {
       assert.equal((await getJson(t, bob, `/api/v1/events/${ids[7]}/series`)).series.series_manager_status, 'active')
       const edit = await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${ids[7]}?scope=this`, payload: { title: 'Bob was here' } })
       assert.equal(edit.statusCode, 200, edit.body)
+
+      const bare = await t.as(bob, { method: 'POST', url: `/api/v1/events/${ids[2]}/series/publish` })
+      assert.equal(bare.statusCode, 204, bare.body)
+      assert.ok((await occurrencesOf(t, alice, ids[0] ?? 0)).every(o => o.status === 'published'))
 
       const viewer = await tenant.user('vera', ['viewer'])
       assert.equal((await t.as(viewer, { method: 'POST', url: '/api/v1/events/with-series', payload: weeklyStandup })).statusCode, 403)
