@@ -16,7 +16,7 @@ import { emit } from '../../platform/outbox.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
 import * as events from '../events/events.repository.ts'
-import type { PatchEventBody } from '../events/events.schemas.ts'
+import { METADATA_MAX_BYTES, type PatchEventBody } from '../events/events.schemas.ts'
 import { createEvent, mergePatch, patchEvent, withSpacesAll } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findTemplate, latestTemplate } from '../events/templates.ts'
@@ -91,6 +91,7 @@ function positionsOf (s: SeriesRow, until?: Date): Occurrence[] {
 /** Occurrences start at most this long after the anchor (after_n, on_date), and anchors before LATEST_ANCHOR_YEAR. */
 const MAX_SPAN_YEARS = 10
 const LATEST_ANCHOR_YEAR = 9000
+const MAX_DURATION_DAYS = 366
 const spanLimit = (start: Date): Date => DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
 
 const windowFrom = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: WINDOW_MONTHS }).toJSDate()
@@ -108,7 +109,7 @@ interface RuleInput {
  * Checks a rule against its anchor (400 naming the field, `prefix` = `body.` or `body.series.`)
  * and returns the stored rule columns.
  */
-function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>, prefix: string) {
+function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>, prefix: string, anchorAt: { start: string, end: string }) {
   const freq = input.freq ?? base.freq
   if (freq === undefined) throw invalidField(`${prefix}freq`, 'required')
   const interval = input.interval ?? base.interval ?? 1
@@ -119,7 +120,10 @@ function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow,
   const endDate = endDateInput === null ? null : new Date(endDateInput)
   const zone = base.timezone
   if (new Date(base.start_dt).getUTCFullYear() >= LATEST_ANCHOR_YEAR) {
-    throw invalidField(prefix === 'body.series.' ? 'body.start_dt' : (prefix === 'body.' && 'start_dt' in input ? 'body.start_dt' : 'path.id'), `a series starts before the year ${LATEST_ANCHOR_YEAR}`, base.start_dt)
+    throw invalidField(anchorAt.start, `a series starts before the year ${LATEST_ANCHOR_YEAR}`, base.start_dt)
+  }
+  if (ms(base.end_dt) - ms(base.start_dt) > MAX_DURATION_DAYS * 86_400_000) {
+    throw invalidField(anchorAt.end, `an occurrence lasts at most ${MAX_DURATION_DAYS} days`, base.end_dt)
   }
   if (freq === 'weekly' || freq === 'custom') {
     if (repeatDays === null || repeatDays.length === 0) throw invalidField(`${prefix}repeat_days`, `required (ISO weekdays 1-7) when freq is ${freq}`, repeatDays)
@@ -187,6 +191,9 @@ function occurrenceValues (s: SeriesRow, p: Occurrence): events.EventInsert {
   }
 }
 
+/** Occurrence rows per insert statement. */
+const INSERT_BATCH = 200
+
 interface SyncResult { rows: EventRow[], removed: Array<{ id: number, start_dt: Date | null, series_index: number | null }>, added: number }
 
 /**
@@ -222,12 +229,9 @@ async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Dat
     }
     if (row.series_index !== p.index || 'start_dt' in values) await events.updateEvent(trx, tenantId, row.id, values)
   }
-  let added = 0
-  for (const p of wanted) {
-    if (kept.has(p.index)) continue
-    await events.insertEvent(trx, tenantId, occurrenceValues(s, p))
-    added++
-  }
+  const fresh = wanted.filter(p => !kept.has(p.index)).map(p => ({ ...occurrenceValues(s, p), tenant_id: tenantId }))
+  for (let i = 0; i < fresh.length; i += INSERT_BATCH) await trx.insertInto('events').values(fresh.slice(i, i + INSERT_BATCH)).execute()
+  const added = fresh.length
   return { rows: await repo.lockOccurrenceRows(trx, tenantId, s.id), removed, added }
 }
 
@@ -275,7 +279,7 @@ async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, i
   const start = new Date(anchor.start_dt)
   const end = anchor.end_dt === null ? start : new Date(anchor.end_dt)
   const base = { start_dt: start, end_dt: end, timezone: anchor.timezone }
-  const rule = checkRule(input, base, prefix)
+  const rule = checkRule(input, base, prefix, prefix === 'body.series.' ? { start: 'body.start_dt', end: 'body.end_dt' } : { start: 'path.id', end: 'path.id' })
   const s = await repo.insertSeries(trx, auth.tenantId, {
     org_id: anchor.org_id,
     creator_id: anchor.creator_id,
@@ -389,7 +393,7 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
   const timezone = input.timezone ?? s.timezone
   const ruleChanged = RULE_FIELDS.some(f => f in input)
   const timesChanged = start.getTime() !== ms(s.start_dt) || end.getTime() !== ms(s.end_dt) || timezone !== s.timezone
-  const rule = ruleChanged || timesChanged ? checkRule(input, { ...s, start_dt: start, end_dt: end, timezone }, 'body.') : undefined
+  const rule = ruleChanged || timesChanged ? checkRule(input, { ...s, start_dt: start, end_dt: end, timezone }, 'body.', { start: 'body.start_dt', end: 'body.end_dt' }) : undefined
   const values: repo.SeriesUpdate = { ...rule }
   const fields = new Set<string>()
   for (const f of CONTENT) {
@@ -400,6 +404,7 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
   }
   if ('metadata' in input) {
     values.metadata = JSON.stringify(input.metadata === null ? {} : mergePatch(s.metadata, input.metadata))
+    if (Buffer.byteLength(values.metadata) > METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
     fields.add('metadata')
   }
   if (timesChanged) Object.assign(values, { start_dt: start, end_dt: end, timezone, duration: intervalText(end.getTime() - start.getTime()) })

@@ -177,6 +177,7 @@ for (const kind of databases()) {
         [{ series: { freq: 'daily', ends_on: 'sometimes' } }, 'body.series.ends_on'],
         [{ series: { freq: 'monthly', interval: 366, ends_on: 'after_n', end_count: 500 } }, 'body.series.end_count'],
         [{ start_dt: '9500-01-01T00:00:00Z', end_dt: '9500-01-01T01:00:00Z', series: { freq: 'daily' } }, 'body.start_dt'],
+        [{ end_dt: '2029-01-01T00:00:00Z' }, 'body.end_dt'],
         [{ start_dt: undefined, end_dt: undefined }, 'body.start_dt'],
         [{ timezone: 'Mars/Olympus' }, 'body.timezone']
       ]
@@ -199,6 +200,7 @@ for (const kind of databases()) {
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { ends_on: 'after_n', end_count: null } }), 'body.end_count')
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { end_dt: at('2027-03-15T08:00') } }), 'body.end_dt')
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}?scope=sometimes`, payload: { title: 'x' } }), 'query.scope')
+      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { metadata: { big: 'x'.repeat(17_000) } } }), 'body.metadata')
       const still = await getJson(t, alice, `/api/v1/events/${made.event.id}/series`)
       assert.equal(still.total, 10)
       assert.equal(still.series.revision, 1, 'the refused writes changed nothing')
