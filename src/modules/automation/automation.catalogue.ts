@@ -70,8 +70,8 @@ export const RELATIVE_TRIGGERS = ['event.starts_in', 'event.ends_in'] as const
 
 export const TIME_TRIGGERS: TriggerDescriptor[] = [
   { type: CRON_TRIGGER, kind: 'schedule', description: 'Fires at every slot of `cron_expression` (5 or 6 fields) in `timezone` (IANA, default UTC); a slot missed while no worker ran fires once', payload: { scheduled_for: 'string: the slot (ISO 8601)', rule_id: 'string' } },
-  { type: 'event.starts_in', kind: 'relative_time', description: '`offset_minutes` (1 to 525600) before an event starts; once per event and start time', payload: { ...EVENT_FIELDS, start_dt: 'string (ISO 8601)', offset_minutes: 'integer' } },
-  { type: 'event.ends_in', kind: 'relative_time', description: '`offset_minutes` (0 to 525600) before an event ends (0 = when it ends); once per event and end time', payload: { ...EVENT_FIELDS, end_dt: 'string (ISO 8601)', offset_minutes: 'integer' } }
+  { type: 'event.starts_in', kind: 'relative_time', description: '`offset_minutes` (0 to 525600) before a published event starts; once per event and start time; a missed one still fires until an hour after the start', payload: { ...EVENT_FIELDS, start_dt: 'string (ISO 8601)', offset_minutes: 'integer' } },
+  { type: 'event.ends_in', kind: 'relative_time', description: '`offset_minutes` (0 to 525600) before a published event ends (0 = when it ends); once per event and end time; a missed one still fires until an hour after the end', payload: { ...EVENT_FIELDS, end_dt: 'string (ISO 8601)', offset_minutes: 'integer' } }
 ]
 
 /** Event topics also fire `<template>.<verb>` (e.g. `announcement.published`) for non-generic templates. */

@@ -30,7 +30,7 @@ import { postWebhook, signBody, WebhookError, type AllowList } from './automatio
 
 /** Domain events caused by automation carry depth + 1; a trigger at this depth runs nothing (skipped). */
 export const MAX_DEPTH = 3
-/** Relative-time triggers still fire this long after their moment (a worker that was down catches up). */
+/** A relative-time trigger missed while no worker ran still fires until this long after the event's start (or end). */
 export const RELATIVE_GRACE_MINUTES = 60
 
 export interface Engine {
@@ -134,8 +134,8 @@ export interface ScheduleResult { cron: number, relative: number }
 /**
  * Fires due time triggers at `now`: for each enabled schedule.cron rule, the latest slot since
  * the last one fired (or since the rule was created); for each event.starts_in / event.ends_in
- * rule, every published event of its scope whose moment minus the offset has come and is not
- * more than an hour past. Idempotent per (rule, slot or event moment).
+ * rule, every published event of its scope whose start (end) minus the offset has come, until an
+ * hour after the start (end) itself. Idempotent per (rule, slot or event moment).
  */
 export async function tickSchedules (engine: Engine, now: Date = engine.now()): Promise<ScheduleResult> {
   await engine.queue.ready()
@@ -174,7 +174,7 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
         .where('events.is_deleted', '=', false).where('events.published_id', 'is', null).where('events.status', '=', 'published')
         .where(sql.ref(`events.${column}`), 'is not', null)
         .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) <= ${now}`)
-        .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) > ${now}::timestamptz - make_interval(mins => ${RELATIVE_GRACE_MINUTES})`)
+        .where(sql<boolean>`${moment} + make_interval(mins => ${RELATIVE_GRACE_MINUTES}) > ${now}`)
         .$if(rule.scope === 'EVENT' && rule.scope_id !== null, qb => qb.where('events.id', '=', Number(rule.scope_id)))
         .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb => qb.where('events.id', 'in', trx.selectFrom('event_spaces').select('event_id')
           .where('tenant_id', '=', rule.tenant_id).where('space_id', '=', Number(rule.scope_id))))
@@ -413,10 +413,16 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
       const payload = row.trigger_payload
       const eventIdRaw = payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined)
       const eventId = eventIdRaw === undefined || eventIdRaw === null || !Number.isSafeInteger(Number(eventIdRaw)) ? undefined : Number(eventIdRaw)
-      const data = { payload, trigger_type: row.trigger_type, rule_id: rule.id, depth: row.depth }
+      const event = eventId === undefined
+        ? undefined
+        : await trx.selectFrom('events').select(['id', 'title', 'template', 'template_version', 'state', 'status', 'start_dt', 'end_dt', 'timezone'])
+          .where('tenant_id', '=', tenantId).where('id', '=', eventId).executeTakeFirst()
+      const data = { payload, event: event ?? null, trigger_type: row.trigger_type, rule_id: rule.id, depth: row.depth }
       const { met, results } = evaluateConditions(rule.conditions, data)
       if (!met) return await finish('skipped', { conditions_met: false, condition_results: results, action_results: [] })
-      const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload, eventId }
+      // templates ({{title}}) read the trigger payload, falling back to the event's current fields
+      const fields = event === undefined ? payload : { ...event, event_id: event.id, start_dt: event.start_dt?.toISOString() ?? null, end_dt: event.end_dt?.toISOString() ?? null, ...payload }
+      const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload: fields, eventId }
       const actionResults: Json[] = []
       for (const [index, action] of rule.actions.entries()) {
         const run = RUNNERS[action.type]
