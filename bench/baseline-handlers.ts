@@ -1,0 +1,273 @@
+/**
+ * The baseline's request handlers: for each scenario, the same statements the service runs for
+ * that request (the modules' queries, written out), with the caller given in the query string.
+ * No framework, no token, no row-level security (the owner connects), no tenant transaction;
+ * writes that the service makes atomic run in one plain transaction here as well.
+ */
+import crypto from 'node:crypto'
+
+export type Query = <R = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<R[]>
+
+export interface Caller { tenant: string, user: string, org: string }
+
+export interface BaselineAnswer {
+  status: number
+  body?: unknown
+  headers?: Record<string, string>
+}
+
+export type Handler = (q: Query, p: URLSearchParams, caller: Caller, body: unknown) => Promise<BaselineAnswer>
+
+const CONTACT_COLUMNS = 'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
+  'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, state_province, postal_code, ' +
+  'country, website, avatar_url, notes, linked_user_id, tags, revision'
+
+/** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.ts builds it. */
+const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
+  or (events.visibility = 20 and coalesce(events.published_id, events.id) in (
+    select es.event_id from event_spaces es join space_members sm on sm.tenant_id = es.tenant_id and sm.space_id = es.space_id
+    where es.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true))
+  or coalesce(events.published_id, events.id) in (
+    select em.event_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.event_id is not null)
+  or events.series_id in (
+    select em.series_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.series_id is not null)
+  or (events.visibility = 30 and events.org_id = $3))`
+
+const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
+
+async function spacesOf (q: Query, tenant: string, ids: number[]): Promise<Map<number, Array<{ id: number, title: string }>>> {
+  const out = new Map<number, Array<{ id: number, title: string }>>()
+  if (ids.length === 0) return out
+  const rows = await q<{ event_id: number, id: number, title: string }>(
+    `select es.event_id, s.id, s.title from event_spaces as es inner join spaces as s on s.tenant_id = es.tenant_id and s.id = es.space_id
+     where es.tenant_id = $1 and es.event_id in (${ids.map((_, i) => `$${i + 2}`).join(', ')}) and s.is_deleted = $${ids.length + 2}
+     order by es.event_id, s.id`, [tenant, ...ids, false])
+  for (const r of rows) {
+    const list = out.get(r.event_id) ?? []
+    list.push({ id: r.id, title: r.title })
+    out.set(r.event_id, list)
+  }
+  return out
+}
+
+async function withSpaces<T extends Record<string, unknown>> (q: Query, tenant: string, rows: T[]): Promise<Array<T & { spaces: Array<{ id: number, title: string }> }>> {
+  const spaces = await spacesOf(q, tenant, rows.map(r => Number(r.published_id ?? r.id)))
+  return rows.map(r => ({ ...r, spaces: spaces.get(Number(r.published_id ?? r.id)) ?? [] }))
+}
+
+const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
+
+const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.status, spaces.org_id,
+  spaces.creator_id, spaces.position, spaces.published_at, spaces.version, spaces.is_deleted, spaces.public_handle, spaces.revision,
+  spaces.draft, spaces.created_at, spaces.updated_at,
+  coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted
+    where p.tenant_id = spaces.tenant_id and p.space_id = spaces.id), '[]'::json) as parent_ids,
+  spaces.draft is not null as has_draft
+  from spaces`
+
+const SPACE_VISIBLE = `spaces.tenant_id = $2 and spaces.is_deleted = false and (spaces.creator_id = $3
+  or exists (select 1 from space_managers m where m.tenant_id = spaces.tenant_id and m.space_id = spaces.id and m.user_id = $3 and m.status = 'active')
+  or (spaces.status <> 'draft' and (spaces.visibility = 40 or (spaces.visibility = 30 and spaces.org_id = $4)
+      or (spaces.visibility in (20, 30) and exists (select 1 from space_members sm where sm.tenant_id = spaces.tenant_id and sm.space_id = spaces.id and sm.user_id = $3 and sm.is_active = true)))))`
+
+const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar_url'
+const PUBLIC_SPACES = "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
+
+export const HANDLERS: Record<string, Handler> = {
+  async 'get-event' (q, p, c) {
+    const rows = await q<Record<string, unknown>>(`select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
+      [c.tenant, c.user, c.org, Number(p.get('id'))])
+    if (rows.length === 0) return notFound
+    const [event] = await withSpaces(q, c.tenant, rows)
+    return { status: 200, body: event, headers: { etag: `"${String(event?.revision)}"` } }
+  },
+
+  async 'get-contact' (q, p, c) {
+    const rows = await q<{ revision: number }>(`select ${CONTACT_COLUMNS} from contacts where id = $1 and (tenant_id = $2 and (owner_id = $3 or org_id = $4))`,
+      [p.get('id'), c.tenant, c.user, c.org])
+    const row = rows[0]
+    if (row === undefined) return notFound
+    return { status: 200, body: row, headers: { etag: `"${row.revision}"` } }
+  },
+
+  async 'list-events' (q, p, c) {
+    const size = Number(p.get('size') ?? 20)
+    const page = Number(p.get('page') ?? 1)
+    const where = `${EVENT_VISIBLE} and events.status = $4 and events.start_dt >= $5`
+    const params = [c.tenant, c.user, c.org, 'published', new Date(p.get('after') ?? 0)]
+    const items = await q(`select events.* from events where ${where} order by events.start_dt asc nulls last, events.id asc limit $6 offset $7`,
+      [...params, size, (page - 1) * size])
+    const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, params)
+    return { status: 200, body: { items: await withSpaces(q, c.tenant, items), page, size, total: Number(count?.total ?? 0) } }
+  },
+
+  async 'search-contacts' (q, p, c) {
+    const term = p.get('query') ?? ''
+    const limit = Number(p.get('limit') ?? 20)
+    const like = `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
+    const where = '(tenant_id = $1 and (owner_id = $2 or org_id = $3)) and search_text like $4'
+    const items = await q(`select ${CONTACT_COLUMNS} from contacts where ${where}
+      order by similarity(search_text, $5) desc, last_name, first_name, id limit $6`, [c.tenant, c.user, c.org, like, term.toLowerCase(), limit])
+    const [count] = await q<{ total: number }>(`select count(*) as total from contacts where ${where}`, [c.tenant, c.user, c.org, like])
+    return { status: 200, body: { items, query: term, total: Number(count?.total ?? 0) } }
+  },
+
+  async 'calendar-month' (q, p, c) {
+    const from = new Date(`${p.get('start') ?? ''}T00:00:00Z`)
+    const to = new Date(new Date(`${p.get('end') ?? ''}T00:00:00Z`).getTime() + 86_400_000)
+    const rows = await q(`select * from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
+      and events.start_dt is not null and events.start_dt < $4 and coalesce(events.end_dt, events.start_dt) >= $5
+      order by events.start_dt asc, events.id asc limit $6`, [c.tenant, c.user, c.org, to, from, 5000])
+    return { status: 200, body: { items: await withSpaces(q, c.tenant, rows), next_cursor: null } }
+  },
+
+  async 'space-analytics' (q, p, c) {
+    const id = Number(p.get('id'))
+    const space = await q<{ id: number, creator_id: string }>(`${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`, [id, c.tenant, c.user, c.org])
+    if (space[0] === undefined) return notFound
+    if (space[0].creator_id !== c.user) {
+      const m = await q("select id, role, permissions from space_managers where tenant_id = $1 and space_id = $2 and user_id = $3 and status = 'active'", [c.tenant, id, c.user])
+      if (m.length === 0) return { status: 403 }
+    }
+    const [att] = await q<{ ok: boolean }>("select to_regclass('attendees') is not null as ok")
+    const counts = att?.ok === true
+      ? `select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
+           count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
+         from attendees a where a.tenant_id = $1 and a.event_id in (select event_id from linked) group by a.event_id`
+      : 'select null::bigint as event_id, 0 as rsvps, 0 as attended where false'
+    const events = await q(`with linked as (
+        select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt from event_spaces es
+        join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
+        where es.tenant_id = $1 and es.space_id = $2 and not e.is_deleted and e.published_id is null and e.status <> 'draft'
+      ), counts as (${counts})
+      select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at, coalesce(l.start_dt > now(), false) as upcoming,
+             coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended
+      from linked l left join counts c on c.event_id = l.event_id order by l.start_dt desc nulls last, l.event_id desc`, [c.tenant, id])
+    const growth = await q(`with weeks as (
+        select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
+        from generate_series($3::int, 0, -1) g)
+      select w.week_start as date, (select count(*)::int from space_members m where m.tenant_id = $1 and m.space_id = $2
+          and m.created_at < w.week_start + interval '7 days' and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
+      from weeks w order by w.week_start`, [c.tenant, id, 11])
+    const [members] = await q<{ n: number }>('select count(*) as n from space_members where tenant_id = $1 and space_id = $2 and is_active = $3', [c.tenant, id, true])
+    return { status: 200, body: { events_performance: events.slice(0, 50), member_growth: growth, summary: { active_members: Number(members?.n ?? 0), events: events.length } } }
+  },
+
+  async 'public-space' (q, p) {
+    const [entry] = await q<{ tenant_id: string, space_id: number }>('select tenant_id, space_id from public_spaces where handle = $1', [p.get('handle')])
+    if (entry === undefined) return notFound
+    const t = entry.tenant_id
+    const id = entry.space_id
+    const shown = 'spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.published_at'
+    const [space] = await q<{ creator_id: string }>(`select ${shown}, spaces.creator_id, spaces.org_id from spaces where ${PUBLIC_SPACES} and spaces.id = $2`, [t, id])
+    if (space === undefined) return notFound
+    const parent = await q(`select spaces.id from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.parent_id = spaces.id
+      where ${PUBLIC_SPACES} and p.space_id = $2 order by spaces.id limit 1`, [t, id])
+    const childBase = `from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.space_id = spaces.id where ${PUBLIC_SPACES} and p.parent_id = $2`
+    const children = await q(`select ${shown} ${childBase} order by spaces.position, spaces.id limit 50`, [t, id])
+    const [childCount] = await q<{ total: number }>(`select count(*) as total ${childBase}`, [t, id])
+    const mgrBase = `from space_managers as m left join users as u on u.tenant_id = m.tenant_id and u.id = m.user_id
+      where m.tenant_id = $1 and m.space_id = $2 and m.status = 'active' and (u.state is null or u.state <> 'removed')`
+    const managers = await q(`select ${PROFILE} ${mgrBase} order by m.created_at, m.id limit 12`, [t, id])
+    const [mgrCount] = await q<{ total: number }>(`select count(*) as total ${mgrBase}`, [t, id])
+    const memBase = `from space_members as sm left join users as u on u.tenant_id = sm.tenant_id and u.id = sm.user_id
+      where sm.tenant_id = $1 and sm.space_id = $2 and sm.is_active = true and (u.state is null or u.state <> 'removed')`
+    const members = await q(`select ${PROFILE} ${memBase} order by sm.created_at, sm.user_id limit 24`, [t, id])
+    const [memCount] = await q<{ total: number }>(`select count(*) as total ${memBase}`, [t, id])
+    const evBase = `from event_spaces as es inner join events as e on e.tenant_id = es.tenant_id and e.id = es.event_id
+      where es.tenant_id = $1 and es.space_id = $2 and e.status = 'published' and e.visibility = 40 and e.is_deleted = false and e.published_id is null`
+    const events = await q(`select e.id, e.title, e.timezone, e.address, e.description, e.start_dt, e.end_dt ${evBase}
+      and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now() order by e.start_dt asc nulls last, e.id limit 10`, [t, id])
+    const [evCount] = await q<{ total: number }>(`select count(*) as total ${evBase}`, [t, id])
+    const [owner] = await q(`select ${PROFILE} from users as u where u.tenant_id = $1 and u.id = $2 and u.state <> 'removed'`, [t, space.creator_id])
+    const page = {
+      space: { ...space, parent_id: parent[0]?.id },
+      subspaces: children,
+      managers,
+      members,
+      stats: { events_count: evCount?.total, managers_count: mgrCount?.total, members_count: memCount?.total, subspaces_count: childCount?.total },
+      upcoming_events: events,
+      owner
+    }
+    const etag = `W/"${crypto.createHash('sha256').update(JSON.stringify(page)).digest('base64url').slice(0, 27)}"`
+    return { status: 200, body: page, headers: { etag } }
+  },
+
+  async 'create-contact' (q, _p, c, body) {
+    const b = body as Record<string, string>
+    await q('begin')
+    try {
+      const [row] = await q<{ id: string, email: string, revision: number }>(
+        `insert into contacts (first_name, last_name, email, company, tenant_id, owner_id, org_id) values ($1, $2, $3, $4, $5, $6, $7) returning ${CONTACT_COLUMNS}`,
+        [b.first_name, b.last_name, b.email, b.company, c.tenant, c.user, c.org])
+      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [c.tenant, 'contact.created', 'contact', row?.id, c.user, JSON.stringify({ contact_id: row?.id, email: row?.email, source: 'api' }), 0])
+      await q('commit')
+      return { status: 201, body: row, headers: { etag: `"${String(row?.revision)}"`, location: `/api/v1/contacts/${String(row?.id)}` } }
+    } catch (err) {
+      await q('rollback')
+      throw err
+    }
+  },
+
+  async 'patch-event' (q, p, c, body) {
+    const id = Number(p.get('id'))
+    const ifMatch = p.get('if_match')
+    await q('begin')
+    try {
+      const [row] = await q<Record<string, unknown>>(`select * from events where events.tenant_id = $1 and events.id = $4 and ${EVENT_AUDIENCE} for update`,
+        [c.tenant, c.user, c.org, id])
+      if (row === undefined) { await q('rollback'); return notFound }
+      let target = row
+      if (row.published_id === null && row.status === 'published') {
+        const [clone] = await q<Record<string, unknown>>('select * from events where tenant_id = $1 and published_id = $2 for update', [c.tenant, id])
+        target = clone ?? row
+      }
+      if (ifMatch !== null && ifMatch !== `"${String(target.revision)}"`) { await q('rollback'); return { status: 412 } }
+      const b = body as { title: string }
+      const [updated] = await q<Record<string, unknown>>(`update events set title = $1, revision = revision + 1, updated_at = now()
+        where tenant_id = $2 and id = $3 returning *`, [b.title, c.tenant, target.id])
+      if (updated === undefined) throw new Error('update lost its row')
+      const payload = { fields: ['title'], draft: updated.published_id !== null }
+      await q('insert into event_activity (tenant_id, event_id, org_id, actor_id, kind, payload) values ($1, $2, $3, $4, $5, $6) returning id, event_id, org_id, actor_id, kind, payload, at',
+        [c.tenant, id, updated.org_id, c.user, 'edited', JSON.stringify(payload)])
+      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [c.tenant, 'event.updated', 'event', String(id), c.user, JSON.stringify({ event_id: id, template: updated.template, title: updated.title, status: updated.status, ...payload }), 0])
+      const [event] = await withSpaces(q, c.tenant, [updated])
+      await q('commit')
+      return { status: 200, body: event, headers: { etag: `"${String(updated.revision)}"` } }
+    } catch (err) {
+      await q('rollback')
+      throw err
+    }
+  },
+
+  async 'idp-webhook' (q, _p, _c, body) {
+    const e = body as { resourceOwner: string, aggregateID: string, instanceID: string, sequence: number, event_type: string, event_payload: Record<string, string> }
+    const t = e.resourceOwner
+    await q('begin')
+    try {
+      await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
+      const seen = await q('select outcome from idp_deliveries where tenant_id = $1 and instance_id = $2 and aggregate_id = $3 and sequence = $4', [t, e.instanceID, e.aggregateID, e.sequence])
+      if (seen.length > 0) { await q('commit'); return { status: 200, body: { status: 'duplicate' } } }
+      await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
+      await q('select * from users where tenant_id = $1 and id = $2', [t, e.aggregateID])
+      await q(`insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at) values ($1, 'active', $2, $3, $4, null)
+        on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6, removed_at = null, updated_at = now() returning *`,
+      [e.event_payload.displayName, e.sequence, t, e.aggregateID, e.event_payload.displayName, e.sequence])
+      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [t, 'user.updated', 'user', e.aggregateID, null, JSON.stringify({ user_id: e.aggregateID, state: 'active', fields: ['display_name'] }), 0])
+      await q('insert into idp_deliveries (tenant_id, instance_id, aggregate_id, sequence, event_type, outcome) values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning sequence',
+        [t, e.instanceID, e.aggregateID, e.sequence, e.event_type, 'applied'])
+      await q('commit')
+      return { status: 200, body: { status: 'applied' } }
+    } catch (err) {
+      await q('rollback')
+      throw err
+    }
+  },
+
+  async 'unauthorized' () {
+    return { status: 401, body: { status: 401, title: 'Unauthorized', detail: 'invalid or expired token' }, headers: { 'www-authenticate': 'Bearer' } }
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * One measurement: autocannon against a URL for a fixed time, every response time kept (for exact
+ * percentiles, autocannon's histogram has 1 ms resolution and no p95), and the resident set size of
+ * the server processes sampled from /proc every 200 ms.
+ */
+import fs from 'node:fs'
+import autocannon from 'autocannon'
+
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+  path: string
+  headers?: Record<string, string>
+  body?: string
+  /** called with the response, e.g. to keep an ETag */
+  onResponse?: (status: number, headers: Record<string, string | string[]>) => void
+}
+
+/** Builds the next request (per request, so ids, tokens and bodies vary). */
+export type RequestFactory = () => RequestSpec
+
+export interface LoadResult {
+  requests: number
+  rps: number
+  p50: number
+  p95: number
+  p99: number
+  non2xx: number
+  statuses: Record<string, number>
+  errors: number
+  peakRssMb: number
+  /** CPU time of the server process per request (user + system), ms */
+  cpuMsPerRequest: number
+}
+
+/** user + system CPU time of a process so far, ms */
+export function cpuMs (pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return 0
+  }
+}
+
+export function rssMb (pid: number): number {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(status)
+    return m?.[1] !== undefined ? Number(m[1]) / 1024 : 0
+  } catch {
+    return 0
+  }
+}
+
+function percentile (sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))
+  return sorted[i] ?? 0
+}
+
+export async function runLoad (options: { url: string, connections: number, duration: number, next: RequestFactory, pid: number }): Promise<LoadResult> {
+  const latencies: number[] = []
+  const statuses: Record<string, number> = {}
+  let peak = rssMb(options.pid)
+  const cpu0 = cpuMs(options.pid)
+  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(options.pid)) }, 200)
+  try {
+    const result = await new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon({
+        url: options.url,
+        connections: options.connections,
+        duration: options.duration,
+        pipelining: 1,
+        timeout: 30,
+        requests: [{
+          setupRequest: (req: autocannon.Request, context: Record<string, unknown>) => {
+            const spec = options.next()
+            context.spec = spec
+            return { ...req, method: spec.method, path: spec.path, headers: { ...spec.headers }, body: spec.body ?? '' }
+          },
+          onResponse: (status: number, _body: string, context: Record<string, unknown>, headers?: Record<string, string | string[]>) => {
+            const spec = context.spec as RequestSpec | undefined
+            spec?.onResponse?.(status, headers ?? {})
+          }
+        }]
+      }, (err, res) => { if (err !== null && err !== undefined) reject(err); else resolve(res) })
+      instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+        latencies.push(responseTime)
+        const key = String(statusCode)
+        statuses[key] = (statuses[key] ?? 0) + 1
+      })
+    })
+    latencies.sort((a, b) => a - b)
+    const total = latencies.length
+    const non2xx = Object.entries(statuses).filter(([s]) => !s.startsWith('2') && s !== '304').reduce((n, [, c]) => n + c, 0)
+    return {
+      requests: total,
+      rps: total / options.duration,
+      p50: percentile(latencies, 50),
+      p95: percentile(latencies, 95),
+      p99: percentile(latencies, 99),
+      non2xx,
+      statuses,
+      errors: result.errors + result.timeouts,
+      peakRssMb: Math.max(peak, rssMb(options.pid)),
+      cpuMsPerRequest: total > 0 ? (cpuMs(options.pid) - cpu0) / total : 0
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The report: one table per database (ours beside the baseline, ratio of requests/s), light-load
+ * p95 where a budget asks for it, then the budget lines (pass / fail / not measured).
+ */
+import type { LoadResult } from './load.ts'
+import type { Scenario } from './scenarios.ts'
+
+export interface ScenarioOutcome {
+  scenario: Scenario
+  missing: boolean
+  ours?: LoadResult
+  baseline?: LoadResult
+  /** our p95 at light load (for the latency budgets) */
+  light?: LoadResult
+}
+
+export interface DatabaseRun {
+  kind: 'pg' | 'pglite'
+  scale: number
+  startMs: number
+  outcomes: ScenarioOutcome[]
+}
+
+export interface BudgetLine { ok: boolean | undefined, text: string, enforced: boolean }
+
+const f0 = (n: number): string => n.toFixed(0)
+const f1 = (n: number): string => n.toFixed(1)
+const ms = (n: number): string => n < 10 ? n.toFixed(2) : n.toFixed(1)
+
+export function table (run: DatabaseRun, connections: number, lightConnections: number): string {
+  const head = `| scenario | ours req/s | baseline req/s | ours/baseline | ours p50 / p99 ms | baseline p50 / p99 ms | ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | light-load p95 ms (${lightConnections} conn.) | non-2xx ours / baseline |`
+  const rows = [head, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+  for (const o of run.outcomes) {
+    const s = o.scenario
+    const conns = s.connections ?? connections
+    const label = `${s.title}${conns !== connections ? ` (${conns} conn.)` : ''}`
+    if (o.missing || o.ours === undefined || o.baseline === undefined) {
+      rows.push(`| ${label} | not measured: route missing | | | | | | | | | |`)
+      continue
+    }
+    const a = o.ours
+    const b = o.baseline
+    rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${o.light !== undefined ? ms(o.light.p95) : ''} | ${a.non2xx} / ${b.non2xx} |`)
+  }
+  return rows.join('\n')
+}
+
+function outcome (run: DatabaseRun, name: string): ScenarioOutcome | undefined {
+  return run.outcomes.find(o => o.scenario.name === name)
+}
+
+const ratioOf = (o: ScenarioOutcome | undefined): number | undefined =>
+  o?.ours !== undefined && o.baseline !== undefined ? o.ours.rps / Math.max(o.baseline.rps, 1e-9) : undefined
+
+/**
+ * The budgets of the issue. Ratios and RSS are enforced on PostgreSQL; on PGlite (one WASM
+ * connection, the database inside the service's process) they are printed for information.
+ */
+export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
+  const enforced = run.kind === 'pg'
+  const lines: BudgetLine[] = []
+  const add = (ok: boolean | undefined, text: string, always = false) => lines.push({ ok, text, enforced: enforced || always })
+
+  for (const name of ['get-event', 'get-contact']) {
+    const r = ratioOf(outcome(run, name))
+    add(r === undefined ? undefined : r >= 0.6, `single-row read ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.60 at ${connections} connections`)
+  }
+  for (const name of ['list-events', 'search-contacts']) {
+    const r = ratioOf(outcome(run, name))
+    add(r === undefined ? undefined : r >= 0.4, `list/search page ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.40`)
+  }
+  const p95 = (name: string, limit: number, label: string) => {
+    const o = outcome(run, name)
+    const v = o?.light?.p95
+    add(v === undefined ? undefined : v < limit, `${label}: p95 ${v !== undefined ? ms(v) : '-'} ms < ${limit} ms${o?.missing === true ? ' (not measured: route missing)' : ''}`)
+  }
+  p95('search-contacts', 20, `contact search on ${run.scale >= 1 ? '1 M' : `${Math.round(run.scale * 1e6).toLocaleString('en')}`} contacts`)
+  p95('calendar-month', 25, 'calendar month (largest tenant)')
+  const series = outcome(run, 'create-series')
+  add(series?.light === undefined ? undefined : series.light.p95 < 150, `series creation with 500 occurrences: ${series?.light !== undefined ? `p95 ${ms(series.light.p95)} ms` : 'not measured: route missing'} < 150 ms`)
+  p95('space-analytics', 100, 'space analytics')
+  const unauth = outcome(run, 'unauthorized')?.ours?.rps
+  const reads = ['get-event', 'get-contact'].map(n => outcome(run, n)?.ours?.rps).filter((x): x is number => x !== undefined)
+  const best = reads.length > 0 ? Math.max(...reads) : undefined
+  add(unauth === undefined || best === undefined ? undefined : unauth >= 2 * best,
+    `401 path: ${unauth !== undefined ? f0(unauth) : '-'} req/s >= 2 x the faster single-row read (${best !== undefined ? f0(best) : '-'} req/s)`)
+  const rss = Math.max(0, ...run.outcomes.map(o => o.ours?.peakRssMb ?? 0))
+  add(rss < 250, `RSS under load: peak ${f1(rss)} MB < 250 MB`)
+  if (run.kind === 'pg') add(run.startMs < 1500, `start to first answer: ${f0(run.startMs)} ms < 1500 ms`)
+  else add(undefined, `start to first answer: ${f0(run.startMs)} ms (budget applies to PostgreSQL)`)
+  return lines
+}
+
+export function budgetText (lines: BudgetLine[]): string {
+  return lines.map(l => {
+    const mark = l.ok === undefined ? 'NOT MEASURED' : l.ok ? 'PASS' : l.enforced ? 'FAIL' : 'info: missed'
+    return `${mark.padEnd(12)} ${l.text}`
+  }).join('\n')
+}

@@ -1,0 +1,339 @@
+/**
+ * `npm run bench`: seeds (once per scale), starts the service (node --import tsx src/server.ts,
+ * WORKERS=false, LOG_LEVEL=warn) and the baseline (bench/baseline-server.ts) as separate processes,
+ * and drives both with autocannon from this process, scenario by scenario: warm-up, then a fixed
+ * time, ours then the baseline; scenarios with a latency budget once more at light load. Prints
+ * the tables and the budget lines, writes them to DATA_DIR/report-<time>.md, and exits 1 when a
+ * budget is missed. See docs/performance.md.
+ *
+ *   npm run bench -- [--scale 1] [--db pg,pglite] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
+ *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
+ *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof dir]
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { SignJWT, generateKeyPair } from 'jose'
+import pg from 'pg'
+import { createDatabase } from '../src/platform/db/database.ts'
+import { migrate } from '../src/platform/db/migrate.ts'
+import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
+import { runLoad, type LoadResult } from './load.ts'
+import { buildManifest, type Manifest } from './manifest.ts'
+import { budgetText, budgets, table, type BudgetLine, type DatabaseRun, type ScenarioOutcome } from './report.ts'
+import { MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
+import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
+import { pgliteRunner, pgRunner } from './sql-runner.ts'
+
+const { values: args } = parseArgs({
+  options: {
+    scale: { type: 'string', default: '1' },
+    'pglite-scale': { type: 'string', default: '0.1' },
+    db: { type: 'string', default: 'pg,pglite' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    'light-connections': { type: 'string', default: '2' },
+    'light-duration': { type: 'string', default: '5' },
+    only: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    reseed: { type: 'boolean', default: false },
+    'data-dir': { type: 'string', default: '.bench' },
+    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/collab_bench' }
+  }
+})
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+const DATA = path.resolve(args['data-dir'])
+const DURATION = Number(args.duration)
+const WARMUP = Number(args.warmup)
+const CONNECTIONS = Number(args.connections)
+const LIGHT_CONNECTIONS = Number(args['light-connections'])
+const LIGHT_DURATION = Number(args['light-duration'])
+const WEBHOOK_SECRET = 'bench-webhook-secret'
+const only = args.only?.split(',').map(s => s.trim()).filter(Boolean)
+const kinds = (args.db.split(',').map(s => s.trim()).filter(Boolean)) as Array<'pg' | 'pglite'>
+
+const log = (line: string) => { process.stdout.write(`${line}\n`) }
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
+
+async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address()
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0
+      srv.close(() => { resolve(port) })
+    })
+    srv.on('error', reject)
+  })
+}
+
+/** Seeds a fresh database unless DATA_DIR already holds one seeded at this scale with these migrations. */
+function seedStamp (scale: number): string {
+  const migrations = fs.readdirSync(path.join(ROOT, 'migrations')).sort()
+  const hash = crypto.createHash('sha256')
+  for (const m of migrations) hash.update(m).update(fs.readFileSync(path.join(ROOT, 'migrations', m)))
+  hash.update(fs.readFileSync(path.join(ROOT, 'bench', 'seed.ts')))
+  return `${scale}:${hash.digest('hex').slice(0, 16)}`
+}
+
+async function preparePg (scale: number): Promise<{ url: string, dir: string, manifest: Manifest }> {
+  const url = args['database-url']
+  const dir = path.join(DATA, 'pg')
+  fs.mkdirSync(dir, { recursive: true })
+  const stampFile = path.join(dir, 'seed.json')
+  const stamp = seedStamp(scale)
+  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest } : undefined
+  if (!args.reseed && previous?.stamp === stamp) {
+    log(`PostgreSQL: ${new URL(url).pathname.slice(1)} already seeded at scale ${scale}`)
+    return { url, dir, manifest: previous.manifest }
+  }
+  const name = new URL(url).pathname.slice(1)
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unexpected database name ${name}`)
+  const admin = new URL(url)
+  admin.pathname = '/postgres'
+  const c = new pg.Client({ connectionString: admin.toString() })
+  await c.connect()
+  await c.query(`drop database if exists ${name} with (force)`)
+  await c.query(`create database ${name}`)
+  await c.end()
+  log(`PostgreSQL: created ${name}; migrating and seeding at scale ${scale}`)
+  const handle = await createDatabase({ databaseUrl: url })
+  await migrate(handle)
+  await handle.close()
+  const db = pgRunner(url, 2)
+  const t0 = performance.now()
+  await seed(db, sizesFor(scale), log)
+  const manifest = await buildManifest(db)
+  await db.close()
+  log(`PostgreSQL: seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+  fs.writeFileSync(stampFile, JSON.stringify({ stamp, manifest }))
+  return { url, dir, manifest }
+}
+
+async function preparePglite (scale: number): Promise<{ ours: string, baseline: string, manifest: Manifest }> {
+  const dir = path.join(DATA, 'pglite')
+  const seeded = path.join(dir, 'seeded', 'pgdata')
+  const stampFile = path.join(dir, 'seed.json')
+  const stamp = seedStamp(scale)
+  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest } : undefined
+  let manifest: Manifest
+  if (!args.reseed && previous?.stamp === stamp && fs.existsSync(seeded)) {
+    log(`PGlite: already seeded at scale ${scale}`)
+    manifest = previous.manifest
+  } else {
+    fs.rmSync(dir, { recursive: true, force: true })
+    log(`PGlite: migrating and seeding at scale ${scale}`)
+    const handle = await createDatabase({ pgliteDir: seeded })
+    await migrate(handle)
+    await handle.close()
+    const db = await pgliteRunner(seeded)
+    const t0 = performance.now()
+    await seed(db, sizesFor(scale), log)
+    manifest = await buildManifest(db)
+    await db.exec('checkpoint')
+    await db.close()
+    log(`PGlite: seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+    fs.writeFileSync(stampFile, JSON.stringify({ stamp, manifest }))
+  }
+  // Each side gets its own copy of the seeded files (one PGlite per data directory).
+  const ours = path.join(dir, 'ours')
+  const baseline = path.join(dir, 'baseline')
+  for (const d of [ours, baseline]) {
+    fs.rmSync(path.join(d, 'pgdata'), { recursive: true, force: true })
+    fs.mkdirSync(d, { recursive: true })
+    fs.cpSync(seeded, path.join(d, 'pgdata'), { recursive: true })
+  }
+  return { ours, baseline: path.join(baseline, 'pgdata'), manifest }
+}
+
+interface Proc { child: ChildProcess, url: string, pid: number, stderr: string[] }
+
+async function waitForAnswer (url: string, child: ChildProcess, stderr: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`process exited (${child.exitCode}): ${stderr.join('').slice(-2000)}`)
+    try {
+      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+      if (res.status === 200) return
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`no answer from ${url} within ${timeoutMs} ms: ${stderr.join('').slice(-2000)}`)
+    await sleep(10)
+  }
+}
+
+function spawnNode (script: string, env: Record<string, string>, flags: string[] = []): { child: ChildProcess, stderr: string[] } {
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  // the last lines of both streams, for the error message when the process stops
+  const stderr: string[] = []
+  const keep = (d: Buffer) => { stderr.push(d.toString()); if (stderr.length > 200) stderr.shift() }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
+  return { child, stderr }
+}
+
+async function startOurs (env: Record<string, string>): Promise<Proc & { startMs: number }> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const t0 = performance.now()
+  const { child, stderr } = spawnNode('src/server.ts', {
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    BASE_URL: url,
+    WORKERS: 'false',
+    LOG_LEVEL: 'warn',
+    // rate limits stay on (their cost is part of each request) but never refuse the load generator
+    RATE_LIMIT_CAPACITY: '10000000',
+    RATE_LIMIT_REFILL_PER_SEC: '1000000',
+    IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    ...env
+  }, args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])
+  await waitForAnswer(url, child, stderr, 120_000)
+  const startMs = performance.now() - t0
+  return { child, url, pid: child.pid ?? 0, stderr, startMs }
+}
+
+async function startBaseline (env: Record<string, string>): Promise<Proc> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const { child, stderr } = spawnNode('bench/baseline-server.ts', { PORT: String(port), ...env })
+  await waitForAnswer(url, child, stderr, 120_000)
+  return { child, url, pid: child.pid ?? 0, stderr }
+}
+
+async function stop (p: Proc): Promise<void> {
+  if (p.child.exitCode !== null) return
+  const exited = new Promise(resolve => p.child.once('exit', resolve))
+  p.child.kill('SIGTERM')
+  await Promise.race([exited, sleep(15_000)])
+  if (p.child.exitCode === null) p.child.kill('SIGKILL')
+}
+
+async function routesOf (url: string): Promise<Set<string>> {
+  const doc = await (await fetch(`${url}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
+  const out = new Set<string>()
+  for (const [p, ops] of Object.entries(doc.paths)) for (const m of Object.keys(ops)) out.add(`${m.toUpperCase()} ${p}`)
+  return out
+}
+
+/** Member tokens of ORG: MEMBERS_BIG users of the largest tenant, MEMBERS_OTHER of each other; more on demand. */
+async function tokenBook (dataDir: string, manifest: Manifest) {
+  const keys = await loadOrCreateDevKeys(dataDir)
+  const book = new Map<string, string>()
+  const sign = async (c: Caller) => {
+    book.set(`${c.tenant}|${c.user}`, await signDevToken(keys, { sub: c.user, tenant: c.tenant, roles: ['member'], orgId: ORG, email: `${c.user}@${c.tenant}.example`, ttl: 6 * 3600 }))
+  }
+  for (let t = 0; t < TENANTS; t++) {
+    const tenant = tenantId(t)
+    for (let u = 1; u <= (tenant === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER); u++) await sign({ tenant, user: userId(u) })
+  }
+  for (const p of manifest.patchable) if (!book.has(`${p.tenant}|${p.creator}`)) await sign({ tenant: p.tenant, user: p.creator })
+  const { privateKey } = await generateKeyPair('ES256')
+  const forged: string[] = []
+  for (let i = 0; i < 100; i++) {
+    forged.push(await new SignJWT({ tenant_id: tenantId(i % TENANTS), roles: ['member'] })
+      .setProtectedHeader({ alg: 'ES256', kid: keys.kid }).setIssuer(DEV_ISSUER).setSubject(userId(1 + i))
+      .setExpirationTime('6h').sign(privateKey))
+  }
+  return {
+    forged,
+    token: (c: Caller): string => {
+      const t = book.get(`${c.tenant}|${c.user}`)
+      if (t === undefined) throw new Error(`no token for ${c.tenant}/${c.user}`)
+      return t
+    }
+  }
+}
+
+async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseRun> {
+  let oursEnv: Record<string, string>
+  let baseEnv: Record<string, string>
+  let dataDir: string
+  let manifest: Manifest
+  if (kind === 'pg') {
+    const p = await preparePg(scale)
+    dataDir = p.dir
+    manifest = p.manifest
+    oursEnv = { DATABASE_URL: p.url, DATA_DIR: p.dir }
+    baseEnv = { BENCH_DATABASE_URL: p.url }
+  } else {
+    const p = await preparePglite(scale)
+    dataDir = p.ours
+    manifest = p.manifest
+    oursEnv = { DATABASE_URL: '', DATA_DIR: p.ours }
+    baseEnv = { BENCH_PGLITE_DIR: p.baseline, BENCH_DATABASE_URL: '' }
+  }
+  const tokens = await tokenBook(dataDir, manifest)
+  const ours = await startOurs(oursEnv)
+  const base = await startBaseline(baseEnv)
+  log(`${kind}: service answered ${ours.startMs.toFixed(0)} ms after spawn (pid ${ours.pid}); baseline pid ${base.pid}`)
+  const outcomes: ScenarioOutcome[] = []
+  try {
+    const routes = await routesOf(ours.url)
+    const ctxOf = (side: Side): BenchContext => ({ side, manifest, token: tokens.token, forged: tokens.forged, webhookSecret: WEBHOOK_SECRET })
+    for (const s of SCENARIOS) {
+      if (only !== undefined && !only.includes(s.name)) continue
+      if (s.build === undefined || !routes.has(s.route)) {
+        log(`${kind}: ${s.name}: not measured: route missing (${s.route})`)
+        outcomes.push({ scenario: s, missing: true })
+        continue
+      }
+      const connections = s.connections ?? CONNECTIONS
+      const run = async (side: Side, proc: Proc, conns: number, duration: number): Promise<LoadResult> => {
+        const next = s.build?.(ctxOf(side))
+        if (next === undefined) throw new Error('unreachable')
+        if (WARMUP > 0) await runLoad({ url: proc.url, connections: conns, duration: WARMUP, next, pid: proc.pid })
+        return await runLoad({ url: proc.url, connections: conns, duration, next, pid: proc.pid })
+      }
+      const o: ScenarioOutcome = { scenario: s, missing: false }
+      o.ours = await run('ours', ours, connections, DURATION)
+      o.baseline = await run('baseline', base, connections, DURATION)
+      if (s.p95BudgetMs !== undefined) o.light = await run('ours', ours, LIGHT_CONNECTIONS, LIGHT_DURATION)
+      outcomes.push(o)
+      const a = o.ours
+      const b = o.baseline
+      log(`${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
+        ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
+        `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms` : ''}` +
+        `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`)
+    }
+  } finally {
+    await stop(ours)
+    await stop(base)
+  }
+  return { kind, scale, startMs: ours.startMs, outcomes }
+}
+
+const started = new Date()
+const runs: DatabaseRun[] = []
+for (const kind of kinds) {
+  const scale = Number(kind === 'pglite' ? Math.min(Number(args.scale), Number(args['pglite-scale'])) : args.scale)
+  runs.push(await measure(kind, scale))
+}
+
+const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`
+const out: string[] = [`# Benchmark ${started.toISOString()}`, '', machine, '',
+  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`, '']
+let failed = false
+for (const r of runs) {
+  const lines: BudgetLine[] = budgets(r, CONNECTIONS)
+  failed ||= lines.some(l => l.enforced && l.ok === false)
+  out.push(`## ${r.kind === 'pg' ? 'PostgreSQL' : 'PGlite'} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
+}
+const text = out.join('\n')
+log(`\n${text}`)
+fs.mkdirSync(DATA, { recursive: true })
+const file = path.join(DATA, `report-${started.toISOString().replace(/[:.]/g, '-')}.md`)
+fs.writeFileSync(file, text)
+log(`report written to ${file}`)
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,263 @@
+/**
+ * The scenarios, one table entry each: the route it needs (looked up in the service's OpenAPI
+ * document; a missing route is reported "not measured: route missing"), what our service is sent
+ * and what the baseline is sent for the same work. Callers are spread over many users and
+ * tenants; request factories run per request.
+ */
+import crypto from 'node:crypto'
+import { signBody } from '../src/modules/identity/idp-signature.ts'
+import type { RequestFactory, RequestSpec } from './load.ts'
+import type { Manifest } from './manifest.ts'
+import { BIG_TENANT, ORG, TENANTS, tenantId, userId } from './seed.ts'
+
+export type Side = 'ours' | 'baseline'
+
+export interface Caller { tenant: string, user: string }
+
+export interface BenchContext {
+  side: Side
+  manifest: Manifest
+  /** a valid bearer token of a member of ORG (signed with the dev key) */
+  token (caller: Caller): string
+  /** tokens signed by a key the service does not trust */
+  forged: string[]
+  webhookSecret: string
+}
+
+export type Group = 'single-read' | 'list' | 'write' | 'auth' | 'page'
+
+export interface Scenario {
+  name: string
+  title: string
+  group: Group
+  /** "METHOD /path/{param}" as the OpenAPI document names it */
+  route: string
+  connections?: number
+  /** measured again at light load (BENCH light connections) for a p95 budget */
+  p95BudgetMs?: number
+  build?: (ctx: BenchContext) => RequestFactory
+}
+
+const pick = <T>(xs: readonly T[]): T => {
+  const x = xs[Math.floor(Math.random() * xs.length)]
+  if (x === undefined) throw new Error('nothing to pick from')
+  return x
+}
+
+/** Members whose tokens the scenarios use: 200 in the largest tenant, 10 in each other tenant. */
+export const MEMBERS_BIG = 200
+export const MEMBERS_OTHER = 10
+
+export function someCaller (tenant?: string): Caller {
+  const t = tenant ?? tenantId(Math.floor(Math.random() * TENANTS))
+  const n = 1 + Math.floor(Math.random() * (t === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER))
+  return { tenant: t, user: userId(n) }
+}
+
+function callerQuery (c: Caller): string {
+  return `t=${encodeURIComponent(c.tenant)}&u=${encodeURIComponent(c.user)}&o=${ORG}`
+}
+
+const json = { 'content-type': 'application/json' }
+
+/** Our request, or the baseline's equivalent: the scenario name as path, the caller in the query string. */
+function request (ctx: BenchContext, name: string, caller: Caller | undefined, ours: Omit<RequestSpec, 'headers'> & { headers?: Record<string, string> }, baseline: Record<string, string | number>, auth = true): RequestSpec {
+  if (ctx.side === 'ours') {
+    return { ...ours, headers: { ...(auth && caller !== undefined ? { authorization: `Bearer ${ctx.token(caller)}` } : {}), ...ours.headers } }
+  }
+  const qs = Object.entries(baseline).map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`).join('&')
+  const { onResponse, body } = ours
+  return {
+    method: ours.method,
+    path: `/b/${name}?${caller !== undefined ? callerQuery(caller) : ''}${qs !== '' ? `&${qs}` : ''}`,
+    headers: body !== undefined ? json : {},
+    ...(body !== undefined ? { body } : {}),
+    ...(onResponse !== undefined ? { onResponse } : {})
+  }
+}
+
+/** Events a connection patches: each held by one request at a time, its revision kept from the ETag. */
+function patchPool (ctx: BenchContext) {
+  // ours takes the even entries, the baseline the odd ones: on PGlite the two sides have separate copies of the data
+  const mine = ctx.manifest.patchable.filter((_, i) => i % 2 === (ctx.side === 'ours' ? 0 : 1))
+  const free = [...mine]
+  return () => {
+    const ev = free.shift() ?? pick(mine)
+    return { ev, done: () => { free.push(ev) } }
+  }
+}
+
+let sequence = Date.now() * 1000
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: 'get-event',
+    title: 'GET one event',
+    group: 'single-read',
+    route: 'GET /api/v1/events/{id}',
+    build: ctx => () => {
+      const c = someCaller()
+      const id = pick(ctx.manifest.events[c.tenant] ?? [])
+      return request(ctx, 'get-event', c, { method: 'GET', path: `/api/v1/events/${id}` }, { id })
+    }
+  },
+  {
+    name: 'get-contact',
+    title: 'GET one contact',
+    group: 'single-read',
+    route: 'GET /api/v1/contacts/{id}',
+    build: ctx => () => {
+      const c = someCaller()
+      const id = pick(ctx.manifest.contacts[c.tenant] ?? [])
+      return request(ctx, 'get-contact', c, { method: 'GET', path: `/api/v1/contacts/${id}` }, { id })
+    }
+  },
+  {
+    name: 'list-events',
+    title: 'List events (published, start after, by start, page 1-5 of 20)',
+    group: 'list',
+    route: 'GET /api/v1/events',
+    build: ctx => () => {
+      const c = someCaller(BIG_TENANT)
+      const after = pick(ctx.manifest.listAfter)
+      const page = 1 + Math.floor(Math.random() * 5)
+      return request(ctx, 'list-events', c, {
+        method: 'GET',
+        path: `/api/v1/events?status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc&page=${page}&size=20`
+      }, { after, page, size: 20 })
+    }
+  },
+  {
+    name: 'search-contacts',
+    title: 'Contacts search (trigram, largest tenant)',
+    group: 'list',
+    route: 'GET /api/v1/contacts/search',
+    p95BudgetMs: 20,
+    build: ctx => () => {
+      const c = someCaller(BIG_TENANT)
+      const term = pick(ctx.manifest.searchTerms)
+      return request(ctx, 'search-contacts', c, { method: 'GET', path: `/api/v1/contacts/search?query=${encodeURIComponent(term)}&limit=20` }, { query: term, limit: 20 })
+    }
+  },
+  {
+    name: 'calendar-month',
+    title: 'Calendar month of the largest tenant',
+    group: 'list',
+    route: 'GET /api/v1/events/calendar',
+    p95BudgetMs: 25,
+    build: ctx => () => {
+      const c = someCaller(BIG_TENANT)
+      const { start, end } = ctx.manifest.month
+      return request(ctx, 'calendar-month', c, { method: 'GET', path: `/api/v1/events/calendar?start_date=${start}&end_date=${end}&timezone=UTC` }, { start, end })
+    }
+  },
+  {
+    name: 'get-series',
+    title: 'GET series (200 occurrences, attendee counts)',
+    group: 'page',
+    route: 'GET /api/v1/series/{id}'
+  },
+  {
+    name: 'space-analytics',
+    title: 'Space analytics (1 000 linked events)',
+    group: 'page',
+    route: 'GET /api/v1/spaces/{id}/analytics',
+    p95BudgetMs: 100,
+    build: ctx => () => {
+      // the creator and the five managers of the showcase
+      const c = { tenant: ctx.manifest.showcase.tenant, user: userId(1 + Math.floor(Math.random() * 6)) }
+      const id = ctx.manifest.showcase.id
+      return request(ctx, 'space-analytics', c, { method: 'GET', path: `/api/v1/spaces/${id}/analytics` }, { id })
+    }
+  },
+  {
+    name: 'public-space',
+    title: 'Public space page (anonymous)',
+    group: 'page',
+    route: 'GET /api/v1/public/spaces/{id}',
+    build: ctx => () => request(ctx, 'public-space', undefined,
+      { method: 'GET', path: `/api/v1/public/spaces/${ctx.manifest.showcase.handle}` }, { handle: ctx.manifest.showcase.handle }, false)
+  },
+  {
+    name: 'create-contact',
+    title: 'POST contact',
+    group: 'write',
+    route: 'POST /api/v1/contacts',
+    build: ctx => () => {
+      const c = someCaller()
+      const n = crypto.randomInt(1e9)
+      const body = JSON.stringify({ first_name: 'Bench', last_name: `Writer${n}`, email: `bench.writer${n}@example.com`, company: 'Bench Ltd' })
+      return request(ctx, 'create-contact', c, { method: 'POST', path: '/api/v1/contacts', headers: json, body }, {})
+    }
+  },
+  {
+    name: 'patch-event',
+    title: 'PATCH event with If-Match',
+    group: 'write',
+    route: 'PATCH /api/v1/events/{id}',
+    build: (ctx) => {
+      const take = patchPool(ctx)
+      return () => {
+        const { ev, done } = take()
+        const c = { tenant: ev.tenant, user: ev.creator }
+        const ifMatch = `"${ev.revision}"`
+        const body = JSON.stringify({ title: `Renamed ${crypto.randomInt(1e6)}` })
+        const onResponse = (status: number, headers: Record<string, string | string[]>) => {
+          const etag = headers.etag ?? headers.ETag
+          if (typeof etag === 'string' && /^"\d+"$/.test(etag)) ev.revision = Number(etag.slice(1, -1))
+          if (status !== 412) done()
+        }
+        return request(ctx, 'patch-event', c,
+          { method: 'PATCH', path: `/api/v1/events/${ev.id}`, headers: { ...json, 'if-match': ifMatch }, body, onResponse },
+          { id: ev.id, if_match: ifMatch })
+      }
+    }
+  },
+  {
+    name: 'create-series',
+    title: 'Create a series with 500 occurrences',
+    group: 'write',
+    route: 'POST /api/v1/series'
+  },
+  {
+    name: 'bulk-attendees',
+    title: 'Bulk add 500 attendees',
+    group: 'write',
+    route: 'POST /api/v1/events/{id}/attendees/bulk'
+  },
+  {
+    name: 'idp-webhook',
+    title: 'Webhook delivery (identity provider, signed)',
+    group: 'write',
+    route: 'POST /api/v1/integrations/idp/webhook',
+    build: ctx => () => {
+      const c = someCaller()
+      const raw = JSON.stringify({
+        aggregateID: c.user,
+        aggregateType: 'user',
+        resourceOwner: c.tenant,
+        instanceID: 'bench',
+        sequence: ++sequence,
+        event_type: 'user.human.profile.changed',
+        event_payload: { displayName: `User ${c.user} ${sequence % 1000}` }
+      })
+      return request(ctx, 'idp-webhook', undefined, {
+        method: 'POST',
+        path: '/api/v1/integrations/idp/webhook',
+        headers: { ...json, 'idp-signature': signBody(ctx.webhookSecret, raw) },
+        body: raw
+      }, {}, false)
+    }
+  },
+  {
+    name: 'unauthorized',
+    title: '401 path (token signed by an unknown key)',
+    group: 'auth',
+    route: 'GET /api/v1/events/{id}',
+    build: ctx => () => {
+      const token = pick(ctx.forged)
+      return request(ctx, 'unauthorized', undefined,
+        { method: 'GET', path: `/api/v1/events/${crypto.randomInt(1, 100_000)}`, headers: { authorization: `Bearer ${token}` } }, {}, false)
+    }
+  }
+]

@@ -1,0 +1,253 @@
+/**
+ * Seeds the benchmark data set with the service's own tables and SQL (generate_series, no HTTP):
+ * 100 tenants; 1 000 000 contacts (40 % in the largest tenant, `bench-t000`); 100 000 events in the
+ * largest tenant spread over eight years (six past, two ahead) plus 300 in each other tenant; a
+ * public showcase space with 1 000 linked events and every user of the largest tenant as a member;
+ * attendees (100 000 in the showcase's events) and weekly series when those tables exist. Every
+ * count but the tenants and users scales with `scale`.
+ *
+ * Bulk loading drops the secondary (non-unique) indexes of contacts and events and recreates them
+ * from their own definitions afterwards, so the schema ends exactly as the migrations made it.
+ */
+import type { SqlRunner } from './sql-runner.ts'
+
+export const TENANTS = 100
+export const BIG_TENANT = 'bench-t000'
+export const ORG = 'org-main'
+export const BIG_USERS = 1000
+export const OTHER_USERS = 50
+export const SHOWCASE_HANDLE = 'bench-showcase'
+
+export const tenantId = (n: number): string => `bench-t${String(n).padStart(3, '0')}`
+export const userId = (n: number): string => `u${String(n).padStart(4, '0')}`
+
+export interface SeedSizes {
+  scale: number
+  contacts: number
+  bigContacts: number
+  bigEvents: number
+  otherEvents: number
+  bigSpaces: number
+  otherSpaces: number
+  showcaseEvents: number
+  showcaseAttendees: number
+  seriesPerTenant: number
+}
+
+export function sizesFor (scale: number): SeedSizes {
+  const n = (full: number, min: number) => Math.max(min, Math.round(full * scale))
+  const contacts = n(1_000_000, 1000)
+  return {
+    scale,
+    contacts,
+    bigContacts: Math.round(contacts * 0.4),
+    bigEvents: n(100_000, 500),
+    otherEvents: n(300, 10),
+    bigSpaces: n(200, 20),
+    otherSpaces: 10,
+    showcaseEvents: n(1000, 20),
+    showcaseAttendees: n(100_000, 200),
+    seriesPerTenant: n(20, 2)
+  }
+}
+
+// Syllables for synthetic last names: 20^3 = 8 000 distinct names.
+const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'sto', 'vak', 'dor', 'bel', 'tin', 'mar', 'sel', 'gru', 'pha', 'nov', 'zel', 'quin', 'bra', 'kus', 'wen', 'hol']
+const FIRST_NAMES = ['Anna', 'Ben', 'Chloe', 'David', 'Emma', 'Felix', 'Grace', 'Hugo', 'Ines', 'Jonas', 'Klara', 'Liam', 'Mia', 'Noah', 'Olivia', 'Paul', 'Quinn', 'Rosa', 'Sami', 'Tara', 'Umar', 'Vera', 'Wim', 'Xena', 'Yann', 'Zoe', 'Aiko', 'Bruno', 'Carla', 'Dario', 'Elif', 'Farid', 'Gina', 'Hana', 'Ivo', 'Jana', 'Kofi', 'Lena', 'Milan', 'Nora']
+const COMPANIES = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Soylent', 'Cyberdyne', 'Wonka', 'Gringotts', 'Oscorp', 'Aperture', 'Monarch']
+
+const arr = (xs: string[]): string => `array[${xs.map(x => `'${x}'`).join(',')}]`
+
+/** The last name of synthetic contact number `g` (the same formula as the SQL below). */
+export function lastNameOf (h: number): string {
+  const s = SYLLABLES
+  const name = `${s[h % 20] ?? ''}${s[Math.floor(h / 20) % 20] ?? ''}${s[Math.floor(h / 400) % 20] ?? ''}`
+  return name.charAt(0).toUpperCase() + name.slice(1)
+}
+
+const TENANTS_CTE = `tenants as (
+  select g as n, 'bench-t' || lpad(g::text, 3, '0') as tid, case when g = 0 then ${BIG_USERS} else ${OTHER_USERS} end as users
+  from generate_series(0, ${TENANTS - 1}) g)`
+
+/** Names of the tables the seed fills, for the "what exists" checks. */
+async function tableExists (db: SqlRunner, table: string): Promise<boolean> {
+  const rows = await db.query<{ ok: boolean }>('select to_regclass($1) is not null as ok', [table])
+  return rows[0]?.ok === true
+}
+
+async function columnsOf (db: SqlRunner, table: string): Promise<Set<string>> {
+  const rows = await db.query<{ column_name: string }>('select column_name from information_schema.columns where table_schema = current_schema() and table_name = $1', [table])
+  return new Set(rows.map(r => r.column_name))
+}
+
+/** Drops the non-unique secondary indexes of a table and returns a function recreating them. */
+async function withoutSecondaryIndexes (db: SqlRunner, table: string): Promise<() => Promise<void>> {
+  const defs = await db.query<{ name: string, def: string }>(`
+    select c.relname as name, pg_get_indexdef(i.indexrelid) as def
+    from pg_index i join pg_class c on c.oid = i.indexrelid
+    where i.indrelid = $1::regclass and not i.indisprimary and not i.indisunique`, [table])
+  for (const d of defs) await db.exec(`drop index if exists ${d.name}`)
+  return async () => { for (const d of defs) await db.exec(d.def) }
+}
+
+export type Log = (line: string) => void
+
+async function step (log: Log, what: string, fn: () => Promise<void>): Promise<void> {
+  const t0 = performance.now()
+  await fn()
+  log(`  seed: ${what} (${((performance.now() - t0) / 1000).toFixed(1)} s)`)
+}
+
+export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<void> {
+  if (db.kind === 'pg') {
+    await db.exec("set maintenance_work_mem = '256MB'; set synchronous_commit = off")
+  }
+  const z = sizes
+  const showcaseStep = Math.max(1, Math.floor(z.bigEvents / z.showcaseEvents))
+
+  await step(log, `users (${BIG_USERS} + ${(TENANTS - 1) * OTHER_USERS})`, async () => {
+    await db.exec(`
+      with ${TENANTS_CTE}
+      insert into users (tenant_id, id, email, display_name, first_name, last_name, username, state)
+      select t.tid, 'u' || lpad(u::text, 4, '0'), 'u' || u || '@' || t.tid || '.example',
+             'User ' || u, (${arr(FIRST_NAMES)})[1 + u % ${FIRST_NAMES.length}], 'Member' || u, 'user' || u, 'active'
+      from tenants t cross join lateral generate_series(1, t.users) u`)
+  })
+
+  await step(log, 'spaces, members and managers', async () => {
+    await db.exec(`
+      with ${TENANTS_CTE}
+      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at, position, created_at)
+      select t.tid, '${ORG}', 'u' || lpad((1 + g % t.users)::text, 4, '0'), 'Space ' || g, 'Where group ' || g || ' meets',
+             case g % 4 when 0 then 40 when 2 then 30 else 20 end, 'published', now() - interval '400 days', g, now() - interval '400 days'
+      from tenants t cross join lateral generate_series(1, case when t.n = 0 then ${z.bigSpaces} else ${z.otherSpaces} end) g;
+
+      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at, public_handle, created_at)
+      values ('${BIG_TENANT}', '${ORG}', 'u0001', 'Showcase', 'The public showcase of the largest tenant', 40, 'published', now() - interval '400 days', '${SHOWCASE_HANDLE}', now() - interval '400 days');
+      insert into public_spaces (handle, space_id, tenant_id)
+      select public_handle, id, tenant_id from spaces where tenant_id = '${BIG_TENANT}' and public_handle = '${SHOWCASE_HANDLE}';
+
+      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %' group by tenant_id)
+      insert into space_members (tenant_id, space_id, user_id, role, created_at)
+      select u.tenant_id, sp.ids[1 + ((substr(u.id, 2)::int * 7 + k * 13) % array_length(sp.ids, 1))], u.id, 'space_member',
+             now() - ((substr(u.id, 2)::int * 37 + k * 11) % 380) * interval '1 day'
+      from users u join sp using (tenant_id) cross join generate_series(0, 4) k
+      on conflict do nothing;
+
+      insert into space_members (tenant_id, space_id, user_id, role, created_at, is_active, removed_at)
+      select u.tenant_id, s.id, u.id, case when u.id = 'u0001' then 'space_owner' else 'space_member' end,
+             now() - (substr(u.id, 2)::int % 360) * interval '1 day',
+             substr(u.id, 2)::int % 25 <> 0,
+             case when substr(u.id, 2)::int % 25 = 0 then now() - interval '3 days' end
+      from users u join spaces s on s.tenant_id = u.tenant_id and s.public_handle = '${SHOWCASE_HANDLE}';
+
+      insert into space_managers (tenant_id, space_id, user_id, role, status, accepted_at)
+      select s.tenant_id, s.id, 'u' || lpad(g::text, 4, '0'), 'space_admin', 'active', now() - interval '300 days'
+      from spaces s cross join generate_series(2, 6) g
+      where s.public_handle = '${SHOWCASE_HANDLE}';`)
+  })
+
+  const restoreContacts = await withoutSecondaryIndexes(db, 'contacts')
+  await step(log, `contacts (${z.contacts})`, async () => {
+    await db.exec(`
+      insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title, phone_primary, city, country, tags, created_at, updated_at)
+      select tid, '${ORG}', 'u' || lpad((1 + g % users)::text, 4, '0'), fn, ln,
+             lower(fn) || '.' || lower(ln) || g || '@' || lower(co) || '.example', co,
+             (array['Engineer','Manager','Designer','Sales','Founder','Teacher'])[1 + g % 6],
+             '+41 44 ' || lpad((g % 10000000)::text, 7, '0'),
+             (array['Zurich','Berlin','Lyon','Porto','Oslo','Brno','Graz','Turin'])[1 + g % 8], 'CH',
+             case when g % 5 = 0 then array['vip'] else '{}' end,
+             now() - (g % 1500) * interval '1 day', now() - (g % 700) * interval '1 day'
+      from (
+        select g,
+               case when g <= ${z.bigContacts} then '${BIG_TENANT}' else 'bench-t' || lpad((1 + g % ${TENANTS - 1})::text, 3, '0') end as tid,
+               case when g <= ${z.bigContacts} then ${BIG_USERS} else ${OTHER_USERS} end as users,
+               (${arr(FIRST_NAMES)})[1 + (g * 31) % ${FIRST_NAMES.length}] as fn,
+               initcap((${arr(SYLLABLES)})[1 + h % 20] || (${arr(SYLLABLES)})[1 + (h / 20) % 20] || (${arr(SYLLABLES)})[1 + (h / 400) % 20]) as ln,
+               (${arr(COMPANIES)})[1 + g % ${COMPANIES.length}] as co
+        from (select g, ((g::bigint * 2654435761) % 8000)::int as h from generate_series(1, ${z.contacts}) g) x
+      ) c`)
+  })
+  await step(log, 'contacts indexes', restoreContacts)
+
+  const restoreEvents = await withoutSecondaryIndexes(db, 'events')
+  await step(log, `events (${z.bigEvents} + ${(TENANTS - 1) * z.otherEvents})`, async () => {
+    await db.exec(`
+      with ${TENANTS_CTE}
+      insert into events (tenant_id, org_id, creator_id, title, description, address, start_dt, end_dt, timezone, keywords, visibility, status,
+                          published_at, version, created_dt, created_at, updated_at)
+      select t.tid, '${ORG}', 'u' || lpad((1 + g % t.users)::text, 4, '0'),
+             (array['Meetup','Workshop','Talk','Retreat','Hackathon','Dinner','Course','Review'])[1 + g % 8] || ' ' || g,
+             'Bring a laptop and questions. Session ' || g || ' of the programme, hosted by the local group.',
+             'Street ' || (g % 500) || ', ' || (array['Zurich','Berlin','Lyon','Porto'])[1 + g % 4],
+             st, st + (1 + g % 3) * interval '1 hour', 'Europe/Zurich', array['kw' || (g % 50), 'topic' || (g % 7)],
+             case g % 10 when 0 then 40 when 6 then 30 when 7 then 30 when 8 then 10 when 9 then 10 else 20 end,
+             case when g % 20 = 0 then 'draft' else 'published' end,
+             case when g % 20 = 0 then null else st - interval '20 days' end,
+             case when g % 20 = 0 then 0 else 1 end,
+             st - interval '30 days', st - interval '30 days', st - interval '25 days'
+      from tenants t
+      cross join lateral generate_series(1, case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) g
+      cross join lateral (select now() - interval '6 years'
+                                 + (g::double precision / case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) * interval '8 years'
+                                 + ((g * 7919) % 600) * interval '1 minute' as st) s`)
+  })
+  await step(log, 'events indexes', restoreEvents)
+
+  await step(log, `event spaces (showcase: ${z.showcaseEvents} events)`, async () => {
+    await db.exec(`
+      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %' group by tenant_id)
+      insert into event_spaces (tenant_id, event_id, space_id, org_id)
+      select e.tenant_id, e.id, sp.ids[1 + (e.id % array_length(sp.ids, 1))], '${ORG}'
+      from events e join sp using (tenant_id);
+
+      with showcase as (select tenant_id, id from spaces where public_handle = '${SHOWCASE_HANDLE}'),
+           picked as (select e.id, row_number() over (order by e.id) as rn from events e where e.tenant_id = '${BIG_TENANT}')
+      insert into event_spaces (tenant_id, event_id, space_id, org_id)
+      select s.tenant_id, p.id, s.id, '${ORG}'
+      from picked p cross join showcase s
+      where p.rn % ${showcaseStep} = 0 and p.rn / ${showcaseStep} <= ${z.showcaseEvents}`)
+  })
+
+  if (await tableExists(db, 'attendees')) {
+    const cols = await columnsOf(db, 'attendees')
+    if (['event_id', 'contact_id', 'status', 'is_checked_in'].every(c => cols.has(c))) {
+      const perEvent = Math.max(1, Math.ceil(z.showcaseAttendees / z.showcaseEvents))
+      const restore = await withoutSecondaryIndexes(db, 'attendees')
+      await step(log, `attendees (${perEvent} in each showcase event, 3 in every other event of the largest tenant)`, async () => {
+        await db.exec(`
+          create temporary table bench_contacts as
+            select id, (row_number() over (order by id) - 1)::int as rn from contacts where tenant_id = '${BIG_TENANT}';
+          create index on bench_contacts (rn);
+          create temporary table bench_attending as
+            select e.tenant_id, e.id as event_id, e.start_dt,
+                   case when es.space_id is not null then ${perEvent} else 3 end as n,
+                   row_number() over (order by e.id)::int as en
+            from events e
+            left join event_spaces es on es.tenant_id = e.tenant_id and es.event_id = e.id
+              and es.space_id = (select id from spaces where public_handle = '${SHOWCASE_HANDLE}')
+            where e.tenant_id = '${BIG_TENANT}' and e.status = 'published';
+          insert into attendees (tenant_id, event_id, contact_id, org_id, status, is_checked_in, checked_in_at, responded_at)
+          select a.tenant_id, a.event_id, c.id, '${ORG}',
+                 (array['confirmed','confirmed','tentative','declined','invited','checked_in'])[1 + (a.en + k) % 6],
+                 (a.en + k) % 6 = 5 and a.start_dt < now(), case when (a.en + k) % 6 = 5 and a.start_dt < now() then a.start_dt end,
+                 a.start_dt - interval '7 days'
+          from bench_attending a
+          cross join lateral generate_series(0, a.n - 1) k
+          join bench_contacts c on c.rn = (a.en * 101 + k) % (select count(*) from bench_contacts)
+          on conflict do nothing;
+          drop table bench_contacts;
+          drop table bench_attending;`)
+      })
+      await step(log, 'attendees indexes', restore)
+    } else {
+      log('  seed: attendees table present with unknown columns: not seeded')
+    }
+  } else {
+    log('  seed: no attendees table yet: not seeded')
+  }
+
+  log(`  seed: series ${await tableExists(db, 'series') ? 'table present: created through the API by the series scenario' : 'table missing: not seeded'}`)
+
+  await step(log, 'analyze', async () => { await db.exec('analyze') })
+}
