@@ -460,6 +460,10 @@ async function splitAt (trx: Tx, auth: AuthContext, s: SeriesRow, k: number): Pr
     end_count: s.ends_on === 'after_n' && s.end_count !== null ? Math.max(1, s.end_count - k) : s.end_count,
     exdates: s.exdates.filter(d => localDay(d, zone) >= cut)
   })
+  const newAnchor = await trx.selectFrom('events').select('id')
+    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('series_index', '=', k)
+    .where('is_deleted', '=', false).where('published_id', 'is', null)
+    .executeTakeFirstOrThrow()
   await endBefore(trx, s, k)
   await repo.updateSeries(trx, auth.tenantId, s.id, { exdates: s.exdates.filter(d => localDay(d, zone) < cut) })
   await trx.updateTable('events')
@@ -469,8 +473,10 @@ async function splitAt (trx: Tx, auth: AuthContext, s: SeriesRow, k: number): Pr
   await trx.insertInto('event_managers')
     .columns(['tenant_id', 'event_id', 'series_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
     .expression(eb => eb.selectFrom('event_managers')
-      .select(['tenant_id', 'event_id', eb.val(next.id).as('series_id'), 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
+      .select(['tenant_id', eb.val(newAnchor.id).as('event_id'), eb.val(next.id).as('series_id'), 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
       .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('status', '=', 'active'))
+    // a user already managing the new anchor directly keeps that row
+    .onConflict(oc => oc.doNothing())
     .execute()
   await trx.insertInto('attendees')
     .columns(['tenant_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'invited_at'])
