@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import { DateTime } from 'luxon'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
@@ -307,6 +308,55 @@ for (const kind of databases()) {
       assert.equal(gone.statusCode, 204, gone.body)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[0]}/series` })).statusCode, 404)
       assert.equal((await getJson(t, alice, '/api/v1/events')).total, 1)
+    })
+
+    void it('random rules: 201 within the bounds (local time kept, at most 500 rows) or a 400 naming a field, never a 5xx', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const zones = ['Europe/Berlin', 'America/New_York', 'Australia/Sydney', 'UTC', 'Mars/Olympus']
+      const bodyArb = fc.record({
+        zone: fc.constantFrom(...zones, 'Europe/Berlin', 'America/New_York'),
+        day: fc.integer({ min: 0, max: 2000 }),
+        hour: fc.integer({ min: 0, max: 23 }),
+        minutes: fc.integer({ min: -10, max: 3 * 24 * 60 }),
+        series: fc.record({
+          freq: fc.constantFrom('daily', 'weekly', 'monthly', 'custom', 'daily', 'weekly', 'hourly'),
+          interval: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: -1, max: 400 })),
+          repeat_days: fc.option(fc.oneof(fc.uniqueArray(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 7 }), fc.uniqueArray(fc.integer({ min: 0, max: 8 }), { maxLength: 8 })), { nil: undefined }),
+          ends_on: fc.constantFrom('never', 'on_date', 'after_n'),
+          end_count: fc.option(fc.oneof(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 0, max: 600 })), { nil: undefined }),
+          end_days: fc.option(fc.integer({ min: -10, max: 5000 }), { nil: undefined })
+        }, { requiredKeys: ['freq'] })
+      })
+      let made = 0
+      await fc.assert(fc.asyncProperty(bodyArb, async (b) => {
+        const zone = b.zone === 'Mars/Olympus' ? 'UTC' : b.zone
+        const start = DateTime.fromObject({ year: 2027, month: 1, day: 1, hour: b.hour }, { zone }).plus({ days: b.day })
+        const { end_days: endDays, ...rule } = b.series
+        const payload = {
+          title: 'Random',
+          start_dt: start.toUTC().toISO(),
+          end_dt: start.plus({ minutes: b.minutes }).toUTC().toISO(),
+          timezone: b.zone,
+          series: { ...rule, ...(endDays !== undefined ? { end_date: start.plus({ days: endDays }).toUTC().toISO() } : {}) }
+        }
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload })
+        if (res.statusCode === 400) {
+          assert.deepEqual(problemIssues(res), [])
+          return
+        }
+        assert.equal(res.statusCode, 201, res.body)
+        made++
+        const occ = res.json().occurrences as Json[]
+        assert.ok(occ.length >= 1 && occ.length <= 500)
+        const time = DateTime.fromISO(occ[0]?.start_dt, { zone }).toFormat('HH:mm')
+        for (const o of occ) {
+          const l = DateTime.fromISO(o.start_dt, { zone })
+          // a wall time inside a spring-forward gap moves forward by the gap
+          if (l.toFormat('HH:mm') !== time) assert.equal(DateTime.fromISO(o.start_dt).minus({ hours: 1 }).setZone(zone).toFormat('HH:mm'), time, o.start_dt)
+        }
+      }), { numRuns: 60, seed: 20_271_115 })
+      assert.ok(made >= 5, `only ${made} series made`)
     })
 
     void it('invites a series manager who, once accepted, manages every occurrence; other tenants and viewers are refused', async () => {
