@@ -18,7 +18,7 @@ import { before, describe, it } from 'node:test'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { databases, useTestApp } from './helpers/build-app.ts'
 import { apiRoutes, fillPath, isWrite, type ApiRoute } from './helpers/routes.ts'
-import { isGlobal, isPrivate, missingFixtures, newWorld, pathValues, validBody, type World } from './helpers/fixtures.ts'
+import { isGlobal, isPrivate, missingFixtures, newWorld, pathValues, requiredQuery, validBody, type World } from './helpers/fixtures.ts'
 import { badTokens } from './helpers/tokens.ts'
 import { problemIssues } from './helpers/problem.ts'
 import { permissionsOf, type Permission } from '../src/platform/auth/permissions.ts'
@@ -31,8 +31,27 @@ const PUBLIC_ROUTES: Record<string, string> = {
 }
 const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
 
-/** Write routes that every role may call, and why. Empty today: every write needs a write permission. */
-const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {}
+/**
+ * Open, reported bugs: failures of these routes are collected by their own `todo` test instead of
+ * failing the matrix. Remove an entry once the module is fixed (the todo test then passes).
+ */
+const KNOWN_ISSUES: Record<string, string> = {}
+const known: string[] = []
+/** Keeps failures of routes with a known issue apart. */
+function unknownOnly (failures: string[]): string[] {
+  const rest: string[] = []
+  for (const f of failures) {
+    if (Object.keys(KNOWN_ISSUES).some(name => f.startsWith(`${name} `))) known.push(f)
+    else rest.push(f)
+  }
+  return rest
+}
+
+/** Write routes that every role may call, and why. */
+const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {
+  'POST /api/v1/spaces/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role',
+  'POST /api/v1/events/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role'
+}
 
 function request (route: ApiRoute, url: string, body: unknown): InjectOptions {
   const opts: InjectOptions = { method: route.method, url }
@@ -66,7 +85,7 @@ for (const kind of databases()) {
     })
 
     const resolve = async (w: World, r: ApiRoute): Promise<{ url: string, body: unknown }> =>
-      ({ url: fillPath(r.url, await pathValues(w, r)), body: await validBody(w, r) })
+      ({ url: `${fillPath(r.url, await pathValues(w, r))}${requiredQuery(r)}`, body: await validBody(w, r) })
 
     void it('finds the routes of every module', () => {
       assert.ok(routes.length >= 8, `only ${routes.length} routes found`)
@@ -176,7 +195,26 @@ for (const kind of databases()) {
       const after = await snapshotOf(A)
       for (const [k, v] of before) if (after.get(k) !== v) failures.push(`tenant A's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
       console.log(`cross-tenant matrix: ${ordered.length} routes, ${before.size} reads of tenant A compared`)
-      assert.deepEqual(failures, [])
+      assert.deepEqual(unknownOnly(failures), [])
+    })
+
+    const listsShow = async (caller: string, who: string): Promise<string[]> => {
+      for (const r of covered) await resolve(A, r)
+      const failures: string[] = []
+      for (const r of covered.filter(x => x.method === 'GET' && x.params.length === 0 && x.auth === 'required')) {
+        const term = A.marker.slice(0, 9)
+        const query = r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true ? `?query=${term}` : `?search=${term}`
+        for (const url of [r.url, `${r.url}${query}`]) {
+          const res = await A.call(caller, { method: 'GET', url })
+          if (res.statusCode >= 500) failures.push(`${r.name}: ${brief(res)}`)
+          if (res.body.includes(A.marker)) failures.push(`${r.name} (${url}) by ${who} shows alice's private data: ${res.body.slice(0, 200)}`)
+        }
+      }
+      return failures
+    }
+
+    void it('never shows alice\'s private data in the lists and searches of another member', async () => {
+      assert.deepEqual(unknownOnly(await listsShow(A.tokens.bob, 'bob')), [])
     })
 
     void it('never shows tenant A\'s data in the lists and searches of tenant B', async () => {
@@ -211,7 +249,11 @@ for (const kind of databases()) {
       const after = await snapshotOf(A)
       for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed`)
       console.log(`private-resource matrix: ${privateRoutes.length} routes`)
-      assert.deepEqual(failures, [])
+      assert.deepEqual(unknownOnly(failures), [])
+    })
+
+    void it('has no failure on the routes with a known issue', Object.keys(KNOWN_ISSUES).length > 0 ? { todo: `reported: ${Object.values(KNOWN_ISSUES).join('; ')}` } : {}, () => {
+      assert.deepEqual(known, [])
     })
   })
 }

@@ -98,11 +98,94 @@ export const FIXTURES: Record<string, Fixture> = {
     }
   },
   'event-templates/:id': { global: true, create: async () => 'generic' },
+  'events/:id/attendees/:contact_id': {
+    private: true,
+    create: async (w) => {
+      const contact = await w.need('contacts/:id')
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/attendees`, { contact_id: contact })
+      return contact
+    }
+  },
+  'events/:id/managers/:user_id': {
+    private: true,
+    create: async (w) => {
+      const user = `event-manager-${w.marker}`
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/managers`, { user_id: user, role: 'event_manager:attendees' })
+      return user
+    }
+  },
+  // another private event of alice, as a milestone, a link target
+  'events/:id/milestones/:milestone_event_id': {
+    private: true,
+    create: async (w) => {
+      const other = String((await w.post('/api/v1/events', { title: `${w.marker} milestone` })).id)
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/milestones`, { milestone_event_id: Number(other) })
+      return other
+    }
+  },
+  'events/:id/links/:target_id': {
+    private: true,
+    create: async (w) => {
+      const other = String((await w.post('/api/v1/events', { title: `${w.marker} link target` })).id)
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/links`, { target_id: Number(other) })
+      return other
+    }
+  },
+  'events/:id/documents/:document_id': {
+    private: true,
+    create: async (w) => {
+      const doc = crypto.randomUUID()
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/documents/${doc}`)
+      return doc
+    }
+  },
+  'attachments/:id': {
+    private: true,
+    create: async w => String((await w.post(`/api/v1/events/${await w.need('events/:id')}/attachments`, { kind: 'document', ref: `https://example.test/${w.marker}.pdf` })).id)
+  },
+  // a series of alice (an event of hers turned into one) and a link held by an occurrence
+  'series/:id': {
+    private: true,
+    create: async (w) => {
+      const anchor = String((await w.post('/api/v1/events', { title: `${w.marker} series`, start_dt: '2031-03-02T10:00:00Z', end_dt: '2031-03-02T11:00:00Z' })).id)
+      const res = await w.call(w.tokens.alice, { method: 'POST', url: `/api/v1/events/${anchor}/series`, payload: { freq: 'daily', ends_on: 'after_n', end_count: 2 } })
+      if (res.statusCode !== 201) throw new Error(`fixture POST /api/v1/events/${anchor}/series answered ${res.statusCode}: ${res.body}`)
+      const occurrences = res.json<Array<{ id: number, series_id: number | null }>>()
+      const seriesId = occurrences[0]?.series_id
+      if (seriesId === null || seriesId === undefined) throw new Error('the series fixture has no series_id')
+      w.seriesAnchor = anchor
+      return String(seriesId)
+    }
+  },
+  'series/:id/links/:target_id': {
+    private: true,
+    create: async (w) => {
+      await w.need('series/:id')
+      const other = String((await w.post('/api/v1/events', { title: `${w.marker} series link target` })).id)
+      await w.post(`/api/v1/events/${w.seriesAnchor ?? ''}/links`, { target_id: Number(other) })
+      return other
+    }
+  },
+  // an automation of alice's private event
+  'events/:id/automations/:rule_id': {
+    private: true,
+    create: async w => String((await w.post(`/api/v1/events/${await w.need('events/:id')}/automations`, {
+      name: w.marker, trigger: { type: 'event.updated' }, actions: []
+    })).id)
+  },
+  // a rule scoped to alice's private event
+  'automation/rules/:rule_id': {
+    private: true,
+    create: async w => String((await w.post('/api/v1/automation/rules', {
+      name: w.marker, scope: 'EVENT', scope_id: await w.need('events/:id'), actions: [], schedule: { event_type: 'event.updated' }
+    })).id)
+  },
 
   // a published public space: its page needs no token
   'public/spaces/:id': {
     create: async (w) => {
-      const id = String((await w.post('/api/v1/spaces', { title: `${w.marker} public`, visibility: 40 })).id)
+      // no marker: every caller may see this one, and the marker stands for private data
+      const id = String((await w.post('/api/v1/spaces', { title: `public ${crypto.randomUUID()}`, visibility: 40 })).id)
       await w.post(`/api/v1/spaces/${id}/publish`, {})
       return id
     }
@@ -113,7 +196,20 @@ export const FIXTURES: Record<string, Fixture> = {
 export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unknown> = {
   'PUT /api/v1/contacts/:id': w => ({ first_name: w.marker, is_favorite: false }),
   'PATCH /api/v1/contacts/:id/favorite': () => ({ is_favorite: true }),
-  'POST /api/v1/contacts/upsert': w => ({ contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }] })
+  'POST /api/v1/contacts/upsert': w => ({ contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }] }),
+  'POST /api/v1/events/:id/automations': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
+  'PUT /api/v1/events/:id/automations/:rule_id': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
+  'PATCH /api/v1/events/:id/milestones/:milestone_event_id': () => ({ reset_to_derived: true })
+}
+
+/** The query string a route requires (its required query parameters with valid values), or ''. */
+export function requiredQuery (route: ApiRoute): string {
+  const q = new URLSearchParams()
+  for (const p of route.operation.parameters ?? []) {
+    if (p.in === 'query' && p.required === true) q.append(p.name, String(sampleValid(p.schema)))
+  }
+  const s = q.toString()
+  return s === '' ? '' : `?${s}`
 }
 
 /** Routes (by name) whose path parameters need no fixture, with the value to use. */
@@ -130,13 +226,15 @@ export interface World {
   /** POST as alice; throws unless 2xx; the JSON body */
   post: (url: string, body?: unknown) => Promise<Record<string, unknown>>
   call: (token: string | undefined, opts: InjectOptions) => Promise<LightMyRequestResponse>
+  /** the anchor event of the `series/:id` fixture */
+  seriesAnchor?: string
 }
 
 /** A tenant with five callers: alice and bob (members), an admin, a viewer and a caller with no known role. */
 export async function newWorld (t: TestApp, name: string): Promise<World> {
   const tenantId = `${name}-${crypto.randomUUID()}`
   const marker = `m${crypto.randomBytes(6).toString('hex')}`
-  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${marker}.example.test` })
+  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${tenantId}.example.test` })
   const tokens = {
     alice: await tok('alice', ['member']),
     bob: await tok('bob', ['member']),
