@@ -12,6 +12,7 @@ import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 import type { PlatformTables } from './platform.table.ts'
+import { pipelinedPool } from './pipeline.ts'
 import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
 import type { IdentityTables } from '../../modules/identity/identity.table.ts'
 import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
@@ -63,11 +64,13 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
       max: options.poolSize ?? 20,
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
-      statement_timeout: 30_000
+      statement_timeout: 30_000,
+      // BEGIN and the tenant scope travel with the first query (pipeline.ts)
+      pipeline: true
     })
     // An idle client that loses its server must not crash the process; the next query reconnects.
     pool.on('error', () => {})
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pipelinedPool(pool) }) })
     return { db, kind: 'pg', migrationUrl: options.databaseUrl, pglite: undefined, close: () => db.destroy() }
   }
   if (options.pgliteDir !== undefined) fs.mkdirSync(path.dirname(options.pgliteDir), { recursive: true })

@@ -6,7 +6,7 @@
  * filter still sees nothing of other tenants. Queries name their tenant all the same; RLS is the
  * backstop, not the filter.
  */
-import { sql, type Kysely, type Transaction } from 'kysely'
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely'
 import type { Database } from './database.ts'
 
 /** The role that RLS applies to: NOSUPERUSER, NOBYPASSRLS, owns no table (migration 0001). */
@@ -22,6 +22,12 @@ export interface TenantScope {
 const RETRYABLE = new Set(['40001', '40P01'])
 
 /**
+ * The scope statement, the first of every tenant transaction. On PostgreSQL it is sent together
+ * with BEGIN and the first query, in one round trip (pipeline.ts).
+ */
+export const SCOPE_SQL = "select set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true), set_config('role', $3, true)"
+
+/**
  * Runs `fn` in one transaction scoped to the tenant. Serialization failures and deadlocks are
  * retried (up to three attempts), so `fn` must not have effects outside the transaction.
  *
@@ -32,7 +38,7 @@ export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, f
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(async (trx) => {
-        await sql`select set_config('app.tenant_id', ${scope.tenantId}, true), set_config('app.user_id', ${scope.userId ?? ''}, true), set_config('role', ${APP_ROLE}, true)`.execute(trx)
+        await trx.executeQuery(CompiledQuery.raw(SCOPE_SQL, [scope.tenantId, scope.userId ?? '', APP_ROLE]))
         return await fn(trx)
       })
     } catch (err) {

@@ -1,0 +1,87 @@
+/**
+ * One round trip for the tenant scope and the first query (docs/performance.md).
+ *
+ * `withTenant` runs BEGIN, then one `set_config` statement, then the request's queries, then COMMIT,
+ * each awaited: four round trips for a one-query request. Nobody reads the results of BEGIN and of
+ * the scope statement, so on PostgreSQL the pool's clients run in `pg`'s pipeline mode and this
+ * wrapper queues those two statements without waiting for them (the socket is corked), and the next
+ * statement leaves with them in one write; its promise settles only after theirs, and the first
+ * failure among them is the one thrown. Nothing else changes: the statements, their order, the
+ * transaction and the RLS scope are the same, and a query can never run outside the scope, because
+ * PostgreSQL executes a connection's statements in order and an error in BEGIN or `set_config`
+ * aborts the transaction, so the queries behind it fail (25P02) instead of running unscoped.
+ */
+import pg from 'pg'
+import type { PostgresPool, PostgresPoolClient } from 'kysely'
+import { SCOPE_SQL } from './tenant.ts'
+
+/** Statements sent without waiting for their result: what Kysely sends to open a transaction, and the tenant scope. */
+const DEFERRED = new Set(['begin', SCOPE_SQL])
+
+type Result = pg.QueryResult
+
+const answered = (text: string): Result => ({
+  command: text === 'begin' ? 'BEGIN' : 'SELECT',
+  rowCount: text === 'begin' ? null : 1,
+  oid: 0,
+  fields: [],
+  rows: []
+})
+
+interface Corkable { cork?: () => void, uncork?: () => void }
+
+class PipelinedClient {
+  #client: pg.PoolClient
+  #stream: Corkable | undefined
+  #pending: Array<Promise<Result>> = []
+
+  constructor (client: pg.PoolClient) {
+    this.#client = client
+    this.#stream = (client as unknown as { connection?: { stream?: Corkable } }).connection?.stream
+  }
+
+  query (text: unknown, parameters?: readonly unknown[]): unknown {
+    if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
+    if (DEFERRED.has(text)) {
+      if (this.#pending.length === 0) this.#stream?.cork?.()
+      const sent = this.#client.query(text, parameters as unknown[])
+      sent.catch(() => {}) // observed with the next statement
+      this.#pending.push(sent)
+      return Promise.resolve(answered(text))
+    }
+    const sent = this.#client.query(text, parameters as unknown[])
+    if (this.#pending.length === 0) return sent
+    const before = this.#pending
+    this.#pending = []
+    this.#stream?.uncork?.()
+    sent.catch(() => {})
+    return Promise.all(before).then(async () => await sent)
+  }
+
+  release (): void {
+    // a transaction opened and never finished (it cannot happen through Kysely): drop the connection
+    const broken = this.#pending.length > 0
+    if (broken) this.#stream?.uncork?.()
+    this.#pending = []
+    this.#client.release(broken ? new Error('released with statements in flight') : undefined)
+  }
+}
+
+/** A `pg` pool whose clients pipeline BEGIN and the tenant scope (give the pool `pipeline: true`). */
+export function pipelinedPool (pool: pg.Pool): PostgresPool {
+  const wrapped = new WeakMap<pg.PoolClient, PipelinedClient>()
+  return {
+    Client: pg.Client,
+    options: pool.options,
+    async connect () {
+      const client = await pool.connect()
+      let w = wrapped.get(client)
+      if (w === undefined) {
+        w = new PipelinedClient(client)
+        wrapped.set(client, w)
+      }
+      return w as unknown as PostgresPoolClient
+    },
+    end: async () => { await pool.end() }
+  }
+}
