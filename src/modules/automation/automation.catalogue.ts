@@ -99,6 +99,28 @@ export function isKnownTriggerType (type: string): boolean {
   return DOMAIN_TRIGGERS.some(t => (t.type.startsWith('event.') || t.type.startsWith('attendee.')) && t.type.split('.')[1] === verb)
 }
 
+// ---- JSON text that jsonb refuses
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Refuses strings (values or keys) with a lone UTF-16 surrogate, which jsonb cannot store (22P05). */
+export function checkJsonText (value: unknown, at: string, depth = 0): void {
+  if (depth > 64) return
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) throw invalidField(at, 'expected text without lone UTF-16 surrogates', value)
+    return
+  }
+  if (value === null || typeof value !== 'object') return
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => { checkJsonText(v, `${at}[${i}]`, depth + 1) })
+    return
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (LONE_SURROGATE.test(k)) throw invalidField(`${at}.${k}`, 'expected a key without lone UTF-16 surrogates', k)
+    checkJsonText(v, `${at}.${k}`, depth + 1)
+  }
+}
+
 // ---- schedule / trigger validation
 
 export const MAX_OFFSET_MINUTES = 525_600

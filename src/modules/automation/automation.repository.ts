@@ -1,5 +1,7 @@
 /** All SQL of automation rules and executions; every query names its tenant. */
 import { sql } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { eventVisibleTo } from '../events/events.access.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { AutomationRulesTable, ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleScope } from './automation.table.ts'
 import type { Insertable, Updateable } from 'kysely'
@@ -57,8 +59,17 @@ export async function deleteRule (trx: Tx, tenantId: string, id: string): Promis
 
 export interface RuleFilter { scope?: RuleScope | undefined, scopeId?: string | undefined, eventType?: string | undefined, enabled?: boolean | undefined }
 
-export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, page: number, size: number): Promise<{ items: RuleRow[], total: number }> {
+/**
+ * Rules of a tenant, newest first. With `auth`, rules of events the caller cannot see are left
+ * out (tenant admins see all).
+ */
+export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, page: number, size: number, auth?: AuthContext): Promise<{ items: RuleRow[], total: number }> {
   const base = trx.selectFrom('automation_rules').where('tenant_id', '=', tenantId)
+    .$if(auth !== undefined, qb => qb.where(eb => eb.or([
+      eb('scope', '!=', 'EVENT'),
+      eb('scope_id', 'is', null),
+      eb('scope_id', 'in', eb.selectFrom('events').select(sql<string>`events.id::text`.as('id')).where(e => eventVisibleTo(e, auth as AuthContext)))
+    ])))
     .$if(f.scope !== undefined, qb => qb.where('scope', '=', f.scope ?? 'GLOBAL'))
     .$if(f.scopeId !== undefined, qb => qb.where('scope_id', '=', f.scopeId ?? ''))
     .$if(f.eventType !== undefined, qb => qb.where('event_type', '=', f.eventType ?? ''))

@@ -9,10 +9,10 @@ import crypto from 'node:crypto'
 import { defineModule, type AppContext } from '../../platform/app-context.ts'
 import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
+import { invalidField } from '../../platform/http/errors.ts'
 import { IdParams, NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { findEventForRead } from '../events/events.access.ts'
-import { ACTIONS, ATTENDEE_STATUSES, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS } from './automation.catalogue.ts'
+import { ACTIONS, ATTENDEE_STATUSES, checkJsonText, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS } from './automation.catalogue.ts'
 import { enqueueExecution, startWorkers, type Engine } from './automation.engine.ts'
 import { createJobQueue } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
@@ -78,7 +78,7 @@ export const automationModule = defineModule(async (app, ctx) => {
       scopeId: q.scope_id === '' ? undefined : q.scope_id,
       eventType: q.event_type === '' ? undefined : q.event_type,
       enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
-    }, q.page, q.size))
+    }, q.page, q.size, request.auth))
     return { items, page: q.page, size: q.size, total }
   })
 
@@ -94,9 +94,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     schema: { operationId: 'get-automation-rule', summary: 'Get an automation rule', tags, params: RuleParams, response: { 200: Rule } },
     onRequest: requirePermission('automation:read')
   }, async (request) => {
-    const row = await withTenant(db, request.auth, trx => repo.findRule(trx, request.auth.tenantId, request.params.rule_id))
-    if (row === undefined) throw error404NotFound('rule not found')
-    return row
+    return await withTenant(db, request.auth, trx => service.findRuleForRead(trx, request.auth, request.params.rule_id))
   })
 
   app.put('/api/v1/automation/rules/:rule_id', {
@@ -122,6 +120,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     onRequest: requirePermission('automation:execute')
   }, async (request, reply) => {
     const context = request.body?.trigger_context ?? {}
+    checkJsonText(request.body ?? {}, 'body')
     if (Buffer.byteLength(JSON.stringify(context)) > CONTEXT_MAX_BYTES) throw invalidField('body.trigger_context', `expected at most ${CONTEXT_MAX_BYTES} bytes of JSON`)
     await engine.queue.ready()
     const row = await withTenant(db, request.auth, async (trx) => {
@@ -143,8 +142,7 @@ export const automationModule = defineModule(async (app, ctx) => {
   }, async (request) => {
     const { page, size } = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
-      const rule = await repo.findRule(trx, request.auth.tenantId, request.params.rule_id)
-      if (rule === undefined) throw error404NotFound('rule not found')
+      const rule = await service.findRuleForRead(trx, request.auth, request.params.rule_id)
       return await repo.listExecutions(trx, request.auth.tenantId, rule.id, page, size)
     })
     return { items: items.map(repo.toExecution), page, size, total }

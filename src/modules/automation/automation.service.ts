@@ -5,10 +5,10 @@
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
-import { RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
+import { checkJsonText, RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
 import * as repo from './automation.repository.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
 import type { RuleRow, RuleScope } from './automation.table.ts'
@@ -33,6 +33,7 @@ async function checkScope (trx: Tx, auth: AuthContext, scope: RuleScope, scopeId
 }
 
 function ruleValues (input: CreateRuleBody): repo.RuleValues {
+  checkJsonText(input, 'body')
   return {
     name: input.name,
     description: input.description ?? null,
@@ -56,11 +57,29 @@ export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleB
   return row
 }
 
+/** A rule the caller may read: 404 when unknown, or when it belongs to an event they cannot see. */
+export async function findRuleForRead (trx: Tx, auth: AuthContext, id: string): Promise<RuleRow> {
+  const row = await repo.findRule(trx, auth.tenantId, id)
+  if (row === undefined) throw error404NotFound('rule not found')
+  if (row.scope === 'EVENT' && row.scope_id !== null) {
+    await findEventForRead(trx, auth, Number(row.scope_id)).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
+      throw err
+    })
+  }
+  return row
+}
+
 /** Locks a rule for a change: 404 unknown; an EVENT rule also needs automations:manage on its event. */
 export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string): Promise<RuleRow> {
   const row = await repo.findRule(trx, auth.tenantId, id, true)
   if (row === undefined) throw error404NotFound('rule not found')
-  if (row.scope === 'EVENT' && row.scope_id !== null) await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true })
+  if (row.scope === 'EVENT' && row.scope_id !== null) {
+    await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true }).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
+      throw err
+    })
+  }
   return row
 }
 
@@ -118,6 +137,7 @@ export function toEventAutomation (row: RuleRow) {
 }
 
 function eventRuleValues (eventId: number, input: EventAutomationBody): repo.RuleValues {
+  checkJsonText(input, 'body')
   const t = input.trigger
   return {
     name: input.name,

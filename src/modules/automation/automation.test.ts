@@ -130,6 +130,33 @@ for (const kind of databases()) {
       assert.equal(await ruleCount(t, other), 0)
     })
 
+    void it('hides rules of events the caller cannot see', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const event = await createEvent(t, alice, { visibility: 10 })
+      const r = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ scope: 'EVENT', scope_id: String(event.id) }) })).json()
+      const global = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).json()
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).statusCode, 404)
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).statusCode, 404)
+      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: false } })).statusCode, 404)
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode, 404)
+      assert.deepEqual((await t.as(bob, { method: 'GET', url: '/api/v1/automation/rules' })).json().items.map((x: Json) => x.id), [global.id])
+      assert.equal((await t.as(alice, { method: 'GET', url: '/api/v1/automation/rules' })).json().total, 2)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().enabled, true)
+    })
+
+    void it('refuses text that jsonb cannot store, naming the field', async () => {
+      const alice = await newTenant(t).user('alice')
+      const r = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).json()
+      const lone = '{"trigger_context":{"note":"a\\ud800b"}}'
+      const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, headers: { 'content-type': 'application/json' }, payload: lone })
+      assertBadField(res, 'body.trigger_context.note')
+      assertBadField(await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(ruleBody()).replace('"api"', '"\\udc00"') }), 'body.conditions.==[1]')
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).json().total, 0)
+      assert.equal(await ruleCount(t, alice), 1)
+    })
+
     void it('serves the trigger and action catalogues', async () => {
       const alice = await newTenant(t).user('alice')
       const triggers = await t.as(alice, { method: 'GET', url: '/api/v1/automation/triggers' })
