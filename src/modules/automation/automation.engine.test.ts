@@ -1,0 +1,394 @@
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import { DateTime } from 'luxon'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { emit } from '../../platform/outbox.ts'
+import { verifySignature } from '../identity/idp-signature.ts'
+import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
+import { automationEngineOf } from './automation.routes.ts'
+import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, tickSchedules, type Engine } from './automation.engine.ts'
+import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
+
+interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }
+
+/** A local HTTP receiver on 127.0.0.1 answering `hook.status`. */
+function useReceiver (): { hook: Hook, url: () => string } {
+  const hook: Hook = { status: 200, received: [] }
+  let server: http.Server | undefined
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (c: Buffer) => chunks.push(c))
+      req.on('end', () => {
+        hook.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') })
+        res.writeHead(hook.status).end()
+      })
+    })
+    await new Promise<void>(resolve => server?.listen(0, '127.0.0.1', resolve))
+  })
+  after(async () => { await new Promise(resolve => server?.close(resolve)) })
+  return { hook, url: () => `http://127.0.0.1:${(server?.address() as AddressInfo).port}/hook` }
+}
+
+function engineAt (t: TestApp, clock: { now: Date }): Engine {
+  return { ...automationEngineOf(t.ctx), now: () => clock.now }
+}
+
+async function rule (t: TestApp, token: string, body: Json): Promise<Json> {
+  const res = await t.as(token, { method: 'POST', url: '/api/v1/automation/rules', payload: { name: 'rule', scope: 'GLOBAL', ...body } })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
+async function executions (t: TestApp, token: string, ruleId: string): Promise<Json[]> {
+  const res = await t.as(token, { method: 'GET', url: `/api/v1/automation/rules/${ruleId}/executions?size=100` })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json().items
+}
+
+/** Dispatches the outbox and runs every queued execution until nothing is left. */
+async function drain (engine: Engine): Promise<void> {
+  for (let round = 0; round < 20; round++) {
+    const d = await dispatchOutbox(engine)
+    const queued = await engine.db.selectFrom('automation_executions').select(['tenant_id', 'id']).where('status', '=', 'queued').orderBy('created_at').execute()
+    for (const q of queued) await runExecution(engine, { tenantId: q.tenant_id, executionId: q.id })
+    if (d.events === 0 && queued.length === 0) return
+  }
+  throw new Error('automation did not settle')
+}
+
+async function activityKinds (t: TestApp, token: string, eventId: number): Promise<string[]> {
+  const res = await t.as(token, { method: 'GET', url: `/api/v1/events/${eventId}/activity` })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json().items.map((r: Json) => r.kind)
+}
+
+async function notifications (t: TestApp, tenantId: string): Promise<Json[]> {
+  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('notification_outbox').select(['recipient', 'subject', 'body', 'channel', 'priority']).where('tenant_id', '=', tenantId).orderBy('id').execute())
+}
+
+async function addContact (t: TestApp, token: string, email: string): Promise<string> {
+  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: email, email } })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json().id
+}
+
+async function addAttendee (t: TestApp, tenantId: string, eventId: number, contactId: string, status: string): Promise<void> {
+  await withTenant(t.ctx.db, { tenantId }, async (trx) => {
+    await trx.insertInto('attendees').values({ tenant_id: tenantId, event_id: eventId, contact_id: contactId, status } as never).execute()
+  })
+}
+
+async function attendeeStatuses (t: TestApp, token: string, eventId: number): Promise<Record<string, string>> {
+  const res = await t.as(token, { method: 'GET', url: `/api/v1/events/${eventId}/attendees?size=100` })
+  assert.equal(res.statusCode, 200, res.body)
+  return Object.fromEntries(res.json().items.map((a: Json) => [a.contact_id, a.status]))
+}
+
+for (const kind of databases()) {
+  void describe(`${kind}: automation engine`, () => {
+    const t = useTestApp(kind, { env: { AUTOMATION_WEBHOOK_ALLOW: '127.0.0.1' } })
+    const receiver = useReceiver()
+    const clock = { now: new Date() }
+
+    void it('runs a rule on a domain event: dispatch creates a queued execution and a job, the run applies the action once', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const r = await rule(t, alice, { schedule: { event_type: 'event.published' }, actions: [{ type: 'activity', message: 'published {{title}}' }] })
+      const event = await createEvent(t, alice, { title: 'Gala' })
+      await publishEvent(t, alice, event.id)
+      const d = await dispatchOutbox(engine)
+      assert.ok(d.executions >= 1)
+      const [queued] = await executions(t, alice, r.id)
+      assert.deepEqual([queued?.status, queued?.trigger_type, queued?.trigger.event_id, queued?.trigger.title], ['queued', 'event.published', event.id, 'Gala'])
+      const boss = await engine.queue.ready()
+      const jobs = await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
+      const job = jobs.find(j => j.data.executionId === queued?.id)
+      assert.ok(job !== undefined, 'a job was sent with the execution')
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: queued?.id as string }), 'succeeded')
+      await boss.complete(QUEUE, job.id)
+      const [done] = await executions(t, alice, r.id)
+      assert.equal(done?.status, 'succeeded')
+      assert.equal(done?.attempts, 1)
+      assert.equal(done?.conditions_met, true)
+      assert.deepEqual(done?.action_results.map((a: Json) => [a.type, a.status]), [['activity', 'succeeded']])
+      assert.ok(done?.started_at !== null && done?.finished_at !== null)
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: queued?.id as string }), 'done')
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
+      // the outbox row is processed: dispatching again creates nothing
+      assert.equal((await dispatchOutbox(engine)).executions, 0)
+      assert.equal((await executions(t, alice, r.id)).length, 1)
+    })
+
+    void it('fires template-qualified triggers and evaluates conditions over the payload', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const qualified = await rule(t, alice, { schedule: { event_type: 'announcement.published' }, actions: [{ type: 'notify', to: 'creator', subject: 'Out: {{title}}', body: 'v{{template_version}}' }] })
+      const conditional = await rule(t, alice, {
+        schedule: { event_type: 'contact.created' },
+        conditions: { and: [{ '==': [{ var: 'payload.source' }, 'api'] }, { in: ['@vip.test', { var: 'payload.email' }] }] },
+        actions: [{ type: 'webhook', url: receiver.url() }]
+      })
+      const generic = await createEvent(t, alice, { title: 'Plain' })
+      await publishEvent(t, alice, generic.id)
+      const news = await createEvent(t, alice, { title: 'News', template: 'announcement' })
+      await publishEvent(t, alice, news.id)
+      await addContact(t, alice, 'ann@vip.test')
+      await addContact(t, alice, 'bob@other.test')
+      await drain(engine)
+      const q = await executions(t, alice, qualified.id)
+      assert.deepEqual(q.map(e => [e.status, e.trigger.event_id]), [['succeeded', news.id]])
+      const sent = await notifications(t, tenant.id)
+      assert.deepEqual(sent.map(n => [n.recipient, n.subject]), [['user:alice', 'Out: News']])
+      const c = await executions(t, alice, conditional.id)
+      assert.deepEqual(c.map(e => [e.trigger.email, e.status, e.conditions_met, e.condition_results.map((r: Json) => r.result)]).sort(), [
+        ['ann@vip.test', 'succeeded', true, [true, true]],
+        ['bob@other.test', 'skipped', false, [true, false]]
+      ])
+    })
+
+    void it('notifies attendees by status and managers, and sets attendee status (its domain event carries depth + 1)', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const event = await createEvent(t, alice, { title: 'Dinner' })
+      const ann = await addContact(t, alice, 'ann@example.test')
+      const bob = await addContact(t, alice, 'bob@example.test')
+      const cid = await addContact(t, alice, 'cid@example.test')
+      await addAttendee(t, tenant.id, event.id, ann, 'invited')
+      await addAttendee(t, tenant.id, event.id, bob, 'confirmed')
+      await addAttendee(t, tenant.id, event.id, cid, 'declined')
+      await addManager(t, tenant.id, event.id, 'mia', { role: 'event_manager:full' })
+      const a = (await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${event.id}/automations`,
+        payload: {
+          name: 'Nudge',
+          trigger: { type: 'event.updated' },
+          actions: [
+            { type: 'notify', to: 'attendees', attendee_status: ['invited', 'confirmed'], subject: 'See you at {{title}}', body: 'b' },
+            { type: 'notify', to: 'managers', channel: 'push', priority: 'high', subject: 'Heads up', body: 'b' },
+            { type: 'set_attendee_status', from_status: ['invited'], status: 'tentative' }
+          ]
+        }
+      })).json()
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` })).statusCode, 202)
+      await drain(engine)
+      const [ex] = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })).json().items
+      assert.equal(ex.status, 'succeeded', JSON.stringify(ex))
+      assert.deepEqual(ex.action_results.map((r: Json) => r.recipients ?? r.updated), [2, 1, 1])
+      const sent = await notifications(t, tenant.id)
+      assert.deepEqual(sent.map(n => [n.recipient, n.subject, n.channel, n.priority]), [
+        ['ann@example.test', 'See you at Dinner', 'email', 'normal'],
+        ['bob@example.test', 'See you at Dinner', 'email', 'normal'],
+        ['user:mia', 'Heads up', 'push', 'high']
+      ])
+      assert.deepEqual(await attendeeStatuses(t, alice, event.id), { [ann]: 'tentative', [bob]: 'confirmed', [cid]: 'declined' })
+      const changed = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('outbox').select(['topic', 'depth', 'payload']).where('tenant_id', '=', tenant.id).where('topic', '=', 'attendee.status_changed').execute())
+      assert.deepEqual(changed.map(c => [c.depth, c.payload.contact_id, c.payload.status, c.payload.previous_status]), [[1, ann, 'tentative', 'invited']])
+    })
+
+    void it('transitions the event through its state machine, and fails at once on an illegal move', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const event = await createEvent(t, alice, { title: 'Parcel', template: 'delivery' })
+      const ship = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'in_transit', reason: 'scanned' }] })
+      const deliver = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'delivered' }] })
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ship.id}/execute`, payload: {} })).statusCode, 202)
+      await drain(engine)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}` })).json().state, 'in_transit')
+      assert.equal((await executions(t, alice, ship.id))[0]?.status, 'succeeded')
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${deliver.id}/execute`, payload: {} })).statusCode, 202)
+      await drain(engine)
+      const [failed] = await executions(t, alice, deliver.id)
+      assert.deepEqual([failed?.status, failed?.attempts], ['failed', 1])
+      assert.match(failed?.error, /proof_of_delivery/)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}` })).json().state, 'in_transit')
+    })
+
+    void it('calls a webhook with a signed body; refuses private addresses and plain http elsewhere', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      receiver.hook.status = 200
+      const secret = 'a-very-long-webhook-secret'
+      const ok = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'webhook', url: receiver.url(), secret }] })
+      const before = receiver.hook.received.length
+      await addContact(t, alice, 'hook@example.test')
+      await drain(engine)
+      const [ex] = await executions(t, alice, ok.id)
+      assert.equal(ex?.status, 'succeeded', JSON.stringify(ex))
+      assert.equal(ex?.action_results[0].http_status, 200)
+      const got = receiver.hook.received.slice(before).find(r => JSON.parse(r.body).rule_id === ok.id)
+      assert.ok(got !== undefined)
+      assert.equal(got.headers['automation-execution'], ex?.id)
+      assert.deepEqual(verifySignature([got.headers['automation-signature'] as string], Buffer.from(got.body), [secret], clock.now.getTime() / 1000), { ok: true })
+      assert.equal(JSON.parse(got.body).payload.email, 'hook@example.test')
+
+      for (const url of ['https://10.1.2.3/hook', 'https://[::1]/hook', 'http://example.com/hook']) {
+        const r = await rule(t, alice, { schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: [{ type: 'webhook', url }] })
+        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode, 202)
+        await drain(engine)
+        const [e] = await executions(t, alice, r.id)
+        assert.deepEqual([e?.status, e?.attempts], ['failed', 1], url)
+        assert.match(e?.error, /private or reserved|must use https/)
+      }
+    })
+
+    void it('retries a failing webhook with a documented number of attempts, then gives up', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      receiver.hook.status = 503
+      const event = await createEvent(t, alice)
+      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }, { type: 'webhook', url: receiver.url() }] })
+      const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
+      const id = res.json().id as string
+      for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
+        assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'retry')
+        const [e] = await executions(t, alice, r.id)
+        assert.deepEqual([e?.status, e?.attempts], ['queued', attempt])
+        assert.match(e?.error, /503/)
+      }
+      assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'failed')
+      const [e] = await executions(t, alice, r.id)
+      assert.deepEqual([e?.status, e?.attempts, e?.action_results.map((a: Json) => a.status)], ['failed', MAX_ATTEMPTS, ['succeeded', 'failed']])
+      assert.ok(e?.finished_at !== null)
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'done')
+      // every attempt rolled back its activity row
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 0)
+      receiver.hook.status = 200
+    })
+
+    void it('two workers racing for one execution: exactly one applies it; pg-boss hands the job to one of them', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const event = await createEvent(t, alice)
+      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
+      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      const boss = await engine.queue.ready()
+      const fetched = await Promise.all([boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 }), boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })])
+      assert.equal(fetched.flat().filter(j => j.data.executionId === id).length, 1)
+      const outcomes = await Promise.all([
+        runExecution(engine, { tenantId: tenant.id, executionId: id }),
+        runExecution(engine, { tenantId: tenant.id, executionId: id })
+      ])
+      const kinds = outcomes.map(o => o.outcome)
+      assert.equal(kinds.filter(k => k === 'succeeded').length, 1, JSON.stringify(outcomes))
+      assert.ok(kinds.every(k => k === 'succeeded' || k === 'busy' || k === 'done'), JSON.stringify(outcomes))
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
+      const [e] = await executions(t, alice, r.id)
+      assert.deepEqual([e?.status, e?.attempts], ['succeeded', 1])
+    })
+
+    void it('a killed worker\'s execution is run again after its expiry, and the effect applies once', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const at = { now: new Date() }
+      const engine = engineAt(t, at)
+      const event = await createEvent(t, alice)
+      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
+      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      const boss = await engine.queue.ready()
+      const jobs = await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
+      const job = jobs.find(j => j.data.executionId === id)
+      assert.ok(job !== undefined)
+      // the worker claims the execution and dies before finishing
+      const claimed = await claimExecution(engine, { tenantId: tenant.id, executionId: id }, crypto.randomUUID())
+      assert.equal(typeof claimed, 'object')
+      assert.equal((await executions(t, alice, r.id))[0]?.status, 'running')
+      assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'busy')
+      // pg-boss expires the job (its start moved back past the expiry) and offers it again
+      await sql`update pgboss.job set started_on = now() - make_interval(secs => ${EXPIRE_SEC + 60}) where id = ${job.id}::uuid`.execute(engine.db)
+      await boss.maintain()
+      const again = (await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100, ignoreStartAfter: true })).find(j => j.id === job.id)
+      assert.ok(again !== undefined, 'the expired job is offered again')
+      at.now = new Date(at.now.getTime() + (EXPIRE_SEC + 1) * 1000)
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'succeeded')
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'done')
+      const [e] = await executions(t, alice, r.id)
+      assert.deepEqual([e?.status, e?.attempts], ['succeeded', 2])
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
+    })
+
+    void it(`stops a rule that triggers itself at depth ${MAX_DEPTH}`, async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const event = await createEvent(t, alice)
+      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.activity_added' }, actions: [{ type: 'activity' }] })
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/activity`, payload: { kind: 'note' } })).statusCode, 201)
+      await drain(engine)
+      const list = await executions(t, alice, r.id)
+      assert.deepEqual(list.map(e => [e.depth, e.status]).sort(), [[0, 'succeeded'], [1, 'succeeded'], [2, 'succeeded'], [3, 'skipped']])
+      assert.match(list.find(e => e.depth === 3)?.error, /depth limit/)
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 3)
+    })
+
+    void it('fires cron rules in their time zone with an injectable clock, once per slot', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const r = await rule(t, alice, { schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Pacific/Auckland' }, actions: [] })
+      const nine = DateTime.now().setZone('Pacific/Auckland').plus({ days: 2 }).set({ hour: 9, minute: 0, second: 0, millisecond: 0 })
+      const slot = nine.toUTC().toISO({ suppressMilliseconds: false })
+      const engine = (at: DateTime) => engineAt(t, { now: at.toJSDate() })
+      const before = nine.minus({ seconds: 1 })
+      await tickSchedules(engine(before))
+      // an earlier slot (the day before) fires once when the clock first passes it
+      const first = await executions(t, alice, r.id)
+      assert.ok(first.every(e => new Date(e.trigger.scheduled_for) < nine.toJSDate()))
+      const count = first.length
+      await tickSchedules(engine(nine.plus({ seconds: 30 })))
+      await tickSchedules(engine(nine.plus({ minutes: 5 })))
+      const list = await executions(t, alice, r.id)
+      assert.equal(list.length, count + 1)
+      const fired = list.find(e => e.trigger_key === `cron:${slot}`)
+      assert.ok(fired !== undefined, `expected a slot at ${slot}`)
+      assert.deepEqual([fired.status, fired.trigger_type, fired.trigger.timezone], ['queued', 'schedule.cron', 'Pacific/Auckland'])
+      assert.equal(new Date(fired.trigger.scheduled_for).toISOString(), nine.toUTC().toJSDate().toISOString())
+    })
+
+    void it('fires event.starts_in before an event starts, once per event and start time', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const start = DateTime.now().plus({ days: 3 }).startOf('minute')
+      const event = await createEvent(t, alice, { title: 'Concert', start_dt: start.toUTC().toISO(), end_dt: start.plus({ hours: 2 }).toUTC().toISO() })
+      await publishEvent(t, alice, event.id)
+      const a = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'Reminder', trigger: { type: 'event.starts_in', offset_minutes: 1440 }, actions: [{ type: 'notify', to: 'creator', subject: '{{title}} tomorrow', body: 'at {{start_dt}}' }] } })).json()
+      const at = (dt: DateTime) => engineAt(t, { now: dt.toJSDate() })
+      await tickSchedules(at(start.minus({ hours: 25 })))
+      assert.equal((await executions(t, alice, a.id)).length, 0)
+      await tickSchedules(at(start.minus({ hours: 23 })))
+      await tickSchedules(at(start.minus({ hours: 1 })))
+      await tickSchedules(at(start.plus({ hours: 2 })))
+      const list = await executions(t, alice, a.id)
+      assert.equal(list.length, 1)
+      assert.deepEqual([list[0]?.trigger_type, list[0]?.trigger.event_id], ['event.starts_in', event.id])
+      await drain(at(start.minus({ hours: 22 })))
+      assert.equal((await executions(t, alice, a.id))[0]?.status, 'succeeded')
+      assert.deepEqual((await notifications(t, tenant.id)).map(n => n.subject), ['Concert tomorrow'])
+    })
+
+    void it('a rolled-back request leaves no execution and no job', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const r = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
+      await assert.rejects(withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
+        await emit(trx, { tenantId: tenant.id, topic: 'contact.created', aggregateType: 'contact', aggregateId: 'x', actorId: 'alice', payload: { contact_id: 'x' } })
+        throw new Error('request failed')
+      }))
+      await dispatchOutbox(engine)
+      assert.equal((await executions(t, alice, r.id)).length, 0)
+    })
+  })
+}
