@@ -9,6 +9,7 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import { attendeesRoutes } from './attendees.routes.ts'
+import { coverRoutes } from './cover.routes.ts'
 import { managersRoutes } from './managers.routes.ts'
 import { milestonesRoutes } from './milestones.routes.ts'
 import { referencesRoutes } from './references.routes.ts'
@@ -18,6 +19,7 @@ export const eventCollabModule = defineModule(async (app, ctx) => {
   await managersRoutes(app, ctx)
   await milestonesRoutes(app, ctx)
   await referencesRoutes(app, ctx)
+  await coverRoutes(app, ctx)
 
   if (ctx.config.workers) {
     const loop = startNotificationDelivery(ctx, { log: app.log })
