@@ -156,6 +156,21 @@ function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow,
   }
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Where a JSON value holds a lone UTF-16 surrogate (in a key or a string), which jsonb cannot store. */
+function loneSurrogateAt (v: unknown, location: string): string | undefined {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v) ? location : undefined
+  if (v === null || typeof v !== 'object') return undefined
+  for (const [k, x] of Object.entries(v)) {
+    const here = Array.isArray(v) ? `${location}[${k}]` : `${location}.${k}`
+    if (LONE_SURROGATE.test(k)) return here
+    const found = loneSurrogateAt(x, here)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
+
 function checkTimezone (tz: string | undefined, location: string): void {
   if (tz !== undefined && !IANAZone.isValidZone(tz)) throw invalidField(location, 'expected an IANA time zone name', tz)
 }
@@ -403,6 +418,8 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
     }
   }
   if ('metadata' in input) {
+    const bad = loneSurrogateAt(input.metadata, 'body.metadata')
+    if (bad !== undefined) throw invalidField(bad, 'expected text without lone UTF-16 surrogates')
     values.metadata = JSON.stringify(input.metadata === null ? {} : mergePatch(s.metadata, input.metadata))
     if (Buffer.byteLength(values.metadata) > METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
     fields.add('metadata')

@@ -202,6 +202,7 @@ for (const kind of databases()) {
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { end_dt: at('2027-03-15T08:00') } }), 'body.end_dt')
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}?scope=sometimes`, payload: { title: 'x' } }), 'query.scope')
       assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { metadata: { big: 'x'.repeat(17_000) } } }), 'body.metadata')
+      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${made.event.id}/series`, payload: { metadata: { a: { b: 'x\ud800' } } } }), 'body.metadata.a.b')
       const still = await getJson(t, alice, `/api/v1/events/${made.event.id}/series`)
       assert.equal(still.total, 10)
       assert.equal(still.series.revision, 1, 'the refused writes changed nothing')
