@@ -22,6 +22,7 @@ import * as service from './series.service.ts'
 const tags = ['Series']
 /** How often the window job runs when workers are on. */
 const WINDOW_JOB_MS = 60 * 60 * 1000
+const FIRST_RUN_MS = 10_000
 
 export const seriesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
@@ -152,14 +153,21 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   if (ctx.config.workers) {
     let running = false
-    const timer = setInterval(() => {
+    const tick = () => {
       if (running) return
       running = true
       service.extendSeriesWindows(db, new Date())
         .catch((err: unknown) => { app.log.error({ err }, 'series window extension failed') })
         .finally(() => { running = false })
-    }, WINDOW_JOB_MS)
+    }
+    // once shortly after the start (windows may have fallen due while the service was down), then hourly
+    const first = setTimeout(tick, FIRST_RUN_MS)
+    const timer = setInterval(tick, WINDOW_JOB_MS)
+    first.unref()
     timer.unref()
-    app.addHook('onClose', async () => { clearInterval(timer) })
+    app.addHook('onClose', async () => {
+      clearTimeout(first)
+      clearInterval(timer)
+    })
   }
 })
