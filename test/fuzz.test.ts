@@ -29,9 +29,7 @@ const SEED = process.env.FUZZ_SEED === 'random'
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12)
 
 /** Open, reported bugs found by the fuzzer: these routes run as `todo` until they are fixed. */
-const KNOWN_ISSUES: Record<string, string> = {
-  'POST /api/v1/automation/rules/:rule_id/execute': 'a lone surrogate ("\\ud800") inside trigger_context reaches jsonb and answers 400 without errors[] (PostgreSQL 22P05)'
-}
+const KNOWN_ISSUES: Record<string, string> = {}
 
 interface FuzzRequest {
   method: string
