@@ -299,8 +299,20 @@ function onlyKeys (a: Obj, at: string, allowed: string[]): void {
   for (const k of Object.keys(a)) if (!allowed.includes(k)) throw invalidField(`${at}.${k}`, 'unknown property for this action type', a[k])
 }
 
-/** Validates the actions of a rule; returns them normalized (only known fields). */
-export function validateActions (value: unknown, at: string): RuleAction[] {
+/** Webhook secrets are write-only: responses show this instead, and a write that sends it back keeps the stored secret. */
+export const SECRET_MASK = '********'
+
+/** The actions as responses show them (webhook secrets masked). */
+export function maskActions (actions: RuleAction[]): RuleAction[] {
+  return actions.map(a => a.type === 'webhook' && typeof a.secret === 'string' ? { ...a, secret: SECRET_MASK } : a)
+}
+
+/**
+ * Validates the actions of a rule; returns them normalized (only known fields). `previous` are the
+ * stored actions of the rule being replaced: a masked secret takes the stored secret of the
+ * webhook with the same URL.
+ */
+export function validateActions (value: unknown, at: string, previous: RuleAction[] = []): RuleAction[] {
   if (!Array.isArray(value)) throw invalidField(at, 'expected an array of actions', value)
   if (value.length > MAX_ACTIONS) throw invalidField(at, `expected at most ${MAX_ACTIONS} actions`)
   return value.map((raw, i): RuleAction => {
@@ -353,6 +365,11 @@ export function validateActions (value: unknown, at: string): RuleAction[] {
         }
         if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw invalidField(`${loc}.url`, 'expected an https URL', url)
         if (parsed.username !== '' || parsed.password !== '') throw invalidField(`${loc}.url`, 'expected a URL without credentials', url)
+        if (a.secret === SECRET_MASK) {
+          const stored = previous.find(p => p.type === 'webhook' && p.url === url && typeof p.secret === 'string')
+          if (stored === undefined) throw invalidField(`${loc}.secret`, 'the masked secret matches no stored webhook secret of this URL; send the secret itself', a.secret)
+          return { type, url, secret: stored.secret }
+        }
         const secret = str(a, 'secret', loc, { required: false, min: 16, max: 200 })
         return { type, url, ...(secret !== undefined ? { secret } : {}) }
       }

@@ -79,7 +79,7 @@ export const automationModule = defineModule(async (app, ctx) => {
       eventType: q.event_type === '' ? undefined : q.event_type,
       enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
     }, q.page, q.size, request.auth))
-    return { items, page: q.page, size: q.size, total }
+    return { items: items.map(service.toRule), page: q.page, size: q.size, total }
   })
 
   app.post('/api/v1/automation/rules', {
@@ -87,25 +87,25 @@ export const automationModule = defineModule(async (app, ctx) => {
     onRequest: requirePermission('automation:write')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
-    return await reply.code(201).header('location', `/api/v1/automation/rules/${row.id}`).send(row)
+    return await reply.code(201).header('location', `/api/v1/automation/rules/${row.id}`).send(service.toRule(row))
   })
 
   app.get('/api/v1/automation/rules/:rule_id', {
     schema: { operationId: 'get-automation-rule', summary: 'Get an automation rule', tags, params: RuleParams, response: { 200: Rule } },
     onRequest: requirePermission('automation:read')
   }, async (request) => {
-    return await withTenant(db, request.auth, trx => service.findRuleForRead(trx, request.auth, request.params.rule_id))
+    return service.toRule(await withTenant(db, request.auth, trx => service.findRuleForRead(trx, request.auth, request.params.rule_id)))
   })
 
   app.put('/api/v1/automation/rules/:rule_id', {
     schema: { operationId: 'replace-automation-rule', summary: 'Replace an automation rule', tags, params: RuleParams, body: ReplaceRuleBody, response: { 200: Rule } },
     onRequest: requirePermission('automation:write')
-  }, async (request) => await withTenant(db, request.auth, trx => service.replaceRule(trx, request.auth, request.params.rule_id, request.body)))
+  }, async (request) => service.toRule(await withTenant(db, request.auth, trx => service.replaceRule(trx, request.auth, request.params.rule_id, request.body))))
 
   app.patch('/api/v1/automation/rules/:rule_id', {
     schema: { operationId: 'patch-automation-rule', summary: 'Change some fields of an automation rule', tags, params: RuleParams, body: PatchRuleBody, response: { 200: Rule } },
     onRequest: requirePermission('automation:write')
-  }, async (request) => await withTenant(db, request.auth, trx => service.patchRule(trx, request.auth, request.params.rule_id, request.body)))
+  }, async (request) => service.toRule(await withTenant(db, request.auth, trx => service.patchRule(trx, request.auth, request.params.rule_id, request.body))))
 
   app.delete('/api/v1/automation/rules/:rule_id', {
     schema: { operationId: 'delete-automation-rule', summary: 'Delete an automation rule and its history', tags, params: RuleParams, response: { 204: NoContent } },

@@ -8,10 +8,10 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError, error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
-import { checkJsonText, RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
+import { checkJsonText, maskActions, RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
 import * as repo from './automation.repository.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
-import type { RuleRow, RuleScope } from './automation.table.ts'
+import type { RuleAction, RuleRow, RuleScope } from './automation.table.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const INT = /^[1-9][0-9]{0,15}$/
@@ -32,7 +32,7 @@ async function checkScope (trx: Tx, auth: AuthContext, scope: RuleScope, scopeId
   }
 }
 
-function ruleValues (input: CreateRuleBody): repo.RuleValues {
+function ruleValues (input: CreateRuleBody, previous: RuleAction[] = []): repo.RuleValues {
   checkJsonText(input, 'body')
   return {
     name: input.name,
@@ -43,8 +43,13 @@ function ruleValues (input: CreateRuleBody): repo.RuleValues {
     scope_id: input.scope_id ?? null,
     schedule: validateSchedule(input.schedule, 'body.schedule'),
     conditions: validateConditions(input.conditions ?? {}, 'body.conditions'),
-    actions: validateActions(input.actions, 'body.actions')
+    actions: validateActions(input.actions, 'body.actions', previous)
   }
+}
+
+/** A rule as responses show it (webhook secrets masked). */
+export function toRule (row: RuleRow): RuleRow {
+  return { ...row, actions: maskActions(row.actions) }
 }
 
 const creatorOf = (auth: AuthContext) => ({ kind: 'user', id: auth.userId, orgId: auth.orgId })
@@ -84,8 +89,8 @@ export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string):
 }
 
 export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody): Promise<RuleRow> {
-  await lockRuleForWrite(trx, auth, id)
-  const values = ruleValues(input)
+  const current = await lockRuleForWrite(trx, auth, id)
+  const values = ruleValues(input, current.actions)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
   const row = await repo.updateRule(trx, auth.tenantId, id, values)
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id, version: row.version } })
@@ -130,13 +135,13 @@ export function toEventAutomation (row: RuleRow) {
       ...(s.offset_minutes !== undefined ? { offset_minutes: s.offset_minutes } : {}),
       ...(Object.keys(row.conditions).length > 0 ? { conditions: row.conditions } : {})
     },
-    actions: row.actions,
+    actions: maskActions(row.actions),
     created_at: row.created_at,
     updated_at: row.updated_at
   }
 }
 
-function eventRuleValues (eventId: number, input: EventAutomationBody): repo.RuleValues {
+function eventRuleValues (eventId: number, input: EventAutomationBody, previous: RuleAction[] = []): repo.RuleValues {
   checkJsonText(input, 'body')
   const t = input.trigger
   return {
@@ -148,7 +153,7 @@ function eventRuleValues (eventId: number, input: EventAutomationBody): repo.Rul
     scope_id: String(eventId),
     schedule: validateSchedule({ event_type: t.type, cron_expression: t.cron_expression, timezone: t.timezone, offset_minutes: t.offset_minutes }, 'body.trigger', 'type'),
     conditions: validateConditions(t.conditions ?? {}, 'body.trigger.conditions'),
-    actions: validateActions(input.actions, 'body.actions')
+    actions: validateActions(input.actions, 'body.actions', previous)
   }
 }
 
@@ -180,8 +185,8 @@ export async function createEventAutomation (trx: Tx, auth: AuthContext, eventId
 
 export async function replaceEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string, input: EventAutomationBody): Promise<RuleRow> {
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
-  await eventRule(trx, auth.tenantId, eventId, ruleId, true)
-  const values = eventRuleValues(eventId, input)
+  const current = await eventRule(trx, auth.tenantId, eventId, ruleId, true)
+  const values = eventRuleValues(eventId, input, current.actions)
   const row = await repo.updateRule(trx, auth.tenantId, ruleId, values)
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId, version: row.version } })
   return row

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
 
 const notifyCreator = { type: 'notify', to: 'creator', subject: 'Hello {{title}}', body: 'It happened' }
@@ -155,6 +156,24 @@ for (const kind of databases()) {
       assertBadField(await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(ruleBody()).replace('"api"', '"\\udc00"') }), 'body.conditions.==[1]')
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).json().total, 0)
       assert.equal(await ruleCount(t, alice), 1)
+    })
+
+    void it('never shows webhook secrets; sending the mask back keeps the stored secret', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const secret = 'a-very-long-webhook-secret'
+      const hook = { type: 'webhook', url: 'https://hooks.example.com/in', secret }
+      const created = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ actions: [hook] }) })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.deepEqual(created.json().actions, [{ ...hook, secret: '********' }])
+      const got = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${created.json().id}` })).json()
+      assert.deepEqual(got.actions, [{ ...hook, secret: '********' }])
+      const { id, $schema, created_at: _c, updated_at: _u, version: _v, org_id: _o, created_by_kind: _k, creator_id: _cr, ...writable } = got
+      assert.equal((await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, payload: { ...writable, name: 'Renamed' } })).statusCode, 200)
+      const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('automation_rules').select('actions').where('id', '=', id).executeTakeFirstOrThrow())
+      assert.deepEqual(stored.actions, [hook])
+      assertBadField(await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, payload: { ...writable, actions: [{ ...hook, url: 'https://elsewhere.example.com/', secret: '********' }] } }), 'body.actions[0].secret')
+      void $schema
     })
 
     void it('serves the trigger and action catalogues', async () => {
