@@ -15,7 +15,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { error403Forbidden, error404NotFound, error413PayloadTooLarge, error415UnsupportedMediaType, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error403Forbidden, error404NotFound, error413PayloadTooLarge, error415UnsupportedMediaType, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { localStorage, newObjectKey, sniffImage, type ObjectStorage } from '../../platform/storage/storage.ts'
 import { hasEventPermission, lockEventForWrite } from '../events/events.access.ts'
@@ -42,7 +42,9 @@ async function readFilePart (request: { file: (o: object) => Promise<{ fieldname
     const e = err as MultipartErrorLike
     if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413) throw error413PayloadTooLarge(`the cover image is larger than ${MIB} MiB`)
     if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') throw error415UnsupportedMediaType('expected multipart/form-data with a part named file')
-    throw err
+    if (err instanceof ApiError) throw err
+    // busboy's parse errors (no boundary, truncated form…) are the client's
+    throw invalidField('body', `malformed multipart body: ${err instanceof Error ? err.message : String(err)}`)
   }
 }
 
