@@ -70,6 +70,10 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
     })
     // An idle client that loses its server must not crash the process; the next query reconnects.
     pool.on('error', () => {})
+    // A client that loses its server while checked out (a transaction between statements) emits
+    // 'error' too, where the pool listens no more: without this listener that is an uncaught
+    // exception that ends the process. Its next query fails instead (503) and the pool drops it.
+    pool.on('connect', (client) => { client.on('error', () => {}) })
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pipelinedPool(pool) }) })
     return { db, kind: 'pg', migrationUrl: options.databaseUrl, pglite: undefined, close: () => db.destroy() }
   }
