@@ -11,7 +11,7 @@ import { emit } from '../../platform/outbox.ts'
 import { verifySignature } from '../identity/idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
 import { automationEngineOf } from './automation.routes.ts'
-import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, tickSchedules, type Engine } from './automation.engine.ts'
+import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules, type Engine } from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 
 interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }
@@ -318,6 +318,26 @@ for (const kind of databases()) {
       const [e] = await executions(t, alice, r.id)
       assert.deepEqual([e?.status, e?.attempts], ['succeeded', 2])
       assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
+    })
+
+    void it('fails an execution whose last attempt\'s worker died', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const at = { now: new Date() }
+      const engine = engineAt(t, at)
+      const event = await createEvent(t, alice)
+      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
+      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+        assert.equal(typeof await claimExecution(engine, { tenantId: tenant.id, executionId: id }, crypto.randomUUID()), 'object')
+        at.now = new Date(at.now.getTime() + (EXPIRE_SEC + 1) * 1000)
+      }
+      assert.equal(await sweepExecutions(engine), 1)
+      const [e] = await executions(t, alice, r.id)
+      assert.deepEqual([e?.status, e?.attempts], ['failed', MAX_ATTEMPTS])
+      assert.match(e?.error, /stopped before finishing/)
+      assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'done')
+      assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 0)
     })
 
     void it(`stops a rule that triggers itself at depth ${MAX_DEPTH}`, async () => {

@@ -465,6 +465,20 @@ export async function handleJob (engine: Engine, job: ExecutionJob): Promise<Run
   return r.outcome
 }
 
+/**
+ * Fails executions whose last attempt's worker died (running, lease expired, no attempts left):
+ * pg-boss does not offer their job again, so nothing else would finish them.
+ */
+export async function sweepExecutions (engine: Engine, now: Date = engine.now()): Promise<number> {
+  return await withSystem(engine.db, async (trx) => {
+    const rows = await trx.updateTable('automation_executions')
+      .set({ status: 'failed', finished_at: now, claim_token: null, lease_until: null, error: 'the worker running the last attempt stopped before finishing' })
+      .where('status', '=', 'running').where('lease_until', '<', now).whereRef('attempts', '>=', 'max_attempts')
+      .returning('id').execute()
+    return rows.length
+  })
+}
+
 // ---- background workers
 
 export const POLL_MS = 2000
@@ -477,6 +491,7 @@ export async function startWorkers (engine: Engine, log: { error: (obj: unknown,
   })
   let busy = false
   let stopped = false
+  let ticks = 0
   const timer = setInterval(() => {
     if (busy || stopped) return
     busy = true
@@ -486,6 +501,11 @@ export async function startWorkers (engine: Engine, log: { error: (obj: unknown,
           if (stopped || (await dispatchOutbox(engine)).events === 0) break
         }
         if (!stopped) await tickSchedules(engine, engine.now())
+        // pg-boss maintenance (expiring jobs of dead workers, archiving) and the sweep, about once a minute
+        if (!stopped && ticks++ % 30 === 0) {
+          await boss.maintain()
+          await sweepExecutions(engine)
+        }
       } catch (err) {
         log.error({ err }, 'automation dispatch failed')
       } finally {
