@@ -196,6 +196,11 @@ for (const kind of databases()) {
       const items = (await list(alice, event.id)).json().items as Json[]
       assert.equal(items.length, 2)
       assert.equal(items.find(i => i.contact_id === contact)?.status, 'checked_in')
+
+      // an archived event is read-only
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/archive` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })).statusCode, 409)
+      assert.equal((await list(alice, event.id)).json().total, 2)
     })
   })
 }

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
+import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import { deliverPendingNotifications, MAX_ATTEMPTS, type Notification } from '../../platform/notifications/notifications.ts'
 import { addManager, createEvent, insertContacts, outboxTopics, type Json } from './event-collab.fixtures.ts'
 import { hashInviteToken } from './managers.repository.ts'
@@ -221,6 +222,17 @@ for (const kind of databases()) {
       rows = await notes(tenant.id)
       assert.deepEqual([rows[1]?.status, rows[1]?.attempts], ['failed', MAX_ATTEMPTS])
       assert.equal(sent.filter(n => n.recipient === 'kim@example.test' && n.tenantId === tenant.id).length, 1)
+    })
+
+    void it('runs the delivery loop with a sender until stopped', async () => {
+      const { tenant, alice, event } = await setup()
+      await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/managers/invite`, payload: { email: 'max@example.test', role: 'event_manager:full' } })
+      const sent: Notification[] = []
+      const loop = startNotificationDelivery(t.ctx, { log: t.app.log, sender: { name: 'test', async send (n) { sent.push(n) } }, intervalMs: 3_600_000 })
+      await loop.tick()
+      await loop.stop()
+      assert.ok(sent.some(n => n.recipient === 'max@example.test'))
+      assert.equal((await notes(tenant.id))[0]?.status, 'sent')
     })
   })
 }
