@@ -172,9 +172,27 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it('answers a body nested 100 000 levels deep with a 400 ErrorModel', {
-      todo: 'known bug: the 400 echoes the nested value in errors[].value and its serialization overflows the stack (500 FST_ERR_FAILED_ERROR_SERIALIZATION)'
+    void it('answers a free-form JSON object nested 50 000 levels deep without a 5xx', {
+      todo: 'known bug: free-form objects (events metadata, automation conditions, …) nested that deep answer 500 (stack overflow while measuring or storing them)'
     }, async () => {
+      const failures: string[] = []
+      const deep = deepJson(50_000, 'object')
+      for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
+        const base = await validBody(w, r)
+        if (base === null || typeof base !== 'object' || Array.isArray(base)) continue
+        for (const [name, raw] of Object.entries((r.bodySchema?.properties ?? {}) as Record<string, JsonSchema>)) {
+          const s = bounded(raw)
+          if (s?.type !== 'object' || s.additionalProperties === false) continue
+          const payload = JSON.stringify({ ...base, [name]: 'PLACEHOLDER' }).replace('"PLACEHOLDER"', deep)
+          const res = await asAdmin({ method: r.method, url: await urlOf(r), payload, headers: { 'content-type': r.bodyType ?? 'application/json' } })
+          if (res.statusCode >= 500) failures.push(`${r.name} body.${name}: ${res.statusCode}`)
+        }
+      }
+      console.log(`deep free-form values: ${failures.length} failures: ${failures.join(', ')}`)
+      assert.deepEqual(failures, [])
+    })
+
+    void it('answers a body nested 100 000 levels deep with a 400 ErrorModel', async () => {
       const res = await asAdmin({ method: 'POST', url: '/api/v1/contacts', payload: deepJson(100_000, 'array'), headers: { 'content-type': 'application/json' } })
       assert.equal(res.statusCode, 400, res.body.slice(0, 200))
       assert.deepEqual(problemIssues(res), [])

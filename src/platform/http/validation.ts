@@ -87,6 +87,14 @@ function message (e: ErrorObject): string {
   }
 }
 
+/** A value echoed in a field error, with nesting below 16 levels elided: a deeply nested value would overflow the serializer. */
+function elideDeep (value: unknown, depth = 0): unknown {
+  if (value === null || typeof value !== 'object') return value
+  if (depth >= 16) return Array.isArray(value) ? '[…]' : '{…}'
+  if (Array.isArray(value)) return value.map(v => elideDeep(v, depth + 1))
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, elideDeep(v, depth + 1)]))
+}
+
 /**
  * Turns Ajv errors into ErrorModel details with Huma locations
  * (`body.first_name`, `query.size`, `path.id`, `header.if-match`).
@@ -120,7 +128,7 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
       const k = `${loc}\u0000${msg}`
       if (seen.has(k)) continue
       seen.add(k)
-      out.push(fieldError(loc, msg, typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}…` : value))
+      out.push(fieldError(loc, msg, typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}…` : elideDeep(value)))
     }
   }
   return out
