@@ -32,6 +32,8 @@ const ATTENDEE_FIELDS = {
   event_id: 'integer', contact_id: 'string (uuid)', status: 'string: invited, confirmed, declined, tentative, checked_in', template: 'string'
 }
 
+const USER_FIELDS = { user_id: 'string', state: 'string: active, inactive or removed', fields: 'array of string: changed profile fields', source: 'string: the identity-provider event kind' }
+
 /** Domain events of the outbox that rules can react to (`grep -rn "topic:" src/modules`). */
 export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   { type: 'event.created', kind: 'domain_event', description: 'An event was created (draft)', payload: EVENT_FIELDS },
@@ -47,7 +49,28 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   { type: 'event.space_removed', kind: 'domain_event', description: 'An event was removed from a space', payload: { ...EVENT_FIELDS, space_id: 'integer' } },
   { type: 'attendee.added', kind: 'domain_event', description: 'A contact was added to an event', payload: ATTENDEE_FIELDS },
   { type: 'attendee.status_changed', kind: 'domain_event', description: 'An attendee\'s status changed', payload: { ...ATTENDEE_FIELDS, previous_status: 'string' } },
-  { type: 'attendee.checked_in', kind: 'domain_event', description: 'An attendee checked in', payload: ATTENDEE_FIELDS },
+  { type: 'attendee.checked_in', kind: 'domain_event', description: 'An attendee checked in', payload: { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' } },
+  { type: 'attendee.removed', kind: 'domain_event', description: 'A contact was removed from an event', payload: ATTENDEE_FIELDS },
+  { type: 'event.cover_updated', kind: 'domain_event', description: 'The cover image of an event was replaced', payload: { event_id: 'integer', template: 'string', cover_image_key: 'string', content_type: 'string', size: 'integer' } },
+  { type: 'event.document_linked', kind: 'domain_event', description: 'A document was linked to an event', payload: { event_id: 'integer', document_id: 'integer', template: 'string' } },
+  { type: 'event.document_unlinked', kind: 'domain_event', description: 'A document was unlinked from an event', payload: { event_id: 'integer', document_id: 'integer', template: 'string' } },
+  { type: 'event.link_added', kind: 'domain_event', description: 'An event was linked to another', payload: { event_id: 'integer', target_id: 'integer', template: 'string' } },
+  { type: 'event.link_removed', kind: 'domain_event', description: 'A link between events was removed', payload: { event_id: 'integer', target_id: 'integer', template: 'string' } },
+  { type: 'event.manager_added', kind: 'domain_event', description: 'A manager was added to an event', payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' } },
+  { type: 'event.manager_invited', kind: 'domain_event', description: 'A manager was invited by e-mail', payload: { event_id: 'integer', manager_id: 'integer', email: 'string', role: 'string or null', permissions: 'array of string', renewed: 'boolean' } },
+  { type: 'event.manager_updated', kind: 'domain_event', description: 'A manager\'s permissions changed', payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' } },
+  { type: 'event.manager_removed', kind: 'domain_event', description: 'A manager was removed', payload: { event_id: 'integer', user_id: 'string' } },
+  { type: 'milestone.added', kind: 'domain_event', description: 'A milestone was added to an event', payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' } },
+  { type: 'milestone.updated', kind: 'domain_event', description: 'A milestone\'s sequence changed', payload: { event_id: 'integer', milestone_event_id: 'integer', sequence: 'integer', template: 'string' } },
+  { type: 'milestone.status_changed', kind: 'domain_event', description: 'A milestone\'s status changed', payload: { event_id: 'integer', milestone_event_id: 'integer', status_mode: 'string', template: 'string' } },
+  { type: 'milestone.removed', kind: 'domain_event', description: 'A milestone was removed', payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' } },
+  { type: 'attachment.added', kind: 'domain_event', description: 'An attachment was added to an event', payload: { event_id: 'integer', attachment_id: 'integer', kind: 'string', template: 'string' } },
+  { type: 'attachment.removed', kind: 'domain_event', description: 'An attachment was removed', payload: { event_id: 'integer or null', series_id: 'integer or null', attachment_id: 'integer', kind: 'string', template: 'string' } },
+  { type: 'series.created', kind: 'domain_event', description: 'A recurring series was created', payload: { series_id: 'integer', anchor_event_id: 'integer', occurrences: 'integer' } },
+  { type: 'series.updated', kind: 'domain_event', description: 'A series was edited', payload: { series_id: 'integer', fields: 'array of string', removed_occurrences: 'array of integer', added_occurrences: 'array' } },
+  { type: 'series.published', kind: 'domain_event', description: 'A series was published', payload: { series_id: 'integer', version: 'integer', notify: 'boolean' } },
+  { type: 'series.split', kind: 'domain_event', description: 'A series was split in two', payload: { series_id: 'integer', from_series_id: 'integer', at_index: 'integer' } },
+  { type: 'series.occurrences_deleted', kind: 'domain_event', description: 'Occurrences of a series were deleted', payload: { series_id: 'integer', scope: 'string: this, future or all', event_id: 'integer', series_index: 'integer' } },
   { type: 'space.created', kind: 'domain_event', description: 'A space was created', payload: { space_id: 'integer', title: 'string', parent_ids: 'array of integer' } },
   { type: 'space.updated', kind: 'domain_event', description: 'A space was edited', payload: { space_id: 'integer', fields: 'array of string', pending: 'boolean' } },
   { type: 'space.published', kind: 'domain_event', description: 'A space was published', payload: { space_id: 'integer', version: 'integer', first_publish: 'boolean', fields: 'array of string', notify: 'boolean' } },
@@ -55,14 +78,21 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   { type: 'space.deleted', kind: 'domain_event', description: 'A space was deleted', payload: { space_id: 'integer' } },
   { type: 'space.member_added', kind: 'domain_event', description: 'A member joined a space', payload: { space_id: 'integer', user_id: 'string', role: 'string' } },
   { type: 'space.member_removed', kind: 'domain_event', description: 'A member left a space', payload: { space_id: 'integer', user_id: 'string' } },
+  { type: 'space.member_updated', kind: 'domain_event', description: 'A member\'s role changed', payload: { space_id: 'integer', user_id: 'string', role: 'string', previous_role: 'string' } },
+  { type: 'space.manager_added', kind: 'domain_event', description: 'A manager was added to a space', payload: { space_id: 'integer', user_id: 'string', role: 'string', permissions: 'array of string' } },
+  { type: 'space.manager_removed', kind: 'domain_event', description: 'A manager was removed from a space', payload: { space_id: 'integer', user_id: 'string' } },
+  { type: 'space.contact_added', kind: 'domain_event', description: 'A contact was linked to a space', payload: { space_id: 'integer', contact_id: 'string (uuid)' } },
+  { type: 'space.contact_removed', kind: 'domain_event', description: 'A contact was unlinked from a space', payload: { space_id: 'integer', contact_id: 'string (uuid)' } },
+  { type: 'space.event_removed', kind: 'domain_event', description: 'An event was unlinked from a space', payload: { space_id: 'integer', event_id: 'integer' } },
   { type: 'space.event_added', kind: 'domain_event', description: 'An event was linked to a space', payload: { space_id: 'integer', event_id: 'integer' } },
   { type: 'contact.created', kind: 'domain_event', description: 'A contact was created', payload: { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' } },
   { type: 'contact.updated', kind: 'domain_event', description: 'A contact was edited', payload: { contact_id: 'string (uuid)', fields: 'array of string' } },
   { type: 'contact.deleted', kind: 'domain_event', description: 'A contact was deleted', payload: { contact_id: 'string (uuid)' } },
-  { type: 'user.added', kind: 'domain_event', description: 'A user was added by the identity provider', payload: { user_id: 'string', email: 'string', display_name: 'string' } },
-  { type: 'user.removed', kind: 'domain_event', description: 'A user was removed', payload: { user_id: 'string' } },
-  { type: 'user.deactivated', kind: 'domain_event', description: 'A user was deactivated', payload: { user_id: 'string' } },
-  { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: { user_id: 'string' } }
+  { type: 'user.added', kind: 'domain_event', description: 'A user was added by the identity provider', payload: { ...USER_FIELDS, email: 'string', display_name: 'string' } },
+  { type: 'user.changed', kind: 'domain_event', description: 'A user\'s profile changed', payload: USER_FIELDS },
+  { type: 'user.removed', kind: 'domain_event', description: 'A user was removed (their access is revoked)', payload: { ...USER_FIELDS, revoked: 'object: what was revoked' } },
+  { type: 'user.deactivated', kind: 'domain_event', description: 'A user was deactivated', payload: USER_FIELDS },
+  { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: USER_FIELDS }
 ]
 
 export const CRON_TRIGGER = 'schedule.cron'
