@@ -267,6 +267,81 @@ export const HANDLERS: Record<string, Handler> = {
     }
   },
 
+  async 'get-series' (q, p, c) {
+    const id = Number(p.get('id'))
+    const limit = Number(p.get('limit') ?? 200)
+    const [row] = await q<{ series_id: number | null }>(`select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
+      [c.tenant, c.user, c.org, id])
+    if (row?.series_id == null) return notFound
+    const [series] = await q('select * from event_series where tenant_id = $1 and id = $2 and is_deleted = $3', [c.tenant, row.series_id, false])
+    const managers = await q('select * from event_managers where tenant_id = $1 and series_id = $2 order by created_at desc, id desc limit 1', [c.tenant, row.series_id])
+    const where = `${EVENT_VISIBLE.replace('events.published_id is null and ', '')} and events.series_id = $4`
+    const items = await q<Record<string, unknown>>(`select events.* from events where ${where} order by events.start_dt, events.series_index, events.id limit $5 offset $6`,
+      [c.tenant, c.user, c.org, row.series_id, limit, 0])
+    const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, [c.tenant, c.user, c.org, row.series_id])
+    const occurrences = await withSpaces(q, c.tenant, items)
+    const attendees = await q<{ status: string, contact_id: string }>(`select a.status, a.contact_id from attendees as a where a.tenant_id = $1 and
+      ((a.series_id = $2 and a.event_id is null) or a.event_id in (select events.id from events where events.tenant_id = $1 and events.series_id = $2
+        and events.is_deleted = false and events.published_id is null))`, [c.tenant, row.series_id])
+    const counts: Record<string, number> = {}
+    for (const a of attendees) counts[a.status] = (counts[a.status] ?? 0) + 1
+    return { status: 200, body: { series: { ...series, manager: managers[0] }, occurrences, attendee_counts: counts, total_attendees: new Set(attendees.map(a => a.contact_id)).size, total: count?.total } }
+  },
+
+  async 'create-series' (q, _p, c, body) {
+    const b = body as { title: string, start_dt: string, end_dt: string, timezone: string, series: { end_count: number } }
+    const start = new Date(b.start_dt)
+    const length = new Date(b.end_dt).getTime() - start.getTime()
+    await q('begin')
+    try {
+      const [series] = await q<{ id: number }>(`insert into event_series (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, freq, interval, repeat_days,
+        ends_on, end_count, duration) values ($1, $2, $3, $4, $5, $6, $7, 'weekly', 1, $8, 'after_n', $9, $10) returning *`,
+      [c.tenant, c.org, c.user, b.title, start, new Date(b.end_dt), b.timezone, [start.getUTCDay() === 0 ? 7 : start.getUTCDay()], b.series.end_count, '02:00:00'])
+      const ids: number[] = []
+      for (let from = 0; from < b.series.end_count; from += 100) {
+        const n = Math.min(100, b.series.end_count - from)
+        const values: unknown[] = []
+        const rows: string[] = []
+        for (let k = from; k < from + n; k++) {
+          const st = new Date(start.getTime() + k * 7 * 86_400_000)
+          const i = values.length
+          values.push(c.tenant, c.org, c.user, b.title, st, new Date(st.getTime() + length), b.timezone, series?.id, k)
+          rows.push(`(${Array.from({ length: 9 }, (_, j) => `$${i + j + 1}`).join(', ')})`)
+        }
+        const inserted = await q<{ id: number }>(`insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, series_id, series_index)
+          values ${rows.join(', ')} returning *`, values)
+        ids.push(...inserted.map(r => r.id))
+      }
+      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [c.tenant, 'series.created', 'series', String(series?.id), c.user, JSON.stringify({ series_id: series?.id, occurrences: ids.length }), 0])
+      await q('commit')
+      return { status: 201, body: { series, occurrences: ids.length } }
+    } catch (err) {
+      await q('rollback')
+      throw err
+    }
+  },
+
+  async 'bulk-attendees' (q, p, c, body) {
+    const id = Number(p.get('id'))
+    const b = body as { contact_ids: string[] }
+    await q('begin')
+    try {
+      const [event] = await q<{ org_id: string | null }>('select * from events where tenant_id = $1 and id = $2 for update', [c.tenant, id])
+      if (event === undefined) { await q('rollback'); return notFound }
+      const found = await q<{ id: string }>('select id from contacts where tenant_id = $1 and id = any($2::uuid[])', [c.tenant, b.contact_ids])
+      const added = await q<{ contact_id: string }>(`insert into attendees (tenant_id, event_id, contact_id, org_id, status)
+        select $1, $2, x, $3, 'invited' from unnest($4::uuid[]) x on conflict do nothing returning contact_id`, [c.tenant, id, event.org_id, found.map(f => f.id)])
+      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [c.tenant, 'attendees.added', 'event', String(id), c.user, JSON.stringify({ event_id: id, contact_ids: added.map(a => a.contact_id) }), 0])
+      await q('commit')
+      return { status: 204 }
+    } catch (err) {
+      await q('rollback')
+      throw err
+    }
+  },
+
   async 'unauthorized' () {
     return { status: 401, body: { status: 401, title: 'Unauthorized', detail: 'invalid or expired token' }, headers: { 'www-authenticate': 'Bearer' } }
   }

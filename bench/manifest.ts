@@ -16,6 +16,10 @@ export interface Manifest {
   /** last names present in the largest tenant */
   searchTerms: string[]
   showcase: { id: number, tenant: string, handle: string, creator: string }
+  /** one occurrence of each seeded series (GET …/series) */
+  seriesEvents: number[]
+  /** contact ids of the largest tenant for bulk attendee adds */
+  bulkContacts: string[]
   /** month of the largest tenant's calendar, YYYY-MM-01 */
   month: { start: string, end: string }
   /** start_dt_after values for the list scenario */
@@ -45,6 +49,11 @@ export async function buildManifest (db: SqlRunner): Promise<Manifest> {
     'select id, tenant_id, creator_id from spaces where public_handle = $1', [SHOWCASE_HANDLE])
   const s = show[0]
   if (s === undefined) throw new Error('the showcase space is missing: seed first')
+  const hasSeries = (await db.query<{ ok: boolean }>("select to_regclass('event_series') is not null as ok"))[0]?.ok === true
+  const seriesEvents = hasSeries
+    ? (await db.query<{ id: number }>('select min(id) as id from events where tenant_id = $1 and series_id is not null group by series_id', [BIG_TENANT])).map(r => Number(r.id))
+    : []
+  const bulkContacts = (await db.query<{ id: string }>('select id from contacts where tenant_id = $1 order by md5(id::text) limit 3000', [BIG_TENANT])).map(r => r.id)
   const now = new Date()
   const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 2, 1))
   const monthEnd = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 0))
@@ -55,6 +64,8 @@ export async function buildManifest (db: SqlRunner): Promise<Manifest> {
     contacts,
     patchable: patchable.map(p => ({ ...p, id: Number(p.id), revision: Number(p.revision) })),
     searchTerms: terms.map(t => t.last_name.toLowerCase()),
+    seriesEvents,
+    bulkContacts,
     showcase: { id: Number(s.id), tenant: s.tenant_id, handle: SHOWCASE_HANDLE, creator: s.creator_id },
     month: { start: month.toISOString().slice(0, 10), end: monthEnd.toISOString().slice(0, 10) },
     listAfter

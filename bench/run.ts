@@ -25,7 +25,7 @@ import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/a
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import { budgetText, budgets, table, type BudgetLine, type DatabaseRun, type ScenarioOutcome } from './report.ts'
-import { MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
+import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
 
@@ -230,9 +230,10 @@ async function routesOf (url: string): Promise<Set<string>> {
 async function tokenBook (dataDir: string, manifest: Manifest) {
   const keys = await loadOrCreateDevKeys(dataDir)
   const book = new Map<string, string>()
-  const sign = async (c: Caller) => {
-    book.set(`${c.tenant}|${c.user}`, await signDevToken(keys, { sub: c.user, tenant: c.tenant, roles: ['member'], orgId: ORG, email: `${c.user}@${c.tenant}.example`, ttl: 6 * 3600 }))
+  const sign = async (c: Caller, role = 'member') => {
+    book.set(`${c.tenant}|${c.user}`, await signDevToken(keys, { sub: c.user, tenant: c.tenant, roles: [role], orgId: ORG, email: `${c.user}@${c.tenant}.example`, ttl: 6 * 3600 }))
   }
+  for (let u = ADMINS_FROM; u < ADMINS_FROM + ADMINS; u++) await sign({ tenant: BIG_TENANT, user: userId(u) }, 'admin')
   for (let t = 0; t < TENANTS; t++) {
     const tenant = tenantId(t)
     for (let u = 1; u <= (tenant === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER); u++) await sign({ tenant, user: userId(u) })

@@ -47,6 +47,9 @@ const pick = <T>(xs: readonly T[]): T => {
 /** Members whose tokens the scenarios use: 200 in the largest tenant, 10 in each other tenant. */
 export const MEMBERS_BIG = 200
 export const MEMBERS_OTHER = 10
+/** Tenant admins of the largest tenant: users ADMINS_FROM … ADMINS_FROM + ADMINS - 1 */
+export const ADMINS_FROM = 901
+export const ADMINS = 10
 
 export function someCaller (tenant?: string): Caller {
   const t = tenant ?? tenantId(Math.floor(Math.random() * TENANTS))
@@ -155,7 +158,12 @@ export const SCENARIOS: Scenario[] = [
     name: 'get-series',
     title: 'GET series (200 occurrences, attendee counts)',
     group: 'page',
-    route: 'GET /api/v1/series/{id}'
+    route: 'GET /api/v1/events/{id}/series',
+    build: ctx => () => {
+      const c = someCaller(BIG_TENANT)
+      const id = pick(ctx.manifest.seriesEvents)
+      return request(ctx, 'get-series', c, { method: 'GET', path: `/api/v1/events/${id}/series?limit=200` }, { id, limit: 200 })
+    }
   },
   {
     name: 'space-analytics',
@@ -215,15 +223,38 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'create-series',
-    title: 'Create a series with 500 occurrences',
+    title: 'Create a weekly series with 500 occurrences',
     group: 'write',
-    route: 'POST /api/v1/series'
+    route: 'POST /api/v1/events/with-series',
+    connections: 10,
+    p95BudgetMs: 150,
+    build: ctx => () => {
+      const c = someCaller()
+      const start = new Date(Date.UTC(2027, 0, 4 + crypto.randomInt(0, 300), 18))
+      const body = JSON.stringify({
+        title: `Weekly ${crypto.randomInt(1e6)}`,
+        start_dt: start.toISOString(),
+        end_dt: new Date(start.getTime() + 2 * 3_600_000).toISOString(),
+        timezone: 'UTC',
+        series: { freq: 'weekly', repeat_days: [((start.getUTCDay() + 6) % 7) + 1], ends_on: 'after_n', end_count: 500 }
+      })
+      return request(ctx, 'create-series', c, { method: 'POST', path: '/api/v1/events/with-series', headers: json, body }, {})
+    }
   },
   {
     name: 'bulk-attendees',
     title: 'Bulk add 500 attendees',
     group: 'write',
-    route: 'POST /api/v1/events/{id}/attendees/bulk'
+    route: 'POST /api/v1/events/{id}/attendees/bulk',
+    connections: 10,
+    build: ctx => () => {
+      // tenant admins of the largest tenant (event permission attendees:write)
+      const c = { tenant: BIG_TENANT, user: userId(ADMINS_FROM + crypto.randomInt(0, ADMINS)) }
+      const id = pick(ctx.manifest.events[BIG_TENANT] ?? [])
+      const from = crypto.randomInt(0, Math.max(1, ctx.manifest.bulkContacts.length - 500))
+      const body = JSON.stringify({ contact_ids: ctx.manifest.bulkContacts.slice(from, from + 500) })
+      return request(ctx, 'bulk-attendees', c, { method: 'POST', path: `/api/v1/events/${id}/attendees/bulk`, headers: json, body }, { id })
+    }
   },
   {
     name: 'idp-webhook',

@@ -247,7 +247,36 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
     log('  seed: no attendees table yet: not seeded')
   }
 
-  log(`  seed: series ${await tableExists(db, 'series') ? 'table present: created through the API by the series scenario' : 'table missing: not seeded'}`)
+  if (await tableExists(db, 'event_series')) {
+    await step(log, `weekly series (${z.seriesPerTenant} in the largest tenant, 200 occurrences, 20 attendees each)`, async () => {
+      await db.exec(`
+        insert into event_series (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone, visibility, status,
+                                  freq, interval, repeat_days, ends_on, end_count, duration, published_at, version)
+        select '${BIG_TENANT}', '${ORG}', 'u' || lpad((1 + g)::text, 4, '0'), 'Weekly group ' || g, 'Every week',
+               date_trunc('week', now()) - interval '100 weeks' + interval '18 hours', date_trunc('week', now()) - interval '100 weeks' + interval '20 hours',
+               'UTC', 40, 'published', 'weekly', 1, array[1], 'after_n', 200, '02:00:00', now() - interval '100 weeks', 1
+        from generate_series(1, ${z.seriesPerTenant}) g;
+
+        insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, visibility, status, published_at, version,
+                            series_id, series_index)
+        select s.tenant_id, s.org_id, s.creator_id, s.title, s.start_dt + k * interval '1 week', s.end_dt + k * interval '1 week', 'UTC', 40,
+               'published', s.published_at, 1, s.id, k
+        from event_series s cross join generate_series(0, 199) k
+        where s.tenant_id = '${BIG_TENANT}';
+
+        create temporary table bench_contacts as
+          select id, (row_number() over (order by id) - 1)::int as rn from contacts where tenant_id = '${BIG_TENANT}';
+        insert into attendees (tenant_id, event_id, contact_id, org_id, status, responded_at)
+        select e.tenant_id, e.id, c.id, '${ORG}', (array['confirmed','tentative','declined','invited','checked_in'])[1 + (e.id + k) % 5], e.start_dt - interval '3 days'
+        from events e cross join generate_series(0, 19) k
+        join bench_contacts c on c.rn = (e.id * 37 + k) % (select count(*) from bench_contacts)
+        where e.tenant_id = '${BIG_TENANT}' and e.series_id is not null
+        on conflict do nothing;
+        drop table bench_contacts;`)
+    })
+  } else {
+    log('  seed: no event_series table yet: series not seeded')
+  }
 
   await step(log, 'analyze', async () => { await db.exec('analyze') })
 }
