@@ -20,6 +20,31 @@ import {
 import * as repo from './references.repository.ts'
 
 const tags = ['Event references']
+const METADATA_MAX_DEPTH = 16
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Bounds of a free-form object without recursion (a value nested 50 000 levels deep must not
+ * overflow the stack): depth, then well-formed text (a lone surrogate cannot be stored in jsonb),
+ * then size as JSON.
+ */
+function checkMetadata (value: Record<string, unknown>): void {
+  const stack: Array<[unknown, number]> = [[value, 1]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number]
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) throw invalidField('body.metadata', 'expected well-formed unicode text')
+      continue
+    }
+    if (v === null || typeof v !== 'object') continue
+    if (depth > METADATA_MAX_DEPTH) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_DEPTH} levels of nesting`)
+    for (const [k, child] of Object.entries(v)) {
+      if (LONE_SURROGATE.test(k)) throw invalidField('body.metadata', 'expected well-formed unicode keys')
+      stack.push([child, depth + 1])
+    }
+  }
+  if (Buffer.byteLength(JSON.stringify(value)) > ATTACHMENT_METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON`)
+}
 
 export async function referencesRoutes (app: App, { db }: AppContext): Promise<void> {
   // ---- documents
@@ -82,7 +107,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     const auth = request.auth
     const b = request.body
     const metadata = b.metadata ?? {}
-    if (Buffer.byteLength(JSON.stringify(metadata)) > ATTACHMENT_METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON`)
+    checkMetadata(metadata)
     const row = await withTenant(db, auth, async (trx) => {
       const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
       if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {

@@ -137,6 +137,12 @@ for (const kind of databases()) {
       assert.equal(big.statusCode, 400)
       assert.equal(big.json().errors[0].location, 'body.metadata')
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${base.id}/attachments`, payload: { kind: 'image' } })).statusCode, 400)
+      const deep = '{"kind":"image","ref":"x","metadata":' + '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_001)
+      const nested = await t.as(alice, { method: 'POST', url: `/api/v1/events/${base.id}/attachments`, payload: deep, headers: { 'content-type': 'application/json' } })
+      assert.equal(nested.statusCode, 400, nested.body.slice(0, 300))
+      const lone = await t.as(alice, { method: 'POST', url: `/api/v1/events/${base.id}/attachments`, payload: '{"kind":"image","ref":"x","metadata":{"k":"\\ud800"}}', headers: { 'content-type': 'application/json' } })
+      assert.equal(lone.statusCode, 400, lone.body)
+      assert.equal(lone.json().errors[0].location, 'body.metadata')
       await t.as(alice, { method: 'POST', url: `/api/v1/events/${base.id}/attachments`, payload: { kind: 'document', ref: 'doc-9' } })
 
       const all = await t.as(alice, { method: 'GET', url: `/api/v1/events/${base.id}/attachments` })
