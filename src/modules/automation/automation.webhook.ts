@@ -98,6 +98,9 @@ export async function postWebhook (url: string, body: string, headers: Record<st
       method: 'POST',
       headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'collaboration-service-automation', ...headers },
       lookup,
+      // a fresh connection per call: every call resolves and checks its address, and no pooled
+      // socket that the receiver has closed turns into a spurious ECONNRESET
+      agent: false,
       timeout: timeoutMs
     }, (res) => {
       res.resume()
