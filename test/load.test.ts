@@ -4,7 +4,7 @@
  * Always: the rate limit refuses a caller over its quota with 429 ErrorModel and Retry-After,
  * while another caller of the same tenant goes on (app.inject, a small bucket).
  *
- * With LOAD_TEST=1 (set by CI), on a real listening server on 127.0.0.1, with autocannon:
+ * With LOAD_TEST=1 (for .ci/run), on a real listening server on 127.0.0.1, with autocannon:
  * - 10 s at 50 connections (one user each, over 4 tenants), a mix of creates, reads by id, lists,
  *   searches and merge-patches: zero errors, zero timeouts, zero non-2xx, and every contact
  *   acknowledged with 201 read back by id afterwards; the figures are printed;
@@ -83,7 +83,7 @@ void describe('pglite: rate limits', () => {
 })
 
 for (const kind of databases()) {
-  void describe(`${kind}: load on a listening server`, { skip: LOAD ? false : 'set LOAD_TEST=1 (CI does)' }, () => {
+  void describe(`${kind}: load on a listening server`, { skip: LOAD ? false : 'set LOAD_TEST=1 to run it' }, () => {
     const t = useTestApp(kind)
 
     void it('serves a mix of reads and writes at 50 connections with no error and no lost write', async () => {
@@ -131,7 +131,7 @@ for (const kind of databases()) {
   })
 }
 
-void describe('pglite: rate limits under load', { skip: LOAD ? false : 'set LOAD_TEST=1 (CI does)' }, () => {
+void describe('pglite: rate limits under load', { skip: LOAD ? false : 'set LOAD_TEST=1 to run it' }, () => {
   const CAPACITY = 200
   const REFILL = 20
   const t = useTestApp('pglite', { env: { RATE_LIMIT_CAPACITY: String(CAPACITY), RATE_LIMIT_REFILL_PER_SEC: String(REFILL) } })

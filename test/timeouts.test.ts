@@ -4,7 +4,7 @@
  *
  * Raw sockets send headers that never end, and a body that never ends; the server must cut both
  * (408 or a closed connection) while it goes on serving others. Node checks these timeouts every
- * 30 s, so this takes up to a minute: it runs with LOAD_TEST=1 (CI), like the load test.
+ * 30 s, so this takes up to a minute: it runs with LOAD_TEST=1, like the load test.
  */
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -29,7 +29,7 @@ async function untilClosed (port: number, data: string): Promise<{ received: str
   })
 }
 
-void describe('the real server cuts slow requests', { skip: LOAD ? false : 'set LOAD_TEST=1 (CI does); takes up to a minute' }, () => {
+void describe('the real server cuts slow requests', { skip: LOAD ? false : 'set LOAD_TEST=1 to run it; takes up to a minute' }, () => {
   let child: ChildProcess
   let port = 0
   let dataDir = ''
