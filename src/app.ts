@@ -9,11 +9,11 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { createDatabase, type DatabaseHandle } from './platform/db/database.ts'
 import { migrate } from './platform/db/migrate.ts'
-import { registerErrorHandling } from './platform/http/error-handler.ts'
+import { registerErrorHandling, sendProblem } from './platform/http/error-handler.ts'
 import { registerSchemaLinks } from './platform/http/schema-links.ts'
 import { registerOpenApi } from './platform/http/openapi.ts'
-import { findNulCharacter, validatorCompiler } from './platform/http/validation.ts'
-import { invalidField } from './platform/http/errors.ts'
+import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
+import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
@@ -66,15 +66,23 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     requestIdHeader: false,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    ajv: undefined
+    // Errors the router raises before any route runs (a bad percent-encoding, an over-long
+    // parameter) leave as ErrorModel like every other error.
+    frameworkErrors: (err, request, reply) => {
+      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400
+      void sendProblem(reply, new ApiError(status, status === 414 ? 'a path segment is too long' : 'the request URL is malformed', [
+        { location: 'path', message: status === 414 ? 'expected path parameters of at most 500 characters' : 'expected a valid percent-encoded URL' }
+      ]), config.baseUrl)
+    }
   })
   app.setValidatorCompiler(validatorCompiler)
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
+  // Before any schema runs: values no route can store (docs/api-conventions.md, "Bodies").
   app.addHook('preValidation', async (request) => {
-    const hit = findNulCharacter(request.query, 'query') ?? findNulCharacter(request.params, 'path') ??
-      (Buffer.isBuffer(request.body) ? undefined : findNulCharacter(request.body, 'body'))
-    if (hit !== undefined) throw invalidField(hit, 'expected text without NUL characters')
+    const problem = findTextProblem(request.query, 'query') ?? findTextProblem(request.params, 'path') ??
+      (Buffer.isBuffer(request.body) ? undefined : findTextProblem(request.body, 'body'))
+    if (problem !== undefined) throw invalidField(problem.location, problem.message)
   })
 
   registerErrorHandling(app, config.baseUrl)

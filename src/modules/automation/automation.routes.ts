@@ -36,17 +36,34 @@ export function automationEngineOf (ctx: AppContext): Engine {
   return engine
 }
 
+const WORKER_RETRY_MS = 5_000
+
 export const automationModule = defineModule(async (app, ctx) => {
   const { db } = ctx
   const engine: Engine = { db, queue: createJobQueue(db), allow: allowListOf(ctx.config.automationWebhookAllow), now: () => new Date() }
   engines.set(ctx, engine)
   let stopWorkers: (() => Promise<void>) | undefined
+  let retry: NodeJS.Timeout | undefined
+  let closing = false
   if (ctx.config.workers) {
-    app.addHook('onReady', async () => { stopWorkers = await startWorkers(engine, app.log) })
+    // The database may be away when the process starts: the API serves (and /ready says 503)
+    // while the workers keep trying to start in the background.
+    const start = async (): Promise<void> => {
+      try {
+        stopWorkers = await startWorkers(engine, app.log)
+      } catch (err) {
+        if (closing) return
+        app.log.warn({ err }, `automation workers could not start; retrying in ${WORKER_RETRY_MS / 1000} s`)
+        retry = setTimeout(() => { void start() }, WORKER_RETRY_MS)
+      }
+    }
+    app.addHook('onReady', async () => { void start() })
   }
   app.addHook('onClose', async () => {
+    closing = true
+    clearTimeout(retry)
     await stopWorkers?.()
-    await engine.queue.stop()
+    await engine.queue.stop().catch(() => {})
   })
 
   // ---- catalogues

@@ -110,6 +110,16 @@ export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<Even
   return out
 }
 
+/** The master titles of the series the rows belong to, keyed by series id. */
+export async function seriesTitlesOf (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'series_id'>>): Promise<Map<number, string>> {
+  const ids = [...new Set(rows.flatMap(r => r.series_id === null ? [] : [r.series_id]))]
+  if (ids.length === 0) return new Map()
+  const found = await trx.selectFrom('event_series').select(['id', 'title'])
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids)
+    .execute()
+  return new Map(found.map(f => [f.id, f.title]))
+}
+
 /** `%`, `_` and `\` are literal in a search term. */
 export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
 

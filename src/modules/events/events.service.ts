@@ -33,19 +33,19 @@ const actorIdOf = (a: EventActor): string | null => isSystem(a) ? null : a.userI
 
 type Json = Record<string, unknown>
 
-/** The event as the API shows it. */
-export function toEvent (row: EventRow, spaces: repo.SpaceRef[]) {
-  return { ...row, series_title: null, spaces }
+/** The event as the API shows it: its spaces, and the master title of its series (null outside a series). */
+export function toEvent (row: EventRow, spaces: repo.SpaceRef[], seriesTitle: string | null = null) {
+  return { ...row, series_title: row.series_id === null ? null : seriesTitle, spaces }
 }
 
 export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {
-  const spaces = await repo.spacesOf(trx, tenantId, [row])
-  return toEvent(row, spaces.get(row.id) ?? [])
+  return (await withSpacesAll(trx, tenantId, [row]))[0] ?? toEvent(row, [])
 }
 
+/** Events with their spaces and series titles: two queries whatever the number of rows. */
 export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]) {
-  const spaces = await repo.spacesOf(trx, tenantId, rows)
-  return rows.map(r => toEvent(r, spaces.get(r.id) ?? []))
+  const [spaces, titles] = await Promise.all([repo.spacesOf(trx, tenantId, rows), repo.seriesTitlesOf(trx, tenantId, rows)])
+  return rows.map(r => toEvent(r, spaces.get(r.id) ?? [], r.series_id === null ? null : titles.get(r.series_id) ?? null))
 }
 
 function eventPayload (row: EventRow, extra: Json = {}): Json {

@@ -68,6 +68,10 @@ for (const kind of databases()) {
       assert.equal(created.event.series_index, 0)
       assert.equal(created.event.series_title, 'Standup')
       const occ = created.occurrences as Json[]
+      const plainRead = await t.as(alice, { method: 'GET', url: `/api/v1/events/${String(occ[3]?.id)}` })
+      assert.equal(plainRead.json().series_title, 'Standup', 'a plain event read names its series')
+      const listed = await t.as(alice, { method: 'GET', url: '/api/v1/events?size=100' })
+      assert.ok((listed.json().items as Json[]).filter(e => e.series_id === created.event.series_id).every(e => e.series_title === 'Standup'))
       assert.deepEqual(occ.map(o => local(o.start_dt)), [
         '2027-03-15T09:00', '2027-03-17T09:00', '2027-03-22T09:00', '2027-03-24T09:00', '2027-03-29T09:00',
         '2027-03-31T09:00', '2027-04-05T09:00', '2027-04-07T09:00', '2027-04-12T09:00', '2027-04-14T09:00'

@@ -134,23 +134,38 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
   return out
 }
 
+/** Deepest nesting of objects and arrays a request may carry (docs/api-conventions.md). */
+export const MAX_JSON_DEPTH = 32
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+export interface TextProblem { location: string, message: string }
+
 /**
- * PostgreSQL text cannot hold NUL characters; a request carrying one is refused as a 400 naming
- * the field rather than failing in the database.
+ * Finds the first value PostgreSQL could not store or that would make the request expensive to
+ * handle: nesting deeper than MAX_JSON_DEPTH, text with a NUL character (PostgreSQL text cannot
+ * hold one), or a lone UTF-16 surrogate (jsonb refuses it). Iterative, so no input is too deep
+ * for it.
  */
-export function findNulCharacter (value: unknown, location: string, depth = 0): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? location : undefined
-  if (depth > 64 || value === null || typeof value !== 'object') return undefined
-  if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) {
-      const hit = findNulCharacter(v, `${location}[${i}]`, depth + 1)
-      if (hit !== undefined) return hit
+export function findTextProblem (root: unknown, rootLocation: string): TextProblem | undefined {
+  const stack: Array<{ value: unknown, location: string, depth: number }> = [{ value: root, location: rootLocation, depth: 0 }]
+  while (stack.length > 0) {
+    const { value, location, depth } = stack.pop() as { value: unknown, location: string, depth: number }
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return { location, message: 'expected text without NUL characters' }
+      if (LONE_SURROGATE.test(value)) return { location, message: 'expected well-formed Unicode text (no lone surrogates)' }
+      continue
     }
-    return undefined
-  }
-  for (const [k, v] of Object.entries(value)) {
-    const hit = k.includes('\u0000') ? `${location}.${k}` : findNulCharacter(v, `${location}.${k}`, depth + 1)
-    if (hit !== undefined) return hit
+    if (value === null || typeof value !== 'object') continue
+    if (depth >= MAX_JSON_DEPTH) return { location, message: `expected JSON nested at most ${MAX_JSON_DEPTH} levels` }
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], location: `${location}[${i}]`, depth: depth + 1 })
+      continue
+    }
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) return { location: `${location}.${k.replace(/[\u0000\ud800-\udfff]/g, '?')}`, message: 'expected a well-formed property name' }
+      stack.push({ value: v, location: `${location}.${k}`, depth: depth + 1 })
+    }
   }
   return undefined
 }
