@@ -9,8 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { Kysely, PostgresDialect, PGliteDialect } from 'kysely'
 import pg from 'pg'
-import { PGlite } from '@electric-sql/pglite'
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
+import type { PGlite } from '@electric-sql/pglite'
 import type { PlatformTables } from './platform.table.ts'
 import { pipelinedPool } from './pipeline.ts'
 import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
@@ -78,6 +77,8 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
     return { db, kind: 'pg', migrationUrl: options.databaseUrl, pglite: undefined, close: () => db.destroy() }
   }
   if (options.pgliteDir !== undefined) fs.mkdirSync(path.dirname(options.pgliteDir), { recursive: true })
+  // Loaded only when used: a PostgreSQL deployment does not carry the WASM build (about 40 MB of RSS).
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')])
   const pglite = await PGlite.create({
     ...(options.pgliteDir !== undefined ? { dataDir: options.pgliteDir } : {}),
     extensions: { pg_trgm },

@@ -1,5 +1,6 @@
 /**
- * One round trip for the tenant scope and the first query (docs/performance.md).
+ * One round trip for the tenant scope and the first query, and prepared statements
+ * (docs/performance.md).
  *
  * `withTenant` runs BEGIN, then one `set_config` statement, then the request's queries, then COMMIT,
  * each awaited: four round trips for a one-query request. Nobody reads the results of BEGIN and of
@@ -30,6 +31,33 @@ const answered = (text: string): Result => ({
 
 interface Corkable { cork?: () => void, uncork?: () => void }
 
+/**
+ * Named (prepared) statements, by text: parsed once per connection, and planned once when
+ * PostgreSQL finds its generic plan as good as the custom ones. Bounded: at most NAMES_MAX texts
+ * (each connection keeps those it used), none with more than PARAMS_MAX parameters (lists of ids
+ * and bulk inserts, whose text varies with their length).
+ */
+const NAMES = new Map<string, string>()
+const NAMES_MAX = 500
+const PARAMS_MAX = 32
+let generation = 0
+
+function named (text: string, values: unknown[] | undefined): string | pg.QueryConfig {
+  if (values === undefined || values.length === 0 || values.length > PARAMS_MAX) return text
+  let name = NAMES.get(text)
+  if (name === undefined) {
+    if (NAMES.size >= NAMES_MAX) return text
+    name = `k${generation}_${NAMES.size}`
+    NAMES.set(text, name)
+  }
+  return { name, text, values }
+}
+
+/** After a schema change under a running process ("cached plan must not change result type"): new names, parsed again. */
+function forgetStatement (text: string, err: unknown): void {
+  if ((err as { code?: string }).code === '0A000' && NAMES.delete(text)) generation++
+}
+
 class PipelinedClient {
   #client: pg.PoolClient
   #stream: Corkable | undefined
@@ -44,18 +72,26 @@ class PipelinedClient {
     if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
     if (DEFERRED.has(text)) {
       if (this.#pending.length === 0) this.#stream?.cork?.()
-      const sent = this.#client.query(text, parameters as unknown[])
+      const sent = this.#send(text, parameters)
       sent.catch(() => {}) // observed with the next statement
       this.#pending.push(sent)
       return Promise.resolve(answered(text))
     }
-    const sent = this.#client.query(text, parameters as unknown[])
+    const sent = this.#send(text, parameters)
     if (this.#pending.length === 0) return sent
     const before = this.#pending
     this.#pending = []
     this.#stream?.uncork?.()
     sent.catch(() => {})
     return Promise.all(before).then(async () => await sent)
+  }
+
+  #send (text: string, parameters: readonly unknown[] | undefined): Promise<Result> {
+    const q = named(text, parameters as unknown[] | undefined)
+    if (typeof q === 'string') return this.#client.query(q, parameters as unknown[])
+    const sent = this.#client.query(q)
+    sent.catch((err: unknown) => { forgetStatement(text, err) })
+    return sent
   }
 
   release (): void {
@@ -67,7 +103,7 @@ class PipelinedClient {
   }
 }
 
-/** A `pg` pool whose clients pipeline BEGIN and the tenant scope (give the pool `pipeline: true`). */
+/** A `pg` pool whose clients pipeline BEGIN and the tenant scope and prepare statements (give the pool `pipeline: true`). */
 export function pipelinedPool (pool: pg.Pool): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PipelinedClient>()
   return {
