@@ -163,7 +163,7 @@ export function findTextProblem (root: unknown, rootLocation: string): TextProbl
       continue
     }
     for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) return { location: `${location}.${k.replace(/[\u0000\ud800-\udfff]/g, '?')}`, message: 'expected a well-formed property name' }
+      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) return { location: `${location}.${[...k].map(c => c === '\u0000' || LONE_SURROGATE.test(c) ? '?' : c).join('')}`, message: 'expected a well-formed property name' }
       stack.push({ value: v, location: `${location}.${k}`, depth: depth + 1 })
     }
   }
