@@ -159,6 +159,7 @@ export const SCENARIOS: Scenario[] = [
     title: 'GET series (200 occurrences, attendee counts)',
     group: 'page',
     route: 'GET /api/v1/events/{id}/series',
+    connections: 10,
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const id = pick(ctx.manifest.seriesEvents)
@@ -170,6 +171,7 @@ export const SCENARIOS: Scenario[] = [
     title: 'Space analytics (1 000 linked events)',
     group: 'page',
     route: 'GET /api/v1/spaces/{id}/analytics',
+    connections: 10,
     p95BudgetMs: 100,
     build: ctx => () => {
       // the creator and the five managers of the showcase
