@@ -2,7 +2,6 @@
  * All SQL of event managers and their invites (table `event_managers`, of the events module).
  * Invite tokens: 32 random bytes, base64url, shown once; only their SHA-256 (hex) is stored.
  */
-import crypto from 'node:crypto'
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { displayProfiles } from '../identity/identity.repository.ts'
@@ -15,14 +14,7 @@ export const MANAGER_COLUMNS = [
 ] as const
 export type ManagerView = Omit<EventManagerRow, 'tenant_id' | 'invite_token_hash'>
 
-/** A fresh invite token (shown once) and the hash that is stored. */
-export function newInviteToken (): { token: string, hash: string } {
-  const token = crypto.randomBytes(32).toString('base64url')
-  return { token, hash: hashInviteToken(token) }
-}
-
-/** The stored form of an invite token: SHA-256, hex. Series invites use the same. */
-export const hashInviteToken = (token: string): string => crypto.createHash('sha256').update(token, 'utf8').digest('hex')
+export { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
 
 /** Rows with the managers' display names (null for pending invites without a user). */
 export async function withDisplayNames<T extends { user_id: string | null }> (trx: Tx, tenantId: string, rows: T[]): Promise<Array<T & { display_name: string | null }>> {

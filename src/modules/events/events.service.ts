@@ -3,13 +3,14 @@
  * archive), drafts and publishing, template transitions, activity rows and space membership.
  * Every state change writes an activity row and a domain event in the caller's transaction.
  */
-import { sql } from 'kysely'
+
 import { IANAZone } from 'luxon'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
 import { decideTransition } from './event-state.ts'
 import { findEventForRead, lockEventAsSystem, lockEventForWrite, rootEventId } from './events.access.ts'
 import * as repo from './events.repository.ts'
@@ -249,15 +250,15 @@ export async function publishEvent (trx: Tx, auth: AuthContext, id: number, inpu
   if (input.notify === true) {
     const channels = input.channels ?? ['email']
     for (const channel of channels) {
-      await trx.insertInto('notification_outbox').values({
-        tenant_id: auth.tenantId,
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
         channel,
         recipient: result.creator_id,
         subject: `Published: ${result.title}`,
         body: input.message ?? `The event "${result.title}" was published.`,
         priority: input.priority ?? 'normal',
-        payload: sql`${JSON.stringify({ event_id: result.id, version: result.version })}::jsonb`
-      }).execute()
+        payload: { event_id: result.id, version: result.version }
+      })
     }
   }
   return result

@@ -4,7 +4,6 @@
  * changes), scoped edits and deletes of occurrences (this / future / all, splitting the series),
  * publishing, the series-manager invite and the rolling-window job. Decisions: docs/series.md.
  */
-import crypto from 'node:crypto'
 import { sql, type Kysely } from 'kysely'
 import { DateTime, IANAZone } from 'luxon'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -13,6 +12,8 @@ import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
+import { newInviteToken } from '../../platform/invite-tokens.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
 import * as events from '../events/events.repository.ts'
@@ -612,15 +613,15 @@ export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number
   await record(trx, auth, published, 'series.published', { version: published.version, notify: input.notify ?? false })
   if (input.notify === true) {
     for (const channel of input.channels ?? ['email']) {
-      await trx.insertInto('notification_outbox').values({
-        tenant_id: auth.tenantId,
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
         channel,
         recipient: published.creator_id,
         subject: `Published: ${published.title}`,
         body: input.message ?? `The series "${published.title}" was published.`,
         priority: input.priority ?? 'normal',
-        payload: sql`${JSON.stringify({ series_id: published.id, version: published.version })}::jsonb`
-      }).execute()
+        payload: { series_id: published.id, version: published.version }
+      })
     }
   }
 }
@@ -628,7 +629,6 @@ export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number
 // ---- series manager
 
 export const INVITE_DAYS = 7
-export const hashInviteToken = (token: string): string => crypto.createHash('sha256').update(token).digest('hex')
 
 /**
  * Invites a manager of every occurrence by e-mail: an `event_managers` row (series_id set,
@@ -640,7 +640,7 @@ export async function inviteSeriesManager (trx: Tx, auth: AuthContext, eventId: 
   const anchor = await trx.selectFrom('events').select('id')
     .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('published_id', 'is', null)
     .orderBy('is_deleted').orderBy('series_index').limit(1).executeTakeFirstOrThrow()
-  const token = crypto.randomBytes(32).toString('base64url')
+  const { token, hash } = newInviteToken()
   const now = new Date()
   const expires = new Date(now.getTime() + INVITE_DAYS * 24 * 3_600_000)
   await trx.updateTable('event_managers').set({ status: 'revoked', updated_at: now })
@@ -657,7 +657,7 @@ export async function inviteSeriesManager (trx: Tx, auth: AuthContext, eventId: 
     invited_email: email,
     invited_by: auth.userId,
     invited_at: now,
-    invite_token_hash: hashInviteToken(token),
+    invite_token_hash: hash,
     expires_at: expires
   }).execute()
   const updated = await repo.updateSeries(trx, auth.tenantId, s.id, {

@@ -3,8 +3,6 @@
  * remove; never the last one) and linked contacts. Every write is one transaction that also
  * records the domain event and, for members and contacts, the space activity.
  */
-import crypto from 'node:crypto'
-import { sql } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { requirePermission } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -12,6 +10,8 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
@@ -22,8 +22,6 @@ import {
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 
 const tags = ['Spaces']
-
-const hashToken = (token: string): string => crypto.createHash('sha256').update(token).digest('hex')
 
 /** Locks a space by id for an invitee (who may not see it yet); 404 when deleted. */
 async function lockLiveSpace (trx: Tx, spaceId: number, auth: AuthContext): Promise<void> {
@@ -136,16 +134,15 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       if (b.notify === true) {
         const user = await trx.selectFrom('users').select('email').where('tenant_id', '=', auth.tenantId).where('id', '=', b.user_id).executeTakeFirst()
         for (const channel of b.channels ?? ['email']) {
-          await trx.insertInto('notification_outbox').values({
-            tenant_id: auth.tenantId,
+          await queueNotification(trx, {
+            tenantId: auth.tenantId,
             channel,
             recipient: channel === 'email' ? (user?.email ?? b.user_id) : b.user_id,
-
             subject: `You now manage the space "${space.title}"`,
             body: b.message ?? `You were made a manager of the space "${space.title}".`,
             priority: b.priority ?? 'normal',
-            payload: sql`${JSON.stringify({ kind: 'space.manager_added', space_id: space.id, user_id: b.user_id, actor_id: auth.userId })}::jsonb`
-          }).execute()
+            payload: { kind: 'space.manager_added', space_id: space.id, user_id: b.user_id, actor_id: auth.userId }
+          })
         }
       }
       return created
@@ -165,19 +162,19 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       if (await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email) !== undefined) {
         throw error409Conflict('an invite to this address is already pending', [{ location: 'body.email', message: 'already invited', value: b.email }])
       }
-      const token = crypto.randomBytes(32).toString('base64url')
+      const { token, hash } = newInviteToken()
       const role = b.role ?? null
       const created = await repo.insertInvite(trx, {
-        tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, email, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId, tokenHash: hashToken(token), days: INVITE_DAYS
+        tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, email, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId, tokenHash: hash, days: INVITE_DAYS
       })
-      await trx.insertInto('notification_outbox').values({
-        tenant_id: auth.tenantId,
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
         channel: 'email',
         recipient: email,
         subject: `You are invited to manage the space "${space.title}"`,
         body: `You were invited to manage the space "${space.title}". Accept within ${INVITE_DAYS} days with this token: ${token}`,
-        payload: sql`${JSON.stringify({ kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token })}::jsonb`
-      }).execute()
+        payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
+      })
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_invited', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions } })
       return created
     })
@@ -190,7 +187,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   }, async (request) => {
     const auth = request.auth
     return await withTenant(db, auth, async (trx) => {
-      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashToken(request.body.token))
+      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
       if (invite === undefined) throw error404NotFound('invite not found')
       if (invite.expired) throw error409Conflict('the invite has expired')
       if (auth.email !== null && invite.invited_email !== null && auth.email.toLowerCase() !== invite.invited_email.toLowerCase()) {

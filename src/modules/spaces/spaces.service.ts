@@ -4,12 +4,12 @@
  * archive, and the hierarchy without cycles.
  */
 import crypto from 'node:crypto'
-import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
 import { canManageSpace } from './spaces.access.ts'
 import * as repo from './spaces.repository.ts'
 import { FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission } from './spaces.schemas.ts'
@@ -140,20 +140,20 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
   }
 }
 
-async function queueNotification (trx: Tx, auth: AuthContext, space: { id: number, title: string, creator_id: string }, o: NotificationOptions): Promise<void> {
+async function notifyPublished (trx: Tx, auth: AuthContext, space: { id: number, title: string, creator_id: string }, o: NotificationOptions): Promise<void> {
   const creator = await trx.selectFrom('users').select(['email']).where('tenant_id', '=', auth.tenantId).where('id', '=', space.creator_id).executeTakeFirst()
   const channels = o.channels ?? ['email']
   for (const channel of channels) {
     const recipient = channel === 'email' ? (creator?.email ?? space.creator_id) : space.creator_id
-    await trx.insertInto('notification_outbox').values({
-      tenant_id: auth.tenantId,
+    await queueNotification(trx, {
+      tenantId: auth.tenantId,
       channel,
       recipient,
       subject: `Space "${space.title}" was published`,
       body: o.message ?? `The space "${space.title}" was published.`,
       priority: o.priority ?? 'normal',
-      payload: sql`${JSON.stringify({ kind: 'space.published', space_id: space.id, user_id: space.creator_id, actor_id: auth.userId })}::jsonb`
-    }).execute()
+      payload: { kind: 'space.published', space_id: space.id, user_id: space.creator_id, actor_id: auth.userId }
+    })
   }
 }
 
@@ -177,7 +177,7 @@ export async function publishSpace (trx: Tx, auth: AuthContext, id: number, opti
   await syncPublicDirectory(trx, auth.tenantId, id)
   const title = draft.title ?? row.title
   await emit(trx, { tenantId: auth.tenantId, topic: 'space.published', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, version: row.version + 1, first_publish: first, fields: Object.keys(draft), notify: options.notify === true } })
-  if (options.notify === true) await queueNotification(trx, auth, { id, title, creator_id: row.creator_id }, options)
+  if (options.notify === true) await notifyPublished(trx, auth, { id, title, creator_id: row.creator_id }, options)
   return true
 }
 
