@@ -6,7 +6,10 @@
  * no restart. In dev mode only the key pair in DATA_DIR is trusted.
  *
  * Each distinct token is verified once and cached until its `exp` (never longer), in a bounded
- * map: the hot path of every request is then a map lookup.
+ * map: the hot path of every request is then a map lookup. A token refused for a reason that cannot
+ * change (bad signature, expired, malformed) is remembered for REFUSED_TTL_MS, so a client repeating
+ * it costs a map lookup too, not a signature check; an unknown key (rotation), a claim that may
+ * become valid and an unreachable provider are never remembered.
  */
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import type { Config } from '../../config.ts'
@@ -28,6 +31,9 @@ export interface AuthContext {
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
 const CACHE_MAX = 10_000
+const REFUSED_TTL_MS = 30_000
+/** Refusals that the same token can never turn into a success. */
+const FINAL_REFUSALS = new Set(['ERR_JWS_SIGNATURE_VERIFICATION_FAILED', 'ERR_JWT_EXPIRED', 'ERR_JWS_INVALID', 'ERR_JWT_INVALID'])
 
 export interface TokenVerifier {
   verify (token: string): Promise<AuthContext>
@@ -99,6 +105,7 @@ export async function createTokenVerifier (config: Config): Promise<TokenVerifie
   }
 
   const cache = new Map<string, AuthContext>()
+  const refused = new Map<string, number>()
 
   return {
     devMode,
@@ -108,6 +115,11 @@ export async function createTokenVerifier (config: Config): Promise<TokenVerifie
       if (hit !== undefined) {
         if (hit.exp + 60 > now) return hit
         cache.delete(token)
+      }
+      const until = refused.get(token)
+      if (until !== undefined) {
+        if (until > Date.now()) throw error401Unauthorized('invalid or expired token')
+        refused.delete(token)
       }
       let payload: JWTPayload
       try {
@@ -122,6 +134,13 @@ export async function createTokenVerifier (config: Config): Promise<TokenVerifie
         const code = (err as { code?: string }).code ?? ''
         if (code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JOSE_GENERIC' || (err as Error).message.includes('discovery')) {
           throw error401Unauthorized('the token could not be verified: identity provider unreachable')
+        }
+        if (FINAL_REFUSALS.has(code)) {
+          if (refused.size >= CACHE_MAX) {
+            const oldest = refused.keys().next().value
+            if (oldest !== undefined) refused.delete(oldest)
+          }
+          refused.set(token, Date.now() + REFUSED_TTL_MS)
         }
         throw error401Unauthorized('invalid or expired token')
       }
