@@ -159,6 +159,12 @@ for (const kind of databases()) {
         assert.equal(none.length, 0, 'no tenant set: no rows')
       })
 
+      it('lets text search use its trigram index under row-level security (LIKE is leakproof)', async () => {
+        // Under RLS an index only serves LEAKPROOF operators (migration 0009, docs/performance.md).
+        const r = await sql<{ leakproof: boolean }>`select proleakproof as leakproof from pg_proc where proname = 'textlike'`.execute(t.database.db)
+        assert.deepEqual(r.rows, [{ leakproof: true }])
+      })
+
       it('row-level security refuses to write a row into another tenant', async () => {
         const a = newTenant(t)
         await assert.rejects(withTenant(t.database.db, { tenantId: a.id }, trx =>
