@@ -35,6 +35,21 @@ export interface Config {
   readonly workers: boolean
   /** Hosts, addresses or CIDR ranges that automation webhooks may call although private or loopback (AUTOMATION_WEBHOOK_ALLOW, comma-separated). */
   readonly automationWebhookAllow: readonly string[]
+  /** S3-compatible object storage (S3_BUCKET set); undefined keeps objects as files under `dataDir/objects`. */
+  readonly s3: S3Config | undefined
+}
+
+export interface S3Config {
+  readonly bucket: string
+  /** another S3-compatible server (MinIO, Ceph, R2…); undefined = AWS S3 of the region */
+  readonly endpoint: string | undefined
+  readonly region: string
+  /** static keys; undefined = the SDK's default credential chain (environment, profile, instance role…) */
+  readonly credentials: { readonly accessKeyId: string, readonly secretAccessKey: string } | undefined
+  /** `endpoint/bucket/key` addressing instead of `bucket.endpoint/key` */
+  readonly forcePathStyle: boolean
+  /** public base address of the bucket (or a CDN in front of it); objects are then linked there */
+  readonly publicUrl: string | undefined
 }
 
 export class ConfigError extends Error {
@@ -85,6 +100,42 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${raw}"`)
 }
 
+const S3_VARIABLES = ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE', 'S3_PUBLIC_URL']
+// S3's rules for bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at each end
+const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
+const REGION = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/
+
+/** S3_BUCKET turns S3 on; the other S3_* variables mean nothing without it, so they are refused alone. */
+function s3 (env: Env): S3Config | undefined {
+  const bucket = str(env, 'S3_BUCKET')
+  if (bucket === undefined) {
+    const stray = S3_VARIABLES.find(name => str(env, name) !== undefined)
+    if (stray !== undefined) throw new ConfigError(stray, 'needs S3_BUCKET to be set as well')
+    return undefined
+  }
+  if (!BUCKET.test(bucket) || bucket.includes('..')) {
+    throw new ConfigError('S3_BUCKET', `must be a bucket name (3 to 63 lowercase letters, digits, dots and hyphens), got "${bucket}"`)
+  }
+  const region = str(env, 'S3_REGION') ?? 'us-east-1'
+  if (!REGION.test(region)) throw new ConfigError('S3_REGION', `must be a region name such as eu-west-1, got "${region}"`)
+  const accessKeyId = str(env, 'S3_ACCESS_KEY_ID')
+  const secretAccessKey = str(env, 'S3_SECRET_ACCESS_KEY')
+  if (accessKeyId !== undefined && secretAccessKey === undefined) throw new ConfigError('S3_ACCESS_KEY_ID', 'needs S3_SECRET_ACCESS_KEY to be set as well')
+  if (secretAccessKey !== undefined && accessKeyId === undefined) throw new ConfigError('S3_SECRET_ACCESS_KEY', 'needs S3_ACCESS_KEY_ID to be set as well')
+  const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])?.replace(/\/+$/, '')
+  const publicUrl = url(env, 'S3_PUBLIC_URL', ['http:', 'https:'])?.replace(/\/+$/, '')
+  if (publicUrl !== undefined && /[?#]/.test(publicUrl)) throw new ConfigError('S3_PUBLIC_URL', `must be a base address without query or fragment, got "${publicUrl}"`)
+  return {
+    bucket,
+    endpoint,
+    region,
+    credentials: accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined,
+    // servers other than AWS mostly address buckets by path
+    forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    publicUrl
+  }
+}
+
 /**
  * Builds the frozen configuration from an environment map.
  *
@@ -123,7 +174,8 @@ export function loadConfig (env: Env = {}): Config {
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     workers: bool(env, 'WORKERS', true),
-    automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== '')
+    automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== ''),
+    s3: s3(env)
   }
   if (config.oidc.jwksUrl !== undefined && config.oidc.issuer === undefined) {
     throw new ConfigError('OIDC_JWKS_URL', 'needs OIDC_ISSUER to be set as well')
