@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { after, before, describe, it } from 'node:test'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { problemIssues } from '../../../test/helpers/problem.ts'
+import { startS3Emulator, type S3Emulator } from '../../../test/helpers/s3.ts'
+import { JPEG, PNG, upload, WEBP } from './cover.fixtures.ts'
+import { createEvent, getEvent, outboxTopics } from './event-collab.fixtures.ts'
+import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
+
+/** where the covers of a tenant's event go in the bucket */
+const prefixOf = (tenantId: string, eventId: number): string =>
+  `covers/${crypto.createHash('sha256').update(tenantId).digest('hex').slice(0, 16)}/${eventId}/`
+
+/**
+ * An app configured for the emulator. The emulator starts first: its port is known only then, and
+ * useTestApp reads `env` when its own `before` runs.
+ */
+function useS3App (kind: ReturnType<typeof databases>[number], extra: (s3: S3Emulator) => Record<string, string> = () => ({})): { t: TestApp, s3: () => S3Emulator } {
+  let s3: S3Emulator | undefined
+  const env: Record<string, string> = {}
+  before(async () => {
+    s3 = await startS3Emulator()
+    Object.assign(env, s3.env, extra(s3))
+  })
+  const t = useTestApp(kind, { env })
+  after(async () => { await s3?.stop() })
+  return { t, s3: () => s3 ?? assert.fail('the emulator is not running') }
+}
+
+for (const kind of databases()) {
+  void describe(`${kind}: event cover on S3 with a public URL`, () => {
+    const { t, s3 } = useS3App(kind, s3 => ({ S3_PUBLIC_URL: `${s3.endpoint}/${s3.bucket}` }))
+
+    void it('stores the image in the bucket with its type, links it by its public URL, and the service serves it too', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice, { metadata: { room: 'A' } })
+      const res = await upload(t, alice, event.id, PNG, { type: 'application/octet-stream' })
+      assert.equal(res.statusCode, 200, res.body)
+      const e = res.json()
+      assert.ok(e.cover_image_key.startsWith(prefixOf(tenant.id, event.id)), e.cover_image_key)
+      assert.match(e.cover_image_key, /\/[0-9a-f]{24}\.png$/)
+      const url = `${s3().endpoint}/${s3().bucket}/${e.cover_image_key}`
+      assert.deepEqual({ ...e.metadata.cover_image, sha256: '' }, { key: e.cover_image_key, url, content_type: 'image/png', size: PNG.length, sha256: '' })
+      assert.equal(e.metadata.cover_image.sha256, crypto.createHash('sha256').update(PNG).digest('hex'))
+      assert.equal(e.metadata.room, 'A')
+      assert.equal((await getEvent(t, alice, event.id)).json().metadata.cover_image.url, url)
+
+      // in the bucket, as uploaded; the type is the recognised one, not the declared one
+      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [e.cover_image_key])
+      assert.deepEqual(await s3().object(e.cover_image_key), { data: PNG, contentType: 'image/png' })
+      // the public URL answers with the image
+      const fetched = await fetch(url)
+      assert.equal(fetched.status, 200)
+      assert.equal(fetched.headers.get('content-type'), 'image/png')
+      assert.deepEqual(Buffer.from(await fetched.arrayBuffer()), PNG)
+      // and so does the service
+      const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
+      assert.equal(img.statusCode, 200)
+      assert.equal(img.headers['content-type'], 'image/png')
+      assert.deepEqual(img.rawPayload, PNG)
+      assert.ok((await outboxTopics(t, tenant.id)).includes('event.cover_updated'))
+    })
+
+    void it('replacing a cover deletes the old object from the bucket', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice)
+      const first = await upload(t, alice, event.id, PNG)
+      assert.equal(first.statusCode, 200, first.body)
+      const second = await upload(t, alice, event.id, JPEG)
+      assert.equal(second.statusCode, 200, second.body)
+      const third = await upload(t, alice, event.id, WEBP)
+      assert.equal(third.statusCode, 200, third.body)
+      const key = third.json().cover_image_key
+      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [key])
+      assert.deepEqual(await s3().object(key), { data: WEBP, contentType: 'image/webp' })
+      assert.equal(third.headers.etag, '"4"')
+    })
+
+    void it('a refused upload leaves the bucket and the event as they were', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice)
+      const ok = await upload(t, alice, event.id, PNG)
+      assert.equal(ok.statusCode, 200, ok.body)
+      const before = await s3().keys('covers/')
+
+      const gif = await upload(t, alice, event.id, Buffer.from('GIF89a' + 'x'.repeat(50)), { type: 'image/png' })
+      assert.equal(gif.statusCode, 415, gif.body)
+      assert.deepEqual(problemIssues(gif), [])
+      const big = await upload(t, alice, event.id, Buffer.concat([PNG, Buffer.alloc(COVER_MAX_BYTES)]))
+      assert.equal(big.statusCode, 413, big.body)
+      // a stale If-Match is found only once the event is locked, after the image was stored: the object goes again
+      const stale = await upload(t, alice, event.id, JPEG, { headers: { 'if-match': '"1"' } })
+      assert.equal(stale.statusCode, 412, stale.body)
+      assert.deepEqual(problemIssues(stale), [])
+
+      assert.deepEqual(await s3().keys('covers/'), before)
+      const after = await getEvent(t, alice, event.id)
+      assert.equal(after.headers.etag, '"2"')
+      assert.equal(after.json().cover_image_key, ok.json().cover_image_key)
+    })
+
+    void it('answers 503 while the store is down, changes nothing, and works again when it is back', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice)
+      const ok = await upload(t, alice, event.id, PNG)
+      assert.equal(ok.statusCode, 200, ok.body)
+
+      await s3().pause()
+      try {
+        const down = await upload(t, alice, event.id, JPEG)
+        assert.equal(down.statusCode, 503, down.body)
+        assert.deepEqual(problemIssues(down), [])
+        assert.equal(down.json().detail, 'the object storage is unavailable, try again later')
+        assert.equal(down.headers['retry-after'], '5')
+        const read = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
+        assert.equal(read.statusCode, 503, read.body)
+        assert.deepEqual(problemIssues(read), [])
+
+        const unchanged = await getEvent(t, alice, event.id)
+        assert.equal(unchanged.headers.etag, '"2"')
+        assert.deepEqual(unchanged.json().metadata.cover_image, ok.json().metadata.cover_image)
+        assert.equal((await outboxTopics(t, tenant.id)).filter(topic => topic === 'event.cover_updated').length, 1)
+      } finally {
+        await s3().resume()
+      }
+
+      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [ok.json().cover_image_key])
+      const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
+      assert.equal(img.statusCode, 200)
+      assert.deepEqual(img.rawPayload, PNG)
+      const again = await upload(t, alice, event.id, JPEG)
+      assert.equal(again.statusCode, 200, again.body)
+      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [again.json().cover_image_key])
+    })
+  })
+
+  void describe(`${kind}: event cover on S3 without a public URL`, () => {
+    const { t, s3 } = useS3App(kind)
+
+    void it('links the service address and serves the object from the bucket', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice)
+      const res = await upload(t, alice, event.id, JPEG)
+      assert.equal(res.statusCode, 200, res.body)
+      const key = res.json().cover_image_key
+      assert.equal(res.json().metadata.cover_image.url, `http://localhost:8080/api/v1/events/${event.id}/cover`)
+      assert.deepEqual(await s3().object(key), { data: JPEG, contentType: 'image/jpeg' })
+      const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
+      assert.equal(img.statusCode, 200)
+      assert.equal(img.headers['content-type'], 'image/jpeg')
+      assert.deepEqual(img.rawPayload, JPEG)
+    })
+  })
+}
