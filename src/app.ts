@@ -12,6 +12,7 @@ import { migrate } from './platform/db/migrate.ts'
 import { registerErrorHandling, sendProblem } from './platform/http/error-handler.ts'
 import { registerSchemaLinks } from './platform/http/schema-links.ts'
 import { registerOpenApi } from './platform/http/openapi.ts'
+import { serializerCompiler } from './platform/http/serialization.ts'
 import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
 import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
@@ -76,6 +77,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     }
   })
   app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   // Before any schema runs: values no route can store (docs/api-conventions.md, "Bodies").

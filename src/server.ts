@@ -5,6 +5,7 @@
 import closeWithGrace from 'close-with-grace'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { buildApp } from './app.ts'
+import { compilePending } from './platform/http/compile-on-demand.ts'
 
 let config: Config
 try {
@@ -36,6 +37,8 @@ closeWithGrace({ delay: 10_000 }, async ({ err }) => {
 
 try {
   const address = await app.listen({ port: config.port, host: config.host })
+  // the schemas not compiled yet, while the first requests are already served
+  compilePending().catch((err: unknown) => { app.log.error({ err }, 'a route schema does not compile') })
   app.log.info(`collaboration service listening on ${address} (database: ${config.databaseUrl === undefined ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL'})`)
 } catch (err) {
   app.log.error({ err }, 'could not start')

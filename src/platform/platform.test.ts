@@ -14,6 +14,7 @@ import { createDatabase } from './db/database.ts'
 import { migrate } from './db/migrate.ts'
 import { withTenant } from './db/tenant.ts'
 import { createRateLimiter } from './rate-limit.ts'
+import { compilePending } from './http/compile-on-demand.ts'
 import { DEV_ISSUER, signDevToken } from './auth/dev-keys.ts'
 
 type Json = Record<string, any>
@@ -136,6 +137,11 @@ for (const kind of databases()) {
           }
         }
         assert.ok(ids.has('create-contact') && ids.has('get-health'))
+      })
+
+      it('compiles the validators and serializers of every route', async () => {
+        // they are compiled on demand; the server compiles the rest right after it listens
+        await compilePending()
       })
     })
 

@@ -7,6 +7,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { onDemand, structuralCache } from './compile-on-demand.ts'
 import { fieldError, type ErrorDetail } from './errors.ts'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the module's `default`.
@@ -31,17 +32,22 @@ function newAjv (coerce: boolean): Ajv {
 
 const bodyAjv = newAjv(false)
 const paramAjv = newAjv(true)
-const cache = new WeakMap<object, ValidateFunction>()
+const validators = structuralCache<ValidateFunction>()
 
+/** Validators compiled on demand and shared between routes with equal schemas (compile-on-demand.ts). */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : paramAjv
-  const key = schema as object
-  let fn = cache.get(key)
-  if (fn === undefined) {
-    fn = ajv.compile(schema as object)
-    cache.set(key, fn)
-  }
-  return fn
+  const body = httpPart === 'body'
+  return validators(schema, () => {
+    const compiled = onDemand(() => (body ? bodyAjv : paramAjv).compile(schema as object))
+    // Fastify reads `errors` from the function it was given
+    const validate = ((data: unknown) => {
+      const fn = compiled()
+      const ok = fn(data)
+      validate.errors = fn.errors
+      return ok
+    }) as ValidateFunction
+    return validate
+  }, body ? 'body:' : 'param:')
 }
 
 const PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
