@@ -3,7 +3,7 @@
  * (nodemailer) used when SMTP_URL is set. The SMTP sender delivers the `email` channel; other
  * channels (`push`, `sms`) have no provider yet and are logged, so they do not pile up as pending.
  */
-import nodemailer from 'nodemailer'
+import { createRequire } from 'node:module'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config.ts'
 import type { Notification, NotificationSender } from './notifications.ts'
@@ -30,6 +30,8 @@ export interface SmtpSenderOptions {
 }
 
 export function smtpSender (options: SmtpSenderOptions): NotificationSender {
+  // loaded only when SMTP is configured (it costs every start some 40 ms otherwise)
+  const nodemailer = createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer')
   const transport = nodemailer.createTransport(options.url)
   return {
     name: 'smtp',
