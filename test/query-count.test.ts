@@ -48,6 +48,7 @@ for (const kind of databases()) {
     let token: string
     let spaceId: number
     let eventId: number
+    const contactIds: string[] = []
 
     before(async () => {
       const tenant = newTenant(t)
@@ -59,7 +60,6 @@ for (const kind of databases()) {
       }
       const space = await post('/api/v1/spaces', { title: 'Counting' })
       spaceId = space.id
-      const contactIds: string[] = []
       for (let i = 0; i < ROWS; i++) {
         contactIds.push((await post('/api/v1/contacts', { first_name: `Count${i}`, last_name: 'Queries', email: `count${i}@example.test` })).id)
         const event = await post('/api/v1/events', { title: `Counted ${i}`, start_dt: `2030-01-${String(1 + (i % 28)).padStart(2, '0')}T10:00:00Z` })
@@ -123,6 +123,28 @@ for (const kind of databases()) {
       const mid = counter.count
       await t.as(token, { method: 'GET', url: range(28) })
       assert.equal(counter.count - mid, small)
+    })
+
+    it('bulk add of attendees: as many statements for 25 contacts as for 5 (one insert of attendees, one of their domain events)', async () => {
+      /** Statements of a bulk add of `n` contacts to a new event (the fewest of two tries). */
+      async function statementsOfBulkAdd (n: number): Promise<number> {
+        let fewest = Infinity
+        for (let i = 0; i < 2; i++) {
+          const event = await t.as(token, { method: 'POST', url: '/api/v1/events', payload: { title: `Bulk ${n} ${i}` } })
+          assert.equal(event.statusCode, 201, event.body)
+          const before = counter.count
+          const res = await t.as(token, { method: 'POST', url: `/api/v1/events/${event.json().id}/attendees/bulk`, payload: { contact_ids: contactIds.slice(0, n) } })
+          const used = counter.count - before
+          assert.equal(res.statusCode, 204, res.body)
+          const added = await t.as(token, { method: 'GET', url: `/api/v1/events/${event.json().id}/attendees?size=1` })
+          assert.equal(added.json().total, n)
+          fewest = Math.min(fewest, used)
+        }
+        return fewest
+      }
+      const small = await statementsOfBulkAdd(5)
+      const large = await statementsOfBulkAdd(25)
+      assert.equal(large, small, `${small} statements for 5 contacts, ${large} for 25`)
     })
 
     it('a single-row read on PostgreSQL: BEGIN, scope, the query and COMMIT (the first three leave in one write: src/platform/db/pipeline.ts)', { skip: kind !== 'pg' }, async () => {

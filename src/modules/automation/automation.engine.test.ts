@@ -10,6 +10,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import { verifySignature } from '../identity/idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
+import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
 import { automationEngineOf } from './automation.routes.ts'
 import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules, type Engine } from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
@@ -396,6 +397,22 @@ for (const kind of databases()) {
       await drain(at(start.minus({ hours: 22 })))
       assert.equal((await executions(t, alice, a.id))[0]?.status, 'succeeded')
       assert.deepEqual((await notifications(t, tenant.id)).map(n => n.subject), ['Concert tomorrow'])
+    })
+
+    void it('a bulk add of attendees triggers one execution per attendee, in the order they were added', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const r = await rule(t, alice, { schedule: { event_type: 'attendee.added' }, actions: [{ type: 'activity' }] })
+      const event = await createEvent(t, alice, { title: 'Crowd' })
+      const ids = await insertContacts(t, tenant.id, 'alice', 150)
+      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids } })
+      assert.equal(res.statusCode, 204, res.body)
+      for (let round = 0; round < 5 && (await dispatchOutbox(engine)).events > 0; round++);
+      const all = [...await executions(t, alice, r.id), ...(await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=100&page=2` })).json().items]
+      const byOutboxId = all.map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const).sort((a, b) => a[0] - b[0])
+      assert.deepEqual(byOutboxId.map(([, contact]) => contact), ids)
+      assert.ok(all.every(e => e.trigger_type === 'attendee.added' && e.trigger.event_id === event.id))
     })
 
     void it('a rolled-back request leaves no execution and no job', async () => {

@@ -18,7 +18,7 @@ import { sql, type Kysely } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError } from '../../platform/http/errors.ts'
-import { emit } from '../../platform/outbox.ts'
+import { emit, emitMany } from '../../platform/outbox.ts'
 import { queueNotification } from '../../platform/notifications/notifications.ts'
 import { insertActivity } from '../events/events.repository.ts'
 import { systemActor, transitionEvent } from '../events/events.service.ts'
@@ -321,17 +321,15 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
           for update) old
     where a.tenant_id = ${c.tenantId} and a.id = old.id
     returning a.contact_id::text as contact_id, old.previous`.execute(c.trx)
-  for (const r of changed.rows) {
-    await emit(c.trx, {
-      tenantId: c.tenantId,
-      topic: 'attendee.status_changed',
-      aggregateType: 'event',
-      aggregateId: event.id,
-      actorId: null,
-      payload: { event_id: event.id, contact_id: r.contact_id, status, previous_status: r.previous, source: 'automation', rule_id: c.rule.id },
-      depth: c.execution.depth + 1
-    })
-  }
+  await emitMany(c.trx, changed.rows.map(r => ({
+    tenantId: c.tenantId,
+    topic: 'attendee.status_changed',
+    aggregateType: 'event',
+    aggregateId: event.id,
+    actorId: null,
+    payload: { event_id: event.id, contact_id: r.contact_id, status, previous_status: r.previous, source: 'automation', rule_id: c.rule.id },
+    depth: c.execution.depth + 1
+  })))
   return { updated: changed.rows.length }
 }
 

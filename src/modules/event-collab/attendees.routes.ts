@@ -9,7 +9,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error400BadRequest, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
-import { emit } from '../../platform/outbox.ts'
+import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './attendees.repository.ts'
 import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
@@ -24,16 +24,20 @@ const MAX_ERRORS = 100
 
 type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.checked_in' | 'attendee.removed'
 
-async function emitAttendee (trx: Tx, auth: AuthContext, event: EventRow, topic: Topic, contactId: string, status: AttendeeStatus, extra: Record<string, unknown> = {}): Promise<void> {
+function attendeeEvent (auth: AuthContext, event: EventRow, topic: Topic, contactId: string, status: AttendeeStatus, extra: Record<string, unknown> = {}): DomainEvent {
   const eventId = rootOf(event)
-  await emit(trx, {
+  return {
     tenantId: auth.tenantId,
     topic,
     aggregateType: 'event',
     aggregateId: eventId,
     actorId: auth.userId,
     payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
-  })
+  }
+}
+
+async function emitAttendee (trx: Tx, auth: AuthContext, event: EventRow, topic: Topic, contactId: string, status: AttendeeStatus, extra: Record<string, unknown> = {}): Promise<void> {
+  await emit(trx, attendeeEvent(auth, event, topic, contactId, status, extra))
 }
 
 /** 400 naming every contact id the caller cannot see (`body.contact_ids[i]`); nothing is applied. */
@@ -84,7 +88,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
       const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
       const created = await repo.insertAttendees(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, contactIds: ids, status: request.body.status ?? 'invited' })
-      for (const c of created) await emitAttendee(trx, auth, event, 'attendee.added', c.contact_id, c.status)
+      await emitMany(trx, created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status)))
     })
     return await reply.code(204).send(null)
   })
@@ -98,7 +102,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
       const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
       const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, request.body.status)
-      for (const r of removed) await emitAttendee(trx, auth, event, 'attendee.removed', r.contact_id, r.status)
+      await emitMany(trx, removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status)))
     })
     return await reply.code(204).send(null)
   })
@@ -117,9 +121,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       const missing = b.contact_ids.flatMap((id, i) => attending.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'not an attendee of this event', id)])
       // throwing rolls the whole update back
       if (missing.length > 0) throw error400BadRequest(`${missing.length} contact(s) do not attend this event; nothing was applied`, missing.slice(0, MAX_ERRORS))
-      for (const c of changed) {
-        if (c.previous !== c.row.status) await emitAttendee(trx, auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, { previous_status: c.previous })
-      }
+      await emitMany(trx, changed.flatMap(c => c.previous === c.row.status
+        ? []
+        : [attendeeEvent(auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, { previous_status: c.previous })]))
     })
     return await reply.code(204).send(null)
   })

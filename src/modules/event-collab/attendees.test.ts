@@ -156,6 +156,38 @@ for (const kind of databases()) {
       assert.equal((await list(alice, event.id)).json().total, 200)
     })
 
+    void it('bulk calls record one domain event per attendee changed: added in the order given, status changes with the previous status, removals', async () => {
+      const { tenant, alice, event } = await setup()
+      const ids = await insertContacts(t, tenant.id, 'alice', 600)
+      const bulk = async (method: 'POST' | 'PATCH' | 'DELETE', path: string, payload: Json) => {
+        const res = await t.as(alice, { method, url: `/api/v1/events/${event.id}/attendees/bulk${path}`, payload })
+        assert.equal(res.statusCode, 204, res.body)
+      }
+      const events = async (topic: string) => (await topicsWithPayload(t, tenant.id, topic)).map(e => e.payload)
+
+      await bulk('POST', '', { contact_ids: ids.slice(0, 40), status: 'confirmed' })
+      // 40 already attend: 560 new attendees, 560 events after the first 40, in the order of the request
+      await bulk('POST', '', { contact_ids: [...ids].reverse() })
+      const added = await events('attendee.added')
+      assert.equal(added.length, 600)
+      assert.deepEqual(added.map(p => p.contact_id), [...ids.slice(0, 40), ...ids.slice(40).reverse()])
+      assert.deepEqual(added.map(p => p.status), [...Array(40).fill('confirmed'), ...Array(560).fill('invited')])
+      assert.deepEqual(added[0], { event_id: event.id, contact_id: ids[0], status: 'confirmed', template: 'generic' })
+
+      // only attendees whose status changes get an event
+      await bulk('PATCH', '/status', { contact_ids: ids.slice(20, 60), status: 'confirmed' })
+      const changed = await events('attendee.status_changed')
+      assert.deepEqual(changed.map(p => [p.contact_id, p.previous_status, p.status]).sort(),
+        ids.slice(40, 60).map(id => [id, 'invited', 'confirmed']).sort())
+
+      await bulk('DELETE', '', { contact_ids: ids.slice(0, 500), status: 'invited' })
+      const removed = await events('attendee.removed')
+      assert.equal(removed.length, 440)
+      assert.deepEqual(removed.map(p => p.contact_id).sort(), ids.slice(60, 500).sort())
+      assert.ok(removed.every(p => p.status === 'invited' && p.event_id === event.id))
+      assert.equal((await list(alice, event.id)).json().total, 160)
+    })
+
     void it('enforces event-manager permissions, tenant roles and tenant isolation', async () => {
       const { tenant, alice, event } = await setup()
       const [contact, other] = await insertContacts(t, tenant.id, 'alice', 2, 'org-1')
