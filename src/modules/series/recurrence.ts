@@ -16,7 +16,7 @@
  *   date (in the series zone) is on or before the local date of `end_date`.
  * - Every occurrence lasts as long as the anchor (elapsed time).
  */
-import { DateTime } from 'luxon'
+import { DateTime, Settings } from 'luxon'
 
 export const FREQS = ['daily', 'weekly', 'monthly', 'custom'] as const
 export type Freq = typeof FREQS[number]
@@ -60,45 +60,94 @@ export function customReachable (weekday: number, interval: number, days: readon
   return false
 }
 
-/** A calendar date without zone (UTC is only the carrier). */
-type Day = DateTime
+/**
+ * A calendar date without zone, as a day number (days since 1970-01-01 in the proleptic
+ * Gregorian calendar): the rule steps in whole days, weeks and months, so plain integer arithmetic
+ * does it (the zone comes in only with `wallClock`).
+ */
+type Day = number
 
-const dayOf = (dt: DateTime): Day => DateTime.fromObject({ year: dt.year, month: dt.month, day: dt.day }, { zone: 'UTC' })
+const DAY_MS = 86_400_000
+
+const dayFrom = (year: number, month: number, day: number): Day => {
+  const d = new Date(0)
+  d.setUTCFullYear(year, month - 1, day)
+  return Math.round(d.getTime() / DAY_MS)
+}
+
+const dayOf = (dt: DateTime): Day => dayFrom(dt.year, dt.month, dt.day)
+
+/** The date of a day number: [year, month 1-12, day of month]. */
+function dateOf (day: Day): [number, number, number] {
+  const d = new Date(day * DAY_MS)
+  return [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()]
+}
+
+/** ISO weekday of a day number: 1 (Monday) … 7 (Sunday); day 0 was a Thursday. */
+const weekdayOf = (day: Day): number => ((((day + 3) % 7) + 7) % 7) + 1
+
+const daysInMonth = (year: number, month: number): number => dateOf(dayFrom(year, month + 1, 0))[2]
+
+/** The day `months` months after `day`, clamped to the last day of a shorter month (the 31st → 30 April). */
+function plusMonths (day: Day, months: number): Day {
+  const [year, month, dom] = dateOf(day)
+  const m0 = month - 1 + months
+  const y = year + Math.floor(m0 / 12)
+  const m = (((m0 % 12) + 12) % 12) + 1
+  return dayFrom(y, m, Math.min(dom, daysInMonth(y, m)))
+}
 
 /** Candidate days of the rule after the anchor's day, in increasing order (unbounded). */
 function * laterDays (anchorDay: Day, rule: Rule): Generator<Day> {
   const days = [...new Set(rule.repeatDays ?? [])].sort((a, b) => a - b)
   switch (rule.freq) {
     case 'daily':
-      for (let k = 1; ; k++) yield anchorDay.plus({ days: k * rule.interval })
+      for (let k = 1; ; k++) yield anchorDay + k * rule.interval
     case 'custom':
-      if (!customReachable(anchorDay.weekday, rule.interval, days)) return
+      if (!customReachable(weekdayOf(anchorDay), rule.interval, days)) return
       for (let k = 1; ; k++) {
-        const d = anchorDay.plus({ days: k * rule.interval })
-        if (days.includes(d.weekday)) yield d
+        const d = anchorDay + k * rule.interval
+        if (days.includes(weekdayOf(d))) yield d
       }
     case 'weekly': {
       if (days.length === 0) return
-      const monday = anchorDay.minus({ days: anchorDay.weekday - 1 })
+      const monday = anchorDay - (weekdayOf(anchorDay) - 1)
       for (let w = 0; ; w++) {
-        const week = monday.plus({ weeks: w * rule.interval })
+        const week = monday + 7 * w * rule.interval
         for (const wd of days) {
-          const d = week.plus({ days: wd - 1 })
+          const d = week + (wd - 1)
           if (d > anchorDay) yield d
         }
       }
     }
     case 'monthly':
-      // plus({ months }) clamps to the last day of a shorter month
-      for (let k = 1; ; k++) yield anchorDay.plus({ months: k * rule.interval })
+      for (let k = 1; ; k++) yield plusMonths(anchorDay, k * rule.interval)
   }
 }
 
-/** The instant of `day` at the anchor's wall-clock time in `zone`. */
-function atWallTime (day: Day, time: DateTime, zone: string): DateTime {
-  return DateTime.fromObject({
-    year: day.year, month: day.month, day: day.day, hour: time.hour, minute: time.minute, second: time.second, millisecond: time.millisecond
-  }, { zone })
+/**
+ * The instant of a day at the anchor's wall-clock time in the anchor's zone, as epoch
+ * milliseconds: what `DateTime.fromObject({ year, month, day, hour, … }, { zone }).toMillis()`
+ * answers, without building DateTimes (thousands per series). Like Luxon, it guesses the offset
+ * in force now and corrects it by the zone's offset at the guessed instant: a wall time in a
+ * spring-forward gap moves forward by the gap, an ambiguous one keeps the guessed offset when it
+ * is one of its two.
+ */
+function wallClock (first: DateTime): (day: Day) => number {
+  const zone = first.zone
+  const guess = zone.offset(Settings.now())
+  const timeOfDay = ((first.hour * 60 + first.minute) * 60 + first.second) * 1000 + first.millisecond
+  return (day) => {
+    const local = day * DAY_MS + timeOfDay
+    // Luxon's fixOffset
+    let utc = local - guess * 60_000
+    const o2 = zone.offset(utc)
+    if (o2 === guess) return utc
+    utc -= (o2 - guess) * 60_000
+    const o3 = zone.offset(utc)
+    if (o2 === o3) return utc
+    return local - Math.min(o2, o3) * 60_000
+  }
 }
 
 /** The last local date allowed by an `on_date` rule, or null. */
@@ -127,14 +176,28 @@ export function expand (anchor: Anchor, rule: Rule, options: ExpandOptions): Occ
   const anchorDay = dayOf(first)
   if (limitCount <= 0 || (until !== undefined && anchor.start.getTime() >= until) || (last !== null && anchorDay > last)) return out
   push(anchor.start)
+  const atWallTime = wallClock(first)
   for (const day of laterDays(anchorDay, rule)) {
     if (out.length >= limitCount) break
     if (last !== null && day > last) break
-    const start = atWallTime(day, first, zone).toJSDate()
-    if (until !== undefined && start.getTime() >= until) break
-    push(start)
+    const start = atWallTime(day)
+    if (until !== undefined && start >= until) break
+    push(new Date(start))
   }
   return out
+}
+
+/**
+ * The local date of instants in a zone as a day number, for comparing and matching dates: equal
+ * numbers for instants on the same local date, as `DateTime.fromJSDate(d, { zone })` dates them,
+ * without building a DateTime per instant.
+ */
+export function localDays (zone: string): (d: Date) => number {
+  const z = DateTime.fromMillis(0, { zone }).zone
+  return (d) => {
+    const t = d.getTime()
+    return Math.floor((t + z.offset(t) * 60_000) / DAY_MS)
+  }
 }
 
 /** Whether the rule yields more occurrences than `max` (ignoring any window). */
