@@ -7,7 +7,9 @@ import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
+import type { EventInsert } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
+import type { Occurrence } from './recurrence.ts'
 import type { EventSeriesTable, SeriesRow } from './series.table.ts'
 import { ATTENDEE_STATUSES } from './series.schemas.ts'
 
@@ -40,6 +42,63 @@ export async function lockOccurrenceRows (trx: Tx, tenantId: string, seriesId: n
     .orderBy('series_index').orderBy('id')
     .forUpdate()
     .execute()
+}
+
+/** What every new occurrence of a series shares: the series' content (the times and position vary). */
+export type OccurrenceContent = Omit<EventInsert, 'start_dt' | 'end_dt' | 'series_index'>
+
+/**
+ * Inserts one occurrence row per slot (in the slots' order): one statement whatever their number,
+ * the shared content sent once and the times and positions as arrays. Returns the rows.
+ */
+export async function insertOccurrences (trx: Tx, tenantId: string, content: OccurrenceContent, slots: readonly Occurrence[]): Promise<EventRow[]> {
+  if (slots.length === 0) return []
+  const values: Record<string, unknown> = { ...content, tenant_id: tenantId }
+  // as in a VALUES row, an undefined value leaves the column to its default
+  const columns = Object.keys(values).filter(c => values[c] !== undefined) as Array<keyof EventInsert | 'tenant_id'>
+  return await trx.insertInto('events')
+    .columns([...columns, 'start_dt', 'end_dt', 'series_index'])
+    .expression(sql`select ${sql.join(columns.map(c => values[c]))}, o.start_dt, o.end_dt, o.series_index
+      from unnest(${slots.map(p => p.start.toISOString())}::timestamptz[], ${slots.map(p => p.end.toISOString())}::timestamptz[], ${slots.map(p => p.index)}::int[])
+        as o (start_dt, end_dt, series_index)`)
+    .returningAll()
+    .execute()
+}
+
+/** Soft-deletes occurrence rows (one statement). */
+export async function deleteOccurrences (trx: Tx, tenantId: string, ids: readonly number[]): Promise<void> {
+  if (ids.length === 0) return
+  await trx.updateTable('events')
+    .set({ is_deleted: true, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
+    .execute()
+}
+
+export interface SlotMove {
+  id: number
+  seriesIndex: number
+  /** new times of a row that keeps its slot's times (a moved row keeps its own) */
+  times?: { start: Date, end: Date, timezone: string } | undefined
+}
+
+/** Gives occurrence rows their new positions (and times), one statement; returns the rows. */
+export async function moveOccurrences (trx: Tx, tenantId: string, moves: readonly SlotMove[]): Promise<EventRow[]> {
+  if (moves.length === 0) return []
+  const { rows } = await sql<EventRow>`
+    update events e set
+      series_index = m.series_index,
+      start_dt = case when m.retime then m.start_dt else e.start_dt end,
+      end_dt = case when m.retime then m.end_dt else e.end_dt end,
+      timezone = case when m.retime then m.timezone else e.timezone end,
+      revision = e.revision + 1,
+      updated_at = now()
+    from unnest(${moves.map(m => m.id)}::bigint[], ${moves.map(m => m.seriesIndex)}::int[], ${moves.map(m => m.times !== undefined)}::boolean[],
+                ${moves.map(m => m.times?.start.toISOString() ?? null)}::timestamptz[], ${moves.map(m => m.times?.end.toISOString() ?? null)}::timestamptz[],
+                ${moves.map(m => m.times?.timezone ?? null)}::text[])
+      as m (id, series_index, retime, start_dt, end_dt, timezone)
+    where e.tenant_id = ${tenantId} and e.id = m.id
+    returning e.*`.execute(trx)
+  return rows
 }
 
 /** The occurrences a caller may see, by start, one page. */

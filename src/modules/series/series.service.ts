@@ -21,7 +21,7 @@ import { METADATA_MAX_BYTES, type PatchEventBody } from '../events/events.schema
 import { createEvent, mergePatch, patchEvent, withSpacesAll } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findTemplate, latestTemplate } from '../events/templates.ts'
-import { customReachable, exceeds, expand, intervalText, shiftWallClock, type Occurrence, type Rule } from './recurrence.ts'
+import { customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule } from './recurrence.ts'
 import * as repo from './series.repository.ts'
 import {
   MAX_OCCURRENCES, WINDOW_MONTHS, type CreateEventWithSeriesBody, type CreateSeriesBody, type PatchSeriesBody, type PublishSeriesBody
@@ -37,7 +37,10 @@ const NEVER_MAX = 100_000
 // ---- views
 
 export async function occurrenceViews (trx: Tx, tenantId: string, rows: EventRow[], seriesTitle: string | null) {
-  return (await withSpacesAll(trx, tenantId, rows)).map(e => ({ ...e, series_title: e.series_id === null ? null : seriesTitle }))
+  const views = await withSpacesAll(trx, tenantId, rows)
+  // fresh objects: set in place rather than copied (hundreds of occurrences)
+  for (const e of views) e.series_title = e.series_id === null ? null : seriesTitle
+  return views
 }
 
 /** The series as the API shows it; the series-manager fields mirror the newest invite row. */
@@ -178,8 +181,8 @@ function checkTimezone (tz: string | undefined, location: string): void {
 
 // ---- occurrences
 
-/** Values of a new occurrence row: the series' content at a position. */
-function occurrenceValues (s: SeriesRow, p: Occurrence): events.EventInsert {
+/** What the new occurrences of a series share: its content (the template's initial state, the metadata's JSON). */
+function occurrenceContent (s: SeriesRow): repo.OccurrenceContent {
   const template = findTemplate(s.template, s.template_version) ?? latestTemplate(s.template)
   return {
     org_id: s.org_id,
@@ -189,8 +192,6 @@ function occurrenceValues (s: SeriesRow, p: Occurrence): events.EventInsert {
     address: s.address,
     latitude: s.latitude,
     longitude: s.longitude,
-    start_dt: p.start,
-    end_dt: p.end,
     timezone: s.timezone,
     keywords: s.keywords,
     metadata: JSON.stringify(s.metadata),
@@ -202,13 +203,9 @@ function occurrenceValues (s: SeriesRow, p: Occurrence): events.EventInsert {
     template_version: s.template_version,
     state: template?.state_machine?.initial ?? null,
     cover_image_key: s.cover_image_key,
-    series_id: s.id,
-    series_index: p.index
+    series_id: s.id
   }
 }
-
-/** Occurrence rows per insert statement. */
-const INSERT_BATCH = 200
 
 interface SyncResult { rows: EventRow[], removed: Array<{ id: number, start_dt: Date | null, series_index: number | null }>, added: number }
 
@@ -220,35 +217,47 @@ interface SyncResult { rows: EventRow[], removed: Array<{ id: number, start_dt: 
  */
 async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Date): Promise<SyncResult> {
   const tenantId = s.tenant_id
-  const excluded = new Set(s.exdates.map(d => localDay(d, s.timezone)))
-  const wanted = positionsOf(s).filter(p => p.start.getTime() >= from.getTime() && !excluded.has(localDay(p.start, s.timezone)))
-  const oldSlots = positionsOf(old)
-  const byDay = new Map(wanted.map(p => [localDay(p.start, s.timezone), p]))
+  const dayIn = localDays(s.timezone)
+  const excluded = new Set(s.exdates.map(d => dayIn(new Date(d))))
+  const positions = positionsOf(s)
+  const wanted = positions.filter(p => p.start.getTime() >= from.getTime() && !excluded.has(dayIn(p.start)))
+  const oldSlots = old === s ? positions : positionsOf(old)
+  const byDay = new Map(wanted.map(p => [dayIn(p.start), p]))
+  const dayInOld = old.timezone === s.timezone ? dayIn : localDays(old.timezone)
   const rows = await repo.lockOccurrenceRows(trx, tenantId, s.id)
   const removed: SyncResult['removed'] = []
+  const moves: repo.SlotMove[] = []
   const kept = new Set<number>()
   for (const row of rows) {
     const slot = row.series_index === null ? undefined : oldSlots[row.series_index]
     const slotStart = slot?.start ?? (row.start_dt === null ? undefined : new Date(row.start_dt))
     if (slotStart === undefined || slotStart.getTime() < from.getTime()) continue
-    const p = byDay.get(localDay(slotStart, old.timezone))
+    const p = byDay.get(dayInOld(slotStart))
     if (p === undefined || kept.has(p.index)) {
-      await events.updateEvent(trx, tenantId, row.id, { is_deleted: true })
       removed.push({ id: row.id, start_dt: row.start_dt, series_index: row.series_index })
       continue
     }
     kept.add(p.index)
     const moved = slot === undefined || ms(row.start_dt) !== slot.start.getTime() || ms(row.end_dt) !== slot.end.getTime()
-    const values: events.EventUpdate = { series_index: p.index }
-    if (!moved && (ms(row.start_dt) !== p.start.getTime() || ms(row.end_dt) !== p.end.getTime() || row.timezone !== s.timezone)) {
-      Object.assign(values, { start_dt: p.start, end_dt: p.end, timezone: s.timezone })
-    }
-    if (row.series_index !== p.index || 'start_dt' in values) await events.updateEvent(trx, tenantId, row.id, values)
+    const retime = !moved && (ms(row.start_dt) !== p.start.getTime() || ms(row.end_dt) !== p.end.getTime() || row.timezone !== s.timezone)
+    if (row.series_index !== p.index || retime) moves.push({ id: row.id, seriesIndex: p.index, times: retime ? { start: p.start, end: p.end, timezone: s.timezone } : undefined })
   }
-  const fresh = wanted.filter(p => !kept.has(p.index)).map(p => ({ ...occurrenceValues(s, p), tenant_id: tenantId }))
-  for (let i = 0; i < fresh.length; i += INSERT_BATCH) await trx.insertInto('events').values(fresh.slice(i, i + INSERT_BATCH)).execute()
-  const added = fresh.length
-  return { rows: await repo.lockOccurrenceRows(trx, tenantId, s.id), removed, added }
+  // the rows are locked: the live rows after the writes are the locked ones less the removed,
+  // the moved ones as written and the new ones (no second read)
+  await repo.deleteOccurrences(trx, tenantId, removed.map(r => r.id))
+  const written = await repo.moveOccurrences(trx, tenantId, moves)
+  const fresh = await repo.insertOccurrences(trx, tenantId, occurrenceContent(s), wanted.filter(p => !kept.has(p.index)))
+  const live = new Map(rows.map(r => [r.id, r]))
+  for (const r of removed) live.delete(r.id)
+  for (const r of [...written, ...fresh]) live.set(r.id, r)
+  return { rows: [...live.values()].sort(bySeriesIndex), removed, added: fresh.length }
+}
+
+/** The order of lockOccurrenceRows: series_index (nulls last), then id. */
+function bySeriesIndex (a: EventRow, b: EventRow): number {
+  const ia = a.series_index ?? Infinity
+  const ib = b.series_index ?? Infinity
+  return ia !== ib ? ia - ib : a.id - b.id
 }
 
 /** Writes the series' content onto its occurrences; title, description and metadata skip overridden ones. */
