@@ -28,28 +28,39 @@ export function onDemand<F> (compile: () => F): () => F {
   return get
 }
 
-/** Compiles everything not compiled yet, yielding to requests between small batches. */
-export async function compilePending (batch = 8): Promise<void> {
+/**
+ * Compiles everything not compiled yet, in slices of a few milliseconds so that requests arriving
+ * meanwhile wait at most one slice.
+ */
+export async function compilePending (sliceMs = 4): Promise<void> {
   while (pending.size > 0) {
-    let n = 0
+    const until = performance.now() + sliceMs
     for (const warm of pending) {
       warm()
-      if (++n === batch) break
+      if (performance.now() >= until) break
     }
     await new Promise<void>(resolve => { setImmediate(resolve) })
   }
 }
 
-/** A cache of compiled schemas keyed by their JSON (symbol keys, such as TypeBox's, do not count). */
-export function structuralCache<V> (): (schema: unknown, make: () => V, prefix?: string) => V {
+/**
+ * A cache of compiled schemas: by the schema object itself, then by its JSON (symbol keys, such as
+ * TypeBox's, do not count), so that copies of one schema share a function too.
+ */
+export function structuralCache<V> (): (schema: unknown, make: () => V) => V {
+  const byObject = new WeakMap<object, V>()
   const byKey = new Map<string, V>()
-  return (schema, make, prefix = '') => {
-    const key = prefix + JSON.stringify(schema)
-    let v = byKey.get(key)
+  return (schema, make) => {
+    const obj = schema as object
+    let v = byObject.get(obj)
+    if (v !== undefined) return v
+    const key = JSON.stringify(schema)
+    v = byKey.get(key)
     if (v === undefined) {
       v = make()
       byKey.set(key, v)
     }
+    byObject.set(obj, v)
     return v
   }
 }

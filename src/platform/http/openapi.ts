@@ -10,6 +10,8 @@ import swaggerUi from '@fastify/swagger-ui'
 import { ErrorModel } from './errors.ts'
 import { declaredPermission } from '../auth/permissions.ts'
 
+// one object for all: serializers are shared by schema object (compile-on-demand.ts)
+const ERROR_RESPONSE = { ...ErrorModel, description: 'Error' }
 const ERROR_STATUSES = ['400', '401', '403', '404', '409', '412', '413', '415', '422', '429', '500', '503']
 
 export async function registerOpenApi (app: FastifyInstance, baseUrl: string): Promise<void> {
@@ -21,7 +23,7 @@ export async function registerOpenApi (app: FastifyInstance, baseUrl: string): P
     for (const code of ERROR_STATUSES) {
       if (!isApi && !['400', '404', '500', '503'].includes(code)) continue
       if (mode === 'none' && ['401', '403'].includes(code)) continue
-      response[code] ??= { ...ErrorModel, description: 'Error' }
+      response[code] ??= ERROR_RESPONSE
     }
     const permission = declaredPermission(route.onRequest)
     route.schema = {

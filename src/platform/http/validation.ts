@@ -32,12 +32,12 @@ function newAjv (coerce: boolean): Ajv {
 
 const bodyAjv = newAjv(false)
 const paramAjv = newAjv(true)
-const validators = structuralCache<ValidateFunction>()
+const validators = { body: structuralCache<ValidateFunction>(), param: structuralCache<ValidateFunction>() }
 
 /** Validators compiled on demand and shared between routes with equal schemas (compile-on-demand.ts). */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const body = httpPart === 'body'
-  return validators(schema, () => {
+  return validators[body ? 'body' : 'param'](schema, () => {
     const compiled = onDemand(() => (body ? bodyAjv : paramAjv).compile(schema as object))
     // Fastify reads `errors` from the function it was given
     const validate = ((data: unknown) => {
@@ -47,7 +47,7 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
       return ok
     }) as ValidateFunction
     return validate
-  }, body ? 'body:' : 'param:')
+  })
 }
 
 const PART: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
