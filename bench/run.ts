@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: seeds (once per scale), starts the service (node --import tsx src/server.ts,
+ * `npm run bench`: seeds (once per scale), builds and starts the service (dist/server.js, NODE_ENV=production,
  * WORKERS=false, LOG_LEVEL=warn) and the baseline (bench/baseline-server.ts) as separate processes,
  * and drives both with autocannon from this process, scenario by scenario: warm-up, then a fixed
  * time, ours then the baseline; scenarios with a latency budget once more at light load. Prints
@@ -10,7 +10,7 @@
  *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
  *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof dir]
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import net from 'node:net'
@@ -168,7 +168,7 @@ async function waitForAnswer (url: string, child: ChildProcess, stderr: string[]
 }
 
 function spawnNode (script: string, env: Record<string, string>, flags: string[] = []): { child: ChildProcess, stderr: string[] } {
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...flags, ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -185,7 +185,7 @@ async function startOurs (env: Record<string, string>): Promise<Proc & { startMs
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const t0 = performance.now()
-  const { child, stderr } = spawnNode('src/server.ts', {
+  const { child, stderr } = spawnNode('dist/server.js', {
     NODE_ENV: 'production',
     PORT: String(port),
     HOST: '127.0.0.1',
@@ -322,6 +322,8 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
 }
 
 const started = new Date()
+// the service runs as production runs it: the bundle `npm start` builds, made from the current sources
+execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' })
 const runs: DatabaseRun[] = []
 for (const kind of kinds) {
   const scale = Number(kind === 'pglite' ? Math.min(Number(args.scale), Number(args['pglite-scale'])) : args.scale)

@@ -13,7 +13,15 @@ import pg from 'pg'
 import type { DatabaseHandle } from './database.ts'
 import { APP_ROLE } from './tenant.ts'
 
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../migrations')
+/** `migrations/` beside package.json, found from this module whether it runs from src/ or from the built dist/server.js */
+export const MIGRATIONS_DIR = findMigrationsDir(path.dirname(fileURLToPath(import.meta.url)))
+
+function findMigrationsDir (from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) return path.join(dir, 'migrations')
+    if (path.dirname(dir) === dir) throw new Error(`no migrations directory above ${from}`)
+  }
+}
 const LOCK_KEY = 7_446_221_004
 
 interface Runner {
