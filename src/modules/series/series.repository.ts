@@ -114,25 +114,27 @@ export async function pageOccurrences (trx: Tx, auth: AuthContext, seriesId: num
   return { items, total: Number(count.total) }
 }
 
-/** Attendee rows by status and unique contacts: rows of live occurrences and series-level rows. */
+/**
+ * Attendees by status and unique contacts, counted in SQL: the series-level rows (index
+ * attendees_series_status) and the rows of live occurrences (attendees_event_status), one row of
+ * counts whatever the number of occurrences and attendees.
+ */
 export async function attendeeCounts (trx: Tx, tenantId: string, seriesId: number) {
-  const rows = await trx.selectFrom('attendees as a')
-    .select(['a.status', 'a.contact_id'])
-    .where('a.tenant_id', '=', tenantId)
-    .where(eb => eb.or([
-      eb.and([eb('a.series_id', '=', seriesId), eb('a.event_id', 'is', null)]),
-      eb('a.event_id', 'in', eb.selectFrom('events').select('events.id')
-        .where('events.tenant_id', '=', tenantId).where('events.series_id', '=', seriesId)
-        .where('events.is_deleted', '=', false).where('events.published_id', 'is', null))
-    ]))
-    .execute()
-  const counts = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, 0])) as Record<typeof ATTENDEE_STATUSES[number], number>
-  const contacts = new Set<string>()
-  for (const r of rows) {
-    if (Object.hasOwn(counts, r.status)) counts[r.status] += 1
-    contacts.add(r.contact_id)
-  }
-  return { attendee_counts: counts, total_attendees: contacts.size }
+  const seriesLevel = trx.selectFrom('attendees').select(['status', 'contact_id'])
+    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId).where('event_id', 'is', null)
+  const ofOccurrences = trx.selectFrom('attendees').select(['status', 'contact_id'])
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', 'in', trx.selectFrom('events').select('events.id')
+      .where('events.tenant_id', '=', tenantId).where('events.series_id', '=', seriesId)
+      .where('events.is_deleted', '=', false).where('events.published_id', 'is', null))
+  const row = await trx.selectFrom(seriesLevel.unionAll(ofOccurrences).as('a'))
+    .select(eb => [
+      ...ATTENDEE_STATUSES.map(status => eb.fn.countAll<string>().filterWhere('a.status', '=', status).as(status)),
+      eb.fn.count<string>('a.contact_id').distinct().as('contacts')
+    ])
+    .executeTakeFirstOrThrow()
+  const counts = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Number(row[s])])) as Record<typeof ATTENDEE_STATUSES[number], number>
+  return { attendee_counts: counts, total_attendees: Number(row.contacts) }
 }
 
 /** The newest series-manager invite of a series (the accept flow may have activated it). */

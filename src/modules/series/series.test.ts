@@ -164,6 +164,39 @@ for (const kind of databases()) {
       assert.deepEqual(list.items.map((e: Json) => e.id), [...ids.slice(0, 8)])
     })
 
+    void it('counts attendees by status over every live occurrence (not only the page) and the series-level rows; each contact once', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const made = await withSeries(t, alice, { ...weeklyStandup, series: { ...weeklyStandup.series, end_count: 30 } })
+      const ids = (made.occurrences as Json[]).map(o => o.id as number)
+      const other = await withSeries(t, alice, { ...weeklyStandup, title: 'Other' })
+      const contacts = await Promise.all(Array.from({ length: 7 }, async (_, i) => await addContact(t, alice, `c${i}@example.test`)))
+      const statuses = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
+      const expected = { invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0 }
+      for (const [i, id] of ids.entries()) {
+        const status = statuses[i % 5] ?? 'invited'
+        const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees/bulk`, payload: { contact_ids: [contacts[i % 6], contacts[(i + 1) % 6]], status } })
+        assert.equal(res.statusCode, 204, res.body)
+        // occurrence 7 is deleted below: its attendees no longer count
+        if (i !== 7) expected[status] += 2
+      }
+      await addAttendee(t, tenant.id, { series_id: made.event.series_id, contact_id: contacts[0] ?? '', status: 'tentative' })
+      expected.tentative += 1
+      // attendees of another series count there only
+      await addAttendee(t, tenant.id, { event_id: other.event.id, contact_id: contacts[6] ?? '', status: 'confirmed' })
+      await addAttendee(t, tenant.id, { series_id: other.event.series_id, contact_id: contacts[6] ?? '', status: 'declined' })
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${ids[7]}/series?scope=this` })).statusCode, 204)
+
+      const page = await getJson(t, alice, `/api/v1/events/${ids[12]}/series?page=2&limit=5`)
+      assert.equal(page.occurrences.length, 5)
+      assert.deepEqual(page.attendee_counts, expected)
+      assert.deepEqual(expected, { invited: 12, confirmed: 12, declined: 10, tentative: 13, checked_in: 12 })
+      assert.equal(page.total_attendees, 6)
+      const elsewhere = await getJson(t, alice, `/api/v1/events/${String(other.event.id)}/series`)
+      assert.deepEqual(elsewhere.attendee_counts, { invited: 0, confirmed: 1, declined: 1, tentative: 0, checked_in: 0 })
+      assert.equal(elsewhere.total_attendees, 1)
+    })
+
     void it('refuses every bad rule with a 400 naming the field, and creates nothing', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
