@@ -6,6 +6,7 @@
  * Topic names are `<aggregate>.<verb>` (`event.published`, `contact.created`); template-qualified
  * names (`announcement.published`) are derived by the consumer from the payload's `template`.
  */
+import { sql } from 'kysely'
 import type { Tx } from './db/tenant.ts'
 
 export interface DomainEvent {
@@ -31,12 +32,6 @@ function rowOf (event: DomainEvent) {
   }
 }
 
-/** Bind parameters of one outbox row (the columns of rowOf), and the most a statement may carry (PostgreSQL's protocol: 65 535). */
-const PARAMS_PER_ROW = 7
-const MAX_PARAMS = 65_535
-/** Rows per INSERT statement of `emitMany`. */
-export const EMIT_ROWS_PER_STATEMENT = Math.floor(MAX_PARAMS / PARAMS_PER_ROW)
-
 /**
  * Appends one domain event to the outbox.
  *
@@ -49,14 +44,22 @@ export async function emit (trx: Tx, event: DomainEvent): Promise<void> {
 
 /**
  * Appends domain events to the outbox, one row each, in the order given (ids increase along the
- * list, as with one `emit` after the other), with one multi-row INSERT per
- * EMIT_ROWS_PER_STATEMENT events instead of a round trip per event.
+ * list, as with one `emit` after the other): one INSERT whatever their number, each column sent
+ * as one array (so the statement stays the same and within any limit on bind parameters).
  *
  * @example
  *   await emitMany(trx, created.map(c => ({ tenantId, topic: 'attendee.added', aggregateType: 'event', aggregateId: eventId, actorId: auth.userId, payload: { contact_id: c.contact_id } })))
  */
 export async function emitMany (trx: Tx, events: readonly DomainEvent[]): Promise<void> {
-  for (let i = 0; i < events.length; i += EMIT_ROWS_PER_STATEMENT) {
-    await trx.insertInto('outbox').values(events.slice(i, i + EMIT_ROWS_PER_STATEMENT).map(rowOf)).execute()
-  }
+  if (events.length === 0) return
+  const rows = events.map(rowOf)
+  const column = <K extends keyof ReturnType<typeof rowOf>>(k: K) => rows.map(r => r[k])
+  await trx.insertInto('outbox')
+    .columns(['tenant_id', 'topic', 'aggregate_type', 'aggregate_id', 'actor_id', 'payload', 'depth'])
+    .expression(sql`select e.tenant_id, e.topic, e.aggregate_type, e.aggregate_id, e.actor_id, e.payload, e.depth
+      from unnest(${column('tenant_id')}::text[], ${column('topic')}::text[], ${column('aggregate_type')}::text[], ${column('aggregate_id')}::text[],
+                  ${column('actor_id')}::text[], ${column('payload')}::jsonb[], ${column('depth')}::int[]) with ordinality
+        as e (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth, n)
+      order by e.n`)
+    .execute()
 }

@@ -14,6 +14,9 @@ export const ATTENDEE_COLUMNS = [
   'invited_at', 'responded_at', 'created_at', 'updated_at'
 ] as const
 
+/** `contact_id` is one of `ids`: one array parameter, however many ids (the statement stays the same). */
+const anyContact = (ids: readonly string[]) => sql<boolean>`contact_id = any(${[...ids]}::uuid[])`
+
 export async function listAttendees (trx: Tx, tenantId: string, event: { id: number, seriesId: number | null }, o: { page: number, size: number, status?: AttendeeStatus | undefined }) {
   const base = trx.selectFrom('attendees')
     .where('tenant_id', '=', tenantId)
@@ -47,7 +50,7 @@ export async function lockAttendee (trx: Tx, tenantId: string, eventId: number, 
 export async function visibleContactIds (trx: Tx, auth: AuthContext, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set()
   const rows = await trx.selectFrom('contacts').select('id')
-    .where('id', 'in', [...new Set(ids)]).where(eb => contactVisibleTo(eb, auth))
+    .where(sql<boolean>`id = any(${[...new Set(ids)]}::uuid[])`).where(eb => contactVisibleTo(eb, auth))
     .execute()
   return new Set(rows.map(r => r.id))
 }
@@ -68,19 +71,17 @@ export async function insertAttendee (trx: Tx, v: { tenantId: string, eventId: n
     .returning(ATTENDEE_COLUMNS).executeTakeFirst()
 }
 
-/** Adds the contacts not attending yet; returns the rows created. */
+/**
+ * Adds the contacts not attending yet; returns the rows created, in the order of `contactIds`
+ * (one statement whatever their number: the ids as one array).
+ */
 export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactIds: string[], status: AttendeeStatus }) {
   if (v.contactIds.length === 0) return []
   const checkedIn = v.status === 'checked_in'
-  return await trx.insertInto('attendees').values(v.contactIds.map(contactId => ({
-    tenant_id: v.tenantId,
-    event_id: v.eventId,
-    org_id: v.orgId,
-    contact_id: contactId,
-    status: v.status,
-    is_checked_in: checkedIn,
-    checked_in_at: checkedIn ? sql<Date>`now()` : null
-  })))
+  return await trx.insertInto('attendees')
+    .columns(['tenant_id', 'event_id', 'org_id', 'contact_id', 'status', 'is_checked_in', 'checked_in_at'])
+    .expression(sql`select ${v.tenantId}, ${v.eventId}, ${v.orgId}, c.id, ${v.status}, ${checkedIn}, ${checkedIn ? sql`now()` : null}
+      from unnest(${v.contactIds}::uuid[]) with ordinality as c (id, n) order by c.n`)
     .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
     .returning(['contact_id', 'status']).execute()
 }
@@ -93,7 +94,7 @@ export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: 
 export async function setStatus (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status: AttendeeStatus, notes?: string | null) {
   if (contactIds.length === 0) return []
   const before = await trx.selectFrom('attendees').select(['contact_id', 'status'])
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', contactIds)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(contactIds))
     .orderBy('id').forUpdate().execute()
   if (before.length === 0) return []
   const checkedIn = status === 'checked_in'
@@ -106,7 +107,7 @@ export async function setStatus (trx: Tx, tenantId: string, eventId: number, con
       updated_at: sql`now()`,
       ...(notes !== undefined ? { notes } : {})
     })
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', before.map(b => b.contact_id))
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(before.map(b => b.contact_id)))
     .returning(ATTENDEE_COLUMNS)
     .execute()
   const previous = new Map(before.map(b => [b.contact_id, b.status]))
@@ -131,7 +132,7 @@ export async function checkIn (trx: Tx, tenantId: string, eventId: number, conta
 export async function deleteAttendees (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status?: AttendeeStatus) {
   if (contactIds.length === 0) return []
   return await trx.deleteFrom('attendees')
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', 'in', contactIds)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(contactIds))
     .$if(status !== undefined, qb => qb.where('status', '=', status ?? 'invited'))
     .returning(['contact_id', 'status']).execute()
 }
