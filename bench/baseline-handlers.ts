@@ -25,8 +25,8 @@ const CONTACT_COLUMNS = 'id, org_id, owner_id, created_at, updated_at, is_favori
 /** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.ts builds it. */
 const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
   or (events.visibility = 20 and coalesce(events.published_id, events.id) in (
-    select es.event_id from event_spaces es join space_members sm on sm.tenant_id = es.tenant_id and sm.space_id = es.space_id
-    where es.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true))
+    select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(array(
+      select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true))))
   or coalesce(events.published_id, events.id) in (
     select em.event_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.event_id is not null)
   or events.series_id in (
@@ -115,9 +115,11 @@ export const HANDLERS: Record<string, Handler> = {
   async 'calendar-month' (q, p, c) {
     const from = new Date(`${p.get('start') ?? ''}T00:00:00Z`)
     const to = new Date(new Date(`${p.get('end') ?? ''}T00:00:00Z`).getTime() + 86_400_000)
+    const [bound] = await q<{ since: Date }>(`select $2::timestamptz - coalesce(max(coalesce(end_dt, start_dt) - start_dt), interval '0') as since
+      from events where tenant_id = $1 and not is_deleted and published_id is null and start_dt is not null`, [c.tenant, from])
     const rows = await q(`select * from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
-      and events.start_dt is not null and events.start_dt < $4 and coalesce(events.end_dt, events.start_dt) >= $5
-      order by events.start_dt asc, events.id asc limit $6`, [c.tenant, c.user, c.org, to, from, 5000])
+      and events.start_dt is not null and events.start_dt < $4 and events.start_dt >= $6 and coalesce(events.end_dt, events.start_dt) >= $5
+      order by events.start_dt asc, events.id asc limit $7`, [c.tenant, c.user, c.org, to, from, bound?.since ?? from, 5000])
     return { status: 200, body: { items: await withSpaces(q, c.tenant, rows), next_cursor: null } }
   },
 

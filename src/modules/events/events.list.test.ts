@@ -96,6 +96,20 @@ for (const kind of databases()) {
       assert.deepEqual(joined.map(r => r.id), [pub.id])
     })
 
+    void it('shows in the calendar an event that started months before the range and is still running', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const season = await createEvent(t, alice, { title: 'season', start_dt: '2026-03-01T09:00:00Z', end_dt: '2026-09-30T18:00:00Z' })
+      const short = await createEvent(t, alice, { title: 'short', start_dt: '2026-07-10T09:00:00Z', end_dt: '2026-07-10T10:00:00Z' })
+      await createEvent(t, alice, { title: 'spring', start_dt: '2026-04-01T09:00:00Z', end_dt: '2026-04-02T09:00:00Z' })
+      const res = await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })
+      assert.equal(res.statusCode, 200)
+      assert.deepEqual(ids(res.json()), [season.id, short.id])
+      // once the long event is gone, the others are still found
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${String(season.id)}` })).statusCode, 204)
+      assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })).json()), [short.id])
+    })
+
     void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')

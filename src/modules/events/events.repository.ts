@@ -168,13 +168,27 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   return { items, total: Number(count.total) }
 }
 
-/** Events (published or draft) overlapping [from, to): start before `to`, end (or start) at or after `from`. */
+/**
+ * Events (published or draft) overlapping [from, to): start before `to`, end (or start) at or after
+ * `from`. A first statement finds how early an overlapping event can have started (`from` minus the
+ * longest event of the tenant, one descent of events_duration), so that the start index serves
+ * both ends of the range (migrations/0010_calendar_bound.sql). It is a separate statement because
+ * the planner plans the range well only when both bounds are values.
+ */
 export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number) {
+  const { since } = await trx.selectFrom('events')
+    .select(sql<Date>`${from}::timestamptz - coalesce(max(coalesce(end_dt, start_dt) - start_dt), interval '0')`.as('since'))
+    .where('tenant_id', '=', auth.tenantId)
+    .where('is_deleted', '=', false)
+    .where('published_id', 'is', null)
+    .where('start_dt', 'is not', null)
+    .executeTakeFirstOrThrow()
   return await trx.selectFrom('events').selectAll()
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.status', 'in', ['draft', 'published'])
     .where('events.start_dt', 'is not', null)
     .where('events.start_dt', '<', to)
+    .where('events.start_dt', '>=', since)
     .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=', from)
     .orderBy(`events.${sortBy}`, sortDir)
     .orderBy('events.id', sortDir)
