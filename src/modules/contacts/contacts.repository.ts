@@ -101,20 +101,27 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
   return { items, total: Number(count.total) }
 }
 
-/** Best matches first: trigram similarity to the whole term, then name. */
+/**
+ * Best matches first: trigram similarity to the whole term, then name. One pass over the matches
+ * ranks them and counts them (`count(*) over ()` on narrow rows); the page's full rows are then
+ * read by key. Two statements (page, count) read every match twice.
+ */
 export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number) {
-  const base = trx.selectFrom('contacts')
+  const ranked = trx.selectFrom('contacts')
+    .select(['id', 'last_name', 'first_name'])
+    .select(sql<number>`similarity(search_text, ${query.toLowerCase()})`.as('rank'))
+    .select(sql<string>`count(*) over ()`.as('total'))
     .where(eb => visibleTo(eb, auth))
     .where('search_text', 'like', likePattern(query))
-  const [items, count] = await Promise.all([
-    base.select(COLUMNS)
-      .orderBy(sql`similarity(search_text, ${query.toLowerCase()})`, 'desc')
-      .orderBy('last_name').orderBy('first_name').orderBy('id')
-      .limit(limit)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { items, total: Number(count.total) }
+    .orderBy('rank', 'desc').orderBy('last_name').orderBy('first_name').orderBy('id')
+    .limit(limit)
+  const rows = await trx.selectFrom(ranked.as('m'))
+    .innerJoin('contacts as c', join => join.on('c.tenant_id', '=', auth.tenantId).onRef('c.id', '=', 'm.id'))
+    .select(COLUMNS.map(col => `c.${col}` as const))
+    .select('m.total')
+    .orderBy('m.rank', 'desc').orderBy('m.last_name').orderBy('m.first_name').orderBy('m.id')
+    .execute()
+  return { items: rows.map(({ total: _total, ...contact }) => contact), total: Number(rows[0]?.total ?? 0) }
 }
 
 /** Contacts in the caller's upsert scope (their organization's, or their personal ones) by e-mail. */

@@ -214,6 +214,16 @@ for (const kind of databases()) {
         assert.ok(body.items.every((c: Json) => /ann/i.test(c.first_name)))
       })
 
+      it('ranks the closest matches first, whole rows included', async () => {
+        const alice = await newTenant(t).user('alice')
+        for (const n of ['Marianne Long', 'Ann', 'Annabel Smith']) await createContact(t, alice, { first_name: n.split(' ')[0], last_name: n.split(' ')[1], email: `${n.split(' ')[0]!.toLowerCase()}@example.com` })
+        const body = (await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=ann&limit=3' })).json()
+        assert.deepEqual(body.items.map((c: Json) => c.first_name), ['Ann', 'Annabel', 'Marianne'])
+        assert.equal(body.items[1].last_name, 'Smith')
+        assert.equal(body.items[1].email, 'annabel@example.com')
+        assert.equal(body.total, 3)
+      })
+
       it('requires a query of at least one character and a limit of 1 to 100', async () => {
         const alice = await newTenant(t).user('alice')
         const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=&limit=101' })
