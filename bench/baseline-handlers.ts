@@ -105,11 +105,13 @@ export const HANDLERS: Record<string, Handler> = {
     const term = p.get('query') ?? ''
     const limit = Number(p.get('limit') ?? 20)
     const like = `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
-    const where = '(tenant_id = $1 and (owner_id = $2 or org_id = $3)) and search_text like $4'
-    const items = await q(`select ${CONTACT_COLUMNS} from contacts where ${where}
-      order by similarity(search_text, $5) desc, last_name, first_name, id limit $6`, [c.tenant, c.user, c.org, like, term.toLowerCase(), limit])
-    const [count] = await q<{ total: number }>(`select count(*) as total from contacts where ${where}`, [c.tenant, c.user, c.org, like])
-    return { status: 200, body: { items, query: term, total: Number(count?.total ?? 0) } }
+    const rows = await q<{ total: string }>(`select ${CONTACT_COLUMNS.split(', ').map(col => `c.${col}`).join(', ')}, m.total from (
+        select id, last_name, first_name, similarity(search_text, $5) as rank, count(*) over () as total from contacts
+        where (tenant_id = $1 and (owner_id = $2 or org_id = $3)) and search_text like $4
+        order by rank desc, last_name, first_name, id limit $6) m
+      join contacts c on c.tenant_id = $1 and c.id = m.id
+      order by m.rank desc, m.last_name, m.first_name, m.id`, [c.tenant, c.user, c.org, like, term.toLowerCase(), limit])
+    return { status: 200, body: { items: rows.map(({ total: _total, ...contact }) => contact), query: term, total: Number(rows[0]?.total ?? 0) } }
   },
 
   async 'calendar-month' (q, p, c) {
