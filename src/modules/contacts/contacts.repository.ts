@@ -6,7 +6,7 @@
  * alone.
  */
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
-import type { Tx } from '../../platform/db/tenant.ts'
+import { planForValues, type Tx } from '../../platform/db/tenant.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { ContactRow, ContactsTable } from './contacts.table.ts'
@@ -86,6 +86,7 @@ export interface ListOptions {
 }
 
 export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
+  if (o.search !== undefined && o.search !== '') await planForValues(trx)
   const base = trx.selectFrom('contacts')
     .where(eb => visibleTo(eb, auth))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
@@ -107,6 +108,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
  * read by key. Two statements (page, count) read every match twice.
  */
 export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number) {
+  await planForValues(trx)
   const ranked = trx.selectFrom('contacts')
     .select(['id', 'last_name', 'first_name'])
     .select(sql<number>`similarity(search_text, ${query.toLowerCase()})`.as('rank'))

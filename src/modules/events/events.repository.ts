@@ -4,7 +4,7 @@
  */
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import type { Tx } from '../../platform/db/tenant.ts'
+import { planForValues, type Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from './events.access.ts'
 import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
 import type { EventRow, EventsTable } from './events.table.ts'
@@ -140,6 +140,8 @@ export interface ListOptions {
 const NULLABLE_SORTS = new Set<string>(['start_dt', 'end_dt', 'published_at'])
 
 export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
+  // the plan depends on how selective the filters' values are (dates, status, text)
+  await planForValues(trx)
   const base = trx.selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
     .where(eb => o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published']))
@@ -176,6 +178,8 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
  * the planner plans the range well only when both bounds are values.
  */
 export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number) {
+  // a generic plan cannot see that [since, to) is a month: it read every event of the tenant by id
+  await planForValues(trx)
   const { since } = await trx.selectFrom('events')
     .select(sql<Date>`${from}::timestamptz - coalesce(max(coalesce(end_dt, start_dt) - start_dt), interval '0')`.as('since'))
     .where('tenant_id', '=', auth.tenantId)
