@@ -185,6 +185,7 @@ async function startOurs (env: Record<string, string>): Promise<Proc & { startMs
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const t0 = performance.now()
+  // with the flags of `npm start` (package.json)
   const { child, stderr } = spawnNode('dist/server.js', {
     NODE_ENV: 'production',
     PORT: String(port),
@@ -197,7 +198,7 @@ async function startOurs (env: Record<string, string>): Promise<Proc & { startMs
     RATE_LIMIT_REFILL_PER_SEC: '1000000',
     IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
     ...env
-  }, args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])
+  }, ['--max-old-space-size=512', ...(args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])])
   await waitForAnswer(url, child, stderr, 120_000)
   const startMs = performance.now() - t0
   return { child, url, pid: child.pid ?? 0, stderr, startMs }
