@@ -18,7 +18,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound, error409Conflict } from '../../platform/http/errors.ts'
 import { grantedPermissions, type EventPermission } from './event-permissions.ts'
-import type { EventRow } from './events.table.ts'
+import { EVENT_COLUMNS, type EventRow } from './events.table.ts'
 
 type Eb = ExpressionBuilder<Database, 'events'>
 
@@ -78,7 +78,7 @@ export interface VisibilityOptions {
  * shown to them by visibility. Use it in any query over `events`.
  *
  * @example
- *   trx.selectFrom('events').selectAll().where(eb => eventVisibleTo(eb, auth))
+ *   trx.selectFrom('events').select(EVENT_COLUMNS).where(eb => eventVisibleTo(eb, auth))
  */
 export function eventVisibleTo (eb: Eb, auth: AuthContext, options: VisibilityOptions = {}): Expression<SqlBool> {
   const parts: Array<Expression<SqlBool>> = [eb('events.tenant_id', '=', auth.tenantId), eb('events.is_deleted', '=', false)]
@@ -100,7 +100,7 @@ export function eventVisibilityFilter (auth: AuthContext, options: VisibilityOpt
 
 /** The event if the caller may see it; 404 otherwise (also for deleted events and, unless asked, draft clones). */
 export async function findEventForRead (trx: Tx, auth: AuthContext, id: number, options: VisibilityOptions = {}): Promise<EventRow> {
-  const row = await trx.selectFrom('events').selectAll()
+  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('events.id', '=', id)
     .where(eb => eventVisibleTo(eb, auth, options))
     .executeTakeFirst()
@@ -141,7 +141,7 @@ export interface WriteOptions {
  *   const row = await lockEventForWrite(trx, auth, id, 'attendees:write')
  */
 export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number, permission: EventPermission, options: WriteOptions = {}): Promise<EventRow> {
-  const row = await trx.selectFrom('events').selectAll()
+  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.id', '=', id)
     .$if(options.includeDraftClones === false, qb => qb.where('events.published_id', 'is', null))
@@ -158,7 +158,7 @@ export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number,
 
 /** Locks an event by id for the service itself (automation, jobs): no visibility, only the tenant. */
 export async function lockEventAsSystem (trx: Tx, tenantId: string, id: number): Promise<EventRow> {
-  const row = await trx.selectFrom('events').selectAll()
+  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('tenant_id', '=', tenantId).where('id', '=', id).where('is_deleted', '=', false)
     .forUpdate()
     .executeTakeFirst()

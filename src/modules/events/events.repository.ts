@@ -7,7 +7,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from './events.access.ts'
 import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
-import type { EventRow, EventsTable } from './events.table.ts'
+import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 
 export type EventInsert = Omit<Insertable<EventsTable>, 'tenant_id'>
 export type EventUpdate = Updateable<EventsTable>
@@ -56,20 +56,20 @@ export async function updateEvent (trx: Tx, tenantId: string, id: number, values
 }
 
 export async function lockDraftClone (trx: Tx, tenantId: string, publishedId: number): Promise<EventRow | undefined> {
-  return await trx.selectFrom('events').selectAll()
+  return await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('tenant_id', '=', tenantId).where('published_id', '=', publishedId)
     .forUpdate()
     .executeTakeFirst()
 }
 
 export async function findDraftClone (trx: Tx, tenantId: string, publishedId: number): Promise<EventRow | undefined> {
-  return await trx.selectFrom('events').selectAll()
+  return await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('tenant_id', '=', tenantId).where('published_id', '=', publishedId)
     .executeTakeFirst()
 }
 
 export async function lockById (trx: Tx, tenantId: string, id: number): Promise<EventRow> {
-  return await trx.selectFrom('events').selectAll()
+  return await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .forUpdate()
     .executeTakeFirstOrThrow()
@@ -96,7 +96,8 @@ export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<Even
     .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
     .select(['es.event_id', 's.id', 's.title'])
     .where('es.tenant_id', '=', tenantId)
-    .where('es.event_id', 'in', roots)
+    // one array parameter: the same prepared statement for any number of events
+    .where(sql<boolean>`es.event_id = any(${roots}::bigint[])`)
     .where('s.is_deleted', '=', false)
     .orderBy('es.event_id').orderBy('s.id')
     .execute()
@@ -115,7 +116,7 @@ export async function seriesTitlesOf (trx: Tx, tenantId: string, rows: Array<Pic
   const ids = [...new Set(rows.flatMap(r => r.series_id === null ? [] : [r.series_id]))]
   if (ids.length === 0) return new Map()
   const found = await trx.selectFrom('event_series').select(['id', 'title'])
-    .where('tenant_id', '=', tenantId).where('id', 'in', ids)
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${ids}::bigint[])`)
     .execute()
   return new Map(found.map(f => [f.id, f.title]))
 }
@@ -156,7 +157,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       .whereRef('es.event_id', '=', 'events.id')
       .where('es.space_id', 'in', o.spaceIds ?? []))))
   const [items, count] = await Promise.all([
-    base.selectAll('events')
+    base.select(EVENT_COLUMNS.map(c => `events.${c}` as const))
       // `nulls last` only where a column can be null, so the other sorts follow the list indexes
       .orderBy(`events.${o.sortBy}`, (ob) => {
         const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc()
@@ -187,7 +188,7 @@ export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to
     .where('published_id', 'is', null)
     .where('start_dt', 'is not', null)
     .executeTakeFirstOrThrow()
-  return await trx.selectFrom('events').selectAll()
+  return await trx.selectFrom('events').select(EVENT_COLUMNS.map(c => `events.${c}` as const))
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.status', 'in', ['draft', 'published'])
     .where('events.start_dt', 'is not', null)

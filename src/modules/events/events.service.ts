@@ -35,8 +35,9 @@ const actorIdOf = (a: EventActor): string | null => isSystem(a) ? null : a.userI
 type Json = Record<string, unknown>
 
 /** The event as the API shows it: its spaces, and the master title of its series (null outside a series). */
-export function toEvent (row: EventRow, spaces: repo.SpaceRef[], seriesTitle: string | null = null) {
-  return { ...row, series_title: row.series_id === null ? null : seriesTitle, spaces }
+/** The row as the API shows it. The row itself is completed (rows are fresh from the driver): copying 400 calendar rows cost more than serializing them. */
+export function toEvent (row: EventRow, spaces: repo.SpaceRef[], seriesTitle: string | null = null): EventRow & { series_title: string | null, spaces: repo.SpaceRef[] } {
+  return Object.assign(row, { series_title: row.series_id === null ? null : seriesTitle, spaces })
 }
 
 export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {

@@ -91,7 +91,17 @@ export interface EventManagersTable {
   updated_at: Timestamp
 }
 
-export type EventRow = Selectable<EventsTable>
+/** An event as the service reads it: every column but `search_text` (an index input, never shown). */
+export type EventRow = Omit<Selectable<EventsTable>, 'search_text'>
+
+/** The columns of `EventRow`, for selects (`search_text` would be read and parsed for nothing). */
+export const EVENT_COLUMNS = [
+  'tenant_id', 'id', 'org_id', 'creator_id', 'title', 'description', 'address', 'latitude', 'longitude', 'start_dt',
+  'end_dt', 'timezone', 'keywords', 'metadata', 'visibility', 'status', 'template', 'template_version', 'state',
+  'priority', 'series_id', 'series_index', 'title_override', 'description_override', 'metadata_override',
+  'parent_event_id', 'published_id', 'published_at', 'created_dt', 'is_locked', 'is_deleted', 'cover_image_key',
+  'version', 'revision', 'created_at', 'updated_at'
+] as const satisfies ReadonlyArray<keyof EventRow>
 export type EventActivityRow = Selectable<EventActivityTable>
 export type EventSpaceRow = Selectable<EventSpacesTable>
 export type EventManagerRow = Selectable<EventManagersTable>
