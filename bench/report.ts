@@ -12,6 +12,8 @@ export interface ScenarioOutcome {
   baseline?: LoadResult
   /** our p95 at light load (for the latency budgets) */
   light?: LoadResult
+  /** the baseline's p95 at light load: the floor the machine and the data set give the same SQL */
+  baselineLight?: LoadResult
 }
 
 export interface DatabaseRun {
@@ -28,7 +30,7 @@ const f1 = (n: number): string => n.toFixed(1)
 const ms = (n: number): string => n < 10 ? n.toFixed(2) : n.toFixed(1)
 
 export function table (run: DatabaseRun, connections: number, lightConnections: number): string {
-  const head = `| scenario | ours req/s | baseline req/s | ours/baseline | ours p50 / p99 ms | baseline p50 / p99 ms | ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | light-load p95 ms (${lightConnections} conn.) | non-2xx ours / baseline |`
+  const head = `| scenario | ours req/s | baseline req/s | ours/baseline | ours p50 / p99 ms | baseline p50 / p99 ms | ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | light-load p95 ms ours / baseline (${lightConnections} conn.) | non-2xx ours / baseline |`
   const rows = [head, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
   for (const o of run.outcomes) {
     const s = o.scenario
@@ -40,7 +42,7 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
     }
     const a = o.ours
     const b = o.baseline
-    rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${o.light !== undefined ? ms(o.light.p95) : ''} | ${a.non2xx} / ${b.non2xx} |`)
+    rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${o.light !== undefined ? `${ms(o.light.p95)} / ${o.baselineLight !== undefined ? ms(o.baselineLight.p95) : '-'}` : ''} | ${a.non2xx} / ${b.non2xx} |`)
   }
   return rows.join('\n')
 }
@@ -78,7 +80,9 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   const p95 = (name: string, limit: number, label: string) => {
     const o = outcome(run, name)
     const v = o?.light?.p95
-    add(v === undefined ? undefined : v < limit && !failing(o), `${label}: p95 ${v !== undefined ? ms(v) : '-'} ms < ${limit} ms${o?.missing === true ? ' (not measured: route missing)' : ''}${failing(o) ? ' (error answers)' : ''}`)
+    const floor = o?.baselineLight?.p95
+    add(v === undefined ? undefined : v < limit && !failing(o), `${label}: p95 ${v !== undefined ? ms(v) : '-'} ms < ${limit} ms` +
+      `${floor !== undefined ? ` (baseline, same SQL: ${ms(floor)} ms)` : ''}${o?.missing === true ? ' (not measured: route missing)' : ''}${failing(o) ? ' (error answers)' : ''}`)
   }
   p95('search-contacts', 20, `contact search on ${run.scale >= 1 ? '1 M' : `${Math.round(run.scale * 1e6).toLocaleString('en')}`} contacts`)
   p95('calendar-month', 25, 'calendar month (largest tenant)')
