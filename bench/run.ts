@@ -82,21 +82,42 @@ function seedStamp (scale: number): string {
   return `${scale}:${hash.digest('hex').slice(0, 16)}`
 }
 
+/** The last id of each table the write scenarios add to, when the seed finished. */
+type Watermarks = Record<'events' | 'event_series' | 'attendees' | 'outbox', number>
+const WATERMARKED = ['events', 'event_series', 'attendees', 'outbox'] as const
+
+async function watermarks (url: string): Promise<Watermarks & { at: string }> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    const marks = { at: new Date().toISOString() } as Watermarks & { at: string }
+    for (const table of WATERMARKED) marks[table] = Number((await c.query(`select coalesce(max(id), 0) as id from ${table}`)).rows[0]?.id ?? 0)
+    return marks
+  } finally {
+    await c.end()
+  }
+}
+
 /**
  * The write scenarios add rows (series of 500 events, contacts, attendees, outbox rows) that would
- * pile up run after run and change what the read scenarios measure: they are removed before each
- * run, back to the seeded data set.
+ * pile up run after run and change what the read scenarios measure: before each run, rows past the
+ * seed's watermarks (ids; contacts and idempotency keys by creation time, as the seed dates its
+ * contacts in the past) are removed, back to the seeded data set.
  */
-async function removeRunWrites (url: string, seededAt: string): Promise<void> {
+async function removeRunWrites (url: string, marks: Watermarks & { at: string }): Promise<void> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
     let removed = 0
-    for (const table of ['attendees', 'events', 'event_series', 'contacts', 'outbox', 'idempotency_keys']) {
-      // occurrences of a removed series first: events refer to their series
-      if (table === 'events') removed += (await c.query('delete from events where series_id in (select id from event_series where created_at > $1)', [seededAt])).rowCount ?? 0
-      removed += (await c.query(`delete from ${table} where created_at > $1`, [seededAt])).rowCount ?? 0
-    }
+    const run = async (text: string, params: unknown[]) => { removed += (await c.query(text, params)).rowCount ?? 0 }
+    await run('delete from attendees where id > $1', [marks.attendees])
+    // occurrences of a removed series first: events refer to their series
+    await run('delete from events where series_id > $1', [marks.event_series])
+    await run('delete from events where id > $1', [marks.events])
+    await run('delete from event_series where id > $1', [marks.event_series])
+    await run('delete from outbox where id > $1', [marks.outbox])
+    await run('delete from contacts where created_at > $1', [marks.at])
+    await run('delete from idempotency_keys where created_at > $1', [marks.at])
     if (removed > 0) {
       await c.query('vacuum analyze')
       log(`PostgreSQL: removed ${removed} rows written by earlier runs`)
@@ -112,10 +133,10 @@ async function preparePg (scale: number): Promise<{ url: string, dir: string, ma
   fs.mkdirSync(dir, { recursive: true })
   const stampFile = path.join(dir, 'seed.json')
   const stamp = seedStamp(scale)
-  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest, seededAt?: string } : undefined
-  if (!args.reseed && previous?.stamp === stamp && previous.seededAt !== undefined) {
+  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest, watermarks?: Watermarks & { at: string } } : undefined
+  if (!args.reseed && previous?.stamp === stamp && previous.watermarks !== undefined) {
     log(`PostgreSQL: ${new URL(url).pathname.slice(1)} already seeded at scale ${scale}`)
-    await removeRunWrites(url, previous.seededAt)
+    await removeRunWrites(url, previous.watermarks)
     return { url, dir, manifest: previous.manifest }
   }
   const name = new URL(url).pathname.slice(1)
@@ -137,7 +158,7 @@ async function preparePg (scale: number): Promise<{ url: string, dir: string, ma
   const manifest = await buildManifest(db)
   await db.close()
   log(`PostgreSQL: seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
-  fs.writeFileSync(stampFile, JSON.stringify({ stamp, manifest, seededAt: new Date().toISOString() }))
+  fs.writeFileSync(stampFile, JSON.stringify({ stamp, manifest, watermarks: await watermarks(url) }))
   return { url, dir, manifest }
 }
 
