@@ -39,9 +39,9 @@ async function spacesOf (q: Query, tenant: string, ids: number[]): Promise<Map<n
   const out = new Map<number, Array<{ id: number, title: string }>>()
   if (ids.length === 0) return out
   const rows = await q<{ event_id: number, id: number, title: string }>(
-    `select es.event_id, s.id, s.title from event_spaces as es inner join spaces as s on s.tenant_id = es.tenant_id and s.id = es.space_id
-     where es.tenant_id = $1 and es.event_id in (${ids.map((_, i) => `$${i + 2}`).join(', ')}) and s.is_deleted = $${ids.length + 2}
-     order by es.event_id, s.id`, [tenant, ...ids, false])
+    `with es as materialized (select event_id, space_id from event_spaces where tenant_id = $1 and event_id = any($2::bigint[]))
+     select es.event_id, s.id, s.title from es inner join spaces as s on s.tenant_id = $1 and s.id = es.space_id
+     where s.is_deleted = $3 order by es.event_id, s.id`, [tenant, ids, false])
   for (const r of rows) {
     const list = out.get(r.event_id) ?? []
     list.push({ id: r.id, title: r.title })
