@@ -9,7 +9,9 @@ import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
-import { emit } from '../../platform/outbox.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { emit, type DomainEvent } from '../../platform/outbox.ts'
+import type { EventRow } from '../events/events.table.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
@@ -22,6 +24,11 @@ import * as repo from './references.repository.ts'
 const tags = ['Event references']
 const METADATA_MAX_DEPTH = 16
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/** A domain event about `event` (its published row): the event id first and its template last in the payload. */
+function eventChange (auth: AuthContext, event: EventRow, topic: string, payload: Record<string, unknown>): DomainEvent {
+  return { tenantId: auth.tenantId, topic, aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), ...payload, template: event.template } }
+}
 
 /**
  * Bounds of a free-form object without recursion (a value nested 50 000 levels deep must not
@@ -67,7 +74,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       const event = await writeEvent(trx, auth, id, 'documents:manage')
       const row = await repo.insertDocument(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, documentId, createdBy: auth.userId })
       if (row === undefined) throw error409Conflict('the document is already linked to this event', [fieldError('path.document_id', 'already linked', documentId)])
-      await emit(trx, { tenantId: auth.tenantId, topic: 'event.document_linked', aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), document_id: documentId, template: event.template } })
+      await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
     })
     // Created with no body (upstream): an empty payload, not the JSON null of the schema
     return await reply.code(201).send(undefined as never)
@@ -82,7 +89,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     await withTenant(db, auth, async (trx) => {
       const event = await writeEvent(trx, auth, id, 'documents:manage')
       if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) throw error404NotFound('document not linked')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'event.document_unlinked', aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), document_id: documentId, template: event.template } })
+      await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
     })
     return await reply.code(204).send(null)
   })
@@ -115,7 +122,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
         throw invalidField('body.kind', `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`, b.kind)
       }
       const created = await repo.insertAttachment(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, kind: b.kind, ref: b.ref, metadata, createdBy: auth.userId })
-      await emit(trx, { tenantId: auth.tenantId, topic: 'attachment.added', aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), attachment_id: created.id, kind: b.kind, template: event.template } })
+      await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
       return created
     })
     return await reply.code(201).send(row)
@@ -162,7 +169,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
       const created = await repo.insertLink(trx, { tenantId: auth.tenantId, eventId, targetId, orgId: event.org_id, createdBy: auth.userId })
       if (created === undefined) throw error409Conflict('the events are already linked', [fieldError('body.target_id', 'already linked', targetId)])
-      await emit(trx, { tenantId: auth.tenantId, topic: 'event.link_added', aggregateType: 'event', aggregateId: eventId, actorId: auth.userId, payload: { event_id: eventId, target_id: targetId, template: event.template } })
+      await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
       return created
     })
     return await reply.code(201).send(row)
@@ -177,7 +184,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     await withTenant(db, auth, async (trx) => {
       const event = await writeEvent(trx, auth, id, 'links:manage')
       if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) throw error404NotFound('link not found')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'event.link_removed', aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), target_id: targetId, template: event.template } })
+      await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
     })
     return await reply.code(204).send(null)
   })
