@@ -86,16 +86,23 @@ function seedStamp (scale: number): string {
 type Watermarks = Record<'events' | 'event_series' | 'attendees' | 'outbox', number>
 const WATERMARKED = ['events', 'event_series', 'attendees', 'outbox'] as const
 
-async function watermarks (url: string): Promise<Watermarks & { at: string }> {
+/** Runs `fn` on a client of its own, closed afterwards. */
+async function withClient<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
-    const marks = { at: new Date().toISOString() } as Watermarks & { at: string }
-    for (const table of WATERMARKED) marks[table] = Number((await c.query(`select coalesce(max(id), 0) as id from ${table}`)).rows[0]?.id ?? 0)
-    return marks
+    return await fn(c)
   } finally {
     await c.end()
   }
+}
+
+async function watermarks (url: string): Promise<Watermarks & { at: string }> {
+  return await withClient(url, async (c) => {
+    const marks = { at: new Date().toISOString() } as Watermarks & { at: string }
+    for (const table of WATERMARKED) marks[table] = Number((await c.query(`select coalesce(max(id), 0) as id from ${table}`)).rows[0]?.id ?? 0)
+    return marks
+  })
 }
 
 /**
@@ -105,9 +112,7 @@ async function watermarks (url: string): Promise<Watermarks & { at: string }> {
  * contacts in the past) are removed, back to the seeded data set.
  */
 async function removeRunWrites (url: string, marks: Watermarks & { at: string }): Promise<void> {
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  try {
+  await withClient(url, async (c) => {
     let removed = 0
     const run = async (text: string, params: unknown[]) => { removed += (await c.query(text, params)).rowCount ?? 0 }
     await run('delete from attendees where id > $1', [marks.attendees])
@@ -122,9 +127,7 @@ async function removeRunWrites (url: string, marks: Watermarks & { at: string })
       await c.query('vacuum analyze')
       log(`PostgreSQL: removed ${removed} rows written by earlier runs`)
     }
-  } finally {
-    await c.end()
-  }
+  })
 }
 
 async function preparePg (scale: number): Promise<{ url: string, dir: string, manifest: Manifest }> {
@@ -143,11 +146,10 @@ async function preparePg (scale: number): Promise<{ url: string, dir: string, ma
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unexpected database name ${name}`)
   const admin = new URL(url)
   admin.pathname = '/postgres'
-  const c = new pg.Client({ connectionString: admin.toString() })
-  await c.connect()
-  await c.query(`drop database if exists ${name} with (force)`)
-  await c.query(`create database ${name}`)
-  await c.end()
+  await withClient(admin.toString(), async (c) => {
+    await c.query(`drop database if exists ${name} with (force)`)
+    await c.query(`create database ${name}`)
+  })
   log(`PostgreSQL: created ${name}; migrating and seeding at scale ${scale}`)
   const handle = await createDatabase({ databaseUrl: url })
   await migrate(handle)
