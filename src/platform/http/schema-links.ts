@@ -3,18 +3,53 @@
  * SchemaLinkTransformer), and `GET /schemas/<Name>.json` serving the schemas the routes declare.
  * The names are the `$id`s of the TypeBox schemas, which are the spec's schema names.
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { error404NotFound } from './errors.ts'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** status code → response schema name, filled from the route's response schemas */
-    responseNames?: Record<string, string>
+    /** status code → URL of the response schema, filled from the route's response schemas */
+    responseSchemaUrls?: Record<string, string>
   }
 }
 
 type Json = Record<string, unknown>
+
+/** The URL of the response's schema, also sent as the Link header; undefined for unnamed responses. */
+function linkSchema (request: FastifyRequest, reply: FastifyReply): string | undefined {
+  const urls = request.routeOptions.config.responseSchemaUrls
+  const url = urls?.[String(reply.statusCode)] ?? urls?.[`${String(reply.statusCode)[0] ?? ''}xx`]
+  if (url === undefined) return undefined
+  void reply.header('link', `<${url}>; rel="describedBy"`)
+  return url
+}
+
+/** A JSON text in pieces, to be written one after the other (strings as UTF-8). */
+export type JsonChunks = Array<string | Buffer>
+
+/**
+ * Sends an object whose fields are JSON texts rendered elsewhere (row-json-cache.ts), as the
+ * serializer would have sent it: `$schema` first, the Link header, the JSON content type. The
+ * texts must match the route's response schema; nothing checks them on the way out. The body is
+ * written into one buffer: a calendar month is some 360 KB, and a string body would be encoded
+ * to UTF-8 once more on its way to the socket.
+ */
+export async function sendJsonFields (request: FastifyRequest, reply: FastifyReply, fields: Record<string, string | JsonChunks>): Promise<FastifyReply> {
+  const url = linkSchema(request, reply)
+  const chunks: JsonChunks = []
+  const members: Array<[string, string | JsonChunks]> = [...(url === undefined ? [] : [['$schema', JSON.stringify(url)] as [string, string]]), ...Object.entries(fields)]
+  members.forEach(([key, json], i) => {
+    chunks.push(`${i === 0 ? '{' : ','}${JSON.stringify(key)}:`)
+    if (typeof json === 'string') chunks.push(json)
+    else for (const c of json) chunks.push(c)
+  })
+  chunks.push(members.length === 0 ? '{}' : '}')
+  const body = Buffer.allocUnsafe(chunks.reduce((n, c) => n + (typeof c === 'string' ? Buffer.byteLength(c) : c.length), 0))
+  let at = 0
+  for (const c of chunks) at += typeof c === 'string' ? body.write(c, at) : c.copy(body, at)
+  return await reply.type('application/json; charset=utf-8').send(body)
+}
 
 function collect (schema: unknown, into: Map<string, Json>): void {
   if (schema === null || typeof schema !== 'object') return
@@ -38,23 +73,19 @@ export function registerSchemaLinks (app: FastifyInstance, baseUrl: string): Map
     const schema = route.schema as { body?: unknown, response?: Record<string, unknown> } | undefined
     if (schema === undefined) return
     collect(schema.body, registry)
-    const names: Record<string, string> = {}
+    const urls: Record<string, string> = {}
     for (const [code, res] of Object.entries(schema.response ?? {})) {
       collect(res, registry)
       const id = (res as Json | undefined)?.$id
-      if (typeof id === 'string') names[code] = id
+      if (typeof id === 'string') urls[code] = `${baseUrl}/schemas/${id}.json`
     }
-    route.config = { ...(route.config ?? {}), responseNames: names }
+    route.config = { ...(route.config ?? {}), responseSchemaUrls: urls }
   })
 
   app.addHook('preSerialization', async (request, reply, payload) => {
     if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return payload
-    const names = request.routeOptions.config.responseNames
-    const name = names?.[String(reply.statusCode)] ?? names?.[`${String(reply.statusCode)[0] ?? ''}xx`]
-    if (name === undefined) return payload
-    const url = `${baseUrl}/schemas/${name}.json`
-    void reply.header('link', `<${url}>; rel="describedBy"`)
-    return { $schema: url, ...(payload as Json) }
+    const url = linkSchema(request, reply)
+    return url === undefined ? payload : { $schema: url, ...(payload as Json) }
   })
 
   app.get('/schemas/:name', {
