@@ -110,6 +110,85 @@ for (const kind of databases()) {
       assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })).json()), [short.id])
     })
 
+    void it('answers the calendar with the events as GET /events/{id} answers them', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice', ['member'], { orgId: 'org-1' })
+      const day = (h: number) => `2026-07-10T${String(h).padStart(2, '0')}:00:00Z`
+      const full = await createEvent(t, alice, {
+        title: 'Quotes " and \\ and\nlines, ünïcødé ✓',
+        description: 'tab\there\u0001 control',
+        address: 'Unter den Linden 1',
+        start_dt: '2026-07-10T08:00:00.123Z',
+        end_dt: '2026-07-10T09:30:00Z',
+        timezone: 'Europe/Berlin',
+        keywords: ['one', 'two "quoted"'],
+        latitude: 52.520008,
+        longitude: 0.00001,
+        metadata: { nested: { list: [1, 2.5, 'x', null, true] }, b: 1, a: 'first' },
+        visibility: 40,
+        priority: 3
+      })
+      const bare = await createEvent(t, alice, { title: 'bare', start_dt: day(10) })
+      const linked = await createEvent(t, alice, { title: 'linked', start_dt: day(11), end_dt: day(12) })
+      const one = await insertSpace(t, tenant.id, { title: 'Space "one"' })
+      const two = await insertSpace(t, tenant.id, { title: 'Two' })
+      const gone = await insertSpace(t, tenant.id, { title: 'Gone' })
+      for (const space of [two, gone, one]) {
+        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/spaces`, payload: { space_id: space } })).statusCode, 201)
+      }
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
+        await trx.updateTable('spaces').set({ is_deleted: true }).where('tenant_id', '=', tenant.id).where('id', '=', gone).execute()
+      })
+      // published, with an open draft whose changes the calendar does not show
+      await publishEvent(t, alice, linked.id)
+      const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/edit` })
+      assert.equal(draft.statusCode, 200, draft.body)
+      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${String(draft.json().id)}`, payload: { title: 'draft title' } })).statusCode, 200)
+      const series = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/events/with-series',
+        payload: { title: 'Weekly', start_dt: day(13), end_dt: day(14), series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 } }
+      })
+      assert.equal(series.statusCode, 201, series.body)
+
+      // each item as GET /events/{id} answers it, also after changes to the events and what they show of other tables
+      const calendarAsReads = async (): Promise<Json[]> => {
+        const res = await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })
+        assert.equal(res.statusCode, 200, res.body)
+        assert.match(String(res.headers['content-type']), /^application\/json/)
+        assert.equal(res.headers.link, '<http://localhost:8080/schemas/CalendarBody.json>; rel="describedBy"')
+        const body = res.json()
+        assert.deepEqual(Object.keys(body), ['$schema', 'items', 'next_cursor'])
+        for (const item of body.items as Json[]) {
+          const { $schema: _schema, ...expected } = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${String(item.id)}` })).json()
+          assert.deepEqual(item, expected)
+        }
+        return body.items
+      }
+      const seriesIds = (series.json().occurrences as Json[]).map(o => o.id as number)
+      const item = (items: Json[], id: number): Json | undefined => items.find(i => i.id === id)
+      let items = await calendarAsReads()
+      assert.deepEqual(items.map(i => i.id), [full.id, bare.id, linked.id, ...seriesIds])
+      assert.equal(item(items, linked.id)?.title, 'linked', 'the published row, not its open draft')
+      assert.deepEqual(item(items, linked.id)?.spaces, [{ id: one, title: 'Space "one"' }, { id: two, title: 'Two' }].sort((a, b) => a.id - b.id))
+      assert.equal(item(items, full.id)?.start_dt, '2026-07-10T08:00:00.123Z')
+      assert.equal(item(items, seriesIds[0] ?? 0)?.series_title, 'Weekly')
+      assert.equal(item(items, bare.id)?.series_title, null)
+
+      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${String(full.id)}`, payload: { title: 'renamed', metadata: { b: 2 } } })).statusCode, 200)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/publish` })).statusCode, 204)
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
+        await trx.updateTable('spaces').set({ title: 'One, renamed' }).where('tenant_id', '=', tenant.id).where('id', '=', one).execute()
+        await trx.updateTable('event_series').set({ title: 'Weekly, renamed' }).where('tenant_id', '=', tenant.id).execute()
+      })
+      items = await calendarAsReads()
+      assert.equal(item(items, full.id)?.title, 'renamed')
+      assert.equal(item(items, full.id)?.metadata.b, 2)
+      assert.equal(item(items, linked.id)?.title, 'draft title', 'the draft, published')
+      assert.ok((item(items, linked.id)?.spaces as Json[]).some(s => s.title === 'One, renamed'))
+      assert.equal(item(items, seriesIds[1] ?? 0)?.series_title, 'Weekly, renamed')
+    })
+
     void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')

@@ -4,9 +4,10 @@
  */
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { jsonFields } from '../../platform/db/json-render.ts'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from './events.access.ts'
-import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
+import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 
 export type EventInsert = Omit<Insertable<EventsTable>, 'tenant_id'>
@@ -176,34 +177,58 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   return { items, total: Number(count.total) }
 }
 
+/** An event as a list reads it first: which row, which version of it (row-json-cache.ts), its series. */
+export interface VersionedEvent {
+  id: number
+  /** PostgreSQL's xmin: changes with every update of the row */
+  version: string
+  published_id: number | null
+  series_id: number | null
+}
+
 /**
  * Events (published or draft) overlapping [from, to): start before `to`, end (or start) at or after
- * `from`. A first statement finds how early an overlapping event can have started (`from` minus the
- * longest event of the tenant, one descent of events_duration), so that the start index serves
- * both ends of the range (migrations/0010_calendar_bound.sql). It is a separate statement because
- * the planner plans the range well only when both bounds are values.
+ * `from`, in one statement. An event that overlaps the range started at most the tenant's longest
+ * event before `from` (one descent of events_duration, migrations/0010_calendar_bound.sql), so the
+ * start index reads only [from − longest, to), not every earlier event. The plan does not depend
+ * on the values (the bound is computed when the statement runs), so the prepared statement's
+ * generic plan serves: planning it for each request's values cost more than running it.
  */
-export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number) {
-  // a generic plan cannot see that [since, to) is a month: it read every event of the tenant by id
-  await planForValues(trx)
-  const { since } = await trx.selectFrom('events')
-    .select(sql<Date>`${from}::timestamptz - coalesce(max(coalesce(end_dt, start_dt) - start_dt), interval '0')`.as('since'))
-    .where('tenant_id', '=', auth.tenantId)
-    .where('is_deleted', '=', false)
-    .where('published_id', 'is', null)
-    .where('start_dt', 'is not', null)
-    .executeTakeFirstOrThrow()
-  return await trx.selectFrom('events').select(EVENT_COLUMNS.map(c => `events.${c}` as const))
+export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number): Promise<VersionedEvent[]> {
+  return await trx.selectFrom('events')
+    .select(['events.id', sql<string>`events.xmin::text`.as('version'), 'events.published_id', 'events.series_id'])
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.status', 'in', ['draft', 'published'])
     .where('events.start_dt', 'is not', null)
     .where('events.start_dt', '<', to)
-    .where('events.start_dt', '>=', since)
+    .where('events.start_dt', '>=', eb => eb.selectFrom('events as longest')
+      .select(sql<Date>`${from}::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0')`.as('since'))
+      .where('longest.tenant_id', '=', auth.tenantId)
+      .where('longest.is_deleted', '=', false)
+      .where('longest.published_id', 'is', null)
+      .where('longest.start_dt', 'is not', null))
     .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=', from)
     .orderBy(`events.${sortBy}`, sortDir)
     .orderBy('events.id', sortDir)
     .limit(limit)
     .execute()
+}
+
+/** Fields of the Event body that other tables supply; the rendered JSON ends before them. */
+export const EVENT_JOINED_FIELDS = ['series_title', 'spaces'] as const
+
+const EVENT_JSON_FIELDS = jsonFields(Event, 'events', EVENT_JOINED_FIELDS)
+
+/**
+ * The Event bodies of rows as PostgreSQL renders them (json-render.ts), without the fields of
+ * EVENT_JOINED_FIELDS, each with the version it was rendered from. Rows gone since the caller
+ * read their ids are missing.
+ */
+export async function eventsJson (trx: Tx, tenantId: string, ids: number[]): Promise<Array<{ id: number, version: string, json: string }>> {
+  const { rows } = await sql<{ id: number, version: string, json: string }>`select events.id, events.xmin::text as version, to_json(r)::text as json
+    from events cross join lateral (select ${sql.join(EVENT_JSON_FIELDS)}) r
+    where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`.execute(trx)
+  return rows
 }
 
 export async function insertActivity (trx: Tx, values: { tenantId: string, eventId: number, orgId: string | null, actorId: string | null, kind: string, payload: Record<string, unknown> }) {

@@ -65,12 +65,13 @@ export const Event = model('Event', {
   published_id: Nullable(Type.Integer({ description: 'On a draft clone: the published event it edits' })),
   series_id: Nullable(Type.Integer()),
   series_index: Nullable(Type.Integer()),
-  series_title: Nullable(Type.String()),
   template: Type.String({ description: 'Template id' }),
   template_version: Type.Integer({ description: 'Pinned template version' }),
   state: Nullable(Type.String({ description: 'Current state of the template state machine; null without one' })),
   priority: Type.Integer(),
   cover_image_key: Nullable(Type.String()),
+  // the fields read from other tables come last (events.service.ts, renderEvents)
+  series_title: Nullable(Type.String({ description: 'Title of the series the event belongs to' })),
   spaces: Type.Array(EventSpaceRef, { description: 'Spaces the event belongs to' })
 })
 export type Event = Static<typeof Event>
