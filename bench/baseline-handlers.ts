@@ -13,6 +13,8 @@ export interface Caller { tenant: string, user: string, org: string }
 export interface BaselineAnswer {
   status: number
   body?: unknown
+  /** a body already in JSON */
+  json?: string
   headers?: Record<string, string>
 }
 
@@ -54,6 +56,14 @@ async function withSpaces<T extends Record<string, unknown>> (q: Query, tenant: 
   const spaces = await spacesOf(q, tenant, rows.map(r => Number(r.published_id ?? r.id)))
   return rows.map(r => ({ ...r, spaces: spaces.get(Number(r.published_id ?? r.id)) ?? [] }))
 }
+
+const iso = (column: string) => `to_char(events.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`
+
+/** The Event fields but series_title and spaces, as json-render.ts selects them from the Event schema. */
+const EVENT_JSON_COLUMNS = ['id', 'title', 'status', 'visibility', 'timezone', 'creator_id', iso('created_at'), iso('created_dt'), iso('updated_at'),
+  'version', 'is_deleted', 'is_locked', 'description', 'address', 'latitude', 'longitude', iso('start_dt'), iso('end_dt'), 'keywords', 'metadata',
+  'metadata_override', 'title_override', 'description_override', 'org_id', 'parent_event_id', iso('published_at'), 'published_id', 'series_id',
+  'series_index', 'template', 'template_version', 'state', 'priority', 'cover_image_key'].map(c => c.startsWith('to_char') ? c : `events.${c}`).join(', ')
 
 const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
 
@@ -114,15 +124,31 @@ export const HANDLERS: Record<string, Handler> = {
     return { status: 200, body: { items: rows.map(({ total: _total, ...contact }) => contact), query: term, total: Number(rows[0]?.total ?? 0) } }
   },
 
+  // the statements of the service's calendar when none of the month's events is cached
+  // (events.service.ts, renderEvents): rows and versions, then spaces, series titles and the
+  // events' JSON rendered by PostgreSQL
   async 'calendar-month' (q, p, c) {
     const from = new Date(`${p.get('start') ?? ''}T00:00:00Z`)
     const to = new Date(new Date(`${p.get('end') ?? ''}T00:00:00Z`).getTime() + 86_400_000)
-    const [bound] = await q<{ since: Date }>(`select $2::timestamptz - coalesce(max(coalesce(end_dt, start_dt) - start_dt), interval '0') as since
-      from events where tenant_id = $1 and not is_deleted and published_id is null and start_dt is not null`, [c.tenant, from])
-    const rows = await q(`select * from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
-      and events.start_dt is not null and events.start_dt < $4 and events.start_dt >= $6 and coalesce(events.end_dt, events.start_dt) >= $5
-      order by events.start_dt asc, events.id asc limit $7`, [c.tenant, c.user, c.org, to, from, bound?.since ?? from, 5000])
-    return { status: 200, body: { items: await withSpaces(q, c.tenant, rows), next_cursor: null } }
+    const rows = await q<{ id: number, version: string, series_id: number | null }>(`select events.id, events.xmin::text as version, events.series_id
+      from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
+      and events.start_dt is not null and events.start_dt < $4
+      and events.start_dt >= (select $5::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0') from events longest
+        where longest.tenant_id = $1 and not longest.is_deleted and longest.published_id is null and longest.start_dt is not null)
+      and coalesce(events.end_dt, events.start_dt) >= $5
+      order by events.start_dt asc, events.id asc limit $6`, [c.tenant, c.user, c.org, to, from, 5000])
+    const ids = rows.map(r => r.id)
+    const seriesIds = [...new Set(rows.flatMap(r => r.series_id === null ? [] : [r.series_id]))]
+    const [spaces, titles, rendered] = await Promise.all([
+      spacesOf(q, c.tenant, ids),
+      seriesIds.length === 0 ? [] : q<{ id: number, title: string }>('select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])', [c.tenant, seriesIds]),
+      q<{ id: number, json: string }>(`select events.id, to_json(r)::text as json from events cross join lateral (select ${EVENT_JSON_COLUMNS}) r
+        where events.tenant_id = $1 and events.id = any($2::bigint[])`, [c.tenant, ids])
+    ])
+    const title = new Map(titles.map(t => [t.id, t.title]))
+    const json = new Map(rendered.map(r => [r.id, r.json]))
+    const items = rows.map(r => `${json.get(r.id)?.slice(0, -1) ?? '{'},"series_title":${JSON.stringify(r.series_id === null ? null : title.get(r.series_id) ?? null)},"spaces":${JSON.stringify(spaces.get(r.id) ?? [])}}`)
+    return { status: 200, json: `{"items":[${items.join(',')}],"next_cursor":null}` }
   },
 
   async 'space-analytics' (q, p, c) {

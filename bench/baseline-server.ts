@@ -16,8 +16,8 @@ if (url !== undefined && url !== '') db = pgRunner(url, Number(process.env.BENCH
 else if (liteDir !== undefined && liteDir !== '') db = await pgliteRunner(liteDir)
 else throw new Error('set BENCH_DATABASE_URL or BENCH_PGLITE_DIR')
 
-function send (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = body === undefined ? '' : JSON.stringify(body)
+function send (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, json?: string): void {
+  const text = json ?? (body === undefined ? '' : JSON.stringify(body))
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers })
   res.end(text)
 }
@@ -37,7 +37,7 @@ const server = http.createServer((req, res) => {
       try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')) } catch { send(res, 400, { status: 400 }); return }
     }
     db.withClient(async (q) => await handler(q as Query, u.searchParams, caller, body))
-      .then(a => { send(res, a.status, a.body, a.headers) })
+      .then(a => { send(res, a.status, a.body, a.headers, a.json) })
       .catch((err: Error) => { send(res, 500, { status: 500, detail: err.message }) })
   })
 })
