@@ -16,7 +16,6 @@ import { queueNotification } from '../../platform/notifications/notifications.ts
 import { decideTransition } from './event-state.ts'
 import { findEventForRead, lockEventAsSystem, lockEventForWrite, rootEventId } from './events.access.ts'
 import * as repo from './events.repository.ts'
-import { EVENT_JOINED_FIELDS } from './events.repository.ts'
 import {
   Event, METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
 } from './events.schemas.ts'
@@ -56,8 +55,8 @@ export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]
 /** Rendered Event bodies; 16 MiB holds some 18 000 events (about 900 bytes each). */
 const eventJson = new RowJsonCache(16 << 20)
 
-const joinedLast = Object.keys(Event.properties).slice(-EVENT_JOINED_FIELDS.length)
-if (joinedLast.join() !== EVENT_JOINED_FIELDS.join()) throw new Error(`Event schema: ${EVENT_JOINED_FIELDS.join(', ')} must be its last fields`)
+const joinedLast = Object.keys(Event.properties).slice(-repo.EVENT_JOINED_FIELDS.length)
+if (joinedLast.join() !== repo.EVENT_JOINED_FIELDS.join()) throw new Error(`Event schema: ${repo.EVENT_JOINED_FIELDS.join(', ')} must be its last fields`)
 
 /**
  * The Event bodies of rows, in their order, as one JSON array in pieces: what `withSpacesAll` and
