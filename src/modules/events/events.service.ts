@@ -46,10 +46,27 @@ export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {
   return (await withSpacesAll(trx, tenantId, [row]))[0] ?? toEvent(row, [])
 }
 
+type JoinedRow = Pick<EventRow, 'id' | 'published_id' | 'series_id'>
+
+/** What an event shows of other tables (the Event fields of repo.EVENT_JOINED_FIELDS), for many rows at once. */
+interface Joined {
+  spaces: (row: JoinedRow) => repo.SpaceRef[]
+  seriesTitle: (row: JoinedRow) => string | null
+}
+
+/** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
+async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
+  const [spaces, titles] = await Promise.all([repo.spacesOf(trx, tenantId, rows), repo.seriesTitlesOf(trx, tenantId, rows)])
+  return {
+    spaces: r => spaces.get(r.id) ?? [],
+    seriesTitle: r => r.series_id === null ? null : titles.get(r.series_id) ?? null
+  }
+}
+
 /** Events with their spaces and series titles: two queries whatever the number of rows. */
 export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]) {
-  const [spaces, titles] = await Promise.all([repo.spacesOf(trx, tenantId, rows), repo.seriesTitlesOf(trx, tenantId, rows)])
-  return rows.map(r => toEvent(r, spaces.get(r.id) ?? [], r.series_id === null ? null : titles.get(r.series_id) ?? null))
+  const joined = await joinedOf(trx, tenantId, rows)
+  return rows.map(r => toEvent(r, joined.spaces(r), joined.seriesTitle(r)))
 }
 
 /** Rendered Event bodies; 16 MiB holds some 18 000 events (about 900 bytes each). */
@@ -68,9 +85,8 @@ export async function renderEvents (trx: Tx, tenantId: string, rows: repo.Versio
   const key = (id: number) => `${tenantId}:${id}`
   const heads = rows.map(r => eventJson.get(key(r.id), r.version))
   const missing = rows.flatMap((r, i) => heads[i] === undefined ? [r.id] : [])
-  const [spaces, titles, rendered] = await Promise.all([
-    repo.spacesOf(trx, tenantId, rows),
-    repo.seriesTitlesOf(trx, tenantId, rows),
+  const [joined, rendered] = await Promise.all([
+    joinedOf(trx, tenantId, rows),
     missing.length > 0 ? repo.eventsJson(trx, tenantId, missing) : []
   ])
   const fresh = new Map<number, Buffer>()
@@ -84,8 +100,7 @@ export async function renderEvents (trx: Tx, tenantId: string, rows: repo.Versio
   rows.forEach((r, i) => {
     const head = heads[i] ?? fresh.get(r.id)
     if (head === undefined) return // deleted between the two statements
-    const title = r.series_id === null ? null : titles.get(r.series_id) ?? null
-    chunks.push(chunks.length === 0 ? '[' : ',', head, `,"series_title":${JSON.stringify(title)},"spaces":${JSON.stringify(spaces.get(r.id) ?? [])}}`)
+    chunks.push(chunks.length === 0 ? '[' : ',', head, `,"series_title":${JSON.stringify(joined.seriesTitle(r))},"spaces":${JSON.stringify(joined.spaces(r))}}`)
   })
   chunks.push(chunks.length === 0 ? '[]' : ']')
   return chunks

@@ -38,13 +38,11 @@ export type JsonChunks = Array<string | Buffer>
 export async function sendJsonFields (request: FastifyRequest, reply: FastifyReply, fields: Record<string, string | JsonChunks>): Promise<FastifyReply> {
   const url = linkSchema(request, reply)
   const chunks: JsonChunks = []
-  const members: Array<[string, string | JsonChunks]> = [...(url === undefined ? [] : [['$schema', JSON.stringify(url)] as [string, string]]), ...Object.entries(fields)]
-  members.forEach(([key, json], i) => {
-    chunks.push(`${i === 0 ? '{' : ','}${JSON.stringify(key)}:`)
-    if (typeof json === 'string') chunks.push(json)
-    else for (const c of json) chunks.push(c)
-  })
-  chunks.push(members.length === 0 ? '{}' : '}')
+  for (const [key, json] of Object.entries(url === undefined ? fields : { $schema: JSON.stringify(url), ...fields })) {
+    chunks.push(`${chunks.length === 0 ? '{' : ','}${JSON.stringify(key)}:`)
+    chunks.push(...(typeof json === 'string' ? [json] : json))
+  }
+  chunks.push(chunks.length === 0 ? '{}' : '}')
   const body = Buffer.allocUnsafe(chunks.reduce((n, c) => n + (typeof c === 'string' ? Buffer.byteLength(c) : c.length), 0))
   let at = 0
   for (const c of chunks) at += typeof c === 'string' ? body.write(c, at) : c.copy(body, at)
