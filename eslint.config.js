@@ -2,7 +2,7 @@ import neostandard from 'neostandard'
 import tseslint from 'typescript-eslint'
 
 export default [
-  ...neostandard({ ts: true, ignores: ['node_modules', 'data', 'coverage', '.bench'] }),
+  ...neostandard({ ts: true, ignores: ['node_modules', 'data', 'coverage', '.bench', 'dist'] }),
   {
     files: ['**/*.ts'],
     languageOptions: {

@@ -14,6 +14,9 @@ export interface ScenarioOutcome {
   light?: LoadResult
   /** the baseline's p95 at light load: the floor the machine and the data set give the same SQL */
   baselineLight?: LoadResult
+  /** ours again, with work running beside it (bench/retention.ts), and what that work did */
+  beside?: LoadResult
+  besideNote?: string
 }
 
 export interface DatabaseRun {
@@ -45,6 +48,19 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
     rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${o.light !== undefined ? `${ms(o.light.p95)} / ${o.baselineLight !== undefined ? ms(o.baselineLight.p95) : '-'}` : ''} | ${a.non2xx} / ${b.non2xx} |`)
   }
   return rows.join('\n')
+}
+
+/** Scenarios measured alone and beside other work: the same route's figures side by side. */
+export function besideText (run: DatabaseRun, connections: number): string {
+  const rows = run.outcomes.filter(o => o.ours !== undefined && o.beside !== undefined)
+  if (rows.length === 0) return ''
+  const lines = ['| scenario | alone req/s | alone p50 / p95 / p99 ms | beside req/s | beside p50 / p95 / p99 ms | beside |', '|---|---:|---:|---:|---:|---|']
+  for (const o of rows) {
+    const a = o.ours as LoadResult
+    const b = o.beside as LoadResult
+    lines.push(`| ${o.scenario.title} (${o.scenario.connections ?? connections} conn.) | ${f0(a.rps)} | ${ms(a.p50)} / ${ms(a.p95)} / ${ms(a.p99)} | ${f0(b.rps)} | ${ms(b.p50)} / ${ms(b.p95)} / ${ms(b.p99)} | ${o.besideNote ?? ''} |`)
+  }
+  return lines.join('\n')
 }
 
 function outcome (run: DatabaseRun, name: string): ScenarioOutcome | undefined {

@@ -24,8 +24,9 @@ import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
-import { budgetText, budgets, table, type BudgetLine, type DatabaseRun, type ScenarioOutcome } from './report.ts'
+import { besideText, budgetText, budgets, table, type BudgetLine, type DatabaseRun, type ScenarioOutcome } from './report.ts'
 import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
+import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
 
@@ -337,13 +338,21 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
   try {
     const routes = await routesOf(ours.url)
     const ctxOf = (side: Side): BenchContext => ({ side, manifest, token: tokens.token, forged: tokens.forged, webhookSecret: WEBHOOK_SECRET })
-    for (const s of SCENARIOS) {
+    for (const s of [...SCENARIOS, ...BESIDE_SCENARIOS]) {
       if (only !== undefined && !only.includes(s.name)) continue
       if (s.build === undefined || !routes.has(s.route)) {
         log(`${kind}: ${s.name}: not measured: route missing (${s.route})`)
         outcomes.push({ scenario: s, missing: true })
         continue
       }
+      // work beside the second measurement (bench/retention.ts): on PostgreSQL only
+      const beside = (s as { beside?: Beside }).beside
+      const besideEnv = { kind, databaseUrl: kind === 'pg' ? oursEnv.DATABASE_URL : undefined, log }
+      if (beside !== undefined && kind !== 'pg') {
+        log(`${kind}: ${s.name}: not measured: PostgreSQL only`)
+        continue
+      }
+      await beside?.prepare(besideEnv)
       const connections = s.connections ?? CONNECTIONS
       const run = async (side: Side, proc: Proc, conns: number, duration: number): Promise<LoadResult> => {
         const next = s.build?.(ctxOf(side))
@@ -354,6 +363,13 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
       const o: ScenarioOutcome = { scenario: s, missing: false }
       o.ours = await run('ours', ours, connections, DURATION)
       o.baseline = await run('baseline', base, connections, DURATION)
+      if (beside !== undefined) {
+        const task = await beside.start(besideEnv)
+        o.beside = await run('ours', ours, connections, DURATION)
+        o.besideNote = `${beside.label}: ${await task.stop()}`
+        log(`${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
+          ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`)
+      }
       if (s.p95BudgetMs !== undefined) {
         o.light = await run('ours', ours, LIGHT_CONNECTIONS, LIGHT_DURATION)
         // the same SQL without the service: what the machine and the data allow
@@ -391,6 +407,8 @@ for (const r of runs) {
   const lines: BudgetLine[] = budgets(r, CONNECTIONS)
   failed ||= lines.some(l => l.enforced && l.ok === false)
   out.push(`## ${r.kind === 'pg' ? 'PostgreSQL' : 'PGlite'} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
+  const besides = besideText(r, CONNECTIONS)
+  if (besides !== '') out.push(besides, '')
 }
 const text = out.join('\n')
 log(`\n${text}`)

@@ -1,4 +1,4 @@
-/** Writes the OpenAPI document to docs/openapi.json (checked by test/openapi snapshot). */
+/** Writes the served OpenAPI document to docs/openapi.json, which CI lints (`npm run openapi:lint`, redocly.yaml); `openApiDocument()` also feeds `npm run client:generate`. */
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'

@@ -9,16 +9,21 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { createDatabase, type DatabaseHandle } from './platform/db/database.ts'
 import { migrate } from './platform/db/migrate.ts'
+import { checkSystemLogin } from './platform/db/tenant.ts'
 import { registerErrorHandling, sendProblem } from './platform/http/error-handler.ts'
 import { registerSchemaLinks } from './platform/http/schema-links.ts'
 import { registerOpenApi } from './platform/http/openapi.ts'
+import { registerCors } from './platform/http/cors.ts'
 import { serializerCompiler } from './platform/http/serialization.ts'
 import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
 import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
+import { registerMetrics } from './platform/metrics.ts'
+import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLogger } from './platform/request-log.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
-import { createRateLimiter, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
+import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
+import { startRetention } from './platform/retention.ts'
 import type { AppContext, Module } from './platform/app-context.ts'
 import path from 'node:path'
 import { healthModule } from './modules/health/health.routes.ts'
@@ -29,6 +34,7 @@ import { eventsModule } from './modules/events/events.routes.ts'
 import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
 import { automationModule } from './modules/automation/automation.routes.ts'
+import { notificationsModule } from './modules/notifications/notifications.routes.ts'
 
 /** The feature modules, in the order their routes are registered. */
 const MODULES: Module[] = [
@@ -39,32 +45,57 @@ const MODULES: Module[] = [
   eventsModule,
   seriesModule,
   eventCollabModule,
-  automationModule
+  automationModule,
+  notificationsModule
 ]
 
 export interface BuildOptions {
   /** an open database; otherwise one is created from the config and closed with the app */
   database?: DatabaseHandle
-  /** run migrations before serving (default true) */
+  /** check the system login and, unless config.migrateAtStart is false, run migrations before serving (default true) */
   migrate?: boolean
   logger?: FastifyServerOptions['logger']
   verifier?: TokenVerifier
   rateLimiter?: RateLimiter
+  /** the per-address limiter of requests without a valid token */
+  anonymousRateLimiter?: RateLimiter
+}
+
+/** Config.trustProxy as Fastify takes it (a hop count as the function Fastify itself would make of it). */
+function trustProxyOption (trust: Config['trustProxy']): FastifyServerOptions['trustProxy'] {
+  if (typeof trust === 'number') return (_address: string, hop: number) => hop < trust
+  return typeof trust === 'boolean' ? trust : [...trust]
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}) {
   const handle = options.database ?? await createDatabase({
     databaseUrl: config.databaseUrl,
     databaseAppUrl: config.databaseAppUrl,
+    databaseWorkerUrl: config.databaseWorkerUrl,
     pgliteDir: path.join(config.dataDir, 'pgdata')
   })
-  if (options.migrate !== false) await migrate(handle)
+  if (options.migrate !== false) {
+    // at start, before anything changes: the login of cross-tenant work must pass row-level security
+    try {
+      await checkSystemLogin(handle)
+    } catch (err) {
+      if (options.database === undefined) await handle.close()
+      throw err
+    }
+    // MIGRATE_AT_START=false: a separate step migrates as the owner before the start (docs/deployment.md)
+    if (config.migrateAtStart) await migrate(handle)
+  }
 
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.bodyLimit,
     genReqId: () => crypto.randomUUID(),
+    // every line of a request names its reqId, route and tenant (request-log.ts)
+    logController: new RequestLogController(),
+    childLoggerFactory: unmatchedRouteLogger,
     requestIdHeader: false,
+    // request.ip (the anonymous rate-limit key) believes X-Forwarded-For only from these proxies
+    trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     // Errors the router raises before any route runs (a bad percent-encoding, an over-long
@@ -78,6 +109,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   })
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
+  registerRequestLog(app)
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
 
   // Before any schema runs: values no route can store (docs/api-conventions.md, "Bodies").
@@ -89,23 +121,37 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
 
   registerErrorHandling(app, config.baseUrl)
   registerSchemaLinks(app, config.baseUrl)
-  await registerOpenApi(app, config.baseUrl)
+  await registerOpenApi(app)
+  // before authentication: a preflight carries no token (CORS_ORIGINS; off when unset)
+  await registerCors(app, config.corsOrigins)
 
-  const ctx: AppContext = { config, db: handle.db, dbKind: handle.kind, userGate: { current: undefined } }
+  const ctx: AppContext = { config, db: handle.db, systemDb: handle.systemDb, dbKind: handle.kind, userGate: { current: undefined } }
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {
     app.log.warn(`DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with "npm run token". Never run this in production.`)
   }
-  registerAuth(app, verifier, ctx.userGate)
   const limiter = options.rateLimiter ?? createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl })
-  registerRateLimit(app, limiter)
+  const anonymousLimiter = options.anonymousRateLimiter ?? createRateLimiter({ ...config.anonymousRateLimit, redisUrl: config.redisUrl, prefix: 'rl:anon' })
+  // a refused token draws on its address's bucket before the 401; then every other request draws on
+  // its caller's bucket, or its address's when it carries no valid token
+  registerAuth(app, verifier, ctx.userGate, refusalCharge(anonymousLimiter))
+  app.addHook('onRequest', bindTenant)
+  registerRateLimit(app, limiter, anonymousLimiter)
   registerIdempotency(app, handle.db)
+  // GET /metrics and the request metrics, only with METRICS_TOKEN
+  if (config.metricsToken !== undefined) registerMetrics(app, { token: config.metricsToken, db: handle.db, systemDb: handle.systemDb })
 
   for (const mod of MODULES) await app.register(mod(ctx))
 
   app.addHook('onClose', async () => {
     await limiter.close()
+    await anonymousLimiter.close()
     if (options.database === undefined) await handle.close()
   })
+  if (config.workers) {
+    // retention of finished rows (docs/retention.md); registered last, so it stops before the database closes
+    const retention = startRetention(handle.db, config.retention, app.log)
+    app.addHook('onClose', async () => { await retention.stop() })
+  }
   return { app, ctx, database: handle }
 }

@@ -5,6 +5,7 @@
  * A bad value stops the process at start with one line naming the variable
  * (runtime contract, "Configuration").
  */
+import net from 'node:net'
 import path from 'node:path'
 
 export interface Config {
@@ -15,6 +16,11 @@ export interface Config {
   readonly databaseUrl: string | undefined
   /** Optional separate login for the application (a NOSUPERUSER NOBYPASSRLS role); migrations use databaseUrl. */
   readonly databaseAppUrl: string | undefined
+  /**
+   * Login for work that spans tenants (background workers, resolving a public page's handle): a role
+   * with BYPASSRLS (or a superuser). Undefined = databaseUrl. Checked at start (docs/deployment.md).
+   */
+  readonly databaseWorkerUrl: string | undefined
   readonly dataDir: string
   readonly oidc: {
     readonly issuer: string | undefined
@@ -27,16 +33,40 @@ export interface Config {
   readonly idpWebhookSecretPrevious: string | undefined
   readonly redisUrl: string | undefined
   readonly rateLimit: { readonly capacity: number, readonly refillPerSec: number }
+  /** The bucket of each client address, for requests without a valid token. */
+  readonly anonymousRateLimit: { readonly capacity: number, readonly refillPerSec: number }
+  /**
+   * Fastify's `trustProxy` (TRUST_PROXY): false = the socket's peer is the client and
+   * X-Forwarded-For is ignored; a number of proxy hops; or the proxies' addresses and CIDR ranges.
+   */
+  readonly trustProxy: boolean | number | readonly string[]
   readonly logLevel: string
   readonly smtpUrl: string | undefined
+  /** Public address of the web app that mails link to (APP_URL; default BASE_URL), without a trailing slash. */
+  readonly appUrl: string
+  /** From address of notification e-mail (SMTP_FROM; default no-reply@<host of BASE_URL>). */
+  readonly smtpFrom: string
   /** Maximum JSON body size in bytes (413 above it). */
   readonly bodyLimit: number
   /** Start background workers (automation jobs, series window extension) in this process. */
   readonly workers: boolean
+  /**
+   * Apply pending migrations at start (MIGRATE_AT_START, default true); false when a separate step
+   * runs them as the tables' owner (`npm run db:migrate`, docs/deployment.md).
+   */
+  readonly migrateAtStart: boolean
   /** Hosts, addresses or CIDR ranges that automation webhooks may call although private or loopback (AUTOMATION_WEBHOOK_ALLOW, comma-separated). */
   readonly automationWebhookAllow: readonly string[]
+  /** Failed automation executions in a row after which the rule is paused (AUTOMATION_PAUSE_AFTER_FAILURES; 0 = never). */
+  readonly automationPauseAfterFailures: number
   /** S3-compatible object storage (S3_BUCKET set); undefined keeps objects as files under `dataDir/objects`. */
   readonly s3: S3Config | undefined
+  /** Browser origins allowed to call the API cross-origin (CORS_ORIGINS, comma-separated; `*` = any); empty = CORS off. */
+  readonly corsOrigins: readonly string[]
+  /** How long finished rows are kept (RETENTION_*; docs/retention.md). */
+  readonly retention: RetentionConfig
+  /** Bearer token of `GET /metrics` (METRICS_TOKEN); undefined = no metrics route (404). */
+  readonly metricsToken: string | undefined
 }
 
 export interface S3Config {
@@ -50,6 +80,27 @@ export interface S3Config {
   readonly forcePathStyle: boolean
   /** public base address of the bucket (or a CDN in front of it); objects are then linked there */
   readonly publicUrl: string | undefined
+}
+
+/**
+ * RETENTION_*: how long rows nobody needs any more are kept, in milliseconds; null = kept forever
+ * (`off`). The retention job (src/platform/retention.ts) prunes them in batches.
+ */
+export interface RetentionConfig {
+  /** processed domain events (outbox), counted from processed_at (RETENTION_OUTBOX, 7d) */
+  readonly outbox: number | null
+  /** sent, failed and undeliverable notifications, from created_at (RETENTION_NOTIFICATIONS, 30d) */
+  readonly notifications: number | null
+  /** Idempotency-Key answers, from created_at, never inside their replay window (RETENTION_IDEMPOTENCY_KEYS, 24h) */
+  readonly idempotencyKeys: number | null
+  /** identity-provider deliveries seen, from received_at (RETENTION_IDP_DELIVERIES, 90d) */
+  readonly idpDeliveries: number | null
+  /** finished automation executions, from created_at (RETENTION_EXECUTIONS, 90d) */
+  readonly executions: number | null
+  /** the newest executions of each rule kept whatever their age (RETENTION_EXECUTIONS_KEEP_PER_RULE, 100) */
+  readonly executionsKeepPerRule: number
+  /** rows deleted by one statement at most (RETENTION_BATCH_SIZE, 1000) */
+  readonly batchSize: number
 }
 
 export class ConfigError extends Error {
@@ -100,6 +151,48 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${raw}"`)
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
+
+/** TRUST_PROXY: unset or false, true (every hop: only behind a proxy nothing bypasses), a hop count, or addresses / CIDR ranges. */
+function trustProxy (env: Env): boolean | number | readonly string[] {
+  const raw = str(env, 'TRUST_PROXY')
+  if (raw === undefined || raw === 'false' || raw === '0') return false
+  if (raw === 'true') return true
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw)
+    if (hops > 10) throw new ConfigError('TRUST_PROXY', `must be at most 10 proxy hops, got ${hops}`)
+    return hops
+  }
+  const entries = raw.split(',').map(e => e.trim()).filter(e => e !== '')
+  for (const e of entries) {
+    if (PROXY_NAMES.includes(e)) continue
+    const [addr, bits, extra] = e.split('/')
+    const family = net.isIP(addr ?? '')
+    const max = family === 4 ? 32 : 128
+    if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or proxy addresses and CIDR ranges (or ${PROXY_NAMES.join(', ')}), got "${e}"`)
+    }
+  }
+  if (entries.length === 0) throw new ConfigError('TRUST_PROXY', `must name at least one proxy address, got "${raw}"`)
+  return Object.freeze(entries)
+}
+
+/** CORS_ORIGINS: `*`, or origins (`scheme://host[:port]`, no path), comma-separated; unset = none. */
+function corsOrigins (env: Env): readonly string[] {
+  const entries = (str(env, 'CORS_ORIGINS') ?? '').split(',').map(e => e.trim()).filter(e => e !== '')
+  for (const e of entries) {
+    if (e === '*') continue
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(e)
+    } catch {}
+    if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== e) {
+      throw new ConfigError('CORS_ORIGINS', `must be * or origins such as https://app.example.org (scheme, host and port, no path or trailing slash), got "${e}"`)
+    }
+  }
+  return Object.freeze(entries)
+}
+
 const S3_VARIABLES = ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE', 'S3_PUBLIC_URL']
 // S3's rules for bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at each end
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
@@ -136,6 +229,60 @@ function s3 (env: Env): S3Config | undefined {
   }
 }
 
+/** A mailbox: `local@domain`, optionally as `Display Name <local@domain>` (no line breaks, no angle brackets in the name). */
+const MAILBOX = /^(?:[^<>\r\n"]*[^<>\r\n\s"] ?<[^\s<>@"]+@[^\s<>@"]+>|[^\s<>@"]+@[^\s<>@"]+)$/
+
+/** APP_URL and SMTP_FROM: where notification mails link to, and whom they come from. */
+function mail (env: Env, baseUrl: string): { appUrl: string, smtpFrom: string } {
+  const appUrl = url(env, 'APP_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ?? baseUrl
+  if (/[?#]/.test(appUrl)) throw new ConfigError('APP_URL', `must be a base address without query or fragment, got "${appUrl}"`)
+  const smtpFrom = str(env, 'SMTP_FROM') ?? `no-reply@${new URL(baseUrl).hostname}`
+  if (str(env, 'SMTP_FROM') !== undefined && !MAILBOX.test(smtpFrom)) throw new ConfigError('SMTP_FROM', `must be an e-mail address, or "Name <address>", got ${JSON.stringify(smtpFrom)}`)
+  return { appUrl, smtpFrom }
+}
+
+const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 }
+/** Ten years: a longer retention is a typo (days for minutes) rather than a decision. */
+const RETENTION_MAX_MS = 3650 * 86_400_000
+
+/**
+ * One RETENTION_* period: `<n>m`, `<n>h` or `<n>d`, or `off` (kept forever). 0, negative, a bare
+ * number, other text and more than ten years are refused; so is less than `minMs`.
+ */
+function retentionPeriod (env: Env, name: string, fallback: string, minMs = 60_000, minText = '1m'): number | null {
+  const raw = str(env, name)?.trim() ?? fallback
+  if (raw === 'off') return null
+  const m = /^(\d{1,9})([mhd])$/.exec(raw)
+  if (m === null) throw new ConfigError(name, `must be a duration such as 30d, 24h or 90m (or off to keep rows forever), got "${raw}"`)
+  const ms = Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? 0)
+  if (ms === 0) throw new ConfigError(name, `must be longer than 0 (off keeps rows forever), got "${raw}"`)
+  if (ms < minMs) throw new ConfigError(name, `must be at least ${minText}, got "${raw}"`)
+  if (ms > RETENTION_MAX_MS) throw new ConfigError(name, `must be at most 3650d (ten years), got "${raw}"`)
+  return ms
+}
+
+function retention (env: Env): RetentionConfig {
+  return Object.freeze({
+    outbox: retentionPeriod(env, 'RETENTION_OUTBOX', '7d'),
+    notifications: retentionPeriod(env, 'RETENTION_NOTIFICATIONS', '30d'),
+    // a key answers repeats for 24 hours (src/platform/http/idempotency.ts): keeping it less would mean nothing
+    idempotencyKeys: retentionPeriod(env, 'RETENTION_IDEMPOTENCY_KEYS', '24h', 86_400_000, '24h, the replay window of Idempotency-Key'),
+    idpDeliveries: retentionPeriod(env, 'RETENTION_IDP_DELIVERIES', '90d'),
+    executions: retentionPeriod(env, 'RETENTION_EXECUTIONS', '90d'),
+    executionsKeepPerRule: int(env, 'RETENTION_EXECUTIONS_KEEP_PER_RULE', 100, 0, 100_000),
+    batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000, 1, 100_000)
+  })
+}
+
+/** METRICS_TOKEN: what a scraper sends as `Authorization: Bearer <token>`; unset = no metrics route. */
+function metricsToken (env: Env): string | undefined {
+  const token = str(env, 'METRICS_TOKEN')
+  if (token !== undefined && !/^[\x21-\x7e]{16,512}$/.test(token)) {
+    throw new ConfigError('METRICS_TOKEN', `must be 16 to 512 printable characters without spaces, got ${token.length} character(s)`)
+  }
+  return token
+}
+
 /**
  * Builds the frozen configuration from an environment map.
  *
@@ -149,12 +296,17 @@ export function loadConfig (env: Env = {}): Config {
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info'
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
 
+  const rateLimit = {
+    capacity: int(env, 'RATE_LIMIT_CAPACITY', 1000, 1, 10_000_000),
+    refillPerSec: int(env, 'RATE_LIMIT_REFILL_PER_SEC', 20, 1, 1_000_000)
+  }
   const config: Config = {
     port,
     host,
     baseUrl,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseAppUrl: url(env, 'DATABASE_APP_URL', ['postgres:', 'postgresql:']),
+    databaseWorkerUrl: url(env, 'DATABASE_WORKER_URL', ['postgres:', 'postgresql:']),
     dataDir: path.resolve(str(env, 'DATA_DIR') ?? './data'),
     oidc: {
       issuer: url(env, 'OIDC_ISSUER', ['http:', 'https:']),
@@ -166,17 +318,28 @@ export function loadConfig (env: Env = {}): Config {
     idpWebhookSecret: str(env, 'IDP_WEBHOOK_SECRET'),
     idpWebhookSecretPrevious: str(env, 'IDP_WEBHOOK_SECRET_PREVIOUS'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    rateLimit: {
-      capacity: int(env, 'RATE_LIMIT_CAPACITY', 1000, 1, 10_000_000),
-      refillPerSec: int(env, 'RATE_LIMIT_REFILL_PER_SEC', 20, 1, 1_000_000)
+    rateLimit,
+    // by default as generous as one caller's bucket: set lower where many anonymous clients are not expected
+    anonymousRateLimit: {
+      capacity: int(env, 'RATE_LIMIT_ANON_CAPACITY', rateLimit.capacity, 1, 10_000_000),
+      refillPerSec: int(env, 'RATE_LIMIT_ANON_REFILL_PER_SEC', rateLimit.refillPerSec, 1, 1_000_000)
     },
+    trustProxy: trustProxy(env),
     logLevel,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    ...mail(env, baseUrl),
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     workers: bool(env, 'WORKERS', true),
+    migrateAtStart: bool(env, 'MIGRATE_AT_START', true),
     automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== ''),
-    s3: s3(env)
+    automationPauseAfterFailures: int(env, 'AUTOMATION_PAUSE_AFTER_FAILURES', 5, 0, 1000),
+    s3: s3(env),
+    corsOrigins: corsOrigins(env),
+    retention: retention(env),
+    metricsToken: metricsToken(env)
   }
+  if (config.databaseAppUrl !== undefined && config.databaseUrl === undefined) throw new ConfigError('DATABASE_APP_URL', 'needs DATABASE_URL to be set as well')
+  if (config.databaseWorkerUrl !== undefined && config.databaseUrl === undefined) throw new ConfigError('DATABASE_WORKER_URL', 'needs DATABASE_URL to be set as well')
   if (config.oidc.jwksUrl !== undefined && config.oidc.issuer === undefined) {
     throw new ConfigError('OIDC_JWKS_URL', 'needs OIDC_ISSUER to be set as well')
   }

@@ -18,12 +18,21 @@ try {
   throw err
 }
 
+/** A configuration error found while starting (a database login that cannot work): one line, exit 1. */
+const refuse = (err: unknown): never => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`)
+    process.exit(1)
+  }
+  throw err
+}
+
 const { app } = await buildApp(config, {
   logger: {
     level: config.logLevel,
     ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss', ignore: 'pid,hostname' } } } : {})
   }
-})
+}).catch(refuse)
 
 // Slow or never-ending requests are cut: headers within 10 s, a whole request within 30 s.
 app.server.headersTimeout = 10_000

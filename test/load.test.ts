@@ -145,10 +145,12 @@ void describe('pglite: rate limits under load', { skip: LOAD ? false : 'set LOAD
     const started = Date.now()
     const PER_CALLER = CAPACITY - 50 // each polite connection (one user) stays below its bucket
     const [hog, fair] = await Promise.all([
-      autocannon({ url, connections: 24, duration: 8, headers: { authorization: `Bearer ${greedy}` }, requests: [{ method: 'GET', path: '/api/v1/contacts?size=5' }] }),
+      autocannon({ url, connections: 24, duration: 8, timeout: 30, headers: { authorization: `Bearer ${greedy}` }, requests: [{ method: 'GET', path: '/api/v1/contacts?size=5' }] }),
       autocannon({
         url,
         connections: 24,
+        // a slow machine answers late, never wrongly: a timeout would reconnect with another caller's token
+        timeout: 30,
         maxConnectionRequests: PER_CALLER,
         requests: [{
           method: 'GET',

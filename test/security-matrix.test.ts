@@ -14,6 +14,7 @@
  * A route with a path parameter that has no fixture (test/helpers/fixtures.ts) fails the suite.
  */
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
 import { before, describe, it } from 'node:test'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { databases, useTestApp } from './helpers/build-app.ts'
@@ -252,6 +253,97 @@ for (const kind of databases()) {
       assert.deepEqual(unknownOnly(failures), [])
     })
 
+    /**
+     * Shares every resource alice made in `w` with the whole tenant: events and spaces become
+     * visible to every member (visibility 40, spaces published), contacts belong to the organization
+     * all callers of `w` share. Bob then sees them all and holds no right on any of them.
+     */
+    async function shareWithTenant (w: World): Promise<void> {
+      const all = async (url: string): Promise<Array<{ id: number, status?: string }>> => {
+        const res = await w.call(w.tokens.alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
+        return res.json<{ items: Array<{ id: number, status?: string }> }>().items
+      }
+      for (const e of await all('/api/v1/events?size=100')) {
+        const res = await w.call(w.tokens.alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { visibility: 40 } })
+        assert.ok(res.statusCode < 300, `sharing event ${e.id}: ${res.body}`)
+      }
+      for (const sp of await all('/api/v1/spaces?size=100')) {
+        if (sp.status !== 'draft') continue
+        const patched = await w.call(w.tokens.alice, { method: 'PATCH', url: `/api/v1/spaces/${sp.id}`, payload: { visibility: 40 } })
+        assert.ok(patched.statusCode < 300, `sharing space ${sp.id}: ${patched.body}`)
+        const published = await w.call(w.tokens.alice, { method: 'POST', url: `/api/v1/spaces/${sp.id}/publish`, payload: {} })
+        assert.ok(published.statusCode < 300, `publishing space ${sp.id}: ${published.body}`)
+      }
+    }
+
+    void it('refuses every write on a resource a member sees but holds no right on, while he holds them on his own, and changes nothing', async () => {
+      const C = await newWorld(t, 'tenant-c', { orgId: `org-${crypto.randomUUID()}` })
+      for (const r of covered) await resolve(C, r)
+      await shareWithTenant(C)
+      // bob holds every right on resources of his own
+      const own = await C.call(C.tokens.bob, { method: 'POST', url: '/api/v1/events', payload: { title: 'bob\'s own' } })
+      assert.equal(own.statusCode, 201, own.body)
+      const seen = await C.call(C.tokens.bob, { method: 'GET', url: `/api/v1/events/${await C.need('events/:id')}` })
+      assert.equal(seen.statusCode, 200, 'bob must see alice\'s shared event for this check to mean anything')
+      const before = await snapshotOf(C)
+      const failures: string[] = []
+      const writes = covered.filter(r => isWrite(r) && r.params.length > 0 && r.auth === 'required' && !isGlobal(r))
+      const order = (r: ApiRoute): number => r.method === 'DELETE' ? 1 : 0
+      for (const r of [...writes].sort((x, y) => order(x) - order(y))) {
+        const { url, body } = await resolve(C, r)
+        const res = await C.call(C.tokens.bob, request(r, url, body))
+        if (res.statusCode !== 403 && res.statusCode !== 404) failures.push(`${r.name} (${url}) by bob: ${brief(res)}`)
+        else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
+      }
+      const after = await snapshotOf(C)
+      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+      console.log(`no-right matrix: ${writes.length} write routes on resources bob sees, ${before.size} reads compared`)
+      assert.ok(writes.length > 20)
+      assert.deepEqual(failures, [])
+    })
+
+    void it('changes nothing of alice\'s when a member points a write on his own resource at hers (links, spaces, parents, milestones)', async () => {
+      const C = await newWorld(t, 'tenant-c', { orgId: `org-${crypto.randomUUID()}` })
+      for (const r of covered) await resolve(C, r)
+      await shareWithTenant(C)
+      const bobs = async (url: string, payload: unknown): Promise<string> => {
+        const res = await C.call(C.tokens.bob, { method: 'POST', url, payload: payload as InjectOptions['payload'] })
+        assert.equal(res.statusCode, 201, `${url}: ${res.body}`)
+        return String(res.json<{ id: number }>().id)
+      }
+      const own: Record<string, string> = {
+        events: await bobs('/api/v1/events', { title: 'bob\'s own event' }),
+        spaces: await bobs('/api/v1/spaces', { title: 'bob\'s own space' })
+      }
+      // the ids a body may name, all alice's
+      const hers: Record<string, string> = {
+        space_id: await C.need('spaces/:id'),
+        parent_id: await C.need('spaces/:id'),
+        event_id: await C.need('events/:id'),
+        target_id: await C.need('events/:id'),
+        milestone_event_id: await C.need('events/:id'),
+        contact_id: await C.need('contacts/:id')
+      }
+      const before = await snapshotOf(C)
+      const failures: string[] = []
+      const writes = covered.filter(r => isWrite(r) && r.auth === 'required' && r.method !== 'DELETE' && own[r.url.split('/')[3] ?? ''] !== undefined && r.params.length === 1)
+      for (const r of writes) {
+        const body = await validBody(C, r)
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) continue
+        const named = Object.keys(body).filter(k => hers[k] !== undefined)
+        if (named.length === 0) continue
+        const payload = Object.fromEntries(Object.entries(body).map(([k, v]) => [k, hers[k] !== undefined ? Number(hers[k]) : v]))
+        const kind = r.url.split('/')[3] ?? ''
+        const url = fillPath(r.url, { [`${kind}/:${r.params[0] ?? 'id'}`]: own[kind] ?? '' })
+        const res = await C.call(C.tokens.bob, request(r, url, payload))
+        if (res.statusCode >= 500) failures.push(`${r.name} (${url}) by bob naming alice's ${named.join(', ')}: ${brief(res)}`)
+      }
+      const after = await snapshotOf(C)
+      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed: ${difference(v, String(after.get(k)))}`)
+      assert.deepEqual(failures, [])
+    })
+
     void it('has no failure on the routes with a known issue', Object.keys(KNOWN_ISSUES).length > 0 ? { todo: `reported: ${Object.values(KNOWN_ISSUES).join('; ')}` } : {}, () => {
       assert.deepEqual(known, [])
     })
@@ -262,4 +354,12 @@ for (const kind of databases()) {
 function forTenantB (body: unknown, A: World, B: World): unknown {
   if (body === undefined) return undefined
   return JSON.parse(JSON.stringify(body).split(A.marker).join(B.marker)) as unknown
+}
+
+/** Where two answers first differ, with a little context on each side. */
+function difference (a: string, b: string): string {
+  let i = 0
+  while (i < a.length && a[i] === b[i]) i++
+  const from = Math.max(0, i - 60)
+  return `…${a.slice(from, i + 100)} → …${b.slice(from, i + 100)}`
 }

@@ -13,7 +13,13 @@ import type { UserGate } from './auth/plugin.ts'
 
 export interface AppContext {
   readonly config: Config
+  /** request traffic (withTenant); its login may be confined by row-level security (DATABASE_APP_URL) */
   readonly db: Kysely<Database>
+  /**
+   * work across tenants (background workers, job queues): the DATABASE_WORKER_URL login (else
+   * DATABASE_URL's), which passes row-level security. `withSystem(ctx.db, …)` uses it already.
+   */
+  readonly systemDb: Kysely<Database>
   readonly dbKind: DatabaseKind
   /** set by the identity module: refuses tokens of removed or inactive users */
   readonly userGate: { current: UserGate | undefined }

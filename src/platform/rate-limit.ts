@@ -7,15 +7,29 @@
  * REDIS_URL is set so that several instances share the buckets (with a memory fallback while
  * Redis is unreachable).
  *
+ * A request without a valid token (the public space page, the IdP webhook, health and documents,
+ * and every request refused 401) draws on a bucket of its client address instead
+ * (RATE_LIMIT_ANON_CAPACITY, RATE_LIMIT_ANON_REFILL_PER_SEC): `request.ip`, which is the socket's
+ * peer unless TRUST_PROXY names the proxies whose X-Forwarded-For may be believed. A refused
+ * token is counted before its 401 is sent, so guessing tokens is limited as well.
+ *
  * Headers follow the IETF draft: RateLimit-Limit (the capacity), RateLimit-Remaining (tokens left
  * now), RateLimit-Reset (seconds until tokens come back); an empty bucket answers 429 with
  * Retry-After.
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { createRequire } from 'node:module'
 import type { Redis as RedisClient } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { ApiError } from './http/errors.ts'
+import { rateLimitRefusals } from './metrics.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** whether this request has drawn on a bucket already */
+    rateLimited: boolean
+  }
+}
 
 export interface RateLimitOptions {
   capacity: number
@@ -72,17 +86,41 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
   }
 }
 
-export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter): void {
+async function charge (limiter: RateLimiter, bucket: 'caller' | 'anonymous', key: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const cost = request.routeOptions.config.cost ?? 1
+  const r = await limiter.consume(key, cost)
+  void reply.header('ratelimit-limit', String(r.limit))
+  void reply.header('ratelimit-remaining', String(r.remaining))
+  void reply.header('ratelimit-reset', String(r.resetSec))
+  if (!r.allowed) {
+    rateLimitRefusals.inc({ bucket })
+    throw new ApiError(429, `rate limit exceeded: this request costs ${cost} token(s); retry after ${r.resetSec} s`, [], { 'retry-after': String(r.resetSec) })
+  }
+}
+
+/** The bucket key of a request without a valid token: its client address. */
+export const anonymousKey = (request: FastifyRequest): string => `ip:${request.ip}`
+
+/**
+ * Registers the limit of authenticated callers (per tenant + user) and of everything else (per
+ * client address). Register after the authentication hook; `refusalCharge` is the hook the
+ * authentication plugin calls before a 401 (see registerAuth).
+ */
+export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter, anonymous: RateLimiter): void {
+  app.decorateRequest('rateLimited', false)
   app.addHook('onRequest', async (request, reply) => {
+    if (request.rateLimited) return
+    request.rateLimited = true
     const auth = request.optionalAuth ?? null
-    if (auth === null) return
-    const cost = request.routeOptions.config.cost ?? 1
-    const r = await limiter.consume(`${auth.tenantId}:${auth.userId}`, cost)
-    void reply.header('ratelimit-limit', String(r.limit))
-    void reply.header('ratelimit-remaining', String(r.remaining))
-    void reply.header('ratelimit-reset', String(r.resetSec))
-    if (!r.allowed) {
-      throw new ApiError(429, `rate limit exceeded: this request costs ${cost} token(s); retry after ${r.resetSec} s`, [], { 'retry-after': String(r.resetSec) })
-    }
+    await charge(auth === null ? anonymous : limiter, auth === null ? 'anonymous' : 'caller', auth === null ? anonymousKey(request) : `${auth.tenantId}:${auth.userId}`, request, reply)
   })
+}
+
+/** What the authentication plugin calls before refusing a token: the refusal costs the address's bucket (429 when empty). */
+export function refusalCharge (anonymous: RateLimiter): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  return async (request, reply) => {
+    if (request.rateLimited) return
+    request.rateLimited = true
+    await charge(anonymous, 'anonymous', anonymousKey(request), request, reply)
+  }
 }

@@ -180,6 +180,23 @@ export const FIXTURES: Record<string, Fixture> = {
       name: w.marker, scope: 'EVENT', scope_id: await w.need('events/:id'), actions: [], schedule: { event_type: 'event.updated' }
     })).id)
   },
+  // an execution of that rule (a manual run: queued, as no worker runs in tests)
+  'automation/rules/:rule_id/executions/:id': {
+    private: true,
+    create: async w => String((await w.post(`/api/v1/automation/rules/${await w.need('automation/rules/:rule_id')}/execute`, {})).id)
+  },
+  // an execution of the automation of alice's private event (a manual run)
+  'events/:id/automations/:rule_id/executions/:execution_id': {
+    private: true,
+    create: async (w) => {
+      const base = `/api/v1/events/${await w.need('events/:id')}/automations/${await w.need('events/:id/automations/:rule_id')}`
+      await w.post(`${base}/execute`)
+      const res = await w.call(w.tokens.alice, { method: 'GET', url: `${base}/executions` })
+      const id = res.json<{ items: Array<{ id: string }> }>().items[0]?.id
+      if (id === undefined) throw new Error(`fixture ${base}/executions is empty: ${res.body}`)
+      return id
+    }
+  },
 
   // a published public space: its page needs no token
   'public/spaces/:id': {
@@ -230,11 +247,15 @@ export interface World {
   seriesAnchor?: string
 }
 
-/** A tenant with five callers: alice and bob (members), an admin, a viewer and a caller with no known role. */
-export async function newWorld (t: TestApp, name: string): Promise<World> {
+/**
+ * A tenant with five callers: alice and bob (members), an admin, a viewer and a caller with no known role.
+ * With `orgId`, every caller belongs to that organization (so alice's organization contacts are bob's to see).
+ */
+export async function newWorld (t: TestApp, name: string, options: { orgId?: string } = {}): Promise<World> {
   const tenantId = `${name}-${crypto.randomUUID()}`
   const marker = `m${crypto.randomBytes(6).toString('hex')}`
-  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${tenantId}.example.test` })
+  const org = options.orgId !== undefined ? { orgId: options.orgId } : {}
+  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${tenantId}.example.test`, ...org })
   const tokens = {
     alice: await tok('alice', ['member']),
     bob: await tok('bob', ['member']),

@@ -26,11 +26,13 @@ export interface OpenApiOperation {
   responses?: Record<string, { content?: Record<string, { schema?: JsonSchema }> }>
   security?: Array<Record<string, unknown>>
   'x-permission'?: string
+  'x-policy'?: string
 }
 
 export interface OpenApiDocument {
   paths: Record<string, Record<string, OpenApiOperation>>
-  components?: { schemas?: Record<string, JsonSchema> }
+  /** schemas, and the shared responses, parameters and headers that operations reference */
+  components?: Record<string, Record<string, JsonSchema> | undefined>
 }
 
 export interface ApiRoute {
@@ -60,14 +62,14 @@ export async function openApiDocument (app: FastifyInstance): Promise<OpenApiDoc
   return res.json<OpenApiDocument>()
 }
 
-/** Inlines `#/components/schemas/…` references (recursive schemas stop at depth 12). */
+/** Inlines `#/components/<kind>/<name>` references (schemas, responses, parameters, headers; recursive schemas stop at depth 12). */
 export function deref (doc: OpenApiDocument, schema: unknown, depth = 0): unknown {
   if (schema === null || typeof schema !== 'object') return schema
   if (Array.isArray(schema)) return schema.map(s => deref(doc, s, depth))
   const s = schema as JsonSchema
   if (typeof s.$ref === 'string') {
-    const m = /^#\/components\/schemas\/(.+)$/.exec(s.$ref)
-    const target = m?.[1] !== undefined ? doc.components?.schemas?.[decodeURIComponent(m[1])] : undefined
+    const m = /^#\/components\/([^/]+)\/(.+)$/.exec(s.$ref)
+    const target = m?.[1] !== undefined && m[2] !== undefined ? doc.components?.[m[1]]?.[decodeURIComponent(m[2])] : undefined
     if (target === undefined) throw new Error(`unresolvable $ref ${s.$ref}`)
     if (depth > 12) return {}
     const { $ref: _ref, ...rest } = s

@@ -92,7 +92,8 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   { type: 'user.changed', kind: 'domain_event', description: 'A user\'s profile changed', payload: USER_FIELDS },
   { type: 'user.removed', kind: 'domain_event', description: 'A user was removed (their access is revoked)', payload: { ...USER_FIELDS, revoked: 'object: what was revoked' } },
   { type: 'user.deactivated', kind: 'domain_event', description: 'A user was deactivated', payload: USER_FIELDS },
-  { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: USER_FIELDS }
+  { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: USER_FIELDS },
+  { type: 'automation.rule_disabled', kind: 'domain_event', description: 'The service disabled a rule because its creator was removed or deactivated (the rule\'s disabled_reason says which)', payload: { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' } }
 ]
 
 export const CRON_TRIGGER = 'schedule.cron'
@@ -148,6 +149,17 @@ export function checkJsonText (value: unknown, at: string, depth = 0): void {
   for (const [k, v] of Object.entries(value)) {
     if (LONE_SURROGATE.test(k)) throw invalidField(`${at}.${k}`, 'expected a key without lone UTF-16 surrogates', k)
     checkJsonText(v, `${at}.${k}`, depth + 1)
+  }
+}
+
+/** Refuses JSON nested deeper than `max` levels (walked without recursion, so any depth is safe to check). */
+export function checkJsonDepth (value: unknown, at: string, max: number): void {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number]
+    if (v === null || typeof v !== 'object') continue
+    if (depth >= max) throw invalidField(at, `expected at most ${max} levels of nesting`)
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1])
   }
 }
 
@@ -332,9 +344,29 @@ function onlyKeys (a: Obj, at: string, allowed: string[]): void {
 /** Webhook secrets are write-only: responses show this instead, and a write that sends it back keeps the stored secret. */
 export const SECRET_MASK = '********'
 
-/** The actions as responses show them (webhook secrets masked). */
-export function maskActions (actions: RuleAction[]): RuleAction[] {
-  return actions.map(a => a.type === 'webhook' && typeof a.secret === 'string' ? { ...a, secret: SECRET_MASK } : a)
+/** A URL as shown to those who may not manage its rule: scheme and host, then `/…`. */
+export function maskUrl (url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.protocol}//${u.host}/…`
+  } catch {
+    return '…'
+  }
+}
+
+/**
+ * The actions as responses show them: webhook secrets masked for everyone; webhook URLs in full
+ * only with `fullUrls` (callers who may manage the rule), else scheme and host only, since
+ * receivers often take a secret in the path or query.
+ */
+export function maskActions (actions: RuleAction[], fullUrls: boolean): RuleAction[] {
+  return actions.map(a => {
+    if (a.type !== 'webhook') return a
+    const out: RuleAction = { ...a }
+    if (typeof a.secret === 'string') out.secret = SECRET_MASK
+    if (!fullUrls && typeof a.url === 'string') out.url = maskUrl(a.url)
+    return out
+  })
 }
 
 /**

@@ -11,8 +11,8 @@ import { emit } from '../../platform/outbox.ts'
 import { verifySignature } from '../identity/idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
 import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
-import { automationEngineOf } from './automation.routes.ts'
-import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules, type Engine } from './automation.engine.ts'
+import { addAttendee, addContact, drain, engineAt, executions, rule } from './automation.fixtures.ts'
+import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules } from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 
 interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }
@@ -36,33 +36,6 @@ function useReceiver (): { hook: Hook, url: () => string } {
   return { hook, url: () => `http://127.0.0.1:${(server?.address() as AddressInfo).port}/hook` }
 }
 
-function engineAt (t: TestApp, clock: { now: Date }): Engine {
-  return { ...automationEngineOf(t.ctx), now: () => clock.now }
-}
-
-async function rule (t: TestApp, token: string, body: Json): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/automation/rules', payload: { name: 'rule', scope: 'GLOBAL', ...body } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json()
-}
-
-async function executions (t: TestApp, token: string, ruleId: string): Promise<Json[]> {
-  const res = await t.as(token, { method: 'GET', url: `/api/v1/automation/rules/${ruleId}/executions?size=100` })
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json().items
-}
-
-/** Dispatches the outbox and runs every queued execution until nothing is left. */
-async function drain (engine: Engine): Promise<void> {
-  for (let round = 0; round < 20; round++) {
-    const d = await dispatchOutbox(engine)
-    const queued = await engine.db.selectFrom('automation_executions').select(['tenant_id', 'id']).where('status', '=', 'queued').orderBy('created_at').execute()
-    for (const q of queued) await runExecution(engine, { tenantId: q.tenant_id, executionId: q.id })
-    if (d.events === 0 && queued.length === 0) return
-  }
-  throw new Error('automation did not settle')
-}
-
 async function activityKinds (t: TestApp, token: string, eventId: number): Promise<string[]> {
   const res = await t.as(token, { method: 'GET', url: `/api/v1/events/${eventId}/activity` })
   assert.equal(res.statusCode, 200, res.body)
@@ -71,18 +44,6 @@ async function activityKinds (t: TestApp, token: string, eventId: number): Promi
 
 async function notifications (t: TestApp, tenantId: string): Promise<Json[]> {
   return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('notification_outbox').select(['recipient', 'subject', 'body', 'channel', 'priority']).where('tenant_id', '=', tenantId).orderBy('id').execute())
-}
-
-async function addContact (t: TestApp, token: string, email: string): Promise<string> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: email, email } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json().id
-}
-
-async function addAttendee (t: TestApp, tenantId: string, eventId: number, contactId: string, status: string): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await trx.insertInto('attendees').values({ tenant_id: tenantId, event_id: eventId, contact_id: contactId, status } as never).execute()
-  })
 }
 
 async function attendeeStatuses (t: TestApp, token: string, eventId: number): Promise<Record<string, string>> {

@@ -15,17 +15,25 @@
 import crypto from 'node:crypto'
 import { Cron } from 'croner'
 import { sql, type Kysely } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { ApiError } from '../../platform/http/errors.ts'
+import { automationExecutions } from '../../platform/metrics.ts'
+import { ApiError, error403Forbidden } from '../../platform/http/errors.ts'
 import { emit, emitMany } from '../../platform/outbox.ts'
-import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
+import { automationMessage } from '../../platform/notifications/templates.ts'
+import { findVisible as findVisibleContact } from '../contacts/contacts.repository.ts'
+import { eventVisibleTo, findEventForRead, hasEventPermission, isTenantAdmin, lockEventForWrite } from '../events/events.access.ts'
 import { insertActivity } from '../events/events.repository.ts'
-import { systemActor, transitionEvent } from '../events/events.service.ts'
+import { transitionEvent } from '../events/events.service.ts'
+import type { EventRow } from '../events/events.table.ts'
+import { findUser } from '../identity/identity.repository.ts'
 import { CRON_TRIGGER, evaluateConditions, RELATIVE_TRIGGERS, triggerTypesOf } from './automation.catalogue.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
-import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule } from './automation.table.ts'
+import { actionNeeds, subjectOf } from './automation.run-as.ts'
+import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
 
 /** Domain events caused by automation carry depth + 1; a trigger at this depth runs nothing (skipped). */
@@ -39,7 +47,12 @@ export interface Engine {
   allow: AllowList
   now: () => Date
   webhookTimeoutMs?: number
+  /** failed executions in a row after which a rule is paused (AUTOMATION_PAUSE_AFTER_FAILURES); 0 = never; default 5 */
+  pauseAfterFailures?: number
 }
+
+/** Failed executions in a row after which a rule is paused, unless the deployment says otherwise. */
+export const PAUSE_AFTER_FAILURES = 5
 
 type Json = Record<string, unknown>
 
@@ -55,9 +68,32 @@ function scopeMatches (rule: RuleRow, payload: Json): boolean {
   }
 }
 
-/** Creates the execution of a rule for a trigger occurrence (once) and sends its job. */
-export async function enqueueExecution (trx: Tx, engine: Engine, tenantId: string, rule: Pick<RuleRow, 'id'>, v: Omit<repo.ExecutionValues, 'ruleId' | 'maxAttempts'>): Promise<ExecutionRow | undefined> {
-  const row = await repo.insertExecution(trx, tenantId, { ...v, ruleId: rule.id, maxAttempts: MAX_ATTEMPTS })
+/**
+ * Creates the execution of a rule for a trigger occurrence (once) and sends its job. The execution
+ * is pinned to the rule's version as read here: the runner runs that version's snapshot.
+ */
+export async function enqueueExecution (trx: Tx, engine: Engine, tenantId: string, rule: Pick<RuleRow, 'id' | 'version'>, v: Omit<repo.ExecutionValues, 'ruleId' | 'ruleVersion' | 'maxAttempts'>): Promise<ExecutionRow | undefined> {
+  const row = await repo.insertExecution(trx, tenantId, { ...v, ruleId: rule.id, ruleVersion: rule.version, maxAttempts: MAX_ATTEMPTS })
+  if (row !== undefined && row.status === 'queued') await engine.queue.send(trx, { tenantId, executionId: row.id })
+  return row
+}
+
+/**
+ * Queues a new attempt of a failed execution: a new execution of the same rule version, trigger
+ * payload and depth, linked by `retry_of`, with the key `retry:<failed id>` (unique per rule, so a
+ * failed execution is retried at most once; the retry itself may be retried if it fails).
+ */
+export async function enqueueRetry (trx: Tx, engine: Engine, tenantId: string, failed: ExecutionRow): Promise<ExecutionRow | undefined> {
+  const row = await repo.insertExecution(trx, tenantId, {
+    ruleId: failed.rule_id,
+    ruleVersion: failed.rule_version,
+    retryOf: failed.id,
+    triggerKey: `retry:${failed.id}`,
+    triggerType: failed.trigger_type,
+    payload: failed.trigger_payload,
+    depth: failed.depth,
+    maxAttempts: MAX_ATTEMPTS
+  })
   if (row !== undefined && row.status === 'queued') await engine.queue.send(trx, { tenantId, executionId: row.id })
   return row
 }
@@ -78,6 +114,7 @@ export async function dispatchOutbox (engine: Engine, limit = 100): Promise<Disp
       .forUpdate().skipLocked()
       .execute()
     const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
+    const seen = new Map<string, boolean>()
     for (const row of rows) {
       const payload = row.payload
       const types = triggerTypesOf(row.topic, payload)
@@ -86,6 +123,8 @@ export async function dispatchOutbox (engine: Engine, limit = 100): Promise<Disp
         .orderBy('priority', 'desc').orderBy('created_at').orderBy('id')
         .execute()
       for (const rule of rules.filter(r => scopeMatches(r, payload))) {
+        // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
+        if (!(await visibleToCreator(trx, rule, { ...payload, topic: row.topic }, seen))) continue
         const tooDeep = row.depth >= MAX_DEPTH
         const created = await enqueueExecution(trx, engine, row.tenant_id, rule, {
           triggerKey: `outbox:${row.id}`,
@@ -170,8 +209,8 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
       const moment = sql<Date>`events.${sql.ref(column)}`
       const events = await trx.selectFrom('events')
         .select(['events.id', 'events.template', 'events.template_version', 'events.state', 'events.title', 'events.status', 'events.start_dt', 'events.end_dt'])
-        .where('events.tenant_id', '=', rule.tenant_id)
-        .where('events.is_deleted', '=', false).where('events.published_id', 'is', null).where('events.status', '=', 'published')
+        .where(eb => eventVisibleTo(eb, subjectOf(rule, null)))
+        .where('events.status', '=', 'published')
         .where(sql.ref(`events.${column}`), 'is not', null)
         .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) <= ${now}`)
         .where(sql<boolean>`${moment} + make_interval(mins => ${RELATIVE_GRACE_MINUTES}) > ${now}`)
@@ -211,6 +250,10 @@ interface Ctx {
   execution: ExecutionRow
   payload: Json
   eventId: number | undefined
+  /** whom the rule acts as: its creator (last writer), docs/automation.md "Whom a rule acts as" */
+  subject: AuthContext
+  /** why the trigger's event is not a target of this rule (outside its scope), if it is not */
+  outOfScope: string | undefined
 }
 
 function render (template: string, payload: Json): string {
@@ -221,13 +264,33 @@ function render (template: string, payload: Json): string {
   })
 }
 
-async function requireEvent (c: Ctx) {
+/**
+ * The event an action targets, with the creator's right to it checked as a request's would be:
+ * in the rule's scope, the tenant permission, then `lockEventForWrite` (lock) or `findEventForRead`
+ * plus the event permission the action needs (actionNeeds). A refusal fails the action for good.
+ */
+async function targetEvent (c: Ctx, a: RuleAction, lock: boolean): Promise<EventRow> {
   if (c.eventId === undefined) throw new PermanentError('the trigger names no event')
-  const row = await c.trx.selectFrom('events').select(['id', 'org_id', 'creator_id', 'status', 'published_id'])
-    .where('tenant_id', '=', c.tenantId).where('id', '=', c.eventId).where('is_deleted', '=', false)
-    .executeTakeFirst()
-  if (row === undefined) throw new PermanentError(`event ${c.eventId} not found`)
-  return row
+  if (c.outOfScope !== undefined) throw new PermanentError(c.outOfScope)
+  const needs = actionNeeds(a)
+  if (needs === undefined) throw new PermanentError(`action ${a.type} takes no event`)
+  if (!c.subject.permissions.has(needs.tenant)) throw new PermanentError(`the rule's creator may not ${needs.verb} events (missing permission ${needs.tenant})`)
+  try {
+    if (lock) return await lockEventForWrite(c.trx, c.subject, c.eventId, needs.event ?? 'event:edit', { includeDraftClones: false })
+    const row = await findEventForRead(c.trx, c.subject, c.eventId)
+    if (needs.event !== undefined && !(await hasEventPermission(c.trx, c.subject, row, needs.event))) throw error403Forbidden(`missing event permission ${needs.event}`)
+    return row
+  } catch (err) {
+    throw creatorRefused(err, needs.verb, c.eventId)
+  }
+}
+
+/** A 404 or 403 of an access check, as the permanent failure "the rule's creator may not …". */
+function creatorRefused (err: unknown, verb: string, eventId: number): unknown {
+  if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
+    return new PermanentError(`the rule's creator may not ${verb} event ${eventId}${err.status === 403 ? ` (${err.detail})` : ''}`)
+  }
+  return err
 }
 
 async function attendeesAvailable (trx: Tx): Promise<boolean> {
@@ -236,13 +299,13 @@ async function attendeesAvailable (trx: Tx): Promise<boolean> {
 }
 
 async function notify (c: Ctx, a: RuleAction): Promise<Json> {
-  const event = await requireEvent(c)
+  const event = await targetEvent(c, a, false)
   const recipients: string[] = []
   if (a.to === 'creator') {
     recipients.push(event.creator_id)
   } else if (a.to === 'managers') {
     const managers = await c.trx.selectFrom('event_managers').select('user_id')
-      .where('tenant_id', '=', c.tenantId).where('event_id', '=', event.published_id ?? event.id).where('status', '=', 'active').where('user_id', 'is not', null)
+      .where('tenant_id', '=', c.tenantId).where('event_id', '=', event.id).where('status', '=', 'active').where('user_id', 'is not', null)
       .execute()
     recipients.push(...managers.map(m => m.user_id as string))
   } else {
@@ -256,33 +319,34 @@ async function notify (c: Ctx, a: RuleAction): Promise<Json> {
       order by a.id`.execute(c.trx)
     recipients.push(...rows.rows.map(r => r.recipient))
   }
-  const userEmails = a.to === 'attendees' || recipients.length === 0
-    ? new Map<string, string>()
-    : new Map((await c.trx.selectFrom('users').select(['id', 'email']).where('tenant_id', '=', c.tenantId).where('id', 'in', recipients).execute())
-      .filter(u => u.email !== null).map(u => [u.id, u.email as string]))
-  const unique = [...new Set(recipients.map(r => a.to === 'attendees' ? r : userEmails.get(r) ?? `user:${r}`))]
-  const subject = render(String(a.subject), c.payload)
-  const body = render(String(a.body), c.payload)
-  for (const recipient of unique) {
+  const channel = String(a.channel ?? 'email')
+  // users: the stored profile's address (or the rule creator's own, when it is he); attendees: the contact's
+  const resolved = new Map<string, { recipient: string, undeliverable?: string }>()
+  for (const r of recipients) {
+    const to = a.to === 'attendees'
+      ? { recipient: r, ...(r.startsWith('contact:') ? { undeliverable: `the attendee's contact ${r.slice('contact:'.length)} has no e-mail address` } : {}) }
+      : channel === 'email' ? await recipientFor(c.trx, c.tenantId, channel, r, c.subject) : { recipient: `user:${r}` }
+    if (!resolved.has(to.recipient)) resolved.set(to.recipient, to)
+  }
+  const template = automationMessage({ subject: render(String(a.subject), c.payload), body: render(String(a.body), c.payload), eventId: event.id, ruleId: c.rule.id, executionId: c.execution.id })
+  for (const to of resolved.values()) {
     await queueNotification(c.trx, {
       tenantId: c.tenantId,
-      channel: String(a.channel ?? 'email'),
-      recipient,
-      subject,
-      body,
+      channel,
+      recipient: to.recipient,
+      ...template,
       priority: a.priority === 'high' ? 'high' : 'normal',
-      payload: { source: 'automation', rule_id: c.rule.id, execution_id: c.execution.id, event_id: event.id }
+      undeliverable: channel === 'email' ? to.undeliverable : undefined
     })
   }
-  return { recipients: unique.length }
+  return { recipients: resolved.size }
 }
 
 async function activity (c: Ctx, a: RuleAction): Promise<Json> {
-  const event = await requireEvent(c)
-  const eventId = event.published_id ?? event.id
+  const event = await targetEvent(c, a, true)
   const created = await insertActivity(c.trx, {
     tenantId: c.tenantId,
-    eventId,
+    eventId: event.id,
     orgId: event.org_id,
     actorId: null,
     kind: String(a.kind ?? 'automation'),
@@ -292,26 +356,31 @@ async function activity (c: Ctx, a: RuleAction): Promise<Json> {
     tenantId: c.tenantId,
     topic: 'event.activity_added',
     aggregateType: 'event',
-    aggregateId: eventId,
+    aggregateId: event.id,
     actorId: null,
-    payload: { event_id: eventId, activity_id: created.id, kind: created.kind, source: 'automation', rule_id: c.rule.id },
+    payload: { event_id: event.id, activity_id: created.id, kind: created.kind, source: 'automation', rule_id: c.rule.id },
     depth: c.execution.depth + 1
   })
   return { activity_id: created.id }
 }
 
 async function transition (c: Ctx, a: RuleAction): Promise<Json> {
-  await requireEvent(c)
-  const row = await transitionEvent(c.trx, systemActor(c.tenantId, c.execution.depth + 1), c.eventId as number, String(a.to_state), (a.payload ?? {}) as Json, a.reason === undefined ? `automation ${c.rule.name}` : String(a.reason))
-  return { state: row.state }
+  // the scope and tenant permission; transitionEvent itself locks the event as the creator (event:edit)
+  const event = await targetEvent(c, a, true)
+  try {
+    const row = await transitionEvent(c.trx, { ...c.subject, depth: c.execution.depth + 1 }, event.id, String(a.to_state), (a.payload ?? {}) as Json, a.reason === undefined ? `automation ${c.rule.name}` : String(a.reason))
+    return { state: row.state }
+  } catch (err) {
+    throw creatorRefused(err, 'change the state of', event.id)
+  }
 }
 
 async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
-  const event = await requireEvent(c)
+  const event = await targetEvent(c, a, true)
   if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
   const from = a.from_status as string[] | undefined
   const contactId = c.payload.contact_id
-  if (from === undefined && typeof contactId !== 'string') throw new PermanentError('the trigger names no attendee (payload.contact_id); set from_status to address attendees by status')
+  if (from === undefined && (typeof contactId !== 'string' || !UUID.test(contactId))) throw new PermanentError('the trigger names no attendee (payload.contact_id); set from_status to address attendees by status')
   const status = String(a.status)
   const changed = await sql<{ contact_id: string, previous: string }>`
     update attendees a set status = ${status}, updated_at = now()
@@ -354,6 +423,142 @@ class ActionFailed extends Error {
   constructor (readonly results: Json[], readonly permanent: boolean, message: string) { super(message) }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * The trigger's event as the creator sees it (the fields conditions read), or null when they may
+ * not see it. A deleted event (event.deleted) is seen by tenant admins and its creator.
+ */
+async function eventSeenBy (trx: Tx, subject: AuthContext, eventId: number) {
+  const columns = ['id', 'title', 'template', 'template_version', 'state', 'status', 'start_dt', 'end_dt', 'timezone'] as const
+  const visible = await findEventForRead(trx, subject, eventId).catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 404) return undefined
+    throw err
+  })
+  if (visible !== undefined) return Object.fromEntries(columns.map(k => [k, visible[k]])) as Pick<EventRow, typeof columns[number]>
+  const deleted = await trx.selectFrom('events').select([...columns, 'creator_id'])
+    .where('tenant_id', '=', subject.tenantId).where('id', '=', eventId).where('is_deleted', '=', true).where('published_id', 'is', null)
+    .executeTakeFirst()
+  if (deleted !== undefined && (isTenantAdmin(subject) || deleted.creator_id === subject.userId)) {
+    const { creator_id: _creator, ...rest } = deleted
+    return rest
+  }
+  // an id no event has: nothing to hide, and the actions report the missing event
+  const exists = await trx.selectFrom('events').select('id').where('tenant_id', '=', subject.tenantId).where('id', '=', eventId).executeTakeFirst()
+  return exists === undefined ? undefined : null
+}
+
+/** The positive integer event id a payload names, or undefined. */
+function eventIdOf (raw: unknown): number | undefined {
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined
+}
+
+/** 'contact <id>' when a contact.* trigger names a contact the creator may not see (a contact that no longer exists hides nothing). */
+async function hiddenContact (trx: Tx, subject: AuthContext, payload: Json): Promise<string | undefined> {
+  const contactId = payload.contact_id
+  if (typeof payload.topic !== 'string' || !payload.topic.startsWith('contact.') || typeof contactId !== 'string' || !UUID.test(contactId)) return undefined
+  const exists = await trx.selectFrom('contacts').select('id')
+    .where('tenant_id', '=', subject.tenantId).where('id', '=', contactId)
+    .executeTakeFirst()
+  if (exists === undefined || (await findVisibleContact(trx, subject, contactId)) !== undefined) return undefined
+  return `contact ${contactId}`
+}
+
+/** What the history keeps of a trigger the creator may not see: where it came from, not what it said. */
+function withheldPayload (payload: Json): Json {
+  const keep = ['topic', 'aggregate_type', 'aggregate_id', 'occurred_at', 'manual']
+  return { ...Object.fromEntries(keep.filter(k => payload[k] !== undefined).map(k => [k, payload[k]])), withheld: true }
+}
+
+/**
+ * Whether a domain event may trigger a rule: not when it names an event or contact the rule's
+ * creator may not see (the execution would record its payload in the creator's history). Answers
+ * are cached per (rule, event or contact) for one dispatch.
+ */
+async function visibleToCreator (trx: Tx, rule: RuleRow, payload: Json, cache: Map<string, boolean>): Promise<boolean> {
+  const eventId = eventIdOf(payload.event_id)
+  const contact = typeof payload.topic === 'string' && payload.topic.startsWith('contact.') ? payload.contact_id : undefined
+  if (eventId === undefined && contact === undefined) return true
+  const key = `${rule.tenant_id}\u0000${rule.id}\u0000${eventId ?? ''}\u0000${String(contact)}`
+  const cached = cache.get(key)
+  if (cached !== undefined) return cached
+  const subject = subjectOf(rule, null)
+  const visible = (eventId === undefined || (await eventSeenBy(trx, subject, eventId)) !== null) && (await hiddenContact(trx, subject, payload)) === undefined
+  cache.set(key, visible)
+  return visible
+}
+
+/** Why an event is not a target of the rule's actions, or undefined: EVENT rules act on their event, SPACE rules on events of their space. */
+async function outsideScope (trx: Tx, rule: RuleRow, eventId: number): Promise<string | undefined> {
+  if (rule.scope === 'EVENT' && rule.scope_id !== null && String(eventId) !== rule.scope_id) {
+    return `event ${eventId} is outside the rule's scope (event ${rule.scope_id})`
+  }
+  if (rule.scope === 'SPACE' && rule.scope_id !== null) {
+    const inSpace = await trx.selectFrom('event_spaces').select('event_id')
+      .where('tenant_id', '=', rule.tenant_id).where('event_id', '=', eventId).where('space_id', '=', Number(rule.scope_id))
+      .executeTakeFirst()
+    if (inSpace === undefined) return `event ${eventId} is outside the rule's scope (space ${rule.scope_id})`
+  }
+  return undefined
+}
+
+/**
+ * Disables a rule whose creator may no longer act, saying why in the rule (`disabled_reason`), and
+ * reports it with an `automation.rule_disabled` domain event (a trigger: an admin's own rule can
+ * pass it on, e.g. to a webhook).
+ */
+async function disableForCreator (trx: Tx, rule: RuleRow, reason: string): Promise<void> {
+  if (!(await repo.disableRule(trx, rule.tenant_id, rule.id, reason))) return // disabled already (paused, or by another run)
+  await emit(trx, { tenantId: rule.tenant_id, topic: 'automation.rule_disabled', aggregateType: 'automation_rule', aggregateId: rule.id, actorId: null, payload: { rule_id: rule.id, name: rule.name, creator_id: rule.creator_id, reason } })
+}
+
+/** The rule as it was at a version: that version's trigger, conditions, actions, scope and writer; the rest (enabled, id) as it is now. */
+function ruleAtVersion (current: RuleRow, v: RuleVersionRow): RuleRow {
+  return {
+    ...current,
+    version: v.version,
+    name: v.name,
+    event_type: v.event_type,
+    schedule: v.schedule,
+    conditions: v.conditions,
+    actions: v.actions,
+    scope: v.scope,
+    scope_id: v.scope_id,
+    created_by_kind: v.created_by_kind,
+    creator_id: v.creator_id,
+    creator_roles: v.creator_roles,
+    org_id: v.org_id
+  }
+}
+
+/**
+ * Pauses a rule whose last `engine.pauseAfterFailures` finished executions (succeeded or failed)
+ * all failed: disabled with the reason in `disabled_reason`, an `automation.rule_disabled` domain
+ * event, and a notification to the rule's creator (last writer). Runs in the transaction that
+ * records the failure; a rule already disabled is left alone (so one pause notifies once).
+ */
+async function pauseIfFailing (trx: Tx, engine: Engine, tenantId: string, ruleId: string, executionId: string, error: string): Promise<void> {
+  const n = engine.pauseAfterFailures ?? PAUSE_AFTER_FAILURES
+  if (n <= 0 || !(await repo.failedInARow(trx, tenantId, ruleId, n))) return
+  const reason = `paused after ${n} failed executions in a row (the last, ${executionId}: ${error.slice(0, 500)}); enabling the rule again resumes it`
+  if (!(await repo.disableRule(trx, tenantId, ruleId, reason))) return
+  const rule = await repo.findRule(trx, tenantId, ruleId)
+  if (rule === undefined) return
+  await emit(trx, { tenantId, topic: 'automation.rule_disabled', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: null, payload: { rule_id: ruleId, name: rule.name, creator_id: rule.creator_id, reason, paused: true, execution_id: executionId } })
+  const to = await recipientFor(trx, tenantId, 'email', rule.creator_id)
+  await queueNotification(trx, {
+    tenantId,
+    channel: 'email',
+    recipient: to.recipient,
+    undeliverable: to.undeliverable,
+    subject: `Automation rule "${rule.name.replace(/[\r\n]+/g, ' ').slice(0, 150)}" was paused`,
+    body: `Your automation rule "${rule.name}" (${ruleId}) failed ${n} times in a row and was paused.\n\nLast error (execution ${executionId}): ${error.slice(0, 1000)}\n\nFix the cause, then enable the rule again (PATCH /api/v1/automation/rules/${ruleId} with {"enabled": true}); failed executions can be retried (POST /api/v1/automation/rules/${ruleId}/executions/{id}/retry).`,
+    priority: 'high',
+    payload: { kind: 'automation.rule_paused', source: 'automation', rule_id: ruleId, execution_id: executionId }
+  })
+}
+
 /**
  * Claims an execution for one attempt: queued, or running with an expired lease (its worker is
  * presumed dead). Returns the claimed row, or why it was not claimed.
@@ -391,9 +596,10 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
   try {
     const outcome = await withTenant(engine.db, scope, async (trx) => {
       const row = await repo.lockExecution(trx, tenantId, executionId)
-      if (row === undefined || row.claim_token !== token) return 'busy' as const // re-claimed by another worker after our lease
-      const rule = await repo.findRule(trx, tenantId, row.rule_id)
-      const finish = async (status: 'succeeded' | 'skipped', values: { conditions_met?: boolean, condition_results?: unknown[], action_results?: unknown[], error?: string }) => {
+      if (row === undefined) return 'missing' as const // deleted with its rule after our claim
+      if (row.claim_token !== token) return 'busy' as const // re-claimed by another worker after our lease
+      const current = await repo.findRule(trx, tenantId, row.rule_id)
+      const finish = async (status: 'succeeded' | 'skipped' | 'failed', values: { conditions_met?: boolean, condition_results?: unknown[], action_results?: unknown[], error?: string }) => {
         await trx.updateTable('automation_executions').set({
           status,
           finished_at: engine.now(),
@@ -404,23 +610,48 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
           action_results: values.action_results === undefined ? null : JSON.stringify(values.action_results),
           error: values.error ?? null
         }).where('tenant_id', '=', tenantId).where('id', '=', executionId).execute()
+        if (status === 'failed') await pauseIfFailing(trx, engine, tenantId, row.rule_id, executionId, values.error ?? 'failed')
         return status
       }
-      if (rule === undefined) return await finish('skipped', { error: 'the rule no longer exists' })
-      if (!rule.enabled && !row.trigger_key.startsWith('manual:')) return await finish('skipped', { error: 'the rule is disabled' })
+      if (current === undefined) return await finish('skipped', { error: 'the rule was deleted' })
+      // manual runs and retries run a disabled (or paused) rule too
+      if (!current.enabled && !/^(manual|retry):/.test(row.trigger_key)) return await finish('skipped', { error: 'the rule is disabled' })
+      // the version the execution was enqueued with: its conditions, actions, scope and writer, not a later edit's
+      const version = await repo.findRuleVersion(trx, tenantId, row.rule_id, row.rule_version)
+      if (version === undefined) return await finish('skipped', { error: `version ${row.rule_version} of the rule no longer exists` })
+      const rule = ruleAtVersion(current, version)
+
+      // whom the rule acts as: the writer of that version, who must still be an active user
+      const creator = await findUser(trx, tenantId, rule.creator_id)
+      if (creator?.state === 'removed' || creator?.state === 'inactive') {
+        const gone = `the rule's creator ${rule.creator_id} was ${creator.state === 'removed' ? 'removed' : 'deactivated'}`
+        // the rule is disabled only while it still acts as them (a later version may act as someone else)
+        if (current.creator_id !== rule.creator_id) return await finish('failed', { error: `${gone} (the writer of version ${rule.version}, which this execution runs)` })
+        const reason = `${gone}; the rule was disabled (enabling it again makes it act as whoever enables it)`
+        await disableForCreator(trx, rule, reason)
+        return await finish('failed', { error: reason })
+      }
+      const subject = subjectOf(rule, creator?.email ?? null)
+
       const payload = row.trigger_payload
-      const eventIdRaw = payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined)
-      const eventId = eventIdRaw === undefined || eventIdRaw === null || !Number.isSafeInteger(Number(eventIdRaw)) ? undefined : Number(eventIdRaw)
-      const event = eventId === undefined
-        ? undefined
-        : await trx.selectFrom('events').select(['id', 'title', 'template', 'template_version', 'state', 'status', 'start_dt', 'end_dt', 'timezone'])
-          .where('tenant_id', '=', tenantId).where('id', '=', eventId).executeTakeFirst()
+      const eventId = eventIdOf(payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined))
+      // the trigger's event and contact: never looked at (conditions, templates, webhooks) unless the creator may see them
+      const event = eventId === undefined ? undefined : await eventSeenBy(trx, subject, eventId)
+      const hidden = event === null ? `event ${eventId}` : await hiddenContact(trx, subject, payload)
+      if (hidden !== undefined || event === null) {
+        // the stored payload is cut down too: the history shows no more of it than the creator may see
+        await trx.updateTable('automation_executions').set({ trigger_payload: JSON.stringify(withheldPayload(payload)) })
+          .where('tenant_id', '=', tenantId).where('id', '=', executionId).execute()
+        return await finish('skipped', { error: `the rule's creator may not see ${hidden}; the rule did not run` })
+      }
+      const outOfScope = eventId === undefined ? undefined : await outsideScope(trx, rule, eventId)
+
       const data = { payload, event: event ?? null, trigger_type: row.trigger_type, rule_id: rule.id, depth: row.depth }
       const { met, results } = evaluateConditions(rule.conditions, data)
       if (!met) return await finish('skipped', { conditions_met: false, condition_results: results, action_results: [] })
       // templates ({{title}}) read the trigger payload, falling back to the event's current fields
       const fields = event === undefined ? payload : { ...event, event_id: event.id, start_dt: event.start_dt?.toISOString() ?? null, end_dt: event.end_dt?.toISOString() ?? null, ...payload }
-      const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload: fields, eventId }
+      const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload: fields, eventId, subject, outOfScope }
       const actionResults: Json[] = []
       for (const [index, action] of rule.actions.entries()) {
         const run = RUNNERS[action.type]
@@ -437,21 +668,25 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
       }
       return await finish('succeeded', { conditions_met: true, condition_results: results, action_results: actionResults })
     })
+    if (outcome !== 'busy') automationExecutions.inc({ status: outcome })
     return { outcome }
   } catch (err) {
     const failed = err instanceof ActionFailed ? err : undefined
     const message = err instanceof Error ? err.message : String(err)
     const giveUp = (failed?.permanent ?? false) || claimed.attempts >= claimed.max_attempts
     await withTenant(engine.db, scope, async (trx) => {
-      await trx.updateTable('automation_executions').set({
+      const updated = await trx.updateTable('automation_executions').set({
         status: giveUp ? 'failed' : 'queued',
         finished_at: giveUp ? engine.now() : null,
         claim_token: null,
         lease_until: null,
         error: message,
         ...(failed !== undefined ? { action_results: JSON.stringify(failed.results), conditions_met: true } : {})
-      }).where('tenant_id', '=', tenantId).where('id', '=', executionId).where('claim_token', '=', token).execute()
+      }).where('tenant_id', '=', tenantId).where('id', '=', executionId).where('claim_token', '=', token)
+        .returning('rule_id').executeTakeFirst()
+      if (giveUp && updated !== undefined) await pauseIfFailing(trx, engine, tenantId, updated.rule_id, executionId, message)
     })
+    automationExecutions.inc({ status: giveUp ? 'failed' : 'retry' })
     return { outcome: giveUp ? 'failed' : 'retry', error: message }
   }
 }
@@ -469,10 +704,13 @@ export async function handleJob (engine: Engine, job: ExecutionJob): Promise<Run
  */
 export async function sweepExecutions (engine: Engine, now: Date = engine.now()): Promise<number> {
   return await withSystem(engine.db, async (trx) => {
+    const error = 'the worker running the last attempt stopped before finishing'
     const rows = await trx.updateTable('automation_executions')
-      .set({ status: 'failed', finished_at: now, claim_token: null, lease_until: null, error: 'the worker running the last attempt stopped before finishing' })
+      .set({ status: 'failed', finished_at: now, claim_token: null, lease_until: null, error })
       .where('status', '=', 'running').where('lease_until', '<', now).whereRef('attempts', '>=', 'max_attempts')
-      .returning('id').execute()
+      .returning(['tenant_id', 'rule_id', 'id']).execute()
+    for (const r of rows) await pauseIfFailing(trx, engine, r.tenant_id, r.rule_id, r.id, error)
+    automationExecutions.inc({ status: 'failed' }, rows.length)
     return rows.length
   })
 }

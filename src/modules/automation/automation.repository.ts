@@ -3,7 +3,7 @@ import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import type { AutomationRulesTable, ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleScope } from './automation.table.ts'
+import type { AutomationRulesTable, ExecutionRow, ExecutionStatus, RuleAction, RuleRow, RuleSchedule, RuleScope, RuleVersionRow } from './automation.table.ts'
 import type { Insertable, Updateable } from 'kysely'
 
 const jsonb = (v: unknown) => JSON.stringify(v)
@@ -34,16 +34,67 @@ function toColumns (v: Partial<RuleValues>): Updateable<AutomationRulesTable> {
   return out
 }
 
-export async function insertRule (trx: Tx, tenantId: string, creator: { kind: string, id: string, orgId: string | null }, v: RuleValues): Promise<RuleRow> {
-  const values = { ...toColumns(v), tenant_id: tenantId, org_id: creator.orgId, created_by_kind: creator.kind, creator_id: creator.id } as Insertable<AutomationRulesTable>
-  return await trx.insertInto('automation_rules').values(values).returningAll().executeTakeFirstOrThrow()
+/** Whom a rule acts as: its last writer (docs/automation.md, "Whom a rule acts as"). */
+export interface RuleWriter { kind: string, id: string, orgId: string | null, roles: string[] }
+
+export async function insertRule (trx: Tx, tenantId: string, creator: RuleWriter, v: RuleValues): Promise<RuleRow> {
+  const values = { ...toColumns(v), tenant_id: tenantId, org_id: creator.orgId, created_by_kind: creator.kind, creator_id: creator.id, creator_roles: creator.roles } as Insertable<AutomationRulesTable>
+  const row = await trx.insertInto('automation_rules').values(values).returningAll().executeTakeFirstOrThrow()
+  await snapshotRule(trx, tenantId, row.id)
+  return row
 }
 
-export async function updateRule (trx: Tx, tenantId: string, id: string, v: Partial<RuleValues>): Promise<RuleRow> {
-  return await trx.updateTable('automation_rules')
-    .set({ ...toColumns(v), version: sql`version + 1`, updated_at: sql`now()` })
+/**
+ * Keeps the rule's current version as an immutable snapshot (what it runs, whom it acts as). Every
+ * statement that creates a version of a rule calls it in the same transaction.
+ */
+async function snapshotRule (trx: Tx, tenantId: string, id: string): Promise<void> {
+  await sql`
+    insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions, actions,
+      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id)
+    select tenant_id, id, version, name, event_type, schedule, conditions, actions,
+      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id
+    from automation_rules where tenant_id = ${tenantId} and id = ${id}::uuid
+    on conflict (tenant_id, rule_id, version) do nothing`.execute(trx)
+}
+
+/** The snapshot of one version of a rule. */
+export async function findRuleVersion (trx: Tx, tenantId: string, ruleId: string, version: number): Promise<RuleVersionRow | undefined> {
+  return await trx.selectFrom('automation_rule_versions').selectAll()
+    .where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId).where('version', '=', version)
+    .executeTakeFirst()
+}
+
+/** Replaces the given fields; the rule then acts as `writer`. Enabling it clears `disabled_reason`. */
+export async function updateRule (trx: Tx, tenantId: string, id: string, v: Partial<RuleValues>, writer: RuleWriter): Promise<RuleRow> {
+  const row = await trx.updateTable('automation_rules')
+    .set({
+      ...toColumns(v),
+      org_id: writer.orgId,
+      created_by_kind: writer.kind,
+      creator_id: writer.id,
+      creator_roles: writer.roles,
+      ...(v.enabled === true ? { disabled_reason: null } : {}),
+      version: sql`version + 1`,
+      updated_at: sql`now()`
+    })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returningAll().executeTakeFirstOrThrow()
+  await snapshotRule(trx, tenantId, id)
+  return row
+}
+
+/**
+ * Disables a rule, saying why (its creator may no longer act; it failed too often). Only an
+ * enabled rule is changed: answers whether this call disabled it.
+ */
+export async function disableRule (trx: Tx, tenantId: string, id: string, reason: string): Promise<boolean> {
+  const changed = await trx.updateTable('automation_rules')
+    .set({ enabled: false, disabled_reason: reason, version: sql`version + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id).where('enabled', '=', true)
+    .returning('id').executeTakeFirst()
+  if (changed !== undefined) await snapshotRule(trx, tenantId, id)
+  return changed !== undefined
 }
 
 export async function findRule (trx: Tx, tenantId: string, id: string, lock = false): Promise<RuleRow | undefined> {
@@ -83,6 +134,10 @@ export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, page:
 
 export interface ExecutionValues {
   ruleId: string
+  /** the version of the rule the execution runs */
+  ruleVersion: number
+  /** the failed execution this one retries */
+  retryOf?: string
   triggerKey: string
   triggerType: string
   payload: Record<string, unknown>
@@ -97,6 +152,8 @@ export async function insertExecution (trx: Tx, tenantId: string, v: ExecutionVa
   return await trx.insertInto('automation_executions').values({
     tenant_id: tenantId,
     rule_id: v.ruleId,
+    rule_version: v.ruleVersion,
+    ...(v.retryOf !== undefined ? { retry_of: v.retryOf } : {}),
     trigger_key: v.triggerKey,
     trigger_type: v.triggerType,
     trigger_payload: jsonb(v.payload),
@@ -107,8 +164,15 @@ export async function insertExecution (trx: Tx, tenantId: string, v: ExecutionVa
     .returningAll().executeTakeFirst()
 }
 
-export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, page: number, size: number): Promise<{ items: ExecutionRow[], total: number }> {
+export interface ExecutionFilter { status?: ExecutionStatus | undefined, triggerType?: string | undefined, from?: Date | undefined, to?: Date | undefined }
+
+/** A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued (created_at). */
+export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, page: number, size: number, f: ExecutionFilter = {}): Promise<{ items: ExecutionRow[], total: number }> {
   const base = trx.selectFrom('automation_executions').where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId)
+    .$if(f.status !== undefined, qb => qb.where('status', '=', f.status ?? 'queued'))
+    .$if(f.triggerType !== undefined, qb => qb.where('trigger_type', '=', f.triggerType ?? ''))
+    .$if(f.from !== undefined, qb => qb.where('created_at', '>=', f.from ?? new Date(0)))
+    .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
   const [items, count] = await Promise.all([
     base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(size).offset((page - 1) * size).execute(),
     base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
@@ -121,12 +185,21 @@ export async function lockExecution (trx: Tx, tenantId: string, id: string): Pro
     .where('tenant_id', '=', tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
 }
 
-/** The wire shape of an execution. */
-export function toExecution (row: ExecutionRow) {
-  return {
-    ...row,
-    trigger: row.trigger_payload,
-    condition_results: row.condition_results as Array<Record<string, unknown>> | null,
-    action_results: row.action_results as Array<Record<string, unknown>> | null
-  }
+/** The execution that retries a failed one, if any. */
+export async function findRetryOf (trx: Tx, tenantId: string, failedId: string): Promise<ExecutionRow | undefined> {
+  return await trx.selectFrom('automation_executions').selectAll()
+    .where('tenant_id', '=', tenantId).where('retry_of', '=', failedId).executeTakeFirst()
+}
+
+/**
+ * Whether the last `n` finished executions of a rule that ran or tried to run its actions
+ * (succeeded or failed; skipped ones are neither) all failed.
+ */
+export async function failedInARow (trx: Tx, tenantId: string, ruleId: string, n: number): Promise<boolean> {
+  const last = await trx.selectFrom('automation_executions').select('status')
+    // literals, not parameters: the partial index automation_executions_rule_finished matches this predicate
+    .where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId).where(sql<boolean>`status in ('succeeded', 'failed')`)
+    .orderBy('finished_at', 'desc')
+    .limit(n).execute()
+  return last.length === n && last.every(r => r.status === 'failed')
 }

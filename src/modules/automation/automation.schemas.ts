@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
+import { body, DateTimeInput, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
 import { ATTENDEE_STATUSES, MAX_ACTIONS, MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
 
 export const SCOPES = ['EVENT', 'SPACE', 'CONTACT', 'GLOBAL'] as const
@@ -32,10 +32,11 @@ export const Rule = model('Rule', {
   conditions: AnyObject('JSON Logic condition'),
   schedule: Nullable(Schedule),
   created_by_kind: Type.String({ description: 'user, or system' }),
-  creator_id: Type.String(),
+  creator_id: Type.String({ description: 'The rule\'s last writer: the rule acts with their rights (docs/automation.md)' }),
   created_at: Timestamp(),
   updated_at: Timestamp(),
-  version: Type.Integer({ description: 'Incremented on every change' })
+  version: Type.Integer({ description: 'Incremented on every change' }),
+  disabled_reason: Nullable(Type.String({ description: 'Why the service disabled the rule (its creator was removed or deactivated); null otherwise. Enabling the rule clears it' }))
 })
 
 const ruleFields = {
@@ -115,7 +116,7 @@ export const AutomationExecution = model('AutomationExecution', {
   status: StringEnum(EXECUTION_STATUSES),
   trigger_type: Type.String(),
   trigger_key: Type.String({ description: 'The trigger occurrence: outbox:<id>, cron:<slot>, starts_in:<event>:<start>:<offset>, manual:<uuid>' }),
-  trigger: AnyObject('The trigger payload'),
+  trigger: AnyObject('The trigger payload ({} when redacted)'),
   depth: Type.Integer({ description: 'Automation chain depth of the trigger' }),
   attempts: Type.Integer(),
   max_attempts: Type.Integer(),
@@ -125,9 +126,23 @@ export const AutomationExecution = model('AutomationExecution', {
   conditions_met: Nullable(Type.Boolean()),
   condition_results: Nullable(Type.Array(AnyObject('{condition, result}'))),
   action_results: Nullable(Type.Array(AnyObject('{index, type, status, …}'))),
-  error: Nullable(Type.String())
+  error: Nullable(Type.String()),
+  rule_version: Type.Integer({ description: 'The version of the rule this execution runs (the rule as it was when the execution was queued)' }),
+  retry_of: Nullable(Type.String({ description: 'The failed execution this one retries (POST …/executions/{id}/retry); null otherwise' })),
+  redacted: Type.Boolean({ description: 'true when the caller may not manage the rule: trigger is {}, and conditions_met, condition_results, action_results and error are null' })
 })
 export const PagedBodyAutomationExecution = pagedBody(AutomationExecution, 'PagedBodyAutomationExecution')
+
+export const ListExecutionsQuery = Type.Intersect([PageQuery, Type.Object({
+  status: Type.Optional(StringEnum(EXECUTION_STATUSES, { description: 'Only executions in this status' })),
+  trigger_type: Type.Optional(Type.String({ minLength: 1, maxLength: 101, description: 'Only executions of this trigger type, e.g. event.published, schedule.cron' })),
+  from: Type.Optional(DateTimeInput('Only executions queued at or after this time')),
+  to: Type.Optional(DateTimeInput('Only executions queued before this time'))
+})])
+export type ListExecutionsQuery = Static<typeof ListExecutionsQuery>
+
+export const RuleExecutionParams = Type.Object({ rule_id: UuidString, id: UuidString })
+export const EventRuleExecutionParams = Type.Object({ id: IntId, rule_id: UuidString, execution_id: UuidString })
 
 export const ExecuteRuleBody = body({
   trigger_type: Type.Optional(Type.String({ minLength: 1, maxLength: 101, description: 'Trigger type to report (default: the rule\'s)' })),

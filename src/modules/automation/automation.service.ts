@@ -5,13 +5,16 @@
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { ApiError, error404NotFound, invalidField } from '../../platform/http/errors.ts'
+import { checkIfMatch } from '../../platform/http/conditional.ts'
+import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
+import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.ts'
 import { checkJsonText, maskActions, RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
 import * as repo from './automation.repository.ts'
+import { actionNeeds, canManageRule, writerOf } from './automation.run-as.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
-import type { RuleAction, RuleRow, RuleScope } from './automation.table.ts'
+import type { EventRow } from '../events/events.table.ts'
+import type { ExecutionRow, RuleAction, RuleRow, RuleScope } from './automation.table.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const INT = /^[1-9][0-9]{0,15}$/
@@ -47,17 +50,22 @@ function ruleValues (input: CreateRuleBody, previous: RuleAction[] = []): repo.R
   }
 }
 
-/** A rule as responses show it (webhook secrets masked). */
-export function toRule (row: RuleRow): RuleRow {
-  return { ...row, actions: maskActions(row.actions) }
+/** A rule as responses show it: webhook secrets masked, webhook URLs too unless `full` (the caller may manage the rule). */
+export function toRule (row: RuleRow, full: boolean): RuleRow {
+  return { ...row, actions: maskActions(row.actions, full) }
 }
 
-const creatorOf = (auth: AuthContext) => ({ kind: 'user', id: auth.userId, orgId: auth.orgId })
+/** Rules as the caller may see them (canManageRule per rule; at most a page of rules). */
+export async function toRules (trx: Tx, auth: AuthContext, rows: RuleRow[]): Promise<RuleRow[]> {
+  const out: RuleRow[] = []
+  for (const row of rows) out.push(toRule(row, await canManageRule(trx, auth, row)))
+  return out
+}
 
 export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleBody): Promise<RuleRow> {
   const values = ruleValues(input)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
-  const row = await repo.insertRule(trx, auth.tenantId, creatorOf(auth), values)
+  const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: row.scope, scope_id: row.scope_id, event_type: row.event_type } })
   return row
 }
@@ -75,8 +83,11 @@ export async function findRuleForRead (trx: Tx, auth: AuthContext, id: string): 
   return row
 }
 
-/** Locks a rule for a change: 404 unknown; an EVENT rule also needs automations:manage on its event. */
-export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string): Promise<RuleRow> {
+/**
+ * Locks a rule for a change: 404 unknown; an EVENT rule also needs automations:manage on its event;
+ * 412 when `ifMatch` (the If-Match header) names another version than the rule's (its ETag is `"<version>"`).
+ */
+export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string, ifMatch?: string): Promise<RuleRow> {
   const row = await repo.findRule(trx, auth.tenantId, id, true)
   if (row === undefined) throw error404NotFound('rule not found')
   if (row.scope === 'EVENT' && row.scope_id !== null) {
@@ -85,20 +96,21 @@ export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string):
       throw err
     })
   }
+  checkIfMatch(ifMatch, row.version)
   return row
 }
 
-export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody): Promise<RuleRow> {
-  const current = await lockRuleForWrite(trx, auth, id)
+export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody, ifMatch?: string): Promise<RuleRow> {
+  const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const values = ruleValues(input, current.actions)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
-  const row = await repo.updateRule(trx, auth.tenantId, id, values)
+  const row = await repo.updateRule(trx, auth.tenantId, id, values, writerOf(auth))
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id, version: row.version } })
   return row
 }
 
-export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: PatchRuleBody): Promise<RuleRow> {
-  const current = await lockRuleForWrite(trx, auth, id)
+export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: PatchRuleBody, ifMatch?: string): Promise<RuleRow> {
+  const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const merged: CreateRuleBody = {
     name: input.name ?? current.name,
     description: input.description === undefined ? current.description : input.description,
@@ -113,15 +125,15 @@ export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: 
   return await replaceRule(trx, auth, id, merged)
 }
 
-export async function deleteRule (trx: Tx, auth: AuthContext, id: string): Promise<void> {
-  await lockRuleForWrite(trx, auth, id)
+export async function deleteRule (trx: Tx, auth: AuthContext, id: string, ifMatch?: string): Promise<void> {
+  await lockRuleForWrite(trx, auth, id, ifMatch)
   await repo.deleteRule(trx, auth.tenantId, id)
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_deleted', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id } })
 }
 
 // ---- event automations: a view over rules with scope EVENT
 
-export function toEventAutomation (row: RuleRow) {
+export function toEventAutomation (row: RuleRow, full: boolean) {
   const s = row.schedule
   return {
     id: row.id,
@@ -135,7 +147,7 @@ export function toEventAutomation (row: RuleRow) {
       ...(s.offset_minutes !== undefined ? { offset_minutes: s.offset_minutes } : {}),
       ...(Object.keys(row.conditions).length > 0 ? { conditions: row.conditions } : {})
     },
-    actions: maskActions(row.actions),
+    actions: maskActions(row.actions, full),
     created_at: row.created_at,
     updated_at: row.updated_at
   }
@@ -167,7 +179,9 @@ async function eventRule (trx: Tx, tenantId: string, eventId: number, ruleId: st
 export async function listEventAutomations (trx: Tx, auth: AuthContext, eventId: number, page: number, size: number) {
   const event = await findEventForRead(trx, auth, eventId)
   const { items, total } = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, page, size)
-  return { items: items.map(toEventAutomation), page, size, total }
+  // every item is a rule of this event: whoever may manage one of them holds automations:manage here, or is its creator
+  const manager = await hasEventPermission(trx, auth, event, 'automations:manage')
+  return { items: items.map(r => toEventAutomation(r, manager || r.creator_id === auth.userId)), page, size, total }
 }
 
 export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string) {
@@ -178,7 +192,7 @@ export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: n
 export async function createEventAutomation (trx: Tx, auth: AuthContext, eventId: number, input: EventAutomationBody): Promise<RuleRow> {
   const values = eventRuleValues(eventId, input)
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
-  const row = await repo.insertRule(trx, auth.tenantId, creatorOf(auth), values)
+  const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: 'EVENT', scope_id: row.scope_id, event_type: row.event_type } })
   return row
 }
@@ -187,7 +201,7 @@ export async function replaceEventAutomation (trx: Tx, auth: AuthContext, eventI
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   const current = await eventRule(trx, auth.tenantId, eventId, ruleId, true)
   const values = eventRuleValues(eventId, input, current.actions)
-  const row = await repo.updateRule(trx, auth.tenantId, ruleId, values)
+  const row = await repo.updateRule(trx, auth.tenantId, ruleId, values, writerOf(auth))
   await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId, version: row.version } })
   return row
 }
@@ -204,6 +218,84 @@ export async function eventRuleFor (trx: Tx, auth: AuthContext, eventId: number,
   if (write) await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   else await findEventForRead(trx, auth, eventId)
   return await eventRule(trx, auth.tenantId, eventId, ruleId)
+}
+
+// ---- manual runs
+
+const EVENT_ID_AT = 'body.trigger_context.event_id'
+
+/**
+ * The event a manual run targets, checked for the caller. An EVENT rule acts on its own event only
+ * (a context naming another is a 400); a SPACE rule on an event of its space; other rules on the
+ * event the context names, if any. The caller must see the event and hold on it every event
+ * permission the rule's actions need (actionNeeds), as the rule's creator must when it runs.
+ */
+export async function manualRunTarget (trx: Tx, auth: AuthContext, rule: RuleRow, context: Record<string, unknown>): Promise<number | undefined> {
+  const raw = context.event_id
+  let id: number | undefined
+  if (raw !== undefined && raw !== null) {
+    const n = typeof raw === 'number' ? raw : typeof raw === 'string' && INT.test(raw) ? Number(raw) : Number.NaN
+    if (!Number.isSafeInteger(n) || n < 1) throw invalidField(EVENT_ID_AT, 'expected an event id (a positive integer)', raw)
+    id = n
+  }
+  if (rule.scope === 'EVENT' && rule.scope_id !== null) {
+    if (id !== undefined && String(id) !== rule.scope_id) throw invalidField(EVENT_ID_AT, `this rule acts on its own event (${rule.scope_id}) only`, raw)
+    id = Number(rule.scope_id)
+  }
+  if (id === undefined) return undefined
+  const event = await findEventForRead(trx, auth, id).catch((err: unknown) => {
+    if (err instanceof ApiError && err.status === 404) throw invalidField(EVENT_ID_AT, 'no event with this id', raw)
+    throw err
+  })
+  if (rule.scope === 'SPACE' && rule.scope_id !== null) {
+    const inSpace = await trx.selectFrom('event_spaces').select('event_id')
+      .where('tenant_id', '=', auth.tenantId).where('event_id', '=', rootEventId(event)).where('space_id', '=', Number(rule.scope_id))
+      .executeTakeFirst()
+    if (inSpace === undefined) throw invalidField(EVENT_ID_AT, `the event is not in space ${rule.scope_id}, the rule's scope`, raw)
+  }
+  await checkCallerActions(trx, auth, rule.actions, event)
+  return event.id
+}
+
+/** The caller must hold on the event every permission the actions need (actionNeeds), as the rule's creator must when it runs. */
+async function checkCallerActions (trx: Tx, auth: AuthContext, actions: RuleAction[], event: EventRow): Promise<void> {
+  for (const action of actions) {
+    const needs = actionNeeds(action)
+    if (needs === undefined) continue
+    if (!auth.permissions.has(needs.tenant)) throw error403Forbidden(`missing permission ${needs.tenant} to ${needs.verb} the event`)
+    if (needs.event !== undefined && !(await hasEventPermission(trx, auth, event, needs.event))) {
+      throw error403Forbidden(`missing event permission ${needs.event} on event ${event.id}: the rule would ${needs.verb} it`)
+    }
+  }
+}
+
+// ---- retries
+
+/**
+ * The failed execution a retry request names, locked, with the caller's right checked as for a
+ * manual run: they may manage the rule (canManageRule), and on the event the execution targets
+ * they see it and hold what the actions of the execution's rule version need. 404 when the rule
+ * has no such execution; 409 naming the state unless it failed, or when it was retried already.
+ */
+export async function failedExecutionForRetry (trx: Tx, auth: AuthContext, rule: RuleRow, executionId: string): Promise<ExecutionRow> {
+  if (!(await canManageRule(trx, auth, rule))) throw error403Forbidden('only who may manage the rule (tenant admins, its creator, managers of its event) may retry its executions')
+  const row = await repo.lockExecution(trx, auth.tenantId, executionId)
+  if (row === undefined || row.rule_id !== rule.id) throw error404NotFound('execution not found')
+  if (row.status !== 'failed') throw error409Conflict(`the execution is ${row.status}: only failed executions can be retried`)
+  const retried = await repo.findRetryOf(trx, auth.tenantId, row.id)
+  if (retried !== undefined) throw error409Conflict(`the execution was retried already by execution ${retried.id} (${retried.status}); retry that one if it failed`)
+  const version = await repo.findRuleVersion(trx, auth.tenantId, rule.id, row.rule_version)
+  if (version === undefined) throw error409Conflict(`version ${row.rule_version} of the rule, which the execution ran, no longer exists`)
+  const raw = row.trigger_payload.event_id ?? (version.scope === 'EVENT' ? version.scope_id : undefined)
+  const eventId = typeof raw === 'number' ? raw : typeof raw === 'string' && INT.test(raw) ? Number(raw) : undefined
+  if (eventId !== undefined && Number.isSafeInteger(eventId)) {
+    const event = await findEventForRead(trx, auth, eventId).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) throw error403Forbidden(`the execution targets event ${eventId}, which you may not see`)
+      throw err
+    })
+    await checkCallerActions(trx, auth, version.actions, event)
+  }
+  return row
 }
 
 // ---- templates

@@ -28,6 +28,10 @@ export interface AutomationRulesTable {
   actions: JsonOf<RuleAction[]>
   created_by_kind: Generated<string>
   creator_id: string
+  /** the tenant roles of the rule's last writer (known role names), whose rights the rule acts with */
+  creator_roles: Generated<string[]>
+  /** why the service disabled the rule (its creator was removed or deactivated); null otherwise */
+  disabled_reason: Generated<string | null>
   version: Generated<number>
   created_at: Generated<Date>
   updated_at: Generated<Date>
@@ -55,9 +59,33 @@ export interface AutomationExecutionsTable {
   condition_results: JsonOf<unknown[]> | null
   action_results: JsonOf<unknown[]> | null
   error: string | null
+  /** the rule version the execution was enqueued with: the runner runs that version's snapshot */
+  rule_version: number
+  /** the failed execution this one retries, if it is a retry */
+  retry_of: Generated<string | null>
   created_at: Generated<Date>
 }
 export type ExecutionRow = Selectable<AutomationExecutionsTable>
+
+/** An immutable snapshot of one version of a rule: what it runs and whom it acts as (migration 0014). */
+export interface AutomationRuleVersionsTable {
+  tenant_id: string
+  rule_id: string
+  version: number
+  name: string
+  event_type: string
+  schedule: JsonOf<RuleSchedule>
+  conditions: JsonOf<Record<string, unknown>>
+  actions: JsonOf<RuleAction[]>
+  scope: RuleScope
+  scope_id: string | null
+  created_by_kind: string
+  creator_id: string
+  creator_roles: string[]
+  org_id: string | null
+  created_at: Generated<Date>
+}
+export type RuleVersionRow = Selectable<AutomationRuleVersionsTable>
 
 export interface AutomationScheduleStateTable {
   tenant_id: string
@@ -69,5 +97,6 @@ export interface AutomationScheduleStateTable {
 export interface AutomationTables {
   automation_rules: AutomationRulesTable
   automation_executions: AutomationExecutionsTable
+  automation_rule_versions: AutomationRuleVersionsTable
   automation_schedule_state: AutomationScheduleStateTable
 }

@@ -59,7 +59,8 @@ for (const kind of databases()) {
         actions: [{ ...notifyCreator, channel: 'email', priority: 'normal' }],
         created_by_kind: 'user',
         creator_id: 'alice',
-        version: 1
+        version: 1,
+        disabled_reason: null
       })
       const got = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${rule.id}` })
       assert.equal(got.statusCode, 200)
@@ -168,7 +169,7 @@ for (const kind of databases()) {
       assert.deepEqual(created.json().actions, [{ ...hook, secret: '********' }])
       const got = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${created.json().id}` })).json()
       assert.deepEqual(got.actions, [{ ...hook, secret: '********' }])
-      const { id, $schema, created_at: _c, updated_at: _u, version: _v, org_id: _o, created_by_kind: _k, creator_id: _cr, ...writable } = got
+      const { id, $schema, created_at: _c, updated_at: _u, version: _v, org_id: _o, created_by_kind: _k, creator_id: _cr, disabled_reason: _d, ...writable } = got
       assert.equal((await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, payload: { ...writable, name: 'Renamed' } })).statusCode, 200)
       const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('automation_rules').select('actions').where('id', '=', id).executeTakeFirstOrThrow())
       assert.deepEqual(stored.actions, [hook])

@@ -2,8 +2,10 @@
  * Outbound webhooks of the `webhook` action: a JSON POST signed like the inbound identity webhook
  * (`t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`, header `Automation-Signature`), with a
  * timeout, no redirects, HTTPS unless the host is allow-listed, and no connection to a private,
- * loopback, link-local or otherwise special address unless AUTOMATION_WEBHOOK_ALLOW lists it. The
- * check is on the address DNS resolved to, and the connection goes to that checked address (a
+ * loopback, link-local or otherwise special address unless AUTOMATION_WEBHOOK_ALLOW lists it. Every
+ * spelling of an address is judged by what it reaches: IPv6 forms that carry an IPv4 address
+ * (mapped, translated, NAT64, 6to4) by that address, other IPv6 only inside global unicast. The
+ * check is on every address DNS resolved to, and the connection goes to that checked address (a
  * custom `lookup`), so a name that re-resolves elsewhere cannot slip through.
  */
 import crypto from 'node:crypto'
@@ -11,16 +13,80 @@ import dns from 'node:dns'
 import http from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
+import { webhookDeliveries } from '../../platform/metrics.ts'
 
 export const WEBHOOK_TIMEOUT_MS = 10_000
 export const SIGNATURE_HEADER = 'automation-signature'
 
-const SPECIAL = new net.BlockList()
+/**
+ * IPv4 ranges no webhook may reach (RFC 6890 special-purpose registry): "this network",
+ * private, shared (CGN), loopback, link-local, IETF protocol assignments, the documentation
+ * nets, the 6to4 relay anycast, benchmarking, multicast, reserved and broadcast.
+ */
+const SPECIAL_V4 = new net.BlockList()
 for (const [addr, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]
-] as const) SPECIAL.addSubnet(addr, prefix, 'ipv4')
-for (const [addr, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) SPECIAL.addSubnet(addr, prefix, 'ipv6')
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
+  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4]
+] as const) SPECIAL_V4.addSubnet(addr, prefix, 'ipv4')
+
+/**
+ * IPv6: only global unicast (2000::/3) may be reached, less these special parts of it: IETF
+ * protocol assignments 2001::/23 (Teredo 2001::/32, benchmarking, ORCHID…), documentation
+ * 2001:db8::/32 and 3fff::/20. Everything outside 2000::/3 is refused (unspecified, loopback,
+ * IPv4-compatible ::/96, discard 100::/64, NAT64 local-use 64:ff9b:1::/48, unique-local fc00::/7,
+ * link-local fe80::/10, site-local fec0::/10, multicast ff00::/8…) except the forms that carry an
+ * IPv4 address, which are judged by that address (v4Inside).
+ */
+const GLOBAL_V6 = new net.BlockList()
+GLOBAL_V6.addSubnet('2000::', 3, 'ipv6')
+const SPECIAL_V6 = new net.BlockList()
+for (const [addr, prefix] of [['2001::', 23], ['2001:db8::', 32], ['3fff::', 20]] as const) SPECIAL_V6.addSubnet(addr, prefix, 'ipv6')
+
+/** The eight 16-bit groups of an IPv6 address (net.isIP(address) === 6; a zone id is ignored). */
+function hextets (address: string): number[] {
+  let a = address.split('%')[0] as string
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a)
+  if (dotted !== null) {
+    const [b0, b1, b2, b3] = dotted.slice(1).map(Number) as [number, number, number, number]
+    a = `${a.slice(0, dotted.index)}${((b0 << 8) | b1).toString(16)}:${((b2 << 8) | b3).toString(16)}`
+  }
+  const [head, tail] = a.split('::') as [string, string | undefined]
+  const part = (s: string | undefined): number[] => s === undefined || s === '' ? [] : s.split(':').map(h => parseInt(h, 16))
+  const h = part(head)
+  const t = part(tail)
+  return tail === undefined ? h : [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t]
+}
+
+const v4Of = (hi: number, lo: number): string => `${hi >> 8}.${hi & 0xff}.${lo >> 8}.${lo & 0xff}`
+
+/**
+ * The IPv4 address an IPv6 address stands for, when it is one of the forms that reach an IPv4
+ * host: IPv4-mapped ::ffff:0:0/96, IPv4-translated ::ffff:0:0:0/96 (SIIT), NAT64 64:ff9b::/96
+ * (RFC 6052), and 6to4 2002::/16 (the IPv4 address in bits 16 – 48).
+ */
+export function v4Inside (address: string): string | undefined {
+  const h = hextets(address)
+  if (h.length !== 8) return undefined
+  const [h0, h1, h2, h3, h4, h5, h6, h7] = h as [number, number, number, number, number, number, number, number]
+  const zeros = (...xs: number[]): boolean => xs.every(x => x === 0)
+  if (zeros(h0, h1, h2, h3, h4) && h5 === 0xffff) return v4Of(h6, h7)
+  if (zeros(h0, h1, h2, h3, h5) && h4 === 0xffff) return v4Of(h6, h7)
+  if (h0 === 0x64 && h1 === 0xff9b && zeros(h2, h3, h4, h5)) return v4Of(h6, h7)
+  if (h0 === 0x2002) return v4Of(h1, h2)
+  return undefined
+}
+
+/** Whether an address is private, loopback, link-local or otherwise special (any IPv4 or IPv6 spelling). */
+export function isSpecialAddress (address: string): boolean {
+  const family = net.isIP(address)
+  if (family === 4) return SPECIAL_V4.check(address, 'ipv4')
+  if (family !== 6) return true
+  const v4 = v4Inside(address)
+  if (v4 !== undefined) return SPECIAL_V4.check(v4, 'ipv4')
+  const plain = address.split('%')[0] as string
+  return !GLOBAL_V6.check(plain, 'ipv6') || SPECIAL_V6.check(plain, 'ipv6')
+}
 
 /** The signature header value for a body at a time. */
 export function signBody (secret: string, body: string, nowSec: number): string {
@@ -49,18 +115,21 @@ export function allowListOf (entries: readonly string[]): AllowList {
   return { hosts, addresses }
 }
 
-function unmapped (address: string): { address: string, type: 'ipv4' | 'ipv6' } {
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (m !== null) return { address: m[1] as string, type: 'ipv4' }
-  return { address, type: net.isIP(address) === 4 ? 'ipv4' : 'ipv6' }
+/** Whether AUTOMATION_WEBHOOK_ALLOW lists an address, as written or as the IPv4 address it stands for. */
+function allowListed (address: string, allow: AllowList): boolean {
+  const family = net.isIP(address)
+  if (family === 0) return false
+  const plain = address.split('%')[0] as string
+  if (allow.addresses.check(plain, family === 4 ? 'ipv4' : 'ipv6')) return true
+  const v4 = family === 6 ? v4Inside(plain) : undefined
+  return v4 !== undefined && allow.addresses.check(v4, 'ipv4')
 }
 
 /** Whether a resolved address may be called: public, or allow-listed (by address or by host). */
 export function addressAllowed (address: string, host: string, allow: AllowList): boolean {
   if (allow.hosts.has(host.toLowerCase())) return true
-  const a = unmapped(address)
-  if (allow.addresses.check(a.address, a.type)) return true
-  return !SPECIAL.check(a.address, a.type)
+  if (allowListed(address, allow)) return true
+  return !isSpecialAddress(address)
 }
 
 export interface WebhookResult { status: number }
@@ -74,10 +143,10 @@ export class WebhookError extends Error {}
 export async function postWebhook (url: string, body: string, headers: Record<string, string>, allow: AllowList, timeoutMs = WEBHOOK_TIMEOUT_MS): Promise<WebhookResult> {
   const target = new URL(url)
   const host = target.hostname.replace(/^\[|\]$/g, '')
-  const hostAllowed = allow.hosts.has(host.toLowerCase()) || (net.isIP(host) !== 0 && allow.addresses.check(unmapped(host).address, unmapped(host).type))
-  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && hostAllowed)) throw new WebhookError('webhook URL must use https')
+  const hostAllowed = allow.hosts.has(host.toLowerCase()) || allowListed(host, allow)
+  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && hostAllowed)) { webhookDeliveries.inc({ outcome: 'refused' }); throw new WebhookError('webhook URL must use https') }
   // an address literal is connected to without a lookup: check it here
-  if (net.isIP(host) !== 0 && !addressAllowed(host, host, allow)) throw new WebhookError(`webhook destination ${host} is a private or reserved address`)
+  if (net.isIP(host) !== 0 && !addressAllowed(host, host, allow)) { webhookDeliveries.inc({ outcome: 'refused' }); throw new WebhookError(`webhook destination ${host} is a private or reserved address`) }
   const lookup: net.LookupFunction = (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err !== null) { callback(err, '', 4); return }
@@ -106,13 +175,14 @@ export async function postWebhook (url: string, body: string, headers: Record<st
       res.resume()
       const status = res.statusCode ?? 0
       res.on('end', () => {
+        webhookDeliveries.inc({ outcome: status >= 200 && status < 300 ? 'delivered' : 'failed' })
         if (status >= 200 && status < 300) resolve({ status })
         else reject(new WebhookError(`webhook answered ${status}`))
       })
-      res.on('error', (err) => { reject(new WebhookError(`webhook response failed: ${err.message}`)) })
+      res.on('error', (err) => { webhookDeliveries.inc({ outcome: 'failed' }); reject(new WebhookError(`webhook response failed: ${err.message}`)) })
     })
     req.on('timeout', () => { req.destroy(new WebhookError(`webhook timed out after ${timeoutMs} ms`)) })
-    req.on('error', (err) => { reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`)) })
+    req.on('error', (err) => { webhookDeliveries.inc({ outcome: (err as { code?: unknown }).code === 'EADDRNOTALLOWED' ? 'refused' : 'failed' }); reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`)) })
     req.end(body)
   })
 }

@@ -93,7 +93,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
   const [items, count] = await Promise.all([
     base.select(COLUMNS)
-      .orderBy(TEXT_SORT.has(o.sortBy) ? sql`lower(${sql.ref(o.sortBy)})` : sql.ref(o.sortBy), sql.raw(`${o.sortDir} nulls last`))
+      .orderBy(TEXT_SORT.has(o.sortBy) ? sql`lower(${sql.ref(o.sortBy)})` : sql.ref(o.sortBy), ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('id', o.sortDir)
       .limit(o.size).offset((o.page - 1) * o.size)
       .execute(),

@@ -3,7 +3,6 @@
  * Owns the `contacts` table. Attendance of contacts at events belongs to the events modules.
  */
 import { defineModule } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { checkIfMatch, ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
@@ -17,6 +16,7 @@ import {
 } from './contacts.schemas.ts'
 import { upsertContacts } from './contacts.service.ts'
 import { replacementValues, toValues } from './contacts.values.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Contacts']
 const UPSERT_COST = 5
@@ -33,7 +33,7 @@ async function lockManageable (trx: Tx, auth: AuthContext, id: string, ifMatch: 
 export const contactsModule = defineModule(async (app, { db }) => {
   app.post('/api/v1/contacts', {
     schema: { operationId: 'create-contact', summary: 'Create a contact', tags, body: CreateContactBody, response: { 201: Contact } },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'create')
   }, async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async (trx) => {
@@ -47,7 +47,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/contacts', {
     schema: { operationId: 'list-contacts', summary: 'List contacts', tags, querystring: ListContactsQuery, response: { 200: PagedBodyContact } },
-    onRequest: requirePermission('contacts:read')
+    onRequest: requirePolicy('contact', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
@@ -63,7 +63,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/contacts/search', {
     schema: { operationId: 'search-contacts', summary: 'Search contacts by name, e-mail and company', tags, querystring: SearchContactsQuery, response: { 200: SearchOutputBody } },
-    onRequest: requirePermission('contacts:read')
+    onRequest: requirePolicy('contact', 'read')
   }, async (request) => {
     const { query, limit } = request.query
     const { items, total } = await withTenant(db, request.auth, trx => repo.searchVisible(trx, request.auth, query.trim() || query, limit))
@@ -79,12 +79,12 @@ export const contactsModule = defineModule(async (app, { db }) => {
       response: { 200: UpsertOutputBody }
     },
     config: { cost: UPSERT_COST },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'write')
   }, async (request) => await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
 
   app.get('/api/v1/contacts/:id', {
     schema: { operationId: 'get-contact', summary: 'Get a contact', tags, params: ContactParams, response: { 200: Contact } },
-    onRequest: requirePermission('contacts:read')
+    onRequest: requirePolicy('contact', 'read')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => repo.findVisible(trx, request.auth, request.params.id))
     if (row === undefined) throw error404NotFound('contact not found')
@@ -94,7 +94,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.put('/api/v1/contacts/:id', {
     schema: { operationId: 'replace-contact', summary: 'Replace the writable fields of a contact', tags, params: ContactParams, body: ReplaceContactBody, response: { 200: Contact } },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async (trx) => {
@@ -110,7 +110,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.patch('/api/v1/contacts/:id', {
     schema: { operationId: 'patch-contact', summary: 'Merge-patch a contact (RFC 7396)', tags, params: ContactParams, body: PatchContactBody, response: { 200: Contact } },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async (trx) => {
@@ -127,7 +127,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.patch('/api/v1/contacts/:id/favorite', {
     schema: { operationId: 'set-contact-favorite', summary: 'Set or clear the favorite flag', tags, params: ContactParams, body: FavoriteBody, response: { 200: Contact } },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async (trx) => {
@@ -140,7 +140,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.delete('/api/v1/contacts/:id', {
     schema: { operationId: 'delete-contact', summary: 'Delete a contact', tags, params: ContactParams, response: { 204: NoContent } },
-    onRequest: requirePermission('contacts:write')
+    onRequest: requirePolicy('contact', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     await withTenant(db, auth, async (trx) => {

@@ -121,15 +121,24 @@ export const UpsertContactsBody = body({
 })
 export type UpsertContactsBody = Static<typeof UpsertContactsBody>
 
+export const UpsertItemError = Type.Object({
+  status: Type.Integer({ description: 'The status a single write of this contact would answer (403: not the caller\'s to change)' }),
+  detail: Type.String({ description: 'Why the item was skipped' })
+}, { description: 'Present only on a skipped item' })
+
 export const UpsertResultItem = Type.Object({
-  action: StringEnum(['created', 'updated'] as const, { description: 'What happened to this contact' }),
-  contact: Contact
+  action: StringEnum(['created', 'updated', 'skipped'] as const, {
+    description: 'What happened to this contact; skipped = the e-mail matched a contact the caller may not change (nothing written)'
+  }),
+  contact: Contact,
+  error: Type.Optional(UpsertItemError)
 })
 
 export const UpsertOutputBody = model('UpsertOutputBody', {
   items: Type.Array(UpsertResultItem, { description: 'One entry per input contact, in input order' }),
   created: Type.Integer(),
-  updated: Type.Integer()
+  updated: Type.Integer(),
+  skipped: Type.Integer({ description: 'Items left unchanged because the matched contact is not the caller\'s to change' })
 })
 
 export const ContactParams = Type.Object({ id: UuidString })

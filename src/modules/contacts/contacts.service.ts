@@ -12,7 +12,13 @@ import { toValues } from './contacts.values.ts'
 /**
  * Creates or updates each contact, matched case-insensitively by e-mail within the caller's
  * scope (their organization's contacts, or their personal ones). Fields present in an item replace
- * the stored ones; absent fields are kept. All or nothing: one transaction.
+ * the stored ones; absent fields are kept. One transaction.
+ *
+ * A matched contact is written under the rule of PATCH (`repo.canManage`: its owner or a tenant
+ * admin). Among several contacts with the e-mail, the oldest the caller may change is updated; when
+ * the caller may change none of them, the item is `skipped` (the oldest match returned unchanged,
+ * with `error.status` 403) and nothing is written to it: never a silent rewrite of another member's
+ * contact, and no second contact with the same e-mail in the scope.
  */
 export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertContactsBody) {
   const seen = new Map<string, number>()
@@ -26,19 +32,30 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
   if (problems.length > 0) throw error400BadRequest('validation failed', problems)
 
   await repo.lockUpsertScope(trx, auth)
-  const existing = new Map<string, Awaited<ReturnType<typeof repo.lockByEmails>>[number]>()
+  type Row = Awaited<ReturnType<typeof repo.lockByEmails>>[number]
+  // per e-mail (rows come oldest first): the oldest contact the caller may change, else the oldest one
+  const writable = new Map<string, Row>()
+  const refused = new Map<string, Row>()
   for (const row of await repo.lockByEmails(trx, auth, [...seen.keys()])) {
     const key = row.email?.toLowerCase()
-    if (key !== undefined && !existing.has(key)) existing.set(key, row)
+    if (key === undefined) continue
+    const into = repo.canManage(row, auth) ? writable : refused
+    if (!into.has(key)) into.set(key, row)
   }
 
   const items = []
   let created = 0
   let updated = 0
+  let skipped = 0
   for (const c of input.contacts) {
-    const match = existing.get(c.email.toLowerCase())
+    const key = c.email.toLowerCase()
+    const match = writable.get(key)
+    const other = refused.get(key)
     const values = toValues(c)
-    if (match === undefined) {
+    if (match === undefined && other !== undefined) {
+      items.push({ action: 'skipped' as const, contact: other, error: { status: 403, detail: 'the e-mail matches a contact only its owner or an admin may change; nothing was written' } })
+      skipped++
+    } else if (match === undefined) {
       const row = await repo.insertContact(trx, auth, values)
       await emit(trx, { tenantId: auth.tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: row.id, actorId: auth.userId, payload: { contact_id: row.id, email: row.email, source: 'upsert' } })
       items.push({ action: 'created' as const, contact: row })
@@ -50,5 +67,5 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
       updated++
     }
   }
-  return { items, created, updated }
+  return { items, created, updated, skipped }
 }

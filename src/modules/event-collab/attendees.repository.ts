@@ -6,6 +6,7 @@
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { digestEtag } from '../../platform/http/conditional.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
 import type { AttendeeStatus } from './event-collab.table.ts'
 
@@ -13,6 +14,9 @@ export const ATTENDEE_COLUMNS = [
   'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
   'invited_at', 'responded_at', 'created_at', 'updated_at'
 ] as const
+
+/** The ETag of an attendee (no revision column): a digest of its stored values (conditional.ts). */
+export const attendeeEtag = (row: { [K in typeof ATTENDEE_COLUMNS[number]]: unknown }): string => digestEtag(ATTENDEE_COLUMNS.map(c => row[c]))
 
 /** `contact_id` is one of `ids`: one array parameter, however many ids (the statement stays the same). */
 const anyContact = (ids: readonly string[]) => sql<boolean>`contact_id = any(${[...ids]}::uuid[])`

@@ -1,13 +1,16 @@
 /**
  * Attendees of an event: list, add, status, remove, bulk add/remove/status (up to BULK_MAX contact
  * ids, one transaction, all or nothing) and check-in. Reading needs the event permission
- * `attendees:read`, writes `attendees:write`, check-in `attendees:checkin`.
+ * `attendees:read`, writes `attendees:write`, check-in `attendees:checkin`. An attendee's ETag is
+ * a digest of its row (`attendeeEtag`), sent by add and PATCH; PATCH, DELETE and check-in of one
+ * attendee honour If-Match (412, nothing changed).
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error400BadRequest, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
+import { idempotent } from '../../platform/http/idempotency.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -18,6 +21,7 @@ import {
   ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
 } from './event-collab.schemas.ts'
 import type { AttendeeStatus } from './event-collab.table.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Event attendees']
 const MAX_ERRORS = 100
@@ -48,10 +52,18 @@ async function requireVisibleContacts (trx: Tx, auth: AuthContext, ids: string[]
   return [...new Set(ids)]
 }
 
+/** Locks an attendee for a write to it: 404 when the contact does not attend, 412 when If-Match names another state. */
+async function lockForWrite (trx: Tx, auth: AuthContext, eventId: number, contactId: string, ifMatch: string | undefined) {
+  const current = await repo.lockAttendee(trx, auth.tenantId, eventId, contactId)
+  if (current === undefined) throw error404NotFound('attendee not found')
+  checkIfMatchTag(ifMatch, repo.attendeeEtag(current))
+  return current
+}
+
 export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/attendees', {
     schema: { operationId: 'list-event-attendees', summary: 'List attendees (event permission attendees:read)', tags, params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('attendee', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -63,11 +75,12 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   app.post('/api/v1/events/:id/attendees', {
     schema: { operationId: 'add-event-attendee', summary: 'Add a contact as an attendee (409 when already attending)', tags, params: EventParams, body: AddAttendeeBody, response: { 201: Attendee } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('attendee', 'write'),
+    config: { idempotency: 'transaction' }
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
-    const row = await withTenant(db, auth, async (trx) => {
+    const row = await withTenant(db, auth, idempotent(request, async (trx) => {
       const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
       if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
       const status = b.status ?? 'invited'
@@ -75,27 +88,29 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       if (created === undefined) throw error409Conflict('the contact already attends this event', [fieldError('body.contact_id', 'already an attendee', b.contact_id)])
       await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
       return created
-    })
+    }))
+    void reply.header('etag', repo.attendeeEtag(row))
     return await reply.code(201).send(row)
   })
 
   app.post('/api/v1/events/:id/attendees/bulk', {
     schema: { operationId: 'bulk-add-event-attendees', summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, tags, params: EventParams, body: BulkAddBody, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('attendee', 'write'),
+    config: { idempotency: 'transaction' }
   }, async (request, reply) => {
     const auth = request.auth
-    await withTenant(db, auth, async (trx) => {
+    await withTenant(db, auth, idempotent(request, async (trx) => {
       const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
       const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
       const created = await repo.insertAttendees(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, contactIds: ids, status: request.body.status ?? 'invited' })
       await emitMany(trx, created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status)))
-    })
+    }))
     return await reply.code(204).send(null)
   })
 
   app.delete('/api/v1/events/:id/attendees/bulk', {
     schema: { operationId: 'bulk-remove-event-attendees', summary: 'Remove attendees by contact id (optionally only those in a status)', tags, params: EventParams, body: BulkRemoveBody, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('attendee', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     await withTenant(db, auth, async (trx) => {
@@ -109,7 +124,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   app.patch('/api/v1/events/:id/attendees/bulk/status', {
     schema: { operationId: 'bulk-update-event-attendee-status', summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', tags, params: EventParams, body: BulkStatusBody, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('attendee', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
@@ -130,27 +145,31 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   app.patch('/api/v1/events/:id/attendees/:contact_id', {
     schema: { operationId: 'update-event-attendee', summary: 'Set the status of an attendee (sets responded_at)', tags, params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee } },
-    onRequest: requirePermission('events:write')
-  }, async (request) => {
+    onRequest: requirePolicy('attendee', 'write')
+  }, async (request, reply) => {
     const auth = request.auth
     const { id, contact_id: contactId } = request.params
-    return await withTenant(db, auth, async (trx) => {
+    const row = await withTenant(db, auth, async (trx) => {
       const event = await writeEvent(trx, auth, id, 'attendees:write')
+      await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
       const [changed] = await repo.setStatus(trx, auth.tenantId, rootOf(event), [contactId], request.body.status, request.body.notes)
       if (changed === undefined) throw error404NotFound('attendee not found')
       if (changed.previous !== changed.row.status) await emitAttendee(trx, auth, event, 'attendee.status_changed', contactId, changed.row.status, { previous_status: changed.previous })
       return changed.row
     })
+    void reply.header('etag', repo.attendeeEtag(row))
+    return row
   })
 
   app.delete('/api/v1/events/:id/attendees/:contact_id', {
     schema: { operationId: 'remove-event-attendee', summary: 'Remove an attendee', tags, params: AttendeeParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('attendee', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, contact_id: contactId } = request.params
     await withTenant(db, auth, async (trx) => {
       const event = await writeEvent(trx, auth, id, 'attendees:write')
+      await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
       const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
       if (removed === undefined) throw error404NotFound('attendee not found')
       await emitAttendee(trx, auth, event, 'attendee.removed', contactId, removed.status)
@@ -160,18 +179,18 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   app.post('/api/v1/events/:id/attendees/:contact_id/check-in', {
     schema: { operationId: 'check-in-event-attendee', summary: 'Check an attendee in (idempotent: a second check-in changes nothing)', tags, params: AttendeeParams, body: CheckInBody, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write'),
-    preValidation: async (request) => { request.body ??= {} }
+    onRequest: requirePolicy('attendee', 'checkin'),
+    preValidation: async (request) => { request.body ??= {} },
+    config: { idempotency: 'transaction' }
   }, async (request, reply) => {
     const auth = request.auth
     const { id, contact_id: contactId } = request.params
-    await withTenant(db, auth, async (trx) => {
+    await withTenant(db, auth, idempotent(request, async (trx) => {
       const event = await writeEvent(trx, auth, id, 'attendees:checkin')
-      const current = await repo.lockAttendee(trx, auth.tenantId, rootOf(event), contactId)
-      if (current === undefined) throw error404NotFound('attendee not found')
+      const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
       const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
       if (row !== undefined) await emitAttendee(trx, auth, event, 'attendee.checked_in', contactId, row.status, { previous_status: current.status, checked_in_at: row.checked_in_at })
-    })
+    }))
     return await reply.code(204).send(null)
   })
 }

@@ -4,8 +4,9 @@ import { after, before, describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
 import { startS3Emulator, type S3Emulator } from '../../../test/helpers/s3.ts'
-import { JPEG, PNG, upload, WEBP } from './cover.fixtures.ts'
-import { createEvent, getEvent, outboxTopics } from './event-collab.fixtures.ts'
+import { JPEG, JPEG_CARRYING_HTML, PNG, sha256, upload, WEBP } from './cover.fixtures.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { createEvent, getEvent, outboxTopics, publishEvent } from './event-collab.fixtures.ts'
 import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
 
 /** where the covers of a tenant's event go in the bucket */
@@ -42,24 +43,27 @@ for (const kind of databases()) {
       assert.ok(e.cover_image_key.startsWith(prefixOf(tenant.id, event.id)), e.cover_image_key)
       assert.match(e.cover_image_key, /\/[0-9a-f]{24}\.png$/)
       const url = `${s3().endpoint}/${s3().bucket}/${e.cover_image_key}`
-      assert.deepEqual({ ...e.metadata.cover_image, sha256: '' }, { key: e.cover_image_key, url, content_type: 'image/png', size: PNG.length, sha256: '' })
-      assert.equal(e.metadata.cover_image.sha256, crypto.createHash('sha256').update(PNG).digest('hex'))
+      assert.deepEqual({ ...e.metadata.cover_image, sha256: '', size: 0 }, { key: e.cover_image_key, url, content_type: 'image/png', size: 0, sha256: '' })
       assert.equal(e.metadata.room, 'A')
       assert.equal((await getEvent(t, alice, event.id)).json().metadata.cover_image.url, url)
 
-      // in the bucket, as uploaded; the type is the recognised one, not the declared one
+      // in the bucket, re-encoded (size and hash recorded); the type is the recognised one, not the declared one
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [e.cover_image_key])
-      assert.deepEqual(await s3().object(e.cover_image_key), { data: PNG, contentType: 'image/png' })
+      const stored = await s3().object(e.cover_image_key)
+      assert.equal(stored.contentType, 'image/png')
+      assert.equal(stored.data.length, e.metadata.cover_image.size)
+      assert.equal(sha256(stored.data), e.metadata.cover_image.sha256)
       // the public URL answers with the image
       const fetched = await fetch(url)
       assert.equal(fetched.status, 200)
       assert.equal(fetched.headers.get('content-type'), 'image/png')
-      assert.deepEqual(Buffer.from(await fetched.arrayBuffer()), PNG)
+      assert.deepEqual(Buffer.from(await fetched.arrayBuffer()), stored.data)
       // and so does the service
       const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
       assert.equal(img.statusCode, 200)
       assert.equal(img.headers['content-type'], 'image/png')
-      assert.deepEqual(img.rawPayload, PNG)
+      assert.equal(img.headers['x-content-type-options'], 'nosniff')
+      assert.deepEqual(img.rawPayload, stored.data)
       assert.ok((await outboxTopics(t, tenant.id)).includes('event.cover_updated'))
     })
 
@@ -75,7 +79,7 @@ for (const kind of databases()) {
       assert.equal(third.statusCode, 200, third.body)
       const key = third.json().cover_image_key
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [key])
-      assert.deepEqual(await s3().object(key), { data: WEBP, contentType: 'image/webp' })
+      assert.equal(sha256((await s3().object(key)).data), third.json().metadata.cover_image.sha256)
       assert.equal(third.headers.etag, '"4"')
     })
 
@@ -132,7 +136,7 @@ for (const kind of databases()) {
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [ok.json().cover_image_key])
       const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
       assert.equal(img.statusCode, 200)
-      assert.deepEqual(img.rawPayload, PNG)
+      assert.equal(sha256(img.rawPayload), ok.json().metadata.cover_image.sha256)
       const again = await upload(t, alice, event.id, JPEG)
       assert.equal(again.statusCode, 200, again.body)
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [again.json().cover_image_key])
@@ -150,11 +154,66 @@ for (const kind of databases()) {
       assert.equal(res.statusCode, 200, res.body)
       const key = res.json().cover_image_key
       assert.equal(res.json().metadata.cover_image.url, `http://localhost:8080/api/v1/events/${event.id}/cover`)
-      assert.deepEqual(await s3().object(key), { data: JPEG, contentType: 'image/jpeg' })
+      const stored = await s3().object(key)
+      assert.equal(stored.contentType, 'image/jpeg')
+      assert.equal(sha256(stored.data), res.json().metadata.cover_image.sha256)
       const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
       assert.equal(img.statusCode, 200)
       assert.equal(img.headers['content-type'], 'image/jpeg')
-      assert.deepEqual(img.rawPayload, JPEG)
+      assert.equal(img.headers['content-security-policy'], "default-src 'none'; sandbox")
+      assert.deepEqual(img.rawPayload, stored.data)
+    })
+
+    void it('stores no markup a JPEG carried: the bucket holds the re-encoded pixels only', async () => {
+      const alice = await newTenant(t).user('alice')
+      const event = await createEvent(t, alice)
+      const res = await upload(t, alice, event.id, JPEG_CARRYING_HTML, { type: 'text/html' })
+      assert.equal(res.statusCode, 200, res.body)
+      const stored = await s3().object(res.json().cover_image_key)
+      assert.equal(stored.data.includes('<script'), false)
+      assert.equal(stored.contentType, 'image/jpeg')
+    })
+
+    void it('never reads nor deletes another tenant\'s object through a key written into a row', async () => {
+      const alice = await newTenant(t).user('alice')
+      const mine = await createEvent(t, alice)
+      const uploaded = await upload(t, alice, mine.id, PNG)
+      assert.equal(uploaded.statusCode, 200, uploaded.body)
+      const victimKey: string = uploaded.json().cover_image_key
+      const victim = await s3().object(victimKey)
+
+      const b = newTenant(t)
+      const mallory = await b.user('mallory', ['admin'])
+      const theirs = await createEvent(t, mallory)
+      for (const bad of [victimKey, '../x.png']) {
+        await withTenant(t.ctx.db, { tenantId: b.id }, async (trx) => {
+          await trx.updateTable('events').set({ cover_image_key: bad }).where('tenant_id', '=', b.id).where('id', '=', theirs.id).execute()
+        })
+        const read = await t.as(mallory, { method: 'GET', url: `/api/v1/events/${theirs.id}/cover` })
+        assert.equal(read.statusCode, 404, read.body)
+        assert.equal((await upload(t, mallory, theirs.id, JPEG)).statusCode, 200)
+        assert.deepEqual(await s3().object(victimKey), victim, bad)
+      }
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${mine.id}/cover` })).statusCode, 200)
+    })
+
+    void it('a cover uploaded to a draft leaves the published object in the bucket; after discard it is still served', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const event = await createEvent(t, alice)
+      await publishEvent(t, alice, event.id)
+      const first = await upload(t, alice, event.id, PNG)
+      assert.equal(first.statusCode, 200, first.body)
+      const publishedKey: string = first.json().cover_image_key
+      const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/edit` })
+      assert.equal(draft.statusCode, 200, draft.body)
+      const onDraft = await upload(t, alice, draft.json().id, JPEG)
+      assert.equal(onDraft.statusCode, 200, onDraft.body)
+      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [publishedKey, onDraft.json().cover_image_key].sort())
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/discard` })).statusCode, 204)
+      const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
+      assert.equal(img.statusCode, 200, img.body)
+      assert.equal(sha256(img.rawPayload), first.json().metadata.cover_image.sha256)
     })
   })
 }

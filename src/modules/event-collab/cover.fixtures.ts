@@ -1,9 +1,24 @@
-/** Test fixtures of the cover upload: small images of each accepted type and a multipart upload. */
+/** Test fixtures of the cover upload: small images of each accepted type, polyglots, and a multipart upload. */
+import crypto from 'node:crypto'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
 
-export const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(64, 1)])
-export const JPEG = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(64, 2)])
-export const WEBP = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0, 0, 0, 0]), Buffer.from('WEBPVP8 '), Buffer.alloc(64, 3)])
+// whole images of 40 × 30 pixels (covers are decoded and re-encoded: a header alone is refused)
+export const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAACgAAAAeCAYAAABe3VzdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAATElEQVRYhe2UsQ0AQBCCrJna0X+Kj1dQ2BOiJtDTyRoAAdFg5z3DkaDBzruGR40GezJZAyAgGuy8ZzgSNNh51/Co0WBPJmsABOSrwQeccLXfglDkCAAAAABJRU5ErkJggg==', 'base64')
+export const JPEG = Buffer.from('/9j/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAeACgDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAf/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFgEBAQEAAAAAAAAAAAAAAAAAAAYH/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AlwCabaAAAAAAAAAA/9k=', 'base64')
+export const WEBP = Buffer.from('UklGRjoAAABXRUJQVlA4IC4AAAAQAwCdASooAB4APm02l0ikIyIhJWgAgA2JaQAALsd/sQAA/vsZq+g+HJQVrAAA', 'base64')
+
+export const HTML = '<html><body><script>alert(document.cookie)</script></body></html>'
+/** A JPEG's first bytes followed by a page: sniffed as JPEG, rendered as HTML by a browser that sniffs. */
+export const JPEG_HEADER_HTML = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from(HTML)])
+/** A whole JPEG with the page in a comment segment (COM, right after SOI) and again after its end (EOI). */
+export const JPEG_CARRYING_HTML = (() => {
+  const comment = Buffer.from(HTML)
+  const length = Buffer.alloc(2)
+  length.writeUInt16BE(comment.length + 2)
+  return Buffer.concat([JPEG.subarray(0, 2), Buffer.from([0xff, 0xfe]), length, comment, JPEG.subarray(2), Buffer.from(HTML)])
+})()
+
+export const sha256 = (data: Buffer): string => crypto.createHash('sha256').update(data).digest('hex')
 
 export function multipartBody (parts: Array<{ name: string, filename?: string, type?: string, data: Buffer | string }>) {
   const boundary = '----collab' + Math.random().toString(16).slice(2)

@@ -1,10 +1,20 @@
 /**
  * The cover image of an event: `PUT /events/{id}/cover` (multipart, one part `file`, JPEG, PNG or
- * WebP recognised by its first bytes, at most COVER_MAX_BYTES) stores the image through the
- * object storage (local files, or S3 when configured) and records its key in `events.cover_image_key`
- * and `metadata.cover_image`; `GET /events/{id}/cover` serves it. Needs the event permission
- * `event:edit`. A store that fails answers 503 and changes nothing. @fastify/multipart is
- * registered in this plugin's scope only.
+ * WebP recognised by its first bytes, at most COVER_MAX_BYTES) decodes the image and stores it
+ * re-encoded (`reencodeImage`: pixels only, so no markup survives) through the object storage (local
+ * files, or S3 when configured), and records its key in `events.cover_image_key` and
+ * `metadata.cover_image`; `GET /events/{id}/cover` serves it with `nosniff` and a sandboxing CSP.
+ * Needs the event permission `event:edit`. A store that fails answers 503 and changes nothing.
+ * @fastify/multipart is registered in this plugin's scope only.
+ *
+ * Keys and objects (docs/storage.md): a key names its tenant and event (`newCoverKey`); an object
+ * is read or deleted only when its key belongs to the tenant and to the event at hand (its root, or
+ * an event of its series: occurrences share the anchor's cover), and deleted only when no row of
+ * the tenant (events, event_series) refers to it any more. The published event and its draft clone
+ * share a key until one of them gets a new cover, so replacing the draft's cover keeps the
+ * published one. After each upload the event's prefix is swept of objects no row refers to (left by
+ * a publish or a discard), but only those older than SWEEP_GRACE_MS: an upload under way has put its
+ * object and not yet committed its key.
  */
 import crypto from 'node:crypto'
 import multipart from '@fastify/multipart'
@@ -13,20 +23,35 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
 import { sql } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { ApiError, error403Forbidden, error404NotFound, error413PayloadTooLarge, error415UnsupportedMediaType, error503ServiceUnavailable, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { createObjectStorage, newObjectKey, sniffImage, type ObjectStorage } from '../../platform/storage/storage.ts'
+import { multipartBody } from '../../platform/http/openapi.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { ImageRefused, reencodeImage } from '../../platform/storage/image.ts'
+import { COVER_TYPES, coverPrefix, createObjectStorage, newCoverKey, parseCoverKey, sniffImage, tenantScope, type ObjectStorage } from '../../platform/storage/storage.ts'
+import type { EventRow } from '../events/events.table.ts'
 import { hasEventPermission, lockEventForWrite } from '../events/events.access.ts'
 import { Event } from '../events/events.schemas.ts'
 import { withSpaces } from '../events/events.service.ts'
 import { readEvent, rootOf } from './event-collab.access.ts'
 import { COVER_MAX_BYTES, EventParams } from './event-collab.schemas.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Event cover']
 const MIB = COVER_MAX_BYTES / 1024 / 1024
+
+/** An object younger than this is never swept: an upload may have put it and not committed its key yet (requests end within 30 s). */
+export const SWEEP_GRACE_MS = 60 * 60 * 1000
+
+/** Headers of a served cover: the stored type only (no sniffing), and nothing a browser would run if it were opened as a page. */
+const COVER_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; sandbox",
+  'cache-control': 'private, max-age=300'
+}
 
 interface MultipartErrorLike { code?: string, statusCode?: number }
 
@@ -68,6 +93,67 @@ async function forget (log: FastifyBaseLogger, storage: ObjectStorage, key: stri
   }
 }
 
+type EventFamily = Pick<EventRow, 'id' | 'published_id' | 'series_id'>
+
+/**
+ * Whether `key` is a cover key of this tenant and of this event: made by `newCoverKey` for the
+ * tenant, under the event's root (the published row of a draft clone) or under an event of the
+ * same series (occurrences share their anchor's cover). Anything else (another tenant's key,
+ * `../x`, a key of an unrelated event) is never read nor deleted.
+ */
+export async function coverKeyBelongs (trx: Tx, tenantId: string, event: EventFamily, key: string): Promise<boolean> {
+  const owner = parseCoverKey(key)
+  if (owner === undefined || owner.scope !== tenantScope(tenantId)) return false
+  if (owner.eventId === rootOf(event)) return true
+  if (event.series_id === null) return false
+  const sibling = await trx.selectFrom('events').select('id')
+    .where('tenant_id', '=', tenantId).where('id', '=', owner.eventId).where('series_id', '=', event.series_id)
+    .executeTakeFirst()
+  return sibling !== undefined
+}
+
+/** Of `keys`, those that a row of the tenant refers to: an event (published, draft clone, occurrence, deleted) or a series. */
+export async function referencedKeys (trx: Tx, tenantId: string, keys: readonly string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set()
+  const rows = await trx.selectFrom('events').select('cover_image_key as key')
+    .where('tenant_id', '=', tenantId).where('cover_image_key', '=', sql<string>`any(${[...keys]}::text[])`)
+    .union(trx.selectFrom('event_series').select('cover_image_key as key')
+      .where('tenant_id', '=', tenantId).where('cover_image_key', '=', sql<string>`any(${[...keys]}::text[])`))
+    .execute()
+  return new Set(rows.map(r => r.key).filter((k): k is string => k !== null))
+}
+
+/**
+ * After an upload committed: deletes the replaced cover and the objects under the event's prefix
+ * that no row of the tenant refers to (a replaced draft cover after discard, the published cover
+ * after a draft with a new one was published). Checked after the commit, so every committed
+ * reference is seen; objects younger than SWEEP_GRACE_MS are left to a later upload. Failures are
+ * logged and leave orphans, never a failed request.
+ */
+async function releaseCovers (log: FastifyBaseLogger, db: AppContext['db'], storage: ObjectStorage, auth: AuthContext, event: EventFamily, replaced: string | null, kept: string): Promise<void> {
+  try {
+    const root = rootOf(event)
+    // without ListBucket (S3) the sweep is skipped; the replaced cover is still checked and deleted
+    const listed = await storage.list(coverPrefix(auth.tenantId, root)).catch((err: unknown) => {
+      log.warn({ err }, 'object storage list failed, older unreferenced covers are left for a later upload')
+      return []
+    })
+    const old = Date.now() - SWEEP_GRACE_MS
+    const candidates = new Set(listed.filter(o => o.key !== kept && o.lastModified.getTime() < old && parseCoverKey(o.key) !== undefined).map(o => o.key))
+    const gone = await withTenant(db, auth, async (trx) => {
+      if (replaced !== null && replaced !== kept) {
+        if (await coverKeyBelongs(trx, auth.tenantId, event, replaced)) candidates.add(replaced)
+        else log.warn({ key: replaced }, 'the replaced cover key is not of this tenant and event: its object is not deleted')
+      }
+      const used = await referencedKeys(trx, auth.tenantId, [...candidates])
+      return [...candidates].filter(k => !used.has(k))
+    })
+    for (const key of gone) await forget(log, storage, key)
+  } catch (err) {
+    log.warn({ err }, 'cover clean-up failed, objects may be left behind')
+  }
+}
+
 /** `storage` defaults to the store the configuration names (local files, or S3 when S3_BUCKET is set), closed with the app. */
 export async function coverRoutes (parent: App, { db, config }: AppContext, given?: ObjectStorage): Promise<void> {
   const storage = given ?? await createObjectStorage(config)
@@ -79,13 +165,18 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     app.put('/api/v1/events/:id/cover', {
       schema: {
         operationId: 'upload-event-cover',
-        summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types)`,
+        summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
         tags,
         consumes: ['multipart/form-data'],
+        // documentation only: the handler reads the part itself (@fastify/multipart streams it)
+        ...multipartBody(
+          { file: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB` } },
+          { file: Object.values(COVER_TYPES).join(', ') }
+        ),
         params: EventParams,
         response: { 200: Event }
       },
-      onRequest: requirePermission('events:write')
+      onRequest: requirePolicy('cover', 'write')
     }, async (request, reply) => {
       const auth = request.auth
       const id = request.params.id
@@ -98,16 +189,25 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
       const data = await readFilePart(request)
       const type = sniffImage(data)
       if (type === undefined) throw error415UnsupportedMediaType('expected a JPEG, PNG or WebP image')
-
-      const scope = crypto.createHash('sha256').update(auth.tenantId).digest('hex').slice(0, 16)
-      const key = newObjectKey(`covers/${scope}/${root}`, type.ext)
-      // stored before the event row is locked: no lock or connection is held while the store works
-      await fromStore(request.log, 'put', () => storage.put(key, data, type.mime))
+      // only the decoded pixels are kept: a polyglot does not decode, markup in metadata or after the image is dropped
+      let image: Buffer
       try {
-        const { event, previous } = await withTenant(db, auth, async (trx) => {
+        image = await reencodeImage(data, type)
+      } catch (err) {
+        if (err instanceof ImageRefused) throw invalidField('body.file', err.message)
+        throw err
+      }
+
+      const key = newCoverKey(auth.tenantId, root, type.ext)
+      // stored before the event row is locked: no lock or connection is held while the store works
+      await fromStore(request.log, 'put', () => storage.put(key, image, type.mime))
+      let written: { event: Awaited<ReturnType<typeof withSpaces>>, previous: string | null, locked: EventRow }
+      try {
+        written = await withTenant(db, auth, async (trx) => {
           const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch: ifMatchOf(request) })
-          const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${row.id}/cover`
-          const cover = { key, url, content_type: type.mime, size: data.length, sha256: crypto.createHash('sha256').update(data).digest('hex') }
+          // the published event's address: a draft clone's id no longer answers once the draft is published
+          const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${rootOf(row)}/cover`
+          const cover = { key, url, content_type: type.mime, size: image.length, sha256: crypto.createHash('sha256').update(image).digest('hex') }
           const updated = await trx.updateTable('events')
             .set({
               cover_image_key: key,
@@ -117,17 +217,18 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
             })
             .where('tenant_id', '=', auth.tenantId).where('id', '=', row.id)
             .returningAll().executeTakeFirstOrThrow()
-          await emit(trx, { tenantId: auth.tenantId, topic: 'event.cover_updated', aggregateType: 'event', aggregateId: rootOf(row), actorId: auth.userId, payload: { event_id: rootOf(row), template: row.template, cover_image_key: key, content_type: type.mime, size: data.length } })
-          return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key }
+          await emit(trx, { tenantId: auth.tenantId, topic: 'event.cover_updated', aggregateType: 'event', aggregateId: rootOf(row), actorId: auth.userId, payload: { event_id: rootOf(row), template: row.template, cover_image_key: key, content_type: type.mime, size: image.length } })
+          return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
         })
-        if (previous !== null && previous !== key) await forget(request.log, storage, previous)
-        setEtag(reply, event.revision)
-        return event
       } catch (err) {
         // nothing is kept of a failed upload
         await forget(request.log, storage, key)
         throw err
       }
+      // the replaced cover goes only if nothing refers to it any more (the published event keeps a key its draft clone replaced)
+      await releaseCovers(request.log, db, storage, auth, written.locked, written.previous, key)
+      setEtag(reply, written.event.revision)
+      return written.event
     })
 
     app.get('/api/v1/events/:id/cover', {
@@ -136,15 +237,26 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
         summary: 'The cover image of an event (its bytes)',
         tags,
         params: EventParams,
-        response: { 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'JPEG, PNG or WebP' }) }
+        // the stored type: one of these (the document lists each, with the image bytes as body)
+        produces: [...new Set(Object.values(COVER_TYPES))],
+        response: { 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'The image bytes: JPEG, PNG or WebP' }) }
       },
-      onRequest: requirePermission('events:read')
+      onRequest: requirePolicy('cover', 'read')
     }, async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx => readEvent(trx, request.auth, request.params.id))
-      const key = row.cover_image_key
+      const auth = request.auth
+      const key = await withTenant(db, auth, async (trx) => {
+        const row = await readEvent(trx, auth, request.params.id)
+        if (row.cover_image_key === null) return null
+        if (await coverKeyBelongs(trx, auth.tenantId, row, row.cover_image_key)) return row.cover_image_key
+        request.log.warn({ key: row.cover_image_key, event: row.id }, 'the cover key is not of this tenant and event: not read')
+        return null
+      })
       const object = key === null ? undefined : await fromStore(request.log, 'get', () => storage.get(key))
-      if (object === undefined) throw error404NotFound('the event has no cover image')
-      return await reply.header('content-type', object.contentType).header('cache-control', 'private, max-age=300').send(object.data)
+      if (key === null || object === undefined) throw error404NotFound('the event has no cover image')
+      // the type stored with the object when it is an image type; else the one the key's extension stands for
+      const ext = parseCoverKey(key)?.ext ?? 'png'
+      const contentType = (Object.values(COVER_TYPES) as string[]).includes(object.contentType) ? object.contentType : COVER_TYPES[ext]
+      return await reply.headers({ ...COVER_HEADERS, 'content-type': contentType }).send(object.data)
     })
   })
 }

@@ -4,6 +4,7 @@
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { digestEtag } from '../../platform/http/conditional.ts'
 import { displayProfiles } from '../identity/identity.repository.ts'
 import type { EventManagerRow } from '../events/events.table.ts'
 import { INVITE_TTL_DAYS } from './event-collab.schemas.ts'
@@ -13,6 +14,9 @@ export const MANAGER_COLUMNS = [
   'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'
 ] as const
 export type ManagerView = Omit<EventManagerRow, 'tenant_id' | 'invite_token_hash'>
+
+/** The ETag of a manager row (no revision column): a digest of its stored values, not of the display name (conditional.ts). */
+export const managerEtag = (row: { [K in typeof MANAGER_COLUMNS[number]]: unknown }): string => digestEtag(MANAGER_COLUMNS.map(c => row[c]))
 
 export { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
 

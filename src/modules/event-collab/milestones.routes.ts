@@ -4,7 +4,6 @@
  * only to see the base event; writes need the event permission `milestones:manage` on the base.
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
@@ -15,6 +14,7 @@ import {
   AddMilestoneBody, EventParams, Milestone, MilestoneParams, PagedBodyMilestone, PatchMilestoneBody, UpdateMilestoneSequenceBody
 } from './event-collab.schemas.ts'
 import * as repo from './references.repository.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Event milestones']
 
@@ -27,7 +27,7 @@ async function milestoneOr404 (...args: Parameters<typeof repo.findMilestone>) {
 export async function milestonesRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/milestones', {
     schema: { operationId: 'list-event-milestones', summary: 'List the milestones of an event by sequence', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyMilestone } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('link', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -39,7 +39,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:id/milestones', {
     schema: { operationId: 'add-event-milestone', summary: 'Add another event as a milestone (no self, no duplicate, no cycle)', tags, params: EventParams, body: AddMilestoneBody, response: { 201: Milestone } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
@@ -64,7 +64,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.put('/api/v1/events/:id/milestones/:milestone_event_id', {
     schema: { operationId: 'update-event-milestone-sequence', summary: 'Set the sequence of a milestone', tags, params: MilestoneParams, body: UpdateMilestoneSequenceBody, response: { 200: Milestone } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request) => {
     const auth = request.auth
     const { id, milestone_event_id: milestoneId } = request.params
@@ -78,7 +78,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.patch('/api/v1/events/:id/milestones/:milestone_event_id', {
     schema: { operationId: 'update-event-milestone-status', summary: 'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', tags, params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request) => {
     const auth = request.auth
     const b = request.body
@@ -99,7 +99,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.delete('/api/v1/events/:id/milestones/:milestone_event_id', {
     schema: { operationId: 'remove-event-milestone', summary: 'Remove a milestone (the milestone event itself stays)', tags, params: MilestoneParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, milestone_event_id: milestoneId } = request.params

@@ -5,7 +5,6 @@
  * permissions `documents:manage`, `attachments:manage` or `links:manage`.
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
@@ -20,6 +19,7 @@ import {
   EventIdParams, EventParams, Link, LinkList, LinkParams, LIST_MAX, ListAttachmentsQuery
 } from './event-collab.schemas.ts'
 import * as repo from './references.repository.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Event references']
 const METADATA_MAX_DEPTH = 16
@@ -58,7 +58,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/documents', {
     schema: { operationId: 'list-event-documents', summary: `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, tags, params: EventParams, response: { 200: EventDocumentList } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('link', 'read')
   }, async (request) => await withTenant(db, request.auth, async (trx) => {
     const event = await readEvent(trx, request.auth, request.params.id)
     return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
@@ -66,7 +66,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:id/documents/:document_id', {
     schema: { operationId: 'link-event-document', summary: 'Link a document to an event (201, no body; 409 when already linked)', tags, params: DocumentParams, response: { 201: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, document_id: documentId } = request.params
@@ -82,7 +82,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.delete('/api/v1/events/:id/documents/:document_id', {
     schema: { operationId: 'unlink-event-document', summary: 'Unlink a document', tags, params: DocumentParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, document_id: documentId } = request.params
@@ -98,7 +98,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:event_id/attachments', {
     schema: { operationId: 'list-event-attachments', summary: `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, tags, params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('link', 'read')
   }, async (request) => {
     const items = await withTenant(db, request.auth, async (trx) => {
       const event = await readEvent(trx, request.auth, request.params.event_id)
@@ -109,7 +109,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:event_id/attachments', {
     schema: { operationId: 'add-event-attachment', summary: 'Attach a file or reference (kind must be allowed by the event\'s template)', tags, params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
@@ -130,7 +130,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.delete('/api/v1/attachments/:id', {
     schema: { operationId: 'delete-attachment', summary: 'Remove an attachment', tags, params: AttachmentParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     await withTenant(db, auth, async (trx) => {
@@ -149,7 +149,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/links', {
     schema: { operationId: 'list-event-links', summary: `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, tags, params: EventParams, response: { 200: LinkList } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('link', 'read')
   }, async (request) => await withTenant(db, request.auth, async (trx) => {
     const event = await readEvent(trx, request.auth, request.params.id)
     return await repo.listLinks(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, LIST_MAX)
@@ -157,7 +157,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:id/links', {
     schema: { operationId: 'add-event-link', summary: 'Link another visible event of the tenant (no self link; 409 when already linked)', tags, params: EventParams, body: AddLinkBody, response: { 201: Link } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const targetId = request.body.target_id
@@ -177,7 +177,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.delete('/api/v1/events/:id/links/:target_id', {
     schema: { operationId: 'remove-event-link', summary: 'Remove a cross-reference link', tags, params: LinkParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, target_id: targetId } = request.params
@@ -191,7 +191,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.delete('/api/v1/series/:id/links/:target_id', {
     schema: { operationId: 'remove-series-link', summary: 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', tags, params: LinkParams, response: { 204: NoContent } },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'links')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, target_id: targetId } = request.params

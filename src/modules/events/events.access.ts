@@ -6,7 +6,8 @@
  * event's active managers (of the event, or of its series) always see it; beyond them
  * 10 private: nobody else, 20 members-only: active members of a space the event belongs to,
  * 30 organization: callers of the event's organization, 40 public: everyone in the tenant.
- * A draft clone is judged by its published row (its spaces and managers).
+ * A draft clone is judged by its published row alone (visibility, spaces, managers, organization,
+ * creator), never by its own visibility column.
  *
  * Writes: tenant admins, the creator, or an active manager whose permissions (or role bundle)
  * include the permission asked for.
@@ -27,19 +28,25 @@ export const isTenantAdmin = (auth: AuthContext): boolean => auth.permissions.ha
 /** The id that managers, spaces and activity rows of an event refer to: the published row of a draft clone. */
 export const rootEventId = (row: Pick<EventRow, 'id' | 'published_id'>): number => row.published_id ?? row.id
 
+/** The alias an audience is judged on: the row itself (`events`), or the published row of a draft clone (`pub`). */
+type AudienceTable = 'events' | 'pub'
+
 /**
- * Whom the event is shown to, ignoring deletion and draft clones. The space and manager branches
- * are uncorrelated `in (…)` subqueries: PostgreSQL computes each once per query (a hashed
- * subplan), so a list over many events costs one pass, not one lookup per row.
+ * Whom the event row `t` is shown to, ignoring deletion and draft clones. The space and manager
+ * branches are uncorrelated `in (…)` subqueries: PostgreSQL computes each once per query (a hashed
+ * subplan), so a list over many events costs one pass, not one lookup per row. With `t = 'events'`
+ * the SQL is the lists' (unchanged); `'pub'` judges the published row joined under that alias.
  */
-function audience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
+function audience (eb: Eb, auth: AuthContext, t: AudienceTable = 'events'): Expression<SqlBool> {
   if (isTenantAdmin(auth)) return eb.val(true)
-  const root = sql<number>`coalesce(events.published_id, events.id)`
+  const col = <V>(c: 'creator_id' | 'visibility' | 'series_id' | 'org_id') => sql.ref<V>(`${t}.${c}`)
+  // the published row of a clone (`pub`) is never a clone itself: its own id is the root
+  const root = t === 'events' ? sql<number>`coalesce(events.published_id, events.id)` : sql.ref<number>('pub.id')
   const branches: Array<Expression<SqlBool>> = [
-    eb('events.creator_id', '=', auth.userId),
-    eb('events.visibility', '=', 40),
+    eb(col<string>('creator_id'), '=', auth.userId),
+    eb(col<number>('visibility'), '=', 40),
     eb.and([
-      eb('events.visibility', '=', 20),
+      eb(col<number>('visibility'), '=', 20),
       // the caller's spaces first (a handful, as an array), then their events through the
       // (tenant_id, space_id) index: a join let the planner hash every event_spaces row of the tenant
       eb(root, 'in', eb.selectFrom('event_spaces as es')
@@ -57,15 +64,36 @@ function audience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
       .where('em.user_id', '=', auth.userId)
       .where('em.status', '=', 'active')
       .where('em.event_id', 'is not', null)),
-    eb('events.series_id', 'in', eb.selectFrom('event_managers as em')
+    eb(col<number | null>('series_id'), 'in', eb.selectFrom('event_managers as em')
       .select('em.series_id')
       .where('em.tenant_id', '=', auth.tenantId)
       .where('em.user_id', '=', auth.userId)
       .where('em.status', '=', 'active')
       .where('em.series_id', 'is not', null))
   ]
-  if (auth.orgId !== null) branches.push(eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]))
+  if (auth.orgId !== null) branches.push(eb.and([eb(col<number>('visibility'), '=', 30), eb(col<string | null>('org_id'), '=', auth.orgId)]))
   return eb.or(branches)
+}
+
+/**
+ * Whom a row that may be a draft clone is shown to. A row without `published_id` by its own
+ * audience; a draft clone by its published row's alone (visibility, spaces, managers,
+ * organization, creator), never by its own columns: a clone whose visibility was widened must not
+ * reach anyone the published event does not. One primary-key probe per clone row; lists never
+ * take this path (they exclude clones).
+ */
+function rowAudience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
+  if (isTenantAdmin(auth)) return eb.val(true)
+  return eb.or([
+    eb.and([eb('events.published_id', 'is', null), audience(eb, auth)]),
+    eb.exists(eb.selectFrom('events as pub').select(sql`1`.as('one'))
+      .whereRef('pub.tenant_id', '=', 'events.tenant_id')
+      .whereRef('pub.id', '=', 'events.published_id')
+      .where('pub.published_id', 'is', null)
+      .where('pub.is_deleted', '=', false)
+      // the builder of the subquery also knows `pub`; audience only names it through sql.ref
+      .where(ieb => audience(ieb as unknown as Eb, auth, 'pub')))
+  ])
 }
 
 export interface VisibilityOptions {
@@ -82,8 +110,9 @@ export interface VisibilityOptions {
  */
 export function eventVisibleTo (eb: Eb, auth: AuthContext, options: VisibilityOptions = {}): Expression<SqlBool> {
   const parts: Array<Expression<SqlBool>> = [eb('events.tenant_id', '=', auth.tenantId), eb('events.is_deleted', '=', false)]
-  if (options.includeDraftClones !== true) parts.push(eb('events.published_id', 'is', null))
-  parts.push(audience(eb, auth))
+  // lists (no clones) keep their predicate; with clones, a clone is judged by its published row
+  if (options.includeDraftClones !== true) parts.push(eb('events.published_id', 'is', null), audience(eb, auth))
+  else parts.push(rowAudience(eb, auth))
   return eb.and(parts)
 }
 
@@ -133,9 +162,9 @@ export interface WriteOptions {
 }
 
 /**
- * Locks an event for a write (`for update`). 404 when the caller may not see it, 403 when they
- * see it but lack `permission`, 409 when it is archived or deleted, 412 when If-Match names
- * another revision.
+ * Locks an event for a write (`for update`). 404 when the caller may not see it or it was
+ * deleted (as reads answer), 403 when they see it but lack `permission`, 409 when it is
+ * archived, 412 when If-Match names another revision.
  *
  * @example
  *   const row = await lockEventForWrite(trx, auth, id, 'attendees:write')
@@ -144,25 +173,15 @@ export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number,
   const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.id', '=', id)
-    .$if(options.includeDraftClones === false, qb => qb.where('events.published_id', 'is', null))
-    .where(eb => audience(eb, auth))
+    .where(eb => options.includeDraftClones === false
+      ? eb.and([eb('events.published_id', 'is', null), audience(eb, auth)])
+      : rowAudience(eb, auth))
     .forUpdate()
     .executeTakeFirst()
-  if (row === undefined) throw error404NotFound('event not found')
+  // a deleted event is gone for writes as for reads (findEventForRead): 404, before any permission check
+  if (row === undefined || row.is_deleted) throw error404NotFound('event not found')
   if (!(await hasEventPermission(trx, auth, row, permission))) throw error403Forbidden(`missing event permission ${permission}`)
-  if (row.is_deleted) throw error409Conflict('the event was deleted')
   if (row.status === 'archived' && options.allowArchived !== true) throw error409Conflict('the event is archived and read-only')
   checkIfMatch(options.ifMatch, row.revision)
-  return row
-}
-
-/** Locks an event by id for the service itself (automation, jobs): no visibility, only the tenant. */
-export async function lockEventAsSystem (trx: Tx, tenantId: string, id: number): Promise<EventRow> {
-  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
-    .where('tenant_id', '=', tenantId).where('id', '=', id).where('is_deleted', '=', false)
-    .forUpdate()
-    .executeTakeFirst()
-  if (row === undefined) throw error404NotFound('event not found')
-  if (row.status === 'archived') throw error409Conflict('the event is archived and read-only')
   return row
 }

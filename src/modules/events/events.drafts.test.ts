@@ -70,7 +70,8 @@ for (const kind of databases()) {
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
       const notes = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('notification_outbox').select(['channel', 'recipient', 'priority', 'body']).where('tenant_id', '=', tenant.id).orderBy('id').execute())
       assert.deepEqual(notes, [
-        { channel: 'email', recipient: 'alice', priority: 'high', body: 'New version' },
+        // e-mail goes to the caller's address (token claim), never to a user id; push addresses the user
+        { channel: 'email', recipient: 'alice@example.test', priority: 'high', body: 'New version' },
         { channel: 'push', recipient: 'alice', priority: 'high', body: 'New version' }
       ])
       assert.deepEqual(await activityKinds(t, alice, e.id), ['published', 'edited', 'edited', 'draft_started', 'published', 'created'])

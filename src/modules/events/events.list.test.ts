@@ -24,7 +24,7 @@ for (const kind of databases()) {
       const archived = await createEvent(t, alice, { title: 'Old' })
       await publishEvent(t, alice, archived.id)
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${archived.id}/archive` })).statusCode, 204)
-      const space = await insertSpace(t, tenant.id)
+      const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${c.id}/spaces`, payload: { space_id: space } })).statusCode, 201)
 
       const list = async (q: string) => {
@@ -81,7 +81,7 @@ for (const kind of databases()) {
       const priv = await createEvent(t, alice, { visibility: 10 })
       const members = await createEvent(t, alice, { visibility: 20 })
       const pub = await createEvent(t, alice, { visibility: 40 })
-      const space = await insertSpace(t, tenant.id)
+      const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       await addMember(t, tenant.id, space, 'carol')
       await t.as(alice, { method: 'POST', url: `/api/v1/events/${members.id}/spaces`, payload: { space_id: space } })
       assert.deepEqual(ids((await t.as(bob, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id])
@@ -130,9 +130,9 @@ for (const kind of databases()) {
       })
       const bare = await createEvent(t, alice, { title: 'bare', start_dt: day(10) })
       const linked = await createEvent(t, alice, { title: 'linked', start_dt: day(11), end_dt: day(12) })
-      const one = await insertSpace(t, tenant.id, { title: 'Space "one"' })
-      const two = await insertSpace(t, tenant.id, { title: 'Two' })
-      const gone = await insertSpace(t, tenant.id, { title: 'Gone' })
+      const one = await insertSpace(t, tenant.id, { title: 'Space "one"', creator_id: 'alice' })
+      const two = await insertSpace(t, tenant.id, { title: 'Two', creator_id: 'alice' })
+      const gone = await insertSpace(t, tenant.id, { title: 'Gone', creator_id: 'alice' })
       for (const space of [two, gone, one]) {
         assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/spaces`, payload: { space_id: space } })).statusCode, 201)
       }
@@ -240,9 +240,9 @@ for (const kind of databases()) {
       const otherTenant = newTenant(t)
       const other = await otherTenant.user('mallory', ['admin'])
       const e = await createEvent(t, alice, { visibility: 40 })
-      const s1 = await insertSpace(t, tenant.id, { title: 'One' })
-      const s2 = await insertSpace(t, tenant.id, { title: 'Two' })
-      const gone = await insertSpace(t, tenant.id, { is_deleted: true })
+      const s1 = await insertSpace(t, tenant.id, { title: 'One', creator_id: 'alice' })
+      const s2 = await insertSpace(t, tenant.id, { title: 'Two', creator_id: 'alice' })
+      const gone = await insertSpace(t, tenant.id, { is_deleted: true, creator_id: 'alice' })
       const foreign = await insertSpace(t, otherTenant.id)
       const url = `/api/v1/events/${e.id}/spaces`
 

@@ -265,12 +265,6 @@ export async function listEventSpaces (trx: Tx, tenantId: string, eventId: numbe
   return { items, total: Number(count.total) }
 }
 
-export async function findLiveSpace (trx: Tx, tenantId: string, spaceId: number) {
-  return await trx.selectFrom('spaces').select(['id', 'org_id'])
-    .where('tenant_id', '=', tenantId).where('id', '=', spaceId).where('is_deleted', '=', false)
-    .executeTakeFirst()
-}
-
 export async function insertEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number, orgId: string | null) {
   return await trx.insertInto('event_spaces')
     .values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })

@@ -7,7 +7,6 @@
  */
 import { DateTime } from 'luxon'
 import { defineModule } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
@@ -25,6 +24,7 @@ import {
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'
 import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './templates.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Events']
 
@@ -66,12 +66,12 @@ function calendarRange (q: { start_date: string, end_date: string, timezone?: st
 export const eventsModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/event-templates', {
     schema: { operationId: 'list-event-templates', summary: 'List registered event templates (latest versions)', tags: ['Event templates'], response: { 200: EventTemplateList } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'list')
   }, async () => ({ items: TEMPLATE_IDS.map(id => latestTemplate(id)).filter(t => t !== undefined).map(templateView) }))
 
   app.get('/api/v1/event-templates/:id', {
     schema: { operationId: 'get-event-template', summary: 'Latest version of one template (or the version asked for)', tags: ['Event templates'], params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'list')
   }, async (request) => {
     const { id } = request.params
     const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
@@ -81,7 +81,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/manager-permissions', {
     schema: { operationId: 'list-event-manager-permissions', summary: 'Assignable event manager permissions and role bundles', tags, response: { 200: ManagerPermissionsBody } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('manager', 'catalogue')
   }, async () => ({
     permissions: [...EVENT_PERMISSIONS],
     roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
@@ -89,7 +89,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events', {
     schema: { operationId: 'create-event', summary: 'Create an event (a draft)', tags, body: CreateEventBody, response: { 201: Event } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'create')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.createEvent(trx, auth, request.body)))
@@ -99,7 +99,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events', {
     schema: { operationId: 'list-events', summary: 'List events', tags, querystring: ListEventsQuery, response: { 200: PagedBodyEvent } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'list')
   }, async (request) => {
     const q = request.query
     const auth = request.auth
@@ -125,7 +125,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/calendar', {
     schema: { operationId: 'get-events-calendar', summary: `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, tags, querystring: CalendarQuery, response: { 200: CalendarBody } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'list')
   }, async (request, reply) => {
     const q = request.query
     const auth = request.auth
@@ -138,7 +138,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/:id', {
     schema: { operationId: 'get-event', summary: 'Get an event', tags, params: EventParams, response: { 200: Event } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'read')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
@@ -149,7 +149,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.put('/api/v1/events/:id', {
     schema: { operationId: 'replace-event', summary: 'Replace the writable fields of an event (its draft when one is open)', tags, params: EventParams, body: ReplaceEventBody, response: { 200: Event } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'edit')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
@@ -160,7 +160,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.patch('/api/v1/events/:id', {
     schema: { operationId: 'patch-event', summary: 'Merge-patch an event (RFC 7396; its draft when one is open)', tags, params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'edit')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
@@ -173,7 +173,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.delete('/api/v1/events/:id', {
     schema: { operationId: 'delete-event', summary: 'Delete an event (soft delete)', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'delete')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
     return await reply.code(204).send(null)
@@ -181,7 +181,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/archive', {
     schema: { operationId: 'archive-event', summary: 'Archive an event (read-only afterwards)', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'archive')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
     return await reply.code(204).send(null)
@@ -189,7 +189,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/publish', {
     schema: { operationId: 'publish-event', summary: 'Publish an event, or promote its draft', tags, params: EventParams, body: PublishEventBody, response: { 204: NoContent } },
-    onRequest: requirePermission('events:publish'),
+    onRequest: requirePolicy('event', 'publish'),
     // the notification options are optional: no body at all means {}
     preValidation: async (request) => { request.body ??= {} }
   }, async (request, reply) => {
@@ -199,7 +199,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/edit', {
     schema: { operationId: 'edit-event', summary: 'Start editing a published event: returns its draft clone', tags, params: EventParams, response: { 200: Event } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'edit')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.startEdit(trx, auth, request.params.id, ifMatchOf(request))))
@@ -209,7 +209,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/:id/draft', {
     schema: { operationId: 'get-event-draft', summary: 'Get the draft clone of a published event', tags, params: EventParams, response: { 200: Event } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('draft', 'read')
   }, async (request, reply) => {
     const auth = request.auth
     const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.findDraft(trx, auth, request.params.id)))
@@ -219,7 +219,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/discard', {
     schema: { operationId: 'discard-event-draft', summary: 'Discard the draft, keep the published version', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('draft', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
     return await reply.code(204).send(null)
@@ -227,7 +227,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/transition', {
     schema: { operationId: 'transition-event', summary: 'Move an event along its template state machine', tags, params: EventParams, body: TransitionBody, response: { 200: Event } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'edit')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
@@ -239,7 +239,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/:event_id/activity', {
     schema: { operationId: 'list-event-activity', summary: 'Activity rows of an event, newest first', tags, params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('link', 'read')
   }, async (request) => {
     const items = await withTenant(db, request.auth, trx => service.listActivity(trx, request.auth, request.params.event_id, request.query.kind, request.query.limit))
     return { items }
@@ -247,7 +247,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:event_id/activity', {
     schema: { operationId: 'create-event-activity', summary: 'Append an activity row', tags, params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'edit')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.appendActivity(trx, request.auth, request.params.event_id, request.body.kind, request.body.payload ?? {}))
     return await reply.code(201).send(row)
@@ -255,7 +255,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.get('/api/v1/events/:id/spaces', {
     schema: { operationId: 'list-event-spaces', summary: 'Spaces the event belongs to', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyEventSpace } },
-    onRequest: requirePermission('events:read')
+    onRequest: requirePolicy('event', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, trx => service.listSpaces(trx, request.auth, request.params.id, q.page, q.size))
@@ -264,7 +264,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/events/:id/spaces', {
     schema: { operationId: 'add-event-space', summary: 'Add the event to a space', tags, params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'link_space')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request)))
     return await reply.code(201).send(row)
@@ -272,7 +272,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
 
   app.delete('/api/v1/events/:id/spaces/:space_id', {
     schema: { operationId: 'remove-event-space', summary: 'Remove the event from a space', tags, params: EventSpaceParams, response: { 204: NoContent } },
-    onRequest: requirePermission('events:write')
+    onRequest: requirePolicy('event', 'link_space')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
     return await reply.code(204).send(null)

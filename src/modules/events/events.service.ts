@@ -12,9 +12,11 @@ import { checkIfMatch } from '../../platform/http/conditional.ts'
 import type { JsonChunks } from '../../platform/http/schema-links.ts'
 import { error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { notifyUser } from '../../platform/notifications/notifications.ts'
+import { eventPublished } from '../../platform/notifications/templates.ts'
+import { spaceForEventLink } from '../spaces/spaces.service.ts'
 import { decideTransition } from './event-state.ts'
-import { findEventForRead, lockEventAsSystem, lockEventForWrite, rootEventId } from './events.access.ts'
+import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.ts'
 import * as repo from './events.repository.ts'
 import {
   Event, METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
@@ -22,17 +24,16 @@ import {
 import type { EventRow } from './events.table.ts'
 import { DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS } from './templates.ts'
 
-/** Who acts: a caller, or the service itself (automation, jobs) in a tenant. */
-export type EventActor = AuthContext | SystemActor
-export interface SystemActor {
-  readonly kind: 'system'
-  readonly tenantId: string
-  /** automation chain depth of the domain events written */
-  readonly depth?: number
-}
-export const systemActor = (tenantId: string, depth = 0): SystemActor => ({ kind: 'system', tenantId, depth })
-const isSystem = (a: EventActor): a is SystemActor => 'kind' in a && a.kind === 'system'
-const actorIdOf = (a: EventActor): string | null => isSystem(a) ? null : a.userId
+/**
+ * Who acts on an event: always a subject whose rights are checked (docs/authorization.md). An
+ * automation acts as its rule's creator, with the chain `depth` of the domain events it writes.
+ */
+export type EventActor = AuthContext & { readonly depth?: number }
+/** Who a change is recorded as: a caller, or (automation) nobody, with the chain depth. */
+interface AutomationRecorder { readonly kind: 'automation', readonly tenantId: string, readonly depth: number }
+type Recorder = EventActor | AutomationRecorder
+const isAutomation = (a: Recorder): a is AutomationRecorder => 'kind' in a && a.kind === 'automation'
+const actorIdOf = (a: Recorder): string | null => isAutomation(a) ? null : a.userId
 
 type Json = Record<string, unknown>
 
@@ -111,7 +112,7 @@ function eventPayload (row: EventRow, extra: Json = {}): Json {
 }
 
 /** One activity row (on the published row of a draft clone) and one domain event. */
-async function record (trx: Tx, actor: EventActor, row: EventRow, topic: string, kind: string, extra: Json = {}): Promise<void> {
+async function record (trx: Tx, actor: Recorder, row: EventRow, topic: string, kind: string, extra: Json = {}): Promise<void> {
   const actorId = actorIdOf(actor)
   await repo.insertActivity(trx, { tenantId: actor.tenantId, eventId: rootEventId(row), orgId: row.org_id, actorId, kind, payload: extra })
   await emit(trx, {
@@ -121,7 +122,7 @@ async function record (trx: Tx, actor: EventActor, row: EventRow, topic: string,
     aggregateId: rootEventId(row),
     actorId,
     payload: eventPayload(row, extra),
-    ...(isSystem(actor) && actor.depth !== undefined ? { depth: actor.depth } : {})
+    ...(isAutomation(actor) ? { depth: actor.depth } : {})
   })
 }
 
@@ -305,18 +306,14 @@ export async function publishEvent (trx: Tx, auth: AuthContext, id: number, inpu
     notify: input.notify ?? false
   })
   if (input.notify === true) {
-    const channels = input.channels ?? ['email']
-    for (const channel of channels) {
-      await queueNotification(trx, {
-        tenantId: auth.tenantId,
-        channel,
-        recipient: result.creator_id,
-        subject: `Published: ${result.title}`,
-        body: input.message ?? `The event "${result.title}" was published.`,
-        priority: input.priority ?? 'normal',
-        payload: { event_id: result.id, version: result.version }
-      })
-    }
+    await notifyUser(trx, {
+      tenantId: auth.tenantId,
+      userId: result.creator_id,
+      actor: auth,
+      channels: input.channels ?? ['email'],
+      template: eventPublished({ eventId: result.id, version: result.version, title: result.title, message: input.message }),
+      priority: input.priority ?? 'normal'
+    })
   }
   return result
 }
@@ -374,15 +371,14 @@ export async function discardDraft (trx: Tx, auth: AuthContext, id: number, ifMa
  * Moves an event to `toState` if its template version allows the move from its current state
  * and the move's guard accepts `payload`: 409 (allowed moves in the detail) or 422 otherwise.
  * Writes the state, an activity row with the reason and an `event.transitioned` domain event.
- * `actor` is a caller (visibility and `event:edit` apply) or `systemActor(tenantId)`.
+ * `actor` is always checked (visibility and `event:edit`); with `depth`, it is an automation acting
+ * as its rule's creator, and the change is recorded with no actor and that chain depth.
  *
  * @example
- *   await transitionEvent(trx, systemActor(tenantId, depth + 1), eventId, 'delivered', { proof_of_delivery: 'sig-1' }, 'courier scan')
+ *   await transitionEvent(trx, { ...creator, depth: depth + 1 }, eventId, 'delivered', { proof_of_delivery: 'sig-1' }, 'courier scan')
  */
 export async function transitionEvent (trx: Tx, actor: EventActor, eventId: number, toState: string, payload: Json = {}, reason: string | null = null, options: { ifMatch?: string | undefined } = {}): Promise<EventRow> {
-  const row = isSystem(actor)
-    ? await lockEventAsSystem(trx, actor.tenantId, eventId)
-    : await lockEventForWrite(trx, actor, eventId, 'event:edit', { ifMatch: options.ifMatch })
+  const row = await lockEventForWrite(trx, actor, eventId, 'event:edit', { ifMatch: options.ifMatch })
   if (row.published_id !== null) throw error409Conflict('a draft clone has no state of its own: transition the published event')
   const template = findTemplate(row.template, row.template_version) ?? latestTemplate(row.template)
   const verdict = decideTransition(template?.state_machine ?? null, row.state, toState, payload)
@@ -400,7 +396,9 @@ export async function transitionEvent (trx: Tx, actor: EventActor, eventId: numb
   }
   const from = row.state
   const updated = await repo.updateEvent(trx, actor.tenantId, row.id, { state: toState })
-  await record(trx, actor, updated, 'event.transitioned', 'state_changed', { from_state: from, to_state: toState, reason, payload })
+  // an automation acting as a caller (checked above with the caller's rights) records like the service, with its chain depth
+  const recorder: Recorder = actor.depth !== undefined ? { kind: 'automation', tenantId: actor.tenantId, depth: actor.depth } : actor
+  await record(trx, recorder, updated, 'event.transitioned', 'state_changed', { from_state: from, to_state: toState, reason, payload })
   return updated
 }
 
@@ -432,8 +430,8 @@ export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, p
 
 export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string) {
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
-  const space = await repo.findLiveSpace(trx, auth.tenantId, spaceId)
-  if (space === undefined) throw error404NotFound('space not found')
+  // writing the event is not enough: the space must be visible (404) and take events from the caller (403)
+  await spaceForEventLink(trx, auth, spaceId, true)
   const created = await repo.insertEventSpace(trx, auth.tenantId, row.id, spaceId, row.org_id)
   if (created === undefined) throw error409Conflict('the event already belongs to this space', [fieldError('body.space_id', 'duplicate', spaceId)])
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
@@ -443,6 +441,7 @@ export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spa
 
 export async function removeSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string): Promise<void> {
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
+  await spaceForEventLink(trx, auth, spaceId, false)
   if (!(await repo.deleteEventSpace(trx, auth.tenantId, row.id, spaceId))) throw error404NotFound('the event does not belong to this space')
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
   await record(trx, auth, row, 'event.space_removed', 'space_removed', { space_id: spaceId })

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { transitionEvent, systemActor } from './events.service.ts'
+import { transitionEvent } from './events.service.ts'
+import { permissionsOf } from '../../platform/auth/permissions.ts'
 import { createEvent, getEvent, outboxTopics, type Json } from './events.fixtures.ts'
 
 for (const kind of databases()) {
@@ -96,11 +97,11 @@ for (const kind of databases()) {
       assert.equal((await getEvent(t, alice, d.id)).json().state, 'pending')
     })
 
-    void it('lets the service move an event as the system (actor null)', async () => {
+    void it('records a move by an automation acting as its creator with no actor and the chain depth', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, { template: 'delivery', visibility: 10 })
-      const row = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await transitionEvent(trx, systemActor(tenant.id, 1), e.id, 'in_transit', {}, 'scheduled dispatch'))
+      const row = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await transitionEvent(trx, { userId: 'alice', tenantId: tenant.id, email: null, orgId: null, roles: ['member'], effectiveRole: 'member', permissions: new Set(permissionsOf(['member'])), exp: 0, depth: 1 }, e.id, 'in_transit', {}, 'scheduled dispatch'))
       assert.equal(row.state, 'in_transit')
       const rows = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })).json().items as Json[]
       assert.equal(rows[0]?.actor_id, null)

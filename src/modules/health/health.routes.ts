@@ -1,12 +1,16 @@
 /**
  * Liveness and readiness. `/health` answers while the process runs; `/ready` also asks the
  * database and answers 503 while it is unreachable, so a load balancer can take the instance out.
+ * In OIDC mode it then asks the identity provider's state: 503 naming it while discovery or the
+ * JWKS does not answer, or names another issuer (the provider is asked again at most every 5 s,
+ * by this probe or by a request; docs/authentication.md).
  */
 import { sql } from 'kysely'
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import { model, StringEnum } from '../../platform/http/schema.ts'
 import { error503ServiceUnavailable } from '../../platform/http/errors.ts'
+import { sendProblem } from '../../platform/http/error-handler.ts'
 
 export const SERVICE_NAME = 'collaboration-service'
 
@@ -30,7 +34,7 @@ export const healthModule = defineModule(async (app, ctx) => {
 
   app.get('/ready', {
     schema: { operationId: 'get-ready', summary: 'Readiness check (database reachable)', tags: ['Health'], response: { 200: ReadinessOutputBody } }
-  }, async () => {
+  }, async (_request, reply) => {
     let timer: NodeJS.Timeout | undefined
     try {
       await Promise.race([
@@ -41,6 +45,14 @@ export const healthModule = defineModule(async (app, ctx) => {
       throw error503ServiceUnavailable('database unreachable')
     } finally {
       clearTimeout(timer)
+    }
+    const provider = app.identityProvider
+    if (provider !== null) {
+      const state = await provider.check(READY_TIMEOUT_MS)
+      if (state.kind !== 'ready') {
+        // its changes are logged once by the auth plugin: not an error line at every probe
+        return sendProblem(reply, error503ServiceUnavailable(`identity provider ${state.kind} (${provider.issuer}): ${state.reason}`), ctx.config.baseUrl)
+      }
     }
     return { service: SERVICE_NAME, status: 'ok' as const, database: ctx.dbKind }
   })

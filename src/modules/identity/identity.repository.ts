@@ -91,13 +91,17 @@ export async function listLiveUserIds (trx: Tx, tenantId: string): Promise<strin
 export interface RevokedAccess {
   space_managers: number
   event_managers: number
+  /** space memberships ended (`space_members.is_active` false, `removed_at` set) */
+  space_members: number
 }
 
 /**
  * Revokes everything a removed user held as a manager: active roles (by user id) and pending
  * invites (by e-mail, case-insensitive), in `space_managers` and `event_managers` (events and
- * series managers). A module that adds another manager table adds its statement here, so the
- * removal stays one place and one transaction.
+ * series managers); and ends their active space memberships (`space_members`, by user id) as the
+ * spaces module ends one (`is_active` false, `removed_at` now: member history keeps the row). A
+ * module that adds another manager or membership table adds its statement here, so the removal
+ * stays one place and one transaction.
  *
  * @example
  *   const revoked = await revokeUserAccess(trx, tenantId, userId, user.email)
@@ -118,7 +122,11 @@ export async function revokeUserAccess (trx: Tx, tenantId: string, userId: strin
     .where('tenant_id', '=', tenantId).where('status', '<>', 'revoked')
     .where(held)
     .executeTakeFirst()
-  return { space_managers: Number(spaces.numUpdatedRows), event_managers: Number(events.numUpdatedRows) }
+  const members = await trx.updateTable('space_members')
+    .set({ is_active: false, removed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('is_active', '=', true)
+    .executeTakeFirst()
+  return { space_managers: Number(spaces.numUpdatedRows), event_managers: Number(events.numUpdatedRows), space_members: Number(members.numUpdatedRows) }
 }
 
 export interface DisplayProfile {

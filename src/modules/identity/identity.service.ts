@@ -6,8 +6,9 @@
  * - a user the table does not know is created (a tenant exists from its first user);
  * - a change carrying a provider sequence not above the last one applied changes nothing (stale);
  * - removed is final: later changes of a removed user change nothing (ignored);
- * - removing revokes the user's manager roles and pending invites at once and keeps what they
- *   created (their contacts stay, owned by a user recorded as removed);
+ * - removing revokes the user's manager roles and pending invites and ends their space
+ *   memberships at once, and keeps what they created (their contacts stay, owned by a user
+ *   recorded as removed); deactivating changes none of these (the token gate refuses the user);
  * - a change that alters the stored user writes one domain event (`user.added`, `user.changed`,
  *   `user.deactivated`, `user.reactivated`, `user.removed`) in the same transaction.
  */

@@ -379,7 +379,7 @@ for (const kind of databases()) {
 
         const events = await outbox(t, tenant.id, userId)
         assert.equal(events.at(-1)?.topic, 'user.removed')
-        assert.deepEqual((events.at(-1)?.payload as Json | undefined)?.revoked, { space_managers: 2, event_managers: 2 })
+        assert.deepEqual((events.at(-1)?.payload as Json | undefined)?.revoked, { space_managers: 2, event_managers: 2, space_members: 0 })
 
         // removed is final
         assert.equal(await deliver(t, zitadelEvent(tenant.id, userId, 3, 'user.reactivated')), 'ignored')

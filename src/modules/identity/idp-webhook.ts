@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely'
 import type { ValidateFunction } from 'ajv'
 import type { Database } from '../../platform/db/database.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
+import { idpWebhookDeliveries } from '../../platform/metrics.ts'
 import { error400BadRequest, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { toErrorDetails, validatorCompiler } from '../../platform/http/validation.ts'
 import * as repo from './identity.repository.ts'
@@ -146,5 +147,6 @@ export async function applyDelivery (db: Kysely<Database>, event: IdpEvent): Pro
     await repo.recordDelivery(trx, { tenantId, instanceId: event.instanceID, aggregateId: userId, sequence: event.sequence, eventType: event.event_type, outcome })
     return outcome
   })
+  idpWebhookDeliveries.inc({ outcome: status })
   return { status, tenantId, userId }
 }

@@ -34,11 +34,12 @@ export async function findSeries (trx: Tx, tenantId: string, id: number, lock: b
     .executeTakeFirst()
 }
 
-/** Live rows of a series (not deleted, no draft clones), by position. */
-export async function lockOccurrenceRows (trx: Tx, tenantId: string, seriesId: number): Promise<EventRow[]> {
+/** Live rows of a series (not deleted, no draft clones) from position `fromIndex` on (and rows without one), by position. */
+export async function lockOccurrenceRows (trx: Tx, tenantId: string, seriesId: number, fromIndex = 0): Promise<EventRow[]> {
   return await trx.selectFrom('events').selectAll()
     .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
     .where('is_deleted', '=', false).where('published_id', 'is', null)
+    .$if(fromIndex > 0, qb => qb.where(eb => eb.or([eb('series_index', '>=', fromIndex), eb('series_index', 'is', null)])))
     .orderBy('series_index').orderBy('id')
     .forUpdate()
     .execute()
@@ -135,6 +136,14 @@ export async function attendeeCounts (trx: Tx, tenantId: string, seriesId: numbe
     .executeTakeFirstOrThrow()
   const counts = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Number(row[s])])) as Record<typeof ATTENDEE_STATUSES[number], number>
   return { attendee_counts: counts, total_attendees: Number(row.contacts) }
+}
+
+/** The caller's active series-level manager rows of a series (event_managers.series_id): their role and permissions. */
+export async function activeSeriesGrants (trx: Tx, tenantId: string, seriesId: number, userId: string) {
+  return await trx.selectFrom('event_managers').select(['role', 'permissions'])
+    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
+    .where('user_id', '=', userId).where('status', '=', 'active')
+    .execute()
 }
 
 /** The newest series-manager invite of a series (the accept flow may have activated it). */

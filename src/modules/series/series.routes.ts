@@ -8,7 +8,6 @@
  */
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
@@ -18,6 +17,7 @@ import {
   PagedOccurrences, PatchSeriesBody, PublishSeriesBody, SeriesManagerBody, SeriesParams, SeriesWithOccurrences
 } from './series.schemas.ts'
 import * as service from './series.service.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Series']
 /** How often the window job runs when workers are on. */
@@ -30,12 +30,12 @@ export const seriesModule = defineModule(async (app, ctx) => {
   app.post('/api/v1/events/with-series', {
     schema: {
       operationId: 'create-event-with-series',
-      summary: 'Create an event and, when `series` is given, its series and every occurrence (one transaction)',
+      summary: 'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences',
       tags,
       body: CreateEventWithSeriesBody,
       response: { 201: EventWithSeries }
     },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'create')
   }, async (request, reply) => {
     const auth = request.auth
     const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
@@ -45,16 +45,18 @@ export const seriesModule = defineModule(async (app, ctx) => {
   app.post('/api/v1/events/:id/series', {
     schema: {
       operationId: 'create-event-series',
-      summary: 'Turn an event into the anchor (index 0) of a new series; returns the occurrences',
+      summary: 'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)',
       tags,
       params: SeriesParams,
       body: CreateSeriesBody,
       response: { 201: Type.Array(Event) }
     },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'create')
   }, async (request, reply) => {
     const auth = request.auth
-    const items = await withTenant(db, auth, trx => service.convertToSeries(trx, auth, request.params.id, request.body))
+    const { items, total, limit } = await withTenant(db, auth, trx => service.convertToSeries(trx, auth, request.params.id, request.body))
+    void reply.header('x-total-count', String(total))
+    if (total > items.length) void reply.header('link', `</api/v1/events/${request.params.id}/series/occurrences?page=2&limit=${limit}>; rel="next"`)
     return await reply.code(201).send(items)
   })
 
@@ -67,7 +69,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       querystring: OccurrencesQuery,
       response: { 200: SeriesWithOccurrences }
     },
-    onRequest: requirePermission('series:read')
+    onRequest: requirePolicy('series', 'read')
   }, async (request, reply) => {
     const q = request.query
     const result = await withTenant(db, request.auth, trx => service.getSeries(trx, request.auth, request.params.id, q.page, q.limit))
@@ -84,7 +86,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       querystring: OccurrencesQuery,
       response: { 200: PagedOccurrences }
     },
-    onRequest: requirePermission('series:read')
+    onRequest: requirePolicy('series', 'read')
   }, async (request) => {
     const q = request.query
     return await withTenant(db, request.auth, trx => service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit))
@@ -99,7 +101,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       body: PatchSeriesBody,
       response: { 200: EventSeriesUpdate }
     },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'edit_all')
   }, async (request, reply) => {
     const auth = request.auth
     const result = await withTenant(db, auth, trx => service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request)))
@@ -116,7 +118,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       querystring: DeleteSeriesQuery,
       response: { 204: NoContent }
     },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'delete_all')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
     return await reply.code(204).send(null)
@@ -131,7 +133,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       body: PublishSeriesBody,
       response: { 204: NoContent }
     },
-    onRequest: requirePermission('series:publish'),
+    onRequest: requirePolicy('series', 'publish'),
     // the notification options are optional: no body at all means {}
     preValidation: async (request) => { request.body ??= {} }
   }, async (request, reply) => {
@@ -148,7 +150,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
       body: SeriesManagerBody,
       response: { 200: EventSeries }
     },
-    onRequest: requirePermission('series:write')
+    onRequest: requirePolicy('series', 'managers')
   }, async (request) => await withTenant(db, request.auth, trx => service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)))
 
   if (ctx.config.workers) {

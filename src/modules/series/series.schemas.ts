@@ -9,6 +9,12 @@ export const WINDOW_MONTHS = 12
 export const INTERVAL_MAX = 366
 export const OCCURRENCES_LIMIT_MAX = 200
 export const OCCURRENCES_LIMIT_DEFAULT = 50
+/** Occurrence rows one request (or one window-job run per series) may create. */
+export const MAX_CREATE_PER_REQUEST = 500
+/** A new series' anchor starts at most this many months before now. */
+export const MAX_PAST_MONTHS = 12
+/** Metadata keys that carry a storage key (written by the cover upload only): never taken in a series body, never cascaded. */
+export const STORAGE_METADATA_KEYS = ['cover_image'] as const
 export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
 export const SERIES_STATUSES = ['draft', 'published', 'archived'] as const
 
@@ -38,7 +44,6 @@ export const PatchSeriesBody = body({
   title: Type.Optional(Type.String({ minLength: 1, maxLength: TITLE_MAX })),
   description: Type.Optional(Nullable(Type.String({ maxLength: DESCRIPTION_MAX }))),
   address: Type.Optional(Nullable(Type.String({ maxLength: ADDRESS_MAX }))),
-  cover_image_key: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   start_dt: Type.Optional(DateTimeInput('New start of the anchor: moves the time of day of every occurrence that has no times of its own')),
   end_dt: Type.Optional(DateTimeInput('New end of the anchor: the length of every occurrence')),
   timezone: Type.Optional(Type.String({ minLength: 1, maxLength: TIMEZONE_MAX })),
@@ -81,7 +86,7 @@ const seriesProperties = {
   window_end: Nullable(Timestamp('ends_on never: occurrences exist up to here (a rolling window)')),
   description: Nullable(Type.String()),
   address: Nullable(Type.String()),
-  cover_image_key: Nullable(Type.String()),
+  cover_image_key: Nullable(Type.String({ description: 'Always null: covers belong to each occurrence (PUT /events/{id}/cover), never to a series' })),
   latitude: Nullable(Type.Number()),
   longitude: Nullable(Type.Number()),
   keywords: Type.Array(Type.String()),
@@ -135,7 +140,11 @@ const EventItem = Type.Object(Event.properties, { additionalProperties: false, d
 
 export const EventWithSeries = model('EventWithSeries', {
   event: Event,
-  occurrences: Type.Array(EventItem, { description: 'Every occurrence, the anchor first; empty without a series' })
+  occurrences: Type.Array(EventItem, { description: `The first page of occurrences (at most ${OCCURRENCES_LIMIT_MAX}), the anchor first; empty without a series. The rest: GET /events/{id}/series/occurrences` }),
+  total: Type.Integer({ description: 'Occurrences the series has (0 without a series)' }),
+  page: Type.Integer({ description: 'Always 1' }),
+  limit: Type.Integer({ description: `Occurrences in this answer at most (${OCCURRENCES_LIMIT_MAX})` }),
+  total_pages: Type.Integer({ description: `Pages of GET /events/{id}/series/occurrences at limit ${OCCURRENCES_LIMIT_MAX}` })
 })
 
 export const OccurrencesQuery = Type.Object({

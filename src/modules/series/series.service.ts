@@ -10,12 +10,14 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
-import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { error403Forbidden, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { newInviteToken } from '../../platform/invite-tokens.ts'
-import { queueNotification } from '../../platform/notifications/notifications.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
-import type { EventPermission } from '../events/event-permissions.ts'
+import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
+import { managerInvitation, seriesPublished } from '../../platform/notifications/templates.ts'
+import { findEventForRead, isTenantAdmin, lockEventForWrite } from '../events/events.access.ts'
+import { assertSeriesGrant } from '../event-collab/grants.ts'
+import { EVENT_MANAGER_ROLES, grantedPermissions, type EventPermission } from '../events/event-permissions.ts'
 import * as events from '../events/events.repository.ts'
 import { METADATA_MAX_BYTES, type PatchEventBody } from '../events/events.schemas.ts'
 import { createEvent, mergePatch, patchEvent, withSpacesAll } from '../events/events.service.ts'
@@ -24,7 +26,8 @@ import { findTemplate, latestTemplate } from '../events/templates.ts'
 import { customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule } from './recurrence.ts'
 import * as repo from './series.repository.ts'
 import {
-  MAX_OCCURRENCES, WINDOW_MONTHS, type CreateEventWithSeriesBody, type CreateSeriesBody, type PatchSeriesBody, type PublishSeriesBody
+  MAX_CREATE_PER_REQUEST, MAX_OCCURRENCES, MAX_PAST_MONTHS, OCCURRENCES_LIMIT_MAX, STORAGE_METADATA_KEYS, WINDOW_MONTHS,
+  type CreateEventWithSeriesBody, type CreateSeriesBody, type PatchSeriesBody, type PublishSeriesBody
 } from './series.schemas.ts'
 import type { SeriesRow } from './series.table.ts'
 
@@ -43,18 +46,24 @@ export async function occurrenceViews (trx: Tx, tenantId: string, rows: EventRow
   return views
 }
 
-/** The series as the API shows it; the series-manager fields mirror the newest invite row. */
-export async function seriesView (trx: Tx, row: SeriesRow, token?: string) {
+/**
+ * The series as the API shows it; the series-manager fields mirror the newest invite row. The
+ * invitee's e-mail is shown only to who may manage the series' managers (docs/authorization.md).
+ */
+export async function seriesView (trx: Tx, auth: AuthContext, row: SeriesRow, token?: string) {
   const m = await repo.latestSeriesManager(trx, row.tenant_id, row.id)
+  const showInvitee = m?.invited_email !== null && m?.invited_email !== undefined && await hasSeriesPermission(trx, auth, row, 'managers:manage')
   const expired = m?.status === 'pending' && m.expires_at !== null && new Date(m.expires_at).getTime() < Date.now()
   return {
     ...row,
+    // covers belong to occurrences; a key a series row may still hold from before is not shown
+    cover_image_key: null,
     ...(m !== undefined
       ? {
           series_manager_id: m.user_id,
           series_manager_status: expired ? 'revoked' as const : m.status,
           series_manager_invited_by: m.invited_by,
-          series_manager_invited_email: m.invited_email,
+          series_manager_invited_email: showInvitee ? m.invited_email : null,
           series_manager_invited_at: m.invited_at,
           series_manager_accepted_at: m.accepted_at,
           series_manager_expires_at: m.expires_at
@@ -99,6 +108,39 @@ const MAX_DURATION_DAYS = 366
 const spanLimit = (start: Date): Date => DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
 
 const windowFrom = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: WINDOW_MONTHS }).toJSDate()
+
+/** The earliest start a new series' anchor may have (MAX_PAST_MONTHS before `now`). */
+const earliestAnchor = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).minus({ months: MAX_PAST_MONTHS }).toJSDate()
+const DAY_MS = 86_400_000
+
+type RuleAndAnchor = Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone' | 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date'>
+
+/**
+ * The window end of an ends_on=never series that materialises at most MAX_CREATE_PER_REQUEST
+ * positions from `from` on: `windowEnd`, or the start of the first position past that count (the
+ * window job extends it later, at most as many again per run).
+ */
+function cappedWindow (s: RuleAndAnchor, from: Date, windowEnd: Date): Date {
+  const positions = expand(anchorOf(s), ruleOf(s), { until: windowEnd, max: NEVER_MAX })
+  const first = positions.findIndex(p => p.start.getTime() >= from.getTime())
+  if (first < 0) return windowEnd
+  return positions[first + MAX_CREATE_PER_REQUEST]?.start ?? windowEnd
+}
+
+/** A metadata object without the keys that carry storage keys (they belong to one event's cover upload). */
+function withoutStorageKeys (metadata: Json): Json {
+  const out = { ...metadata }
+  for (const k of STORAGE_METADATA_KEYS) Reflect.deleteProperty(out, k)
+  return out
+}
+
+/** 400 when a series body's metadata holds a storage-key field (`body.metadata.cover_image`). */
+function refuseStorageKeys (metadata: Json | null | undefined): void {
+  if (metadata === null || metadata === undefined) return
+  for (const k of STORAGE_METADATA_KEYS) {
+    if (Object.hasOwn(metadata, k)) throw invalidField(`body.metadata.${k}`, 'set by the cover upload (PUT /events/{id}/cover) only, never in a series body')
+  }
+}
 
 interface RuleInput {
   freq?: Rule['freq'] | undefined
@@ -194,7 +236,7 @@ function occurrenceContent (s: SeriesRow): repo.OccurrenceContent {
     longitude: s.longitude,
     timezone: s.timezone,
     keywords: s.keywords,
-    metadata: JSON.stringify(s.metadata),
+    metadata: JSON.stringify(withoutStorageKeys(s.metadata)),
     visibility: s.visibility,
     status: s.status,
     published_at: s.status === 'published' ? (s.published_at ?? new Date()) : null,
@@ -202,7 +244,8 @@ function occurrenceContent (s: SeriesRow): repo.OccurrenceContent {
     template: s.template,
     template_version: s.template_version,
     state: template?.state_machine?.initial ?? null,
-    cover_image_key: s.cover_image_key,
+    // a cover belongs to one event: a new occurrence has none (PUT /events/{id}/cover gives it its own)
+    cover_image_key: null,
     series_id: s.id
   }
 }
@@ -214,6 +257,8 @@ interface SyncResult { rows: EventRow[], removed: Array<{ id: number, start_dt: 
  * by their original slot's local date (the slot under `old`, the series before the change), so a
  * row keeps its id, attendees and overrides while the rule still has its day; a row with times of
  * its own (moved) keeps them. Unmatched rows are soft-deleted and reported; new positions get rows.
+ * Only rows from the first slot at or after `from` are read and returned (`rows`); at most
+ * MAX_CREATE_PER_REQUEST positions may be wanted (the callers cap rule and window first).
  */
 async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Date): Promise<SyncResult> {
   const tenantId = s.tenant_id
@@ -224,7 +269,11 @@ async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Dat
   const oldSlots = old === s ? positions : positionsOf(old)
   const byDay = new Map(wanted.map(p => [dayIn(p.start), p]))
   const dayInOld = old.timezone === s.timezone ? dayIn : localDays(old.timezone)
-  const rows = await repo.lockOccurrenceRows(trx, tenantId, s.id)
+  // the callers bound the work before it starts (checkRule, cappedWindow): this is the backstop
+  if (wanted.length > MAX_CREATE_PER_REQUEST) throw new Error(`series ${s.id}: ${wanted.length} positions to materialise, more than ${MAX_CREATE_PER_REQUEST}`)
+  // rows of earlier slots are left alone: only those from the first slot at or after `from` are read
+  const firstIndex = oldSlots.findIndex(p => p.start.getTime() >= from.getTime())
+  const rows = await repo.lockOccurrenceRows(trx, tenantId, s.id, firstIndex < 0 ? oldSlots.length : firstIndex)
   const removed: SyncResult['removed'] = []
   const moves: repo.SlotMove[] = []
   const kept = new Set<number>()
@@ -246,11 +295,11 @@ async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Dat
   // the moved ones as written and the new ones (no second read)
   await repo.deleteOccurrences(trx, tenantId, removed.map(r => r.id))
   const written = await repo.moveOccurrences(trx, tenantId, moves)
-  const fresh = await repo.insertOccurrences(trx, tenantId, occurrenceContent(s), wanted.filter(p => !kept.has(p.index)))
+  const inserted = await repo.insertOccurrences(trx, tenantId, occurrenceContent(s), wanted.filter(p => !kept.has(p.index)))
   const live = new Map(rows.map(r => [r.id, r]))
   for (const r of removed) live.delete(r.id)
-  for (const r of [...written, ...fresh]) live.set(r.id, r)
-  return { rows: [...live.values()].sort(bySeriesIndex), removed, added: fresh.length }
+  for (const r of [...written, ...inserted]) live.set(r.id, r)
+  return { rows: [...live.values()].sort(bySeriesIndex), removed, added: inserted.length }
 }
 
 /** The order of lockOccurrenceRows: series_index (nulls last), then id. */
@@ -260,13 +309,20 @@ function bySeriesIndex (a: EventRow, b: EventRow): number {
   return ia !== ib ? ia - ib : a.id - b.id
 }
 
-/** Writes the series' content onto its occurrences; title, description and metadata skip overridden ones. */
+/**
+ * A metadata object holding the row's own storage-key entries (`cover_image`), to keep them through
+ * a metadata cascade: a cover and its key belong to one event and are never copied to another.
+ */
+const ownStorageEntries = sql.join(STORAGE_METADATA_KEYS.map(k =>
+  sql`(case when metadata -> ${sql.lit(k)} is null then '{}'::jsonb else jsonb_build_object(${sql.lit(k)}, metadata -> ${sql.lit(k)}) end)`), sql` || `)
+
+/** Writes the series' content onto its occurrences; title, description and metadata skip overridden ones; covers are never written. */
 async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet<string>): Promise<void> {
   const base = trx.updateTable('events')
     .where('tenant_id', '=', s.tenant_id).where('series_id', '=', s.id)
     .where('is_deleted', '=', false).where('published_id', 'is', null)
   const all: events.EventUpdate = {}
-  for (const f of ['address', 'latitude', 'longitude', 'keywords', 'visibility', 'cover_image_key'] as const) {
+  for (const f of ['address', 'latitude', 'longitude', 'keywords', 'visibility'] as const) {
     if (fields.has(f)) (all as Record<string, unknown>)[f] = s[f]
   }
   const write = async (qb: typeof base, values: events.EventUpdate) => {
@@ -277,10 +333,13 @@ async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet<string
   if (fields.has('title')) await write(base.where('title_override', 'is', null), { title: s.title })
   if (fields.has('description')) await write(base.where('description_override', 'is', null), { description: s.description })
   if (fields.has('metadata')) {
-    await write(base.where('metadata_override', 'is', null), { metadata: JSON.stringify(s.metadata) })
+    const shared = JSON.stringify(withoutStorageKeys(s.metadata))
+    await base.where('metadata_override', 'is', null)
+      .set({ metadata: sql`${shared}::jsonb || ${ownStorageEntries}`, revision: sql`revision + 1`, updated_at: sql`now()` })
+      .execute()
     // overridden occurrences: the series' metadata under their own keys
     await base.where('metadata_override', 'is not', null)
-      .set({ metadata: sql`${JSON.stringify(s.metadata)}::jsonb || metadata_override`, revision: sql`revision + 1`, updated_at: sql`now()` })
+      .set({ metadata: sql`${shared}::jsonb || metadata_override || ${ownStorageEntries}`, revision: sql`revision + 1`, updated_at: sql`now()` })
       .execute()
   }
 }
@@ -300,8 +359,12 @@ async function record (trx: Tx, auth: AuthContext, s: SeriesRow, topic: string, 
 
 /** Makes `anchor` position 0 of a new series with `input`'s rule and materialises the occurrences. */
 async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, input: RuleInput, prefix: string, now: Date) {
-  if (anchor.start_dt === null) throw invalidField(prefix === 'body.series.' ? 'body.start_dt' : 'path.id', 'a series needs an anchor with a start_dt', null)
+  const startAt = prefix === 'body.series.' ? 'body.start_dt' : 'path.id'
+  if (anchor.start_dt === null) throw invalidField(startAt, 'a series needs an anchor with a start_dt', null)
   const start = new Date(anchor.start_dt)
+  if (start.getTime() < earliestAnchor(now).getTime()) {
+    throw invalidField(startAt, `a series starts at most ${MAX_PAST_MONTHS} months before now`, anchor.start_dt)
+  }
   const end = anchor.end_dt === null ? start : new Date(anchor.end_dt)
   const base = { start_dt: start, end_dt: end, timezone: anchor.timezone }
   const rule = checkRule(input, base, prefix, prefix === 'body.series.' ? { start: 'body.start_dt', end: 'body.end_dt' } : { start: 'path.id', end: 'path.id' })
@@ -317,17 +380,18 @@ async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, i
     end_dt: end,
     timezone: anchor.timezone,
     keywords: anchor.keywords,
-    metadata: JSON.stringify(anchor.metadata),
+    // the anchor's cover (key and metadata) stays the anchor's: nothing of it goes to the series
+    metadata: JSON.stringify(withoutStorageKeys(anchor.metadata)),
     visibility: anchor.visibility,
     status: anchor.status === 'published' ? 'published' : 'draft',
     published_at: anchor.published_at,
     version: anchor.version,
     template: anchor.template,
     template_version: anchor.template_version,
-    cover_image_key: anchor.cover_image_key,
+    cover_image_key: null,
     ...rule,
     duration: intervalText(end.getTime() - start.getTime()),
-    window_end: rule.ends_on === 'never' ? windowFrom(now.getTime() > start.getTime() ? now : start) : null
+    window_end: rule.ends_on === 'never' ? cappedWindow({ ...base, ...rule }, start, windowFrom(now.getTime() > start.getTime() ? now : start)) : null
   })
   await events.updateEvent(trx, auth.tenantId, anchor.id, { series_id: s.id, series_index: 0, ...(anchor.end_dt === null ? { end_dt: end } : {}) })
   const { rows } = await syncOccurrences(trx, s, s, start)
@@ -338,27 +402,32 @@ async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, i
 
 export async function createEventWithSeries (trx: Tx, auth: AuthContext, input: CreateEventWithSeriesBody, now = new Date()) {
   const { series, $schema: _s, ...fields } = input
+  refuseStorageKeys(fields.metadata)
   if (series !== undefined && series !== null && (fields.start_dt === undefined || fields.start_dt === null)) {
     throw invalidField('body.start_dt', 'required when a series is given')
   }
   const event = await createEvent(trx, auth, fields)
+  const limit = OCCURRENCES_LIMIT_MAX
   if (series === undefined || series === null) {
     const [view] = await occurrenceViews(trx, auth.tenantId, [event], null)
     if (view === undefined) throw new Error('created event not found')
-    return { event: view, occurrences: [] }
+    return { event: view, occurrences: [], total: 0, page: 1, limit, total_pages: 0 }
   }
   const made = await seriesFromAnchor(trx, auth, event, series, 'body.series.', now)
-  const views = await occurrenceViews(trx, auth.tenantId, made.rows, made.series.title)
+  // one page in the answer (the anchor first); the rest through GET /events/{id}/series/occurrences
+  const views = await occurrenceViews(trx, auth.tenantId, made.rows.slice(0, limit), made.series.title)
   const view = views.find(v => v.id === event.id)
   if (view === undefined) throw new Error('anchor not found among the occurrences')
-  return { event: view, occurrences: views }
+  const total = made.rows.length
+  return { event: view, occurrences: views, total, page: 1, limit, total_pages: totalPages(total, limit) }
 }
 
+/** The first OCCURRENCES_LIMIT_MAX occurrences (the anchor first) and how many the series has. */
 export async function convertToSeries (trx: Tx, auth: AuthContext, eventId: number, input: CreateSeriesBody, now = new Date()) {
   const anchor = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
   if (anchor.series_id !== null) throw error409Conflict('the event already belongs to a series')
   const made = await seriesFromAnchor(trx, auth, anchor, input, 'body.', now)
-  return await occurrenceViews(trx, auth.tenantId, made.rows, made.series.title)
+  return { items: await occurrenceViews(trx, auth.tenantId, made.rows.slice(0, OCCURRENCES_LIMIT_MAX), made.series.title), total: made.rows.length, limit: OCCURRENCES_LIMIT_MAX }
 }
 
 // ---- read
@@ -369,11 +438,35 @@ async function seriesOfRow (trx: Tx, tenantId: string, row: EventRow, lock: bool
   return s
 }
 
-/** Locks an occurrence (with `permission`) and its series. */
-async function lockForSeriesWrite (trx: Tx, auth: AuthContext, eventId: number, permission: EventPermission, ifMatch?: string) {
+/**
+ * Series-level rights (docs/series.md, "Permissions"): a tenant admin, the series' creator, or an
+ * active series manager (an `event_managers` row with this `series_id`) whose grant includes
+ * `permission`. Each of them holds the permission on every occurrence too (the creator of the
+ * series creates every occurrence; a series-manager row applies to every occurrence), so a
+ * series-wide change never touches an occurrence its caller could not change on its own.
+ */
+export async function hasSeriesPermission (trx: Tx, auth: AuthContext, s: Pick<SeriesRow, 'id' | 'creator_id'>, permission: EventPermission): Promise<boolean> {
+  if (isTenantAdmin(auth) || s.creator_id === auth.userId) return true
+  const grants = await repo.activeSeriesGrants(trx, auth.tenantId, s.id, auth.userId)
+  return grants.some(m => grantedPermissions(m).has(permission))
+}
+
+/** 403 unless the caller holds `permission` at series level (a change beyond the addressed occurrence). */
+async function requireSeriesPermission (trx: Tx, auth: AuthContext, s: SeriesRow, permission: EventPermission): Promise<void> {
+  if (!(await hasSeriesPermission(trx, auth, s, permission))) {
+    throw error403Forbidden(`missing series permission ${permission}: changing more than this occurrence needs it for the whole series (admin, series creator or series manager)`)
+  }
+}
+
+/**
+ * Locks an occurrence (with `permission` on it) and its series; `level` 'series' also asks for
+ * the permission at series level (every change beyond the addressed occurrence).
+ */
+async function lockForSeriesWrite (trx: Tx, auth: AuthContext, eventId: number, permission: EventPermission, level: 'series' | 'occurrence', ifMatch?: string) {
   const row = await lockEventForWrite(trx, auth, eventId, permission, { includeDraftClones: true })
   const occurrence = row.published_id === null ? row : await events.lockById(trx, auth.tenantId, row.published_id)
   const series = await seriesOfRow(trx, auth.tenantId, occurrence, true)
+  if (level === 'series') await requireSeriesPermission(trx, auth, series, permission)
   checkIfMatch(ifMatch, series.revision)
   return { occurrence, series }
 }
@@ -385,7 +478,7 @@ export async function getSeries (trx: Tx, auth: AuthContext, eventId: number, pa
   const s = await seriesOfRow(trx, auth.tenantId, row, false)
   const { items, total } = await repo.pageOccurrences(trx, auth, s.id, page, limit)
   return {
-    series: await seriesView(trx, s),
+    series: await seriesView(trx, auth, s),
     occurrences: await occurrenceViews(trx, auth.tenantId, items, s.title),
     ...(await repo.attendeeCounts(trx, auth.tenantId, s.id)),
     total,
@@ -405,7 +498,8 @@ export async function listOccurrences (trx: Tx, auth: AuthContext, eventId: numb
 // ---- edit
 
 const RULE_FIELDS = ['freq', 'interval', 'repeat_days', 'ends_on', 'end_count', 'end_date'] as const
-const CONTENT = ['title', 'description', 'address', 'cover_image_key', 'latitude', 'longitude', 'keywords', 'visibility'] as const
+/** Cascaded content; no storage key (`cover_image_key` is not a field of the body: 400). */
+const CONTENT = ['title', 'description', 'address', 'latitude', 'longitude', 'keywords', 'visibility'] as const
 
 /** Applies a series patch to a locked series: content cascade, then the rule and times (regeneration from `now`). */
 async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input: PatchSeriesBody, now: Date) {
@@ -418,6 +512,10 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
   const timezone = input.timezone ?? s.timezone
   const ruleChanged = RULE_FIELDS.some(f => f in input)
   const timesChanged = start.getTime() !== ms(s.start_dt) || end.getTime() !== ms(s.end_dt) || timezone !== s.timezone
+  // an anchor moves back at most a day, or to MAX_PAST_MONTHS before now: the rule's positions are counted from it
+  if (timesChanged && start.getTime() < Math.min(earliestAnchor(now).getTime(), ms(s.start_dt) - DAY_MS)) {
+    throw invalidField('body.start_dt', `a series starts at most ${MAX_PAST_MONTHS} months before now (or moves back by a day at most)`, input.start_dt)
+  }
   const rule = ruleChanged || timesChanged ? checkRule(input, { ...s, start_dt: start, end_dt: end, timezone }, 'body.', { start: 'body.start_dt', end: 'body.end_dt' }) : undefined
   const values: repo.SeriesUpdate = { ...rule }
   const fields = new Set<string>()
@@ -428,15 +526,17 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
     }
   }
   if ('metadata' in input) {
+    refuseStorageKeys(input.metadata)
     const bad = loneSurrogateAt(input.metadata, 'body.metadata')
     if (bad !== undefined) throw invalidField(bad, 'expected text without lone UTF-16 surrogates')
-    values.metadata = JSON.stringify(input.metadata === null ? {} : mergePatch(s.metadata, input.metadata))
+    values.metadata = JSON.stringify(input.metadata === null ? {} : withoutStorageKeys(mergePatch(s.metadata, input.metadata) as Json))
     if (Buffer.byteLength(values.metadata) > METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
     fields.add('metadata')
   }
   if (timesChanged) Object.assign(values, { start_dt: start, end_dt: end, timezone, duration: intervalText(end.getTime() - start.getTime()) })
   if (rule !== undefined) {
-    values.window_end = rule.ends_on === 'never' ? (s.window_end ?? windowFrom(now.getTime() > start.getTime() ? now : start)) : null
+    const windowEnd = s.window_end === null ? windowFrom(now.getTime() > start.getTime() ? now : start) : new Date(s.window_end)
+    values.window_end = rule.ends_on === 'never' ? cappedWindow({ ...rule, start_dt: start, end_dt: end, timezone }, now, windowEnd) : null
   }
   if (Object.keys(values).length === 0) return { series: s, removed: [], added: 0 }
   const updated = await repo.updateSeries(trx, auth.tenantId, s.id, values)
@@ -451,9 +551,9 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
 }
 
 export async function patchSeries (trx: Tx, auth: AuthContext, eventId: number, input: PatchSeriesBody, ifMatch: string | undefined, now = new Date()) {
-  const { series } = await lockForSeriesWrite(trx, auth, eventId, 'event:edit', ifMatch)
+  const { series } = await lockForSeriesWrite(trx, auth, eventId, 'event:edit', 'series', ifMatch)
   const result = await applySeriesPatch(trx, auth, series, input, now)
-  return { ...(await seriesView(trx, result.series)), removed_occurrences: result.removed, added_occurrences: result.added }
+  return { ...(await seriesView(trx, auth, result.series)), removed_occurrences: result.removed, added_occurrences: result.added }
 }
 
 /** Ends `s` right before position `k` (after_n: k occurrences; otherwise on the local day of position k - 1). */
@@ -481,7 +581,8 @@ async function splitAt (trx: Tx, auth: AuthContext, s: SeriesRow, k: number): Pr
   const { id: _id, tenant_id: _t, created_at: _c, updated_at: _u, revision: _r, ...rest } = s
   const next = await repo.insertSeries(trx, auth.tenantId, {
     ...rest,
-    metadata: JSON.stringify(s.metadata),
+    cover_image_key: null,
+    metadata: JSON.stringify(withoutStorageKeys(s.metadata)),
     start_dt: slot.start,
     end_dt: slot.end,
     end_count: s.ends_on === 'after_n' && s.end_count !== null ? Math.max(1, s.end_count - k) : s.end_count,
@@ -558,8 +659,10 @@ export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: numb
     return await events.updateEvent(trx, auth.tenantId, before.id, overrides)
   }
   if ('template' in patch) throw error409Conflict('the template of an event is immutable', [fieldError('body.template', 'must be omitted', patch.template)])
-  checkIfMatch(ifMatch, first.revision)
   let s = await seriesOfRow(trx, auth.tenantId, occurrence, true)
+  // future and all change more than this occurrence
+  await requireSeriesPermission(trx, auth, s, 'event:edit')
+  checkIfMatch(ifMatch, first.revision)
   if (scope === 'future' && positionOf(occurrence) > 0) s = await splitAt(trx, auth, s, positionOf(occurrence))
   const current = await events.lockById(trx, auth.tenantId, occurrence.id)
   const seriesPatch = seriesPatchFrom(s, current, patch)
@@ -586,7 +689,8 @@ export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: numb
 // ---- delete
 
 export async function deleteSeries (trx: Tx, auth: AuthContext, eventId: number, scope: Scope, ifMatch?: string): Promise<void> {
-  const { occurrence, series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:delete')
+  // this: the occurrence alone (its slot joins the exdates); future and all need the series-level right
+  const { occurrence, series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:delete', scope === 'this' ? 'occurrence' : 'series')
   checkIfMatch(ifMatch, occurrence.revision)
   const k = positionOf(occurrence)
   const live = trx.updateTable('events').where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('is_deleted', '=', false)
@@ -610,7 +714,7 @@ export async function deleteSeries (trx: Tx, auth: AuthContext, eventId: number,
 // ---- publish
 
 export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number, input: PublishSeriesBody, ifMatch?: string): Promise<void> {
-  const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:publish', ifMatch)
+  const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:publish', 'series', ifMatch)
   if (s.status === 'archived') throw error409Conflict('the series is archived')
   const at = new Date()
   const published = await repo.updateSeries(trx, auth.tenantId, s.id, { status: 'published', published_at: at, version: s.version + 1 })
@@ -621,17 +725,14 @@ export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number
     .execute()
   await record(trx, auth, published, 'series.published', { version: published.version, notify: input.notify ?? false })
   if (input.notify === true) {
-    for (const channel of input.channels ?? ['email']) {
-      await queueNotification(trx, {
-        tenantId: auth.tenantId,
-        channel,
-        recipient: published.creator_id,
-        subject: `Published: ${published.title}`,
-        body: input.message ?? `The series "${published.title}" was published.`,
-        priority: input.priority ?? 'normal',
-        payload: { series_id: published.id, version: published.version }
-      })
-    }
+    await notifyUser(trx, {
+      tenantId: auth.tenantId,
+      userId: published.creator_id,
+      actor: auth,
+      channels: input.channels ?? ['email'],
+      template: seriesPublished({ seriesId: published.id, eventId, version: published.version, title: published.title, message: input.message }),
+      priority: input.priority ?? 'normal'
+    })
   }
 }
 
@@ -645,7 +746,10 @@ export const INVITE_DAYS = 7
  * invite sent before is revoked. The plain token is returned once.
  */
 export async function inviteSeriesManager (trx: Tx, auth: AuthContext, eventId: number, email: string) {
-  const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'managers:manage')
+  // a series manager manages every occurrence: only a caller with that right on the whole series grants it
+  const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'managers:manage', 'series')
+  // the invite grants every permission: the inviter must hold them all at series level
+  await assertSeriesGrant(trx, auth, s.id, EVENT_MANAGER_ROLES['event_manager:full'], 'body.email')
   const anchor = await trx.selectFrom('events').select('id')
     .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('published_id', 'is', null)
     .orderBy('is_deleted').orderBy('series_index').limit(1).executeTakeFirstOrThrow()
@@ -679,25 +783,37 @@ export async function inviteSeriesManager (trx: Tx, auth: AuthContext, eventId: 
     series_manager_expires_at: expires
   })
   await record(trx, auth, updated, 'series.manager_invited', { email })
-  return await seriesView(trx, updated, token)
+  await queueNotification(trx, {
+    tenantId: auth.tenantId,
+    channel: 'email',
+    recipient: email,
+    ...managerInvitation({ on: 'series', title: s.title, token, days: INVITE_DAYS }),
+    payload: { kind: 'series.manager_invited', series_id: s.id, event_id: anchor.id, actor_id: auth.userId }
+  })
+  return await seriesView(trx, auth, updated, token)
 }
 
 // ---- rolling windows
 
 /** Due when less than this is left before the window end. */
 const EXTEND_WHEN_LEFT_MONTHS = WINDOW_MONTHS - 1
+/** Series looked at per run, and rows one run creates at most (the rest is due at the next run). */
+const DUE_PER_RUN = 1000
+const MAX_CREATE_PER_RUN = 50_000
 
 /**
  * Extends the window of every ends_on=never series due at `now` to `now` + the horizon, creating
- * the occurrences in between (each series in its own tenant-scoped transaction). Returns the
- * number of occurrences created.
+ * the occurrences in between (each series in its own tenant-scoped transaction), at most
+ * MAX_CREATE_PER_REQUEST per series and MAX_CREATE_PER_RUN in all; a series left behind stays due.
+ * Returns the number of occurrences created.
  */
 export async function extendSeriesWindows (db: Kysely<Database>, now: Date = new Date()): Promise<number> {
   const dueBefore = DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: EXTEND_WHEN_LEFT_MONTHS }).toJSDate()
   const due = await withSystem(db, async trx => await trx.selectFrom('series_windows').select(['tenant_id', 'series_id', 'window_end'])
-    .where('window_end', '<', dueBefore).orderBy('window_end').limit(1000).execute())
+    .where('window_end', '<', dueBefore).orderBy('window_end').limit(DUE_PER_RUN).execute())
   let created = 0
   for (const d of due) {
+    if (created >= MAX_CREATE_PER_RUN) break
     created += await withTenant(db, { tenantId: d.tenant_id }, async (trx) => {
       const s = await repo.findSeries(trx, d.tenant_id, d.series_id, true)
       if (s === undefined || s.ends_on !== 'never') {
@@ -705,7 +821,8 @@ export async function extendSeriesWindows (db: Kysely<Database>, now: Date = new
         return 0
       }
       const from = s.window_end === null ? new Date(s.start_dt) : new Date(s.window_end)
-      const updated = await repo.updateSeries(trx, d.tenant_id, s.id, { window_end: windowFrom(now) })
+      // at most MAX_CREATE_PER_REQUEST rows per series and run: a window far behind catches up over several runs
+      const updated = await repo.updateSeries(trx, d.tenant_id, s.id, { window_end: cappedWindow(s, from, windowFrom(now)) })
       const { added } = await syncOccurrences(trx, updated, s, from)
       await repo.setWindow(trx, d.tenant_id, s.id, new Date(updated.window_end ?? now))
       return added

@@ -9,12 +9,16 @@
  *
  * Managing a space: its creator, tenant admins, and active managers holding the permission the
  * action needs (the role `space_manager:full` holds every permission).
+ *
+ * Granting: a grant (permissions, or the full role) never exceeds what the granter holds
+ * (`heldOnSpace`); `assertGrantWithin` answers 403 otherwise.
  */
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { FULL_ROLE, type SpaceManagerPermission } from './spaces.schemas.ts'
+import { ApiError, fieldError } from '../../platform/http/errors.ts'
+import { FULL_ROLE, SPACE_MANAGER_PERMISSIONS, type SpaceManagerPermission } from './spaces.schemas.ts'
 
 type Eb = ExpressionBuilder<Database, 'spaces'>
 
@@ -74,4 +78,29 @@ export async function isSpaceManager (trx: Tx, tenantId: string, spaceId: number
 export async function canManageSpace (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }, permission: SpaceManagerPermission): Promise<boolean> {
   if (isAdmin(auth) || space.creator_id === auth.userId) return true
   return await isSpaceManager(trx, auth.tenantId, space.id, auth.userId, permission)
+}
+
+const isSpacePermission = (p: string): p is SpaceManagerPermission => (SPACE_MANAGER_PERMISSIONS as readonly string[]).includes(p)
+
+/** The permissions a manager row (or a requested grant) gives: every one for the full role, else its list. */
+export function spaceGrantOf (m: { role: string | null, permissions: readonly string[] }): Set<SpaceManagerPermission> {
+  if (m.role === FULL_ROLE) return new Set(SPACE_MANAGER_PERMISSIONS)
+  return new Set(m.permissions.filter(isSpacePermission))
+}
+
+/** What the caller holds on the space: everything as tenant admin or creator, else their active manager row's grant. */
+export async function heldOnSpace (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }): Promise<ReadonlySet<SpaceManagerPermission>> {
+  if (isAdmin(auth) || space.creator_id === auth.userId) return new Set(SPACE_MANAGER_PERMISSIONS)
+  const m = await activeManager(trx, auth.tenantId, space.id, auth.userId)
+  return m === undefined ? new Set() : spaceGrantOf(m)
+}
+
+/**
+ * 403 unless `held` covers every permission of `grant`; the detail starts with `what` and lists
+ * the missing ones, `location` names the field carrying the grant or the row concerned.
+ */
+export function assertGrantWithin (grant: Iterable<string>, held: ReadonlySet<string>, location: string, what: string): void {
+  const wanted = new Set(grant)
+  const missing = SPACE_MANAGER_PERMISSIONS.filter(p => wanted.has(p) && !held.has(p))
+  if (missing.length > 0) throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [fieldError(location, 'permissions the caller does not hold', missing)])
 }

@@ -3,25 +3,25 @@
  * space), and the events linked to it (links live in the events module's `event_spaces`).
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
+import { lockEventForWrite } from '../events/events.access.ts'
 import { activeManager } from './spaces.access.ts'
 import * as insights from './spaces.insights.repository.ts'
 import {
   AddSpaceEventBody, PagedBodySpaceActivity, PagedBodySpaceEvent, SpaceAnalyticsResult, SpaceEventLink, SpaceEventParams, SpaceParams
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Spaces']
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   app.get('/api/v1/spaces/:id/activity', {
     schema: { operationId: 'list-space-activity', summary: 'Recent activity of a space, newest first', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceActivity } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -33,7 +33,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/:id/analytics', {
     schema: { operationId: 'get-space-analytics', summary: 'Attendance, RSVPs and member growth of a space (for its managers)', tags, params: SpaceParams, response: { 200: SpaceAnalyticsResult } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const auth = request.auth
     return await withTenant(db, auth, async (trx) => {
@@ -51,7 +51,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/:id/events', {
     schema: { operationId: 'list-space-events', summary: 'Events of a space the caller can see, latest start first', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceEvent } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -63,15 +63,18 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/:id/events', {
     schema: { operationId: 'add-space-event', summary: 'Add an event the caller can see to a space they manage', tags, params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'events')
   }, async (request, reply) => {
     const auth = request.auth
     const eventId = request.body.event_id
     const row = await withTenant(db, auth, async (trx) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:events')
       if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
-      const event = await trx.selectFrom('events').select(['id', 'title']).where('events.id', '=', eventId).where(eb => eventVisibleTo(eb, auth)).executeTakeFirst()
-      if (event === undefined) throw invalidField('body.event_id', 'event not found', eventId)
+      // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
+      const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch((err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) throw invalidField('body.event_id', 'event not found', eventId)
+        throw err
+      })
       const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
       if (created === undefined) throw error409Conflict('the event already belongs to this space', [{ location: 'body.event_id', message: 'already linked', value: eventId }])
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, event_id: event.id } })
@@ -82,12 +85,13 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   app.delete('/api/v1/spaces/:id/events/:event_id', {
     schema: { operationId: 'remove-space-event', summary: 'Remove an event from a space', tags, params: SpaceEventParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'events')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, event_id: eventId } = request.params
     await withTenant(db, auth, async (trx) => {
       await lockManageable(trx, auth, id, 'space:events')
+      await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
       if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) throw error404NotFound('the event does not belong to this space')
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, event_id: eventId } })
     })

@@ -2,16 +2,21 @@
  * People of a space: members (list, add, remove), managers (list, add, read, change permissions,
  * remove; never the last one) and linked contacts. Every write is one transaction that also
  * records the domain event and, for members and contacts, the space activity.
+ *
+ * Manager grants (docs/spaces.md): a grant never exceeds what the granter holds; nobody adds or
+ * changes their own grant (stepping down stays allowed); a manager holding permissions the caller
+ * lacks is neither changed nor removed by them. An invite is accepted only by its addressee
+ * (`assertInviteRecipient`). Invitee e-mails are shown only to who may manage managers.
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
-import { queueNotification } from '../../platform/notifications/notifications.ts'
-import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
+import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
+import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
+import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail } from '../../platform/invite-tokens.ts'
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
@@ -19,7 +24,9 @@ import {
   AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody, PendingInvites, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager,
   PagedBodySpaceMember, SPACE_MANAGER_PERMISSIONS, UpdateManagerBody, SpaceContact, SpaceContactParams, SpaceManager, SpaceMember, SpaceParams, SpaceUserParams
 } from './spaces.schemas.ts'
+import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Spaces']
 
@@ -45,12 +52,25 @@ async function lockForPeople (trx: Tx, auth: AuthContext, id: number, permission
   return await lockManageable(trx, auth, id, permission)
 }
 
+const EXCEEDS = 'a grant may not exceed your own rights on the space'
+const OUTRANKS = 'this manager holds permissions you do not hold, so you may not change or remove their grant'
+
+function refuseSelf (auth: AuthContext, userId: string, location: string): void {
+  if (userId === auth.userId) throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [fieldError(location, 'the caller', userId)])
+}
+
+/** Invitee e-mails only for who may manage the space's managers; others see null. */
+async function maskInvitees<T extends { invited_email: string | null }> (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }, rows: T[]): Promise<T[]> {
+  if (rows.every(r => r.invited_email === null) || await canManageSpace(trx, auth, space, 'space:managers')) return rows
+  return rows.map(r => ({ ...r, invited_email: null }))
+}
+
 export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
   app.get('/api/v1/spaces/:id/members', {
     schema: { operationId: 'list-space-members', summary: 'List the active members of a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceMember } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -62,7 +82,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/:id/members', {
     schema: { operationId: 'add-space-member', summary: 'Add a member (201), or change the role of an active one (200)', tags, params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'members')
   }, async (request, reply) => {
     const auth = request.auth
     const { user_id: userId, role } = request.body
@@ -86,7 +106,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.delete('/api/v1/spaces/:id/members/:user_id', {
     schema: { operationId: 'remove-space-member', summary: 'Remove a member (a member may leave on their own)', tags, params: SpaceUserParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'members')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, user_id: userId } = request.params
@@ -102,29 +122,32 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/manager-permissions', {
     schema: { operationId: 'list-space-manager-permissions', summary: 'Permissions that can be granted to a space manager', tags, response: { 200: ManagerPermissionsList } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'list')
   }, async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
   app.get('/api/v1/spaces/:id/managers', {
     schema: { operationId: 'list-space-managers', summary: 'List the managers of a space (active and pending)', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceManager } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
-      await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listManagers(trx, request.auth.tenantId, request.params.id, q.page, q.size)
+      const space = await visibleOr404(trx, request.auth, request.params.id)
+      const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q.page, q.size)
+      return { items: await maskInvitees(trx, request.auth, space, page.items), total: page.total }
     })
     return { items, page: q.page, size: q.size, total }
   })
 
   app.post('/api/v1/spaces/:id/managers', {
     schema: { operationId: 'add-space-manager', summary: 'Add an active manager (role, when given, replaces permissions)', tags, params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'managers')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
     const row = await withTenant(db, auth, async (trx) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+      refuseSelf(auth, b.user_id, 'body.user_id')
+      assertGrantWithin(spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }), await heldOnSpace(trx, auth, space), b.role === FULL_ROLE ? 'body.role' : 'body.permissions', EXCEEDS)
       if (await repo.findManager(trx, auth.tenantId, space.id, b.user_id) !== undefined) {
         throw error409Conflict('the user already manages this space', [{ location: 'body.user_id', message: 'already a manager', value: b.user_id }])
       }
@@ -132,18 +155,14 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       const created = await repo.insertManager(trx, { tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, userId: b.user_id, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId })
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions } })
       if (b.notify === true) {
-        const user = await trx.selectFrom('users').select('email').where('tenant_id', '=', auth.tenantId).where('id', '=', b.user_id).executeTakeFirst()
-        for (const channel of b.channels ?? ['email']) {
-          await queueNotification(trx, {
-            tenantId: auth.tenantId,
-            channel,
-            recipient: channel === 'email' ? (user?.email ?? b.user_id) : b.user_id,
-            subject: `You now manage the space "${space.title}"`,
-            body: b.message ?? `You were made a manager of the space "${space.title}".`,
-            priority: b.priority ?? 'normal',
-            payload: { kind: 'space.manager_added', space_id: space.id, user_id: b.user_id, actor_id: auth.userId }
-          })
-        }
+        await notifyUser(trx, {
+          tenantId: auth.tenantId,
+          userId: b.user_id,
+          channels: b.channels ?? ['email'],
+          template: managerAdded({ on: 'space', id: space.id, userId: b.user_id, title: space.title, message: b.message }),
+          priority: b.priority ?? 'normal',
+          payload: { actor_id: auth.userId }
+        })
       }
       return created
     })
@@ -152,13 +171,14 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/:id/managers/invite', {
     schema: { operationId: 'invite-space-manager', summary: 'Invite a manager by e-mail (pending for 7 days until accepted)', tags, params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'managers')
   }, async (request, reply) => {
     const auth = request.auth
     const b = request.body
     const email = b.email.toLowerCase()
     const row = await withTenant(db, auth, async (trx) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+      assertGrantWithin(spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }), await heldOnSpace(trx, auth, space), b.role === FULL_ROLE ? 'body.role' : 'body.permissions', EXCEEDS)
       if (await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email) !== undefined) {
         throw error409Conflict('an invite to this address is already pending', [{ location: 'body.email', message: 'already invited', value: b.email }])
       }
@@ -171,8 +191,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         tenantId: auth.tenantId,
         channel: 'email',
         recipient: email,
-        subject: `You are invited to manage the space "${space.title}"`,
-        body: `You were invited to manage the space "${space.title}". Accept within ${INVITE_DAYS} days with this token: ${token}`,
+        ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
         payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
       })
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_invited', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions } })
@@ -183,16 +202,14 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/managers/accept', {
     schema: { operationId: 'accept-space-manager-invite', summary: 'Accept a manager invite: the caller becomes an active manager', tags, body: AcceptInviteBody, response: { 200: SpaceManager } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'accept')
   }, async (request) => {
     const auth = request.auth
     return await withTenant(db, auth, async (trx) => {
       const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
       if (invite === undefined) throw error404NotFound('invite not found')
       if (invite.expired) throw error409Conflict('the invite has expired')
-      if (auth.email !== null && invite.invited_email !== null && auth.email.toLowerCase() !== invite.invited_email.toLowerCase()) {
-        throw error403Forbidden('the invite was sent to another address')
-      }
+      await assertInviteRecipient(trx, auth, invite.invited_email)
       await lockLiveSpace(trx, invite.space_id, auth)
       if (await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId) !== undefined) throw error409Conflict('the caller already manages this space')
       const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
@@ -203,34 +220,39 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/managers/pending', {
     schema: { operationId: 'list-pending-space-manager-invites', summary: 'Pending manager invites sent to the caller\'s e-mail address', tags, response: { 200: PendingInvites } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('manager', 'pending')
   }, async (request) => {
     const email = request.auth.email
-    if (email === null) return { items: [] }
-    const items = await withTenant(db, request.auth, trx => repo.pendingInvitesFor(trx, request.auth.tenantId, email.toLowerCase()))
+    if (email === null || normalizeEmail(email) === '') return { items: [] }
+    const items = await withTenant(db, request.auth, trx => repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email)))
     return { items }
   })
 
   app.get('/api/v1/spaces/:id/managers/:user_id', {
     schema: { operationId: 'get-space-manager', summary: 'Get a manager of a space', tags, params: SpaceUserParams, response: { 200: SpaceManager } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => await withTenant(db, request.auth, async (trx) => {
-    await visibleOr404(trx, request.auth, request.params.id)
+    const space = await visibleOr404(trx, request.auth, request.params.id)
     const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
     if (row === undefined) throw error404NotFound('manager not found')
-    return row
+    const [shown] = await maskInvitees(trx, request.auth, space, [row])
+    return shown
   }))
 
   app.put('/api/v1/spaces/:id/managers/:user_id', {
     schema: { operationId: 'update-space-manager', summary: 'Replace the permissions of a manager (clears the role bundle)', tags, params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'managers')
   }, async (request) => {
     const auth = request.auth
     const { id, user_id: userId } = request.params
     return await withTenant(db, auth, async (trx) => {
-      await lockManageable(trx, auth, id, 'space:managers')
+      const space = await lockManageable(trx, auth, id, 'space:managers')
+      refuseSelf(auth, userId, 'path.user_id')
       const current = await repo.findManager(trx, auth.tenantId, id, userId)
       if (current === undefined) throw error404NotFound('manager not found')
+      const held = await heldOnSpace(trx, auth, space)
+      assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
+      assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
       const updated = await repo.updateManager(trx, auth.tenantId, current.id, { permissions: request.body.permissions, role: null })
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, user_id: userId, permissions: updated.permissions } })
       return updated
@@ -239,15 +261,17 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.delete('/api/v1/spaces/:id/managers/:user_id', {
     schema: { operationId: 'remove-space-manager', summary: 'Remove a manager (never the last active one; a manager may step down)', tags, params: SpaceUserParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'managers')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, user_id: userId } = request.params
     await withTenant(db, auth, async (trx) => {
-      await lockForPeople(trx, auth, id, 'space:managers', userId)
+      const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
       const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
       const current = await repo.findManager(trx, auth.tenantId, id, userId)
       if (current === undefined) throw error404NotFound('manager not found')
+      // stepping down is always allowed; removing another needs to hold at least what they hold
+      if (userId !== auth.userId) assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
       if (current.status === 'active' && active.length <= 1) throw error409Conflict('the last manager of a space cannot be removed')
       await repo.revokeManager(trx, auth.tenantId, current.id)
       await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, user_id: userId } })
@@ -259,7 +283,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/:id/contacts', {
     schema: { operationId: 'list-space-contacts', summary: 'List the contacts linked to a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceContact } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -271,7 +295,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/:id/contacts', {
     schema: { operationId: 'add-space-contact', summary: 'Link a contact the caller can see to a space', tags, params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'contacts')
   }, async (request, reply) => {
     const auth = request.auth
     const contactId = request.body.contact_id
@@ -291,7 +315,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.delete('/api/v1/spaces/:id/contacts/:contact_id', {
     schema: { operationId: 'remove-space-contact', summary: 'Unlink a contact from a space', tags, params: SpaceContactParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'contacts')
   }, async (request, reply) => {
     const auth = request.auth
     const { id, contact_id: contactId } = request.params

@@ -157,5 +157,88 @@ for (const kind of databases()) {
       const list = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })
       assert.deepEqual(list.json().items.map((m: Json) => [m.user_id, m.status]), [['alice', 'active'], ['dora', 'active']])
     })
+
+    void it('a space manager with only space:managers grants nobody more than she holds, never changes her own grant, and cannot touch a stronger manager', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const bob = await tenant.user('bob')
+      const s = await createSpace(t, alice)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'bob', permissions: ['space:managers'] } })).statusCode, 201)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'carol', permissions: ['space:managers', 'space:edit'] } })).statusCode, 201)
+      const grants = async () => ((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })).json().items as Json[]).map(m => [m.user_id, m.status, m.role, m.permissions])
+      const before = await grants()
+
+      const self = await t.as(bob, { method: 'PUT', url: `/api/v1/spaces/${s.id}/managers/bob`, payload: { permissions: ['space:managers', 'space:edit'] } })
+      assert.equal(self.statusCode, 403, self.body)
+      assert.equal(self.json().errors[0].location, 'path.user_id')
+      const full = await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'sock', permissions: [], role: 'space_manager:full' } })
+      assert.equal(full.statusCode, 403, full.body)
+      assert.equal(full.json().errors[0].location, 'body.role')
+      const edit = await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'sock', permissions: ['space:managers', 'space:edit'] } })
+      assert.equal(edit.statusCode, 403)
+      assert.deepEqual(edit.json().errors[0], { location: 'body.permissions', message: 'permissions the caller does not hold', value: ['space:edit'] })
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'sock@example.test', permissions: [], role: 'space_manager:full' } })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'PUT', url: `/api/v1/spaces/${s.id}/managers/carol`, payload: { permissions: ['space:managers'] } })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/carol` })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/alice` })).statusCode, 403)
+      assert.deepEqual(await grants(), before, 'no grant changed and no invite made')
+      // the space is untouched
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}` })).statusCode, 403)
+      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).statusCode, 200)
+
+      // within her rights: grant space:managers, then step down; the creator changes anyone but herself
+      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'dan', permissions: ['space:managers'] } })).statusCode, 201)
+      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/managers/bob` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'PUT', url: `/api/v1/spaces/${s.id}/managers/carol`, payload: { permissions: ['space:events'] } })).statusCode, 200)
+      assert.equal((await t.as(alice, { method: 'PUT', url: `/api/v1/spaces/${s.id}/managers/alice`, payload: { permissions: ['space:events'] } })).statusCode, 403)
+      assert.deepEqual((await grants()).map(g => [g[0], g[3]]), [['alice', []], ['carol', ['space:events']], ['dan', ['space:managers']]])
+    })
+
+    void it('only the addressee accepts a manager invite: no token e-mail 403, another e-mail 403, same address in other case accepted', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice)
+      const inv = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'Nina@Example.test', permissions: ['space:edit'] } })
+      assert.equal(inv.statusCode, 201, inv.body)
+      const mail = await t.ctx.db.selectFrom('notification_outbox').select('payload').where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()
+      const token = (mail.payload as Json).invite_token as string
+      const rows = async () => ((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })).json().items as Json[]).map(m => [m.user_id, m.status])
+
+      const noEmail = await tenant.user('nina', ['member'], { email: undefined })
+      const refused = await t.as(noEmail, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })
+      assert.equal(refused.statusCode, 403, refused.body)
+      assert.match(refused.json().detail, /no e-mail/)
+      const wrong = await t.as(await tenant.user('otto'), { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })
+      assert.equal(wrong.statusCode, 403)
+      assert.deepEqual(await rows(), [['alice', 'active'], [null, 'pending']])
+      assert.equal((await t.as(noEmail, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Taken' } })).statusCode, 404)
+
+      const nina = await tenant.user('nina', ['member'], { email: ' nina@EXAMPLE.test' })
+      assert.equal((await t.as(nina, { method: 'GET', url: '/api/v1/spaces/managers/pending' })).json().items.length, 1)
+      const ok = await t.as(nina, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })
+      assert.equal(ok.statusCode, 200, ok.body)
+      assert.deepEqual(await rows(), [['alice', 'active'], ['nina', 'active']])
+    })
+
+    void it('shows invitee e-mails only to who may manage the space\'s managers', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice, { visibility: 40 })
+      await publish(t, alice, s.id)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers/invite`, payload: { email: 'quinn@example.test', permissions: ['space:edit'] } })).statusCode, 201)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'ray', permissions: ['space:edit'] } })).statusCode, 201)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/managers`, payload: { user_id: 'una', permissions: ['space:managers'] } })).statusCode, 201)
+      const emails = async (token: string) => {
+        const res = await t.as(token, { method: 'GET', url: `/api/v1/spaces/${s.id}/managers` })
+        assert.equal(res.statusCode, 200, res.body)
+        return (res.json().items as Json[]).filter(m => m.status === 'pending').map(m => m.invited_email)
+      }
+      assert.deepEqual(await emails(await tenant.user('vic', ['viewer'])), [null])
+      assert.deepEqual(await emails(await tenant.user('reader')), [null])
+      assert.deepEqual(await emails(await tenant.user('ray')), [null])
+      assert.deepEqual(await emails(await tenant.user('una')), ['quinn@example.test'])
+      assert.deepEqual(await emails(alice), ['quinn@example.test'])
+      assert.deepEqual(await emails(await tenant.user('root', ['admin'])), ['quinn@example.test'])
+    })
   })
 }

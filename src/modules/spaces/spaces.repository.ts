@@ -103,7 +103,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
       .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
   const [items, count] = await Promise.all([
     base.select(BASE_COLUMNS).select(eb => [parentIds(eb), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
-      .orderBy(`spaces.${o.sortBy}`, sql.raw(`${o.sortDir} nulls last`))
+      .orderBy(`spaces.${o.sortBy}`, ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('spaces.id', o.sortDir)
       .limit(o.size).offset((o.page - 1) * o.size)
       .execute(),

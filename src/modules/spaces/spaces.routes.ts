@@ -6,9 +6,8 @@
  * public page directory. Events belong to the events module; only the links are read here.
  */
 import { defineModule } from '../../platform/app-context.ts'
-import { requirePermission } from '../../platform/auth/permissions.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { error404NotFound } from '../../platform/http/errors.ts'
+import { error404NotFound, error422UnprocessableEntity } from '../../platform/http/errors.ts'
 import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import * as repo from './spaces.repository.ts'
@@ -20,13 +19,24 @@ import * as service from './spaces.service.ts'
 import { registerPeopleRoutes } from './spaces.people.routes.ts'
 import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
+import { requirePolicy } from '../policy/policy.ts'
 
 export const tags = ['Spaces']
 
 type Node = ReturnType<typeof repo.toSpace> & { children: Node[] }
 
+/**
+ * The most nodes one tree answer holds. A space under several parents repeats under each, so a
+ * lattice of a few dozen spaces would otherwise unfold into millions of nodes: the work is counted
+ * while the tree is built and stops at this bound (422; the tree is then read level by level with
+ * `GET /spaces/{id}/children`).
+ */
+export const TREE_MAX_NODES = 5000
+
 /** Roots are the visible spaces without a visible parent; a multi-parent space repeats under each. */
 function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Node[] {
+  const tooLarge = () => error422UnprocessableEntity(`the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): read it level by level with GET /api/v1/spaces/{id}/children`)
+  if (forest.spaces.length > TREE_MAX_NODES) throw tooLarge()
   const byId = new Map(forest.spaces.map(s => [s.id, s]))
   const children = new Map<number, number[]>()
   for (const l of forest.links) {
@@ -34,9 +44,11 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
     children.set(l.parent_id, [...(children.get(l.parent_id) ?? []), l.space_id])
   }
   const order = new Map(forest.spaces.map((s, i) => [s.id, i]))
+  let nodes = 0
   const node = (id: number, path: Set<number>): Node => {
     const s = byId.get(id)
     if (s === undefined) throw new Error('unreachable')
+    if (++nodes > TREE_MAX_NODES) throw tooLarge()
     const next = new Set(path).add(id)
     const kids = (children.get(id) ?? []).filter(k => !next.has(k)).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))
     return { ...repo.toSpace(s), children: kids.map(k => node(k, next)) }
@@ -49,7 +61,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces', {
     schema: { operationId: 'create-space', summary: 'Create a space (a new draft; the caller becomes its first manager)', tags, body: CreateSpaceBody, response: { 201: Space } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'create')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.createSpace(trx, request.auth, request.body))
     setEtag(reply, row.revision)
@@ -58,7 +70,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces', {
     schema: { operationId: 'list-spaces', summary: 'List the spaces the caller can see', tags, querystring: ListSpacesQuery, response: { 200: PagedBodySpace } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'list')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
@@ -75,7 +87,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/tree', {
     schema: { operationId: 'get-space-tree', summary: 'The visible spaces as a multi-root tree', tags, response: { 200: SpaceTree } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'list')
   }, async (request) => {
     const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
     return { items: buildTree(forest) }
@@ -83,7 +95,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id', {
     schema: { operationId: 'get-space', summary: 'Get a space (its published form; see /draft for pending changes)', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.visibleOr404(trx, request.auth, request.params.id))
     setEtag(reply, row.revision)
@@ -92,7 +104,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.put('/api/v1/spaces/:id', {
     schema: { operationId: 'replace-space', summary: 'Replace the writable fields (pending until publish on a published space)', tags, params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     const b = request.body
     const changes = { title: b.title, description: b.description ?? '', timezone: b.timezone ?? 'UTC', visibility: b.visibility ?? 20, position: b.position ?? 0 }
@@ -103,7 +115,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.patch('/api/v1/spaces/:id', {
     schema: { operationId: 'patch-space', summary: 'Merge-patch a space (pending until publish on a published space)', tags, params: SpaceParams, body: PatchSpaceBody, response: { 200: Space } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     const { $schema: _ignored, ...changes } = request.body
     const row = await withTenant(db, request.auth, trx => service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request)))
@@ -113,7 +125,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.delete('/api/v1/spaces/:id', {
     schema: { operationId: 'delete-space', summary: 'Delete a space (its children become roots)', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
     return await reply.code(204).send(null)
@@ -121,7 +133,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces/:id/archive', {
     schema: { operationId: 'archive-space', summary: 'Archive a space (read-only, off the public page)', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.archiveSpace(trx, request.auth, request.params.id))
     return await reply.code(204).send(null)
@@ -129,7 +141,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id/children', {
     schema: { operationId: 'list-space-children', summary: 'List the visible children of a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpace } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
     const { items, total } = await withTenant(db, request.auth, async (trx) => {
@@ -141,7 +153,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id/parents', {
     schema: { operationId: 'list-space-parents', summary: 'List the visible parents of a space', tags, params: SpaceParams, response: { 200: SpaceList } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const items = await withTenant(db, request.auth, async (trx) => {
       const row = await service.visibleOr404(trx, request.auth, request.params.id)
@@ -157,7 +169,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces/:id/parents', {
     schema: { operationId: 'add-space-parent', summary: 'Put a space under another parent (no cycles)', tags, params: SpaceParams, body: AddParentBody, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
     return await reply.code(204).send(null)
@@ -165,7 +177,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.delete('/api/v1/spaces/:id/parents/:parent_id', {
     schema: { operationId: 'remove-space-parent', summary: 'Take a space out from under a parent', tags, params: SpaceParentParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
     return await reply.code(204).send(null)
@@ -173,7 +185,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces/:id/edit', {
     schema: { operationId: 'edit-space', summary: 'Open a draft of a published space and return it', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request) => {
     const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
     return repo.toDraftView(row)
@@ -181,7 +193,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id/draft', {
     schema: { operationId: 'get-space-draft', summary: 'The draft of a space: pending changes applied to the published form', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePermission('spaces:read')
+    onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const row = await withTenant(db, request.auth, async (trx) => {
       const r = await service.visibleOr404(trx, request.auth, request.params.id)
@@ -193,7 +205,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces/:id/discard', {
     schema: { operationId: 'discard-space-draft', summary: 'Discard the pending changes of a published space', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:write')
+    onRequest: requirePolicy('space', 'edit')
   }, async (request, reply) => {
     await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id))
     return await reply.code(204).send(null)
@@ -201,7 +213,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces/:id/publish', {
     schema: { operationId: 'publish-space', summary: 'Publish a new draft space or promote the pending changes of a published one', tags, params: SpaceParams, body: PublishSpaceBody, response: { 204: NoContent } },
-    onRequest: requirePermission('spaces:publish'),
+    onRequest: requirePolicy('space', 'publish'),
     // the notification options are optional: no body at all means {}
     preValidation: async (request) => { request.body ??= {} }
   }, async (request, reply) => {

@@ -9,7 +9,8 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { notifyUser } from '../../platform/notifications/notifications.ts'
+import { spacePublished } from '../../platform/notifications/templates.ts'
 import { canManageSpace } from './spaces.access.ts'
 import * as repo from './spaces.repository.ts'
 import { FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission } from './spaces.schemas.ts'
@@ -37,6 +38,22 @@ export async function lockManageable (trx: Tx, auth: AuthContext, id: number, pe
   if (row === undefined) throw error404NotFound('space not found')
   if (!(await canManageSpace(trx, auth, row, permission))) throw error403Forbidden('only the creator, a space manager or an admin may do this')
   checkIfMatch(ifMatch, row.revision)
+  return row
+}
+
+/**
+ * The space an event is linked to or unlinked from (`POST`/`DELETE /events/{id}/spaces`; the rule
+ * of `POST /spaces/{id}/events`): 404 when the caller may not see it (nothing of it is told), 403
+ * when they see it but may not add events to it (tenant admin, creator, or an active manager
+ * holding `space:events`; members only read), 409 when `adding` to an archived space.
+ */
+export async function spaceForEventLink (trx: Tx, auth: AuthContext, spaceId: number, adding: boolean) {
+  const row = await repo.findVisible(trx, auth, spaceId)
+  if (row === undefined) throw error404NotFound('space not found')
+  if (!(await canManageSpace(trx, auth, row, 'space:events'))) {
+    throw error403Forbidden('only the creator, a space manager holding space:events or an admin may link events to this space')
+  }
+  if (adding && row.status === 'archived') throw error409Conflict('an archived space cannot take events')
   return row
 }
 
@@ -141,20 +158,15 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
 }
 
 async function notifyPublished (trx: Tx, auth: AuthContext, space: { id: number, title: string, creator_id: string }, o: NotificationOptions): Promise<void> {
-  const creator = await trx.selectFrom('users').select(['email']).where('tenant_id', '=', auth.tenantId).where('id', '=', space.creator_id).executeTakeFirst()
-  const channels = o.channels ?? ['email']
-  for (const channel of channels) {
-    const recipient = channel === 'email' ? (creator?.email ?? space.creator_id) : space.creator_id
-    await queueNotification(trx, {
-      tenantId: auth.tenantId,
-      channel,
-      recipient,
-      subject: `Space "${space.title}" was published`,
-      body: o.message ?? `The space "${space.title}" was published.`,
-      priority: o.priority ?? 'normal',
-      payload: { kind: 'space.published', space_id: space.id, user_id: space.creator_id, actor_id: auth.userId }
-    })
-  }
+  await notifyUser(trx, {
+    tenantId: auth.tenantId,
+    userId: space.creator_id,
+    actor: auth,
+    channels: o.channels ?? ['email'],
+    template: spacePublished({ spaceId: space.id, title: space.title, message: o.message }),
+    priority: o.priority ?? 'normal',
+    payload: { user_id: space.creator_id, actor_id: auth.userId }
+  })
 }
 
 /**

@@ -171,7 +171,7 @@ for (const kind of databases()) {
       const rows = await t.ctx.db.selectFrom('notification_outbox').select(['channel', 'recipient', 'subject', 'body', 'priority', 'status'])
         .where('tenant_id', '=', tenant.id).orderBy('id').execute()
       assert.deepEqual(rows, [
-        { channel: 'email', recipient: 'alice', subject: 'Space "Choir" was published', body: 'We are live', priority: 'high', status: 'pending' },
+        { channel: 'email', recipient: 'alice@example.test', subject: 'Space "Choir" was published', body: 'We are live', priority: 'high', status: 'pending' },
         { channel: 'push', recipient: 'alice', subject: 'Space "Choir" was published', body: 'We are live', priority: 'high', status: 'pending' }
       ])
       await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Choir 2' } })
@@ -240,6 +240,29 @@ for (const kind of databases()) {
 
       await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${other.id}` })
       assert.deepEqual((await get(t, alice, `/api/v1/spaces/${child.id}`)).json().parent_ids, [])
+    })
+
+    void it('bounds the tree: a lattice of 29 spaces that would unfold into 2^14 nodes answers 422 naming the children route', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const top = await createSpace(t, alice, { title: 'top' })
+      let level = [top.id as number]
+      for (let depth = 0; depth < 14; depth++) {
+        const next: number[] = []
+        for (const side of ['a', 'b']) next.push((await createSpace(t, alice, { title: `${side}${depth}`, parent_ids: level })).id as number)
+        level = next
+      }
+      const tree = await get(t, alice, '/api/v1/spaces/tree')
+      assert.equal(tree.statusCode, 422, tree.body.slice(0, 200))
+      assert.match(tree.json().detail, /more than 5000 nodes.*\/children/)
+      // a small tree of another tenant answers as before
+      const other = newTenant(t)
+      const bob = await other.user('bob')
+      const root = await createSpace(t, bob, { title: 'root' })
+      await createSpace(t, bob, { title: 'leaf', parent_ids: [root.id] })
+      const small = await get(t, bob, '/api/v1/spaces/tree')
+      assert.equal(small.statusCode, 200, small.body)
+      assert.deepEqual(small.json().items.map((n: Json) => [n.title, n.children.map((c: Json) => c.title)]), [['root', ['leaf']]])
     })
   })
 }

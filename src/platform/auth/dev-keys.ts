@@ -16,9 +16,14 @@ export interface DevKeys {
   publicJwk: JWK
 }
 
+/** Where the dev key pair of `dataDir` lives (DATA_DIR as `loadConfig` resolves it). */
+export function devKeyFile (dataDir: string): string {
+  return path.join(dataDir, FILE)
+}
+
 /** Reads the dev key pair from `dataDir`, creating it (mode 0600) on first use. */
 export async function loadOrCreateDevKeys (dataDir: string): Promise<DevKeys> {
-  const file = path.join(dataDir, FILE)
+  const file = devKeyFile(dataDir)
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8')) as DevKeys
   } catch (err) {

@@ -48,23 +48,33 @@ export function permissionsOf (roles: readonly string[]): Permission[] {
  * after authentication, before the body is parsed or validated, so a caller without the
  * permission learns nothing about the input rules.
  *
+ * `policy` names the row of the authorization policy (`kind:action`, src/modules/policy/policy.ts)
+ * the route enforces; routes pass it through `requirePolicy`, which derives the permission from it.
+ *
  * @example
  *   app.post('/api/v1/contacts', { onRequest: requirePermission('contacts:write') }, handler)
  */
-export function requirePermission (permission: Permission): onRequestAsyncHookHandler {
+export function requirePermission (permission: Permission, policy?: string): onRequestAsyncHookHandler {
   const handler: onRequestAsyncHookHandler = async (request) => {
     if (!request.auth.permissions.has(permission)) throw error403Forbidden(`missing permission ${permission}`)
   }
   Object.defineProperty(handler, 'permission', { value: permission })
+  if (policy !== undefined) Object.defineProperty(handler, 'policy', { value: policy })
   return handler
 }
 
-/** The permission a route declared, read back for the route table (OpenAPI, route matrix). */
-export function declaredPermission (onRequest: unknown): Permission | undefined {
+/** What the hooks of a route declared under `key` (first found), read back for the route table. */
+function declared<T> (onRequest: unknown, key: 'permission' | 'policy'): T | undefined {
   const list = Array.isArray(onRequest) ? onRequest : [onRequest]
   for (const h of list) {
-    const p = (h as { permission?: Permission } | undefined)?.permission
-    if (p !== undefined) return p
+    const value = (h as Record<string, T | undefined> | undefined)?.[key]
+    if (value !== undefined) return value
   }
   return undefined
 }
+
+/** The permission a route declared, read back for the route table (OpenAPI, route matrix). */
+export const declaredPermission = (onRequest: unknown): Permission | undefined => declared<Permission>(onRequest, 'permission')
+
+/** The policy row (`kind:action`) a route declared, read back for the route table. */
+export const declaredPolicy = (onRequest: unknown): string | undefined => declared<string>(onRequest, 'policy')

@@ -12,6 +12,7 @@ import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
 import type { PlatformTables } from './platform.table.ts'
 import { pipelinedPool } from './pipeline.ts'
+import { registerSystemDatabase } from './tenant.ts'
 import type { ContactsTables } from '../../modules/contacts/contacts.table.ts'
 import type { IdentityTables } from '../../modules/identity/identity.table.ts'
 import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
@@ -34,7 +35,17 @@ export interface Database extends
 export type DatabaseKind = 'pg' | 'pglite'
 
 export interface DatabaseHandle {
+  /** Request traffic: DATABASE_APP_URL's login, else DATABASE_URL's; tenant transactions switch to collab_app. */
   readonly db: Kysely<Database>
+  /**
+   * Work that spans tenants (`withSystem`: background workers, resolving a public page's handle):
+   * DATABASE_WORKER_URL's login, else DATABASE_URL's. It must pass row-level security (BYPASSRLS
+   * or superuser): `checkSystemLogin` refuses to start otherwise. The same instance as `db` when
+   * both are one login (PGlite, or DATABASE_URL alone).
+   */
+  readonly systemDb: Kysely<Database>
+  /** The variable that names the system login (for the start-up check's message). */
+  readonly systemLoginVariable: 'DATABASE_WORKER_URL' | 'DATABASE_URL' | undefined
   readonly kind: DatabaseKind
   /** Connection used for migrations: the owner of the tables. */
   readonly migrationUrl: string | undefined
@@ -48,33 +59,84 @@ const NUMERIC = 1700
 pg.types.setTypeParser(INT8, (v: string) => Number(v))
 pg.types.setTypeParser(NUMERIC, (v: string) => Number(v))
 
+// Dates and times: PGlite gets the `pg` driver's own parsers, so both databases read every value
+// alike. PGlite's default handed PostgreSQL's text (`0042-05-01 10:00:00+00`) to `new Date()`,
+// which reads the years 0 – 99 as 1900 – 1999 or 2000 – 2049: a read-then-write saved another date.
+const DATE = 1082
+const TIMESTAMP = 1114
+const TIMESTAMPTZ = 1184
+const DATE_ARRAY = 1182
+const TIMESTAMP_ARRAY = 1115
+const TIMESTAMPTZ_ARRAY = 1185
+const textParser = (oid: number): (v: string) => unknown => pg.types.getTypeParser(oid, 'text') as (v: string) => unknown
+
+/** PGlite's parsers: numbers as on `pg` (above), dates and times by the `pg` driver's functions. */
+export const PGLITE_PARSERS: Record<number, (v: string) => unknown> = {
+  [INT8]: (v: string) => Number(v),
+  [NUMERIC]: (v: string) => Number(v),
+  ...Object.fromEntries([DATE, TIMESTAMP, TIMESTAMPTZ, DATE_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY].map(oid => [oid, textParser(oid)]))
+}
+
 export interface DatabaseOptions {
   databaseUrl?: string | undefined
   databaseAppUrl?: string | undefined
+  /** login for work across tenants (BYPASSRLS); undefined = databaseUrl */
+  databaseWorkerUrl?: string | undefined
   /** PGlite data directory; undefined = in memory. */
   pgliteDir?: string | undefined
   poolSize?: number
 }
 
+function pgDatabase (connectionString: string, max: number): Kysely<Database> {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    statement_timeout: 30_000,
+    // BEGIN and the tenant scope travel with the first query (pipeline.ts)
+    pipeline: true
+  })
+  // An idle client that loses its server must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+  // A client that loses its server while checked out (a transaction between statements) emits
+  // 'error' too, where the pool listens no more: without this listener that is an uncaught
+  // exception that ends the process. Its next query fails instead (503) and the pool drops it.
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pipelinedPool(pool) }) })
+  pools.set(db, pool)
+  return db
+}
+
+const pools = new WeakMap<Kysely<Database>, pg.Pool>()
+
+/** Connections of a database's pool (metrics): PGlite is one session, never waited for by the pool. */
+export function poolStatsOf (db: Kysely<Database>): { total: number, idle: number, waiting: number } {
+  const pool = pools.get(db)
+  if (pool === undefined) return { total: 1, idle: 0, waiting: 0 }
+  return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
+}
+
 export async function createDatabase (options: DatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl !== undefined) {
-    const pool = new pg.Pool({
-      connectionString: options.databaseAppUrl ?? options.databaseUrl,
-      max: options.poolSize ?? 20,
-      connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 30_000,
-      statement_timeout: 30_000,
-      // BEGIN and the tenant scope travel with the first query (pipeline.ts)
-      pipeline: true
-    })
-    // An idle client that loses its server must not crash the process; the next query reconnects.
-    pool.on('error', () => {})
-    // A client that loses its server while checked out (a transaction between statements) emits
-    // 'error' too, where the pool listens no more: without this listener that is an uncaught
-    // exception that ends the process. Its next query fails instead (503) and the pool drops it.
-    pool.on('connect', (client) => { client.on('error', () => {}) })
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pipelinedPool(pool) }) })
-    return { db, kind: 'pg', migrationUrl: options.databaseUrl, pglite: undefined, close: () => db.destroy() }
+    const appUrl = options.databaseAppUrl ?? options.databaseUrl
+    const systemUrl = options.databaseWorkerUrl ?? options.databaseUrl
+    const db = pgDatabase(appUrl, options.poolSize ?? 20)
+    // a pool of its own only when the system login differs from the requests' login
+    const systemDb = systemUrl === appUrl ? db : pgDatabase(systemUrl, Math.max(2, Math.min(5, options.poolSize ?? 20)))
+    registerSystemDatabase(db, systemDb)
+    return {
+      db,
+      systemDb,
+      systemLoginVariable: options.databaseWorkerUrl !== undefined ? 'DATABASE_WORKER_URL' : 'DATABASE_URL',
+      kind: 'pg',
+      migrationUrl: options.databaseUrl,
+      pglite: undefined,
+      close: async () => {
+        await db.destroy()
+        if (systemDb !== db) await systemDb.destroy()
+      }
+    }
   }
   if (options.pgliteDir !== undefined) fs.mkdirSync(path.dirname(options.pgliteDir), { recursive: true })
   // Loaded only when used: a PostgreSQL deployment does not carry the WASM build (about 40 MB of RSS).
@@ -82,11 +144,14 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
   const pglite = await PGlite.create({
     ...(options.pgliteDir !== undefined ? { dataDir: options.pgliteDir } : {}),
     extensions: { pg_trgm },
-    parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) }
+    parsers: PGLITE_PARSERS
   })
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
   return {
     db,
+    // PGlite's one session is a superuser's: it passes row-level security outside collab_app
+    systemDb: db,
+    systemLoginVariable: undefined,
     kind: 'pglite',
     migrationUrl: undefined,
     pglite,

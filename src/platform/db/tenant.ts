@@ -7,7 +7,8 @@
  * backstop, not the filter.
  */
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
-import type { Database } from './database.ts'
+import { ConfigError } from '../../config.ts'
+import type { Database, DatabaseHandle } from './database.ts'
 
 /** The role that RLS applies to: NOSUPERUSER, NOBYPASSRLS, owns no table (migration 0001). */
 export const APP_ROLE = 'collab_app'
@@ -20,6 +21,9 @@ export interface TenantScope {
 }
 
 const RETRYABLE = new Set(['40001', '40P01'])
+
+/** Transactions `withTenant` ran again after a serialization failure or a deadlock (read by the metrics). */
+export const transactionRetries = { count: 0 }
 
 /**
  * The scope statement, the first of every tenant transaction. On PostgreSQL it is sent together
@@ -43,18 +47,55 @@ export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, f
       })
     } catch (err) {
       const code = (err as { code?: string }).code
-      if (attempt < 3 && code !== undefined && RETRYABLE.has(code)) continue
+      if (attempt < 3 && code !== undefined && RETRYABLE.has(code)) {
+        transactionRetries.count++
+        continue
+      }
       throw err
     }
   }
 }
 
+const systemDatabases = new WeakMap<Kysely<Database>, Kysely<Database>>()
+
+/** Records the system login's database of a request database (createDatabase does). */
+export function registerSystemDatabase (db: Kysely<Database>, systemDb: Kysely<Database>): void {
+  systemDatabases.set(db, systemDb)
+}
+
 /**
- * A transaction without tenant scope, as the owner: for work that spans tenants by design
- * (migrations, resolving a public handle to its tenant, job polling). Keep these few and named.
+ * The database of work that spans tenants for a request database: the login of
+ * DATABASE_WORKER_URL (or DATABASE_URL), which passes row-level security. The request login
+ * (DATABASE_APP_URL) cannot: every table forces RLS, so there it would see no row at all.
+ */
+export function systemDatabase (db: Kysely<Database>): Kysely<Database> {
+  return systemDatabases.get(db) ?? db
+}
+
+/**
+ * A transaction without tenant scope, on the system login (`systemDatabase(db)`), whichever
+ * login `db` itself uses: for work that spans tenants by design (the workers' polling of the
+ * outboxes and schedules, resolving a public handle to its tenant). Keep these few and named;
+ * work on one tenant's rows goes through `withTenant`.
  */
 export async function withSystem<T> (db: Kysely<Database>, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  return await db.transaction().execute(fn)
+  return await systemDatabase(db).transaction().execute(fn)
+}
+
+/**
+ * Refuses to start when the system login cannot see across tenants: every table forces
+ * row-level security, so only a superuser or a BYPASSRLS role passes it (the tables' owner does
+ * not). The workers would otherwise find nothing to do, silently, forever.
+ */
+export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
+  if (handle.kind !== 'pg' || handle.systemLoginVariable === undefined) return
+  const { rows } = await sql<{ login: string, crosses: boolean }>`
+    select current_user as login, (rolsuper or rolbypassrls) as crosses from pg_roles where rolname = current_user`.execute(handle.systemDb)
+  const row = rows[0]
+  if (row?.crosses === true) return
+  const login = row?.login ?? 'unknown'
+  const hint = handle.systemLoginVariable === 'DATABASE_URL' ? '; set DATABASE_WORKER_URL to a login that has it' : ''
+  throw new ConfigError(handle.systemLoginVariable, `logs in as "${login}", which row-level security confines to one tenant: background work and public pages need a login with BYPASSRLS (or a superuser)${hint} (docs/deployment.md)`)
 }
 
 /**

@@ -4,10 +4,24 @@
  * Reads send `ETag`; a write with `If-Match` naming another revision answers 412 and changes
  * nothing. The check runs inside the write's transaction, after the row is locked.
  */
+import crypto from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { error412PreconditionFailed } from './errors.ts'
 
 export const etagOf = (revision: number): string => `"${revision}"`
+
+/**
+ * The ETag of a row without a `revision` column (attendees, event managers): a digest of its
+ * stored values, in a fixed column order. Any write that changes a value (through this service's
+ * routes or any other path: series, automation, identity) changes the tag, with no counter for
+ * every writer to maintain. Timestamps count in milliseconds, as the API shows them.
+ *
+ * @example
+ *   reply.header('etag', digestEtag(ATTENDEE_COLUMNS.map(c => row[c])))
+ */
+export function digestEtag (values: readonly unknown[]): string {
+  return `"${crypto.createHash('sha256').update(JSON.stringify(values)).digest('base64url').slice(0, 27)}"`
+}
 
 export function setEtag (reply: FastifyReply, revision: number): void {
   void reply.header('etag', etagOf(revision))
@@ -27,8 +41,15 @@ export const ifMatchOf = (request: FastifyRequest): string | undefined => {
  *   checkIfMatch(ifMatchOf(request), row.revision)
  */
 export function checkIfMatch (ifMatch: string | undefined, revision: number): void {
+  checkIfMatchTag(ifMatch, etagOf(revision))
+}
+
+/**
+ * Throws 412 when `ifMatch` is present and names none of `current` (a quoted entity tag, e.g. from
+ * `digestEtag`). Call it on the locked row, before writing.
+ */
+export function checkIfMatchTag (ifMatch: string | undefined, current: string): void {
   if (ifMatch === undefined || ifMatch.trim() === '*') return
-  const current = etagOf(revision)
   const tags = ifMatch.split(',').map(t => t.trim().replace(/^W\//, ''))
   if (!tags.includes(current)) {
     throw error412PreconditionFailed(`the resource was changed: current ETag is ${current}`)

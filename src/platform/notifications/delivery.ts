@@ -7,6 +7,7 @@ import type { AppContext } from '../app-context.ts'
 import type { FastifyBaseLogger } from 'fastify'
 import { deliverPendingNotifications, type NotificationSender } from './notifications.ts'
 import { createNotificationSender } from './senders.ts'
+import { countNotificationDeliveries } from '../metrics.ts'
 
 export interface DeliveryLoop {
   readonly sender: NotificationSender
@@ -33,8 +34,9 @@ export function startNotificationDelivery (ctx: AppContext, options: DeliveryOpt
       try {
         // drain: keep going while full batches come back
         for (let i = 0; i < 20; i++) {
-          const r = await deliverPendingNotifications(ctx.db, sender)
-          if (r.sent + r.retried + r.failed < 50 || isStopped()) break
+          const r = await deliverPendingNotifications(ctx.db, sender, { log: options.log })
+          countNotificationDeliveries(r)
+          if (r.sent + r.retried + r.failed + r.undeliverable < 50 || isStopped()) break
         }
       } catch (err) {
         options.log.error({ err }, 'notification delivery failed')

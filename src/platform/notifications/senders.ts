@@ -1,12 +1,15 @@
 /**
  * Notification senders: a logging sender (the default: development and tests), and an SMTP sender
- * (nodemailer) used when SMTP_URL is set. The SMTP sender delivers the `email` channel; other
- * channels (`push`, `sms`) have no provider yet and are logged, so they do not pile up as pending.
+ * (nodemailer) used when SMTP_URL is set. The SMTP sender delivers the `email` channel as a
+ * plain-text and an HTML part (`renderMessage`, templates.ts), from SMTP_FROM, with links into
+ * APP_URL; other channels (`push`, `sms`) have no provider yet and are logged, so they do not pile
+ * up as pending.
  */
 import { createRequire } from 'node:module'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config.ts'
 import type { Notification, NotificationSender } from './notifications.ts'
+import { renderMessage } from './templates.ts'
 
 interface Log { info (obj: object, msg: string): void }
 
@@ -23,8 +26,10 @@ export function loggingSender (log: Log): NotificationSender {
 export interface SmtpSenderOptions {
   /** smtp:// or smtps:// connection URL */
   url: string
-  /** From address; default no-reply@<host of BASE_URL> */
+  /** From address (SMTP_FROM; default no-reply@<host of BASE_URL>) */
   from: string
+  /** the web app's public address that links point at (APP_URL; default BASE_URL) */
+  appUrl: string
   /** for channels other than email */
   fallback: NotificationSender
 }
@@ -37,11 +42,13 @@ export function smtpSender (options: SmtpSenderOptions): NotificationSender {
     name: 'smtp',
     async send (n: Notification) {
       if (n.channel !== 'email') { await options.fallback.send(n); return }
+      const mail = renderMessage(n, options.appUrl)
       await transport.sendMail({
         from: options.from,
         to: n.recipient,
-        subject: n.subject,
-        text: n.body,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
         ...(n.priority === 'high' ? { priority: 'high' as const } : {})
       })
     },
@@ -50,9 +57,9 @@ export function smtpSender (options: SmtpSenderOptions): NotificationSender {
 }
 
 /** The sender of a configuration: SMTP when SMTP_URL is set, the logging sender otherwise. */
-export function createNotificationSender (config: Pick<Config, 'smtpUrl' | 'baseUrl'>, log: FastifyBaseLogger | Log): NotificationSender {
+export function createNotificationSender (config: Pick<Config, 'smtpUrl' | 'baseUrl'> & Partial<Pick<Config, 'appUrl' | 'smtpFrom'>>, log: FastifyBaseLogger | Log): NotificationSender {
   const logging = loggingSender(log)
   if (config.smtpUrl === undefined) return logging
-  const host = new URL(config.baseUrl).hostname
-  return smtpSender({ url: config.smtpUrl, from: `no-reply@${host}`, fallback: logging })
+  const from = config.smtpFrom ?? `no-reply@${new URL(config.baseUrl).hostname}`
+  return smtpSender({ url: config.smtpUrl, from, appUrl: config.appUrl ?? config.baseUrl, fallback: logging })
 }

@@ -84,6 +84,19 @@ void describe('S3 object storage (emulator)', () => {
     assert.deepEqual(await s3.keys('covers/t/1/'), [])
   })
 
+  void it('lists the objects under a prefix with their write time, across pages, and nothing beside it', async () => {
+    const before = Date.now() - 60_000
+    const keys = Array.from({ length: 3 }, () => newObjectKey('covers/t/5', 'png'))
+    for (const key of keys) await store.put(key, PNG, 'image/png')
+    await store.put(newObjectKey('covers/t/50', 'png'), PNG, 'image/png')
+    const listed = await store.list('covers/t/5/')
+    assert.deepEqual(listed.map(o => o.key).sort(), [...keys].sort())
+    for (const o of listed) assert.ok(o.lastModified.getTime() > before && o.lastModified.getTime() <= Date.now() + 60_000, `${o.key} ${o.lastModified.toISOString()}`)
+    assert.deepEqual(await store.list('covers/t/6/'), [])
+    for (const bad of ['covers/t/5', '../', 'covers//', '/covers/']) await assert.rejects(store.list(bad), /unsafe object/)
+    for (const o of [...listed, ...await store.list('covers/t/50/')]) await store.delete(o.key)
+  })
+
   void it('answers undefined for a missing object, but fails for a missing bucket', async () => {
     assert.equal(await store.get(newObjectKey('covers/t/2', 'png')), undefined)
     const wrongBucket = s3Storage(loadConfig({ ...s3.env, S3_BUCKET: 'no-such-bucket' }).s3 ?? assert.fail('S3 is configured'))
@@ -141,5 +154,6 @@ void describe('default object storage', () => {
     assert.equal(store.publicUrl('covers/t/1/x.png'), undefined)
     assert.equal(store.close, undefined)
     assert.equal(await store.get('covers/t/1/x.png'), undefined)
+    assert.deepEqual(await store.list('covers/t/1/'), [])
   })
 })

@@ -6,9 +6,9 @@
  * Every call is bounded: 3 s to connect, 20 s for a whole request, at most 3 attempts (the SDK's
  * retry with backoff). Errors are thrown as they come; the caller decides what a client sees.
  */
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3'
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3'
 import type { S3Config } from '../../config.ts'
-import { assertSafeKey, type ObjectStorage } from './storage.ts'
+import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './storage.ts'
 
 const CONNECT_TIMEOUT_MS = 3_000
 const REQUEST_TIMEOUT_MS = 20_000
@@ -70,6 +70,19 @@ export function s3Storage (config: S3Config): ObjectStorage {
       } catch (err) {
         if (!isMissing(err)) throw err
       }
+    },
+    async list (prefix) {
+      assertSafePrefix(prefix)
+      const found: ListedObject[] = []
+      let ContinuationToken: string | undefined
+      do {
+        const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken }))
+        for (const o of page.Contents ?? []) {
+          if (o.Key !== undefined) found.push({ key: o.Key, lastModified: o.LastModified ?? new Date() })
+        }
+        ContinuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined
+      } while (ContinuationToken !== undefined)
+      return found
     },
     publicUrl (key) {
       assertSafeKey(key)

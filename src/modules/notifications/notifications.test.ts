@@ -1,0 +1,315 @@
+/**
+ * Notifications as people receive them and as administrators see them: mails handed to a real
+ * SMTP server (smtp-server, on 127.0.0.1 and a random port) and parsed back (mailparser);
+ * addresses resolved when queued; undeliverable and failed notifications in the admin list.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { simpleParser, type ParsedMail } from 'mailparser'
+import { SMTPServer } from 'smtp-server'
+import { sql } from 'kysely'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { loadConfig } from '../../config.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { deliverPendingNotifications, queueNotification, type Notification } from '../../platform/notifications/notifications.ts'
+import { createNotificationSender } from '../../platform/notifications/senders.ts'
+
+type Json = Record<string, any>
+
+const APP_URL = 'https://app.example.org'
+const FROM = 'Collab <notifications@example.org>'
+const EVIL = '<script>alert(1)</script>&"\'Gala'
+
+interface Received { from: string, to: string[], mail: ParsedMail }
+
+/** A real SMTP server on a random port that keeps what it receives; it refuses the mailbox `refused@…` (550) and the message to `spam@…` (554). */
+async function startSmtp (): Promise<{ url: string, received: Received[], close: () => Promise<void> }> {
+  const received: Received[] = []
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onRcptTo (address, _session, callback) {
+      if (address.address.startsWith('refused@')) {
+        const err = Object.assign(new Error('mailbox unavailable'), { responseCode: 550 })
+        callback(err); return
+      }
+      callback()
+    },
+    onData (stream, session, callback) {
+      const chunks: Buffer[] = []
+      stream.on('data', (c: Buffer) => chunks.push(c))
+      stream.on('end', () => {
+        if (session.envelope.rcptTo.some(r => r.address.startsWith('spam@'))) {
+          callback(Object.assign(new Error('message refused as spam'), { responseCode: 554 })); return
+        }
+        simpleParser(Buffer.concat(chunks)).then((mail) => {
+          received.push({
+            from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
+            to: session.envelope.rcptTo.map(r => r.address),
+            mail
+          })
+          callback()
+        }, callback)
+      })
+    }
+  })
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => { resolve() }) })
+  const address = server.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : 0
+  return { url: `smtp://127.0.0.1:${port}`, received, close: async () => { await new Promise<void>(resolve => { server.close(() => { resolve() }) }) } }
+}
+
+/** A logger that keeps the warnings of delivery. */
+function warnings () {
+  const lines: Array<{ obj: Json, msg: string }> = []
+  return { lines, warn (obj: object, msg: string) { lines.push({ obj: obj as Json, msg }) }, info () {} }
+}
+
+const rows = async (t: TestApp, tenantId: string) => await withTenant(t.ctx.db, { tenantId }, async trx =>
+  await trx.selectFrom('notification_outbox').select(['id', 'channel', 'recipient', 'subject', 'status', 'attempts', 'last_error', 'payload'])
+    .where('tenant_id', '=', tenantId).orderBy('id').execute())
+
+const list = async (t: TestApp, token: string, query = '') => await t.as(token, { method: 'GET', url: `/api/v1/notifications${query}` })
+
+for (const kind of databases()) {
+  void describe(`${kind}: notifications`, () => {
+    const t = useTestApp(kind, { env: { APP_URL, SMTP_FROM: FROM } })
+    let smtp: Awaited<ReturnType<typeof startSmtp>>
+    before(async () => { smtp = await startSmtp() })
+    after(async () => { await smtp.close() })
+
+    const smtpSender = (log = warnings()) => createNotificationSender({ ...t.config, smtpUrl: smtp.url }, log)
+    const mailsTo = (address: string) => smtp.received.filter(r => r.to.includes(address))
+
+    void it('mails an event publish notice to the caller\'s token address: From, To, Subject, text and escaped HTML, a link into APP_URL', async () => {
+      const tenant = newTenant(t)
+      const address = `pia-${crypto.randomUUID()}@example.test`
+      const pia = await tenant.user('pia', ['member'], { email: address })
+      const created = await t.as(pia, { method: 'POST', url: '/api/v1/events', payload: { title: EVIL } })
+      assert.equal(created.statusCode, 201, created.body)
+      const id = created.json().id as number
+      const pub = await t.as(pia, { method: 'POST', url: `/api/v1/events/${id}/publish`, payload: { notify: true, message: `Doors open at 7 & "bring" <b>friends</b>\n\nSee you, ${EVIL}` } })
+      assert.equal(pub.statusCode, 204, pub.body)
+      assert.deepEqual((await rows(t, tenant.id)).map(r => [r.recipient, r.status]), [[address, 'pending']])
+
+      const sender = smtpSender()
+      try {
+        await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000 })
+      } finally {
+        await sender.close?.()
+      }
+      assert.deepEqual((await rows(t, tenant.id)).map(r => r.status), ['sent'])
+      const [got] = mailsTo(address)
+      assert.ok(got !== undefined, 'the mail reached the SMTP server')
+      const mail = got.mail
+      assert.equal(got.from, 'notifications@example.org')
+      assert.deepEqual(mail.from?.value.map(v => [v.name, v.address]), [['Collab', 'notifications@example.org']])
+      assert.equal(mail.to !== undefined && !Array.isArray(mail.to) ? mail.to.value[0]?.address : undefined, address)
+      assert.equal(mail.subject, `Published: ${EVIL}`)
+      const link = `${APP_URL}/events/${id}`
+      assert.ok(mail.text?.includes('Doors open at 7 & "bring" <b>friends</b>'), mail.text)
+      assert.ok(mail.text?.includes(`Open the event: ${link}`), mail.text)
+      const html = String(mail.html)
+      assert.ok(html.includes(`<a href="${link}">Open the event</a>`), html)
+      assert.ok(html.includes('Doors open at 7 &amp; &quot;bring&quot; &lt;b&gt;friends&lt;/b&gt;'), html)
+      assert.ok(html.includes('&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;Gala'), html)
+      assert.ok(!html.includes('<script>') && !html.includes('<b>'), 'nothing typed reaches the HTML unescaped')
+    })
+
+    void it('mails an event manager invitation with the token in a link to the app\'s accept page', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const created = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: `Board ${EVIL}` } })
+      const id = created.json().id as number
+      const invitee = `kim-${crypto.randomUUID()}@example.test`
+      const inv = await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/managers/invite`, payload: { email: invitee, role: 'event_manager:full', message: 'Please <help>' } })
+      assert.equal(inv.statusCode, 201, inv.body)
+      const token = inv.json().invite_token as string
+      const sender = smtpSender()
+      try {
+        await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000 })
+      } finally {
+        await sender.close?.()
+      }
+      const [got] = mailsTo(invitee)
+      assert.ok(got !== undefined, 'the invitation reached the SMTP server')
+      const link = `${APP_URL}/invites/accept?type=event&token=${encodeURIComponent(token)}`
+      assert.equal(got.mail.subject, `Invitation to manage the event "Board ${EVIL}"`)
+      assert.ok(got.mail.text?.startsWith('Please <help>'), got.mail.text)
+      assert.ok(got.mail.text?.includes(`Accept the invitation: ${link}`), got.mail.text)
+      const html = String(got.mail.html)
+      assert.ok(html.includes(`<a href="${link.replace(/&/g, '&amp;')}">Accept the invitation</a>`), html)
+      assert.ok(html.includes('Please &lt;help&gt;') && !html.includes('<help>'))
+      // the link's token accepts the invitation
+      const kim = await tenant.user('kim', ['member'], { email: invitee })
+      const accepted = await t.as(kim, { method: 'POST', url: '/api/v1/events/managers/accept', payload: { token: new URL(link).searchParams.get('token') } })
+      assert.equal(accepted.statusCode, 200, accepted.body)
+    })
+
+    void it('mails a space publish notice to the stored profile address, else to the caller\'s token address', async () => {
+      const tenant = newTenant(t)
+      const stored = `dora-${crypto.randomUUID()}@example.test`
+      const dora = await tenant.user('dora', ['member'], { email: `token-${stored}` })
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('users').values({ tenant_id: tenant.id, id: 'dora', email: stored }).execute()
+      })
+      const eve = await tenant.user('eve', ['member'], { email: `eve-${stored}` })
+      for (const token of [dora, eve]) {
+        const s = await t.as(token, { method: 'POST', url: '/api/v1/spaces', payload: { title: 'Choir' } })
+        assert.equal(s.statusCode, 201, s.body)
+        const pub = await t.as(token, { method: 'POST', url: `/api/v1/spaces/${s.json().id as number}/publish`, payload: { notify: true } })
+        assert.equal(pub.statusCode, 204, pub.body)
+      }
+      assert.deepEqual((await rows(t, tenant.id)).map(r => [r.recipient, r.status]), [[stored, 'pending'], [`eve-${stored}`, 'pending']])
+      const sender = smtpSender()
+      try {
+        await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000 })
+      } finally {
+        await sender.close?.()
+      }
+      assert.equal(mailsTo(stored).length, 1)
+      assert.equal(mailsTo(`eve-${stored}`).length, 1)
+      assert.equal(mailsTo(`token-${stored}`).length, 0)
+      assert.equal(mailsTo(stored)[0]?.mail.subject, 'Space "Choir" was published')
+    })
+
+    void it('records a recipient without an address as undeliverable with the reason, never retries it, and shows it to admins', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const bob = await tenant.user('bob')
+      const created = await t.as(bob, { method: 'POST', url: '/api/v1/events', payload: { title: 'Bob\'s party' } })
+      const id = created.json().id as number
+      // the admin publishes bob's event: bob has no stored profile and is not the caller
+      assert.equal((await t.as(admin, { method: 'POST', url: `/api/v1/events/${id}/publish`, payload: { notify: true, channels: ['email', 'push'] } })).statusCode, 204)
+      // a row queued before addresses were resolved (a user id as an e-mail recipient)
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('notification_outbox').values({ tenant_id: tenant.id, channel: 'email', recipient: 'carol', subject: 'Old', body: 'x' }).execute()
+      })
+      const sent: Notification[] = []
+      const log = warnings()
+      const sender = { name: 'test', async send (n: Notification) { sent.push(n) } }
+      for (let i = 0; i < 2; i++) {
+        await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000, log })
+        await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+          await trx.updateTable('notification_outbox').set({ payload: sql`payload - 'next_attempt_at'` }).where('tenant_id', '=', tenant.id).execute()
+        })
+      }
+      const mine = sent.filter(n => n.tenantId === tenant.id)
+      assert.deepEqual(mine.map(n => [n.channel, n.recipient]), [['push', 'bob']], 'only the push notification went out, once')
+      const stored = await rows(t, tenant.id)
+      assert.deepEqual(stored.map(r => [r.channel, r.recipient, r.status, r.attempts]), [
+        ['email', 'user:bob', 'undeliverable', 0],
+        ['push', 'bob', 'sent', 1],
+        ['email', 'carol', 'undeliverable', 0]
+      ])
+      assert.match(stored[0]?.last_error ?? '', /no e-mail address known for user bob/)
+      assert.ok(log.lines.some(l => l.msg === 'notification undeliverable' && l.obj.notification_id === stored[2]?.id), 'the delivery logged the old row')
+
+      const res = await list(t, admin, '?status=undeliverable')
+      assert.equal(res.statusCode, 200, res.body)
+      const body = res.json()
+      assert.equal(body.$schema, 'http://localhost:8080/schemas/PagedBodyNotification.json')
+      assert.deepEqual([body.page, body.size, body.total], [1, 20, 2])
+      assert.deepEqual(body.items.map((i: Json) => [i.id, i.channel, i.recipient, i.status, i.attempts, i.kind]), [
+        [stored[2]?.id, 'email', 'carol', 'undeliverable', 0, null],
+        [stored[0]?.id, 'email', 'user:bob', 'undeliverable', 0, 'event.published']
+      ])
+      assert.match(body.items[1].last_error, /no e-mail address known for user bob/)
+      assert.match(body.items[0].last_error, /"carol" is not an e-mail address/)
+      assert.equal('body' in body.items[0], false, 'the text (it may hold an invite token) is not listed')
+    })
+
+    void it('logs every failed delivery with its error and shows it to admins: retried with a due time, undeliverable when the server refuses the mailbox, failed at once when it refuses the message', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const alice = await tenant.user('alice')
+      const created = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: 'Dinner' } })
+      const id = created.json().id as number
+      const refused = `refused@${crypto.randomUUID()}.example.test`
+      for (const email of [refused, `later@${crypto.randomUUID()}.example.test`, `spam@${crypto.randomUUID()}.example.test`]) {
+        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/managers/invite`, payload: { email, role: 'event_manager:full' } })).statusCode, 201)
+      }
+      const [first, second, third] = await rows(t, tenant.id)
+      // the second: a temporary failure (nothing listens on the SMTP server's address any more)
+      const log = warnings()
+      const live = smtpSender(log)
+      const dead = createNotificationSender({ ...t.config, smtpUrl: 'smtp://127.0.0.1:1' }, log)
+      const sender = { name: 'smtp', async send (n: Notification) { await (n.id === second?.id ? dead : live).send(n) } }
+      try {
+        await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000, log })
+      } finally {
+        await live.close?.()
+        await dead.close?.()
+      }
+      const after = await rows(t, tenant.id)
+      assert.deepEqual(after.map(r => [r.status, r.attempts]), [['undeliverable', 1], ['pending', 1], ['failed', 1]])
+      assert.match(after[2]?.last_error ?? '', /554/)
+      assert.match(after[0]?.last_error ?? '', /550/)
+      const failures = log.lines.filter(l => l.msg === 'notification delivery failed' && [first?.id, second?.id, third?.id].includes(l.obj.notification_id as number))
+      assert.deepEqual(failures.map(l => [l.obj.notification_id, l.obj.status, typeof l.obj.err?.message]), [[first?.id, 'undeliverable', 'string'], [second?.id, 'pending', 'string'], [third?.id, 'failed', 'string']])
+      assert.equal(failures[0]?.obj.err.responseCode, 550)
+      assert.ok(!JSON.stringify(failures).includes('token'), 'no invite token in the log')
+
+      const failed = (await list(t, admin, '?status=undeliverable&channel=email')).json()
+      assert.deepEqual(failed.items.map((i: Json) => [i.recipient, i.status, i.kind]), [[refused, 'undeliverable', 'event.manager_invited']])
+      assert.match(failed.items[0].last_error, /550/)
+      assert.deepEqual((await list(t, admin, '?status=failed')).json().items.map((i: Json) => i.id), [third?.id])
+      const pending = (await list(t, admin, '?status=pending')).json()
+      assert.equal(pending.items.length, 1)
+      assert.ok(pending.items[0].last_error.length > 0)
+      assert.ok(Date.parse(pending.items[0].next_attempt_at) > Date.now())
+    })
+
+    void it('lists to tenant admins only, paged, by channel and time, never another tenant\'s rows; bad filters are 400 naming the field', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const other = newTenant(t)
+      const otherAdmin = await other.user('root', ['admin'])
+      for (const [tid, n] of [[tenant.id, 3], [other.id, 1]] as const) {
+        await withTenant(t.ctx.db, { tenantId: tid }, async trx => {
+          for (let i = 0; i < n; i++) await queueNotification(trx, { tenantId: tid, channel: i === 0 ? 'push' : 'email', recipient: `r${i}-${tid}@example.test`, subject: `S${i} ${tid}`, body: 'b' })
+        })
+      }
+      for (const role of ['viewer', 'member']) {
+        const res = await list(t, await tenant.user(`u-${role}`, [role]))
+        assert.equal(res.statusCode, 403, res.body)
+        assert.equal(res.json().status, 403)
+      }
+      const all = (await list(t, admin)).json()
+      assert.equal(all.total, 3)
+      assert.ok(all.items.every((i: Json) => String(i.subject).endsWith(tenant.id)))
+      assert.ok(!JSON.stringify(all).includes(other.id))
+      const theirs = (await list(t, otherAdmin)).json()
+      assert.deepEqual(theirs.items.map((i: Json) => i.subject), [`S0 ${other.id}`])
+
+      const page2 = (await list(t, admin, '?size=2&page=2')).json()
+      assert.deepEqual([page2.items.length, page2.total, page2.items[0].subject], [1, 3, `S0 ${tenant.id}`])
+      assert.deepEqual((await list(t, admin, '?channel=push')).json().items.map((i: Json) => i.subject), [`S0 ${tenant.id}`])
+      const future = new Date(Date.now() + 3_600_000).toISOString()
+      const past = new Date(Date.now() - 3_600_000).toISOString()
+      assert.equal((await list(t, admin, `?created_after=${future}`)).json().total, 0)
+      assert.equal((await list(t, admin, `?created_after=${past}&created_before=${future}`)).json().total, 3)
+
+      const bad = await list(t, admin, '?status=lost')
+      assert.equal(bad.statusCode, 400)
+      assert.equal(bad.json().errors[0].location, 'query.status')
+      const reversed = await list(t, admin, `?created_after=${future}&created_before=${past}`)
+      assert.equal(reversed.statusCode, 400)
+      assert.equal(reversed.json().errors[0].location, 'query.created_before')
+    })
+  })
+}
+
+void describe('notification configuration', () => {
+  void it('APP_URL and SMTP_FROM: defaults from BASE_URL, and a bad value names the variable', () => {
+    const d = loadConfig({ BASE_URL: 'https://collab.example.org/' })
+    assert.deepEqual([d.appUrl, d.smtpFrom], ['https://collab.example.org', 'no-reply@collab.example.org'])
+    const c = loadConfig({ APP_URL: 'https://app.example.org/', SMTP_FROM: 'Team <team@example.org>' })
+    assert.deepEqual([c.appUrl, c.smtpFrom], ['https://app.example.org', 'Team <team@example.org>'])
+    assert.throws(() => loadConfig({ APP_URL: 'app.example.org' }), /^ConfigError: invalid configuration: APP_URL /)
+    assert.throws(() => loadConfig({ APP_URL: 'https://app.example.org/?x=1' }), /invalid configuration: APP_URL /)
+    assert.throws(() => loadConfig({ SMTP_FROM: 'nobody' }), /invalid configuration: SMTP_FROM /)
+    assert.throws(() => loadConfig({ SMTP_FROM: 'a@example.org\r\nBcc: b@example.org' }), (err: Error) => /invalid configuration: SMTP_FROM /.test(err.message) && !err.message.includes('\n'))
+  })
+})

@@ -1,0 +1,240 @@
+/**
+ * The authorization policy: may this subject do this action on this resource. One table says it for
+ * every resource kind (`POLICY`), and one entry point enforces it (`authorize`). Routes declare the
+ * tenant permission of a row with `requirePermission` (checked before the body is read) and then
+ * call `authorize` — directly or through the resolver of their module that it names — before they
+ * change anything. Services, bulk operations, series cascades and the automation engine call the same
+ * resolvers with the same subject type: an automation rule acts as its creator (`runAs`), never as
+ * the system. `docs/authorization.md` is this table, and a test keeps the two equal.
+ *
+ * Two layers, always both:
+ * - the **tenant permission** of the subject's role (`src/platform/auth/permissions.ts`): viewers
+ *   read, members and admins write, admins hold `tenant:admin`;
+ * - the **grant on the resource**: ownership (contacts), being the creator or holding an event
+ *   manager permission (events and what hangs off them), a series-level grant (series-wide changes),
+ *   being the creator or holding a space manager permission (spaces). Tenant admins hold every grant.
+ *
+ * A resource the subject cannot see answers 404; one they see but hold no grant on answers 403.
+ *
+ * @example
+ *   const row = await authorize(trx, request.auth, { kind: 'event', id }, 'edit')
+ */
+import type { onRequestAsyncHookHandler } from 'fastify'
+import { requirePermission, type Permission } from '../../platform/auth/permissions.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
+import type { EventPermission } from '../events/event-permissions.ts'
+import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
+import type { EventRow } from '../events/events.table.ts'
+import { canManageSpace, spaceVisibleTo } from '../spaces/spaces.access.ts'
+import type { SpaceManagerPermission } from '../spaces/spaces.schemas.ts'
+
+/** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */
+export type Subject = AuthContext
+
+export const RESOURCE_KINDS = ['contact', 'event', 'draft', 'series', 'space', 'rule', 'execution', 'attendee', 'manager', 'cover', 'link', 'notification'] as const
+export type ResourceKind = typeof RESOURCE_KINDS[number]
+
+/** What holds the grant on the resource, besides tenant admins (who hold every grant). */
+export type Grant =
+  | { on: 'contact', who: 'owner' | 'visible' }
+  | { on: 'event', permission: EventPermission | 'see' }
+  | { on: 'series', permission: EventPermission }
+  | { on: 'space', permission: SpaceManagerPermission | 'see' }
+  | { on: 'rule', permission: 'see' | 'manage' }
+  | { on: 'invite' }
+  | { on: 'none' }
+
+export interface PolicyRow {
+  /** the tenant-role permission (declared on the route, checked before the body is read) */
+  tenant: Permission
+  /** the grant on the resource itself */
+  grant: Grant
+  /** rules beyond the grant, in words (shown in docs/authorization.md) */
+  also?: string
+}
+
+const event = (tenant: Permission, permission: EventPermission | 'see', also?: string): PolicyRow =>
+  ({ tenant, grant: { on: 'event', permission }, ...(also !== undefined ? { also } : {}) })
+const space = (tenant: Permission, permission: SpaceManagerPermission | 'see', also?: string): PolicyRow =>
+  ({ tenant, grant: { on: 'space', permission }, ...(also !== undefined ? { also } : {}) })
+
+/**
+ * The policy: resource kind → action → what it takes. Sub-resources of an event (attendees,
+ * managers, cover, links, drafts) are judged on the published event they hang off; a draft clone is
+ * judged by its published row.
+ */
+export const POLICY = {
+  contact: {
+    read: { tenant: 'contacts:read', grant: { on: 'contact', who: 'visible' }, also: 'visible: the owner; an organization contact also to every caller of that organization' },
+    write: { tenant: 'contacts:write', grant: { on: 'contact', who: 'owner' }, also: 'PUT, PATCH, favorite, DELETE and every contact the upsert matches' },
+    create: { tenant: 'contacts:write', grant: { on: 'none' }, also: 'the caller becomes the owner' }
+  },
+  event: {
+    create: { tenant: 'events:write', grant: { on: 'none' }, also: 'the caller becomes the creator; spaces named need `space:events`' },
+    read: event('events:read', 'see', 'visibility 10–40, the creator, the managers of the event or its series'),
+    list: { tenant: 'events:read', grant: { on: 'none' }, also: 'lists, searches and the calendar show only the events the caller sees; the template catalogue' },
+    edit: event('events:write', 'event:edit', 'PUT, PATCH, transition, activity, starting a draft'),
+    publish: event('events:publish', 'event:publish'),
+    archive: event('events:write', 'event:publish'),
+    delete: event('events:write', 'event:delete'),
+    link_space: event('events:write', 'event:edit', 'and `space:events` on the space (404 when the space is not visible to the caller)'),
+    automate: event('automation:write', 'automations:manage', 'event automations and EVENT-scoped rules')
+  },
+  draft: {
+    read: event('events:read', 'see', 'judged by the published event, never by the draft\'s own visibility'),
+    edit: event('events:write', 'event:edit', 'edit, discard; publishing the draft needs `event:publish`')
+  },
+  series: {
+    read: event('series:read', 'see', 'the series of an event the caller sees, and the occurrences they see'),
+    edit_one: event('series:write', 'event:edit', 'scope `this`: the addressed occurrence only'),
+    edit_all: { tenant: 'series:write', grant: { on: 'series', permission: 'event:edit' }, also: 'scopes `following` and `all`, series links and attachments: series creator or series manager' },
+    delete_all: { tenant: 'series:write', grant: { on: 'series', permission: 'event:delete' }, also: 'scopes `following` and `all`' },
+    publish: { tenant: 'series:publish', grant: { on: 'series', permission: 'event:publish' } },
+    managers: { tenant: 'series:write', grant: { on: 'series', permission: 'managers:manage' }, also: 'the granted permissions within the granter\'s own at series level' },
+    links: { tenant: 'series:write', grant: { on: 'series', permission: 'links:manage' }, also: 'series links and attachments' },
+    create: event('series:write', 'event:edit', 'bounded: occurrences and window are limited before anything is written')
+  },
+  space: {
+    create: { tenant: 'spaces:write', grant: { on: 'none' }, also: 'the caller becomes the creator' },
+    list: { tenant: 'spaces:read', grant: { on: 'none' }, also: 'lists and the tree show only the spaces the caller sees; the manager permission catalogue' },
+    read: space('spaces:read', 'see', 'published spaces by visibility; drafts to the creator and managers; also members, managers, events, contacts, activity, analytics'),
+    edit: space('spaces:write', 'space:edit', 'PUT, PATCH, edit/discard, archive, delete, parents (on the parent)'),
+    publish: space('spaces:publish', 'space:publish'),
+    members: space('spaces:write', 'space:members'),
+    managers: space('spaces:write', 'space:managers', 'a grant never exceeds the granter\'s own; nobody changes their own grant'),
+    events: space('spaces:write', 'space:events', 'and `event:edit` on every event linked or unlinked'),
+    contacts: space('spaces:write', 'space:contacts', 'and the contact visible to the caller'),
+    accept: { tenant: 'spaces:read', grant: { on: 'invite' }, also: 'the caller\'s e-mail (token or stored profile) equal to the invited one' }
+  },
+  rule: {
+    create: { tenant: 'automation:write', grant: { on: 'none' }, also: 'an EVENT scope needs `automations:manage` on the event; the rule runs as its creator' },
+    catalogue: { tenant: 'automation:read', grant: { on: 'none' }, also: 'trigger and action types' },
+    read: { tenant: 'automation:read', grant: { on: 'rule', permission: 'see' }, also: 'EVENT rules only to who sees the event; webhook addresses in full only to who may manage the rule' },
+    write: { tenant: 'automation:write', grant: { on: 'rule', permission: 'manage' }, also: 'EVENT rules need `automations:manage` on the event' },
+    execute: { tenant: 'automation:execute', grant: { on: 'rule', permission: 'manage' }, also: 'the run targets the rule\'s own scope; the caller and the creator must both hold the action\'s grant' },
+    // what each automation action needs of the rule's creator (last writer) on the target event: the
+    // same as the route doing the same thing (docs/automation.md, "Whom a rule acts as")
+    act_transition: event('events:write', 'event:edit', 'action `transition`, as POST /events/{id}/transition'),
+    act_activity: event('events:write', 'event:edit', 'action `activity`, as POST /events/{id}/activity'),
+    act_attendee_status: event('events:write', 'attendees:write', 'action `set_attendee_status`, as PATCH /events/{id}/attendees'),
+    act_notify_attendees: event('events:read', 'attendees:read', 'action `notify` to attendees (their addresses are read)'),
+    act_notify: event('events:read', 'see', 'action `notify` to the managers or the creator')
+  },
+  execution: {
+    read: { tenant: 'automation:read', grant: { on: 'rule', permission: 'see' }, also: 'trigger payloads and results only to who may manage the rule' },
+    retry: { tenant: 'automation:execute', grant: { on: 'rule', permission: 'manage' }, also: 'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs' }
+  },
+  attendee: {
+    read: event('events:read', 'attendees:read'),
+    write: event('events:write', 'attendees:write', 'add, change, remove, bulk: every row of a bulk request'),
+    checkin: event('events:write', 'attendees:checkin')
+  },
+  manager: {
+    catalogue: { tenant: 'events:read', grant: { on: 'none' }, also: 'the event manager permissions and role bundles' },
+    pending: { tenant: 'events:read', grant: { on: 'invite' }, also: 'the caller\'s own pending invitations (events and spaces)' },
+    read: event('events:read', 'see', 'invitee e-mails only to holders of `managers:manage`'),
+    grant: event('events:write', 'managers:manage', 'a grant never exceeds the granter\'s own; nobody changes their own grant; series-level grants need series-level rights'),
+    accept: { tenant: 'events:read', grant: { on: 'invite' }, also: 'the caller\'s e-mail (token or stored profile) equal to the invited one' }
+  },
+  cover: {
+    read: event('events:read', 'see', 'served with nosniff and a sandboxing CSP; keys are the service\'s own, checked against tenant and event'),
+    write: event('events:write', 'event:edit', 'never a storage key from a client; an object still referred to is never deleted')
+  },
+  link: {
+    read: event('events:read', 'see', 'links, milestones, documents, attachments, activity'),
+    write: event('events:write', 'links:manage', 'milestones `milestones:manage`, documents `documents:manage`, attachments `attachments:manage`')
+  },
+  notification: {
+    read: { tenant: 'tenant:admin', grant: { on: 'none' }, also: 'the tenant\'s notification outbox: status, recipient, subject and the reason of a failure, never the text' }
+  }
+} as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
+
+export type ActionOf<K extends ResourceKind> = keyof typeof POLICY[K] & string
+
+/** The policy row of an action; throws on an unknown pair, so a typo cannot silently allow. */
+export function policyOf<K extends ResourceKind> (kind: K, action: ActionOf<K>): PolicyRow {
+  const row = (POLICY[kind] as Record<string, PolicyRow | undefined>)[action]
+  if (row === undefined) throw new Error(`no policy for ${kind}:${action}`)
+  return row
+}
+
+/**
+ * The route hook of a policy row: checks the row's tenant permission before the body is read, and
+ * names the row in the route table (`x-policy` in OpenAPI), so every write says what it enforces.
+ *
+ * @example
+ *   app.patch('/api/v1/events/:id', { onRequest: requirePolicy('event', 'edit') }, handler)
+ */
+export function requirePolicy<K extends ResourceKind> (kind: K, action: ActionOf<K>): onRequestAsyncHookHandler {
+  return requirePermission(policyOf(kind, action).tenant, `${kind}:${action}`)
+}
+
+export type Target =
+  | { kind: 'event' | 'draft' | 'attendee' | 'manager' | 'cover' | 'link', id: number }
+  | { kind: 'space', id: number }
+
+/**
+ * Enforces an action on an event-held or space resource: the tenant permission of the row, then
+ * the grant (404 invisible, 403 without it). Event-held resources come back locked (`for update`)
+ * for writes; read actions only check visibility.
+ *
+ * @example
+ *   const row = await authorize(trx, subject, { kind: 'attendee', id: eventId }, 'write')
+ */
+export async function authorize (trx: Tx, subject: Subject, target: Target, action: string): Promise<EventRow | { id: number }> {
+  const row = policyOf(target.kind, action as never)
+  if (!subject.permissions.has(row.tenant)) throw error403Forbidden(`missing permission ${row.tenant}`)
+  const grant = row.grant
+  if (grant.on === 'event') {
+    if (target.kind === 'space') throw new Error(`policy ${target.kind}:${action} names an event grant`)
+    if (grant.permission === 'see') return await findEventForRead(trx, subject, target.id, { includeDraftClones: true })
+    return await lockEventForWrite(trx, subject, target.id, grant.permission)
+  }
+  if (grant.on === 'space') {
+    const found = await trx.selectFrom('spaces').select(['id', 'creator_id'])
+      .where(eb => spaceVisibleTo(eb, subject)).where('spaces.id', '=', target.id)
+      .executeTakeFirst()
+    if (found === undefined) throw error404NotFound('space not found')
+    if (grant.permission !== 'see' && !(await canManageSpace(trx, subject, found, grant.permission))) {
+      throw error403Forbidden(`missing space permission ${grant.permission}`)
+    }
+    return found
+  }
+  throw new Error(`policy ${target.kind}:${action} is enforced by its module's resolver (see docs/authorization.md)`)
+}
+
+/** Whether the subject may do the action (no exception): the same rules as `authorize`. */
+export async function can (trx: Tx, subject: Subject, target: Target, action: string): Promise<boolean> {
+  try {
+    await authorize(trx, subject, target, action)
+    return true
+  } catch (err) {
+    if (err instanceof Error && 'status' in err && (err.status === 403 || err.status === 404)) return false
+    throw err
+  }
+}
+
+function grantText (g: Grant): string {
+  switch (g.on) {
+    case 'contact': return g.who === 'owner' ? 'owner' : 'sees the contact'
+    case 'event': return g.permission === 'see' ? 'sees the event' : `\`${g.permission}\` on the event`
+    case 'series': return `\`${g.permission}\` on the series`
+    case 'space': return g.permission === 'see' ? 'sees the space' : `\`${g.permission}\` on the space`
+    case 'rule': return g.permission === 'see' ? 'sees the rule' : 'may manage the rule'
+    case 'invite': return 'holds the invite token'
+    case 'none': return '—'
+  }
+}
+
+/** The policy as the Markdown table of docs/authorization.md. */
+export function policyMarkdown (): string {
+  const lines = ['| resource | action | tenant permission | grant on the resource (or tenant admin) | also |', '|---|---|---|---|---|']
+  for (const kind of RESOURCE_KINDS) {
+    for (const [action, row] of Object.entries(POLICY[kind]) as Array<[string, PolicyRow]>) {
+      lines.push(`| ${kind} | ${action} | \`${row.tenant}\` | ${grantText(row.grant)} | ${row.also ?? ''} |`)
+    }
+  }
+  return lines.join('\n')
+}

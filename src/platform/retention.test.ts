@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import { describe, it } from 'node:test'
+import { sql } from 'kysely'
+import { databases, newTenant, useTestApp, type TestApp } from '../../test/helpers/build-app.ts'
+import { ConfigError, loadConfig, type RetentionConfig } from '../config.ts'
+import { withSystem } from './db/tenant.ts'
+import { pruneRetention, RETENTION_KINDS, startRetention } from './retention.ts'
+
+const DAY = 86_400_000
+const HOUR = 3_600_000
+
+const retentionOf = (env: Record<string, string> = {}): RetentionConfig => loadConfig(env).retention
+
+void describe('retention configuration', () => {
+  void it('has the documented defaults', () => {
+    assert.deepEqual({ ...retentionOf() }, {
+      outbox: 7 * DAY,
+      notifications: 30 * DAY,
+      idempotencyKeys: 24 * HOUR,
+      idpDeliveries: 90 * DAY,
+      executions: 90 * DAY,
+      executionsKeepPerRule: 100,
+      batchSize: 1000
+    })
+  })
+
+  void it('reads minutes, hours and days, and off (kept forever)', () => {
+    const r = retentionOf({ RETENTION_OUTBOX: '90m', RETENTION_NOTIFICATIONS: '48h', RETENTION_IDEMPOTENCY_KEYS: '2d', RETENTION_IDP_DELIVERIES: 'off', RETENTION_EXECUTIONS: '3650d', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0', RETENTION_BATCH_SIZE: '50' })
+    assert.equal(r.outbox, 90 * 60_000)
+    assert.equal(r.notifications, 48 * HOUR)
+    assert.equal(r.idempotencyKeys, 2 * DAY)
+    assert.equal(r.idpDeliveries, null)
+    assert.equal(r.executions, 3650 * DAY)
+    assert.equal(r.executionsKeepPerRule, 0)
+    assert.equal(r.batchSize, 50)
+  })
+
+  const refused: Array<[string, string]> = [
+    ['RETENTION_OUTBOX', '0'],
+    ['RETENTION_OUTBOX', '0d'],
+    ['RETENTION_OUTBOX', '-1d'],
+    ['RETENTION_OUTBOX', '7'],
+    ['RETENTION_NOTIFICATIONS', 'thirty days'],
+    ['RETENTION_NOTIFICATIONS', '1.5d'],
+    ['RETENTION_IDP_DELIVERIES', '3651d'],
+    ['RETENTION_IDP_DELIVERIES', '999999999d'],
+    ['RETENTION_EXECUTIONS', 'OFF'],
+    ['RETENTION_EXECUTIONS', '1w'],
+    ['RETENTION_IDEMPOTENCY_KEYS', '12h'],
+    ['RETENTION_IDEMPOTENCY_KEYS', '0'],
+    ['RETENTION_EXECUTIONS_KEEP_PER_RULE', '-1'],
+    ['RETENTION_EXECUTIONS_KEEP_PER_RULE', 'many'],
+    ['RETENTION_EXECUTIONS_KEEP_PER_RULE', '100001'],
+    ['RETENTION_BATCH_SIZE', '0'],
+    ['RETENTION_BATCH_SIZE', '1e3'],
+    ['RETENTION_BATCH_SIZE', '100001']
+  ]
+  for (const [name, value] of refused) {
+    void it(`refuses ${name}=${value} in one line naming the variable`, () => {
+      assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => {
+        assert.ok(err instanceof ConfigError)
+        assert.equal(err.variable, name)
+        assert.ok(err.message.startsWith(`invalid configuration: ${name} `), err.message)
+        assert.ok(!err.message.includes('\n'))
+        return true
+      })
+    })
+  }
+})
+
+type Row = Record<string, unknown>
+
+/** Inserts rows with the given columns into a table on the worker login (old timestamps need SQL). */
+async function insert (t: TestApp, table: string, rows: Row[]): Promise<void> {
+  if (rows.length === 0) return
+  const columns = Object.keys(rows[0] ?? {})
+  await withSystem(t.ctx.db, async trx => await sql`insert into ${sql.table(table)} (${sql.join(columns.map(c => sql.ref(c)))})
+    values ${sql.join(rows.map(r => sql`(${sql.join(columns.map(c => r[c]))})`))}`.execute(trx))
+}
+
+/**
+ * Copies an execution with some columns changed: json_populate_record keeps every other column
+ * (whatever the table has), so the test does not depend on the executions' exact columns.
+ */
+async function copyExecution (t: TestApp, tenantId: string, fromId: string, changes: Row): Promise<string> {
+  const id = crypto.randomUUID()
+  await withSystem(t.ctx.db, async trx => await sql`insert into automation_executions
+    select (json_populate_record(e, ${JSON.stringify({ ...changes, id, trigger_key: changes.trigger_key ?? `test:${id}` })}::json)).*
+    from automation_executions e where e.tenant_id = ${tenantId} and e.id = ${fromId}::uuid`.execute(trx))
+  return id
+}
+
+async function count (t: TestApp, table: string, tenantId: string, where = sql`true`): Promise<number> {
+  const { rows } = await withSystem(t.ctx.db, async trx => await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where tenant_id = ${tenantId} and ${where}`.execute(trx))
+  return Number(rows[0]?.n ?? 0)
+}
+
+const ago = (now: Date, ms: number): Date => new Date(now.getTime() - ms)
+
+function outboxRow (tenantId: string, created: Date, processed: Date | null): Row {
+  return { tenant_id: tenantId, topic: 'test.old', aggregate_type: 'test', aggregate_id: '1', payload: '{}', created_at: created, processed_at: processed }
+}
+
+function notificationRow (tenantId: string, status: string, created: Date): Row {
+  return { tenant_id: tenantId, channel: 'email', recipient: 'someone@example.test', subject: 'old', body: 'old', status, created_at: created }
+}
+
+/** A rule (through the API) and one manual execution of it, the model other executions are copied from. */
+async function ruleWithExecution (t: TestApp, token: string): Promise<{ ruleId: string, executionId: string }> {
+  const rule = await t.as(token, {
+    method: 'POST',
+    url: '/api/v1/automation/rules',
+    payload: { name: 'Retained', scope: 'GLOBAL', schedule: { event_type: 'contact.created' }, conditions: {}, actions: [{ type: 'notify', to: 'creator', subject: 's', body: 'b' }] }
+  })
+  assert.equal(rule.statusCode, 201, rule.body)
+  const run = await t.as(token, { method: 'POST', url: `/api/v1/automation/rules/${rule.json().id}/execute`, payload: {} })
+  assert.equal(run.statusCode, 202, run.body)
+  return { ruleId: rule.json().id, executionId: run.json().id }
+}
+
+for (const kind of databases()) {
+  void describe(`${kind}: retention`, () => {
+    const t = useTestApp(kind)
+
+    void it('prunes every kind past its period, keeps what is still needed and what is new', async () => {
+      const tenant = newTenant(t)
+      const tid = tenant.id
+      const alice = await tenant.user('alice')
+      const now = new Date()
+
+      // new rows through the API: a contact (an unprocessed domain event) with an Idempotency-Key, a rule, manual runs
+      const contact = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'retention-1' }, payload: { first_name: 'Ada', email: 'ada@example.org' } })
+      assert.equal(contact.statusCode, 201, contact.body)
+      const { ruleId, executionId } = await ruleWithExecution(t, alice)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ruleId}/execute`, payload: {} })).statusCode, 202)
+      const apiOutbox = await count(t, 'outbox', tid)
+      assert.ok(apiOutbox >= 2)
+
+      // old and recent rows with SQL
+      await insert(t, 'outbox', [
+        ...Array.from({ length: 5 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 20 * DAY))),
+        ...Array.from({ length: 2 }, () => outboxRow(tid, ago(now, 30 * DAY), null)), // never dispatched: still needed
+        ...Array.from({ length: 2 }, () => outboxRow(tid, ago(now, 2 * DAY), ago(now, DAY)))
+      ])
+      await insert(t, 'notification_outbox', [
+        ...['sent', 'sent', 'failed', 'undeliverable'].map(s => notificationRow(tid, s, ago(now, 40 * DAY))),
+        ...['pending', 'pending'].map(s => notificationRow(tid, s, ago(now, 40 * DAY))), // retries still due: kept
+        ...['sent', 'failed'].map(s => notificationRow(tid, s, ago(now, DAY)))
+      ])
+      const key = (k: string, created: Date, expires: Date): Row => ({ tenant_id: tid, user_id: 'alice', key: k, method: 'POST', path: '/api/v1/contacts', request_hash: 'h', status_code: 201, response_body: '{}', created_at: created, expires_at: expires })
+      await insert(t, 'idempotency_keys', [
+        key('old-1', ago(now, 3 * DAY), ago(now, 2 * DAY)),
+        key('old-2', ago(now, 2 * DAY), ago(now, DAY)),
+        // older than the period but still inside its replay window: kept until it expires
+        key('window', ago(now, 2 * DAY), new Date(now.getTime() + HOUR)),
+        key('recent', ago(now, HOUR), new Date(now.getTime() + 23 * HOUR))
+      ])
+      const delivery = (seq: number, received: Date): Row => ({ tenant_id: tid, instance_id: 'i', aggregate_id: 'u1', sequence: seq, event_type: 'user.human.changed', outcome: 'applied', received_at: received })
+      await insert(t, 'idp_deliveries', [delivery(1, ago(now, 100 * DAY)), delivery(2, ago(now, 95 * DAY)), delivery(3, ago(now, 10 * DAY))])
+
+      const old = ago(now, 100 * DAY)
+      const doomed = [
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: old }),
+        await copyExecution(t, tid, executionId, { status: 'failed', created_at: old }),
+        await copyExecution(t, tid, executionId, { status: 'skipped', created_at: old }),
+        // a relative trigger whose moment is long past: the scheduler cannot fire it again
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: old, trigger_key: `starts_in:1:${ago(now, 99 * DAY).toISOString()}:1440` })
+      ]
+      const kept = [
+        await copyExecution(t, tid, executionId, { status: 'queued', created_at: old }),
+        await copyExecution(t, tid, executionId, { status: 'running', created_at: old }),
+        // due until an hour after an event that starts in ten days: deleting it would let it fire again
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: old, trigger_key: `starts_in:1:${new Date(now.getTime() + 10 * DAY).toISOString()}:525600` }),
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, DAY) })
+      ]
+      const executionsBefore = await count(t, 'automation_executions', tid)
+
+      const retention = retentionOf({ RETENTION_EXECUTIONS_KEEP_PER_RULE: '2' })
+      const first = await pruneRetention(t.ctx.db, { retention, now })
+      assert.equal(first.complete, true)
+      assert.ok(first.kinds.outbox.deleted >= 5)
+
+      assert.equal(await count(t, 'outbox', tid), apiOutbox + 2 + 2, 'old processed events gone; unprocessed and recent kept')
+      assert.equal(await count(t, 'outbox', tid, sql`processed_at is null`), apiOutbox + 2)
+      assert.equal(await count(t, 'notification_outbox', tid), 2 + 2)
+      assert.equal(await count(t, 'notification_outbox', tid, sql`status = 'pending'`), 2)
+      assert.deepEqual((await withSystem(t.ctx.db, async trx => await trx.selectFrom('idempotency_keys').select('key').where('tenant_id', '=', tid).orderBy('key').execute())).map(r => r.key),
+        ['recent', 'retention-1', 'window'])
+      assert.equal(await count(t, 'idp_deliveries', tid), 1)
+      assert.equal(await count(t, 'automation_executions', tid), executionsBefore - doomed.length)
+      for (const id of kept) assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 1, `execution ${id} kept`)
+      for (const id of doomed) assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 0, `execution ${id} deleted`)
+      // the history the API shows holds what is left
+      const history = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${ruleId}/executions?size=100` })
+      assert.equal(history.statusCode, 200, history.body)
+      assert.equal(history.json().total, executionsBefore - doomed.length)
+
+      // a second pass at the same time finds nothing
+      assert.equal((await pruneRetention(t.ctx.db, { retention, now })).deleted, 0)
+
+      // eight days later: the recent processed events and every expired key go too; the rest stays
+      const later = new Date(now.getTime() + 8 * DAY)
+      await pruneRetention(t.ctx.db, { retention, now: later })
+      assert.equal(await count(t, 'outbox', tid), apiOutbox + 2)
+      assert.equal(await count(t, 'outbox', tid, sql`processed_at is not null`), 0)
+      assert.equal(await count(t, 'idempotency_keys', tid), 0)
+      assert.equal(await count(t, 'notification_outbox', tid), 4)
+      assert.equal(await count(t, 'idp_deliveries', tid), 1)
+
+      // with the executions' period off, nothing of them is pruned even a year later; the others are
+      const executionsLeft = await count(t, 'automation_executions', tid)
+      const yearLater = new Date(now.getTime() + 365 * DAY)
+      const r = await pruneRetention(t.ctx.db, { retention: { ...retention, executions: null }, now: yearLater })
+      assert.equal(r.kinds.executions.statements, 0)
+      assert.equal(await count(t, 'automation_executions', tid), executionsLeft)
+      assert.equal(await count(t, 'notification_outbox', tid), 2, 'only the pending notifications are left')
+      assert.equal(await count(t, 'idp_deliveries', tid), 0)
+    })
+
+    void it('keeps the newest executions of each rule whatever their age', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const now = new Date()
+      const { executionId } = await ruleWithExecution(t, alice)
+      await withSystem(t.ctx.db, async trx => await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(trx))
+      // six old executions, one a day: with 4 kept per rule the two oldest go (and the API's, the oldest of all)
+      const ids: string[] = []
+      for (let i = 0; i < 6; i++) ids.push(await copyExecution(t, tenant.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) }))
+      const r = await pruneRetention(t.ctx.db, { retention: retentionOf({ RETENTION_EXECUTIONS_KEEP_PER_RULE: '4' }), now })
+      assert.equal(r.kinds.executions.deleted, 3)
+      const left = await withSystem(t.ctx.db, async trx => await trx.selectFrom('automation_executions').select('id').where('tenant_id', '=', tenant.id).orderBy('created_at').execute())
+      assert.deepEqual(left.map(e => e.id), ids.slice(2))
+    })
+
+    void it('deletes a batch per statement, over several rounds', async () => {
+      const tenant = newTenant(t)
+      const tid = tenant.id
+      const alice = await tenant.user('alice')
+      const now = new Date()
+      await insert(t, 'outbox', Array.from({ length: 25 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
+      const { executionId } = await ruleWithExecution(t, alice)
+      for (let i = 0; i < 23; i++) await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, (200 - i) * DAY) })
+      const retention = retentionOf({ RETENTION_BATCH_SIZE: '10', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0' })
+
+      // one statement per kind per round: 10, 10, 5
+      const rounds: number[] = []
+      for (;;) {
+        const r = await pruneRetention(t.ctx.db, { retention, now, maxStatements: 1 })
+        for (const k of RETENTION_KINDS) assert.ok(r.kinds[k].largest <= 10, `${k}: ${r.kinds[k].largest} rows in one statement`)
+        rounds.push(r.kinds.outbox.deleted)
+        if (r.complete) break
+        assert.ok(rounds.length < 10)
+      }
+      assert.deepEqual(rounds.slice(0, 3), [10, 10, 5])
+      assert.equal(await count(t, 'outbox', tid, sql`processed_at is not null`), 0)
+      // the executions (the one queued by the API stays) went the same way
+      assert.equal(await count(t, 'automation_executions', tid), 1)
+
+      // in one call: as many statements as batches, none above the batch
+      await insert(t, 'outbox', Array.from({ length: 35 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
+      const all = await pruneRetention(t.ctx.db, { retention, now })
+      assert.equal(all.kinds.outbox.deleted, 35)
+      assert.equal(all.kinds.outbox.statements, 4)
+      assert.equal(all.kinds.outbox.largest, 10)
+    })
+
+    void it('two passes at once never fail and delete each row once', async () => {
+      const tenant = newTenant(t)
+      const tid = tenant.id
+      const alice = await tenant.user('alice')
+      const now = new Date()
+      // nothing else prunable at this clock: earlier tests pruned it
+      await pruneRetention(t.ctx.db, { retention: retentionOf(), now })
+      await insert(t, 'outbox', Array.from({ length: 1500 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
+      await insert(t, 'notification_outbox', Array.from({ length: 300 }, () => notificationRow(tid, 'sent', ago(now, 60 * DAY))))
+      const { executionId } = await ruleWithExecution(t, alice)
+      for (let i = 0; i < 60; i++) await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, 100 * DAY + i * 1000) })
+      const retention = retentionOf({ RETENTION_BATCH_SIZE: '50', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0' })
+
+      const [a, b] = await Promise.all([pruneRetention(t.ctx.db, { retention, now }), pruneRetention(t.ctx.db, { retention, now })])
+      assert.equal(a.kinds.outbox.deleted + b.kinds.outbox.deleted, 1500)
+      assert.equal(a.kinds.notifications.deleted + b.kinds.notifications.deleted, 300)
+      assert.equal(a.kinds.executions.deleted + b.kinds.executions.deleted, 60)
+      assert.ok(a.kinds.outbox.largest <= 50 && b.kinds.outbox.largest <= 50)
+      assert.equal(await count(t, 'outbox', tid, sql`processed_at is not null`), 0)
+      assert.equal(await count(t, 'notification_outbox', tid), 0)
+      assert.equal(await count(t, 'automation_executions', tid), 1)
+    })
+
+    void it('runs as a background loop that the app stops', async () => {
+      const tenant = newTenant(t)
+      const now = new Date()
+      await insert(t, 'idp_deliveries', [{ tenant_id: tenant.id, instance_id: 'i', aggregate_id: 'u', sequence: 1, event_type: 'x', outcome: 'applied', received_at: ago(now, 91 * DAY) }])
+      const lines: string[] = []
+      const log = { info: (_o: unknown, msg: string) => { lines.push(msg) }, error: (_o: unknown, msg: string) => { lines.push(msg) } }
+      const loop = startRetention(t.ctx.db, retentionOf(), log as never, () => now)
+      const r = await loop.tick()
+      assert.equal(r?.kinds.idpDeliveries.deleted, 1)
+      assert.deepEqual(lines, ['retention: pruned old rows'])
+      await loop.stop()
+      assert.equal(await loop.tick(), undefined, 'no pass after stop')
+    })
+  })
+}

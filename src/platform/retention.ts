@@ -1,0 +1,230 @@
+/**
+ * Retention: deletes the rows nobody needs any more, per kind, after the period RETENTION_* gives
+ * (src/config.ts; decisions in docs/retention.md):
+ *
+ * | kind | deleted when | never deleted |
+ * |---|---|---|
+ * | outbox | processed before now − RETENTION_OUTBOX | unprocessed rows |
+ * | notifications | sent, failed or undeliverable, created before now − RETENTION_NOTIFICATIONS | pending rows (retries included) |
+ * | idempotencyKeys | created before now − RETENTION_IDEMPOTENCY_KEYS and expired | a key inside its replay window |
+ * | idpDeliveries | received before now − RETENTION_IDP_DELIVERIES | — |
+ * | executions | succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS | queued and running ones; the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule; a relative-time trigger's until the scheduler can no longer fire it |
+ *
+ * Every statement deletes at most `batchSize` rows, each in its own short transaction on the
+ * worker login (`withSystem`); rows are claimed with `for update skip locked`, so several
+ * instances (or two passes of one) share the work, never wait for each other, and delete each row
+ * once. `pruneRetention` takes its clock (`now`), so tests drive it; `startRetention` runs it in
+ * the background when `WORKERS` is true.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely'
+import type { FastifyBaseLogger } from 'fastify'
+import type { RetentionConfig } from '../config.ts'
+import type { Database } from './db/database.ts'
+import { withSystem } from './db/tenant.ts'
+import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
+
+export const RETENTION_KINDS = ['outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions'] as const
+export type RetentionKind = typeof RETENTION_KINDS[number]
+
+export interface KindResult {
+  /** rows deleted */
+  deleted: number
+  /** delete statements run */
+  statements: number
+  /** the most rows one statement deleted (at most the batch size) */
+  largest: number
+}
+
+export interface PruneResult {
+  kinds: Record<RetentionKind, KindResult>
+  deleted: number
+  /** false when a limit (maxStatements, the signal) stopped a kind with rows left to look at */
+  complete: boolean
+}
+
+export interface PruneOptions {
+  retention: RetentionConfig
+  /** the clock: periods count back from it */
+  now: Date
+  /** delete statements per kind at most in this call; default: until nothing is left */
+  maxStatements?: number
+  /** stops between statements (the app closing) */
+  signal?: AbortSignal
+}
+
+/** One batch: how many rows it deleted, and whether it looked at a full batch (more may follow). */
+interface Batch { deleted: number, full: boolean }
+
+type Step = (db: Kysely<Database>, cutoff: Date, now: Date, options: PruneOptions) => Promise<Batch>
+
+/**
+ * A kind whose every row matching `where` may go: one statement claims up to a batch of them by
+ * ctid (skip locked) and deletes them. The conditions match the indexes of migration 0016 (or
+ * 0001, 0003), so a batch reads only rows it deletes.
+ */
+const prune = (table: 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries', where: (cutoff: Date, now: Date) => RawBuilder<unknown>): Step =>
+  async (db, cutoff, now, o) => {
+    const { rows } = await withSystem(db, async trx => await sql<{ n: number }>`
+      with gone as (
+        delete from ${sql.table(table)} where ctid = any(array(
+          select ctid from ${sql.table(table)} where ${where(cutoff, now)} limit ${o.retention.batchSize} for update skip locked))
+        returning 1)
+      select count(*)::int as n from gone`.execute(trx))
+    const deleted = Number(rows[0]?.n ?? 0)
+    return { deleted, full: deleted >= o.retention.batchSize }
+  }
+
+const STEPS: Record<Exclude<RetentionKind, 'executions'>, Step> = {
+  outbox: prune('outbox', cutoff => sql`processed_at < ${cutoff}`),
+  notifications: prune('notification_outbox', cutoff => sql`status <> 'pending' and created_at < ${cutoff}`),
+  // a key is replayed until expires_at: kept until then whatever the period
+  idempotencyKeys: prune('idempotency_keys', (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}`),
+  // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
+  idpDeliveries: prune('idp_deliveries', cutoff => sql`received_at < ${cutoff}`)
+}
+
+interface Cursor { at: string, id: string }
+
+/**
+ * One batch of executions, walked in (created_at, id) order from `cursor`: of up to a batch of
+ * finished executions older than the cutoff, deletes those that are neither among the newest
+ * `executionsKeepPerRule` of their rule nor a relative-time trigger the scheduler could still fire
+ * (its unique trigger key is what keeps it from firing twice: `starts_in:<event>:<moment>:<offset>`,
+ * due until RELATIVE_GRACE_MINUTES after the moment). The cursor moves past what was kept, so a
+ * pass never reads a kept row twice.
+ */
+async function executionsBatch (db: Kysely<Database>, cutoff: Date, now: Date, o: PruneOptions, cursor: Cursor): Promise<Batch & { cursor: Cursor | undefined }> {
+  const keep = o.retention.executionsKeepPerRule
+  const relativeBefore = new Date(now.getTime() - RELATIVE_GRACE_MINUTES * 60_000)
+  const { rows } = await withSystem(db, async trx => await sql<{ deleted: number, scanned: number, at: string | null, id: string | null }>`
+    with candidates as (
+      select ctid as tid, tenant_id, rule_id, id, created_at, trigger_key from automation_executions
+      where created_at < ${cutoff} and (created_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
+        and status in ('succeeded', 'failed', 'skipped')
+      order by created_at, id
+      limit ${o.retention.batchSize}
+      for update skip locked
+    ), rules as (
+      -- per rule of the batch: the creation time of its keep-th newest execution (null: it has fewer)
+      select r.tenant_id, r.rule_id, ${keep > 0
+        ? sql`(select k.created_at from automation_executions k where k.tenant_id = r.tenant_id and k.rule_id = r.rule_id
+            order by k.created_at desc offset ${keep - 1} limit 1)`
+        : sql`'infinity'::timestamptz`} as kept_from
+      from (select distinct tenant_id, rule_id from candidates) r
+    ), gone as (
+      delete from automation_executions where ctid = any(array(
+        select c.tid from candidates c join rules r on r.tenant_id = c.tenant_id and r.rule_id = c.rule_id
+        where c.created_at < r.kept_from
+          and case
+            when c.trigger_key ~ '^(starts_in|ends_in):[0-9]+:.+:[0-9]+$'
+              then substring(c.trigger_key from '^[a-z_]+:[0-9]+:(.+):[0-9]+$')::timestamptz <= ${relativeBefore}
+            when c.trigger_key ~ '^(starts_in|ends_in):' then false
+            else true
+          end))
+      returning 1
+    ), last as (
+      select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1
+    )
+    select (select count(*)::int from gone) as deleted, (select count(*)::int from candidates) as scanned,
+      (select at from last) as at, (select id from last) as id`.execute(trx))
+  const row = rows[0]
+  const scanned = Number(row?.scanned ?? 0)
+  return {
+    deleted: Number(row?.deleted ?? 0),
+    full: scanned >= o.retention.batchSize,
+    cursor: row?.at !== null && row?.at !== undefined && row.id !== null ? { at: row.at, id: row.id } : undefined
+  }
+}
+
+function periodOf (retention: RetentionConfig, kind: RetentionKind): number | null {
+  return retention[kind]
+}
+
+/**
+ * Deletes, kind after kind, what retention allows at `now`, a batch per statement, until a batch
+ * comes back short (or `maxStatements`, or the signal).
+ *
+ * @example
+ *   const r = await pruneRetention(ctx.db, { retention: ctx.config.retention, now: new Date() })
+ */
+export async function pruneRetention (db: Kysely<Database>, options: PruneOptions): Promise<PruneResult> {
+  const kinds = Object.fromEntries(RETENTION_KINDS.map(k => [k, { deleted: 0, statements: 0, largest: 0 }])) as Record<RetentionKind, KindResult>
+  let complete = true
+  const max = options.maxStatements ?? Number.POSITIVE_INFINITY
+  for (const kind of RETENTION_KINDS) {
+    const period = periodOf(options.retention, kind)
+    if (period === null) continue // off: kept forever
+    const cutoff = new Date(options.now.getTime() - period)
+    const r = kinds[kind]
+    let cursor: Cursor | undefined = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' }
+    for (;;) {
+      if (r.statements >= max || options.signal?.aborted === true) {
+        complete = false
+        break
+      }
+      let batch: Batch
+      if (kind === 'executions') {
+        const b = await executionsBatch(db, cutoff, options.now, options, cursor ?? { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' })
+        cursor = b.cursor ?? cursor
+        batch = b
+      } else {
+        batch = await STEPS[kind](db, cutoff, options.now, options)
+      }
+      r.statements++
+      r.deleted += batch.deleted
+      r.largest = Math.max(r.largest, batch.deleted)
+      if (!batch.full) break
+    }
+  }
+  return { kinds, deleted: RETENTION_KINDS.reduce((n, k) => n + kinds[k].deleted, 0), complete }
+}
+
+/** The first pass runs this long after the start, then one every INTERVAL_MS. */
+export const FIRST_PASS_MS = 60_000
+export const INTERVAL_MS = 10 * 60_000
+
+export interface RetentionLoop {
+  /** one pass now (also what the timer runs); resolves when it is over */
+  tick (): Promise<PruneResult | undefined>
+  stop (): Promise<void>
+}
+
+/**
+ * Runs `pruneRetention` shortly after the start and then every INTERVAL_MS, each pass until
+ * nothing is left; a pass still running when the next is due is not doubled. Stopped (between two
+ * statements) when the app closes.
+ */
+export function startRetention (db: Kysely<Database>, retention: RetentionConfig, log: FastifyBaseLogger, now: () => Date = () => new Date()): RetentionLoop {
+  const abort = new AbortController()
+  let running: Promise<PruneResult | undefined> | undefined
+  const tick = async (): Promise<PruneResult | undefined> => {
+    if (abort.signal.aborted) return undefined
+    if (running !== undefined) return await running
+    running = (async () => {
+      try {
+        const r = await pruneRetention(db, { retention, now: now(), signal: abort.signal })
+        if (r.deleted > 0) log.info({ deleted: Object.fromEntries(RETENTION_KINDS.map(k => [k, r.kinds[k].deleted])) }, 'retention: pruned old rows')
+        return r
+      } catch (err) {
+        log.error({ err }, 'retention pass failed')
+        return undefined
+      } finally {
+        running = undefined
+      }
+    })()
+    return await running
+  }
+  const first = setTimeout(() => { void tick() }, FIRST_PASS_MS)
+  const timer = setInterval(() => { void tick() }, INTERVAL_MS)
+  first.unref()
+  timer.unref()
+  return {
+    tick,
+    async stop () {
+      abort.abort()
+      clearTimeout(first)
+      clearInterval(timer)
+      await running
+    }
+  }
+}

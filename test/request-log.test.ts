@@ -1,0 +1,108 @@
+/**
+ * Every log line of a request carries its reqId, route template and (once authenticated) tenant:
+ * lines a handler writes, lines of the error handler (a 500, a handled 400), and the completion
+ * line; a request that matched no route says `route: unmatched`. The app logs through pino into a
+ * stream the test reads.
+ */
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { Writable } from 'node:stream'
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
+import { databases, freshDatabase } from './helpers/build-app.ts'
+
+type Line = Record<string, unknown>
+
+for (const kind of databases()) {
+  describe(`${kind}: request log lines`, () => {
+    const lines: Line[] = []
+    const stream = new Writable({
+      write (chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString('utf8').split('\n')) if (text.trim() !== '') lines.push(JSON.parse(text) as Line)
+        done()
+      }
+    })
+    let app: FastifyInstance
+    let token: string
+    let drop: (() => Promise<void>) | undefined
+    let dataDir: string
+    const tenant = `tenant-${crypto.randomUUID()}`
+
+    before(async () => {
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-log-test-'))
+      const db = await freshDatabase(kind)
+      drop = db.drop
+      const config = loadConfig({ DATA_DIR: dataDir, WORKERS: 'false', ...(db.url !== undefined ? { DATABASE_URL: db.url } : {}) })
+      const built = await buildApp(config, { database: db.handle, logger: { level: 'info', stream } })
+      app = built.app
+      // a test-only route whose handler logs, then fails
+      app.get('/api/v1/test-log-failure/:id', async (request) => {
+        request.log.info({ id: (request.params as { id: string }).id }, 'handler line')
+        throw new Error('deliberate failure')
+      })
+      await app.ready()
+      const keys = await loadOrCreateDevKeys(dataDir)
+      token = await signDevToken(keys, { sub: 'alice', tenant, roles: ['admin'], email: 'alice@example.test', tenantClaim: config.oidc.tenantClaim, rolesClaim: config.oidc.rolesClaim })
+    })
+    after(async () => {
+      await app?.close()
+      await drop?.()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    })
+
+    /** The lines of the one request answered with this id (the `instance` of an error body names it). */
+    function linesOf (reqId: string): Line[] {
+      const mine = lines.filter(l => l.reqId === reqId)
+      assert.ok(mine.length > 0, `no line of request ${reqId}`)
+      return mine
+    }
+    const reqIdOf = (instance: string): string => instance.split('#')[1] ?? ''
+
+    it('a 500: the handler\'s line, the error handler\'s and the completion line carry reqId, tenant and route', async () => {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/test-log-failure/42', headers: { authorization: `Bearer ${token}` } })
+      assert.equal(res.statusCode, 500)
+      const reqId = reqIdOf(res.json().instance as string)
+      const mine = linesOf(reqId)
+      assert.deepEqual(mine.map(l => l.msg), ['handler line', 'request failed', 'request completed'])
+      for (const l of mine) {
+        assert.equal(l.tenant, tenant, JSON.stringify(l))
+        assert.equal(l.route, '/api/v1/test-log-failure/:id', JSON.stringify(l))
+      }
+      // the completion line names the request itself
+      const done = mine.at(-1) as { req?: { method?: string, url?: string }, res?: { statusCode?: number } }
+      assert.equal(done.req?.method, 'GET')
+      assert.equal(done.req?.url, '/api/v1/test-log-failure/42')
+      assert.equal(done.res?.statusCode, 500)
+    })
+
+    it('a handled 400 of a real route: the refusal and completion lines carry them too', async () => {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/contacts', headers: { authorization: `Bearer ${token}` }, payload: { first_name: 'Ada', email: 'not an address' } })
+      assert.equal(res.statusCode, 400, res.body)
+      const mine = linesOf(reqIdOf(res.json().instance as string))
+      assert.deepEqual(mine.map(l => l.msg), ['request refused', 'request completed'])
+      for (const l of mine) {
+        assert.equal(l.tenant, tenant, JSON.stringify(l))
+        assert.equal(l.route, '/api/v1/contacts', JSON.stringify(l))
+      }
+    })
+
+    it('no route matched: route is "unmatched"; without a valid token there is no tenant', async () => {
+      const res = await app.inject({ method: 'GET', url: `/no-such-path/${crypto.randomUUID()}`, headers: { authorization: `Bearer ${token}` } })
+      assert.equal(res.statusCode, 404)
+      for (const l of linesOf(reqIdOf(res.json().instance as string))) assert.equal(l.route, 'unmatched', JSON.stringify(l))
+
+      const refused = await app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: 'Bearer not.a.token' } })
+      assert.equal(refused.statusCode, 401)
+      for (const l of linesOf(reqIdOf(refused.json().instance as string))) {
+        assert.equal(l.route, '/api/v1/contacts', JSON.stringify(l))
+        assert.equal(l.tenant, undefined, JSON.stringify(l))
+      }
+    })
+  })
+}
