@@ -190,7 +190,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     if (Buffer.byteLength(JSON.stringify(context)) > CONTEXT_MAX_BYTES) throw invalidField('body.trigger_context', `expected at most ${CONTEXT_MAX_BYTES} bytes of JSON`)
     await engine.queue.ready()
     const { row, full } = await withTenant(db, request.auth, async (trx) => {
-      const rule = await service.lockRuleForWrite(trx, request.auth, request.params.rule_id)
+      const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
       const target = await service.manualRunTarget(trx, request.auth, rule, context)
       const created = await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
         triggerKey: `manual:${crypto.randomUUID()}`,
@@ -219,7 +219,7 @@ export const automationModule = defineModule(async (app, ctx) => {
   }, async (request, reply) => {
     await engine.queue.ready()
     const row = await withTenant(db, request.auth, async (trx) => {
-      const rule = await service.lockRuleForWrite(trx, request.auth, request.params.rule_id)
+      const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
       const failed = await service.failedExecutionForRetry(trx, request.auth, rule, request.params.id)
       return await enqueueRetry(trx, engine, request.auth.tenantId, failed)
     })
@@ -277,7 +277,7 @@ export const automationModule = defineModule(async (app, ctx) => {
   }, async (request, reply) => {
     await engine.queue.ready()
     await withTenant(db, request.auth, async (trx) => {
-      const rule = await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, true)
+      const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)
       const target = await service.manualRunTarget(trx, request.auth, rule, {})
       await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
         triggerKey: `manual:${crypto.randomUUID()}`,

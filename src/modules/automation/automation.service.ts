@@ -100,6 +100,29 @@ export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string, 
   return row
 }
 
+/**
+ * A rule for a manual run: the checks of `lockRuleForWrite` (404 unknown; an EVENT rule needs
+ * automations:manage on its event) without its locks. A run pins the version it reads and the
+ * execution's foreign key keeps the rule from going away before the commit, so it need not wait
+ * for (nor hold up) the workers that lock the event while they run the rule's earlier executions.
+ */
+export async function findRuleForRun (trx: Tx, auth: AuthContext, id: string): Promise<RuleRow> {
+  const row = await findRuleForRead(trx, auth, id)
+  if (row.scope === 'EVENT' && row.scope_id !== null) await checkManagesAutomations(trx, auth, Number(row.scope_id))
+  return row
+}
+
+/** `findRuleForRun` of an event's automation (the rule must belong to the event). */
+export async function eventRuleForRun (trx: Tx, auth: AuthContext, eventId: number, ruleId: string): Promise<RuleRow> {
+  await checkManagesAutomations(trx, auth, eventId)
+  return await eventRule(trx, auth.tenantId, eventId, ruleId)
+}
+
+async function checkManagesAutomations (trx: Tx, auth: AuthContext, eventId: number): Promise<void> {
+  const event = await findEventForRead(trx, auth, eventId)
+  if (!(await hasEventPermission(trx, auth, event, 'automations:manage'))) throw error403Forbidden('missing event permission automations:manage')
+}
+
 export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody, ifMatch?: string): Promise<RuleRow> {
   const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const values = ruleValues(input, current.actions)

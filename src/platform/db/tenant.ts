@@ -33,7 +33,7 @@ export const SCOPE_SQL = "select set_config('app.tenant_id', $1, true), set_conf
 
 /**
  * Runs `fn` in one transaction scoped to the tenant. Serialization failures and deadlocks are
- * retried (up to three attempts), so `fn` must not have effects outside the transaction.
+ * retried after a short random pause (up to three attempts), so `fn` must not have effects outside the transaction.
  *
  * @example
  *   const contact = await withTenant(db, request.auth, trx => findContact(trx, request.auth.tenantId, id))
@@ -49,6 +49,8 @@ export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, f
       const code = (err as { code?: string }).code
       if (attempt < 3 && code !== undefined && RETRYABLE.has(code)) {
         transactionRetries.count++
+        // a random pause (5 – 50 ms, then 10 – 100 ms), so that the transactions that collided do not meet again in step
+        await new Promise(resolve => setTimeout(resolve, attempt * (5 + Math.random() * 45)))
         continue
       }
       throw err

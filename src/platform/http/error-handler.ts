@@ -61,6 +61,7 @@ export function sendProblem (reply: FastifyReply, err: ApiError, baseUrl: string
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+const RETRY_CODES = new Set<unknown>(['40001', '40P01'])
 
 export function registerErrorHandling (app: FastifyInstance, baseUrl: string): void {
   // A shadow router of every route's path, to tell "no such path" (404) from "not this method" (405).
@@ -75,6 +76,10 @@ export function registerErrorHandling (app: FastifyInstance, baseUrl: string): v
     const apiError = toApiError(err)
     if (apiError.status >= 500) {
       request.log.error({ err, method: request.method, url: request.url }, 'request failed')
+    } else if (RETRY_CODES.has((err as { code?: unknown }).code)) {
+      // a deadlock or serialization failure that outlived withTenant's retries: the server's own words say which locks met
+      const e = err as { code: string, message?: string, detail?: string }
+      request.log.warn({ status: apiError.status, code: e.code, error: e.message, pgDetail: e.detail }, 'request conflicted in the database')
     } else if (apiError.status !== 404 && apiError.status !== 401) {
       request.log.info({ status: apiError.status, detail: apiError.detail }, 'request refused')
     }
