@@ -2,7 +2,7 @@
 // Runs every *.test.ts under src/ and test/ with node's test runner (through tsx). Node 20's
 // --test expands no glob patterns, so the file list is built here. Extra arguments are passed on
 // (e.g. a file path or --test-name-pattern).
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 
@@ -20,7 +20,48 @@ const explicit = args.filter(a => a.endsWith('.ts'))
 const options = args.filter(a => !a.endsWith('.ts'))
 const files = explicit.length > 0 ? explicit : [...find('src'), ...find('test')].sort()
 const concurrency = process.env.TEST_CONCURRENCY ?? '2'
+
+// A throwaway Citus cluster (coordinator + 2 workers) when the machine's PostgreSQL has the extension,
+// unless TEST_CITUS=0: the suites' database tests then run on it too (test/helpers/citus-cluster.ts).
+const env = { ...process.env }
+let cluster
+if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) {
+  const control = citusControl()
+  if (control === undefined || !fs.existsSync(control)) {
+    console.log(`citus: not installed (${control ?? 'no PostgreSQL under /usr/lib/postgresql'}): no Citus cluster, the suites run on PGlite${process.env.TEST_DATABASE_URL ? ' and PostgreSQL' : ''} (docs/scale-out.md)`)
+  } else {
+    cluster = await startCluster()
+    env.TEST_CITUS_URL = cluster.info.coordinatorUrl
+    env.TEST_CITUS_WORKERS = JSON.stringify(cluster.info.workerUrls)
+    console.log(`citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: the suites run on Citus too`)
+  }
+}
+
 const result = spawnSync(process.execPath, [
   '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...options, ...files
-], { stdio: 'inherit' })
+], { stdio: 'inherit', env })
+if (cluster !== undefined) await cluster.stop()
 process.exit(result.status ?? 1)
+
+function citusControl () {
+  const root = '/usr/lib/postgresql'
+  if (!fs.existsSync(root)) return undefined
+  const version = fs.readdirSync(root).filter(v => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a))[0]
+  return version === undefined ? undefined : `/usr/share/postgresql/${version}/extension/citus.control`
+}
+
+/** Starts test/helpers/citus-cluster.ts as a child that keeps the cluster until it is sent SIGTERM. */
+async function startCluster () {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/citus-cluster.ts'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const info = await new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (chunk) => {
+      out += chunk.toString()
+      const line = out.split('\n').find(l => l.startsWith('{'))
+      if (line !== undefined) resolve(JSON.parse(line))
+    })
+    child.once('exit', code => reject(new Error(`the Citus cluster did not start (exit ${code})`)))
+  })
+  const exited = new Promise(resolve => child.once('exit', resolve))
+  return { info, stop: async () => { child.kill('SIGTERM'); await exited } }
+}

@@ -24,34 +24,60 @@ import { loadConfig, type Config } from '../../src/config.ts'
 import { createDatabase, type DatabaseHandle, type DatabaseKind } from '../../src/platform/db/database.ts'
 import { loadOrCreateDevKeys, signDevToken, type DevKeys, type DevTokenClaims } from '../../src/platform/auth/dev-keys.ts'
 import type { AppContext } from '../../src/platform/app-context.ts'
+import { createDistributedDatabase, dropDistributedDatabase } from './citus-cluster.ts'
 
-export function databases (): DatabaseKind[] {
+/**
+ * The databases a suite runs on: `pglite` always, `pg` with TEST_DATABASE_URL, and `citus` with
+ * TEST_CITUS_URL (a throwaway Citus cluster that scripts/run-tests.mjs starts when the extension is
+ * installed: test/helpers/citus-cluster.ts). The service sees a Citus database as PostgreSQL
+ * (`DatabaseKind` 'pg'): there is no Citus-only code path.
+ */
+export type TestDatabaseKind = DatabaseKind | 'citus'
+
+export function databases (): TestDatabaseKind[] {
   const only = process.env.TEST_DATABASES?.split(',')
-  const kinds: DatabaseKind[] = ['pglite']
+  const kinds: TestDatabaseKind[] = ['pglite']
   if (process.env.TEST_DATABASE_URL !== undefined && process.env.TEST_DATABASE_URL !== '') kinds.push('pg')
+  if (process.env.TEST_CITUS_URL !== undefined && process.env.TEST_CITUS_URL !== '') kinds.push('citus')
   return only === undefined ? kinds : kinds.filter(k => only.includes(k))
 }
 
+/** The Citus cluster of this run (TEST_CITUS_URL, TEST_CITUS_WORKERS), if any. */
+export function citusNodes (): { coordinatorUrl: string, workerUrls: string[] } | undefined {
+  const coordinatorUrl = process.env.TEST_CITUS_URL ?? ''
+  if (coordinatorUrl === '') return undefined
+  return { coordinatorUrl, workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[] }
+}
+
 /** A fresh database of the given kind; `drop` removes it. */
-export async function freshDatabase (kind: DatabaseKind): Promise<{ handle: DatabaseHandle, url: string | undefined, drop: () => Promise<void> }> {
+export async function freshDatabase (kind: TestDatabaseKind): Promise<{ handle: DatabaseHandle, url: string | undefined, drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const handle = await createDatabase({})
     return { handle, url: undefined, drop: () => handle.close() }
   }
-  const adminUrl = process.env.TEST_DATABASE_URL ?? ''
   const name = `collab_test_${crypto.randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const handle = await createDatabase({ databaseUrl: url.toString(), poolSize: 10 })
+  const citus = kind === 'citus' ? citusNodes() : undefined
+  if (kind === 'citus' && citus === undefined) throw new Error('TEST_CITUS_URL is not set')
+  const adminUrl = citus?.coordinatorUrl ?? process.env.TEST_DATABASE_URL ?? ''
+  let url: string
+  if (citus !== undefined) {
+    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name)
+  } else {
+    const admin = new pg.Client({ connectionString: adminUrl })
+    await admin.connect()
+    await admin.query(`create database ${name}`)
+    await admin.end()
+    const u = new URL(adminUrl)
+    u.pathname = `/${name}`
+    url = u.toString()
+  }
+  const handle = await createDatabase({ databaseUrl: url, poolSize: 10 })
   return {
     handle,
-    url: url.toString(),
+    url,
     drop: async () => {
       await handle.close()
+      if (citus !== undefined) return await dropDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name)
       const c = new pg.Client({ connectionString: adminUrl })
       await c.connect()
       await c.query(`drop database if exists ${name} with (force)`)
@@ -66,7 +92,7 @@ export interface TestApp {
   config: Config
   database: DatabaseHandle
   keys: DevKeys
-  kind: DatabaseKind
+  kind: TestDatabaseKind
   /** a bearer token for the claims (member of a fresh tenant unless given) */
   token (claims: Partial<DevTokenClaims>): Promise<string>
   /** inject with a bearer token */
@@ -78,7 +104,7 @@ export interface TestAppOptions {
 }
 
 /** Builds an app on a fresh database before the suite and closes it after. */
-export function useTestApp (kind: DatabaseKind, options: TestAppOptions = {}): TestApp {
+export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}): TestApp {
   const t = {} as TestApp
   let drop: (() => Promise<void>) | undefined
   let dataDir: string | undefined

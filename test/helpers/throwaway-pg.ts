@@ -46,7 +46,12 @@ async function freePort (): Promise<number> {
   })
 }
 
-export async function createThrowawayCluster (): Promise<ThrowawayCluster> {
+export interface ThrowawayOptions {
+  /** server settings passed at start (`-c name=value`), e.g. shared_preload_libraries */
+  settings?: Record<string, string>
+}
+
+export async function createThrowawayCluster (options: ThrowawayOptions = {}): Promise<ThrowawayCluster> {
   const bin = postgresBinDir()
   if (bin === undefined) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql')
   const asRoot = process.getuid?.() === 0
@@ -66,7 +71,9 @@ export async function createThrowawayCluster (): Promise<ThrowawayCluster> {
   const port = await freePort()
   await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'])
   const start = async (): Promise<void> => {
-    await pg('pg_ctl', ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=50`, 'start'])
+    const settings = { max_connections: '50', ...options.settings }
+    const flags = Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' ')
+    await pg('pg_ctl', ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${flags}`, 'start'])
   }
   const stop = async (mode: 'fast' | 'immediate'): Promise<void> => {
     await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop'])

@@ -48,7 +48,12 @@ async function runnerFor (handle: DatabaseHandle): Promise<Runner> {
   }
 }
 
-export interface MigrationResult { applied: string[], skipped: number }
+export interface MigrationResult {
+  applied: string[]
+  skipped: number
+  /** tables this run distributed (`tenant:` by tenant_id) or made reference tables (`reference:`) on a Citus cluster */
+  distributed: string[]
+}
 
 export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_DIR): Promise<MigrationResult> {
   const files = fs.readdirSync(dir).filter(f => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort()
@@ -80,14 +85,73 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
       }
       applied.push(file)
     }
+    const distributed = await distribute(runner)
     await runner.exec(`
       grant usage on schema public to ${APP_ROLE};
       grant select, insert, update, delete on all tables in schema public to ${APP_ROLE};
       grant usage, select on all sequences in schema public to ${APP_ROLE};
       revoke all on schema_migrations from ${APP_ROLE};`)
-    return { applied, skipped: files.length - applied.length }
+    return { applied, skipped: files.length - applied.length, distributed }
   } finally {
     await runner.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {})
     await runner.close()
   }
+}
+
+/** Tables that stay on the coordinator alone: the migrations' own bookkeeping. */
+const LOCAL_TABLES = new Set(['schema_migrations'])
+
+/**
+ * On a Citus cluster (the `citus` extension is installed in this database; docs/scale-out.md), after
+ * the migrations: every table of the public schema whose primary key leads with `tenant_id` is distributed by it,
+ * co-located with the others (every key and foreign key leads with `tenant_id`, so a tenant's rows of
+ * every table sit on one shard group), and every other table becomes a reference table (a copy on
+ * each node). Tables are taken in foreign-key order (a referenced table first), and only those not
+ * yet distributed, so a later migration's new table is distributed by the next start. Also on the
+ * cluster: the application role may log in (Citus opens the workers' connections as the current
+ * role) and, for a superuser, `textlike` is LEAKPROOF on the workers too (migration 0009 marks it on
+ * the coordinator). Without the extension (PostgreSQL, PGlite) nothing happens.
+ */
+async function distribute (runner: Runner): Promise<string[]> {
+  const citus = await runner.query("select 1 from pg_extension where extname = 'citus'")
+  if (citus.rows.length === 0) return []
+  const roles = (await runner.query(`select (select rolsuper from pg_roles where rolname = current_user) as superuser,
+    (select rolcanlogin from pg_roles where rolname = $1) as login`, [APP_ROLE])).rows[0] ?? {}
+  if (roles.login !== true) {
+    await runner.exec(`alter role ${APP_ROLE} login`).catch((err: unknown) => {
+      throw new Error(`on Citus the role ${APP_ROLE} must be able to log in (the coordinator opens the workers' connections as it), and this login may not change it: a superuser runs \`alter role ${APP_ROLE} login\` (docs/scale-out.md)`, { cause: err })
+    })
+  }
+  if (roles.superuser === true) {
+    await runner.exec("select run_command_on_workers('alter function textlike(text, text) leakproof')")
+  }
+  const tables = (await runner.query(`
+    select c.relname as name,
+           exists (select from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
+                   where i.indrelid = c.oid and i.indisprimary and a.attname = 'tenant_id') as tenant,
+           coalesce((select array_agg(distinct r.relname::text) from pg_constraint f join pg_class r on r.oid = f.confrelid
+                     where f.conrelid = c.oid and f.contype = 'f' and f.confrelid <> c.oid), '{}') as refs
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relispartition
+      and not exists (select from pg_dist_partition d where d.logicalrelid = c.oid)`)).rows
+    .map(r => ({ name: String(r.name), tenant: r.tenant === true, refs: r.refs as string[] }))
+    .filter(t => !LOCAL_TABLES.has(t.name))
+  const pending = new Map(tables.map(t => [t.name, t]))
+  const out: string[] = []
+  while (pending.size > 0) {
+    const ready = [...pending.values()].filter(t => t.refs.every(r => !pending.has(r))).sort((a, b) => a.name.localeCompare(b.name))
+    if (ready.length === 0) throw new Error(`cannot distribute tables with circular foreign keys: ${[...pending.keys()].join(', ')}`)
+    for (const t of ready) {
+      const table = `public.${quoteIdent(t.name)}`
+      if (t.tenant) await runner.query("select create_distributed_table($1, 'tenant_id', colocate_with => 'default')", [table])
+      else await runner.query('select create_reference_table($1)', [table])
+      out.push(`${t.tenant ? 'tenant' : 'reference'}:${t.name}`)
+      pending.delete(t.name)
+    }
+  }
+  return out
+}
+
+function quoteIdent (name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
 }

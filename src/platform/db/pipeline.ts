@@ -2,28 +2,28 @@
  * One round trip for the tenant scope and the first query, and prepared statements
  * (docs/performance.md).
  *
- * `withTenant` runs BEGIN, then one `set_config` statement, then the request's queries, then COMMIT,
- * each awaited: four round trips for a one-query request. Nobody reads the results of BEGIN and of
- * the scope statement, so on PostgreSQL the pool's clients run in `pg`'s pipeline mode and this
- * wrapper queues those two statements without waiting for them (the socket is corked), and the next
+ * `withTenant` runs BEGIN, then the scope's `SET LOCAL` statements, then the request's queries, then
+ * COMMIT, each awaited: seven round trips for a one-query request. Nobody reads the results of BEGIN
+ * and of a `SET LOCAL`, so on PostgreSQL the pool's clients run in `pg`'s pipeline mode and this
+ * wrapper queues those statements without waiting for them (the socket is corked), and the next
  * statement leaves with them in one write; its promise settles only after theirs, and the first
  * failure among them is the one thrown. Nothing else changes: the statements, their order, the
  * transaction and the RLS scope are the same, and a query can never run outside the scope, because
- * PostgreSQL executes a connection's statements in order and an error in BEGIN or `set_config`
+ * PostgreSQL executes a connection's statements in order and an error in BEGIN or a `SET LOCAL`
  * aborts the transaction, so the queries behind it fail (25P02) instead of running unscoped.
  */
 import pg from 'pg'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
-import { SCOPE_SQL } from './tenant.ts'
 
-/** Statements sent without waiting for their result: what Kysely sends to open a transaction, and the tenant scope. */
-const DEFERRED = new Set(['begin', SCOPE_SQL])
+/** Statements sent without waiting for their result: what Kysely sends to open a transaction, and `SET LOCAL`s (the tenant scope's). */
+const deferred = (text: string, parameters: readonly unknown[] | undefined): boolean =>
+  (parameters === undefined || parameters.length === 0) && (text === 'begin' || text.startsWith('set local '))
 
 type Result = pg.QueryResult
 
 const answered = (text: string): Result => ({
-  command: text === 'begin' ? 'BEGIN' : 'SELECT',
-  rowCount: text === 'begin' ? null : 1,
+  command: text === 'begin' ? 'BEGIN' : 'SET',
+  rowCount: null,
   oid: 0,
   fields: [],
   rows: []
@@ -70,7 +70,7 @@ class PipelinedClient {
 
   query (text: unknown, parameters?: readonly unknown[]): unknown {
     if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
-    if (DEFERRED.has(text)) {
+    if (deferred(text, parameters)) {
       if (this.#pending.length === 0) this.#stream?.cork?.()
       const sent = this.#send(text, parameters)
       sent.catch(() => {}) // observed with the next statement

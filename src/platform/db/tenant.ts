@@ -7,6 +7,7 @@
  * backstop, not the filter.
  */
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
+import pg from 'pg'
 import { ConfigError } from '../../config.ts'
 import type { Database, DatabaseHandle } from './database.ts'
 
@@ -26,10 +27,21 @@ const RETRYABLE = new Set(['40001', '40P01'])
 export const transactionRetries = { count: 0 }
 
 /**
- * The scope statement, the first of every tenant transaction. On PostgreSQL it is sent together
- * with BEGIN and the first query, in one round trip (pipeline.ts).
+ * The scope statements, the first of every tenant transaction: `SET LOCAL`s of the tenant, the
+ * user and the role. `SET LOCAL` rather than `set_config(…, true)`: on a Citus cluster only
+ * `SET LOCAL` reaches the workers' shards, and only once `citus.propagate_set_commands` is `local`
+ * (set first, in the transaction; a placeholder with no effect where Citus is not loaded).
+ * `SET` takes no parameters, so the values are quoted literals (`pg.escapeLiteral`). On PostgreSQL
+ * they are sent together with BEGIN and the first query, in one round trip (pipeline.ts).
  */
-export const SCOPE_SQL = "select set_config('app.tenant_id', $1, true), set_config('app.user_id', $2, true), set_config('role', $3, true)"
+export function scopeStatements (scope: TenantScope): string[] {
+  return [
+    'set local citus.propagate_set_commands = local',
+    `set local app.tenant_id = ${pg.escapeLiteral(scope.tenantId)}`,
+    `set local app.user_id = ${pg.escapeLiteral(scope.userId ?? '')}`,
+    `set local role ${APP_ROLE}`
+  ]
+}
 
 /**
  * Runs `fn` in one transaction scoped to the tenant. Serialization failures and deadlocks are
@@ -42,7 +54,7 @@ export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, f
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(async (trx) => {
-        await trx.executeQuery(CompiledQuery.raw(SCOPE_SQL, [scope.tenantId, scope.userId ?? '', APP_ROLE]))
+        for (const statement of scopeStatements(scope)) await trx.executeQuery(CompiledQuery.raw(statement, []))
         return await fn(trx)
       })
     } catch (err) {

@@ -1,0 +1,97 @@
+/**
+ * A throwaway Citus cluster for the suite: a coordinator and two workers, each a throwaway
+ * PostgreSQL cluster (throwaway-pg.ts) started with `shared_preload_libraries=citus`. It runs when the
+ * machine's PostgreSQL has the `citus` extension installed; building or installing Citus is not the
+ * project's business (docs/scale-out.md says how an operator gets it).
+ *
+ * `scripts/run-tests.mjs` starts one cluster per test run (this file run as a script: it prints one
+ * JSON line with the coordinator's admin URL and the workers', then waits for SIGTERM and removes
+ * the clusters) and hands the URLs to the test processes in TEST_CITUS_URL and TEST_CITUS_WORKERS.
+ * Each suite then gets a database of its own that is really distributed (`createDistributedDatabase`):
+ * the database and the extension on every node, the workers added to the coordinator's metadata.
+ */
+import path from 'node:path'
+import pg from 'pg'
+import { createThrowawayCluster, type ThrowawayCluster } from './throwaway-pg.ts'
+
+const WORKERS = 2
+
+export interface CitusCluster {
+  coordinatorUrl: string
+  workerUrls: string[]
+  destroy: () => Promise<void>
+}
+
+export async function startCitusCluster (): Promise<CitusCluster> {
+  const settings = { shared_preload_libraries: 'citus', max_connections: '300', 'citus.max_client_connections': '250' }
+  const nodes: ThrowawayCluster[] = []
+  try {
+    for (let i = 0; i <= WORKERS; i++) nodes.push(await createThrowawayCluster({ settings }))
+  } catch (err) {
+    await Promise.all(nodes.map(n => n.destroy()))
+    throw err
+  }
+  const [coordinator, ...workers] = nodes as [ThrowawayCluster, ...ThrowawayCluster[]]
+  return {
+    coordinatorUrl: coordinator.url,
+    workerUrls: workers.map(w => w.url),
+    destroy: async () => { await Promise.all(nodes.map(n => n.destroy())) }
+  }
+}
+
+function withDatabase (url: string, name: string): string {
+  const u = new URL(url)
+  u.pathname = `/${name}`
+  return u.toString()
+}
+
+async function onNode<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    return await fn(c)
+  } finally {
+    await c.end()
+  }
+}
+
+/**
+ * Creates database `name` on every node with the extension in it, and adds the workers to the
+ * coordinator's metadata. Returns the URL of the database on the coordinator (where the service
+ * connects).
+ */
+export async function createDistributedDatabase (coordinatorUrl: string, workerUrls: string[], name: string): Promise<string> {
+  const nodes = [coordinatorUrl, ...workerUrls]
+  await Promise.all(nodes.map(async url => {
+    await onNode(url, c => c.query(`create database ${name}`))
+    await onNode(withDatabase(url, name), c => c.query('create extension citus'))
+  }))
+  const url = withDatabase(coordinatorUrl, name)
+  await onNode(url, async (c) => {
+    await c.query('select citus_set_coordinator_host($1, $2)', ['127.0.0.1', new URL(coordinatorUrl).port])
+    for (const w of workerUrls) await c.query('select citus_add_node($1, $2)', ['127.0.0.1', Number(new URL(w).port)])
+  })
+  return url
+}
+
+export async function dropDistributedDatabase (coordinatorUrl: string, workerUrls: string[], name: string): Promise<void> {
+  for (const url of [coordinatorUrl, ...workerUrls]) {
+    await onNode(url, c => c.query(`drop database if exists ${name} with (force)`))
+  }
+}
+
+// run as a script by scripts/run-tests.mjs: start, print the URLs, wait to be stopped
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
+  const cluster = await startCitusCluster()
+  process.stdout.write(`${JSON.stringify({ coordinatorUrl: cluster.coordinatorUrl, workerUrls: cluster.workerUrls })}\n`)
+  let stopping = false
+  const stop = (): void => {
+    if (stopping) return
+    stopping = true
+    void cluster.destroy().finally(() => process.exit(0))
+  }
+  process.on('SIGTERM', stop)
+  process.on('SIGINT', stop)
+  process.stdin.on('end', stop)
+  process.stdin.resume()
+}
