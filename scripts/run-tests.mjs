@@ -33,6 +33,7 @@ if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) 
     cluster = await startCluster()
     env.TEST_CITUS_URL = cluster.info.coordinatorUrl
     env.TEST_CITUS_WORKERS = JSON.stringify(cluster.info.workerUrls)
+    env.TEST_CITUS_TEMPLATE = cluster.info.template
     console.log(`citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: the suites run on Citus too`)
   }
 }

@@ -43,10 +43,11 @@ export function databases (): TestDatabaseKind[] {
 }
 
 /** The Citus cluster of this run (TEST_CITUS_URL, TEST_CITUS_WORKERS), if any. */
-export function citusNodes (): { coordinatorUrl: string, workerUrls: string[] } | undefined {
+export function citusNodes (): { coordinatorUrl: string, workerUrls: string[], template: string | undefined } | undefined {
   const coordinatorUrl = process.env.TEST_CITUS_URL ?? ''
   if (coordinatorUrl === '') return undefined
-  return { coordinatorUrl, workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[] }
+  const template = process.env.TEST_CITUS_TEMPLATE
+  return { coordinatorUrl, workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[], template: template === '' ? undefined : template }
 }
 
 /** A fresh database of the given kind; `drop` removes it. */
@@ -61,7 +62,7 @@ export async function freshDatabase (kind: TestDatabaseKind): Promise<{ handle: 
   const adminUrl = citus?.coordinatorUrl ?? process.env.TEST_DATABASE_URL ?? ''
   let url: string
   if (citus !== undefined) {
-    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name)
+    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name, citus.template)
   } else {
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()

@@ -170,14 +170,20 @@ export interface WriteOptions {
  *   const row = await lockEventForWrite(trx, auth, id, 'attendees:write')
  */
 export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number, permission: EventPermission, options: WriteOptions = {}): Promise<EventRow> {
-  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
-    .where('events.tenant_id', '=', auth.tenantId)
-    .where('events.id', '=', id)
-    .where(eb => options.includeDraftClones === false
-      ? eb.and([eb('events.published_id', 'is', null), audience(eb, auth)])
-      : rowAudience(eb, auth))
-    .forUpdate()
-    .executeTakeFirst()
+  // the lock by key alone, then the row as the caller may see it: a lock taken in the same statement as
+  // the audience's subqueries cannot be routed to one shard on Citus, which refuses it
+  const locked = await trx.selectFrom('events').select('id')
+    .where('tenant_id', '=', auth.tenantId).where('id', '=', id)
+    .forUpdate().executeTakeFirst()
+  const row = locked === undefined
+    ? undefined
+    : await trx.selectFrom('events').select(EVENT_COLUMNS)
+      .where('events.tenant_id', '=', auth.tenantId)
+      .where('events.id', '=', id)
+      .where(eb => options.includeDraftClones === false
+        ? eb.and([eb('events.published_id', 'is', null), audience(eb, auth)])
+        : rowAudience(eb, auth))
+      .executeTakeFirst()
   // a deleted event is gone for writes as for reads (findEventForRead): 404, before any permission check
   if (row === undefined || row.is_deleted) throw error404NotFound('event not found')
   if (!(await hasEventPermission(trx, auth, row, permission))) throw error403Forbidden(`missing event permission ${permission}`)
