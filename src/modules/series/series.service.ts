@@ -312,9 +312,11 @@ function bySeriesIndex (a: EventRow, b: EventRow): number {
 /**
  * A metadata object holding the row's own storage-key entries (`cover_image`), to keep them through
  * a metadata cascade: a cover and its key belong to one event and are never copied to another.
+ * Built from immutable functions only (`jsonb_set`, not `jsonb_build_object`): Citus runs the update
+ * on the shards and refuses a CASE or COALESCE over a function that is not immutable.
  */
 const ownStorageEntries = sql.join(STORAGE_METADATA_KEYS.map(k =>
-  sql`(case when metadata -> ${sql.lit(k)} is null then '{}'::jsonb else jsonb_build_object(${sql.lit(k)}, metadata -> ${sql.lit(k)}) end)`), sql` || `)
+  sql`coalesce(jsonb_set('{}'::jsonb, array[${sql.lit(k)}]::text[], metadata -> ${sql.lit(k)}), '{}'::jsonb)`), sql` || `)
 
 /** Writes the series' content onto its occurrences; title, description and metadata skip overridden ones; covers are never written. */
 async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet<string>): Promise<void> {
