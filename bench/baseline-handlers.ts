@@ -282,8 +282,9 @@ export const HANDLERS: Record<string, Handler> = {
       if (seen.length > 0) { await q('commit'); return { status: 200, body: { status: 'duplicate' } } }
       await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
       await q('select * from users where tenant_id = $1 and id = $2', [t, e.aggregateID])
-      await q(`insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at) values ($1, 'active', $2, $3, $4, null)
-        on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6, removed_at = null, updated_at = now() returning *`,
+      // the update takes its time from the inserted row (`excluded`): Citus refuses now() in DO UPDATE SET on a distributed table
+      await q(`insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at, updated_at) values ($1, 'active', $2, $3, $4, null, now())
+        on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6, removed_at = null, updated_at = excluded.updated_at returning *`,
       [e.event_payload.displayName, e.sequence, t, e.aggregateID, e.event_payload.displayName, e.sequence])
       await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
         [t, 'user.updated', 'user', e.aggregateID, null, JSON.stringify({ user_id: e.aggregateID, state: 'active', fields: ['display_name'] }), 0])

@@ -38,7 +38,11 @@ const server = http.createServer((req, res) => {
     }
     db.withClient(async (q) => await handler(q as Query, u.searchParams, caller, body))
       .then(a => { send(res, a.status, a.body, a.headers, a.json) })
-      .catch((err: Error) => { send(res, 500, { status: 500, detail: err.message }) })
+      .catch((err: Error & { code?: string }) => {
+        // one JSON line, as the service logs its failures (bench/run.ts counts them per scenario)
+        process.stdout.write(`${JSON.stringify({ level: 50, msg: `baseline ${name} failed`, err: { message: err.message, code: err.code } })}\n`)
+        send(res, 500, { status: 500, detail: err.message })
+      })
   })
 })
 

@@ -3,7 +3,7 @@
  * a month old, BENCH_PRUNE_ROWS to change) is seeded, then the read route of `get-event` is
  * measured twice on our service, once alone and once while `pruneRetention` (src/platform/retention.ts,
  * the defaults of RETENTION_*: batches of 1 000) deletes the backlog from this process, as a worker
- * instance beside the serving one would. PostgreSQL only: an embedded PGlite belongs to the one
+ * instance beside the serving one would. PostgreSQL and Citus only: an embedded PGlite belongs to the one
  * process that opened it.
  *
  *   npm run bench -- --db pg --only prune-backlog
@@ -16,7 +16,7 @@ import { TENANTS, tenantId } from './seed.ts'
 import { pgRunner } from './sql-runner.ts'
 
 export interface BesideEnv {
-  kind: 'pg' | 'pglite'
+  kind: 'pg' | 'pglite' | 'citus'
   /** the bench database (PostgreSQL) */
   databaseUrl: string | undefined
   log: (line: string) => void

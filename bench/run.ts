@@ -6,9 +6,19 @@
  * the tables and the budget lines, writes them to DATA_DIR/report-<time>.md, and exits 1 when a
  * budget is missed. See docs/performance.md.
  *
- *   npm run bench -- [--scale 1] [--db pg,pglite] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
+ * `--db citus` starts a throwaway Citus cluster (coordinator + 2 workers, test/helpers/citus-cluster.ts),
+ * makes a distributed database on it, migrates and seeds it at `--scale` on every run, runs the
+ * scenarios against the service on the coordinator, and removes the cluster at the end (also on
+ * failure or Ctrl-C).
+ *
+ * The service's warnings and errors (its JSON log lines of level warn and above) and the baseline's
+ * failures are counted per scenario and reported under the tables; the whole logs are written to
+ * service.log and baseline.log in the database's data directory (DATA_DIR/pg, DATA_DIR/citus, …).
+ *
+ *   npm run bench -- [--scale 1] [--db pg,pglite,citus] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
  *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
  *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof dir]
+ *                    [--citus-shards 32]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
@@ -20,11 +30,12 @@ import { parseArgs } from 'node:util'
 import { SignJWT, generateKeyPair } from 'jose'
 import pg from 'pg'
 import { createDatabase } from '../src/platform/db/database.ts'
+import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
-import { besideText, budgetText, budgets, table, type BudgetLine, type DatabaseRun, type ScenarioOutcome } from './report.ts'
+import { besideText, budgetText, budgets, errorText, headingOf, table, type BudgetLine, type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome } from './report.ts'
 import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
@@ -43,6 +54,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     'cpu-prof': { type: 'string' },
     reseed: { type: 'boolean', default: false },
+    'citus-shards': { type: 'string', default: '32' },
     'data-dir': { type: 'string', default: '.bench' },
     'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/collab_bench' }
   }
@@ -57,10 +69,24 @@ const LIGHT_CONNECTIONS = Number(args['light-connections'])
 const LIGHT_DURATION = Number(args['light-duration'])
 const WEBHOOK_SECRET = 'bench-webhook-secret'
 const only = args.only?.split(',').map(s => s.trim()).filter(Boolean)
-const kinds = (args.db.split(',').map(s => s.trim()).filter(Boolean)) as Array<'pg' | 'pglite'>
+const KINDS: readonly DatabaseKind[] = ['pg', 'pglite', 'citus']
+const kinds = args.db.split(',').map(s => s.trim()).filter(Boolean) as DatabaseKind[]
+for (const k of kinds) if (!KINDS.includes(k)) throw new Error(`--db ${k}: expected one or more of ${KINDS.join(', ')}`)
 
 const log = (line: string) => { process.stdout.write(`${line}\n`) }
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
+
+/** What must go when the bench stops, however it stops (the Citus cluster): run by measure's finally, or on Ctrl-C. */
+const cleanups = new Set<() => Promise<void>>()
+async function cleanUp (): Promise<void> {
+  for (const c of [...cleanups]) {
+    cleanups.delete(c)
+    await c().catch((err: unknown) => { log(`cleanup failed: ${(err as Error).message}`) })
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => { void cleanUp().finally(() => process.exit(130)) })
+}
 
 async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
@@ -201,6 +227,81 @@ async function preparePglite (scale: number): Promise<{ ours: string, baseline: 
   return { ours, baseline: path.join(baseline, 'pgdata'), manifest }
 }
 
+/**
+ * A throwaway Citus cluster (coordinator + 2 workers), a distributed database `collab_bench` on it,
+ * migrated (every tenant table distributed by tenant_id) and seeded at `scale` as the superuser,
+ * as the PostgreSQL run seeds. Seeded on every run: the cluster lives in temporary directories and
+ * goes with `destroy` (registered in `cleanups` as soon as it runs).
+ */
+async function prepareCitus (scale: number): Promise<{ url: string, dir: string, manifest: Manifest, destroy: () => Promise<void> }> {
+  const t0 = performance.now()
+  const cluster = await startCitusCluster().catch((err: unknown) => {
+    throw new Error(`the Citus cluster did not start (is the citus extension installed for the newest PostgreSQL under /usr/lib/postgresql?): ${(err as Error).message}`, { cause: err })
+  })
+  const destroy = async () => {
+    cleanups.delete(destroy)
+    await cluster.destroy()
+    log('Citus: cluster stopped and removed')
+  }
+  cleanups.add(destroy)
+  try {
+    log(`Citus: coordinator ${new URL(cluster.coordinatorUrl).port}, workers ${cluster.workerUrls.map(w => new URL(w).port).join(', ')} started in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    const url = await createDistributedDatabase(cluster.coordinatorUrl, cluster.workerUrls, 'collab_bench')
+    // shards per distributed table: Citus' default (32) unless --citus-shards, whatever the test cluster's setting
+    const shards = Number(args['citus-shards'])
+    if (!Number.isInteger(shards) || shards < 1) throw new Error(`--citus-shards ${args['citus-shards']}: expected a positive integer`)
+    await withClient(url, c => c.query(`alter database collab_bench set citus.shard_count = ${shards}`))
+    const dir = path.join(DATA, 'citus')
+    fs.mkdirSync(dir, { recursive: true })
+    const handle = await createDatabase({ databaseUrl: url })
+    const { distributed } = await migrate(handle)
+    await handle.close()
+    const tenantTables = distributed.filter(d => d.startsWith('tenant:')).length
+    log(`Citus: migrated; ${tenantTables} tables distributed by tenant_id (${shards} shards each), ${distributed.length - tenantTables} reference tables; seeding at scale ${scale}`)
+    const db = pgRunner(url, 2)
+    const t1 = performance.now()
+    await seed(db, sizesFor(scale), log)
+    const manifest = await buildManifest(db)
+    await db.close()
+    log(`Citus: seeded in ${((performance.now() - t1) / 1000).toFixed(0)} s`)
+    return { url, dir, manifest, destroy }
+  } catch (err) {
+    await destroy()
+    throw err
+  }
+}
+
+/**
+ * The service's log lines of level warn and above (JSON, one a line), counted by message and error
+ * text since the last `take()`; every line goes to `file` as well.
+ */
+class LogCollector {
+  private partial = ''
+  private counts = new Map<string, number>()
+  constructor (private readonly file: string) { fs.writeFileSync(file, '') }
+  push (chunk: Buffer): void {
+    const text = this.partial + chunk.toString()
+    const lines = text.split('\n')
+    this.partial = lines.pop() ?? ''
+    if (lines.length > 0) fs.appendFileSync(this.file, `${lines.join('\n')}\n`)
+    for (const line of lines) {
+      let entry: { level?: number, msg?: string, err?: { message?: string, code?: string }, error?: string, code?: string, pgDetail?: string }
+      try { entry = JSON.parse(line) as typeof entry } catch { continue }
+      if ((entry.level ?? 0) < 40) continue
+      const code = entry.err?.code ?? entry.code
+      const what = entry.err?.message ?? entry.error
+      const key = `${entry.msg ?? ''}${code !== undefined ? ` [${code}]` : ''}${what !== undefined ? `: ${what}` : ''}${entry.pgDetail !== undefined ? ` (${entry.pgDetail})` : ''}`
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
+    }
+  }
+
+  take (): LogEntry[] {
+    const out = [...this.counts].map(([text, count]) => ({ text, count })).sort((a, b) => b.count - a.count)
+    this.counts = new Map()
+    return out
+  }
+}
+
 interface Proc { child: ChildProcess, url: string, pid: number, stderr: string[] }
 
 async function waitForAnswer (url: string, child: ChildProcess, stderr: string[], timeoutMs: number): Promise<void> {
@@ -216,7 +317,7 @@ async function waitForAnswer (url: string, child: ChildProcess, stderr: string[]
   }
 }
 
-function spawnNode (script: string, env: Record<string, string>, flags: string[] = []): { child: ChildProcess, stderr: string[] } {
+function spawnNode (script: string, env: Record<string, string>, flags: string[] = [], logs?: LogCollector): { child: ChildProcess, stderr: string[] } {
   const child = spawn(process.execPath, [...flags, ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -225,12 +326,13 @@ function spawnNode (script: string, env: Record<string, string>, flags: string[]
   // the last lines of both streams, for the error message when the process stops
   const stderr: string[] = []
   const keep = (d: Buffer) => { stderr.push(d.toString()); if (stderr.length > 200) stderr.shift() }
+  if (logs !== undefined) child.stdout?.on('data', (d: Buffer) => { logs.push(d) })
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
   return { child, stderr }
 }
 
-async function startOurs (env: Record<string, string>): Promise<Proc & { startMs: number }> {
+async function startOurs (env: Record<string, string>, logs: LogCollector): Promise<Proc & { startMs: number }> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const t0 = performance.now()
@@ -247,16 +349,16 @@ async function startOurs (env: Record<string, string>): Promise<Proc & { startMs
     RATE_LIMIT_REFILL_PER_SEC: '1000000',
     IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
     ...env
-  }, ['--max-old-space-size=512', ...(args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])])
+  }, ['--max-old-space-size=512', ...(args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])], logs)
   await waitForAnswer(url, child, stderr, 120_000)
   const startMs = performance.now() - t0
   return { child, url, pid: child.pid ?? 0, stderr, startMs }
 }
 
-async function startBaseline (env: Record<string, string>): Promise<Proc> {
+async function startBaseline (env: Record<string, string>, logs: LogCollector): Promise<Proc> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const { child, stderr } = spawnNode('bench/baseline-server.ts', { PORT: String(port), ...env })
+  const { child, stderr } = spawnNode('bench/baseline-server.ts', { PORT: String(port), ...env }, [], logs)
   await waitForAnswer(url, child, stderr, 120_000)
   return { child, url, pid: child.pid ?? 0, stderr }
 }
@@ -306,12 +408,19 @@ async function tokenBook (dataDir: string, manifest: Manifest) {
   }
 }
 
-async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseRun> {
+async function measure (kind: DatabaseKind, scale: number): Promise<DatabaseRun> {
   let oursEnv: Record<string, string>
   let baseEnv: Record<string, string>
   let dataDir: string
   let manifest: Manifest
-  if (kind === 'pg') {
+  if (kind === 'citus') {
+    const p = await prepareCitus(scale)
+    try {
+      return await measureOn(kind, scale, p.dir, p.manifest, { DATABASE_URL: p.url, DATA_DIR: p.dir }, { BENCH_DATABASE_URL: p.url })
+    } finally {
+      await p.destroy()
+    }
+  } else if (kind === 'pg') {
     const p = await preparePg(scale)
     dataDir = p.dir
     manifest = p.manifest
@@ -330,9 +439,16 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
     oursEnv = { DATABASE_URL: '', DATA_DIR: p.ours }
     baseEnv = { BENCH_PGLITE_DIR: p.baseline, BENCH_DATABASE_URL: '' }
   }
+  return await measureOn(kind, scale, dataDir, manifest, oursEnv, baseEnv)
+}
+
+async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, manifest: Manifest, oursEnv: Record<string, string>, baseEnv: Record<string, string>): Promise<DatabaseRun> {
   const tokens = await tokenBook(dataDir, manifest)
-  const ours = await startOurs(oursEnv)
-  const base = await startBaseline(baseEnv)
+  const logs = new LogCollector(path.join(dataDir, 'service.log'))
+  const baseLogs = new LogCollector(path.join(dataDir, 'baseline.log'))
+  const ours = await startOurs(oursEnv, logs)
+  logs.take()
+  const base = await startBaseline(baseEnv, baseLogs)
   log(`${kind}: service answered ${ours.startMs.toFixed(0)} ms after spawn (pid ${ours.pid}); baseline pid ${base.pid}`)
   const outcomes: ScenarioOutcome[] = []
   try {
@@ -345,10 +461,10 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
         outcomes.push({ scenario: s, missing: true })
         continue
       }
-      // work beside the second measurement (bench/retention.ts): on PostgreSQL only
+      // work beside the second measurement (bench/retention.ts): on a PostgreSQL server (not PGlite)
       const beside = (s as { beside?: Beside }).beside
-      const besideEnv = { kind, databaseUrl: kind === 'pg' ? oursEnv.DATABASE_URL : undefined, log }
-      if (beside !== undefined && kind !== 'pg') {
+      const besideEnv = { kind, databaseUrl: kind !== 'pglite' ? oursEnv.DATABASE_URL : undefined, log }
+      if (beside !== undefined && kind === 'pglite') {
         log(`${kind}: ${s.name}: not measured: PostgreSQL only`)
         continue
       }
@@ -375,7 +491,11 @@ async function measure (kind: 'pg' | 'pglite', scale: number): Promise<DatabaseR
         // the same SQL without the service: what the machine and the data allow
         o.baselineLight = await run('baseline', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
       }
+      o.serviceLog = logs.take()
+      o.baselineLog = baseLogs.take()
       outcomes.push(o)
+      for (const e of o.serviceLog) log(`${kind}: ${s.name}: service log: ${e.count} x ${e.text}`)
+      for (const e of o.baselineLog) log(`${kind}: ${s.name}: baseline log: ${e.count} x ${e.text}`)
       const a = o.ours
       const b = o.baseline
       log(`${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
@@ -394,9 +514,13 @@ const started = new Date()
 // the service runs as production runs it: the bundle `npm start` builds, made from the current sources
 execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' })
 const runs: DatabaseRun[] = []
-for (const kind of kinds) {
-  const scale = Number(kind === 'pglite' ? Math.min(Number(args.scale), Number(args['pglite-scale'])) : args.scale)
-  runs.push(await measure(kind, scale))
+try {
+  for (const kind of kinds) {
+    const scale = Number(kind === 'pglite' ? Math.min(Number(args.scale), Number(args['pglite-scale'])) : args.scale)
+    runs.push(await measure(kind, scale))
+  }
+} finally {
+  await cleanUp()
 }
 
 const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`
@@ -406,9 +530,11 @@ let failed = false
 for (const r of runs) {
   const lines: BudgetLine[] = budgets(r, CONNECTIONS)
   failed ||= lines.some(l => l.enforced && l.ok === false)
-  out.push(`## ${r.kind === 'pg' ? 'PostgreSQL' : 'PGlite'} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
+  out.push(`## ${headingOf(r.kind)} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
   const besides = besideText(r, CONNECTIONS)
   if (besides !== '') out.push(besides, '')
+  const errors = errorText(r)
+  if (errors !== '') out.push(errors, '')
 }
 const text = out.join('\n')
 log(`\n${text}`)

@@ -225,7 +225,7 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
                    row_number() over (order by e.id)::int as en
             from events e
             left join event_spaces es on es.tenant_id = e.tenant_id and es.event_id = e.id
-              and es.space_id = (select id from spaces where public_handle = '${SHOWCASE_HANDLE}')
+              and es.space_id = (select id from spaces where tenant_id = '${BIG_TENANT}' and public_handle = '${SHOWCASE_HANDLE}')
             where e.tenant_id = '${BIG_TENANT}' and e.status = 'published';
           insert into attendees (tenant_id, event_id, contact_id, org_id, status, is_checked_in, checked_in_at, responded_at)
           select a.tenant_id, a.event_id, c.id, '${ORG}',
