@@ -12,7 +12,7 @@
  * 5. SIGTERM stops both, each exiting 0.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -20,6 +20,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
+import { startServers, type ServerProcess } from './helpers/process.ts'
 
 const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 const redisUrl = process.env.TEST_REDIS_URL ?? ''
@@ -39,28 +40,6 @@ function blockAfter (title: string, lang: string): string {
   return m[1] ?? ''
 }
 
-interface Instance { name: string, child: ChildProcess, port: number, output: () => string }
-
-async function startInstance (name: string, env: NodeJS.ProcessEnv): Promise<Instance> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  child.stdout?.on('data', (c: Buffer) => { out += c.toString() })
-  child.stderr?.on('data', (c: Buffer) => { out += c.toString() })
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`${name} did not start: ${out.slice(-3000)}`)) }, 120_000)
-    const look = (): void => {
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m !== null) {
-        clearTimeout(timer)
-        resolve(Number(m[1]))
-      }
-    }
-    child.stdout?.on('data', look)
-    child.once('exit', code => { clearTimeout(timer); reject(new Error(`${name} exited with ${String(code)}: ${out.slice(-3000)}`)) })
-  })
-  return { name, child, port, output: () => out }
-}
-
 void describe('pg + redis: docs/deployment.md followed with two instances', { skip }, () => {
   const suffix = crypto.randomBytes(4).toString('hex')
   // the guide's names, made unique on the shared test server
@@ -77,7 +56,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
   const adminOf = (db: string): string => { const u = new URL(admin); u.pathname = `/${db}`; return u.toString() }
   /** the guide's DATABASE_*_URL lines, pointed at the test server */
   const logins: Record<string, string> = {}
-  const instances: Instance[] = []
+  const instances: ServerProcess[] = []
   let dataDir = ''
   let superDb: pg.Client | undefined
 
@@ -114,7 +93,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     for (const i of instances) if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGKILL')
     // what went wrong inside an instance: its error lines (pino level 50 and above)
     for (const i of instances) {
-      const errors = i.output().split('\n').filter(l => /"level":(5|6)0/.test(l))
+      const errors = i.errorLines()
       if (errors.length > 0) console.log(`instance ${i.name} logged ${errors.length} error line(s):\n${errors.slice(0, 5).map(l => l.slice(0, 3000)).join('\n')}`)
     }
     await superDb?.end()
@@ -169,7 +148,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
       LOG_LEVEL: 'info'
     }
     for (const name of ['OIDC_ISSUER', 'OIDC_JWKS_URL', 'S3_BUCKET', 'SMTP_URL', 'METRICS_TOKEN']) delete env[name]
-    instances.push(...await Promise.all([startInstance('A', env), startInstance('B', env)]))
+    instances.push(...await startServers(['A', 'B'], env))
     for (const i of instances) {
       const ready = await fetch(`http://127.0.0.1:${i.port}/ready`)
       assert.equal(ready.status, 200, `${i.name} /ready`)
@@ -183,7 +162,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
 
   const tokenFor = async (sub: string, tenant: string): Promise<Record<string, string>> =>
     ({ authorization: `Bearer ${await signDevToken(await loadOrCreateDevKeys(dataDir), { sub, tenant, roles: ['member'] })}` })
-  const call = async (i: Instance | undefined, method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Response> => {
+  const call = async (i: ServerProcess | undefined, method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Response> => {
     assert.ok(i !== undefined, 'the instances started')
     return await fetch(`http://127.0.0.1:${i.port}${url}`, {
       method,
@@ -259,11 +238,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
 
   void it('stops both instances on SIGTERM, each exiting 0', async () => {
     assert.equal(instances.length, 2)
-    const codes = await Promise.all(instances.map(async (i) => {
-      const exited = new Promise<number | null>(resolve => i.child.once('exit', code => { resolve(code) }))
-      i.child.kill('SIGTERM')
-      return await exited
-    }))
+    const codes = await Promise.all(instances.map(async i => await i.stop()))
     assert.deepEqual(codes, [0, 0], instances.map(i => `${i.name}: ${i.output().slice(-1500)}`).join('\n'))
   })
 })
