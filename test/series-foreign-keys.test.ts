@@ -43,7 +43,7 @@ for (const kind of databases()) {
   void describe(`${kind}: series foreign keys (migration 0015)`, () => {
     void it('cleans orphans of data written before it, then refuses new ones', async () => {
       const before = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-mig-'))
-      const { handle, drop } = await freshDatabase(kind)
+      const { handle, drop } = await freshDatabase(kind, { empty: true })
       try {
         for (const f of fs.readdirSync(MIGRATIONS_DIR).filter(f => /^\d{4}_.*\.sql$/.test(f) && f < MIGRATION)) {
           fs.copyFileSync(path.join(MIGRATIONS_DIR, f), path.join(before, f))

@@ -50,8 +50,12 @@ export function citusNodes (): { coordinatorUrl: string, workerUrls: string[], t
   return { coordinatorUrl, workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[], template: template === '' ? undefined : template }
 }
 
-/** A fresh database of the given kind; `drop` removes it. */
-export async function freshDatabase (kind: TestDatabaseKind): Promise<{ handle: DatabaseHandle, url: string | undefined, drop: () => Promise<void> }> {
+/**
+ * A fresh database of the given kind; `drop` removes it. On Citus it is a copy of the run's migrated
+ * template, unless `empty` asks for one with nothing but the extension and the workers (for tests of
+ * the migrations themselves).
+ */
+export async function freshDatabase (kind: TestDatabaseKind, options: { empty?: boolean } = {}): Promise<{ handle: DatabaseHandle, url: string | undefined, drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const handle = await createDatabase({})
     return { handle, url: undefined, drop: () => handle.close() }
@@ -62,7 +66,7 @@ export async function freshDatabase (kind: TestDatabaseKind): Promise<{ handle: 
   const adminUrl = citus?.coordinatorUrl ?? process.env.TEST_DATABASE_URL ?? ''
   let url: string
   if (citus !== undefined) {
-    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name, citus.template)
+    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name, options.empty === true ? undefined : citus.template)
   } else {
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()

@@ -12,6 +12,7 @@
 import { CompiledQuery, type Kysely } from 'kysely'
 import PgBoss from 'pg-boss'
 import type { Database } from '../../platform/db/database.ts'
+import { splitSql } from '../../platform/db/split-sql.ts'
 import { APP_ROLE, type Tx } from '../../platform/db/tenant.ts'
 
 export const QUEUE = 'automation-execution'
@@ -23,39 +24,10 @@ export const RETRY_DELAY_SEC = 10
 /** A job (and an execution's claim) not finished after this many seconds is presumed dead and run again. */
 export const EXPIRE_SEC = 120
 
-export interface ExecutionJob { tenantId: string, executionId: string }
+/** Advisory lock key of the job queue's grants at start. */
+const GRANT_LOCK = 7_446_221_005
 
-/** Splits a SQL script into statements at top-level semicolons (quotes, dollar quotes and comments respected). */
-export function splitSql (script: string): string[] {
-  const out: string[] = []
-  let start = 0
-  let i = 0
-  while (i < script.length) {
-    const c = script[i] as string
-    if (c === '\'' || c === '"') {
-      const end = script.indexOf(c, i + 1)
-      i = end < 0 ? script.length : end + 1
-    } else if (c === '-' && script[i + 1] === '-') {
-      const end = script.indexOf('\n', i)
-      i = end < 0 ? script.length : end + 1
-    } else if (c === '/' && script[i + 1] === '*') {
-      const end = script.indexOf('*/', i + 2)
-      i = end < 0 ? script.length : end + 2
-    } else if (c === '$') {
-      const m = /^\$[A-Za-z_0-9]*\$/.exec(script.slice(i))
-      if (m === null) { i++; continue }
-      const end = script.indexOf(m[0], i + m[0].length)
-      i = end < 0 ? script.length : end + m[0].length
-    } else if (c === ';') {
-      out.push(script.slice(start, i))
-      start = ++i
-    } else {
-      i++
-    }
-  }
-  out.push(script.slice(start))
-  return out.map(s => s.trim()).filter(s => s !== '')
-}
+export interface ExecutionJob { tenantId: string, executionId: string }
 
 const TX_CONTROL = /^(begin|commit|start\s+transaction|end)$/i
 
@@ -100,8 +72,9 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
         if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
       })
     }
-    // Requests send jobs in their own transactions, as the application role.
-    await db.transaction().execute(trx => runIn(trx, `grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`, []))
+    // Requests send jobs in their own transactions, as the application role. Instances starting together take turns
+    // (two concurrent GRANTs on one table fail with "tuple concurrently updated").
+    await db.transaction().execute(trx => runIn(trx, `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`, []))
     boss = b
     return b
   }

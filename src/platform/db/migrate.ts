@@ -11,6 +11,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import type { DatabaseHandle } from './database.ts'
+import { splitSql } from './split-sql.ts'
 import { APP_ROLE } from './tenant.ts'
 
 /** `migrations/` beside package.json, found from this module whether it runs from src/ or from the built dist/server.js */
@@ -76,7 +77,8 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
       }
       await runner.exec('begin')
       try {
-        await runner.exec(text)
+        // statement by statement: on a Citus cluster, DDL that must reach the shards is refused inside a multi-statement query
+        for (const statement of splitSql(text)) await runner.exec(statement)
         await runner.query('insert into schema_migrations (name, checksum) values ($1, $2)', [file, checksum])
         await runner.exec('commit')
       } catch (err) {
