@@ -12,7 +12,8 @@ import { verifySignature } from '../identity/idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
 import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
 import { addAttendee, addContact, drain, engineAt, executions, rule } from './automation.fixtures.ts'
-import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules } from './automation.engine.ts'
+import { TenantWorkError } from '../../platform/tenant-batches.ts'
+import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules, type DispatchResult, type Engine } from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 
 interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }
@@ -387,6 +388,103 @@ for (const kind of databases()) {
       }))
       await dispatchOutbox(engine)
       assert.equal((await executions(t, alice, r.id)).length, 0)
+    })
+
+    /** Two tenants with a contact.created rule each, and nothing left in the outbox. */
+    async function twoTenants (engine: Engine) {
+      const a = newTenant(t)
+      const b = newTenant(t)
+      const alice = await a.user('alice')
+      const bob = await b.user('bob')
+      const ra = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
+      const rb = await rule(t, bob, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
+      for (let round = 0; round < 50 && (await dispatchOutbox(engine)).events > 0; round++);
+      return { a: { id: a.id, token: alice, rule: ra.id as string }, b: { id: b.id, token: bob, rule: rb.id as string } }
+    }
+
+    /** `n` contact.created domain events of a tenant (one emit each). */
+    async function emitContacts (tenantId: string, n: number, prefix = 'c'): Promise<void> {
+      await withTenant(t.ctx.db, { tenantId }, async (trx) => {
+        for (let i = 0; i < n; i++) await emit(trx, { tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: `${prefix}${i}`, actorId: 'someone', payload: { contact_id: `${prefix}${i}` } })
+      })
+    }
+
+    async function unprocessed (tenantId: string): Promise<number> {
+      return await withTenant(t.ctx.db, { tenantId }, async trx => Number((await trx.selectFrom('outbox').select(eb => eb.fn.countAll<number>().as('n'))
+        .where('tenant_id', '=', tenantId).where('processed_at', 'is', null).executeTakeFirstOrThrow()).n))
+    }
+
+    void it('dispatches per tenant: one call shares its limit among the tenants with pending rows, each in id order', async () => {
+      const engine = engineAt(t, clock)
+      const { a, b } = await twoTenants(engine)
+      await emitContacts(a.id, 6)
+      await emitContacts(b.id, 2)
+      // a limit of 4: a (the oldest pending row) gets 2, b its 2; b's turn is not taken by a's backlog
+      assert.deepEqual(await dispatchOutbox(engine, 4), { events: 4, executions: 4, skipped: 0 })
+      const firstA = await executions(t, a.token, a.rule)
+      assert.deepEqual(firstA.map(e => e.trigger.contact_id).sort(), ['c0', 'c1'])
+      assert.equal((await executions(t, b.token, b.rule)).length, 2)
+      // the rest of a's backlog, in id order; then nothing is left
+      assert.deepEqual(await dispatchOutbox(engine, 4), { events: 4, executions: 4, skipped: 0 })
+      assert.deepEqual(await dispatchOutbox(engine, 4), { events: 0, executions: 0, skipped: 0 })
+      const all = await executions(t, a.token, a.rule)
+      const byOutboxId = all.map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const).sort((x, y) => x[0] - y[0])
+      assert.deepEqual(byOutboxId.map(([, contact]) => contact), ['c0', 'c1', 'c2', 'c3', 'c4', 'c5'])
+      // a limit above the pending rows: one tenant alone gets the whole limit
+      await emitContacts(b.id, 5, 'd')
+      assert.deepEqual(await dispatchOutbox(engine, 100), { events: 5, executions: 5, skipped: 0 })
+      assert.equal(await unprocessed(a.id) + await unprocessed(b.id), 0)
+    })
+
+    void it('two dispatches at once process every row once: each execution is created once', async () => {
+      const engine = engineAt(t, clock)
+      const { a, b } = await twoTenants(engine)
+      await emitContacts(a.id, 40)
+      await emitContacts(b.id, 40)
+      const results: DispatchResult[] = []
+      for (let round = 0; round < 20; round++) {
+        const pair = await Promise.all([dispatchOutbox(engine, 15), dispatchOutbox(engine, 15)])
+        results.push(...pair)
+        if (pair.every(r => r.events === 0)) break
+      }
+      assert.equal(results.reduce((n, r) => n + r.events, 0), 80, 'each outbox row claimed by one dispatch')
+      assert.equal(results.reduce((n, r) => n + r.executions, 0), 80, 'each execution created by one dispatch')
+      assert.ok(results.every(r => r.events <= 15))
+      for (const x of [a, b]) {
+        const rows = await executions(t, x.token, x.rule)
+        assert.equal(rows.length, 40)
+        assert.equal(new Set(rows.map(e => e.trigger_key)).size, 40)
+        assert.equal(await unprocessed(x.id), 0)
+      }
+    })
+
+    void it('a tenant whose dispatch fails holds up no other: the others are dispatched, then the failure is thrown', async () => {
+      const engine = engineAt(t, clock)
+      const { a, b } = await twoTenants(engine)
+      await emitContacts(a.id, 3)
+      await emitContacts(b.id, 3)
+      const failing: Engine = {
+        ...engine,
+        queue: {
+          ready: async () => await engine.queue.ready(),
+          stop: async () => { await engine.queue.stop() },
+          send: async (trx, job) => {
+            if (job.tenantId === a.id) throw new Error('the queue refuses this tenant')
+            return await engine.queue.send(trx, job)
+          }
+        }
+      }
+      const err = await dispatchOutbox(failing).then(() => undefined, (e: unknown) => e)
+      assert.ok(err instanceof TenantWorkError, String(err))
+      assert.deepEqual(err.failures.map(f => f.tenantId), [a.id])
+      assert.match(err.message, /the queue refuses this tenant/)
+      assert.deepEqual(err.result, { events: 3, executions: 3, skipped: 0 })
+      assert.equal((await executions(t, b.token, b.rule)).length, 3)
+      // a's transaction was rolled back: no execution, its rows still pending, taken by the next dispatch
+      assert.equal((await executions(t, a.token, a.rule)).length, 0)
+      assert.equal(await unprocessed(a.id), 3)
+      assert.deepEqual(await dispatchOutbox(engine), { events: 3, executions: 3, skipped: 0 })
+      assert.equal((await executions(t, a.token, a.rule)).length, 3)
     })
   })
 }

@@ -21,6 +21,7 @@ import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { automationExecutions } from '../../platform/metrics.ts'
 import { ApiError, error403Forbidden } from '../../platform/http/errors.ts'
 import { emit, emitMany } from '../../platform/outbox.ts'
+import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { automationMessage } from '../../platform/notifications/templates.ts'
 import { findVisible as findVisibleContact } from '../contacts/contacts.repository.ts'
@@ -101,51 +102,73 @@ export async function enqueueRetry (trx: Tx, engine: Engine, tenantId: string, f
 export interface DispatchResult { events: number, executions: number, skipped: number }
 
 /**
- * Reads unprocessed outbox rows in id order (FOR UPDATE SKIP LOCKED, so instances share the
- * work), creates an execution and a job for every enabled rule whose trigger matches, and marks
- * the rows processed, all in one transaction.
+ * Dispatches up to `limit` unprocessed outbox rows: creates an execution and a job for every
+ * enabled rule whose trigger matches, and marks the rows processed. It claims per tenant so that
+ * the lock is routed to one shard on Citus: first it finds, without locks, the tenants with
+ * unprocessed rows (oldest row first, at most `limit`), then claims each tenant's rows in id order
+ * (`tenant_id = $1 … for update skip locked`, so instances share the work and each row is
+ * processed once) and processes them in a transaction of that tenant's own. The `limit` is shared
+ * among the tenants (`shareAmongTenants`). Answers the totals of the tenants whose work was
+ * committed; when some tenant's transaction failed, throws a `TenantWorkError` (carrying those
+ * totals in `result`) after the other tenants were processed.
  */
 export async function dispatchOutbox (engine: Engine, limit = 100): Promise<DispatchResult> {
   await engine.queue.ready()
-  return await withSystem(engine.db, async (trx) => {
-    const rows = await trx.selectFrom('outbox').selectAll()
-      .where('processed_at', 'is', null)
-      .orderBy('id').limit(limit)
-      .forUpdate().skipLocked()
+  const result: DispatchResult = { events: 0, executions: 0, skipped: 0 }
+  const tenants = await withSystem(engine.db, async trx => await trx.selectFrom('outbox').select('tenant_id')
+    .where('processed_at', 'is', null)
+    .groupBy('tenant_id').orderBy(sql`min(id)`).limit(limit)
+    .execute())
+  const seen = new Map<string, boolean>()
+  const failures = await shareAmongTenants(tenants.map(r => r.tenant_id), limit, async (tenantId, n) => {
+    const done = await withSystem(engine.db, async trx => await dispatchTenant(trx, engine, tenantId, n, seen))
+    result.events += done.events
+    result.executions += done.executions
+    result.skipped += done.skipped
+    return done.events
+  })
+  if (failures.length > 0) throw new TenantWorkError(failures, result, 'outbox dispatch')
+  return result
+}
+
+/** Claims up to `limit` unprocessed outbox rows of one tenant (skip locked), dispatches them and marks them processed. */
+async function dispatchTenant (trx: Tx, engine: Engine, tenantId: string, limit: number, seen: Map<string, boolean>): Promise<DispatchResult> {
+  const rows = await trx.selectFrom('outbox').selectAll()
+    .where('tenant_id', '=', tenantId).where('processed_at', 'is', null)
+    .orderBy('id').limit(limit)
+    .forUpdate().skipLocked()
+    .execute()
+  const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
+  for (const row of rows) {
+    const payload = row.payload
+    const types = triggerTypesOf(row.topic, payload)
+    const rules = await trx.selectFrom('automation_rules').selectAll()
+      .where('tenant_id', '=', tenantId).where('enabled', '=', true).where('event_type', 'in', types)
+      .orderBy('priority', 'desc').orderBy('created_at').orderBy('id')
       .execute()
-    const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
-    const seen = new Map<string, boolean>()
-    for (const row of rows) {
-      const payload = row.payload
-      const types = triggerTypesOf(row.topic, payload)
-      const rules = await trx.selectFrom('automation_rules').selectAll()
-        .where('tenant_id', '=', row.tenant_id).where('enabled', '=', true).where('event_type', 'in', types)
-        .orderBy('priority', 'desc').orderBy('created_at').orderBy('id')
-        .execute()
-      for (const rule of rules.filter(r => scopeMatches(r, payload))) {
-        // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
-        if (!(await visibleToCreator(trx, rule, { ...payload, topic: row.topic }, seen))) continue
-        const tooDeep = row.depth >= MAX_DEPTH
-        const created = await enqueueExecution(trx, engine, row.tenant_id, rule, {
-          triggerKey: `outbox:${row.id}`,
-          triggerType: rule.event_type,
-          payload: { ...payload, topic: row.topic, aggregate_type: row.aggregate_type, aggregate_id: row.aggregate_id, actor_id: row.actor_id, occurred_at: row.created_at.toISOString() },
-          depth: row.depth,
-          ...(tooDeep ? { skipped: `automation chain depth limit (${MAX_DEPTH}) reached` } : {})
-        })
-        if (created !== undefined) {
-          if (tooDeep) result.skipped++
-          else result.executions++
-        }
+    for (const rule of rules.filter(r => scopeMatches(r, payload))) {
+      // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
+      if (!(await visibleToCreator(trx, rule, { ...payload, topic: row.topic }, seen))) continue
+      const tooDeep = row.depth >= MAX_DEPTH
+      const created = await enqueueExecution(trx, engine, tenantId, rule, {
+        triggerKey: `outbox:${row.id}`,
+        triggerType: rule.event_type,
+        payload: { ...payload, topic: row.topic, aggregate_type: row.aggregate_type, aggregate_id: row.aggregate_id, actor_id: row.actor_id, occurred_at: row.created_at.toISOString() },
+        depth: row.depth,
+        ...(tooDeep ? { skipped: `automation chain depth limit (${MAX_DEPTH}) reached` } : {})
+      })
+      if (created !== undefined) {
+        if (tooDeep) result.skipped++
+        else result.executions++
       }
     }
-    if (rows.length > 0) {
-      await trx.updateTable('outbox').set({ processed_at: sql`now()` })
-        .where('id', 'in', rows.map(r => r.id)).where('processed_at', 'is', null)
-        .execute()
-    }
-    return result
-  })
+  }
+  if (rows.length > 0) {
+    await trx.updateTable('outbox').set({ processed_at: sql`now()` })
+      .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${rows.map(r => r.id)}::bigint[])`).where('processed_at', 'is', null)
+      .execute()
+  }
+  return result
 }
 
 // ---- scheduler
@@ -194,8 +217,9 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
         payload: { rule_id: rule.id, scheduled_for: slot.toISOString(), cron_expression: rule.schedule.cron_expression, timezone: rule.schedule.timezone, ...(rule.scope === 'EVENT' && rule.scope_id !== null ? { event_id: Number(rule.scope_id) } : {}) },
         depth: 0
       })
-      await trx.insertInto('automation_schedule_state').values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot })
-        .onConflict(oc => oc.columns(['tenant_id', 'rule_id']).doUpdateSet({ last_slot: slot, updated_at: sql`now()` }))
+      // the SET takes the inserted row's values (`excluded`), no function: Citus refuses now() there
+      await trx.insertInto('automation_schedule_state').values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot, updated_at: sql`now()` })
+        .onConflict(oc => oc.columns(['tenant_id', 'rule_id']).doUpdateSet(eb => ({ last_slot: eb.ref('excluded.last_slot'), updated_at: eb.ref('excluded.updated_at') })))
         .execute()
       if (created !== undefined) result.cron++
     }
@@ -733,8 +757,18 @@ export async function startWorkers (engine: Engine, log: { error: (obj: unknown,
     busy = true
     void (async () => {
       try {
+        // rounds while dispatches find work; a tenant whose dispatch fails holds up neither the
+        // other tenants (dispatchOutbox goes on without it) nor the scheduler
         for (let round = 0; round < 50; round++) {
-          if (stopped || (await dispatchOutbox(engine)).events === 0) break
+          if (stopped) break
+          let events: number
+          try {
+            events = (await dispatchOutbox(engine)).events
+          } catch (err) {
+            log.error({ err }, 'automation dispatch failed')
+            events = err instanceof TenantWorkError ? (err.result as DispatchResult).events : 0
+          }
+          if (events === 0) break
         }
         if (!stopped) await tickSchedules(engine, engine.now())
         // pg-boss maintenance (expiring jobs of dead workers, archiving) and the sweep, about once a minute
@@ -743,7 +777,7 @@ export async function startWorkers (engine: Engine, log: { error: (obj: unknown,
           await sweepExecutions(engine)
         }
       } catch (err) {
-        log.error({ err }, 'automation dispatch failed')
+        log.error({ err }, 'automation scheduling failed')
       } finally {
         busy = false
       }
