@@ -261,6 +261,42 @@ for (const kind of databases()) {
       assert.ok(Date.parse(pending.items[0].next_attempt_at) > Date.now())
     })
 
+    void it('delivers per tenant: a batch is shared among the tenants with due rows; two deliveries at once send each row once', async () => {
+      const sent: Notification[] = []
+      const sender = { name: 'collect', async send (n: Notification) { sent.push(n) } }
+      // earlier tests' leftovers first (a retry waiting for its due time stays)
+      while ((await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000 })).sent > 0);
+      sent.length = 0
+      const a = newTenant(t)
+      const b = newTenant(t)
+      const queue = async (tenantId: string, n: number) => await withTenant(t.ctx.db, { tenantId }, async (trx) => {
+        for (let i = 0; i < n; i++) await queueNotification(trx, { tenantId, channel: 'email', recipient: `r${i}@example.test`, subject: `s${i}`, body: 'b' })
+      })
+      await queue(a.id, 6)
+      await queue(b.id, 2)
+      // a batch of 4: a (the oldest due row) gets 2, b its 2
+      assert.deepEqual(await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 4 }), { sent: 4, retried: 0, failed: 0, undeliverable: 0 })
+      assert.deepEqual(sent.filter(n => n.tenantId === a.id).map(n => n.subject), ['s0', 's1'])
+      assert.deepEqual(sent.filter(n => n.tenantId === b.id).map(n => n.subject), ['s0', 's1'])
+      assert.deepEqual(await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 4 }), { sent: 4, retried: 0, failed: 0, undeliverable: 0 })
+      assert.deepEqual(sent.filter(n => n.tenantId === a.id).map(n => n.subject), ['s0', 's1', 's2', 's3', 's4', 's5'])
+
+      sent.length = 0
+      await queue(a.id, 30)
+      await queue(b.id, 30)
+      let total = 0
+      for (let round = 0; round < 20; round++) {
+        const pair = await Promise.all([deliverPendingNotifications(t.ctx.db, sender, { batchSize: 10 }), deliverPendingNotifications(t.ctx.db, sender, { batchSize: 10 })])
+        const n = pair.reduce((x, r) => x + r.sent, 0)
+        total += n
+        if (n === 0) break
+      }
+      assert.equal(total, 60)
+      assert.equal(sent.length, 60)
+      assert.equal(new Set(sent.map(n => `${n.tenantId}/${n.id}`)).size, 60, 'no row sent twice')
+      for (const x of [a, b]) assert.deepEqual((await rows(t, x.id)).filter(r => r.status !== 'sent'), [])
+    })
+
     void it('lists to tenant admins only, paged, by channel and time, never another tenant\'s rows; bad filters are 400 naming the field', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])

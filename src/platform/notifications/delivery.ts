@@ -5,9 +5,10 @@
  */
 import type { AppContext } from '../app-context.ts'
 import type { FastifyBaseLogger } from 'fastify'
-import { deliverPendingNotifications, type NotificationSender } from './notifications.ts'
+import { deliverPendingNotifications, type DeliveryResult, type NotificationSender } from './notifications.ts'
 import { createNotificationSender } from './senders.ts'
 import { countNotificationDeliveries } from '../metrics.ts'
+import { TenantWorkError } from '../tenant-batches.ts'
 
 export interface DeliveryLoop {
   readonly sender: NotificationSender
@@ -39,6 +40,8 @@ export function startNotificationDelivery (ctx: AppContext, options: DeliveryOpt
           if (r.sent + r.retried + r.failed + r.undeliverable < 50 || isStopped()) break
         }
       } catch (err) {
+        // some tenant's transaction failed: the other tenants' deliveries were made and are counted
+        if (err instanceof TenantWorkError) countNotificationDeliveries(err.result as DeliveryResult)
         options.log.error({ err }, 'notification delivery failed')
       } finally {
         running = undefined

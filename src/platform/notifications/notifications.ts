@@ -1,15 +1,16 @@
 /**
  * Notifications to people (invitations, publish notices, automation messages). A request only
  * ever inserts a row into `notification_outbox` (`queueNotification`, in the request's
- * transaction, so a rolled-back change notifies nobody); a delivery loop picks pending rows with
- * `for update skip locked`, hands them to a `NotificationSender` and marks them sent, or retries
- * them with backoff until MAX_ATTEMPTS and then marks them failed. An e-mail without an address
- * to send to is `undeliverable` (never retried; the reason in `last_error`). Texts and links:
- * `templates.ts`. Decisions: docs/notifications.md.
+ * transaction, so a rolled-back change notifies nobody); a delivery loop picks pending rows, one
+ * tenant at a time, with `for update skip locked`, hands them to a `NotificationSender` and marks
+ * them sent, or retries them with backoff until MAX_ATTEMPTS and then marks them failed. An e-mail
+ * without an address to send to is `undeliverable` (never retried; the reason in `last_error`).
+ * Texts and links: `templates.ts`. Decisions: docs/notifications.md.
  */
 import { sql, type Kysely } from 'kysely'
 import type { Database } from '../db/database.ts'
 import { withSystem, type Tx } from '../db/tenant.ts'
+import { shareAmongTenants, TenantWorkError } from '../tenant-batches.ts'
 import type { NotificationLink, Template } from './templates.ts'
 
 export const NOTIFICATION_CHANNELS = ['email', 'push', 'sms'] as const
@@ -179,84 +180,108 @@ function outcomeOf (e: SendError, attempts: number): 'undeliverable' | 'failed' 
   return attempts >= MAX_ATTEMPTS ? 'failed' : 'retry'
 }
 
+/** A pending row whose due time has come (a retry waits for `payload.next_attempt_at`). */
+const due = sql<boolean>`coalesce((payload->>'next_attempt_at')::timestamptz, '-infinity') <= now()`
+
 /**
- * Delivers up to `batchSize` due pending notifications of every tenant, in id order. Rows are
- * claimed with `for update skip locked`, so several processes may deliver at once without
- * sending a row twice; the rows stay locked while they are sent, in one transaction. A row whose
- * attempt failed waits `backoffSeconds(attempts)`: the due time is kept in `payload.next_attempt_at`
- * (the 0001 table has no column for it) and is not passed to the sender. An e-mail row whose
- * recipient is no address (queued before addresses were resolved) is marked undeliverable, never
- * sent. Every failed attempt is logged (`log`) with its error, never with the message's content.
+ * Delivers up to `batchSize` due pending notifications, in id order per tenant. It claims per
+ * tenant so that the lock is routed to one shard on Citus: first it finds, without locks, the
+ * tenants with due rows (oldest row first, at most `batchSize`), then claims each tenant's rows
+ * with `tenant_id = $1 … for update skip locked` (so several processes may deliver at once without
+ * sending a row twice) in a transaction of that tenant's own, the rows locked while they are sent.
+ * The batch is shared among the tenants (`shareAmongTenants`); a tenant whose transaction fails
+ * holds up no other, and is reported after the others with a `TenantWorkError` (its `result`: what
+ * the others did). A row whose attempt failed waits `backoffSeconds(attempts)`: the due time is
+ * kept in `payload.next_attempt_at` (the 0001 table has no column for it) and is not passed to the
+ * sender. An e-mail row whose recipient is no address (queued before addresses were resolved) is
+ * marked undeliverable, never sent. Every failed attempt is logged (`log`) with its error, never
+ * with the message's content.
  */
 export async function deliverPendingNotifications (db: Kysely<Database>, sender: NotificationSender, options: { batchSize?: number, log?: DeliveryLog } = {}): Promise<DeliveryResult> {
   const batchSize = options.batchSize ?? 50
   const result: DeliveryResult = { sent: 0, retried: 0, failed: 0, undeliverable: 0 }
-  await withSystem(db, async (trx) => {
-    const rows = await trx.selectFrom('notification_outbox')
-      .select(['id', 'tenant_id', 'channel', 'recipient', 'subject', 'body', 'priority', 'payload', 'attempts'])
-      .where('status', '=', 'pending')
-      .where(sql<boolean>`coalesce((payload->>'next_attempt_at')::timestamptz, '-infinity') <= now()`)
-      .orderBy('id')
-      .limit(batchSize)
-      .forUpdate().skipLocked()
-      .execute()
-    for (const row of rows) {
-      const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<string, unknown>
-      const { next_attempt_at: _next, ...content } = payload
-      const where = { tenant: row.tenant_id, id: row.id }
-      const about = { notification_id: row.id, tenant_id: row.tenant_id, channel: row.channel, kind: typeof payload.kind === 'string' ? payload.kind : undefined }
-      if (row.channel === 'email' && !isEmailAddress(row.recipient)) {
-        const reason = `the recipient "${row.recipient.slice(0, 200)}" is not an e-mail address`
-        await trx.updateTable('notification_outbox').set({ status: 'undeliverable', last_error: reason })
-          .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
-        options.log?.warn({ ...about, status: 'undeliverable', reason }, 'notification undeliverable')
-        result.undeliverable++
-        continue
-      }
-      try {
-        await sender.send({
-          id: row.id,
-          tenantId: row.tenant_id,
-          channel: row.channel,
-          recipient: row.recipient,
-          subject: row.subject,
-          body: row.body,
-          priority: row.priority,
-          payload: content,
-          attempts: row.attempts
-        })
-        await trx.updateTable('notification_outbox')
-          .set({ status: 'sent', sent_at: sql`now()`, attempts: row.attempts + 1, last_error: null })
-          .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
-        result.sent++
-      } catch (err) {
-        const attempts = row.attempts + 1
-        const e = sendError(err)
-        const outcome = outcomeOf(e, attempts)
-        const status = outcome === 'retry' ? 'pending' : outcome
-        await trx.updateTable('notification_outbox')
-          .set({
-            status,
-            attempts,
-            last_error: e.message,
-            payload: outcome === 'retry'
-              ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at', now() + make_interval(secs => ${backoffSeconds(attempts)}))`
-              : sql`${JSON.stringify(content)}::jsonb`
-          })
-          .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
-        options.log?.warn({
-          ...about,
-          sender: sender.name,
-          attempts,
-          status,
-          ...(outcome === 'retry' ? { retry_in_seconds: backoffSeconds(attempts) } : {}),
-          err: e
-        }, 'notification delivery failed')
-        if (outcome === 'retry') result.retried++
-        else if (outcome === 'failed') result.failed++
-        else result.undeliverable++
-      }
-    }
+  const tenants = await withSystem(db, async trx => await trx.selectFrom('notification_outbox').select('tenant_id')
+    .where('status', '=', 'pending').where(due)
+    .groupBy('tenant_id').orderBy(sql`min(id)`).limit(batchSize)
+    .execute())
+  const failures = await shareAmongTenants(tenants.map(r => r.tenant_id), batchSize, async (tenantId, limit) => {
+    const done = await withSystem(db, async trx => await deliverTenant(trx, tenantId, limit, sender, options.log))
+    result.sent += done.sent
+    result.retried += done.retried
+    result.failed += done.failed
+    result.undeliverable += done.undeliverable
+    return done.sent + done.retried + done.failed + done.undeliverable
   })
+  if (failures.length > 0) throw new TenantWorkError(failures, result, 'notification delivery')
+  return result
+}
+
+/** Claims up to `limit` due pending notifications of one tenant (skip locked) and delivers them. */
+async function deliverTenant (trx: Tx, tenantId: string, limit: number, sender: NotificationSender, log: DeliveryLog | undefined): Promise<DeliveryResult> {
+  const result: DeliveryResult = { sent: 0, retried: 0, failed: 0, undeliverable: 0 }
+  const rows = await trx.selectFrom('notification_outbox')
+    .select(['id', 'tenant_id', 'channel', 'recipient', 'subject', 'body', 'priority', 'payload', 'attempts'])
+    .where('tenant_id', '=', tenantId).where('status', '=', 'pending').where(due)
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate().skipLocked()
+    .execute()
+  for (const row of rows) {
+    const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<string, unknown>
+    const { next_attempt_at: _next, ...content } = payload
+    const where = { tenant: row.tenant_id, id: row.id }
+    const about = { notification_id: row.id, tenant_id: row.tenant_id, channel: row.channel, kind: typeof payload.kind === 'string' ? payload.kind : undefined }
+    if (row.channel === 'email' && !isEmailAddress(row.recipient)) {
+      const reason = `the recipient "${row.recipient.slice(0, 200)}" is not an e-mail address`
+      await trx.updateTable('notification_outbox').set({ status: 'undeliverable', last_error: reason })
+        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
+      log?.warn({ ...about, status: 'undeliverable', reason }, 'notification undeliverable')
+      result.undeliverable++
+      continue
+    }
+    try {
+      await sender.send({
+        id: row.id,
+        tenantId: row.tenant_id,
+        channel: row.channel,
+        recipient: row.recipient,
+        subject: row.subject,
+        body: row.body,
+        priority: row.priority,
+        payload: content,
+        attempts: row.attempts
+      })
+      await trx.updateTable('notification_outbox')
+        .set({ status: 'sent', sent_at: sql`now()`, attempts: row.attempts + 1, last_error: null })
+        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
+      result.sent++
+    } catch (err) {
+      const attempts = row.attempts + 1
+      const e = sendError(err)
+      const outcome = outcomeOf(e, attempts)
+      const status = outcome === 'retry' ? 'pending' : outcome
+      await trx.updateTable('notification_outbox')
+        .set({
+          status,
+          attempts,
+          last_error: e.message,
+          payload: outcome === 'retry'
+            ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at', now() + make_interval(secs => ${backoffSeconds(attempts)}))`
+            : sql`${JSON.stringify(content)}::jsonb`
+        })
+        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
+      log?.warn({
+        ...about,
+        sender: sender.name,
+        attempts,
+        status,
+        ...(outcome === 'retry' ? { retry_in_seconds: backoffSeconds(attempts) } : {}),
+        err: e
+      }, 'notification delivery failed')
+      if (outcome === 'retry') result.retried++
+      else if (outcome === 'failed') result.failed++
+      else result.undeliverable++
+    }
+  }
   return result
 }
