@@ -265,6 +265,54 @@ for (const kind of databases()) {
       assert.equal(all.kinds.outbox.largest, 10)
     })
 
+    void it('prunes tenant by tenant: each statement deletes one tenant\'s rows, a batch at a time', async () => {
+      const now = new Date()
+      // nothing else prunable at this clock: earlier tests pruned it
+      await pruneRetention(t.ctx.db, { retention: retentionOf(), now })
+      const [a, b, c] = [newTenant(t).id, newTenant(t).id, newTenant(t).id]
+      await insert(t, 'outbox', [
+        ...Array.from({ length: 12 }, () => outboxRow(a, ago(now, 30 * DAY), ago(now, 30 * DAY))),
+        ...Array.from({ length: 3 }, () => outboxRow(b, ago(now, 30 * DAY), ago(now, 30 * DAY))),
+        ...Array.from({ length: 2 }, () => outboxRow(c, ago(now, 2 * DAY), ago(now, DAY)))
+      ])
+      const r = await pruneRetention(t.ctx.db, { retention: retentionOf({ RETENTION_BATCH_SIZE: '10' }), now })
+      assert.equal(r.complete, true)
+      // a: 10 then 2; b: 3; c has nothing old enough
+      assert.deepEqual(r.kinds.outbox, { deleted: 15, statements: 3, largest: 10 })
+      assert.deepEqual([await count(t, 'outbox', a), await count(t, 'outbox', b), await count(t, 'outbox', c)], [0, 0, 2])
+    })
+
+    void it('calls with a small maxStatements get past tenants whose old executions are all kept', async () => {
+      const now = new Date()
+      const retention = retentionOf({ RETENTION_BATCH_SIZE: '5', RETENTION_EXECUTIONS_KEEP_PER_RULE: '1' })
+      // nothing else prunable at this clock
+      await pruneRetention(t.ctx.db, { retention, now })
+      // two tenants whose one old execution is the newest of its rule (kept), one with twelve to delete
+      for (let i = 0; i < 2; i++) {
+        const tenant = newTenant(t)
+        const { executionId } = await ruleWithExecution(t, await tenant.user('alice'))
+        await withSystem(t.ctx.db, async trx => await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(trx))
+      }
+      const busy = newTenant(t)
+      const { executionId } = await ruleWithExecution(t, await busy.user('alice'))
+      for (let i = 0; i < 12; i++) await copyExecution(t, busy.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) })
+      let calls = 0
+      let deleted = 0
+      for (;;) {
+        const r = await pruneRetention(t.ctx.db, { retention, now, maxStatements: 1 })
+        calls++
+        deleted += r.kinds.executions.deleted
+        assert.ok(r.kinds.executions.statements <= 1)
+        if (r.complete) break
+        assert.ok(calls < 12, 'calls go on from where the last one stopped')
+      }
+      assert.equal(deleted, 12)
+      // the API's execution (the newest of its rule) is what is left of the busy tenant
+      assert.equal(await count(t, 'automation_executions', busy.id), 1)
+      // the kept ones go with no execution kept per rule (the next tests count what is deleted)
+      assert.equal((await pruneRetention(t.ctx.db, { retention: { ...retention, executionsKeepPerRule: 0 }, now })).kinds.executions.deleted, 2)
+    })
+
     void it('two passes at once never fail and delete each row once', async () => {
       const tenant = newTenant(t)
       const tid = tenant.id

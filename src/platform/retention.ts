@@ -10,11 +10,14 @@
  * | idpDeliveries | received before now − RETENTION_IDP_DELIVERIES | — |
  * | executions | succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS | queued and running ones; the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule; a relative-time trigger's until the scheduler can no longer fire it |
  *
- * Every statement deletes at most `batchSize` rows, each in its own short transaction on the
- * worker login (`withSystem`); rows are claimed with `for update skip locked`, so several
- * instances (or two passes of one) share the work, never wait for each other, and delete each row
- * once. `pruneRetention` takes its clock (`now`), so tests drive it; `startRetention` runs it in
- * the background when `WORKERS` is true.
+ * Every statement deletes at most `batchSize` rows of one tenant, each in its own short
+ * transaction on the worker login (`withSystem`); rows are claimed with `for update skip locked`,
+ * so several instances (or two passes of one) share the work, never wait for each other, and
+ * delete each row once. It claims per tenant so that the lock is routed to one shard on Citus: a
+ * pass first finds, without locks, the tenants that have rows to delete (TENANTS_PER_LOOKUP at a
+ * time, in tenant order), then deletes each tenant's rows batch by batch. `pruneRetention` takes
+ * its clock (`now`), so tests drive it; `startRetention` runs it in the background when `WORKERS`
+ * is true.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
@@ -55,65 +58,94 @@ export interface PruneOptions {
 /** One batch: how many rows it deleted, and whether it looked at a full batch (more may follow). */
 interface Batch { deleted: number, full: boolean }
 
-type Step = (db: Kysely<Database>, cutoff: Date, now: Date, options: PruneOptions) => Promise<Batch>
+/** Tenants one look-up answers at most; a pass walks the tenants in order (`tenant_id > the last`), each once. */
+export const TENANTS_PER_LOOKUP = 500
+
+type PrunedTable = 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries'
+
+/** What may go of each kind but executions: its table and the rows that may go (old and done). */
+const EXPIRED: Record<Exclude<RetentionKind, 'executions'>, { table: PrunedTable, where: (cutoff: Date, now: Date) => RawBuilder<unknown> }> = {
+  outbox: { table: 'outbox', where: cutoff => sql`processed_at < ${cutoff}` },
+  notifications: { table: 'notification_outbox', where: cutoff => sql`status <> 'pending' and created_at < ${cutoff}` },
+  // a key is replayed until expires_at: kept until then whatever the period
+  idempotencyKeys: { table: 'idempotency_keys', where: (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}` },
+  // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
+  idpDeliveries: { table: 'idp_deliveries', where: cutoff => sql`received_at < ${cutoff}` }
+}
+
+/** Finished executions older than the cutoff: the candidates of executionsBatch. */
+const oldExecutions = (cutoff: Date): RawBuilder<unknown> => sql`created_at < ${cutoff} and status in ('succeeded', 'failed', 'skipped')`
 
 /**
- * A kind whose every row matching `where` may go: one statement claims up to a batch of them by
- * ctid (skip locked) and deletes them. The conditions match the indexes of migration 0016 (or
- * 0001, 0003), so a batch reads only rows it deletes.
+ * Up to TENANTS_PER_LOOKUP tenants that have rows matching `where`, in tenant order from `from`
+ * (inclusive) or after `after`, read without locks: the pass then claims each tenant's rows by itself.
  */
-const prune = (table: 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries', where: (cutoff: Date, now: Date) => RawBuilder<unknown>): Step =>
-  async (db, cutoff, now, o) => {
-    const { rows } = await withSystem(db, async trx => await sql<{ n: number }>`
-      with gone as (
-        delete from ${sql.table(table)} where ctid = any(array(
-          select ctid from ${sql.table(table)} where ${where(cutoff, now)} limit ${o.retention.batchSize} for update skip locked))
-        returning 1)
-      select count(*)::int as n from gone`.execute(trx))
-    const deleted = Number(rows[0]?.n ?? 0)
-    return { deleted, full: deleted >= o.retention.batchSize }
-  }
+async function tenantsWith (db: Kysely<Database>, table: PrunedTable | 'automation_executions', where: RawBuilder<unknown>, from: string | undefined, after: string | undefined): Promise<string[]> {
+  const start = after !== undefined ? sql` and tenant_id > ${after}` : from !== undefined ? sql` and tenant_id >= ${from}` : sql``
+  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`
+    select distinct tenant_id from ${sql.table(table)} where ${where}${start}
+    order by tenant_id limit ${TENANTS_PER_LOOKUP}`.execute(trx))
+  return rows.map(r => r.tenant_id)
+}
 
-const STEPS: Record<Exclude<RetentionKind, 'executions'>, Step> = {
-  outbox: prune('outbox', cutoff => sql`processed_at < ${cutoff}`),
-  notifications: prune('notification_outbox', cutoff => sql`status <> 'pending' and created_at < ${cutoff}`),
-  // a key is replayed until expires_at: kept until then whatever the period
-  idempotencyKeys: prune('idempotency_keys', (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}`),
-  // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
-  idpDeliveries: prune('idp_deliveries', cutoff => sql`received_at < ${cutoff}`)
+/**
+ * Where the last call stopped (maxStatements, the signal), per database and kind, with the cutoff
+ * and clock it ran with: a call with the same ones goes on from there, so that calls with a small
+ * `maxStatements` get past tenants whose old rows are all kept (executions a rule keeps) instead
+ * of spending their statements on them again each time.
+ */
+const resumePoints = new WeakMap<Kysely<Database>, Map<RetentionKind, { tenantId: string, cutoff: number, now: number }>>()
+
+/**
+ * One batch of a kind whose every row matching its condition may go: one statement claims up to a
+ * batch of the tenant's rows by ctid (skip locked) and deletes them; both name the tenant, so on
+ * Citus the statement runs on that tenant's shard. The conditions match the indexes of migration
+ * 0016 (or 0001, 0003).
+ */
+async function pruneBatch (db: Kysely<Database>, kind: Exclude<RetentionKind, 'executions'>, tenantId: string, cutoff: Date, now: Date, o: PruneOptions): Promise<Batch> {
+  const { table, where } = EXPIRED[kind]
+  const r = await withSystem(db, async trx => await sql`
+    delete from ${sql.table(table)} where tenant_id = ${tenantId} and ctid = any(array(
+      select ctid from ${sql.table(table)} where tenant_id = ${tenantId} and ${where(cutoff, now)}
+      limit ${o.retention.batchSize} for update skip locked))`.execute(trx))
+  const deleted = Number(r.numAffectedRows ?? 0)
+  return { deleted, full: deleted >= o.retention.batchSize }
 }
 
 interface Cursor { at: string, id: string }
 
+const START: Cursor = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' }
+
 /**
- * One batch of executions, walked in (created_at, id) order from `cursor`: of up to a batch of
- * finished executions older than the cutoff, deletes those that are neither among the newest
- * `executionsKeepPerRule` of their rule nor a relative-time trigger the scheduler could still fire
- * (its unique trigger key is what keeps it from firing twice: `starts_in:<event>:<moment>:<offset>`,
- * due until RELATIVE_GRACE_MINUTES after the moment). The cursor moves past what was kept, so a
- * pass never reads a kept row twice.
+ * One batch of a tenant's executions, walked in (created_at, id) order from `cursor`: of up to a
+ * batch of finished executions older than the cutoff, deletes those that are neither among the
+ * newest `executionsKeepPerRule` of their rule nor a relative-time trigger the scheduler could
+ * still fire (its unique trigger key is what keeps it from firing twice:
+ * `starts_in:<event>:<moment>:<offset>`, due until RELATIVE_GRACE_MINUTES after the moment). The
+ * cursor moves past what was kept, so a pass never reads a kept row twice. Every reference to the
+ * table names the tenant, so on Citus the statement runs on that tenant's shard.
  */
-async function executionsBatch (db: Kysely<Database>, cutoff: Date, now: Date, o: PruneOptions, cursor: Cursor): Promise<Batch & { cursor: Cursor | undefined }> {
+async function executionsBatch (db: Kysely<Database>, tenantId: string, cutoff: Date, now: Date, o: PruneOptions, cursor: Cursor): Promise<Batch & { cursor: Cursor | undefined }> {
   const keep = o.retention.executionsKeepPerRule
   const relativeBefore = new Date(now.getTime() - RELATIVE_GRACE_MINUTES * 60_000)
   const { rows } = await withSystem(db, async trx => await sql<{ deleted: number, scanned: number, at: string | null, id: string | null }>`
     with candidates as (
-      select ctid as tid, tenant_id, rule_id, id, created_at, trigger_key from automation_executions
-      where created_at < ${cutoff} and (created_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
-        and status in ('succeeded', 'failed', 'skipped')
+      select ctid as tid, rule_id, id, created_at, trigger_key from automation_executions
+      where tenant_id = ${tenantId} and ${oldExecutions(cutoff)}
+        and (created_at, id) > (${cursor.at}::timestamptz, ${cursor.id}::uuid)
       order by created_at, id
       limit ${o.retention.batchSize}
       for update skip locked
     ), rules as (
       -- per rule of the batch: the creation time of its keep-th newest execution (null: it has fewer)
-      select r.tenant_id, r.rule_id, ${keep > 0
-        ? sql`(select k.created_at from automation_executions k where k.tenant_id = r.tenant_id and k.rule_id = r.rule_id
+      select r.rule_id, ${keep > 0
+        ? sql`(select k.created_at from automation_executions k where k.tenant_id = ${tenantId} and k.rule_id = r.rule_id
             order by k.created_at desc offset ${keep - 1} limit 1)`
         : sql`'infinity'::timestamptz`} as kept_from
-      from (select distinct tenant_id, rule_id from candidates) r
+      from (select distinct rule_id from candidates) r
     ), gone as (
-      delete from automation_executions where ctid = any(array(
-        select c.tid from candidates c join rules r on r.tenant_id = c.tenant_id and r.rule_id = c.rule_id
+      delete from automation_executions where tenant_id = ${tenantId} and ctid = any(array(
+        select c.tid from candidates c join rules r on r.rule_id = c.rule_id
         where c.created_at < r.kept_from
           and case
             when c.trigger_key ~ '^(starts_in|ends_in):[0-9]+:.+:[0-9]+$'
@@ -141,8 +173,11 @@ function periodOf (retention: RetentionConfig, kind: RetentionKind): number | nu
 }
 
 /**
- * Deletes, kind after kind, what retention allows at `now`, a batch per statement, until a batch
- * comes back short (or `maxStatements`, or the signal).
+ * Deletes, kind after kind, what retention allows at `now`: tenant after tenant (those with rows
+ * to delete, found TENANTS_PER_LOOKUP at a time, in tenant order), a batch per statement, until a
+ * batch of the tenant comes back short (or `maxStatements`, or the signal). A call stopped that
+ * way answers `complete: false`; the next call with the same clock and periods goes on from the
+ * tenant it stopped at (the tenants before it were looked at), any other starts from the first.
  *
  * @example
  *   const r = await pruneRetention(ctx.db, { retention: ctx.config.retention, now: new Date() })
@@ -156,24 +191,46 @@ export async function pruneRetention (db: Kysely<Database>, options: PruneOption
     if (period === null) continue // off: kept forever
     const cutoff = new Date(options.now.getTime() - period)
     const r = kinds[kind]
-    let cursor: Cursor | undefined = { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' }
+    const where = kind === 'executions' ? oldExecutions(cutoff) : EXPIRED[kind].where(cutoff, options.now)
+    const table = kind === 'executions' ? 'automation_executions' : EXPIRED[kind].table
+    let resume = resumePoints.get(db)
+    if (resume === undefined) resumePoints.set(db, resume = new Map())
+    const last = resume.get(kind)
+    const from = last !== undefined && last.cutoff === cutoff.getTime() && last.now === options.now.getTime() ? last.tenantId : undefined
+    let after: string | undefined
+    let stoppedAt: string | undefined
     for (;;) {
-      if (r.statements >= max || options.signal?.aborted === true) {
-        complete = false
-        break
+      const tenants = await tenantsWith(db, table, where, from, after)
+      for (const tenantId of tenants) {
+        let cursor: Cursor = START
+        for (;;) {
+          if (r.statements >= max || options.signal?.aborted === true) {
+            stoppedAt = tenantId
+            break
+          }
+          let batch: Batch
+          if (kind === 'executions') {
+            const b = await executionsBatch(db, tenantId, cutoff, options.now, options, cursor)
+            cursor = b.cursor ?? cursor
+            batch = b
+          } else {
+            batch = await pruneBatch(db, kind, tenantId, cutoff, options.now, options)
+          }
+          r.statements++
+          r.deleted += batch.deleted
+          r.largest = Math.max(r.largest, batch.deleted)
+          if (!batch.full) break
+        }
+        if (stoppedAt !== undefined) break
+        after = tenantId
       }
-      let batch: Batch
-      if (kind === 'executions') {
-        const b = await executionsBatch(db, cutoff, options.now, options, cursor ?? { at: '-infinity', id: '00000000-0000-0000-0000-000000000000' })
-        cursor = b.cursor ?? cursor
-        batch = b
-      } else {
-        batch = await STEPS[kind](db, cutoff, options.now, options)
-      }
-      r.statements++
-      r.deleted += batch.deleted
-      r.largest = Math.max(r.largest, batch.deleted)
-      if (!batch.full) break
+      if (stoppedAt !== undefined || tenants.length < TENANTS_PER_LOOKUP) break
+    }
+    if (stoppedAt !== undefined) {
+      resume.set(kind, { tenantId: stoppedAt, cutoff: cutoff.getTime(), now: options.now.getTime() })
+      complete = false
+    } else {
+      resume.delete(kind)
     }
   }
   return { kinds, deleted: RETENTION_KINDS.reduce((n, k) => n + kinds[k].deleted, 0), complete }
