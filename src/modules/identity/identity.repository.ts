@@ -51,12 +51,20 @@ export interface UserWrite extends ProfileValues {
   idp_sequence: number | null
 }
 
-/** Inserts the user or overwrites the given columns; `removed_at` follows the state. */
+/**
+ * Inserts the user or overwrites the given columns; `removed_at` follows the state. The update
+ * takes its times from the inserted row (`excluded`, which carries now()): Citus refuses a
+ * function such as now() in `ON CONFLICT DO UPDATE SET` on a distributed table.
+ */
 export async function saveUser (trx: Tx, tenantId: string, userId: string, values: UserWrite): Promise<UserRow> {
-  const removedAt = values.state === 'removed' ? sql<Date>`coalesce(users.removed_at, now())` : sql<null>`null`
+  const removed = values.state === 'removed'
   return await trx.insertInto('users')
-    .values({ ...values, tenant_id: tenantId, id: userId, removed_at: values.state === 'removed' ? sql<Date>`now()` : null })
-    .onConflict(oc => oc.columns(['tenant_id', 'id']).doUpdateSet({ ...values, removed_at: removedAt, updated_at: sql<Date>`now()` }))
+    .values({ ...values, tenant_id: tenantId, id: userId, removed_at: removed ? sql<Date>`now()` : null, updated_at: sql<Date>`now()` })
+    .onConflict(oc => oc.columns(['tenant_id', 'id']).doUpdateSet(eb => ({
+      ...values,
+      removed_at: removed ? sql<Date>`coalesce(users.removed_at, excluded.removed_at)` : null,
+      updated_at: eb.ref('excluded.updated_at')
+    })))
     .returning(USER_COLUMNS)
     .executeTakeFirstOrThrow()
 }

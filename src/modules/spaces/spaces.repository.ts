@@ -16,13 +16,17 @@ const BASE_COLUMNS = [
   'spaces.is_deleted', 'spaces.public_handle', 'spaces.revision', 'spaces.draft', 'spaces.created_at', 'spaces.updated_at'
 ] as const
 
-const parentIds = (eb: ExpressionBuilder<Database, 'spaces'>) =>
-  sql<number[]>`coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted where p.tenant_id = ${eb.ref('spaces.tenant_id')} and p.space_id = ${eb.ref('spaces.id')}), '[]'::json)`.as('parent_ids')
+/**
+ * The ids of a space's live parents. The subquery names the tenant itself, not only through the
+ * outer row, so that a statement locking the space (lockVisible) is routed to one shard on Citus.
+ */
+const parentIds = (eb: ExpressionBuilder<Database, 'spaces'>, tenantId: string) =>
+  sql<number[]>`coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted where p.tenant_id = ${tenantId} and ps.tenant_id = ${tenantId} and p.tenant_id = ${eb.ref('spaces.tenant_id')} and p.space_id = ${eb.ref('spaces.id')}), '[]'::json)`.as('parent_ids')
 
-/** A space row as the API shows it (the published form; `draft` holds pending changes). */
-export function spaceSelect (trx: Tx) {
+/** A space row of the tenant as the API shows it (the published form; `draft` holds pending changes). */
+export function spaceSelect (trx: Tx, tenantId: string) {
   return trx.selectFrom('spaces').select(BASE_COLUMNS).select(eb => [
-    parentIds(eb),
+    parentIds(eb, tenantId),
     sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')
   ])
 }
@@ -38,16 +42,20 @@ export function toDraftView (row: SpaceView) {
 }
 
 export async function findVisible (trx: Tx, auth: AuthContext, id: number) {
-  return await spaceSelect(trx).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).executeTakeFirst()
+  return await spaceSelect(trx, auth.tenantId).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).executeTakeFirst()
 }
 
+/**
+ * Locks a space the caller may see. Every table of the statement names the tenant (`spaces` and
+ * the subqueries of spaceSelect and spaceVisibleTo), so that on Citus the lock is routed to one shard.
+ */
 export async function lockVisible (trx: Tx, auth: AuthContext, id: number) {
-  return await spaceSelect(trx).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).forUpdate('spaces').executeTakeFirst()
+  return await spaceSelect(trx, auth.tenantId).where('spaces.tenant_id', '=', auth.tenantId).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).forUpdate('spaces').executeTakeFirst()
 }
 
 /** A non-deleted space of the tenant regardless of the caller (for rules that check parents). */
 export async function findSpace (trx: Tx, tenantId: string, id: number) {
-  return await spaceSelect(trx).where('spaces.tenant_id', '=', tenantId).where('spaces.id', '=', id).where('spaces.is_deleted', '=', false).executeTakeFirst()
+  return await spaceSelect(trx, tenantId).where('spaces.tenant_id', '=', tenantId).where('spaces.id', '=', id).where('spaces.is_deleted', '=', false).executeTakeFirst()
 }
 
 export interface SpaceValues {
@@ -102,7 +110,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
       .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
   const [items, count] = await Promise.all([
-    base.select(BASE_COLUMNS).select(eb => [parentIds(eb), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
+    base.select(BASE_COLUMNS).select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
       .orderBy(`spaces.${o.sortBy}`, ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('spaces.id', o.sortDir)
       .limit(o.size).offset((o.page - 1) * o.size)
@@ -114,7 +122,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
 
 /** Every visible space and the parent links among them, for the tree. */
 export async function visibleForest (trx: Tx, auth: AuthContext) {
-  const spaces = await spaceSelect(trx).where(eb => spaceVisibleTo(eb, auth)).orderBy('spaces.position').orderBy('spaces.id').execute()
+  const spaces = await spaceSelect(trx, auth.tenantId).where(eb => spaceVisibleTo(eb, auth)).orderBy('spaces.position').orderBy('spaces.id').execute()
   const links = await trx.selectFrom('space_parents').select(['space_id', 'parent_id']).where('tenant_id', '=', auth.tenantId).execute()
   return { spaces, links }
 }
@@ -177,16 +185,20 @@ export async function findMember (trx: Tx, tenantId: string, spaceId: number, us
     .executeTakeFirst()
 }
 
-/** Adds a member or re-activates a former one (joined again now); an active member gets the new role. */
+/**
+ * Adds a member or re-activates a former one (joined again now); an active member gets the new
+ * role. The update takes its times from the inserted row (`excluded`, which carries now()): Citus
+ * refuses a function such as now() in `ON CONFLICT DO UPDATE SET` on a distributed table.
+ */
 export async function upsertMember (trx: Tx, tenantId: string, spaceId: number, userId: string, role: SpaceRole): Promise<void> {
-  await trx.insertInto('space_members').values({ tenant_id: tenantId, space_id: spaceId, user_id: userId, role })
-    .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'user_id']).doUpdateSet({
+  await trx.insertInto('space_members').values({ tenant_id: tenantId, space_id: spaceId, user_id: userId, role, created_at: sql`now()`, updated_at: sql`now()` })
+    .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'user_id']).doUpdateSet(eb => ({
       role,
       is_active: true,
       removed_at: null,
-      created_at: sql`case when space_members.is_active then space_members.created_at else now() end`,
-      updated_at: sql`now()`
-    }))
+      created_at: sql`case when space_members.is_active then space_members.created_at else excluded.created_at end`,
+      updated_at: eb.ref('excluded.updated_at')
+    })))
     .execute()
 }
 
