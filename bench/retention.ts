@@ -61,14 +61,20 @@ const pruneBeside: Beside = {
     const t0 = performance.now()
     let finishedMs: number | undefined
     // one pass, as the job runs it: until the backlog is gone or the measurement stops it
+    // a failure of the pruning is reported by stop() (the measurement beside it goes on), not thrown
     const running = pruneRetention(handle.db, { retention, now: new Date(), signal: abort.signal })
-      .then((r) => { if (r.complete) finishedMs = performance.now() - t0; return r })
+      .then((r) => { if (r.complete) finishedMs = performance.now() - t0; return r }, (err: unknown) => err as Error)
     return {
       async stop () {
         abort.abort()
         const ms = performance.now() - t0
-        const { kinds: { outbox } } = await running
+        const result = await running
         await handle.close()
+        if (result instanceof Error) {
+          const code = (result as { code?: string }).code
+          return `pruning failed: ${code !== undefined ? `[${code}] ` : ''}${result.message}`
+        }
+        const { kinds: { outbox } } = result
         const rate = outbox.deleted / ((finishedMs ?? ms) / 1000)
         return `${outbox.deleted.toLocaleString('en')} rows deleted by ${outbox.statements} statements (at most ${outbox.largest} each) in ${((finishedMs ?? ms) / 1000).toFixed(1)} s, ` +
           `${Math.round(rate).toLocaleString('en')} rows/s${finishedMs === undefined ? ', still pruning when the measurement ended' : ', backlog gone before the measurement ended'}`

@@ -87,6 +87,13 @@ async function cleanUp (): Promise<void> {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => { void cleanUp().finally(() => process.exit(130)) })
 }
+// an error nobody awaits (work running beside a measurement) stops the bench, but not before the cluster is gone
+for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+  process.once(event, (err: unknown) => {
+    process.stderr.write(`${event}: ${(err as Error)?.stack ?? String(err)}\n`)
+    void cleanUp().finally(() => process.exit(1))
+  })
+}
 
 async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
