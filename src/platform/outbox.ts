@@ -6,7 +6,7 @@
  * Topic names are `<aggregate>.<verb>` (`event.published`, `contact.created`); template-qualified
  * names (`announcement.published`) are derived by the consumer from the payload's `template`.
  */
-import { sql } from 'kysely'
+import { rowChunks } from './db/chunks.ts'
 import type { Tx } from './db/tenant.ts'
 
 export interface DomainEvent {
@@ -42,24 +42,21 @@ export async function emit (trx: Tx, event: DomainEvent): Promise<void> {
   await trx.insertInto('outbox').values(rowOf(event)).execute()
 }
 
+/** Bind parameters of one outbox row: the columns of rowOf. */
+const PARAMS_PER_ROW = 7
+
 /**
  * Appends domain events to the outbox, one row each, in the order given (ids increase along the
- * list, as with one `emit` after the other): one INSERT whatever their number, each column sent
- * as one array (so the statement stays the same and within any limit on bind parameters).
+ * list, as with one `emit` after the other): multi-row `INSERT … VALUES`, rows in list order, one
+ * statement per chunk of rows that fits PostgreSQL's 65 535 bind parameters (9 362 events), the
+ * chunks one after the other. VALUES rather than INSERT…SELECT from `unnest` of arrays: the service
+ * runs on Citus, where INSERT…SELECT from a function becomes a COPY that row-level security refuses.
  *
  * @example
  *   await emitMany(trx, created.map(c => ({ tenantId, topic: 'attendee.added', aggregateType: 'event', aggregateId: eventId, actorId: auth.userId, payload: { contact_id: c.contact_id } })))
  */
 export async function emitMany (trx: Tx, events: readonly DomainEvent[]): Promise<void> {
-  if (events.length === 0) return
-  const rows = events.map(rowOf)
-  const column = <K extends keyof ReturnType<typeof rowOf>>(k: K) => rows.map(r => r[k])
-  await trx.insertInto('outbox')
-    .columns(['tenant_id', 'topic', 'aggregate_type', 'aggregate_id', 'actor_id', 'payload', 'depth'])
-    .expression(sql`select e.tenant_id, e.topic, e.aggregate_type, e.aggregate_id, e.actor_id, e.payload, e.depth
-      from unnest(${column('tenant_id')}::text[], ${column('topic')}::text[], ${column('aggregate_type')}::text[], ${column('aggregate_id')}::text[],
-                  ${column('actor_id')}::text[], ${column('payload')}::jsonb[], ${column('depth')}::int[]) with ordinality
-        as e (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth, n)
-      order by e.n`)
-    .execute()
+  for (const chunk of rowChunks(events.map(rowOf), PARAMS_PER_ROW)) {
+    await trx.insertInto('outbox').values(chunk).execute()
+  }
 }

@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
@@ -76,18 +77,32 @@ export async function insertAttendee (trx: Tx, v: { tenantId: string, eventId: n
 }
 
 /**
- * Adds the contacts not attending yet; returns the rows created, in the order of `contactIds`
- * (one statement whatever their number: the ids as one array).
+ * Adds the contacts not attending yet (one already attending, or named twice, is left as it is:
+ * ON CONFLICT DO NOTHING); returns the rows created, in the order of `contactIds`. Multi-row
+ * `INSERT … VALUES`, one row per contact in request order, one statement per chunk of rows that
+ * fits PostgreSQL's 65 535 bind parameters (one for any list a request may bring). VALUES rather
+ * than INSERT…SELECT from `unnest` of the ids: the service runs on Citus, where INSERT…SELECT from
+ * a function becomes a COPY that row-level security refuses.
  */
 export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactIds: string[], status: AttendeeStatus }) {
-  if (v.contactIds.length === 0) return []
   const checkedIn = v.status === 'checked_in'
-  return await trx.insertInto('attendees')
-    .columns(['tenant_id', 'event_id', 'org_id', 'contact_id', 'status', 'is_checked_in', 'checked_in_at'])
-    .expression(sql`select ${v.tenantId}, ${v.eventId}, ${v.orgId}, c.id, ${v.status}, ${checkedIn}, ${checkedIn ? sql`now()` : null}
-      from unnest(${v.contactIds}::uuid[]) with ordinality as c (id, n) order by c.n`)
-    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
-    .returning(['contact_id', 'status']).execute()
+  const rows = v.contactIds.map(contactId => ({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    contact_id: contactId,
+    status: v.status,
+    is_checked_in: checkedIn,
+    checked_in_at: checkedIn ? sql<Date>`now()` : null
+  }))
+  const created: Array<{ contact_id: string, status: AttendeeStatus }> = []
+  // 7 columns, each at most one bind parameter
+  for (const chunk of rowChunks(rows, 7)) {
+    created.push(...await trx.insertInto('attendees').values(chunk)
+      .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
+      .returning(['contact_id', 'status']).execute())
+  }
+  return created
 }
 
 /**

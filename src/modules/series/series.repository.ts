@@ -5,6 +5,7 @@
  */
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { EventInsert } from '../events/events.repository.ts'
@@ -49,21 +50,22 @@ export async function lockOccurrenceRows (trx: Tx, tenantId: string, seriesId: n
 export type OccurrenceContent = Omit<EventInsert, 'start_dt' | 'end_dt' | 'series_index'>
 
 /**
- * Inserts one occurrence row per slot (in the slots' order): one statement whatever their number,
- * the shared content sent once and the times and positions as arrays. Returns the rows.
+ * Inserts one occurrence row per slot (in the slots' order), each with the shared content and its
+ * slot's times and position: multi-row `INSERT … VALUES`, one statement per chunk of rows that fits
+ * PostgreSQL's 65 535 bind parameters (one for any window a series may materialise). Returns the
+ * rows, in the slots' order. VALUES rather than INSERT…SELECT from `unnest` of the times: the
+ * service runs on Citus, where INSERT…SELECT from a function becomes a COPY that row-level security
+ * refuses.
  */
 export async function insertOccurrences (trx: Tx, tenantId: string, content: OccurrenceContent, slots: readonly Occurrence[]): Promise<EventRow[]> {
-  if (slots.length === 0) return []
-  const values: Record<string, unknown> = { ...content, tenant_id: tenantId }
-  // as in a VALUES row, an undefined value leaves the column to its default
-  const columns = Object.keys(values).filter(c => values[c] !== undefined) as Array<keyof EventInsert | 'tenant_id'>
-  return await trx.insertInto('events')
-    .columns([...columns, 'start_dt', 'end_dt', 'series_index'])
-    .expression(sql`select ${sql.join(columns.map(c => values[c]))}, o.start_dt, o.end_dt, o.series_index
-      from unnest(${slots.map(p => p.start.toISOString())}::timestamptz[], ${slots.map(p => p.end.toISOString())}::timestamptz[], ${slots.map(p => p.index)}::int[])
-        as o (start_dt, end_dt, series_index)`)
-    .returningAll()
-    .execute()
+  // as in the single-row insert, a column whose value is undefined is left to its default
+  const rows = slots.map(p => ({ ...content, tenant_id: tenantId, start_dt: p.start.toISOString(), end_dt: p.end.toISOString(), series_index: p.index }))
+  const inserted: EventRow[] = []
+  // every column at most one bind parameter
+  for (const chunk of rowChunks(rows, Object.keys(rows[0] ?? {}).length)) {
+    inserted.push(...await trx.insertInto('events').values(chunk).returningAll().execute())
+  }
+  return inserted
 }
 
 /** Soft-deletes occurrence rows (one statement). */
