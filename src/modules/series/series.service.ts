@@ -7,6 +7,7 @@
 import { sql, type Kysely } from 'kysely'
 import { DateTime, IANAZone } from 'luxon'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
@@ -600,20 +601,23 @@ async function splitAt (trx: Tx, auth: AuthContext, s: SeriesRow, k: number): Pr
     .set({ series_id: next.id, series_index: sql`series_index - ${k}`, revision: sql`revision + 1`, updated_at: sql`now()` })
     .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('series_index', '>=', k)
     .execute()
-  await trx.insertInto('event_managers')
-    .columns(['tenant_id', 'event_id', 'series_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
-    .expression(eb => eb.selectFrom('event_managers')
-      .select(['tenant_id', eb.val(newAnchor.id).as('event_id'), eb.val(next.id).as('series_id'), 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
-      .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('status', '=', 'active'))
+  // the series' managers and series-level attendees, copied to the new series: read, then written as VALUES
+  // (an INSERT … SELECT into a table with an identity column runs as a COPY on Citus, which row-level security refuses)
+  const managers = await trx.selectFrom('event_managers')
+    .select(['tenant_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
+    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('status', '=', 'active')
+    .execute()
+  for (const chunk of rowChunks(managers.map(m => ({ ...m, event_id: newAnchor.id, series_id: next.id })), 12)) {
     // a user already managing the new anchor directly keeps that row
-    .onConflict(oc => oc.doNothing())
+    await trx.insertInto('event_managers').values(chunk).onConflict(oc => oc.doNothing()).execute()
+  }
+  const attendees = await trx.selectFrom('attendees')
+    .select(['tenant_id', 'contact_id', 'org_id', 'status', 'notes', 'invited_at'])
+    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('event_id', 'is', null)
     .execute()
-  await trx.insertInto('attendees')
-    .columns(['tenant_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'invited_at'])
-    .expression(eb => eb.selectFrom('attendees')
-      .select(['tenant_id', eb.val(next.id).as('series_id'), 'contact_id', 'org_id', 'status', 'notes', 'invited_at'])
-      .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('event_id', 'is', null))
-    .execute()
+  for (const chunk of rowChunks(attendees.map(a => ({ ...a, series_id: next.id })), 7)) {
+    await trx.insertInto('attendees').values(chunk).execute()
+  }
   if (next.window_end !== null) await repo.setWindow(trx, auth.tenantId, next.id, new Date(next.window_end))
   await record(trx, auth, next, 'series.split', { from_series_id: s.id, at_index: k })
   return next
