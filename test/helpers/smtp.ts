@@ -1,7 +1,8 @@
 /**
  * A real SMTP server for tests (smtp-server, on 127.0.0.1 and a free port, no TLS, no login) that keeps
  * every message it accepts, parsed (mailparser), with its envelope. For services in other processes:
- * give them `url` as SMTP_URL and look at `received`.
+ * give them `url` as SMTP_URL and look at `received`. It refuses the mailbox `refused@…` (550) and
+ * any message to `spam@…` (554), for tests of refusals.
  *
  * @example
  *   const smtp = await startSmtpServer()
@@ -37,10 +38,19 @@ export async function startSmtpServer (): Promise<SmtpCatcher> {
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
+    onRcptTo (address, _session, callback) {
+      if (address.address.startsWith('refused@')) {
+        callback(Object.assign(new Error('mailbox unavailable'), { responseCode: 550 })); return
+      }
+      callback()
+    },
     onData (stream, session, callback) {
       const chunks: Buffer[] = []
       stream.on('data', (c: Buffer) => chunks.push(c))
       stream.on('end', () => {
+        if (session.envelope.rcptTo.some(r => r.address.startsWith('spam@'))) {
+          callback(Object.assign(new Error('message refused as spam'), { responseCode: 554 })); return
+        }
         simpleParser(Buffer.concat(chunks)).then((mail) => {
           received.push({
             from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,

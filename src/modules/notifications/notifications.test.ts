@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { simpleParser, type ParsedMail } from 'mailparser'
-import { SMTPServer } from 'smtp-server'
 import { sql } from 'kysely'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { startSmtpServer, type SmtpCatcher } from '../../../test/helpers/smtp.ts'
 import { loadConfig } from '../../config.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { deliverPendingNotifications, queueNotification, type Notification } from '../../platform/notifications/notifications.ts'
@@ -19,46 +18,6 @@ type Json = Record<string, any>
 const APP_URL = 'https://app.example.org'
 const FROM = 'Collab <notifications@example.org>'
 const EVIL = '<script>alert(1)</script>&"\'Gala'
-
-interface Received { from: string, to: string[], mail: ParsedMail }
-
-/** A real SMTP server on a random port that keeps what it receives; it refuses the mailbox `refused@…` (550) and the message to `spam@…` (554). */
-async function startSmtp (): Promise<{ url: string, received: Received[], close: () => Promise<void> }> {
-  const received: Received[] = []
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onRcptTo (address, _session, callback) {
-      if (address.address.startsWith('refused@')) {
-        const err = Object.assign(new Error('mailbox unavailable'), { responseCode: 550 })
-        callback(err); return
-      }
-      callback()
-    },
-    onData (stream, session, callback) {
-      const chunks: Buffer[] = []
-      stream.on('data', (c: Buffer) => chunks.push(c))
-      stream.on('end', () => {
-        if (session.envelope.rcptTo.some(r => r.address.startsWith('spam@'))) {
-          callback(Object.assign(new Error('message refused as spam'), { responseCode: 554 })); return
-        }
-        simpleParser(Buffer.concat(chunks)).then((mail) => {
-          received.push({
-            from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
-            to: session.envelope.rcptTo.map(r => r.address),
-            mail
-          })
-          callback()
-        }, callback)
-      })
-    }
-  })
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => { resolve() }) })
-  const address = server.server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : 0
-  return { url: `smtp://127.0.0.1:${port}`, received, close: async () => { await new Promise<void>(resolve => { server.close(() => { resolve() }) }) } }
-}
 
 /** A logger that keeps the warnings of delivery. */
 function warnings () {
@@ -75,8 +34,8 @@ const list = async (t: TestApp, token: string, query = '') => await t.as(token, 
 for (const kind of databases()) {
   void describe(`${kind}: notifications`, () => {
     const t = useTestApp(kind, { env: { APP_URL, SMTP_FROM: FROM } })
-    let smtp: Awaited<ReturnType<typeof startSmtp>>
-    before(async () => { smtp = await startSmtp() })
+    let smtp: SmtpCatcher
+    before(async () => { smtp = await startSmtpServer() })
     after(async () => { await smtp.close() })
 
     const smtpSender = (log = warnings()) => createNotificationSender({ ...t.config, smtpUrl: smtp.url }, log)
