@@ -30,6 +30,7 @@ import { parseArgs } from 'node:util'
 import { SignJWT, generateKeyPair } from 'jose'
 import pg from 'pg'
 import { createDatabase } from '../src/platform/db/database.ts'
+import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
@@ -78,7 +79,10 @@ const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /** What must go when the bench stops, however it stops (the Citus cluster): run by measure's finally, or on Ctrl-C. */
 const cleanups = new Set<() => Promise<void>>()
+/** The servers this process started and that still run (stopped by cleanUp if the bench stops without stopping them). */
+const children = new Set<ChildProcess>()
 async function cleanUp (): Promise<void> {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM')
   for (const c of [...cleanups]) {
     cleanups.delete(c)
     await c().catch((err: unknown) => { log(`cleanup failed: ${(err as Error).message}`) })
@@ -120,16 +124,6 @@ function seedStamp (scale: number): string {
 type Watermarks = Record<'events' | 'event_series' | 'attendees' | 'outbox', number>
 const WATERMARKED = ['events', 'event_series', 'attendees', 'outbox'] as const
 
-/** Runs `fn` on a client of its own, closed afterwards. */
-async function withClient<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  try {
-    return await fn(c)
-  } finally {
-    await c.end()
-  }
-}
 
 async function watermarks (url: string): Promise<Watermarks & { at: string }> {
   return await withClient(url, async (c) => {
@@ -330,6 +324,8 @@ function spawnNode (script: string, env: Record<string, string>, flags: string[]
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
+  children.add(child)
+  child.once('exit', () => { children.delete(child) })
   // the last lines of both streams, for the error message when the process stops
   const stderr: string[] = []
   const keep = (d: Buffer) => { stderr.push(d.toString()); if (stderr.length > 200) stderr.shift() }
