@@ -28,7 +28,6 @@ import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { SignJWT, generateKeyPair } from 'jose'
-import pg from 'pg'
 import { createDatabase } from '../src/platform/db/database.ts'
 import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
@@ -123,7 +122,6 @@ function seedStamp (scale: number): string {
 /** The last id of each table the write scenarios add to, when the seed finished. */
 type Watermarks = Record<'events' | 'event_series' | 'attendees' | 'outbox', number>
 const WATERMARKED = ['events', 'event_series', 'attendees', 'outbox'] as const
-
 
 async function watermarks (url: string): Promise<Watermarks & { at: string }> {
   return await withClient(url, async (c) => {

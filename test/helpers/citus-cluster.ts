@@ -13,9 +13,9 @@
  * which distribute its tables).
  */
 import path from 'node:path'
-import pg from 'pg'
 import { createDatabase } from '../../src/platform/db/database.ts'
 import { migrate } from '../../src/platform/db/migrate.ts'
+import { withClient } from './pg-client.ts'
 import { createThrowawayCluster, type ThrowawayCluster } from './throwaway-pg.ts'
 
 const WORKERS = 2
@@ -51,16 +51,6 @@ function withDatabase (url: string, name: string): string {
   return u.toString()
 }
 
-async function onNode<T> (url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  try {
-    return await fn(c)
-  } finally {
-    await c.end()
-  }
-}
-
 /**
  * Creates database `name` on every node with the extension in it, and adds the workers to the
  * coordinator's metadata; or, given a `template` (`migratedTemplate`), copies that database on every
@@ -70,15 +60,15 @@ export async function createDistributedDatabase (coordinatorUrl: string, workerU
   const nodes = [coordinatorUrl, ...workerUrls]
   if (template !== undefined) {
     // a copy of a distributed, migrated database on every node: its metadata, shards and policies come along
-    await Promise.all(nodes.map(url => onNode(url, c => c.query(`create database ${name} template ${template}`))))
+    await Promise.all(nodes.map(url => withClient(url, c => c.query(`create database ${name} template ${template}`))))
     return withDatabase(coordinatorUrl, name)
   }
   await Promise.all(nodes.map(async url => {
-    await onNode(url, c => c.query(`create database ${name}`))
-    await onNode(withDatabase(url, name), c => c.query('create extension citus'))
+    await withClient(url, c => c.query(`create database ${name}`))
+    await withClient(withDatabase(url, name), c => c.query('create extension citus'))
   }))
   const url = withDatabase(coordinatorUrl, name)
-  await onNode(url, async (c) => {
+  await withClient(url, async (c) => {
     await c.query('select citus_set_coordinator_host($1, $2)', ['127.0.0.1', new URL(coordinatorUrl).port])
     for (const w of workerUrls) await c.query('select citus_add_node($1, $2)', ['127.0.0.1', Number(new URL(w).port)])
   })
@@ -87,7 +77,7 @@ export async function createDistributedDatabase (coordinatorUrl: string, workerU
 
 export async function dropDistributedDatabase (coordinatorUrl: string, workerUrls: string[], name: string): Promise<void> {
   for (const url of [coordinatorUrl, ...workerUrls]) {
-    await onNode(url, c => c.query(`drop database if exists ${name} with (force)`))
+    await withClient(url, c => c.query(`drop database if exists ${name} with (force)`))
   }
 }
 
@@ -106,7 +96,7 @@ export async function migratedTemplate (cluster: Pick<CitusCluster, 'coordinator
   }
   // a template is copied only while nobody is connected to it: Citus' maintenance daemon and the
   // coordinator's cached connections are, so they are closed and kept out
-  await Promise.all([cluster.coordinatorUrl, ...cluster.workerUrls].map(url => onNode(url, async (c) => {
+  await Promise.all([cluster.coordinatorUrl, ...cluster.workerUrls].map(url => withClient(url, async (c) => {
     await c.query(`alter database ${name} allow_connections false`)
     await c.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name])
   })))

@@ -87,6 +87,8 @@ function rowAudience (eb: Eb, auth: AuthContext): Expression<SqlBool> {
   return eb.or([
     eb.and([eb('events.published_id', 'is', null), audience(eb, auth)]),
     eb.exists(eb.selectFrom('events as pub').select(sql`1`.as('one'))
+      // the tenant as a value too: correlated alone, Citus plans the statement over every shard, not one
+      .where('pub.tenant_id', '=', auth.tenantId)
       .whereRef('pub.tenant_id', '=', 'events.tenant_id')
       .whereRef('pub.id', '=', 'events.published_id')
       .where('pub.published_id', 'is', null)

@@ -159,6 +159,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.templates !== undefined && o.templates.length > 0, qb => qb.where('events.template', 'in', o.templates ?? []))
     .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(eb.selectFrom('event_spaces as es')
       .select(sql`1`.as('one'))
+      .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
       .whereRef('es.tenant_id', '=', 'events.tenant_id')
       .whereRef('es.event_id', '=', 'events.id')
       .where('es.space_id', 'in', o.spaceIds ?? []))))

@@ -108,6 +108,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.status !== undefined, qb => qb.where('spaces.status', '=', o.status ?? 'draft'))
     .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('spaces.visibility', '=', o.visibility ?? 0))
     .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
+      .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
       .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
   const [items, count] = await Promise.all([
     base.select(BASE_COLUMNS).select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
