@@ -70,11 +70,29 @@ const TIMESTAMP_ARRAY = 1115
 const TIMESTAMPTZ_ARRAY = 1185
 const textParser = (oid: number): (v: string) => unknown => pg.types.getTypeParser(oid, 'text') as (v: string) => unknown
 
+/**
+ * PostgreSQL keeps microseconds, a Date milliseconds: the text each timestamptz was read from, kept
+ * beside its Date, is what a list's cursor names (http/cursor.ts), so the next page starts exactly
+ * after the row, not at another row of the same millisecond.
+ */
+const timestampText = new WeakMap<Date, string>()
+const parseTimestamptz = textParser(TIMESTAMPTZ)
+function exactTimestamptz (v: string): unknown {
+  const d = parseTimestamptz(v)
+  if (d instanceof Date) timestampText.set(d, v)
+  return d
+}
+pg.types.setTypeParser(TIMESTAMPTZ, exactTimestamptz)
+
+/** The timestamp as PostgreSQL wrote it (microseconds), when `d` was read from the database; else its ISO form. */
+export const exactTimestamp = (d: Date): string => timestampText.get(d) ?? d.toISOString()
+
 /** PGlite's parsers: numbers as on `pg` (above), dates and times by the `pg` driver's functions. */
 export const PGLITE_PARSERS: Record<number, (v: string) => unknown> = {
   [INT8]: (v: string) => Number(v),
   [NUMERIC]: (v: string) => Number(v),
-  ...Object.fromEntries([DATE, TIMESTAMP, TIMESTAMPTZ, DATE_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY].map(oid => [oid, textParser(oid)]))
+  ...Object.fromEntries([DATE, TIMESTAMP, DATE_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY].map(oid => [oid, textParser(oid)])),
+  [TIMESTAMPTZ]: exactTimestamptz
 }
 
 export interface DatabaseOptions {

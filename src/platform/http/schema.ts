@@ -3,6 +3,7 @@
  * serializes (and strips undeclared fields from) the response, types the handler and documents
  * OpenAPI; `$id` is the schema name of the spec and of `GET /schemas/<name>.json`.
  */
+import { CursorParam, NextCursorField } from './cursor.ts'
 import { Type, type Static, type TObject, type TProperties, type TSchema, type ObjectOptions } from '@sinclair/typebox'
 
 const SchemaField = Type.Optional(Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.', readOnly: true }))
@@ -36,7 +37,8 @@ export const DateTimeInput = (description?: string) => Type.String({ format: 'da
 export const PageQuery = Type.Object({
   // bounded so that the row offset, (page - 1) × size, stays a valid bigint (else a database error)
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, 1-based (at most 1 000 000)' }),
-  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' })
+  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' }),
+  cursor: CursorParam
 })
 export type PageQuery = Static<typeof PageQuery>
 
@@ -46,7 +48,8 @@ export function pagedBody<T extends TSchema> (item: T, name: string) {
     items: Type.Array(item, { description: 'Items of the current page' }),
     page: Type.Integer({ description: 'Current page, 1-based' }),
     size: Type.Integer({ description: 'Page size' }),
-    total: Type.Integer({ description: 'Total matching records' })
+    total: Type.Integer({ description: 'Total matching records' }),
+    next_cursor: Type.Optional(NextCursorField)
   })
 }
 
