@@ -25,6 +25,7 @@ import type { RetentionConfig } from '../config.ts'
 import type { Database } from './db/database.ts'
 import { withSystem } from './db/tenant.ts'
 import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
+import { compactListCounts } from '../modules/events/events.repository.ts'
 
 export const RETENTION_KINDS = ['outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions'] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
@@ -261,6 +262,9 @@ export function startRetention (db: Kysely<Database>, retention: RetentionConfig
       try {
         const r = await pruneRetention(db, { retention, now: now(), signal: abort.signal })
         if (r.deleted > 0) log.info({ deleted: Object.fromEntries(RETENTION_KINDS.map(k => [k, r.kinds[k].deleted])) }, 'retention: pruned old rows')
+        // the event list's kept counts: their delta rows folded, so that a count reads one row per bucket
+        const compacted = await compactListCounts(db, abort.signal)
+        if (compacted > 0) log.info({ tenants: compacted }, 'retention: event list counts folded')
         return r
       } catch (err) {
         log.error({ err }, 'retention pass failed')

@@ -76,6 +76,74 @@ function audience (eb: Eb, auth: AuthContext, t: AudienceTable = 'events'): Expr
 }
 
 /**
+ * The audience of list rows (never draft clones, so a row's id is its root) as branches an index
+ * serves one by one, for lists that read each branch in sort order and count each apart
+ * (events.repository.ts, listEvents; docs/performance.md). `classes` are disjoint (each names one
+ * visibility level): their counts add up. `owned` (created by the caller, managed by them, or in a
+ * series they manage) may meet the classes and each other: `inClasses` tells a row already counted.
+ * `undefined` for tenant admins, who see every row.
+ */
+export interface ListClass {
+  visibility: number
+  /** the organization the class is limited to (visibility 30) */
+  orgId?: string
+  where: Expression<SqlBool>
+}
+
+export interface ListAudience {
+  classes: ListClass[]
+  owned: Array<Expression<SqlBool>>
+  inClasses: Expression<SqlBool>
+}
+
+/** The spaces the caller is an active member of, as one array value (computed once per statement). */
+export function memberSpaceIds (auth: AuthContext): Expression<number[]> {
+  const members = expressionBuilder<Database, never>().selectFrom('space_members as sm')
+    .select('sm.space_id')
+    .where('sm.tenant_id', '=', auth.tenantId)
+    .where('sm.user_id', '=', auth.userId)
+    .where('sm.is_active', '=', true)
+  return sql<number[]>`array(${members})`
+}
+
+export function listAudience (eb: Eb, auth: AuthContext, linksCopy = false): ListAudience | undefined {
+  if (isTenantAdmin(auth)) return undefined
+  // with the links' copy of their event's columns (migrations/0019_event_list_counts.sql), only links of listed members-only events
+  const mySpaceEvents = eb.selectFrom('event_spaces as es')
+    .select('es.event_id')
+    .where('es.tenant_id', '=', auth.tenantId)
+    .where('es.space_id', '=', eb.fn.any(memberSpaceIds(auth)))
+    .$if(linksCopy, qb => qb.where('es.event_listed', '=', true).where('es.event_visibility', '=', 20))
+  const classes: ListClass[] = [
+    { visibility: 40, where: eb('events.visibility', '=', 40) },
+    // a hashed lookup beside the list's index, in its order (coalesce keeps PostgreSQL from turning it into a
+    // join, which read every members-only event of the tenant to keep the few of the caller's spaces)
+    { visibility: 20, where: eb.and([eb('events.visibility', '=', 20), sql<SqlBool>`coalesce(${eb('events.id', 'in', mySpaceEvents)}, false)`]) }
+  ]
+  if (auth.orgId !== null) {
+    classes.push({ visibility: 30, orgId: auth.orgId, where: eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]) })
+  }
+  const managed = (column: 'event_id' | 'series_id') => eb.selectFrom('event_managers as em')
+    .select(`em.${column}`)
+    .where('em.tenant_id', '=', auth.tenantId)
+    .where('em.user_id', '=', auth.userId)
+    .where('em.status', '=', 'active')
+    .where(`em.${column}`, 'is not', null)
+  // a caller's own rows are few: their ids first (an array), then the rows by key; as a filter on
+  // the list's order, PostgreSQL walked every event of the tenant to find them
+  const ids = (q: Expression<unknown>) => eb('events.id', '=', eb.fn.any(sql<number[]>`array(${q})`))
+  const owned: Array<Expression<SqlBool>> = [
+    // events_list_creator (migrations/0019_event_list_counts.sql) holds them in the list's filter columns
+    eb('events.creator_id', '=', auth.userId),
+    ids(managed('event_id')),
+    ids(eb.selectFrom('events as of_series').select('of_series.id')
+      .where('of_series.tenant_id', '=', auth.tenantId)
+      .where('of_series.series_id', 'in', managed('series_id')))
+  ]
+  return { classes, owned, inClasses: eb.or(classes.map(c => c.where)) }
+}
+
+/**
  * Whom a row that may be a draft clone is shown to. A row without `published_id` by its own
  * audience; a draft clone by its published row's alone (visibility, spaces, managers,
  * organization, creator), never by its own columns: a clone whose visibility was widened must not

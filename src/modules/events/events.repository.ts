@@ -2,11 +2,13 @@
  * All SQL of events, their activity rows and their spaces. Every function takes the request's
  * transaction first and names the tenant; visibility comes from events.access.ts.
  */
-import { sql, type Insertable, type Updateable } from 'kysely'
+import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type Insertable, type Kysely, type SelectQueryBuilder, type SqlBool, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
 import { jsonFields } from '../../platform/db/json-render.ts'
-import { planForValues, type Tx } from '../../platform/db/tenant.ts'
-import { eventVisibleTo } from './events.access.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { planForValues, withSystem, type Tx } from '../../platform/db/tenant.ts'
+import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
 import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 
@@ -133,6 +135,7 @@ export const likePattern = (term: string): string => `%${term.toLowerCase().repl
 export interface ListOptions {
   page: number
   size: number
+  cursor?: string | undefined
   search?: string | undefined
   sortBy: typeof EVENT_SORT_FIELDS[number]
   sortDir: 'asc' | 'desc'
@@ -142,15 +145,135 @@ export interface ListOptions {
   startBefore?: string | undefined
   spaceIds?: number[] | undefined
   templates?: string[] | undefined
+  /** how the total is counted (listCounting) */
+  counting: ListCounting
+}
+
+/**
+ * How the list's total is counted: from the counts the triggers of migrations/0019_event_list_counts.sql
+ * keep (`kept`), or row by row (`rows`: a Citus cluster, where those triggers are not created).
+ */
+export type ListCounting = 'kept' | 'rows'
+
+export async function listCounting (db: Kysely<Database>): Promise<ListCounting> {
+  const { rows } = await sql<{ kept: boolean }>`select exists (select from pg_trigger where tgname = 'events_list_counts_insert') as kept`.execute(db)
+  return rows[0]?.kept === true ? 'kept' : 'rows'
+}
+
+/**
+ * Folds the delta rows of the event list counts into one row per bucket, tenant by tenant (the
+ * retention loop, every 10 minutes); the tenants it folded. Nothing to fold on Citus (no triggers).
+ */
+export async function compactListCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
+  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`select tenant_id from event_list_counts
+    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`.execute(trx))
+  let done = 0
+  for (const { tenant_id: tenant } of rows) {
+    if (signal?.aborted === true) break
+    await withSystem(db, async trx => { await sql`select compact_event_list_counts(${tenant})`.execute(trx) })
+    done++
+  }
+  return done
+}
+
+type EventsWhere = Expression<SqlBool> | ((eb: ExpressionBuilder<Database, 'events'>) => Expression<SqlBool>)
+
+const monthStart = (d: Date, add = 0): Date => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + add, 1))
+const day = (d: Date): string => d.toISOString().slice(0, 10)
+
+/**
+ * Counts from the kept buckets (event_list_counts: listed events per status, visibility, organization
+ * and UTC month of their start) for the whole months of the start range, and from the events index
+ * for the partial months at its ends; the members-only class from the links of the caller's spaces,
+ * which carry a copy of their event's visibility, status and start. Only for lists filtered by status,
+ * visibility and start alone: the other filters count row by row.
+ */
+function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (where: EventsWhere) => SelectQueryBuilder<Database, 'events', { n: number }>) {
+  const statuses = o.status !== undefined ? [o.status] : ['draft', 'published']
+  const after = o.startAfter !== undefined ? new Date(o.startAfter) : undefined
+  const before = o.startBefore !== undefined ? new Date(o.startBefore) : undefined
+  // whole months: from the month after `after`'s, to the month of `before` (excluded); the rest from the index
+  const wholeFrom = after !== undefined ? monthStart(after, 1) : undefined
+  const wholeTo = before !== undefined ? monthStart(before) : undefined
+  const partial = wholeFrom !== undefined && wholeTo !== undefined && wholeFrom > wholeTo
+  const edges: EventsWhere[] = partial
+    ? [sql<boolean>`true`] // both ends in one month (or none between): the range is one index read
+    : [
+        ...(wholeFrom !== undefined ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '<', wholeFrom)] : []),
+        ...(wholeTo !== undefined ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '>=', wholeTo)] : [])
+      ]
+  const buckets = (visibility: number | undefined, org: string | undefined) => trx.selectFrom('event_list_counts as c')
+    .select(sql<number>`coalesce(sum(c.n), 0)`.as('n'))
+    .where('c.tenant_id', '=', auth.tenantId)
+    .where('c.status', 'in', statuses)
+    .$if(visibility !== undefined, qb => qb.where('c.visibility', '=', visibility ?? 0))
+    .$if(org !== undefined, qb => qb.where('c.org_id', '=', org ?? ''))
+    .$if(wholeFrom !== undefined, qb => qb.where('c.month', '>=', day(wholeFrom ?? new Date(0))))
+    .$if(wholeTo !== undefined, qb => qb.where('c.month', '<', day(wholeTo ?? new Date(0))).where('c.month', '>', '-infinity'))
+  const sum = (parts: Array<Expression<unknown>>): Expression<number> => sql<number>`${sql.join(parts.map(p => sql`(${p})`), sql` + `)}`
+  const filterVisibility = o.visibility !== undefined && o.visibility !== 0 ? o.visibility : undefined
+  /** the listed rows of one visibility (and organization) that pass the filters */
+  const ofVisibility = (visibility: number | undefined, org: string | undefined, where: EventsWhere): Expression<number> =>
+    sum([
+      ...(partial ? [] : [buckets(visibility ?? filterVisibility, org)]),
+      ...edges.map(edge => rowCount(where).where(edge))
+    ])
+  return {
+    allCount: () => ofVisibility(undefined, undefined, sql<boolean>`true`),
+    classCount: (c: ListClass): Expression<unknown> => {
+      if (filterVisibility !== undefined && filterVisibility !== c.visibility) return sql<number>`0`
+      if (c.visibility !== 20) return ofVisibility(c.visibility, c.orgId, c.where)
+      return trx.selectFrom('event_spaces as es')
+        .select(sql<number>`count(distinct es.event_id)`.as('n'))
+        .where('es.tenant_id', '=', auth.tenantId)
+        .where('es.space_id', '=', sql<number>`any(${memberSpaceIds(auth)})`)
+        .where('es.event_listed', '=', true)
+        .where('es.event_visibility', '=', 20)
+        .where('es.event_status', 'in', statuses)
+        .$if(after !== undefined, qb => qb.where('es.event_start_dt', '>=', after ?? new Date(0)))
+        .$if(before !== undefined, qb => qb.where('es.event_start_dt', '<=', before ?? new Date(0)))
+    }
+  }
 }
 
 const NULLABLE_SORTS = new Set<string>(['start_dt', 'end_dt', 'published_at'])
 
+type EventsQuery<O> = SelectQueryBuilder<Database, 'events', O>
+
+/**
+ * A page of the events a caller sees, its exact total and the cursor of the next page.
+ *
+ * A tenant admin's list is one statement over the list indexes. A member's audience is a union
+ * (listAudience, events.access.ts): every branch is read apart, in the list's order, up to the
+ * end of the page (after the cursor's key when there is one), and the page is the first rows of
+ * their union; the total is the sum of the disjoint visibility classes' counts, each one index
+ * range, plus the rows the caller created or manages that no class holds. One predicate of six
+ * `or`-ed branches made PostgreSQL test every row of the tenant (docs/performance.md).
+ */
 export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   // the plan depends on how selective the filters' values are (dates, status, text)
   await planForValues(trx)
-  const base = trx.selectFrom('events')
-    .where(eb => eventVisibleTo(eb, auth))
+  // each branch is a short index read: parallel workers cost more to start than they save, and under load they are not free
+  await sql`set local max_parallel_workers_per_gather = 0`.execute(trx)
+  const keys: KeyColumn[] = o.sortBy === 'id'
+    ? [{ ref: 'events.id', dir: o.sortDir }]
+    : [{ ref: `events.${o.sortBy}`, dir: o.sortDir, nullable: NULLABLE_SORTS.has(o.sortBy) }, { ref: 'events.id', dir: o.sortDir }]
+  const scope = listScope('events', {
+    sortBy: o.sortBy,
+    sortDir: o.sortDir,
+    search: o.search,
+    status: o.status,
+    visibility: o.visibility,
+    startAfter: o.startAfter,
+    startBefore: o.startBefore,
+    spaceIds: o.spaceIds,
+    templates: o.templates
+  })
+  const window = pageWindow(o, scope, keys.length)
+  const filtered = <O>(qb: EventsQuery<O>): EventsQuery<O> => qb
+    .where('events.tenant_id', '=', auth.tenantId)
+    .where('events.is_deleted', '=', false)
+    .where('events.published_id', 'is', null)
     .where(eb => o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published']))
     .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('events.visibility', '=', o.visibility ?? 0))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('events.search_text', 'like', likePattern(o.search ?? '')))
@@ -163,20 +286,58 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       .whereRef('es.tenant_id', '=', 'events.tenant_id')
       .whereRef('es.event_id', '=', 'events.id')
       .where('es.space_id', 'in', o.spaceIds ?? []))))
-  const [items, count] = await Promise.all([
-    base.select(EVENT_COLUMNS.map(c => `events.${c}` as const))
-      // `nulls last` only where a column can be null, so the other sorts follow the list indexes
-      .orderBy(`events.${o.sortBy}`, (ob) => {
-        const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc()
-        return NULLABLE_SORTS.has(o.sortBy) ? dir.nullsLast() : dir
+  const ordered = <O>(qb: EventsQuery<O>): EventsQuery<O> => {
+    let out = qb
+    for (const k of keys) {
+      out = out.orderBy(sql.ref(k.ref), ob => {
+        const dir = k.dir === 'asc' ? ob.asc() : ob.desc()
+        // `nulls last` only where a column can be null, so the other sorts follow the list indexes
+        return k.nullable === true ? dir.nullsLast() : dir
       })
-      .orderBy('events.id', o.sortDir)
-      .limit(o.size).offset((o.page - 1) * o.size)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+    }
+    return out
+  }
+  const afterCursor = <O>(qb: EventsQuery<O>): EventsQuery<O> =>
+    window.after === undefined ? qb : qb.where(eb => afterKey(eb, keys, window.after ?? []))
+  const columns = EVENT_COLUMNS.map(c => `events.${c}` as const)
+  const audience = listAudience(expressionBuilder<Database, 'events'>(), auth, o.counting === 'kept')
+  /** the listed rows of `where` that pass the filters, counted one by one */
+  const rowCount = (where: EventsWhere) => filtered(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))).where(where)
+  const kept = o.counting === 'kept' && (o.search ?? '') === '' && (o.templates ?? []).length === 0 && (o.spaceIds ?? []).length === 0
+    ? keptCounts(trx, auth, o, rowCount)
+    : undefined
+
+  if (audience === undefined) {
+    const [rows, count] = await Promise.all([
+      ordered(afterCursor(filtered(trx.selectFrom('events').select(columns)))).limit(window.limit).offset(window.offset).execute(),
+      trx.selectNoFrom(sql<number>`(${kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)})`.as('total')).executeTakeFirstOrThrow()
+    ])
+    return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(count.total) }
+  }
+
+  // each branch's first rows of the page's end, then the page from their union
+  const reach = window.offset + window.limit
+  const branches = [...audience.classes.map(c => c.where), ...audience.owned]
+  const picks = branches.map(branch => trx.selectFrom(
+    ordered(afterCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch))).limit(reach).as('b')
+  ).select('b.id'))
+  const union = picks.reduce((all, pick) => all.union(pick))
+  // the classes are disjoint: their counts add; the caller's own rows count where no class holds them
+  const counts: Array<Expression<unknown>> = audience.classes.map(c => kept !== undefined ? kept.classCount(c) : rowCount(c.where))
+  counts.push(rowCount(eb => eb.and([eb.or(audience.owned), eb.not(audience.inClasses)])))
+  const [rows, total] = await Promise.all([
+    ordered(trx.selectFrom('events').select(columns)
+      .where('events.tenant_id', '=', auth.tenantId)
+      .where('events.id', 'in', union))
+      .limit(window.limit).offset(window.offset).execute(),
+    trx.selectNoFrom(sql<number>`${sql.join(counts.map(c => sql`(${c})`), sql` + `)}`.as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(total.total) }
 }
+
+/** The sort key of a row of the events list: its sort column, then its id. */
+const keyOf = (sortBy: typeof EVENT_SORT_FIELDS[number]) => (row: EventRow): unknown[] =>
+  sortBy === 'id' ? [row.id] : [row[sortBy], row.id]
 
 /** An event as a list reads it first: which row, which version of it (row-json-cache.ts), its series. */
 export interface VersionedEvent {

@@ -64,6 +64,7 @@ function calendarRange (q: { start_date: string, end_date: string, timezone?: st
 }
 
 export const eventsModule = defineModule(async (app, { db }) => {
+  const counting = await repo.listCounting(db)
   app.get('/api/v1/event-templates', {
     schema: { operationId: 'list-event-templates', summary: 'List registered event templates (latest versions)', tags: ['Event templates'], response: { 200: EventTemplateList } },
     onRequest: requirePolicy('event', 'list')
@@ -104,10 +105,12 @@ export const eventsModule = defineModule(async (app, { db }) => {
     const q = request.query
     const auth = request.auth
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
-    const { items, total } = await withTenant(db, auth, async (trx) => {
+    const { items, total, page, next_cursor: nextCursor } = await withTenant(db, auth, async (trx) => {
       const found = await repo.listEvents(trx, auth, {
         page: q.page,
         size: q.size,
+        cursor: q.cursor,
+        counting,
         search: q.search?.trim(),
         sortBy: q.sort_by ?? 'created_at',
         sortDir: q.sort_dir ?? 'desc',
@@ -118,9 +121,9 @@ export const eventsModule = defineModule(async (app, { db }) => {
         spaceIds: q.space_ids,
         templates
       })
-      return { items: await service.withSpacesAll(trx, auth.tenantId, found.items), total: found.total }
+      return { ...found, items: await service.withSpacesAll(trx, auth.tenantId, found.items) }
     })
-    return { items, page: q.page, size: q.size, total }
+    return { items, page, size: q.size, total, next_cursor: nextCursor }
   })
 
   app.get('/api/v1/events/calendar', {

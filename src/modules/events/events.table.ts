@@ -67,6 +67,23 @@ export interface EventSpacesTable {
   org_id: string | null
   created_at: Timestamp
   updated_at: Timestamp
+  /** a copy of the event's, kept by a trigger (migrations/0019_event_list_counts.sql; not on Citus) */
+  event_visibility: ColumnType<number | null, never, never>
+  event_status: ColumnType<string | null, never, never>
+  event_start_dt: ColumnType<Date | null, never, never>
+  event_listed: ColumnType<boolean, never, never>
+}
+
+/** Delta rows of listed events per bucket, kept by triggers (migrations/0019_event_list_counts.sql). */
+export interface EventListCountsTable {
+  tenant_id: string
+  id: Generated<number>
+  status: string
+  visibility: number
+  org_id: string
+  /** UTC month of start_dt; -infinity without a start */
+  month: string
+  n: number
 }
 
 export type ManagerStatus = 'pending' | 'active' | 'revoked'
@@ -111,4 +128,5 @@ export interface EventsTables {
   event_activity: EventActivityTable
   event_spaces: EventSpacesTable
   event_managers: EventManagersTable
+  event_list_counts: EventListCountsTable
 }
