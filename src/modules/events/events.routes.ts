@@ -13,7 +13,6 @@ import { NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
-import { findEventForRead } from './events.access.ts'
 import * as repo from './events.repository.ts'
 import {
   ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody, CalendarQuery,
@@ -144,8 +143,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('event', 'read')
   }, async (request, reply) => {
     const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
-      await findEventForRead(trx, auth, request.params.id, { includeDraftClones: true })))
+    const event = await withTenant(db, auth, async (trx) => await service.getEvent(trx, auth, request.params.id))
     setEtag(reply, event.revision)
     return event
   })

@@ -43,6 +43,14 @@ export function toEvent (row: EventRow, spaces: repo.SpaceRef[], seriesTitle: st
   return Object.assign(row, { series_title: row.series_id === null ? null : seriesTitle, spaces })
 }
 
+/** One event as GET shows it (a draft clone too), with its spaces and series title: one statement; 404 when hidden or gone. */
+export async function getEvent (trx: Tx, auth: AuthContext, id: number) {
+  const found = await repo.findEventJoined(trx, auth, id)
+  if (found === undefined) throw error404NotFound('event not found')
+  const { spaces, series_title: seriesTitle, ...row } = found
+  return toEvent(row, spaces, seriesTitle)
+}
+
 export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {
   return (await withSpacesAll(trx, tenantId, [row]))[0] ?? toEvent(row, [])
 }
