@@ -280,5 +280,60 @@ for (const kind of databases()) {
       assert.equal((await t.as(alice, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
       assert.deepEqual(((await t.as(viewer, { method: 'GET', url })).json().items as Json[]).map(i => i.space_id), [s2])
     })
+
+    void it('pages an event\'s spaces and activity by cursor as by page, and refuses another list\'s cursor', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const e = await createEvent(t, alice, { title: 'Cursor walk' })
+      const other = await createEvent(t, alice, { title: 'Another' })
+      const spaces: number[] = []
+      for (let i = 0; i < 5; i++) {
+        const s = await insertSpace(t, tenant.id, { creator_id: 'alice', title: `S${i}` })
+        spaces.push(s)
+        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: s } })).statusCode, 201)
+      }
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/activity`, payload: { kind: 'note', payload: { n: i } } })).statusCode, 201)
+      }
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      const walk = async (url: string, key: string, sizeParam: string) => {
+        const seen: unknown[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`${url}?${sizeParam}=2${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          seen.push(...(body.items as Json[]).map(i => i[key]))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        return seen
+      }
+      const spacesUrl = `/api/v1/events/${e.id}/spaces`
+      assert.deepEqual(await walk(spacesUrl, 'space_id', 'size'), spaces)
+      const second = await get(`${spacesUrl}?size=2`)
+      const page2 = await get(`${spacesUrl}?size=2&cursor=${encodeURIComponent(second.next_cursor)}`)
+      assert.equal(page2.page, 2)
+      assert.equal(page2.total, 5)
+      assert.equal((await get(`${spacesUrl}?size=5`)).next_cursor, null)
+
+      const activityUrl = `/api/v1/events/${e.id}/activity`
+      const newestFirst = ((await get(`${activityUrl}?kind=note`)).items as Json[]).map(i => i.id)
+      assert.equal(newestFirst.length, 5)
+      assert.deepEqual(await walk(`${activityUrl}`, 'id', 'limit').then(ids => ids.filter(id => newestFirst.includes(id))), newestFirst)
+
+      // a cursor belongs to its list: another event's, another filter's, or garbage is refused
+      for (const [url, cursor] of [
+        [`/api/v1/events/${other.id}/spaces?size=2`, second.next_cursor],
+        [`${activityUrl}?limit=2&kind=other`, (await get(`${activityUrl}?limit=2&kind=note`)).next_cursor],
+        [`${spacesUrl}?size=2`, 'not-a-cursor'],
+        [`${spacesUrl}?size=2`, Buffer.from('{"k":[1],"p":2,"s":"x"}').toString('base64url')]
+      ]) {
+        const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(cursor)}` })
+        assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
+        assert.ok(res.json().errors.some((x: Json) => x.location === 'query.cursor'), res.body)
+      }
+    })
   })
 }

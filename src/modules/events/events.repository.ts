@@ -424,27 +424,38 @@ export async function insertActivity (trx: Tx, values: { tenantId: string, event
   }).returning(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at']).executeTakeFirstOrThrow()
 }
 
-export async function listActivity (trx: Tx, tenantId: string, eventId: number, kind: string | undefined, limit: number) {
-  return await trx.selectFrom('event_activity')
+const ACTIVITY_KEYS: KeyColumn[] = [{ ref: 'at', dir: 'desc' }, { ref: 'id', dir: 'desc' }]
+
+/** Activity rows of an event, newest first, `limit` of them after the cursor's row; the cursor of the next ones. */
+export async function listActivity (trx: Tx, tenantId: string, eventId: number, kind: string | undefined, limit: number, cursor: string | undefined) {
+  const window = pageWindow({ size: limit, cursor }, listScope('event-activity', { eventId, kind: kind ?? '' }), ACTIVITY_KEYS.length)
+  const rows = await trx.selectFrom('event_activity')
     .select(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at'])
     .where('tenant_id', '=', tenantId).where('event_id', '=', eventId)
     .$if(kind !== undefined && kind !== '', qb => qb.where('kind', '=', kind ?? ''))
+    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
     .orderBy('at', 'desc').orderBy('id', 'desc')
-    .limit(limit)
+    .limit(window.limit)
     .execute()
+  const { items, next_cursor: nextCursor } = pageOf(rows, window, r => [r.at, r.id])
+  return { items, next_cursor: nextCursor }
 }
 
 const EVENT_SPACE_COLUMNS = ['es.id', 'es.event_id', 'es.space_id', 'es.org_id', 'es.created_at', 'es.updated_at'] as const
+const EVENT_SPACE_KEYS: KeyColumn[] = [{ ref: 'es.created_at', dir: 'asc' }, { ref: 'es.id', dir: 'asc' }]
 
-export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, page: number, size: number) {
+export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('event-spaces', { eventId }), EVENT_SPACE_KEYS.length)
   const base = trx.selectFrom('event_spaces as es')
     .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
     .where('es.tenant_id', '=', tenantId).where('es.event_id', '=', eventId).where('s.is_deleted', '=', false)
-  const [items, count] = await Promise.all([
-    base.select(EVENT_SPACE_COLUMNS).orderBy('es.created_at').orderBy('es.id').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(EVENT_SPACE_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EVENT_SPACE_KEYS, window.after ?? [])))
+      .orderBy('es.created_at').orderBy('es.id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 export async function insertEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number, orgId: string | null) {

@@ -242,8 +242,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     schema: { operationId: 'list-event-activity', summary: 'Activity rows of an event, newest first', tags, params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody } },
     onRequest: requirePolicy('link', 'read')
   }, async (request) => {
-    const items = await withTenant(db, request.auth, trx => service.listActivity(trx, request.auth, request.params.event_id, request.query.kind, request.query.limit))
-    return { items }
+    return await withTenant(db, request.auth, trx => service.listActivity(trx, request.auth, request.params.event_id, request.query.kind, request.query.limit, request.query.cursor))
   })
 
   app.post('/api/v1/events/:event_id/activity', {
@@ -259,8 +258,8 @@ export const eventsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('event', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, trx => service.listSpaces(trx, request.auth, request.params.id, q.page, q.size))
-    return { items, page: q.page, size: q.size, total }
+    const found = await withTenant(db, request.auth, trx => service.listSpaces(trx, request.auth, request.params.id, q))
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/events/:id/spaces', {

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { body, DateTimeInput, IntId, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './event-permissions.ts'
 
@@ -194,11 +195,12 @@ export const ActivityRow = model('ActivityRow', {
   at: Timestamp()
 })
 
-export const ActivityListBody = model('ActivityListBody', { items: Type.Array(ActivityRow) })
+export const ActivityListBody = model('ActivityListBody', { items: Type.Array(ActivityRow), next_cursor: NextCursorField })
 
 export const ActivityQuery = Type.Object({
   kind: Type.Optional(Type.String({ maxLength: 64, description: 'One kind; empty = all' })),
-  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 200, description: 'Newest rows first' })
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 200, description: 'Newest rows first' }),
+  cursor: CursorParam
 })
 
 export const CreateActivityBody = body({

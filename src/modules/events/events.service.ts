@@ -412,9 +412,9 @@ export async function transitionEvent (trx: Tx, actor: EventActor, eventId: numb
 
 // ---- activity
 
-export async function listActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string | undefined, limit: number) {
+export async function listActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string | undefined, limit: number, cursor?: string) {
   const row = await findEventForRead(trx, auth, eventId)
-  return await repo.listActivity(trx, auth.tenantId, row.id, kind, limit)
+  return await repo.listActivity(trx, auth.tenantId, row.id, kind, limit, cursor)
 }
 
 export async function appendActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string, payload: Json) {
@@ -431,9 +431,9 @@ export async function appendActivity (trx: Tx, auth: AuthContext, eventId: numbe
 
 // ---- spaces
 
-export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, page: number, size: number) {
+export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
   const row = await findEventForRead(trx, auth, eventId)
-  return await repo.listEventSpaces(trx, auth.tenantId, row.id, page, size)
+  return await repo.listEventSpaces(trx, auth.tenantId, row.id, q)
 }
 
 export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string) {
