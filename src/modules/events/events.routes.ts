@@ -63,7 +63,12 @@ function calendarRange (q: { start_date: string, end_date: string, timezone?: st
 }
 
 export const eventsModule = defineModule(async (app, { db }) => {
-  const counting = await repo.listCounting(db)
+  // asked once, at the first list (the app may start before its database answers)
+  let counting: Promise<repo.ListCounting> | undefined
+  const listCounting = async (): Promise<repo.ListCounting> => await (counting ??= repo.listCounting(db).catch((err: unknown) => {
+    counting = undefined
+    throw err
+  }))
   app.get('/api/v1/event-templates', {
     schema: { operationId: 'list-event-templates', summary: 'List registered event templates (latest versions)', tags: ['Event templates'], response: { 200: EventTemplateList } },
     onRequest: requirePolicy('event', 'list')
@@ -104,6 +109,8 @@ export const eventsModule = defineModule(async (app, { db }) => {
     const q = request.query
     const auth = request.auth
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await listCounting()
     const { items, total, page, next_cursor: nextCursor } = await withTenant(db, auth, async (trx) => {
       const found = await repo.listEvents(trx, auth, {
         page: q.page,

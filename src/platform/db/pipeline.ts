@@ -39,7 +39,8 @@ interface Corkable { cork?: () => void, uncork?: () => void }
  */
 const NAMES = new Map<string, string>()
 const NAMES_MAX = 500
-const PARAMS_MAX = 32
+// the events list's page and count (a branch each, every branch naming the tenant) have 40 – 50
+const PARAMS_MAX = 64
 let generation = 0
 
 function named (text: string, values: unknown[] | undefined): string | pg.QueryConfig {
