@@ -9,7 +9,7 @@ import { DateTime } from 'luxon'
 import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
@@ -261,7 +261,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
   })
 
   app.get('/api/v1/events/:id/spaces', {
-    schema: { operationId: 'list-event-spaces', summary: 'Spaces the event belongs to', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyEventSpace } },
+    schema: { operationId: 'list-event-spaces', summary: 'Spaces the event belongs to', tags, params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace } },
     onRequest: requirePolicy('event', 'read')
   }, async (request) => {
     const q = request.query

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
-import { body, DateTimeInput, IntId, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { body, DateTimeInput, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './event-permissions.ts'
 
 /** Bounds chosen by us (docs/events.md). */
@@ -140,7 +140,7 @@ export const EventSpaceParams = Type.Object({ id: IntId, space_id: IntId })
 
 export const EVENT_SORT_FIELDS = ['created_at', 'updated_at', 'start_dt', 'end_dt', 'title', 'published_at', 'priority', 'id'] as const
 
-export const ListEventsQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListEventsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against title, description, address and keywords' })),
   sort_by: Type.Optional(StringEnum(EVENT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
   sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),

@@ -37,10 +37,13 @@ export const DateTimeInput = (description?: string) => Type.String({ format: 'da
 export const PageQuery = Type.Object({
   // bounded so that the row offset, (page - 1) × size, stays a valid bigint (else a database error)
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, 1-based (at most 1 000 000)' }),
-  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' }),
-  cursor: CursorParam
+  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' })
 })
 export type PageQuery = Static<typeof PageQuery>
+
+/** page/size, and the keyset cursor of the lists that answer `next_cursor` (docs/pagination.md). */
+export const KeysetPageQuery = Type.Object({ ...PageQuery.properties, cursor: CursorParam })
+export type KeysetPageQuery = Static<typeof KeysetPageQuery>
 
 /** `{items, page, size, total}` with the Huma-style name (`PagedBodyContact`). */
 export function pagedBody<T extends TSchema> (item: T, name: string) {
@@ -49,6 +52,7 @@ export function pagedBody<T extends TSchema> (item: T, name: string) {
     page: Type.Integer({ description: 'Current page, 1-based' }),
     size: Type.Integer({ description: 'Page size' }),
     total: Type.Integer({ description: 'Total matching records' }),
+    // answered by the lists that take a cursor (KeysetPageQuery)
     next_cursor: Type.Optional(NextCursorField)
   })
 }
