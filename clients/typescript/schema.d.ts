@@ -2351,6 +2351,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SearchOutputBody: {
             /**
@@ -2405,6 +2407,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SpaceTree: {
             /**
@@ -2437,6 +2441,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SpaceManagerPermissions: {
             /**
@@ -2460,6 +2466,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SpaceManagerInvites: {
             /**
@@ -2484,6 +2492,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PagedBodySpaceActivity: {
             /**
@@ -2499,6 +2509,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SpaceAnalyticsResult: {
             /**
@@ -2607,6 +2619,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         SpaceEventLink: {
             /**
@@ -2735,6 +2749,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         CalendarBody: {
             /**
@@ -2753,6 +2769,8 @@ export interface components {
              */
             readonly $schema?: string;
             items: components["schemas"]["ActivityRow"][];
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
         };
         PagedBodyEventSpace: {
             /**
@@ -2768,6 +2786,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         EventWithSeries: {
             /**
@@ -2976,6 +2996,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PendingManagerInvites: {
             /**
@@ -2999,6 +3021,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PagedBodyMilestone: {
             /**
@@ -3014,6 +3038,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         AttachmentListBody: {
             /**
@@ -3071,6 +3097,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PagedBodyAutomationExecution: {
             /**
@@ -3086,6 +3114,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PagedBodyEventAutomation: {
             /**
@@ -3101,6 +3131,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         PagedBodyNotification: {
             /**
@@ -3116,6 +3148,8 @@ export interface components {
             size: number;
             /** @description Total matching records */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor?: string | null;
         };
         ErrorModel: {
             /**
@@ -5521,6 +5555,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Matched against title, description, address and keywords */
                 search?: string;
                 /** @description Sort field */
@@ -6168,6 +6204,8 @@ export interface operations {
                 kind?: string;
                 /** @description Newest rows first */
                 limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6260,6 +6298,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
