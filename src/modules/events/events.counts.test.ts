@@ -65,7 +65,10 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
       const carol = await tenant.user('carol', ['member'], { orgId: 'org-b' })
-      const callers = { admin, alice, bob, carol }
+      // erin's own organization-wide event has no organization (made before she had one): counted as hers
+      const erinBefore = await tenant.user('erin')
+      const erin = await tenant.user('erin', ['member'], { orgId: 'org-a' })
+      const callers = { admin, alice, bob, carol, erin }
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       await addMember(t, tenant.id, space, 'bob')
 
@@ -88,6 +91,8 @@ for (const kind of databases()) {
         }
       }
       for (const e of made.filter((_, i) => i % 3 !== 0)) await publishEvent(t, alice, e.id)
+      const orgless = await createEvent(t, erinBefore, { title: 'gig without organization', visibility: 30, start_dt: '2026-03-25T10:00:00Z' })
+      await publishEvent(t, erinBefore, orgless.id)
       for (const e of made.filter(e => e.visibility === 20).slice(0, 4)) {
         assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space } })).statusCode, 201)
       }

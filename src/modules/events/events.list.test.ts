@@ -328,6 +328,11 @@ for (const kind of databases()) {
         [`/api/v1/events/${other.id}/spaces?size=2`, second.next_cursor],
         [`${activityUrl}?limit=2&kind=other`, (await get(`${activityUrl}?limit=2&kind=note`)).next_cursor],
         [`${spacesUrl}?size=2`, 'not-a-cursor'],
+        // this list's own cursor with a key that is no timestamp: refused before it reaches the database
+        [`${spacesUrl}?size=2`, (() => {
+          const body = JSON.parse(Buffer.from(second.next_cursor as string, 'base64url').toString()) as Json
+          return Buffer.from(JSON.stringify({ ...body, k: ['yesterday', body.k[1]] })).toString('base64url')
+        })()],
         [`${spacesUrl}?size=2`, Buffer.from('{"k":[1],"p":2,"s":"x"}').toString('base64url')]
       ]) {
         const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(cursor)}` })

@@ -257,6 +257,9 @@ function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (wher
 }
 
 const NULLABLE_SORTS = new Set<string>(['start_dt', 'end_dt', 'published_at'])
+const SORT_TYPES: Record<typeof EVENT_SORT_FIELDS[number], KeyColumn['type']> = {
+  created_at: 'time', updated_at: 'time', start_dt: 'time', end_dt: 'time', published_at: 'time', title: 'text', priority: 'int', id: 'int'
+}
 
 type EventsQuery<O> = SelectQueryBuilder<Database, 'events', O>
 
@@ -277,8 +280,11 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   // each branch is a short index read: parallel workers cost more to start than they save, and under load they are not free
   await sql`set local max_parallel_workers_per_gather = 0`.execute(trx)
   const keys: KeyColumn[] = o.sortBy === 'id'
-    ? [{ ref: 'events.id', dir: o.sortDir }]
-    : [{ ref: `events.${o.sortBy}`, dir: o.sortDir, nullable: NULLABLE_SORTS.has(o.sortBy) }, { ref: 'events.id', dir: o.sortDir }]
+    ? [{ ref: 'events.id', dir: o.sortDir, type: 'int' }]
+    : [
+        { ref: `events.${o.sortBy}`, dir: o.sortDir, type: SORT_TYPES[o.sortBy], nullable: NULLABLE_SORTS.has(o.sortBy) },
+        { ref: 'events.id', dir: o.sortDir, type: 'int' }
+      ]
   const scope = listScope('events', {
     sortBy: o.sortBy,
     sortDir: o.sortDir,
@@ -290,7 +296,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     spaceIds: o.spaceIds,
     templates: o.templates
   })
-  const window = pageWindow(o, scope, keys.length)
+  const window = pageWindow(o, scope, keys)
   const filtered = <O>(qb: EventsQuery<O>): EventsQuery<O> => qb
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.is_deleted', '=', false)
@@ -345,7 +351,8 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   const union = picks.reduce((all, pick) => all.union(pick))
   // the classes are disjoint: their counts add; the caller's own rows count where no class holds them
   const counts: Array<Expression<unknown>> = audience.classes.map(c => kept !== undefined ? kept.classCount(c) : rowCount(c.where))
-  counts.push(rowCount(eb => eb.and([eb.or(audience.owned), eb.not(audience.inClasses)])))
+  // coalesce: a class test that is null (an organization-wide event without an organization) holds no row
+  counts.push(rowCount(eb => eb.and([eb.or(audience.owned), eb.not(sql<SqlBool>`coalesce(${audience.inClasses}, false)`)])))
   const [rows, total] = await Promise.all([
     ordered(trx.selectFrom('events').select(columns)
       .where('events.tenant_id', '=', auth.tenantId)
@@ -425,11 +432,11 @@ export async function insertActivity (trx: Tx, values: { tenantId: string, event
   }).returning(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at']).executeTakeFirstOrThrow()
 }
 
-const ACTIVITY_KEYS: KeyColumn[] = [{ ref: 'at', dir: 'desc' }, { ref: 'id', dir: 'desc' }]
+const ACTIVITY_KEYS: KeyColumn[] = [{ ref: 'at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'int' }]
 
 /** Activity rows of an event, newest first, `limit` of them after the cursor's row; the cursor of the next ones. */
 export async function listActivity (trx: Tx, tenantId: string, eventId: number, kind: string | undefined, limit: number, cursor: string | undefined) {
-  const window = pageWindow({ size: limit, cursor }, listScope('event-activity', { eventId, kind: kind ?? '' }), ACTIVITY_KEYS.length)
+  const window = pageWindow({ size: limit, cursor }, listScope('event-activity', { eventId, kind: kind ?? '' }), ACTIVITY_KEYS)
   const rows = await trx.selectFrom('event_activity')
     .select(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at'])
     .where('tenant_id', '=', tenantId).where('event_id', '=', eventId)
@@ -443,10 +450,10 @@ export async function listActivity (trx: Tx, tenantId: string, eventId: number, 
 }
 
 const EVENT_SPACE_COLUMNS = ['es.id', 'es.event_id', 'es.space_id', 'es.org_id', 'es.created_at', 'es.updated_at'] as const
-const EVENT_SPACE_KEYS: KeyColumn[] = [{ ref: 'es.created_at', dir: 'asc' }, { ref: 'es.id', dir: 'asc' }]
+const EVENT_SPACE_KEYS: KeyColumn[] = [{ ref: 'es.created_at', dir: 'asc', type: 'time' }, { ref: 'es.id', dir: 'asc', type: 'int' }]
 
 export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
-  const window = pageWindow(q, listScope('event-spaces', { eventId }), EVENT_SPACE_KEYS.length)
+  const window = pageWindow(q, listScope('event-spaces', { eventId }), EVENT_SPACE_KEYS)
   const base = trx.selectFrom('event_spaces as es')
     .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
     .where('es.tenant_id', '=', tenantId).where('es.event_id', '=', eventId).where('s.is_deleted', '=', false)

@@ -10,7 +10,7 @@
  * next page is the list's own, with the caller's visibility; a forged key only moves the position.
  *
  * @example
- *   const window = pageWindow(q, listScope('contacts', { sort: q.sort_by, dir: q.sort_dir, search: q.search }))
+ *   const window = pageWindow(q, listScope('contacts', { sort: q.sort_by, dir: q.sort_dir, search: q.search }), keys)
  *   const rows = await base.$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
  *     .orderBy(...).limit(window.limit).offset(window.offset).execute()
  *   return pageOf(rows, window, r => [r.created_at, r.id])
@@ -60,8 +60,23 @@ export function encodeCursor (key: unknown[], page: number, scope: string): stri
 
 const refused = (message: string) => invalidField('query.cursor', message)
 
+/** PostgreSQL's text of a timestamptz (what exactTimestamp gives), or an ISO string. */
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:?\d{2})?)$/
+
+/** Whether a cursor's value fits its column: a forged cursor must not reach the database as a wrong type (a 500). */
+function fits (v: KeyValue, column: KeyColumn): boolean {
+  if (v === null) return column.nullable === true
+  switch (column.type) {
+    case 'time': return typeof v === 'string' && TIMESTAMP.test(v)
+    case 'int': return typeof v === 'number' && Number.isSafeInteger(v)
+    case 'number': return typeof v === 'number' && Number.isFinite(v)
+    case 'text': return typeof v === 'string' && v.length <= 2000
+    case 'bool': return typeof v === 'boolean'
+  }
+}
+
 /** The key and page a cursor names; 400 (field `cursor`) when it is not one of this list's. */
-export function decodeCursor (cursor: string, scope: string, keyLength: number): { key: KeyValue[], page: number } {
+export function decodeCursor (cursor: string, scope: string, keys: KeyColumn[]): { key: KeyValue[], page: number } {
   let body: unknown
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
@@ -72,7 +87,7 @@ export function decodeCursor (cursor: string, scope: string, keyLength: number):
   const { k, p, s } = body as Partial<CursorBody>
   if (!Array.isArray(k) || typeof p !== 'number' || !Number.isSafeInteger(p) || p < 2 || typeof s !== 'string') throw refused('not a cursor of this service')
   if (s !== scope) throw refused('the cursor belongs to another list, or to other filters or another sort order')
-  if (k.length !== keyLength || !k.every(v => v === null || ['string', 'number', 'boolean'].includes(typeof v))) throw refused('not a cursor of this service')
+  if (k.length !== keys.length || !keys.every((column, i) => fits(k[i] as KeyValue, column))) throw refused('not a cursor of this service')
   return { key: k, page: p }
 }
 
@@ -86,9 +101,9 @@ export interface PageWindow {
   scope: string
 }
 
-export function pageWindow (q: { page?: number | undefined, size: number, cursor?: string | undefined }, scope: string, keyLength: number): PageWindow {
+export function pageWindow (q: { page?: number | undefined, size: number, cursor?: string | undefined }, scope: string, keys: KeyColumn[]): PageWindow {
   if (q.cursor !== undefined) {
-    const { key, page } = decodeCursor(q.cursor, scope, keyLength)
+    const { key, page } = decodeCursor(q.cursor, scope, keys)
     return { page, size: q.size, offset: 0, limit: q.size + 1, after: key, scope }
   }
   const page = q.page ?? 1
@@ -103,10 +118,11 @@ export function pageOf<T> (rows: T[], window: PageWindow, keyOf: (row: T) => unk
   return { items, page: window.page, next_cursor: more ? encodeCursor(keyOf(last), window.page + 1, window.scope) : null }
 }
 
-/** One column of a list's order: its SQL reference, direction, and whether it can be null (sorted last). */
+/** One column of a list's order: its SQL reference, direction, type, and whether it can be null (sorted last). */
 export interface KeyColumn {
   ref: string
   dir: 'asc' | 'desc'
+  type: 'time' | 'int' | 'number' | 'text' | 'bool'
   nullable?: boolean
 }
 
