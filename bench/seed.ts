@@ -190,7 +190,7 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
       cross join lateral generate_series(1, case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) g
       cross join lateral (select now() - interval '6 years'
                                  + (g::double precision / case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) * interval '8 years'
-                                 + ((g * 7919) % 600) * interval '1 minute' as st) s`)
+                                 + ((g::bigint * 7919) % 600) * interval '1 minute' as st) s`)
   })
   await step(log, 'events indexes', restoreEvents)
 
