@@ -84,12 +84,18 @@ const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar
 const PUBLIC_SPACES = "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
 
 export const HANDLERS: Record<string, Handler> = {
+  // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
   async 'get-event' (q, p, c) {
-    const rows = await q<Record<string, unknown>>(`select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
-      [c.tenant, c.user, c.org, Number(p.get('id'))])
-    if (rows.length === 0) return notFound
-    const [event] = await withSpaces(q, c.tenant, rows)
-    return { status: 200, body: event, headers: { etag: `"${String(event?.revision)}"` } }
+    const rows = await q<Record<string, unknown>>(`select events.*,
+        (select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
+          from event_spaces es join spaces s on s.tenant_id = $1 and s.id = es.space_id
+          where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.event_id = coalesce(events.published_id, events.id) and not s.is_deleted) as spaces,
+        (select es.title from event_series es where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.id = events.series_id) as series_title
+      from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
+    [c.tenant, c.user, c.org, Number(p.get('id'))])
+    const event = rows[0]
+    if (event === undefined) return notFound
+    return { status: 200, body: event, headers: { etag: `"${String(event.revision)}"` } }
   },
 
   async 'get-contact' (q, p, c) {
@@ -100,14 +106,35 @@ export const HANDLERS: Record<string, Handler> = {
     return { status: 200, body: row, headers: { etag: `"${row.revision}"` } }
   },
 
+  // the service's statements for a member (events.repository.ts, listEvents, with the kept counts of
+  // migration 0019): each visibility branch read apart in the list's order, the page from their union;
+  // the total from the buckets of whole months, the partial month from the index, the members-only
+  // class from the links' copy, and the caller's own rows that no class holds
   async 'list-events' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
-    const where = `${EVENT_VISIBLE} and events.status = $4 and events.start_dt >= $5`
-    const params = [c.tenant, c.user, c.org, 'published', new Date(p.get('after') ?? 0)]
-    const items = await q(`select events.* from events where ${where} order by events.start_dt asc nulls last, events.id asc limit $6 offset $7`,
-      [...params, size, (page - 1) * size])
-    const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, params)
+    const after = new Date(p.get('after') ?? 0)
+    const nextMonth = new Date(Date.UTC(after.getUTCFullYear(), after.getUTCMonth() + 1, 1))
+    const listed = 'events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and events.status = $4 and events.start_dt >= $5'
+    const mySpaces = 'array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true)'
+    const myLinks = `select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20`
+    const managed = (column: string) => `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.${column} is not null`
+    const classes = ['events.visibility = 40', `events.visibility = 20 and coalesce(events.id in (${myLinks}), false)`, 'events.visibility = 30 and events.org_id = $3']
+    const owned = ['events.creator_id = $2', `events.id = any(array(${managed('event_id')}))`,
+      `events.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id in (${managed('series_id')})))`]
+    const order = 'order by events.start_dt asc nulls last, events.id asc'
+    const branches = [...classes, ...owned].map(b => `select b.id from (select events.id from events where ${listed} and (${b}) ${order} limit $6) b`)
+    const items = await q(`select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
+      [c.tenant, c.user, c.org, 'published', after, page * size, size, (page - 1) * size])
+    const buckets = (visibility: number, org: string) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
+      and c.visibility = ${visibility} ${org} and c.month >= $6::date)`
+    const partial = (where: string) => `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') and ${where})`
+    const [count] = await q<{ total: number }>(`select ${buckets(40, '')} + ${partial('events.visibility = 40')}
+      + ${buckets(30, 'and c.org_id = $3')} + ${partial('events.visibility = 30 and events.org_id = $3')}
+      + (select count(distinct es.event_id) from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed
+          and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5)
+      + (select count(*) from events where ${listed} and (${owned.join(' or ')}) and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
+    [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)])
     return { status: 200, body: { items: await withSpaces(q, c.tenant, items), page, size, total: Number(count?.total ?? 0) } }
   },
 
