@@ -7,6 +7,7 @@
  */
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
+import { afterKey, keyExpression, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { ContactRow, ContactsTable } from './contacts.table.ts'
@@ -79,27 +80,39 @@ const TEXT_SORT = new Set(['first_name', 'last_name', 'email', 'company'])
 export interface ListOptions {
   page: number
   size: number
+  cursor?: string | undefined
   search?: string | undefined
   sortBy: typeof CONTACT_SORT_FIELDS[number]
   sortDir: 'asc' | 'desc'
   favorite?: boolean | undefined
 }
 
+/** A page of the contacts the caller sees, its total, and the cursor of the next page (docs/pagination.md). */
 export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
   if (o.search !== undefined && o.search !== '') await planForValues(trx)
+  const text = TEXT_SORT.has(o.sortBy)
+  const keys: KeyColumn[] = [
+    { ref: o.sortBy, dir: o.sortDir, type: text ? 'text' : 'time', nullable: text, lower: text },
+    { ref: 'id', dir: o.sortDir, type: 'uuid' }
+  ]
+  const window = pageWindow(o, listScope('contacts', { sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, favorite: o.favorite }), keys)
   const base = trx.selectFrom('contacts')
     .where(eb => visibleTo(eb, auth))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
-  const [items, count] = await Promise.all([
+  const [rows, count] = await Promise.all([
     base.select(COLUMNS)
-      .orderBy(TEXT_SORT.has(o.sortBy) ? sql`lower(${sql.ref(o.sortBy)})` : sql.ref(o.sortBy), ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
+      // the sort value as PostgreSQL compares it, for the cursor (not part of the body)
+      .select(sql<unknown>`${keyExpression(keys[0] as KeyColumn)}`.as('sort_key'))
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
+      .orderBy(keyExpression(keys[0] as KeyColumn), ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('id', o.sortDir)
-      .limit(o.size).offset((o.page - 1) * o.size)
+      .limit(window.limit).offset(window.offset)
       .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  const page = pageOf(rows, window, r => [r.sort_key, r.id])
+  return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: Number(count.total) }
 }
 
 /**

@@ -50,15 +50,16 @@ export const contactsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('contact', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
+    const found = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
       page: q.page,
       size: q.size,
+      cursor: q.cursor,
       search: q.search?.trim(),
       sortBy: q.sort_by ?? 'created_at',
       sortDir: q.sort_dir ?? 'desc',
       favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
     }))
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.get('/api/v1/contacts/search', {

@@ -1,5 +1,5 @@
 import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox'
-import { body, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
+import { body, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
 
 /** Bounds of the spec (part 2.1); notes, linked_user_id and tags are bounded by us (docs/contacts.md). */
 const text = (maxLength: number, description: string) => Type.String({ maxLength, description })
@@ -89,7 +89,7 @@ export const FavoriteBody = body({ is_favorite: writable.is_favorite })
 
 export const CONTACT_SORT_FIELDS = ['created_at', 'updated_at', 'first_name', 'last_name', 'email', 'company'] as const
 
-export const ListContactsQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListContactsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against name, e-mail and company' })),
   sort_by: Type.Optional(StringEnum(CONTACT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
   sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),

@@ -388,5 +388,47 @@ for (const kind of databases()) {
         assert.equal((await t.as(b, { method: 'GET', url: '/api/v1/contacts?search=mine' })).json().total, 1)
       })
     })
+
+    describe('GET /api/v1/contacts by cursor', () => {
+      it('walks every sort by cursor as by page, ties and empty names included, and refuses a cursor of other filters', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const names = ['ada', 'Ada', 'bob', null, 'Émile', 'zed', 'Ada', null, 'carl', 'Bob', 'dora', 'eve']
+        // one upsert: one transaction, one created_at for all of them (ties broken by id)
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: names.map((n, i) => ({ email: `c${i}@example.org`, ...(n !== null ? { last_name: n } : {}), company: i % 3 === 0 ? 'Acme' : null })) }
+        })
+        assert.equal(res.statusCode, 200, res.body)
+        const get = async (url: string) => {
+          const r = await t.as(alice, { method: 'GET', url })
+          assert.equal(r.statusCode, 200, r.body)
+          return r.json()
+        }
+        for (const q of ['', '?sort_by=last_name&sort_dir=asc', '?sort_by=last_name&sort_dir=desc', '?sort_by=company&sort_dir=asc', '?sort_by=updated_at&sort_dir=asc&search=example']) {
+          const sep = q === '' ? '?' : '&'
+          const all = ((await get(`/api/v1/contacts${q}${sep}size=100`)).items as Json[]).map(i => i.id)
+          assert.equal(all.length, names.length)
+          const walked: string[] = []
+          let cursor: string | null = null
+          let pages = 0
+          do {
+            const body: Json = await get(`/api/v1/contacts${q}${sep}size=5${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+            walked.push(...(body.items as Json[]).map(i => i.id))
+            assert.equal(body.page, ++pages)
+            assert.equal(body.total, names.length)
+            cursor = body.next_cursor
+          } while (cursor !== null)
+          assert.deepEqual(walked, all, `${q}: the cursor walk differs from the page`)
+        }
+        const first = await get('/api/v1/contacts?sort_by=last_name&size=5')
+        for (const url of [`/api/v1/contacts?sort_by=company&size=5&cursor=${encodeURIComponent(first.next_cursor)}`, '/api/v1/contacts?cursor=bm9wZQ']) {
+          const r = await t.as(alice, { method: 'GET', url })
+          assert.equal(r.statusCode, 400, r.body)
+          assert.ok(r.json().errors.some((e: Json) => e.location === 'query.cursor'), r.body)
+        }
+      })
+    })
   })
 }

@@ -71,6 +71,7 @@ function fits (v: KeyValue, column: KeyColumn): boolean {
     case 'int': return typeof v === 'number' && Number.isSafeInteger(v)
     case 'number': return typeof v === 'number' && Number.isFinite(v)
     case 'text': return typeof v === 'string' && v.length <= 2000
+    case 'uuid': return typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)
     case 'bool': return typeof v === 'boolean'
   }
 }
@@ -122,9 +123,14 @@ export function pageOf<T> (rows: T[], window: PageWindow, keyOf: (row: T) => unk
 export interface KeyColumn {
   ref: string
   dir: 'asc' | 'desc'
-  type: 'time' | 'int' | 'number' | 'text' | 'bool'
+  type: 'time' | 'int' | 'number' | 'text' | 'uuid' | 'bool'
   nullable?: boolean
+  /** the order is by lower(ref) (names sort without case); the key then holds PostgreSQL's lower() of the row's value */
+  lower?: boolean
 }
+
+/** The SQL a key column orders by. */
+export const keyExpression = (c: KeyColumn) => c.lower === true ? sql`lower(${sql.ref(c.ref)})` : sql.ref(c.ref)
 
 /**
  * Rows strictly after `values` in the order of `columns` (the last column unique, e.g. the id).
@@ -138,16 +144,16 @@ export function afterKey<DB, TB extends keyof DB> (eb: ExpressionBuilder<DB, TB>
   const plain = columns.every(c => c.nullable !== true && c.dir === first.dir) && values.every(v => v !== null)
   if (plain) {
     const op = first.dir === 'asc' ? sql.raw('>') : sql.raw('<')
-    return sql<SqlBool>`(${sql.join(columns.map(c => sql.ref(c.ref)))}) ${op} (${sql.join(values.map(v => sql`${v}`))})`
+    return sql<SqlBool>`(${sql.join(columns.map(keyExpression))}) ${op} (${sql.join(values.map(v => sql`${v}`))})`
   }
   const branches: Array<Expression<SqlBool>> = []
   columns.forEach((c, i) => {
     const equal = columns.slice(0, i).map((p, j) => {
       const v = values[j] ?? null
-      return v === null ? sql<SqlBool>`${sql.ref(p.ref)} is null` : sql<SqlBool>`${sql.ref(p.ref)} = ${v}`
+      return v === null ? sql<SqlBool>`${keyExpression(p)} is null` : sql<SqlBool>`${keyExpression(p)} = ${v}`
     })
     const v = values[i] ?? null
-    const ref = sql.ref(c.ref)
+    const ref = keyExpression(c)
     // nulls sort last: after a null only nulls follow (handled by the equality chain); after a value, greater values and nulls
     if (v === null) return
     const beyond = c.dir === 'asc' ? sql<SqlBool>`${ref} > ${v}` : sql<SqlBool>`${ref} < ${v}`
