@@ -8,6 +8,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
 import type { AttendeeStatus } from './event-collab.table.ts'
 
@@ -22,18 +23,24 @@ export const attendeeEtag = (row: { [K in typeof ATTENDEE_COLUMNS[number]]: unkn
 /** `contact_id` is one of `ids`: one array parameter, however many ids (the statement stays the same). */
 const anyContact = (ids: readonly string[]) => sql<boolean>`contact_id = any(${[...ids]}::uuid[])`
 
-export async function listAttendees (trx: Tx, tenantId: string, event: { id: number, seriesId: number | null }, o: { page: number, size: number, status?: AttendeeStatus | undefined }) {
+const ATTENDEE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+
+/** A page of an event's attendees (its own and its series'), oldest first; the total and the next page's cursor. */
+export async function listAttendees (trx: Tx, tenantId: string, event: { id: number, seriesId: number | null }, o: { page: number, size: number, cursor?: string | undefined, status?: AttendeeStatus | undefined }) {
+  const window = pageWindow(o, listScope('attendees', { event: event.id, status: o.status }), ATTENDEE_KEYS)
   const base = trx.selectFrom('attendees')
     .where('tenant_id', '=', tenantId)
     .where(eb => event.seriesId === null
       ? eb('event_id', '=', event.id)
       : eb.or([eb('event_id', '=', event.id), eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])]))
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
-  const [items, count] = await Promise.all([
-    base.select(ATTENDEE_COLUMNS).orderBy('created_at').orderBy('id').limit(o.size).offset((o.page - 1) * o.size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(ATTENDEE_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ATTENDEE_KEYS, window.after ?? [])))
+      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 /** Attendee counts of an event by status (index attendees_event_status). */

@@ -66,11 +66,11 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     onRequest: requirePolicy('attendee', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
-      return await repo.listAttendees(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, { page: q.page, size: q.size, status: q.status })
+      return await repo.listAttendees(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, { page: q.page, size: q.size, cursor: q.cursor, status: q.status })
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/events/:id/attendees', {

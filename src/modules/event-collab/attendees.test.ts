@@ -67,7 +67,8 @@ for (const kind of databases()) {
       const page = await list(alice, event.id, '?page=2&size=2')
       assert.equal(page.statusCode, 200, page.body)
       const pageBody = page.json() as Json
-      assert.deepEqual({ ...pageBody, items: pageBody.items.length }, { $schema: 'http://localhost:8080/schemas/PagedBodyAttendee.json', items: 2, page: 2, size: 2, total: 5 })
+      assert.equal(typeof pageBody.next_cursor, 'string', 'a third page follows')
+      assert.deepEqual({ ...pageBody, items: pageBody.items.length, next_cursor: 'x' }, { $schema: 'http://localhost:8080/schemas/PagedBodyAttendee.json', items: 2, page: 2, size: 2, total: 5, next_cursor: 'x' })
       const confirmed = await list(alice, event.id, '?status=confirmed&size=100')
       assert.equal(confirmed.json().total, 4)
 
@@ -233,6 +234,33 @@ for (const kind of databases()) {
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/archive` })).statusCode, 204)
       assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })).statusCode, 409)
       assert.equal((await list(alice, event.id)).json().total, 2)
+    })
+
+    void it('pages attendees by cursor as by page (bulk rows share created_at), per status, and refuses another event\'s cursor', async () => {
+      const { tenant, alice, event } = await setup()
+      const other = await createEvent(t, alice, { template: 'generic' })
+      const ids = await insertContacts(t, tenant.id, 'alice', 23)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids.slice(0, 15), status: 'confirmed' } })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids.slice(15) } })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${other.id}/attendees/bulk`, payload: { contact_ids: ids.slice(0, 4) } })).statusCode, 204)
+      for (const q of ['', '&status=confirmed', '&status=invited']) {
+        const all = ((await list(alice, event.id, `?size=100${q}`)).json().items as Json[]).map(i => i.id)
+        const walked: number[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = (await list(alice, event.id, `?size=4${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json()
+          walked.push(...(body.items as Json[]).map(i => i.id))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, q)
+        assert.equal(new Set(walked).size, q === '' ? 23 : q.endsWith('confirmed') ? 15 : 8)
+      }
+      const first = (await list(alice, event.id, '?size=4')).json()
+      for (const [id, query] of [[other.id, '?size=4'], [event.id, '?size=4&status=confirmed']] as const) {
+        const res = await list(alice, id, `${query}&cursor=${encodeURIComponent(first.next_cursor)}`)
+        assert.equal(res.statusCode, 400, res.body)
+        assert.ok(res.json().errors.some((e: Json) => e.location === 'query.cursor'), res.body)
+      }
     })
   })
 }

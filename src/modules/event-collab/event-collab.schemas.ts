@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, IntId, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
+import { body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/event-permissions.ts'
 import { ATTENDEE_STATUSES, MILESTONE_STATUSES } from './event-collab.table.ts'
 
@@ -43,7 +43,7 @@ export const Attendee = model('Attendee', {
 })
 export const PagedBodyAttendee = pagedBody(Attendee, 'PagedBodyAttendee')
 
-export const ListAttendeesQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListAttendeesQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   status: Type.Optional(AttendeeStatus)
 })])
 
