@@ -257,6 +257,44 @@ for (const kind of databases()) {
       }
     })
 
+    void it('pages the history by cursor as by page (executions queued together share created_at), per filter', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, conditions: { '==': [1, 1] }, actions: [{ type: 'activity', message: 'hit' }] })
+      const other = await rule(t, alice, { schedule: { event_type: 'event.updated' }, conditions: { '==': [1, 1] }, actions: [{ type: 'activity', message: 'hit' }] })
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('automation_executions').values(Array.from({ length: 13 }, (_, i) => ({
+          tenant_id: tenant.id,
+          rule_id: r.id as string,
+          rule_version: 1,
+          trigger_key: `k${i}`,
+          trigger_type: i % 3 === 0 ? 'manual.check' : 'event.updated',
+          trigger_payload: '{}',
+          depth: 0,
+          max_attempts: 3
+        }))).execute()
+      })
+      for (const q of ['', '&trigger_type=event.updated']) {
+        const all = (await executions(t, alice, r.id, q)).map(e => e.id)
+        assert.equal(all.length, q === '' ? 13 : 8)
+        const walked: string[] = []
+        let cursor: string | null = null
+        do {
+          const res = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=3${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}` })
+          assert.equal(res.statusCode, 200, res.body)
+          walked.push(...(res.json().items as Json[]).map(e => e.id))
+          cursor = res.json().next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, q)
+      }
+      const first = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=3` })).json()
+      for (const url of [`/api/v1/automation/rules/${other.id}/executions?size=3`, `/api/v1/automation/rules/${r.id}/executions?size=3&status=queued`]) {
+        const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(first.next_cursor)}` })
+        assert.equal(res.statusCode, 400, res.body)
+        assert.deepEqual(errorLocations(res), ['query.cursor'])
+      }
+    })
+
     void it(`pauses a rule after ${PAUSE_AFTER} failed executions in a row, says why and tells its creator; a success in between resets the count`, async () => {
       const tenant = newTenant(t)
       const carol = await tenant.user('carol')

@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { AutomationRulesTable, ExecutionRow, ExecutionStatus, RuleAction, RuleRow, RuleSchedule, RuleScope, RuleVersionRow } from './automation.table.ts'
 import type { Insertable, Updateable } from 'kysely'
 
@@ -166,18 +167,28 @@ export async function insertExecution (trx: Tx, tenantId: string, v: ExecutionVa
 
 export interface ExecutionFilter { status?: ExecutionStatus | undefined, triggerType?: string | undefined, from?: Date | undefined, to?: Date | undefined }
 
-/** A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued (created_at). */
-export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, page: number, size: number, f: ExecutionFilter = {}): Promise<{ items: ExecutionRow[], total: number }> {
+const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'uuid' }]
+
+/**
+ * A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued
+ * (created_at). With a cursor, the page after its execution (docs/pagination.md).
+ */
+export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, q: { page: number, size: number, cursor?: string | undefined }, f: ExecutionFilter = {}) {
+  const window = pageWindow(q, listScope('executions', {
+    ruleId, status: f.status, triggerType: f.triggerType, from: f.from?.toISOString(), to: f.to?.toISOString()
+  }), EXECUTION_KEYS)
   const base = trx.selectFrom('automation_executions').where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId)
     .$if(f.status !== undefined, qb => qb.where('status', '=', f.status ?? 'queued'))
     .$if(f.triggerType !== undefined, qb => qb.where('trigger_type', '=', f.triggerType ?? ''))
     .$if(f.from !== undefined, qb => qb.where('created_at', '>=', f.from ?? new Date(0)))
     .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
-  const [items, count] = await Promise.all([
-    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.selectAll()
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EXECUTION_KEYS, window.after ?? [])))
+      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.n) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
 }
 
 export async function lockExecution (trx: Tx, tenantId: string, id: string): Promise<ExecutionRow | undefined> {

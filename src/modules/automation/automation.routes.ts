@@ -61,10 +61,10 @@ function executionFilter (q: ListExecutionsQuery): repo.ExecutionFilter {
 }
 
 /** A page of a rule's history, with trigger payloads and results only for who may manage the rule. */
-async function executionsPage (trx: Tx, auth: AuthContext, rule: RuleRow, q: { page: number, size: number }, filter: repo.ExecutionFilter) {
-  const { items, total } = await repo.listExecutions(trx, auth.tenantId, rule.id, q.page, q.size, filter)
+async function executionsPage (trx: Tx, auth: AuthContext, rule: RuleRow, q: { page: number, size: number, cursor?: string | undefined }, filter: repo.ExecutionFilter) {
+  const found = await repo.listExecutions(trx, auth.tenantId, rule.id, q, filter)
   const full = await canManageRule(trx, auth, rule)
-  return { items: items.map(e => executionView(e, full)), page: q.page, size: q.size, total }
+  return { ...found, items: found.items.map(e => executionView(e, full)), size: q.size }
 }
 
 export const automationModule = defineModule(async (app, ctx) => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, DateTimeInput, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
+import { body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
 import { ATTENDEE_STATUSES, MAX_ACTIONS, MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
 
 export const SCOPES = ['EVENT', 'SPACE', 'CONTACT', 'GLOBAL'] as const
@@ -133,7 +133,7 @@ export const AutomationExecution = model('AutomationExecution', {
 })
 export const PagedBodyAutomationExecution = pagedBody(AutomationExecution, 'PagedBodyAutomationExecution')
 
-export const ListExecutionsQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListExecutionsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   status: Type.Optional(StringEnum(EXECUTION_STATUSES, { description: 'Only executions in this status' })),
   trigger_type: Type.Optional(Type.String({ minLength: 1, maxLength: 101, description: 'Only executions of this trigger type, e.g. event.published, schedule.cron' })),
   from: Type.Optional(DateTimeInput('Only executions queued at or after this time')),
