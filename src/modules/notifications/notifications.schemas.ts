@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DateTimeInput, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { DateTimeInput, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import { NOTIFICATION_CHANNELS, NOTIFICATION_STATUSES } from '../../platform/notifications/notifications.ts'
 
 /** A row of the notification outbox as an administrator sees it: never its text (it may hold an invite token). */
@@ -20,7 +20,7 @@ export const Notification = model('Notification', {
 
 export const PagedBodyNotification = pagedBody(Notification, 'PagedBodyNotification')
 
-export const ListNotificationsQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListNotificationsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   status: Type.Optional(StringEnum(NOTIFICATION_STATUSES, { description: 'Only notifications in this status' })),
   channel: Type.Optional(StringEnum(NOTIFICATION_CHANNELS, { description: 'Only notifications of this channel' })),
   created_after: Type.Optional(DateTimeInput('Only notifications queued at or after this time')),

@@ -179,6 +179,32 @@ for (const kind of databases()) {
       assert.equal('body' in body.items[0], false, 'the text (it may hold an invite token) is not listed')
     })
 
+    void it('pages the notifications by cursor as by page, per filter; another filter\'s cursor is refused', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('notification_outbox').values(Array.from({ length: 11 }, (_, i) => ({
+          tenant_id: tenant.id, channel: i % 2 === 0 ? 'email' : 'push', recipient: `r${i}@example.org`, subject: `S${i}`, body: 'x'
+        }))).execute()
+      })
+      for (const q of ['', '&channel=email']) {
+        const all = ((await list(t, admin, `?size=100${q}`)).json().items as Json[]).map(i => i.id)
+        assert.equal(all.length, q === '' ? 11 : 6)
+        const walked: number[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = (await list(t, admin, `?size=4${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json()
+          walked.push(...(body.items as Json[]).map(i => i.id))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, q)
+      }
+      const first = (await list(t, admin, '?size=4')).json()
+      const refused = await list(t, admin, `?size=4&channel=push&cursor=${encodeURIComponent(first.next_cursor)}`)
+      assert.equal(refused.statusCode, 400, refused.body)
+      assert.ok(refused.json().errors.some((e: Json) => e.location === 'query.cursor'), refused.body)
+    })
+
     void it('logs every failed delivery with its error and shows it to admins: retried with a due time, undeliverable when the server refuses the mailbox, failed at once when it refuses the message', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])

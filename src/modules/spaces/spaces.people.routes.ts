@@ -12,7 +12,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent, PageQuery } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
@@ -69,15 +69,15 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
   app.get('/api/v1/spaces/:id/members', {
-    schema: { operationId: 'list-space-members', summary: 'List the active members of a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceMember } },
+    schema: { operationId: 'list-space-members', summary: 'List the active members of a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceMember } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listMembers(trx, request.auth.tenantId, request.params.id, q.page, q.size)
+      return await repo.listMembers(trx, request.auth.tenantId, request.params.id, q)
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/spaces/:id/members', {
@@ -282,15 +282,15 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Contacts */
 
   app.get('/api/v1/spaces/:id/contacts', {
-    schema: { operationId: 'list-space-contacts', summary: 'List the contacts linked to a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceContact } },
+    schema: { operationId: 'list-space-contacts', summary: 'List the contacts linked to a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceContact } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listContacts(trx, request.auth.tenantId, request.params.id, q.page, q.size)
+      return await repo.listContacts(trx, request.auth.tenantId, request.params.id, q)
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/spaces/:id/contacts', {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
 import { createSpace, publish } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>
@@ -239,6 +240,40 @@ for (const kind of databases()) {
       assert.deepEqual(await emails(await tenant.user('una')), ['quinn@example.test'])
       assert.deepEqual(await emails(alice), ['quinn@example.test'])
       assert.deepEqual(await emails(await tenant.user('root', ['admin'])), ['quinn@example.test'])
+    })
+
+    void it('pages members and linked contacts by cursor as by page (rows added together share created_at); another space\'s cursor is refused', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice)
+      const other = await createSpace(t, alice)
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('space_members').values(Array.from({ length: 11 }, (_, i) => ({ tenant_id: tenant.id, space_id: s.id as number, user_id: `m${String(i).padStart(2, '0')}` }))).execute()
+        const contacts = await trx.insertInto('contacts').values(Array.from({ length: 9 }, (_, i) => ({ tenant_id: tenant.id, owner_id: 'alice', first_name: `C${i}` }))).returning('id').execute()
+        await trx.insertInto('space_contacts').values(contacts.map(c => ({ tenant_id: tenant.id, space_id: s.id as number, contact_id: c.id, created_by: 'alice' }))).execute()
+      })
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      for (const [list, key] of [['members', 'user_id'], ['contacts', 'contact_id']] as const) {
+        const url = `/api/v1/spaces/${s.id as number}/${list}`
+        const all = ((await get(`${url}?size=100`)).items as Json[]).map(i => i[key])
+        const walked: unknown[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`${url}?size=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          walked.push(...(body.items as Json[]).map(i => i[key]))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, list)
+        assert.ok(all.length >= 9, list)
+        const first = await get(`${url}?size=4`)
+        const refused = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${other.id as number}/${list}?size=4&cursor=${encodeURIComponent(first.next_cursor)}` })
+        assert.equal(refused.statusCode, 400, refused.body)
+        assert.ok(refused.json().errors.some((e: Json) => e.location === 'query.cursor'), refused.body)
+      }
     })
   })
 }

@@ -6,6 +6,7 @@ import { sql, type ExpressionBuilder } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { spaceVisibleTo } from './spaces.access.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
@@ -167,15 +168,21 @@ export async function detachChildren (trx: Tx, tenantId: string, parentId: numbe
 
 const MEMBER_COLUMNS = ['space_members.space_id', 'space_members.user_id', 'spaces.org_id', 'space_members.role', 'space_members.is_active', 'space_members.created_at', 'space_members.updated_at'] as const
 
-export async function listMembers (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+const MEMBER_KEYS: KeyColumn[] = [{ ref: 'space_members.created_at', dir: 'asc', type: 'time' }, { ref: 'space_members.user_id', dir: 'asc', type: 'text' }]
+
+/** A page of a space's active members, oldest first; the total and the next page's cursor (docs/pagination.md). */
+export async function listMembers (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('space-members', { spaceId }), MEMBER_KEYS)
   const base = trx.selectFrom('space_members')
     .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id'))
     .where('space_members.tenant_id', '=', tenantId).where('space_members.space_id', '=', spaceId).where('space_members.is_active', '=', true)
-  const [items, count] = await Promise.all([
-    base.select(MEMBER_COLUMNS).orderBy('space_members.created_at').orderBy('space_members.user_id').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(MEMBER_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MEMBER_KEYS, window.after ?? [])))
+      .orderBy('space_members.created_at').orderBy('space_members.user_id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.user_id]), total: Number(count.total) }
 }
 
 export async function findMember (trx: Tx, tenantId: string, spaceId: number, userId: string) {
@@ -265,13 +272,19 @@ export async function lockActiveManagers (trx: Tx, tenantId: string, spaceId: nu
 
 const CONTACT_LINK_COLUMNS = ['id', 'space_id', 'contact_id', 'created_at', 'updated_at'] as const
 
-export async function listContacts (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+const CONTACT_LINK_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'int' }]
+
+/** A page of the contacts linked to a space, newest first; the total and the next page's cursor. */
+export async function listContacts (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('space-contacts', { spaceId }), CONTACT_LINK_KEYS)
   const base = trx.selectFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
-  const [items, count] = await Promise.all([
-    base.select(CONTACT_LINK_COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(CONTACT_LINK_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CONTACT_LINK_KEYS, window.after ?? [])))
+      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 export async function insertContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string, by: string) {
