@@ -3384,6 +3384,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Matched against name, e-mail and company */
                 search?: string;
                 /** @description Sort field */
@@ -4571,6 +4573,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5094,6 +5098,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6890,6 +6896,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description invited, confirmed, declined, tentative or checked_in */
                 status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
             };
@@ -8800,6 +8808,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Only executions in this status */
                 status?: "queued" | "running" | "succeeded" | "failed" | "skipped";
                 /** @description Only executions of this trigger type, e.g. event.published, schedule.cron */
@@ -9230,6 +9240,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Only executions in this status */
                 status?: "queued" | "running" | "succeeded" | "failed" | "skipped";
                 /** @description Only executions of this trigger type, e.g. event.published, schedule.cron */
@@ -9316,6 +9328,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Only notifications in this status */
                 status?: "pending" | "sent" | "failed" | "undeliverable";
                 /** @description Only notifications of this channel */
