@@ -8,13 +8,17 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 
 /* Linked events */
 
 const visibleEventIds = (trx: Tx, auth: AuthContext) =>
   trx.selectFrom('events').select('events.id').where(eb => eventVisibleTo(eb, auth))
 
-export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: number, page: number, size: number) {
+const SPACE_EVENT_KEYS: KeyColumn[] = [{ ref: 'e.start_dt', dir: 'desc', type: 'time', nullable: true }, { ref: 'es.id', dir: 'desc', type: 'int' }]
+
+export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('space-events', { spaceId }), SPACE_EVENT_KEYS)
   const base = trx.selectFrom('event_spaces as es')
     .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
     .where('es.tenant_id', '=', auth.tenantId).where('es.space_id', '=', spaceId)
@@ -22,11 +26,13 @@ export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: numb
   const [rows, count] = await Promise.all([
     base.select(['es.id', 'es.space_id', 'es.event_id', 'es.org_id', 'es.created_at', 'es.updated_at',
       'e.title', 'e.status', 'e.visibility', 'e.timezone', 'e.start_dt', 'e.end_dt'])
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, SPACE_EVENT_KEYS, window.after ?? [])))
       .orderBy(sql`e.start_dt desc nulls last`).orderBy('es.id', 'desc')
-      .limit(size).offset((page - 1) * size).execute(),
+      .limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  const items = rows.map(r => ({
+  const page = pageOf(rows, window, r => [r.start_dt, r.id])
+  const items = page.items.map(r => ({
     id: r.id,
     space_id: r.space_id,
     event_id: r.event_id,
@@ -35,7 +41,7 @@ export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: numb
     updated_at: r.updated_at,
     event: { id: r.event_id, title: r.title, status: r.status, visibility: r.visibility, timezone: r.timezone, start_dt: r.start_dt, end_dt: r.end_dt }
   }))
-  return { items, total: Number(count.total) }
+  return { items, page: page.page, next_cursor: page.next_cursor, total: Number(count.total) }
 }
 
 export async function insertSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number, orgId: string | null) {
@@ -58,7 +64,12 @@ export async function deleteSpaceEvent (trx: Tx, tenantId: string, spaceId: numb
  * published" (each publish of a linked event, from event_activity). Events the caller may not see
  * are left out.
  */
-export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, page: number, size: number) {
+const ACTIVITY_KEYS: KeyColumn[] = [
+  { ref: 'x.created_at', dir: 'desc', type: 'time' }, { ref: 'x.src', dir: 'desc', type: 'int' }, { ref: 'x.seq', dir: 'desc', type: 'int' }
+]
+
+export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('space-activity', { spaceId }), ACTIVITY_KEYS)
   const t = auth.tenantId
   const visible = visibleEventIds(trx, auth)
   const stored = trx.selectFrom('space_activity as a')
@@ -74,13 +85,15 @@ export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number,
     .select(['ea.at as created_at', sql<string>`'event published'`.as('message'), sql<string>`e.id::text`.as('resource_id'), 'e.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`2`.as('src'), 'ea.id as seq'])
     .where('ea.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('ea.kind', '=', 'published').where('ea.event_id', 'in', visible)
   const all = trx.selectFrom(stored.unionAll(added).unionAll(published).as('x'))
-  const [items, count] = await Promise.all([
-    all.select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type'])
+  const [rows, count] = await Promise.all([
+    all.select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type', 'x.src', 'x.seq'])
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
       .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
-      .limit(size).offset((page - 1) * size).execute(),
+      .limit(window.limit).offset(window.offset).execute(),
     all.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  const page = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
+  return { ...page, items: page.items.map(({ src: _src, seq: _seq, ...item }) => item), total: Number(count.total) }
 }
 
 /* Analytics */

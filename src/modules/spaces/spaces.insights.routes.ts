@@ -5,7 +5,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import { lockEventForWrite } from '../events/events.access.ts'
 import { activeManager } from './spaces.access.ts'
@@ -20,15 +20,15 @@ const tags = ['Spaces']
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   app.get('/api/v1/spaces/:id/activity', {
-    schema: { operationId: 'list-space-activity', summary: 'Recent activity of a space, newest first', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceActivity } },
+    schema: { operationId: 'list-space-activity', summary: 'Recent activity of a space, newest first', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceActivity } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       await visibleOr404(trx, request.auth, request.params.id)
-      return await insights.listActivity(trx, request.auth, request.params.id, q.page, q.size)
+      return await insights.listActivity(trx, request.auth, request.params.id, q)
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.get('/api/v1/spaces/:id/analytics', {
@@ -50,15 +50,15 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
   })
 
   app.get('/api/v1/spaces/:id/events', {
-    schema: { operationId: 'list-space-events', summary: 'Events of a space the caller can see, latest start first', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceEvent } },
+    schema: { operationId: 'list-space-events', summary: 'Events of a space the caller can see, latest start first', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceEvent } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       await visibleOr404(trx, request.auth, request.params.id)
-      return await insights.listSpaceEvents(trx, request.auth, request.params.id, q.page, q.size)
+      return await insights.listSpaceEvents(trx, request.auth, request.params.id, q)
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/spaces/:id/events', {

@@ -160,5 +160,40 @@ for (const kind of databases()) {
       // avg_attendance_rate = (2 + 1) / (4 + 3) = 0.4286
       assert.deepEqual(a.summary, { active_members: 0, avg_attendance_rate: 0.4286, events_published: 4, total_rsvps: 15, upcoming_events: 2 })
     })
+
+    void it('pages a space\'s events and activity by cursor as by page, events without a start last; another space\'s cursor is refused', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice)
+      const other = await createSpace(t, alice)
+      const starts = ['2026-05-01T10:00:00Z', null, '2026-05-01T10:00:00Z', '2026-03-01T10:00:00Z', null, '2027-01-01T10:00:00Z', '2026-05-01T10:00:00Z']
+      for (const [i, start] of starts.entries()) {
+        await link(t, alice, s.id as number, await createEvent(t, alice, { title: `E${i}`, visibility: 40, ...(start !== null ? { start_dt: start } : {}) }))
+      }
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.insertInto('space_members').values(Array.from({ length: 5 }, (_, i) => ({ tenant_id: tenant.id, space_id: s.id as number, user_id: `m${i}` }))).execute()
+      })
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      for (const list of ['events', 'activity']) {
+        const url = `/api/v1/spaces/${s.id as number}/${list}`
+        const all = (await get(`${url}?size=100`)).items as Json[]
+        assert.ok(all.length >= 7, `${list}: ${all.length}`)
+        const walked: Json[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`${url}?size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          walked.push(...(body.items as Json[]))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, list)
+        const first = await get(`${url}?size=3`)
+        const refused = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${other.id as number}/${list}?size=3&cursor=${encodeURIComponent(first.next_cursor)}` })
+        assert.equal(refused.statusCode, 400, refused.body)
+      }
+    })
   })
 }
