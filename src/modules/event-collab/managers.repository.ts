@@ -4,6 +4,7 @@
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
 import { displayProfiles } from '../identity/identity.repository.ts'
 import type { EventManagerRow } from '../events/events.table.ts'
@@ -31,15 +32,20 @@ export async function withDisplayName<T extends { user_id: string | null }> (trx
   return one ?? { ...row, display_name: null }
 }
 
-/** Active and pending managers of an event (revoked rows are history). */
-export async function listManagers (trx: Tx, tenantId: string, eventId: number, page: number, size: number) {
+const CREATED_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+
+/** Active and pending managers of an event (revoked rows are history), oldest first; the next page's cursor. */
+export async function listManagers (trx: Tx, tenantId: string, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('event-managers', { eventId }), CREATED_KEYS)
   const base = trx.selectFrom('event_managers')
     .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('status', '<>', 'revoked')
-  const [items, count] = await Promise.all([
-    base.select(MANAGER_COLUMNS).orderBy('created_at').orderBy('id').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(MANAGER_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CREATED_KEYS, window.after ?? [])))
+      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 /** The active or pending manager row of a user on an event. */

@@ -17,7 +17,7 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotent } from '../../platform/http/idempotency.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
@@ -130,17 +130,17 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
   })
 
   app.get('/api/v1/events/:id/managers', {
-    schema: { operationId: 'list-event-managers', summary: 'List the managers of an event (active and pending)', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyEventManager } },
+    schema: { operationId: 'list-event-managers', summary: 'List the managers of an event (active and pending)', tags, params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventManager } },
     onRequest: requirePolicy('manager', 'read')
   }, async (request) => {
     const q = request.query
     const auth = request.auth
-    const { items, total } = await withTenant(db, auth, async (trx) => {
+    const found = await withTenant(db, auth, async (trx) => {
       const event = await readEvent(trx, auth, request.params.id)
-      const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q.page, q.size)
-      return { items: await maskInvitees(trx, auth, event, await repo.withDisplayNames(trx, auth.tenantId, page.items)), total: page.total }
+      const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q)
+      return { ...page, items: await maskInvitees(trx, auth, event, await repo.withDisplayNames(trx, auth.tenantId, page.items)) }
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.get('/api/v1/events/:id/managers/:user_id', {

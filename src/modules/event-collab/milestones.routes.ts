@@ -6,7 +6,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
@@ -26,15 +26,15 @@ async function milestoneOr404 (...args: Parameters<typeof repo.findMilestone>) {
 
 export async function milestonesRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/milestones', {
-    schema: { operationId: 'list-event-milestones', summary: 'List the milestones of an event by sequence', tags, params: EventParams, querystring: PageQuery, response: { 200: PagedBodyMilestone } },
+    schema: { operationId: 'list-event-milestones', summary: 'List the milestones of an event by sequence', tags, params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone } },
     onRequest: requirePolicy('link', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       const event = await readEvent(trx, request.auth, request.params.id)
-      return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q.page, q.size)
+      return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/events/:id/milestones', {

@@ -1,6 +1,7 @@
 /** All SQL of milestones, linked documents, attachments and cross-reference links. */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { EventRow } from '../events/events.table.ts'
 import type { MilestoneStatus } from './event-collab.table.ts'
 
@@ -39,14 +40,19 @@ function present<T extends { status: MilestoneStatus, status_mode: string, start
   }))
 }
 
-export async function listMilestones (trx: Tx, tenantId: string, baseId: number, page: number, size: number) {
+const MILESTONE_KEYS: KeyColumn[] = [{ ref: 'm.sequence', dir: 'asc', type: 'int' }, { ref: 'm.id', dir: 'asc', type: 'int' }]
+
+export async function listMilestones (trx: Tx, tenantId: string, baseId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('milestones', { baseId }), MILESTONE_KEYS)
   const base = milestones(trx, tenantId).where('m.base_event_id', '=', baseId)
   const [rows, count] = await Promise.all([
     base.select([...MILESTONE_COLUMNS, 'e.start_dt', 'e.end_dt', 'e.status as event_status'])
-      .orderBy('m.sequence').orderBy('m.id').limit(size).offset((page - 1) * size).execute(),
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MILESTONE_KEYS, window.after ?? [])))
+      .orderBy('m.sequence').orderBy('m.id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items: present(rows), total: Number(count.total) }
+  const page = pageOf(rows, window, r => [r.sequence, r.id])
+  return { ...page, items: present(page.items), total: Number(count.total) }
 }
 
 export async function findMilestone (trx: Tx, tenantId: string, baseId: number, milestoneId: number) {

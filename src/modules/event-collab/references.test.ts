@@ -18,6 +18,38 @@ for (const kind of databases()) {
     }
     const milestones = async (token: string, id: number, q = '') => await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/milestones${q}` })
 
+    void it('pages milestones (ties on sequence) and managers by cursor as by page; another event\'s cursor is refused', async () => {
+      const { tenant, alice, base } = await setup()
+      const other = await createEvent(t, alice, { title: 'Other' })
+      for (let i = 0; i < 7; i++) {
+        const m = await createEvent(t, alice, { title: `M${i}` })
+        const add = await t.as(alice, { method: 'POST', url: `/api/v1/events/${base.id}/milestones`, payload: { milestone_event_id: m.id, sequence: i % 3 } })
+        assert.equal(add.statusCode, 201, add.body)
+      }
+      for (let i = 0; i < 6; i++) await addManager(t, tenant.id, base.id, `mgr${i}`, { permissions: ['event:edit'] })
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      for (const [list, key] of [['milestones', 'id'], ['managers', 'user_id']] as const) {
+        const url = `/api/v1/events/${base.id}/${list}`
+        const all = ((await get(`${url}?size=100`)).items as Json[]).map(i => i[key])
+        assert.ok(all.length >= 6, list)
+        const walked: unknown[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`${url}?size=2${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          walked.push(...(body.items as Json[]).map(i => i[key]))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, list)
+        const first = await get(`${url}?size=2`)
+        const refused = await t.as(alice, { method: 'GET', url: `/api/v1/events/${other.id}/${list}?size=2&cursor=${encodeURIComponent(first.next_cursor)}` })
+        assert.equal(refused.statusCode, 400, refused.body)
+      }
+    })
+
     void it('derives a milestone status from the milestone event', () => {
       const now = new Date('2026-06-01T12:00:00Z')
       const d = (s: string) => new Date(s)
