@@ -115,7 +115,10 @@ export interface RuleFilter { scope?: RuleScope | undefined, scopeId?: string | 
  * Rules of a tenant, newest first. With `auth`, rules of events the caller cannot see are left
  * out (tenant admins see all).
  */
-export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, page: number, size: number, auth?: AuthContext): Promise<{ items: RuleRow[], total: number }> {
+const RULE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'uuid' }]
+
+export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: { page: number, size: number, cursor?: string | undefined }, auth?: AuthContext) {
+  const window = pageWindow(q, listScope('rules', { ...f }), RULE_KEYS)
   const base = trx.selectFrom('automation_rules').where('tenant_id', '=', tenantId)
     .$if(auth !== undefined, qb => qb.where(eb => eb.or([
       eb('scope', '!=', 'EVENT'),
@@ -126,11 +129,13 @@ export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, page:
     .$if(f.scopeId !== undefined, qb => qb.where('scope_id', '=', f.scopeId ?? ''))
     .$if(f.eventType !== undefined, qb => qb.where('event_type', '=', f.eventType ?? ''))
     .$if(f.enabled !== undefined, qb => qb.where('enabled', '=', f.enabled ?? true))
-  const [items, count] = await Promise.all([
-    base.selectAll().orderBy('created_at', 'desc').orderBy('id').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.selectAll()
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, RULE_KEYS, window.after ?? [])))
+      .orderBy('created_at', 'desc').orderBy('id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.n) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
 }
 
 export interface ExecutionValues {

@@ -11,7 +11,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { IdParams, NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { findEventForRead } from '../events/events.access.ts'
 import { ACTIONS, ATTENDEE_STATUSES, checkJsonDepth, checkJsonText, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS } from './automation.catalogue.ts'
 import { enqueueExecution, enqueueRetry, startWorkers, type Engine } from './automation.engine.ts'
@@ -120,16 +120,16 @@ export const automationModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('rule', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const page = await withTenant(db, request.auth, async (trx) => {
       const found = await repo.listRules(trx, request.auth.tenantId, {
         scope: q.scope,
         scopeId: q.scope_id === '' ? undefined : q.scope_id,
         eventType: q.event_type === '' ? undefined : q.event_type,
         enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
-      }, q.page, q.size, request.auth)
-      return { items: await service.toRules(trx, request.auth, found.items), total: found.total }
+      }, q, request.auth)
+      return { ...found, items: await service.toRules(trx, request.auth, found.items) }
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...page, size: q.size }
   })
 
   app.post('/api/v1/automation/rules', {
@@ -230,9 +230,9 @@ export const automationModule = defineModule(async (app, ctx) => {
   // ---- per-event automations
 
   app.get('/api/v1/events/:id/automations', {
-    schema: { operationId: 'list-event-automations', summary: 'List the automations of an event', tags, params: IdParams, querystring: PageQuery, response: { 200: PagedBodyEventAutomation } },
+    schema: { operationId: 'list-event-automations', summary: 'List the automations of an event', tags, params: IdParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventAutomation } },
     onRequest: requirePolicy('rule', 'read')
-  }, async (request) => await withTenant(db, request.auth, trx => service.listEventAutomations(trx, request.auth, request.params.id, request.query.page, request.query.size)))
+  }, async (request) => await withTenant(db, request.auth, trx => service.listEventAutomations(trx, request.auth, request.params.id, request.query)))
 
   app.post('/api/v1/events/:id/automations', {
     schema: { operationId: 'create-event-automation', summary: 'Create an automation of an event', tags, params: IdParams, body: EventAutomationBody, response: { 201: EventAutomation } },

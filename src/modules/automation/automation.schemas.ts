@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
+import { body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, StringEnum, Timestamp, UuidString, IntId } from '../../platform/http/schema.ts'
 import { ATTENDEE_STATUSES, MAX_ACTIONS, MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
 
 export const SCOPES = ['EVENT', 'SPACE', 'CONTACT', 'GLOBAL'] as const
@@ -68,7 +68,7 @@ export type PatchRuleBody = Static<typeof PatchRuleBody>
 
 export const PagedBodyRule = pagedBody(Rule, 'PagedBodyRule')
 
-export const ListRulesQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListRulesQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   scope: Type.Optional(StringEnum(SCOPES, { description: 'Scope type' })),
   scope_id: Type.Optional(Type.String({ maxLength: 100, description: 'Scope entity id' })),
   event_type: Type.Optional(Type.String({ maxLength: 101, description: 'Trigger event type, e.g. announcement.published' })),

@@ -199,12 +199,12 @@ async function eventRule (trx: Tx, tenantId: string, eventId: number, ruleId: st
   return row
 }
 
-export async function listEventAutomations (trx: Tx, auth: AuthContext, eventId: number, page: number, size: number) {
+export async function listEventAutomations (trx: Tx, auth: AuthContext, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
   const event = await findEventForRead(trx, auth, eventId)
-  const { items, total } = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, page, size)
+  const found = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, q)
   // every item is a rule of this event: whoever may manage one of them holds automations:manage here, or is its creator
   const manager = await hasEventPermission(trx, auth, event, 'automations:manage')
-  return { items: items.map(r => toEventAutomation(r, manager || r.creator_id === auth.userId)), page, size, total }
+  return { ...found, items: found.items.map(r => toEventAutomation(r, manager || r.creator_id === auth.userId)), size: q.size }
 }
 
 export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string) {

@@ -270,5 +270,39 @@ for (const kind of databases()) {
       assert.deepEqual([byRule.json().status, byRule.json().trigger.note], ['queued', 'manual'])
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}/executions` })).json().total, 2)
     })
+
+    void it('pages the rules by cursor as by page, per filter (rules created together share created_at)', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      for (let i = 0; i < 5; i++) {
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ name: `R${i}`, enabled: i % 2 === 0 }) })
+        assert.equal(res.statusCode, 201, res.body)
+      }
+      // two more rows with one created_at: the order falls back to the id
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx.updateTable('automation_rules').set({ created_at: new Date('2026-01-01T00:00:00Z') })
+          .where('tenant_id', '=', tenant.id).where('name', 'in', ['R1', 'R3']).execute()
+      })
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      for (const q of ['', '&enabled=true']) {
+        const all = ((await get(`/api/v1/automation/rules?size=100${q}`)).items as Json[]).map(r => r.id)
+        const walked: string[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`/api/v1/automation/rules?size=2${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          walked.push(...(body.items as Json[]).map(r => r.id))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, q)
+        assert.equal(all.length, q === '' ? 5 : 3)
+      }
+      const first = await get('/api/v1/automation/rules?size=2')
+      const refused = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules?size=2&enabled=false&cursor=${encodeURIComponent(first.next_cursor)}` })
+      assert.equal(refused.statusCode, 400, refused.body)
+    })
   })
 }
