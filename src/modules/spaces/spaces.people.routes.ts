@@ -12,7 +12,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
@@ -126,16 +126,16 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   }, async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
   app.get('/api/v1/spaces/:id/managers', {
-    schema: { operationId: 'list-space-managers', summary: 'List the managers of a space (active and pending)', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpaceManager } },
+    schema: { operationId: 'list-space-managers', summary: 'List the managers of a space (active and pending)', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceManager } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       const space = await visibleOr404(trx, request.auth, request.params.id)
-      const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q.page, q.size)
-      return { items: await maskInvitees(trx, request.auth, space, page.items), total: page.total }
+      const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q)
+      return { ...page, items: await maskInvitees(trx, request.auth, space, page.items) }
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.post('/api/v1/spaces/:id/managers', {

@@ -242,7 +242,7 @@ for (const kind of databases()) {
       assert.deepEqual(await emails(await tenant.user('root', ['admin'])), ['quinn@example.test'])
     })
 
-    void it('pages members and linked contacts by cursor as by page (rows added together share created_at); another space\'s cursor is refused', async () => {
+    void it('pages members, managers and linked contacts by cursor as by page (rows added together share created_at); another space\'s cursor is refused', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)
@@ -251,13 +251,16 @@ for (const kind of databases()) {
         await trx.insertInto('space_members').values(Array.from({ length: 11 }, (_, i) => ({ tenant_id: tenant.id, space_id: s.id as number, user_id: `m${String(i).padStart(2, '0')}` }))).execute()
         const contacts = await trx.insertInto('contacts').values(Array.from({ length: 9 }, (_, i) => ({ tenant_id: tenant.id, owner_id: 'alice', first_name: `C${i}` }))).returning('id').execute()
         await trx.insertInto('space_contacts').values(contacts.map(c => ({ tenant_id: tenant.id, space_id: s.id as number, contact_id: c.id, created_by: 'alice' }))).execute()
+        await trx.insertInto('space_managers').values(Array.from({ length: 9 }, (_, i) => ({
+          tenant_id: tenant.id, space_id: s.id as number, user_id: `g${i}`, permissions: ['space:edit'], status: 'active' as const
+        }))).execute()
       })
       const get = async (url: string) => {
         const res = await t.as(alice, { method: 'GET', url })
         assert.equal(res.statusCode, 200, res.body)
         return res.json()
       }
-      for (const [list, key] of [['members', 'user_id'], ['contacts', 'contact_id']] as const) {
+      for (const [list, key] of [['members', 'user_id'], ['contacts', 'contact_id'], ['managers', 'user_id']] as const) {
         const url = `/api/v1/spaces/${s.id as number}/${list}`
         const all = ((await get(`${url}?size=100`)).items as Json[]).map(i => i[key])
         const walked: unknown[] = []

@@ -221,13 +221,19 @@ export async function deactivateMember (trx: Tx, tenantId: string, spaceId: numb
 
 const MANAGER_COLUMNS = ['id', 'space_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'] as const
 
-export async function listManagers (trx: Tx, tenantId: string, spaceId: number, page: number, size: number) {
+const MANAGER_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+
+/** A page of a space's active and pending managers, oldest first; the total and the next page's cursor. */
+export async function listManagers (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+  const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
   const base = trx.selectFrom('space_managers').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('status', '<>', 'revoked')
-  const [items, count] = await Promise.all([
-    base.select(MANAGER_COLUMNS).orderBy('created_at').orderBy('id').limit(size).offset((page - 1) * size).execute(),
+  const [rows, count] = await Promise.all([
+    base.select(MANAGER_COLUMNS)
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MANAGER_KEYS, window.after ?? [])))
+      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
