@@ -94,6 +94,7 @@ export const likePattern = (term: string): string => `%${term.toLowerCase().repl
 export interface ListOptions {
   page: number
   size: number
+  cursor?: string | undefined
   search?: string | undefined
   sortBy: typeof SPACE_SORT_FIELDS[number]
   sortDir: 'asc' | 'desc'
@@ -102,7 +103,19 @@ export interface ListOptions {
   parentId?: number | undefined
 }
 
+const SPACE_SORT_TYPES: Record<typeof SPACE_SORT_FIELDS[number], KeyColumn['type']> = {
+  created_at: 'time', updated_at: 'time', published_at: 'time', title: 'text', position: 'int'
+}
+
+/** A page of the spaces the caller sees (of one parent, when given); the total and the next page's cursor. */
 export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
+  const keys: KeyColumn[] = [
+    { ref: `spaces.${o.sortBy}`, dir: o.sortDir, type: SPACE_SORT_TYPES[o.sortBy], nullable: o.sortBy === 'published_at' },
+    { ref: 'spaces.id', dir: o.sortDir, type: 'int' }
+  ]
+  const window = pageWindow(o, listScope('spaces', {
+    sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, status: o.status, visibility: o.visibility, parentId: o.parentId
+  }), keys)
   const base = trx.selectFrom('spaces')
     .where(eb => spaceVisibleTo(eb, auth))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where(sql<string>`lower(spaces.title)`, 'like', likePattern(o.search ?? '')))
@@ -111,15 +124,17 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
       .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
       .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
-  const [items, count] = await Promise.all([
+  const [rows, count] = await Promise.all([
     base.select(BASE_COLUMNS).select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
       .orderBy(`spaces.${o.sortBy}`, ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('spaces.id', o.sortDir)
-      .limit(o.size).offset((o.page - 1) * o.size)
+      .limit(window.limit).offset(window.offset)
       .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items: items.map(toSpace), total: Number(count.total) }
+  const page = pageOf(rows, window, r => [r[o.sortBy], r.id])
+  return { ...page, items: page.items.map(toSpace), total: Number(count.total) }
 }
 
 /** Every visible space and the parent links among them, for the tree. */

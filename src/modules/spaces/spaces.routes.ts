@@ -8,7 +8,7 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error404NotFound, error422UnprocessableEntity } from '../../platform/http/errors.ts'
-import { NoContent, PageQuery } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import * as repo from './spaces.repository.ts'
 import {
@@ -73,16 +73,17 @@ export const spacesModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('space', 'list')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
+    const found = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
       page: q.page,
       size: q.size,
+      cursor: q.cursor,
       search: q.search?.trim(),
       sortBy: q.sort_by ?? 'created_at',
       sortDir: q.sort_dir ?? 'desc',
       status: q.status,
       visibility: q.visibility
     }))
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.get('/api/v1/spaces/tree', {
@@ -140,15 +141,15 @@ export const spacesModule = defineModule(async (app, ctx) => {
   })
 
   app.get('/api/v1/spaces/:id/children', {
-    schema: { operationId: 'list-space-children', summary: 'List the visible children of a space', tags, params: SpaceParams, querystring: PageQuery, response: { 200: PagedBodySpace } },
+    schema: { operationId: 'list-space-children', summary: 'List the visible children of a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpace } },
     onRequest: requirePolicy('space', 'read')
   }, async (request) => {
     const q = request.query
-    const { items, total } = await withTenant(db, request.auth, async (trx) => {
+    const found = await withTenant(db, request.auth, async (trx) => {
       await service.visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listVisible(trx, request.auth, { page: q.page, size: q.size, sortBy: 'position', sortDir: 'asc', parentId: request.params.id })
+      return await repo.listVisible(trx, request.auth, { page: q.page, size: q.size, cursor: q.cursor, sortBy: 'position', sortDir: 'asc', parentId: request.params.id })
     })
-    return { items, page: q.page, size: q.size, total }
+    return { ...found, size: q.size }
   })
 
   app.get('/api/v1/spaces/:id/parents', {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, IntId, model, Nullable, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { body, IntId, model, Nullable, KeysetPageQuery, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 
 /** Upstream visibility enum (upstream-api-facts §1): 10 private, 20 members-only, 30 organization, 40 public. */
 export const VISIBILITIES = [10, 20, 30, 40] as const
@@ -86,7 +86,7 @@ export type SpaceChanges = Omit<Static<typeof PatchSpaceBody>, '$schema'>
 
 export const SPACE_SORT_FIELDS = ['created_at', 'updated_at', 'title', 'position', 'published_at'] as const
 
-export const ListSpacesQuery = Type.Intersect([PageQuery, Type.Object({
+export const ListSpacesQuery = Type.Intersect([KeysetPageQuery, Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against the title' })),
   sort_by: Type.Optional(StringEnum(SPACE_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
   sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),

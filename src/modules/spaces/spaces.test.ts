@@ -264,5 +264,35 @@ for (const kind of databases()) {
       assert.equal(small.statusCode, 200, small.body)
       assert.deepEqual(small.json().items.map((n: Json) => [n.title, n.children.map((c: Json) => c.title)]), [['root', ['leaf']]])
     })
+
+    void it('pages the spaces and a space\'s children by cursor as by page, every sort, ties and unpublished last', async () => {
+      const alice = await newTenant(t).user('alice')
+      const root = await createSpace(t, alice, { title: 'Root' })
+      for (let i = 0; i < 8; i++) {
+        const s = await createSpace(t, alice, { title: i % 3 === 0 ? 'Same' : `Space ${i}`, parent_ids: [root.id], position: i % 2 })
+        if (i % 2 === 0) await publish(t, alice, s.id as number)
+      }
+      const get = async (url: string) => {
+        const res = await t.as(alice, { method: 'GET', url })
+        assert.equal(res.statusCode, 200, res.body)
+        return res.json()
+      }
+      for (const url of ['/api/v1/spaces?sort_by=title&sort_dir=asc', '/api/v1/spaces?sort_by=published_at&sort_dir=desc', '/api/v1/spaces?sort_by=position&sort_dir=asc',
+        '/api/v1/spaces?sort_dir=desc', `/api/v1/spaces/${root.id as number}/children?x=1`]) {
+        const all = ((await get(`${url}&size=100`)).items as Json[]).map(s => s.id)
+        assert.ok(all.length >= 8, url)
+        const walked: number[] = []
+        let cursor: string | null = null
+        do {
+          const body: Json = await get(`${url}&size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          walked.push(...(body.items as Json[]).map(s => s.id))
+          cursor = body.next_cursor
+        } while (cursor !== null)
+        assert.deepEqual(walked, all, url)
+      }
+      const first = await get('/api/v1/spaces?sort_by=title&size=3')
+      const refused = await t.as(alice, { method: 'GET', url: `/api/v1/spaces?sort_by=position&size=3&cursor=${encodeURIComponent(first.next_cursor)}` })
+      assert.equal(refused.statusCode, 400, refused.body)
+    })
   })
 }
