@@ -7,6 +7,7 @@ import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { EventInsert } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -104,17 +105,26 @@ export async function moveOccurrences (trx: Tx, tenantId: string, moves: readonl
   return rows
 }
 
-/** The occurrences a caller may see, by start, one page. */
-export async function pageOccurrences (trx: Tx, auth: AuthContext, seriesId: number, page: number, limit: number) {
+const OCCURRENCE_KEYS: KeyColumn[] = [
+  { ref: 'events.start_dt', dir: 'asc', type: 'time', nullable: true },
+  { ref: 'events.series_index', dir: 'asc', type: 'int', nullable: true },
+  { ref: 'events.id', dir: 'asc', type: 'int' }
+]
+
+/** The occurrences a caller may see, by start, one page (after the cursor's occurrence when there is one). */
+export async function pageOccurrences (trx: Tx, auth: AuthContext, seriesId: number, q: { page: number, limit: number, cursor?: string | undefined }) {
+  const window = pageWindow({ page: q.page, size: q.limit, cursor: q.cursor }, listScope('occurrences', { seriesId }), OCCURRENCE_KEYS)
   const base = trx.selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
-  const [items, count] = await Promise.all([
-    base.selectAll('events').orderBy('events.start_dt').orderBy('events.series_index').orderBy('events.id')
-      .limit(limit).offset((page - 1) * limit).execute(),
+  const [rows, count] = await Promise.all([
+    base.selectAll('events')
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, OCCURRENCE_KEYS, window.after ?? [])))
+      .orderBy('events.start_dt').orderBy('events.series_index').orderBy('events.id')
+      .limit(window.limit).offset(window.offset).execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
-  return { items, total: Number(count.total) }
+  return { ...pageOf(rows, window, r => [r.start_dt, r.series_index, r.id]), total: Number(count.total) }
 }
 
 /**

@@ -89,7 +89,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('series', 'read')
   }, async (request) => {
     const q = request.query
-    return await withTenant(db, request.auth, trx => service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit))
+    return await withTenant(db, request.auth, trx => service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit, q.cursor))
   })
 
   app.patch('/api/v1/events/:id/series', {

@@ -1,3 +1,4 @@
+import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import { CreateEventBody, Event, PublishEventBody, TITLE_MAX, DESCRIPTION_MAX, ADDRESS_MAX, TIMEZONE_MAX, KEYWORDS_MAX, KEYWORD_MAX, METADATA_MAX_KEYS } from '../events/events.schemas.ts'
@@ -132,7 +133,8 @@ export const PagedOccurrences = model('PagedOccurrences', {
   page: Type.Integer(),
   limit: Type.Integer(),
   total: Type.Integer(),
-  total_pages: Type.Integer()
+  total_pages: Type.Integer(),
+  next_cursor: NextCursorField
 })
 
 /** Event without its `$id`: a schema may hold one named copy of Event only. */
@@ -149,7 +151,8 @@ export const EventWithSeries = model('EventWithSeries', {
 
 export const OccurrencesQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
-  limit: Type.Integer({ minimum: 1, maximum: OCCURRENCES_LIMIT_MAX, default: OCCURRENCES_LIMIT_DEFAULT, description: `Occurrences per page (1 to ${OCCURRENCES_LIMIT_MAX})` })
+  limit: Type.Integer({ minimum: 1, maximum: OCCURRENCES_LIMIT_MAX, default: OCCURRENCES_LIMIT_DEFAULT, description: `Occurrences per page (1 to ${OCCURRENCES_LIMIT_MAX})` }),
+  cursor: CursorParam
 })
 
 export const DeleteSeriesQuery = Type.Object({

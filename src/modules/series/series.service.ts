@@ -479,7 +479,7 @@ const totalPages = (total: number, limit: number) => Math.ceil(total / limit)
 export async function getSeries (trx: Tx, auth: AuthContext, eventId: number, page: number, limit: number) {
   const row = await findEventForRead(trx, auth, eventId, { includeDraftClones: true })
   const s = await seriesOfRow(trx, auth.tenantId, row, false)
-  const { items, total } = await repo.pageOccurrences(trx, auth, s.id, page, limit)
+  const { items, total } = await repo.pageOccurrences(trx, auth, s.id, { page, limit })
   return {
     series: await seriesView(trx, auth, s),
     occurrences: await occurrenceViews(trx, auth.tenantId, items, s.title),
@@ -491,11 +491,18 @@ export async function getSeries (trx: Tx, auth: AuthContext, eventId: number, pa
   }
 }
 
-export async function listOccurrences (trx: Tx, auth: AuthContext, eventId: number, page: number, limit: number) {
+export async function listOccurrences (trx: Tx, auth: AuthContext, eventId: number, page: number, limit: number, cursor?: string) {
   const row = await findEventForRead(trx, auth, eventId, { includeDraftClones: true })
   const s = await seriesOfRow(trx, auth.tenantId, row, false)
-  const { items, total } = await repo.pageOccurrences(trx, auth, s.id, page, limit)
-  return { items: await occurrenceViews(trx, auth.tenantId, items, s.title), page, limit, total, total_pages: totalPages(total, limit) }
+  const found = await repo.pageOccurrences(trx, auth, s.id, { page, limit, cursor })
+  return {
+    items: await occurrenceViews(trx, auth.tenantId, found.items, s.title),
+    page: found.page,
+    limit,
+    total: found.total,
+    total_pages: totalPages(found.total, limit),
+    next_cursor: found.next_cursor
+  }
 }
 
 // ---- edit

@@ -102,7 +102,20 @@ for (const kind of databases()) {
         { id: created.event.series_id, title: 'Standup', freq: 'weekly', interval: 1, repeat_days: [1, 3], ends_on: 'after_n', end_count: 10, duration: '00:30:00', timezone: BERLIN, status: 'draft' })
       assert.equal('invite_token_hash' in s, false)
       const page3 = await getJson(t, alice, `/api/v1/events/${anchorId}/series/occurrences?page=3&limit=4`)
-      assert.deepEqual({ ...page3, items: page3.items.map((o: Json) => o.id) }, { $schema: page3.$schema, items: ids.slice(8), page: 3, limit: 4, total: 10, total_pages: 3 })
+      assert.deepEqual({ ...page3, items: page3.items.map((o: Json) => o.id) }, { $schema: page3.$schema, items: ids.slice(8), page: 3, limit: 4, total: 10, total_pages: 3, next_cursor: null })
+      // the same pages by cursor
+      const walked: number[] = []
+      let cursor: string | null = null
+      let pages = 0
+      do {
+        const body: Json = await getJson(t, alice, `/api/v1/events/${anchorId}/series/occurrences?limit=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        walked.push(...(body.items as Json[]).map(o => o.id))
+        assert.equal(body.page, ++pages)
+        cursor = body.next_cursor
+      } while (cursor !== null)
+      assert.deepEqual(walked, ids)
+      const refused = await t.as(alice, { method: 'GET', url: `/api/v1/events/${anchorId}/series/occurrences?limit=4&cursor=${encodeURIComponent(Buffer.from('{"k":[],"p":2,"s":"x"}').toString('base64url'))}` })
+      assert.equal(refused.statusCode, 400, refused.body)
 
       // move one occurrence (this only): own times and title
       const moved = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${ids[2]}?scope=this`, payload: { title: 'Standup (moved)', start_dt: at('2027-03-22T11:00'), end_dt: at('2027-03-22T11:30') } })
