@@ -120,23 +120,45 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
  * ranks them and counts them (`count(*) over ()` on narrow rows); the page's full rows are then
  * read by key. Two statements (page, count) read every match twice.
  */
-export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number) {
+const SEARCH_KEYS: KeyColumn[] = [
+  { ref: 'm.rank', dir: 'desc', type: 'number' },
+  { ref: 'm.last_name', dir: 'asc', type: 'text', nullable: true },
+  { ref: 'm.first_name', dir: 'asc', type: 'text', nullable: true },
+  { ref: 'm.id', dir: 'asc', type: 'uuid' }
+]
+
+export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number, cursor?: string) {
   await planForValues(trx)
-  const ranked = trx.selectFrom('contacts')
+  const window = pageWindow({ size: limit, cursor }, listScope('contact-search', { query }), SEARCH_KEYS)
+  const matches = trx.selectFrom('contacts')
     .select(['id', 'last_name', 'first_name'])
     .select(sql<number>`similarity(search_text, ${query.toLowerCase()})`.as('rank'))
     .select(sql<string>`count(*) over ()`.as('total'))
     .where(eb => visibleTo(eb, auth))
     .where('search_text', 'like', likePattern(query))
-    .orderBy('rank', 'desc').orderBy('last_name').orderBy('first_name').orderBy('id')
-    .limit(limit)
+  // every match is ranked and counted (the total), then the page is taken (after the cursor's match when there is one)
+  const ranked = trx.selectFrom(matches.as('m')).selectAll('m')
+    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, SEARCH_KEYS, window.after ?? [])))
+    .orderBy('m.rank', 'desc').orderBy('m.last_name').orderBy('m.first_name').orderBy('m.id').limit(window.limit)
   const rows = await trx.selectFrom(ranked.as('m'))
     .innerJoin('contacts as c', join => join.on('c.tenant_id', '=', auth.tenantId).onRef('c.id', '=', 'm.id'))
     .select(COLUMNS.map(col => `c.${col}` as const))
-    .select('m.total')
+    .select(['m.total', 'm.rank'])
     .orderBy('m.rank', 'desc').orderBy('m.last_name').orderBy('m.first_name').orderBy('m.id')
     .execute()
-  return { items: rows.map(({ total: _total, ...contact }) => contact), total: Number(rows[0]?.total ?? 0) }
+  const page = pageOf(rows, window, r => [r.rank, r.last_name, r.first_name, r.id])
+  return {
+    items: page.items.map(({ total: _total, rank: _rank, ...contact }) => contact),
+    // past the last match the page is empty: the total of an empty page is counted again
+    total: rows[0] !== undefined ? Number(rows[0].total) : await countMatches(trx, auth, query),
+    next_cursor: page.next_cursor
+  }
+}
+
+async function countMatches (trx: Tx, auth: AuthContext, query: string): Promise<number> {
+  const row = await trx.selectFrom('contacts').select(eb => eb.fn.countAll<number>().as('n'))
+    .where(eb => visibleTo(eb, auth)).where('search_text', 'like', likePattern(query)).executeTakeFirstOrThrow()
+  return Number(row.n)
 }
 
 /** Contacts in the caller's upsert scope (their organization's, or their personal ones) by e-mail. */

@@ -66,9 +66,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     schema: { operationId: 'search-contacts', summary: 'Search contacts by name, e-mail and company', tags, querystring: SearchContactsQuery, response: { 200: SearchOutputBody } },
     onRequest: requirePolicy('contact', 'read')
   }, async (request) => {
-    const { query, limit } = request.query
-    const { items, total } = await withTenant(db, request.auth, trx => repo.searchVisible(trx, request.auth, query.trim() || query, limit))
-    return { items, query, total }
+    const { query, limit, cursor } = request.query
+    const found = await withTenant(db, request.auth, trx => repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor))
+    return { ...found, query }
   })
 
   app.post('/api/v1/contacts/upsert', {

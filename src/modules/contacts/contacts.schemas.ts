@@ -1,4 +1,5 @@
 import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox'
+import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { body, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
 
 /** Bounds of the spec (part 2.1); notes, linked_user_id and tags are bounded by us (docs/contacts.md). */
@@ -101,13 +102,15 @@ export const PagedBodyContact = pagedBody(Contact, 'PagedBodyContact')
 
 export const SearchContactsQuery = Type.Object({
   query: Type.String({ minLength: 1, maxLength: 200, description: 'Search text' }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of results' })
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of results' }),
+  cursor: CursorParam
 })
 
 export const SearchOutputBody = model('SearchOutputBody', {
   items: Type.Array(Contact),
   query: Type.String({ description: 'The query used' }),
-  total: Type.Integer({ description: 'Total matching contacts' })
+  total: Type.Integer({ description: 'Total matching contacts' }),
+  next_cursor: NextCursorField
 })
 
 export const UPSERT_MAX = 500

@@ -422,6 +422,18 @@ for (const kind of databases()) {
           } while (cursor !== null)
           assert.deepEqual(walked, all, `${q}: the cursor walk differs from the page`)
         }
+        // the search, ranked, by cursor: the same matches in the same order, the total on every page
+        const ranked = ((await get('/api/v1/contacts/search?query=example&limit=100')).items as Json[]).map(i => i.id)
+        assert.equal(ranked.length, names.length)
+        const searched: string[] = []
+        let next: string | null = null
+        do {
+          const body: Json = await get(`/api/v1/contacts/search?query=example&limit=5${next !== null ? `&cursor=${encodeURIComponent(next)}` : ''}`)
+          searched.push(...(body.items as Json[]).map(i => i.id))
+          assert.equal(body.total, names.length)
+          next = body.next_cursor
+        } while (next !== null)
+        assert.deepEqual(searched, ranked)
         const first = await get('/api/v1/contacts?sort_by=last_name&size=5')
         for (const url of [`/api/v1/contacts?sort_by=company&size=5&cursor=${encodeURIComponent(first.next_cursor)}`, '/api/v1/contacts?cursor=bm9wZQ']) {
           const r = await t.as(alice, { method: 'GET', url })
