@@ -41,7 +41,7 @@ export const PageQuery = Type.Object({
 })
 export type PageQuery = Static<typeof PageQuery>
 
-/** page/size, and the keyset cursor of the lists that answer `next_cursor` (docs/pagination.md). */
+/** page/size and the keyset cursor (docs/pagination.md): the query of every paged list. */
 export const KeysetPageQuery = Type.Object({ ...PageQuery.properties, cursor: CursorParam })
 export type KeysetPageQuery = Static<typeof KeysetPageQuery>
 
@@ -52,13 +52,9 @@ export function pagedBody<T extends TSchema> (item: T, name: string) {
     page: Type.Integer({ description: 'Current page, 1-based' }),
     size: Type.Integer({ description: 'Page size' }),
     total: Type.Integer({ description: 'Total matching records' }),
-    // answered by the lists that take a cursor (KeysetPageQuery)
-    next_cursor: Type.Optional(NextCursorField)
+    next_cursor: NextCursorField
   })
 }
-
-/** Offset of a 1-based page. */
-export const pageOffset = (q: PageQuery): number => (q.page - 1) * q.size
 
 /** Path id of integer resources (events, spaces, series…). */
 export const IntId = Type.Integer({ minimum: 1, maximum: 9_007_199_254_740_991 })
