@@ -2352,7 +2352,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SearchOutputBody: {
             /**
@@ -2365,6 +2365,8 @@ export interface components {
             query: string;
             /** @description Total matching contacts */
             total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
         };
         UpsertOutputBody: {
             /**
@@ -2408,7 +2410,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SpaceTree: {
             /**
@@ -2442,7 +2444,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SpaceManagerPermissions: {
             /**
@@ -2467,7 +2469,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SpaceManagerInvites: {
             /**
@@ -2493,7 +2495,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PagedBodySpaceActivity: {
             /**
@@ -2510,7 +2512,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SpaceAnalyticsResult: {
             /**
@@ -2620,7 +2622,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         SpaceEventLink: {
             /**
@@ -2750,7 +2752,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         CalendarBody: {
             /**
@@ -2787,7 +2789,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         EventWithSeries: {
             /**
@@ -2981,6 +2983,8 @@ export interface components {
             limit: number;
             total: number;
             total_pages: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
         };
         PagedBodyAttendee: {
             /**
@@ -2997,7 +3001,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PendingManagerInvites: {
             /**
@@ -3022,7 +3026,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PagedBodyMilestone: {
             /**
@@ -3039,7 +3043,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         AttachmentListBody: {
             /**
@@ -3098,7 +3102,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PagedBodyAutomationExecution: {
             /**
@@ -3115,7 +3119,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PagedBodyEventAutomation: {
             /**
@@ -3132,7 +3136,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         PagedBodyNotification: {
             /**
@@ -3149,7 +3153,7 @@ export interface components {
             /** @description Total matching records */
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
-            next_cursor?: string | null;
+            next_cursor: string | null;
         };
         ErrorModel: {
             /**
@@ -3500,6 +3504,8 @@ export interface operations {
                 query: string;
                 /** @description Maximum number of results */
                 limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -3887,6 +3893,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Matched against the title */
                 search?: string;
                 /** @description Sort field */
@@ -4258,6 +4266,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -4744,6 +4754,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5225,6 +5237,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5296,6 +5310,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6520,6 +6536,8 @@ export interface operations {
                 page?: number;
                 /** @description Occurrences per page (1 to 200) */
                 limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -6748,6 +6766,8 @@ export interface operations {
                 page?: number;
                 /** @description Occurrences per page (1 to 200) */
                 limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -7375,6 +7395,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -7661,6 +7683,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -8408,6 +8432,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
                 /** @description Scope type */
                 scope?: "EVENT" | "SPACE" | "CONTACT" | "GLOBAL";
                 /** @description Scope entity id */
@@ -8894,6 +8920,8 @@ export interface operations {
                 page?: number;
                 /** @description Items per page (1 to 100) */
                 size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
             };
             header?: never;
             path: {
