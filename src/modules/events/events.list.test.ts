@@ -323,6 +323,13 @@ for (const kind of databases()) {
       assert.equal(newestFirst.length, 5)
       assert.deepEqual(await walk(`${activityUrl}`, 'id', 'limit').then(ids => ids.filter(id => newestFirst.includes(id))), newestFirst)
 
+      // a cursor that names the longest title (255 characters of four UTF-8 bytes each) is taken back
+      for (const mark of ['🎉', '🎈']) await createEvent(t, alice, { title: mark.repeat(255) })
+      const byTitle = await get('/api/v1/events?sort_by=title&sort_dir=desc&size=1')
+      assert.ok((byTitle.next_cursor as string).length > 1024)
+      const nextTitle = await get(`/api/v1/events?sort_by=title&sort_dir=desc&size=1&cursor=${encodeURIComponent(byTitle.next_cursor)}`)
+      assert.notDeepEqual(nextTitle.items[0].id, byTitle.items[0].id)
+
       // a cursor belongs to its list: another event's, another filter's, or garbage is refused
       for (const [url, cursor] of [
         [`/api/v1/events/${other.id}/spaces?size=2`, second.next_cursor],

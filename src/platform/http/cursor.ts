@@ -24,7 +24,8 @@ import { invalidField } from './errors.ts'
 /** The query parameter, added to every list's query schema. */
 export const CursorParam = Type.Optional(Type.String({
   minLength: 1,
-  maxLength: 1024,
+  // a key may hold a title or a name of a few hundred characters, four bytes each in UTF-8, in base64
+  maxLength: 4096,
   description: 'Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); ' +
     'valid only with the same filters and sort'
 }))
