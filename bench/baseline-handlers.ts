@@ -20,12 +20,12 @@ export interface BaselineAnswer {
 
 export type Handler = (q: Query, p: URLSearchParams, caller: Caller, body: unknown) => Promise<BaselineAnswer>
 
-const CONTACT_COLUMNS = 'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
+export const CONTACT_COLUMNS = 'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
   'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, state_province, postal_code, ' +
   'country, website, avatar_url, notes, linked_user_id, tags, revision'
 
 /** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.ts builds it. */
-const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
+export const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
   or (events.visibility = 20 and coalesce(events.published_id, events.id) in (
     select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(array(
       select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true))))
@@ -35,7 +35,7 @@ const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
     select em.series_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.series_id is not null)
   or (events.visibility = 30 and events.org_id = $3))`
 
-const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
+export const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
 
 async function spacesOf (q: Query, tenant: string, ids: number[]): Promise<Map<number, Array<{ id: number, title: string }>>> {
   const out = new Map<number, Array<{ id: number, title: string }>>()
@@ -57,17 +57,28 @@ async function withSpaces<T extends Record<string, unknown>> (q: Query, tenant: 
   return rows.map(r => ({ ...r, spaces: spaces.get(Number(r.published_id ?? r.id)) ?? [] }))
 }
 
+/** Spaces and series titles of listed events, as the service's withSpacesAll reads them (two statements, in parallel) */
+async function withJoined (q: Query, tenant: string, rows: Array<Record<string, unknown>>) {
+  const seriesIds = [...new Set(rows.flatMap(r => r.series_id == null ? [] : [Number(r.series_id)]))]
+  const [spaced, titles] = await Promise.all([
+    withSpaces(q, tenant, rows),
+    seriesIds.length === 0 ? [] : q<{ id: number, title: string }>('select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])', [tenant, seriesIds])
+  ])
+  const title = new Map(titles.map(t => [Number(t.id), t.title]))
+  return spaced.map(r => ({ ...r, series_title: r.series_id == null ? null : title.get(Number(r.series_id)) ?? null }))
+}
+
 const iso = (column: string) => `to_char(events.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`
 
 /** The Event fields but series_title and spaces, as json-render.ts selects them from the Event schema. */
-const EVENT_JSON_COLUMNS = ['id', 'title', 'status', 'visibility', 'timezone', 'creator_id', iso('created_at'), iso('created_dt'), iso('updated_at'),
+export const EVENT_JSON_COLUMNS = ['id', 'title', 'status', 'visibility', 'timezone', 'creator_id', iso('created_at'), iso('created_dt'), iso('updated_at'),
   'version', 'is_deleted', 'is_locked', 'description', 'address', 'latitude', 'longitude', iso('start_dt'), iso('end_dt'), 'keywords', 'metadata',
   'metadata_override', 'title_override', 'description_override', 'org_id', 'parent_event_id', iso('published_at'), 'published_id', 'series_id',
   'series_index', 'template', 'template_version', 'state', 'priority', 'cover_image_key'].map(c => c.startsWith('to_char') ? c : `events.${c}`).join(', ')
 
-const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
+export const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
 
-const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.status, spaces.org_id,
+export const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.status, spaces.org_id,
   spaces.creator_id, spaces.position, spaces.published_at, spaces.version, spaces.is_deleted, spaces.public_handle, spaces.revision,
   spaces.draft, spaces.created_at, spaces.updated_at,
   coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted
@@ -75,13 +86,13 @@ const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces
   spaces.draft is not null as has_draft
   from spaces`
 
-const SPACE_VISIBLE = `spaces.tenant_id = $2 and spaces.is_deleted = false and (spaces.creator_id = $3
+export const SPACE_VISIBLE = `spaces.tenant_id = $2 and spaces.is_deleted = false and (spaces.creator_id = $3
   or exists (select 1 from space_managers m where m.tenant_id = spaces.tenant_id and m.space_id = spaces.id and m.user_id = $3 and m.status = 'active')
   or (spaces.status <> 'draft' and (spaces.visibility = 40 or (spaces.visibility = 30 and spaces.org_id = $4)
       or (spaces.visibility in (20, 30) and exists (select 1 from space_members sm where sm.tenant_id = spaces.tenant_id and sm.space_id = spaces.id and sm.user_id = $3 and sm.is_active = true)))))`
 
-const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar_url'
-const PUBLIC_SPACES = "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
+export const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar_url'
+export const PUBLIC_SPACES = "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
 
 export const HANDLERS: Record<string, Handler> = {
   // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
@@ -123,9 +134,13 @@ export const HANDLERS: Record<string, Handler> = {
     const owned = ['events.creator_id = $2', `events.id = any(array(${managed('event_id')}))`,
       `events.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id in (${managed('series_id')})))`]
     const order = 'order by events.start_dt asc nulls last, events.id asc'
-    const branches = [...classes, ...owned].map(b => `select b.id from (select events.id from events where ${listed} and (${b}) ${order} limit $6) b`)
+    // by cursor: the rows after the key (start, id) of the previous page's last row, no offset
+    const ks = p.get('ks')
+    const keyset = ks !== null ? ' and (events.start_dt, events.id) > ($9::timestamptz, $10::bigint)' : ''
+    const depth = ks !== null ? size : page * size
+    const branches = [...classes, ...owned].map(b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`)
     const items = await q(`select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
-      [c.tenant, c.user, c.org, 'published', after, page * size, size, (page - 1) * size])
+      [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size, ...(ks !== null ? [ks, Number(p.get('ki'))] : [])])
     const buckets = (visibility: number, org: string) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
       and c.visibility = ${visibility} ${org} and c.month >= $6::date)`
     const partial = (where: string) => `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') and ${where})`
@@ -135,7 +150,55 @@ export const HANDLERS: Record<string, Handler> = {
           and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5)
       + (select count(*) from events where ${listed} and (${owned.join(' or ')}) and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
     [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)])
-    return { status: 200, body: { items: await withSpaces(q, c.tenant, items), page, size, total: Number(count?.total ?? 0) } }
+    return { status: 200, body: { items: await withJoined(q, c.tenant, items.slice(0, size)), page, size, total: Number(count?.total ?? 0) } }
+  },
+
+  // contacts.repository.ts, listVisible: the page (one more row than asked, for the next cursor) and the count
+  async 'list-contacts' (q, p, c) {
+    const size = Number(p.get('size') ?? 20)
+    const page = Number(p.get('page') ?? 1)
+    const visible = 'contacts.tenant_id = $1 and (contacts.owner_id = $2 or contacts.org_id = $3)'
+    const [rows, [count]] = await Promise.all([
+      q(`select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible} order by created_at desc nulls last, id desc limit $4 offset $5`,
+        [c.tenant, c.user, c.org, size + 1, (page - 1) * size]),
+      q<{ total: number }>(`select count(*) as total from contacts where ${visible}`, [c.tenant, c.user, c.org])
+    ])
+    return { status: 200, body: { items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r), page, size, total: Number(count?.total ?? 0) } }
+  },
+
+  // spaces.insights.repository.ts, listActivity: the space (visible to the caller), then the feed: stored items,
+  // "event added" from the links and "event published" from event_activity, of events the caller sees
+  async 'space-activity' (q, p, c) {
+    const id = Number(p.get('id'))
+    const size = Number(p.get('size') ?? 20)
+    const space = await q(`${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`, [id, c.tenant, c.user, c.org])
+    if (space[0] === undefined) return notFound
+    const visible = `select events.id from events where ${EVENT_VISIBLE}`
+    const all = `(select a.created_at, a.message, a.resource_id, a.title, a.type, 0 as src, a.id as seq from space_activity a where a.tenant_id = $1 and a.space_id = $4
+      union all select es.created_at, 'event added to the space', e.id::text, e.title, 'event', 1, es.id from event_spaces es
+        join events e on e.tenant_id = es.tenant_id and e.id = es.event_id where es.tenant_id = $1 and es.space_id = $4 and es.event_id in (${visible})
+      union all select ea.at, 'event published', e.id::text, e.title, 'event', 2, ea.id from event_activity ea
+        join event_spaces es on es.tenant_id = ea.tenant_id and es.event_id = ea.event_id join events e on e.tenant_id = ea.tenant_id and e.id = ea.event_id
+        where ea.tenant_id = $1 and es.space_id = $4 and ea.kind = 'published' and ea.event_id in (${visible})) x`
+    const [rows, [count]] = await Promise.all([
+      q(`select x.created_at, x.message, x.resource_id, x.title, x.type from ${all} order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
+        [c.tenant, c.user, c.org, id, size + 1]),
+      q<{ total: number }>(`select count(*) as total from ${all}`, [c.tenant, c.user, c.org, id])
+    ])
+    return { status: 200, body: { items: rows.slice(0, size), page: 1, total: Number(count?.total ?? 0) } }
+  },
+
+  // automation.service.ts: the rule (tenant admins may read every rule), then automation.repository.ts listExecutions
+  async 'rule-executions' (q, p, c) {
+    const id = p.get('id')
+    const size = Number(p.get('size') ?? 20)
+    const [rule] = await q('select * from automation_rules where tenant_id = $1 and id = $2', [c.tenant, id])
+    if (rule === undefined) return notFound
+    const [rows, [count]] = await Promise.all([
+      q('select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3 offset 0', [c.tenant, id, size + 1]),
+      q<{ n: number }>('select count(*) as n from automation_executions where tenant_id = $1 and rule_id = $2', [c.tenant, id])
+    ])
+    return { status: 200, body: { items: rows.slice(0, size), page: 1, total: Number(count?.n ?? 0) } }
   },
 
   async 'search-contacts' (q, p, c) {
@@ -238,7 +301,7 @@ export const HANDLERS: Record<string, Handler> = {
     const [evCount] = await q<{ total: number }>(`select count(*) as total ${evBase}`, [t, id])
     const [owner] = await q(`select ${PROFILE} from users as u where u.tenant_id = $1 and u.id = $2 and u.state <> 'removed'`, [t, space.creator_id])
     const page = {
-      space: { ...space, parent_id: parent[0]?.id },
+      space: { ...Object.fromEntries(Object.entries(space).filter(([k]) => k !== 'creator_id' && k !== 'org_id')), parent_id: parent[0]?.id },
       subspaces: children,
       managers,
       members,

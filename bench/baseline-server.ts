@@ -1,12 +1,14 @@
 /**
  * The baseline: a bare `node:http` server that runs each scenario's SQL (bench/baseline-handlers.ts)
  * through `pg` (or PGlite, for the embedded runs) with no framework, no authentication, no
- * row-level security and no per-request tenant transaction. `GET|POST|PATCH /b/<scenario>?t=…&u=…&o=…`.
+ * row-level security and no per-request tenant transaction. `GET|POST|PATCH /b/<scenario>?t=…&u=…&o=…`;
+ * `GET /r/<scenario>` runs the scenario's reference (bench/reference-handlers.ts).
  *
  *   BENCH_DATABASE_URL=postgres://… | BENCH_PGLITE_DIR=/path  PORT=0  node --import tsx bench/baseline-server.ts
  */
 import http from 'node:http'
 import { HANDLERS, type Query } from './baseline-handlers.ts'
+import { REFERENCES } from './reference-handlers.ts'
 import { pgliteRunner, pgRunner, type SqlRunner } from './sql-runner.ts'
 
 const url = process.env.BENCH_DATABASE_URL
@@ -28,8 +30,10 @@ const server = http.createServer((req, res) => {
   req.on('end', () => {
     const u = new URL(req.url ?? '/', 'http://x')
     if (u.pathname === '/health') { send(res, 200, { status: 'ok' }); return }
-    const name = u.pathname.replace(/^\/b\//, '')
-    const handler = HANDLERS[name]
+    // /b/<scenario>: the service's statements; /r/<scenario>: the reference (the fastest SQL for the same answer)
+    const reference = u.pathname.startsWith('/r/')
+    const name = u.pathname.replace(/^\/[br]\//, '')
+    const handler = reference ? REFERENCES[name] : HANDLERS[name]
     if (handler === undefined) { send(res, 404, { status: 404 }); return }
     const caller = { tenant: u.searchParams.get('t') ?? '', user: u.searchParams.get('u') ?? '', org: u.searchParams.get('o') ?? 'org-main' }
     let body: unknown

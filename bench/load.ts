@@ -30,6 +30,8 @@ export interface LoadResult {
   peakRssMb: number
   /** CPU time of the server process per request (user + system), ms */
   cpuMsPerRequest: number
+  /** CPU time of the local PostgreSQL server's processes per request, ms (undefined: not asked, e.g. PGlite) */
+  dbCpuMsPerRequest?: number
 }
 
 /** user + system CPU time of a process so far, ms */
@@ -41,6 +43,27 @@ export function cpuMs (pid: number): number {
   } catch {
     return 0
   }
+}
+
+/**
+ * user + system CPU time so far of every process of this machine named `postgres` (the servers and
+ * their backends), ms: the database's work, measured beside the request count. Backends that exit
+ * during a measurement take their time with them; the servers' pools keep theirs open.
+ */
+export function postgresCpuMs (): number {
+  let total = 0
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const open = stat.indexOf('(')
+      const close = stat.lastIndexOf(')')
+      if (stat.slice(open + 1, close) !== 'postgres') continue
+      const fields = stat.slice(close + 2).split(' ')
+      total += (Number(fields[11]) + Number(fields[12])) * 10
+    } catch {}
+  }
+  return total
 }
 
 export function rssMb (pid: number): number {
@@ -59,11 +82,12 @@ function percentile (sorted: number[], p: number): number {
   return sorted[i] ?? 0
 }
 
-export async function runLoad (options: { url: string, connections: number, duration: number, next: RequestFactory, pid: number }): Promise<LoadResult> {
+export async function runLoad (options: { url: string, connections: number, duration: number, next: RequestFactory, pid: number, db?: boolean }): Promise<LoadResult> {
   const latencies: number[] = []
   const statuses: Record<string, number> = {}
   let peak = rssMb(options.pid)
   const cpu0 = cpuMs(options.pid)
+  const db0 = options.db === true ? postgresCpuMs() : 0
   const sampler = setInterval(() => { peak = Math.max(peak, rssMb(options.pid)) }, 200)
   try {
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -104,7 +128,8 @@ export async function runLoad (options: { url: string, connections: number, dura
       statuses,
       errors: result.errors + result.timeouts,
       peakRssMb: Math.max(peak, rssMb(options.pid)),
-      cpuMsPerRequest: total > 0 ? (cpuMs(options.pid) - cpu0) / total : 0
+      cpuMsPerRequest: total > 0 ? (cpuMs(options.pid) - cpu0) / total : 0,
+      ...(options.db === true ? { dbCpuMsPerRequest: total > 0 ? (postgresCpuMs() - db0) / total : 0 } : {})
     }
   } finally {
     clearInterval(sampler)

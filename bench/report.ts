@@ -14,6 +14,11 @@ export interface ScenarioOutcome {
   light?: LoadResult
   /** the baseline's p95 at light load: the floor the machine and the data set give the same SQL */
   baselineLight?: LoadResult
+  /** the reference (the fastest SQL for the same answer), at full and at light load */
+  reference?: LoadResult
+  referenceLight?: LoadResult
+  /** whether the reference answered as the baseline did (run.ts, checkReference) */
+  referenceCheck?: string
   /** ours again, with work running beside it (bench/retention.ts), and what that work did */
   beside?: LoadResult
   besideNote?: string
@@ -49,21 +54,73 @@ const f1 = (n: number): string => n.toFixed(1)
 const ms = (n: number): string => n < 10 ? n.toFixed(2) : n.toFixed(1)
 
 export function table (run: DatabaseRun, connections: number, lightConnections: number): string {
-  const head = `| scenario | ours req/s | baseline req/s | ours/baseline | ours p50 / p99 ms | baseline p50 / p99 ms | ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | light-load p95 ms ours / baseline (${lightConnections} conn.) | non-2xx ours / baseline |`
-  const rows = [head, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+  const head = '| scenario | ours req/s | baseline req/s | ours/baseline | reference req/s | ours/reference | ours p50 / p99 ms | baseline p50 / p99 ms | ' +
+    'ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | database CPU ms/req ours / baseline / reference | ' +
+    `light-load p95 ms ours / baseline / reference (${lightConnections} conn.) | non-2xx ours / baseline |`
+  const rows = [head, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
+  const opt = (r: LoadResult | undefined, f: (r: LoadResult) => string) => r === undefined ? '-' : f(r)
   for (const o of run.outcomes) {
     const s = o.scenario
     const conns = s.connections ?? connections
     const label = `${s.title}${conns !== connections ? ` (${conns} conn.)` : ''}`
     if (o.missing || o.ours === undefined || o.baseline === undefined) {
-      rows.push(`| ${label} | not measured: route missing | | | | | | | | | |`)
+      rows.push(`| ${label} | not measured: route missing | | | | | | | | | | | | |`)
       continue
     }
     const a = o.ours
     const b = o.baseline
-    rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${o.light !== undefined ? `${ms(o.light.p95)} / ${o.baselineLight !== undefined ? ms(o.baselineLight.p95) : '-'}` : ''} | ${a.non2xx} / ${b.non2xx} |`)
+    const r = o.reference
+    const db = (x: LoadResult | undefined) => opt(x, y => y.dbCpuMsPerRequest !== undefined ? ms(y.dbCpuMsPerRequest) : '-')
+    rows.push(`| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${opt(r, x => f0(x.rps))} | ` +
+      `${opt(r, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ` +
+      `${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${db(a)} / ${db(b)} / ${db(r)} | ` +
+      `${o.light !== undefined ? `${ms(o.light.p95)} / ${opt(o.baselineLight, x => ms(x.p95))} / ${opt(o.referenceLight, x => ms(x.p95))}` : ''} | ${a.non2xx} / ${b.non2xx} |`)
   }
   return rows.join('\n')
+}
+
+/**
+ * How the read scenarios grow with the data: for each database measured at two or more scales, the
+ * light-load p95 and the requests/s at the largest scale against the smallest, with the budget
+ * (light-load p95 grows at most 1.5 x for 5 x the data) as lines.
+ */
+export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[] } {
+  const out: string[] = []
+  const lines: BudgetLine[] = []
+  for (const kind of [...new Set(runs.map(r => r.kind))]) {
+    const mine = runs.filter(r => r.kind === kind).sort((x, y) => x.scale - y.scale)
+    const small = mine[0]
+    const large = mine[mine.length - 1]
+    if (small === undefined || large === undefined || small === large) continue
+    out.push(`Growth on ${headingOf(kind)}, scale ${small.scale} → ${large.scale} (${(large.scale / small.scale).toFixed(0)} x the data):`, '',
+      '| scenario | light-load p95 ms | p95 growth | req/s (50 conn.) | req/s growth | reference p95 growth |', '|---|---:|---:|---:|---:|---:|')
+    for (const o of large.outcomes) {
+      const before = small.outcomes.find(x => x.scenario.name === o.scenario.name)
+      const write = o.scenario.group === 'write'
+      const p0 = before?.light?.p95
+      const p1 = o.light?.p95
+      const r0 = before?.ours?.rps
+      const r1 = o.ours?.rps
+      if (r0 === undefined || r1 === undefined) continue
+      const pg = p0 !== undefined && p1 !== undefined ? p1 / Math.max(p0, 1e-9) : undefined
+      const refGrowth = before?.referenceLight !== undefined && o.referenceLight !== undefined ? o.referenceLight.p95 / Math.max(before.referenceLight.p95, 1e-9) : undefined
+      out.push(`| ${o.scenario.title} | ${p0 !== undefined ? ms(p0) : '-'} → ${p1 !== undefined ? ms(p1) : '-'} | ${pg !== undefined ? `${pg.toFixed(2)} x` : '-'} | ` +
+        `${f0(r0)} → ${f0(r1)} | ${(r0 / Math.max(r1, 1e-9)).toFixed(2)} x slower | ${refGrowth !== undefined ? `${refGrowth.toFixed(2)} x` : '-'} |`)
+      if (!write && pg !== undefined) {
+        lines.push({ ok: pg <= 1.5, enforced: kind === 'pg', text: `growth ${o.scenario.name}: light-load p95 ${pg.toFixed(2)} x <= 1.5 x for ${(large.scale / small.scale).toFixed(0)} x the data` })
+      }
+    }
+    out.push('')
+  }
+  return { text: out.join('\n'), lines }
+}
+
+/** What the check of each reference against the baseline found. */
+export function referenceText (run: DatabaseRun): string {
+  const rows = run.outcomes.filter(o => o.referenceCheck !== undefined)
+  if (rows.length === 0) return ''
+  return ['References (the fastest SQL for the same answer, bench/reference-handlers.ts) checked against the baseline:', '',
+    ...rows.map(o => `- ${o.scenario.name}: ${o.referenceCheck ?? ''}`)].join('\n')
 }
 
 /** Scenarios measured alone and beside other work: the same route's figures side by side. */
@@ -134,6 +191,29 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   p95('calendar-month', 25, 'calendar month (largest tenant)')
   p95('create-series', 150, 'series creation with 500 occurrences')
   p95('space-analytics', 100, 'space analytics')
+  // issue #19: ten times the req/s of the full data set when it was filed (events list 32, public page 142, calendar 201),
+  // and a light-load p95 under 15 ms, on the full data set
+  const tenfold = (name: string, was: number, label: string) => {
+    const o = outcome(run, name)
+    const rps = o?.ours?.rps
+    const p = o?.light?.p95
+    add(rps === undefined || p === undefined ? undefined : rps >= 10 * was && p < 15 && !failing(o),
+      `${label}: ${rps !== undefined ? f0(rps) : '-'} req/s >= ${10 * was} (10 x ${was}) at ${connections} connections, light-load p95 ${p !== undefined ? ms(p) : '-'} ms < 15 ms` +
+      `${o?.reference !== undefined ? ` (reference ${f0(o.reference.rps)} req/s, p95 ${o.referenceLight !== undefined ? ms(o.referenceLight.p95) : '-'} ms)` : ''}${failing(o) ? ' (error answers)' : ''}`)
+  }
+  if (run.scale >= 1) {
+    tenfold('list-events', 32, 'events list page')
+    tenfold('public-space', 142, 'public space page')
+    tenfold('calendar-month', 201, 'calendar month')
+  }
+  const first = outcome(run, 'list-events-first')
+  const deep = outcome(run, 'list-events-deep')
+  if (first?.ours !== undefined && deep?.ours !== undefined) {
+    const r = deep.ours.rps / Math.max(first.ours.rps, 1e-9)
+    const p = deep.light !== undefined && first.light !== undefined ? deep.light.p95 / Math.max(first.light.p95, 1e-9) : undefined
+    add(r >= 0.8 && (p === undefined || p <= 1.25) && !failing(deep), `page 500 by cursor costs what page 1 costs: ${f0(deep.ours.rps)} req/s against ${f0(first.ours.rps)} ` +
+      `(${r.toFixed(2)} >= 0.80), light-load p95 ${p !== undefined ? `${p.toFixed(2)} x` : '-'} <= 1.25 x`)
+  }
   const unauth = outcome(run, 'unauthorized')?.ours?.rps
   const reads = ['get-event', 'get-contact'].map(n => outcome(run, n)?.ours?.rps).filter((x): x is number => x !== undefined)
   const best = reads.length > 0 ? Math.max(...reads) : undefined

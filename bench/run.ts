@@ -15,7 +15,7 @@
  * failures are counted per scenario and reported under the tables; the whole logs are written to
  * service.log and baseline.log in the database's data directory (DATA_DIR/pg, DATA_DIR/citus, …).
  *
- *   npm run bench -- [--scale 1] [--db pg,pglite,citus] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
+ *   npm run bench -- [--scale 1[,5]] [--db pg,pglite,citus] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
  *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
  *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof dir]
  *                    [--citus-shards 32]
@@ -35,8 +35,8 @@ import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
-import { besideText, budgetText, budgets, errorText, headingOf, table, type BudgetLine, type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome } from './report.ts'
-import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, type BenchContext, type Caller, type Side } from './scenarios.ts'
+import { besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine, type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome } from './report.ts'
+import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, isRead, type BenchContext, type Caller, type Side } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
@@ -72,6 +72,9 @@ const only = args.only?.split(',').map(s => s.trim()).filter(Boolean)
 const KINDS: readonly DatabaseKind[] = ['pg', 'pglite', 'citus']
 const kinds = args.db.split(',').map(s => s.trim()).filter(Boolean) as DatabaseKind[]
 for (const k of kinds) if (!KINDS.includes(k)) throw new Error(`--db ${k}: expected one or more of ${KINDS.join(', ')}`)
+/** `--scale 1,5`: every database kind measured at each scale in turn, and the growth between them reported */
+const scales = args.scale.split(',').map(s => Number(s.trim()))
+for (const s of scales) if (!(s > 0)) throw new Error(`--scale ${args.scale}: expected positive numbers, comma-separated`)
 
 const log = (line: string) => { process.stdout.write(`${line}\n`) }
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
@@ -156,9 +159,21 @@ async function removeRunWrites (url: string, marks: Watermarks & { at: string })
   })
 }
 
+/**
+ * Each scale has its own database and data directory, so that `--scale 1,5` measures both without
+ * seeding again: scale 1 uses the database of `--database-url` and DATA_DIR/pg, scale 5 the same name
+ * with `_s5` and DATA_DIR/pg-s5 (scale 0.1: `_s0_1`, pg-s0_1).
+ */
+function pgTarget (scale: number): { url: string, dir: string } {
+  const u = new URL(args['database-url'])
+  if (scale === 1) return { url: u.toString(), dir: path.join(DATA, 'pg') }
+  const suffix = `s${String(scale).replace('.', '_')}`
+  u.pathname = `${u.pathname}_${suffix}`
+  return { url: u.toString(), dir: path.join(DATA, `pg-${suffix}`) }
+}
+
 async function preparePg (scale: number): Promise<{ url: string, dir: string, manifest: Manifest }> {
-  const url = args['database-url']
-  const dir = path.join(DATA, 'pg')
+  const { url, dir } = pgTarget(scale)
   fs.mkdirSync(dir, { recursive: true })
   const stampFile = path.join(dir, 'seed.json')
   const stamp = seedStamp(scale)
@@ -409,6 +424,52 @@ async function tokenBook (dataDir: string, manifest: Manifest) {
   }
 }
 
+/**
+ * Whether the reference gives the baseline's answer: five requests of the scenario, each sent to both
+ * (`/b/…` and `/r/…`), the bodies compared after normalising what JSON from `pg` and JSON from
+ * PostgreSQL write differently (timestamps to the millisecond, counts as numbers, key order).
+ */
+async function checkReference (s: (typeof SCENARIOS)[number], ctx: BenchContext, url: string): Promise<string> {
+  const next = s.build?.(ctx)
+  if (next === undefined) return 'not checked'
+  const norm = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(norm)
+    if (v !== null && typeof v === 'object') {
+      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, norm(x)]))
+    }
+    if (typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(v)) return Math.floor(Date.parse(v))
+    if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v)
+    return v
+  }
+  const differ = (a: unknown, b: unknown, at: string): string | undefined => {
+    if (Array.isArray(a) && Array.isArray(b)) {
+      if (a.length !== b.length) return `${at}: ${a.length} items against ${b.length}`
+      for (let i = 0; i < a.length; i++) { const d = differ(a[i], b[i], `${at}[${i}]`); if (d !== undefined) return d }
+      return undefined
+    }
+    if (a !== null && b !== null && typeof a === 'object' && typeof b === 'object') {
+      for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+        const d = differ((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}.${k}`)
+        if (d !== undefined) return d
+      }
+      return undefined
+    }
+    return (a ?? null) === (b ?? null) || (typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) < 1e-6) ? undefined : `${at}: ${JSON.stringify(a)} against ${JSON.stringify(b)}`
+  }
+  for (let i = 0; i < 5; i++) {
+    const spec = next()
+    const [b, r] = await Promise.all([spec.path, spec.path.replace(/^\/b\//, '/r/')].map(async p => {
+      const res = await fetch(`${url}${p}`, { method: spec.method })
+      return { status: res.status, body: norm(await res.json()) }
+    }))
+    if (b === undefined || r === undefined) return 'not checked'
+    if (b.status !== r.status) return `DIFFERENT: status ${b.status} against ${r.status} (${spec.path})`
+    const d = differ(b.body, r.body, 'body')
+    if (d !== undefined) return `DIFFERENT: ${d} (${spec.path})`
+  }
+  return 'the same answer to 5 requests'
+}
+
 async function measure (kind: DatabaseKind, scale: number): Promise<DatabaseRun> {
   let oursEnv: Record<string, string>
   let baseEnv: Record<string, string>
@@ -475,11 +536,17 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
         const next = s.build?.(ctxOf(side))
         if (next === undefined) throw new Error('unreachable')
         if (WARMUP > 0) await runLoad({ url: proc.url, connections: conns, duration: WARMUP, next, pid: proc.pid })
-        return await runLoad({ url: proc.url, connections: conns, duration, next, pid: proc.pid })
+        return await runLoad({ url: proc.url, connections: conns, duration, next, pid: proc.pid, db: kind !== 'pglite' })
       }
+      await s.prepare?.(ctxOf('ours'), ours.url)
       const o: ScenarioOutcome = { scenario: s, missing: false }
+      if (s.reference === true) {
+        o.referenceCheck = await checkReference(s, ctxOf('baseline'), base.url)
+        log(`${kind}: ${s.name}: reference against the baseline: ${o.referenceCheck}`)
+      }
       o.ours = await run('ours', ours, connections, DURATION)
       o.baseline = await run('baseline', base, connections, DURATION)
+      if (s.reference === true) o.reference = await run('reference', base, connections, DURATION)
       if (beside !== undefined) {
         const task = await beside.start(besideEnv)
         o.beside = await run('ours', ours, connections, DURATION)
@@ -487,10 +554,11 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
         log(`${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
           ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`)
       }
-      if (s.p95BudgetMs !== undefined) {
+      if (s.p95BudgetMs !== undefined || isRead(s)) {
         o.light = await run('ours', ours, LIGHT_CONNECTIONS, LIGHT_DURATION)
         // the same SQL without the service: what the machine and the data allow
         o.baselineLight = await run('baseline', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
+        if (s.reference === true) o.referenceLight = await run('reference', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
       }
       o.serviceLog = logs.take()
       o.baselineLog = baseLogs.take()
@@ -501,7 +569,9 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
       const b = o.baseline
       log(`${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
         ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
-        `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ms)` : ''}` +
+        `${o.reference !== undefined ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}` : ''}` +
+        `${a.dbCpuMsPerRequest !== undefined ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}${o.reference?.dbCpuMsPerRequest !== undefined ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}` : ''} ms/req` : ''}` +
+        `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})` : ''}` +
         `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`)
     }
   } finally {
@@ -516,9 +586,13 @@ const started = new Date()
 execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' })
 const runs: DatabaseRun[] = []
 try {
-  for (const kind of kinds) {
-    const scale = Number(kind === 'pglite' ? Math.min(Number(args.scale), Number(args['pglite-scale'])) : args.scale)
-    runs.push(await measure(kind, scale))
+  for (const s of scales) {
+    for (const kind of kinds) {
+      const scale = kind === 'pglite' ? Math.min(s, Number(args['pglite-scale'])) : s
+      // PGlite runs once when every scale asked is above its own
+      if (runs.some(r => r.kind === kind && r.scale === scale)) continue
+      runs.push(await measure(kind, scale))
+    }
   }
 } finally {
   await cleanUp()
@@ -532,10 +606,17 @@ for (const r of runs) {
   const lines: BudgetLine[] = budgets(r, CONNECTIONS)
   failed ||= lines.some(l => l.enforced && l.ok === false)
   out.push(`## ${headingOf(r.kind)} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
+  const checked = referenceText(r)
+  if (checked !== '') out.push(checked, '')
   const besides = besideText(r, CONNECTIONS)
   if (besides !== '') out.push(besides, '')
   const errors = errorText(r)
   if (errors !== '') out.push(errors, '')
+}
+const grown = growth(runs)
+if (grown.text !== '') {
+  failed ||= grown.lines.some(l => l.enforced && l.ok === false)
+  out.push(grown.text, '```', budgetText(grown.lines), '```', '')
 }
 const text = out.join('\n')
 log(`\n${text}`)

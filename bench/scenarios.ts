@@ -8,9 +8,13 @@ import crypto from 'node:crypto'
 import { signBody } from '../src/modules/identity/idp-signature.ts'
 import type { RequestFactory, RequestSpec } from './load.ts'
 import type { Manifest } from './manifest.ts'
-import { BIG_TENANT, ORG, TENANTS, tenantId, userId } from './seed.ts'
+import { BENCH_RULE, BIG_TENANT, ORG, TENANTS, tenantId, userId } from './seed.ts'
 
-export type Side = 'ours' | 'baseline'
+/**
+ * ours: the service; baseline: the same statements run bare (bench/baseline-handlers.ts); reference:
+ * the fastest SQL written for the same answer (bench/reference-handlers.ts), for list-shaped scenarios
+ */
+export type Side = 'ours' | 'baseline' | 'reference'
 
 export interface Caller { tenant: string, user: string }
 
@@ -36,7 +40,14 @@ export interface Scenario {
   /** measured again at light load (BENCH light connections) for a p95 budget */
   p95BudgetMs?: number
   build?: (ctx: BenchContext) => RequestFactory
+  /** measured against a reference too: the fastest SQL for the same answer (bench/reference-handlers.ts) */
+  reference?: boolean
+  /** before the scenario's measurements, against our service (e.g. walking a list to a deep cursor) */
+  prepare?: (ctx: BenchContext, url: string) => Promise<void>
 }
+
+/** Scenarios that read: each measured at light load too (p95 on every side), and compared across scales. */
+export const isRead = (s: Scenario): boolean => s.group === 'single-read' || s.group === 'list' || s.group === 'page'
 
 const pick = <T>(xs: readonly T[]): T => {
   const x = xs[Math.floor(Math.random() * xs.length)]
@@ -72,7 +83,7 @@ function request (ctx: BenchContext, name: string, caller: Caller | undefined, o
   const { onResponse, body } = ours
   return {
     method: ours.method,
-    path: `/b/${name}?${caller !== undefined ? callerQuery(caller) : ''}${qs !== '' ? `&${qs}` : ''}`,
+    path: `/${ctx.side === 'reference' ? 'r' : 'b'}/${name}?${caller !== undefined ? callerQuery(caller) : ''}${qs !== '' ? `&${qs}` : ''}`,
     headers: body !== undefined ? json : {},
     ...(body !== undefined ? { body } : {}),
     ...(onResponse !== undefined ? { onResponse } : {})
@@ -91,6 +102,59 @@ function patchPool (ctx: BenchContext) {
 }
 
 let sequence = Date.now() * 1000
+
+/** The key (start, id) of the last row a cursor names (the bench reads its own cursors; clients must not) */
+function cursorKey (cursor: string): [string, number] {
+  const body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { k: [string, number] }
+  return body.k
+}
+
+/**
+ * The deep-page scenario: a few members of the largest tenant, each with the cursor of page 500
+ * (rows 9 981 – 10 000) of the published events since the earliest `listAfter`, by start; walked once
+ * before the measurements (`prepare`), pages of 100 and then of 20.
+ */
+const DEEP_CALLERS = 5
+const DEEP_PAGE = 500
+const deepCursors: Array<{ caller: Caller, cursor: string }> = []
+const listQuery = (after: string) => `status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc`
+
+async function walkToDeepPage (ctx: BenchContext, url: string): Promise<void> {
+  const log = (line: string) => { process.stdout.write(`${line}\n`) }
+  if (deepCursors.length > 0) return
+  const after = ctx.manifest.listAfter[0] ?? ''
+  for (let u = 1; u <= DEEP_CALLERS; u++) {
+    const caller = { tenant: BIG_TENANT, user: userId(u) }
+    let cursor: string | null = null
+    let depth = 0
+    while (depth < (DEEP_PAGE - 1) * 20) {
+      const size = depth + 100 <= (DEEP_PAGE - 1) * 20 ? 100 : 20
+      const res = await fetch(`${url}/api/v1/events?${listQuery(after)}&size=${size}${cursor !== null ? `&cursor=${cursor}` : ''}`,
+        { headers: { authorization: `Bearer ${ctx.token(caller)}` } })
+      const body = await res.json() as { items: unknown[], next_cursor: string | null }
+      if (res.status !== 200) throw new Error(`list-events-deep: status ${res.status} walking the list of ${caller.user}`)
+      // a small data set (--scale below 1) ends before page 500: the deepest full page stands in for it
+      if (body.next_cursor === null) break
+      cursor = body.next_cursor
+      depth += body.items.length
+    }
+    if (cursor === null) throw new Error(`list-events-deep: ${caller.user} sees one page only`)
+    if (depth < (DEEP_PAGE - 1) * 20) log(`list-events-deep: ${caller.user}'s list ends before page ${DEEP_PAGE}: measuring page ${Math.floor(depth / 20) + 1}`)
+    deepCursors.push({ caller, cursor })
+  }
+}
+
+/** The events list by cursor, on page 1 or page 500, for the same callers and query. */
+function cursorList (ctx: BenchContext, deep: boolean): RequestFactory {
+  const after = ctx.manifest.listAfter[0] ?? ''
+  return () => {
+    const d = pick(deepCursors)
+    const [ks, ki] = deep ? cursorKey(d.cursor) : ['', 0]
+    return request(ctx, 'list-events', d.caller,
+      { method: 'GET', path: `/api/v1/events?${listQuery(after)}&size=20${deep ? `&cursor=${d.cursor}` : ''}` },
+      { after, page: 1, size: 20, ...(deep ? { ks, ki } : {}) })
+  }
+}
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -117,6 +181,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'list-events',
+    reference: true,
     title: 'List events (published, start after, by start, page 1-5 of 20)',
     group: 'list',
     route: 'GET /api/v1/events',
@@ -131,7 +196,38 @@ export const SCENARIOS: Scenario[] = [
     }
   },
   {
+    name: 'list-events-first',
+    reference: true,
+    title: 'List events by cursor, page 1 (published since the earliest date, by start)',
+    group: 'list',
+    route: 'GET /api/v1/events',
+    prepare: walkToDeepPage,
+    build: ctx => cursorList(ctx, false)
+  },
+  {
+    name: 'list-events-deep',
+    reference: true,
+    title: `List events by cursor, page ${DEEP_PAGE} (the same callers and query)`,
+    group: 'list',
+    route: 'GET /api/v1/events',
+    prepare: walkToDeepPage,
+    build: ctx => cursorList(ctx, true)
+  },
+  {
+    name: 'list-contacts',
+    reference: true,
+    title: 'List contacts (newest first, page 1-5 of 20, largest tenant)',
+    group: 'list',
+    route: 'GET /api/v1/contacts',
+    build: ctx => () => {
+      const c = someCaller(BIG_TENANT)
+      const page = 1 + Math.floor(Math.random() * 5)
+      return request(ctx, 'list-contacts', c, { method: 'GET', path: `/api/v1/contacts?page=${page}&size=20` }, { page, size: 20 })
+    }
+  },
+  {
     name: 'search-contacts',
+    reference: true,
     title: 'Contacts search (trigram, largest tenant)',
     group: 'list',
     route: 'GET /api/v1/contacts/search',
@@ -144,6 +240,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'calendar-month',
+    reference: true,
     title: 'Calendar month of the largest tenant',
     group: 'list',
     route: 'GET /api/v1/events/calendar',
@@ -168,6 +265,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'space-analytics',
+    reference: true,
     title: 'Space analytics (1 000 linked events)',
     group: 'page',
     route: 'GET /api/v1/spaces/{id}/analytics',
@@ -181,7 +279,33 @@ export const SCENARIOS: Scenario[] = [
     }
   },
   {
+    name: 'space-activity',
+    reference: true,
+    title: 'Space activity feed (newest 20 of the showcase)',
+    group: 'page',
+    route: 'GET /api/v1/spaces/{id}/activity',
+    build: ctx => () => {
+      // the creator and the five managers of the showcase
+      const c = { tenant: ctx.manifest.showcase.tenant, user: userId(1 + Math.floor(Math.random() * 6)) }
+      const id = ctx.manifest.showcase.id
+      return request(ctx, 'space-activity', c, { method: 'GET', path: `/api/v1/spaces/${id}/activity?size=20` }, { id, size: 20 })
+    }
+  },
+  {
+    name: 'rule-executions',
+    reference: true,
+    title: 'Automation executions (newest 20 of one rule\'s history)',
+    group: 'page',
+    route: 'GET /api/v1/automation/rules/{rule_id}/executions',
+    build: ctx => () => {
+      // tenant admins of the largest tenant
+      const c = { tenant: BIG_TENANT, user: userId(ADMINS_FROM + crypto.randomInt(0, ADMINS)) }
+      return request(ctx, 'rule-executions', c, { method: 'GET', path: `/api/v1/automation/rules/${BENCH_RULE}/executions?size=20` }, { id: BENCH_RULE, size: 20 })
+    }
+  },
+  {
     name: 'public-space',
+    reference: true,
     title: 'Public space page (anonymous)',
     group: 'page',
     route: 'GET /api/v1/public/spaces/{id}',

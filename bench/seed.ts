@@ -17,6 +17,8 @@ export const ORG = 'org-main'
 export const BIG_USERS = 1000
 export const OTHER_USERS = 50
 export const SHOWCASE_HANDLE = 'bench-showcase'
+/** The automation rule of the largest tenant whose execution history the bench lists */
+export const BENCH_RULE = '00000000-0000-4000-8000-00000000b001'
 
 export const tenantId = (n: number): string => `bench-t${String(n).padStart(3, '0')}`
 export const userId = (n: number): string => `u${String(n).padStart(4, '0')}`
@@ -31,6 +33,10 @@ export interface SeedSizes {
   otherSpaces: number
   showcaseEvents: number
   showcaseAttendees: number
+  /** rows of the showcase's activity feed */
+  showcaseActivity: number
+  /** executions of the largest tenant's one automation rule (BENCH_RULE) */
+  ruleExecutions: number
   seriesPerTenant: number
 }
 
@@ -47,7 +53,9 @@ export function sizesFor (scale: number): SeedSizes {
     otherSpaces: 10,
     showcaseEvents: n(1000, 20),
     showcaseAttendees: n(100_000, 200),
-    seriesPerTenant: n(20, 2)
+    seriesPerTenant: n(20, 2),
+    showcaseActivity: n(50_000, 500),
+    ruleExecutions: n(100_000, 1000)
   }
 }
 
@@ -276,6 +284,32 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
     })
   } else {
     log('  seed: no event_series table yet: series not seeded')
+  }
+
+  if (await tableExists(db, 'space_activity') && await tableExists(db, 'automation_rule_versions')) {
+    await step(log, `activity feed (${z.showcaseActivity} rows in the showcase) and one rule's history (${z.ruleExecutions} executions)`, async () => {
+      await db.exec(`
+        insert into space_activity (tenant_id, space_id, type, resource_id, title, message, actor_id, created_at)
+        select s.tenant_id, s.id, (array['event', 'member', 'announcement', 'contact', 'material'])[1 + g % 5], g::text, 'Item ' || g,
+               'Something happened (' || g || ')', 'u' || lpad((1 + g % 900)::text, 4, '0'), now() - g * interval '7 minutes'
+        from spaces s cross join generate_series(1, ${z.showcaseActivity}) g
+        where s.tenant_id = '${BIG_TENANT}' and s.public_handle = '${SHOWCASE_HANDLE}';
+
+        insert into automation_rules (tenant_id, id, org_id, name, scope, event_type, schedule, actions, creator_id, created_at, updated_at)
+        values ('${BIG_TENANT}', '${BENCH_RULE}', '${ORG}', 'Note every new event', 'GLOBAL', 'event.created', '{"event_type": "event.created"}',
+                '[{"type": "activity", "message": "new: {{title}}"}]', 'u0001', now() - interval '400 days', now() - interval '400 days');
+        insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions, actions, scope, scope_id,
+                                              created_by_kind, creator_id, creator_roles, org_id, created_at)
+        select tenant_id, id, version, name, event_type, schedule, conditions, actions, scope, scope_id, created_by_kind, creator_id, creator_roles, org_id, created_at
+        from automation_rules where tenant_id = '${BIG_TENANT}' and id = '${BENCH_RULE}';
+
+        insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type, trigger_payload, status, attempts, max_attempts,
+                                           started_at, finished_at, conditions_met, action_results, error, created_at)
+        select '${BIG_TENANT}', '${BENCH_RULE}', 1, 'outbox:' || g, 'event.created', jsonb_build_object('event_id', g),
+               (array['succeeded', 'succeeded', 'succeeded', 'failed', 'skipped'])[1 + g % 5], 1, 3, t, t + interval '40 ms', g % 5 <> 4,
+               '[]'::jsonb, case when g % 5 = 3 then 'the action failed' end, t
+        from generate_series(1, ${z.ruleExecutions}) g cross join lateral (select now() - g * interval '3 minutes' as t) x;`)
+    })
   }
 
   // vacuumed as well as analyzed: with the visibility map set, index-only scans skip the heap, as they do on a
