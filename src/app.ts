@@ -20,6 +20,7 @@ import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
+import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
 import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLogger } from './platform/request-log.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
@@ -125,7 +126,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   // before authentication: a preflight carries no token (CORS_ORIGINS; off when unset)
   await registerCors(app, config.corsOrigins)
 
-  const ctx: AppContext = { config, db: handle.db, systemDb: handle.systemDb, dbKind: handle.kind, userGate: { current: undefined } }
+  const ctx: AppContext = { config, db: handle.db, systemDb: handle.systemDb, dbKind: handle.kind, userGate: { current: undefined }, writes: new TenantWrites() }
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {
     app.log.warn(`DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with "npm run token". Never run this in production.`)
@@ -138,6 +139,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   app.addHook('onRequest', bindTenant)
   registerRateLimit(app, limiter, anonymousLimiter)
   registerIdempotency(app, handle.db)
+  registerTenantWrites(app, ctx.writes)
   // GET /metrics and the request metrics, only with METRICS_TOKEN
   if (config.metricsToken !== undefined) registerMetrics(app, { token: config.metricsToken, db: handle.db, systemDb: handle.systemDb })
 

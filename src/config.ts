@@ -67,6 +67,11 @@ export interface Config {
   readonly retention: RetentionConfig
   /** Bearer token of `GET /metrics` (METRICS_TOKEN); undefined = no metrics route (404). */
   readonly metricsToken: string | undefined
+  /**
+   * How long this process serves an anonymous public space page from memory (PUBLIC_PAGE_CACHE_MS,
+   * default 5 000, at most the 60 s the page's Cache-Control allows any cache; 0 = off).
+   */
+  readonly publicPageCacheMs: number
 }
 
 export interface S3Config {
@@ -333,6 +338,7 @@ export function loadConfig (env: Env = {}): Config {
     migrateAtStart: bool(env, 'MIGRATE_AT_START', true),
     automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== ''),
     automationPauseAfterFailures: int(env, 'AUTOMATION_PAUSE_AFTER_FAILURES', 5, 0, 1000),
+    publicPageCacheMs: int(env, 'PUBLIC_PAGE_CACHE_MS', 5000, 0, 60_000),
     s3: s3(env),
     corsOrigins: corsOrigins(env),
     retention: retention(env),

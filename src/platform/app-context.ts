@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config.ts'
 import type { Database, DatabaseKind } from './db/database.ts'
 import type { UserGate } from './auth/plugin.ts'
+import type { TenantWrites } from './tenant-writes.ts'
 
 export interface AppContext {
   readonly config: Config
@@ -23,6 +24,8 @@ export interface AppContext {
   readonly dbKind: DatabaseKind
   /** set by the identity module: refuses tokens of removed or inactive users */
   readonly userGate: { current: UserGate | undefined }
+  /** the writes this process answers, by tenant, for the caches it keeps (tenant-writes.ts) */
+  readonly writes: TenantWrites
 }
 
 /** A Fastify instance typed by TypeBox schemas. */

@@ -17,7 +17,46 @@ import * as repo from './spaces.repository.ts'
 import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
 
 const tags = ['Spaces']
+/** What the anonymous page's Cache-Control allows any cache: seconds fresh (and five times that stale while revalidating) */
 const MAX_AGE = 60
+
+interface CachedPage { tenantId: string, page: SpacePage, etag: string, expires: number }
+
+/**
+ * Anonymous pages, by the reference asked (id or handle): the same answer for every caller without
+ * a token, kept for `ttlMs` (PUBLIC_PAGE_CACHE_MS), well inside the `max-age` the answer gives every
+ * other cache. A write this process answers for the page's tenant drops the tenant's pages at once
+ * (ctx.writes); writes elsewhere (another instance, a background job) show within `ttlMs`.
+ * At most `max` pages, the oldest dropped first.
+ */
+class PublicPageCache {
+  private readonly entries = new Map<string, CachedPage>()
+  constructor (private readonly ttlMs: number, private readonly max = 1000) {}
+
+  get (ref: string): CachedPage | undefined {
+    const hit = this.entries.get(ref)
+    if (hit === undefined) return undefined
+    if (hit.expires > Date.now()) return hit
+    this.entries.delete(ref)
+    return undefined
+  }
+
+  set (ref: string, entry: Omit<CachedPage, 'expires'>): void {
+    if (this.ttlMs === 0) return
+    this.entries.delete(ref)
+    if (this.entries.size >= this.max) {
+      const oldest = this.entries.keys().next().value
+      if (oldest !== undefined) this.entries.delete(oldest)
+    }
+    this.entries.set(ref, { ...entry, expires: Date.now() + this.ttlMs })
+  }
+
+  /** Drops the pages of a tenant (null: of every tenant). */
+  drop (tenantId: string | null): void {
+    if (tenantId === null) { this.entries.clear(); return }
+    for (const [ref, entry] of this.entries) if (entry.tenantId === tenantId) this.entries.delete(ref)
+  }
+}
 
 function parseRef (raw: string): { id: number } | { handle: string } | undefined {
   if (/^[1-9][0-9]{0,15}$/.test(raw)) return { id: Number(raw) }
@@ -78,7 +117,10 @@ function matches (ifNoneMatch: string | string[] | undefined, etag: string): boo
   return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
 }
 
-export function registerPublicRoutes (app: App, { db }: AppContext): void {
+export function registerPublicRoutes (app: App, { db, config, writes }: AppContext): void {
+  const cache = new PublicPageCache(config.publicPageCacheMs)
+  writes.on(tenantId => { cache.drop(tenantId) })
+
   app.get('/api/v1/public/spaces/:id', {
     schema: {
       operationId: 'get-public-space',
@@ -89,18 +131,24 @@ export function registerPublicRoutes (app: App, { db }: AppContext): void {
     },
     config: { auth: 'optional' }
   }, async (request, reply) => {
+    const auth = request.optionalAuth
+    const send = (page: SpacePage, etag: string) => {
+      void reply.header('etag', etag)
+        .header('vary', 'Authorization')
+        .header('cache-control', auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache')
+      return matches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : page
+    }
+    const cached = auth === null ? cache.get(request.params.id) : undefined
+    if (cached !== undefined) return await send(cached.page, cached.etag)
     const ref = parseRef(request.params.id)
     const entry = ref === undefined ? undefined : await withSystem(db, trx => repo.resolvePublic(trx, ref))
     if (entry === undefined) throw error404NotFound('space not found')
-    const auth = request.optionalAuth
     const scope = { tenantId: entry.tenant_id, userId: auth?.tenantId === entry.tenant_id ? auth.userId : undefined }
     const page = await withTenant(db, scope, trx => buildPage(trx, entry.tenant_id, entry.space_id, auth))
     if (page === undefined) throw error404NotFound('space not found')
     const etag = etagOf(page)
-    void reply.header('etag', etag)
-      .header('vary', 'Authorization')
-      .header('cache-control', auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache')
-    if (matches(request.headers['if-none-match'], etag)) return await reply.code(304).send(null)
-    return page
+    // only the page every anonymous caller gets (a caller with a token also gets `viewer`)
+    if (auth === null) cache.set(request.params.id, { tenantId: entry.tenant_id, page, etag })
+    return await send(page, etag)
   })
 }

@@ -130,4 +130,54 @@ for (const kind of databases()) {
       assert.equal(changed.json().stats.members_count, 1)
     })
   })
+
+  void describe(`${kind}: public space page kept in memory (PUBLIC_PAGE_CACHE_MS=1000)`, () => {
+    const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '1000' } })
+
+    void it('serves an anonymous page from memory: a write answered here shows at once, one made elsewhere within PUBLIC_PAGE_CACHE_MS', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice, { title: 'Before', visibility: 40 })
+      await publish(t, alice, s.id)
+      const url = `/api/v1/public/spaces/${s.id}`
+      const title = async () => (await t.app.inject({ method: 'GET', url })).json().space.title as string
+      assert.equal(await title(), 'Before')
+
+      // through this process's API: the tenant's pages are dropped before the answer leaves
+      await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'After' } })
+      await publish(t, alice, s.id)
+      assert.equal(await title(), 'After')
+
+      // written by another instance (here: straight to the database): the page kept in memory is served until it expires
+      await t.ctx.db.updateTable('spaces').set({ title: 'Elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
+      assert.equal(await title(), 'After')
+      const signedIn = await t.as(alice, { method: 'GET', url })
+      assert.equal(signedIn.json().space.title, 'Elsewhere', 'a caller with a token is never served the anonymous page')
+      await new Promise(resolve => setTimeout(resolve, t.config.publicPageCacheMs + 50))
+      assert.equal(await title(), 'Elsewhere')
+
+      // a refused write changed nothing and drops nothing; another tenant's write drops nothing of this one
+      await t.ctx.db.updateTable('spaces').set({ title: 'Again elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
+      const refused = await t.app.inject({ method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'x', role: 'space_member' } })
+      assert.equal(refused.statusCode, 401)
+      const other = await newTenant(t).user('olga')
+      await createSpace(t, other, { title: 'Elsewhere too' })
+      assert.equal(await title(), 'Elsewhere')
+    })
+  })
+
+  void describe(`${kind}: public space page without the memory (PUBLIC_PAGE_CACHE_MS=0)`, () => {
+    const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '0' } })
+
+    void it('reads every page from the database', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const s = await createSpace(t, alice, { title: 'Before', visibility: 40 })
+      await publish(t, alice, s.id)
+      const url = `/api/v1/public/spaces/${s.id}`
+      assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Before')
+      await t.ctx.db.updateTable('spaces').set({ title: 'Elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
+      assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Elsewhere')
+    })
+  })
 }
