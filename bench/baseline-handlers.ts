@@ -6,7 +6,8 @@
  */
 import crypto from 'node:crypto'
 
-export type Query = <R = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<R[]>
+/** a statement on the request's connection; with a `name`, prepared once per connection (the references use it) */
+export type Query = <R = Record<string, unknown>>(text: string, params?: unknown[], name?: string) => Promise<R[]>
 
 export interface Caller { tenant: string, user: string, org: string }
 

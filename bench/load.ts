@@ -46,23 +46,27 @@ export function cpuMs (pid: number): number {
 }
 
 /**
- * user + system CPU time so far of every process of this machine named `postgres` (the servers and
- * their backends), ms: the database's work, measured beside the request count. Backends that exit
- * during a measurement take their time with them; the servers' pools keep theirs open.
+ * user + system CPU time so far of each process of this machine named `postgres` (the servers and
+ * their backends), ms by pid: the database's work, measured beside the request count.
  */
-export function postgresCpuMs (): number {
-  let total = 0
+export function postgresCpu (): Map<number, number> {
+  const out = new Map<number, number>()
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const open = stat.indexOf('(')
-      const close = stat.lastIndexOf(')')
-      if (stat.slice(open + 1, close) !== 'postgres') continue
-      const fields = stat.slice(close + 2).split(' ')
-      total += (Number(fields[11]) + Number(fields[12])) * 10
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'postgres') continue
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(entry), (Number(fields[11]) + Number(fields[12])) * 10)
     } catch {}
   }
+  return out
+}
+
+/** The CPU time the database's processes spent since `before`; a backend that exited in between takes its time with it. */
+export function postgresCpuSince (before: Map<number, number>): number {
+  let total = 0
+  for (const [pid, ms] of postgresCpu()) total += ms - (before.get(pid) ?? 0)
   return total
 }
 
@@ -87,7 +91,7 @@ export async function runLoad (options: { url: string, connections: number, dura
   const statuses: Record<string, number> = {}
   let peak = rssMb(options.pid)
   const cpu0 = cpuMs(options.pid)
-  const db0 = options.db === true ? postgresCpuMs() : 0
+  const db0 = options.db === true ? postgresCpu() : new Map<number, number>()
   const sampler = setInterval(() => { peak = Math.max(peak, rssMb(options.pid)) }, 200)
   try {
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
@@ -129,7 +133,7 @@ export async function runLoad (options: { url: string, connections: number, dura
       errors: result.errors + result.timeouts,
       peakRssMb: Math.max(peak, rssMb(options.pid)),
       cpuMsPerRequest: total > 0 ? (cpuMs(options.pid) - cpu0) / total : 0,
-      ...(options.db === true ? { dbCpuMsPerRequest: total > 0 ? (postgresCpuMs() - db0) / total : 0 } : {})
+      ...(options.db === true ? { dbCpuMsPerRequest: total > 0 ? postgresCpuSince(db0) / total : 0 } : {})
     }
   } finally {
     clearInterval(sampler)

@@ -5,14 +5,16 @@
  * answer's order and stopping at the page's end. `GET /r/<scenario>` on the baseline server, with the
  * caller in the query string as for the baseline. Plans: docs/performance.md, "Independent references".
  */
+import crypto from 'node:crypto'
 import {
   CONTACT_COLUMNS, EVENT_JSON_COLUMNS, notFound, PROFILE, PUBLIC_SPACES, SPACE_SELECT, SPACE_VISIBLE,
   type BaselineAnswer, type Handler, type Query
 } from './baseline-handlers.ts'
 
-/** Runs one statement that answers `{ json }` and sends it as the body. */
+/** Runs one statement, prepared once per connection (no planning per request), that answers `{ json }`, and sends it as the body. */
 async function one (q: Query, text: string, params: unknown[]): Promise<BaselineAnswer> {
-  const [row] = await q<{ json: string | null }>(text, params)
+  const name = `r_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`
+  const [row] = await q<{ json: string | null }>(text, params, name)
   return row?.json == null ? notFound : { status: 200, json: row.json }
 }
 
@@ -25,30 +27,37 @@ const eventExtras = (alias: string) => `(select coalesce(json_agg(json_build_obj
   (select sr.title from event_series sr where sr.tenant_id = $1 and sr.id = ${alias}.series_id) as series_title`
 
 export const REFERENCES: Record<string, Handler> = {
-  // One statement: the member's spaces once, each visibility branch read from its index in the list's
-  // order up to the page's end, the page rendered with its spaces; the total from the kept counts
+  // One statement: the member's spaces once; each visibility branch read from its index in the list's order up
+  // to the page's end (members-only from the links, which carry their event's start); the page's rows by key,
+  // rendered with their spaces; the total from the kept counts, the partial month, the links, and the caller's
+  // own rows (created, managed) that no class holds
   async 'list-events' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
     const after = new Date(p.get('after') ?? 0)
     const nextMonth = new Date(Date.UTC(after.getUTCFullYear(), after.getUTCMonth() + 1, 1)).toISOString().slice(0, 10)
     const ks = p.get('ks')
-    const keyset = ks !== null ? ' and (e.start_dt, e.id) > ($12::timestamptz, $13::bigint)' : ''
+    const keyset = (start: string, id: string) => ks !== null ? ` and (${start}, ${id}) > ($12::timestamptz, $13::bigint)` : ''
     const listed = 'e.tenant_id = $1 and not e.is_deleted and e.published_id is null and e.status = $4 and e.start_dt >= $5'
-    const managed = (column: string) => `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.${column} is not null`
+    const managed = (column: string) => `array(select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2
+      and em.status = 'active' and em.${column} is not null)`
     const order = 'order by e.start_dt, e.id'
-    const branch = (where: string) => `(select e.id, e.start_dt from events e where ${listed}${keyset} and ${where} ${order} limit $6)`
+    // the occurrences of managed series by key first: a list of ids the planner cannot mistake for a large share of the tenant
+    const ofSeries = `e.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id = any(${managed('series_id')})))`
+    const branch = (where: string) => `(select e.id, e.start_dt from events e where ${listed}${keyset('e.start_dt', 'e.id')} and ${where} ${order} limit $6)`
+    const owned = (where: string) => `select e.id, e.visibility, e.org_id from events e where ${listed} and ${where}`
     const text = `with mine as materialized (
         select array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active) as spaces),
       linked as materialized (
-        select distinct es.event_id from event_spaces es, mine where es.tenant_id = $1 and es.space_id = any(mine.spaces) and es.event_listed
-          and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5),
+        select es.event_id, min(es.event_start_dt) as start_dt from event_spaces es, mine where es.tenant_id = $1 and es.space_id = any(mine.spaces)
+          and es.event_listed and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5 group by es.event_id),
       ids as (
         ${branch('e.visibility = 40')} union ${branch('e.visibility = 30 and e.org_id = $3')}
-        union ${branch('e.visibility = 20 and e.id in (select event_id from linked)')} union ${branch('e.creator_id = $2')}
-        union ${branch(`e.id in (${managed('event_id')})`)} union ${branch(`e.series_id in (${managed('series_id')})`)}),
-      page as (select e.*, ${eventExtras('e')} from events e where e.tenant_id = $1 and e.id in (select id from ids) ${order} limit $7 offset $8),
-      partial as (select count(*) filter (where e.visibility = 40) as public, count(*) filter (where e.visibility = 30 and e.org_id = $3) as org
+        union (select l.event_id, l.start_dt from linked l where true${keyset('l.start_dt', 'l.event_id')} order by l.start_dt, l.event_id limit $6)
+        union ${branch('e.creator_id = $2')} union ${branch(`e.id = any(${managed('event_id')})`)} union ${branch(ofSeries)}),
+      chosen as (select id, start_dt from ids order by start_dt, id limit $7 offset $8),
+      page as (select e.*, ${eventExtras('e')} from chosen join events e on e.tenant_id = $1 and e.id = chosen.id),
+      partial as (select count(*) filter (where e.visibility = 40) + count(*) filter (where e.visibility = 30 and e.org_id = $3) as n
         from events e where ${listed} and e.visibility in (30, 40) and e.start_dt < ($9::date::timestamp at time zone 'UTC'))
       select json_build_object(
         'items', (select coalesce(json_agg(to_json(page) order by page.start_dt, page.id), '[]'::json)
@@ -56,10 +65,10 @@ export const REFERENCES: Record<string, Handler> = {
         'page', $10::int, 'size', $11::int,
         'total', (select coalesce(sum(k.n), 0) from event_list_counts k where k.tenant_id = $1 and k.status = $4 and k.month >= $9::date
                     and (k.visibility = 40 or (k.visibility = 30 and k.org_id = $3)))
-          + (select public + org from partial) + (select count(*) from linked)
-          + (select count(*) from events e where ${listed} and not (e.visibility = 40 or (e.visibility = 30 and e.org_id = $3)
-              or (e.visibility = 20 and e.id in (select event_id from linked)))
-              and (e.creator_id = $2 or e.id in (${managed('event_id')}) or e.series_id in (${managed('series_id')})))
+          + (select n from partial) + (select count(*) from linked)
+          + (select count(*) from (${owned('e.creator_id = $2')} union ${owned(`e.id = any(${managed('event_id')})`)}
+              union ${owned(ofSeries)}) o
+            where not (o.visibility = 40 or (o.visibility = 30 and o.org_id = $3) or (o.visibility = 20 and o.id in (select event_id from linked))))
       )::text as json`
     const depth = ks !== null ? size : page * size
     return await one(q, text, [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size,

@@ -9,13 +9,16 @@ import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 
+/** a statement on one connection; with a `name`, prepared once per connection under that name (pg; PGlite ignores it) */
+export type ClientQuery = <R = Record<string, unknown>>(text: string, params?: unknown[], name?: string) => Promise<R[]>
+
 export interface SqlRunner {
   readonly kind: 'pg' | 'pglite'
   query<R = Record<string, unknown>> (text: string, params?: unknown[]): Promise<R[]>
   /** several statements, no parameters */
   exec (text: string): Promise<void>
   /** runs `fn` on one connection (pg) or the single PGlite session */
-  withClient<T> (fn: (q: SqlRunner['query']) => Promise<T>): Promise<T>
+  withClient<T> (fn: (q: ClientQuery) => Promise<T>): Promise<T>
   close (): Promise<void>
 }
 
@@ -35,10 +38,11 @@ export function pgRunner (url: string, max = 20): SqlRunner {
       return (await pool.query(text, params)).rows as R[]
     },
     async exec (text: string) { await pool.query(text) },
-    async withClient<T> (fn: (q: SqlRunner['query']) => Promise<T>) {
+    async withClient<T> (fn: (q: ClientQuery) => Promise<T>) {
       const client = await pool.connect()
       try {
-        return await fn(async <R>(text: string, params: unknown[] = []) => (await client.query(text, params)).rows as R[])
+        return await fn(async <R>(text: string, params: unknown[] = [], name?: string) =>
+          (await client.query(name !== undefined ? { name, text, values: params } : { text, values: params })).rows as R[])
       } finally {
         client.release()
       }
@@ -61,7 +65,7 @@ export async function pgliteRunner (dataDir: string): Promise<SqlRunner> {
     query,
     async exec (text: string) { await lite.exec(text) },
     // one session: a unit of several statements (begin … commit) holds it alone, as PGlite's own transactions do
-    async withClient<T> (fn: (q: SqlRunner['query']) => Promise<T>) {
+    async withClient<T> (fn: (q: ClientQuery) => Promise<T>) {
       const previous = tail
       let release = () => {}
       tail = new Promise<void>(resolve => { release = resolve })
