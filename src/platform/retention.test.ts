@@ -345,7 +345,9 @@ for (const kind of databases()) {
       const loop = startRetention(t.ctx.db, retentionOf(), log as never, () => now)
       const r = await loop.tick()
       assert.equal(r?.kinds.idpDeliveries.deleted, 1)
-      assert.deepEqual(lines, ['retention: pruned old rows'])
+      // the pass prunes, then folds the kept counts that earlier tests' writes left as delta rows; it never fails
+      assert.equal(lines[0], 'retention: pruned old rows')
+      assert.deepEqual(lines.filter(l => !/^retention: (event list|contact and execution) counts folded$/.test(l)), ['retention: pruned old rows'])
       await loop.stop()
       assert.equal(await loop.tick(), undefined, 'no pass after stop')
     })

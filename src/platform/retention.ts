@@ -26,6 +26,7 @@ import type { Database } from './db/database.ts'
 import { withSystem } from './db/tenant.ts'
 import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
 import { compactListCounts } from '../modules/events/events.repository.ts'
+import { compactRowCounts } from './db/kept-counts.ts'
 
 export const RETENTION_KINDS = ['outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions'] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
@@ -265,6 +266,8 @@ export function startRetention (db: Kysely<Database>, retention: RetentionConfig
         // the event list's kept counts: their delta rows folded, so that a count reads one row per bucket
         const compacted = await compactListCounts(db, abort.signal)
         if (compacted > 0) log.info({ tenants: compacted }, 'retention: event list counts folded')
+        const folded = await compactRowCounts(db, abort.signal)
+        if (folded > 0) log.info({ tenants: folded }, 'retention: contact and execution counts folded')
         return r
       } catch (err) {
         log.error({ err }, 'retention pass failed')

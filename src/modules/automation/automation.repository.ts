@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { AutomationRulesTable, ExecutionRow, ExecutionStatus, RuleAction, RuleRow, RuleSchedule, RuleScope, RuleVersionRow } from './automation.table.ts'
 import type { Insertable, Updateable } from 'kysely'
@@ -178,7 +179,11 @@ const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'ti
  * A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued
  * (created_at). With a cursor, the page after its execution (docs/pagination.md).
  */
-export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, q: { page: number, size: number, cursor?: string | undefined }, f: ExecutionFilter = {}) {
+/** The trigger that keeps the executions' counts in row_counts (absent on Citus) */
+export const EXECUTION_COUNTS_TRIGGER = 'executions_counts_insert'
+
+export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, q: { page: number, size: number, cursor?: string | undefined },
+  f: ExecutionFilter = {}, counting: Counting = 'rows') {
   const window = pageWindow(q, listScope('executions', {
     ruleId, status: f.status, triggerType: f.triggerType, from: f.from?.toISOString(), to: f.to?.toISOString()
   }), EXECUTION_KEYS)
@@ -191,9 +196,14 @@ export async function listExecutions (trx: Tx, tenantId: string, ruleId: string,
     base.selectAll()
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EXECUTION_KEYS, window.after ?? [])))
       .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
-    base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
+    // a time range counts its rows; status and trigger type are keys of the kept counts
+    counting === 'kept' && f.from === undefined && f.to === undefined
+      ? keptTotal(trx, tenantId, 'executions', sql<boolean>`k1 = ${ruleId}
+          and ${f.status !== undefined ? sql<boolean>`k2 = ${f.status}` : sql<boolean>`true`}
+          and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`)
+      : base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow().then(r => Number(r.n))
   ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
+  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: count }
 }
 
 export async function lockExecution (trx: Tx, tenantId: string, id: string): Promise<ExecutionRow | undefined> {

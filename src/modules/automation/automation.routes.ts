@@ -8,6 +8,7 @@
 import crypto from 'node:crypto'
 import { defineModule, type AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { countingOf, type Counting } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
@@ -61,8 +62,8 @@ function executionFilter (q: ListExecutionsQuery): repo.ExecutionFilter {
 }
 
 /** A page of a rule's history, with trigger payloads and results only for who may manage the rule. */
-async function executionsPage (trx: Tx, auth: AuthContext, rule: RuleRow, q: { page: number, size: number, cursor?: string | undefined }, filter: repo.ExecutionFilter) {
-  const found = await repo.listExecutions(trx, auth.tenantId, rule.id, q, filter)
+async function executionsPage (trx: Tx, auth: AuthContext, rule: RuleRow, q: { page: number, size: number, cursor?: string | undefined }, filter: repo.ExecutionFilter, counting: Counting) {
+  const found = await repo.listExecutions(trx, auth.tenantId, rule.id, q, filter, counting)
   const full = await canManageRule(trx, auth, rule)
   return { ...found, items: found.items.map(e => executionView(e, full)), size: q.size }
 }
@@ -209,8 +210,10 @@ export const automationModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('execution', 'read')
   }, async (request) => {
     const filter = executionFilter(request.query)
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await countingOf(db, repo.EXECUTION_COUNTS_TRIGGER)
     return await withTenant(db, request.auth, async trx =>
-      await executionsPage(trx, request.auth, await service.findRuleForRead(trx, request.auth, request.params.rule_id), request.query, filter))
+      await executionsPage(trx, request.auth, await service.findRuleForRead(trx, request.auth, request.params.rule_id), request.query, filter, counting))
   })
 
   app.post('/api/v1/automation/rules/:rule_id/executions/:id/retry', {
@@ -295,8 +298,10 @@ export const automationModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('execution', 'read')
   }, async (request) => {
     const filter = executionFilter(request.query)
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await countingOf(db, repo.EXECUTION_COUNTS_TRIGGER)
     return await withTenant(db, request.auth, async trx =>
-      await executionsPage(trx, request.auth, await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, false), request.query, filter))
+      await executionsPage(trx, request.auth, await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, false), request.query, filter, counting))
   })
 
   app.post('/api/v1/events/:id/automations/:rule_id/executions/:execution_id/retry', {

@@ -5,7 +5,8 @@
  * caller of that organization, and tenant admins. A personal contact (org_id null) is its owner's
  * alone.
  */
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
+import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
 import { afterKey, keyExpression, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { Database } from '../../platform/db/database.ts'
@@ -85,6 +86,30 @@ export interface ListOptions {
   sortBy: typeof CONTACT_SORT_FIELDS[number]
   sortDir: 'asc' | 'desc'
   favorite?: boolean | undefined
+  /** how the total is counted: from row_counts (migration 0020) when this database keeps them */
+  counting: Counting
+}
+
+/** The trigger that keeps the contacts' counts in row_counts (absent on Citus) */
+export const CONTACT_COUNTS_TRIGGER = 'contacts_counts_insert'
+
+/**
+ * The total of the contacts the caller sees (visibleTo), from the kept counts: the contacts of the
+ * caller's organization (any organization's, for tenant admins) and the caller's own outside it.
+ */
+async function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean | undefined): Promise<number> {
+  const fav = favorite === undefined ? sql<boolean>`true` : sql<boolean>`k3 = ${String(favorite)}`
+  const own = (outside: RawBuilder<boolean>) => keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k2 = ${auth.userId} and ${outside} and ${fav}`)
+  if (auth.permissions.has('tenant:admin')) {
+    const [shared, mine] = await Promise.all([keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 <> '' and ${fav}`), own(sql<boolean>`k1 = ''`)])
+    return shared + mine
+  }
+  if (auth.orgId === null) return await own(sql<boolean>`true`)
+  const [shared, mine] = await Promise.all([
+    keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 = ${auth.orgId} and ${fav}`),
+    own(sql<boolean>`k1 <> ${auth.orgId}`)
+  ])
+  return shared + mine
 }
 
 /** A page of the contacts the caller sees, its total, and the cursor of the next page (docs/pagination.md). */
@@ -109,10 +134,13 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
       .orderBy('id', o.sortDir)
       .limit(window.limit).offset(window.offset)
       .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+    // a text filter counts its matches; otherwise the kept counts answer
+    o.counting === 'kept' && (o.search === undefined || o.search === '')
+      ? keptVisibleTotal(trx, auth, o.favorite)
+      : base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow().then(r => Number(r.total))
   ])
   const page = pageOf(rows, window, r => [r.sort_key, r.id])
-  return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: Number(count.total) }
+  return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: count }
 }
 
 /**

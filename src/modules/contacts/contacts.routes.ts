@@ -7,6 +7,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { checkIfMatch, ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
+import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import * as repo from './contacts.repository.ts'
@@ -50,7 +51,10 @@ export const contactsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('contact', 'read')
   }, async (request) => {
     const q = request.query
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
     const found = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
+      counting,
       page: q.page,
       size: q.size,
       cursor: q.cursor,

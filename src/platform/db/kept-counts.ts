@@ -1,0 +1,55 @@
+/**
+ * Totals kept by triggers instead of counted row by row (docs/performance.md, "Lists at scale"):
+ * the event list's counts (migration 0019, events.repository.ts) and `row_counts` (migration 0020)
+ * for the contacts list and a rule's execution history. On a Citus cluster those triggers are not
+ * created, and the lists count row by row.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely'
+import type { Database } from './database.ts'
+import { withSystem, type Tx } from './tenant.ts'
+
+/** How a list's total is counted: from kept counts, or row by row. */
+export type Counting = 'kept' | 'rows'
+
+const asked = new WeakMap<Kysely<Database>, Map<string, Promise<Counting>>>()
+
+/**
+ * Whether `db` keeps the counts that `trigger` maintains: asked once per database (the app may
+ * start before its database answers; a failed question is asked again). Call it outside a
+ * transaction: PGlite has one connection, which a transaction holds.
+ */
+export async function countingOf (db: Kysely<Database>, trigger: string): Promise<Counting> {
+  let byTrigger = asked.get(db)
+  if (byTrigger === undefined) asked.set(db, byTrigger = new Map())
+  let answer = byTrigger.get(trigger)
+  if (answer === undefined) {
+    answer = sql<{ kept: boolean }>`select exists (select from pg_trigger where tgname = ${trigger}) as kept`.execute(db)
+      .then(r => r.rows[0]?.kept === true ? 'kept' as const : 'rows' as const)
+    byTrigger.set(trigger, answer)
+    answer.catch(() => { byTrigger.delete(trigger) })
+  }
+  return await answer
+}
+
+/** The sum of the kept rows of one list that match `where` (row_counts, migration 0020). */
+export async function keptTotal (trx: Tx, tenantId: string, list: string, where: RawBuilder<boolean>): Promise<number> {
+  const { rows } = await sql<{ n: string | number | null }>`select coalesce(sum(n), 0) as n from row_counts
+    where tenant_id = ${tenantId} and list = ${list} and ${where}`.execute(trx)
+  return Number(rows[0]?.n ?? 0)
+}
+
+/**
+ * Folds the delta rows of `row_counts` into one row per key, tenant by tenant (the retention loop);
+ * the tenants it folded. Nothing to fold on Citus (no triggers, no rows).
+ */
+export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
+  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`select tenant_id from row_counts
+    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`.execute(trx))
+  let done = 0
+  for (const { tenant_id: tenant } of rows) {
+    if (signal?.aborted === true) break
+    await withSystem(db, async trx => { await sql`select compact_row_counts(${tenant})`.execute(trx) })
+    done++
+  }
+  return done
+}
