@@ -113,7 +113,8 @@ export function listAudience (eb: Eb, auth: AuthContext, linksCopy = false): Lis
     .select('es.event_id')
     .where('es.tenant_id', '=', auth.tenantId)
     .where('es.space_id', '=', eb.fn.any(memberSpaceIds(auth)))
-    .$if(linksCopy, qb => qb.where('es.event_listed', '=', true).where('es.event_visibility', '=', 20))
+    // `es.event_listed` as written: a generic plan then matches the partial index event_spaces_audience
+    .$if(linksCopy, qb => qb.where(sql<SqlBool>`es.event_listed`).where('es.event_visibility', '=', 20))
   const classes: ListClass[] = [
     { visibility: 40, where: eb('events.visibility', '=', 40) },
     // a hashed lookup beside the list's index, in its order (coalesce keeps PostgreSQL from turning it into a

@@ -124,3 +124,14 @@ export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
 export async function planForValues (trx: Tx): Promise<void> {
   await sql`set local plan_cache_mode = force_custom_plan`.execute(trx)
 }
+
+/**
+ * The plans of a list's statements, in one statement: planned for their values (as `planForValues`), or
+ * the prepared statements' generic plans (`force_generic_plan`: no planning per request, for statements
+ * whose best plan does not depend on the values; literal predicates where a partial index needs them),
+ * and no parallel workers (a list's reads are short index reads: workers cost more to start than they save).
+ */
+export async function planList (trx: Tx, forValues: boolean): Promise<void> {
+  await sql`select set_config('max_parallel_workers_per_gather', '0', true),
+    set_config('plan_cache_mode', ${forValues ? 'force_custom_plan' : 'force_generic_plan'}, true)`.execute(trx)
+}
