@@ -328,7 +328,12 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   }
   const afterCursor = <O>(qb: EventsQuery<O>): EventsQuery<O> =>
     window.after === undefined ? qb : qb.where(eb => afterKey(eb, keys, window.after ?? []))
-  const columns = EVENT_COLUMNS.map(c => `events.${c}` as const)
+  // which rows, which version of each (the bodies come from the row cache or PostgreSQL: events.service.ts,
+  // renderEvents), and the sort value for the next cursor
+  const columns = [
+    'events.id', sql<string>`events.xmin::text`.as('version'), 'events.published_id', 'events.series_id',
+    sql<unknown>`${sql.ref(`events.${o.sortBy}`)}`.as('sort_key')
+  ] as const
   const audience = listAudience(expressionBuilder<Database, 'events'>(), auth, o.counting === 'kept')
   /** the listed rows of `where` that pass the filters, counted one by one */
   const rowCount = (where: EventsWhere) => filtered(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))).where(where)
@@ -372,8 +377,8 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
 }
 
 /** The sort key of a row of the events list: its sort column, then its id. */
-const keyOf = (sortBy: typeof EVENT_SORT_FIELDS[number]) => (row: EventRow): unknown[] =>
-  sortBy === 'id' ? [row.id] : [row[sortBy], row.id]
+const keyOf = (sortBy: typeof EVENT_SORT_FIELDS[number]) => (row: { id: number, sort_key: unknown }): unknown[] =>
+  sortBy === 'id' ? [row.id] : [row.sort_key, row.id]
 
 /** An event as a list reads it first: which row, which version of it (row-json-cache.ts), its series. */
 export interface VersionedEvent {

@@ -105,12 +105,13 @@ export const eventsModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/events', {
     schema: { operationId: 'list-events', summary: 'List events', tags, querystring: ListEventsQuery, response: { 200: PagedBodyEvent } },
     onRequest: requirePolicy('event', 'list')
-  }, async (request) => {
+  }, async (request, reply) => {
     const q = request.query
     const auth = request.auth
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = await listCounting()
+    // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.service.ts, renderEvents)
     const { items, total, page, next_cursor: nextCursor } = await withTenant(db, auth, async (trx) => {
       const found = await repo.listEvents(trx, auth, {
         page: q.page,
@@ -127,9 +128,11 @@ export const eventsModule = defineModule(async (app, { db }) => {
         spaceIds: q.space_ids,
         templates
       })
-      return { ...found, items: await service.withSpacesAll(trx, auth.tenantId, found.items) }
+      return { ...found, items: await service.renderEvents(trx, auth.tenantId, found.items) }
     })
-    return { items, page, size: q.size, total, next_cursor: nextCursor }
+    return await sendJsonFields(request, reply, {
+      items, page: String(page), size: String(q.size), total: String(total), next_cursor: JSON.stringify(nextCursor)
+    })
   })
 
   app.get('/api/v1/events/calendar', {
