@@ -125,13 +125,27 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .where(eb => visibleTo(eb, auth))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
+  type Page = typeof base
+  const ordered = (qb: Page): Page => qb
+    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
+    // `nulls last` only where the column can be null: the newest-first order is then the indexes' own
+    .orderBy(keyExpression(keys[0] as KeyColumn), ob => { const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc(); return text ? dir.nullsLast() : dir })
+    .orderBy('id', o.sortDir)
+  // A member's contacts by creation time: their own and their organization's, each read from its index
+  // (contacts_owner, contacts_org) in the list's order up to the page's end, the page from their union.
+  // As one `or`, PostgreSQL sorted every contact of the organization for each page.
+  const branches = o.sortBy === 'created_at' && (o.search ?? '') === '' && !auth.permissions.has('tenant:admin') && auth.orgId !== null
+  const picked = (qb: Page): Page => {
+    if (!branches) return qb
+    const reach = window.offset + window.limit
+    const branch = (where: (eb: Eb) => Expression<SqlBool>) => trx.selectFrom(ordered(base.where(where)).select('id').limit(reach).as('b')).select('b.id')
+    return qb.where('id', 'in', branch(eb => eb('owner_id', '=', auth.userId)).union(branch(eb => eb('org_id', '=', auth.orgId ?? ''))))
+  }
   const [rows, count] = await Promise.all([
-    base.select(COLUMNS)
+    ordered(picked(base))
+      .select(COLUMNS)
       // the sort value as PostgreSQL compares it, for the cursor (not part of the body)
       .select(sql<unknown>`${keyExpression(keys[0] as KeyColumn)}`.as('sort_key'))
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
-      .orderBy(keyExpression(keys[0] as KeyColumn), ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
-      .orderBy('id', o.sortDir)
       .limit(window.limit).offset(window.offset)
       .execute(),
     // a text filter counts its matches; otherwise the kept counts answer
