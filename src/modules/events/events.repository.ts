@@ -8,6 +8,7 @@ import type { Database } from '../../platform/db/database.ts'
 import { jsonFields } from '../../platform/db/json-render.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { planList, withSystem, type Tx } from '../../platform/db/tenant.ts'
+import type { Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
 import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
@@ -165,20 +166,12 @@ export interface ListOptions {
   startBefore?: string | undefined
   spaceIds?: number[] | undefined
   templates?: string[] | undefined
-  /** how the total is counted (listCounting) */
-  counting: ListCounting
+  /** how the total is counted: from the kept counts, or row by row (countingOf, LIST_COUNTS_TRIGGER) */
+  counting: Counting
 }
 
-/**
- * How the list's total is counted: from the counts the triggers of migrations/0019_event_list_counts.sql
- * keep (`kept`), or row by row (`rows`: a Citus cluster, where those triggers are not created).
- */
-export type ListCounting = 'kept' | 'rows'
-
-export async function listCounting (db: Kysely<Database>): Promise<ListCounting> {
-  const { rows } = await sql<{ kept: boolean }>`select exists (select from pg_trigger where tgname = 'events_list_counts_insert') as kept`.execute(db)
-  return rows[0]?.kept === true ? 'kept' : 'rows'
-}
+/** The trigger that keeps the event list's counts (migrations/0019_event_list_counts.sql; absent on Citus) */
+export const LIST_COUNTS_TRIGGER = 'events_list_counts_insert'
 
 /**
  * Folds the delta rows of the event list counts into one row per bucket, tenant by tenant (the

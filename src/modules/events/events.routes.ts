@@ -11,6 +11,7 @@ import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
+import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
 import * as repo from './events.repository.ts'
@@ -63,12 +64,6 @@ function calendarRange (q: { start_date: string, end_date: string, timezone?: st
 }
 
 export const eventsModule = defineModule(async (app, { db }) => {
-  // asked once, at the first list (the app may start before its database answers)
-  let counting: Promise<repo.ListCounting> | undefined
-  const listCounting = async (): Promise<repo.ListCounting> => await (counting ??= repo.listCounting(db).catch((err: unknown) => {
-    counting = undefined
-    throw err
-  }))
   app.get('/api/v1/event-templates', {
     schema: { operationId: 'list-event-templates', summary: 'List registered event templates (latest versions)', tags: ['Event templates'], response: { 200: EventTemplateList } },
     onRequest: requirePolicy('event', 'list')
@@ -110,7 +105,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
     const auth = request.auth
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
     // before the transaction: PGlite has one connection, which the transaction holds
-    const counting = await listCounting()
+    const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
     // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.service.ts, renderEvents)
     const { items, total, page, next_cursor: nextCursor } = await withTenant(db, auth, async (trx) => {
       const found = await repo.listEvents(trx, auth, {
