@@ -119,9 +119,10 @@ export const HANDLERS: Record<string, Handler> = {
   },
 
   // the service's statements for a member (events.repository.ts, listEvents, with the kept counts of
-  // migration 0019): each visibility branch read apart in the list's order, the page from their union;
-  // the total from the buckets of whole months, the partial month from the index, the members-only
-  // class from the links' copy, and the caller's own rows that no class holds
+  // migration 0019): each visibility branch read apart in the list's order (members-only from the links'
+  // copy), the page from their union; the total from the buckets of whole months, the partial month from
+  // the index, the members-only class from the links' copy, and the caller's own rows (a union of their
+  // index reads) that no class holds
   async 'list-events' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
@@ -139,7 +140,13 @@ export const HANDLERS: Record<string, Handler> = {
     const ks = p.get('ks')
     const keyset = ks !== null ? ' and (events.start_dt, events.id) > ($9::timestamptz, $10::bigint)' : ''
     const depth = ks !== null ? size : page * size
-    const branches = [...classes, ...owned].map(b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`)
+    // members-only from the links' copy of their event's start, grouped by event, in the list's order
+    const linked = `select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es where es.tenant_id = $1
+      and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5
+      group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''} order by l.start_dt, l.id limit $6`
+    const branches = [...classes.filter(b => !b.startsWith('events.visibility = 20')), ...owned]
+      .map(b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`)
+    branches.push(linked)
     const items = await q(`select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
       [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size, ...(ks !== null ? [ks, Number(p.get('ki'))] : [])])
     const buckets = (visibility: number, org: string) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
@@ -149,20 +156,26 @@ export const HANDLERS: Record<string, Handler> = {
       + ${buckets(30, 'and c.org_id = $3')} + ${partial('events.visibility = 30 and events.org_id = $3')}
       + (select count(distinct es.event_id) from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed
           and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5)
-      + (select count(*) from events where ${listed} and (${owned.join(' or ')}) and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
+      + (select count(*) from events where events.tenant_id = $1 and events.id in (${owned.map(o => `select events.id from events where ${listed} and ${o}`).join(' union ')})
+          and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
     [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)])
     return { status: 200, body: { items: await withJoined(q, c.tenant, items.slice(0, size)), page, size, total: Number(count?.total ?? 0) } }
   },
 
-  // contacts.repository.ts, listVisible: the page (one more row than asked, for the next cursor) and the count
+  // contacts.repository.ts, listVisible, for a member of an organization by creation time: their own and their
+  // organization's contacts, each from its index up to the page's end (one more row than asked, for the next
+  // cursor), the page from their union; the total from the kept counts (row_counts, migration 0020)
   async 'list-contacts' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
     const visible = 'contacts.tenant_id = $1 and (contacts.owner_id = $2 or contacts.org_id = $3)'
+    const branch = (where: string) => `select b.id from (select id from contacts where ${visible} and ${where} order by created_at desc, id desc limit $4) b`
+    const kept = (where: string) => `(select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and ${where})`
     const [rows, [count]] = await Promise.all([
-      q(`select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible} order by created_at desc nulls last, id desc limit $4 offset $5`,
-        [c.tenant, c.user, c.org, size + 1, (page - 1) * size]),
-      q<{ total: number }>(`select count(*) as total from contacts where ${visible}`, [c.tenant, c.user, c.org])
+      q(`select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible}
+          and id in (${branch('owner_id = $2')} union ${branch('org_id = $3')}) order by created_at desc, id desc limit $5 offset $6`,
+      [c.tenant, c.user, c.org, page * size + 1, size + 1, (page - 1) * size]),
+      q<{ total: number }>(`select ${kept('k1 = $2')} + ${kept('k2 = $3 and k1 <> $2')} as total`, [c.tenant, c.org, c.user])
     ])
     return { status: 200, body: { items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r), page, size, total: Number(count?.total ?? 0) } }
   },
@@ -197,7 +210,8 @@ export const HANDLERS: Record<string, Handler> = {
     if (rule === undefined) return notFound
     const [rows, [count]] = await Promise.all([
       q('select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3 offset 0', [c.tenant, id, size + 1]),
-      q<{ n: number }>('select count(*) as n from automation_executions where tenant_id = $1 and rule_id = $2', [c.tenant, id])
+      // the total from the kept counts (row_counts, migration 0020)
+      q<{ n: number }>("select coalesce(sum(n), 0) as n from row_counts where tenant_id = $1 and list = 'executions' and k1 = $2", [c.tenant, id])
     ])
     return { status: 200, body: { items: rows.slice(0, size), page: 1, total: Number(count?.n ?? 0) } }
   },

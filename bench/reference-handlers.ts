@@ -11,9 +11,12 @@ import {
   type BaselineAnswer, type Handler, type Query
 } from './baseline-handlers.ts'
 
-/** Runs one statement, prepared once per connection (no planning per request), that answers `{ json }`, and sends it as the body. */
-async function one (q: Query, text: string, params: unknown[]): Promise<BaselineAnswer> {
-  const name = `r_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`
+/**
+ * Runs one statement that answers `{ json }`, and sends it as the body: prepared once per connection (no
+ * planning per request), unless its plan depends on the values (`forValues`: a text pattern's selectivity).
+ */
+async function one (q: Query, text: string, params: unknown[], forValues = false): Promise<BaselineAnswer> {
+  const name = forValues ? undefined : `r_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`
   const [row] = await q<{ json: string | null }>(text, params, name)
   return row?.json == null ? notFound : { status: 200, json: row.json }
 }
@@ -76,7 +79,7 @@ export const REFERENCES: Record<string, Handler> = {
   },
 
   // The owner's contacts and the organization's, each from its index (newest first) up to the page's end;
-  // the total from two index-only counts that do not overlap
+  // the total from the kept counts (row_counts, migration 0020)
   async 'list-contacts' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
@@ -89,8 +92,8 @@ export const REFERENCES: Record<string, Handler> = {
         'items', (select coalesce(json_agg(to_json(r) order by page.created_at desc, page.id desc), '[]'::json)
           from page join contacts k on k.tenant_id = $1 and k.id = page.id cross join lateral (select ${cols}) r),
         'page', $7::int, 'size', $5::int,
-        'total', (select count(*) from contacts where tenant_id = $1 and org_id = $3)
-          + (select count(*) from contacts where tenant_id = $1 and owner_id = $2 and org_id is distinct from $3))::text as json`,
+        'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and k1 = $3)
+          + (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and k2 = $2 and k1 <> $3))::text as json`,
     [c.tenant, c.user, c.org, page * size, size, (page - 1) * size, page])
   },
 
@@ -109,7 +112,7 @@ export const REFERENCES: Record<string, Handler> = {
         'items', (select coalesce(json_agg(to_json(r) order by m.rank desc, m.last_name, m.first_name, m.id), '[]'::json)
           from m join contacts k on k.tenant_id = $1 and k.id = m.id cross join lateral (select ${cols}) r),
         'query', $7::text, 'total', coalesce((select max(total) from m), 0))::text as json`,
-    [c.tenant, c.user, c.org, like, term.toLowerCase(), limit, term])
+    [c.tenant, c.user, c.org, like, term.toLowerCase(), limit, term], true)
   },
 
   // The month's visible events from the start index (bounded below by the longest event), each rendered
@@ -189,7 +192,7 @@ export const REFERENCES: Record<string, Handler> = {
       )::text as json from space`, [c.tenant, c.user, c.org, id, size + 1, size])
   },
 
-  // The rule, the newest executions from the (rule, created_at) index, and an index-only count
+  // The rule, the newest executions from the (rule, created_at) index, and the kept count (row_counts, migration 0020)
   async 'rule-executions' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     // one row more than the page is read (for the next cursor), as the service reads it; the body has the page
@@ -198,7 +201,7 @@ export const REFERENCES: Record<string, Handler> = {
           select * from (select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3) y
           order by created_at desc, id desc limit $4) x),
         'page', 1,
-        'total', (select count(*) from automation_executions where tenant_id = $1 and rule_id = $2))::text as json
+        'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'executions' and k1 = $2::text))::text as json
       from automation_rules r where r.tenant_id = $1 and r.id = $2`, [c.tenant, p.get('id'), size + 1, size])
   },
 

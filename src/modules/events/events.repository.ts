@@ -334,6 +334,31 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     ? keptCounts(trx, auth, o, rowCount)
     : undefined
 
+  // The members-only events of the caller's spaces by start, from the links' copy of their event's columns
+  // (migrations/0019_event_list_counts.sql): one index read of the links of those spaces, grouped by event, in
+  // the list's order. Walking the tenant's members-only events by start for the few linked to the caller's
+  // spaces read every one of them when fewer than a page were linked. For lists by start within a start
+  // range (no row without a start) filtered by nothing the links do not copy.
+  const statuses = o.status !== undefined ? [o.status] : ['draft', 'published']
+  const linksServe = kept !== undefined && o.sortBy === 'start_dt' && o.startAfter !== undefined &&
+    (o.visibility === undefined || o.visibility === 0 || o.visibility === 20)
+  const linkKeys = keys.map((k, i) => ({ ...k, ref: i === 0 ? 'l.start_dt' : 'l.id', nullable: false }))
+  const linkedPick = (reach: number) => trx.selectFrom(trx.selectFrom('event_spaces as es')
+    .select(['es.event_id as id', sql<Date>`min(es.event_start_dt)`.as('start_dt')])
+    .where('es.tenant_id', '=', auth.tenantId)
+    .where('es.space_id', '=', sql<number>`any(${memberSpaceIds(auth)})`)
+    .where(sql<SqlBool>`es.event_listed`)
+    .where('es.event_visibility', '=', 20)
+    .where('es.event_status', 'in', statuses)
+    .where('es.event_start_dt', '>=', new Date(o.startAfter ?? 0))
+    .$if(o.startBefore !== undefined, qb => qb.where('es.event_start_dt', '<=', new Date(o.startBefore ?? 0)))
+    .groupBy('es.event_id')
+    .as('l'))
+    .select('l.id')
+    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, linkKeys, window.after ?? [])))
+    .orderBy('l.start_dt', o.sortDir).orderBy('l.id', o.sortDir)
+    .limit(reach)
+
   if (audience === undefined) {
     const [rows, count] = await Promise.all([
       ordered(afterCursor(filtered(trx.selectFrom('events').select(columns)))).limit(window.limit).offset(window.offset).execute(),
@@ -344,10 +369,13 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
 
   // each branch's first rows of the page's end, then the page from their union
   const reach = window.offset + window.limit
-  const branches = [...audience.classes.map(c => c.where), ...audience.owned]
-  const picks = branches.map(branch => trx.selectFrom(
+  const pickOf = (branch: Expression<SqlBool>) => trx.selectFrom(
     ordered(afterCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch))).limit(reach).as('b')
-  ).select('b.id'))
+  ).select('b.id')
+  const picks = [
+    ...audience.classes.map(c => c.visibility === 20 && linksServe ? trx.selectFrom(linkedPick(reach).as('b')).select('b.id') : pickOf(c.where)),
+    ...audience.owned.map(pickOf)
+  ]
   const union = picks.reduce((all, pick) => all.union(pick))
   // the classes are disjoint: their counts add; the caller's own rows count where no class holds them
   const counts: Array<Expression<unknown>> = audience.classes.map(c => kept !== undefined ? kept.classCount(c) : rowCount(c.where))
