@@ -141,9 +141,10 @@ export const HANDLERS: Record<string, Handler> = {
     const keyset = ks !== null ? ' and (events.start_dt, events.id) > ($9::timestamptz, $10::bigint)' : ''
     const depth = ks !== null ? size : page * size
     // members-only from the links' copy of their event's start, grouped by event, in the list's order
-    const linked = `select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es where es.tenant_id = $1
-      and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5
-      group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''} order by l.start_dt, l.id limit $6`
+    const linked = `select b.id from (select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es
+      where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4
+      and es.event_start_dt >= $5 group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''}
+      order by l.start_dt, l.id limit $6) b`
     const branches = [...classes.filter(b => !b.startsWith('events.visibility = 20')), ...owned]
       .map(b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`)
     branches.push(linked)
