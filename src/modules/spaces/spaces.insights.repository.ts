@@ -3,10 +3,12 @@
  * events module), its activity feed and its analytics. Event titles only appear for events the
  * caller may see (`eventVisibleTo` of the events module).
  */
-import { sql } from 'kysely'
+import { sql, type AliasedSelectQueryBuilder, type ExpressionBuilder } from 'kysely'
+import type { Database } from '../../platform/db/database.ts'
+import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
+import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 
@@ -68,32 +70,59 @@ const ACTIVITY_KEYS: KeyColumn[] = [
   { ref: 'x.created_at', dir: 'desc', type: 'time' }, { ref: 'x.src', dir: 'desc', type: 'int' }, { ref: 'x.seq', dir: 'desc', type: 'int' }
 ]
 
+interface FeedRow { created_at: Date, message: string, resource_id: string, title: string, type: SpaceActivityType, src: number, seq: number }
+/** one source of the feed, whatever tables it reads */
+interface FeedSource { as: (alias: 'x') => AliasedSelectQueryBuilder<FeedRow, 'x'> }
+
 export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
   const window = pageWindow(q, listScope('space-activity', { spaceId }), ACTIVITY_KEYS)
   const t = auth.tenantId
-  const visible = visibleEventIds(trx, auth)
-  const stored = trx.selectFrom('space_activity as a')
+  const storedRows = trx.selectFrom('space_activity as a').where('a.tenant_id', '=', t).where('a.space_id', '=', spaceId)
+  const stored = storedRows
     .select(['a.created_at', 'a.message', 'a.resource_id', 'a.title', sql<SpaceActivityType>`a.type`.as('type'), sql<number>`0`.as('src'), 'a.id as seq'])
-    .where('a.tenant_id', '=', t).where('a.space_id', '=', spaceId)
-  const added = trx.selectFrom('event_spaces as es')
-    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
-    .select(['es.created_at', sql<string>`'event added to the space'`.as('message'), sql<string>`e.id::text`.as('resource_id'), 'e.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`1`.as('src'), 'es.id as seq'])
-    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('es.event_id', 'in', visible)
-  const published = trx.selectFrom('event_activity as ea')
-    .innerJoin('event_spaces as es', j => j.onRef('es.tenant_id', '=', 'ea.tenant_id').onRef('es.event_id', '=', 'ea.event_id'))
-    .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'ea.tenant_id').onRef('e.id', '=', 'ea.event_id'))
-    .select(['ea.at as created_at', sql<string>`'event published'`.as('message'), sql<string>`e.id::text`.as('resource_id'), 'e.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`2`.as('src'), 'ea.id as seq'])
-    .where('ea.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('ea.kind', '=', 'published').where('ea.event_id', 'in', visible)
-  const all = trx.selectFrom(stored.unionAll(added).unionAll(published).as('x'))
-  const [rows, count] = await Promise.all([
-    all.select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type', 'x.src', 'x.seq'])
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
-      .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
-      .limit(window.limit).offset(window.offset).execute(),
-    all.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  // each link of the space, then its event if the caller sees it (a lateral read by primary key per link, the
+  // visibility filter naming `events` unaliased; its hashed subplans of the caller's spaces and managed events
+  // computed once); `in (every event the caller sees)` hashed the whole tenant's events, and a plain join let
+  // the planner scan them
+  const visibleEvent = (eb: ExpressionBuilder<Database & { es: EventSpacesTable }, 'es'>) => eb.selectFrom('events')
+    .select(['events.id', 'events.title'])
+    .where('events.tenant_id', '=', t)
+    .whereRef('events.id', '=', 'es.event_id')
+    .where(eventVisibilityFilter(auth))
+    // at most one row by key; the limit also keeps PostgreSQL from folding the lateral read into a join
+    .limit(1)
+    .as('v')
+  const addedRows = trx.selectFrom('event_spaces as es')
+    .innerJoinLateral(visibleEvent, j => j.onTrue())
+    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId)
+  const added = addedRows
+    .select(['es.created_at', sql<string>`'event added to the space'`.as('message'), sql<string>`v.id::text`.as('resource_id'), 'v.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`1`.as('src'), 'es.id as seq'])
+  const publishedRows = trx.selectFrom('event_spaces as es')
+    .innerJoinLateral(visibleEvent, j => j.onTrue())
+    .innerJoin('event_activity as ea', j => j.onRef('ea.tenant_id', '=', 'es.tenant_id').onRef('ea.event_id', '=', 'es.event_id'))
+    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('ea.kind', '=', 'published')
+  const published = publishedRows
+    .select(['ea.at as created_at', sql<string>`'event published'`.as('message'), sql<string>`v.id::text`.as('resource_id'), 'v.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`2`.as('src'), 'ea.id as seq'])
+  // each source in the feed's order up to the page's end (after the cursor's key), then the page from the three
+  const reach = window.offset + window.limit
+  // (each in a subquery of its own: a union's members cannot carry their own order and limit)
+  const firstOf = (source: FeedSource) => trx.selectFrom(trx.selectFrom(source.as('x')).selectAll()
+    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
+    .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
+    .limit(reach).as('f')).selectAll()
+  const page = trx.selectFrom(firstOf(stored).unionAll(firstOf(added)).unionAll(firstOf(published)).as('x'))
+    .select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type', 'x.src', 'x.seq'])
+    .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
+    .limit(window.limit).offset(window.offset)
+  // the total: each source's rows counted, without the columns of the items
+  const counted = [storedRows.select(eb => eb.fn.countAll<number>().as('n')), addedRows.select(eb => eb.fn.countAll<number>().as('n')),
+    publishedRows.select(eb => eb.fn.countAll<number>().as('n'))]
+  const [rows, total] = await Promise.all([
+    page.execute(),
+    trx.selectNoFrom(sql<number>`${sql.join(counted.map(c => sql`(${c})`), sql` + `)}`.as('total')).executeTakeFirstOrThrow()
   ])
-  const page = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
-  return { ...page, items: page.items.map(({ src: _src, seq: _seq, ...item }) => item), total: Number(count.total) }
+  const paged = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
+  return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total: Number(total.total) }
 }
 
 /* Analytics */
