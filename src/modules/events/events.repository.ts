@@ -7,8 +7,8 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { jsonFields } from '../../platform/db/json-render.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { planList, withSystem, type Tx } from '../../platform/db/tenant.ts'
-import type { Counting } from '../../platform/db/kept-counts.ts'
+import { planList, type Tx } from '../../platform/db/tenant.ts'
+import { foldByTenant, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
 import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
@@ -178,15 +178,8 @@ export const LIST_COUNTS_TRIGGER = 'events_list_counts_insert'
  * retention loop, every 10 minutes); the tenants it folded. Nothing to fold on Citus (no triggers).
  */
 export async function compactListCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
-  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`select tenant_id from event_list_counts
-    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`.execute(trx))
-  let done = 0
-  for (const { tenant_id: tenant } of rows) {
-    if (signal?.aborted === true) break
-    await withSystem(db, async trx => { await sql`select compact_event_list_counts(${tenant})`.execute(trx) })
-    done++
-  }
-  return done
+  return await foldByTenant(db, sql<{ tenant_id: string }>`select tenant_id from event_list_counts
+    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`, tenant => sql`select compact_event_list_counts(${tenant})`, signal)
 }
 
 type EventsWhere = Expression<SqlBool> | ((eb: ExpressionBuilder<Database, 'events'>) => Expression<SqlBool>)

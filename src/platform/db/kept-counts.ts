@@ -39,17 +39,24 @@ export async function keptTotal (trx: Tx, tenantId: string, list: string, where:
 }
 
 /**
- * Folds the delta rows of `row_counts` into one row per key, tenant by tenant (the retention loop);
- * the tenants it folded. Nothing to fold on Citus (no triggers, no rows).
+ * Folds delta rows of kept counts tenant by tenant: `tenants` names the tenants whose rows outnumber their keys,
+ * `fold` folds one tenant's (a function of the migration). The tenants it folded; it stops between two tenants
+ * when `signal` aborts.
  */
-export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
-  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`select tenant_id from row_counts
-    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`.execute(trx))
+export async function foldByTenant (db: Kysely<Database>, tenants: RawBuilder<{ tenant_id: string }>,
+  fold: (tenant: string) => RawBuilder<unknown>, signal?: AbortSignal): Promise<number> {
+  const { rows } = await withSystem(db, async trx => await tenants.execute(trx))
   let done = 0
   for (const { tenant_id: tenant } of rows) {
     if (signal?.aborted === true) break
-    await withSystem(db, async trx => { await sql`select compact_row_counts(${tenant})`.execute(trx) })
+    await withSystem(db, async trx => { await fold(tenant).execute(trx) })
     done++
   }
   return done
+}
+
+/** Folds the delta rows of `row_counts` into one row per key (the retention loop). Nothing to fold on Citus (no triggers, no rows). */
+export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
+  return await foldByTenant(db, sql<{ tenant_id: string }>`select tenant_id from row_counts
+    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`, tenant => sql`select compact_row_counts(${tenant})`, signal)
 }
