@@ -88,7 +88,7 @@ if (joinedLast.join() !== repo.EVENT_JOINED_FIELDS.join()) throw new Error(`Even
  * The Event bodies of rows, in their order, as one JSON array in pieces: what `withSpacesAll` and
  * the compiled serializer give. The columns come from the cache when the row's version is the one
  * cached, else rendered by PostgreSQL (in the same round trip as the spaces and series titles,
- * which are read every time, because they live in other tables). For long lists (the calendar).
+ * which are read every time, because they live in other tables). For lists of events (the calendar, the events list).
  */
 export async function renderEvents (trx: Tx, tenantId: string, rows: repo.VersionedEvent[]): Promise<JsonChunks> {
   const key = (id: number) => `${tenantId}:${id}`
