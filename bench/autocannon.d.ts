@@ -9,7 +9,12 @@ declare module 'autocannon' {
       headers?: Record<string, string>
       body?: string | Buffer
       setupRequest?: (request: Request, context: Record<string, unknown>) => Request | undefined
-      onResponse?: (status: number, body: string, context: Record<string, unknown>, headers?: Record<string, string | string[]>) => void
+      onResponse?: (
+        status: number,
+        body: string,
+        context: Record<string, unknown>,
+        headers?: Record<string, string | string[]>
+      ) => void
     }
     interface Options {
       url: string
@@ -28,6 +33,9 @@ declare module 'autocannon' {
       stop (): void
     }
   }
-  function autocannon (options: autocannon.Options, callback: (err: Error | null | undefined, result: autocannon.Result) => void): autocannon.Instance
+  function autocannon (
+    options: autocannon.Options,
+    callback: (err: Error | null | undefined, result: autocannon.Result) => void
+  ): autocannon.Instance
   export = autocannon
 }

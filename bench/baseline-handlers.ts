@@ -21,7 +21,8 @@ export interface BaselineAnswer {
 
 export type Handler = (q: Query, p: URLSearchParams, caller: Caller, body: unknown) => Promise<BaselineAnswer>
 
-export const CONTACT_COLUMNS = 'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
+export const CONTACT_COLUMNS =
+  'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
   'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, state_province, postal_code, ' +
   'country, website, avatar_url, notes, linked_user_id, tags, revision'
 
@@ -38,13 +39,19 @@ export const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
 
 export const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
 
-async function spacesOf (q: Query, tenant: string, ids: number[]): Promise<Map<number, Array<{ id: number, title: string }>>> {
-  const out = new Map<number, Array<{ id: number, title: string }>>()
+async function spacesOf (
+  q: Query,
+  tenant: string,
+  ids: number[]
+): Promise<Map<number, Array<{ id: number; title: string }>>> {
+  const out = new Map<number, Array<{ id: number; title: string }>>()
   if (ids.length === 0) return out
-  const rows = await q<{ event_id: number, id: number, title: string }>(
+  const rows = await q<{ event_id: number; id: number; title: string }>(
     `with es as materialized (select event_id, space_id from event_spaces where tenant_id = $1 and event_id = any($2::bigint[]))
      select es.event_id, s.id, s.title from es inner join spaces as s on s.tenant_id = $1 and s.id = es.space_id
-     where s.is_deleted = $3 order by es.event_id, s.id`, [tenant, ids, false])
+     where s.is_deleted = $3 order by es.event_id, s.id`,
+    [tenant, ids, false]
+  )
   for (const r of rows) {
     const list = out.get(r.event_id) ?? []
     list.push({ id: r.id, title: r.title })
@@ -53,29 +60,79 @@ async function spacesOf (q: Query, tenant: string, ids: number[]): Promise<Map<n
   return out
 }
 
-async function withSpaces<T extends Record<string, unknown>> (q: Query, tenant: string, rows: T[]): Promise<Array<T & { spaces: Array<{ id: number, title: string }> }>> {
-  const spaces = await spacesOf(q, tenant, rows.map(r => Number(r.published_id ?? r.id)))
+async function withSpaces<T extends Record<string, unknown>> (
+  q: Query,
+  tenant: string,
+  rows: T[]
+): Promise<Array<T & { spaces: Array<{ id: number; title: string }> }>> {
+  const spaces = await spacesOf(
+    q,
+    tenant,
+    rows.map(r => Number(r.published_id ?? r.id))
+  )
   return rows.map(r => ({ ...r, spaces: spaces.get(Number(r.published_id ?? r.id)) ?? [] }))
 }
 
-/** Spaces and series titles of listed events, as the service's withSpacesAll reads them (two statements, in parallel) */
+/**
+ * Spaces and series titles of listed events, as the service's withSpacesAll reads them (two statements, in parallel)
+ */
 async function withJoined (q: Query, tenant: string, rows: Array<Record<string, unknown>>) {
   const seriesIds = [...new Set(rows.flatMap(r => r.series_id == null ? [] : [Number(r.series_id)]))]
   const [spaced, titles] = await Promise.all([
     withSpaces(q, tenant, rows),
-    seriesIds.length === 0 ? [] : q<{ id: number, title: string }>('select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])', [tenant, seriesIds])
+    seriesIds.length === 0
+      ? []
+      : q<{ id: number; title: string }>(
+        'select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])',
+        [tenant, seriesIds]
+      )
   ])
   const title = new Map(titles.map(t => [Number(t.id), t.title]))
   return spaced.map(r => ({ ...r, series_title: r.series_id == null ? null : title.get(Number(r.series_id)) ?? null }))
 }
 
-const iso = (column: string) => `to_char(events.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`
+const iso = (column: string) =>
+  `to_char(events.${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`
 
 /** The Event fields but series_title and spaces, as json-render.ts selects them from the Event schema. */
-export const EVENT_JSON_COLUMNS = ['id', 'title', 'status', 'visibility', 'timezone', 'creator_id', iso('created_at'), iso('created_dt'), iso('updated_at'),
-  'version', 'is_deleted', 'is_locked', 'description', 'address', 'latitude', 'longitude', iso('start_dt'), iso('end_dt'), 'keywords', 'metadata',
-  'metadata_override', 'title_override', 'description_override', 'org_id', 'parent_event_id', iso('published_at'), 'published_id', 'series_id',
-  'series_index', 'template', 'template_version', 'state', 'priority', 'cover_image_key'].map(c => c.startsWith('to_char') ? c : `events.${c}`).join(', ')
+export const EVENT_JSON_COLUMNS = [
+  'id',
+  'title',
+  'status',
+  'visibility',
+  'timezone',
+  'creator_id',
+  iso('created_at'),
+  iso('created_dt'),
+  iso('updated_at'),
+  'version',
+  'is_deleted',
+  'is_locked',
+  'description',
+  'address',
+  'latitude',
+  'longitude',
+  iso('start_dt'),
+  iso('end_dt'),
+  'keywords',
+  'metadata',
+  'metadata_override',
+  'title_override',
+  'description_override',
+  'org_id',
+  'parent_event_id',
+  iso('published_at'),
+  'published_id',
+  'series_id',
+  'series_index',
+  'template',
+  'template_version',
+  'state',
+  'priority',
+  'cover_image_key'
+]
+  .map(c => (c.startsWith('to_char') ? c : `events.${c}`))
+  .join(', ')
 
 export const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
 
@@ -93,26 +150,31 @@ export const SPACE_VISIBLE = `spaces.tenant_id = $2 and spaces.is_deleted = fals
       or (spaces.visibility in (20, 30) and exists (select 1 from space_members sm where sm.tenant_id = spaces.tenant_id and sm.space_id = spaces.id and sm.user_id = $3 and sm.is_active = true)))))`
 
 export const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar_url'
-export const PUBLIC_SPACES = "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
+export const PUBLIC_SPACES =
+  "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
 
 export const HANDLERS: Record<string, Handler> = {
   // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
   async 'get-event' (q, p, c) {
-    const rows = await q<Record<string, unknown>>(`select events.*,
+    const rows = await q<Record<string, unknown>>(
+      `select events.*,
         (select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
           from event_spaces es join spaces s on s.tenant_id = $1 and s.id = es.space_id
           where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.event_id = coalesce(events.published_id, events.id) and not s.is_deleted) as spaces,
         (select es.title from event_series es where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.id = events.series_id) as series_title
       from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
-    [c.tenant, c.user, c.org, Number(p.get('id'))])
+      [c.tenant, c.user, c.org, Number(p.get('id'))]
+    )
     const event = rows[0]
     if (event === undefined) return notFound
     return { status: 200, body: event, headers: { etag: `"${String(event.revision)}"` } }
   },
 
   async 'get-contact' (q, p, c) {
-    const rows = await q<{ revision: number }>(`select ${CONTACT_COLUMNS} from contacts where id = $1 and (tenant_id = $2 and (owner_id = $3 or org_id = $4))`,
-      [p.get('id'), c.tenant, c.user, c.org])
+    const rows = await q<{ revision: number }>(
+      `select ${CONTACT_COLUMNS} from contacts where id = $1 and (tenant_id = $2 and (owner_id = $3 or org_id = $4))`,
+      [p.get('id'), c.tenant, c.user, c.org]
+    )
     const row = rows[0]
     if (row === undefined) return notFound
     return { status: 200, body: row, headers: { etag: `"${row.revision}"` } }
@@ -128,13 +190,23 @@ export const HANDLERS: Record<string, Handler> = {
     const page = Number(p.get('page') ?? 1)
     const after = new Date(p.get('after') ?? 0)
     const nextMonth = new Date(Date.UTC(after.getUTCFullYear(), after.getUTCMonth() + 1, 1))
-    const listed = 'events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and events.status = $4 and events.start_dt >= $5'
-    const mySpaces = 'array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true)'
+    const listed =
+      'events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and events.status = $4 and events.start_dt >= $5'
+    const mySpaces =
+      'array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true)'
     const myLinks = `select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20`
-    const managed = (column: string) => `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.${column} is not null`
-    const classes = ['events.visibility = 40', `events.visibility = 20 and coalesce(events.id in (${myLinks}), false)`, 'events.visibility = 30 and events.org_id = $3']
-    const owned = ['events.creator_id = $2', `events.id = any(array(${managed('event_id')}))`,
-      `events.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id in (${managed('series_id')})))`]
+    const managed = (column: string) =>
+      `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.${column} is not null`
+    const classes = [
+      'events.visibility = 40',
+      `events.visibility = 20 and coalesce(events.id in (${myLinks}), false)`,
+      'events.visibility = 30 and events.org_id = $3'
+    ]
+    const owned = [
+      'events.creator_id = $2',
+      `events.id = any(array(${managed('event_id')}))`,
+      `events.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id in (${managed('series_id')})))`
+    ]
     const order = 'order by events.start_dt asc nulls last, events.id asc'
     // by cursor: the rows after the key (start, id) of the previous page's last row, no offset
     const ks = p.get('ks')
@@ -145,22 +217,44 @@ export const HANDLERS: Record<string, Handler> = {
       where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4
       and es.event_start_dt >= $5 group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''}
       order by l.start_dt, l.id limit $6) b`
-    const branches = [...classes.filter(b => !b.startsWith('events.visibility = 20')), ...owned]
-      .map(b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`)
+    const branches = [...classes.filter(b => !b.startsWith('events.visibility = 20')), ...owned].map(
+      b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`
+    )
     branches.push(linked)
-    const items = await q(`select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
-      [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size, ...(ks !== null ? [ks, Number(p.get('ki'))] : [])])
-    const buckets = (visibility: number, org: string) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
+    const items = await q(
+      `select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
+      [
+        c.tenant,
+        c.user,
+        c.org,
+        'published',
+        after,
+        depth + 1,
+        size + 1,
+        ks !== null ? 0 : (page - 1) * size,
+        ...(ks !== null ? [ks, Number(p.get('ki'))] : [])
+      ]
+    )
+    const buckets = (
+      visibility: number,
+      org: string
+    ) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
       and c.visibility = ${visibility} ${org} and c.month >= $6::date)`
-    const partial = (where: string) => `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') and ${where})`
-    const [count] = await q<{ total: number }>(`select ${buckets(40, '')} + ${partial('events.visibility = 40')}
+    const partial = (where: string) =>
+      `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') and ${where})`
+    const [count] = await q<{ total: number }>(
+      `select ${buckets(40, '')} + ${partial('events.visibility = 40')}
       + ${buckets(30, 'and c.org_id = $3')} + ${partial('events.visibility = 30 and events.org_id = $3')}
       + (select count(distinct es.event_id) from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed
           and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5)
       + (select count(*) from events where events.tenant_id = $1 and events.id in (${owned.map(o => `select events.id from events where ${listed} and ${o}`).join(' union ')})
           and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
-    [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)])
-    return { status: 200, body: { items: await withJoined(q, c.tenant, items.slice(0, size)), page, size, total: Number(count?.total ?? 0) } }
+      [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)]
+    )
+    return {
+      status: 200,
+      body: { items: await withJoined(q, c.tenant, items.slice(0, size)), page, size, total: Number(count?.total ?? 0) }
+    }
   },
 
   // contacts.repository.ts, listVisible, for a member of an organization by creation time: their own and their
@@ -170,15 +264,31 @@ export const HANDLERS: Record<string, Handler> = {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
     const visible = 'contacts.tenant_id = $1 and (contacts.owner_id = $2 or contacts.org_id = $3)'
-    const branch = (where: string) => `select b.id from (select id from contacts where ${visible} and ${where} order by created_at desc, id desc limit $4) b`
-    const kept = (where: string) => `(select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and ${where})`
+    const branch = (where: string) =>
+      `select b.id from (select id from contacts where ${visible} and ${where} order by created_at desc, id desc limit $4) b`
+    const kept = (where: string) =>
+      `(select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and ${where})`
     const [rows, [count]] = await Promise.all([
-      q(`select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible}
+      q(
+        `select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible}
           and id in (${branch('owner_id = $2')} union ${branch('org_id = $3')}) order by created_at desc, id desc limit $5 offset $6`,
-      [c.tenant, c.user, c.org, page * size + 1, size + 1, (page - 1) * size]),
-      q<{ total: number }>(`select ${kept('k1 = $2')} + ${kept('k2 = $3 and k1 <> $2')} as total`, [c.tenant, c.org, c.user])
+        [c.tenant, c.user, c.org, page * size + 1, size + 1, (page - 1) * size]
+      ),
+      q<{ total: number }>(`select ${kept('k1 = $2')} + ${kept('k2 = $3 and k1 <> $2')} as total`, [
+        c.tenant,
+        c.org,
+        c.user
+      ])
     ])
-    return { status: 200, body: { items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r), page, size, total: Number(count?.total ?? 0) } }
+    return {
+      status: 200,
+      body: {
+        items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r),
+        page,
+        size,
+        total: Number(count?.total ?? 0)
+      }
+    }
   },
 
   // spaces.insights.repository.ts, listActivity: the space (visible to the caller), then the feed: stored items,
@@ -196,8 +306,10 @@ export const HANDLERS: Record<string, Handler> = {
         join event_spaces es on es.tenant_id = ea.tenant_id and es.event_id = ea.event_id join events e on e.tenant_id = ea.tenant_id and e.id = ea.event_id
         where ea.tenant_id = $1 and es.space_id = $4 and ea.kind = 'published' and ea.event_id in (${visible})) x`
     const [rows, [count]] = await Promise.all([
-      q(`select x.created_at, x.message, x.resource_id, x.title, x.type from ${all} order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
-        [c.tenant, c.user, c.org, id, size + 1]),
+      q(
+        `select x.created_at, x.message, x.resource_id, x.title, x.type from ${all} order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
+        [c.tenant, c.user, c.org, id, size + 1]
+      ),
       q<{ total: number }>(`select count(*) as total from ${all}`, [c.tenant, c.user, c.org, id])
     ])
     return { status: 200, body: { items: rows.slice(0, size), page: 1, total: Number(count?.total ?? 0) } }
@@ -210,9 +322,15 @@ export const HANDLERS: Record<string, Handler> = {
     const [rule] = await q('select * from automation_rules where tenant_id = $1 and id = $2', [c.tenant, id])
     if (rule === undefined) return notFound
     const [rows, [count]] = await Promise.all([
-      q('select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3 offset 0', [c.tenant, id, size + 1]),
+      q(
+        'select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3 offset 0',
+        [c.tenant, id, size + 1]
+      ),
       // the total from the kept counts (row_counts, migration 0020)
-      q<{ n: number }>("select coalesce(sum(n), 0) as n from row_counts where tenant_id = $1 and list = 'executions' and k1 = $2", [c.tenant, id])
+      q<{ n: number }>(
+        "select coalesce(sum(n), 0) as n from row_counts where tenant_id = $1 and list = 'executions' and k1 = $2",
+        [c.tenant, id]
+      )
     ])
     return { status: 200, body: { items: rows.slice(0, size), page: 1, total: Number(count?.n ?? 0) } }
   },
@@ -221,13 +339,25 @@ export const HANDLERS: Record<string, Handler> = {
     const term = p.get('query') ?? ''
     const limit = Number(p.get('limit') ?? 20)
     const like = `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
-    const rows = await q<{ total: string }>(`select ${CONTACT_COLUMNS.split(', ').map(col => `c.${col}`).join(', ')}, m.total from (
+    const rows = await q<{ total: string }>(
+      `select ${CONTACT_COLUMNS.split(', ')
+        .map(col => `c.${col}`)
+        .join(', ')}, m.total from (
         select id, last_name, first_name, similarity(search_text, $5) as rank, count(*) over () as total from contacts
         where (tenant_id = $1 and (owner_id = $2 or org_id = $3)) and search_text like $4
         order by rank desc, last_name, first_name, id limit $6) m
       join contacts c on c.tenant_id = $1 and c.id = m.id
-      order by m.rank desc, m.last_name, m.first_name, m.id`, [c.tenant, c.user, c.org, like, term.toLowerCase(), limit])
-    return { status: 200, body: { items: rows.map(({ total: _total, ...contact }) => contact), query: term, total: Number(rows[0]?.total ?? 0) } }
+      order by m.rank desc, m.last_name, m.first_name, m.id`,
+      [c.tenant, c.user, c.org, like, term.toLowerCase(), limit]
+    )
+    return {
+      status: 200,
+      body: {
+        items: rows.map(({ total: _total, ...contact }) => contact),
+        query: term,
+        total: Number(rows[0]?.total ?? 0)
+      }
+    }
   },
 
   // the statements of the service's calendar when none of the month's events is cached
@@ -236,69 +366,115 @@ export const HANDLERS: Record<string, Handler> = {
   async 'calendar-month' (q, p, c) {
     const from = new Date(`${p.get('start') ?? ''}T00:00:00Z`)
     const to = new Date(new Date(`${p.get('end') ?? ''}T00:00:00Z`).getTime() + 86_400_000)
-    const rows = await q<{ id: number, version: string, series_id: number | null }>(`select events.id, events.xmin::text as version, events.series_id
+    const rows = await q<{ id: number; version: string; series_id: number | null }>(
+      `select events.id, events.xmin::text as version, events.series_id
       from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
       and events.start_dt is not null and events.start_dt < $4
       and events.start_dt >= (select $5::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0') from events longest
         where longest.tenant_id = $1 and not longest.is_deleted and longest.published_id is null and longest.start_dt is not null)
       and coalesce(events.end_dt, events.start_dt) >= $5
-      order by events.start_dt asc, events.id asc limit $6`, [c.tenant, c.user, c.org, to, from, 5000])
+      order by events.start_dt asc, events.id asc limit $6`,
+      [c.tenant, c.user, c.org, to, from, 5000]
+    )
     const ids = rows.map(r => r.id)
     const seriesIds = [...new Set(rows.flatMap(r => r.series_id === null ? [] : [r.series_id]))]
     const [spaces, titles, rendered] = await Promise.all([
       spacesOf(q, c.tenant, ids),
-      seriesIds.length === 0 ? [] : q<{ id: number, title: string }>('select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])', [c.tenant, seriesIds]),
-      q<{ id: number, json: string }>(`select events.id, to_json(r)::text as json from events cross join lateral (select ${EVENT_JSON_COLUMNS}) r
-        where events.tenant_id = $1 and events.id = any($2::bigint[])`, [c.tenant, ids])
+      seriesIds.length === 0
+        ? []
+        : q<{ id: number; title: string }>(
+          'select id, title from event_series where tenant_id = $1 and id = any($2::bigint[])',
+          [c.tenant, seriesIds]
+        ),
+      q<{ id: number; json: string }>(
+        `select events.id, to_json(r)::text as json from events cross join lateral (select ${EVENT_JSON_COLUMNS}) r
+        where events.tenant_id = $1 and events.id = any($2::bigint[])`,
+        [c.tenant, ids]
+      )
     ])
     const title = new Map(titles.map(t => [t.id, t.title]))
     const json = new Map(rendered.map(r => [r.id, r.json]))
-    const items = rows.map(r => `${json.get(r.id)?.slice(0, -1) ?? '{'},"series_title":${JSON.stringify(r.series_id === null ? null : title.get(r.series_id) ?? null)},"spaces":${JSON.stringify(spaces.get(r.id) ?? [])}}`)
+    const items = rows.map(
+      r =>
+        `${json.get(r.id)?.slice(0, -1) ?? '{'},"series_title":${JSON.stringify(r.series_id === null ? null : (title.get(r.series_id) ?? null))},"spaces":${JSON.stringify(spaces.get(r.id) ?? [])}}`
+    )
     return { status: 200, json: `{"items":[${items.join(',')}],"next_cursor":null}` }
   },
 
   async 'space-analytics' (q, p, c) {
     const id = Number(p.get('id'))
-    const space = await q<{ id: number, creator_id: string }>(`${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`, [id, c.tenant, c.user, c.org])
+    const space = await q<{ id: number; creator_id: string }>(
+      `${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`,
+      [id, c.tenant, c.user, c.org]
+    )
     if (space[0] === undefined) return notFound
     if (space[0].creator_id !== c.user) {
-      const m = await q("select id, role, permissions from space_managers where tenant_id = $1 and space_id = $2 and user_id = $3 and status = 'active'", [c.tenant, id, c.user])
+      const m = await q(
+        "select id, role, permissions from space_managers where tenant_id = $1 and space_id = $2 and user_id = $3 and status = 'active'",
+        [c.tenant, id, c.user]
+      )
       if (m.length === 0) return { status: 403 }
     }
     const [att] = await q<{ ok: boolean }>("select to_regclass('attendees') is not null as ok")
-    const counts = att?.ok === true
-      ? `select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
+    const counts =
+      att?.ok === true
+        ? `select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
            count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
          from attendees a where a.tenant_id = $1 and a.event_id in (select event_id from linked) group by a.event_id`
-      : 'select null::bigint as event_id, 0 as rsvps, 0 as attended where false'
-    const events = await q(`with linked as (
+        : 'select null::bigint as event_id, 0 as rsvps, 0 as attended where false'
+    const events = await q(
+      `with linked as (
         select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt from event_spaces es
         join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
         where es.tenant_id = $1 and es.space_id = $2 and not e.is_deleted and e.published_id is null and e.status <> 'draft'
       ), counts as (${counts})
       select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at, coalesce(l.start_dt > now(), false) as upcoming,
              coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended
-      from linked l left join counts c on c.event_id = l.event_id order by l.start_dt desc nulls last, l.event_id desc`, [c.tenant, id])
-    const growth = await q(`with weeks as (
+      from linked l left join counts c on c.event_id = l.event_id order by l.start_dt desc nulls last, l.event_id desc`,
+      [c.tenant, id]
+    )
+    const growth = await q(
+      `with weeks as (
         select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
         from generate_series($3::int, 0, -1) g)
       select w.week_start as date, (select count(*)::int from space_members m where m.tenant_id = $1 and m.space_id = $2
           and m.created_at < w.week_start + interval '7 days' and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
-      from weeks w order by w.week_start`, [c.tenant, id, 11])
-    const [members] = await q<{ n: number }>('select count(*) as n from space_members where tenant_id = $1 and space_id = $2 and is_active = $3', [c.tenant, id, true])
-    return { status: 200, body: { events_performance: events.slice(0, 50), member_growth: growth, summary: { active_members: Number(members?.n ?? 0), events: events.length } } }
+      from weeks w order by w.week_start`,
+      [c.tenant, id, 11]
+    )
+    const [members] = await q<{ n: number }>(
+      'select count(*) as n from space_members where tenant_id = $1 and space_id = $2 and is_active = $3',
+      [c.tenant, id, true]
+    )
+    return {
+      status: 200,
+      body: {
+        events_performance: events.slice(0, 50),
+        member_growth: growth,
+        summary: { active_members: Number(members?.n ?? 0), events: events.length }
+      }
+    }
   },
 
   async 'public-space' (q, p) {
-    const [entry] = await q<{ tenant_id: string, space_id: number }>('select tenant_id, space_id from public_spaces where handle = $1', [p.get('handle')])
+    const [entry] = await q<{ tenant_id: string; space_id: number }>(
+      'select tenant_id, space_id from public_spaces where handle = $1',
+      [p.get('handle')]
+    )
     if (entry === undefined) return notFound
     const t = entry.tenant_id
     const id = entry.space_id
     const shown = 'spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.published_at'
-    const [space] = await q<{ creator_id: string }>(`select ${shown}, spaces.creator_id, spaces.org_id from spaces where ${PUBLIC_SPACES} and spaces.id = $2`, [t, id])
+    const [space] = await q<{ creator_id: string }>(
+      `select ${shown}, spaces.creator_id, spaces.org_id from spaces where ${PUBLIC_SPACES} and spaces.id = $2`,
+      [t, id]
+    )
     if (space === undefined) return notFound
-    const parent = await q(`select spaces.id from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.parent_id = spaces.id
-      where ${PUBLIC_SPACES} and p.space_id = $2 order by spaces.id limit 1`, [t, id])
+    const parent = await q(
+      `select spaces.id from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.parent_id = spaces.id
+      where ${PUBLIC_SPACES} and p.space_id = $2 order by spaces.id limit 1`,
+      [t, id]
+    )
     const childBase = `from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.space_id = spaces.id where ${PUBLIC_SPACES} and p.parent_id = $2`
     const children = await q(`select ${shown} ${childBase} order by spaces.position, spaces.id limit 50`, [t, id])
     const [childCount] = await q<{ total: number }>(`select count(*) as total ${childBase}`, [t, id])
@@ -312,16 +488,30 @@ export const HANDLERS: Record<string, Handler> = {
     const [memCount] = await q<{ total: number }>(`select count(*) as total ${memBase}`, [t, id])
     const evBase = `from event_spaces as es inner join events as e on e.tenant_id = es.tenant_id and e.id = es.event_id
       where es.tenant_id = $1 and es.space_id = $2 and e.status = 'published' and e.visibility = 40 and e.is_deleted = false and e.published_id is null`
-    const events = await q(`select e.id, e.title, e.timezone, e.address, e.description, e.start_dt, e.end_dt ${evBase}
-      and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now() order by e.start_dt asc nulls last, e.id limit 10`, [t, id])
+    const events = await q(
+      `select e.id, e.title, e.timezone, e.address, e.description, e.start_dt, e.end_dt ${evBase}
+      and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now() order by e.start_dt asc nulls last, e.id limit 10`,
+      [t, id]
+    )
     const [evCount] = await q<{ total: number }>(`select count(*) as total ${evBase}`, [t, id])
-    const [owner] = await q(`select ${PROFILE} from users as u where u.tenant_id = $1 and u.id = $2 and u.state <> 'removed'`, [t, space.creator_id])
+    const [owner] = await q(
+      `select ${PROFILE} from users as u where u.tenant_id = $1 and u.id = $2 and u.state <> 'removed'`,
+      [t, space.creator_id]
+    )
     const page = {
-      space: { ...Object.fromEntries(Object.entries(space).filter(([k]) => k !== 'creator_id' && k !== 'org_id')), parent_id: parent[0]?.id },
+      space: {
+        ...Object.fromEntries(Object.entries(space).filter(([k]) => k !== 'creator_id' && k !== 'org_id')),
+        parent_id: parent[0]?.id
+      },
       subspaces: children,
       managers,
       members,
-      stats: { events_count: evCount?.total, managers_count: mgrCount?.total, members_count: memCount?.total, subspaces_count: childCount?.total },
+      stats: {
+        events_count: evCount?.total,
+        managers_count: mgrCount?.total,
+        members_count: memCount?.total,
+        subspaces_count: childCount?.total
+      },
       upcoming_events: events,
       owner
     }
@@ -333,13 +523,28 @@ export const HANDLERS: Record<string, Handler> = {
     const b = body as Record<string, string>
     await q('begin')
     try {
-      const [row] = await q<{ id: string, email: string, revision: number }>(
+      const [row] = await q<{ id: string; email: string; revision: number }>(
         `insert into contacts (first_name, last_name, email, company, tenant_id, owner_id, org_id) values ($1, $2, $3, $4, $5, $6, $7) returning ${CONTACT_COLUMNS}`,
-        [b.first_name, b.last_name, b.email, b.company, c.tenant, c.user, c.org])
-      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
-        [c.tenant, 'contact.created', 'contact', row?.id, c.user, JSON.stringify({ contact_id: row?.id, email: row?.email, source: 'api' }), 0])
+        [b.first_name, b.last_name, b.email, b.company, c.tenant, c.user, c.org]
+      )
+      await q(
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          c.tenant,
+          'contact.created',
+          'contact',
+          row?.id,
+          c.user,
+          JSON.stringify({ contact_id: row?.id, email: row?.email, source: 'api' }),
+          0
+        ]
+      )
       await q('commit')
-      return { status: 201, body: row, headers: { etag: `"${String(row?.revision)}"`, location: `/api/v1/contacts/${String(row?.id)}` } }
+      return {
+        status: 201,
+        body: row,
+        headers: { etag: `"${String(row?.revision)}"`, location: `/api/v1/contacts/${String(row?.id)}` }
+      }
     } catch (err) {
       await q('rollback')
       throw err
@@ -351,24 +556,53 @@ export const HANDLERS: Record<string, Handler> = {
     const ifMatch = p.get('if_match')
     await q('begin')
     try {
-      const [row] = await q<Record<string, unknown>>(`select * from events where events.tenant_id = $1 and events.id = $4 and ${EVENT_AUDIENCE} for update`,
-        [c.tenant, c.user, c.org, id])
+      const [row] = await q<Record<string, unknown>>(
+        `select * from events where events.tenant_id = $1 and events.id = $4 and ${EVENT_AUDIENCE} for update`,
+        [c.tenant, c.user, c.org, id]
+      )
       if (row === undefined) { await q('rollback'); return notFound }
       let target = row
       if (row.published_id === null && row.status === 'published') {
-        const [clone] = await q<Record<string, unknown>>('select * from events where tenant_id = $1 and published_id = $2 for update', [c.tenant, id])
+        const [clone] = await q<Record<string, unknown>>(
+          'select * from events where tenant_id = $1 and published_id = $2 for update',
+          [c.tenant, id]
+        )
         target = clone ?? row
       }
-      if (ifMatch !== null && ifMatch !== `"${String(target.revision)}"`) { await q('rollback'); return { status: 412 } }
+      if (ifMatch !== null && ifMatch !== `"${String(target.revision)}"`) {
+        await q('rollback')
+        return { status: 412 }
+      }
       const b = body as { title: string }
-      const [updated] = await q<Record<string, unknown>>(`update events set title = $1, revision = revision + 1, updated_at = now()
-        where tenant_id = $2 and id = $3 returning *`, [b.title, c.tenant, target.id])
+      const [updated] = await q<Record<string, unknown>>(
+        `update events set title = $1, revision = revision + 1, updated_at = now()
+        where tenant_id = $2 and id = $3 returning *`,
+        [b.title, c.tenant, target.id]
+      )
       if (updated === undefined) throw new Error('update lost its row')
       const payload = { fields: ['title'], draft: updated.published_id !== null }
-      await q('insert into event_activity (tenant_id, event_id, org_id, actor_id, kind, payload) values ($1, $2, $3, $4, $5, $6) returning id, event_id, org_id, actor_id, kind, payload, at',
-        [c.tenant, id, updated.org_id, c.user, 'edited', JSON.stringify(payload)])
-      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
-        [c.tenant, 'event.updated', 'event', String(id), c.user, JSON.stringify({ event_id: id, template: updated.template, title: updated.title, status: updated.status, ...payload }), 0])
+      await q(
+        'insert into event_activity (tenant_id, event_id, org_id, actor_id, kind, payload) values ($1, $2, $3, $4, $5, $6) returning id, event_id, org_id, actor_id, kind, payload, at',
+        [c.tenant, id, updated.org_id, c.user, 'edited', JSON.stringify(payload)]
+      )
+      await q(
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          c.tenant,
+          'event.updated',
+          'event',
+          String(id),
+          c.user,
+          JSON.stringify({
+            event_id: id,
+            template: updated.template,
+            title: updated.title,
+            status: updated.status,
+            ...payload
+          }),
+          0
+        ]
+      )
       const [event] = await withSpaces(q, c.tenant, [updated])
       await q('commit')
       return { status: 200, body: event, headers: { etag: `"${String(updated.revision)}"` } }
@@ -379,23 +613,48 @@ export const HANDLERS: Record<string, Handler> = {
   },
 
   async 'idp-webhook' (q, _p, _c, body) {
-    const e = body as { resourceOwner: string, aggregateID: string, instanceID: string, sequence: number, event_type: string, event_payload: Record<string, string> }
+    const e = body as {
+      resourceOwner: string
+      aggregateID: string
+      instanceID: string
+      sequence: number
+      event_type: string
+      event_payload: Record<string, string>
+    }
     const t = e.resourceOwner
     await q('begin')
     try {
       await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
-      const seen = await q('select outcome from idp_deliveries where tenant_id = $1 and instance_id = $2 and aggregate_id = $3 and sequence = $4', [t, e.instanceID, e.aggregateID, e.sequence])
+      const seen = await q(
+        'select outcome from idp_deliveries where tenant_id = $1 and instance_id = $2 and aggregate_id = $3 and sequence = $4',
+        [t, e.instanceID, e.aggregateID, e.sequence]
+      )
       if (seen.length > 0) { await q('commit'); return { status: 200, body: { status: 'duplicate' } } }
       await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
       await q('select * from users where tenant_id = $1 and id = $2', [t, e.aggregateID])
-      // the update takes its time from the inserted row (`excluded`): Citus refuses now() in DO UPDATE SET on a distributed table
-      await q(`insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at, updated_at) values ($1, 'active', $2, $3, $4, null, now())
+      // the update takes its time from the inserted row (`excluded`): Citus refuses now() in DO UPDATE SET on a
+      // distributed table
+      await q(
+        `insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at, updated_at) values ($1, 'active', $2, $3, $4, null, now())
         on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6, removed_at = null, updated_at = excluded.updated_at returning *`,
-      [e.event_payload.displayName, e.sequence, t, e.aggregateID, e.event_payload.displayName, e.sequence])
-      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
-        [t, 'user.updated', 'user', e.aggregateID, null, JSON.stringify({ user_id: e.aggregateID, state: 'active', fields: ['display_name'] }), 0])
-      await q('insert into idp_deliveries (tenant_id, instance_id, aggregate_id, sequence, event_type, outcome) values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning sequence',
-        [t, e.instanceID, e.aggregateID, e.sequence, e.event_type, 'applied'])
+        [e.event_payload.displayName, e.sequence, t, e.aggregateID, e.event_payload.displayName, e.sequence]
+      )
+      await q(
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          t,
+          'user.updated',
+          'user',
+          e.aggregateID,
+          null,
+          JSON.stringify({ user_id: e.aggregateID, state: 'active', fields: ['display_name'] }),
+          0
+        ]
+      )
+      await q(
+        'insert into idp_deliveries (tenant_id, instance_id, aggregate_id, sequence, event_type, outcome) values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning sequence',
+        [t, e.instanceID, e.aggregateID, e.sequence, e.event_type, 'applied']
+      )
       await q('commit')
       return { status: 200, body: { status: 'applied' } }
     } catch (err) {
@@ -407,33 +666,80 @@ export const HANDLERS: Record<string, Handler> = {
   async 'get-series' (q, p, c) {
     const id = Number(p.get('id'))
     const limit = Number(p.get('limit') ?? 200)
-    const [row] = await q<{ series_id: number | null }>(`select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
-      [c.tenant, c.user, c.org, id])
+    const [row] = await q<{ series_id: number | null }>(
+      `select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
+      [c.tenant, c.user, c.org, id]
+    )
     if (row?.series_id == null) return notFound
-    const [series] = await q('select * from event_series where tenant_id = $1 and id = $2 and is_deleted = $3', [c.tenant, row.series_id, false])
-    const managers = await q('select * from event_managers where tenant_id = $1 and series_id = $2 order by created_at desc, id desc limit 1', [c.tenant, row.series_id])
+    const [series] = await q('select * from event_series where tenant_id = $1 and id = $2 and is_deleted = $3', [
+      c.tenant,
+      row.series_id,
+      false
+    ])
+    const managers = await q(
+      'select * from event_managers where tenant_id = $1 and series_id = $2 order by created_at desc, id desc limit 1',
+      [c.tenant, row.series_id]
+    )
     const where = `${EVENT_VISIBLE.replace('events.published_id is null and ', '')} and events.series_id = $4`
-    const items = await q<Record<string, unknown>>(`select events.* from events where ${where} order by events.start_dt, events.series_index, events.id limit $5 offset $6`,
-      [c.tenant, c.user, c.org, row.series_id, limit, 0])
-    const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, [c.tenant, c.user, c.org, row.series_id])
+    const items = await q<Record<string, unknown>>(
+      `select events.* from events where ${where} order by events.start_dt, events.series_index, events.id limit $5 offset $6`,
+      [c.tenant, c.user, c.org, row.series_id, limit, 0]
+    )
+    const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, [
+      c.tenant,
+      c.user,
+      c.org,
+      row.series_id
+    ])
     const occurrences = await withSpaces(q, c.tenant, items)
-    const attendees = await q<{ status: string, contact_id: string }>(`select a.status, a.contact_id from attendees as a where a.tenant_id = $1 and
+    const attendees = await q<{ status: string; contact_id: string }>(
+      `select a.status, a.contact_id from attendees as a where a.tenant_id = $1 and
       ((a.series_id = $2 and a.event_id is null) or a.event_id in (select events.id from events where events.tenant_id = $1 and events.series_id = $2
-        and events.is_deleted = false and events.published_id is null))`, [c.tenant, row.series_id])
+        and events.is_deleted = false and events.published_id is null))`,
+      [c.tenant, row.series_id]
+    )
     const counts: Record<string, number> = {}
     for (const a of attendees) counts[a.status] = (counts[a.status] ?? 0) + 1
-    return { status: 200, body: { series: { ...series, manager: managers[0] }, occurrences, attendee_counts: counts, total_attendees: new Set(attendees.map(a => a.contact_id)).size, total: count?.total } }
+    return {
+      status: 200,
+      body: {
+        series: { ...series, manager: managers[0] },
+        occurrences,
+        attendee_counts: counts,
+        total_attendees: new Set(attendees.map(a => a.contact_id)).size,
+        total: count?.total
+      }
+    }
   },
 
   async 'create-series' (q, _p, c, body) {
-    const b = body as { title: string, start_dt: string, end_dt: string, timezone: string, series: { end_count: number } }
+    const b = body as {
+      title: string
+      start_dt: string
+      end_dt: string
+      timezone: string
+      series: { end_count: number }
+    }
     const start = new Date(b.start_dt)
     const length = new Date(b.end_dt).getTime() - start.getTime()
     await q('begin')
     try {
-      const [series] = await q<{ id: number }>(`insert into event_series (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, freq, interval, repeat_days,
+      const [series] = await q<{ id: number }>(
+        `insert into event_series (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, freq, interval, repeat_days,
         ends_on, end_count, duration) values ($1, $2, $3, $4, $5, $6, $7, 'weekly', 1, $8, 'after_n', $9, $10) returning *`,
-      [c.tenant, c.org, c.user, b.title, start, new Date(b.end_dt), b.timezone, [start.getUTCDay() === 0 ? 7 : start.getUTCDay()], b.series.end_count, '02:00:00'])
+        [
+          c.tenant,
+          c.org,
+          c.user,
+          b.title,
+          start,
+          new Date(b.end_dt),
+          b.timezone,
+          [start.getUTCDay() === 0 ? 7 : start.getUTCDay()],
+          b.series.end_count,
+          '02:00:00'
+        ]
+      )
       const ids: number[] = []
       for (let from = 0; from < b.series.end_count; from += 100) {
         const n = Math.min(100, b.series.end_count - from)
@@ -445,12 +751,25 @@ export const HANDLERS: Record<string, Handler> = {
           values.push(c.tenant, c.org, c.user, b.title, st, new Date(st.getTime() + length), b.timezone, series?.id, k)
           rows.push(`(${Array.from({ length: 9 }, (_, j) => `$${i + j + 1}`).join(', ')})`)
         }
-        const inserted = await q<{ id: number }>(`insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, series_id, series_index)
-          values ${rows.join(', ')} returning *`, values)
+        const inserted = await q<{ id: number }>(
+          `insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, series_id, series_index)
+          values ${rows.join(', ')} returning *`,
+          values
+        )
         ids.push(...inserted.map(r => r.id))
       }
-      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
-        [c.tenant, 'series.created', 'series', String(series?.id), c.user, JSON.stringify({ series_id: series?.id, occurrences: ids.length }), 0])
+      await q(
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          c.tenant,
+          'series.created',
+          'series',
+          String(series?.id),
+          c.user,
+          JSON.stringify({ series_id: series?.id, occurrences: ids.length }),
+          0
+        ]
+      )
       await q('commit')
       return { status: 201, body: { series, occurrences: ids.length } }
     } catch (err) {
@@ -464,13 +783,32 @@ export const HANDLERS: Record<string, Handler> = {
     const b = body as { contact_ids: string[] }
     await q('begin')
     try {
-      const [event] = await q<{ org_id: string | null }>('select * from events where tenant_id = $1 and id = $2 for update', [c.tenant, id])
+      const [event] = await q<{ org_id: string | null }>(
+        'select * from events where tenant_id = $1 and id = $2 for update',
+        [c.tenant, id]
+      )
       if (event === undefined) { await q('rollback'); return notFound }
-      const found = await q<{ id: string }>('select id from contacts where tenant_id = $1 and id = any($2::uuid[])', [c.tenant, b.contact_ids])
-      const added = await q<{ contact_id: string }>(`insert into attendees (tenant_id, event_id, contact_id, org_id, status)
-        select $1, $2, x, $3, 'invited' from unnest($4::uuid[]) x on conflict do nothing returning contact_id`, [c.tenant, id, event.org_id, found.map(f => f.id)])
-      await q('insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
-        [c.tenant, 'attendees.added', 'event', String(id), c.user, JSON.stringify({ event_id: id, contact_ids: added.map(a => a.contact_id) }), 0])
+      const found = await q<{ id: string }>('select id from contacts where tenant_id = $1 and id = any($2::uuid[])', [
+        c.tenant,
+        b.contact_ids
+      ])
+      const added = await q<{ contact_id: string }>(
+        `insert into attendees (tenant_id, event_id, contact_id, org_id, status)
+        select $1, $2, x, $3, 'invited' from unnest($4::uuid[]) x on conflict do nothing returning contact_id`,
+        [c.tenant, id, event.org_id, found.map(f => f.id)]
+      )
+      await q(
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        [
+          c.tenant,
+          'attendees.added',
+          'event',
+          String(id),
+          c.user,
+          JSON.stringify({ event_id: id, contact_ids: added.map(a => a.contact_id) }),
+          0
+        ]
+      )
       await q('commit')
       return { status: 204 }
     } catch (err) {
@@ -480,6 +818,10 @@ export const HANDLERS: Record<string, Handler> = {
   },
 
   async 'unauthorized' () {
-    return { status: 401, body: { status: 401, title: 'Unauthorized', detail: 'invalid or expired token' }, headers: { 'www-authenticate': 'Bearer' } }
+    return {
+      status: 401,
+      body: { status: 401, title: 'Unauthorized', detail: 'invalid or expired token' },
+      headers: { 'www-authenticate': 'Bearer' }
+    }
   }
 }

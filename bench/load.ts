@@ -63,7 +63,9 @@ export function postgresCpu (): Map<number, number> {
   return out
 }
 
-/** The CPU time the database's processes spent since `before`; a backend that exited in between takes its time with it. */
+/**
+ * The CPU time the database's processes spent since `before`; a backend that exited in between takes its time with it.
+ */
 export function postgresCpuSince (before: Map<number, number>): number {
   let total = 0
   for (const [pid, ms] of postgresCpu()) total += ms - (before.get(pid) ?? 0)
@@ -86,33 +88,61 @@ function percentile (sorted: number[], p: number): number {
   return sorted[i] ?? 0
 }
 
-export async function runLoad (options: { url: string, connections: number, duration: number, next: RequestFactory, pid: number, db?: boolean }): Promise<LoadResult> {
+export async function runLoad (options: {
+  url: string
+  connections: number
+  duration: number
+  next: RequestFactory
+  pid: number
+  db?: boolean
+}): Promise<LoadResult> {
   const latencies: number[] = []
   const statuses: Record<string, number> = {}
   let peak = rssMb(options.pid)
   const cpu0 = cpuMs(options.pid)
   const db0 = options.db === true ? postgresCpu() : new Map<number, number>()
-  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(options.pid)) }, 200)
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(options.pid))
+  }, 200)
   try {
     const result = await new Promise<autocannon.Result>((resolve, reject) => {
-      const instance = autocannon({
-        url: options.url,
-        connections: options.connections,
-        duration: options.duration,
-        pipelining: 1,
-        timeout: 30,
-        requests: [{
-          setupRequest: (req: autocannon.Request, context: Record<string, unknown>) => {
-            const spec = options.next()
-            context.spec = spec
-            return { ...req, method: spec.method, path: spec.path, headers: { ...spec.headers }, body: spec.body ?? '' }
-          },
-          onResponse: (status: number, _body: string, context: Record<string, unknown>, headers?: Record<string, string | string[]>) => {
-            const spec = context.spec as RequestSpec | undefined
-            spec?.onResponse?.(status, headers ?? {})
-          }
-        }]
-      }, (err, res) => { if (err !== null && err !== undefined) reject(err); else resolve(res) })
+      const instance = autocannon(
+        {
+          url: options.url,
+          connections: options.connections,
+          duration: options.duration,
+          pipelining: 1,
+          timeout: 30,
+          requests: [
+            {
+              setupRequest: (req: autocannon.Request, context: Record<string, unknown>) => {
+                const spec = options.next()
+                context.spec = spec
+                return {
+                  ...req,
+                  method: spec.method,
+                  path: spec.path,
+                  headers: { ...spec.headers },
+                  body: spec.body ?? ''
+                }
+              },
+              onResponse: (
+                status: number,
+                _body: string,
+                context: Record<string, unknown>,
+                headers?: Record<string, string | string[]>
+              ) => {
+                const spec = context.spec as RequestSpec | undefined
+                spec?.onResponse?.(status, headers ?? {})
+              }
+            }
+          ]
+        },
+        (err, res) => {
+          if (err !== null && err !== undefined) reject(err)
+          else resolve(res)
+        }
+      )
       instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
         latencies.push(responseTime)
         const key = String(statusCode)
@@ -121,7 +151,9 @@ export async function runLoad (options: { url: string, connections: number, dura
     })
     latencies.sort((a, b) => a - b)
     const total = latencies.length
-    const non2xx = Object.entries(statuses).filter(([s]) => !s.startsWith('2') && s !== '304').reduce((n, [, c]) => n + c, 0)
+    const non2xx = Object.entries(statuses)
+      .filter(([s]) => !s.startsWith('2') && s !== '304')
+      .reduce((n, [, c]) => n + c, 0)
     return {
       requests: total,
       rps: total / options.duration,

@@ -36,24 +36,40 @@ export async function buildManifest (db: SqlRunner): Promise<Manifest> {
   for (const r of ev) events[r.tenant_id] = r.ids.map(Number)
   for (let n = 0; n < TENANTS; n++) {
     const t = tenantId(n)
-    const rows = await db.query<{ id: string }>("select id from contacts where tenant_id = $1 and org_id = 'org-main' order by md5(id::text) limit 300", [t])
+    const rows = await db.query<{ id: string }>(
+      "select id from contacts where tenant_id = $1 and org_id = 'org-main' order by md5(id::text) limit 300",
+      [t]
+    )
     contacts[t] = rows.map(r => r.id)
   }
   const patchable = await db.query<{ tenant: string, id: number, creator: string, revision: number }>(`
     select tenant_id as tenant, id, creator_id as creator, revision from events
     where status = 'published' and tenant_id like 'bench-t%'
     order by md5(id::text) limit 2000`)
-  const terms = await db.query<{ last_name: string }>(`
-    select last_name from contacts where tenant_id = $1 group by last_name order by md5(last_name) limit 400`, [BIG_TENANT])
+  const terms = await db.query<{ last_name: string }>(
+    `
+    select last_name from contacts where tenant_id = $1 group by last_name order by md5(last_name) limit 400`,
+    [BIG_TENANT]
+  )
   const show = await db.query<{ id: number, tenant_id: string, creator_id: string }>(
     'select id, tenant_id, creator_id from spaces where public_handle = $1', [SHOWCASE_HANDLE])
   const s = show[0]
   if (s === undefined) throw new Error('the showcase space is missing: seed first')
-  const hasSeries = (await db.query<{ ok: boolean }>("select to_regclass('event_series') is not null as ok"))[0]?.ok === true
+  const hasSeries =
+    (await db.query<{ ok: boolean }>("select to_regclass('event_series') is not null as ok"))[0]?.ok === true
   const seriesEvents = hasSeries
-    ? (await db.query<{ id: number }>('select min(id) as id from events where tenant_id = $1 and series_id is not null group by series_id', [BIG_TENANT])).map(r => Number(r.id))
+    ? (
+        await db.query<{ id: number }>(
+          'select min(id) as id from events where tenant_id = $1 and series_id is not null group by series_id',
+          [BIG_TENANT]
+        )
+      ).map(r => Number(r.id))
     : []
-  const bulkContacts = (await db.query<{ id: string }>('select id from contacts where tenant_id = $1 order by md5(id::text) limit 3000', [BIG_TENANT])).map(r => r.id)
+  const bulkContacts = (
+    await db.query<{ id: string }>('select id from contacts where tenant_id = $1 order by md5(id::text) limit 3000', [
+      BIG_TENANT
+    ])
+  ).map(r => r.id)
   const now = new Date()
   const month = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 2, 1))
   const monthEnd = new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth() + 1, 0))

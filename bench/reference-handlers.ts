@@ -21,10 +21,13 @@ async function one (q: Query, text: string, params: unknown[], forValues = false
   return row?.json == null ? notFound : { status: 200, json: row.json }
 }
 
-const eventJson = (alias: string) => `(select to_json(r)::text from (select ${EVENT_JSON_COLUMNS.replaceAll('events.', `${alias}.`)}) r)`
+const eventJson = (alias: string) =>
+  `(select to_json(r)::text from (select ${EVENT_JSON_COLUMNS.replaceAll('events.', `${alias}.`)}) r)`
 
 /** The event's spaces and series title, as the service's Event carries them */
-const eventExtras = (alias: string) => `(select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
+const eventExtras = (
+  alias: string
+) => `(select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
     from event_spaces es join spaces s on s.tenant_id = es.tenant_id and s.id = es.space_id
     where es.tenant_id = $1 and es.event_id = ${alias}.id and not s.is_deleted) as spaces,
   (select sr.title from event_series sr where sr.tenant_id = $1 and sr.id = ${alias}.series_id) as series_title`
@@ -40,14 +43,20 @@ export const REFERENCES: Record<string, Handler> = {
     const after = new Date(p.get('after') ?? 0)
     const nextMonth = new Date(Date.UTC(after.getUTCFullYear(), after.getUTCMonth() + 1, 1)).toISOString().slice(0, 10)
     const ks = p.get('ks')
-    const keyset = (start: string, id: string) => ks !== null ? ` and (${start}, ${id}) > ($12::timestamptz, $13::bigint)` : ''
-    const listed = 'e.tenant_id = $1 and not e.is_deleted and e.published_id is null and e.status = $4 and e.start_dt >= $5'
-    const managed = (column: string) => `array(select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2
+    const keyset = (start: string, id: string) =>
+      ks !== null ? ` and (${start}, ${id}) > ($12::timestamptz, $13::bigint)` : ''
+    const listed =
+      'e.tenant_id = $1 and not e.is_deleted and e.published_id is null and e.status = $4 and e.start_dt >= $5'
+    const managed = (
+      column: string
+    ) => `array(select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2
       and em.status = 'active' and em.${column} is not null)`
     const order = 'order by e.start_dt, e.id'
-    // the occurrences of managed series by key first: a list of ids the planner cannot mistake for a large share of the tenant
+    // the occurrences of managed series by key first: a list of ids the planner cannot mistake for a large share of the
+    // tenant
     const ofSeries = `e.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id = any(${managed('series_id')})))`
-    const branch = (where: string) => `(select e.id, e.start_dt from events e where ${listed}${keyset('e.start_dt', 'e.id')} and ${where} ${order} limit $6)`
+    const branch = (where: string) =>
+      `(select e.id, e.start_dt from events e where ${listed}${keyset('e.start_dt', 'e.id')} and ${where} ${order} limit $6)`
     const owned = (where: string) => `select e.id, e.visibility, e.org_id from events e where ${listed} and ${where}`
     const text = `with mine as materialized (
         select array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active) as spaces),
@@ -74,8 +83,20 @@ export const REFERENCES: Record<string, Handler> = {
             where not (o.visibility = 40 or (o.visibility = 30 and o.org_id = $3) or (o.visibility = 20 and o.id in (select event_id from linked))))
       )::text as json`
     const depth = ks !== null ? size : page * size
-    return await one(q, text, [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size,
-      nextMonth, page, size, ...(ks !== null ? [ks, Number(p.get('ki'))] : [])])
+    return await one(q, text, [
+      c.tenant,
+      c.user,
+      c.org,
+      'published',
+      after,
+      depth + 1,
+      size + 1,
+      ks !== null ? 0 : (page - 1) * size,
+      nextMonth,
+      page,
+      size,
+      ...(ks !== null ? [ks, Number(p.get('ki'))] : [])
+    ])
   },
 
   // The owner's contacts and the organization's, each from its index (newest first) up to the page's end;
@@ -84,7 +105,9 @@ export const REFERENCES: Record<string, Handler> = {
     const size = Number(p.get('size') ?? 20)
     const page = Number(p.get('page') ?? 1)
     const cols = CONTACT_COLUMNS.split(', ').map(x => `k.${x}`).join(', ')
-    return await one(q, `with ids as (
+    return await one(
+      q,
+      `with ids as (
         (select id, created_at from contacts where tenant_id = $1 and owner_id = $2 order by created_at desc, id desc limit $4)
         union (select id, created_at from contacts where tenant_id = $1 and org_id = $3 order by created_at desc, id desc limit $4)),
       page as (select ids.id, ids.created_at from ids order by ids.created_at desc, ids.id desc limit $5 offset $6)
@@ -94,7 +117,8 @@ export const REFERENCES: Record<string, Handler> = {
         'page', $7::int, 'size', $5::int,
         'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and k1 = $3)
           + (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and k2 = $2 and k1 <> $3))::text as json`,
-    [c.tenant, c.user, c.org, page * size, size, (page - 1) * size, page])
+      [c.tenant, c.user, c.org, page * size, size, (page - 1) * size, page]
+    )
   },
 
   // Ranking every match is the answer (best first, exact total): one pass over narrow rows from the trigram
@@ -104,7 +128,9 @@ export const REFERENCES: Record<string, Handler> = {
     const limit = Number(p.get('limit') ?? 20)
     const like = `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
     const cols = CONTACT_COLUMNS.split(', ').map(x => `k.${x}`).join(', ')
-    return await one(q, `with m as (
+    return await one(
+      q,
+      `with m as (
         select id, last_name, first_name, similarity(search_text, $5) as rank, count(*) over () as total from contacts
         where tenant_id = $1 and (owner_id = $2 or org_id = $3) and search_text like $4
         order by rank desc, last_name, first_name, id limit $6)
@@ -112,7 +138,9 @@ export const REFERENCES: Record<string, Handler> = {
         'items', (select coalesce(json_agg(to_json(r) order by m.rank desc, m.last_name, m.first_name, m.id), '[]'::json)
           from m join contacts k on k.tenant_id = $1 and k.id = m.id cross join lateral (select ${cols}) r),
         'query', $7::text, 'total', coalesce((select max(total) from m), 0))::text as json`,
-    [c.tenant, c.user, c.org, like, term.toLowerCase(), limit, term], true)
+      [c.tenant, c.user, c.org, like, term.toLowerCase(), limit, term],
+      true
+    )
   },
 
   // The month's visible events from the start index (bounded below by the longest event), each rendered
@@ -120,7 +148,9 @@ export const REFERENCES: Record<string, Handler> = {
   async 'calendar-month' (q, p, c) {
     const from = new Date(`${p.get('start') ?? ''}T00:00:00Z`)
     const to = new Date(new Date(`${p.get('end') ?? ''}T00:00:00Z`).getTime() + 86_400_000)
-    return await one(q, `with mine as materialized (
+    return await one(
+      q,
+      `with mine as materialized (
         select array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active) as spaces),
       cal as (select e.* from events e, mine where e.tenant_id = $1 and not e.is_deleted and e.published_id is null
         and e.status in ('draft', 'published') and e.start_dt < $4
@@ -135,14 +165,18 @@ export const REFERENCES: Record<string, Handler> = {
       select json_build_object('items', coalesce(json_agg(
           (${eventJson('cal')}::jsonb || jsonb_build_object('series_title', x.series_title, 'spaces', x.spaces)) order by cal.start_dt, cal.id), '[]'::json),
         'next_cursor', null)::text as json
-      from cal cross join lateral (select ${eventExtras('cal')}) x`, [c.tenant, c.user, c.org, to, from])
+      from cal cross join lateral (select ${eventExtras('cal')}) x`,
+      [c.tenant, c.user, c.org, to, from]
+    )
   },
 
   // The analytics of one space in one statement: the space (visible, managed by the caller), the linked events
   // with their attendee figures from one grouped pass, weekly member counts, active members
   async 'space-analytics' (q, p, c) {
     const id = Number(p.get('id'))
-    return await one(q, `with space as (${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}
+    return await one(
+      q,
+      `with space as (${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}
         and (spaces.creator_id = $3 or exists (select 1 from space_managers m where m.tenant_id = $2 and m.space_id = $1 and m.user_id = $3 and m.status = 'active'))),
       linked as (select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt from event_spaces es
         join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
@@ -161,7 +195,9 @@ export const REFERENCES: Record<string, Handler> = {
               and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days'))) order by w.week_start) from weeks w),
         'summary', json_build_object('active_members', (select count(*) from space_members where tenant_id = $2 and space_id = $1 and is_active),
           'events', (select count(*) from perf)))::text as json
-      from space`, [id, c.tenant, c.user, c.org])
+      from space`,
+      [id, c.tenant, c.user, c.org]
+    )
   },
 
   // Each source of the feed read from its index newest first up to the page's end, merged; the total as three counts
@@ -172,7 +208,9 @@ export const REFERENCES: Record<string, Handler> = {
       or (e.visibility = 30 and e.org_id = $3)
       or (e.visibility = 20 and exists (select 1 from event_spaces m where m.tenant_id = $1 and m.event_id = e.id and m.space_id = any((select spaces from mine)::bigint[])))
       or exists (select 1 from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and (em.event_id = e.id or em.series_id = e.series_id)))`
-    return await one(q, `with space as (select spaces.id from spaces where spaces.id = $4 and ${SPACE_VISIBLE.replaceAll('$2', '$1').replaceAll('$3', '$2').replaceAll('$4', '$3')}),
+    return await one(
+      q,
+      `with space as (select spaces.id from spaces where spaces.id = $4 and ${SPACE_VISIBLE.replaceAll('$2', '$1').replaceAll('$3', '$2').replaceAll('$4', '$3')}),
       mine as materialized (select array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active) as spaces),
       added as (select es.created_at, 'event added to the space' as message, e.id::text as resource_id, e.title, 'event' as type, 1 as src, es.id as seq
         from event_spaces es join events e on e.tenant_id = es.tenant_id and e.id = es.event_id where es.tenant_id = $1 and es.space_id = $4 and ${visible}),
@@ -189,33 +227,48 @@ export const REFERENCES: Record<string, Handler> = {
           from (select * from feed order by created_at desc, src desc, seq desc limit $6) f),
         'page', 1,
         'total', (select count(*) from space_activity a where a.tenant_id = $1 and a.space_id = $4) + (select count(*) from added) + (select count(*) from published)
-      )::text as json from space`, [c.tenant, c.user, c.org, id, size + 1, size])
+      )::text as json from space`,
+      [c.tenant, c.user, c.org, id, size + 1, size]
+    )
   },
 
   // The rule, the newest executions from the (rule, created_at) index, and the kept count (row_counts, migration 0020)
   async 'rule-executions' (q, p, c) {
     const size = Number(p.get('size') ?? 20)
     // one row more than the page is read (for the next cursor), as the service reads it; the body has the page
-    return await one(q, `select json_build_object(
+    return await one(
+      q,
+      `select json_build_object(
         'items', (select coalesce(json_agg(to_json(x) order by x.created_at desc, x.id desc), '[]'::json) from (
           select * from (select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3) y
           order by created_at desc, id desc limit $4) x),
         'page', 1,
         'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'executions' and k1 = $2::text))::text as json
-      from automation_rules r where r.tenant_id = $1 and r.id = $2`, [c.tenant, p.get('id'), size + 1, size])
+      from automation_rules r where r.tenant_id = $1 and r.id = $2`,
+      [c.tenant, p.get('id'), size + 1, size]
+    )
   },
 
   // The whole public page in one statement, each part from its index
   async 'public-space' (q, p) {
     const shown = 'spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.published_at'
     const childBase = `from spaces join space_parents as p on p.tenant_id = spaces.tenant_id and p.space_id = spaces.id where ${PUBLIC_SPACES} and p.parent_id = $2`
-    const people = (table: string, alias: string, where: string) => `from ${table} ${alias} left join users u on u.tenant_id = ${alias}.tenant_id and u.id = ${alias}.user_id
+    const people = (
+      table: string,
+      alias: string,
+      where: string
+    ) => `from ${table} ${alias} left join users u on u.tenant_id = ${alias}.tenant_id and u.id = ${alias}.user_id
       where ${alias}.tenant_id = $1 and ${alias}.space_id = $2 and ${where} and (u.state is null or u.state <> 'removed')`
     const evBase = `from event_spaces es join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
       where es.tenant_id = $1 and es.space_id = $2 and e.status = 'published' and e.visibility = 40 and not e.is_deleted and e.published_id is null`
-    const [entry] = await q<{ tenant_id: string, space_id: number }>('select tenant_id, space_id from public_spaces where handle = $1', [p.get('handle')])
+    const [entry] = await q<{ tenant_id: string; space_id: number }>(
+      'select tenant_id, space_id from public_spaces where handle = $1',
+      [p.get('handle')]
+    )
     if (entry === undefined) return notFound
-    return await one(q, `select json_build_object(
+    return await one(
+      q,
+      `select json_build_object(
         'space', (select to_json(x) from (select ${shown}, (select spaces.id from spaces join space_parents p on p.tenant_id = spaces.tenant_id and p.parent_id = spaces.id
             where ${PUBLIC_SPACES} and p.space_id = $2 order by spaces.id limit 1) as parent_id) x),
         'subspaces', (select coalesce(json_agg(to_json(x)), '[]'::json) from (select ${shown} ${childBase} order by spaces.position, spaces.id limit 50) x),
@@ -226,6 +279,8 @@ export const REFERENCES: Record<string, Handler> = {
         'upcoming_events', (select coalesce(json_agg(to_json(x)), '[]'::json) from (select e.id, e.title, e.timezone, e.address, e.description, e.start_dt, e.end_dt ${evBase}
           and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now() order by e.start_dt asc nulls last, e.id limit 10) x),
         'owner', (select to_json(x) from (select ${PROFILE} from users u where u.tenant_id = $1 and u.id = spaces.creator_id and u.state <> 'removed') x)
-      )::text as json from spaces where ${PUBLIC_SPACES} and spaces.id = $2`, [entry.tenant_id, entry.space_id])
+      )::text as json from spaces where ${PUBLIC_SPACES} and spaces.id = $2`,
+      [entry.tenant_id, entry.space_id]
+    )
   }
 }

@@ -17,7 +17,8 @@
  *
  *   npm run bench -- [--scale 1[,5]] [--db pg,pglite,citus] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
  *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
- *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof dir]
+ *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof
+ * dir]
  *                    [--citus-shards 32]
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
@@ -35,8 +36,32 @@ import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
-import { besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine, type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome } from './report.ts'
-import { ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, isRead, type BenchContext, type Caller, type Side } from './scenarios.ts'
+import {
+  besideText,
+  budgetText,
+  budgets,
+  errorText,
+  growth,
+  headingOf,
+  referenceText,
+  table,
+  type BudgetLine,
+  type DatabaseKind,
+  type DatabaseRun,
+  type LogEntry,
+  type ScenarioOutcome
+} from './report.ts'
+import {
+  ADMINS,
+  ADMINS_FROM,
+  MEMBERS_BIG,
+  MEMBERS_OTHER,
+  SCENARIOS,
+  isRead,
+  type BenchContext,
+  type Caller,
+  type Side
+} from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
@@ -56,7 +81,10 @@ const { values: args } = parseArgs({
     reseed: { type: 'boolean', default: false },
     'citus-shards': { type: 'string', default: '32' },
     'data-dir': { type: 'string', default: '.bench' },
-    'database-url': { type: 'string', default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/collab_bench' }
+    'database-url': {
+      type: 'string',
+      default: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/collab_bench'
+    }
   }
 })
 
@@ -74,14 +102,18 @@ const kinds = args.db.split(',').map(s => s.trim()).filter(Boolean) as DatabaseK
 for (const k of kinds) if (!KINDS.includes(k)) throw new Error(`--db ${k}: expected one or more of ${KINDS.join(', ')}`)
 /** `--scale 1,5`: every database kind measured at each scale in turn, and the growth between them reported */
 const scales = args.scale.split(',').map(s => Number(s.trim()))
-for (const s of scales) if (!(s > 0)) throw new Error(`--scale ${args.scale}: expected positive numbers, comma-separated`)
+for (const s of scales) {
+  if (!(s > 0)) throw new Error(`--scale ${args.scale}: expected positive numbers, comma-separated`)
+}
 
 const log = (line: string) => { process.stdout.write(`${line}\n`) }
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /** What must go when the bench stops, however it stops (the Citus cluster): run by measure's finally, or on Ctrl-C. */
 const cleanups = new Set<() => Promise<void>>()
-/** The servers this process started and that still run (stopped by cleanUp if the bench stops without stopping them). */
+/**
+ * The servers this process started and that still run (stopped by cleanUp if the bench stops without stopping them).
+ */
 const children = new Set<ChildProcess>()
 async function cleanUp (): Promise<void> {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM')
@@ -129,7 +161,9 @@ const WATERMARKED = ['events', 'event_series', 'attendees', 'outbox'] as const
 async function watermarks (url: string): Promise<Watermarks & { at: string }> {
   return await withClient(url, async (c) => {
     const marks = { at: new Date().toISOString() } as Watermarks & { at: string }
-    for (const table of WATERMARKED) marks[table] = Number((await c.query(`select coalesce(max(id), 0) as id from ${table}`)).rows[0]?.id ?? 0)
+    for (const table of WATERMARKED) {
+      marks[table] = Number((await c.query(`select coalesce(max(id), 0) as id from ${table}`)).rows[0]?.id ?? 0)
+    }
     return marks
   })
 }
@@ -177,7 +211,13 @@ async function preparePg (scale: number): Promise<{ url: string, dir: string, ma
   fs.mkdirSync(dir, { recursive: true })
   const stampFile = path.join(dir, 'seed.json')
   const stamp = seedStamp(scale)
-  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest, watermarks?: Watermarks & { at: string } } : undefined
+  const previous = fs.existsSync(stampFile)
+    ? (JSON.parse(fs.readFileSync(stampFile, 'utf8')) as {
+        stamp: string
+        manifest: Manifest
+        watermarks?: Watermarks & { at: string }
+      })
+    : undefined
   if (!args.reseed && previous?.stamp === stamp && previous.watermarks !== undefined) {
     log(`PostgreSQL: ${new URL(url).pathname.slice(1)} already seeded at scale ${scale}`)
     await removeRunWrites(url, previous.watermarks)
@@ -210,7 +250,9 @@ async function preparePglite (scale: number): Promise<{ ours: string, baseline: 
   const seeded = path.join(dir, 'seeded', 'pgdata')
   const stampFile = path.join(dir, 'seed.json')
   const stamp = seedStamp(scale)
-  const previous = fs.existsSync(stampFile) ? JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string, manifest: Manifest } : undefined
+  const previous = fs.existsSync(stampFile)
+    ? (JSON.parse(fs.readFileSync(stampFile, 'utf8')) as { stamp: string; manifest: Manifest })
+    : undefined
   let manifest: Manifest
   if (!args.reseed && previous?.stamp === stamp && fs.existsSync(seeded)) {
     log(`PGlite: already seeded at scale ${scale}`)
@@ -247,10 +289,15 @@ async function preparePglite (scale: number): Promise<{ ours: string, baseline: 
  * as the PostgreSQL run seeds. Seeded on every run: the cluster lives in temporary directories and
  * goes with `destroy` (registered in `cleanups` as soon as it runs).
  */
-async function prepareCitus (scale: number): Promise<{ url: string, dir: string, manifest: Manifest, destroy: () => Promise<void> }> {
+async function prepareCitus (
+  scale: number
+): Promise<{ url: string; dir: string; manifest: Manifest; destroy: () => Promise<void> }> {
   const t0 = performance.now()
   const cluster = await startCitusCluster().catch((err: unknown) => {
-    throw new Error(`the Citus cluster did not start (is the citus extension installed for the newest PostgreSQL under /usr/lib/postgresql?): ${(err as Error).message}`, { cause: err })
+    throw new Error(
+      `the Citus cluster did not start (is the citus extension installed for the newest PostgreSQL under /usr/lib/postgresql?): ${(err as Error).message}`,
+      { cause: err }
+    )
   })
   const destroy = async () => {
     cleanups.delete(destroy)
@@ -259,11 +306,15 @@ async function prepareCitus (scale: number): Promise<{ url: string, dir: string,
   }
   cleanups.add(destroy)
   try {
-    log(`Citus: coordinator ${new URL(cluster.coordinatorUrl).port}, workers ${cluster.workerUrls.map(w => new URL(w).port).join(', ')} started in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    log(
+      `Citus: coordinator ${new URL(cluster.coordinatorUrl).port}, workers ${cluster.workerUrls.map(w => new URL(w).port).join(', ')} started in ${((performance.now() - t0) / 1000).toFixed(1)} s`
+    )
     const url = await createDistributedDatabase(cluster.coordinatorUrl, cluster.workerUrls, 'collab_bench')
     // shards per distributed table: Citus' default (32) unless --citus-shards, whatever the test cluster's setting
     const shards = Number(args['citus-shards'])
-    if (!Number.isInteger(shards) || shards < 1) throw new Error(`--citus-shards ${args['citus-shards']}: expected a positive integer`)
+    if (!Number.isInteger(shards) || shards < 1) {
+      throw new Error(`--citus-shards ${args['citus-shards']}: expected a positive integer`)
+    }
     await withClient(url, c => c.query(`alter database collab_bench set citus.shard_count = ${shards}`))
     const dir = path.join(DATA, 'citus')
     fs.mkdirSync(dir, { recursive: true })
@@ -271,7 +322,9 @@ async function prepareCitus (scale: number): Promise<{ url: string, dir: string,
     const { distributed } = await migrate(handle)
     await handle.close()
     const tenantTables = distributed.filter(d => d.startsWith('tenant:')).length
-    log(`Citus: migrated; ${tenantTables} tables distributed by tenant_id (${shards} shards each), ${distributed.length - tenantTables} reference tables; seeding at scale ${scale}`)
+    log(
+      `Citus: migrated; ${tenantTables} tables distributed by tenant_id (${shards} shards each), ${distributed.length - tenantTables} reference tables; seeding at scale ${scale}`
+    )
     const db = pgRunner(url, 2)
     const t1 = performance.now()
     await seed(db, sizesFor(scale), log)
@@ -299,7 +352,14 @@ class LogCollector {
     this.partial = lines.pop() ?? ''
     if (lines.length > 0) fs.appendFileSync(this.file, `${lines.join('\n')}\n`)
     for (const line of lines) {
-      let entry: { level?: number, msg?: string, err?: { message?: string, code?: string }, error?: string, code?: string, pgDetail?: string }
+      let entry: {
+        level?: number
+        msg?: string
+        err?: { message?: string; code?: string }
+        error?: string
+        code?: string
+        pgDetail?: string
+      }
       try { entry = JSON.parse(line) as typeof entry } catch { continue }
       if ((entry.level ?? 0) < 40) continue
       const code = entry.err?.code ?? entry.code
@@ -326,23 +386,39 @@ async function waitForAnswer (url: string, child: ChildProcess, stderr: string[]
       const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
       if (res.status === 200) return
     } catch {}
-    if (Date.now() > deadline) throw new Error(`no answer from ${url} within ${timeoutMs} ms: ${stderr.join('').slice(-2000)}`)
+    if (Date.now() > deadline) {
+      throw new Error(`no answer from ${url} within ${timeoutMs} ms: ${stderr.join('').slice(-2000)}`)
+    }
     await sleep(10)
   }
 }
 
-function spawnNode (script: string, env: Record<string, string>, flags: string[] = [], logs?: LogCollector): { child: ChildProcess, stderr: string[] } {
+function spawnNode (
+  script: string,
+  env: Record<string, string>,
+  flags: string[] = [],
+  logs?: LogCollector
+): { child: ChildProcess; stderr: string[] } {
   const child = spawn(process.execPath, [...flags, ...(script.endsWith('.ts') ? ['--import', 'tsx'] : []), script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   children.add(child)
-  child.once('exit', () => { children.delete(child) })
+  child.once('exit', () => {
+    children.delete(child)
+  })
   // the last lines of both streams, for the error message when the process stops
   const stderr: string[] = []
-  const keep = (d: Buffer) => { stderr.push(d.toString()); if (stderr.length > 200) stderr.shift() }
-  if (logs !== undefined) child.stdout?.on('data', (d: Buffer) => { logs.push(d) })
+  const keep = (d: Buffer) => {
+    stderr.push(d.toString())
+    if (stderr.length > 200) stderr.shift()
+  }
+  if (logs !== undefined) {
+    child.stdout?.on('data', (d: Buffer) => {
+      logs.push(d)
+    })
+  }
   child.stdout?.on('data', keep)
   child.stderr?.on('data', keep)
   return { child, stderr }
@@ -353,19 +429,27 @@ async function startOurs (env: Record<string, string>, logs: LogCollector): Prom
   const url = `http://127.0.0.1:${port}`
   const t0 = performance.now()
   // with the flags of `npm start` (package.json)
-  const { child, stderr } = spawnNode('dist/server.js', {
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    BASE_URL: url,
-    WORKERS: 'false',
-    LOG_LEVEL: 'warn',
-    // rate limits stay on (their cost is part of each request) but never refuse the load generator
-    RATE_LIMIT_CAPACITY: '10000000',
-    RATE_LIMIT_REFILL_PER_SEC: '1000000',
-    IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    ...env
-  }, ['--max-old-space-size=512', ...(args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])], logs)
+  const { child, stderr } = spawnNode(
+    'dist/server.js',
+    {
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BASE_URL: url,
+      WORKERS: 'false',
+      LOG_LEVEL: 'warn',
+      // rate limits stay on (their cost is part of each request) but never refuse the load generator
+      RATE_LIMIT_CAPACITY: '10000000',
+      RATE_LIMIT_REFILL_PER_SEC: '1000000',
+      IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      ...env
+    },
+    [
+      '--max-old-space-size=512',
+      ...(args['cpu-prof'] !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(args['cpu-prof'])}`] : [])
+    ],
+    logs
+  )
   await waitForAnswer(url, child, stderr, 120_000)
   const startMs = performance.now() - t0
   return { child, url, pid: child.pid ?? 0, stderr, startMs }
@@ -399,14 +483,28 @@ async function tokenBook (dataDir: string, manifest: Manifest) {
   const keys = await loadOrCreateDevKeys(dataDir)
   const book = new Map<string, string>()
   const sign = async (c: Caller, role = 'member') => {
-    book.set(`${c.tenant}|${c.user}`, await signDevToken(keys, { sub: c.user, tenant: c.tenant, roles: [role], orgId: ORG, email: `${c.user}@${c.tenant}.example`, ttl: 6 * 3600 }))
+    book.set(
+      `${c.tenant}|${c.user}`,
+      await signDevToken(keys, {
+        sub: c.user,
+        tenant: c.tenant,
+        roles: [role],
+        orgId: ORG,
+        email: `${c.user}@${c.tenant}.example`,
+        ttl: 6 * 3600
+      })
+    )
   }
   for (let u = ADMINS_FROM; u < ADMINS_FROM + ADMINS; u++) await sign({ tenant: BIG_TENANT, user: userId(u) }, 'admin')
   for (let t = 0; t < TENANTS; t++) {
     const tenant = tenantId(t)
-    for (let u = 1; u <= (tenant === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER); u++) await sign({ tenant, user: userId(u) })
+    for (let u = 1; u <= (tenant === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER); u++) {
+      await sign({ tenant, user: userId(u) })
+    }
   }
-  for (const p of manifest.patchable) if (!book.has(`${p.tenant}|${p.creator}`)) await sign({ tenant: p.tenant, user: p.creator })
+  for (const p of manifest.patchable) {
+    if (!book.has(`${p.tenant}|${p.creator}`)) await sign({ tenant: p.tenant, user: p.creator })
+  }
   const { privateKey } = await generateKeyPair('ES256')
   const forged: string[] = []
   for (let i = 0; i < 100; i++) {
@@ -454,7 +552,9 @@ async function checkReference (s: (typeof SCENARIOS)[number], ctx: BenchContext,
       }
       return undefined
     }
-    return (a ?? null) === (b ?? null) || (typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) < 1e-6) ? undefined : `${at}: ${JSON.stringify(a)} against ${JSON.stringify(b)}`
+    return (a ?? null) === (b ?? null) || (typeof a === 'number' && typeof b === 'number' && Math.abs(a - b) < 1e-6)
+      ? undefined
+      : `${at}: ${JSON.stringify(a)} against ${JSON.stringify(b)}`
   }
   for (let i = 0; i < 5; i++) {
     const spec = next()
@@ -478,7 +578,14 @@ async function measure (kind: DatabaseKind, scale: number): Promise<DatabaseRun>
   if (kind === 'citus') {
     const p = await prepareCitus(scale)
     try {
-      return await measureOn(kind, scale, p.dir, p.manifest, { DATABASE_URL: p.url, DATA_DIR: p.dir }, { BENCH_DATABASE_URL: p.url })
+      return await measureOn(
+        kind,
+        scale,
+        p.dir,
+        p.manifest,
+        { DATABASE_URL: p.url, DATA_DIR: p.dir },
+        { BENCH_DATABASE_URL: p.url }
+      )
     } finally {
       await p.destroy()
     }
@@ -488,8 +595,14 @@ async function measure (kind: DatabaseKind, scale: number): Promise<DatabaseRun>
     manifest = p.manifest
     // earlier runs on this database patched events: start from their current revisions
     const db = pgRunner(p.url, 1)
-    const current = new Map((await db.query<{ id: number, revision: number }>('select id, revision from events where id = any($1::bigint[])',
-      [manifest.patchable.map(e => e.id)])).map(r => [Number(r.id), Number(r.revision)]))
+    const current = new Map(
+      (
+        await db.query<{ id: number; revision: number }>(
+          'select id, revision from events where id = any($1::bigint[])',
+          [manifest.patchable.map(e => e.id)]
+        )
+      ).map(r => [Number(r.id), Number(r.revision)])
+    )
     await db.close()
     for (const e of manifest.patchable) e.revision = current.get(e.id) ?? e.revision
     oursEnv = { DATABASE_URL: p.url, DATA_DIR: p.dir }
@@ -504,7 +617,14 @@ async function measure (kind: DatabaseKind, scale: number): Promise<DatabaseRun>
   return await measureOn(kind, scale, dataDir, manifest, oursEnv, baseEnv)
 }
 
-async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, manifest: Manifest, oursEnv: Record<string, string>, baseEnv: Record<string, string>): Promise<DatabaseRun> {
+async function measureOn (
+  kind: DatabaseKind,
+  scale: number,
+  dataDir: string,
+  manifest: Manifest,
+  oursEnv: Record<string, string>,
+  baseEnv: Record<string, string>
+): Promise<DatabaseRun> {
   const tokens = await tokenBook(dataDir, manifest)
   const logs = new LogCollector(path.join(dataDir, 'service.log'))
   const baseLogs = new LogCollector(path.join(dataDir, 'baseline.log'))
@@ -515,7 +635,13 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
   const outcomes: ScenarioOutcome[] = []
   try {
     const routes = await routesOf(ours.url)
-    const ctxOf = (side: Side): BenchContext => ({ side, manifest, token: tokens.token, forged: tokens.forged, webhookSecret: WEBHOOK_SECRET })
+    const ctxOf = (side: Side): BenchContext => ({
+      side,
+      manifest,
+      token: tokens.token,
+      forged: tokens.forged,
+      webhookSecret: WEBHOOK_SECRET
+    })
     for (const s of [...SCENARIOS, ...BESIDE_SCENARIOS]) {
       if (only !== undefined && !only.includes(s.name)) continue
       if (s.build === undefined || !routes.has(s.route)) {
@@ -536,7 +662,14 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
         const next = s.build?.(ctxOf(side))
         if (next === undefined) throw new Error('unreachable')
         if (WARMUP > 0) await runLoad({ url: proc.url, connections: conns, duration: WARMUP, next, pid: proc.pid })
-        return await runLoad({ url: proc.url, connections: conns, duration, next, pid: proc.pid, db: kind !== 'pglite' })
+        return await runLoad({
+          url: proc.url,
+          connections: conns,
+          duration,
+          next,
+          pid: proc.pid,
+          db: kind !== 'pglite'
+        })
       }
       await s.prepare?.(ctxOf('ours'), ours.url)
       const o: ScenarioOutcome = { scenario: s, missing: false }
@@ -551,8 +684,10 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
         const task = await beside.start(besideEnv)
         o.beside = await run('ours', ours, connections, DURATION)
         o.besideNote = `${beside.label}: ${await task.stop()}`
-        log(`${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
-          ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`)
+        log(
+          `${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
+            ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`
+        )
       }
       if (s.p95BudgetMs !== undefined || isRead(s)) {
         o.light = await run('ours', ours, LIGHT_CONNECTIONS, LIGHT_DURATION)
@@ -567,12 +702,14 @@ async function measureOn (kind: DatabaseKind, scale: number, dataDir: string, ma
       for (const e of o.baselineLog) log(`${kind}: ${s.name}: baseline log: ${e.count} x ${e.text}`)
       const a = o.ours
       const b = o.baseline
-      log(`${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
-        ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
-        `${o.reference !== undefined ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}` : ''}` +
-        `${a.dbCpuMsPerRequest !== undefined ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}${o.reference?.dbCpuMsPerRequest !== undefined ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}` : ''} ms/req` : ''}` +
-        `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})` : ''}` +
-        `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`)
+      log(
+        `${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
+          ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
+          `${o.reference !== undefined ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}` : ''}` +
+          `${a.dbCpuMsPerRequest !== undefined ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}${o.reference?.dbCpuMsPerRequest !== undefined ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}` : ''} ms/req` : ''}` +
+          `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})` : ''}` +
+          `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`
+      )
     }
   } finally {
     await stop(ours)
@@ -598,14 +735,32 @@ try {
   await cleanUp()
 }
 
-const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`
-const out: string[] = [`# Benchmark ${started.toISOString()}`, '', machine, '',
-  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`, '']
+const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os
+  .loadavg()
+  .map(l => l.toFixed(1))
+  .join(' ')}`
+const out: string[] = [
+  `# Benchmark ${started.toISOString()}`,
+  '',
+  machine,
+  '',
+  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`,
+  ''
+]
 let failed = false
 for (const r of runs) {
   const lines: BudgetLine[] = budgets(r, CONNECTIONS)
   failed ||= lines.some(l => l.enforced && l.ok === false)
-  out.push(`## ${headingOf(r.kind)} (scale ${r.scale})`, '', table(r, CONNECTIONS, LIGHT_CONNECTIONS), '', '```', budgetText(lines), '```', '')
+  out.push(
+    `## ${headingOf(r.kind)} (scale ${r.scale})`,
+    '',
+    table(r, CONNECTIONS, LIGHT_CONNECTIONS),
+    '',
+    '```',
+    budgetText(lines),
+    '```',
+    ''
+  )
   const checked = referenceText(r)
   if (checked !== '') out.push(checked, '')
   const besides = besideText(r, CONNECTIONS)

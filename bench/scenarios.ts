@@ -75,11 +75,26 @@ function callerQuery (c: Caller): string {
 const json = { 'content-type': 'application/json' }
 
 /** Our request, or the baseline's equivalent: the scenario name as path, the caller in the query string. */
-function request (ctx: BenchContext, name: string, caller: Caller | undefined, ours: Omit<RequestSpec, 'headers'> & { headers?: Record<string, string> }, baseline: Record<string, string | number>, auth = true): RequestSpec {
+function request (
+  ctx: BenchContext,
+  name: string,
+  caller: Caller | undefined,
+  ours: Omit<RequestSpec, 'headers'> & { headers?: Record<string, string> },
+  baseline: Record<string, string | number>,
+  auth = true
+): RequestSpec {
   if (ctx.side === 'ours') {
-    return { ...ours, headers: { ...(auth && caller !== undefined ? { authorization: `Bearer ${ctx.token(caller)}` } : {}), ...ours.headers } }
+    return {
+      ...ours,
+      headers: {
+        ...(auth && caller !== undefined ? { authorization: `Bearer ${ctx.token(caller)}` } : {}),
+        ...ours.headers
+      }
+    }
   }
-  const qs = Object.entries(baseline).map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`).join('&')
+  const qs = Object.entries(baseline)
+    .map(([k, v]) => `${k}=${encodeURIComponent(String(v))}`)
+    .join('&')
   const { onResponse, body } = ours
   return {
     method: ours.method,
@@ -117,7 +132,8 @@ function cursorKey (cursor: string): [string, number] {
 const DEEP_CALLERS = 5
 const DEEP_PAGE = 500
 const deepCursors: Array<{ caller: Caller, cursor: string }> = []
-const listQuery = (after: string) => `status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc`
+const listQuery = (after: string) =>
+  `status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc`
 
 async function walkToDeepPage (ctx: BenchContext, url: string): Promise<void> {
   const log = (line: string) => { process.stdout.write(`${line}\n`) }
@@ -129,17 +145,25 @@ async function walkToDeepPage (ctx: BenchContext, url: string): Promise<void> {
     let depth = 0
     while (depth < (DEEP_PAGE - 1) * 20) {
       const size = depth + 100 <= (DEEP_PAGE - 1) * 20 ? 100 : 20
-      const res = await fetch(`${url}/api/v1/events?${listQuery(after)}&size=${size}${cursor !== null ? `&cursor=${cursor}` : ''}`,
-        { headers: { authorization: `Bearer ${ctx.token(caller)}` } })
+      const res = await fetch(
+        `${url}/api/v1/events?${listQuery(after)}&size=${size}${cursor !== null ? `&cursor=${cursor}` : ''}`,
+        { headers: { authorization: `Bearer ${ctx.token(caller)}` } }
+      )
       const body = await res.json() as { items: unknown[], next_cursor: string | null }
-      if (res.status !== 200) throw new Error(`list-events-deep: status ${res.status} walking the list of ${caller.user}`)
+      if (res.status !== 200) {
+        throw new Error(`list-events-deep: status ${res.status} walking the list of ${caller.user}`)
+      }
       // a small data set (--scale below 1) ends before page 500: the deepest full page stands in for it
       if (body.next_cursor === null) break
       cursor = body.next_cursor
       depth += body.items.length
     }
     if (cursor === null) throw new Error(`list-events-deep: ${caller.user} sees one page only`)
-    if (depth < (DEEP_PAGE - 1) * 20) log(`list-events-deep: ${caller.user}'s list ends before page ${DEEP_PAGE}: measuring page ${Math.floor(depth / 20) + 1}`)
+    if (depth < (DEEP_PAGE - 1) * 20) {
+      log(
+        `list-events-deep: ${caller.user}'s list ends before page ${DEEP_PAGE}: measuring page ${Math.floor(depth / 20) + 1}`
+      )
+    }
     deepCursors.push({ caller, cursor })
   }
 }
@@ -189,10 +213,16 @@ export const SCENARIOS: Scenario[] = [
       const c = someCaller(BIG_TENANT)
       const after = pick(ctx.manifest.listAfter)
       const page = 1 + Math.floor(Math.random() * 5)
-      return request(ctx, 'list-events', c, {
-        method: 'GET',
-        path: `/api/v1/events?status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc&page=${page}&size=20`
-      }, { after, page, size: 20 })
+      return request(
+        ctx,
+        'list-events',
+        c,
+        {
+          method: 'GET',
+          path: `/api/v1/events?status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc&page=${page}&size=20`
+        },
+        { after, page, size: 20 }
+      )
     }
   },
   {
@@ -222,7 +252,13 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const page = 1 + Math.floor(Math.random() * 5)
-      return request(ctx, 'list-contacts', c, { method: 'GET', path: `/api/v1/contacts?page=${page}&size=20` }, { page, size: 20 })
+      return request(
+        ctx,
+        'list-contacts',
+        c,
+        { method: 'GET', path: `/api/v1/contacts?page=${page}&size=20` },
+        { page, size: 20 }
+      )
     }
   },
   {
@@ -235,7 +271,13 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const term = pick(ctx.manifest.searchTerms)
-      return request(ctx, 'search-contacts', c, { method: 'GET', path: `/api/v1/contacts/search?query=${encodeURIComponent(term)}&limit=20` }, { query: term, limit: 20 })
+      return request(
+        ctx,
+        'search-contacts',
+        c,
+        { method: 'GET', path: `/api/v1/contacts/search?query=${encodeURIComponent(term)}&limit=20` },
+        { query: term, limit: 20 }
+      )
     }
   },
   {
@@ -248,7 +290,13 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const { start, end } = ctx.manifest.month
-      return request(ctx, 'calendar-month', c, { method: 'GET', path: `/api/v1/events/calendar?start_date=${start}&end_date=${end}&timezone=UTC` }, { start, end })
+      return request(
+        ctx,
+        'calendar-month',
+        c,
+        { method: 'GET', path: `/api/v1/events/calendar?start_date=${start}&end_date=${end}&timezone=UTC` },
+        { start, end }
+      )
     }
   },
   {
@@ -260,7 +308,13 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const id = pick(ctx.manifest.seriesEvents)
-      return request(ctx, 'get-series', c, { method: 'GET', path: `/api/v1/events/${id}/series?limit=200` }, { id, limit: 200 })
+      return request(
+        ctx,
+        'get-series',
+        c,
+        { method: 'GET', path: `/api/v1/events/${id}/series?limit=200` },
+        { id, limit: 200 }
+      )
     }
   },
   {
@@ -288,19 +342,31 @@ export const SCENARIOS: Scenario[] = [
       // the creator and the five managers of the showcase
       const c = { tenant: ctx.manifest.showcase.tenant, user: userId(1 + Math.floor(Math.random() * 6)) }
       const id = ctx.manifest.showcase.id
-      return request(ctx, 'space-activity', c, { method: 'GET', path: `/api/v1/spaces/${id}/activity?size=20` }, { id, size: 20 })
+      return request(
+        ctx,
+        'space-activity',
+        c,
+        { method: 'GET', path: `/api/v1/spaces/${id}/activity?size=20` },
+        { id, size: 20 }
+      )
     }
   },
   {
     name: 'rule-executions',
     reference: true,
-    title: 'Automation executions (newest 20 of one rule\'s history)',
+    title: "Automation executions (newest 20 of one rule's history)",
     group: 'page',
     route: 'GET /api/v1/automation/rules/{rule_id}/executions',
     build: ctx => () => {
       // tenant admins of the largest tenant
       const c = { tenant: BIG_TENANT, user: userId(ADMINS_FROM + crypto.randomInt(0, ADMINS)) }
-      return request(ctx, 'rule-executions', c, { method: 'GET', path: `/api/v1/automation/rules/${BENCH_RULE}/executions?size=20` }, { id: BENCH_RULE, size: 20 })
+      return request(
+        ctx,
+        'rule-executions',
+        c,
+        { method: 'GET', path: `/api/v1/automation/rules/${BENCH_RULE}/executions?size=20` },
+        { id: BENCH_RULE, size: 20 }
+      )
     }
   },
   {
@@ -309,8 +375,15 @@ export const SCENARIOS: Scenario[] = [
     title: 'Public space page (anonymous)',
     group: 'page',
     route: 'GET /api/v1/public/spaces/{id}',
-    build: ctx => () => request(ctx, 'public-space', undefined,
-      { method: 'GET', path: `/api/v1/public/spaces/${ctx.manifest.showcase.handle}` }, { handle: ctx.manifest.showcase.handle }, false)
+    build: ctx => () =>
+      request(
+        ctx,
+        'public-space',
+        undefined,
+        { method: 'GET', path: `/api/v1/public/spaces/${ctx.manifest.showcase.handle}` },
+        { handle: ctx.manifest.showcase.handle },
+        false
+      )
   },
   {
     name: 'create-contact',
@@ -320,7 +393,12 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () => {
       const c = someCaller()
       const n = crypto.randomInt(1e9)
-      const body = JSON.stringify({ first_name: 'Bench', last_name: `Writer${n}`, email: `bench.writer${n}@example.com`, company: 'Bench Ltd' })
+      const body = JSON.stringify({
+        first_name: 'Bench',
+        last_name: `Writer${n}`,
+        email: `bench.writer${n}@example.com`,
+        company: 'Bench Ltd'
+      })
       return request(ctx, 'create-contact', c, { method: 'POST', path: '/api/v1/contacts', headers: json, body }, {})
     }
   },
@@ -329,7 +407,7 @@ export const SCENARIOS: Scenario[] = [
     title: 'PATCH event with If-Match',
     group: 'write',
     route: 'PATCH /api/v1/events/{id}',
-    build: (ctx) => {
+    build: ctx => {
       const take = patchPool(ctx)
       return () => {
         const { ev, done } = take()
@@ -341,9 +419,19 @@ export const SCENARIOS: Scenario[] = [
           if (typeof etag === 'string' && /^"\d+"$/.test(etag)) ev.revision = Number(etag.slice(1, -1))
           if (status !== 412) done()
         }
-        return request(ctx, 'patch-event', c,
-          { method: 'PATCH', path: `/api/v1/events/${ev.id}`, headers: { ...json, 'if-match': ifMatch }, body, onResponse },
-          { id: ev.id, if_match: ifMatch })
+        return request(
+          ctx,
+          'patch-event',
+          c,
+          {
+            method: 'PATCH',
+            path: `/api/v1/events/${ev.id}`,
+            headers: { ...json, 'if-match': ifMatch },
+            body,
+            onResponse
+          },
+          { id: ev.id, if_match: ifMatch }
+        )
       }
     }
   },
@@ -364,7 +452,13 @@ export const SCENARIOS: Scenario[] = [
         timezone: 'UTC',
         series: { freq: 'weekly', repeat_days: [((start.getUTCDay() + 6) % 7) + 1], ends_on: 'after_n', end_count: 500 }
       })
-      return request(ctx, 'create-series', c, { method: 'POST', path: '/api/v1/events/with-series', headers: json, body }, {})
+      return request(
+        ctx,
+        'create-series',
+        c,
+        { method: 'POST', path: '/api/v1/events/with-series', headers: json, body },
+        {}
+      )
     }
   },
   {
@@ -379,7 +473,13 @@ export const SCENARIOS: Scenario[] = [
       const id = pick(ctx.manifest.events[BIG_TENANT] ?? [])
       const from = crypto.randomInt(0, Math.max(1, ctx.manifest.bulkContacts.length - 500))
       const body = JSON.stringify({ contact_ids: ctx.manifest.bulkContacts.slice(from, from + 500) })
-      return request(ctx, 'bulk-attendees', c, { method: 'POST', path: `/api/v1/events/${id}/attendees/bulk`, headers: json, body }, { id })
+      return request(
+        ctx,
+        'bulk-attendees',
+        c,
+        { method: 'POST', path: `/api/v1/events/${id}/attendees/bulk`, headers: json, body },
+        { id }
+      )
     }
   },
   {
@@ -398,12 +498,19 @@ export const SCENARIOS: Scenario[] = [
         event_type: 'user.human.profile.changed',
         event_payload: { displayName: `User ${c.user} ${sequence % 1000}` }
       })
-      return request(ctx, 'idp-webhook', undefined, {
-        method: 'POST',
-        path: '/api/v1/integrations/idp/webhook',
-        headers: { ...json, 'idp-signature': signBody(ctx.webhookSecret, raw) },
-        body: raw
-      }, {}, false)
+      return request(
+        ctx,
+        'idp-webhook',
+        undefined,
+        {
+          method: 'POST',
+          path: '/api/v1/integrations/idp/webhook',
+          headers: { ...json, 'idp-signature': signBody(ctx.webhookSecret, raw) },
+          body: raw
+        },
+        {},
+        false
+      )
     }
   },
   {
@@ -413,8 +520,18 @@ export const SCENARIOS: Scenario[] = [
     route: 'GET /api/v1/events/{id}',
     build: ctx => () => {
       const token = pick(ctx.forged)
-      return request(ctx, 'unauthorized', undefined,
-        { method: 'GET', path: `/api/v1/events/${crypto.randomInt(1, 100_000)}`, headers: { authorization: `Bearer ${token}` } }, {}, false)
+      return request(
+        ctx,
+        'unauthorized',
+        undefined,
+        {
+          method: 'GET',
+          path: `/api/v1/events/${crypto.randomInt(1, 100_000)}`,
+          headers: { authorization: `Bearer ${token}` }
+        },
+        {},
+        false
+      )
     }
   }
 ]

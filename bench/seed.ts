@@ -60,9 +60,88 @@ export function sizesFor (scale: number): SeedSizes {
 }
 
 // Syllables for synthetic last names: 20^3 = 8 000 distinct names.
-const SYLLABLES = ['ka', 'lo', 'mi', 'ren', 'sto', 'vak', 'dor', 'bel', 'tin', 'mar', 'sel', 'gru', 'pha', 'nov', 'zel', 'quin', 'bra', 'kus', 'wen', 'hol']
-const FIRST_NAMES = ['Anna', 'Ben', 'Chloe', 'David', 'Emma', 'Felix', 'Grace', 'Hugo', 'Ines', 'Jonas', 'Klara', 'Liam', 'Mia', 'Noah', 'Olivia', 'Paul', 'Quinn', 'Rosa', 'Sami', 'Tara', 'Umar', 'Vera', 'Wim', 'Xena', 'Yann', 'Zoe', 'Aiko', 'Bruno', 'Carla', 'Dario', 'Elif', 'Farid', 'Gina', 'Hana', 'Ivo', 'Jana', 'Kofi', 'Lena', 'Milan', 'Nora']
-const COMPANIES = ['Acme', 'Globex', 'Initech', 'Umbrella', 'Hooli', 'Vandelay', 'Stark', 'Wayne', 'Tyrell', 'Soylent', 'Cyberdyne', 'Wonka', 'Gringotts', 'Oscorp', 'Aperture', 'Monarch']
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ren',
+  'sto',
+  'vak',
+  'dor',
+  'bel',
+  'tin',
+  'mar',
+  'sel',
+  'gru',
+  'pha',
+  'nov',
+  'zel',
+  'quin',
+  'bra',
+  'kus',
+  'wen',
+  'hol'
+]
+const FIRST_NAMES = [
+  'Anna',
+  'Ben',
+  'Chloe',
+  'David',
+  'Emma',
+  'Felix',
+  'Grace',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Klara',
+  'Liam',
+  'Mia',
+  'Noah',
+  'Olivia',
+  'Paul',
+  'Quinn',
+  'Rosa',
+  'Sami',
+  'Tara',
+  'Umar',
+  'Vera',
+  'Wim',
+  'Xena',
+  'Yann',
+  'Zoe',
+  'Aiko',
+  'Bruno',
+  'Carla',
+  'Dario',
+  'Elif',
+  'Farid',
+  'Gina',
+  'Hana',
+  'Ivo',
+  'Jana',
+  'Kofi',
+  'Lena',
+  'Milan',
+  'Nora'
+]
+const COMPANIES = [
+  'Acme',
+  'Globex',
+  'Initech',
+  'Umbrella',
+  'Hooli',
+  'Vandelay',
+  'Stark',
+  'Wayne',
+  'Tyrell',
+  'Soylent',
+  'Cyberdyne',
+  'Wonka',
+  'Gringotts',
+  'Oscorp',
+  'Aperture',
+  'Monarch'
+]
 
 const arr = (xs: string[]): string => `array[${xs.map(x => `'${x}'`).join(',')}]`
 
@@ -84,7 +163,10 @@ async function tableExists (db: SqlRunner, table: string): Promise<boolean> {
 }
 
 async function columnsOf (db: SqlRunner, table: string): Promise<Set<string>> {
-  const rows = await db.query<{ column_name: string }>('select column_name from information_schema.columns where table_schema = current_schema() and table_name = $1', [table])
+  const rows = await db.query<{ column_name: string }>(
+    'select column_name from information_schema.columns where table_schema = current_schema() and table_name = $1',
+    [table]
+  )
   return new Set(rows.map(r => r.column_name))
 }
 
@@ -222,8 +304,11 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
     if (['event_id', 'contact_id', 'status', 'is_checked_in'].every(c => cols.has(c))) {
       const perEvent = Math.max(1, Math.ceil(z.showcaseAttendees / z.showcaseEvents))
       const restore = await withoutSecondaryIndexes(db, 'attendees')
-      await step(log, `attendees (${perEvent} in each showcase event, 3 in every other event of the largest tenant)`, async () => {
-        await db.exec(`
+      await step(
+        log,
+        `attendees (${perEvent} in each showcase event, 3 in every other event of the largest tenant)`,
+        async () => {
+          await db.exec(`
           create temporary table bench_contacts as
             select id, (row_number() over (order by id) - 1)::int as rn from contacts where tenant_id = '${BIG_TENANT}';
           create index on bench_contacts (rn);
@@ -246,7 +331,8 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
           on conflict do nothing;
           drop table bench_contacts;
           drop table bench_attending;`)
-      })
+        }
+      )
       await step(log, 'attendees indexes', restore)
     } else {
       log('  seed: attendees table present with unknown columns: not seeded')
@@ -256,8 +342,11 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
   }
 
   if (await tableExists(db, 'event_series')) {
-    await step(log, `weekly series (${z.seriesPerTenant} in the largest tenant, 200 occurrences, 20 attendees each)`, async () => {
-      await db.exec(`
+    await step(
+      log,
+      `weekly series (${z.seriesPerTenant} in the largest tenant, 200 occurrences, 20 attendees each)`,
+      async () => {
+        await db.exec(`
         insert into event_series (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone, visibility, status,
                                   freq, interval, repeat_days, ends_on, end_count, duration, published_at, version)
         select '${BIG_TENANT}', '${ORG}', 'u' || lpad((1 + g)::text, 4, '0'), 'Weekly group ' || g, 'Every week',
@@ -281,14 +370,18 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
         where e.tenant_id = '${BIG_TENANT}' and e.series_id is not null
         on conflict do nothing;
         drop table bench_contacts;`)
-    })
+      }
+    )
   } else {
     log('  seed: no event_series table yet: series not seeded')
   }
 
   if (await tableExists(db, 'space_activity') && await tableExists(db, 'automation_rule_versions')) {
-    await step(log, `activity feed (${z.showcaseActivity} rows in the showcase) and one rule's history (${z.ruleExecutions} executions)`, async () => {
-      await db.exec(`
+    await step(
+      log,
+      `activity feed (${z.showcaseActivity} rows in the showcase) and one rule's history (${z.ruleExecutions} executions)`,
+      async () => {
+        await db.exec(`
         insert into space_activity (tenant_id, space_id, type, resource_id, title, message, actor_id, created_at)
         select s.tenant_id, s.id, (array['event', 'member', 'announcement', 'contact', 'material'])[1 + g % 5], g::text, 'Item ' || g,
                'Something happened (' || g || ')', 'u' || lpad((1 + g % 900)::text, 4, '0'), now() - g * interval '7 minutes'
@@ -309,7 +402,8 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
                (array['succeeded', 'succeeded', 'succeeded', 'failed', 'skipped'])[1 + g % 5], 1, 3, t, t + interval '40 ms', g % 5 <> 4,
                '[]'::jsonb, case when g % 5 = 3 then 'the action failed' end, t
         from generate_series(1, ${z.ruleExecutions}) g cross join lateral (select now() - g * interval '3 minutes' as t) x;`)
-    })
+      }
+    )
   }
 
   // vacuumed as well as analyzed: with the visibility map set, index-only scans skip the heap, as they do on a

@@ -9,7 +9,9 @@ import pg from 'pg'
 import { PGlite } from '@electric-sql/pglite'
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
 
-/** a statement on one connection; with a `name`, prepared once per connection under that name (pg; PGlite ignores it) */
+/**
+ * a statement on one connection; with a `name`, prepared once per connection under that name (pg; PGlite ignores it)
+ */
 export type ClientQuery = <R = Record<string, unknown>>(text: string, params?: unknown[], name?: string) => Promise<R[]>
 
 export interface SqlRunner {
@@ -41,8 +43,11 @@ export function pgRunner (url: string, max = 20): SqlRunner {
     async withClient<T> (fn: (q: ClientQuery) => Promise<T>) {
       const client = await pool.connect()
       try {
-        return await fn(async <R>(text: string, params: unknown[] = [], name?: string) =>
-          (await client.query(name !== undefined ? { name, text, values: params } : { text, values: params })).rows as R[])
+        return await fn(
+          async <R>(text: string, params: unknown[] = [], name?: string) =>
+            (await client.query(name !== undefined ? { name, text, values: params } : { text, values: params }))
+              .rows as R[]
+        )
       } finally {
         client.release()
       }

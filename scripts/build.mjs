@@ -36,7 +36,9 @@ export async function build (outdir = path.join(ROOT, 'dist')) {
     sourcemap: 'linked',
     external: EXTERNAL,
     // CommonJS libraries in an ES module bundle still call require() for Node's own modules
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"
+    },
     logLevel: 'warning'
   })
 }

@@ -22,14 +22,18 @@ class Refusal extends Error {}
 function pgdataOf (dataDir: string): string {
   const dir = path.join(dataDir, 'pgdata')
   if (fs.existsSync(path.join(dir, 'postmaster.pid'))) {
-    throw new Refusal(`${dir} is open (postmaster.pid): stop the service first. If no process uses it (the service was killed), start and stop the service once, which closes the database cleanly`)
+    throw new Refusal(
+      `${dir} is open (postmaster.pid): stop the service first. If no process uses it (the service was killed), start and stop the service once, which closes the database cleanly`
+    )
   }
   return dir
 }
 
 /** Migrations recorded in a database: what a backup or a restore reports, and proof that it opens. */
 async function migrationsOf (db: PGlite): Promise<{ count: number, last: string }> {
-  const { rows } = await db.query<{ count: number, last: string | null }>('select count(*)::int as count, max(name) as last from schema_migrations')
+  const { rows } = await db.query<{ count: number; last: string | null }>(
+    'select count(*)::int as count, max(name) as last from schema_migrations'
+  )
   return { count: rows[0]?.count ?? 0, last: rows[0]?.last ?? 'none' }
 }
 
@@ -59,7 +63,11 @@ async function restore (dataDir: string, file: string): Promise<string> {
   fs.mkdirSync(path.dirname(dir), { recursive: true })
   let migrations: { count: number, last: string }
   try {
-    const db = await PGlite.create({ dataDir: incoming, loadDataDir: new Blob([fs.readFileSync(file)]), extensions: { pg_trgm } })
+    const db = await PGlite.create({
+      dataDir: incoming,
+      loadDataDir: new Blob([fs.readFileSync(file)]),
+      extensions: { pg_trgm }
+    })
     try {
       migrations = await migrationsOf(db)
     } finally {
@@ -85,10 +93,14 @@ try {
   }
   const config = loadConfig(process.env)
   if (config.databaseUrl !== undefined) {
-    throw new Refusal(`DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/deployment.md, "Backups"); db:${command} is for the embedded database`)
+    throw new Refusal(
+      `DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/deployment.md, "Backups"); db:${command} is for the embedded database`
+    )
   }
   const target = path.resolve(file)
-  process.stdout.write(`${command === 'backup' ? await backup(config.dataDir, target) : await restore(config.dataDir, target)}\n`)
+  process.stdout.write(
+    `${command === 'backup' ? await backup(config.dataDir, target) : await restore(config.dataDir, target)}\n`
+  )
 } catch (err) {
   if (!(err instanceof Refusal) && !(err instanceof ConfigError)) throw err
   process.stderr.write(`db:${command ?? 'backup'}: ${err.message}\n`)

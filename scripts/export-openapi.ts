@@ -1,4 +1,7 @@
-/** Writes the served OpenAPI document to docs/openapi.json, which CI lints (`npm run openapi:lint`, redocly.yaml); `openApiDocument()` also feeds `npm run client:generate`. */
+/**
+ * Writes the served OpenAPI document to docs/openapi.json, which CI lints (`npm run openapi:lint`, redocly.yaml);
+ * `openApiDocument()` also feeds `npm run client:generate`.
+ */
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -9,7 +12,10 @@ import { createDatabase } from '../src/platform/db/database.ts'
 export async function openApiDocument (): Promise<string> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-openapi-'))
   const database = await createDatabase({})
-  const { app } = await buildApp(loadConfig({ DATA_DIR: dataDir, BASE_URL: 'http://localhost:8080', WORKERS: 'false' }), { database, logger: false })
+  const { app } = await buildApp(
+    loadConfig({ DATA_DIR: dataDir, BASE_URL: 'http://localhost:8080', WORKERS: 'false' }),
+    { database, logger: false }
+  )
   await app.ready()
   const doc = JSON.stringify(app.swagger(), null, 2) + '\n'
   await app.close()

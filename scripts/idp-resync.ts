@@ -41,10 +41,17 @@ try {
 }
 
 const config = loadConfig(process.env)
-const handle = await createDatabase({ databaseUrl: config.databaseUrl, databaseAppUrl: config.databaseAppUrl, pgliteDir: path.join(config.dataDir, 'pgdata') })
+const handle = await createDatabase({
+  databaseUrl: config.databaseUrl,
+  databaseAppUrl: config.databaseAppUrl,
+  pgliteDir: path.join(config.dataDir, 'pgdata')
+})
 try {
   await migrate(handle)
-  const report = await resyncUsers(handle.db, users, { removeMissing: values['remove-missing'], dryRun: values['dry-run'] })
+  const report = await resyncUsers(handle.db, users, {
+    removeMissing: values['remove-missing'],
+    dryRun: values['dry-run']
+  })
   process.stdout.write(`${JSON.stringify({ users: users.length, ...report })}\n`)
 } catch (err) {
   process.stderr.write(`resync failed: ${(err as Error).message}\n`)

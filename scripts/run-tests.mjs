@@ -28,13 +28,17 @@ let cluster
 if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) {
   const control = citusControl()
   if (control === undefined || !fs.existsSync(control)) {
-    console.log(`citus: not installed (${control ?? 'no PostgreSQL under /usr/lib/postgresql'}): no Citus cluster, the suites run on PGlite${process.env.TEST_DATABASE_URL ? ' and PostgreSQL' : ''} (docs/scale-out.md)`)
+    console.log(
+      `citus: not installed (${control ?? 'no PostgreSQL under /usr/lib/postgresql'}): no Citus cluster, the suites run on PGlite${process.env.TEST_DATABASE_URL ? ' and PostgreSQL' : ''} (docs/scale-out.md)`
+    )
   } else {
     cluster = await startCluster()
     env.TEST_CITUS_URL = cluster.info.coordinatorUrl
     env.TEST_CITUS_WORKERS = JSON.stringify(cluster.info.workerUrls)
     env.TEST_CITUS_TEMPLATE = cluster.info.template
-    console.log(`citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: the suites run on Citus too`)
+    console.log(
+      `citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: the suites run on Citus too`
+    )
   }
 }
 
@@ -53,7 +57,9 @@ function citusControl () {
 
 /** Starts test/helpers/citus-cluster.ts as a child that keeps the cluster until it is sent SIGTERM. */
 async function startCluster () {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/citus-cluster.ts'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/citus-cluster.ts'], {
+    stdio: ['pipe', 'pipe', 'inherit']
+  })
   const info = await new Promise((resolve, reject) => {
     let out = ''
     child.stdout.on('data', (chunk) => {

@@ -22,7 +22,9 @@ const { values } = parseArgs({
 })
 
 if (values.sub === undefined || values.tenant === undefined) {
-  process.stderr.write('usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e] [--org o] [--ttl seconds]\n')
+  process.stderr.write(
+    'usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e] [--org o] [--ttl seconds]\n'
+  )
   process.exit(2)
 }
 let config: Config
@@ -34,7 +36,9 @@ try {
   process.exit(2)
 }
 if (config.oidc.issuer !== undefined) {
-  process.stderr.write('OIDC_ISSUER is set: the server does not trust dev tokens; get a token from your identity provider\n')
+  process.stderr.write(
+    'OIDC_ISSUER is set: the server does not trust dev tokens; get a token from your identity provider\n'
+  )
   process.exit(2)
 }
 const keys = await loadOrCreateDevKeys(config.dataDir)
@@ -48,5 +52,7 @@ const token = await signDevToken(keys, {
   ...(values.email !== undefined ? { email: values.email } : {}),
   ...(values.org !== undefined ? { orgId: values.org } : {})
 })
-process.stderr.write(`signed with the dev key ${keys.kid} in ${devKeyFile(config.dataDir)} (issuer ${DEV_ISSUER}; a server trusts it when started with this DATA_DIR and no OIDC_ISSUER)\n`)
+process.stderr.write(
+  `signed with the dev key ${keys.kid} in ${devKeyFile(config.dataDir)} (issuer ${DEV_ISSUER}; a server trusts it when started with this DATA_DIR and no OIDC_ISSUER)\n`
+)
 process.stdout.write(`${token}\n`)

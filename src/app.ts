@@ -102,16 +102,31 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     // Errors the router raises before any route runs (a bad percent-encoding, an over-long
     // parameter) leave as ErrorModel like every other error.
     frameworkErrors: (err, request, reply) => {
-      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400
-      void sendProblem(reply, new ApiError(status, status === 414 ? 'a path segment is too long' : 'the request URL is malformed', [
-        { location: 'path', message: status === 414 ? 'expected path parameters of at most 500 characters' : 'expected a valid percent-encoded URL' }
-      ]), config.baseUrl)
+      const status =
+        typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400
+      void sendProblem(
+        reply,
+        new ApiError(status, status === 414 ? 'a path segment is too long' : 'the request URL is malformed', [
+          {
+            location: 'path',
+            message:
+              status === 414
+                ? 'expected path parameters of at most 500 characters'
+                : 'expected a valid percent-encoded URL'
+          }
+        ]),
+        config.baseUrl
+      )
     }
   })
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   registerRequestLog(app)
-  app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  app.addContentTypeParser(
+    ['application/merge-patch+json'],
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error')
+  )
 
   // Before any schema runs: values no route can store (docs/api-conventions.md, "Bodies").
   app.addHook('preValidation', async (request) => {
@@ -126,13 +141,24 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   // before authentication: a preflight carries no token (CORS_ORIGINS; off when unset)
   await registerCors(app, config.corsOrigins)
 
-  const ctx: AppContext = { config, db: handle.db, systemDb: handle.systemDb, dbKind: handle.kind, userGate: { current: undefined }, writes: new TenantWrites() }
+  const ctx: AppContext = {
+    config,
+    db: handle.db,
+    systemDb: handle.systemDb,
+    dbKind: handle.kind,
+    userGate: { current: undefined },
+    writes: new TenantWrites()
+  }
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {
-    app.log.warn(`DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with "npm run token". Never run this in production.`)
+    app.log.warn(
+      `DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with "npm run token". Never run this in production.`
+    )
   }
   const limiter = options.rateLimiter ?? createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl })
-  const anonymousLimiter = options.anonymousRateLimiter ?? createRateLimiter({ ...config.anonymousRateLimit, redisUrl: config.redisUrl, prefix: 'rl:anon' })
+  const anonymousLimiter =
+    options.anonymousRateLimiter ??
+    createRateLimiter({ ...config.anonymousRateLimit, redisUrl: config.redisUrl, prefix: 'rl:anon' })
   // a refused token draws on its address's bucket before the 401; then every other request draws on
   // its caller's bucket, or its address's when it carries no valid token
   registerAuth(app, verifier, ctx.userGate, refusalCharge(anonymousLimiter))
@@ -141,7 +167,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   registerIdempotency(app, handle.db)
   registerTenantWrites(app, ctx.writes)
   // GET /metrics and the request metrics, only with METRICS_TOKEN
-  if (config.metricsToken !== undefined) registerMetrics(app, { token: config.metricsToken, db: handle.db, systemDb: handle.systemDb })
+  if (config.metricsToken !== undefined) {
+    registerMetrics(app, { token: config.metricsToken, db: handle.db, systemDb: handle.systemDb })
+  }
 
   for (const mod of MODULES) await app.register(mod(ctx))
 

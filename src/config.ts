@@ -55,13 +55,20 @@ export interface Config {
    * runs them as the tables' owner (`npm run db:migrate`, docs/deployment.md).
    */
   readonly migrateAtStart: boolean
-  /** Hosts, addresses or CIDR ranges that automation webhooks may call although private or loopback (AUTOMATION_WEBHOOK_ALLOW, comma-separated). */
+  /**
+   * Hosts, addresses or CIDR ranges that automation webhooks may call although private or loopback
+   * (AUTOMATION_WEBHOOK_ALLOW, comma-separated).
+   */
   readonly automationWebhookAllow: readonly string[]
-  /** Failed automation executions in a row after which the rule is paused (AUTOMATION_PAUSE_AFTER_FAILURES; 0 = never). */
+  /**
+   * Failed automation executions in a row after which the rule is paused (AUTOMATION_PAUSE_AFTER_FAILURES; 0 = never).
+   */
   readonly automationPauseAfterFailures: number
   /** S3-compatible object storage (S3_BUCKET set); undefined keeps objects as files under `dataDir/objects`. */
   readonly s3: S3Config | undefined
-  /** Browser origins allowed to call the API cross-origin (CORS_ORIGINS, comma-separated; `*` = any); empty = CORS off. */
+  /**
+   * Browser origins allowed to call the API cross-origin (CORS_ORIGINS, comma-separated; `*` = any); empty = CORS off.
+   */
   readonly corsOrigins: readonly string[]
   /** How long finished rows are kept (RETENTION_*; docs/retention.md). */
   readonly retention: RetentionConfig
@@ -158,7 +165,10 @@ function bool (env: Env, name: string, fallback: boolean): boolean {
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal']
 
-/** TRUST_PROXY: unset or false, true (every hop: only behind a proxy nothing bypasses), a hop count, or addresses / CIDR ranges. */
+/**
+ * TRUST_PROXY: unset or false, true (every hop: only behind a proxy nothing bypasses), a hop count, or addresses / CIDR
+ * ranges.
+ */
 function trustProxy (env: Env): boolean | number | readonly string[] {
   const raw = str(env, 'TRUST_PROXY')
   if (raw === undefined || raw === 'false' || raw === '0') return false
@@ -175,7 +185,10 @@ function trustProxy (env: Env): boolean | number | readonly string[] {
     const family = net.isIP(addr ?? '')
     const max = family === 4 ? 32 : 128
     if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
-      throw new ConfigError('TRUST_PROXY', `must be true, false, a hop count, or proxy addresses and CIDR ranges (or ${PROXY_NAMES.join(', ')}), got "${e}"`)
+      throw new ConfigError(
+        'TRUST_PROXY',
+        `must be true, false, a hop count, or proxy addresses and CIDR ranges (or ${PROXY_NAMES.join(', ')}), got "${e}"`
+      )
     }
   }
   if (entries.length === 0) throw new ConfigError('TRUST_PROXY', `must name at least one proxy address, got "${raw}"`)
@@ -192,13 +205,23 @@ function corsOrigins (env: Env): readonly string[] {
       parsed = new URL(e)
     } catch {}
     if (parsed === undefined || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== e) {
-      throw new ConfigError('CORS_ORIGINS', `must be * or origins such as https://app.example.org (scheme, host and port, no path or trailing slash), got "${e}"`)
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `must be * or origins such as https://app.example.org (scheme, host and port, no path or trailing slash), got "${e}"`
+      )
     }
   }
   return Object.freeze(entries)
 }
 
-const S3_VARIABLES = ['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_FORCE_PATH_STYLE', 'S3_PUBLIC_URL']
+const S3_VARIABLES = [
+  'S3_ENDPOINT',
+  'S3_REGION',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'S3_FORCE_PATH_STYLE',
+  'S3_PUBLIC_URL'
+]
 // S3's rules for bucket names: 3-63 lowercase letters, digits, dots and hyphens, a letter or digit at each end
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/
 const REGION = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/
@@ -212,37 +235,59 @@ function s3 (env: Env): S3Config | undefined {
     return undefined
   }
   if (!BUCKET.test(bucket) || bucket.includes('..')) {
-    throw new ConfigError('S3_BUCKET', `must be a bucket name (3 to 63 lowercase letters, digits, dots and hyphens), got "${bucket}"`)
+    throw new ConfigError(
+      'S3_BUCKET',
+      `must be a bucket name (3 to 63 lowercase letters, digits, dots and hyphens), got "${bucket}"`
+    )
   }
   const region = str(env, 'S3_REGION') ?? 'us-east-1'
-  if (!REGION.test(region)) throw new ConfigError('S3_REGION', `must be a region name such as eu-west-1, got "${region}"`)
+  if (!REGION.test(region)) {
+    throw new ConfigError('S3_REGION', `must be a region name such as eu-west-1, got "${region}"`)
+  }
   const accessKeyId = str(env, 'S3_ACCESS_KEY_ID')
   const secretAccessKey = str(env, 'S3_SECRET_ACCESS_KEY')
-  if (accessKeyId !== undefined && secretAccessKey === undefined) throw new ConfigError('S3_ACCESS_KEY_ID', 'needs S3_SECRET_ACCESS_KEY to be set as well')
-  if (secretAccessKey !== undefined && accessKeyId === undefined) throw new ConfigError('S3_SECRET_ACCESS_KEY', 'needs S3_ACCESS_KEY_ID to be set as well')
+  if (accessKeyId !== undefined && secretAccessKey === undefined) {
+    throw new ConfigError('S3_ACCESS_KEY_ID', 'needs S3_SECRET_ACCESS_KEY to be set as well')
+  }
+  if (secretAccessKey !== undefined && accessKeyId === undefined) {
+    throw new ConfigError('S3_SECRET_ACCESS_KEY', 'needs S3_ACCESS_KEY_ID to be set as well')
+  }
   const endpoint = url(env, 'S3_ENDPOINT', ['http:', 'https:'])?.replace(/\/+$/, '')
   const publicUrl = url(env, 'S3_PUBLIC_URL', ['http:', 'https:'])?.replace(/\/+$/, '')
-  if (publicUrl !== undefined && /[?#]/.test(publicUrl)) throw new ConfigError('S3_PUBLIC_URL', `must be a base address without query or fragment, got "${publicUrl}"`)
+  if (publicUrl !== undefined && /[?#]/.test(publicUrl)) {
+    throw new ConfigError('S3_PUBLIC_URL', `must be a base address without query or fragment, got "${publicUrl}"`)
+  }
   return {
     bucket,
     endpoint,
     region,
-    credentials: accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined,
+    credentials:
+      accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined,
     // servers other than AWS mostly address buckets by path
     forcePathStyle: bool(env, 'S3_FORCE_PATH_STYLE', endpoint !== undefined),
     publicUrl
   }
 }
 
-/** A mailbox: `local@domain`, optionally as `Display Name <local@domain>` (no line breaks, no angle brackets in the name). */
+/**
+ * A mailbox: `local@domain`, optionally as `Display Name <local@domain>` (no line breaks, no angle brackets in the
+ * name).
+ */
 const MAILBOX = /^(?:[^<>\r\n"]*[^<>\r\n\s"] ?<[^\s<>@"]+@[^\s<>@"]+>|[^\s<>@"]+@[^\s<>@"]+)$/
 
 /** APP_URL and SMTP_FROM: where notification mails link to, and whom they come from. */
 function mail (env: Env, baseUrl: string): { appUrl: string, smtpFrom: string } {
   const appUrl = url(env, 'APP_URL', ['http:', 'https:'])?.replace(/\/+$/, '') ?? baseUrl
-  if (/[?#]/.test(appUrl)) throw new ConfigError('APP_URL', `must be a base address without query or fragment, got "${appUrl}"`)
+  if (/[?#]/.test(appUrl)) {
+    throw new ConfigError('APP_URL', `must be a base address without query or fragment, got "${appUrl}"`)
+  }
   const smtpFrom = str(env, 'SMTP_FROM') ?? `no-reply@${new URL(baseUrl).hostname}`
-  if (str(env, 'SMTP_FROM') !== undefined && !MAILBOX.test(smtpFrom)) throw new ConfigError('SMTP_FROM', `must be an e-mail address, or "Name <address>", got ${JSON.stringify(smtpFrom)}`)
+  if (str(env, 'SMTP_FROM') !== undefined && !MAILBOX.test(smtpFrom)) {
+    throw new ConfigError(
+      'SMTP_FROM',
+      `must be an e-mail address, or "Name <address>", got ${JSON.stringify(smtpFrom)}`
+    )
+  }
   return { appUrl, smtpFrom }
 }
 
@@ -258,7 +303,12 @@ function retentionPeriod (env: Env, name: string, fallback: string, minMs = 60_0
   const raw = str(env, name)?.trim() ?? fallback
   if (raw === 'off') return null
   const m = /^(\d{1,9})([mhd])$/.exec(raw)
-  if (m === null) throw new ConfigError(name, `must be a duration such as 30d, 24h or 90m (or off to keep rows forever), got "${raw}"`)
+  if (m === null) {
+    throw new ConfigError(
+      name,
+      `must be a duration such as 30d, 24h or 90m (or off to keep rows forever), got "${raw}"`
+    )
+  }
   const ms = Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? 0)
   if (ms === 0) throw new ConfigError(name, `must be longer than 0 (off keeps rows forever), got "${raw}"`)
   if (ms < minMs) throw new ConfigError(name, `must be at least ${minText}, got "${raw}"`)
@@ -271,7 +321,13 @@ function retention (env: Env): RetentionConfig {
     outbox: retentionPeriod(env, 'RETENTION_OUTBOX', '7d'),
     notifications: retentionPeriod(env, 'RETENTION_NOTIFICATIONS', '30d'),
     // a key answers repeats for 24 hours (src/platform/http/idempotency.ts): keeping it less would mean nothing
-    idempotencyKeys: retentionPeriod(env, 'RETENTION_IDEMPOTENCY_KEYS', '24h', 86_400_000, '24h, the replay window of Idempotency-Key'),
+    idempotencyKeys: retentionPeriod(
+      env,
+      'RETENTION_IDEMPOTENCY_KEYS',
+      '24h',
+      86_400_000,
+      '24h, the replay window of Idempotency-Key'
+    ),
     idpDeliveries: retentionPeriod(env, 'RETENTION_IDP_DELIVERIES', '90d'),
     executions: retentionPeriod(env, 'RETENTION_EXECUTIONS', '90d'),
     executionsKeepPerRule: int(env, 'RETENTION_EXECUTIONS_KEEP_PER_RULE', 100, 0, 100_000),
@@ -283,7 +339,10 @@ function retention (env: Env): RetentionConfig {
 function metricsToken (env: Env): string | undefined {
   const token = str(env, 'METRICS_TOKEN')
   if (token !== undefined && !/^[\x21-\x7e]{16,512}$/.test(token)) {
-    throw new ConfigError('METRICS_TOKEN', `must be 16 to 512 printable characters without spaces, got ${token.length} character(s)`)
+    throw new ConfigError(
+      'METRICS_TOKEN',
+      `must be 16 to 512 printable characters without spaces, got ${token.length} character(s)`
+    )
   }
   return token
 }
@@ -299,7 +358,9 @@ export function loadConfig (env: Env = {}): Config {
   const host = str(env, 'HOST') ?? '127.0.0.1'
   const baseUrl = (url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '')
   const logLevel = str(env, 'LOG_LEVEL') ?? 'info'
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`)
+  }
 
   const rateLimit = {
     capacity: int(env, 'RATE_LIMIT_CAPACITY', 1000, 1, 10_000_000),
@@ -336,7 +397,10 @@ export function loadConfig (env: Env = {}): Config {
     bodyLimit: int(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     workers: bool(env, 'WORKERS', true),
     migrateAtStart: bool(env, 'MIGRATE_AT_START', true),
-    automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '').split(',').map(s => s.trim()).filter(s => s !== ''),
+    automationWebhookAllow: (str(env, 'AUTOMATION_WEBHOOK_ALLOW') ?? '')
+      .split(',')
+      .map(s => s.trim())
+      .filter(s => s !== ''),
     automationPauseAfterFailures: int(env, 'AUTOMATION_PAUSE_AFTER_FAILURES', 5, 0, 1000),
     publicPageCacheMs: int(env, 'PUBLIC_PAGE_CACHE_MS', 5000, 0, 60_000),
     s3: s3(env),
@@ -344,8 +408,12 @@ export function loadConfig (env: Env = {}): Config {
     retention: retention(env),
     metricsToken: metricsToken(env)
   }
-  if (config.databaseAppUrl !== undefined && config.databaseUrl === undefined) throw new ConfigError('DATABASE_APP_URL', 'needs DATABASE_URL to be set as well')
-  if (config.databaseWorkerUrl !== undefined && config.databaseUrl === undefined) throw new ConfigError('DATABASE_WORKER_URL', 'needs DATABASE_URL to be set as well')
+  if (config.databaseAppUrl !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_APP_URL', 'needs DATABASE_URL to be set as well')
+  }
+  if (config.databaseWorkerUrl !== undefined && config.databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_WORKER_URL', 'needs DATABASE_URL to be set as well')
+  }
   if (config.oidc.jwksUrl !== undefined && config.oidc.issuer === undefined) {
     throw new ConfigError('OIDC_JWKS_URL', 'needs OIDC_ISSUER to be set as well')
   }

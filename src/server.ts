@@ -30,7 +30,9 @@ const refuse = (err: unknown): never => {
 const { app } = await buildApp(config, {
   logger: {
     level: config.logLevel,
-    ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss', ignore: 'pid,hostname' } } } : {})
+    ...(process.stdout.isTTY
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss', ignore: 'pid,hostname' } } }
+      : {})
   }
 }).catch(refuse)
 
@@ -48,7 +50,9 @@ try {
   const address = await app.listen({ port: config.port, host: config.host })
   // the schemas not compiled yet, while the first requests are already served
   compilePending().catch((err: unknown) => { app.log.error({ err }, 'a route schema does not compile') })
-  app.log.info(`collaboration service listening on ${address} (database: ${config.databaseUrl === undefined ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL'})`)
+  app.log.info(
+    `collaboration service listening on ${address} (database: ${config.databaseUrl === undefined ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL'})`
+  )
 } catch (err) {
   app.log.error({ err }, 'could not start')
   process.exit(1)

@@ -26,7 +26,15 @@ void describe('pglite: npm run db:backup and db:restore', () => {
   const file = (): string => path.join(dataDir, '..', `${path.basename(dataDir)}-backup.tar.gz`)
 
   /** The service's app on DATA_DIR, for `fn`, closed after it (as a stopped service). */
-  const withService = async <T>(fn: (inject: (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: Record<string, unknown>) => Promise<{ status: number, body: Record<string, unknown> }>) => Promise<T>): Promise<T> => {
+  const withService = async <T>(
+    fn: (
+      inject: (
+        method: 'GET' | 'POST' | 'DELETE',
+        url: string,
+        payload?: Record<string, unknown>
+      ) => Promise<{ status: number; body: Record<string, unknown> }>
+    ) => Promise<T>
+  ): Promise<T> => {
     const { app } = await buildApp(loadConfig({ DATA_DIR: dataDir, WORKERS: 'false' }), { logger: false })
     try {
       await app.ready()
@@ -41,7 +49,11 @@ void describe('pglite: npm run db:backup and db:restore', () => {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-backup-'))
-    const token = await signDevToken(await loadOrCreateDevKeys(dataDir), { sub: 'keeper', tenant: 'tenant-backup', roles: ['member'] })
+    const token = await signDevToken(await loadOrCreateDevKeys(dataDir), {
+      sub: 'keeper',
+      tenant: 'tenant-backup',
+      roles: ['member']
+    })
     auth = { authorization: `Bearer ${token}` }
   })
   after(() => {
@@ -82,7 +94,11 @@ void describe('pglite: npm run db:backup and db:restore', () => {
       const read = await inject('GET', `/api/v1/contacts/${original}`)
       assert.equal(read.status, 200, JSON.stringify(read.body))
       assert.equal(read.body.first_name, 'Ada')
-      assert.equal((await inject('GET', `/api/v1/contacts/${added}`)).status, 404, 'the change after the backup is gone')
+      assert.equal(
+        (await inject('GET', `/api/v1/contacts/${added}`)).status,
+        404,
+        'the change after the backup is gone'
+      )
     })
     // the replaced database is kept beside it
     assert.equal(fs.readdirSync(dataDir).filter(f => f.startsWith('pgdata.before-restore-')).length, 1)
@@ -98,7 +114,10 @@ void describe('pglite: npm run db:backup and db:restore', () => {
     assert.deepEqual(fs.readdirSync(path.join(dataDir, 'pgdata')).sort(), before)
     assert.deepEqual(fs.readdirSync(dataDir).filter(f => f.includes('.restoring-')), [])
 
-    const pg = await npmRun('db:backup', [path.join(dataDir, 'pg.tar.gz')], { DATA_DIR: dataDir, DATABASE_URL: 'postgres://collab@127.0.0.1:5432/collab' })
+    const pg = await npmRun('db:backup', [path.join(dataDir, 'pg.tar.gz')], {
+      DATA_DIR: dataDir,
+      DATABASE_URL: 'postgres://collab@127.0.0.1:5432/collab'
+    })
     assert.equal(pg.code, 1)
     assert.match(pg.stderr, /DATABASE_URL is set: back up PostgreSQL with pg_dump/)
   })

@@ -24,7 +24,10 @@ import { startServers, type ServerProcess } from './helpers/process.ts'
 
 const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 const redisUrl = process.env.TEST_REDIS_URL ?? ''
-const skip = adminUrl === '' || redisUrl === '' ? `needs TEST_DATABASE_URL and TEST_REDIS_URL (set: ${[adminUrl !== '' ? 'TEST_DATABASE_URL' : '', redisUrl !== '' ? 'TEST_REDIS_URL' : ''].filter(Boolean).join(', ') || 'neither'})` : false
+const skip =
+  adminUrl === '' || redisUrl === ''
+    ? `needs TEST_DATABASE_URL and TEST_REDIS_URL (set: ${[adminUrl !== '' ? 'TEST_DATABASE_URL' : '', redisUrl !== '' ? 'TEST_REDIS_URL' : ''].filter(Boolean).join(', ') || 'neither'})`
+    : false
 if (skip !== false) console.log(`deployment test skipped: it ${skip}`)
 
 const GUIDE = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'deployment.md'), 'utf8')
@@ -62,14 +65,20 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
 
   before(async () => {
     // 1. the logins, as the guide says (as a superuser)
-    const statements = rename(blockAfter('Setting up the logins', 'sql')).split(/;\s*(?:--[^\n]*)?\n/).map(s => s.trim()).filter(s => s !== '')
+    const statements = rename(blockAfter('Setting up the logins', 'sql'))
+      .split(/;\s*(?:--[^\n]*)?\n/)
+      .map(s => s.trim())
+      .filter(s => s !== '')
     assert.ok(statements.length >= 5, statements.join('\n'))
     const server = new pg.Client({ connectionString: adminUrl })
     await server.connect()
     try {
       for (const statement of statements) {
         // roles belong to the cluster: the guide says to skip collab_app where another database made it
-        if (/^create role collab_app\b/.test(statement) && (await server.query('select 1 from pg_roles where rolname = $1', ['collab_app'])).rowCount === 1) continue
+        if (
+          /^create role collab_app\b/.test(statement) &&
+          (await server.query('select 1 from pg_roles where rolname = $1', ['collab_app'])).rowCount === 1
+        ) { continue }
         await server.query(statement)
       }
     } finally {
@@ -94,7 +103,14 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     // what went wrong inside an instance: its error lines (pino level 50 and above)
     for (const i of instances) {
       const errors = i.errorLines()
-      if (errors.length > 0) console.log(`instance ${i.name} logged ${errors.length} error line(s):\n${errors.slice(0, 5).map(l => l.slice(0, 3000)).join('\n')}`)
+      if (errors.length > 0) {
+        console.log(
+          `instance ${i.name} logged ${errors.length} error line(s):\n${errors
+            .slice(0, 5)
+            .map(l => l.slice(0, 3000))
+            .join('\n')}`
+        )
+      }
     }
     await superDb?.end()
     if (adminUrl !== '') {
@@ -102,7 +118,9 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
       await server.connect()
       try {
         await server.query(`drop database if exists ${names.collab ?? ''} with (force)`)
-        for (const role of [names.collab_web, names.collab_worker, names.collab_owner]) await server.query(`drop role if exists ${role ?? ''}`)
+        for (const role of [names.collab_web, names.collab_worker, names.collab_owner]) {
+          await server.query(`drop role if exists ${role ?? ''}`)
+        }
       } finally {
         await server.end()
       }
@@ -128,7 +146,9 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     // the owner is no superuser: the guide's statement for the DBA
     assert.match(GUIDE, /alter function textlike\(text, text\) leakproof;/)
     await superDb?.query('alter function textlike(text, text) leakproof')
-    const owner = await superDb?.query<{ owner: string }>("select tableowner as owner from pg_tables where tablename = 'contacts'")
+    const owner = await superDb?.query<{ owner: string }>(
+      "select tableowner as owner from pg_tables where tablename = 'contacts'"
+    )
     assert.equal(owner?.rows[0]?.owner, names.collab_owner)
   })
 
@@ -154,15 +174,32 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
       assert.equal(ready.status, 200, `${i.name} /ready`)
       assert.equal((await fetch(`http://127.0.0.1:${i.port}/health`)).status, 200, `${i.name} /health`)
     }
-    const byLogin = await superDb?.query<{ login: string, n: number }>('select usename as login, count(*)::int as n from pg_stat_activity where datname = $1 group by usename', [names.collab])
+    const byLogin = await superDb?.query<{ login: string; n: number }>(
+      'select usename as login, count(*)::int as n from pg_stat_activity where datname = $1 group by usename',
+      [names.collab]
+    )
     const connected = Object.fromEntries((byLogin?.rows ?? []).map(r => [r.login, r.n]))
-    assert.equal(connected[names.collab_owner ?? ''], undefined, `no connection as the owner: ${JSON.stringify(connected)}`)
-    assert.ok((connected[names.collab_worker ?? ''] ?? 0) > 0, `the workers' login is connected: ${JSON.stringify(connected)}`)
+    assert.equal(
+      connected[names.collab_owner ?? ''],
+      undefined,
+      `no connection as the owner: ${JSON.stringify(connected)}`
+    )
+    assert.ok(
+      (connected[names.collab_worker ?? ''] ?? 0) > 0,
+      `the workers' login is connected: ${JSON.stringify(connected)}`
+    )
   })
 
-  const tokenFor = async (sub: string, tenant: string): Promise<Record<string, string>> =>
-    ({ authorization: `Bearer ${await signDevToken(await loadOrCreateDevKeys(dataDir), { sub, tenant, roles: ['member'] })}` })
-  const call = async (i: ServerProcess | undefined, method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Response> => {
+  const tokenFor = async (sub: string, tenant: string): Promise<Record<string, string>> => ({
+    authorization: `Bearer ${await signDevToken(await loadOrCreateDevKeys(dataDir), { sub, tenant, roles: ['member'] })}`
+  })
+  const call = async (
+    i: ServerProcess | undefined,
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body?: unknown
+  ): Promise<Response> => {
     assert.ok(i !== undefined, 'the instances started')
     return await fetch(`http://127.0.0.1:${i.port}${url}`, {
       method,
@@ -186,21 +223,33 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     const ok = answers.filter(a => a.status === 200).length
     assert.deepEqual([...new Set(answers.map(a => a.status))].sort(), [200, 429])
     // one bucket: the capacity plus the refill (1/s) over the run; a bucket per instance would have passed all 60
-    assert.ok(ok >= CAPACITY && ok <= CAPACITY + Math.ceil(seconds) + 1, `${ok} of ${answers.length} passed in ${seconds.toFixed(1)} s`)
-    for (const name of ['A', 'B']) assert.ok(answers.some(a => a.instance === name && a.status === 429), `${name} answered 429`)
-    assert.equal(answers.slice(0, CAPACITY).filter(a => a.status !== 200).length, 0, 'the first CAPACITY requests passed')
+    assert.ok(
+      ok >= CAPACITY && ok <= CAPACITY + Math.ceil(seconds) + 1,
+      `${ok} of ${answers.length} passed in ${seconds.toFixed(1)} s`
+    )
+    for (const name of ['A', 'B']) {
+      assert.ok(
+        answers.some(a => a.instance === name && a.status === 429),
+        `${name} answered 429`
+      )
+    }
+    assert.equal(
+      answers.slice(0, CAPACITY).filter(a => a.status !== 200).length,
+      0,
+      'the first CAPACITY requests passed'
+    )
   })
 
-  void it('shares Idempotency-Key answers: a repeat sent to B replays A\'s answer, and the contact is created once', async () => {
+  void it("shares Idempotency-Key answers: a repeat sent to B replays A's answer, and the contact is created once", async () => {
     const tenant = `tenant-idem-${suffix}`
-    const auth = { ...await tokenFor('writer', tenant), 'idempotency-key': `key-${suffix}` }
+    const auth = { ...(await tokenFor('writer', tenant)), 'idempotency-key': `key-${suffix}` }
     const body = { first_name: 'Ada', email: `ada-${suffix}@example.test` }
     const first = await call(instances[0], 'POST', '/api/v1/contacts', auth, body)
     assert.equal(first.status, 201, await first.clone().text())
     const repeat = await call(instances[1], 'POST', '/api/v1/contacts', auth, body)
     assert.equal(repeat.status, 201, await repeat.clone().text())
     assert.equal(repeat.headers.get('idempotent-replayed'), 'true')
-    assert.equal((await repeat.json() as { id: string }).id, (await first.json() as { id: string }).id)
+    assert.equal(((await repeat.json()) as { id: string }).id, ((await first.json()) as { id: string }).id)
     const rows = await superDb?.query('select id from contacts where tenant_id = $1', [tenant])
     assert.equal(rows?.rowCount, 1)
   })
@@ -212,7 +261,11 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     assert.equal(event.status, 201, await event.clone().text())
     const eventId = (await event.json() as { id: number }).id
     const rule = await call(instances[0], 'POST', '/api/v1/automation/rules', auth, {
-      name: 'log', scope: 'EVENT', scope_id: String(eventId), schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: [{ type: 'activity', message: `ran-${suffix}` }]
+      name: 'log',
+      scope: 'EVENT',
+      scope_id: String(eventId),
+      schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+      actions: [{ type: 'activity', message: `ran-${suffix}` }]
     })
     assert.equal(rule.status, 201, await rule.clone().text())
     const ruleId = (await rule.json() as { id: string }).id
@@ -220,12 +273,22 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     for (let n = 0; n < RUNS; n++) {
       const run = await call(instances[0], 'POST', `/api/v1/automation/rules/${ruleId}/execute`, auth, {})
       // on a refusal, what both servers logged (the database error behind a 409 is logged there, not answered)
-      assert.equal(run.status, 202, `${await run.clone().text()}\n${instances.map(i => `${i.name}: ${i.output().slice(-4000)}`).join('\n')}`)
+      assert.equal(
+        run.status,
+        202,
+        `${await run.clone().text()}\n${instances.map(i => `${i.name}: ${i.output().slice(-4000)}`).join('\n')}`
+      )
     }
     // the workers of both instances poll one queue; wait for every execution to finish
     let rows: Array<{ status: string, attempts: number }> = []
     for (let waited = 0; waited < 90_000; waited += 500) {
-      rows = (await superDb?.query<{ status: string, attempts: number }>('select status, attempts from automation_executions where tenant_id = $1 and rule_id = $2', [tenant, ruleId]))?.rows ?? []
+      rows =
+        (
+          await superDb?.query<{ status: string; attempts: number }>(
+            'select status, attempts from automation_executions where tenant_id = $1 and rule_id = $2',
+            [tenant, ruleId]
+          )
+        )?.rows ?? []
       if (rows.length === RUNS && rows.every(r => r.status !== 'queued' && r.status !== 'running')) break
       await sleep(500)
     }

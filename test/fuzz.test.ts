@@ -8,7 +8,8 @@
  * on each field error of a 400; every success one of the route's declared statuses with a body
  * valid against its declared schema.
  *
- * The seed is printed; replay a failure with `FUZZ_SEED=<seed>`; `FUZZ_SEED=random` for a new one. `FUZZ_RUNS` (default 12) sets the
+ * The seed is printed; replay a failure with `FUZZ_SEED=<seed>`; `FUZZ_SEED=random` for a new one. `FUZZ_RUNS` (default
+ * 12) sets the
  * number of requests per route.
  */
 import assert from 'node:assert/strict'
@@ -42,8 +43,19 @@ const asText = (v: unknown): string => typeof v === 'string' ? v : JSON.stringif
 
 /** Raw bodies that no schema accepts. */
 const rawBodies = fc.constantFrom(
-  '', '{', 'null', '[]', '"text"', '12', '{"a":1,"a":2}', '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"x":1}}}',
-  deepJson(1_000, 'array'), deepJson(1_000, 'object'), '\uFEFF{}', '{"a":"\\ud800"}'
+  '',
+  '{',
+  'null',
+  '[]',
+  '"text"',
+  '12',
+  '{"a":1,"a":2}',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  deepJson(1_000, 'array'),
+  deepJson(1_000, 'object'),
+  '\uFEFF{}',
+  '{"a":"\\ud800"}'
   // 100 000 levels: see limits.test.ts (a known 500)
 )
 
@@ -64,36 +76,73 @@ function requestArb (route: ApiRoute, w: World, fixtures: Record<string, string>
   })).map(pairs => fillPath(route.url, Object.fromEntries(pairs)))
 
   const queryParams = params.filter(p => p.in === 'query')
-  const queryArb = fc.tuple(...queryParams.map(p => fc.option(
-    fc.oneof({ weight: 3, arbitrary: validArb(p.schema) }, { weight: 2, arbitrary: invalidArb(p.schema) }).map(v => [p.name, asText(v).slice(0, 5_000)] as const),
-    { nil: undefined, freq: 2 }
-  ))).map((pairs) => {
-    const q = new URLSearchParams()
-    for (const pair of pairs) if (pair !== undefined) q.append(pair[0], pair[1])
-    const s = q.toString()
-    return s === '' ? '' : `?${s}`
-  })
+  const queryArb = fc
+    .tuple(
+      ...queryParams.map(p =>
+        fc.option(
+          fc
+            .oneof({ weight: 3, arbitrary: validArb(p.schema) }, { weight: 2, arbitrary: invalidArb(p.schema) })
+            .map(v => [p.name, asText(v).slice(0, 5_000)] as const),
+          { nil: undefined, freq: 2 }
+        )
+      )
+    )
+    .map(pairs => {
+      const q = new URLSearchParams()
+      for (const pair of pairs) if (pair !== undefined) q.append(pair[0], pair[1])
+      const s = q.toString()
+      return s === '' ? '' : `?${s}`
+    })
 
   const bodyType = route.bodyType ?? 'application/json'
-  const bodyArbitrary: fc.Arbitrary<{ payload?: string, type?: string }> = route.bodySchema === undefined
-    ? fc.oneof({ weight: 4, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: rawBodies.map(payload => ({ payload, type: 'application/json' })) })
-    : fc.oneof(
-      { weight: 8, arbitrary: bodyArb(route.bodySchema).map(v => ({ payload: JSON.stringify(v) ?? '', type: bodyType })) },
-      { weight: 2, arbitrary: rawBodies.map(payload => ({ payload, type: bodyType })) },
-      { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/json; charset=latin1').map(type => ({ payload: '{}', type })) }
-    )
+  const bodyArbitrary: fc.Arbitrary<{ payload?: string; type?: string }> =
+    route.bodySchema === undefined
+      ? fc.oneof(
+        { weight: 4, arbitrary: fc.constant({}) },
+        { weight: 1, arbitrary: rawBodies.map(payload => ({ payload, type: 'application/json' })) }
+      )
+      : fc.oneof(
+        {
+          weight: 8,
+          arbitrary: bodyArb(route.bodySchema).map(v => ({ payload: JSON.stringify(v) ?? '', type: bodyType }))
+        },
+        { weight: 2, arbitrary: rawBodies.map(payload => ({ payload, type: bodyType })) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .constantFrom(
+              'text/plain',
+              'application/xml',
+              'multipart/form-data; boundary=x',
+              'application/json; charset=latin1'
+            )
+            .map(type => ({ payload: '{}', type }))
+        }
+      )
 
-  const headerArb = fc.record({
-    'if-match': fc.oneof(fc.constantFrom('"1"', '*', 'W/"1"', '"999"', 'garbage', '"1", "2"'), fc.string({ maxLength: 30 })),
-    'idempotency-key': fc.oneof(fc.uuid(), fc.string({ maxLength: 300 }))
-  }, { requiredKeys: [] })
+  const headerArb = fc.record(
+    {
+      'if-match': fc.oneof(
+        fc.constantFrom('"1"', '*', 'W/"1"', '"999"', 'garbage', '"1", "2"'),
+        fc.string({ maxLength: 30 })
+      ),
+      'idempotency-key': fc.oneof(fc.uuid(), fc.string({ maxLength: 300 }))
+    },
+    { requiredKeys: [] }
+  )
 
-  return fc.tuple(pathArb, queryArb, bodyArbitrary, headerArb, fc.constantFrom<'alice' | 'admin'>('alice', 'alice', 'admin'))
+  return fc
+    .tuple(pathArb, queryArb, bodyArbitrary, headerArb, fc.constantFrom<'alice' | 'admin'>('alice', 'alice', 'admin'))
     .map(([path, query, body, headers, who]) => {
       const h: Record<string, string> = { authorization: `Bearer ${w.tokens[who]}` }
       for (const [k, v] of Object.entries(headers)) if (v !== undefined && /^[\x20-\x7e]*$/.test(v)) h[k] = v
       if (body.type !== undefined) h['content-type'] = body.type
-      return { method: route.method, url: `${path}${query}`, headers: h, ...(body.payload !== undefined ? { payload: body.payload } : {}) }
+      return {
+        method: route.method,
+        url: `${path}${query}`,
+        headers: h,
+        ...(body.payload !== undefined ? { payload: body.payload } : {})
+      }
     })
 }
 
@@ -145,7 +194,10 @@ for (const kind of databases()) {
               assert.deepEqual(issues, [], where)
               return
             }
-            assert.ok(success.has(res.statusCode), `${where}: status not declared (declared: ${[...success.keys()].join(', ')})`)
+            assert.ok(
+              success.has(res.statusCode),
+              `${where}: status not declared (declared: ${[...success.keys()].join(', ')})`
+            )
             const schema = success.get(res.statusCode)
             if (schema === undefined || res.statusCode === 204) {
               assert.equal(res.body, '', `${where}: a body on a bodiless success`)
@@ -156,9 +208,18 @@ for (const kind of databases()) {
             assert.ok(validate(body), `${where}: body does not match its schema: ${ajv.errorsText(validate.errors)}`)
           }), { seed: SEED, numRuns: RUNS, endOnFailure: true })
           if (details.failed) {
-            const shown = JSON.stringify(details.counterexample, (k, v: unknown) => k === 'authorization' ? 'Bearer …' : typeof v === 'string' && v.length > 300 ? `${v.slice(0, 300)}…(${v.length} chars)` : v)
-            const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
-            assert.fail(`${route.name}: property failed (seed ${details.seed}, path ${String(details.counterexamplePath)}; replay with FUZZ_SEED=${SEED})\n${cause.slice(0, 1_500)}\nrequest: ${shown}`)
+            const shown = JSON.stringify(details.counterexample, (k, v: unknown) =>
+              k === 'authorization'
+                ? 'Bearer …'
+                : typeof v === 'string' && v.length > 300
+                  ? `${v.slice(0, 300)}…(${v.length} chars)`
+                  : v
+            )
+            const cause =
+              details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
+            assert.fail(
+              `${route.name}: property failed (seed ${details.seed}, path ${String(details.counterexamplePath)}; replay with FUZZ_SEED=${SEED})\n${cause.slice(0, 1_500)}\nrequest: ${shown}`
+            )
           }
         })
       }

@@ -28,10 +28,16 @@ function bounded (s: JsonSchema | undefined): JsonSchema | undefined {
 const plain = (s: JsonSchema): boolean => s.format === undefined && s.pattern === undefined && s.enum === undefined
 
 function jsonRequest (route: ApiRoute, url: string, body: unknown): InjectOptions {
-  return { method: route.method, url, payload: JSON.stringify(body), headers: { 'content-type': route.bodyType ?? 'application/json' } }
+  return {
+    method: route.method,
+    url,
+    payload: JSON.stringify(body),
+    headers: { 'content-type': route.bodyType ?? 'application/json' }
+  }
 }
 
-const isJsonBody = (r: ApiRoute): boolean => r.bodySchema !== undefined && (r.bodyType ?? 'application/json').includes('json')
+const isJsonBody = (r: ApiRoute): boolean =>
+  r.bodySchema !== undefined && (r.bodyType ?? 'application/json').includes('json')
 
 for (const kind of databases()) {
   void describe(`${kind}: input limits`, () => {
@@ -53,7 +59,12 @@ for (const kind of databases()) {
       const big = JSON.stringify({ notes: 'x'.repeat(t.config.bodyLimit) })
       let checked = 0
       for (const r of routes.filter(isJsonBody)) {
-        const res = await asAdmin({ method: r.method, url: await urlOf(r), payload: big, headers: { 'content-type': r.bodyType ?? 'application/json' } })
+        const res = await asAdmin({
+          method: r.method,
+          url: await urlOf(r),
+          payload: big,
+          headers: { 'content-type': r.bodyType ?? 'application/json' }
+        })
         checked++
         if (res.statusCode !== 413) failures.push(`${r.name}: ${res.statusCode}`)
         else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
@@ -63,7 +74,7 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it('refuses every string over its maxLength and every array over its maxItems with the field\'s location, and accepts them at the bound', async () => {
+    void it("refuses every string over its maxLength and every array over its maxItems with the field's location, and accepts them at the bound", async () => {
       const failures: string[] = []
       let checked = 0
       for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
@@ -74,7 +85,7 @@ for (const kind of databases()) {
           const s = bounded(raw)
           if (s === undefined || name === '$schema') continue
           const location = `body.${name}`
-          const cases: Array<{ value: unknown, over: boolean }> = []
+          const cases: Array<{ value: unknown; over: boolean }> = []
           if (s.type === 'string' && typeof s.maxLength === 'number') {
             cases.push({ value: 'x'.repeat(s.maxLength + 1), over: true })
             if (plain(s)) cases.push({ value: 'x'.repeat(s.maxLength), over: false })
@@ -86,15 +97,23 @@ for (const kind of databases()) {
               return typeof v === 'string' ? `${v}${i}` : v
             }
             cases.push({ value: Array.from({ length: s.maxItems + 1 }, (_v, i) => one(i)), over: true })
-            if (item !== undefined && item.type === 'string' && plain(item)) cases.push({ value: Array.from({ length: s.maxItems }, (_v, i) => one(i)), over: false })
+            if (item !== undefined && item.type === 'string' && plain(item)) {
+              cases.push({ value: Array.from({ length: s.maxItems }, (_v, i) => one(i)), over: false })
+            }
           }
           for (const c of cases) {
             const res = await asAdmin(jsonRequest(r, await urlOf(r), { ...base, [name]: c.value }))
             checked++
             const locations = errorLocations(res)
-            if (res.statusCode >= 500) failures.push(`${r.name} ${location} ${c.over ? 'over' : 'at'} its bound: ${res.statusCode} ${res.body.slice(0, 200)}`)
-            else if (c.over && (res.statusCode !== 400 || !locations.includes(location))) failures.push(`${r.name} ${location} over its bound: ${res.statusCode} ${res.body.slice(0, 200)}`)
-            else if (!c.over && refusedAtBound(res, location)) failures.push(`${r.name} ${location} at its bound refused: ${res.body.slice(0, 200)}`)
+            if (res.statusCode >= 500) {
+              failures.push(
+                `${r.name} ${location} ${c.over ? 'over' : 'at'} its bound: ${res.statusCode} ${res.body.slice(0, 200)}`
+              )
+            } else if (c.over && (res.statusCode !== 400 || !locations.includes(location))) {
+              failures.push(`${r.name} ${location} over its bound: ${res.statusCode} ${res.body.slice(0, 200)}`)
+            } else if (!c.over && refusedAtBound(res, location)) {
+              failures.push(`${r.name} ${location} at its bound refused: ${res.body.slice(0, 200)}`)
+            }
           }
         }
       }
@@ -103,7 +122,7 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it('refuses query values outside their bounds (page sizes, limits, lengths) with the field\'s location', async () => {
+    void it("refuses query values outside their bounds (page sizes, limits, lengths) with the field's location", async () => {
       const failures: string[] = []
       let checked = 0
       for (const r of routes.filter(x => !isGlobal(x))) {
@@ -115,9 +134,13 @@ for (const kind of databases()) {
         for (const p of params) {
           const s = bounded(p.schema)
           if (s === undefined) continue
-          const cases: Array<{ value: string, over: boolean }> = []
-          if ((s.type === 'integer' || s.type === 'number') && typeof s.maximum === 'number') cases.push({ value: String(s.maximum + 1), over: true }, { value: String(s.maximum), over: false })
-          if ((s.type === 'integer' || s.type === 'number') && typeof s.minimum === 'number') cases.push({ value: String(s.minimum - 1), over: true })
+          const cases: Array<{ value: string; over: boolean }> = []
+          if ((s.type === 'integer' || s.type === 'number') && typeof s.maximum === 'number') {
+            cases.push({ value: String(s.maximum + 1), over: true }, { value: String(s.maximum), over: false })
+          }
+          if ((s.type === 'integer' || s.type === 'number') && typeof s.minimum === 'number') {
+            cases.push({ value: String(s.minimum - 1), over: true })
+          }
           if (s.type === 'string' && typeof s.maxLength === 'number') {
             cases.push({ value: 'x'.repeat(s.maxLength + 1), over: true })
             if (plain(s)) cases.push({ value: 'x'.repeat(s.maxLength), over: false })
@@ -132,8 +155,15 @@ for (const kind of databases()) {
             const location = `query.${p.name}`
             const locations = errorLocations(res)
             if (res.statusCode >= 500) failures.push(`${r.name} ${location}=${c.value.slice(0, 20)}: ${res.statusCode}`)
-            else if (c.over && (res.statusCode !== 400 || !locations.includes(location))) failures.push(`${r.name} ${location}=${c.value.slice(0, 20)} accepted: ${res.statusCode} ${res.body.slice(0, 160)}`)
-            else if (!c.over && refusedAtBound(res, location)) failures.push(`${r.name} ${location}=${c.value.slice(0, 20)} refused at its bound: ${res.body.slice(0, 160)}`)
+            else if (c.over && (res.statusCode !== 400 || !locations.includes(location))) {
+              failures.push(
+                `${r.name} ${location}=${c.value.slice(0, 20)} accepted: ${res.statusCode} ${res.body.slice(0, 160)}`
+              )
+            } else if (!c.over && refusedAtBound(res, location)) {
+              failures.push(
+                `${r.name} ${location}=${c.value.slice(0, 20)} refused at its bound: ${res.body.slice(0, 160)}`
+              )
+            }
           }
         }
       }
@@ -145,10 +175,20 @@ for (const kind of databases()) {
     void it('answers 400 to deeply nested JSON on every route that takes a body', async () => {
       const failures: string[] = []
       for (const r of routes.filter(isJsonBody)) {
-        for (const payload of [`{"notes":${deepJson(1_000, 'array')}}`, `{"title":${deepJson(1_000, 'object')}}`, deepJson(1_000, 'object')]) {
-          const res = await asAdmin({ method: r.method, url: await urlOf(r), payload, headers: { 'content-type': r.bodyType ?? 'application/json' } })
-          if (res.statusCode !== 400 && res.statusCode !== 404) failures.push(`${r.name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
-          else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
+        for (const payload of [
+          `{"notes":${deepJson(1_000, 'array')}}`,
+          `{"title":${deepJson(1_000, 'object')}}`,
+          deepJson(1_000, 'object')
+        ]) {
+          const res = await asAdmin({
+            method: r.method,
+            url: await urlOf(r),
+            payload,
+            headers: { 'content-type': r.bodyType ?? 'application/json' }
+          })
+          if (res.statusCode !== 400 && res.statusCode !== 404) {
+            failures.push(`${r.name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
+          } else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
         }
       }
       assert.deepEqual(failures, [])
@@ -162,9 +202,19 @@ for (const kind of databases()) {
         for (const [name, raw] of Object.entries((r.bodySchema?.properties ?? {}) as Record<string, JsonSchema>)) {
           const s = bounded(raw)
           if (s?.type !== 'object' || s.additionalProperties === false) continue
-          const payload = JSON.stringify({ ...base, [name]: { k: 'PLACEHOLDER' } }).replace('"PLACEHOLDER"', '"\\ud800"')
-          const res = await asAdmin({ method: r.method, url: await urlOf(r), payload, headers: { 'content-type': r.bodyType ?? 'application/json' } })
-          if (res.statusCode >= 500 || (res.statusCode === 400 && errorLocations(res).length === 0)) failures.push(`${r.name} body.${name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
+          const payload = JSON.stringify({ ...base, [name]: { k: 'PLACEHOLDER' } }).replace(
+            '"PLACEHOLDER"',
+            '"\\ud800"'
+          )
+          const res = await asAdmin({
+            method: r.method,
+            url: await urlOf(r),
+            payload,
+            headers: { 'content-type': r.bodyType ?? 'application/json' }
+          })
+          if (res.statusCode >= 500 || (res.statusCode === 400 && errorLocations(res).length === 0)) {
+            failures.push(`${r.name} body.${name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
+          }
         }
       }
       assert.deepEqual(failures, [])
@@ -180,7 +230,12 @@ for (const kind of databases()) {
           const s = bounded(raw)
           if (s?.type !== 'object' || s.additionalProperties === false) continue
           const payload = JSON.stringify({ ...base, [name]: 'PLACEHOLDER' }).replace('"PLACEHOLDER"', deep)
-          const res = await asAdmin({ method: r.method, url: await urlOf(r), payload, headers: { 'content-type': r.bodyType ?? 'application/json' } })
+          const res = await asAdmin({
+            method: r.method,
+            url: await urlOf(r),
+            payload,
+            headers: { 'content-type': r.bodyType ?? 'application/json' }
+          })
           if (res.statusCode >= 500) failures.push(`${r.name} body.${name}: ${res.statusCode}`)
         }
       }
@@ -189,7 +244,12 @@ for (const kind of databases()) {
     })
 
     void it('answers a body nested 100 000 levels deep with a 400 ErrorModel', async () => {
-      const res = await asAdmin({ method: 'POST', url: '/api/v1/contacts', payload: deepJson(100_000, 'array'), headers: { 'content-type': 'application/json' } })
+      const res = await asAdmin({
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: deepJson(100_000, 'array'),
+        headers: { 'content-type': 'application/json' }
+      })
       assert.equal(res.statusCode, 400, res.body.slice(0, 200))
       assert.deepEqual(problemIssues(res), [])
     })
@@ -209,10 +269,18 @@ void describe('pglite: a configured body limit', () => {
 
   void it('answers 413 above BODY_LIMIT_BYTES and accepts a body below it', async () => {
     const w = await newWorld(t, 'limit')
-    const over = await w.call(w.tokens.alice, { method: 'POST', url: '/api/v1/contacts', payload: { notes: 'x'.repeat(4_100) } })
+    const over = await w.call(w.tokens.alice, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: { notes: 'x'.repeat(4_100) }
+    })
     assert.equal(over.statusCode, 413)
     assert.deepEqual(problemIssues(over), [])
-    const under = await w.call(w.tokens.alice, { method: 'POST', url: '/api/v1/contacts', payload: { notes: 'x'.repeat(4_000) } })
+    const under = await w.call(w.tokens.alice, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: { notes: 'x'.repeat(4_000) }
+    })
     assert.equal(under.statusCode, 201, under.body)
     const list = await w.call(w.tokens.alice, { method: 'GET', url: '/api/v1/contacts' })
     assert.equal(list.json<{ total: number }>().total, 1, 'the refused body stored nothing')

@@ -49,7 +49,11 @@ async function listen (t: TestApp): Promise<string> {
 
 const figures = (r: AcResult): string =>
   `${r.requests.total} requests in ${r.duration} s (${Math.round(r.requests.average)} req/s), latency p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms max ${r.latency.max} ms, ` +
-  `${Math.round(r.throughput.average / 1024)} KiB/s, errors ${r.errors}, timeouts ${r.timeouts}, non-2xx ${r.non2xx}, statuses ${Object.entries(r.statusCodeStats).map(([s, v]) => `${s}×${v.count}`).join(' ')}`
+  `${Math.round(r.throughput.average / 1024)} KiB/s, errors ${r.errors}, timeouts ${r.timeouts}, non-2xx ${r.non2xx}, statuses ${Object.entries(
+    r.statusCodeStats
+  )
+    .map(([s, v]) => `${s}×${v.count}`)
+    .join(' ')}`
 
 void describe('pglite: rate limits', () => {
   const t = useTestApp('pglite', { env: { RATE_LIMIT_CAPACITY: '10', RATE_LIMIT_REFILL_PER_SEC: '1' } })
@@ -75,7 +79,12 @@ void describe('pglite: rate limits', () => {
     assert.equal(res.statusCode, 200, 'another caller of the same tenant is not limited')
     // the upsert costs 5 tokens: two of them empty a fresh bucket of 10
     const bulk = await validToken(t, { sub: 'bulk', tenant, roles: ['member'] })
-    const upsert = async (n: number) => await t.as(bulk, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: `u${n}@example.test` }] } })
+    const upsert = async (n: number) =>
+      await t.as(bulk, {
+        method: 'POST',
+        url: '/api/v1/contacts/upsert',
+        payload: { contacts: [{ email: `u${n}@example.test` }] }
+      })
     assert.equal((await upsert(1)).statusCode, 200)
     assert.equal((await upsert(2)).statusCode, 200)
     assert.equal((await upsert(3)).statusCode, 429)
@@ -89,7 +98,9 @@ for (const kind of databases()) {
     void it('serves a mix of reads and writes at 50 connections with no error and no lost write', async () => {
       const url = await listen(t)
       const tokens: string[] = []
-      for (let i = 0; i < 50; i++) tokens.push(await validToken(t, { sub: `load-${i}`, tenant: `load-tenant-${i % 4}`, roles: ['member'] }))
+      for (let i = 0; i < 50; i++) {
+        tokens.push(await validToken(t, { sub: `load-${i}`, tenant: `load-tenant-${i % 4}`, roles: ['member'] }))
+      }
       let next = 0
       const created: Array<{ id: string, token: string, email: string }> = []
       const auth = (c: AcContext): Record<string, string> => {
@@ -99,18 +110,66 @@ for (const kind of databases()) {
       const requests: AcRequestSpec[] = [
         {
           method: 'POST',
-          setupRequest: (req, c) => ({ ...req, method: 'POST', path: '/api/v1/contacts', headers: auth(c), body: JSON.stringify({ first_name: 'Load', email: `load-${created.length}-${Math.random().toString(36).slice(2)}@example.test` }) }),
+          setupRequest: (req, c) => ({
+            ...req,
+            method: 'POST',
+            path: '/api/v1/contacts',
+            headers: auth(c),
+            body: JSON.stringify({
+              first_name: 'Load',
+              email: `load-${created.length}-${Math.random().toString(36).slice(2)}@example.test`
+            })
+          }),
           onResponse: (status, body, c) => {
             if (status !== 201) return
-            const row = JSON.parse(body) as { id: string, email: string }
+            const row = JSON.parse(body) as { id: string; email: string }
             c.lastId = row.id
             created.push({ id: row.id, token: c.token ?? '', email: row.email })
           }
         },
-        { method: 'GET', setupRequest: (req, c) => ({ ...req, method: 'GET', path: c.lastId !== undefined ? `/api/v1/contacts/${c.lastId}` : '/api/v1/contacts', headers: auth(c), body: '' }) },
-        { method: 'GET', setupRequest: (req, c) => ({ ...req, method: 'GET', path: '/api/v1/contacts?size=10&sort_by=last_name', headers: auth(c), body: '' }) },
-        { method: 'PATCH', setupRequest: (req, c) => c.lastId === undefined ? { ...req, method: 'GET', path: '/api/v1/auth/me', headers: auth(c), body: '' } : { ...req, method: 'PATCH', path: `/api/v1/contacts/${c.lastId}`, headers: auth(c), body: JSON.stringify({ notes: 'patched under load' }) } },
-        { method: 'GET', setupRequest: (req, c) => ({ ...req, method: 'GET', path: '/api/v1/contacts/search?query=load&limit=5', headers: auth(c), body: '' }) }
+        {
+          method: 'GET',
+          setupRequest: (req, c) => ({
+            ...req,
+            method: 'GET',
+            path: c.lastId !== undefined ? `/api/v1/contacts/${c.lastId}` : '/api/v1/contacts',
+            headers: auth(c),
+            body: ''
+          })
+        },
+        {
+          method: 'GET',
+          setupRequest: (req, c) => ({
+            ...req,
+            method: 'GET',
+            path: '/api/v1/contacts?size=10&sort_by=last_name',
+            headers: auth(c),
+            body: ''
+          })
+        },
+        {
+          method: 'PATCH',
+          setupRequest: (req, c) =>
+            c.lastId === undefined
+              ? { ...req, method: 'GET', path: '/api/v1/auth/me', headers: auth(c), body: '' }
+              : {
+                  ...req,
+                  method: 'PATCH',
+                  path: `/api/v1/contacts/${c.lastId}`,
+                  headers: auth(c),
+                  body: JSON.stringify({ notes: 'patched under load' })
+                }
+        },
+        {
+          method: 'GET',
+          setupRequest: (req, c) => ({
+            ...req,
+            method: 'GET',
+            path: '/api/v1/contacts/search?query=load&limit=5',
+            headers: auth(c),
+            body: ''
+          })
+        }
       ]
       const result = await autocannon({ url, connections: 50, duration: 10, timeout: 30, requests })
       console.log(`load (${kind}): ${figures(result)}; ${created.length} contacts created`)
@@ -119,7 +178,9 @@ for (const kind of databases()) {
       const missing: string[] = []
       for (const c of created) {
         const res = await t.as(c.token, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
-        if (res.statusCode !== 200 || res.json<{ email: string }>().email !== c.email) missing.push(`${c.id}: ${res.statusCode}`)
+        if (res.statusCode !== 200 || res.json<{ email: string }>().email !== c.email) {
+          missing.push(`${c.id}: ${res.statusCode}`)
+        }
       }
       console.log(`load (${kind}): ${created.length} created contacts read back, ${missing.length} missing`)
       assert.equal(result.errors, 0)
@@ -134,31 +195,49 @@ for (const kind of databases()) {
 void describe('pglite: rate limits under load', { skip: LOAD ? false : 'set LOAD_TEST=1 to run it' }, () => {
   const CAPACITY = 200
   const REFILL = 20
-  const t = useTestApp('pglite', { env: { RATE_LIMIT_CAPACITY: String(CAPACITY), RATE_LIMIT_REFILL_PER_SEC: String(REFILL) } })
+  const t = useTestApp('pglite', {
+    env: { RATE_LIMIT_CAPACITY: String(CAPACITY), RATE_LIMIT_REFILL_PER_SEC: String(REFILL) }
+  })
 
   void it('limits a greedy caller while 24 callers under their quota see no 429', async () => {
     const url = await listen(t)
     const greedy = await validToken(t, { sub: 'greedy', tenant: 'tenant-load', roles: ['member'] })
     const polite: string[] = []
-    for (let i = 0; i < 24; i++) polite.push(await validToken(t, { sub: `polite-${i}`, tenant: 'tenant-load', roles: ['member'] }))
+    for (let i = 0; i < 24; i++) {
+      polite.push(await validToken(t, { sub: `polite-${i}`, tenant: 'tenant-load', roles: ['member'] }))
+    }
     let next = 0
     const started = Date.now()
     const PER_CALLER = CAPACITY - 50 // each polite connection (one user) stays below its bucket
     const [hog, fair] = await Promise.all([
-      autocannon({ url, connections: 24, duration: 8, timeout: 30, headers: { authorization: `Bearer ${greedy}` }, requests: [{ method: 'GET', path: '/api/v1/contacts?size=5' }] }),
+      autocannon({
+        url,
+        connections: 24,
+        duration: 8,
+        timeout: 30,
+        headers: { authorization: `Bearer ${greedy}` },
+        requests: [{ method: 'GET', path: '/api/v1/contacts?size=5' }]
+      }),
       autocannon({
         url,
         connections: 24,
         // a slow machine answers late, never wrongly: a timeout would reconnect with another caller's token
         timeout: 30,
         maxConnectionRequests: PER_CALLER,
-        requests: [{
-          method: 'GET',
-          setupRequest: (req: AcRequest, c: AcContext) => {
-            c.token ??= polite[next++ % polite.length]
-            return { ...req, method: 'GET', path: '/api/v1/contacts?size=5', headers: { authorization: `Bearer ${c.token ?? ''}` } }
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req: AcRequest, c: AcContext) => {
+              c.token ??= polite[next++ % polite.length]
+              return {
+                ...req,
+                method: 'GET',
+                path: '/api/v1/contacts?size=5',
+                headers: { authorization: `Bearer ${c.token ?? ''}` }
+              }
+            }
           }
-        }]
+        ]
       })
     ])
     const elapsed = Math.ceil((Date.now() - started) / 1000) + 1
@@ -166,7 +245,10 @@ void describe('pglite: rate limits under load', { skip: LOAD ? false : 'set LOAD
     console.log(`rate limit under load: polite ${figures(fair)}`)
     const hog429 = hog.statusCodeStats['429']?.count ?? 0
     assert.ok(hog429 > 0, 'the greedy caller is refused')
-    assert.ok(hog['2xx'] <= CAPACITY + REFILL * elapsed, `the greedy caller got ${hog['2xx']} answers, more than its bucket allows`)
+    assert.ok(
+      hog['2xx'] <= CAPACITY + REFILL * elapsed,
+      `the greedy caller got ${hog['2xx']} answers, more than its bucket allows`
+    )
     assert.equal(fair.statusCodeStats['429']?.count ?? 0, 0, 'callers under their quota are never refused')
     assert.equal(fair.non2xx, 0)
     assert.equal(fair.errors, 0)

@@ -16,7 +16,13 @@ import { createJobQueue } from '../src/modules/automation/automation.queue.ts'
 import { signBody } from '../src/modules/identity/idp-signature.ts'
 import { readBacklog } from '../src/platform/metrics.ts'
 
-interface Sample { labels?: Record<string, string>, value?: string, buckets?: Record<string, string>, count?: string, sum?: string }
+interface Sample {
+  labels?: Record<string, string>
+  value?: string
+  buckets?: Record<string, string>
+  count?: string
+  sum?: string
+}
 interface Family { name: string, help: string, type: string, metrics: Sample[] }
 const parse = createRequire(import.meta.url)('parse-prometheus-text-format') as (text: string) => Family[]
 
@@ -41,7 +47,10 @@ function value (families: Family[], name: string, labels: Record<string, string>
  * labels besides `le`, so it is handed the lines of one series, those labels taken out.
  */
 function series (text: string, name: string, labels: string): Sample {
-  const lines = text.split('\n').filter(l => l.startsWith(`${name}_`) && l.includes(labels)).map(l => l.replace(`,${labels}`, '').replace(`{${labels}}`, ''))
+  const lines = text
+    .split('\n')
+    .filter(l => l.startsWith(`${name}_`) && l.includes(labels))
+    .map(l => l.replace(`,${labels}`, '').replace(`{${labels}}`, ''))
   assert.ok(lines.length > 0, `no series ${name}{${labels}}`)
   const [only] = parse(`# TYPE ${name} histogram\n${lines.join('\n')}\n`)
   assert.ok(only !== undefined && only.metrics.length === 1, `series ${name}{${labels}}`)
@@ -70,8 +79,18 @@ for (const kind of databases()) {
     })
 
     it('refuses a scrape without the token or with a wrong one (401 ErrorModel)', async () => {
-      for (const authorization of [undefined, 'Bearer wrong-token-of-some-length', `Bearer ${TOKEN}x`, `Basic ${TOKEN}`, TOKEN]) {
-        const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: authorization === undefined ? {} : { authorization } })
+      for (const authorization of [
+        undefined,
+        'Bearer wrong-token-of-some-length',
+        `Bearer ${TOKEN}x`,
+        `Basic ${TOKEN}`,
+        TOKEN
+      ]) {
+        const res = await t.app.inject({
+          method: 'GET',
+          url: '/metrics',
+          headers: authorization === undefined ? {} : { authorization }
+        })
         assert.equal(res.statusCode, 401, String(authorization))
         assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
         const body = res.json()
@@ -90,37 +109,96 @@ for (const kind of databases()) {
       await queue.ready()
       await queue.stop()
       const before = await scrape(t)
-      const count = (families: Family[], labels: Record<string, string>) => value(families, 'http_requests_total', labels)
+      const count = (families: Family[], labels: Record<string, string>) =>
+        value(families, 'http_requests_total', labels)
 
       // 404 of no route, with a distinctive path
-      assert.equal((await t.app.inject({ method: 'GET', url: `/no-such-${MARK}-path/${crypto.randomUUID()}?q=${MARK}` })).statusCode, 404)
+      assert.equal(
+        (await t.app.inject({ method: 'GET', url: `/no-such-${MARK}-path/${crypto.randomUUID()}?q=${MARK}` }))
+          .statusCode,
+        404
+      )
       // 401 of a route
       assert.equal((await t.app.inject({ method: 'GET', url: '/api/v1/contacts' })).statusCode, 401)
       // 201 and 404 of routes with a parameter; the caller's bucket of 3 is empty after these three,
-      const created = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: `Ada ${MARK}`, email: `ada-${MARK}@example.test` } })
+      const created = await t.as(token, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { first_name: `Ada ${MARK}`, email: `ada-${MARK}@example.test` }
+      })
       assert.equal(created.statusCode, 201, created.body)
-      assert.equal((await t.as(token, { method: 'GET', url: `/api/v1/contacts/${crypto.randomUUID()}` })).statusCode, 404)
-      assert.equal((await t.as(token, { method: 'GET', url: `/api/v1/contacts/${created.json().id as string}` })).statusCode, 200)
+      assert.equal(
+        (await t.as(token, { method: 'GET', url: `/api/v1/contacts/${crypto.randomUUID()}` })).statusCode,
+        404
+      )
+      assert.equal(
+        (await t.as(token, { method: 'GET', url: `/api/v1/contacts/${created.json().id as string}` })).statusCode,
+        200
+      )
       // then one more a second passes (the refill): until the first 429
       let refused = 0
       for (let i = 0; i < 10 && refused === 0; i++) {
-        if ((await t.as(token, { method: 'GET', url: `/api/v1/contacts/${created.json().id as string}` })).statusCode === 429) refused++
+        if (
+          (await t.as(token, { method: 'GET', url: `/api/v1/contacts/${created.json().id as string}` })).statusCode ===
+          429
+        ) {
+          refused++
+        }
       }
       assert.equal(refused, 1)
 
       // the identity-provider webhook: one unsigned (refused 401), one applied
-      const event = { aggregateID: `u-${MARK}`, aggregateType: 'user', resourceOwner: tenant, instanceID: 'i-1', sequence: 1, event_type: 'user.human.added', event_payload: { email: `u-${MARK}@example.test` } }
+      const event = {
+        aggregateID: `u-${MARK}`,
+        aggregateType: 'user',
+        resourceOwner: tenant,
+        instanceID: 'i-1',
+        sequence: 1,
+        event_type: 'user.human.added',
+        event_payload: { email: `u-${MARK}@example.test` }
+      }
       const raw = Buffer.from(JSON.stringify(event))
-      assert.equal((await t.app.inject({ method: 'POST', url: '/api/v1/integrations/idp/webhook', headers: { 'content-type': 'application/json' }, payload: raw })).statusCode, 401)
-      const applied = await t.app.inject({ method: 'POST', url: '/api/v1/integrations/idp/webhook', headers: { 'content-type': 'application/json', 'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000)) }, payload: raw })
+      assert.equal(
+        (
+          await t.app.inject({
+            method: 'POST',
+            url: '/api/v1/integrations/idp/webhook',
+            headers: { 'content-type': 'application/json' },
+            payload: raw
+          })
+        ).statusCode,
+        401
+      )
+      const applied = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/integrations/idp/webhook',
+        headers: {
+          'content-type': 'application/json',
+          'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000))
+        },
+        payload: raw
+      })
       assert.equal(applied.statusCode, 200, applied.body)
 
       // a notification the mail server refuses for good: failed
-      await withTenant(t.ctx.db, { tenantId: tenant }, trx => queueNotification(trx, { tenantId: tenant, channel: 'email', recipient: `someone-${MARK}@example.test`, subject: 's', body: 'b' }))
+      await withTenant(t.ctx.db, { tenantId: tenant }, trx =>
+        queueNotification(trx, {
+          tenantId: tenant,
+          channel: 'email',
+          recipient: `someone-${MARK}@example.test`,
+          subject: 's',
+          body: 'b'
+        })
+      )
       const loop = startNotificationDelivery(t.ctx, {
         log: t.app.log,
         intervalMs: 3_600_000,
-        sender: { name: 'refusing', send: async () => { throw Object.assign(new Error('mailbox unavailable'), { responseCode: 550 }) } }
+        sender: {
+          name: 'refusing',
+          send: async () => {
+            throw Object.assign(new Error('mailbox unavailable'), { responseCode: 550 })
+          }
+        }
       })
       await loop.tick()
       await loop.stop()
@@ -132,24 +210,42 @@ for (const kind of databases()) {
       const { text, families } = await scrape(t)
 
       // the database pools and the transaction retries
-      assert.ok(family(families, 'db_pool_connections').metrics.some(m => m.labels?.login === 'request' && m.labels?.state === 'in_use'), 'pool gauges by login and state')
+      assert.ok(
+        family(families, 'db_pool_connections').metrics.some(
+          m => m.labels?.login === 'request' && m.labels?.state === 'in_use'
+        ),
+        'pool gauges by login and state'
+      )
       assert.ok(value(families, 'db_pool_connections', { login: 'request', state: 'waiting' }) >= 0)
       assert.ok(family(families, 'db_transaction_retries_total').metrics.length > 0, 'the retry counter is exposed')
 
       // request counts by template (or unmatched), method and status
-      const answered = (labels: Record<string, string>) => assert.ok(count(families, labels) >= 1, `no request counted as ${JSON.stringify(labels)}`)
-      assert.ok(count(families, { route: 'unmatched', method: 'GET', status_code: '404' }) >= count(before.families, { route: 'unmatched', method: 'GET', status_code: '404' }) + 1, 'unmatched 404')
+      const answered = (labels: Record<string, string>) =>
+        assert.ok(count(families, labels) >= 1, `no request counted as ${JSON.stringify(labels)}`)
+      assert.ok(
+        count(families, { route: 'unmatched', method: 'GET', status_code: '404' }) >=
+          count(before.families, { route: 'unmatched', method: 'GET', status_code: '404' }) + 1,
+        'unmatched 404'
+      )
       answered({ route: '/api/v1/contacts', method: 'GET', status_code: '401' })
       answered({ route: '/api/v1/contacts', method: 'POST', status_code: '201' })
       answered({ route: '/api/v1/contacts/:id', method: 'GET', status_code: '404' })
       answered({ route: '/api/v1/contacts/:id', method: 'GET', status_code: '200' })
       answered({ route: '/api/v1/contacts/:id', method: 'GET', status_code: '429' })
       assert.equal(family(families, 'http_request_duration_seconds').type, 'HISTOGRAM')
-      const observed = series(text, 'http_request_duration_seconds', 'method="POST",route="/api/v1/contacts",status_code="201"')
-      assert.ok(Number(observed.count) >= 1 && observed.buckets?.['+Inf'] === observed.count && Number(observed.sum) > 0, JSON.stringify(observed))
+      const observed = series(
+        text,
+        'http_request_duration_seconds',
+        'method="POST",route="/api/v1/contacts",status_code="201"'
+      )
+      assert.ok(
+        Number(observed.count) >= 1 && observed.buckets?.['+Inf'] === observed.count && Number(observed.sum) > 0,
+        JSON.stringify(observed)
+      )
 
       // the process's counters: by how much each moved during this test
-      const moved = (name: string, labels: Record<string, string>) => value(families, name, labels) - value(before.families, name, labels)
+      const moved = (name: string, labels: Record<string, string>) =>
+        value(families, name, labels) - value(before.families, name, labels)
       assert.ok(moved('rate_limit_refusals_total', { bucket: 'caller' }) >= 1, 'rate_limit_refusals_total')
       assert.equal(family(families, 'rate_limit_refusals_total').metrics.length, 2)
       assert.ok(moved('notification_deliveries_total', { outcome: 'failed' }) >= 1, 'notification_deliveries_total')
@@ -171,7 +267,10 @@ for (const kind of databases()) {
       assert.equal(lag.type, 'GAUGE')
       assert.ok(Number(lag.metrics[0]?.value) >= 0, 'outbox_lag_seconds')
       assert.equal(value(families, 'job_queue_depth', { queue: 'automation-execution' }), 0)
-      assert.ok(family(families, 'job_queue_depth').metrics.some(m => m.labels?.queue === 'automation-execution'), 'job_queue_depth')
+      assert.ok(
+        family(families, 'job_queue_depth').metrics.some(m => m.labels?.queue === 'automation-execution'),
+        'job_queue_depth'
+      )
 
       // Node's default metrics
       family(families, 'process_cpu_user_seconds_total')
@@ -180,8 +279,17 @@ for (const kind of databases()) {
       // bounded labels: no URL, tenant, user or other value of a request anywhere in the body
       assert.ok(!text.includes(MARK), 'a request value leaked into the metrics')
       assert.ok(!text.includes(tenant) && !text.includes(user), 'a tenant or user id leaked into the metrics')
-      const routes = new Set(families.flatMap(f => f.metrics.map(m => m.labels?.route)).filter((r): r is string => r !== undefined))
-      for (const route of routes) assert.ok(route === 'unmatched' || t.app.hasRoute({ method: 'GET', url: route }) || t.app.hasRoute({ method: 'POST', url: route }), route)
+      const routes = new Set(
+        families.flatMap(f => f.metrics.map(m => m.labels?.route)).filter((r): r is string => r !== undefined)
+      )
+      for (const route of routes) {
+        assert.ok(
+          route === 'unmatched' ||
+            t.app.hasRoute({ method: 'GET', url: route }) ||
+            t.app.hasRoute({ method: 'POST', url: route }),
+          route
+        )
+      }
       for (const f of families) {
         for (const m of f.metrics) {
           for (const [k, v] of Object.entries(m.labels ?? {})) {
@@ -197,7 +305,11 @@ describe('GET /metrics without METRICS_TOKEN', () => {
   const t = useTestApp('pglite')
   it('does not exist (404), whatever token is sent', async () => {
     for (const authorization of [undefined, `Bearer ${TOKEN}`]) {
-      const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: authorization === undefined ? {} : { authorization } })
+      const res = await t.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        headers: authorization === undefined ? {} : { authorization }
+      })
       assert.equal(res.statusCode, 404)
       assert.equal(res.json().status, 404)
     }

@@ -34,7 +34,12 @@ import { problemIssues } from './helpers/problem.ts'
 const AUDIENCE = 'collab-api'
 
 interface Key { kid: string, privateKey: CryptoKey, jwk: JWK }
-interface LogLine { level: number, msg: string, refusal?: { reason: string, status: number, repeat?: boolean, token?: Record<string, unknown> }, [k: string]: unknown }
+interface LogLine {
+  level: number
+  msg: string
+  refusal?: { reason: string; status: number; repeat?: boolean; token?: Record<string, unknown> }
+  [k: string]: unknown
+}
 
 async function newKey (kid: string): Promise<Key> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true })
@@ -116,7 +121,11 @@ void describe('pglite: authentication refusals explained, an unreachable identit
   })
 
   async function app (migrate = false): Promise<FastifyInstance> {
-    const built = await buildApp(configFor(provider), { database: database.handle, migrate, logger: { level: 'debug', stream: log } })
+    const built = await buildApp(configFor(provider), {
+      database: database.handle,
+      migrate,
+      logger: { level: 'debug', stream: log }
+    })
     await built.app.ready()
     apps.push(built.app)
     return built.app
@@ -146,7 +155,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       .setIssuedAt().setExpirationTime(o.exp ?? Math.floor(Date.now() / 1000) + 600)
       .sign(key.privateKey)
   }
-  const me = async (a: FastifyInstance, tok: string) => await a.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${tok}` } })
+  const me = async (a: FastifyInstance, tok: string) =>
+    await a.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${tok}` } })
 
   void it('logs why a token is refused (audience, issuer, unknown kid, expiry) at info, a repeat at debug, never the token; the 401 stays as before', async () => {
     const a = await app(true)
@@ -162,7 +172,11 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       const res = await me(a, tok)
       assert.equal(res.statusCode, 401, `${reason}: ${res.body}`)
       assert.deepEqual(problemIssues(res), [], reason)
-      assert.equal(res.json<{ detail: string }>().detail, 'invalid or expired token', 'the answer says no more than before')
+      assert.equal(
+        res.json<{ detail: string }>().detail,
+        'invalid or expired token',
+        'the answer says no more than before'
+      )
       assert.equal(res.headers['www-authenticate'], 'Bearer')
       const lines = log.since(mark).filter(l => l.refusal !== undefined)
       assert.equal(lines.length, 1, `${reason}: one line, got ${JSON.stringify(lines)}`)
@@ -215,9 +229,15 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       const ready = await a.inject({ method: 'GET', url: '/ready' })
       assert.equal(ready.statusCode, 503)
       assert.equal(ready.headers['retry-after'], '5')
-      assert.match(ready.json<{ detail: string }>().detail, /^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): JWKS at http:\/\/127\.0\.0\.1:\d+\/keys: /)
+      assert.match(
+        ready.json<{ detail: string }>().detail,
+        /^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): JWKS at http:\/\/127\.0\.0\.1:\d+\/keys: /
+      )
       const lines = log.since(mark)
-      assert.ok(lines.some(l => l.level === WARN && l.msg.startsWith('identity provider unreachable')), 'the change is logged once at warn')
+      assert.ok(
+        lines.some(l => l.level === WARN && l.msg.startsWith('identity provider unreachable')),
+        'the change is logged once at warn'
+      )
       const refusals = lines.filter(l => l.refusal?.status === 503)
       assert.equal(refusals[0]?.level, WARN, 'the first refusal of the outage is warn')
       assert.match(refusals[0]?.refusal?.reason ?? '', /^identity provider unreachable: JWKS at /)
@@ -226,13 +246,24 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       mock.timers.tick(6_000)
       const later = log.lines.length
       assert.equal((await me(a, await token(k2, { sub: 'user-again' }))).statusCode, 503)
-      assert.deepEqual(log.since(later).filter(l => l.refusal !== undefined).map(l => l.level), [DEBUG], 'later refusals of the outage are debug')
+      assert.deepEqual(
+        log
+          .since(later)
+          .filter(l => l.refusal !== undefined)
+          .map(l => l.level),
+        [DEBUG],
+        'later refusals of the outage are debug'
+      )
 
       provider.down = false
       assert.equal((await me(a, await token(k2, { sub: 'user-soon' }))).statusCode, 503, 'not asked again before 5 s')
       mock.timers.tick(6_000)
       const back = log.lines.length
-      assert.equal((await a.inject({ method: 'GET', url: '/ready' })).statusCode, 200, '/ready asks again and sees it back')
+      assert.equal(
+        (await a.inject({ method: 'GET', url: '/ready' })).statusCode,
+        200,
+        '/ready asks again and sees it back'
+      )
       assert.equal((await me(a, await token(k2, { sub: 'user-back' }))).statusCode, 200, 'the rotated key is known now')
       assert.ok(log.since(back).some(l => l.level === INFO && l.msg.startsWith('identity provider answers again')))
     } finally {
@@ -246,7 +277,14 @@ void describe('pglite: authentication refusals explained, an unreachable identit
     const mark = log.lines.length
     const a = await app()
     try {
-      assert.ok(log.since(mark).some(l => l.level === WARN && l.msg.startsWith('identity provider unreachable at start: OIDC discovery at ')), 'said at start')
+      assert.ok(
+        log
+          .since(mark)
+          .some(
+            l => l.level === WARN && l.msg.startsWith('identity provider unreachable at start: OIDC discovery at ')
+          ),
+        'said at start'
+      )
       mock.timers.enable({ apis: ['Date'], now: Date.now() })
       const tok = await token(k1, { sub: 'user-start' })
       const res = await me(a, tok)
@@ -255,7 +293,10 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       assert.deepEqual(problemIssues(res), [])
       const ready = await a.inject({ method: 'GET', url: '/ready' })
       assert.equal(ready.statusCode, 503)
-      assert.match(ready.json<{ detail: string }>().detail, /^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): OIDC discovery at http:\/\/127\.0\.0\.1:\d+\/\.well-known\/openid-configuration: /)
+      assert.match(
+        ready.json<{ detail: string }>().detail,
+        /^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): OIDC discovery at http:\/\/127\.0\.0\.1:\d+\/\.well-known\/openid-configuration: /
+      )
       assert.equal((await a.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'alive all the same')
 
       provider.down = false
@@ -274,7 +315,10 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       await assert.rejects(createTokenVerifier(configFor(provider)), (err: unknown) => {
         assert.ok(err instanceof ConfigError)
         assert.equal(err.variable, 'OIDC_ISSUER')
-        assert.ok(err.message.includes(`"${provider.issuer}"`) && err.message.includes(`"${provider.issuer}/"`), err.message)
+        assert.ok(
+          err.message.includes(`"${provider.issuer}"`) && err.message.includes(`"${provider.issuer}/"`),
+          err.message
+        )
         assert.ok(!err.message.includes('\n'), 'one line')
         return true
       })
@@ -293,7 +337,10 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       mock.timers.tick(6_000)
       const ready = await a.inject({ method: 'GET', url: '/ready' })
       assert.equal(ready.statusCode, 503)
-      assert.match(ready.json<{ detail: string }>().detail, /^identity provider misconfigured \(.*\): OIDC_ISSUER is ".*" but the provider's discovery document .* names ".*\/"/)
+      assert.match(
+        ready.json<{ detail: string }>().detail,
+        /^identity provider misconfigured \(.*\): OIDC_ISSUER is ".*" but the provider's discovery document .* names ".*\/"/
+      )
       assert.equal((await me(a, await token(k1, { sub: 'user-mis' }))).statusCode, 503)
     } finally {
       provider.down = false

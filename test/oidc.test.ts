@@ -57,7 +57,12 @@ void describe('pglite: OIDC mode with a JWKS provider', () => {
     })
     await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
     issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    Object.assign(env, { OIDC_ISSUER: issuer, OIDC_AUDIENCE: AUDIENCE, OIDC_TENANT_CLAIM: TENANT_CLAIM, OIDC_ROLES_CLAIM: ROLES_CLAIM })
+    Object.assign(env, {
+      OIDC_ISSUER: issuer,
+      OIDC_AUDIENCE: AUDIENCE,
+      OIDC_TENANT_CLAIM: TENANT_CLAIM,
+      OIDC_ROLES_CLAIM: ROLES_CLAIM
+    })
   })
   after(async () => {
     mock.timers.reset()
@@ -66,24 +71,39 @@ void describe('pglite: OIDC mode with a JWKS provider', () => {
 
   const t = useTestApp('pglite', { env })
 
-  async function token (key: Key, claims: Record<string, unknown> = {}, aud: string | string[] | null = AUDIENCE): Promise<string> {
+  async function token (
+    key: Key,
+    claims: Record<string, unknown> = {},
+    aud: string | string[] | null = AUDIENCE
+  ): Promise<string> {
     let jwt = new SignJWT({
       [TENANT_CLAIM]: 'org-4711',
       [ROLES_CLAIM]: { admin: { 'org-4711': 'example.zitadel.cloud' } },
       email: 'ada@example.test',
       ...claims
-    }).setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
-      .setIssuer(issuer).setSubject('user-ada').setIssuedAt().setExpirationTime('10m')
+    })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ: 'JWT' })
+      .setIssuer(issuer)
+      .setSubject('user-ada')
+      .setIssuedAt()
+      .setExpirationTime('10m')
     if (aud !== null) jwt = jwt.setAudience(aud)
     return await jwt.sign(key.privateKey)
   }
 
-  const me = async (tok: string) => await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${tok}` } })
+  const me = async (tok: string) =>
+    await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${tok}` } })
 
   void it('accepts an RS256 token of the provider and reads the ZITADEL tenant and roles claims', async () => {
     const res = await me(await token(k1))
     assert.equal(res.statusCode, 200, res.body)
-    const body = res.json<{ user_id: string, tenant_id: string, roles: string[], effective_role: string, permissions: string[] }>()
+    const body = res.json<{
+      user_id: string
+      tenant_id: string
+      roles: string[]
+      effective_role: string
+      permissions: string[]
+    }>()
     assert.equal(body.user_id, 'user-ada')
     assert.equal(body.tenant_id, 'org-4711')
     assert.deepEqual(body.roles, ['admin'])
@@ -102,20 +122,48 @@ void describe('pglite: OIDC mode with a JWKS provider', () => {
       assert.equal(res.statusCode, 401, `${name}: ${res.body}`)
       assert.deepEqual(problemIssues(res), [], name)
     }
-    assert.equal((await me(await token(k1, { jti: 'x' }, ['another-api', AUDIENCE]))).statusCode, 200, 'aud may list several audiences')
+    assert.equal(
+      (await me(await token(k1, { jti: 'x' }, ['another-api', AUDIENCE]))).statusCode,
+      200,
+      'aud may list several audiences'
+    )
   })
 
   void it('refuses the dev key, other issuers, HMAC and alg none in OIDC mode', async () => {
     const now = Math.floor(Date.now() / 1000)
     const b64 = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url')
-    const claims = { iss: issuer, sub: 'user-ada', aud: AUDIENCE, exp: now + 600, [TENANT_CLAIM]: 'org-4711', [ROLES_CLAIM]: { admin: {} } }
+    const claims = {
+      iss: issuer,
+      sub: 'user-ada',
+      aud: AUDIENCE,
+      exp: now + 600,
+      [TENANT_CLAIM]: 'org-4711',
+      [ROLES_CLAIM]: { admin: {} }
+    }
     const cases: Array<[string, string]> = [
       ['dev key', await t.token({ sub: 'user-ada', tenant: 'org-4711', roles: ['admin'] })],
-      ['other issuer', await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: k1.kid }).setIssuer('https://evil.example').sign(k1.privateKey)],
-      ['HS256', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid: k1.kid }).sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!'))],
+      [
+        'other issuer',
+        await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'RS256', kid: k1.kid })
+          .setIssuer('https://evil.example')
+          .sign(k1.privateKey)
+      ],
+      [
+        'HS256',
+        await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'HS256', kid: k1.kid })
+          .sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!'))
+      ],
       ['alg none', `${b64({ alg: 'none', kid: k1.kid })}.${b64(claims)}.`],
       ['no tenant claim', await token(k1, { [TENANT_CLAIM]: undefined })],
-      ['expired', await new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: k1.kid }).setExpirationTime(now - 3600).sign(k1.privateKey)]
+      [
+        'expired',
+        await new SignJWT(claims)
+          .setProtectedHeader({ alg: 'RS256', kid: k1.kid })
+          .setExpirationTime(now - 3600)
+          .sign(k1.privateKey)
+      ]
     ]
     for (const [name, tok] of cases) {
       const res = await me(tok)

@@ -18,7 +18,10 @@ import { missingFixtures, newWorld, pathValues, requiredQuery, validBody, type W
 
 type Json = Record<string, unknown>
 
-/** The served document is 1 822 298 bytes without shared responses (docs/api-conventions.md); well below a third of that now. */
+/**
+ * The served document is 1 822 298 bytes without shared responses (docs/api-conventions.md); well below a third of that
+ * now.
+ */
 const MAX_DOCUMENT_BYTES = 400_000
 
 function operations (doc: Json): Array<{ path: string, method: string, op: Json }> {
@@ -60,14 +63,23 @@ void describe('the served OpenAPI document', () => {
     assert.ok(size < MAX_DOCUMENT_BYTES, `${size} bytes`)
     for (const { path, method, op } of operations(doc)) {
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-        if (/^[45]/.test(status)) assert.match(String(response.$ref), /^#\/components\/responses\//, `${method} ${path} ${status}`)
+        if (/^[45]/.test(status)) {
+          assert.match(String(response.$ref), /^#\/components\/responses\//, `${method} ${path} ${status}`)
+        }
       }
-      assert.ok(Object.keys(op.responses as Json).some(s => s.startsWith('4')), `${method} ${path} documents no 4xx`)
+      assert.ok(
+        Object.keys(op.responses as Json).some(s => s.startsWith('4')),
+        `${method} ${path} documents no 4xx`
+      )
     }
     const shared = (doc.components as Record<string, Record<string, Json>>).responses ?? {}
     assert.ok(shared.Error !== undefined)
     for (const [name, response] of Object.entries(shared)) {
-      assert.deepEqual(response.content, { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } }, name)
+      assert.deepEqual(
+        response.content,
+        { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } },
+        name
+      )
     }
     for (const ref of new Set(refs(doc))) assert.notEqual(pointer(doc, ref), undefined, `unresolvable ${ref}`)
   })
@@ -93,9 +105,12 @@ void describe('the served OpenAPI document', () => {
     assert.deepEqual((doc.servers as Json[]).map(s => s.url), ['/'])
     const tags = new Map((doc.tags as Json[]).map(tag => [tag.name, tag.description]))
     for (const { path, method, op } of operations(doc)) {
-      for (const tag of op.tags as string[]) assert.ok(typeof tags.get(tag) === 'string', `${method} ${path}: tag ${tag} has no description`)
+      for (const tag of op.tags as string[]) {
+        assert.ok(typeof tags.get(tag) === 'string', `${method} ${path}: tag ${tag} has no description`)
+      }
     }
-    const security = (path: string, method: string): unknown => (pointer(doc, `#/paths/${path.replace(/\//g, '~1')}/${method}`) as Json).security
+    const security = (path: string, method: string): unknown =>
+      (pointer(doc, `#/paths/${path.replace(/\//g, '~1')}/${method}`) as Json).security
     assert.deepEqual(security('/health', 'get'), [])
     assert.deepEqual(security('/ready', 'get'), [])
     assert.deepEqual(security('/api/v1/integrations/idp/webhook', 'post'), [])
@@ -107,13 +122,24 @@ void describe('the served OpenAPI document', () => {
     for (const { path, method, op } of operations(doc)) {
       const params = refs(op.parameters)
       const authenticated = (op.security as unknown[]).length > 0
-      assert.equal(params.includes('#/components/parameters/Idempotency-Key'), method === 'post' && authenticated, `${method} ${path}`)
+      assert.equal(
+        params.includes('#/components/parameters/Idempotency-Key'),
+        method === 'post' && authenticated,
+        `${method} ${path}`
+      )
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-        if (Number(status) < 400) assert.ok((response.headers as Json | undefined)?.['RateLimit-Remaining'] !== undefined, `${method} ${path} ${status}`)
+        if (Number(status) < 400) {
+          assert.ok(
+            (response.headers as Json | undefined)?.['RateLimit-Remaining'] !== undefined,
+            `${method} ${path} ${status}`
+          )
+        }
       }
     }
     const shared = (doc.components as Record<string, Record<string, Json>>).responses ?? {}
-    for (const name of ['TooManyRequests', 'ServiceUnavailable']) assert.ok((shared[name]?.headers as Json)['Retry-After'] !== undefined, name)
+    for (const name of ['TooManyRequests', 'ServiceUnavailable']) {
+      assert.ok((shared[name]?.headers as Json)['Retry-After'] !== undefined, name)
+    }
   })
 
   void it('documents the cover upload as multipart with a binary file part, and the cover as image bytes', () => {
@@ -135,7 +161,9 @@ async function coverUpload (): Promise<{ payload: Buffer, type: string }> {
   const png = await sharp({ create: { width: 2, height: 2, channels: 3, background: '#000' } }).png().toBuffer()
   const boundary = 'openapi-test-boundary'
   const payload = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.png"\r\nContent-Type: image/png\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.png"\r\nContent-Type: image/png\r\n\r\n`
+    ),
     png,
     Buffer.from(`\r\n--${boundary}--\r\n`)
   ])
@@ -161,13 +189,23 @@ for (const kind of databases()) {
     const values = new Map<ApiRoute, Record<string, string>>()
     const request = async (route: ApiRoute, headers: Record<string, string>): Promise<InjectOptions> => {
       const url = fillPath(route.url, values.get(route) ?? await pathValues(w, route)) + requiredQuery(route)
-      const opts: InjectOptions = { method: route.method, url, headers: { authorization: `Bearer ${w.tokens.alice}`, ...headers } }
+      const opts: InjectOptions = {
+        method: route.method,
+        url,
+        headers: { authorization: `Bearer ${w.tokens.alice}`, ...headers }
+      }
       if (route.bodyType === 'multipart/form-data') {
         const { payload, type } = await coverUpload()
         return { ...opts, payload, headers: { ...opts.headers, 'content-type': type } }
       }
       const body = await validBody(w, route)
-      return body === undefined ? opts : { ...opts, payload: JSON.stringify(body), headers: { ...opts.headers, 'content-type': route.bodyType ?? 'application/json' } }
+      return body === undefined
+        ? opts
+        : {
+            ...opts,
+            payload: JSON.stringify(body),
+            headers: { ...opts.headers, 'content-type': route.bodyType ?? 'application/json' }
+          }
     }
 
     void it('a successful read sends ETag exactly when its operation documents it', async () => {
@@ -178,10 +216,15 @@ for (const kind of databases()) {
       for (const route of reads) {
         const res = await t.app.inject(await request(route, {}))
         if (res.statusCode !== 200) continue
-        const responses = (doc.paths[route.url.replace(/:([^/]+)/g, '{$1}')]?.get?.responses ?? {}) as Record<string, { headers?: Record<string, unknown> }>
+        const responses = (doc.paths[route.url.replace(/:([^/]+)/g, '{$1}')]?.get?.responses ?? {}) as Record<
+          string,
+          { headers?: Record<string, unknown> }
+        >
         const documented = responses['200']?.headers?.ETag !== undefined
         if (documented) withEtag++
-        if ((res.headers.etag !== undefined) !== documented) wrong.push(`${route.name}: etag ${String(res.headers.etag)}, ${documented ? '' : 'not '}documented`)
+        if ((res.headers.etag !== undefined) !== documented) {
+          wrong.push(`${route.name}: etag ${String(res.headers.etag)}, ${documented ? '' : 'not '}documented`)
+        }
       }
       assert.ok(withEtag >= 3, `${withEtag} reads with a documented ETag answered`)
       assert.deepEqual(wrong, [])
@@ -207,7 +250,9 @@ for (const kind of databases()) {
         const res = await t.app.inject(await request(route, { 'if-match': '"999999"' }))
         if (documents(route, 'If-Match')) documented++
         if ((res.statusCode === 412) !== documents(route, 'If-Match')) {
-          wrong.push(`${route.name} (${route.operationId}): ${res.statusCode}, If-Match ${documents(route, 'If-Match') ? '' : 'not '}documented`)
+          wrong.push(
+            `${route.name} (${route.operationId}): ${res.statusCode}, If-Match ${documents(route, 'If-Match') ? '' : 'not '}documented`
+          )
         }
       }
       assert.ok(documented >= 15, `${documented} writes document If-Match`)

@@ -33,7 +33,9 @@ describe('authorization policy', () => {
         const [kind, action] = named.split(':') as [ResourceKind, string]
         const row = (POLICY[kind] as Record<string, { tenant: string } | undefined> | undefined)?.[action]
         if (row === undefined) problems.push(`${r.name}: unknown policy row ${named}`)
-        else if (row.tenant !== r.permission) problems.push(`${r.name}: ${named} needs ${row.tenant}, the route checks ${String(r.permission)}`)
+        else if (row.tenant !== r.permission) {
+          problems.push(`${r.name}: ${named} needs ${row.tenant}, the route checks ${String(r.permission)}`)
+        }
       }
       assert.deepEqual(problems, [])
     })

@@ -24,7 +24,9 @@ for (const kind of databases()) {
     const lines: Line[] = []
     const stream = new Writable({
       write (chunk: Buffer, _encoding, done) {
-        for (const text of chunk.toString('utf8').split('\n')) if (text.trim() !== '') lines.push(JSON.parse(text) as Line)
+        for (const text of chunk.toString('utf8').split('\n')) {
+          if (text.trim() !== '') lines.push(JSON.parse(text) as Line)
+        }
         done()
       }
     })
@@ -38,7 +40,11 @@ for (const kind of databases()) {
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-log-test-'))
       const db = await freshDatabase(kind)
       drop = db.drop
-      const config = loadConfig({ DATA_DIR: dataDir, WORKERS: 'false', ...(db.url !== undefined ? { DATABASE_URL: db.url } : {}) })
+      const config = loadConfig({
+        DATA_DIR: dataDir,
+        WORKERS: 'false',
+        ...(db.url !== undefined ? { DATABASE_URL: db.url } : {})
+      })
       const built = await buildApp(config, { database: db.handle, logger: { level: 'info', stream } })
       app = built.app
       // a test-only route whose handler logs, then fails
@@ -48,7 +54,14 @@ for (const kind of databases()) {
       })
       await app.ready()
       const keys = await loadOrCreateDevKeys(dataDir)
-      token = await signDevToken(keys, { sub: 'alice', tenant, roles: ['admin'], email: 'alice@example.test', tenantClaim: config.oidc.tenantClaim, rolesClaim: config.oidc.rolesClaim })
+      token = await signDevToken(keys, {
+        sub: 'alice',
+        tenant,
+        roles: ['admin'],
+        email: 'alice@example.test',
+        tenantClaim: config.oidc.tenantClaim,
+        rolesClaim: config.oidc.rolesClaim
+      })
     })
     after(async () => {
       await app?.close()
@@ -64,25 +77,37 @@ for (const kind of databases()) {
     }
     const reqIdOf = (instance: string): string => instance.split('#')[1] ?? ''
 
-    it('a 500: the handler\'s line, the error handler\'s and the completion line carry reqId, tenant and route', async () => {
-      const res = await app.inject({ method: 'GET', url: '/api/v1/test-log-failure/42', headers: { authorization: `Bearer ${token}` } })
+    it("a 500: the handler's line, the error handler's and the completion line carry reqId, tenant and route", async () => {
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/test-log-failure/42',
+        headers: { authorization: `Bearer ${token}` }
+      })
       assert.equal(res.statusCode, 500)
       const reqId = reqIdOf(res.json().instance as string)
       const mine = linesOf(reqId)
-      assert.deepEqual(mine.map(l => l.msg), ['handler line', 'request failed', 'request completed'])
+      assert.deepEqual(
+        mine.map(l => l.msg),
+        ['handler line', 'request failed', 'request completed']
+      )
       for (const l of mine) {
         assert.equal(l.tenant, tenant, JSON.stringify(l))
         assert.equal(l.route, '/api/v1/test-log-failure/:id', JSON.stringify(l))
       }
       // the completion line names the request itself
-      const done = mine.at(-1) as { req?: { method?: string, url?: string }, res?: { statusCode?: number } }
+      const done = mine.at(-1) as { req?: { method?: string; url?: string }; res?: { statusCode?: number } }
       assert.equal(done.req?.method, 'GET')
       assert.equal(done.req?.url, '/api/v1/test-log-failure/42')
       assert.equal(done.res?.statusCode, 500)
     })
 
     it('a handled 400 of a real route: the refusal and completion lines carry them too', async () => {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/contacts', headers: { authorization: `Bearer ${token}` }, payload: { first_name: 'Ada', email: 'not an address' } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/contacts',
+        headers: { authorization: `Bearer ${token}` },
+        payload: { first_name: 'Ada', email: 'not an address' }
+      })
       assert.equal(res.statusCode, 400, res.body)
       const mine = linesOf(reqIdOf(res.json().instance as string))
       assert.deepEqual(mine.map(l => l.msg), ['request refused', 'request completed'])
@@ -93,11 +118,21 @@ for (const kind of databases()) {
     })
 
     it('no route matched: route is "unmatched"; without a valid token there is no tenant', async () => {
-      const res = await app.inject({ method: 'GET', url: `/no-such-path/${crypto.randomUUID()}`, headers: { authorization: `Bearer ${token}` } })
+      const res = await app.inject({
+        method: 'GET',
+        url: `/no-such-path/${crypto.randomUUID()}`,
+        headers: { authorization: `Bearer ${token}` }
+      })
       assert.equal(res.statusCode, 404)
-      for (const l of linesOf(reqIdOf(res.json().instance as string))) assert.equal(l.route, 'unmatched', JSON.stringify(l))
+      for (const l of linesOf(reqIdOf(res.json().instance as string))) {
+        assert.equal(l.route, 'unmatched', JSON.stringify(l))
+      }
 
-      const refused = await app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: 'Bearer not.a.token' } })
+      const refused = await app.inject({
+        method: 'GET',
+        url: '/api/v1/contacts',
+        headers: { authorization: 'Bearer not.a.token' }
+      })
       assert.equal(refused.statusCode, 401)
       for (const l of linesOf(reqIdOf(refused.json().instance as string))) {
         assert.equal(l.route, '/api/v1/contacts', JSON.stringify(l))

@@ -19,7 +19,16 @@ import { before, describe, it } from 'node:test'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { databases, useTestApp } from './helpers/build-app.ts'
 import { apiRoutes, fillPath, isWrite, type ApiRoute } from './helpers/routes.ts'
-import { isGlobal, isPrivate, missingFixtures, newWorld, pathValues, requiredQuery, validBody, type World } from './helpers/fixtures.ts'
+import {
+  isGlobal,
+  isPrivate,
+  missingFixtures,
+  newWorld,
+  pathValues,
+  requiredQuery,
+  validBody,
+  type World
+} from './helpers/fixtures.ts'
 import { badTokens } from './helpers/tokens.ts'
 import { problemIssues } from './helpers/problem.ts'
 import { permissionsOf, type Permission } from '../src/platform/auth/permissions.ts'
@@ -103,15 +112,23 @@ for (const kind of databases()) {
       const open = routes.filter(r => r.auth !== 'required' && PUBLIC_ROUTES[r.name] === undefined && !isPublicPage(r))
       assert.deepEqual(open.map(r => `${r.name} (auth ${r.auth})`), [])
       const webhook = routes.find(r => r.name === 'POST /api/v1/integrations/idp/webhook')
-      if (webhook !== undefined) assert.equal(webhook.auth, 'none', 'the identity webhook authenticates by signature, not by token')
+      if (webhook !== undefined) {
+        assert.equal(webhook.auth, 'none', 'the identity webhook authenticates by signature, not by token')
+      }
     })
 
     void it('declares a permission on every route that requires a token, and a write permission on every write', () => {
       const viewer = new Set(permissionsOf(['viewer']))
       const problems: string[] = []
       for (const r of routes.filter(x => x.auth === 'required')) {
-        if (r.permission === undefined && r.name !== 'GET /api/v1/auth/me') problems.push(`${r.name} declares no permission`)
-        if (isWrite(r) && WRITES_OPEN_TO_VIEWERS[r.name] === undefined && (r.permission === undefined || viewer.has(r.permission as Permission))) {
+        if (r.permission === undefined && r.name !== 'GET /api/v1/auth/me') {
+          problems.push(`${r.name} declares no permission`)
+        }
+        if (
+          isWrite(r) &&
+          WRITES_OPEN_TO_VIEWERS[r.name] === undefined &&
+          (r.permission === undefined || viewer.has(r.permission as Permission))
+        ) {
           problems.push(`${r.name} is a write that viewers may call (permission ${String(r.permission)})`)
         }
       }
@@ -127,18 +144,24 @@ for (const kind of databases()) {
         const { url, body } = await resolve(A, r)
         for (const [name, token] of Object.entries(tokens)) {
           const opts = request(r, url, body)
-          if (token !== undefined) opts.headers = { ...opts.headers, authorization: name === 'malformed header' ? token : `Bearer ${token}` }
+          if (token !== undefined) {
+            opts.headers = { ...opts.headers, authorization: name === 'malformed header' ? token : `Bearer ${token}` }
+          }
           const res = await t.app.inject(opts)
           checked++
           if (res.statusCode !== 401) failures.push(`${r.name} [${name}]: ${brief(res)}`)
           else {
             const issues = problemIssues(res)
             if (issues.length > 0) failures.push(`${r.name} [${name}]: ${issues.join('; ')}`)
-            if (!String(res.headers['www-authenticate'] ?? '').startsWith('Bearer')) failures.push(`${r.name} [${name}]: no WWW-Authenticate: Bearer`)
+            if (!String(res.headers['www-authenticate'] ?? '').startsWith('Bearer')) {
+              failures.push(`${r.name} [${name}]: no WWW-Authenticate: Bearer`)
+            }
           }
         }
       }
-      console.log(`401 matrix: ${checked} requests over ${covered.filter(x => x.auth === 'required').length} routes × ${Object.keys(tokens).length} credentials`)
+      console.log(
+        `401 matrix: ${checked} requests over ${covered.filter(x => x.auth === 'required').length} routes × ${Object.keys(tokens).length} credentials`
+      )
       assert.deepEqual(failures, [])
     })
 
@@ -154,7 +177,9 @@ for (const kind of databases()) {
           const res = await A.call(token, request(r, url, isWrite(r) ? { unexpected_field: ['x'] } : undefined))
           checked++
           if (res.statusCode !== 403) failures.push(`${r.name} as ${role}: ${brief(res)}`)
-          else if (problemIssues(res).length > 0) failures.push(`${r.name} as ${role}: ${problemIssues(res).join('; ')}`)
+          else if (problemIssues(res).length > 0) {
+            failures.push(`${r.name} as ${role}: ${problemIssues(res).join('; ')}`)
+          }
         }
       }
       console.log(`403 matrix: ${checked} requests`)
@@ -194,7 +219,11 @@ for (const kind of databases()) {
         if (shows(res, url, A.marker)) failures.push(`${r.name}: the answer shows tenant A's data`)
       }
       const after = await snapshotOf(A)
-      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`tenant A's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+      for (const [k, v] of before) {
+        if (after.get(k) !== v) {
+          failures.push(`tenant A's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+        }
+      }
       console.log(`cross-tenant matrix: ${ordered.length} routes, ${before.size} reads of tenant A compared`)
       assert.deepEqual(unknownOnly(failures), [])
     })
@@ -204,11 +233,16 @@ for (const kind of databases()) {
       const failures: string[] = []
       for (const r of covered.filter(x => x.method === 'GET' && x.params.length === 0 && x.auth === 'required')) {
         const term = A.marker.slice(0, 9)
-        const query = r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true ? `?query=${term}` : `?search=${term}`
+        const query =
+          r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true
+            ? `?query=${term}`
+            : `?search=${term}`
         for (const url of [r.url, `${r.url}${query}`]) {
           const res = await A.call(caller, { method: 'GET', url })
           if (res.statusCode >= 500) failures.push(`${r.name}: ${brief(res)}`)
-          if (res.body.includes(A.marker)) failures.push(`${r.name} (${url}) by ${who} shows alice's private data: ${res.body.slice(0, 200)}`)
+          if (res.body.includes(A.marker)) {
+            failures.push(`${r.name} (${url}) by ${who} shows alice's private data: ${res.body.slice(0, 200)}`)
+          }
         }
       }
       return failures
@@ -224,7 +258,10 @@ for (const kind of databases()) {
       for (const r of covered.filter(x => x.method === 'GET' && x.params.length === 0 && x.auth === 'required')) {
         // a prefix of the marker: a search may echo its query, but only A's rows hold the whole marker
         const term = A.marker.slice(0, 9)
-        const query = r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true ? `?query=${term}` : `?search=${term}`
+        const query =
+          r.operation.parameters?.some(p => p.in === 'query' && p.name === 'query') === true
+            ? `?query=${term}`
+            : `?search=${term}`
         for (const url of [r.url, `${r.url}${query}`]) {
           const res = await B.call(B.tokens.admin, { method: 'GET', url })
           if (res.statusCode >= 500) failures.push(`${r.name}: ${brief(res)}`)
@@ -235,7 +272,9 @@ for (const kind of databases()) {
     })
 
     void it('answers 404 to a member on another member\'s private resources, and changes nothing', async () => {
-      const privateRoutes = covered.filter(r => r.params.length > 0 && r.auth === 'required' && isPrivate(r) && !isGlobal(r))
+      const privateRoutes = covered.filter(
+        r => r.params.length > 0 && r.auth === 'required' && isPrivate(r) && !isGlobal(r)
+      )
       assert.ok(privateRoutes.length > 0, 'no route with a private fixture')
       for (const r of covered) await resolve(A, r)
       const before = await snapshotOf(A)
@@ -265,14 +304,26 @@ for (const kind of databases()) {
         return res.json<{ items: Array<{ id: number, status?: string }> }>().items
       }
       for (const e of await all('/api/v1/events?size=100')) {
-        const res = await w.call(w.tokens.alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { visibility: 40 } })
+        const res = await w.call(w.tokens.alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${e.id}`,
+          payload: { visibility: 40 }
+        })
         assert.ok(res.statusCode < 300, `sharing event ${e.id}: ${res.body}`)
       }
       for (const sp of await all('/api/v1/spaces?size=100')) {
         if (sp.status !== 'draft') continue
-        const patched = await w.call(w.tokens.alice, { method: 'PATCH', url: `/api/v1/spaces/${sp.id}`, payload: { visibility: 40 } })
+        const patched = await w.call(w.tokens.alice, {
+          method: 'PATCH',
+          url: `/api/v1/spaces/${sp.id}`,
+          payload: { visibility: 40 }
+        })
         assert.ok(patched.statusCode < 300, `sharing space ${sp.id}: ${patched.body}`)
-        const published = await w.call(w.tokens.alice, { method: 'POST', url: `/api/v1/spaces/${sp.id}/publish`, payload: {} })
+        const published = await w.call(w.tokens.alice, {
+          method: 'POST',
+          url: `/api/v1/spaces/${sp.id}/publish`,
+          payload: {}
+        })
         assert.ok(published.statusCode < 300, `publishing space ${sp.id}: ${published.body}`)
       }
     }
@@ -282,14 +333,14 @@ for (const kind of databases()) {
       for (const r of covered) await resolve(C, r)
       await shareWithTenant(C)
       // bob holds every right on resources of his own
-      const own = await C.call(C.tokens.bob, { method: 'POST', url: '/api/v1/events', payload: { title: 'bob\'s own' } })
+      const own = await C.call(C.tokens.bob, { method: 'POST', url: '/api/v1/events', payload: { title: "bob's own" } })
       assert.equal(own.statusCode, 201, own.body)
       const seen = await C.call(C.tokens.bob, { method: 'GET', url: `/api/v1/events/${await C.need('events/:id')}` })
-      assert.equal(seen.statusCode, 200, 'bob must see alice\'s shared event for this check to mean anything')
+      assert.equal(seen.statusCode, 200, "bob must see alice's shared event for this check to mean anything")
       const before = await snapshotOf(C)
       const failures: string[] = []
       const writes = covered.filter(r => isWrite(r) && r.params.length > 0 && r.auth === 'required' && !isGlobal(r))
-      const order = (r: ApiRoute): number => r.method === 'DELETE' ? 1 : 0
+      const order = (r: ApiRoute): number => (r.method === 'DELETE' ? 1 : 0)
       for (const r of [...writes].sort((x, y) => order(x) - order(y))) {
         const { url, body } = await resolve(C, r)
         const res = await C.call(C.tokens.bob, request(r, url, body))
@@ -297,13 +348,17 @@ for (const kind of databases()) {
         else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
       }
       const after = await snapshotOf(C)
-      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+      for (const [k, v] of before) {
+        if (after.get(k) !== v) {
+          failures.push(`alice's ${k} changed: ${v.slice(0, 120)} → ${String(after.get(k)).slice(0, 120)}`)
+        }
+      }
       console.log(`no-right matrix: ${writes.length} write routes on resources bob sees, ${before.size} reads compared`)
       assert.ok(writes.length > 20)
       assert.deepEqual(failures, [])
     })
 
-    void it('changes nothing of alice\'s when a member points a write on his own resource at hers (links, spaces, parents, milestones)', async () => {
+    void it("changes nothing of alice's when a member points a write on his own resource at hers (links, spaces, parents, milestones)", async () => {
       const C = await newWorld(t, 'tenant-c', { orgId: `org-${crypto.randomUUID()}` })
       for (const r of covered) await resolve(C, r)
       await shareWithTenant(C)
@@ -313,8 +368,8 @@ for (const kind of databases()) {
         return String(res.json<{ id: number }>().id)
       }
       const own: Record<string, string> = {
-        events: await bobs('/api/v1/events', { title: 'bob\'s own event' }),
-        spaces: await bobs('/api/v1/spaces', { title: 'bob\'s own space' })
+        events: await bobs('/api/v1/events', { title: "bob's own event" }),
+        spaces: await bobs('/api/v1/spaces', { title: "bob's own space" })
       }
       // the ids a body may name, all alice's
       const hers: Record<string, string> = {
@@ -327,26 +382,43 @@ for (const kind of databases()) {
       }
       const before = await snapshotOf(C)
       const failures: string[] = []
-      const writes = covered.filter(r => isWrite(r) && r.auth === 'required' && r.method !== 'DELETE' && own[r.url.split('/')[3] ?? ''] !== undefined && r.params.length === 1)
+      const writes = covered.filter(
+        r =>
+          isWrite(r) &&
+          r.auth === 'required' &&
+          r.method !== 'DELETE' &&
+          own[r.url.split('/')[3] ?? ''] !== undefined &&
+          r.params.length === 1
+      )
       for (const r of writes) {
         const body = await validBody(C, r)
         if (body === null || typeof body !== 'object' || Array.isArray(body)) continue
         const named = Object.keys(body).filter(k => hers[k] !== undefined)
         if (named.length === 0) continue
-        const payload = Object.fromEntries(Object.entries(body).map(([k, v]) => [k, hers[k] !== undefined ? Number(hers[k]) : v]))
+        const payload = Object.fromEntries(
+          Object.entries(body).map(([k, v]) => [k, hers[k] !== undefined ? Number(hers[k]) : v])
+        )
         const kind = r.url.split('/')[3] ?? ''
         const url = fillPath(r.url, { [`${kind}/:${r.params[0] ?? 'id'}`]: own[kind] ?? '' })
         const res = await C.call(C.tokens.bob, request(r, url, payload))
-        if (res.statusCode >= 500) failures.push(`${r.name} (${url}) by bob naming alice's ${named.join(', ')}: ${brief(res)}`)
+        if (res.statusCode >= 500) {
+          failures.push(`${r.name} (${url}) by bob naming alice's ${named.join(', ')}: ${brief(res)}`)
+        }
       }
       const after = await snapshotOf(C)
-      for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed: ${difference(v, String(after.get(k)))}`)
+      for (const [k, v] of before) {
+        if (after.get(k) !== v) failures.push(`alice's ${k} changed: ${difference(v, String(after.get(k)))}`)
+      }
       assert.deepEqual(failures, [])
     })
 
-    void it('has no failure on the routes with a known issue', Object.keys(KNOWN_ISSUES).length > 0 ? { todo: `reported: ${Object.values(KNOWN_ISSUES).join('; ')}` } : {}, () => {
-      assert.deepEqual(known, [])
-    })
+    void it(
+      'has no failure on the routes with a known issue',
+      Object.keys(KNOWN_ISSUES).length > 0 ? { todo: `reported: ${Object.values(KNOWN_ISSUES).join('; ')}` } : {},
+      () => {
+        assert.deepEqual(known, [])
+      }
+    )
   })
 }
 

@@ -53,38 +53,160 @@ for (const kind of databases()) {
         const db = handle.systemDb
         const t = `tenant-${crypto.randomUUID()}`
         const u = `tenant-${crypto.randomUUID()}`
-        const series = await one(db, `insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
-          values (?, 'alice', 'Standup', now(), now(), 'daily', '00:30:00') returning id`, t)
+        const series = await one(
+          db,
+          `insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
+          values (?, 'alice', 'Standup', now(), now(), 'daily', '00:30:00') returning id`,
+          t
+        )
         const sid = Number(series.id)
-        const occurrence = Number((await one(db, 'insert into events (tenant_id, creator_id, title, series_id) values (?, \'alice\', \'Standup\', ?) returning id', t, sid)).id)
-        const plain = Number((await one(db, 'insert into events (tenant_id, creator_id, title) values (?, \'alice\', \'Plain\') returning id', t)).id)
-        const other = Number((await one(db, 'insert into events (tenant_id, creator_id, title) values (?, \'alice\', \'Other\') returning id', t)).id)
-        const foreign = Number((await one(db, 'insert into events (tenant_id, creator_id, title) values (?, \'mallory\', \'Foreign\') returning id', u)).id)
+        const occurrence = Number(
+          (
+            await one(
+              db,
+              "insert into events (tenant_id, creator_id, title, series_id) values (?, 'alice', 'Standup', ?) returning id",
+              t,
+              sid
+            )
+          ).id
+        )
+        const plain = Number(
+          (
+            await one(
+              db,
+              "insert into events (tenant_id, creator_id, title) values (?, 'alice', 'Plain') returning id",
+              t
+            )
+          ).id
+        )
+        const other = Number(
+          (
+            await one(
+              db,
+              "insert into events (tenant_id, creator_id, title) values (?, 'alice', 'Other') returning id",
+              t
+            )
+          ).id
+        )
+        const foreign = Number(
+          (
+            await one(
+              db,
+              "insert into events (tenant_id, creator_id, title) values (?, 'mallory', 'Foreign') returning id",
+              u
+            )
+          ).id
+        )
         const missing = sid + 1000
 
         // managers: a sound series manager, one whose series is missing (keeps its event), one of no event
-        await one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, \'sam\', \'active\')', t, occurrence, sid)
-        await one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, \'olga\', \'active\')', t, plain, missing)
-        await one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, null, ?, \'nora\', \'active\')', t, missing)
+        await one(
+          db,
+          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'sam', 'active')",
+          t,
+          occurrence,
+          sid
+        )
+        await one(
+          db,
+          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'olga', 'active')",
+          t,
+          plain,
+          missing
+        )
+        await one(
+          db,
+          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, null, ?, 'nora', 'active')",
+          t,
+          missing
+        )
         // another tenant naming this tenant's series: an orphan under the composite key
-        await one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, \'mallory\', \'active\')', u, foreign, sid)
+        await one(
+          db,
+          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'mallory', 'active')",
+          u,
+          foreign,
+          sid
+        )
         // milestones
-        await one(db, 'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)', t, sid, other)
-        await one(db, 'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, ?, ?, ?)', t, plain, missing, other)
-        await one(db, 'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)', t, missing, other)
+        await one(
+          db,
+          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)',
+          t,
+          sid,
+          other
+        )
+        await one(
+          db,
+          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, ?, ?, ?)',
+          t,
+          plain,
+          missing,
+          other
+        )
+        await one(
+          db,
+          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)',
+          t,
+          missing,
+          other
+        )
         // attachments
-        await one(db, 'insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, null, ?, \'image\', \'a\')', t, sid)
-        await one(db, 'insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, ?, ?, \'image\', \'b\')', t, plain, missing)
-        await one(db, 'insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, null, ?, \'image\', \'c\')', t, missing)
+        await one(
+          db,
+          "insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, null, ?, 'image', 'a')",
+          t,
+          sid
+        )
+        await one(
+          db,
+          "insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, ?, ?, 'image', 'b')",
+          t,
+          plain,
+          missing
+        )
+        await one(
+          db,
+          "insert into event_attachments (tenant_id, event_id, series_id, kind, ref) values (?, null, ?, 'image', 'c')",
+          t,
+          missing
+        )
         // links
-        await one(db, 'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, null, ?, ?)', t, sid, other)
-        await one(db, 'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, ?, ?, ?)', t, plain, missing, other)
-        await one(db, 'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, null, ?, ?)', t, missing, other)
+        await one(
+          db,
+          'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, null, ?, ?)',
+          t,
+          sid,
+          other
+        )
+        await one(
+          db,
+          'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, ?, ?, ?)',
+          t,
+          plain,
+          missing,
+          other
+        )
+        await one(
+          db,
+          'insert into event_links (tenant_id, event_id, series_id, target_id) values (?, null, ?, ?)',
+          t,
+          missing,
+          other
+        )
 
         const result = await migrate(handle)
         assert.deepEqual(result.applied.filter(f => f <= MIGRATION).at(-1), MIGRATION)
 
-        const pick = (list: Row[], keys: string[]) => list.map(r => Object.fromEntries(keys.map(k => [k, r[k] === null ? null : typeof r[k] === 'string' && /^\d+$/.test(r[k]) ? Number(r[k]) : r[k]])))
+        const pick = (list: Row[], keys: string[]) =>
+          list.map(r =>
+            Object.fromEntries(
+              keys.map(k => [
+                k,
+                r[k] === null ? null : typeof r[k] === 'string' && /^\d+$/.test(r[k]) ? Number(r[k]) : r[k]
+              ])
+            )
+          )
         assert.deepEqual(pick(await rows(db, 'event_managers', t), ['event_id', 'series_id', 'user_id']), [
           { event_id: occurrence, series_id: sid, user_id: 'sam' },
           { event_id: plain, series_id: null, user_id: 'olga' }
@@ -105,19 +227,65 @@ for (const kind of databases()) {
           { event_id: plain, series_id: null }
         ])
         // row-level security is forced again on every table the cleanup touched
-        const forced = await sql<{ relname: string, relforcerowsecurity: boolean }>`select relname, relforcerowsecurity from pg_class
-          where relname in ('event_managers', 'event_milestones', 'event_attachments', 'event_links') order by relname`.execute(db)
+        const forced = await sql<{
+          relname: string
+          relforcerowsecurity: boolean
+        }>`select relname, relforcerowsecurity from pg_class
+          where relname in ('event_managers', 'event_milestones', 'event_attachments', 'event_links') order by relname`.execute(
+            db
+          )
         assert.deepEqual(forced.rows.map(r => [r.relname, r.relforcerowsecurity]), [
           ['event_attachments', true], ['event_links', true], ['event_managers', true], ['event_milestones', true]
         ])
 
         // new orphans are refused, so are series of another tenant
-        await refused(one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id) values (?, ?, ?, \'x\')', t, plain, missing), 'event_managers_series_fk')
-        await refused(one(db, 'insert into event_managers (tenant_id, event_id, series_id, user_id) values (?, ?, ?, \'x\')', u, foreign, sid), 'event_managers_series_fk')
-        await refused(one(db, 'insert into event_milestones (tenant_id, series_id, milestone_event_id) values (?, ?, ?)', t, missing, other), 'event_milestones_series_fk')
-        await refused(one(db, 'insert into event_attachments (tenant_id, series_id, kind, ref) values (?, ?, \'image\', \'d\')', t, missing), 'event_attachments_series_fk')
-        await refused(one(db, 'insert into event_links (tenant_id, series_id, target_id) values (?, ?, ?)', t, missing, other), 'event_links_series_fk')
-        await refused(one(db, 'update event_links set series_id = ? where tenant_id = ? and series_id = ?', missing, t, sid), 'event_links_series_fk')
+        await refused(
+          one(
+            db,
+            "insert into event_managers (tenant_id, event_id, series_id, user_id) values (?, ?, ?, 'x')",
+            t,
+            plain,
+            missing
+          ),
+          'event_managers_series_fk'
+        )
+        await refused(
+          one(
+            db,
+            "insert into event_managers (tenant_id, event_id, series_id, user_id) values (?, ?, ?, 'x')",
+            u,
+            foreign,
+            sid
+          ),
+          'event_managers_series_fk'
+        )
+        await refused(
+          one(
+            db,
+            'insert into event_milestones (tenant_id, series_id, milestone_event_id) values (?, ?, ?)',
+            t,
+            missing,
+            other
+          ),
+          'event_milestones_series_fk'
+        )
+        await refused(
+          one(
+            db,
+            "insert into event_attachments (tenant_id, series_id, kind, ref) values (?, ?, 'image', 'd')",
+            t,
+            missing
+          ),
+          'event_attachments_series_fk'
+        )
+        await refused(
+          one(db, 'insert into event_links (tenant_id, series_id, target_id) values (?, ?, ?)', t, missing, other),
+          'event_links_series_fk'
+        )
+        await refused(
+          one(db, 'update event_links set series_id = ? where tenant_id = ? and series_id = ?', missing, t, sid),
+          'event_links_series_fk'
+        )
 
         // a hand-made delete of the series takes its own rows with it (its occurrences first)
         await one(db, 'delete from events where tenant_id = ? and series_id = ?', t, sid)
@@ -141,36 +309,75 @@ for (const kind of databases()) {
       const created = await t.as(alice, {
         method: 'POST',
         url: '/api/v1/events/with-series',
-        payload: { title: 'Standup', start_dt: '2027-03-15T08:00:00Z', end_dt: '2027-03-15T08:30:00Z', series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 3 } }
+        payload: {
+          title: 'Standup',
+          start_dt: '2027-03-15T08:00:00Z',
+          end_dt: '2027-03-15T08:30:00Z',
+          series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 3 }
+        }
       })
       assert.equal(created.statusCode, 201, created.body)
       const first = created.json().occurrences[0].id as number
       const seriesId = created.json().event.series_id as number
       const target = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: 'Target' } })
       const targetId = target.json().id as number
-      const invite = await t.as(alice, { method: 'POST', url: `/api/v1/events/${first}/series/manager`, payload: { email: 'sam@example.test' } })
+      const invite = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${first}/series/manager`,
+        payload: { email: 'sam@example.test' }
+      })
       assert.ok(invite.statusCode < 300, invite.body)
       // series-wide attachment and link (written by hand: the series module offers no route for them)
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.insertInto('event_attachments').values({ tenant_id: tenant.id, series_id: seriesId, kind: 'image', ref: 's3://b/s.png' }).execute()
-        await trx.insertInto('event_links').values({ tenant_id: tenant.id, series_id: seriesId, target_id: targetId }).execute()
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx
+          .insertInto('event_attachments')
+          .values({ tenant_id: tenant.id, series_id: seriesId, kind: 'image', ref: 's3://b/s.png' })
+          .execute()
+        await trx
+          .insertInto('event_links')
+          .values({ tenant_id: tenant.id, series_id: seriesId, target_id: targetId })
+          .execute()
       })
       // an orphan is refused on the request login too
-      await refused(withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.insertInto('event_attachments').values({ tenant_id: tenant.id, series_id: seriesId + 1000, kind: 'image', ref: 'x' }).execute()
-      }), 'event_attachments_series_fk')
+      await refused(
+        withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+          await trx
+            .insertInto('event_attachments')
+            .values({ tenant_id: tenant.id, series_id: seriesId + 1000, kind: 'image', ref: 'x' })
+            .execute()
+        }),
+        'event_attachments_series_fk'
+      )
       const links = await t.as(alice, { method: 'GET', url: `/api/v1/events/${first}/links` })
-      assert.deepEqual((links.json() as Row[]).map(l => [l.series_id, l.target_id]), [[seriesId, targetId]])
+      assert.deepEqual(
+        (links.json() as Row[]).map(l => [l.series_id, l.target_id]),
+        [[seriesId, targetId]]
+      )
       const unlink = await t.as(alice, { method: 'DELETE', url: `/api/v1/series/${seriesId}/links/${targetId}` })
       assert.equal(unlink.statusCode, 204, unlink.body)
       assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/events/${first}/links` })).json(), [])
 
       const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${first}/series?scope=all` })
       assert.equal(del.statusCode, 204, del.body)
-      const left = await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => ({
-        series: await trx.selectFrom('event_series').select('is_deleted').where('tenant_id', '=', tenant.id).where('id', '=', seriesId).executeTakeFirst(),
-        managers: await trx.selectFrom('event_managers').select('id').where('tenant_id', '=', tenant.id).where('series_id', '=', seriesId).execute(),
-        attachments: await trx.selectFrom('event_attachments').select('id').where('tenant_id', '=', tenant.id).where('series_id', '=', seriesId).execute()
+      const left = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => ({
+        series: await trx
+          .selectFrom('event_series')
+          .select('is_deleted')
+          .where('tenant_id', '=', tenant.id)
+          .where('id', '=', seriesId)
+          .executeTakeFirst(),
+        managers: await trx
+          .selectFrom('event_managers')
+          .select('id')
+          .where('tenant_id', '=', tenant.id)
+          .where('series_id', '=', seriesId)
+          .execute(),
+        attachments: await trx
+          .selectFrom('event_attachments')
+          .select('id')
+          .where('tenant_id', '=', tenant.id)
+          .where('series_id', '=', seriesId)
+          .execute()
       }))
       assert.equal(left.series?.is_deleted, true)
       assert.equal(left.managers.length, 1)

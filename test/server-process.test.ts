@@ -23,8 +23,26 @@ import { run } from './helpers/process.ts'
 /** Runs a command to its end. */
 /** The server's environment: PGlite in `dataDir`, any free port, no background work. */
 function serverEnv (dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: 'false', ...extra }
-  for (const name of ['DATABASE_URL', 'DATABASE_APP_URL', 'DATABASE_WORKER_URL', 'OIDC_ISSUER', 'OIDC_JWKS_URL', 'OIDC_AUDIENCE', 'REDIS_URL', 'S3_BUCKET', 'SMTP_URL']) {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    WORKERS: 'false',
+    ...extra
+  }
+  for (const name of [
+    'DATABASE_URL',
+    'DATABASE_APP_URL',
+    'DATABASE_WORKER_URL',
+    'OIDC_ISSUER',
+    'OIDC_JWKS_URL',
+    'OIDC_AUDIENCE',
+    'REDIS_URL',
+    'S3_BUCKET',
+    'SMTP_URL'
+  ]) {
     if (!(name in extra)) delete env[name]
   }
   return env
@@ -39,11 +57,16 @@ void describe('the real server process and npm run token', () => {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-process-'))
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: serverEnv(dataDir), stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: serverEnv(dataDir),
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     child.stdout?.on('data', (c: Buffer) => { stdout += c.toString() })
     child.stderr?.on('data', (c: Buffer) => { stderr += c.toString() })
     port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => { reject(new Error(`the server did not start: ${stdout.slice(-2000)}${stderr.slice(-2000)}`)) }, 120_000)
+      const timer = setTimeout(() => {
+        reject(new Error(`the server did not start: ${stdout.slice(-2000)}${stderr.slice(-2000)}`))
+      }, 120_000)
       const look = (): void => {
         const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)
         if (m !== null) {
@@ -52,7 +75,9 @@ void describe('the real server process and npm run token', () => {
         }
       }
       child.stdout?.on('data', look)
-      child.once('exit', code => { reject(new Error(`the server exited with ${String(code)}: ${stdout.slice(-2000)}${stderr.slice(-2000)}`)) })
+      child.once('exit', code => {
+        reject(new Error(`the server exited with ${String(code)}: ${stdout.slice(-2000)}${stderr.slice(-2000)}`))
+      })
     })
   })
   after(async () => {
@@ -65,72 +90,99 @@ void describe('the real server process and npm run token', () => {
   })
 
   let token = ''
-  const api = async (method: string, url: string, body?: unknown): Promise<Response> => await fetch(`http://127.0.0.1:${port}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
+  const api = async (method: string, url: string, body?: unknown): Promise<Response> =>
+    await fetch(`http://127.0.0.1:${port}${url}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {})
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {})
+    })
 
-  void it('npm run token signs with the key of the DATA_DIR the server uses: stdout is the token alone, stderr names the key', { timeout: 60_000 }, async () => {
-    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-    const r = await run(npm, ['run', '--silent', 'token', '--', '--sub', 'alice', '--tenant', 'acme-process', '--roles', 'admin'], { ...process.env, DATA_DIR: dataDir, OIDC_ISSUER: '' })
-    assert.equal(r.code, 0, r.stderr)
-    assert.match(r.stdout, /^[\w-]+\.[\w-]+\.[\w-]+\n$/, 'stdout is the token and nothing else')
-    token = r.stdout.trim()
-    const kid = decodeProtectedHeader(token).kid ?? ''
-    const keyFile = path.join(dataDir, 'dev-signing-key.json')
-    const line = r.stderr.split('\n').find(l => l.includes('signed with'))
-    assert.ok(line?.includes(kid) === true && line.includes(keyFile), `stderr names the key ${kid} and ${keyFile}: ${r.stderr}`)
-    const kept = JSON.parse(fs.readFileSync(keyFile, 'utf8')) as { kid: string }
-    assert.equal(kept.kid, kid, 'the key the server created at start')
+  void it(
+    'npm run token signs with the key of the DATA_DIR the server uses: stdout is the token alone, stderr names the key',
+    { timeout: 60_000 },
+    async () => {
+      const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+      const r = await run(
+        npm,
+        ['run', '--silent', 'token', '--', '--sub', 'alice', '--tenant', 'acme-process', '--roles', 'admin'],
+        { ...process.env, DATA_DIR: dataDir, OIDC_ISSUER: '' }
+      )
+      assert.equal(r.code, 0, r.stderr)
+      assert.match(r.stdout, /^[\w-]+\.[\w-]+\.[\w-]+\n$/, 'stdout is the token and nothing else')
+      token = r.stdout.trim()
+      const kid = decodeProtectedHeader(token).kid ?? ''
+      const keyFile = path.join(dataDir, 'dev-signing-key.json')
+      const line = r.stderr.split('\n').find(l => l.includes('signed with'))
+      assert.ok(
+        line?.includes(kid) === true && line.includes(keyFile),
+        `stderr names the key ${kid} and ${keyFile}: ${r.stderr}`
+      )
+      const kept = JSON.parse(fs.readFileSync(keyFile, 'utf8')) as { kid: string }
+      assert.equal(kept.kid, kid, 'the key the server created at start')
 
-    const me = await api('GET', '/api/v1/auth/me')
-    assert.equal(me.status, 200, await me.clone().text())
-    assert.equal((await me.json() as { user_id: string }).user_id, 'alice')
-  })
-
-  void it('writes only JSON lines, while contacts and spaces are listed with every sort', { timeout: 60_000 }, async () => {
-    assert.notEqual(token, '', 'needs the token of the test before')
-    for (const [first, last] of [['Ada', 'Lovelace'], ['Grace', null], ['Edsger', 'Dijkstra']] as const) {
-      const res = await api('POST', '/api/v1/contacts', { first_name: first, ...(last !== null ? { last_name: last } : {}), email: `${first.toLowerCase()}@example.org` })
-      assert.equal(res.status, 201, await res.text())
+      const me = await api('GET', '/api/v1/auth/me')
+      assert.equal(me.status, 200, await me.clone().text())
+      assert.equal(((await me.json()) as { user_id: string }).user_id, 'alice')
     }
-    for (const title of ['Zeta', 'alpha', 'Mid']) {
-      const res = await api('POST', '/api/v1/spaces', { title })
-      assert.equal(res.status, 201, await res.text())
-    }
-    const spaces: Record<string, string[]> = {}
-    for (const dir of ['asc', 'desc']) {
-      for (const by of ['last_name', 'first_name', 'created_at']) {
-        const res = await api('GET', `/api/v1/contacts?sort_by=${by}&sort_dir=${dir}`)
-        assert.equal(res.status, 200, `${by} ${dir}: ${await res.clone().text()}`)
-        const items = (await res.json() as { items: Array<{ last_name: string | null }> }).items
-        assert.equal(items.length, 3)
-        if (by === 'last_name') assert.equal(items.at(-1)?.last_name ?? null, null, `nulls last, ${dir}`)
+  )
+
+  void it(
+    'writes only JSON lines, while contacts and spaces are listed with every sort',
+    { timeout: 60_000 },
+    async () => {
+      assert.notEqual(token, '', 'needs the token of the test before')
+      for (const [first, last] of [
+        ['Ada', 'Lovelace'],
+        ['Grace', null],
+        ['Edsger', 'Dijkstra']
+      ] as const) {
+        const res = await api('POST', '/api/v1/contacts', {
+          first_name: first,
+          ...(last !== null ? { last_name: last } : {}),
+          email: `${first.toLowerCase()}@example.org`
+        })
+        assert.equal(res.status, 201, await res.text())
       }
-      for (const by of ['title', 'published_at']) {
-        const res = await api('GET', `/api/v1/spaces?sort_by=${by}&sort_dir=${dir}`)
-        assert.equal(res.status, 200, await res.clone().text())
-        spaces[`${by} ${dir}`] = (await res.json() as { items: Array<{ title: string }> }).items.map(s => s.title)
+      for (const title of ['Zeta', 'alpha', 'Mid']) {
+        const res = await api('POST', '/api/v1/spaces', { title })
+        assert.equal(res.status, 201, await res.text())
+      }
+      const spaces: Record<string, string[]> = {}
+      for (const dir of ['asc', 'desc']) {
+        for (const by of ['last_name', 'first_name', 'created_at']) {
+          const res = await api('GET', `/api/v1/contacts?sort_by=${by}&sort_dir=${dir}`)
+          assert.equal(res.status, 200, `${by} ${dir}: ${await res.clone().text()}`)
+          const items = ((await res.json()) as { items: Array<{ last_name: string | null }> }).items
+          assert.equal(items.length, 3)
+          if (by === 'last_name') assert.equal(items.at(-1)?.last_name ?? null, null, `nulls last, ${dir}`)
+        }
+        for (const by of ['title', 'published_at']) {
+          const res = await api('GET', `/api/v1/spaces?sort_by=${by}&sort_dir=${dir}`)
+          assert.equal(res.status, 200, await res.clone().text())
+          spaces[`${by} ${dir}`] = ((await res.json()) as { items: Array<{ title: string }> }).items.map(s => s.title)
+        }
+      }
+      assert.equal(spaces['title asc']?.length, 3)
+      assert.deepEqual(spaces['title desc'], [...(spaces['title asc'] ?? [])].reverse())
+      assert.equal((await fetch(`http://127.0.0.1:${port}/ready`)).status, 200)
+
+      const exited = new Promise(resolve => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+      const lines = [...stdout.split('\n'), ...stderr.split('\n')].filter(l => l.trim() !== '')
+      assert.ok(lines.length > 10, `the requests were logged: ${lines.length} lines`)
+      for (const line of lines) {
+        let parsed: { level?: unknown; msg?: unknown } | undefined
+        try {
+          parsed = JSON.parse(line) as { level?: unknown; msg?: unknown }
+        } catch {}
+        assert.ok(parsed !== undefined && typeof parsed.level === 'number', `not a pino JSON line: ${line}`)
       }
     }
-    assert.equal(spaces['title asc']?.length, 3)
-    assert.deepEqual(spaces['title desc'], [...(spaces['title asc'] ?? [])].reverse())
-    assert.equal((await fetch(`http://127.0.0.1:${port}/ready`)).status, 200)
-
-    const exited = new Promise(resolve => child.once('exit', resolve))
-    child.kill('SIGTERM')
-    await exited
-    const lines = [...stdout.split('\n'), ...stderr.split('\n')].filter(l => l.trim() !== '')
-    assert.ok(lines.length > 10, `the requests were logged: ${lines.length} lines`)
-    for (const line of lines) {
-      let parsed: { level?: unknown, msg?: unknown } | undefined
-      try {
-        parsed = JSON.parse(line) as { level?: unknown, msg?: unknown }
-      } catch {}
-      assert.ok(parsed !== undefined && typeof parsed.level === 'number', `not a pino JSON line: ${line}`)
-    }
-  })
+  )
 })
 
 void describe('the real server stops when the provider names another issuer', () => {
@@ -156,13 +208,21 @@ void describe('the real server stops when the provider names another issuer', ()
     fs.rmSync(dataDir, { recursive: true, force: true })
   })
 
-  void it('exits 1 with one line naming OIDC_ISSUER and both values (a trailing slash)', { timeout: 120_000 }, async () => {
-    const r = await run(process.execPath, ['--import', 'tsx', 'src/server.ts'], serverEnv(dataDir, { OIDC_ISSUER: issuer }))
-    assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`)
-    const lines = r.stderr.split('\n').filter(l => l !== '')
-    assert.equal(lines.length, 1, r.stderr)
-    assert.ok(lines[0]?.startsWith('invalid configuration: OIDC_ISSUER '), lines[0])
-    assert.ok(lines[0]?.includes(`"${issuer}"`) === true && lines[0].includes(`"${issuer}/"`), lines[0])
-    assert.ok(!r.stdout.includes('listening on'), 'it never served')
-  })
+  void it(
+    'exits 1 with one line naming OIDC_ISSUER and both values (a trailing slash)',
+    { timeout: 120_000 },
+    async () => {
+      const r = await run(
+        process.execPath,
+        ['--import', 'tsx', 'src/server.ts'],
+        serverEnv(dataDir, { OIDC_ISSUER: issuer })
+      )
+      assert.equal(r.code, 1, `${r.stdout}\n${r.stderr}`)
+      const lines = r.stderr.split('\n').filter(l => l !== '')
+      assert.equal(lines.length, 1, r.stderr)
+      assert.ok(lines[0]?.startsWith('invalid configuration: OIDC_ISSUER '), lines[0])
+      assert.ok(lines[0]?.includes(`"${issuer}"`) === true && lines[0].includes(`"${issuer}/"`), lines[0])
+      assert.ok(!r.stdout.includes('listening on'), 'it never served')
+    }
+  )
 })

@@ -29,61 +29,91 @@ async function untilClosed (port: number, data: string): Promise<{ received: str
   })
 }
 
-void describe('the real server cuts slow requests', { skip: LOAD ? false : 'set LOAD_TEST=1 to run it; takes up to a minute' }, () => {
-  let child: ChildProcess
-  let port = 0
-  let dataDir = ''
+void describe(
+  'the real server cuts slow requests',
+  { skip: LOAD ? false : 'set LOAD_TEST=1 to run it; takes up to a minute' },
+  () => {
+    let child: ChildProcess
+    let port = 0
+    let dataDir = ''
 
-  before(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-timeouts-'))
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', WORKERS: 'false', DATABASE_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe']
-    })
-    port = await new Promise<number>((resolve, reject) => {
-      let out = ''
-      const timer = setTimeout(() => reject(new Error(`the server did not start: ${out.slice(-2000)}`)), 60_000)
-      const onData = (chunk: Buffer): void => {
-        out += chunk.toString()
-        const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-        if (m !== null) {
-          clearTimeout(timer)
-          resolve(Number(m[1]))
+    before(async () => {
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-timeouts-'))
+      child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+        env: {
+          ...process.env,
+          PORT: '0',
+          HOST: '127.0.0.1',
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'info',
+          WORKERS: 'false',
+          DATABASE_URL: ''
+        },
+        stdio: ['ignore', 'pipe', 'pipe']
+      })
+      port = await new Promise<number>((resolve, reject) => {
+        let out = ''
+        const timer = setTimeout(() => reject(new Error(`the server did not start: ${out.slice(-2000)}`)), 60_000)
+        const onData = (chunk: Buffer): void => {
+          out += chunk.toString()
+          const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
+          if (m !== null) {
+            clearTimeout(timer)
+            resolve(Number(m[1]))
+          }
         }
-      }
-      child.stdout?.on('data', onData)
-      child.stderr?.on('data', onData)
-      child.once('exit', code => reject(new Error(`the server exited with ${String(code)}: ${out.slice(-2000)}`)))
+        child.stdout?.on('data', onData)
+        child.stderr?.on('data', onData)
+        child.once('exit', code => reject(new Error(`the server exited with ${String(code)}: ${out.slice(-2000)}`)))
+      })
     })
-  })
-  after(async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise(resolve => child.once('exit', resolve))
-      child.kill('SIGTERM')
-      await exited
-    }
-    fs.rmSync(dataDir, { recursive: true, force: true })
-  })
+    after(async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise(resolve => child.once('exit', resolve))
+        child.kill('SIGTERM')
+        await exited
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    })
 
-  void it('closes a connection whose headers never end, and one whose body never ends, and serves others meanwhile', { timeout: 120_000 }, async () => {
-    const keys = await loadOrCreateDevKeys(dataDir)
-    const token = await signDevToken(keys, { sub: 'slow', tenant: 'tenant-slow', roles: ['member'] })
-    const slowHeaders = untilClosed(port, 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')
-    const slowBody = untilClosed(port, [
-      'POST /api/v1/contacts HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json',
-      `Authorization: Bearer ${token}`, 'Content-Length: 100000', '', '{"first_name":"never ends'
-    ].join('\r\n'))
+    void it(
+      'closes a connection whose headers never end, and one whose body never ends, and serves others meanwhile',
+      { timeout: 120_000 },
+      async () => {
+        const keys = await loadOrCreateDevKeys(dataDir)
+        const token = await signDevToken(keys, { sub: 'slow', tenant: 'tenant-slow', roles: ['member'] })
+        const slowHeaders = untilClosed(port, 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')
+        const slowBody = untilClosed(
+          port,
+          [
+            'POST /api/v1/contacts HTTP/1.1',
+            'Host: 127.0.0.1',
+            'Content-Type: application/json',
+            `Authorization: Bearer ${token}`,
+            'Content-Length: 100000',
+            '',
+            '{"first_name":"never ends'
+          ].join('\r\n')
+        )
 
-    // the server keeps serving while the slow sockets hang
-    const health = await fetch(`http://127.0.0.1:${port}/health`)
-    assert.equal(health.status, 200)
+        // the server keeps serving while the slow sockets hang
+        const health = await fetch(`http://127.0.0.1:${port}/health`)
+        assert.equal(health.status, 200)
 
-    const [h, b] = await Promise.all([slowHeaders, slowBody])
-    console.log(`timeouts: slow headers answered ${JSON.stringify(h.received.split('\r\n')[0] ?? '')}, slow body answered ${JSON.stringify(b.received.split('\r\n')[0] ?? '')}`)
-    for (const r of [h, b]) assert.ok(r.received === '' || r.received.startsWith('HTTP/1.1 408'), r.received.slice(0, 200))
-    // nothing of the cut body was stored
-    const list = await fetch(`http://127.0.0.1:${port}/api/v1/contacts`, { headers: { authorization: `Bearer ${token}` } })
-    assert.equal(((await list.json()) as { total: number }).total, 0)
-    assert.equal(child.exitCode, null, 'the server is still running')
-  })
-})
+        const [h, b] = await Promise.all([slowHeaders, slowBody])
+        console.log(
+          `timeouts: slow headers answered ${JSON.stringify(h.received.split('\r\n')[0] ?? '')}, slow body answered ${JSON.stringify(b.received.split('\r\n')[0] ?? '')}`
+        )
+        for (const r of [h, b]) {
+          assert.ok(r.received === '' || r.received.startsWith('HTTP/1.1 408'), r.received.slice(0, 200))
+        }
+        // nothing of the cut body was stored
+        const list = await fetch(`http://127.0.0.1:${port}/api/v1/contacts`, {
+          headers: { authorization: `Bearer ${token}` }
+        })
+        assert.equal(((await list.json()) as { total: number }).total, 0)
+        assert.equal(child.exitCode, null, 'the server is still running')
+      }
+    )
+  }
+)

@@ -29,7 +29,13 @@ export interface AppContext {
 }
 
 /** A Fastify instance typed by TypeBox schemas. */
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>
+export type App = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>
 
 /** A feature module: one Fastify plugin that receives the app context. */
 export type Module = (ctx: AppContext) => FastifyPluginAsync

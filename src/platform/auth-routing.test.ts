@@ -68,7 +68,11 @@ for (const kind of databases()) {
         assert.equal(get.statusCode, 401, `GET ${url}: ${get.body}`)
         assert.deepEqual(problemIssues(get), [], url)
         assert.equal(get.headers['www-authenticate'], 'Bearer')
-        const post = await t.app.inject({ method: 'POST', url, payload: { first_name: 'Mallory', email: 'm@example.test' } })
+        const post = await t.app.inject({
+          method: 'POST',
+          url,
+          payload: { first_name: 'Mallory', email: 'm@example.test' }
+        })
         assert.equal(post.statusCode, 401, `POST ${url}: ${post.body}`)
         // with a token the same spelling is the same route
         const ok = await t.as(alice, { method: 'GET', url })
@@ -84,7 +88,11 @@ for (const kind of databases()) {
         const [method, pattern] = entry.split(' ') as [string, string]
         if (!pattern.startsWith('/api/') || !['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) continue
         const url = pattern.replace(/:[A-Za-z_]+(\|:[A-Za-z_]+)*/g, '1')
-        const plain = await t.app.inject({ method: method as 'GET', url, ...(method !== 'GET' && method !== 'DELETE' ? { payload: {} } : {}) })
+        const plain = await t.app.inject({
+          method: method as 'GET',
+          url,
+          ...(method !== 'GET' && method !== 'DELETE' ? { payload: {} } : {})
+        })
         if (plain.statusCode === 401) routes.push({ method: method as 'GET', url })
       }
       assert.ok(routes.length > 50, `only ${routes.length} routes need a token`)
@@ -92,9 +100,14 @@ for (const kind of databases()) {
       let refused = 0
       for (const route of routes) {
         for (const u of variants(route.url)) {
-          const res = await t.app.inject({ method: route.method, url: u, ...(route.method !== 'GET' && route.method !== 'DELETE' ? { payload: {} } : {}) })
-          if (![400, 401, 404, 405].includes(res.statusCode)) seen.push(`${route.method} ${u}: ${res.statusCode} ${res.body.slice(0, 120)}`)
-          else if (problemIssues(res).length > 0) seen.push(`${route.method} ${u}: ${problemIssues(res).join('; ')}`)
+          const res = await t.app.inject({
+            method: route.method,
+            url: u,
+            ...(route.method !== 'GET' && route.method !== 'DELETE' ? { payload: {} } : {})
+          })
+          if (![400, 401, 404, 405].includes(res.statusCode)) {
+            seen.push(`${route.method} ${u}: ${res.statusCode} ${res.body.slice(0, 120)}`)
+          } else if (problemIssues(res).length > 0) seen.push(`${route.method} ${u}: ${problemIssues(res).join('; ')}`)
           if (res.statusCode === 401) refused++
         }
       }
@@ -103,7 +116,15 @@ for (const kind of databases()) {
     })
 
     void it('keeps the public routes public: health, readiness, documents, the public page and the webhook', async () => {
-      for (const url of ['/health', '/ready', '/openapi.json', '/schemas/Contact.json', '/docs/', '/docs/json', '/%68ealth']) {
+      for (const url of [
+        '/health',
+        '/ready',
+        '/openapi.json',
+        '/schemas/Contact.json',
+        '/docs/',
+        '/docs/json',
+        '/%68ealth'
+      ]) {
         const res = await t.app.inject({ method: 'GET', url })
         assert.equal(res.statusCode, 200, `${url}: ${res.body.slice(0, 200)}`)
       }
@@ -149,7 +170,13 @@ interface Built { app: FastifyInstance, close: () => Promise<void>, token: (sub:
 async function appWith (env: Record<string, string>): Promise<Built> {
   const db = await freshDatabase('pglite')
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-anon-rl-'))
-  const config = loadConfig({ DATA_DIR: dataDir, WORKERS: 'false', RATE_LIMIT_CAPACITY: '1000', RATE_LIMIT_REFILL_PER_SEC: '100', ...env })
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    WORKERS: 'false',
+    RATE_LIMIT_CAPACITY: '1000',
+    RATE_LIMIT_REFILL_PER_SEC: '100',
+    ...env
+  })
   const { app } = await buildApp(config, { database: db.handle, logger: false })
   await app.ready()
   const { loadOrCreateDevKeys, signDevToken } = await import('./auth/dev-keys.ts')
@@ -187,19 +214,43 @@ void describe('rate limit of requests without a valid token', () => {
     assert.deepEqual(problemIssues(limited), [])
     assert.ok(Number(limited.headers['retry-after']) >= 1)
     assert.equal(limited.headers['ratelimit-limit'], '3')
-    assert.equal((await b.app.inject({ method: 'GET', url: '/api/v1/public/spaces/nope', remoteAddress: randomAddress() })).statusCode, 404)
+    assert.equal(
+      (await b.app.inject({ method: 'GET', url: '/api/v1/public/spaces/nope', remoteAddress: randomAddress() }))
+        .statusCode,
+      404
+    )
   })
 
   void it('limits the IdP webhook and refused tokens per address; a valid token keeps its own bucket', async () => {
     const address = randomAddress()
     const hook = []
-    for (let i = 0; i < 6; i++) hook.push((await b.app.inject({ method: 'POST', url: '/api/v1/integrations/idp/webhook', payload: {}, remoteAddress: address })).statusCode)
+    for (let i = 0; i < 6; i++) {
+      hook.push(
+        (
+          await b.app.inject({
+            method: 'POST',
+            url: '/api/v1/integrations/idp/webhook',
+            payload: {},
+            remoteAddress: address
+          })
+        ).statusCode
+      )
+    }
     assert.ok(hook.includes(429), hook.join(','))
 
     const guesser = randomAddress()
     const guesses = []
     for (let i = 0; i < 8; i++) {
-      guesses.push((await b.app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer a.b${i}.c` }, remoteAddress: guesser })).statusCode)
+      guesses.push(
+        (
+          await b.app.inject({
+            method: 'GET',
+            url: '/api/v1/contacts',
+            headers: { authorization: `Bearer a.b${i}.c` },
+            remoteAddress: guesser
+          })
+        ).statusCode
+      )
     }
     assert.deepEqual(guesses.slice(0, 3), [401, 401, 401])
     assert.ok(guesses.includes(429), guesses.join(','))
@@ -208,18 +259,35 @@ void describe('rate limit of requests without a valid token', () => {
     assert.deepEqual(problemIssues(noToken), [])
     assert.ok(Number(noToken.headers['retry-after']) >= 1)
     // a valid token from the same address is not limited by the address's bucket
-    const ok = await b.app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer ${await b.token('alice')}` }, remoteAddress: guesser })
+    const ok = await b.app.inject({
+      method: 'GET',
+      url: '/api/v1/contacts',
+      headers: { authorization: `Bearer ${await b.token('alice')}` },
+      remoteAddress: guesser
+    })
     assert.equal(ok.statusCode, 200, ok.body)
     assert.equal(ok.headers['ratelimit-limit'], '1000')
     // another address is not limited
-    assert.equal((await b.app.inject({ method: 'GET', url: '/api/v1/contacts', remoteAddress: randomAddress() })).statusCode, 401)
+    assert.equal(
+      (await b.app.inject({ method: 'GET', url: '/api/v1/contacts', remoteAddress: randomAddress() })).statusCode,
+      401
+    )
   })
 
   void it('ignores X-Forwarded-For when TRUST_PROXY is unset', async () => {
     const address = randomAddress()
     const statuses = []
     for (let i = 0; i < 8; i++) {
-      statuses.push((await b.app.inject({ method: 'GET', url: '/health', remoteAddress: address, headers: { 'x-forwarded-for': randomAddress() } })).statusCode)
+      statuses.push(
+        (
+          await b.app.inject({
+            method: 'GET',
+            url: '/health',
+            remoteAddress: address,
+            headers: { 'x-forwarded-for': randomAddress() }
+          })
+        ).statusCode
+      )
     }
     assert.ok(statuses.includes(429), `a forged X-Forwarded-For escaped the bucket: ${statuses.join(',')}`)
   })
@@ -227,30 +295,76 @@ void describe('rate limit of requests without a valid token', () => {
 
 void describe('TRUST_PROXY', () => {
   let b: Built
-  before(async () => { b = await appWith({ RATE_LIMIT_ANON_CAPACITY: '2', RATE_LIMIT_ANON_REFILL_PER_SEC: '1', TRUST_PROXY: '127.0.0.1,192.0.2.0/24' }) })
+  before(async () => {
+    b = await appWith({
+      RATE_LIMIT_ANON_CAPACITY: '2',
+      RATE_LIMIT_ANON_REFILL_PER_SEC: '1',
+      TRUST_PROXY: '127.0.0.1,192.0.2.0/24'
+    })
+  })
   after(async () => { await b.close() })
 
   void it('keys the bucket by the client X-Forwarded-For names when the peer is a trusted proxy, and by the peer otherwise', async () => {
     const client = randomAddress()
     const viaProxy = []
-    for (let i = 0; i < 5; i++) viaProxy.push((await b.app.inject({ method: 'GET', url: '/health', remoteAddress: '192.0.2.7', headers: { 'x-forwarded-for': client } })).statusCode)
+    for (let i = 0; i < 5; i++) {
+      viaProxy.push(
+        (
+          await b.app.inject({
+            method: 'GET',
+            url: '/health',
+            remoteAddress: '192.0.2.7',
+            headers: { 'x-forwarded-for': client }
+          })
+        ).statusCode
+      )
+    }
     assert.ok(viaProxy.includes(429), viaProxy.join(','))
     // another client behind the same proxy has its own bucket
-    assert.equal((await b.app.inject({ method: 'GET', url: '/health', remoteAddress: '192.0.2.7', headers: { 'x-forwarded-for': randomAddress() } })).statusCode, 200)
+    assert.equal(
+      (
+        await b.app.inject({
+          method: 'GET',
+          url: '/health',
+          remoteAddress: '192.0.2.7',
+          headers: { 'x-forwarded-for': randomAddress() }
+        })
+      ).statusCode,
+      200
+    )
     // an untrusted peer cannot choose its key
     const peer = randomAddress()
     const direct = []
-    for (let i = 0; i < 5; i++) direct.push((await b.app.inject({ method: 'GET', url: '/health', remoteAddress: peer, headers: { 'x-forwarded-for': randomAddress() } })).statusCode)
+    for (let i = 0; i < 5; i++) {
+      direct.push(
+        (
+          await b.app.inject({
+            method: 'GET',
+            url: '/health',
+            remoteAddress: peer,
+            headers: { 'x-forwarded-for': randomAddress() }
+          })
+        ).statusCode
+      )
+    }
     assert.ok(direct.includes(429), direct.join(','))
   })
 
   void it('refuses a bad value at start naming the variable', () => {
     for (const bad of ['yes', '10.0.0.0/33', 'proxy.example', '11', ',']) {
-      assert.throws(() => loadConfig({ TRUST_PROXY: bad }), (e: unknown) => e instanceof ConfigError && e.variable === 'TRUST_PROXY', bad)
+      assert.throws(
+        () => loadConfig({ TRUST_PROXY: bad }),
+        (e: unknown) => e instanceof ConfigError && e.variable === 'TRUST_PROXY',
+        bad
+      )
     }
     assert.equal(loadConfig({}).trustProxy, false)
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
-    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).trustProxy, ['loopback', '10.0.0.0/8', '::1'])
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).trustProxy, [
+      'loopback',
+      '10.0.0.0/8',
+      '::1'
+    ])
     assert.throws(() => loadConfig({ RATE_LIMIT_ANON_CAPACITY: '0' }), /RATE_LIMIT_ANON_CAPACITY/)
     assert.throws(() => loadConfig({ RATE_LIMIT_ANON_REFILL_PER_SEC: 'fast' }), /RATE_LIMIT_ANON_REFILL_PER_SEC/)
     assert.deepEqual(loadConfig({ RATE_LIMIT_CAPACITY: '50' }).anonymousRateLimit, { capacity: 50, refillPerSec: 20 })
@@ -258,23 +372,27 @@ void describe('TRUST_PROXY', () => {
 })
 
 const redisUrl = process.env.TEST_REDIS_URL
-void describe('anonymous buckets in Redis', { skip: redisUrl === undefined || redisUrl === '' ? 'TEST_REDIS_URL not set' : false }, () => {
-  void it('shares one address bucket between two instances', async () => {
-    const env = { RATE_LIMIT_ANON_CAPACITY: '4', RATE_LIMIT_ANON_REFILL_PER_SEC: '1', REDIS_URL: redisUrl ?? '' }
-    const one = await appWith(env)
-    const two = await appWith(env)
-    try {
-      const address = randomAddress()
-      const statuses = []
-      for (let i = 0; i < 3; i++) {
-        statuses.push((await one.app.inject({ method: 'GET', url: '/health', remoteAddress: address })).statusCode)
-        statuses.push((await two.app.inject({ method: 'GET', url: '/health', remoteAddress: address })).statusCode)
+void describe(
+  'anonymous buckets in Redis',
+  { skip: redisUrl === undefined || redisUrl === '' ? 'TEST_REDIS_URL not set' : false },
+  () => {
+    void it('shares one address bucket between two instances', async () => {
+      const env = { RATE_LIMIT_ANON_CAPACITY: '4', RATE_LIMIT_ANON_REFILL_PER_SEC: '1', REDIS_URL: redisUrl ?? '' }
+      const one = await appWith(env)
+      const two = await appWith(env)
+      try {
+        const address = randomAddress()
+        const statuses = []
+        for (let i = 0; i < 3; i++) {
+          statuses.push((await one.app.inject({ method: 'GET', url: '/health', remoteAddress: address })).statusCode)
+          statuses.push((await two.app.inject({ method: 'GET', url: '/health', remoteAddress: address })).statusCode)
+        }
+        assert.deepEqual(statuses.slice(0, 4), [200, 200, 200, 200])
+        assert.ok(statuses.slice(4).includes(429), statuses.join(','))
+      } finally {
+        await one.close()
+        await two.close()
       }
-      assert.deepEqual(statuses.slice(0, 4), [200, 200, 200, 200])
-      assert.ok(statuses.slice(4).includes(429), statuses.join(','))
-    } finally {
-      await one.close()
-      await two.close()
-    }
-  })
-})
+    })
+  }
+)

@@ -13,7 +13,8 @@ import { error403Forbidden } from './http/errors.ts'
 export const INVITE_TTL_DAYS = 7
 
 /** The stored form of an invite token. */
-export const hashInviteToken = (token: string): string => crypto.createHash('sha256').update(token, 'utf8').digest('hex')
+export const hashInviteToken = (token: string): string =>
+  crypto.createHash('sha256').update(token, 'utf8').digest('hex')
 
 /**
  * A fresh unguessable token (256 bits, base64url) and the hash to store.
@@ -39,9 +40,13 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
  *   await assertInviteRecipient(trx, request.auth, invite.invited_email)
  */
 export async function assertInviteRecipient (trx: Tx, auth: AuthContext, invitedEmail: string | null): Promise<void> {
-  if (invitedEmail === null || normalizeEmail(invitedEmail) === '') throw error403Forbidden('the invite names no e-mail address and cannot be accepted')
+  if (invitedEmail === null || normalizeEmail(invitedEmail) === '') {
+    throw error403Forbidden('the invite names no e-mail address and cannot be accepted')
+  }
   if (auth.email === null || normalizeEmail(auth.email) === '') {
-    throw error403Forbidden('your token carries no e-mail address; sign in with the invited e-mail address to accept the invite')
+    throw error403Forbidden(
+      'your token carries no e-mail address; sign in with the invited e-mail address to accept the invite'
+    )
   }
   const wanted = normalizeEmail(invitedEmail)
   if (normalizeEmail(auth.email) === wanted) return

@@ -25,7 +25,9 @@ import type { DeliveryResult } from './notifications/notifications.ts'
 /** Metrics of the whole process: default Node metrics and the counters below. */
 export const processRegistry = new client.Registry()
 
-function counter<L extends string> (name: string, help: string, label: L, values: readonly string[]): client.Counter<L> {
+function counter<L extends string> (
+  name: string, help: string, label: L, values: readonly string[]
+): client.Counter<L> {
   const c = new client.Counter<L>({ name, help, labelNames: [label], registers: [processRegistry] })
   // every known value from the start at 0, so that rates and alerts see the series before the first event
   for (const v of values) c.inc({ [label]: v } as Partial<Record<L, string>>, 0)
@@ -33,16 +35,31 @@ function counter<L extends string> (name: string, help: string, label: L, values
 }
 
 /** Requests refused 429, by bucket: `caller` (tenant + user) or `anonymous` (client address). */
-export const rateLimitRefusals = counter('rate_limit_refusals_total', 'Requests refused 429 by the rate limit, by bucket (caller: tenant + user; anonymous: client address)', 'bucket', ['caller', 'anonymous'])
+export const rateLimitRefusals = counter(
+  'rate_limit_refusals_total',
+  'Requests refused 429 by the rate limit, by bucket (caller: tenant + user; anonymous: client address)',
+  'bucket',
+  ['caller', 'anonymous']
+)
 
 /**
  * Serialization failures (40001) and deadlocks (40P01) that reached a request: `withTenant`
  * retries them up to three attempts, so these are the ones left after its retries (answered 409).
  */
-export const transactionConflicts = counter('db_transaction_conflicts_total', 'Serialization failures (40001) and deadlocks (40P01) that failed a request after the transaction retries', 'code', ['40001', '40P01'])
+export const transactionConflicts = counter(
+  'db_transaction_conflicts_total',
+  'Serialization failures (40001) and deadlocks (40P01) that failed a request after the transaction retries',
+  'code',
+  ['40001', '40P01']
+)
 
 /** Notification delivery attempts by outcome (the delivery loop, src/platform/notifications/delivery.ts). */
-export const notificationDeliveries = counter('notification_deliveries_total', 'Notification delivery attempts by outcome (sent, retry: failed and due again, failed: given up, undeliverable: no usable recipient)', 'outcome', ['sent', 'retry', 'failed', 'undeliverable'])
+export const notificationDeliveries = counter(
+  'notification_deliveries_total',
+  'Notification delivery attempts by outcome (sent, retry: failed and due again, failed: given up, undeliverable: no usable recipient)',
+  'outcome',
+  ['sent', 'retry', 'failed', 'undeliverable']
+)
 
 /** Adds one delivery pass's counts. */
 export function countNotificationDeliveries (r: DeliveryResult): void {
@@ -53,15 +70,33 @@ export function countNotificationDeliveries (r: DeliveryResult): void {
 }
 
 /** Calls of the automation `webhook` action by outcome. */
-export const webhookDeliveries = counter('automation_webhook_deliveries_total', 'Automation webhook calls by outcome (delivered: 2xx; failed: other status, network error or timeout; refused: destination not allowed)', 'outcome', ['delivered', 'failed', 'refused'])
+export const webhookDeliveries = counter(
+  'automation_webhook_deliveries_total',
+  'Automation webhook calls by outcome (delivered: 2xx; failed: other status, network error or timeout; refused: destination not allowed)',
+  'outcome',
+  ['delivered', 'failed', 'refused']
+)
 
 /** Automation execution attempts as they finish, by status. */
-export const automationExecutions = counter('automation_executions_total', 'Automation execution attempts as they finish, by status (retry: the attempt failed and another is due)', 'status', ['succeeded', 'skipped', 'failed', 'retry'])
+export const automationExecutions = counter(
+  'automation_executions_total',
+  'Automation execution attempts as they finish, by status (retry: the attempt failed and another is due)',
+  'status',
+  ['succeeded', 'skipped', 'failed', 'retry']
+)
 
 /** Identity-provider webhook deliveries by outcome. */
-export const idpWebhookDeliveries = counter('idp_webhook_deliveries_total', 'Identity-provider webhook deliveries by outcome (applied, stale, ignored, duplicate; refused: answered 4xx or 5xx, e.g. a bad signature)', 'outcome', ['applied', 'stale', 'ignored', 'duplicate', 'refused'])
+export const idpWebhookDeliveries = counter(
+  'idp_webhook_deliveries_total',
+  'Identity-provider webhook deliveries by outcome (applied, stale, ignored, duplicate; refused: answered 4xx or 5xx, e.g. a bad signature)',
+  'outcome',
+  ['applied', 'stale', 'ignored', 'duplicate', 'refused']
+)
 
-/** The identity-provider webhook's route: a delivery it refuses (bad signature, body, no secret) never reaches applyDelivery. */
+/**
+ * The identity-provider webhook's route: a delivery it refuses (bad signature, body, no secret) never reaches
+ * applyDelivery.
+ */
 const IDP_WEBHOOK_ROUTE = '/api/v1/integrations/idp/webhook'
 
 let defaultMetrics = false
@@ -126,7 +161,12 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
   }
   const registry = new client.Registry()
   const labelNames = ['method', 'route', 'status_code'] as const
-  const requests = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests answered, by method, route template (unmatched: no route) and status', labelNames, registers: [registry] })
+  const requests = new client.Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route template (unmatched: no route) and status',
+    labelNames,
+    registers: [registry]
+  })
   const duration = new client.Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time from receiving a request to its answer, by method, route template and status',
@@ -170,13 +210,20 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
     }
   })
 
-  new client.Gauge({ // eslint-disable-line no-new
+  // eslint-disable-next-line no-new
+  new client.Gauge({
     name: 'db_pool_connections',
     help: 'Connections of each database pool (login: request, worker) by state: in use, idle, and requests waiting for one',
     labelNames: ['login', 'state'],
     registers: [registry],
     collect () {
-      const logins = options.systemDb === options.db ? [['request', options.db]] as const : [['request', options.db], ['worker', options.systemDb]] as const
+      const logins =
+        options.systemDb === options.db
+          ? ([['request', options.db]] as const)
+          : ([
+              ['request', options.db],
+              ['worker', options.systemDb]
+            ] as const)
       for (const [login, db] of logins) {
         const p = poolStatsOf(db)
         this.set({ login, state: 'in_use' }, p.total - p.idle)
@@ -186,7 +233,8 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
     }
   })
   let retriesSeen = transactionRetries.count
-  new client.Counter({ // eslint-disable-line no-new
+  // eslint-disable-next-line no-new
+  new client.Counter({
     name: 'db_transaction_retries_total',
     help: 'Transactions run again after a serialization failure or a deadlock (withTenant retries up to three attempts)',
     registers: [registry],
@@ -199,7 +247,11 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
 
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'
-    const labels = { method: METHODS.has(request.method) ? request.method : 'OTHER', route, status_code: String(reply.statusCode) }
+    const labels = {
+      method: METHODS.has(request.method) ? request.method : 'OTHER',
+      route,
+      status_code: String(reply.statusCode)
+    }
     requests.inc(labels)
     duration.observe(labels, reply.elapsedTime / 1000)
     if (route === IDP_WEBHOOK_ROUTE && reply.statusCode >= 400) idpWebhookDeliveries.inc({ outcome: 'refused' })
@@ -214,7 +266,9 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
     // the route checks its own token: no tenant, no user
     config: { auth: 'none' }
   }, async (request, reply) => {
-    if (!tokenMatches(request.headers.authorization, options.token)) throw error401Unauthorized('a valid metrics token is required')
+    if (!tokenMatches(request.headers.authorization, options.token)) {
+      throw error401Unauthorized('a valid metrics token is required')
+    }
     const text = `${await processRegistry.metrics()}${await registry.metrics()}`
     return await reply.type(registry.contentType).header('cache-control', 'no-store').send(text)
   })

@@ -9,7 +9,16 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     /** Text that array literals quote or escape: quotes, backslashes, braces, commas, NULL, blanks, non-ASCII. */
-    const AWKWARD = ['"quoted"', 'back\\slash \\"', '{braces}, commas', 'NULL', '', ' padded ', 'naïve ☃ 𝄞', 'line\nbreak']
+    const AWKWARD = [
+      '"quoted"',
+      'back\\slash \\"',
+      '{braces}, commas',
+      'NULL',
+      '',
+      ' padded ',
+      'naïve ☃ 𝄞',
+      'line\nbreak'
+    ]
     const event = (tenantId: string, n: number): DomainEvent => ({
       tenantId,
       topic: `test.${AWKWARD[n % AWKWARD.length] ?? ''}`,
@@ -31,7 +40,7 @@ for (const kind of databases()) {
       // 7 columns: a VALUES list of 10 000 rows would need 70 000 bind parameters (PostgreSQL takes 65 535)
       const n = 10_000
       const many = Array.from({ length: n }, (_, i) => event(tenant.id, i))
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
         await emit(trx, event(tenant.id, -1))
         await emitMany(trx, [])
         await emitMany(trx, many)
@@ -39,8 +48,18 @@ for (const kind of databases()) {
       })
       const written = await rows(tenant.id)
       assert.equal(written.length, n + 2)
-      assert.deepEqual(written.map(r => r.payload.n), Array.from({ length: n + 2 }, (_, i) => i - 1))
-      const expected = (e: DomainEvent) => ({ topic: e.topic, aggregate_type: e.aggregateType, aggregate_id: String(e.aggregateId), actor_id: e.actorId, payload: e.payload, depth: e.depth })
+      assert.deepEqual(
+        written.map(r => r.payload.n),
+        Array.from({ length: n + 2 }, (_, i) => i - 1)
+      )
+      const expected = (e: DomainEvent) => ({
+        topic: e.topic,
+        aggregate_type: e.aggregateType,
+        aggregate_id: String(e.aggregateId),
+        actor_id: e.actorId,
+        payload: e.payload,
+        depth: e.depth
+      })
       assert.deepEqual(written.slice(1, 41), many.slice(0, 40).map(expected))
       assert.deepEqual(written.at(-2), expected(many.at(-1) as DomainEvent))
     })

@@ -36,7 +36,8 @@ function rowOf (event: DomainEvent) {
  * Appends one domain event to the outbox.
  *
  * @example
- *   await emit(trx, { tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: row.id, actorId: auth.userId, payload: { contact: row } })
+ *   await emit(trx, { tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: row.id, actorId:
+ * auth.userId, payload: { contact: row } })
  */
 export async function emit (trx: Tx, event: DomainEvent): Promise<void> {
   await trx.insertInto('outbox').values(rowOf(event)).execute()
@@ -53,7 +54,8 @@ const PARAMS_PER_ROW = 7
  * runs on Citus, where INSERT…SELECT from a function becomes a COPY that row-level security refuses.
  *
  * @example
- *   await emitMany(trx, created.map(c => ({ tenantId, topic: 'attendee.added', aggregateType: 'event', aggregateId: eventId, actorId: auth.userId, payload: { contact_id: c.contact_id } })))
+ *   await emitMany(trx, created.map(c => ({ tenantId, topic: 'attendee.added', aggregateType: 'event', aggregateId:
+ * eventId, actorId: auth.userId, payload: { contact_id: c.contact_id } })))
  */
 export async function emitMany (trx: Tx, events: readonly DomainEvent[]): Promise<void> {
   for (const chunk of rowChunks(events.map(rowOf), PARAMS_PER_ROW)) {

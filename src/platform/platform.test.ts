@@ -19,7 +19,10 @@ import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from './auth/dev-keys.t
 
 type Json = Record<string, any>
 
-function assertProblem (res: { statusCode: number, headers: Record<string, unknown>, json: () => any }, status: number): Json {
+function assertProblem (
+  res: { statusCode: number; headers: Record<string, unknown>; json: () => any },
+  status: number
+): Json {
   assert.equal(res.statusCode, status)
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
   const body = res.json()
@@ -51,7 +54,11 @@ for (const kind of databases()) {
 
       it('answers 413 for a body over the limit and stores nothing', async () => {
         const token = await newTenant(t).user('alice')
-        const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { notes: 'x'.repeat(1_100_000) } })
+        const res = await t.as(token, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { notes: 'x'.repeat(1_100_000) }
+        })
         assertProblem(res, 413)
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/contacts' })).json().total, 0)
       })
@@ -60,7 +67,10 @@ for (const kind of databases()) {
     describe('authentication', () => {
       it('answers 401 without a token, with a malformed header and with a forged token', async () => {
         assertProblem(await t.app.inject({ method: 'GET', url: '/api/v1/auth/me' }), 401)
-        assertProblem(await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: 'Basic YTpi' } }), 401)
+        assertProblem(
+          await t.app.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: 'Basic YTpi' } }),
+          401
+        )
         const { privateKey } = await generateKeyPair('ES256')
         const forged = await new SignJWT({ tenant_id: 't', roles: ['admin'] })
           .setProtectedHeader({ alg: 'ES256', kid: t.keys.kid }).setIssuer(DEV_ISSUER).setSubject('eve')
@@ -113,7 +123,15 @@ for (const kind of databases()) {
         assert.equal(res.statusCode, 200)
         const schema = res.json()
         assert.equal(schema.$id, 'http://localhost:8080/schemas/ErrorModel.json')
-        assert.deepEqual(Object.keys(schema.properties).sort(), ['$schema', 'detail', 'errors', 'instance', 'status', 'title', 'type'])
+        assert.deepEqual(Object.keys(schema.properties).sort(), [
+          '$schema',
+          'detail',
+          'errors',
+          'instance',
+          'status',
+          'title',
+          'type'
+        ])
         for (const name of ['Contact', 'PagedBodyContact', 'SearchOutputBody', 'AuthContext', 'LivenessOutputBody']) {
           assert.equal((await t.app.inject({ method: 'GET', url: `/schemas/${name}.json` })).statusCode, 200, name)
         }
@@ -126,11 +144,18 @@ for (const kind of databases()) {
         const ids = new Set<string>()
         for (const [p, ops] of Object.entries(doc.paths as Record<string, Json>)) {
           for (const [method, op] of Object.entries(ops)) {
-            assert.ok(typeof op.operationId === 'string' && /^[a-z]+(-[a-z0-9]+)*$/.test(op.operationId), `${method} ${p} operationId`)
+            assert.ok(
+              typeof op.operationId === 'string' && /^[a-z]+(-[a-z0-9]+)*$/.test(op.operationId),
+              `${method} ${p} operationId`
+            )
             assert.ok(!ids.has(op.operationId), `duplicate operationId ${op.operationId}`)
             ids.add(op.operationId)
             assert.ok(Object.keys(op.responses).some(c => c.startsWith('2')), `${method} ${p} success response`)
-            if (p.startsWith('/api/v1/') && !p.startsWith('/api/v1/integrations/') && !p.startsWith('/api/v1/public/')) {
+            if (
+              p.startsWith('/api/v1/') &&
+              !p.startsWith('/api/v1/integrations/') &&
+              !p.startsWith('/api/v1/public/')
+            ) {
               assert.deepEqual(op.security, [{ bearerAuth: [] }], `${method} ${p} security`)
               assert.ok(op.responses['401'] !== undefined, `${method} ${p} 401`)
             }
@@ -149,7 +174,11 @@ for (const kind of databases()) {
       it('row-level security hides other tenants even from a query without a tenant filter', async () => {
         const a = newTenant(t)
         const b = newTenant(t)
-        await t.as(await a.user('alice'), { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'A-only' } })
+        await t.as(await a.user('alice'), {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { first_name: 'A-only' }
+        })
         await t.as(await b.user('bob'), { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'B-only' } })
         const rows = await withTenant(t.database.db, { tenantId: b.id }, async trx => {
           const who = await sql<{ role: string, superuser: boolean, bypass: boolean }>`
@@ -161,13 +190,17 @@ for (const kind of databases()) {
         })
         assert.deepEqual(rows.map(r => r.first_name), ['B-only'])
         assert.ok(rows.every(r => r.tenant_id === b.id))
-        const none = await withTenant(t.database.db, { tenantId: '' }, trx => trx.selectFrom('contacts').selectAll().execute())
+        const none = await withTenant(t.database.db, { tenantId: '' }, trx =>
+          trx.selectFrom('contacts').selectAll().execute()
+        )
         assert.equal(none.length, 0, 'no tenant set: no rows')
       })
 
       it('lets text search use its trigram index under row-level security (LIKE is leakproof)', async () => {
         // Under RLS an index only serves LEAKPROOF operators (migration 0009, docs/performance.md).
-        const r = await sql<{ leakproof: boolean }>`select proleakproof as leakproof from pg_proc where proname = 'textlike'`.execute(t.database.db)
+        const r = await sql<{
+          leakproof: boolean
+        }>`select proleakproof as leakproof from pg_proc where proname = 'textlike'`.execute(t.database.db)
         assert.deepEqual(r.rows, [{ leakproof: true }])
       })
 
@@ -181,7 +214,11 @@ for (const kind of databases()) {
     describe('readiness', () => {
       it('answers /health and /ready while the database answers', async () => {
         const health = await t.app.inject({ method: 'GET', url: '/health' })
-        assert.deepEqual(health.json(), { service: 'collaboration-service', status: 'ok', $schema: 'http://localhost:8080/schemas/LivenessOutputBody.json' })
+        assert.deepEqual(health.json(), {
+          service: 'collaboration-service',
+          status: 'ok',
+          $schema: 'http://localhost:8080/schemas/LivenessOutputBody.json'
+        })
         const ready = await t.app.inject({ method: 'GET', url: '/ready' })
         assert.equal(ready.statusCode, 200)
         // a Citus coordinator is PostgreSQL to the service
@@ -230,7 +267,11 @@ describe('readiness without a database', () => {
     assert.equal(ready.statusCode, 503)
     assert.equal(ready.json().status, 503)
     const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).sign(new Uint8Array(32))
-    const write = await app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer ${token}` } })
+    const write = await app.inject({
+      method: 'GET',
+      url: '/api/v1/contacts',
+      headers: { authorization: `Bearer ${token}` }
+    })
     assert.equal(write.statusCode, 401, 'HMAC tokens are refused')
     await app.close()
     await database.close()
@@ -248,7 +289,8 @@ describe('rate limits', () => {
     const keys = await loadOrCreateDevKeys(dataDir)
     const alice = await signDevToken(keys, { sub: 'alice', tenant: 't1' })
     const bob = await signDevToken(keys, { sub: 'bob', tenant: 't1' })
-    const get = (token: string) => app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer ${token}` } })
+    const get = (token: string) =>
+      app.inject({ method: 'GET', url: '/api/v1/contacts', headers: { authorization: `Bearer ${token}` } })
     const first = await get(alice)
     assert.equal(first.headers['ratelimit-limit'], '5')
     assert.equal(first.headers['ratelimit-remaining'], '4')
@@ -265,25 +307,35 @@ describe('rate limits', () => {
   })
 
   const redisUrl = process.env.TEST_REDIS_URL
-  it('shares one bucket between two instances through Redis', { skip: redisUrl === undefined ? 'TEST_REDIS_URL not set' : false }, async () => {
-    const prefix = `rl-test-${crypto.randomUUID()}`
-    const one = createRateLimiter({ capacity: 4, refillPerSec: 1, redisUrl, prefix })
-    const two = createRateLimiter({ capacity: 4, refillPerSec: 1, redisUrl, prefix })
-    const results = []
-    for (let i = 0; i < 3; i++) {
-      results.push(await one.consume('t:u', 1))
-      results.push(await two.consume('t:u', 1))
+  it(
+    'shares one bucket between two instances through Redis',
+    { skip: redisUrl === undefined ? 'TEST_REDIS_URL not set' : false },
+    async () => {
+      const prefix = `rl-test-${crypto.randomUUID()}`
+      const one = createRateLimiter({ capacity: 4, refillPerSec: 1, redisUrl, prefix })
+      const two = createRateLimiter({ capacity: 4, refillPerSec: 1, redisUrl, prefix })
+      const results = []
+      for (let i = 0; i < 3; i++) {
+        results.push(await one.consume('t:u', 1))
+        results.push(await two.consume('t:u', 1))
+      }
+      assert.deepEqual(
+        results.slice(0, 4).map(r => r.remaining),
+        [3, 2, 1, 0]
+      )
+      assert.equal(results.filter(r => !r.allowed).length >= 1, true, 'the shared bucket runs out across instances')
+      await one.close()
+      await two.close()
     }
-    assert.deepEqual(results.slice(0, 4).map(r => r.remaining), [3, 2, 1, 0])
-    assert.equal(results.filter(r => !r.allowed).length >= 1, true, 'the shared bucket runs out across instances')
-    await one.close()
-    await two.close()
-  })
+  )
 })
 
 describe('configuration', () => {
   it('refuses a bad value naming the variable', () => {
-    assert.throws(() => loadConfig({ PORT: 'eighty' }), (e: unknown) => e instanceof ConfigError && e.variable === 'PORT')
+    assert.throws(
+      () => loadConfig({ PORT: 'eighty' }),
+      (e: unknown) => e instanceof ConfigError && e.variable === 'PORT'
+    )
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/)
     assert.throws(() => loadConfig({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/)
     assert.throws(() => loadConfig({ RATE_LIMIT_CAPACITY: '0' }), /RATE_LIMIT_CAPACITY/)
@@ -292,7 +344,10 @@ describe('configuration', () => {
   })
 
   it('stops the process at start with one line naming the variable', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, PORT: 'abc' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: { ...process.env, PORT: 'abc' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     let stderr = ''
     child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
     const code = await new Promise(resolve => child.on('exit', resolve))
@@ -304,7 +359,10 @@ describe('configuration', () => {
   it('npm start: builds the bundle, starts on embedded PGlite with no configuration and serves the API', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-start-'))
     // what `npm start` runs: builds dist/ when the sources are newer, then runs dist/server.js
-    const child = spawn(process.execPath, ['scripts/start.mjs'], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['scripts/start.mjs'], {
+      env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     try {
       const address = await new Promise<string>((resolve, reject) => {
         let out = ''
@@ -320,15 +378,27 @@ describe('configuration', () => {
       assert.equal((await fetch(`${address}/health`)).status, 200)
       assert.ok(fs.existsSync(path.join(dataDir, 'pgdata')))
       // the bundled validators, serializers, database and token verification at work
-      const token = await signDevToken(await loadOrCreateDevKeys(dataDir), { sub: 'starter', tenant: 'start-tenant', roles: ['admin'] })
+      const token = await signDevToken(await loadOrCreateDevKeys(dataDir), {
+        sub: 'starter',
+        tenant: 'start-tenant',
+        roles: ['admin']
+      })
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-      const created = await fetch(`${address}/api/v1/contacts`, { method: 'POST', headers, body: JSON.stringify({ first_name: 'Ada', email: 'ada@example.com' }) })
+      const created = await fetch(`${address}/api/v1/contacts`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ first_name: 'Ada', email: 'ada@example.com' })
+      })
       assert.equal(created.status, 201)
       const contact = await created.json() as Json
       const read = await fetch(`${address}/api/v1/contacts/${String(contact.id)}`, { headers })
       assert.equal(read.status, 200)
       assert.equal((await read.json() as Json).email, 'ada@example.com')
-      const bad = await fetch(`${address}/api/v1/contacts`, { method: 'POST', headers, body: JSON.stringify({ first_name: 5 }) })
+      const bad = await fetch(`${address}/api/v1/contacts`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ first_name: 5 })
+      })
       assert.equal(bad.status, 400)
       assert.deepEqual(((await bad.json()) as Json).errors.map((e: Json) => e.location), ['body.first_name'])
       assert.equal((await fetch(`${address}/openapi.json`)).status, 200)

@@ -55,9 +55,22 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
     redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500 })
     redis.on('error', () => {}) // insurance limiter below takes over while Redis is away
-    const insurance = (points: number, duration: number) => new RateLimiterMemory({ points, duration, keyPrefix: `${prefix}:ins` })
-    steady = new RateLimiterRedis({ storeClient: redis, points: options.refillPerSec, duration: 1, keyPrefix: `${prefix}:s`, insuranceLimiter: insurance(options.refillPerSec, 1) })
-    burst = new RateLimiterRedis({ storeClient: redis, points: options.capacity, duration: burstDuration, keyPrefix: `${prefix}:b`, insuranceLimiter: insurance(options.capacity, burstDuration) })
+    const insurance = (points: number, duration: number) =>
+      new RateLimiterMemory({ points, duration, keyPrefix: `${prefix}:ins` })
+    steady = new RateLimiterRedis({
+      storeClient: redis,
+      points: options.refillPerSec,
+      duration: 1,
+      keyPrefix: `${prefix}:s`,
+      insuranceLimiter: insurance(options.refillPerSec, 1)
+    })
+    burst = new RateLimiterRedis({
+      storeClient: redis,
+      points: options.capacity,
+      duration: burstDuration,
+      keyPrefix: `${prefix}:b`,
+      insuranceLimiter: insurance(options.capacity, burstDuration)
+    })
   } else {
     steady = new RateLimiterMemory({ points: options.refillPerSec, duration: 1, keyPrefix: `${prefix}:s` })
     burst = new RateLimiterMemory({ points: options.capacity, duration: burstDuration, keyPrefix: `${prefix}:b` })
@@ -68,13 +81,23 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
     async consume (key, cost) {
       try {
         const b = await burst.consume(key, cost)
-        return { allowed: true, remaining: Math.max(0, b.remainingPoints), resetSec: Math.ceil(b.msBeforeNext / 1000), limit }
+        return {
+          allowed: true,
+          remaining: Math.max(0, b.remainingPoints),
+          resetSec: Math.ceil(b.msBeforeNext / 1000),
+          limit
+        }
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err
       }
       try {
         const s = await steady.consume(key, cost)
-        return { allowed: true, remaining: Math.max(0, s.remainingPoints), resetSec: Math.max(1, Math.ceil(s.msBeforeNext / 1000)), limit }
+        return {
+          allowed: true,
+          remaining: Math.max(0, s.remainingPoints),
+          resetSec: Math.max(1, Math.ceil(s.msBeforeNext / 1000)),
+          limit
+        }
       } catch (err) {
         if (!(err instanceof RateLimiterRes)) throw err
         return { allowed: false, remaining: 0, resetSec: Math.max(1, Math.ceil(err.msBeforeNext / 1000)), limit }
@@ -86,7 +109,13 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
   }
 }
 
-async function charge (limiter: RateLimiter, bucket: 'caller' | 'anonymous', key: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+async function charge (
+  limiter: RateLimiter,
+  bucket: 'caller' | 'anonymous',
+  key: string,
+  request: FastifyRequest,
+  reply: FastifyReply
+): Promise<void> {
   const cost = request.routeOptions.config.cost ?? 1
   const r = await limiter.consume(key, cost)
   void reply.header('ratelimit-limit', String(r.limit))
@@ -94,7 +123,12 @@ async function charge (limiter: RateLimiter, bucket: 'caller' | 'anonymous', key
   void reply.header('ratelimit-reset', String(r.resetSec))
   if (!r.allowed) {
     rateLimitRefusals.inc({ bucket })
-    throw new ApiError(429, `rate limit exceeded: this request costs ${cost} token(s); retry after ${r.resetSec} s`, [], { 'retry-after': String(r.resetSec) })
+    throw new ApiError(
+      429,
+      `rate limit exceeded: this request costs ${cost} token(s); retry after ${r.resetSec} s`,
+      [],
+      { 'retry-after': String(r.resetSec) }
+    )
   }
 }
 
@@ -112,12 +146,23 @@ export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter, a
     if (request.rateLimited) return
     request.rateLimited = true
     const auth = request.optionalAuth ?? null
-    await charge(auth === null ? anonymous : limiter, auth === null ? 'anonymous' : 'caller', auth === null ? anonymousKey(request) : `${auth.tenantId}:${auth.userId}`, request, reply)
+    await charge(
+      auth === null ? anonymous : limiter,
+      auth === null ? 'anonymous' : 'caller',
+      auth === null ? anonymousKey(request) : `${auth.tenantId}:${auth.userId}`,
+      request,
+      reply
+    )
   })
 }
 
-/** What the authentication plugin calls before refusing a token: the refusal costs the address's bucket (429 when empty). */
-export function refusalCharge (anonymous: RateLimiter): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+/**
+ * What the authentication plugin calls before refusing a token: the refusal costs the address's bucket (429 when
+ * empty).
+ */
+export function refusalCharge (
+  anonymous: RateLimiter
+): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   return async (request, reply) => {
     if (request.rateLimited) return
     request.rateLimited = true

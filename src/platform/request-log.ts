@@ -12,17 +12,29 @@
  *   not name the tenant. "request completed" carries the request (method, URL, address) instead
  *   (`RequestLogController`).
  */
-import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest
+} from 'fastify'
 
 type Bindings = Record<string, unknown>
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1]
 
 /** The server's child logger factory: requests that matched no route. */
-export function unmatchedRouteLogger (logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
+export function unmatchedRouteLogger (
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildOptions
+): FastifyBaseLogger {
   return logger.child({ ...bindings, route: 'unmatched' }, options)
 }
 
-/** Gives every route registered after it a child logger factory that binds its template. Call before any route is added. */
+/**
+ * Gives every route registered after it a child logger factory that binds its template. Call before any route is added.
+ */
 export function registerRequestLog (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (route.childLoggerFactory !== undefined) return
@@ -46,7 +58,8 @@ export class RequestLogController extends LogController {
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return
-    if (error !== null && error !== undefined) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
-    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    if (error !== null && error !== undefined) {
+      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    } else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }

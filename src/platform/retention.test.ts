@@ -26,7 +26,15 @@ void describe('retention configuration', () => {
   })
 
   void it('reads minutes, hours and days, and off (kept forever)', () => {
-    const r = retentionOf({ RETENTION_OUTBOX: '90m', RETENTION_NOTIFICATIONS: '48h', RETENTION_IDEMPOTENCY_KEYS: '2d', RETENTION_IDP_DELIVERIES: 'off', RETENTION_EXECUTIONS: '3650d', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0', RETENTION_BATCH_SIZE: '50' })
+    const r = retentionOf({
+      RETENTION_OUTBOX: '90m',
+      RETENTION_NOTIFICATIONS: '48h',
+      RETENTION_IDEMPOTENCY_KEYS: '2d',
+      RETENTION_IDP_DELIVERIES: 'off',
+      RETENTION_EXECUTIONS: '3650d',
+      RETENTION_EXECUTIONS_KEEP_PER_RULE: '0',
+      RETENTION_BATCH_SIZE: '50'
+    })
     assert.equal(r.outbox, 90 * 60_000)
     assert.equal(r.notifications, 48 * HOUR)
     assert.equal(r.idempotencyKeys, 2 * DAY)
@@ -75,8 +83,12 @@ type Row = Record<string, unknown>
 async function insert (t: TestApp, table: string, rows: Row[]): Promise<void> {
   if (rows.length === 0) return
   const columns = Object.keys(rows[0] ?? {})
-  await withSystem(t.ctx.db, async trx => await sql`insert into ${sql.table(table)} (${sql.join(columns.map(c => sql.ref(c)))})
-    values ${sql.join(rows.map(r => sql`(${sql.join(columns.map(c => r[c]))})`))}`.execute(trx))
+  await withSystem(
+    t.ctx.db,
+    async trx =>
+      await sql`insert into ${sql.table(table)} (${sql.join(columns.map(c => sql.ref(c)))})
+    values ${sql.join(rows.map(r => sql`(${sql.join(columns.map(c => r[c]))})`))}`.execute(trx)
+  )
 }
 
 /**
@@ -85,25 +97,51 @@ async function insert (t: TestApp, table: string, rows: Row[]): Promise<void> {
  */
 async function copyExecution (t: TestApp, tenantId: string, fromId: string, changes: Row): Promise<string> {
   const id = crypto.randomUUID()
-  await withSystem(t.ctx.db, async trx => await sql`insert into automation_executions
+  await withSystem(
+    t.ctx.db,
+    async trx =>
+      await sql`insert into automation_executions
     select (json_populate_record(e, ${JSON.stringify({ ...changes, id, trigger_key: changes.trigger_key ?? `test:${id}` })}::json)).*
-    from automation_executions e where e.tenant_id = ${tenantId} and e.id = ${fromId}::uuid`.execute(trx))
+    from automation_executions e where e.tenant_id = ${tenantId} and e.id = ${fromId}::uuid`.execute(trx)
+  )
   return id
 }
 
 async function count (t: TestApp, table: string, tenantId: string, where = sql`true`): Promise<number> {
-  const { rows } = await withSystem(t.ctx.db, async trx => await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where tenant_id = ${tenantId} and ${where}`.execute(trx))
+  const { rows } = await withSystem(
+    t.ctx.db,
+    async trx =>
+      await sql<{
+        n: number
+      }>`select count(*)::int as n from ${sql.table(table)} where tenant_id = ${tenantId} and ${where}`.execute(trx)
+  )
   return Number(rows[0]?.n ?? 0)
 }
 
 const ago = (now: Date, ms: number): Date => new Date(now.getTime() - ms)
 
 function outboxRow (tenantId: string, created: Date, processed: Date | null): Row {
-  return { tenant_id: tenantId, topic: 'test.old', aggregate_type: 'test', aggregate_id: '1', payload: '{}', created_at: created, processed_at: processed }
+  return {
+    tenant_id: tenantId,
+    topic: 'test.old',
+    aggregate_type: 'test',
+    aggregate_id: '1',
+    payload: '{}',
+    created_at: created,
+    processed_at: processed
+  }
 }
 
 function notificationRow (tenantId: string, status: string, created: Date): Row {
-  return { tenant_id: tenantId, channel: 'email', recipient: 'someone@example.test', subject: 'old', body: 'old', status, created_at: created }
+  return {
+    tenant_id: tenantId,
+    channel: 'email',
+    recipient: 'someone@example.test',
+    subject: 'old',
+    body: 'old',
+    status,
+    created_at: created
+  }
 }
 
 /** A rule (through the API) and one manual execution of it, the model other executions are copied from. */
@@ -111,10 +149,20 @@ async function ruleWithExecution (t: TestApp, token: string): Promise<{ ruleId: 
   const rule = await t.as(token, {
     method: 'POST',
     url: '/api/v1/automation/rules',
-    payload: { name: 'Retained', scope: 'GLOBAL', schedule: { event_type: 'contact.created' }, conditions: {}, actions: [{ type: 'notify', to: 'creator', subject: 's', body: 'b' }] }
+    payload: {
+      name: 'Retained',
+      scope: 'GLOBAL',
+      schedule: { event_type: 'contact.created' },
+      conditions: {},
+      actions: [{ type: 'notify', to: 'creator', subject: 's', body: 'b' }]
+    }
   })
   assert.equal(rule.statusCode, 201, rule.body)
-  const run = await t.as(token, { method: 'POST', url: `/api/v1/automation/rules/${rule.json().id}/execute`, payload: {} })
+  const run = await t.as(token, {
+    method: 'POST',
+    url: `/api/v1/automation/rules/${rule.json().id}/execute`,
+    payload: {}
+  })
   assert.equal(run.statusCode, 202, run.body)
   return { ruleId: rule.json().id, executionId: run.json().id }
 }
@@ -130,10 +178,19 @@ for (const kind of databases()) {
       const now = new Date()
 
       // new rows through the API: a contact (an unprocessed domain event) with an Idempotency-Key, a rule, manual runs
-      const contact = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'retention-1' }, payload: { first_name: 'Ada', email: 'ada@example.org' } })
+      const contact = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        headers: { 'idempotency-key': 'retention-1' },
+        payload: { first_name: 'Ada', email: 'ada@example.org' }
+      })
       assert.equal(contact.statusCode, 201, contact.body)
       const { ruleId, executionId } = await ruleWithExecution(t, alice)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ruleId}/execute`, payload: {} })).statusCode, 202)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ruleId}/execute`, payload: {} }))
+          .statusCode,
+        202
+      )
       const apiOutbox = await count(t, 'outbox', tid)
       assert.ok(apiOutbox >= 2)
 
@@ -148,7 +205,18 @@ for (const kind of databases()) {
         ...['pending', 'pending'].map(s => notificationRow(tid, s, ago(now, 40 * DAY))), // retries still due: kept
         ...['sent', 'failed'].map(s => notificationRow(tid, s, ago(now, DAY)))
       ])
-      const key = (k: string, created: Date, expires: Date): Row => ({ tenant_id: tid, user_id: 'alice', key: k, method: 'POST', path: '/api/v1/contacts', request_hash: 'h', status_code: 201, response_body: '{}', created_at: created, expires_at: expires })
+      const key = (k: string, created: Date, expires: Date): Row => ({
+        tenant_id: tid,
+        user_id: 'alice',
+        key: k,
+        method: 'POST',
+        path: '/api/v1/contacts',
+        request_hash: 'h',
+        status_code: 201,
+        response_body: '{}',
+        created_at: created,
+        expires_at: expires
+      })
       await insert(t, 'idempotency_keys', [
         key('old-1', ago(now, 3 * DAY), ago(now, 2 * DAY)),
         key('old-2', ago(now, 2 * DAY), ago(now, DAY)),
@@ -156,8 +224,20 @@ for (const kind of databases()) {
         key('window', ago(now, 2 * DAY), new Date(now.getTime() + HOUR)),
         key('recent', ago(now, HOUR), new Date(now.getTime() + 23 * HOUR))
       ])
-      const delivery = (seq: number, received: Date): Row => ({ tenant_id: tid, instance_id: 'i', aggregate_id: 'u1', sequence: seq, event_type: 'user.human.changed', outcome: 'applied', received_at: received })
-      await insert(t, 'idp_deliveries', [delivery(1, ago(now, 100 * DAY)), delivery(2, ago(now, 95 * DAY)), delivery(3, ago(now, 10 * DAY))])
+      const delivery = (seq: number, received: Date): Row => ({
+        tenant_id: tid,
+        instance_id: 'i',
+        aggregate_id: 'u1',
+        sequence: seq,
+        event_type: 'user.human.changed',
+        outcome: 'applied',
+        received_at: received
+      })
+      await insert(t, 'idp_deliveries', [
+        delivery(1, ago(now, 100 * DAY)),
+        delivery(2, ago(now, 95 * DAY)),
+        delivery(3, ago(now, 10 * DAY))
+      ])
 
       const old = ago(now, 100 * DAY)
       const doomed = [
@@ -165,13 +245,21 @@ for (const kind of databases()) {
         await copyExecution(t, tid, executionId, { status: 'failed', created_at: old }),
         await copyExecution(t, tid, executionId, { status: 'skipped', created_at: old }),
         // a relative trigger whose moment is long past: the scheduler cannot fire it again
-        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: old, trigger_key: `starts_in:1:${ago(now, 99 * DAY).toISOString()}:1440` })
+        await copyExecution(t, tid, executionId, {
+          status: 'succeeded',
+          created_at: old,
+          trigger_key: `starts_in:1:${ago(now, 99 * DAY).toISOString()}:1440`
+        })
       ]
       const kept = [
         await copyExecution(t, tid, executionId, { status: 'queued', created_at: old }),
         await copyExecution(t, tid, executionId, { status: 'running', created_at: old }),
         // due until an hour after an event that starts in ten days: deleting it would let it fire again
-        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: old, trigger_key: `starts_in:1:${new Date(now.getTime() + 10 * DAY).toISOString()}:525600` }),
+        await copyExecution(t, tid, executionId, {
+          status: 'succeeded',
+          created_at: old,
+          trigger_key: `starts_in:1:${new Date(now.getTime() + 10 * DAY).toISOString()}:525600`
+        }),
         await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, DAY) })
       ]
       const executionsBefore = await count(t, 'automation_executions', tid)
@@ -181,18 +269,42 @@ for (const kind of databases()) {
       assert.equal(first.complete, true)
       assert.ok(first.kinds.outbox.deleted >= 5)
 
-      assert.equal(await count(t, 'outbox', tid), apiOutbox + 2 + 2, 'old processed events gone; unprocessed and recent kept')
+      assert.equal(
+        await count(t, 'outbox', tid),
+        apiOutbox + 2 + 2,
+        'old processed events gone; unprocessed and recent kept'
+      )
       assert.equal(await count(t, 'outbox', tid, sql`processed_at is null`), apiOutbox + 2)
       assert.equal(await count(t, 'notification_outbox', tid), 2 + 2)
       assert.equal(await count(t, 'notification_outbox', tid, sql`status = 'pending'`), 2)
-      assert.deepEqual((await withSystem(t.ctx.db, async trx => await trx.selectFrom('idempotency_keys').select('key').where('tenant_id', '=', tid).orderBy('key').execute())).map(r => r.key),
-        ['recent', 'retention-1', 'window'])
+      assert.deepEqual(
+        (
+          await withSystem(
+            t.ctx.db,
+            async trx =>
+              await trx
+                .selectFrom('idempotency_keys')
+                .select('key')
+                .where('tenant_id', '=', tid)
+                .orderBy('key')
+                .execute()
+          )
+        ).map(r => r.key),
+        ['recent', 'retention-1', 'window']
+      )
       assert.equal(await count(t, 'idp_deliveries', tid), 1)
       assert.equal(await count(t, 'automation_executions', tid), executionsBefore - doomed.length)
-      for (const id of kept) assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 1, `execution ${id} kept`)
-      for (const id of doomed) assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 0, `execution ${id} deleted`)
+      for (const id of kept) {
+        assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 1, `execution ${id} kept`)
+      }
+      for (const id of doomed) {
+        assert.equal(await count(t, 'automation_executions', tid, sql`id = ${id}::uuid`), 0, `execution ${id} deleted`)
+      }
       // the history the API shows holds what is left
-      const history = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${ruleId}/executions?size=100` })
+      const history = await t.as(alice, {
+        method: 'GET',
+        url: `/api/v1/automation/rules/${ruleId}/executions?size=100`
+      })
       assert.equal(history.statusCode, 200, history.body)
       assert.equal(history.json().total, executionsBefore - doomed.length)
 
@@ -223,13 +335,35 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const now = new Date()
       const { executionId } = await ruleWithExecution(t, alice)
-      await withSystem(t.ctx.db, async trx => await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(trx))
+      await withSystem(
+        t.ctx.db,
+        async trx =>
+          await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(
+            trx
+          )
+      )
       // six old executions, one a day: with 4 kept per rule the two oldest go (and the API's, the oldest of all)
       const ids: string[] = []
-      for (let i = 0; i < 6; i++) ids.push(await copyExecution(t, tenant.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) }))
-      const r = await pruneRetention(t.ctx.db, { retention: retentionOf({ RETENTION_EXECUTIONS_KEEP_PER_RULE: '4' }), now })
+      for (let i = 0; i < 6; i++) {
+        ids.push(
+          await copyExecution(t, tenant.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) })
+        )
+      }
+      const r = await pruneRetention(t.ctx.db, {
+        retention: retentionOf({ RETENTION_EXECUTIONS_KEEP_PER_RULE: '4' }),
+        now
+      })
       assert.equal(r.kinds.executions.deleted, 3)
-      const left = await withSystem(t.ctx.db, async trx => await trx.selectFrom('automation_executions').select('id').where('tenant_id', '=', tenant.id).orderBy('created_at').execute())
+      const left = await withSystem(
+        t.ctx.db,
+        async trx =>
+          await trx
+            .selectFrom('automation_executions')
+            .select('id')
+            .where('tenant_id', '=', tenant.id)
+            .orderBy('created_at')
+            .execute()
+      )
       assert.deepEqual(left.map(e => e.id), ids.slice(2))
     })
 
@@ -238,16 +372,24 @@ for (const kind of databases()) {
       const tid = tenant.id
       const alice = await tenant.user('alice')
       const now = new Date()
-      await insert(t, 'outbox', Array.from({ length: 25 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
+      await insert(
+        t,
+        'outbox',
+        Array.from({ length: 25 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY)))
+      )
       const { executionId } = await ruleWithExecution(t, alice)
-      for (let i = 0; i < 23; i++) await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, (200 - i) * DAY) })
+      for (let i = 0; i < 23; i++) {
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, (200 - i) * DAY) })
+      }
       const retention = retentionOf({ RETENTION_BATCH_SIZE: '10', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0' })
 
       // one statement per kind per round: 10, 10, 5
       const rounds: number[] = []
       for (;;) {
         const r = await pruneRetention(t.ctx.db, { retention, now, maxStatements: 1 })
-        for (const k of RETENTION_KINDS) assert.ok(r.kinds[k].largest <= 10, `${k}: ${r.kinds[k].largest} rows in one statement`)
+        for (const k of RETENTION_KINDS) {
+          assert.ok(r.kinds[k].largest <= 10, `${k}: ${r.kinds[k].largest} rows in one statement`)
+        }
         rounds.push(r.kinds.outbox.deleted)
         if (r.complete) break
         assert.ok(rounds.length < 10)
@@ -258,7 +400,11 @@ for (const kind of databases()) {
       assert.equal(await count(t, 'automation_executions', tid), 1)
 
       // in one call: as many statements as batches, none above the batch
-      await insert(t, 'outbox', Array.from({ length: 35 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
+      await insert(
+        t,
+        'outbox',
+        Array.from({ length: 35 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY)))
+      )
       const all = await pruneRetention(t.ctx.db, { retention, now })
       assert.equal(all.kinds.outbox.deleted, 35)
       assert.equal(all.kinds.outbox.statements, 4)
@@ -279,7 +425,10 @@ for (const kind of databases()) {
       assert.equal(r.complete, true)
       // a: 10 then 2; b: 3; c has nothing old enough
       assert.deepEqual(r.kinds.outbox, { deleted: 15, statements: 3, largest: 10 })
-      assert.deepEqual([await count(t, 'outbox', a), await count(t, 'outbox', b), await count(t, 'outbox', c)], [0, 0, 2])
+      assert.deepEqual(
+        [await count(t, 'outbox', a), await count(t, 'outbox', b), await count(t, 'outbox', c)],
+        [0, 0, 2]
+      )
     })
 
     void it('calls with a small maxStatements get past tenants whose old executions are all kept', async () => {
@@ -291,11 +440,19 @@ for (const kind of databases()) {
       for (let i = 0; i < 2; i++) {
         const tenant = newTenant(t)
         const { executionId } = await ruleWithExecution(t, await tenant.user('alice'))
-        await withSystem(t.ctx.db, async trx => await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(trx))
+        await withSystem(
+          t.ctx.db,
+          async trx =>
+            await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(
+              trx
+            )
+        )
       }
       const busy = newTenant(t)
       const { executionId } = await ruleWithExecution(t, await busy.user('alice'))
-      for (let i = 0; i < 12; i++) await copyExecution(t, busy.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) })
+      for (let i = 0; i < 12; i++) {
+        await copyExecution(t, busy.id, executionId, { status: 'succeeded', created_at: ago(now, (150 - i) * DAY) })
+      }
       let calls = 0
       let deleted = 0
       for (;;) {
@@ -310,7 +467,11 @@ for (const kind of databases()) {
       // the API's execution (the newest of its rule) is what is left of the busy tenant
       assert.equal(await count(t, 'automation_executions', busy.id), 1)
       // the kept ones go with no execution kept per rule (the next tests count what is deleted)
-      assert.equal((await pruneRetention(t.ctx.db, { retention: { ...retention, executionsKeepPerRule: 0 }, now })).kinds.executions.deleted, 2)
+      assert.equal(
+        (await pruneRetention(t.ctx.db, { retention: { ...retention, executionsKeepPerRule: 0 }, now })).kinds
+          .executions.deleted,
+        2
+      )
     })
 
     void it('two passes at once never fail and delete each row once', async () => {
@@ -320,13 +481,26 @@ for (const kind of databases()) {
       const now = new Date()
       // nothing else prunable at this clock: earlier tests pruned it
       await pruneRetention(t.ctx.db, { retention: retentionOf(), now })
-      await insert(t, 'outbox', Array.from({ length: 1500 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY))))
-      await insert(t, 'notification_outbox', Array.from({ length: 300 }, () => notificationRow(tid, 'sent', ago(now, 60 * DAY))))
+      await insert(
+        t,
+        'outbox',
+        Array.from({ length: 1500 }, () => outboxRow(tid, ago(now, 30 * DAY), ago(now, 30 * DAY)))
+      )
+      await insert(
+        t,
+        'notification_outbox',
+        Array.from({ length: 300 }, () => notificationRow(tid, 'sent', ago(now, 60 * DAY)))
+      )
       const { executionId } = await ruleWithExecution(t, alice)
-      for (let i = 0; i < 60; i++) await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, 100 * DAY + i * 1000) })
+      for (let i = 0; i < 60; i++) {
+        await copyExecution(t, tid, executionId, { status: 'succeeded', created_at: ago(now, 100 * DAY + i * 1000) })
+      }
       const retention = retentionOf({ RETENTION_BATCH_SIZE: '50', RETENTION_EXECUTIONS_KEEP_PER_RULE: '0' })
 
-      const [a, b] = await Promise.all([pruneRetention(t.ctx.db, { retention, now }), pruneRetention(t.ctx.db, { retention, now })])
+      const [a, b] = await Promise.all([
+        pruneRetention(t.ctx.db, { retention, now }),
+        pruneRetention(t.ctx.db, { retention, now })
+      ])
       assert.equal(a.kinds.outbox.deleted + b.kinds.outbox.deleted, 1500)
       assert.equal(a.kinds.notifications.deleted + b.kinds.notifications.deleted, 300)
       assert.equal(a.kinds.executions.deleted + b.kinds.executions.deleted, 60)
@@ -339,15 +513,35 @@ for (const kind of databases()) {
     void it('runs as a background loop that the app stops', async () => {
       const tenant = newTenant(t)
       const now = new Date()
-      await insert(t, 'idp_deliveries', [{ tenant_id: tenant.id, instance_id: 'i', aggregate_id: 'u', sequence: 1, event_type: 'x', outcome: 'applied', received_at: ago(now, 91 * DAY) }])
+      await insert(t, 'idp_deliveries', [
+        {
+          tenant_id: tenant.id,
+          instance_id: 'i',
+          aggregate_id: 'u',
+          sequence: 1,
+          event_type: 'x',
+          outcome: 'applied',
+          received_at: ago(now, 91 * DAY)
+        }
+      ])
       const lines: string[] = []
-      const log = { info: (_o: unknown, msg: string) => { lines.push(msg) }, error: (_o: unknown, msg: string) => { lines.push(msg) } }
+      const log = {
+        info: (_o: unknown, msg: string) => {
+          lines.push(msg)
+        },
+        error: (_o: unknown, msg: string) => {
+          lines.push(msg)
+        }
+      }
       const loop = startRetention(t.ctx.db, retentionOf(), log as never, () => now)
       const r = await loop.tick()
       assert.equal(r?.kinds.idpDeliveries.deleted, 1)
       // the pass prunes, then folds the kept counts that earlier tests' writes left as delta rows; it never fails
       assert.equal(lines[0], 'retention: pruned old rows')
-      assert.deepEqual(lines.filter(l => !/^retention: (event list|contact and execution) counts folded$/.test(l)), ['retention: pruned old rows'])
+      assert.deepEqual(
+        lines.filter(l => !/^retention: (event list|contact and execution) counts folded$/.test(l)),
+        ['retention: pruned old rows']
+      )
       await loop.stop()
       assert.equal(await loop.tick(), undefined, 'no pass after stop')
     })

@@ -2,13 +2,14 @@
  * Retention: deletes the rows nobody needs any more, per kind, after the period RETENTION_* gives
  * (src/config.ts; decisions in docs/retention.md):
  *
- * | kind | deleted when | never deleted |
- * |---|---|---|
- * | outbox | processed before now − RETENTION_OUTBOX | unprocessed rows |
- * | notifications | sent, failed or undeliverable, created before now − RETENTION_NOTIFICATIONS | pending rows (retries included) |
- * | idempotencyKeys | created before now − RETENTION_IDEMPOTENCY_KEYS and expired | a key inside its replay window |
- * | idpDeliveries | received before now − RETENTION_IDP_DELIVERIES | — |
- * | executions | succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS | queued and running ones; the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule; a relative-time trigger's until the scheduler can no longer fire it |
+ * - outbox: processed before now − RETENTION_OUTBOX; unprocessed rows never.
+ * - notifications: sent, failed or undeliverable, created before now − RETENTION_NOTIFICATIONS; pending rows
+ *   (retries included) never.
+ * - idempotencyKeys: created before now − RETENTION_IDEMPOTENCY_KEYS and expired; a key inside its replay window never.
+ * - idpDeliveries: received before now − RETENTION_IDP_DELIVERIES.
+ * - executions: succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS; never queued and running
+ *   ones, the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule, nor a relative-time trigger's until the
+ *   scheduler can no longer fire it.
  *
  * Every statement deletes at most `batchSize` rows of one tenant, each in its own short
  * transaction on the worker login (`withSystem`); rows are claimed with `for update skip locked`,
@@ -66,27 +67,45 @@ export const TENANTS_PER_LOOKUP = 500
 type PrunedTable = 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries'
 
 /** What may go of each kind but executions: its table and the rows that may go (old and done). */
-const EXPIRED: Record<Exclude<RetentionKind, 'executions'>, { table: PrunedTable, where: (cutoff: Date, now: Date) => RawBuilder<unknown> }> = {
+const EXPIRED: Record<
+  Exclude<RetentionKind, 'executions'>,
+  { table: PrunedTable; where: (cutoff: Date, now: Date) => RawBuilder<unknown> }
+> = {
   outbox: { table: 'outbox', where: cutoff => sql`processed_at < ${cutoff}` },
   notifications: { table: 'notification_outbox', where: cutoff => sql`status <> 'pending' and created_at < ${cutoff}` },
   // a key is replayed until expires_at: kept until then whatever the period
-  idempotencyKeys: { table: 'idempotency_keys', where: (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}` },
+  idempotencyKeys: {
+    table: 'idempotency_keys',
+    where: (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}`
+  },
   // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
   idpDeliveries: { table: 'idp_deliveries', where: cutoff => sql`received_at < ${cutoff}` }
 }
 
 /** Finished executions older than the cutoff: the candidates of executionsBatch. */
-const oldExecutions = (cutoff: Date): RawBuilder<unknown> => sql`created_at < ${cutoff} and status in ('succeeded', 'failed', 'skipped')`
+const oldExecutions = (cutoff: Date): RawBuilder<unknown> =>
+  sql`created_at < ${cutoff} and status in ('succeeded', 'failed', 'skipped')`
 
 /**
  * Up to TENANTS_PER_LOOKUP tenants that have rows matching `where`, in tenant order from `from`
  * (inclusive) or after `after`, read without locks: the pass then claims each tenant's rows by itself.
  */
-async function tenantsWith (db: Kysely<Database>, table: PrunedTable | 'automation_executions', where: RawBuilder<unknown>, from: string | undefined, after: string | undefined): Promise<string[]> {
-  const start = after !== undefined ? sql` and tenant_id > ${after}` : from !== undefined ? sql` and tenant_id >= ${from}` : sql``
-  const { rows } = await withSystem(db, async trx => await sql<{ tenant_id: string }>`
+async function tenantsWith (
+  db: Kysely<Database>,
+  table: PrunedTable | 'automation_executions',
+  where: RawBuilder<unknown>,
+  from: string | undefined,
+  after: string | undefined
+): Promise<string[]> {
+  const start =
+    after !== undefined ? sql` and tenant_id > ${after}` : from !== undefined ? sql` and tenant_id >= ${from}` : sql``
+  const { rows } = await withSystem(
+    db,
+    async trx =>
+      await sql<{ tenant_id: string }>`
     select distinct tenant_id from ${sql.table(table)} where ${where}${start}
-    order by tenant_id limit ${TENANTS_PER_LOOKUP}`.execute(trx))
+    order by tenant_id limit ${TENANTS_PER_LOOKUP}`.execute(trx)
+  )
   return rows.map(r => r.tenant_id)
 }
 
@@ -96,7 +115,10 @@ async function tenantsWith (db: Kysely<Database>, table: PrunedTable | 'automati
  * `maxStatements` get past tenants whose old rows are all kept (executions a rule keeps) instead
  * of spending their statements on them again each time.
  */
-const resumePoints = new WeakMap<Kysely<Database>, Map<RetentionKind, { tenantId: string, cutoff: number, now: number }>>()
+const resumePoints = new WeakMap<
+  Kysely<Database>,
+  Map<RetentionKind, { tenantId: string; cutoff: number; now: number }>
+>()
 
 /**
  * One batch of a kind whose every row matching its condition may go: one statement claims up to a
@@ -104,12 +126,23 @@ const resumePoints = new WeakMap<Kysely<Database>, Map<RetentionKind, { tenantId
  * Citus the statement runs on that tenant's shard. The conditions match the indexes of migration
  * 0016 (or 0001, 0003).
  */
-async function pruneBatch (db: Kysely<Database>, kind: Exclude<RetentionKind, 'executions'>, tenantId: string, cutoff: Date, now: Date, o: PruneOptions): Promise<Batch> {
+async function pruneBatch (
+  db: Kysely<Database>,
+  kind: Exclude<RetentionKind, 'executions'>,
+  tenantId: string,
+  cutoff: Date,
+  now: Date,
+  o: PruneOptions
+): Promise<Batch> {
   const { table, where } = EXPIRED[kind]
-  const r = await withSystem(db, async trx => await sql`
+  const r = await withSystem(
+    db,
+    async trx =>
+      await sql`
     delete from ${sql.table(table)} where tenant_id = ${tenantId} and ctid = any(array(
       select ctid from ${sql.table(table)} where tenant_id = ${tenantId} and ${where(cutoff, now)}
-      limit ${o.retention.batchSize} for update skip locked))`.execute(trx))
+      limit ${o.retention.batchSize} for update skip locked))`.execute(trx)
+  )
   const deleted = Number(r.numAffectedRows ?? 0)
   return { deleted, full: deleted >= o.retention.batchSize }
 }
@@ -127,10 +160,20 @@ const START: Cursor = { at: '-infinity', id: '00000000-0000-0000-0000-0000000000
  * cursor moves past what was kept, so a pass never reads a kept row twice. Every reference to the
  * table names the tenant, so on Citus the statement runs on that tenant's shard.
  */
-async function executionsBatch (db: Kysely<Database>, tenantId: string, cutoff: Date, now: Date, o: PruneOptions, cursor: Cursor): Promise<Batch & { cursor: Cursor | undefined }> {
+async function executionsBatch (
+  db: Kysely<Database>,
+  tenantId: string,
+  cutoff: Date,
+  now: Date,
+  o: PruneOptions,
+  cursor: Cursor
+): Promise<Batch & { cursor: Cursor | undefined }> {
   const keep = o.retention.executionsKeepPerRule
   const relativeBefore = new Date(now.getTime() - RELATIVE_GRACE_MINUTES * 60_000)
-  const { rows } = await withSystem(db, async trx => await sql<{ deleted: number, scanned: number, at: string | null, id: string | null }>`
+  const { rows } = await withSystem(
+    db,
+    async trx =>
+      await sql<{ deleted: number; scanned: number; at: string | null; id: string | null }>`
     with candidates as (
       select ctid as tid, rule_id, id, created_at, trigger_key from automation_executions
       where tenant_id = ${tenantId} and ${oldExecutions(cutoff)}
@@ -140,10 +183,12 @@ async function executionsBatch (db: Kysely<Database>, tenantId: string, cutoff: 
       for update skip locked
     ), rules as (
       -- per rule of the batch: the creation time of its keep-th newest execution (null: it has fewer)
-      select r.rule_id, ${keep > 0
-        ? sql`(select k.created_at from automation_executions k where k.tenant_id = ${tenantId} and k.rule_id = r.rule_id
+      select r.rule_id, ${
+        keep > 0
+          ? sql`(select k.created_at from automation_executions k where k.tenant_id = ${tenantId} and k.rule_id = r.rule_id
             order by k.created_at desc offset ${keep - 1} limit 1)`
-        : sql`'infinity'::timestamptz`} as kept_from
+          : sql`'infinity'::timestamptz`
+      } as kept_from
       from (select distinct rule_id from candidates) r
     ), gone as (
       delete from automation_executions where tenant_id = ${tenantId} and ctid = any(array(
@@ -160,7 +205,8 @@ async function executionsBatch (db: Kysely<Database>, tenantId: string, cutoff: 
       select created_at::text as at, id::text as id from candidates order by created_at desc, id desc limit 1
     )
     select (select count(*)::int from gone) as deleted, (select count(*)::int from candidates) as scanned,
-      (select at from last) as at, (select id from last) as id`.execute(trx))
+      (select at from last) as at, (select id from last) as id`.execute(trx)
+  )
   const row = rows[0]
   const scanned = Number(row?.scanned ?? 0)
   return {
@@ -185,7 +231,10 @@ function periodOf (retention: RetentionConfig, kind: RetentionKind): number | nu
  *   const r = await pruneRetention(ctx.db, { retention: ctx.config.retention, now: new Date() })
  */
 export async function pruneRetention (db: Kysely<Database>, options: PruneOptions): Promise<PruneResult> {
-  const kinds = Object.fromEntries(RETENTION_KINDS.map(k => [k, { deleted: 0, statements: 0, largest: 0 }])) as Record<RetentionKind, KindResult>
+  const kinds = Object.fromEntries(RETENTION_KINDS.map(k => [k, { deleted: 0, statements: 0, largest: 0 }])) as Record<
+    RetentionKind,
+    KindResult
+  >
   let complete = true
   const max = options.maxStatements ?? Number.POSITIVE_INFINITY
   for (const kind of RETENTION_KINDS) {
@@ -198,7 +247,10 @@ export async function pruneRetention (db: Kysely<Database>, options: PruneOption
     let resume = resumePoints.get(db)
     if (resume === undefined) resumePoints.set(db, resume = new Map())
     const last = resume.get(kind)
-    const from = last !== undefined && last.cutoff === cutoff.getTime() && last.now === options.now.getTime() ? last.tenantId : undefined
+    const from =
+      last !== undefined && last.cutoff === cutoff.getTime() && last.now === options.now.getTime()
+        ? last.tenantId
+        : undefined
     let after: string | undefined
     let stoppedAt: string | undefined
     for (;;) {
@@ -253,7 +305,12 @@ export interface RetentionLoop {
  * nothing is left; a pass still running when the next is due is not doubled. Stopped (between two
  * statements) when the app closes.
  */
-export function startRetention (db: Kysely<Database>, retention: RetentionConfig, log: FastifyBaseLogger, now: () => Date = () => new Date()): RetentionLoop {
+export function startRetention (
+  db: Kysely<Database>,
+  retention: RetentionConfig,
+  log: FastifyBaseLogger,
+  now: () => Date = () => new Date()
+): RetentionLoop {
   const abort = new AbortController()
   let running: Promise<PruneResult | undefined> | undefined
   const tick = async (): Promise<PruneResult | undefined> => {
@@ -262,7 +319,12 @@ export function startRetention (db: Kysely<Database>, retention: RetentionConfig
     running = (async () => {
       try {
         const r = await pruneRetention(db, { retention, now: now(), signal: abort.signal })
-        if (r.deleted > 0) log.info({ deleted: Object.fromEntries(RETENTION_KINDS.map(k => [k, r.kinds[k].deleted])) }, 'retention: pruned old rows')
+        if (r.deleted > 0) {
+          log.info(
+            { deleted: Object.fromEntries(RETENTION_KINDS.map(k => [k, r.kinds[k].deleted])) },
+            'retention: pruned old rows'
+          )
+        }
         // the event list's kept counts: their delta rows folded, so that a count reads one row per bucket
         const compacted = await compactListCounts(db, abort.signal)
         if (compacted > 0) log.info({ tenants: compacted }, 'retention: event list counts folded')
@@ -278,8 +340,12 @@ export function startRetention (db: Kysely<Database>, retention: RetentionConfig
     })()
     return await running
   }
-  const first = setTimeout(() => { void tick() }, FIRST_PASS_MS)
-  const timer = setInterval(() => { void tick() }, INTERVAL_MS)
+  const first = setTimeout(() => {
+    void tick()
+  }, FIRST_PASS_MS)
+  const timer = setInterval(() => {
+    void tick()
+  }, INTERVAL_MS)
   first.unref()
   timer.unref()
   return {

@@ -9,10 +9,17 @@
 
 /** Why some tenants' work failed; `result` holds what the other tenants' committed work did. */
 export class TenantWorkError<R> extends AggregateError {
-  constructor (readonly failures: ReadonlyArray<{ tenantId: string, error: unknown }>, readonly result: R, what: string) {
+  constructor (
+    readonly failures: ReadonlyArray<{ tenantId: string; error: unknown }>,
+    readonly result: R,
+    what: string
+  ) {
     const first = failures[0]?.error
     const reason = first instanceof Error ? first.message : String(first)
-    super(failures.map(f => f.error), `${what} failed for ${failures.length === 1 ? 'tenant' : `${failures.length} tenants`} ${failures.map(f => f.tenantId).join(', ')}: ${reason}${failures.length > 1 ? ' (and more)' : ''}`)
+    super(
+      failures.map(f => f.error),
+      `${what} failed for ${failures.length === 1 ? 'tenant' : `${failures.length} tenants`} ${failures.map(f => f.tenantId).join(', ')}: ${reason}${failures.length > 1 ? ' (and more)' : ''}`
+    )
     this.name = 'TenantWorkError'
   }
 }
@@ -25,8 +32,12 @@ export class TenantWorkError<R> extends AggregateError {
  * handles up to `budget` rows when only some tenants have work). At most `budget` rows in all.
  * A tenant whose claim throws gets no further turn; the others go on. Answers the failures.
  */
-export async function shareAmongTenants (tenants: readonly string[], budget: number, claim: (tenantId: string, limit: number) => Promise<number>): Promise<Array<{ tenantId: string, error: unknown }>> {
-  const failures: Array<{ tenantId: string, error: unknown }> = []
+export async function shareAmongTenants (
+  tenants: readonly string[],
+  budget: number,
+  claim: (tenantId: string, limit: number) => Promise<number>
+): Promise<Array<{ tenantId: string; error: unknown }>> {
+  const failures: Array<{ tenantId: string; error: unknown }> = []
   let remaining = budget
   let open = [...new Set(tenants)]
   while (remaining > 0 && open.length > 0) {

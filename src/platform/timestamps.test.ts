@@ -19,16 +19,27 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('parses timestamptz, timestamp and date (and their arrays) as the pg driver does', async () => {
-      const texts = ['0042-05-01 10:00:00+00', '0001-01-01 00:00:00+00', '0099-12-31 23:59:59.5+00', '0100-03-01 00:00:00+00', '1969-07-20 20:17:40+00', '2026-05-01 10:00:00.123456+00', '0044-03-15 12:00:00+00 BC', 'infinity', '-infinity']
-      const rows = await sql<{ tz: unknown, ts: unknown, d: unknown, tzs: unknown[] }>`
+      const texts = [
+        '0042-05-01 10:00:00+00',
+        '0001-01-01 00:00:00+00',
+        '0099-12-31 23:59:59.5+00',
+        '0100-03-01 00:00:00+00',
+        '1969-07-20 20:17:40+00',
+        '2026-05-01 10:00:00.123456+00',
+        '0044-03-15 12:00:00+00 BC',
+        'infinity',
+        '-infinity'
+      ]
+      const rows = await sql<{ tz: unknown; ts: unknown; d: unknown; tzs: unknown[] }>`
         select x::timestamptz as tz, (x::timestamptz at time zone 'UTC') as ts, (x::timestamptz at time zone 'UTC')::date as d,
                array[x::timestamptz, '0042-05-01 10:00:00+00'::timestamptz] as tzs
         from unnest(${texts}::text[]) with ordinality as u(x, n) order by n`.execute(t.ctx.db)
-      const tzText = await sql<{ tz: string, ts: string, d: string }>`
+      const tzText = await sql<{ tz: string; ts: string; d: string }>`
         select x::timestamptz::text as tz, (x::timestamptz at time zone 'UTC')::text as ts, (x::timestamptz at time zone 'UTC')::date::text as d
         from unnest(${texts}::text[]) with ordinality as u(x, n) order by n`.execute(t.ctx.db)
       const parse = (oid: number, v: string): unknown => pg.types.getTypeParser(oid, 'text')(v)
-      const same = (a: unknown, b: unknown): boolean => a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : a === b
+      const same = (a: unknown, b: unknown): boolean =>
+        a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : a === b
       for (const [i, row] of rows.rows.entries()) {
         const text = tzText.rows[i]
         assert.ok(text !== undefined)
@@ -57,13 +68,25 @@ for (const kind of databases()) {
       assert.equal(got.statusCode, 200)
       assert.equal(got.json<{ start_dt: string }>().start_dt, '0042-05-01T10:00:00.000Z')
       // a change of another field: the service reads the row and writes it back
-      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'Ides of May' } })
+      const patched = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        payload: { title: 'Ides of May' }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
-      const after = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json<{ title: string, start_dt: string, end_dt: string }>()
+      const after = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json<{
+        title: string
+        start_dt: string
+        end_dt: string
+      }>()
       assert.equal(after.title, 'Ides of May')
       assert.equal(after.start_dt, '0042-05-01T10:00:00.000Z')
       assert.equal(after.end_dt, '0042-05-01T12:30:00.000Z')
-      const stored = await sql<{ s: string }>`select to_char(start_dt at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as s from events where id = ${e.id}`.execute(t.ctx.db)
+      const stored = await sql<{
+        s: string
+      }>`select to_char(start_dt at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as s from events where id = ${e.id}`.execute(
+        t.ctx.db
+      )
       assert.equal(stored.rows[0]?.s, '0042-05-01 10:00:00')
     })
   })

@@ -22,7 +22,12 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { createDatabase, type DatabaseHandle, type DatabaseKind } from '../../src/platform/db/database.ts'
-import { loadOrCreateDevKeys, signDevToken, type DevKeys, type DevTokenClaims } from '../../src/platform/auth/dev-keys.ts'
+import {
+  loadOrCreateDevKeys,
+  signDevToken,
+  type DevKeys,
+  type DevTokenClaims
+} from '../../src/platform/auth/dev-keys.ts'
 import type { AppContext } from '../../src/platform/app-context.ts'
 import { createDistributedDatabase, dropDistributedDatabase } from './citus-cluster.ts'
 
@@ -43,11 +48,16 @@ export function databases (): TestDatabaseKind[] {
 }
 
 /** The Citus cluster of this run (TEST_CITUS_URL, TEST_CITUS_WORKERS), if any. */
-export function citusNodes (): { coordinatorUrl: string, workerUrls: string[], template: string | undefined } | undefined {
+export function citusNodes ():
+  { coordinatorUrl: string; workerUrls: string[]; template: string | undefined } | undefined {
   const coordinatorUrl = process.env.TEST_CITUS_URL ?? ''
   if (coordinatorUrl === '') return undefined
   const template = process.env.TEST_CITUS_TEMPLATE
-  return { coordinatorUrl, workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[], template: template === '' ? undefined : template }
+  return {
+    coordinatorUrl,
+    workerUrls: JSON.parse(process.env.TEST_CITUS_WORKERS ?? '[]') as string[],
+    template: template === '' ? undefined : template
+  }
 }
 
 /**
@@ -55,7 +65,10 @@ export function citusNodes (): { coordinatorUrl: string, workerUrls: string[], t
  * template, unless `empty` asks for one with nothing but the extension and the workers (for tests of
  * the migrations themselves).
  */
-export async function freshDatabase (kind: TestDatabaseKind, options: { empty?: boolean } = {}): Promise<{ handle: DatabaseHandle, url: string | undefined, drop: () => Promise<void> }> {
+export async function freshDatabase (
+  kind: TestDatabaseKind,
+  options: { empty?: boolean } = {}
+): Promise<{ handle: DatabaseHandle; url: string | undefined; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
     const handle = await createDatabase({})
     return { handle, url: undefined, drop: () => handle.close() }
@@ -66,7 +79,12 @@ export async function freshDatabase (kind: TestDatabaseKind, options: { empty?: 
   const adminUrl = citus?.coordinatorUrl ?? process.env.TEST_DATABASE_URL ?? ''
   let url: string
   if (citus !== undefined) {
-    url = await createDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, name, options.empty === true ? undefined : citus.template)
+    url = await createDistributedDatabase(
+      citus.coordinatorUrl,
+      citus.workerUrls,
+      name,
+      options.empty === true ? undefined : citus.template
+    )
   } else {
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()
@@ -126,7 +144,10 @@ export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}
       ...(db.url !== undefined ? { DATABASE_URL: db.url } : {}),
       ...options.env
     })
-    const built = await buildApp(config, { database: db.handle, logger: process.env.TEST_LOG === '1' ? { level: 'error' } : false })
+    const built = await buildApp(config, {
+      database: db.handle,
+      logger: process.env.TEST_LOG === '1' ? { level: 'error' } : false
+    })
     await built.app.ready()
     const keys = await loadOrCreateDevKeys(dataDir)
     Object.assign(t, {
@@ -136,14 +157,16 @@ export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}
       database: db.handle,
       keys,
       kind,
-      token: (claims: Partial<DevTokenClaims>) => signDevToken(keys, {
-        sub: claims.sub ?? `user-${crypto.randomUUID()}`,
-        tenant: claims.tenant ?? `tenant-${crypto.randomUUID()}`,
-        ...claims,
-        tenantClaim: config.oidc.tenantClaim,
-        rolesClaim: config.oidc.rolesClaim
-      }),
-      as: (token: string, opts: InjectOptions) => built.app.inject({ ...opts, headers: { ...opts.headers, authorization: `Bearer ${token}` } })
+      token: (claims: Partial<DevTokenClaims>) =>
+        signDevToken(keys, {
+          sub: claims.sub ?? `user-${crypto.randomUUID()}`,
+          tenant: claims.tenant ?? `tenant-${crypto.randomUUID()}`,
+          ...claims,
+          tenantClaim: config.oidc.tenantClaim,
+          rolesClaim: config.oidc.rolesClaim
+        }),
+      as: (token: string, opts: InjectOptions) =>
+        built.app.inject({ ...opts, headers: { ...opts.headers, authorization: `Bearer ${token}` } })
     })
   })
   after(async () => {

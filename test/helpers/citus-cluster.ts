@@ -56,26 +56,37 @@ function withDatabase (url: string, name: string): string {
  * coordinator's metadata; or, given a `template` (`migratedTemplate`), copies that database on every
  * node. Returns the URL of the database on the coordinator (where the service connects).
  */
-export async function createDistributedDatabase (coordinatorUrl: string, workerUrls: string[], name: string, template?: string): Promise<string> {
+export async function createDistributedDatabase (
+  coordinatorUrl: string,
+  workerUrls: string[],
+  name: string,
+  template?: string
+): Promise<string> {
   const nodes = [coordinatorUrl, ...workerUrls]
   if (template !== undefined) {
     // a copy of a distributed, migrated database on every node: its metadata, shards and policies come along
     await Promise.all(nodes.map(url => withClient(url, c => c.query(`create database ${name} template ${template}`))))
     return withDatabase(coordinatorUrl, name)
   }
-  await Promise.all(nodes.map(async url => {
-    await withClient(url, c => c.query(`create database ${name}`))
-    await withClient(withDatabase(url, name), c => c.query('create extension citus'))
-  }))
+  await Promise.all(
+    nodes.map(async url => {
+      await withClient(url, c => c.query(`create database ${name}`))
+      await withClient(withDatabase(url, name), c => c.query('create extension citus'))
+    })
+  )
   const url = withDatabase(coordinatorUrl, name)
-  await withClient(url, async (c) => {
+  await withClient(url, async c => {
     await c.query('select citus_set_coordinator_host($1, $2)', ['127.0.0.1', new URL(coordinatorUrl).port])
     for (const w of workerUrls) await c.query('select citus_add_node($1, $2)', ['127.0.0.1', Number(new URL(w).port)])
   })
   return url
 }
 
-export async function dropDistributedDatabase (coordinatorUrl: string, workerUrls: string[], name: string): Promise<void> {
+export async function dropDistributedDatabase (
+  coordinatorUrl: string,
+  workerUrls: string[],
+  name: string
+): Promise<void> {
   for (const url of [coordinatorUrl, ...workerUrls]) {
     await withClient(url, c => c.query(`drop database if exists ${name} with (force)`))
   }
@@ -107,7 +118,9 @@ export async function migratedTemplate (cluster: Pick<CitusCluster, 'coordinator
 if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
   const cluster = await startCitusCluster()
   const template = await migratedTemplate(cluster).catch(async (err: unknown) => { await cluster.destroy(); throw err })
-  process.stdout.write(`${JSON.stringify({ coordinatorUrl: cluster.coordinatorUrl, workerUrls: cluster.workerUrls, template })}\n`)
+  process.stdout.write(
+    `${JSON.stringify({ coordinatorUrl: cluster.coordinatorUrl, workerUrls: cluster.workerUrls, template })}\n`
+  )
   let stopping = false
   const stop = (): void => {
     if (stopping) return

@@ -41,9 +41,18 @@ export interface Fixture {
 export const FIXTURES: Record<string, Fixture> = {
   'contacts/:id': {
     private: true,
-    create: async w => String((await w.post('/api/v1/contacts', {
-      first_name: w.marker, last_name: 'Fixture', email: `${w.marker}@example.test`, company: w.marker, tags: [w.marker]
-    })).id)
+    create: async w =>
+      String(
+        (
+          await w.post('/api/v1/contacts', {
+            first_name: w.marker,
+            last_name: 'Fixture',
+            email: `${w.marker}@example.test`,
+            company: w.marker,
+            tags: [w.marker]
+          })
+        ).id
+      )
   },
 
   // a draft space: its creator (and admins, managers) alone see it
@@ -53,7 +62,7 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'spaces/:id/members/:user_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const user = `member-${w.marker}`
       await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/members`, { user_id: user, role: 'space_member' })
       return user
@@ -61,15 +70,18 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'spaces/:id/managers/:user_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const user = `manager-${w.marker}`
-      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/managers`, { user_id: user, permissions: ['space:edit'] })
+      await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/managers`, {
+        user_id: user,
+        permissions: ['space:edit']
+      })
       return user
     }
   },
   'spaces/:id/contacts/:contact_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const contact = await w.need('contacts/:id')
       await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/contacts`, { contact_id: contact })
       return contact
@@ -77,7 +89,7 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'spaces/:id/parents/:parent_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const parent = String((await w.post('/api/v1/spaces', { title: `${w.marker} parent` })).id)
       await w.post(`/api/v1/spaces/${await w.need('spaces/:id')}/parents`, { parent_id: Number(parent) })
       return parent
@@ -91,7 +103,7 @@ export const FIXTURES: Record<string, Fixture> = {
   'events/:event_id': { private: true, create: async w => await w.need('events/:id') },
   'events/:id/spaces/:space_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const space = await w.need('spaces/:id')
       await w.post(`/api/v1/events/${await w.need('events/:id')}/spaces`, { space_id: Number(space) })
       return space
@@ -100,7 +112,7 @@ export const FIXTURES: Record<string, Fixture> = {
   'event-templates/:id': { global: true, create: async () => 'generic' },
   'events/:id/attendees/:contact_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const contact = await w.need('contacts/:id')
       await w.post(`/api/v1/events/${await w.need('events/:id')}/attendees`, { contact_id: contact })
       return contact
@@ -108,16 +120,19 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'events/:id/managers/:user_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const user = `event-manager-${w.marker}`
-      await w.post(`/api/v1/events/${await w.need('events/:id')}/managers`, { user_id: user, role: 'event_manager:attendees' })
+      await w.post(`/api/v1/events/${await w.need('events/:id')}/managers`, {
+        user_id: user,
+        role: 'event_manager:attendees'
+      })
       return user
     }
   },
   // another private event of alice, as a milestone, a link target
   'events/:id/milestones/:milestone_event_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const other = String((await w.post('/api/v1/events', { title: `${w.marker} milestone` })).id)
       await w.post(`/api/v1/events/${await w.need('events/:id')}/milestones`, { milestone_event_id: Number(other) })
       return other
@@ -125,7 +140,7 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'events/:id/links/:target_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const other = String((await w.post('/api/v1/events', { title: `${w.marker} link target` })).id)
       await w.post(`/api/v1/events/${await w.need('events/:id')}/links`, { target_id: Number(other) })
       return other
@@ -133,7 +148,7 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'events/:id/documents/:document_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const doc = crypto.randomUUID()
       await w.post(`/api/v1/events/${await w.need('events/:id')}/documents/${doc}`)
       return doc
@@ -141,16 +156,38 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'attachments/:id': {
     private: true,
-    create: async w => String((await w.post(`/api/v1/events/${await w.need('events/:id')}/attachments`, { kind: 'document', ref: `https://example.test/${w.marker}.pdf` })).id)
+    create: async w =>
+      String(
+        (
+          await w.post(`/api/v1/events/${await w.need('events/:id')}/attachments`, {
+            kind: 'document',
+            ref: `https://example.test/${w.marker}.pdf`
+          })
+        ).id
+      )
   },
   // a series of alice (an event of hers turned into one) and a link held by an occurrence
   'series/:id': {
     private: true,
-    create: async (w) => {
-      const anchor = String((await w.post('/api/v1/events', { title: `${w.marker} series`, start_dt: '2031-03-02T10:00:00Z', end_dt: '2031-03-02T11:00:00Z' })).id)
-      const res = await w.call(w.tokens.alice, { method: 'POST', url: `/api/v1/events/${anchor}/series`, payload: { freq: 'daily', ends_on: 'after_n', end_count: 2 } })
-      if (res.statusCode !== 201) throw new Error(`fixture POST /api/v1/events/${anchor}/series answered ${res.statusCode}: ${res.body}`)
-      const occurrences = res.json<Array<{ id: number, series_id: number | null }>>()
+    create: async w => {
+      const anchor = String(
+        (
+          await w.post('/api/v1/events', {
+            title: `${w.marker} series`,
+            start_dt: '2031-03-02T10:00:00Z',
+            end_dt: '2031-03-02T11:00:00Z'
+          })
+        ).id
+      )
+      const res = await w.call(w.tokens.alice, {
+        method: 'POST',
+        url: `/api/v1/events/${anchor}/series`,
+        payload: { freq: 'daily', ends_on: 'after_n', end_count: 2 }
+      })
+      if (res.statusCode !== 201) {
+        throw new Error(`fixture POST /api/v1/events/${anchor}/series answered ${res.statusCode}: ${res.body}`)
+      }
+      const occurrences = res.json<Array<{ id: number; series_id: number | null }>>()
       const seriesId = occurrences[0]?.series_id
       if (seriesId === null || seriesId === undefined) throw new Error('the series fixture has no series_id')
       w.seriesAnchor = anchor
@@ -159,7 +196,7 @@ export const FIXTURES: Record<string, Fixture> = {
   },
   'series/:id/links/:target_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       await w.need('series/:id')
       const other = String((await w.post('/api/v1/events', { title: `${w.marker} series link target` })).id)
       await w.post(`/api/v1/events/${w.seriesAnchor ?? ''}/links`, { target_id: Number(other) })
@@ -169,26 +206,43 @@ export const FIXTURES: Record<string, Fixture> = {
   // an automation of alice's private event
   'events/:id/automations/:rule_id': {
     private: true,
-    create: async w => String((await w.post(`/api/v1/events/${await w.need('events/:id')}/automations`, {
-      name: w.marker, trigger: { type: 'event.updated' }, actions: []
-    })).id)
+    create: async w =>
+      String(
+        (
+          await w.post(`/api/v1/events/${await w.need('events/:id')}/automations`, {
+            name: w.marker,
+            trigger: { type: 'event.updated' },
+            actions: []
+          })
+        ).id
+      )
   },
   // a rule scoped to alice's private event
   'automation/rules/:rule_id': {
     private: true,
-    create: async w => String((await w.post('/api/v1/automation/rules', {
-      name: w.marker, scope: 'EVENT', scope_id: await w.need('events/:id'), actions: [], schedule: { event_type: 'event.updated' }
-    })).id)
+    create: async w =>
+      String(
+        (
+          await w.post('/api/v1/automation/rules', {
+            name: w.marker,
+            scope: 'EVENT',
+            scope_id: await w.need('events/:id'),
+            actions: [],
+            schedule: { event_type: 'event.updated' }
+          })
+        ).id
+      )
   },
   // an execution of that rule (a manual run: queued, as no worker runs in tests)
   'automation/rules/:rule_id/executions/:id': {
     private: true,
-    create: async w => String((await w.post(`/api/v1/automation/rules/${await w.need('automation/rules/:rule_id')}/execute`, {})).id)
+    create: async w =>
+      String((await w.post(`/api/v1/automation/rules/${await w.need('automation/rules/:rule_id')}/execute`, {})).id)
   },
   // an execution of the automation of alice's private event (a manual run)
   'events/:id/automations/:rule_id/executions/:execution_id': {
     private: true,
-    create: async (w) => {
+    create: async w => {
       const base = `/api/v1/events/${await w.need('events/:id')}/automations/${await w.need('events/:id/automations/:rule_id')}`
       await w.post(`${base}/execute`)
       const res = await w.call(w.tokens.alice, { method: 'GET', url: `${base}/executions` })
@@ -200,7 +254,7 @@ export const FIXTURES: Record<string, Fixture> = {
 
   // a published public space: its page needs no token
   'public/spaces/:id': {
-    create: async (w) => {
+    create: async w => {
       // no marker: every caller may see this one, and the marker stands for private data
       const id = String((await w.post('/api/v1/spaces', { title: `public ${crypto.randomUUID()}`, visibility: 40 })).id)
       await w.post(`/api/v1/spaces/${id}/publish`, {})
@@ -213,9 +267,15 @@ export const FIXTURES: Record<string, Fixture> = {
 export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unknown> = {
   'PUT /api/v1/contacts/:id': w => ({ first_name: w.marker, is_favorite: false }),
   'PATCH /api/v1/contacts/:id/favorite': () => ({ is_favorite: true }),
-  'POST /api/v1/contacts/upsert': w => ({ contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }] }),
+  'POST /api/v1/contacts/upsert': w => ({
+    contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }]
+  }),
   'POST /api/v1/events/:id/automations': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
-  'PUT /api/v1/events/:id/automations/:rule_id': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
+  'PUT /api/v1/events/:id/automations/:rule_id': w => ({
+    name: w.marker,
+    trigger: { type: 'event.updated' },
+    actions: []
+  }),
   'PATCH /api/v1/events/:id/milestones/:milestone_event_id': () => ({ reset_to_derived: true })
 }
 
@@ -255,7 +315,14 @@ export async function newWorld (t: TestApp, name: string, options: { orgId?: str
   const tenantId = `${name}-${crypto.randomUUID()}`
   const marker = `m${crypto.randomBytes(6).toString('hex')}`
   const org = options.orgId !== undefined ? { orgId: options.orgId } : {}
-  const tok = async (sub: string, roles: string[]) => await validToken(t, { sub: `${sub}-${tenantId}`, tenant: tenantId, roles, email: `${sub}@${tenantId}.example.test`, ...org })
+  const tok = async (sub: string, roles: string[]) =>
+    await validToken(t, {
+      sub: `${sub}-${tenantId}`,
+      tenant: tenantId,
+      roles,
+      email: `${sub}@${tenantId}.example.test`,
+      ...org
+    })
   const tokens = {
     alice: await tok('alice', ['member']),
     bob: await tok('bob', ['member']),
@@ -296,8 +363,14 @@ export async function newWorld (t: TestApp, name: string, options: { orgId?: str
 /** The registry key used for each path parameter of a route: [short key, chosen key or undefined]. */
 function chosenKeys (route: ApiRoute): Array<[string, string | undefined]> {
   const free = FREE_PARAMS[route.name] ?? {}
-  return paramKeyCandidates(route.url).map(([specific, short]) =>
-    [short, FIXTURES[specific] !== undefined ? specific : FIXTURES[short] !== undefined || free[short] !== undefined ? short : undefined])
+  return paramKeyCandidates(route.url).map(([specific, short]) => [
+    short,
+    FIXTURES[specific] !== undefined
+      ? specific
+      : FIXTURES[short] !== undefined || free[short] !== undefined
+        ? short
+        : undefined
+  ])
 }
 
 /** The fixture keys that a route needs and the registry lacks. */

@@ -14,7 +14,8 @@ import addFormatsModule from 'ajv-formats'
 import type { ValidateFunction } from 'ajv'
 
 type AddFormats = (ajv: Ajv2020) => Ajv2020
-const addFormats: AddFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats))
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats)
 
 type Json = Record<string, unknown>
 const DOC_ID = 'openapi.json'
@@ -59,7 +60,8 @@ export class OpenApiValidator {
     const found = responses[key] as Json
     if (typeof found.$ref === 'string') {
       const name = /^#\/components\/responses\/(.+)$/.exec(found.$ref)?.[1]
-      const target = name === undefined ? undefined : (this.doc.components as Record<string, Record<string, Json>>).responses?.[name]
+      const target =
+        name === undefined ? undefined : (this.doc.components as Record<string, Record<string, Json>>).responses?.[name]
       if (name === undefined || target === undefined) throw new Error(`unresolvable response ${found.$ref}`)
       return { pointer: `/components/responses/${token(name)}`, response: target }
     }
@@ -91,7 +93,9 @@ export class OpenApiValidator {
       issues.push(`${where}: content type ${type} not among ${Object.keys(content).join(', ')}`)
     } else if (type === 'application/json' || type.endsWith('+json')) {
       const validate = this.validator(`${found.pointer}/content/${token(type)}/schema`)
-      if (!validate(answer.body)) issues.push(`${where}: body does not match the document: ${this.ajv.errorsText(validate.errors)}`)
+      if (!validate(answer.body)) {
+        issues.push(`${where}: body does not match the document: ${this.ajv.errorsText(validate.errors)}`)
+      }
     }
     // response headers: every documented one is sent, and ETag / Location only where documented
     const documented = Object.keys(found.response.headers as Json | undefined ?? {}).map(h => h.toLowerCase())

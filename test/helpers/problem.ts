@@ -9,7 +9,8 @@ import type { LightMyRequestResponse } from 'fastify'
 import { ErrorModel } from '../../src/platform/http/errors.ts'
 
 type AddFormats = (ajv: Ajv) => Ajv
-const addFormats: AddFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats))
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats)
 
 /** An Ajv for response bodies: strict types, every format known, OpenAPI annotations tolerated. */
 export function responseAjv (): Ajv {
@@ -21,10 +22,13 @@ export function responseAjv (): Ajv {
 const ajv = responseAjv()
 const validateError: ValidateFunction = ajv.compile({ ...ErrorModel, $id: undefined })
 
-const LEAKS = /\bat [\w.<>]+ \(|node_modules|\bselect\b.*\bfrom\b|\binsert into\b|\bupdate \w+ set\b|violates .* constraint|relation "|syntax error at/i
+const LEAKS =
+  /\bat [\w.<>]+ \(|node_modules|\bselect\b.*\bfrom\b|\binsert into\b|\bupdate \w+ set\b|violates .* constraint|relation "|syntax error at/i
 
 /** Problems with an error response, empty when it is a proper ErrorModel. */
-export function problemIssues (res: LightMyRequestResponse | { statusCode: number, headers: Record<string, unknown>, body: string }): string[] {
+export function problemIssues (
+  res: LightMyRequestResponse | { statusCode: number; headers: Record<string, unknown>; body: string }
+): string[] {
   const issues: string[] = []
   const type = String(res.headers['content-type'] ?? '')
   if (!type.startsWith('application/problem+json')) issues.push(`content-type ${type}`)
@@ -35,11 +39,13 @@ export function problemIssues (res: LightMyRequestResponse | { statusCode: numbe
     return [...issues, `body is not JSON: ${res.body.slice(0, 200)}`]
   }
   if (!validateError(body)) issues.push(`not an ErrorModel: ${ajv.errorsText(validateError.errors)}`)
-  const b = body as { status?: unknown, errors?: Array<{ location?: unknown }> }
+  const b = body as { status?: unknown; errors?: Array<{ location?: unknown }> }
   if (b.status !== res.statusCode) issues.push(`body.status ${String(b.status)} != ${res.statusCode}`)
   if (res.statusCode === 400) {
     if (!Array.isArray(b.errors) || b.errors.length === 0) issues.push('400 without errors[]')
-    else if (b.errors.some(e => typeof e.location !== 'string' || e.location === '')) issues.push('400 with an error without location')
+    else if (b.errors.some(e => typeof e.location !== 'string' || e.location === '')) {
+      issues.push('400 with an error without location')
+    }
   }
   if (LEAKS.test(res.body)) issues.push(`body leaks internals: ${res.body.slice(0, 300)}`)
   return issues
@@ -55,9 +61,12 @@ export function errorLocations (res: LightMyRequestResponse): string[] {
 }
 
 /** The field errors of an answer whose location is exactly `location`. */
-export function errorsAt (res: LightMyRequestResponse, location: string): Array<{ location?: string, message?: string }> {
+export function errorsAt (
+  res: LightMyRequestResponse,
+  location: string
+): Array<{ location?: string; message?: string }> {
   try {
-    const b = JSON.parse(res.body) as { errors?: Array<{ location?: string, message?: string }> }
+    const b = JSON.parse(res.body) as { errors?: Array<{ location?: string; message?: string }> }
     return (b.errors ?? []).filter(e => e.location === location)
   } catch {
     return []

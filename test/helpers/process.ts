@@ -48,7 +48,10 @@ export interface ServerProcess {
  *   assert.equal(await a.stop(), 0)
  */
 export async function startServer (name: string, env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let out = ''
   child.stdout.on('data', (c: Buffer) => { out += c.toString() })
   child.stderr.on('data', (c: Buffer) => { out += c.toString() })
@@ -67,7 +70,10 @@ export async function startServer (name: string, env: NodeJS.ProcessEnv, timeout
     }
     child.stdout.on('data', look)
     child.once('error', (err) => { clearTimeout(timer); reject(err) })
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`${name} exited with ${String(code)}: ${out.slice(-3000)}`)) })
+    void exited.then(code => {
+      clearTimeout(timer)
+      reject(new Error(`${name} exited with ${String(code)}: ${out.slice(-3000)}`))
+    })
   })
   return {
     name,
@@ -92,10 +98,18 @@ export async function startServer (name: string, env: NodeJS.ProcessEnv, timeout
 }
 
 /** Starts one server per name, all with `env`, at once; when one fails, the others are stopped and its error thrown. */
-export async function startServers (names: string[], env: NodeJS.ProcessEnv, timeoutMs?: number): Promise<ServerProcess[]> {
+export async function startServers (
+  names: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs?: number
+): Promise<ServerProcess[]> {
   const started = await Promise.allSettled(names.map(async name => await startServer(name, env, timeoutMs)))
   const failed = started.find(s => s.status === 'rejected')
-  if (failed === undefined) return started.flatMap(s => s.status === 'fulfilled' ? [s.value] : [])
-  await Promise.allSettled(started.map(async s => { if (s.status === 'fulfilled') await s.value.stop() }))
+  if (failed === undefined) return started.flatMap(s => (s.status === 'fulfilled' ? [s.value] : []))
+  await Promise.allSettled(
+    started.map(async s => {
+      if (s.status === 'fulfilled') await s.value.stop()
+    })
+  )
   throw failed.reason
 }

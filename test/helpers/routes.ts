@@ -62,14 +62,18 @@ export async function openApiDocument (app: FastifyInstance): Promise<OpenApiDoc
   return res.json<OpenApiDocument>()
 }
 
-/** Inlines `#/components/<kind>/<name>` references (schemas, responses, parameters, headers; recursive schemas stop at depth 12). */
+/**
+ * Inlines `#/components/<kind>/<name>` references (schemas, responses, parameters, headers; recursive schemas stop at
+ * depth 12).
+ */
 export function deref (doc: OpenApiDocument, schema: unknown, depth = 0): unknown {
   if (schema === null || typeof schema !== 'object') return schema
   if (Array.isArray(schema)) return schema.map(s => deref(doc, s, depth))
   const s = schema as JsonSchema
   if (typeof s.$ref === 'string') {
     const m = /^#\/components\/([^/]+)\/(.+)$/.exec(s.$ref)
-    const target = m?.[1] !== undefined && m[2] !== undefined ? doc.components?.[m[1]]?.[decodeURIComponent(m[2])] : undefined
+    const target =
+      m?.[1] !== undefined && m[2] !== undefined ? doc.components?.[m[1]]?.[decodeURIComponent(m[2])] : undefined
     if (target === undefined) throw new Error(`unresolvable $ref ${s.$ref}`)
     if (depth > 12) return {}
     const { $ref: _ref, ...rest } = s
@@ -135,14 +139,17 @@ export async function apiRoutes (app: FastifyInstance): Promise<{ doc: OpenApiDo
   const missing = [...routerRoutes(app)]
     .filter(r => r.split(' ')[1]?.startsWith('/api/v1/') === true && !documented.has(shape(r)))
   if (missing.length > 0) {
-    throw new Error(`routes missing from the OpenAPI document, so the security suite cannot check them: ${missing.join(', ')}`)
+    throw new Error(
+      `routes missing from the OpenAPI document, so the security suite cannot check them: ${missing.join(', ')}`
+    )
   }
   return { doc, routes }
 }
 
 /**
  * Fixture keys of a route's path parameters, each as [specific, short]:
- * `/api/v1/events/:id/managers/:user_id` → [`events/:id`, `events/:id`], [`events/:id/managers/:user_id`, `managers/:user_id`].
+ * `/api/v1/events/:id/managers/:user_id` → [`events/:id`, `events/:id`], [`events/:id/managers/:user_id`,
+ * `managers/:user_id`].
  * The registry may define either; the specific key wins.
  */
 export function paramKeyCandidates (url: string): Array<[string, string]> {

@@ -63,7 +63,9 @@ export async function startS3Emulator (bucket = 'event-covers'): Promise<S3Emula
       const keys: string[] = []
       let token: string | undefined
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }))
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token })
+        )
         keys.push(...(page.Contents ?? []).flatMap(o => o.Key === undefined ? [] : [o.Key]))
         token = page.IsTruncated === true ? page.NextContinuationToken : undefined
       } while (token !== undefined)

@@ -47,7 +47,12 @@ export function sampleValid (schema: JsonSchema | undefined): unknown {
     }
     case 'integer':
     case 'number': {
-      const min = typeof schema.minimum === 'number' ? schema.minimum : typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1
+      const min =
+        typeof schema.minimum === 'number'
+          ? schema.minimum
+          : typeof schema.exclusiveMinimum === 'number'
+            ? schema.exclusiveMinimum + 1
+            : 1
       return Math.max(min, typeof schema.maximum === 'number' ? Math.min(1, schema.maximum) : 1)
     }
     case 'boolean': return true
@@ -96,22 +101,43 @@ function stringArb (s: JsonSchema): fc.Arbitrary<string> {
   const format = s.format as string | undefined
   let arb: fc.Arbitrary<string>
   switch (format ?? '') {
-    case 'email': arb = fc.emailAddress(); break
-    case 'uri': arb = fc.webUrl(); break
-    case 'uuid': arb = fc.uuid(); break
-    case 'date-time': arb = fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map(d => d.toISOString()); break
-    case 'date': arb = fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true }).map(d => d.toISOString().slice(0, 10)); break
+    case 'email':
+      arb = fc.emailAddress()
+      break
+    case 'uri':
+      arb = fc.webUrl()
+      break
+    case 'uuid':
+      arb = fc.uuid()
+      break
+    case 'date-time':
+      arb = fc
+        .date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true })
+        .map(d => d.toISOString())
+      break
+    case 'date':
+      arb = fc
+        .date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true })
+        .map(d => d.toISOString().slice(0, 10))
+      break
     default:
-      arb = typeof s.pattern === 'string'
-        ? fc.stringMatching(new RegExp(s.pattern as string), { maxLength })
-        : fc.oneof(fc.string({ minLength, maxLength: Math.min(maxLength, 40) }), fc.string({ unit: 'grapheme', minLength, maxLength: Math.min(maxLength, 40) }))
+      arb =
+        typeof s.pattern === 'string'
+          ? fc.stringMatching(new RegExp(s.pattern as string), { maxLength })
+          : fc.oneof(
+            fc.string({ minLength, maxLength: Math.min(maxLength, 40) }),
+            fc.string({ unit: 'grapheme', minLength, maxLength: Math.min(maxLength, 40) })
+          )
   }
   if (typeof s.pattern === 'string' && format !== undefined) {
     const re = new RegExp(s.pattern as string)
     arb = arb.filter(v => re.test(v))
   }
   const boundary = minLength <= maxLength && maxLength <= 20_000 ? [fc.constant('x'.repeat(maxLength))] : []
-  return fc.oneof({ weight: 4, arbitrary: arb.filter(v => v.length >= minLength && v.length <= maxLength) }, ...boundary)
+  return fc.oneof(
+    { weight: 4, arbitrary: arb.filter(v => v.length >= minLength && v.length <= maxLength) },
+    ...boundary
+  )
 }
 
 /** Values that the schema accepts (plus the bounds themselves). */
@@ -122,28 +148,44 @@ export function validArb (s: JsonSchema | undefined, depth = 0): fc.Arbitrary<un
   const branches = asList(s.anyOf ?? s.oneOf)
   if (branches.length > 0) return fc.oneof(...branches.map(b => validArb(b, depth + 1)))
   const all = asList(s.allOf)
-  if (all.length > 0) return fc.tuple(...all.map(b => validArb(b, depth + 1))).map(parts => Object.assign({}, ...parts as object[]))
+  if (all.length > 0) {
+    return fc.tuple(...all.map(b => validArb(b, depth + 1))).map(parts => Object.assign({}, ...(parts as object[])))
+  }
   switch (typeOf(s) ?? 'object') {
-    case 'string': return stringArb(s)
+    case 'string':
+      return stringArb(s)
     case 'integer': {
       const min = typeof s.minimum === 'number' ? s.minimum : -1_000_000
       const max = typeof s.maximum === 'number' ? Math.min(s.maximum, Number.MAX_SAFE_INTEGER) : 1_000_000
-      return fc.oneof(fc.integer({ min: Math.max(min, -2_147_483_648), max: Math.min(max, 2_147_483_647) }), fc.constantFrom(min, max))
+      return fc.oneof(
+        fc.integer({ min: Math.max(min, -2_147_483_648), max: Math.min(max, 2_147_483_647) }),
+        fc.constantFrom(min, max)
+      )
     }
-    case 'number': return fc.double({ noNaN: true, noDefaultInfinity: true, min: typeof s.minimum === 'number' ? s.minimum : -1e9, max: typeof s.maximum === 'number' ? s.maximum : 1e9 })
-    case 'boolean': return fc.boolean()
-    case 'null': return fc.constant(null)
+    case 'number':
+      return fc.double({
+        noNaN: true,
+        noDefaultInfinity: true,
+        min: typeof s.minimum === 'number' ? s.minimum : -1e9,
+        max: typeof s.maximum === 'number' ? s.maximum : 1e9
+      })
+    case 'boolean':
+      return fc.boolean()
+    case 'null':
+      return fc.constant(null)
     case 'array': {
       const maxItems = typeof s.maxItems === 'number' ? s.maxItems : 5
       const minItems = typeof s.minItems === 'number' ? s.minItems : 0
       if (depth > 4) return fc.constant([])
-      const item = validArb(s.items as JsonSchema | undefined ?? {}, depth + 1)
+      const item = validArb((s.items as JsonSchema | undefined) ?? {}, depth + 1)
       return fc.array(item, { minLength: minItems, maxLength: Math.min(Math.max(minItems, 3), maxItems) })
     }
     case 'object':
     default: {
       const props = (s.properties ?? {}) as Record<string, JsonSchema>
-      if (Object.keys(props).length === 0) return depth > 3 ? fc.constant({}) : fc.dictionary(fc.string({ maxLength: 8 }), anyJson, { maxKeys: 3 })
+      if (Object.keys(props).length === 0) {
+        return depth > 3 ? fc.constant({}) : fc.dictionary(fc.string({ maxLength: 8 }), anyJson, { maxKeys: 3 })
+      }
       const required = new Set(asList(s.required) as unknown as string[])
       const model: Record<string, fc.Arbitrary<unknown>> = {}
       for (const [k, v] of Object.entries(props)) if (k !== '$schema' && depth < 6) model[k] = validArb(v, depth + 1)
@@ -160,7 +202,9 @@ export function invalidArb (s: JsonSchema | undefined): fc.Arbitrary<unknown> {
     if (typeof s.minLength === 'number' && s.minLength > 0) options.push(fc.constant('y'.repeat(s.minLength - 1)))
     if (typeof s.maximum === 'number') options.push(fc.constant(s.maximum + 1))
     if (typeof s.minimum === 'number') options.push(fc.constant(s.minimum - 1))
-    if (typeof s.maxItems === 'number') options.push(fc.constant(Array.from({ length: s.maxItems + 1 }, () => sampleValid(s.items as JsonSchema))))
+    if (typeof s.maxItems === 'number') {
+      options.push(fc.constant(Array.from({ length: s.maxItems + 1 }, () => sampleValid(s.items as JsonSchema))))
+    }
   }
   options.push(
     fc.constant('z'.repeat(100_000)),
@@ -190,5 +234,11 @@ export function bodyArb (s: JsonSchema | undefined): fc.Arbitrary<unknown> {
     delete copy[keys[0] ?? '']
     return copy
   })
-  return fc.oneof({ weight: 3, arbitrary: valid }, { weight: 3, arbitrary: oneWrong }, extra, missing, invalidArb(undefined))
+  return fc.oneof(
+    { weight: 3, arbitrary: valid },
+    { weight: 3, arbitrary: oneWrong },
+    extra,
+    missing,
+    invalidArb(undefined)
+  )
 }

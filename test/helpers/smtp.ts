@@ -63,7 +63,12 @@ export async function startSmtpServer (): Promise<SmtpCatcher> {
       })
     }
   })
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', () => { resolve() }) })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      resolve()
+    })
+  })
   const address = server.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
   return {

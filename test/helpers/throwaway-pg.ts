@@ -73,7 +73,18 @@ export async function createThrowawayCluster (options: ThrowawayOptions = {}): P
   const start = async (): Promise<void> => {
     const settings = { max_connections: '50', ...options.settings }
     const flags = Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' ')
-    await pg('pg_ctl', ['-D', data, '-l', path.join(dir, 'server.log'), '-w', '-t', '30', '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${flags}`, 'start'])
+    await pg('pg_ctl', [
+      '-D',
+      data,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '30',
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${flags}`,
+      'start'
+    ])
   }
   const stop = async (mode: 'fast' | 'immediate'): Promise<void> => {
     await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '30', 'stop'])

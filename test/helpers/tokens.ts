@@ -35,7 +35,14 @@ function payloadOf (t: TestApp, c: Claims, o: SignOptions): Record<string, unkno
   return p
 }
 
-async function signWith (key: CryptoKey | Uint8Array, alg: string, kid: string | undefined, t: TestApp, c: Claims, o: SignOptions): Promise<string> {
+async function signWith (
+  key: CryptoKey | Uint8Array,
+  alg: string,
+  kid: string | undefined,
+  t: TestApp,
+  c: Claims,
+  o: SignOptions
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
   let jwt = new SignJWT(payloadOf(t, c, o))
     .setProtectedHeader({ alg, typ: 'JWT', ...(kid !== undefined ? { kid } : {}) })
@@ -60,7 +67,14 @@ export async function badTokens (t: TestApp, c: Claims): Promise<Record<string, 
   const rsa = await generateKeyPair('RS256')
   const hmacSecret = new TextEncoder().encode(JSON.stringify(t.keys.publicJwk))
   const now = Math.floor(Date.now() / 1000)
-  const claims = { sub: c.sub, iss: DEV_ISSUER, exp: now + 3600, iat: now, [t.config.oidc.tenantClaim]: c.tenant, [t.config.oidc.rolesClaim]: c.roles ?? ['admin'] }
+  const claims = {
+    sub: c.sub,
+    iss: DEV_ISSUER,
+    exp: now + 3600,
+    iat: now,
+    [t.config.oidc.tenantClaim]: c.tenant,
+    [t.config.oidc.rolesClaim]: c.roles ?? ['admin']
+  }
   const valid = await validToken(t, c)
   const [h, p, s] = valid.split('.')
   const tampered = JSON.parse(Buffer.from(p ?? '', 'base64url').toString()) as Record<string, unknown>

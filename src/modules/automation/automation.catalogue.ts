@@ -29,84 +29,403 @@ const EVENT_FIELDS = {
   status: 'string: draft, published or archived'
 }
 const ATTENDEE_FIELDS = {
-  event_id: 'integer', contact_id: 'string (uuid)', status: 'string: invited, confirmed, declined, tentative, checked_in', template: 'string'
+  event_id: 'integer',
+  contact_id: 'string (uuid)',
+  status: 'string: invited, confirmed, declined, tentative, checked_in',
+  template: 'string'
 }
 
-const USER_FIELDS = { user_id: 'string', state: 'string: active, inactive or removed', fields: 'array of string: changed profile fields', source: 'string: the identity-provider event kind' }
+const USER_FIELDS = {
+  user_id: 'string',
+  state: 'string: active, inactive or removed',
+  fields: 'array of string: changed profile fields',
+  source: 'string: the identity-provider event kind'
+}
 
 /** Domain events of the outbox that rules can react to (`grep -rn "topic:" src/modules`). */
 export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   { type: 'event.created', kind: 'domain_event', description: 'An event was created (draft)', payload: EVENT_FIELDS },
-  { type: 'event.updated', kind: 'domain_event', description: 'An event or its draft was edited', payload: { ...EVENT_FIELDS, fields: 'array of string: changed fields', draft: 'boolean' } },
+  {
+    type: 'event.updated',
+    kind: 'domain_event',
+    description: 'An event or its draft was edited',
+    payload: { ...EVENT_FIELDS, fields: 'array of string: changed fields', draft: 'boolean' }
+  },
   { type: 'event.published', kind: 'domain_event', description: 'An event was published', payload: EVENT_FIELDS },
   { type: 'event.archived', kind: 'domain_event', description: 'An event was archived', payload: EVENT_FIELDS },
   { type: 'event.deleted', kind: 'domain_event', description: 'An event was deleted', payload: EVENT_FIELDS },
-  { type: 'event.transitioned', kind: 'domain_event', description: 'An event moved to another template state', payload: { ...EVENT_FIELDS, from_state: 'string or null', to_state: 'string', reason: 'string or null', payload: 'object: the transition payload' } },
-  { type: 'event.activity_added', kind: 'domain_event', description: 'A client appended an activity row', payload: { ...EVENT_FIELDS, activity_id: 'integer', kind: 'string' } },
-  { type: 'event.draft_started', kind: 'domain_event', description: 'An editing draft of a published event was started', payload: { ...EVENT_FIELDS, draft_id: 'integer' } },
-  { type: 'event.draft_discarded', kind: 'domain_event', description: 'A draft was discarded', payload: { ...EVENT_FIELDS, draft_id: 'integer' } },
-  { type: 'event.space_added', kind: 'domain_event', description: 'An event was added to a space', payload: { ...EVENT_FIELDS, space_id: 'integer' } },
-  { type: 'event.space_removed', kind: 'domain_event', description: 'An event was removed from a space', payload: { ...EVENT_FIELDS, space_id: 'integer' } },
-  { type: 'attendee.added', kind: 'domain_event', description: 'A contact was added to an event', payload: ATTENDEE_FIELDS },
-  { type: 'attendee.status_changed', kind: 'domain_event', description: 'An attendee\'s status changed', payload: { ...ATTENDEE_FIELDS, previous_status: 'string' } },
-  { type: 'attendee.checked_in', kind: 'domain_event', description: 'An attendee checked in', payload: { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' } },
-  { type: 'attendee.removed', kind: 'domain_event', description: 'A contact was removed from an event', payload: ATTENDEE_FIELDS },
-  { type: 'event.cover_updated', kind: 'domain_event', description: 'The cover image of an event was replaced', payload: { event_id: 'integer', template: 'string', cover_image_key: 'string', content_type: 'string', size: 'integer' } },
-  { type: 'event.document_linked', kind: 'domain_event', description: 'A document was linked to an event', payload: { event_id: 'integer', document_id: 'integer', template: 'string' } },
-  { type: 'event.document_unlinked', kind: 'domain_event', description: 'A document was unlinked from an event', payload: { event_id: 'integer', document_id: 'integer', template: 'string' } },
-  { type: 'event.link_added', kind: 'domain_event', description: 'An event was linked to another', payload: { event_id: 'integer', target_id: 'integer', template: 'string' } },
-  { type: 'event.link_removed', kind: 'domain_event', description: 'A link between events was removed', payload: { event_id: 'integer', target_id: 'integer', template: 'string' } },
-  { type: 'event.manager_added', kind: 'domain_event', description: 'A manager was added to an event', payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' } },
-  { type: 'event.manager_invited', kind: 'domain_event', description: 'A manager was invited by e-mail', payload: { event_id: 'integer', manager_id: 'integer', email: 'string', role: 'string or null', permissions: 'array of string', renewed: 'boolean' } },
-  { type: 'event.manager_updated', kind: 'domain_event', description: 'A manager\'s permissions changed', payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' } },
-  { type: 'event.manager_removed', kind: 'domain_event', description: 'A manager was removed', payload: { event_id: 'integer', user_id: 'string' } },
-  { type: 'milestone.added', kind: 'domain_event', description: 'A milestone was added to an event', payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' } },
-  { type: 'milestone.updated', kind: 'domain_event', description: 'A milestone\'s sequence changed', payload: { event_id: 'integer', milestone_event_id: 'integer', sequence: 'integer', template: 'string' } },
-  { type: 'milestone.status_changed', kind: 'domain_event', description: 'A milestone\'s status changed', payload: { event_id: 'integer', milestone_event_id: 'integer', status_mode: 'string', template: 'string' } },
-  { type: 'milestone.removed', kind: 'domain_event', description: 'A milestone was removed', payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' } },
-  { type: 'attachment.added', kind: 'domain_event', description: 'An attachment was added to an event', payload: { event_id: 'integer', attachment_id: 'integer', kind: 'string', template: 'string' } },
-  { type: 'attachment.removed', kind: 'domain_event', description: 'An attachment was removed', payload: { event_id: 'integer or null', series_id: 'integer or null', attachment_id: 'integer', kind: 'string', template: 'string' } },
-  { type: 'series.created', kind: 'domain_event', description: 'A recurring series was created', payload: { series_id: 'integer', anchor_event_id: 'integer', occurrences: 'integer' } },
-  { type: 'series.updated', kind: 'domain_event', description: 'A series was edited', payload: { series_id: 'integer', fields: 'array of string', removed_occurrences: 'array of integer', added_occurrences: 'array' } },
-  { type: 'series.published', kind: 'domain_event', description: 'A series was published', payload: { series_id: 'integer', version: 'integer', notify: 'boolean' } },
-  { type: 'series.split', kind: 'domain_event', description: 'A series was split in two', payload: { series_id: 'integer', from_series_id: 'integer', at_index: 'integer' } },
-  { type: 'series.occurrences_deleted', kind: 'domain_event', description: 'Occurrences of a series were deleted', payload: { series_id: 'integer', scope: 'string: this, future or all', event_id: 'integer', series_index: 'integer' } },
-  { type: 'space.created', kind: 'domain_event', description: 'A space was created', payload: { space_id: 'integer', title: 'string', parent_ids: 'array of integer' } },
-  { type: 'space.updated', kind: 'domain_event', description: 'A space was edited', payload: { space_id: 'integer', fields: 'array of string', pending: 'boolean' } },
-  { type: 'space.published', kind: 'domain_event', description: 'A space was published', payload: { space_id: 'integer', version: 'integer', first_publish: 'boolean', fields: 'array of string', notify: 'boolean' } },
-  { type: 'space.archived', kind: 'domain_event', description: 'A space was archived', payload: { space_id: 'integer' } },
+  {
+    type: 'event.transitioned',
+    kind: 'domain_event',
+    description: 'An event moved to another template state',
+    payload: {
+      ...EVENT_FIELDS,
+      from_state: 'string or null',
+      to_state: 'string',
+      reason: 'string or null',
+      payload: 'object: the transition payload'
+    }
+  },
+  {
+    type: 'event.activity_added',
+    kind: 'domain_event',
+    description: 'A client appended an activity row',
+    payload: { ...EVENT_FIELDS, activity_id: 'integer', kind: 'string' }
+  },
+  {
+    type: 'event.draft_started',
+    kind: 'domain_event',
+    description: 'An editing draft of a published event was started',
+    payload: { ...EVENT_FIELDS, draft_id: 'integer' }
+  },
+  {
+    type: 'event.draft_discarded',
+    kind: 'domain_event',
+    description: 'A draft was discarded',
+    payload: { ...EVENT_FIELDS, draft_id: 'integer' }
+  },
+  {
+    type: 'event.space_added',
+    kind: 'domain_event',
+    description: 'An event was added to a space',
+    payload: { ...EVENT_FIELDS, space_id: 'integer' }
+  },
+  {
+    type: 'event.space_removed',
+    kind: 'domain_event',
+    description: 'An event was removed from a space',
+    payload: { ...EVENT_FIELDS, space_id: 'integer' }
+  },
+  {
+    type: 'attendee.added',
+    kind: 'domain_event',
+    description: 'A contact was added to an event',
+    payload: ATTENDEE_FIELDS
+  },
+  {
+    type: 'attendee.status_changed',
+    kind: 'domain_event',
+    description: "An attendee's status changed",
+    payload: { ...ATTENDEE_FIELDS, previous_status: 'string' }
+  },
+  {
+    type: 'attendee.checked_in',
+    kind: 'domain_event',
+    description: 'An attendee checked in',
+    payload: { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' }
+  },
+  {
+    type: 'attendee.removed',
+    kind: 'domain_event',
+    description: 'A contact was removed from an event',
+    payload: ATTENDEE_FIELDS
+  },
+  {
+    type: 'event.cover_updated',
+    kind: 'domain_event',
+    description: 'The cover image of an event was replaced',
+    payload: {
+      event_id: 'integer',
+      template: 'string',
+      cover_image_key: 'string',
+      content_type: 'string',
+      size: 'integer'
+    }
+  },
+  {
+    type: 'event.document_linked',
+    kind: 'domain_event',
+    description: 'A document was linked to an event',
+    payload: { event_id: 'integer', document_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'event.document_unlinked',
+    kind: 'domain_event',
+    description: 'A document was unlinked from an event',
+    payload: { event_id: 'integer', document_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'event.link_added',
+    kind: 'domain_event',
+    description: 'An event was linked to another',
+    payload: { event_id: 'integer', target_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'event.link_removed',
+    kind: 'domain_event',
+    description: 'A link between events was removed',
+    payload: { event_id: 'integer', target_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'event.manager_added',
+    kind: 'domain_event',
+    description: 'A manager was added to an event',
+    payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' }
+  },
+  {
+    type: 'event.manager_invited',
+    kind: 'domain_event',
+    description: 'A manager was invited by e-mail',
+    payload: {
+      event_id: 'integer',
+      manager_id: 'integer',
+      email: 'string',
+      role: 'string or null',
+      permissions: 'array of string',
+      renewed: 'boolean'
+    }
+  },
+  {
+    type: 'event.manager_updated',
+    kind: 'domain_event',
+    description: "A manager's permissions changed",
+    payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' }
+  },
+  {
+    type: 'event.manager_removed',
+    kind: 'domain_event',
+    description: 'A manager was removed',
+    payload: { event_id: 'integer', user_id: 'string' }
+  },
+  {
+    type: 'milestone.added',
+    kind: 'domain_event',
+    description: 'A milestone was added to an event',
+    payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'milestone.updated',
+    kind: 'domain_event',
+    description: "A milestone's sequence changed",
+    payload: { event_id: 'integer', milestone_event_id: 'integer', sequence: 'integer', template: 'string' }
+  },
+  {
+    type: 'milestone.status_changed',
+    kind: 'domain_event',
+    description: "A milestone's status changed",
+    payload: { event_id: 'integer', milestone_event_id: 'integer', status_mode: 'string', template: 'string' }
+  },
+  {
+    type: 'milestone.removed',
+    kind: 'domain_event',
+    description: 'A milestone was removed',
+    payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' }
+  },
+  {
+    type: 'attachment.added',
+    kind: 'domain_event',
+    description: 'An attachment was added to an event',
+    payload: { event_id: 'integer', attachment_id: 'integer', kind: 'string', template: 'string' }
+  },
+  {
+    type: 'attachment.removed',
+    kind: 'domain_event',
+    description: 'An attachment was removed',
+    payload: {
+      event_id: 'integer or null',
+      series_id: 'integer or null',
+      attachment_id: 'integer',
+      kind: 'string',
+      template: 'string'
+    }
+  },
+  {
+    type: 'series.created',
+    kind: 'domain_event',
+    description: 'A recurring series was created',
+    payload: { series_id: 'integer', anchor_event_id: 'integer', occurrences: 'integer' }
+  },
+  {
+    type: 'series.updated',
+    kind: 'domain_event',
+    description: 'A series was edited',
+    payload: {
+      series_id: 'integer',
+      fields: 'array of string',
+      removed_occurrences: 'array of integer',
+      added_occurrences: 'array'
+    }
+  },
+  {
+    type: 'series.published',
+    kind: 'domain_event',
+    description: 'A series was published',
+    payload: { series_id: 'integer', version: 'integer', notify: 'boolean' }
+  },
+  {
+    type: 'series.split',
+    kind: 'domain_event',
+    description: 'A series was split in two',
+    payload: { series_id: 'integer', from_series_id: 'integer', at_index: 'integer' }
+  },
+  {
+    type: 'series.occurrences_deleted',
+    kind: 'domain_event',
+    description: 'Occurrences of a series were deleted',
+    payload: {
+      series_id: 'integer',
+      scope: 'string: this, future or all',
+      event_id: 'integer',
+      series_index: 'integer'
+    }
+  },
+  {
+    type: 'space.created',
+    kind: 'domain_event',
+    description: 'A space was created',
+    payload: { space_id: 'integer', title: 'string', parent_ids: 'array of integer' }
+  },
+  {
+    type: 'space.updated',
+    kind: 'domain_event',
+    description: 'A space was edited',
+    payload: { space_id: 'integer', fields: 'array of string', pending: 'boolean' }
+  },
+  {
+    type: 'space.published',
+    kind: 'domain_event',
+    description: 'A space was published',
+    payload: {
+      space_id: 'integer',
+      version: 'integer',
+      first_publish: 'boolean',
+      fields: 'array of string',
+      notify: 'boolean'
+    }
+  },
+  {
+    type: 'space.archived',
+    kind: 'domain_event',
+    description: 'A space was archived',
+    payload: { space_id: 'integer' }
+  },
   { type: 'space.deleted', kind: 'domain_event', description: 'A space was deleted', payload: { space_id: 'integer' } },
-  { type: 'space.member_added', kind: 'domain_event', description: 'A member joined a space', payload: { space_id: 'integer', user_id: 'string', role: 'string' } },
-  { type: 'space.member_removed', kind: 'domain_event', description: 'A member left a space', payload: { space_id: 'integer', user_id: 'string' } },
-  { type: 'space.member_updated', kind: 'domain_event', description: 'A member\'s role changed', payload: { space_id: 'integer', user_id: 'string', role: 'string', previous_role: 'string' } },
-  { type: 'space.manager_added', kind: 'domain_event', description: 'A manager was added to a space', payload: { space_id: 'integer', user_id: 'string', role: 'string', permissions: 'array of string' } },
-  { type: 'space.manager_removed', kind: 'domain_event', description: 'A manager was removed from a space', payload: { space_id: 'integer', user_id: 'string' } },
-  { type: 'space.contact_added', kind: 'domain_event', description: 'A contact was linked to a space', payload: { space_id: 'integer', contact_id: 'string (uuid)' } },
-  { type: 'space.contact_removed', kind: 'domain_event', description: 'A contact was unlinked from a space', payload: { space_id: 'integer', contact_id: 'string (uuid)' } },
-  { type: 'space.event_removed', kind: 'domain_event', description: 'An event was unlinked from a space', payload: { space_id: 'integer', event_id: 'integer' } },
-  { type: 'space.event_added', kind: 'domain_event', description: 'An event was linked to a space', payload: { space_id: 'integer', event_id: 'integer' } },
-  { type: 'contact.created', kind: 'domain_event', description: 'A contact was created', payload: { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' } },
-  { type: 'contact.updated', kind: 'domain_event', description: 'A contact was edited', payload: { contact_id: 'string (uuid)', fields: 'array of string' } },
-  { type: 'contact.deleted', kind: 'domain_event', description: 'A contact was deleted', payload: { contact_id: 'string (uuid)' } },
-  { type: 'user.added', kind: 'domain_event', description: 'A user was added by the identity provider', payload: { ...USER_FIELDS, email: 'string', display_name: 'string' } },
-  { type: 'user.changed', kind: 'domain_event', description: 'A user\'s profile changed', payload: USER_FIELDS },
-  { type: 'user.removed', kind: 'domain_event', description: 'A user was removed (their access is revoked)', payload: { ...USER_FIELDS, revoked: 'object: what was revoked' } },
+  {
+    type: 'space.member_added',
+    kind: 'domain_event',
+    description: 'A member joined a space',
+    payload: { space_id: 'integer', user_id: 'string', role: 'string' }
+  },
+  {
+    type: 'space.member_removed',
+    kind: 'domain_event',
+    description: 'A member left a space',
+    payload: { space_id: 'integer', user_id: 'string' }
+  },
+  {
+    type: 'space.member_updated',
+    kind: 'domain_event',
+    description: "A member's role changed",
+    payload: { space_id: 'integer', user_id: 'string', role: 'string', previous_role: 'string' }
+  },
+  {
+    type: 'space.manager_added',
+    kind: 'domain_event',
+    description: 'A manager was added to a space',
+    payload: { space_id: 'integer', user_id: 'string', role: 'string', permissions: 'array of string' }
+  },
+  {
+    type: 'space.manager_removed',
+    kind: 'domain_event',
+    description: 'A manager was removed from a space',
+    payload: { space_id: 'integer', user_id: 'string' }
+  },
+  {
+    type: 'space.contact_added',
+    kind: 'domain_event',
+    description: 'A contact was linked to a space',
+    payload: { space_id: 'integer', contact_id: 'string (uuid)' }
+  },
+  {
+    type: 'space.contact_removed',
+    kind: 'domain_event',
+    description: 'A contact was unlinked from a space',
+    payload: { space_id: 'integer', contact_id: 'string (uuid)' }
+  },
+  {
+    type: 'space.event_removed',
+    kind: 'domain_event',
+    description: 'An event was unlinked from a space',
+    payload: { space_id: 'integer', event_id: 'integer' }
+  },
+  {
+    type: 'space.event_added',
+    kind: 'domain_event',
+    description: 'An event was linked to a space',
+    payload: { space_id: 'integer', event_id: 'integer' }
+  },
+  {
+    type: 'contact.created',
+    kind: 'domain_event',
+    description: 'A contact was created',
+    payload: { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' }
+  },
+  {
+    type: 'contact.updated',
+    kind: 'domain_event',
+    description: 'A contact was edited',
+    payload: { contact_id: 'string (uuid)', fields: 'array of string' }
+  },
+  {
+    type: 'contact.deleted',
+    kind: 'domain_event',
+    description: 'A contact was deleted',
+    payload: { contact_id: 'string (uuid)' }
+  },
+  {
+    type: 'user.added',
+    kind: 'domain_event',
+    description: 'A user was added by the identity provider',
+    payload: { ...USER_FIELDS, email: 'string', display_name: 'string' }
+  },
+  { type: 'user.changed', kind: 'domain_event', description: "A user's profile changed", payload: USER_FIELDS },
+  {
+    type: 'user.removed',
+    kind: 'domain_event',
+    description: 'A user was removed (their access is revoked)',
+    payload: { ...USER_FIELDS, revoked: 'object: what was revoked' }
+  },
   { type: 'user.deactivated', kind: 'domain_event', description: 'A user was deactivated', payload: USER_FIELDS },
   { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: USER_FIELDS },
-  { type: 'automation.rule_disabled', kind: 'domain_event', description: 'The service disabled a rule because its creator was removed or deactivated (the rule\'s disabled_reason says which)', payload: { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' } }
+  {
+    type: 'automation.rule_disabled',
+    kind: 'domain_event',
+    description:
+      "The service disabled a rule because its creator was removed or deactivated (the rule's disabled_reason says which)",
+    payload: { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' }
+  }
 ]
 
 export const CRON_TRIGGER = 'schedule.cron'
 export const RELATIVE_TRIGGERS = ['event.starts_in', 'event.ends_in'] as const
 
 export const TIME_TRIGGERS: TriggerDescriptor[] = [
-  { type: CRON_TRIGGER, kind: 'schedule', description: 'Fires at every slot of `cron_expression` (5 or 6 fields) in `timezone` (IANA, default UTC); a slot missed while no worker ran fires once', payload: { scheduled_for: 'string: the slot (ISO 8601)', rule_id: 'string' } },
-  { type: 'event.starts_in', kind: 'relative_time', description: '`offset_minutes` (0 to 525600) before a published event starts; once per event and start time; a missed one still fires until an hour after the start', payload: { ...EVENT_FIELDS, start_dt: 'string (ISO 8601)', offset_minutes: 'integer' } },
-  { type: 'event.ends_in', kind: 'relative_time', description: '`offset_minutes` (0 to 525600) before a published event ends (0 = when it ends); once per event and end time; a missed one still fires until an hour after the end', payload: { ...EVENT_FIELDS, end_dt: 'string (ISO 8601)', offset_minutes: 'integer' } }
+  {
+    type: CRON_TRIGGER,
+    kind: 'schedule',
+    description:
+      'Fires at every slot of `cron_expression` (5 or 6 fields) in `timezone` (IANA, default UTC); a slot missed while no worker ran fires once',
+    payload: { scheduled_for: 'string: the slot (ISO 8601)', rule_id: 'string' }
+  },
+  {
+    type: 'event.starts_in',
+    kind: 'relative_time',
+    description:
+      '`offset_minutes` (0 to 525600) before a published event starts; once per event and start time; a missed one still fires until an hour after the start',
+    payload: { ...EVENT_FIELDS, start_dt: 'string (ISO 8601)', offset_minutes: 'integer' }
+  },
+  {
+    type: 'event.ends_in',
+    kind: 'relative_time',
+    description:
+      '`offset_minutes` (0 to 525600) before a published event ends (0 = when it ends); once per event and end time; a missed one still fires until an hour after the end',
+    payload: { ...EVENT_FIELDS, end_dt: 'string (ISO 8601)', offset_minutes: 'integer' }
+  }
 ]
 
 /** Event topics also fire `<template>.<verb>` (e.g. `announcement.published`) for non-generic templates. */
-export const TEMPLATE_QUALIFIED_NOTE = 'Event and attendee triggers of an event whose template is not generic also fire as <template>.<verb>, e.g. announcement.published, delivery.transitioned.'
+export const TEMPLATE_QUALIFIED_NOTE =
+  'Event and attendee triggers of an event whose template is not generic also fire as <template>.<verb>, e.g. announcement.published, delivery.transitioned.'
 
 const DOMAIN_TYPES = new Set(DOMAIN_TRIGGERS.map(t => t.type))
 const TEMPLATE_QUALIFIED = /^[a-z][a-z0-9_]{0,49}\.[a-z][a-z0-9_]{0,49}$/
@@ -116,18 +435,28 @@ export function triggerTypesOf (topic: string, payload: Record<string, unknown>)
   const types = [topic]
   const template = payload.template
   const [aggregate, verb] = topic.split('.')
-  if ((aggregate === 'event' || aggregate === 'attendee') && typeof template === 'string' && template !== '' && template !== 'generic' && verb !== undefined) {
+  if (
+    (aggregate === 'event' || aggregate === 'attendee') &&
+    typeof template === 'string' &&
+    template !== '' &&
+    template !== 'generic' &&
+    verb !== undefined
+  ) {
     types.push(`${template}.${verb}`)
   }
   return types
 }
 
 export function isKnownTriggerType (type: string): boolean {
-  if (DOMAIN_TYPES.has(type) || type === CRON_TRIGGER || (RELATIVE_TRIGGERS as readonly string[]).includes(type)) return true
+  if (DOMAIN_TYPES.has(type) || type === CRON_TRIGGER || (RELATIVE_TRIGGERS as readonly string[]).includes(type)) {
+    return true
+  }
   // template-qualified names: <template>.<verb of an event or attendee topic>
   if (!TEMPLATE_QUALIFIED.test(type)) return false
   const verb = type.split('.')[1]
-  return DOMAIN_TRIGGERS.some(t => (t.type.startsWith('event.') || t.type.startsWith('attendee.')) && t.type.split('.')[1] === verb)
+  return DOMAIN_TRIGGERS.some(
+    t => (t.type.startsWith('event.') || t.type.startsWith('attendee.')) && t.type.split('.')[1] === verb
+  )
 }
 
 // ---- JSON text that jsonb refuses
@@ -169,18 +498,26 @@ export const MAX_OFFSET_MINUTES = 525_600
 
 /** Checks a schedule (`event_type` + optional cron, timezone, offset); `at` is its location. */
 export function validateSchedule (s: RuleSchedule, at: string, typeField = 'event_type'): RuleSchedule {
-  if (!isKnownTriggerType(s.event_type)) throw invalidField(`${at}.${typeField}`, 'unknown trigger type; see GET /api/v1/automation/triggers', s.event_type)
+  if (!isKnownTriggerType(s.event_type)) {
+    throw invalidField(`${at}.${typeField}`, 'unknown trigger type; see GET /api/v1/automation/triggers', s.event_type)
+  }
   const isCron = s.event_type === CRON_TRIGGER
   const isRelative = (RELATIVE_TRIGGERS as readonly string[]).includes(s.event_type)
   if (isCron) {
     if (s.cron_expression === undefined) throw invalidField(`${at}.cron_expression`, `required for ${CRON_TRIGGER}`)
-    if (s.timezone !== undefined && !IANAZone.isValidZone(s.timezone)) throw invalidField(`${at}.timezone`, 'expected an IANA time zone name', s.timezone)
+    if (s.timezone !== undefined && !IANAZone.isValidZone(s.timezone)) {
+      throw invalidField(`${at}.timezone`, 'expected an IANA time zone name', s.timezone)
+    }
     try {
       // croner parses; it throws on a malformed pattern
       const c = new Cron(s.cron_expression, { timezone: s.timezone ?? 'UTC', paused: true })
       c.stop()
     } catch (err) {
-      throw invalidField(`${at}.cron_expression`, `invalid cron expression: ${(err as Error).message}`, s.cron_expression)
+      throw invalidField(
+        `${at}.cron_expression`,
+        `invalid cron expression: ${(err as Error).message}`,
+        s.cron_expression
+      )
     }
   } else if (s.cron_expression !== undefined) {
     throw invalidField(`${at}.cron_expression`, `only ${CRON_TRIGGER} takes a cron expression`, s.cron_expression)
@@ -190,7 +527,11 @@ export function validateSchedule (s: RuleSchedule, at: string, typeField = 'even
   if (isRelative) {
     if (s.offset_minutes === undefined) throw invalidField(`${at}.offset_minutes`, `required for ${s.event_type}`)
   } else if (s.offset_minutes !== undefined) {
-    throw invalidField(`${at}.offset_minutes`, 'only event.starts_in and event.ends_in take an offset', s.offset_minutes)
+    throw invalidField(
+      `${at}.offset_minutes`,
+      'only event.starts_in and event.ends_in take an offset',
+      s.offset_minutes
+    )
   }
   const out: RuleSchedule = { event_type: s.event_type }
   if (s.cron_expression !== undefined) out.cron_expression = s.cron_expression
@@ -218,13 +559,19 @@ const OPERATORS = new Set<string>(CONDITION_OPERATORS)
  * at most 8 levels deep, 200 nodes and 4096 bytes.
  */
 export function validateConditions (value: unknown, at: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidField(at, 'expected a JSON Logic object, e.g. {"==": [{"var": "payload.status"}, "declined"]}', value)
-  if (Buffer.byteLength(JSON.stringify(value)) > CONDITION_MAX_BYTES) throw invalidField(at, `expected at most ${CONDITION_MAX_BYTES} bytes of JSON`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidField(at, 'expected a JSON Logic object, e.g. {"==": [{"var": "payload.status"}, "declined"]}', value)
+  }
+  if (Buffer.byteLength(JSON.stringify(value)) > CONDITION_MAX_BYTES) {
+    throw invalidField(at, `expected at most ${CONDITION_MAX_BYTES} bytes of JSON`)
+  }
   if (Object.keys(value).length === 0) return {}
   let nodes = 0
   const walk = (v: unknown, path: string, depth: number): void => {
     if (++nodes > CONDITION_MAX_NODES) throw invalidField(at, `expected at most ${CONDITION_MAX_NODES} nodes`)
-    if (depth > CONDITION_MAX_DEPTH) throw invalidField(path, `expected at most ${CONDITION_MAX_DEPTH} levels of nesting`)
+    if (depth > CONDITION_MAX_DEPTH) {
+      throw invalidField(path, `expected at most ${CONDITION_MAX_DEPTH} levels of nesting`)
+    }
     if (v === null || typeof v !== 'object') return
     if (Array.isArray(v)) {
       v.forEach((item, i) => { walk(item, `${path}[${i}]`, depth + 1) })
@@ -233,11 +580,15 @@ export function validateConditions (value: unknown, at: string): Record<string, 
     const keys = Object.keys(v)
     if (keys.length !== 1) throw invalidField(path, 'expected an object with exactly one operator', v)
     const op = keys[0] as string
-    if (!OPERATORS.has(op)) throw invalidField(`${path}.${op}`, `unknown operator; expected one of ${CONDITION_OPERATORS.join(' ')}`, op)
+    if (!OPERATORS.has(op)) {
+      throw invalidField(`${path}.${op}`, `unknown operator; expected one of ${CONDITION_OPERATORS.join(' ')}`, op)
+    }
     const arg = (v as Record<string, unknown>)[op]
     if (op === 'var') {
       const name = Array.isArray(arg) ? arg[0] : arg
-      if (typeof name !== 'string' && typeof name !== 'number') throw invalidField(`${path}.var`, 'expected a field path string', arg)
+      if (typeof name !== 'string' && typeof name !== 'number') {
+        throw invalidField(`${path}.var`, 'expected a field path string', arg)
+      }
     }
     walk(arg, `${path}.${op}`, depth + 1)
   }
@@ -248,10 +599,16 @@ export function validateConditions (value: unknown, at: string): Record<string, 
 export interface ConditionResult { condition: unknown, result: boolean }
 
 /** Evaluates a validated condition against `data`: each clause of a top-level `and` is reported. */
-export function evaluateConditions (conditions: Record<string, unknown>, data: Record<string, unknown>): { met: boolean, results: ConditionResult[] } {
+export function evaluateConditions (
+  conditions: Record<string, unknown>,
+  data: Record<string, unknown>
+): { met: boolean; results: ConditionResult[] } {
   if (Object.keys(conditions).length === 0) return { met: true, results: [] }
-  const clauses = Array.isArray(conditions.and) ? conditions.and as unknown[] : [conditions]
-  const results = clauses.map(c => ({ condition: c, result: jsonLogic.truthy(jsonLogic.apply(c as jsonLogic.RulesLogic, data)) }))
+  const clauses = Array.isArray(conditions.and) ? (conditions.and as unknown[]) : [conditions]
+  const results = clauses.map(c => ({
+    condition: c,
+    result: jsonLogic.truthy(jsonLogic.apply(c as jsonLogic.RulesLogic, data))
+  }))
   return { met: results.every(r => r.result), results }
 }
 
@@ -274,8 +631,16 @@ export interface ActionDescriptor {
 export const ACTIONS: ActionDescriptor[] = [
   {
     type: 'notify',
-    description: 'Queue a notification (notification_outbox, delivered by the notification sender) to the event\'s attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload\'s field.',
-    fields: { to: 'attendees | managers | creator', 'attendee_status?': 'array of attendee statuses (to = attendees)', 'channel?': 'email (default), push, sms', subject: 'string (1..200)', body: 'string (1..5000)', 'priority?': 'normal (default) or high' },
+    description:
+      "Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field.",
+    fields: {
+      to: 'attendees | managers | creator',
+      'attendee_status?': 'array of attendee statuses (to = attendees)',
+      'channel?': 'email (default), push, sms',
+      subject: 'string (1..200)',
+      body: 'string (1..5000)',
+      'priority?': 'normal (default) or high'
+    },
     needs_event: true
   },
   {
@@ -292,13 +657,18 @@ export const ACTIONS: ActionDescriptor[] = [
   },
   {
     type: 'set_attendee_status',
-    description: 'Set the status of the trigger\'s attendee (payload.contact_id) or of every attendee of some statuses',
-    fields: { status: 'attendee status', 'from_status?': 'array of attendee statuses: apply to every attendee of these statuses instead of the trigger\'s one' },
+    description: "Set the status of the trigger's attendee (payload.contact_id) or of every attendee of some statuses",
+    fields: {
+      status: 'attendee status',
+      'from_status?':
+        "array of attendee statuses: apply to every attendee of these statuses instead of the trigger's one"
+    },
     needs_event: true
   },
   {
     type: 'webhook',
-    description: 'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
+    description:
+      'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
     fields: { url: 'https URL', 'secret?': 'string (16..200): HMAC key; unsigned when absent' },
     needs_event: false
   }
@@ -307,41 +677,64 @@ const ACTION_TYPES = ACTIONS.map(a => a.type)
 
 type Obj = Record<string, unknown>
 
-function str (a: Obj, key: string, at: string, opts: { required: boolean, min?: number, max: number }): string | undefined {
+function str (
+  a: Obj,
+  key: string,
+  at: string,
+  opts: { required: boolean; min?: number; max: number }
+): string | undefined {
   const v = a[key]
   if (v === undefined) {
     if (opts.required) throw invalidField(`${at}.${key}`, 'required property')
     return undefined
   }
-  if (typeof v !== 'string' || v.length < (opts.min ?? 1) || v.length > opts.max) throw invalidField(`${at}.${key}`, `expected a string of ${opts.min ?? 1} to ${opts.max} characters`, v)
+  if (typeof v !== 'string' || v.length < (opts.min ?? 1) || v.length > opts.max) {
+    throw invalidField(`${at}.${key}`, `expected a string of ${opts.min ?? 1} to ${opts.max} characters`, v)
+  }
   return v
 }
 
-function oneOf<T extends string> (a: Obj, key: string, at: string, values: readonly T[], required: boolean): T | undefined {
+function oneOf<T extends string> (
+  a: Obj,
+  key: string,
+  at: string,
+  values: readonly T[],
+  required: boolean
+): T | undefined {
   const v = a[key]
   if (v === undefined) {
     if (required) throw invalidField(`${at}.${key}`, 'required property')
     return undefined
   }
-  if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) throw invalidField(`${at}.${key}`, `expected one of ${values.join(', ')}`, v)
+  if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) {
+    throw invalidField(`${at}.${key}`, `expected one of ${values.join(', ')}`, v)
+  }
   return v as T
 }
 
 function statuses (a: Obj, key: string, at: string): string[] | undefined {
   const v = a[key]
   if (v === undefined) return undefined
-  if (!Array.isArray(v) || v.length === 0 || v.length > ATTENDEE_STATUSES.length) throw invalidField(`${at}.${key}`, 'expected a non-empty array of attendee statuses', v)
+  if (!Array.isArray(v) || v.length === 0 || v.length > ATTENDEE_STATUSES.length) {
+    throw invalidField(`${at}.${key}`, 'expected a non-empty array of attendee statuses', v)
+  }
   v.forEach((s, i) => {
-    if (typeof s !== 'string' || !(ATTENDEE_STATUSES as readonly string[]).includes(s)) throw invalidField(`${at}.${key}[${i}]`, `expected one of ${ATTENDEE_STATUSES.join(', ')}`, s)
+    if (typeof s !== 'string' || !(ATTENDEE_STATUSES as readonly string[]).includes(s)) {
+      throw invalidField(`${at}.${key}[${i}]`, `expected one of ${ATTENDEE_STATUSES.join(', ')}`, s)
+    }
   })
   return v as string[]
 }
 
 function onlyKeys (a: Obj, at: string, allowed: string[]): void {
-  for (const k of Object.keys(a)) if (!allowed.includes(k)) throw invalidField(`${at}.${k}`, 'unknown property for this action type', a[k])
+  for (const k of Object.keys(a)) {
+    if (!allowed.includes(k)) throw invalidField(`${at}.${k}`, 'unknown property for this action type', a[k])
+  }
 }
 
-/** Webhook secrets are write-only: responses show this instead, and a write that sends it back keeps the stored secret. */
+/**
+ * Webhook secrets are write-only: responses show this instead, and a write that sends it back keeps the stored secret.
+ */
 export const SECRET_MASK = '********'
 
 /** A URL as shown to those who may not manage its rule: scheme and host, then `/…`. */
@@ -379,7 +772,9 @@ export function validateActions (value: unknown, at: string, previous: RuleActio
   if (value.length > MAX_ACTIONS) throw invalidField(at, `expected at most ${MAX_ACTIONS} actions`)
   return value.map((raw, i): RuleAction => {
     const loc = `${at}[${i}]`
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalidField(loc, 'expected an action object', raw)
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+      throw invalidField(loc, 'expected an action object', raw)
+    }
     const a = raw as Obj
     const type = oneOf(a, 'type', loc, ACTION_TYPES, true) as string
     switch (type) {
@@ -387,7 +782,9 @@ export function validateActions (value: unknown, at: string, previous: RuleActio
         onlyKeys(a, loc, ['type', 'to', 'attendee_status', 'channel', 'subject', 'body', 'priority'])
         const to = oneOf(a, 'to', loc, NOTIFY_AUDIENCES, true)
         const st = statuses(a, 'attendee_status', loc)
-        if (st !== undefined && to !== 'attendees') throw invalidField(`${loc}.attendee_status`, 'only for to = attendees', st)
+        if (st !== undefined && to !== 'attendees') {
+          throw invalidField(`${loc}.attendee_status`, 'only for to = attendees', st)
+        }
         return {
           type,
           to,
@@ -401,20 +798,37 @@ export function validateActions (value: unknown, at: string, previous: RuleActio
       case 'activity': {
         onlyKeys(a, loc, ['type', 'kind', 'message'])
         const message = str(a, 'message', loc, { required: false, min: 0, max: 2000 })
-        return { type, kind: oneOf(a, 'kind', loc, ['automation', 'note', 'comment'] as const, false) ?? 'automation', ...(message !== undefined ? { message } : {}) }
+        return {
+          type,
+          kind: oneOf(a, 'kind', loc, ['automation', 'note', 'comment'] as const, false) ?? 'automation',
+          ...(message !== undefined ? { message } : {})
+        }
       }
       case 'transition': {
         onlyKeys(a, loc, ['type', 'to_state', 'reason', 'payload'])
         const payload = a.payload
-        if (payload !== undefined && (payload === null || typeof payload !== 'object' || Array.isArray(payload))) throw invalidField(`${loc}.payload`, 'expected an object', payload)
-        if (payload !== undefined && Buffer.byteLength(JSON.stringify(payload)) > 4096) throw invalidField(`${loc}.payload`, 'expected at most 4096 bytes of JSON')
+        if (payload !== undefined && (payload === null || typeof payload !== 'object' || Array.isArray(payload))) {
+          throw invalidField(`${loc}.payload`, 'expected an object', payload)
+        }
+        if (payload !== undefined && Buffer.byteLength(JSON.stringify(payload)) > 4096) {
+          throw invalidField(`${loc}.payload`, 'expected at most 4096 bytes of JSON')
+        }
         const reason = str(a, 'reason', loc, { required: false, max: 500 })
-        return { type, to_state: str(a, 'to_state', loc, { required: true, max: 100 }), ...(reason !== undefined ? { reason } : {}), ...(payload !== undefined ? { payload } : {}) }
+        return {
+          type,
+          to_state: str(a, 'to_state', loc, { required: true, max: 100 }),
+          ...(reason !== undefined ? { reason } : {}),
+          ...(payload !== undefined ? { payload } : {})
+        }
       }
       case 'set_attendee_status': {
         onlyKeys(a, loc, ['type', 'status', 'from_status'])
         const from = statuses(a, 'from_status', loc)
-        return { type, status: oneOf(a, 'status', loc, ATTENDEE_STATUSES, true), ...(from !== undefined ? { from_status: from } : {}) }
+        return {
+          type,
+          status: oneOf(a, 'status', loc, ATTENDEE_STATUSES, true),
+          ...(from !== undefined ? { from_status: from } : {})
+        }
       }
       default: { // webhook
         onlyKeys(a, loc, ['type', 'url', 'secret'])
@@ -425,11 +839,21 @@ export function validateActions (value: unknown, at: string, previous: RuleActio
         } catch {
           throw invalidField(`${loc}.url`, 'expected an absolute URL', url)
         }
-        if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw invalidField(`${loc}.url`, 'expected an https URL', url)
-        if (parsed.username !== '' || parsed.password !== '') throw invalidField(`${loc}.url`, 'expected a URL without credentials', url)
+        if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+          throw invalidField(`${loc}.url`, 'expected an https URL', url)
+        }
+        if (parsed.username !== '' || parsed.password !== '') {
+          throw invalidField(`${loc}.url`, 'expected a URL without credentials', url)
+        }
         if (a.secret === SECRET_MASK) {
           const stored = previous.find(p => p.type === 'webhook' && p.url === url && typeof p.secret === 'string')
-          if (stored === undefined) throw invalidField(`${loc}.secret`, 'the masked secret matches no stored webhook secret of this URL; send the secret itself', a.secret)
+          if (stored === undefined) {
+            throw invalidField(
+              `${loc}.secret`,
+              'the masked secret matches no stored webhook secret of this URL; send the secret itself',
+              a.secret
+            )
+          }
           return { type, url, secret: stored.secret }
         }
         const secret = str(a, 'secret', loc, { required: false, min: 16, max: 200 })

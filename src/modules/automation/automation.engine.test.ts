@@ -13,7 +13,17 @@ import { addManager, createEvent, publishEvent, type Json } from '../events/even
 import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
 import { addAttendee, addContact, drain, engineAt, executions, rule } from './automation.fixtures.ts'
 import { TenantWorkError } from '../../platform/tenant-batches.ts'
-import { claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules, type DispatchResult, type Engine } from './automation.engine.ts'
+import {
+  claimExecution,
+  dispatchOutbox,
+  handleJob,
+  MAX_DEPTH,
+  runExecution,
+  sweepExecutions,
+  tickSchedules,
+  type DispatchResult,
+  type Engine
+} from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 
 interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }
@@ -44,7 +54,14 @@ async function activityKinds (t: TestApp, token: string, eventId: number): Promi
 }
 
 async function notifications (t: TestApp, tenantId: string): Promise<Json[]> {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('notification_outbox').select(['recipient', 'subject', 'body', 'channel', 'priority']).where('tenant_id', '=', tenantId).orderBy('id').execute())
+  return await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx
+      .selectFrom('notification_outbox')
+      .select(['recipient', 'subject', 'body', 'channel', 'priority'])
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute()
+  )
 }
 
 async function attendeeStatuses (t: TestApp, token: string, eventId: number): Promise<Record<string, string>> {
@@ -63,13 +80,19 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
-      const r = await rule(t, alice, { schedule: { event_type: 'event.published' }, actions: [{ type: 'activity', message: 'published {{title}}' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.published' },
+        actions: [{ type: 'activity', message: 'published {{title}}' }]
+      })
       const event = await createEvent(t, alice, { title: 'Gala' })
       await publishEvent(t, alice, event.id)
       const d = await dispatchOutbox(engine)
       assert.ok(d.executions >= 1)
       const [queued] = await executions(t, alice, r.id)
-      assert.deepEqual([queued?.status, queued?.trigger_type, queued?.trigger.event_id, queued?.trigger.title], ['queued', 'event.published', event.id, 'Gala'])
+      assert.deepEqual(
+        [queued?.status, queued?.trigger_type, queued?.trigger.event_id, queued?.trigger.title],
+        ['queued', 'event.published', event.id, 'Gala']
+      )
       const boss = await engine.queue.ready()
       const jobs = await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
       const job = jobs.find(j => j.data.executionId === queued?.id)
@@ -80,7 +103,10 @@ for (const kind of databases()) {
       assert.equal(done?.status, 'succeeded')
       assert.equal(done?.attempts, 1)
       assert.equal(done?.conditions_met, true)
-      assert.deepEqual(done?.action_results.map((a: Json) => [a.type, a.status]), [['activity', 'succeeded']])
+      assert.deepEqual(
+        done?.action_results.map((a: Json) => [a.type, a.status]),
+        [['activity', 'succeeded']]
+      )
       assert.ok(done?.started_at !== null && done?.finished_at !== null)
       assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: queued?.id as string }), 'done')
       assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
@@ -93,10 +119,15 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
-      const qualified = await rule(t, alice, { schedule: { event_type: 'announcement.published' }, actions: [{ type: 'notify', to: 'creator', subject: 'Out: {{title}}', body: 'v{{template_version}}' }] })
+      const qualified = await rule(t, alice, {
+        schedule: { event_type: 'announcement.published' },
+        actions: [{ type: 'notify', to: 'creator', subject: 'Out: {{title}}', body: 'v{{template_version}}' }]
+      })
       const conditional = await rule(t, alice, {
         schedule: { event_type: 'contact.created' },
-        conditions: { and: [{ '==': [{ var: 'payload.source' }, 'api'] }, { in: ['@vip.test', { var: 'payload.email' }] }] },
+        conditions: {
+          and: [{ '==': [{ var: 'payload.source' }, 'api'] }, { in: ['@vip.test', { var: 'payload.email' }] }]
+        },
         actions: [{ type: 'webhook', url: receiver.url() }]
       })
       const generic = await createEvent(t, alice, { title: 'Plain' })
@@ -111,10 +142,15 @@ for (const kind of databases()) {
       const sent = await notifications(t, tenant.id)
       assert.deepEqual(sent.map(n => [n.recipient, n.subject]), [['user:alice', 'Out: News']])
       const c = await executions(t, alice, conditional.id)
-      assert.deepEqual(c.map(e => [e.trigger.email, e.status, e.conditions_met, e.condition_results.map((r: Json) => r.result)]).sort(), [
-        ['ann@vip.test', 'succeeded', true, [true, true]],
-        ['bob@other.test', 'skipped', false, [true, false]]
-      ])
+      assert.deepEqual(
+        c
+          .map(e => [e.trigger.email, e.status, e.conditions_met, e.condition_results.map((r: Json) => r.result)])
+          .sort(),
+        [
+          ['ann@vip.test', 'succeeded', true, [true, true]],
+          ['bob@other.test', 'skipped', false, [true, false]]
+        ]
+      )
     })
 
     void it('notifies attendees by status and managers, and sets attendee status (its domain event carries depth + 1)', async () => {
@@ -129,33 +165,67 @@ for (const kind of databases()) {
       await addAttendee(t, tenant.id, event.id, bob, 'confirmed')
       await addAttendee(t, tenant.id, event.id, cid, 'declined')
       await addManager(t, tenant.id, event.id, 'mia', { role: 'event_manager:full' })
-      const a = (await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/automations`,
-        payload: {
-          name: 'Nudge',
-          trigger: { type: 'event.updated' },
-          actions: [
-            { type: 'notify', to: 'attendees', attendee_status: ['invited', 'confirmed'], subject: 'See you at {{title}}', body: 'b' },
-            { type: 'notify', to: 'managers', channel: 'push', priority: 'high', subject: 'Heads up', body: 'b' },
-            { type: 'set_attendee_status', from_status: ['invited'], status: 'tentative' }
-          ]
-        }
-      })).json()
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` })).statusCode, 202)
+      const a = (
+        await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${event.id}/automations`,
+          payload: {
+            name: 'Nudge',
+            trigger: { type: 'event.updated' },
+            actions: [
+              {
+                type: 'notify',
+                to: 'attendees',
+                attendee_status: ['invited', 'confirmed'],
+                subject: 'See you at {{title}}',
+                body: 'b'
+              },
+              { type: 'notify', to: 'managers', channel: 'push', priority: 'high', subject: 'Heads up', body: 'b' },
+              { type: 'set_attendee_status', from_status: ['invited'], status: 'tentative' }
+            ]
+          }
+        })
+      ).json()
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` }))
+          .statusCode,
+        202
+      )
       await drain(engine)
-      const [ex] = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })).json().items
+      const [ex] = (
+        await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })
+      ).json().items
       assert.equal(ex.status, 'succeeded', JSON.stringify(ex))
-      assert.deepEqual(ex.action_results.map((r: Json) => r.recipients ?? r.updated), [2, 1, 1])
+      assert.deepEqual(
+        ex.action_results.map((r: Json) => r.recipients ?? r.updated),
+        [2, 1, 1]
+      )
       const sent = await notifications(t, tenant.id)
-      assert.deepEqual(sent.map(n => [n.recipient, n.subject, n.channel, n.priority]), [
-        ['ann@example.test', 'See you at Dinner', 'email', 'normal'],
-        ['bob@example.test', 'See you at Dinner', 'email', 'normal'],
-        ['user:mia', 'Heads up', 'push', 'high']
-      ])
-      assert.deepEqual(await attendeeStatuses(t, alice, event.id), { [ann]: 'tentative', [bob]: 'confirmed', [cid]: 'declined' })
-      const changed = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('outbox').select(['topic', 'depth', 'payload']).where('tenant_id', '=', tenant.id).where('topic', '=', 'attendee.status_changed').execute())
-      assert.deepEqual(changed.map(c => [c.depth, c.payload.contact_id, c.payload.status, c.payload.previous_status]), [[1, ann, 'tentative', 'invited']])
+      assert.deepEqual(
+        sent.map(n => [n.recipient, n.subject, n.channel, n.priority]),
+        [
+          ['ann@example.test', 'See you at Dinner', 'email', 'normal'],
+          ['bob@example.test', 'See you at Dinner', 'email', 'normal'],
+          ['user:mia', 'Heads up', 'push', 'high']
+        ]
+      )
+      assert.deepEqual(await attendeeStatuses(t, alice, event.id), {
+        [ann]: 'tentative',
+        [bob]: 'confirmed',
+        [cid]: 'declined'
+      })
+      const changed = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx
+          .selectFrom('outbox')
+          .select(['topic', 'depth', 'payload'])
+          .where('tenant_id', '=', tenant.id)
+          .where('topic', '=', 'attendee.status_changed')
+          .execute()
+      )
+      assert.deepEqual(
+        changed.map(c => [c.depth, c.payload.contact_id, c.payload.status, c.payload.previous_status]),
+        [[1, ann, 'tentative', 'invited']]
+      )
     })
 
     void it('transitions the event through its state machine, and fails at once on an illegal move', async () => {
@@ -163,13 +233,31 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Parcel', template: 'delivery' })
-      const ship = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'in_transit', reason: 'scanned' }] })
-      const deliver = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'delivered' }] })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ship.id}/execute`, payload: {} })).statusCode, 202)
+      const ship = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'transition', to_state: 'in_transit', reason: 'scanned' }]
+      })
+      const deliver = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'transition', to_state: 'delivered' }]
+      })
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ship.id}/execute`, payload: {} }))
+          .statusCode,
+        202
+      )
       await drain(engine)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}` })).json().state, 'in_transit')
       assert.equal((await executions(t, alice, ship.id))[0]?.status, 'succeeded')
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${deliver.id}/execute`, payload: {} })).statusCode, 202)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${deliver.id}/execute`, payload: {} }))
+          .statusCode,
+        202
+      )
       await drain(engine)
       const [failed] = await executions(t, alice, deliver.id)
       assert.deepEqual([failed?.status, failed?.attempts], ['failed', 1])
@@ -183,7 +271,10 @@ for (const kind of databases()) {
       const engine = engineAt(t, clock)
       receiver.hook.status = 200
       const secret = 'a-very-long-webhook-secret'
-      const ok = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'webhook', url: receiver.url(), secret }] })
+      const ok = await rule(t, alice, {
+        schedule: { event_type: 'contact.created' },
+        actions: [{ type: 'webhook', url: receiver.url(), secret }]
+      })
       const before = receiver.hook.received.length
       await addContact(t, alice, 'hook@example.test')
       await drain(engine)
@@ -193,12 +284,27 @@ for (const kind of databases()) {
       const got = receiver.hook.received.slice(before).find(r => JSON.parse(r.body).rule_id === ok.id)
       assert.ok(got !== undefined)
       assert.equal(got.headers['automation-execution'], ex?.id)
-      assert.deepEqual(verifySignature([got.headers['automation-signature'] as string], Buffer.from(got.body), [secret], clock.now.getTime() / 1000), { ok: true })
+      assert.deepEqual(
+        verifySignature(
+          [got.headers['automation-signature'] as string],
+          Buffer.from(got.body),
+          [secret],
+          clock.now.getTime() / 1000
+        ),
+        { ok: true }
+      )
       assert.equal(JSON.parse(got.body).payload.email, 'hook@example.test')
 
       for (const url of ['https://10.1.2.3/hook', 'https://[::1]/hook', 'http://example.com/hook']) {
-        const r = await rule(t, alice, { schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: [{ type: 'webhook', url }] })
-        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode, 202)
+        const r = await rule(t, alice, {
+          schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+          actions: [{ type: 'webhook', url }]
+        })
+        assert.equal(
+          (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} }))
+            .statusCode,
+          202
+        )
         await drain(engine)
         const [e] = await executions(t, alice, r.id)
         assert.deepEqual([e?.status, e?.attempts], ['failed', 1], url)
@@ -212,7 +318,12 @@ for (const kind of databases()) {
       const engine = engineAt(t, clock)
       receiver.hook.status = 503
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }, { type: 'webhook', url: receiver.url() }] })
+      const r = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity' }, { type: 'webhook', url: receiver.url() }]
+      })
       const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
       const id = res.json().id as string
       for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
@@ -223,7 +334,10 @@ for (const kind of databases()) {
       }
       assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'failed')
       const [e] = await executions(t, alice, r.id)
-      assert.deepEqual([e?.status, e?.attempts, e?.action_results.map((a: Json) => a.status)], ['failed', MAX_ATTEMPTS, ['succeeded', 'failed']])
+      assert.deepEqual(
+        [e?.status, e?.attempts, e?.action_results.map((a: Json) => a.status)],
+        ['failed', MAX_ATTEMPTS, ['succeeded', 'failed']]
+      )
       assert.ok(e?.finished_at !== null)
       assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'done')
       // every attempt rolled back its activity row
@@ -236,10 +350,20 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
-      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      const r = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity' }]
+      })
+      const id = (
+        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
+      ).json().id as string
       const boss = await engine.queue.ready()
-      const fetched = await Promise.all([boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 }), boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })])
+      const fetched = await Promise.all([
+        boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 }),
+        boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
+      ])
       assert.equal(fetched.flat().filter(j => j.data.executionId === id).length, 1)
       const outcomes = await Promise.all([
         runExecution(engine, { tenantId: tenant.id, executionId: id }),
@@ -247,7 +371,10 @@ for (const kind of databases()) {
       ])
       const kinds = outcomes.map(o => o.outcome)
       assert.equal(kinds.filter(k => k === 'succeeded').length, 1, JSON.stringify(outcomes))
-      assert.ok(kinds.every(k => k === 'succeeded' || k === 'busy' || k === 'done'), JSON.stringify(outcomes))
+      assert.ok(
+        kinds.every(k => k === 'succeeded' || k === 'busy' || k === 'done'),
+        JSON.stringify(outcomes)
+      )
       assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 1)
       const [e] = await executions(t, alice, r.id)
       assert.deepEqual([e?.status, e?.attempts], ['succeeded', 1])
@@ -259,8 +386,15 @@ for (const kind of databases()) {
       const at = { now: new Date() }
       const engine = engineAt(t, at)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
-      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      const r = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity' }]
+      })
+      const id = (
+        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
+      ).json().id as string
       const boss = await engine.queue.ready()
       const jobs = await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
       const job = jobs.find(j => j.data.executionId === id)
@@ -271,9 +405,13 @@ for (const kind of databases()) {
       assert.equal((await executions(t, alice, r.id))[0]?.status, 'running')
       assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'busy')
       // pg-boss expires the job (its start moved back past the expiry) and offers it again
-      await sql`update pgboss.job set started_on = now() - make_interval(secs => ${EXPIRE_SEC + 60}) where id = ${job.id}::uuid`.execute(engine.db)
+      await sql`update pgboss.job set started_on = now() - make_interval(secs => ${EXPIRE_SEC + 60}) where id = ${job.id}::uuid`.execute(
+        engine.db
+      )
       await boss.maintain()
-      const again = (await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100, ignoreStartAfter: true })).find(j => j.id === job.id)
+      const again = (await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100, ignoreStartAfter: true })).find(
+        j => j.id === job.id
+      )
       assert.ok(again !== undefined, 'the expired job is offered again')
       at.now = new Date(at.now.getTime() + (EXPIRE_SEC + 1) * 1000)
       assert.equal(await handleJob(engine, { tenantId: tenant.id, executionId: id }), 'succeeded')
@@ -289,10 +427,20 @@ for (const kind of databases()) {
       const at = { now: new Date() }
       const engine = engineAt(t, at)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity' }] })
-      const id = (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).json().id as string
+      const r = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity' }]
+      })
+      const id = (
+        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
+      ).json().id as string
       for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-        assert.equal(typeof await claimExecution(engine, { tenantId: tenant.id, executionId: id }, crypto.randomUUID()), 'object')
+        assert.equal(
+          typeof (await claimExecution(engine, { tenantId: tenant.id, executionId: id }, crypto.randomUUID())),
+          'object'
+        )
         at.now = new Date(at.now.getTime() + (EXPIRE_SEC + 1) * 1000)
       }
       assert.equal(await sweepExecutions(engine), 1)
@@ -308,11 +456,25 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.activity_added' }, actions: [{ type: 'activity' }] })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/activity`, payload: { kind: 'note' } })).statusCode, 201)
+      const r = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.activity_added' },
+        actions: [{ type: 'activity' }]
+      })
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/activity`, payload: { kind: 'note' } }))
+          .statusCode,
+        201
+      )
       await drain(engine)
       const list = await executions(t, alice, r.id)
-      assert.deepEqual(list.map(e => [e.depth, e.status]).sort(), [[0, 'succeeded'], [1, 'succeeded'], [2, 'succeeded'], [3, 'skipped']])
+      assert.deepEqual(list.map(e => [e.depth, e.status]).sort(), [
+        [0, 'succeeded'],
+        [1, 'succeeded'],
+        [2, 'succeeded'],
+        [3, 'skipped']
+      ])
       assert.match(list.find(e => e.depth === 3)?.error, /depth limit/)
       assert.equal((await activityKinds(t, alice, event.id)).filter(k => k === 'automation').length, 3)
     })
@@ -320,8 +482,14 @@ for (const kind of databases()) {
     void it('fires cron rules in their time zone with an injectable clock, once per slot', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const r = await rule(t, alice, { schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Pacific/Auckland' }, actions: [] })
-      const nine = DateTime.now().setZone('Pacific/Auckland').plus({ days: 2 }).set({ hour: 9, minute: 0, second: 0, millisecond: 0 })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Pacific/Auckland' },
+        actions: []
+      })
+      const nine = DateTime.now()
+        .setZone('Pacific/Auckland')
+        .plus({ days: 2 })
+        .set({ hour: 9, minute: 0, second: 0, millisecond: 0 })
       const slot = nine.toUTC().toISO({ suppressMilliseconds: false })
       const engine = (at: DateTime) => engineAt(t, { now: at.toJSDate() })
       const before = nine.minus({ seconds: 1 })
@@ -336,7 +504,10 @@ for (const kind of databases()) {
       assert.equal(list.length, count + 1)
       const fired = list.find(e => e.trigger_key === `cron:${slot}`)
       assert.ok(fired !== undefined, `expected a slot at ${slot}`)
-      assert.deepEqual([fired.status, fired.trigger_type, fired.trigger.timezone], ['queued', 'schedule.cron', 'Pacific/Auckland'])
+      assert.deepEqual(
+        [fired.status, fired.trigger_type, fired.trigger.timezone],
+        ['queued', 'schedule.cron', 'Pacific/Auckland']
+      )
       assert.equal(new Date(fired.trigger.scheduled_for).toISOString(), nine.toUTC().toJSDate().toISOString())
     })
 
@@ -344,9 +515,23 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const start = DateTime.now().plus({ days: 3 }).startOf('minute')
-      const event = await createEvent(t, alice, { title: 'Concert', start_dt: start.toUTC().toISO(), end_dt: start.plus({ hours: 2 }).toUTC().toISO() })
+      const event = await createEvent(t, alice, {
+        title: 'Concert',
+        start_dt: start.toUTC().toISO(),
+        end_dt: start.plus({ hours: 2 }).toUTC().toISO()
+      })
       await publishEvent(t, alice, event.id)
-      const a = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'Reminder', trigger: { type: 'event.starts_in', offset_minutes: 1440 }, actions: [{ type: 'notify', to: 'creator', subject: '{{title}} tomorrow', body: 'at {{start_dt}}' }] } })).json()
+      const a = (
+        await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${event.id}/automations`,
+          payload: {
+            name: 'Reminder',
+            trigger: { type: 'event.starts_in', offset_minutes: 1440 },
+            actions: [{ type: 'notify', to: 'creator', subject: '{{title}} tomorrow', body: 'at {{start_dt}}' }]
+          }
+        })
+      ).json()
       const at = (dt: DateTime) => engineAt(t, { now: dt.toJSDate() })
       await tickSchedules(at(start.minus({ hours: 25 })))
       assert.equal((await executions(t, alice, a.id)).length, 0)
@@ -368,11 +553,22 @@ for (const kind of databases()) {
       const r = await rule(t, alice, { schedule: { event_type: 'attendee.added' }, actions: [{ type: 'activity' }] })
       const event = await createEvent(t, alice, { title: 'Crowd' })
       const ids = await insertContacts(t, tenant.id, 'alice', 150)
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/bulk`, payload: { contact_ids: ids } })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${event.id}/attendees/bulk`,
+        payload: { contact_ids: ids }
+      })
       assert.equal(res.statusCode, 204, res.body)
       for (let round = 0; round < 5 && (await dispatchOutbox(engine)).events > 0; round++);
-      const all = [...await executions(t, alice, r.id), ...(await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=100&page=2` })).json().items]
-      const byOutboxId = all.map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const).sort((a, b) => a[0] - b[0])
+      const all = [
+        ...(await executions(t, alice, r.id)),
+        ...(
+          await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=100&page=2` })
+        ).json().items
+      ]
+      const byOutboxId = all
+        .map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const)
+        .sort((a, b) => a[0] - b[0])
       assert.deepEqual(byOutboxId.map(([, contact]) => contact), ids)
       assert.ok(all.every(e => e.trigger_type === 'attendee.added' && e.trigger.event_id === event.id))
     })
@@ -383,7 +579,14 @@ for (const kind of databases()) {
       const engine = engineAt(t, clock)
       const r = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
       await assert.rejects(withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await emit(trx, { tenantId: tenant.id, topic: 'contact.created', aggregateType: 'contact', aggregateId: 'x', actorId: 'alice', payload: { contact_id: 'x' } })
+        await emit(trx, {
+          tenantId: tenant.id,
+          topic: 'contact.created',
+          aggregateType: 'contact',
+          aggregateId: 'x',
+          actorId: 'alice',
+          payload: { contact_id: 'x' }
+        })
         throw new Error('request failed')
       }))
       await dispatchOutbox(engine)
@@ -399,19 +602,41 @@ for (const kind of databases()) {
       const ra = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
       const rb = await rule(t, bob, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
       for (let round = 0; round < 50 && (await dispatchOutbox(engine)).events > 0; round++);
-      return { a: { id: a.id, token: alice, rule: ra.id as string }, b: { id: b.id, token: bob, rule: rb.id as string } }
+      return {
+        a: { id: a.id, token: alice, rule: ra.id as string },
+        b: { id: b.id, token: bob, rule: rb.id as string }
+      }
     }
 
     /** `n` contact.created domain events of a tenant (one emit each). */
     async function emitContacts (tenantId: string, n: number, prefix = 'c'): Promise<void> {
       await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-        for (let i = 0; i < n; i++) await emit(trx, { tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: `${prefix}${i}`, actorId: 'someone', payload: { contact_id: `${prefix}${i}` } })
+        for (let i = 0; i < n; i++) {
+          await emit(trx, {
+            tenantId,
+            topic: 'contact.created',
+            aggregateType: 'contact',
+            aggregateId: `${prefix}${i}`,
+            actorId: 'someone',
+            payload: { contact_id: `${prefix}${i}` }
+          })
+        }
       })
     }
 
     async function unprocessed (tenantId: string): Promise<number> {
-      return await withTenant(t.ctx.db, { tenantId }, async trx => Number((await trx.selectFrom('outbox').select(eb => eb.fn.countAll<number>().as('n'))
-        .where('tenant_id', '=', tenantId).where('processed_at', 'is', null).executeTakeFirstOrThrow()).n))
+      return await withTenant(t.ctx.db, { tenantId }, async trx =>
+        Number(
+          (
+            await trx
+              .selectFrom('outbox')
+              .select(eb => eb.fn.countAll<number>().as('n'))
+              .where('tenant_id', '=', tenantId)
+              .where('processed_at', 'is', null)
+              .executeTakeFirstOrThrow()
+          ).n
+        )
+      )
     }
 
     void it('dispatches per tenant: one call shares its limit among the tenants with pending rows, each in id order', async () => {
@@ -428,12 +653,17 @@ for (const kind of databases()) {
       assert.deepEqual(await dispatchOutbox(engine, 4), { events: 4, executions: 4, skipped: 0 })
       assert.deepEqual(await dispatchOutbox(engine, 4), { events: 0, executions: 0, skipped: 0 })
       const all = await executions(t, a.token, a.rule)
-      const byOutboxId = all.map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const).sort((x, y) => x[0] - y[0])
-      assert.deepEqual(byOutboxId.map(([, contact]) => contact), ['c0', 'c1', 'c2', 'c3', 'c4', 'c5'])
+      const byOutboxId = all
+        .map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const)
+        .sort((x, y) => x[0] - y[0])
+      assert.deepEqual(
+        byOutboxId.map(([, contact]) => contact),
+        ['c0', 'c1', 'c2', 'c3', 'c4', 'c5']
+      )
       // a limit above the pending rows: one tenant alone gets the whole limit
       await emitContacts(b.id, 5, 'd')
       assert.deepEqual(await dispatchOutbox(engine, 100), { events: 5, executions: 5, skipped: 0 })
-      assert.equal(await unprocessed(a.id) + await unprocessed(b.id), 0)
+      assert.equal((await unprocessed(a.id)) + (await unprocessed(b.id)), 0)
     })
 
     void it('two dispatches at once process every row once: each execution is created once', async () => {
@@ -467,16 +697,24 @@ for (const kind of databases()) {
         ...engine,
         queue: {
           ready: async () => await engine.queue.ready(),
-          stop: async () => { await engine.queue.stop() },
+          stop: async () => {
+            await engine.queue.stop()
+          },
           send: async (trx, job) => {
             if (job.tenantId === a.id) throw new Error('the queue refuses this tenant')
             return await engine.queue.send(trx, job)
           }
         }
       }
-      const err = await dispatchOutbox(failing).then(() => undefined, (e: unknown) => e)
+      const err = await dispatchOutbox(failing).then(
+        () => undefined,
+        (e: unknown) => e
+      )
       assert.ok(err instanceof TenantWorkError, String(err))
-      assert.deepEqual(err.failures.map(f => f.tenantId), [a.id])
+      assert.deepEqual(
+        err.failures.map(f => f.tenantId),
+        [a.id]
+      )
       assert.match(err.message, /the queue refuses this tenant/)
       assert.deepEqual(err.result, { events: 3, executions: 3, skipped: 0 })
       assert.equal((await executions(t, b.token, b.rule)).length, 3)

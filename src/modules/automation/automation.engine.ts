@@ -25,7 +25,13 @@ import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batche
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { automationMessage } from '../../platform/notifications/templates.ts'
 import { findVisible as findVisibleContact } from '../contacts/contacts.repository.ts'
-import { eventVisibleTo, findEventForRead, hasEventPermission, isTenantAdmin, lockEventForWrite } from '../events/events.access.ts'
+import {
+  eventVisibleTo,
+  findEventForRead,
+  hasEventPermission,
+  isTenantAdmin,
+  lockEventForWrite
+} from '../events/events.access.ts'
 import { insertActivity } from '../events/events.repository.ts'
 import { transitionEvent } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -73,8 +79,19 @@ function scopeMatches (rule: RuleRow, payload: Json): boolean {
  * Creates the execution of a rule for a trigger occurrence (once) and sends its job. The execution
  * is pinned to the rule's version as read here: the runner runs that version's snapshot.
  */
-export async function enqueueExecution (trx: Tx, engine: Engine, tenantId: string, rule: Pick<RuleRow, 'id' | 'version'>, v: Omit<repo.ExecutionValues, 'ruleId' | 'ruleVersion' | 'maxAttempts'>): Promise<ExecutionRow | undefined> {
-  const row = await repo.insertExecution(trx, tenantId, { ...v, ruleId: rule.id, ruleVersion: rule.version, maxAttempts: MAX_ATTEMPTS })
+export async function enqueueExecution (
+  trx: Tx,
+  engine: Engine,
+  tenantId: string,
+  rule: Pick<RuleRow, 'id' | 'version'>,
+  v: Omit<repo.ExecutionValues, 'ruleId' | 'ruleVersion' | 'maxAttempts'>
+): Promise<ExecutionRow | undefined> {
+  const row = await repo.insertExecution(trx, tenantId, {
+    ...v,
+    ruleId: rule.id,
+    ruleVersion: rule.version,
+    maxAttempts: MAX_ATTEMPTS
+  })
   if (row !== undefined && row.status === 'queued') await engine.queue.send(trx, { tenantId, executionId: row.id })
   return row
 }
@@ -84,7 +101,12 @@ export async function enqueueExecution (trx: Tx, engine: Engine, tenantId: strin
  * payload and depth, linked by `retry_of`, with the key `retry:<failed id>` (unique per rule, so a
  * failed execution is retried at most once; the retry itself may be retried if it fails).
  */
-export async function enqueueRetry (trx: Tx, engine: Engine, tenantId: string, failed: ExecutionRow): Promise<ExecutionRow | undefined> {
+export async function enqueueRetry (
+  trx: Tx,
+  engine: Engine,
+  tenantId: string,
+  failed: ExecutionRow
+): Promise<ExecutionRow | undefined> {
   const row = await repo.insertExecution(trx, tenantId, {
     ruleId: failed.rule_id,
     ruleVersion: failed.rule_version,
@@ -131,20 +153,39 @@ export async function dispatchOutbox (engine: Engine, limit = 100): Promise<Disp
   return result
 }
 
-/** Claims up to `limit` unprocessed outbox rows of one tenant (skip locked), dispatches them and marks them processed. */
-async function dispatchTenant (trx: Tx, engine: Engine, tenantId: string, limit: number, seen: Map<string, boolean>): Promise<DispatchResult> {
-  const rows = await trx.selectFrom('outbox').selectAll()
-    .where('tenant_id', '=', tenantId).where('processed_at', 'is', null)
-    .orderBy('id').limit(limit)
-    .forUpdate().skipLocked()
+/**
+ * Claims up to `limit` unprocessed outbox rows of one tenant (skip locked), dispatches them and marks them processed.
+ */
+async function dispatchTenant (
+  trx: Tx,
+  engine: Engine,
+  tenantId: string,
+  limit: number,
+  seen: Map<string, boolean>
+): Promise<DispatchResult> {
+  const rows = await trx
+    .selectFrom('outbox')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('processed_at', 'is', null)
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
     .execute()
   const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
   for (const row of rows) {
     const payload = row.payload
     const types = triggerTypesOf(row.topic, payload)
-    const rules = await trx.selectFrom('automation_rules').selectAll()
-      .where('tenant_id', '=', tenantId).where('enabled', '=', true).where('event_type', 'in', types)
-      .orderBy('priority', 'desc').orderBy('created_at').orderBy('id')
+    const rules = await trx
+      .selectFrom('automation_rules')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('enabled', '=', true)
+      .where('event_type', 'in', types)
+      .orderBy('priority', 'desc')
+      .orderBy('created_at')
+      .orderBy('id')
       .execute()
     for (const rule of rules.filter(r => scopeMatches(r, payload))) {
       // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
@@ -153,7 +194,14 @@ async function dispatchTenant (trx: Tx, engine: Engine, tenantId: string, limit:
       const created = await enqueueExecution(trx, engine, tenantId, rule, {
         triggerKey: `outbox:${row.id}`,
         triggerType: rule.event_type,
-        payload: { ...payload, topic: row.topic, aggregate_type: row.aggregate_type, aggregate_id: row.aggregate_id, actor_id: row.actor_id, occurred_at: row.created_at.toISOString() },
+        payload: {
+          ...payload,
+          topic: row.topic,
+          aggregate_type: row.aggregate_type,
+          aggregate_id: row.aggregate_id,
+          actor_id: row.actor_id,
+          occurred_at: row.created_at.toISOString()
+        },
         depth: row.depth,
         ...(tooDeep ? { skipped: `automation chain depth limit (${MAX_DEPTH}) reached` } : {})
       })
@@ -164,8 +212,12 @@ async function dispatchTenant (trx: Tx, engine: Engine, tenantId: string, limit:
     }
   }
   if (rows.length > 0) {
-    await trx.updateTable('outbox').set({ processed_at: sql`now()` })
-      .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${rows.map(r => r.id)}::bigint[])`).where('processed_at', 'is', null)
+    await trx
+      .updateTable('outbox')
+      .set({ processed_at: sql`now()` })
+      .where('tenant_id', '=', tenantId)
+      .where(sql<boolean>`id = any(${rows.map(r => r.id)}::bigint[])`)
+      .where('processed_at', 'is', null)
       .execute()
   }
   return result
@@ -203,10 +255,15 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
   await engine.queue.ready()
   return await withSystem(engine.db, async (trx) => {
     const result: ScheduleResult = { cron: 0, relative: 0 }
-    const cronRules = await trx.selectFrom('automation_rules as r')
-      .leftJoin('automation_schedule_state as s', join => join.onRef('s.tenant_id', '=', 'r.tenant_id').onRef('s.rule_id', '=', 'r.id'))
-      .selectAll('r').select('s.last_slot')
-      .where('r.enabled', '=', true).where('r.event_type', '=', CRON_TRIGGER)
+    const cronRules = await trx
+      .selectFrom('automation_rules as r')
+      .leftJoin('automation_schedule_state as s', join =>
+        join.onRef('s.tenant_id', '=', 'r.tenant_id').onRef('s.rule_id', '=', 'r.id')
+      )
+      .selectAll('r')
+      .select('s.last_slot')
+      .where('r.enabled', '=', true)
+      .where('r.event_type', '=', CRON_TRIGGER)
       .execute()
     for (const rule of cronRules) {
       const slot = latestSlot(rule.schedule, rule.last_slot ?? rule.created_at, now)
@@ -214,12 +271,24 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
       const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
         triggerKey: `cron:${slot.toISOString()}`,
         triggerType: CRON_TRIGGER,
-        payload: { rule_id: rule.id, scheduled_for: slot.toISOString(), cron_expression: rule.schedule.cron_expression, timezone: rule.schedule.timezone, ...(rule.scope === 'EVENT' && rule.scope_id !== null ? { event_id: Number(rule.scope_id) } : {}) },
+        payload: {
+          rule_id: rule.id,
+          scheduled_for: slot.toISOString(),
+          cron_expression: rule.schedule.cron_expression,
+          timezone: rule.schedule.timezone,
+          ...(rule.scope === 'EVENT' && rule.scope_id !== null ? { event_id: Number(rule.scope_id) } : {})
+        },
         depth: 0
       })
       // the SET takes the inserted row's values (`excluded`), no function: Citus refuses now() there
-      await trx.insertInto('automation_schedule_state').values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot, updated_at: sql`now()` })
-        .onConflict(oc => oc.columns(['tenant_id', 'rule_id']).doUpdateSet(eb => ({ last_slot: eb.ref('excluded.last_slot'), updated_at: eb.ref('excluded.updated_at') })))
+      await trx
+        .insertInto('automation_schedule_state')
+        .values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot, updated_at: sql`now()` })
+        .onConflict(oc =>
+          oc
+            .columns(['tenant_id', 'rule_id'])
+            .doUpdateSet(eb => ({ last_slot: eb.ref('excluded.last_slot'), updated_at: eb.ref('excluded.updated_at') }))
+        )
         .execute()
       if (created !== undefined) result.cron++
     }
@@ -231,16 +300,35 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
       const column = rule.event_type === 'event.starts_in' ? 'start_dt' : 'end_dt'
       const offset = rule.schedule.offset_minutes ?? 0
       const moment = sql<Date>`events.${sql.ref(column)}`
-      const events = await trx.selectFrom('events')
-        .select(['events.id', 'events.template', 'events.template_version', 'events.state', 'events.title', 'events.status', 'events.start_dt', 'events.end_dt'])
+      const events = await trx
+        .selectFrom('events')
+        .select([
+          'events.id',
+          'events.template',
+          'events.template_version',
+          'events.state',
+          'events.title',
+          'events.status',
+          'events.start_dt',
+          'events.end_dt'
+        ])
         .where(eb => eventVisibleTo(eb, subjectOf(rule, null)))
         .where('events.status', '=', 'published')
         .where(sql.ref(`events.${column}`), 'is not', null)
         .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) <= ${now}`)
         .where(sql<boolean>`${moment} + make_interval(mins => ${RELATIVE_GRACE_MINUTES}) > ${now}`)
         .$if(rule.scope === 'EVENT' && rule.scope_id !== null, qb => qb.where('events.id', '=', Number(rule.scope_id)))
-        .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb => qb.where('events.id', 'in', trx.selectFrom('event_spaces').select('event_id')
-          .where('tenant_id', '=', rule.tenant_id).where('space_id', '=', Number(rule.scope_id))))
+        .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb =>
+          qb.where(
+            'events.id',
+            'in',
+            trx
+              .selectFrom('event_spaces')
+              .select('event_id')
+              .where('tenant_id', '=', rule.tenant_id)
+              .where('space_id', '=', Number(rule.scope_id))
+          )
+        )
         .$if(rule.scope === 'CONTACT', qb => qb.where(sql<boolean>`false`))
         .limit(1000)
         .execute()
@@ -249,7 +337,16 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
         const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
           triggerKey: `${rule.event_type === 'event.starts_in' ? 'starts_in' : 'ends_in'}:${e.id}:${at.toISOString()}:${offset}`,
           triggerType: rule.event_type,
-          payload: { event_id: e.id, template: e.template, template_version: e.template_version, state: e.state, title: e.title, status: e.status, [column]: at.toISOString(), offset_minutes: offset },
+          payload: {
+            event_id: e.id,
+            template: e.template,
+            template_version: e.template_version,
+            state: e.state,
+            title: e.title,
+            status: e.status,
+            [column]: at.toISOString(),
+            offset_minutes: offset
+          },
           depth: 0
         })
         if (created !== undefined) result.relative++
@@ -261,7 +358,9 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
 
 // ---- runner
 
-/** An action failure that a retry cannot fix (refused destination, illegal transition…): the execution fails at once. */
+/**
+ * An action failure that a retry cannot fix (refused destination, illegal transition…): the execution fails at once.
+ */
 export class PermanentError extends Error {}
 
 export type RunOutcome = 'succeeded' | 'skipped' | 'failed' | 'retry' | 'busy' | 'done' | 'missing'
@@ -284,7 +383,11 @@ function render (template: string, payload: Json): string {
   return template.replace(/\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}/g, (_m, path: string) => {
     let v: unknown = payload
     for (const part of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Json)[part] : undefined
-    return v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean)
+    return v === undefined || v === null
+      ? ''
+      : typeof v === 'object'
+        ? JSON.stringify(v)
+        : String(v as string | number | boolean)
   })
 }
 
@@ -298,11 +401,19 @@ async function targetEvent (c: Ctx, a: RuleAction, lock: boolean): Promise<Event
   if (c.outOfScope !== undefined) throw new PermanentError(c.outOfScope)
   const needs = actionNeeds(a)
   if (needs === undefined) throw new PermanentError(`action ${a.type} takes no event`)
-  if (!c.subject.permissions.has(needs.tenant)) throw new PermanentError(`the rule's creator may not ${needs.verb} events (missing permission ${needs.tenant})`)
+  if (!c.subject.permissions.has(needs.tenant)) {
+    throw new PermanentError(`the rule's creator may not ${needs.verb} events (missing permission ${needs.tenant})`)
+  }
   try {
-    if (lock) return await lockEventForWrite(c.trx, c.subject, c.eventId, needs.event ?? 'event:edit', { includeDraftClones: false })
+    if (lock) {
+      return await lockEventForWrite(c.trx, c.subject, c.eventId, needs.event ?? 'event:edit', {
+        includeDraftClones: false
+      })
+    }
     const row = await findEventForRead(c.trx, c.subject, c.eventId)
-    if (needs.event !== undefined && !(await hasEventPermission(c.trx, c.subject, row, needs.event))) throw error403Forbidden(`missing event permission ${needs.event}`)
+    if (needs.event !== undefined && !(await hasEventPermission(c.trx, c.subject, row, needs.event))) {
+      throw error403Forbidden(`missing event permission ${needs.event}`)
+    }
     return row
   } catch (err) {
     throw creatorRefused(err, needs.verb, c.eventId)
@@ -312,7 +423,9 @@ async function targetEvent (c: Ctx, a: RuleAction, lock: boolean): Promise<Event
 /** A 404 or 403 of an access check, as the permanent failure "the rule's creator may not …". */
 function creatorRefused (err: unknown, verb: string, eventId: number): unknown {
   if (err instanceof ApiError && (err.status === 404 || err.status === 403)) {
-    return new PermanentError(`the rule's creator may not ${verb} event ${eventId}${err.status === 403 ? ` (${err.detail})` : ''}`)
+    return new PermanentError(
+      `the rule's creator may not ${verb} event ${eventId}${err.status === 403 ? ` (${err.detail})` : ''}`
+    )
   }
   return err
 }
@@ -328,8 +441,13 @@ async function notify (c: Ctx, a: RuleAction): Promise<Json> {
   if (a.to === 'creator') {
     recipients.push(event.creator_id)
   } else if (a.to === 'managers') {
-    const managers = await c.trx.selectFrom('event_managers').select('user_id')
-      .where('tenant_id', '=', c.tenantId).where('event_id', '=', event.id).where('status', '=', 'active').where('user_id', 'is not', null)
+    const managers = await c.trx
+      .selectFrom('event_managers')
+      .select('user_id')
+      .where('tenant_id', '=', c.tenantId)
+      .where('event_id', '=', event.id)
+      .where('status', '=', 'active')
+      .where('user_id', 'is not', null)
       .execute()
     recipients.push(...managers.map(m => m.user_id as string))
   } else {
@@ -347,12 +465,26 @@ async function notify (c: Ctx, a: RuleAction): Promise<Json> {
   // users: the stored profile's address (or the rule creator's own, when it is he); attendees: the contact's
   const resolved = new Map<string, { recipient: string, undeliverable?: string }>()
   for (const r of recipients) {
-    const to = a.to === 'attendees'
-      ? { recipient: r, ...(r.startsWith('contact:') ? { undeliverable: `the attendee's contact ${r.slice('contact:'.length)} has no e-mail address` } : {}) }
-      : channel === 'email' ? await recipientFor(c.trx, c.tenantId, channel, r, c.subject) : { recipient: `user:${r}` }
+    const to =
+      a.to === 'attendees'
+        ? {
+            recipient: r,
+            ...(r.startsWith('contact:')
+              ? { undeliverable: `the attendee's contact ${r.slice('contact:'.length)} has no e-mail address` }
+              : {})
+          }
+        : channel === 'email'
+          ? await recipientFor(c.trx, c.tenantId, channel, r, c.subject)
+          : { recipient: `user:${r}` }
     if (!resolved.has(to.recipient)) resolved.set(to.recipient, to)
   }
-  const template = automationMessage({ subject: render(String(a.subject), c.payload), body: render(String(a.body), c.payload), eventId: event.id, ruleId: c.rule.id, executionId: c.execution.id })
+  const template = automationMessage({
+    subject: render(String(a.subject), c.payload),
+    body: render(String(a.body), c.payload),
+    eventId: event.id,
+    ruleId: c.rule.id,
+    executionId: c.execution.id
+  })
   for (const to of resolved.values()) {
     await queueNotification(c.trx, {
       tenantId: c.tenantId,
@@ -374,7 +506,11 @@ async function activity (c: Ctx, a: RuleAction): Promise<Json> {
     orgId: event.org_id,
     actorId: null,
     kind: String(a.kind ?? 'automation'),
-    payload: { rule_id: c.rule.id, execution_id: c.execution.id, ...(a.message !== undefined ? { message: render(String(a.message), c.payload) } : {}) }
+    payload: {
+      rule_id: c.rule.id,
+      execution_id: c.execution.id,
+      ...(a.message !== undefined ? { message: render(String(a.message), c.payload) } : {})
+    }
   })
   await emit(c.trx, {
     tenantId: c.tenantId,
@@ -382,7 +518,13 @@ async function activity (c: Ctx, a: RuleAction): Promise<Json> {
     aggregateType: 'event',
     aggregateId: event.id,
     actorId: null,
-    payload: { event_id: event.id, activity_id: created.id, kind: created.kind, source: 'automation', rule_id: c.rule.id },
+    payload: {
+      event_id: event.id,
+      activity_id: created.id,
+      kind: created.kind,
+      source: 'automation',
+      rule_id: c.rule.id
+    },
     depth: c.execution.depth + 1
   })
   return { activity_id: created.id }
@@ -392,7 +534,14 @@ async function transition (c: Ctx, a: RuleAction): Promise<Json> {
   // the scope and tenant permission; transitionEvent itself locks the event as the creator (event:edit)
   const event = await targetEvent(c, a, true)
   try {
-    const row = await transitionEvent(c.trx, { ...c.subject, depth: c.execution.depth + 1 }, event.id, String(a.to_state), (a.payload ?? {}) as Json, a.reason === undefined ? `automation ${c.rule.name}` : String(a.reason))
+    const row = await transitionEvent(
+      c.trx,
+      { ...c.subject, depth: c.execution.depth + 1 },
+      event.id,
+      String(a.to_state),
+      (a.payload ?? {}) as Json,
+      a.reason === undefined ? `automation ${c.rule.name}` : String(a.reason)
+    )
     return { state: row.state }
   } catch (err) {
     throw creatorRefused(err, 'change the state of', event.id)
@@ -404,9 +553,13 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
   if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
   const from = a.from_status as string[] | undefined
   const contactId = c.payload.contact_id
-  if (from === undefined && (typeof contactId !== 'string' || !UUID.test(contactId))) throw new PermanentError('the trigger names no attendee (payload.contact_id); set from_status to address attendees by status')
+  if (from === undefined && (typeof contactId !== 'string' || !UUID.test(contactId))) {
+    throw new PermanentError(
+      'the trigger names no attendee (payload.contact_id); set from_status to address attendees by status'
+    )
+  }
   const status = String(a.status)
-  const changed = await sql<{ contact_id: string, previous: string }>`
+  const changed = await sql<{ contact_id: string; previous: string }>`
     update attendees a set status = ${status}, updated_at = now()
     from (select id, status as previous from attendees
           where tenant_id = ${c.tenantId} and event_id = ${event.id} and status <> ${status}
@@ -414,27 +567,46 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
           for update) old
     where a.tenant_id = ${c.tenantId} and a.id = old.id
     returning a.contact_id::text as contact_id, old.previous`.execute(c.trx)
-  await emitMany(c.trx, changed.rows.map(r => ({
-    tenantId: c.tenantId,
-    topic: 'attendee.status_changed',
-    aggregateType: 'event',
-    aggregateId: event.id,
-    actorId: null,
-    payload: { event_id: event.id, contact_id: r.contact_id, status, previous_status: r.previous, source: 'automation', rule_id: c.rule.id },
-    depth: c.execution.depth + 1
-  })))
+  await emitMany(
+    c.trx,
+    changed.rows.map(r => ({
+      tenantId: c.tenantId,
+      topic: 'attendee.status_changed',
+      aggregateType: 'event',
+      aggregateId: event.id,
+      actorId: null,
+      payload: {
+        event_id: event.id,
+        contact_id: r.contact_id,
+        status,
+        previous_status: r.previous,
+        source: 'automation',
+        rule_id: c.rule.id
+      },
+      depth: c.execution.depth + 1
+    }))
+  )
   return { updated: changed.rows.length }
 }
 
 async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
-  const body = JSON.stringify({ rule_id: c.rule.id, execution_id: c.execution.id, trigger_type: c.execution.trigger_type, payload: c.payload })
+  const body = JSON.stringify({
+    rule_id: c.rule.id,
+    execution_id: c.execution.id,
+    trigger_type: c.execution.trigger_type,
+    payload: c.payload
+  })
   const headers: Record<string, string> = { 'automation-execution': c.execution.id }
-  if (typeof a.secret === 'string') headers['automation-signature'] = signBody(a.secret, body, c.engine.now().getTime() / 1000)
+  if (typeof a.secret === 'string') {
+    headers['automation-signature'] = signBody(a.secret, body, c.engine.now().getTime() / 1000)
+  }
   try {
     const res = await postWebhook(String(a.url), body, headers, c.engine.allow, c.engine.webhookTimeoutMs)
     return { http_status: res.status }
   } catch (err) {
-    if (err instanceof WebhookError && /private|reserved|must use https/.test(err.message)) throw new PermanentError(err.message)
+    if (err instanceof WebhookError && /private|reserved|must use https/.test(err.message)) {
+      throw new PermanentError(err.message)
+    }
     throw err
   }
 }
@@ -454,34 +626,65 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
  * not see it. A deleted event (event.deleted) is seen by tenant admins and its creator.
  */
 async function eventSeenBy (trx: Tx, subject: AuthContext, eventId: number) {
-  const columns = ['id', 'title', 'template', 'template_version', 'state', 'status', 'start_dt', 'end_dt', 'timezone'] as const
+  const columns = [
+    'id',
+    'title',
+    'template',
+    'template_version',
+    'state',
+    'status',
+    'start_dt',
+    'end_dt',
+    'timezone'
+  ] as const
   const visible = await findEventForRead(trx, subject, eventId).catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 404) return undefined
     throw err
   })
-  if (visible !== undefined) return Object.fromEntries(columns.map(k => [k, visible[k]])) as Pick<EventRow, typeof columns[number]>
-  const deleted = await trx.selectFrom('events').select([...columns, 'creator_id'])
-    .where('tenant_id', '=', subject.tenantId).where('id', '=', eventId).where('is_deleted', '=', true).where('published_id', 'is', null)
+  if (visible !== undefined) {
+    return Object.fromEntries(columns.map(k => [k, visible[k]])) as Pick<EventRow, (typeof columns)[number]>
+  }
+  const deleted = await trx
+    .selectFrom('events')
+    .select([...columns, 'creator_id'])
+    .where('tenant_id', '=', subject.tenantId)
+    .where('id', '=', eventId)
+    .where('is_deleted', '=', true)
+    .where('published_id', 'is', null)
     .executeTakeFirst()
   if (deleted !== undefined && (isTenantAdmin(subject) || deleted.creator_id === subject.userId)) {
     const { creator_id: _creator, ...rest } = deleted
     return rest
   }
   // an id no event has: nothing to hide, and the actions report the missing event
-  const exists = await trx.selectFrom('events').select('id').where('tenant_id', '=', subject.tenantId).where('id', '=', eventId).executeTakeFirst()
+  const exists = await trx
+    .selectFrom('events')
+    .select('id')
+    .where('tenant_id', '=', subject.tenantId)
+    .where('id', '=', eventId)
+    .executeTakeFirst()
   return exists === undefined ? undefined : null
 }
 
 /** The positive integer event id a payload names, or undefined. */
 function eventIdOf (raw: unknown): number | undefined {
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN
+  const n =
+    typeof raw === 'number' ? raw : typeof raw === 'string' && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN
   return Number.isSafeInteger(n) && n >= 1 ? n : undefined
 }
 
-/** 'contact <id>' when a contact.* trigger names a contact the creator may not see (a contact that no longer exists hides nothing). */
+/**
+ * 'contact <id>' when a contact.* trigger names a contact the creator may not see (a contact that no longer exists
+ * hides nothing).
+ */
 async function hiddenContact (trx: Tx, subject: AuthContext, payload: Json): Promise<string | undefined> {
   const contactId = payload.contact_id
-  if (typeof payload.topic !== 'string' || !payload.topic.startsWith('contact.') || typeof contactId !== 'string' || !UUID.test(contactId)) return undefined
+  if (
+    typeof payload.topic !== 'string' ||
+    !payload.topic.startsWith('contact.') ||
+    typeof contactId !== 'string' ||
+    !UUID.test(contactId)
+  ) { return undefined }
   const exists = await trx.selectFrom('contacts').select('id')
     .where('tenant_id', '=', subject.tenantId).where('id', '=', contactId)
     .executeTakeFirst()
@@ -502,25 +705,35 @@ function withheldPayload (payload: Json): Json {
  */
 async function visibleToCreator (trx: Tx, rule: RuleRow, payload: Json, cache: Map<string, boolean>): Promise<boolean> {
   const eventId = eventIdOf(payload.event_id)
-  const contact = typeof payload.topic === 'string' && payload.topic.startsWith('contact.') ? payload.contact_id : undefined
+  const contact =
+    typeof payload.topic === 'string' && payload.topic.startsWith('contact.') ? payload.contact_id : undefined
   if (eventId === undefined && contact === undefined) return true
   const key = `${rule.tenant_id}\u0000${rule.id}\u0000${eventId ?? ''}\u0000${String(contact)}`
   const cached = cache.get(key)
   if (cached !== undefined) return cached
   const subject = subjectOf(rule, null)
-  const visible = (eventId === undefined || (await eventSeenBy(trx, subject, eventId)) !== null) && (await hiddenContact(trx, subject, payload)) === undefined
+  const visible =
+    (eventId === undefined || (await eventSeenBy(trx, subject, eventId)) !== null) &&
+    (await hiddenContact(trx, subject, payload)) === undefined
   cache.set(key, visible)
   return visible
 }
 
-/** Why an event is not a target of the rule's actions, or undefined: EVENT rules act on their event, SPACE rules on events of their space. */
+/**
+ * Why an event is not a target of the rule's actions, or undefined: EVENT rules act on their event, SPACE rules on
+ * events of their space.
+ */
 async function outsideScope (trx: Tx, rule: RuleRow, eventId: number): Promise<string | undefined> {
   if (rule.scope === 'EVENT' && rule.scope_id !== null && String(eventId) !== rule.scope_id) {
     return `event ${eventId} is outside the rule's scope (event ${rule.scope_id})`
   }
   if (rule.scope === 'SPACE' && rule.scope_id !== null) {
-    const inSpace = await trx.selectFrom('event_spaces').select('event_id')
-      .where('tenant_id', '=', rule.tenant_id).where('event_id', '=', eventId).where('space_id', '=', Number(rule.scope_id))
+    const inSpace = await trx
+      .selectFrom('event_spaces')
+      .select('event_id')
+      .where('tenant_id', '=', rule.tenant_id)
+      .where('event_id', '=', eventId)
+      .where('space_id', '=', Number(rule.scope_id))
       .executeTakeFirst()
     if (inSpace === undefined) return `event ${eventId} is outside the rule's scope (space ${rule.scope_id})`
   }
@@ -533,11 +746,22 @@ async function outsideScope (trx: Tx, rule: RuleRow, eventId: number): Promise<s
  * pass it on, e.g. to a webhook).
  */
 async function disableForCreator (trx: Tx, rule: RuleRow, reason: string): Promise<void> {
-  if (!(await repo.disableRule(trx, rule.tenant_id, rule.id, reason))) return // disabled already (paused, or by another run)
-  await emit(trx, { tenantId: rule.tenant_id, topic: 'automation.rule_disabled', aggregateType: 'automation_rule', aggregateId: rule.id, actorId: null, payload: { rule_id: rule.id, name: rule.name, creator_id: rule.creator_id, reason } })
+  // disabled already (paused, or by another run)
+  if (!(await repo.disableRule(trx, rule.tenant_id, rule.id, reason))) return
+  await emit(trx, {
+    tenantId: rule.tenant_id,
+    topic: 'automation.rule_disabled',
+    aggregateType: 'automation_rule',
+    aggregateId: rule.id,
+    actorId: null,
+    payload: { rule_id: rule.id, name: rule.name, creator_id: rule.creator_id, reason }
+  })
 }
 
-/** The rule as it was at a version: that version's trigger, conditions, actions, scope and writer; the rest (enabled, id) as it is now. */
+/**
+ * The rule as it was at a version: that version's trigger, conditions, actions, scope and writer; the rest (enabled,
+ * id) as it is now.
+ */
 function ruleAtVersion (current: RuleRow, v: RuleVersionRow): RuleRow {
   return {
     ...current,
@@ -562,14 +786,35 @@ function ruleAtVersion (current: RuleRow, v: RuleVersionRow): RuleRow {
  * event, and a notification to the rule's creator (last writer). Runs in the transaction that
  * records the failure; a rule already disabled is left alone (so one pause notifies once).
  */
-async function pauseIfFailing (trx: Tx, engine: Engine, tenantId: string, ruleId: string, executionId: string, error: string): Promise<void> {
+async function pauseIfFailing (
+  trx: Tx,
+  engine: Engine,
+  tenantId: string,
+  ruleId: string,
+  executionId: string,
+  error: string
+): Promise<void> {
   const n = engine.pauseAfterFailures ?? PAUSE_AFTER_FAILURES
   if (n <= 0 || !(await repo.failedInARow(trx, tenantId, ruleId, n))) return
   const reason = `paused after ${n} failed executions in a row (the last, ${executionId}: ${error.slice(0, 500)}); enabling the rule again resumes it`
   if (!(await repo.disableRule(trx, tenantId, ruleId, reason))) return
   const rule = await repo.findRule(trx, tenantId, ruleId)
   if (rule === undefined) return
-  await emit(trx, { tenantId, topic: 'automation.rule_disabled', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: null, payload: { rule_id: ruleId, name: rule.name, creator_id: rule.creator_id, reason, paused: true, execution_id: executionId } })
+  await emit(trx, {
+    tenantId,
+    topic: 'automation.rule_disabled',
+    aggregateType: 'automation_rule',
+    aggregateId: ruleId,
+    actorId: null,
+    payload: {
+      rule_id: ruleId,
+      name: rule.name,
+      creator_id: rule.creator_id,
+      reason,
+      paused: true,
+      execution_id: executionId
+    }
+  })
   const to = await recipientFor(trx, tenantId, 'email', rule.creator_id)
   await queueNotification(trx, {
     tenantId,
@@ -587,22 +832,32 @@ async function pauseIfFailing (trx: Tx, engine: Engine, tenantId: string, ruleId
  * Claims an execution for one attempt: queued, or running with an expired lease (its worker is
  * presumed dead). Returns the claimed row, or why it was not claimed.
  */
-export async function claimExecution (engine: Engine, job: ExecutionJob, token: string): Promise<ExecutionRow | 'busy' | 'done' | 'missing'> {
+export async function claimExecution (
+  engine: Engine,
+  job: ExecutionJob,
+  token: string
+): Promise<ExecutionRow | 'busy' | 'done' | 'missing'> {
   const { tenantId, executionId } = job
   const now = engine.now()
-  return await withTenant(engine.db, { tenantId }, async (trx) => {
+  return await withTenant(engine.db, { tenantId }, async trx => {
     const row = await repo.lockExecution(trx, tenantId, executionId)
     if (row === undefined) return 'missing' as const
     if (row.status === 'succeeded' || row.status === 'failed' || row.status === 'skipped') return 'done' as const
     if (row.status === 'running' && row.lease_until !== null && row.lease_until > now) return 'busy' as const
-    return await trx.updateTable('automation_executions').set({
-      status: 'running',
-      attempts: row.attempts + 1,
-      claim_token: token,
-      lease_until: new Date(now.getTime() + EXPIRE_SEC * 1000),
-      started_at: row.started_at ?? now,
-      error: null
-    }).where('tenant_id', '=', tenantId).where('id', '=', executionId).returningAll().executeTakeFirstOrThrow()
+    return await trx
+      .updateTable('automation_executions')
+      .set({
+        status: 'running',
+        attempts: row.attempts + 1,
+        claim_token: token,
+        lease_until: new Date(now.getTime() + EXPIRE_SEC * 1000),
+        started_at: row.started_at ?? now,
+        error: null
+      })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', executionId)
+      .returningAll()
+      .executeTakeFirstOrThrow()
   })
 }
 
@@ -610,7 +865,10 @@ export async function claimExecution (engine: Engine, job: ExecutionJob, token: 
  * Runs one execution (the job handler). Returns what happened; 'retry' means the attempt failed
  * and another is due (the job handler throws so that pg-boss retries with backoff).
  */
-export async function runExecution (engine: Engine, job: ExecutionJob): Promise<{ outcome: RunOutcome, error?: string }> {
+export async function runExecution (
+  engine: Engine,
+  job: ExecutionJob
+): Promise<{ outcome: RunOutcome; error?: string }> {
   const { tenantId, executionId } = job
   const scope = { tenantId }
   const token = crypto.randomUUID()
@@ -618,31 +876,45 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
   if (typeof claimed === 'string') return { outcome: claimed }
 
   try {
-    const outcome = await withTenant(engine.db, scope, async (trx) => {
+    const outcome = await withTenant(engine.db, scope, async trx => {
       const row = await repo.lockExecution(trx, tenantId, executionId)
       if (row === undefined) return 'missing' as const // deleted with its rule after our claim
       if (row.claim_token !== token) return 'busy' as const // re-claimed by another worker after our lease
       const current = await repo.findRule(trx, tenantId, row.rule_id)
-      const finish = async (status: 'succeeded' | 'skipped' | 'failed', values: { conditions_met?: boolean, condition_results?: unknown[], action_results?: unknown[], error?: string }) => {
-        await trx.updateTable('automation_executions').set({
-          status,
-          finished_at: engine.now(),
-          claim_token: null,
-          lease_until: null,
-          conditions_met: values.conditions_met ?? null,
-          condition_results: values.condition_results === undefined ? null : JSON.stringify(values.condition_results),
-          action_results: values.action_results === undefined ? null : JSON.stringify(values.action_results),
-          error: values.error ?? null
-        }).where('tenant_id', '=', tenantId).where('id', '=', executionId).execute()
-        if (status === 'failed') await pauseIfFailing(trx, engine, tenantId, row.rule_id, executionId, values.error ?? 'failed')
+      const finish = async (
+        status: 'succeeded' | 'skipped' | 'failed',
+        values: { conditions_met?: boolean; condition_results?: unknown[]; action_results?: unknown[]; error?: string }
+      ) => {
+        await trx
+          .updateTable('automation_executions')
+          .set({
+            status,
+            finished_at: engine.now(),
+            claim_token: null,
+            lease_until: null,
+            conditions_met: values.conditions_met ?? null,
+            condition_results: values.condition_results === undefined ? null : JSON.stringify(values.condition_results),
+            action_results: values.action_results === undefined ? null : JSON.stringify(values.action_results),
+            error: values.error ?? null
+          })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', executionId)
+          .execute()
+        if (status === 'failed') {
+          await pauseIfFailing(trx, engine, tenantId, row.rule_id, executionId, values.error ?? 'failed')
+        }
         return status
       }
       if (current === undefined) return await finish('skipped', { error: 'the rule was deleted' })
       // manual runs and retries run a disabled (or paused) rule too
-      if (!current.enabled && !/^(manual|retry):/.test(row.trigger_key)) return await finish('skipped', { error: 'the rule is disabled' })
+      if (!current.enabled && !/^(manual|retry):/.test(row.trigger_key)) {
+        return await finish('skipped', { error: 'the rule is disabled' })
+      }
       // the version the execution was enqueued with: its conditions, actions, scope and writer, not a later edit's
       const version = await repo.findRuleVersion(trx, tenantId, row.rule_id, row.rule_version)
-      if (version === undefined) return await finish('skipped', { error: `version ${row.rule_version} of the rule no longer exists` })
+      if (version === undefined) {
+        return await finish('skipped', { error: `version ${row.rule_version} of the rule no longer exists` })
+      }
       const rule = ruleAtVersion(current, version)
 
       // whom the rule acts as: the writer of that version, who must still be an active user
@@ -650,7 +922,11 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
       if (creator?.state === 'removed' || creator?.state === 'inactive') {
         const gone = `the rule's creator ${rule.creator_id} was ${creator.state === 'removed' ? 'removed' : 'deactivated'}`
         // the rule is disabled only while it still acts as them (a later version may act as someone else)
-        if (current.creator_id !== rule.creator_id) return await finish('failed', { error: `${gone} (the writer of version ${rule.version}, which this execution runs)` })
+        if (current.creator_id !== rule.creator_id) {
+          return await finish('failed', {
+            error: `${gone} (the writer of version ${rule.version}, which this execution runs)`
+          })
+        }
         const reason = `${gone}; the rule was disabled (enabling it again makes it act as whoever enables it)`
         await disableForCreator(trx, rule, reason)
         return await finish('failed', { error: reason })
@@ -658,23 +934,41 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
       const subject = subjectOf(rule, creator?.email ?? null)
 
       const payload = row.trigger_payload
-      const eventId = eventIdOf(payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined))
-      // the trigger's event and contact: never looked at (conditions, templates, webhooks) unless the creator may see them
+      const eventId = eventIdOf(
+        payload.event_id ?? (rule.scope === 'EVENT' && rule.scope_id !== null ? rule.scope_id : undefined)
+      )
+      // the trigger's event and contact: never looked at (conditions, templates, webhooks) unless the creator may see
+      // them
       const event = eventId === undefined ? undefined : await eventSeenBy(trx, subject, eventId)
       const hidden = event === null ? `event ${eventId}` : await hiddenContact(trx, subject, payload)
       if (hidden !== undefined || event === null) {
         // the stored payload is cut down too: the history shows no more of it than the creator may see
-        await trx.updateTable('automation_executions').set({ trigger_payload: JSON.stringify(withheldPayload(payload)) })
-          .where('tenant_id', '=', tenantId).where('id', '=', executionId).execute()
+        await trx
+          .updateTable('automation_executions')
+          .set({ trigger_payload: JSON.stringify(withheldPayload(payload)) })
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', executionId)
+          .execute()
         return await finish('skipped', { error: `the rule's creator may not see ${hidden}; the rule did not run` })
       }
       const outOfScope = eventId === undefined ? undefined : await outsideScope(trx, rule, eventId)
 
       const data = { payload, event: event ?? null, trigger_type: row.trigger_type, rule_id: rule.id, depth: row.depth }
       const { met, results } = evaluateConditions(rule.conditions, data)
-      if (!met) return await finish('skipped', { conditions_met: false, condition_results: results, action_results: [] })
+      if (!met) {
+        return await finish('skipped', { conditions_met: false, condition_results: results, action_results: [] })
+      }
       // templates ({{title}}) read the trigger payload, falling back to the event's current fields
-      const fields = event === undefined ? payload : { ...event, event_id: event.id, start_dt: event.start_dt?.toISOString() ?? null, end_dt: event.end_dt?.toISOString() ?? null, ...payload }
+      const fields =
+        event === undefined
+          ? payload
+          : {
+              ...event,
+              event_id: event.id,
+              start_dt: event.start_dt?.toISOString() ?? null,
+              end_dt: event.end_dt?.toISOString() ?? null,
+              ...payload
+            }
       const c: Ctx = { trx, engine, tenantId, rule, execution: row, payload: fields, eventId, subject, outOfScope }
       const actionResults: Json[] = []
       for (const [index, action] of rule.actions.entries()) {
@@ -690,7 +984,11 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
           throw new ActionFailed(actionResults, permanent, `action ${index} (${action.type}) failed: ${message}`)
         }
       }
-      return await finish('succeeded', { conditions_met: true, condition_results: results, action_results: actionResults })
+      return await finish('succeeded', {
+        conditions_met: true,
+        condition_results: results,
+        action_results: actionResults
+      })
     })
     if (outcome !== 'busy') automationExecutions.inc({ status: outcome })
     return { outcome }
@@ -698,17 +996,25 @@ export async function runExecution (engine: Engine, job: ExecutionJob): Promise<
     const failed = err instanceof ActionFailed ? err : undefined
     const message = err instanceof Error ? err.message : String(err)
     const giveUp = (failed?.permanent ?? false) || claimed.attempts >= claimed.max_attempts
-    await withTenant(engine.db, scope, async (trx) => {
-      const updated = await trx.updateTable('automation_executions').set({
-        status: giveUp ? 'failed' : 'queued',
-        finished_at: giveUp ? engine.now() : null,
-        claim_token: null,
-        lease_until: null,
-        error: message,
-        ...(failed !== undefined ? { action_results: JSON.stringify(failed.results), conditions_met: true } : {})
-      }).where('tenant_id', '=', tenantId).where('id', '=', executionId).where('claim_token', '=', token)
-        .returning('rule_id').executeTakeFirst()
-      if (giveUp && updated !== undefined) await pauseIfFailing(trx, engine, tenantId, updated.rule_id, executionId, message)
+    await withTenant(engine.db, scope, async trx => {
+      const updated = await trx
+        .updateTable('automation_executions')
+        .set({
+          status: giveUp ? 'failed' : 'queued',
+          finished_at: giveUp ? engine.now() : null,
+          claim_token: null,
+          lease_until: null,
+          error: message,
+          ...(failed !== undefined ? { action_results: JSON.stringify(failed.results), conditions_met: true } : {})
+        })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', executionId)
+        .where('claim_token', '=', token)
+        .returning('rule_id')
+        .executeTakeFirst()
+      if (giveUp && updated !== undefined) {
+        await pauseIfFailing(trx, engine, tenantId, updated.rule_id, executionId, message)
+      }
     })
     automationExecutions.inc({ status: giveUp ? 'failed' : 'retry' })
     return { outcome: giveUp ? 'failed' : 'retry', error: message }
@@ -744,7 +1050,10 @@ export async function sweepExecutions (engine: Engine, now: Date = engine.now())
 export const POLL_MS = 2000
 
 /** Starts the job worker, the outbox dispatcher and the scheduler; returns a stop function. */
-export async function startWorkers (engine: Engine, log: { error: (obj: unknown, msg: string) => void }): Promise<() => Promise<void>> {
+export async function startWorkers (
+  engine: Engine,
+  log: { error: (obj: unknown, msg: string) => void }
+): Promise<() => Promise<void>> {
   const boss = await engine.queue.ready()
   await boss.work<ExecutionJob>(QUEUE, { batchSize: 1, pollingIntervalSeconds: 2 }, async ([job]) => {
     if (job !== undefined) await handleJob(engine, job.data)

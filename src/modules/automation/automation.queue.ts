@@ -68,13 +68,29 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
     b.on('error', () => {})
     await b.start()
     if ((await b.getQueue(QUEUE)) === null) {
-      await b.createQueue(QUEUE, { name: QUEUE, retryLimit: MAX_ATTEMPTS - 1, retryDelay: RETRY_DELAY_SEC, retryBackoff: true, expireInSeconds: EXPIRE_SEC }).catch(async (err: unknown) => {
-        if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
-      })
+      await b
+        .createQueue(QUEUE, {
+          name: QUEUE,
+          retryLimit: MAX_ATTEMPTS - 1,
+          retryDelay: RETRY_DELAY_SEC,
+          retryBackoff: true,
+          expireInSeconds: EXPIRE_SEC
+        })
+        .catch(async (err: unknown) => {
+          if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
+        })
     }
     // Requests send jobs in their own transactions, as the application role. Instances starting together take turns
     // (two concurrent GRANTs on one table fail with "tuple concurrently updated").
-    await db.transaction().execute(trx => runIn(trx, `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`, []))
+    await db
+      .transaction()
+      .execute(trx =>
+        runIn(
+          trx,
+          `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`,
+          []
+        )
+      )
     boss = b
     return b
   }
@@ -82,7 +98,13 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
     ready: async () => await (starting ??= start().catch((err: unknown) => { starting = undefined; throw err })),
     send: async (trx, job) => {
       if (boss === undefined) throw new Error('job queue not started: await ready() before the transaction')
-      return await boss.send(QUEUE, job, { db: trxDb(trx), retryLimit: MAX_ATTEMPTS - 1, retryDelay: RETRY_DELAY_SEC, retryBackoff: true, expireInSeconds: EXPIRE_SEC })
+      return await boss.send(QUEUE, job, {
+        db: trxDb(trx),
+        retryLimit: MAX_ATTEMPTS - 1,
+        retryDelay: RETRY_DELAY_SEC,
+        retryBackoff: true,
+        expireInSeconds: EXPIRE_SEC
+      })
     },
     stop: async () => {
       const b = boss ?? (starting !== undefined ? await starting.catch(() => undefined) : undefined)

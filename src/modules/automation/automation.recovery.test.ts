@@ -28,29 +28,61 @@ async function getRule (t: TestApp, token: string, id: string): Promise<Json> {
 async function activityMessages (t: TestApp, token: string, eventId: number): Promise<string[]> {
   const res = await t.as(token, { method: 'GET', url: `/api/v1/events/${eventId}/activity` })
   assert.equal(res.statusCode, 200, res.body)
-  return res.json().items.filter((r: Json) => r.payload?.rule_id !== undefined).map((r: Json) => r.payload.message).reverse()
+  return res
+    .json()
+    .items.filter((r: Json) => r.payload?.rule_id !== undefined)
+    .map((r: Json) => r.payload.message)
+    .reverse()
 }
 
 /** A domain event `event.updated` of an event, as the events module writes it. */
 async function touch (t: TestApp, tenantId: string, eventId: number): Promise<void> {
   await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await emit(trx, { tenantId, topic: 'event.updated', aggregateType: 'event', aggregateId: eventId, actorId: 'someone', payload: { event_id: eventId, title: 'x', status: 'draft' } })
+    await emit(trx, {
+      tenantId,
+      topic: 'event.updated',
+      aggregateType: 'event',
+      aggregateId: eventId,
+      actorId: 'someone',
+      payload: { event_id: eventId, title: 'x', status: 'draft' }
+    })
   })
 }
 
-async function setManagerRole (t: TestApp, tenantId: string, eventId: number, userId: string, role: string): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await trx.updateTable('event_managers').set({ role }).where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('user_id', '=', userId).execute()
+async function setManagerRole (
+  t: TestApp,
+  tenantId: string,
+  eventId: number,
+  userId: string,
+  role: string
+): Promise<void> {
+  await withTenant(t.ctx.db, { tenantId }, async trx => {
+    await trx
+      .updateTable('event_managers')
+      .set({ role })
+      .where('tenant_id', '=', tenantId)
+      .where('event_id', '=', eventId)
+      .where('user_id', '=', userId)
+      .execute()
   })
 }
 
 async function retry (t: TestApp, token: string, ruleId: string, executionId: string) {
-  return await t.as(token, { method: 'POST', url: `/api/v1/automation/rules/${ruleId}/executions/${executionId}/retry` })
+  return await t.as(token, {
+    method: 'POST',
+    url: `/api/v1/automation/rules/${ruleId}/executions/${executionId}/retry`
+  })
 }
 
 async function pausedNotices (t: TestApp, tenantId: string): Promise<Json[]> {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('notification_outbox').select(['recipient', 'subject', 'body', 'status', 'payload'])
-    .where('tenant_id', '=', tenantId).orderBy('id').execute()).then(rows => rows.filter(r => (r.payload as Json).kind === 'automation.rule_paused'))
+  return await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx
+      .selectFrom('notification_outbox')
+      .select(['recipient', 'subject', 'body', 'status', 'payload'])
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute()
+  ).then(rows => rows.filter(r => (r.payload as Json).kind === 'automation.rule_paused'))
 }
 
 for (const kind of databases()) {
@@ -58,12 +90,15 @@ for (const kind of databases()) {
     const t = useTestApp(kind, { env: { AUTOMATION_PAUSE_AFTER_FAILURES: String(PAUSE_AFTER) } })
     const clock = { now: new Date() }
 
-    void it('runs the version an execution was queued with, not a later edit, and records it; a deleted rule\'s queued run never runs', async () => {
+    void it("runs the version an execution was queued with, not a later edit, and records it; a deleted rule's queued run never runs", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Gala' })
-      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity', message: 'version one' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity', message: 'version one' }]
+      })
       assert.equal(r.version, 1)
       await touch(t, tenant.id, event.id)
       await dispatchOutbox(engine)
@@ -74,13 +109,22 @@ for (const kind of databases()) {
       const put = await t.as(alice, {
         method: 'PUT',
         url: `/api/v1/automation/rules/${r.id}`,
-        payload: { name: 'rule', scope: 'GLOBAL', schedule: { event_type: 'event.updated' }, conditions: { '==': [1, 2] }, actions: [{ type: 'activity', message: 'version two' }] }
+        payload: {
+          name: 'rule',
+          scope: 'GLOBAL',
+          schedule: { event_type: 'event.updated' },
+          conditions: { '==': [1, 2] },
+          actions: [{ type: 'activity', message: 'version two' }]
+        }
       })
       assert.equal(put.statusCode, 200, put.body)
       assert.equal(put.json().version, 2)
       await drain(engine, { clock, tenantId: tenant.id })
       const [done] = await executions(t, alice, r.id)
-      assert.deepEqual([done?.id, done?.status, done?.rule_version, done?.conditions_met], [queued?.id, 'succeeded', 1, true])
+      assert.deepEqual(
+        [done?.id, done?.status, done?.rule_version, done?.conditions_met],
+        [queued?.id, 'succeeded', 1, true]
+      )
       assert.deepEqual(await activityMessages(t, alice, event.id), ['version one'])
 
       // a trigger after the edit runs version 2 (whose condition is false)
@@ -91,7 +135,11 @@ for (const kind of databases()) {
       assert.deepEqual(await activityMessages(t, alice, event.id), ['version one'])
 
       // queued, then the rule is deleted (its history with it): the job finds nothing and never runs it
-      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { conditions: {} } })
+      const patched = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${r.id}`,
+        payload: { conditions: {} }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
       await touch(t, tenant.id, event.id)
       await dispatchOutbox(engine)
@@ -110,11 +158,18 @@ for (const kind of databases()) {
       const engine = engineAt(t, clock)
       const event = await createEvent(t, carol, { title: 'Carol\'s' })
       await addManager(t, tenant.id, event.id, 'alice', { role: 'event_manager:checkin' })
-      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity', message: 'by alice' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity', message: 'by alice' }]
+      })
       await touch(t, tenant.id, event.id)
       await dispatchOutbox(engine)
       // an admin takes the rule over (version 2 acts as the admin); the queued run is still version 1's, alice's
-      const patched = await t.as(admin, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { name: 'taken over' } })
+      const patched = await t.as(admin, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${r.id}`,
+        payload: { name: 'taken over' }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
       assert.equal(patched.json().creator_id, 'root')
       await drain(engine, { clock, tenantId: tenant.id })
@@ -131,10 +186,13 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const engine = engineAt(t, clock)
-      const event = await createEvent(t, carol, { title: 'Carol\'s' })
+      const event = await createEvent(t, carol, { title: "Carol's" })
       // alice sees carol's event (a check-in manager) but may not edit it
       await addManager(t, tenant.id, event.id, 'alice', { role: 'event_manager:checkin' })
-      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity', message: 'logged' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity', message: 'logged' }]
+      })
       await touch(t, tenant.id, event.id)
       await drain(engine, { clock, tenantId: tenant.id })
       const [failed] = await executions(t, alice, r.id)
@@ -154,8 +212,17 @@ for (const kind of databases()) {
       const again = await retry(t, alice, r.id, failed?.id as string)
       assert.equal(again.statusCode, 202, again.body)
       const queued = again.json()
-      assert.deepEqual([queued.status, queued.retry_of, queued.rule_version, queued.trigger_key, queued.trigger_type, queued.trigger.event_id],
-        ['queued', failed?.id, failed?.rule_version, `retry:${String(failed?.id)}`, 'event.updated', event.id])
+      assert.deepEqual(
+        [
+          queued.status,
+          queued.retry_of,
+          queued.rule_version,
+          queued.trigger_key,
+          queued.trigger_type,
+          queued.trigger.event_id
+        ],
+        ['queued', failed?.id, failed?.rule_version, `retry:${String(failed?.id)}`, 'event.updated', event.id]
+      )
       // a failed execution is retried once
       const twice = await retry(t, alice, r.id, failed?.id as string)
       assert.equal(twice.statusCode, 409, twice.body)
@@ -173,7 +240,9 @@ for (const kind of databases()) {
       assert.match(ofRunning.json().detail, /the execution is running/)
       // its worker died: the lease runs out and the run is claimed again and succeeds
       clock.now = new Date(clock.now.getTime() + 10 * 60_000)
-      assert.deepEqual(await runExecution(engine, { tenantId: tenant.id, executionId: queued.id }), { outcome: 'succeeded' })
+      assert.deepEqual(await runExecution(engine, { tenantId: tenant.id, executionId: queued.id }), {
+        outcome: 'succeeded'
+      })
       const after = await executions(t, alice, r.id)
       const retried = after.find(e => e.id === queued.id)
       assert.equal(retried?.status, 'succeeded')
@@ -197,7 +266,15 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Mine' })
-      const created = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'to draft', trigger: { type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'no-such-state' }] } })
+      const created = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${event.id}/automations`,
+        payload: {
+          name: 'to draft',
+          trigger: { type: 'event.updated' },
+          actions: [{ type: 'transition', to_state: 'no-such-state' }]
+        }
+      })
       assert.equal(created.statusCode, 201, created.body)
       const base = `/api/v1/events/${event.id}/automations/${created.json().id as string}`
       await touch(t, tenant.id, event.id)
@@ -218,12 +295,20 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Filtered' })
-      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, conditions: { '==': [{ var: 'payload.title' }, 'x'] }, actions: [{ type: 'activity', message: 'hit' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        conditions: { '==': [{ var: 'payload.title' }, 'x'] },
+        actions: [{ type: 'activity', message: 'hit' }]
+      })
       await touch(t, tenant.id, event.id)
       await drain(engine, { clock, tenantId: tenant.id })
       const before = new Date()
       await new Promise(resolve => setTimeout(resolve, 20))
-      const manual = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: { trigger_type: 'manual.check', trigger_context: { event_id: event.id } } })
+      const manual = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${r.id}/execute`,
+        payload: { trigger_type: 'manual.check', trigger_context: { event_id: event.id } }
+      })
       assert.equal(manual.statusCode, 202, manual.body)
       const all = await executions(t, alice, r.id)
       assert.equal(all.length, 2)
@@ -237,7 +322,10 @@ for (const kind of databases()) {
       assert.deepEqual(await ids(`&from=${encodeURIComponent(before.toISOString())}`), [manualRun?.id])
       assert.deepEqual(await ids(`&to=${encodeURIComponent(before.toISOString())}`), [domainRun?.id])
       assert.deepEqual(await ids('&status=queued&trigger_type=event.updated'), [])
-      const total = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?status=succeeded` })
+      const total = await t.as(alice, {
+        method: 'GET',
+        url: `/api/v1/automation/rules/${r.id}/executions?status=succeeded`
+      })
       assert.equal(total.json().total, 1)
 
       for (const [q, location] of [
@@ -252,7 +340,10 @@ for (const kind of databases()) {
         assert.equal(res.statusCode, 400, `${q}: ${res.body}`)
         assert.deepEqual(problemIssues(res), [])
         assert.deepEqual(errorLocations(res), [location], q)
-        const onEvent = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${r.id}/executions?${q}` })
+        const onEvent = await t.as(alice, {
+          method: 'GET',
+          url: `/api/v1/events/${event.id}/automations/${r.id}/executions?${q}`
+        })
         assert.ok(onEvent.statusCode === 400 || onEvent.statusCode === 404, `${q}: ${onEvent.body}`)
       }
     })
@@ -260,19 +351,32 @@ for (const kind of databases()) {
     void it('pages the history by cursor as by page (executions queued together share created_at), per filter', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const r = await rule(t, alice, { schedule: { event_type: 'event.updated' }, conditions: { '==': [1, 1] }, actions: [{ type: 'activity', message: 'hit' }] })
-      const other = await rule(t, alice, { schedule: { event_type: 'event.updated' }, conditions: { '==': [1, 1] }, actions: [{ type: 'activity', message: 'hit' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        conditions: { '==': [1, 1] },
+        actions: [{ type: 'activity', message: 'hit' }]
+      })
+      const other = await rule(t, alice, {
+        schedule: { event_type: 'event.updated' },
+        conditions: { '==': [1, 1] },
+        actions: [{ type: 'activity', message: 'hit' }]
+      })
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
-        await trx.insertInto('automation_executions').values(Array.from({ length: 13 }, (_, i) => ({
-          tenant_id: tenant.id,
-          rule_id: r.id as string,
-          rule_version: 1,
-          trigger_key: `k${i}`,
-          trigger_type: i % 3 === 0 ? 'manual.check' : 'event.updated',
-          trigger_payload: '{}',
-          depth: 0,
-          max_attempts: 3
-        }))).execute()
+        await trx
+          .insertInto('automation_executions')
+          .values(
+            Array.from({ length: 13 }, (_, i) => ({
+              tenant_id: tenant.id,
+              rule_id: r.id as string,
+              rule_version: 1,
+              trigger_key: `k${i}`,
+              trigger_type: i % 3 === 0 ? 'manual.check' : 'event.updated',
+              trigger_payload: '{}',
+              depth: 0,
+              max_attempts: 3
+            }))
+          )
+          .execute()
       })
       for (const q of ['', '&trigger_type=event.updated']) {
         const all = (await executions(t, alice, r.id, q)).map(e => e.id)
@@ -280,15 +384,23 @@ for (const kind of databases()) {
         const walked: string[] = []
         let cursor: string | null = null
         do {
-          const res = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=3${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}` })
+          const res = await t.as(alice, {
+            method: 'GET',
+            url: `/api/v1/automation/rules/${r.id}/executions?size=3${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+          })
           assert.equal(res.statusCode, 200, res.body)
           walked.push(...(res.json().items as Json[]).map(e => e.id))
           cursor = res.json().next_cursor
         } while (cursor !== null)
         assert.deepEqual(walked, all, q)
       }
-      const first = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=3` })).json()
-      for (const url of [`/api/v1/automation/rules/${other.id}/executions?size=3`, `/api/v1/automation/rules/${r.id}/executions?size=3&status=queued`]) {
+      const first = (
+        await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions?size=3` })
+      ).json()
+      for (const url of [
+        `/api/v1/automation/rules/${other.id}/executions?size=3`,
+        `/api/v1/automation/rules/${r.id}/executions?size=3&status=queued`
+      ]) {
         const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(first.next_cursor)}` })
         assert.equal(res.statusCode, 400, res.body)
         assert.deepEqual(errorLocations(res), ['query.cursor'])
@@ -300,11 +412,18 @@ for (const kind of databases()) {
       const carol = await tenant.user('carol')
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
-      const theirs = await createEvent(t, carol, { title: 'Carol\'s' })
-      const mine = await createEvent(t, alice, { title: 'Alice\'s' })
+      const theirs = await createEvent(t, carol, { title: "Carol's" })
+      const mine = await createEvent(t, alice, { title: "Alice's" })
       await addManager(t, tenant.id, theirs.id, 'alice', { role: 'event_manager:checkin' })
-      const r = await rule(t, alice, { name: 'Logger', schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity', message: 'logged' }] })
-      const fire = async (eventId: number) => { await touch(t, tenant.id, eventId); await drain(engine, { clock, tenantId: tenant.id }) }
+      const r = await rule(t, alice, {
+        name: 'Logger',
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity', message: 'logged' }]
+      })
+      const fire = async (eventId: number) => {
+        await touch(t, tenant.id, eventId)
+        await drain(engine, { clock, tenantId: tenant.id })
+      }
 
       // fail, fail, succeed, fail, fail: never three in a row
       for (const id of [theirs.id, theirs.id, mine.id, theirs.id, theirs.id]) await fire(id)
@@ -319,7 +438,10 @@ for (const kind of databases()) {
       await fire(theirs.id)
       current = await getRule(t, alice, r.id)
       assert.equal(current.enabled, false)
-      assert.match(String(current.disabled_reason), new RegExp(`^paused after ${PAUSE_AFTER} failed executions in a row .*may not add activity`))
+      assert.match(
+        String(current.disabled_reason),
+        new RegExp(`^paused after ${PAUSE_AFTER} failed executions in a row .*may not add activity`)
+      )
       const notices = await pausedNotices(t, tenant.id)
       assert.equal(notices.length, 1)
       assert.equal(notices[0]?.recipient, 'user:alice')
@@ -327,7 +449,15 @@ for (const kind of databases()) {
       assert.equal((notices[0]?.payload as Json).rule_id, r.id)
 
       const history = await executions(t, alice, r.id)
-      assert.deepEqual(history.map(e => e.status).sort(), ['failed', 'failed', 'failed', 'failed', 'failed', 'skipped', 'succeeded'])
+      assert.deepEqual(history.map(e => e.status).sort(), [
+        'failed',
+        'failed',
+        'failed',
+        'failed',
+        'failed',
+        'skipped',
+        'succeeded'
+      ])
       assert.equal(history.find(e => e.status === 'skipped')?.error, 'the rule is disabled')
       // paused: no trigger fires it any more, and there is no second notice
       await fire(theirs.id)
@@ -336,7 +466,11 @@ for (const kind of databases()) {
       assert.equal((await pausedNotices(t, tenant.id)).length, 1)
 
       // enabling it again clears the reason and resumes it
-      const enabled = await t.as(alice, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: true } })
+      const enabled = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${r.id}`,
+        payload: { enabled: true }
+      })
       assert.equal(enabled.statusCode, 200, enabled.body)
       assert.equal(enabled.json().disabled_reason, null)
       await fire(mine.id)
@@ -353,7 +487,12 @@ for (const kind of databases()) {
       const id = created.json().id as string
       const got = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${id}` })
       assert.equal(got.headers.etag, '"1"')
-      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/automation/rules/${id}`, headers: { 'if-match': '"1"' }, payload: { name: 'etag 2' } })
+      const patched = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${id}`,
+        headers: { 'if-match': '"1"' },
+        payload: { name: 'etag 2' }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
       assert.equal(patched.headers.etag, '"2"')
       const stale = { 'if-match': '"1"' }
@@ -369,10 +508,19 @@ for (const kind of databases()) {
       const after = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${id}` })
       assert.equal(after.statusCode, 200)
       assert.deepEqual([after.json().name, after.json().version, after.headers.etag], ['etag 2', 2, '"2"'])
-      const put = await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, headers: { 'if-match': '"2"' }, payload: body })
+      const put = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/automation/rules/${id}`,
+        headers: { 'if-match': '"2"' },
+        payload: body
+      })
       assert.equal(put.statusCode, 200, put.body)
       assert.equal(put.headers.etag, '"3"')
-      const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/automation/rules/${id}`, headers: { 'if-match': '"3"' } })
+      const del = await t.as(alice, {
+        method: 'DELETE',
+        url: `/api/v1/automation/rules/${id}`,
+        headers: { 'if-match': '"3"' }
+      })
       assert.equal(del.statusCode, 204, del.body)
     })
   })

@@ -5,7 +5,16 @@ import { eventVisibleTo } from '../events/events.access.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import type { AutomationRulesTable, ExecutionRow, ExecutionStatus, RuleAction, RuleRow, RuleSchedule, RuleScope, RuleVersionRow } from './automation.table.ts'
+import type {
+  AutomationRulesTable,
+  ExecutionRow,
+  ExecutionStatus,
+  RuleAction,
+  RuleRow,
+  RuleSchedule,
+  RuleScope,
+  RuleVersionRow
+} from './automation.table.ts'
 import type { Insertable, Updateable } from 'kysely'
 
 const jsonb = (v: unknown) => JSON.stringify(v)
@@ -40,7 +49,14 @@ function toColumns (v: Partial<RuleValues>): Updateable<AutomationRulesTable> {
 export interface RuleWriter { kind: string, id: string, orgId: string | null, roles: string[] }
 
 export async function insertRule (trx: Tx, tenantId: string, creator: RuleWriter, v: RuleValues): Promise<RuleRow> {
-  const values = { ...toColumns(v), tenant_id: tenantId, org_id: creator.orgId, created_by_kind: creator.kind, creator_id: creator.id, creator_roles: creator.roles } as Insertable<AutomationRulesTable>
+  const values = {
+    ...toColumns(v),
+    tenant_id: tenantId,
+    org_id: creator.orgId,
+    created_by_kind: creator.kind,
+    creator_id: creator.id,
+    creator_roles: creator.roles
+  } as Insertable<AutomationRulesTable>
   const row = await trx.insertInto('automation_rules').values(values).returningAll().executeTakeFirstOrThrow()
   await snapshotRule(trx, tenantId, row.id)
   return row
@@ -61,15 +77,31 @@ async function snapshotRule (trx: Tx, tenantId: string, id: string): Promise<voi
 }
 
 /** The snapshot of one version of a rule. */
-export async function findRuleVersion (trx: Tx, tenantId: string, ruleId: string, version: number): Promise<RuleVersionRow | undefined> {
-  return await trx.selectFrom('automation_rule_versions').selectAll()
-    .where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId).where('version', '=', version)
+export async function findRuleVersion (
+  trx: Tx,
+  tenantId: string,
+  ruleId: string,
+  version: number
+): Promise<RuleVersionRow | undefined> {
+  return await trx
+    .selectFrom('automation_rule_versions')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('rule_id', '=', ruleId)
+    .where('version', '=', version)
     .executeTakeFirst()
 }
 
 /** Replaces the given fields; the rule then acts as `writer`. Enabling it clears `disabled_reason`. */
-export async function updateRule (trx: Tx, tenantId: string, id: string, v: Partial<RuleValues>, writer: RuleWriter): Promise<RuleRow> {
-  const row = await trx.updateTable('automation_rules')
+export async function updateRule (
+  trx: Tx,
+  tenantId: string,
+  id: string,
+  v: Partial<RuleValues>,
+  writer: RuleWriter
+): Promise<RuleRow> {
+  const row = await trx
+    .updateTable('automation_rules')
     .set({
       ...toColumns(v),
       org_id: writer.orgId,
@@ -80,8 +112,10 @@ export async function updateRule (trx: Tx, tenantId: string, id: string, v: Part
       version: sql`version + 1`,
       updated_at: sql`now()`
     })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returningAll().executeTakeFirstOrThrow()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
   await snapshotRule(trx, tenantId, id)
   return row
 }
@@ -110,30 +144,62 @@ export async function deleteRule (trx: Tx, tenantId: string, id: string): Promis
   await trx.deleteFrom('automation_rules').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
 }
 
-export interface RuleFilter { scope?: RuleScope | undefined, scopeId?: string | undefined, eventType?: string | undefined, enabled?: boolean | undefined }
+export interface RuleFilter {
+  scope?: RuleScope | undefined
+  scopeId?: string | undefined
+  eventType?: string | undefined
+  enabled?: boolean | undefined
+}
 
 /**
  * Rules of a tenant, newest first. With `auth`, rules of events the caller cannot see are left
  * out (tenant admins see all).
  */
-const RULE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'uuid' }]
+const RULE_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'asc', type: 'uuid' }
+]
 
-export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: { page: number, size: number, cursor?: string | undefined }, auth?: AuthContext) {
+export async function listRules (
+  trx: Tx,
+  tenantId: string,
+  f: RuleFilter,
+  q: { page: number; size: number; cursor?: string | undefined },
+  auth?: AuthContext
+) {
   const window = pageWindow(q, listScope('rules', { ...f }), RULE_KEYS)
-  const base = trx.selectFrom('automation_rules').where('tenant_id', '=', tenantId)
-    .$if(auth !== undefined, qb => qb.where(eb => eb.or([
-      eb('scope', '!=', 'EVENT'),
-      eb('scope_id', 'is', null),
-      eb('scope_id', 'in', eb.selectFrom('events').select(sql<string>`events.id::text`.as('id')).where(e => eventVisibleTo(e, auth as AuthContext)))
-    ])))
+  const base = trx
+    .selectFrom('automation_rules')
+    .where('tenant_id', '=', tenantId)
+    .$if(auth !== undefined, qb =>
+      qb.where(eb =>
+        eb.or([
+          eb('scope', '!=', 'EVENT'),
+          eb('scope_id', 'is', null),
+          eb(
+            'scope_id',
+            'in',
+            eb
+              .selectFrom('events')
+              .select(sql<string>`events.id::text`.as('id'))
+              .where(e => eventVisibleTo(e, auth as AuthContext))
+          )
+        ])
+      )
+    )
     .$if(f.scope !== undefined, qb => qb.where('scope', '=', f.scope ?? 'GLOBAL'))
     .$if(f.scopeId !== undefined, qb => qb.where('scope_id', '=', f.scopeId ?? ''))
     .$if(f.eventType !== undefined, qb => qb.where('event_type', '=', f.eventType ?? ''))
     .$if(f.enabled !== undefined, qb => qb.where('enabled', '=', f.enabled ?? true))
   const [rows, count] = await Promise.all([
-    base.selectAll()
+    base
+      .selectAll()
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, RULE_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc').orderBy('id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
@@ -155,25 +221,43 @@ export interface ExecutionValues {
 }
 
 /** Inserts an execution unless one exists for (rule, trigger occurrence); undefined when it existed. */
-export async function insertExecution (trx: Tx, tenantId: string, v: ExecutionValues): Promise<ExecutionRow | undefined> {
-  return await trx.insertInto('automation_executions').values({
-    tenant_id: tenantId,
-    rule_id: v.ruleId,
-    rule_version: v.ruleVersion,
-    ...(v.retryOf !== undefined ? { retry_of: v.retryOf } : {}),
-    trigger_key: v.triggerKey,
-    trigger_type: v.triggerType,
-    trigger_payload: jsonb(v.payload),
-    depth: v.depth,
-    max_attempts: v.maxAttempts,
-    ...(v.skipped !== undefined ? { status: 'skipped' as const, error: v.skipped, finished_at: sql<Date>`now()` as unknown as Date } : {})
-  }).onConflict(oc => oc.columns(['tenant_id', 'rule_id', 'trigger_key']).doNothing())
-    .returningAll().executeTakeFirst()
+export async function insertExecution (
+  trx: Tx,
+  tenantId: string,
+  v: ExecutionValues
+): Promise<ExecutionRow | undefined> {
+  return await trx
+    .insertInto('automation_executions')
+    .values({
+      tenant_id: tenantId,
+      rule_id: v.ruleId,
+      rule_version: v.ruleVersion,
+      ...(v.retryOf !== undefined ? { retry_of: v.retryOf } : {}),
+      trigger_key: v.triggerKey,
+      trigger_type: v.triggerType,
+      trigger_payload: jsonb(v.payload),
+      depth: v.depth,
+      max_attempts: v.maxAttempts,
+      ...(v.skipped !== undefined
+        ? { status: 'skipped' as const, error: v.skipped, finished_at: sql<Date>`now()` as unknown as Date }
+        : {})
+    })
+    .onConflict(oc => oc.columns(['tenant_id', 'rule_id', 'trigger_key']).doNothing())
+    .returningAll()
+    .executeTakeFirst()
 }
 
-export interface ExecutionFilter { status?: ExecutionStatus | undefined, triggerType?: string | undefined, from?: Date | undefined, to?: Date | undefined }
+export interface ExecutionFilter {
+  status?: ExecutionStatus | undefined
+  triggerType?: string | undefined
+  from?: Date | undefined
+  to?: Date | undefined
+}
 
-const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'uuid' }]
+const EXECUTION_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'desc', type: 'uuid' }
+]
 
 /**
  * A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued
@@ -182,26 +266,56 @@ const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'ti
 /** The trigger that keeps the executions' counts in row_counts (absent on Citus) */
 export const EXECUTION_COUNTS_TRIGGER = 'executions_counts_insert'
 
-export async function listExecutions (trx: Tx, tenantId: string, ruleId: string, q: { page: number, size: number, cursor?: string | undefined },
-  f: ExecutionFilter = {}, counting: Counting = 'rows') {
-  const window = pageWindow(q, listScope('executions', {
-    ruleId, status: f.status, triggerType: f.triggerType, from: f.from?.toISOString(), to: f.to?.toISOString()
-  }), EXECUTION_KEYS)
-  const base = trx.selectFrom('automation_executions').where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId)
+export async function listExecutions (
+  trx: Tx,
+  tenantId: string,
+  ruleId: string,
+  q: { page: number; size: number; cursor?: string | undefined },
+  f: ExecutionFilter = {},
+  counting: Counting = 'rows'
+) {
+  const window = pageWindow(
+    q,
+    listScope('executions', {
+      ruleId,
+      status: f.status,
+      triggerType: f.triggerType,
+      from: f.from?.toISOString(),
+      to: f.to?.toISOString()
+    }),
+    EXECUTION_KEYS
+  )
+  const base = trx
+    .selectFrom('automation_executions')
+    .where('tenant_id', '=', tenantId)
+    .where('rule_id', '=', ruleId)
     .$if(f.status !== undefined, qb => qb.where('status', '=', f.status ?? 'queued'))
     .$if(f.triggerType !== undefined, qb => qb.where('trigger_type', '=', f.triggerType ?? ''))
     .$if(f.from !== undefined, qb => qb.where('created_at', '>=', f.from ?? new Date(0)))
     .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
   const [rows, count] = await Promise.all([
-    base.selectAll()
+    base
+      .selectAll()
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EXECUTION_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     // a time range counts its rows; status and trigger type are keys of the kept counts
     counting === 'kept' && f.from === undefined && f.to === undefined
-      ? keptTotal(trx, tenantId, 'executions', sql<boolean>`k1 = ${ruleId}
+      ? keptTotal(
+        trx,
+        tenantId,
+        'executions',
+        sql<boolean>`k1 = ${ruleId}
           and ${f.status !== undefined ? sql<boolean>`k2 = ${f.status}` : sql<boolean>`true`}
-          and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`)
-      : base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow().then(r => Number(r.n))
+          and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`
+      )
+      : base
+        .select(eb => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow()
+        .then(r => Number(r.n))
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: count }
 }
@@ -222,10 +336,15 @@ export async function findRetryOf (trx: Tx, tenantId: string, failedId: string):
  * (succeeded or failed; skipped ones are neither) all failed.
  */
 export async function failedInARow (trx: Tx, tenantId: string, ruleId: string, n: number): Promise<boolean> {
-  const last = await trx.selectFrom('automation_executions').select('status')
+  const last = await trx
+    .selectFrom('automation_executions')
+    .select('status')
     // literals, not parameters: the partial index automation_executions_rule_finished matches this predicate
-    .where('tenant_id', '=', tenantId).where('rule_id', '=', ruleId).where(sql<boolean>`status in ('succeeded', 'failed')`)
+    .where('tenant_id', '=', tenantId)
+    .where('rule_id', '=', ruleId)
+    .where(sql<boolean>`status in ('succeeded', 'failed')`)
     .orderBy('finished_at', 'desc')
-    .limit(n).execute()
+    .limit(n)
+    .execute()
   return last.length === n && last.every(r => r.status === 'failed')
 }

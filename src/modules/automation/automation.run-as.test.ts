@@ -28,18 +28,38 @@ async function eventSnapshot (t: TestApp, token: string, eventId: number): Promi
   return {
     state: event.json().state,
     attendees: Object.fromEntries(attendees.json().items.map((a: Json) => [a.contact_id, a.status])),
-    automationActivity: activity.json().items.filter((r: Json) => r.kind === 'automation' || r.payload?.rule_id !== undefined).length
+    automationActivity: activity
+      .json()
+      .items.filter((r: Json) => r.kind === 'automation' || r.payload?.rule_id !== undefined).length
   }
 }
 
 async function notificationCount (t: TestApp, tenantId: string): Promise<number> {
-  const rows = await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('notification_outbox').select('id').where('tenant_id', '=', tenantId).execute())
+  const rows = await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx.selectFrom('notification_outbox').select('id').where('tenant_id', '=', tenantId).execute()
+  )
   return rows.length
 }
 
 async function idpRemove (t: TestApp, tenantId: string, userId: string): Promise<void> {
-  const body = JSON.stringify({ aggregateID: userId, aggregateType: 'user', resourceOwner: tenantId, instanceID: 'instance-1', sequence: 10, event_type: 'user.removed', created_at: new Date().toISOString() })
-  const res = await t.app.inject({ method: 'POST', url: '/api/v1/integrations/idp/webhook', headers: { 'content-type': 'application/json', 'idp-signature': signBody(IDP_SECRET, body, Math.floor(Date.now() / 1000)) }, payload: body })
+  const body = JSON.stringify({
+    aggregateID: userId,
+    aggregateType: 'user',
+    resourceOwner: tenantId,
+    instanceID: 'instance-1',
+    sequence: 10,
+    event_type: 'user.removed',
+    created_at: new Date().toISOString()
+  })
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/integrations/idp/webhook',
+    headers: {
+      'content-type': 'application/json',
+      'idp-signature': signBody(IDP_SECRET, body, Math.floor(Date.now() / 1000))
+    },
+    payload: body
+  })
   assert.equal(res.statusCode, 200, res.body)
   assert.equal(res.json().status, 'applied')
 }
@@ -57,7 +77,7 @@ for (const kind of databases()) {
     const t = useTestApp(kind, { env: { IDP_WEBHOOK_SECRET: IDP_SECRET } })
     const engine = (): Engine => automationEngineOf(t.ctx)
 
-    void it('a member\'s GLOBAL rule cannot touch another member\'s private event: nothing changes, nothing is sent, no title leaks', async () => {
+    void it("a member's GLOBAL rule cannot touch another member's private event: nothing changes, nothing is sent, no title leaks", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -68,11 +88,31 @@ for (const kind of databases()) {
       const before = await eventSnapshot(t, alice, event.id)
       const sentBefore = await notificationCount(t, tenant.id)
 
-      const r = await rule(t, bob, { schedule: { event_type: 'event.updated' }, conditions: { in: ['Secret', { var: 'event.title' }] }, actions: ATTACK })
-      const soon = await rule(t, bob, { schedule: { event_type: 'event.starts_in', offset_minutes: 1440 }, actions: ATTACK })
+      const r = await rule(t, bob, {
+        schedule: { event_type: 'event.updated' },
+        conditions: { in: ['Secret', { var: 'event.title' }] },
+        actions: ATTACK
+      })
+      const soon = await rule(t, bob, {
+        schedule: { event_type: 'event.starts_in', offset_minutes: 1440 },
+        actions: ATTACK
+      })
       const contacts = await rule(t, bob, { schedule: { event_type: 'contact.created' }, actions: [] })
       const start = new Date(Date.now() + 3_600_000)
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${event.id}`, payload: { description: 'edited', start_dt: start.toISOString(), end_dt: new Date(start.getTime() + 3_600_000).toISOString() } })).statusCode, 200)
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'PATCH',
+            url: `/api/v1/events/${event.id}`,
+            payload: {
+              description: 'edited',
+              start_dt: start.toISOString(),
+              end_dt: new Date(start.getTime() + 3_600_000).toISOString()
+            }
+          })
+        ).statusCode,
+        200
+      )
       await publishEvent(t, alice, event.id)
       await addContact(t, alice, 'alice-personal@example.test')
       await tickSchedules(engine())
@@ -92,8 +132,15 @@ for (const kind of databases()) {
       const ann = await addContact(t, alice, 'ann@example.test')
       await addAttendee(t, tenant.id, event.id, ann, 'confirmed')
       const before = await eventSnapshot(t, alice, event.id)
-      const r = await rule(t, bob, { schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: ATTACK })
-      const res = await t.as(bob, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: { trigger_context: { event_id: event.id } } })
+      const r = await rule(t, bob, {
+        schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+        actions: ATTACK
+      })
+      const res = await t.as(bob, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${r.id}/execute`,
+        payload: { trigger_context: { event_id: event.id } }
+      })
       assert.equal(res.statusCode, 400, res.body)
       assert.deepEqual(errorLocations(res), ['body.trigger_context.event_id'])
       await drain(engine())
@@ -106,14 +153,30 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const carol = await tenant.user('carol')
       const event = await createEvent(t, alice, { title: 'Public', template: 'delivery', visibility: 40 })
-      const r = await rule(t, alice, { schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: [{ type: 'transition', to_state: 'in_transit' }] })
-      const res = await t.as(carol, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: { trigger_context: { event_id: event.id } } })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+        actions: [{ type: 'transition', to_state: 'in_transit' }]
+      })
+      const res = await t.as(carol, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${r.id}/execute`,
+        payload: { trigger_context: { event_id: event.id } }
+      })
       assert.equal(res.statusCode, 403, res.body)
       await drain(engine())
       assert.equal((await executions(t, alice, r.id)).length, 0)
       assert.equal((await eventSnapshot(t, alice, event.id)).state, 'pending')
       // the rule's creator herself may
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: { trigger_context: { event_id: String(event.id) } } })).statusCode, 202)
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'POST',
+            url: `/api/v1/automation/rules/${r.id}/execute`,
+            payload: { trigger_context: { event_id: String(event.id) } }
+          })
+        ).statusCode,
+        202
+      )
       await drain(engine())
       assert.equal((await executions(t, alice, r.id))[0]?.status, 'succeeded')
       assert.equal((await eventSnapshot(t, alice, event.id)).state, 'in_transit')
@@ -124,16 +187,38 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const own = await createEvent(t, alice, { title: 'Own', template: 'delivery' })
       const other = await createEvent(t, alice, { title: 'Other', template: 'delivery' })
-      const eventRule = await rule(t, alice, { scope: 'EVENT', scope_id: String(own.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'in_transit' }] })
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${eventRule.id}/execute`, payload: { trigger_context: { event_id: other.id } } })
+      const eventRule = await rule(t, alice, {
+        scope: 'EVENT',
+        scope_id: String(own.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'transition', to_state: 'in_transit' }]
+      })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${eventRule.id}/execute`,
+        payload: { trigger_context: { event_id: other.id } }
+      })
       assert.equal(res.statusCode, 400, res.body)
       assert.deepEqual(errorLocations(res), ['body.trigger_context.event_id'])
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
-      const spaceRule = await rule(t, alice, { scope: 'SPACE', scope_id: String(space), schedule: { event_type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'in_transit' }] })
-      const outside = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${spaceRule.id}/execute`, payload: { trigger_context: { event_id: other.id } } })
+      const spaceRule = await rule(t, alice, {
+        scope: 'SPACE',
+        scope_id: String(space),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'transition', to_state: 'in_transit' }]
+      })
+      const outside = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${spaceRule.id}/execute`,
+        payload: { trigger_context: { event_id: other.id } }
+      })
       assert.equal(outside.statusCode, 400, outside.body)
       assert.deepEqual(errorLocations(outside), ['body.trigger_context.event_id'])
-      const deep = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${eventRule.id}/execute`, payload: { trigger_context: JSON.parse('{"a":'.repeat(20) + '1' + '}'.repeat(20)) } })
+      const deep = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${eventRule.id}/execute`,
+        payload: { trigger_context: JSON.parse('{"a":'.repeat(20) + '1' + '}'.repeat(20)) }
+      })
       assert.deepEqual([deep.statusCode, errorLocations(deep)], [400, ['body.trigger_context']])
       await drain(engine())
       assert.equal((await executions(t, alice, eventRule.id)).length, 0)
@@ -141,7 +226,16 @@ for (const kind of databases()) {
       assert.equal((await eventSnapshot(t, alice, other.id)).state, 'pending')
       assert.equal((await eventSnapshot(t, alice, own.id)).state, 'pending')
       // the rule's own event: accepted, and the run acts there
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${eventRule.id}/execute`, payload: { trigger_context: { event_id: own.id } } })).statusCode, 202)
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'POST',
+            url: `/api/v1/automation/rules/${eventRule.id}/execute`,
+            payload: { trigger_context: { event_id: own.id } }
+          })
+        ).statusCode,
+        202
+      )
       await drain(engine())
       assert.equal((await eventSnapshot(t, alice, own.id)).state, 'in_transit')
       assert.equal((await eventSnapshot(t, alice, other.id)).state, 'pending')
@@ -153,7 +247,11 @@ for (const kind of databases()) {
       const admin = await tenant.user('adam', ['admin'])
       const vera = await tenant.user('vera', ['viewer'], { orgId: 'acme' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'acme' })
-      const r = await rule(t, alice, { schedule: { event_type: 'contact.created' }, conditions: { in: ['@', { var: 'payload.email' }] }, actions: [] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'contact.created' },
+        conditions: { in: ['@', { var: 'payload.email' }] },
+        actions: []
+      })
       await addContact(t, alice, 'ceo-private@example.test')
       await drain(engine())
       const [full] = await executions(t, alice, r.id)
@@ -162,7 +260,18 @@ for (const kind of databases()) {
       assert.equal((await executions(t, admin, r.id))[0]?.trigger.email, 'ceo-private@example.test')
       for (const reader of [vera, bob]) {
         const [seen] = await executions(t, reader, r.id)
-        assert.deepEqual([seen?.status, seen?.redacted, seen?.trigger, seen?.conditions_met, seen?.condition_results, seen?.action_results, seen?.error], ['succeeded', true, {}, null, null, null, null])
+        assert.deepEqual(
+          [
+            seen?.status,
+            seen?.redacted,
+            seen?.trigger,
+            seen?.conditions_met,
+            seen?.condition_results,
+            seen?.action_results,
+            seen?.error
+          ],
+          ['succeeded', true, {}, null, null, null, null]
+        )
         assert.ok(!JSON.stringify(seen).includes('ceo-private'))
       }
 
@@ -170,13 +279,32 @@ for (const kind of databases()) {
       const event = await createEvent(t, alice, { title: 'Board meeting', visibility: 40 })
       await addManager(t, tenant.id, event.id, 'mia', { role: 'event_manager:full' })
       const mia = await tenant.user('mia')
-      const a = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'Log', trigger: { type: 'event.updated' }, actions: [{ type: 'activity', message: 'about {{title}}' }] } })).json()
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` })).statusCode, 202)
+      const a = (
+        await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${event.id}/automations`,
+          payload: {
+            name: 'Log',
+            trigger: { type: 'event.updated' },
+            actions: [{ type: 'activity', message: 'about {{title}}' }]
+          }
+        })
+      ).json()
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` }))
+          .statusCode,
+        202
+      )
       await drain(engine())
-      const history = async (token: string) => (await t.as(token, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })).json().items[0]
+      const history = async (token: string) =>
+        (await t.as(token, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })).json()
+          .items[0]
       assert.equal((await history(mia)).trigger.event_id, event.id)
       assert.equal((await history(mia)).action_results[0].status, 'succeeded')
-      assert.deepEqual([(await history(vera)).redacted, (await history(vera)).trigger, (await history(vera)).action_results], [true, {}, null])
+      assert.deepEqual(
+        [(await history(vera)).redacted, (await history(vera)).trigger, (await history(vera)).action_results],
+        [true, {}, null]
+      )
     })
 
     void it('webhook URLs are shown in full only to those who may manage the rule', async () => {
@@ -185,30 +313,64 @@ for (const kind of databases()) {
       const vera = await tenant.user('vera', ['viewer'])
       const bob = await tenant.user('bob')
       const url = 'https://hooks.example.com/services/T000/B000/XXXXsecretXXXX?token=abc'
-      const r = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'webhook', url, secret: 'a-very-long-webhook-secret' }] })
+      const r = await rule(t, alice, {
+        schedule: { event_type: 'contact.created' },
+        actions: [{ type: 'webhook', url, secret: 'a-very-long-webhook-secret' }]
+      })
       const masked = [{ type: 'webhook', url: 'https://hooks.example.com/…', secret: '********' }]
-      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().actions, [{ type: 'webhook', url, secret: '********' }])
+      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().actions, [
+        { type: 'webhook', url, secret: '********' }
+      ])
       for (const reader of [vera, bob]) {
-        assert.deepEqual((await t.as(reader, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().actions, masked)
+        assert.deepEqual(
+          (await t.as(reader, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().actions,
+          masked
+        )
         const list = (await t.as(reader, { method: 'GET', url: '/api/v1/automation/rules' })).json()
         assert.deepEqual(list.items.find((x: Json) => x.id === r.id)?.actions, masked)
         assert.ok(!JSON.stringify(list).includes('XXXXsecret'))
       }
       const event = await createEvent(t, alice, { visibility: 40 })
-      const a = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'Hook', trigger: { type: 'event.updated' }, actions: [{ type: 'webhook', url }] } })).json()
+      const a = (
+        await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${event.id}/automations`,
+          payload: { name: 'Hook', trigger: { type: 'event.updated' }, actions: [{ type: 'webhook', url }] }
+        })
+      ).json()
       assert.deepEqual(a.actions, [{ type: 'webhook', url }])
-      assert.deepEqual((await t.as(vera, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}` })).json().actions, [{ type: 'webhook', url: 'https://hooks.example.com/…' }])
-      assert.deepEqual((await t.as(vera, { method: 'GET', url: `/api/v1/events/${event.id}/automations` })).json().items[0].actions, [{ type: 'webhook', url: 'https://hooks.example.com/…' }])
+      assert.deepEqual(
+        (await t.as(vera, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}` })).json().actions,
+        [{ type: 'webhook', url: 'https://hooks.example.com/…' }]
+      )
+      assert.deepEqual(
+        (await t.as(vera, { method: 'GET', url: `/api/v1/events/${event.id}/automations` })).json().items[0].actions,
+        [{ type: 'webhook', url: 'https://hooks.example.com/…' }]
+      )
     })
 
     void it('a creator removed by the identity provider: the rule is disabled and says why, the execution fails, nothing is done', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('adam', ['admin'])
       const bob = await tenant.user('bob')
-      const event = await createEvent(t, bob, { title: 'Bob\'s' })
-      const r = await rule(t, bob, { scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'event.updated' }, actions: [{ type: 'activity', message: 'ran' }] })
+      const event = await createEvent(t, bob, { title: "Bob's" })
+      const r = await rule(t, bob, {
+        scope: 'EVENT',
+        scope_id: String(event.id),
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'activity', message: 'ran' }]
+      })
       await idpRemove(t, tenant.id, 'bob')
-      assert.equal((await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${event.id}`, payload: { description: 'edited by the admin' } })).statusCode, 200)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'PATCH',
+            url: `/api/v1/events/${event.id}`,
+            payload: { description: 'edited by the admin' }
+          })
+        ).statusCode,
+        200
+      )
       await drain(engine())
       const got = (await t.as(admin, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json()
       assert.equal(got.enabled, false)
@@ -217,15 +379,34 @@ for (const kind of databases()) {
       assert.equal(ex?.status, 'failed')
       assert.match(ex?.error, /creator bob was removed/)
       assert.equal((await eventSnapshot(t, admin, event.id)).automationActivity, 0)
-      const reported = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('outbox').select(['topic', 'payload']).where('tenant_id', '=', tenant.id).where('topic', '=', 'automation.rule_disabled').execute())
-      assert.deepEqual(reported.map(o => o.payload.rule_id), [r.id])
+      const reported = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx
+          .selectFrom('outbox')
+          .select(['topic', 'payload'])
+          .where('tenant_id', '=', tenant.id)
+          .where('topic', '=', 'automation.rule_disabled')
+          .execute()
+      )
+      assert.deepEqual(
+        reported.map(o => o.payload.rule_id),
+        [r.id]
+      )
       // the rule stays off: further triggers run nothing
-      assert.equal((await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${event.id}`, payload: { description: 'again' } })).statusCode, 200)
+      assert.equal(
+        (await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${event.id}`, payload: { description: 'again' } }))
+          .statusCode,
+        200
+      )
       await drain(engine())
-      assert.deepEqual((await executions(t, admin, r.id)).map(e => e.status), ['failed'])
+      assert.deepEqual(
+        (await executions(t, admin, r.id)).map(e => e.status),
+        ['failed']
+      )
       assert.equal((await eventSnapshot(t, admin, event.id)).automationActivity, 0)
       // an admin enabling it again takes it over: it acts as the admin, and the reason is cleared
-      const enabled = (await t.as(admin, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: true } })).json()
+      const enabled = (
+        await t.as(admin, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: true } })
+      ).json()
       assert.deepEqual([enabled.enabled, enabled.disabled_reason, enabled.creator_id], [true, null, 'adam'])
     })
 
@@ -235,14 +416,32 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob')
       const event = await createEvent(t, alice, { title: 'Parcel', template: 'delivery', visibility: 10 })
       await addManager(t, tenant.id, event.id, 'bob', { role: 'event_manager:full' })
-      const a = (await t.as(bob, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'Ship', trigger: { type: 'event.updated' }, actions: [{ type: 'transition', to_state: 'in_transit' }] } }))
+      const a = await t.as(bob, {
+        method: 'POST',
+        url: `/api/v1/events/${event.id}/automations`,
+        payload: {
+          name: 'Ship',
+          trigger: { type: 'event.updated' },
+          actions: [{ type: 'transition', to_state: 'in_transit' }]
+        }
+      })
       assert.equal(a.statusCode, 201, a.body)
-      const demote = await t.as(alice, { method: 'PUT', url: `/api/v1/events/${event.id}/managers/bob`, payload: { permissions: [], role: 'event_manager:checkin' } })
+      const demote = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/events/${event.id}/managers/bob`,
+        payload: { permissions: [], role: 'event_manager:checkin' }
+      })
       assert.equal(demote.statusCode, 200, demote.body)
       // the event's creator runs it by hand: she may, but the rule acts as bob
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.json().id}/execute` })).statusCode, 202)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.json().id}/execute` }))
+          .statusCode,
+        202
+      )
       await drain(engine())
-      const [ex] = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.json().id}/executions` })).json().items
+      const [ex] = (
+        await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.json().id}/executions` })
+      ).json().items
       assert.deepEqual([ex.status, ex.attempts], ['failed', 1])
       assert.match(ex.error, /the rule's creator may not change the state of event \d+/)
       assert.equal(ex.action_results[0].status, 'failed')
@@ -255,22 +454,68 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob')
       const carol = await tenant.user('carol')
       const event = await createEvent(t, carol, { title: 'Carol\'s', template: 'delivery', visibility: 10 })
-      const r = await rule(t, admin, { schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' }, actions: [{ type: 'transition', to_state: 'in_transit' }] })
+      const r = await rule(t, admin, {
+        schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+        actions: [{ type: 'transition', to_state: 'in_transit' }]
+      })
       // bob edits the admin's rule: it now acts as bob, who cannot see carol's event
-      const patched = await t.as(bob, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { name: 'mine now' } })
+      const patched = await t.as(bob, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${r.id}`,
+        payload: { name: 'mine now' }
+      })
       assert.equal(patched.json().creator_id, 'bob')
-      assert.equal((await t.as(admin, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: { trigger_context: { event_id: event.id } } })).statusCode, 202)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'POST',
+            url: `/api/v1/automation/rules/${r.id}/execute`,
+            payload: { trigger_context: { event_id: event.id } }
+          })
+        ).statusCode,
+        202
+      )
       await drain(engine())
       const [ex] = await executions(t, admin, r.id)
-      assert.deepEqual([ex?.status, ex?.error], ['skipped', `the rule's creator may not see event ${event.id}; the rule did not run`])
-      assert.deepEqual(ex?.trigger, { manual: true, withheld: true }, 'the history keeps nothing the creator may not see')
+      assert.deepEqual(
+        [ex?.status, ex?.error],
+        ['skipped', `the rule's creator may not see event ${event.id}; the rule did not run`]
+      )
+      assert.deepEqual(
+        ex?.trigger,
+        { manual: true, withheld: true },
+        'the history keeps nothing the creator may not see'
+      )
       assert.equal((await eventSnapshot(t, carol, event.id)).state, 'pending')
 
-      // a row written without creator_roles (as migration 0011 left older rules) acts as a member, even for an admin creator
-      const legacy = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.insertInto('automation_rules').values({
-        tenant_id: tenant.id, name: 'old', scope: 'GLOBAL', event_type: 'schedule.cron', schedule: JSON.stringify({ event_type: 'schedule.cron', cron_expression: '0 0 1 1 *', timezone: 'UTC' }), conditions: '{}', actions: JSON.stringify([{ type: 'transition', to_state: 'in_transit' }]), creator_id: 'adam'
-      }).returning('id').executeTakeFirstOrThrow())
-      assert.equal((await t.as(admin, { method: 'POST', url: `/api/v1/automation/rules/${legacy.id}/execute`, payload: { trigger_context: { event_id: event.id } } })).statusCode, 202)
+      // a row written without creator_roles (as migration 0011 left older rules) acts as a member, even for an admin
+      // creator
+      const legacy = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx
+          .insertInto('automation_rules')
+          .values({
+            tenant_id: tenant.id,
+            name: 'old',
+            scope: 'GLOBAL',
+            event_type: 'schedule.cron',
+            schedule: JSON.stringify({ event_type: 'schedule.cron', cron_expression: '0 0 1 1 *', timezone: 'UTC' }),
+            conditions: '{}',
+            actions: JSON.stringify([{ type: 'transition', to_state: 'in_transit' }]),
+            creator_id: 'adam'
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+      )
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'POST',
+            url: `/api/v1/automation/rules/${legacy.id}/execute`,
+            payload: { trigger_context: { event_id: event.id } }
+          })
+        ).statusCode,
+        202
+      )
       await drain(engine())
       const [old] = await executions(t, admin, legacy.id)
       assert.equal(old?.status, 'skipped')
@@ -291,9 +536,16 @@ for (const kind of databases()) {
         transition: [{ type: 'transition', to_state: 'in_transit' }],
         webhook: [] // names no event: it sends what the creator's rule was triggered with, which he sees
       }
-      const catalogue = await t.as(await newTenant(t).user('reader'), { method: 'GET', url: '/api/v1/automation/actions' })
+      const catalogue = await t.as(await newTenant(t).user('reader'), {
+        method: 'GET',
+        url: '/api/v1/automation/actions'
+      })
       const types = (catalogue.json().actions as Json[]).map(a => a.type as string)
-      assert.deepEqual(types.filter(x => SAMPLES[x] === undefined), [], 'add a sample for every action type')
+      assert.deepEqual(
+        types.filter(x => SAMPLES[x] === undefined),
+        [],
+        'add a sample for every action type'
+      )
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -304,16 +556,47 @@ for (const kind of databases()) {
       await drain(engine())
       const before = await eventSnapshot(t, alice, hers.id)
       const sentBefore = await notificationCount(t, tenant.id)
-      const rules: Array<{ id: string, action: Json }> = []
-      for (const action of Object.values(SAMPLES).flat()) rules.push({ id: (await rule(t, bob, { schedule: { event_type: 'event.updated' }, actions: [action] })).id, action })
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${hers.id}`, payload: { description: 'edited by alice' } })).statusCode, 200)
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${his.id}`, payload: { description: 'edited by bob' } })).statusCode, 200)
+      const rules: Array<{ id: string; action: Json }> = []
+      for (const action of Object.values(SAMPLES).flat()) {
+        rules.push({
+          id: (await rule(t, bob, { schedule: { event_type: 'event.updated' }, actions: [action] })).id,
+          action
+        })
+      }
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'PATCH',
+            url: `/api/v1/events/${hers.id}`,
+            payload: { description: 'edited by alice' }
+          })
+        ).statusCode,
+        200
+      )
+      assert.equal(
+        (
+          await t.as(bob, {
+            method: 'PATCH',
+            url: `/api/v1/events/${his.id}`,
+            payload: { description: 'edited by bob' }
+          })
+        ).statusCode,
+        200
+      )
       await drain(engine())
       for (const r of rules) {
         const runs = await executions(t, bob, r.id)
         const on = (id: number) => runs.find(x => Number(x.trigger?.event_id) === id)
-        assert.equal(on(his.id)?.status, 'succeeded', `${JSON.stringify(r.action)} on bob's own event: ${JSON.stringify(on(his.id))}`)
-        assert.equal(on(hers.id)?.status, 'failed', `${JSON.stringify(r.action)} on alice's event: ${JSON.stringify(on(hers.id))}`)
+        assert.equal(
+          on(his.id)?.status,
+          'succeeded',
+          `${JSON.stringify(r.action)} on bob's own event: ${JSON.stringify(on(his.id))}`
+        )
+        assert.equal(
+          on(hers.id)?.status,
+          'failed',
+          `${JSON.stringify(r.action)} on alice's event: ${JSON.stringify(on(hers.id))}`
+        )
         assert.match(String(on(hers.id)?.error), /creator may not/)
       }
       assert.deepEqual(await eventSnapshot(t, alice, hers.id), before)

@@ -15,11 +15,19 @@ import type { ExecutionRow, RuleAction, RuleRow } from './automation.table.ts'
 
 /** The writer of a rule, stored on it: the rule then acts as them. Only known role names are kept. */
 export function writerOf (auth: AuthContext): RuleWriter {
-  return { kind: 'user', id: auth.userId, orgId: auth.orgId, roles: (ROLES as readonly string[]).filter(r => auth.roles.includes(r)) }
+  return {
+    kind: 'user',
+    id: auth.userId,
+    orgId: auth.orgId,
+    roles: (ROLES as readonly string[]).filter(r => auth.roles.includes(r))
+  }
 }
 
 /** The subject a rule acts as: its creator (last writer) with the roles and organization stored on the rule. */
-export function subjectOf (rule: Pick<RuleRow, 'tenant_id' | 'creator_id' | 'creator_roles' | 'org_id'>, email: string | null): AuthContext {
+export function subjectOf (
+  rule: Pick<RuleRow, 'tenant_id' | 'creator_id' | 'creator_roles' | 'org_id'>,
+  email: string | null
+): AuthContext {
   const roles = [...rule.creator_roles]
   return {
     userId: rule.creator_id,
@@ -54,13 +62,20 @@ const ACTION_POLICY: Record<string, { action: ActionOf<'rule'>, verb: string } |
  * permission and the event permission (undefined = seeing the event is enough).
  */
 export function actionNeeds (a: RuleAction): ActionNeeds | undefined {
-  const entry = a.type === 'notify'
-    ? (a.to === 'attendees' ? { action: 'act_notify_attendees' as const, verb: 'notify the attendees of' } : { action: 'act_notify' as const, verb: 'notify about' })
-    : ACTION_POLICY[a.type]
+  const entry =
+    a.type === 'notify'
+      ? a.to === 'attendees'
+        ? { action: 'act_notify_attendees' as const, verb: 'notify the attendees of' }
+        : { action: 'act_notify' as const, verb: 'notify about' }
+      : ACTION_POLICY[a.type]
   if (entry === undefined) return undefined
   const row = policyOf('rule', entry.action)
   if (row.grant.on !== 'event') throw new Error(`policy rule:${entry.action} must name an event grant`)
-  return { tenant: row.tenant, ...(row.grant.permission !== 'see' ? { event: row.grant.permission } : {}), verb: entry.verb }
+  return {
+    tenant: row.tenant,
+    ...(row.grant.permission !== 'see' ? { event: row.grant.permission } : {}),
+    verb: entry.verb
+  }
 }
 
 /**
@@ -68,14 +83,21 @@ export function actionNeeds (a: RuleAction): ActionNeeds | undefined {
  * admins, the rule's creator (last writer), and for EVENT rules holders of `automations:manage` on
  * the event.
  */
-export async function canManageRule (trx: Tx, auth: AuthContext, rule: Pick<RuleRow, 'creator_id' | 'scope' | 'scope_id'>): Promise<boolean> {
+export async function canManageRule (
+  trx: Tx,
+  auth: AuthContext,
+  rule: Pick<RuleRow, 'creator_id' | 'scope' | 'scope_id'>
+): Promise<boolean> {
   if (isTenantAdmin(auth) || rule.creator_id === auth.userId) return true
   if (rule.scope !== 'EVENT' || rule.scope_id === null) return false
   const event = await findEventForRead(trx, auth, Number(rule.scope_id)).catch(() => undefined)
-  return event !== undefined && await hasEventPermission(trx, auth, event, 'automations:manage')
+  return event !== undefined && (await hasEventPermission(trx, auth, event, 'automations:manage'))
 }
 
-/** The wire shape of an execution; without `full`, the trigger payload, condition and action results and the error are withheld. */
+/**
+ * The wire shape of an execution; without `full`, the trigger payload, condition and action results and the error are
+ * withheld.
+ */
 export function executionView (row: ExecutionRow, full: boolean) {
   const base = {
     ...row,

@@ -6,10 +6,23 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
-import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import {
+  ApiError,
+  error403Forbidden,
+  error404NotFound,
+  error409Conflict,
+  invalidField
+} from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.ts'
-import { checkJsonText, maskActions, RELATIVE_TRIGGERS, validateActions, validateConditions, validateSchedule } from './automation.catalogue.ts'
+import {
+  checkJsonText,
+  maskActions,
+  RELATIVE_TRIGGERS,
+  validateActions,
+  validateConditions,
+  validateSchedule
+} from './automation.catalogue.ts'
 import * as repo from './automation.repository.ts'
 import { actionNeeds, canManageRule, writerOf } from './automation.run-as.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
@@ -20,18 +33,36 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const INT = /^[1-9][0-9]{0,15}$/
 
 /** Checks scope and scope id; an EVENT scope needs the event permission automations:manage. */
-async function checkScope (trx: Tx, auth: AuthContext, scope: RuleScope, scopeId: string | null, eventType: string): Promise<void> {
+async function checkScope (
+  trx: Tx,
+  auth: AuthContext,
+  scope: RuleScope,
+  scopeId: string | null,
+  eventType: string
+): Promise<void> {
   if (scope === 'GLOBAL') {
     if (scopeId !== null) throw invalidField('body.scope_id', 'a GLOBAL rule has no scope id', scopeId)
   } else if (scope === 'EVENT' || scope === 'SPACE') {
     if (scopeId === null) throw invalidField('body.scope_id', `required for scope ${scope}`)
-    if (!INT.test(scopeId)) throw invalidField('body.scope_id', `expected the ${scope === 'EVENT' ? 'event' : 'space'} id (a positive integer)`, scopeId)
-    if (scope === 'EVENT') await lockEventForWrite(trx, auth, Number(scopeId), 'automations:manage', { allowArchived: true })
+    if (!INT.test(scopeId)) {
+      throw invalidField(
+        'body.scope_id',
+        `expected the ${scope === 'EVENT' ? 'event' : 'space'} id (a positive integer)`,
+        scopeId
+      )
+    }
+    if (scope === 'EVENT') {
+      await lockEventForWrite(trx, auth, Number(scopeId), 'automations:manage', { allowArchived: true })
+    }
   } else if (scopeId !== null && !UUID.test(scopeId)) {
     throw invalidField('body.scope_id', 'expected a contact UUID', scopeId)
   }
   if (scope === 'CONTACT' && (RELATIVE_TRIGGERS as readonly string[]).includes(eventType)) {
-    throw invalidField('body.schedule.event_type', 'times relative to an event need scope EVENT, SPACE or GLOBAL', eventType)
+    throw invalidField(
+      'body.schedule.event_type',
+      'times relative to an event need scope EVENT, SPACE or GLOBAL',
+      eventType
+    )
   }
 }
 
@@ -50,7 +81,9 @@ function ruleValues (input: CreateRuleBody, previous: RuleAction[] = []): repo.R
   }
 }
 
-/** A rule as responses show it: webhook secrets masked, webhook URLs too unless `full` (the caller may manage the rule). */
+/**
+ * A rule as responses show it: webhook secrets masked, webhook URLs too unless `full` (the caller may manage the rule).
+ */
 export function toRule (row: RuleRow, full: boolean): RuleRow {
   return { ...row, actions: maskActions(row.actions, full) }
 }
@@ -66,7 +99,14 @@ export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleB
   const values = ruleValues(input)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
   const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: row.scope, scope_id: row.scope_id, event_type: row.event_type } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_created',
+    aggregateType: 'automation_rule',
+    aggregateId: row.id,
+    actorId: auth.userId,
+    payload: { rule_id: row.id, scope: row.scope, scope_id: row.scope_id, event_type: row.event_type }
+  })
   return row
 }
 
@@ -91,10 +131,12 @@ export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string, 
   const row = await repo.findRule(trx, auth.tenantId, id, true)
   if (row === undefined) throw error404NotFound('rule not found')
   if (row.scope === 'EVENT' && row.scope_id !== null) {
-    await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true }).catch((err: unknown) => {
-      if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
-      throw err
-    })
+    await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true }).catch(
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
+        throw err
+      }
+    )
   }
   checkIfMatch(ifMatch, row.version)
   return row
@@ -120,19 +162,40 @@ export async function eventRuleForRun (trx: Tx, auth: AuthContext, eventId: numb
 
 async function checkManagesAutomations (trx: Tx, auth: AuthContext, eventId: number): Promise<void> {
   const event = await findEventForRead(trx, auth, eventId)
-  if (!(await hasEventPermission(trx, auth, event, 'automations:manage'))) throw error403Forbidden('missing event permission automations:manage')
+  if (!(await hasEventPermission(trx, auth, event, 'automations:manage'))) {
+    throw error403Forbidden('missing event permission automations:manage')
+  }
 }
 
-export async function replaceRule (trx: Tx, auth: AuthContext, id: string, input: CreateRuleBody, ifMatch?: string): Promise<RuleRow> {
+export async function replaceRule (
+  trx: Tx,
+  auth: AuthContext,
+  id: string,
+  input: CreateRuleBody,
+  ifMatch?: string
+): Promise<RuleRow> {
   const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const values = ruleValues(input, current.actions)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
   const row = await repo.updateRule(trx, auth.tenantId, id, values, writerOf(auth))
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id, version: row.version } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_updated',
+    aggregateType: 'automation_rule',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { rule_id: id, version: row.version }
+  })
   return row
 }
 
-export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: PatchRuleBody, ifMatch?: string): Promise<RuleRow> {
+export async function patchRule (
+  trx: Tx,
+  auth: AuthContext,
+  id: string,
+  input: PatchRuleBody,
+  ifMatch?: string
+): Promise<RuleRow> {
   const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const merged: CreateRuleBody = {
     name: input.name ?? current.name,
@@ -151,7 +214,14 @@ export async function patchRule (trx: Tx, auth: AuthContext, id: string, input: 
 export async function deleteRule (trx: Tx, auth: AuthContext, id: string, ifMatch?: string): Promise<void> {
   await lockRuleForWrite(trx, auth, id, ifMatch)
   await repo.deleteRule(trx, auth.tenantId, id)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_deleted', aggregateType: 'automation_rule', aggregateId: id, actorId: auth.userId, payload: { rule_id: id } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_deleted',
+    aggregateType: 'automation_rule',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { rule_id: id }
+  })
 }
 
 // ---- event automations: a view over rules with scope EVENT
@@ -186,7 +256,16 @@ function eventRuleValues (eventId: number, input: EventAutomationBody, previous:
     priority: 0,
     scope: 'EVENT',
     scope_id: String(eventId),
-    schedule: validateSchedule({ event_type: t.type, cron_expression: t.cron_expression, timezone: t.timezone, offset_minutes: t.offset_minutes }, 'body.trigger', 'type'),
+    schedule: validateSchedule(
+      {
+        event_type: t.type,
+        cron_expression: t.cron_expression,
+        timezone: t.timezone,
+        offset_minutes: t.offset_minutes
+      },
+      'body.trigger',
+      'type'
+    ),
     conditions: validateConditions(t.conditions ?? {}, 'body.trigger.conditions'),
     actions: validateActions(input.actions, 'body.actions', previous)
   }
@@ -195,16 +274,27 @@ function eventRuleValues (eventId: number, input: EventAutomationBody, previous:
 /** The rule of an event automation, if it belongs to that event. */
 async function eventRule (trx: Tx, tenantId: string, eventId: number, ruleId: string, lock = false): Promise<RuleRow> {
   const row = await repo.findRule(trx, tenantId, ruleId, lock)
-  if (row === undefined || row.scope !== 'EVENT' || row.scope_id !== String(eventId)) throw error404NotFound('automation not found')
+  if (row === undefined || row.scope !== 'EVENT' || row.scope_id !== String(eventId)) {
+    throw error404NotFound('automation not found')
+  }
   return row
 }
 
-export async function listEventAutomations (trx: Tx, auth: AuthContext, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listEventAutomations (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const event = await findEventForRead(trx, auth, eventId)
   const found = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, q)
   // every item is a rule of this event: whoever may manage one of them holds automations:manage here, or is its creator
   const manager = await hasEventPermission(trx, auth, event, 'automations:manage')
-  return { ...found, items: found.items.map(r => toEventAutomation(r, manager || r.creator_id === auth.userId)), size: q.size }
+  return {
+    ...found,
+    items: found.items.map(r => toEventAutomation(r, manager || r.creator_id === auth.userId)),
+    size: q.size
+  }
 }
 
 export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string) {
@@ -212,32 +302,75 @@ export async function getEventAutomation (trx: Tx, auth: AuthContext, eventId: n
   return await eventRule(trx, auth.tenantId, event.id, ruleId)
 }
 
-export async function createEventAutomation (trx: Tx, auth: AuthContext, eventId: number, input: EventAutomationBody): Promise<RuleRow> {
+export async function createEventAutomation (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  input: EventAutomationBody
+): Promise<RuleRow> {
   const values = eventRuleValues(eventId, input)
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_created', aggregateType: 'automation_rule', aggregateId: row.id, actorId: auth.userId, payload: { rule_id: row.id, scope: 'EVENT', scope_id: row.scope_id, event_type: row.event_type } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_created',
+    aggregateType: 'automation_rule',
+    aggregateId: row.id,
+    actorId: auth.userId,
+    payload: { rule_id: row.id, scope: 'EVENT', scope_id: row.scope_id, event_type: row.event_type }
+  })
   return row
 }
 
-export async function replaceEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string, input: EventAutomationBody): Promise<RuleRow> {
+export async function replaceEventAutomation (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  ruleId: string,
+  input: EventAutomationBody
+): Promise<RuleRow> {
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   const current = await eventRule(trx, auth.tenantId, eventId, ruleId, true)
   const values = eventRuleValues(eventId, input, current.actions)
   const row = await repo.updateRule(trx, auth.tenantId, ruleId, values, writerOf(auth))
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_updated', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId, version: row.version } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_updated',
+    aggregateType: 'automation_rule',
+    aggregateId: ruleId,
+    actorId: auth.userId,
+    payload: { rule_id: ruleId, version: row.version }
+  })
   return row
 }
 
-export async function deleteEventAutomation (trx: Tx, auth: AuthContext, eventId: number, ruleId: string): Promise<void> {
+export async function deleteEventAutomation (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  ruleId: string
+): Promise<void> {
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   await eventRule(trx, auth.tenantId, eventId, ruleId, true)
   await repo.deleteRule(trx, auth.tenantId, ruleId)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'automation.rule_deleted', aggregateType: 'automation_rule', aggregateId: ruleId, actorId: auth.userId, payload: { rule_id: ruleId } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'automation.rule_deleted',
+    aggregateType: 'automation_rule',
+    aggregateId: ruleId,
+    actorId: auth.userId,
+    payload: { rule_id: ruleId }
+  })
 }
 
 /** The rule an execute or history request addresses, with the caller's right to it checked. */
-export async function eventRuleFor (trx: Tx, auth: AuthContext, eventId: number, ruleId: string, write: boolean): Promise<RuleRow> {
+export async function eventRuleFor (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  ruleId: string,
+  write: boolean
+): Promise<RuleRow> {
   if (write) await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   else await findEventForRead(trx, auth, eventId)
   return await eventRule(trx, auth.tenantId, eventId, ruleId)
@@ -253,16 +386,25 @@ const EVENT_ID_AT = 'body.trigger_context.event_id'
  * event the context names, if any. The caller must see the event and hold on it every event
  * permission the rule's actions need (actionNeeds), as the rule's creator must when it runs.
  */
-export async function manualRunTarget (trx: Tx, auth: AuthContext, rule: RuleRow, context: Record<string, unknown>): Promise<number | undefined> {
+export async function manualRunTarget (
+  trx: Tx,
+  auth: AuthContext,
+  rule: RuleRow,
+  context: Record<string, unknown>
+): Promise<number | undefined> {
   const raw = context.event_id
   let id: number | undefined
   if (raw !== undefined && raw !== null) {
     const n = typeof raw === 'number' ? raw : typeof raw === 'string' && INT.test(raw) ? Number(raw) : Number.NaN
-    if (!Number.isSafeInteger(n) || n < 1) throw invalidField(EVENT_ID_AT, 'expected an event id (a positive integer)', raw)
+    if (!Number.isSafeInteger(n) || n < 1) {
+      throw invalidField(EVENT_ID_AT, 'expected an event id (a positive integer)', raw)
+    }
     id = n
   }
   if (rule.scope === 'EVENT' && rule.scope_id !== null) {
-    if (id !== undefined && String(id) !== rule.scope_id) throw invalidField(EVENT_ID_AT, `this rule acts on its own event (${rule.scope_id}) only`, raw)
+    if (id !== undefined && String(id) !== rule.scope_id) {
+      throw invalidField(EVENT_ID_AT, `this rule acts on its own event (${rule.scope_id}) only`, raw)
+    }
     id = Number(rule.scope_id)
   }
   if (id === undefined) return undefined
@@ -271,23 +413,36 @@ export async function manualRunTarget (trx: Tx, auth: AuthContext, rule: RuleRow
     throw err
   })
   if (rule.scope === 'SPACE' && rule.scope_id !== null) {
-    const inSpace = await trx.selectFrom('event_spaces').select('event_id')
-      .where('tenant_id', '=', auth.tenantId).where('event_id', '=', rootEventId(event)).where('space_id', '=', Number(rule.scope_id))
+    const inSpace = await trx
+      .selectFrom('event_spaces')
+      .select('event_id')
+      .where('tenant_id', '=', auth.tenantId)
+      .where('event_id', '=', rootEventId(event))
+      .where('space_id', '=', Number(rule.scope_id))
       .executeTakeFirst()
-    if (inSpace === undefined) throw invalidField(EVENT_ID_AT, `the event is not in space ${rule.scope_id}, the rule's scope`, raw)
+    if (inSpace === undefined) {
+      throw invalidField(EVENT_ID_AT, `the event is not in space ${rule.scope_id}, the rule's scope`, raw)
+    }
   }
   await checkCallerActions(trx, auth, rule.actions, event)
   return event.id
 }
 
-/** The caller must hold on the event every permission the actions need (actionNeeds), as the rule's creator must when it runs. */
+/**
+ * The caller must hold on the event every permission the actions need (actionNeeds), as the rule's creator must when it
+ * runs.
+ */
 async function checkCallerActions (trx: Tx, auth: AuthContext, actions: RuleAction[], event: EventRow): Promise<void> {
   for (const action of actions) {
     const needs = actionNeeds(action)
     if (needs === undefined) continue
-    if (!auth.permissions.has(needs.tenant)) throw error403Forbidden(`missing permission ${needs.tenant} to ${needs.verb} the event`)
+    if (!auth.permissions.has(needs.tenant)) {
+      throw error403Forbidden(`missing permission ${needs.tenant} to ${needs.verb} the event`)
+    }
     if (needs.event !== undefined && !(await hasEventPermission(trx, auth, event, needs.event))) {
-      throw error403Forbidden(`missing event permission ${needs.event} on event ${event.id}: the rule would ${needs.verb} it`)
+      throw error403Forbidden(
+        `missing event permission ${needs.event} on event ${event.id}: the rule would ${needs.verb} it`
+      )
     }
   }
 }
@@ -300,20 +455,39 @@ async function checkCallerActions (trx: Tx, auth: AuthContext, actions: RuleActi
  * they see it and hold what the actions of the execution's rule version need. 404 when the rule
  * has no such execution; 409 naming the state unless it failed, or when it was retried already.
  */
-export async function failedExecutionForRetry (trx: Tx, auth: AuthContext, rule: RuleRow, executionId: string): Promise<ExecutionRow> {
-  if (!(await canManageRule(trx, auth, rule))) throw error403Forbidden('only who may manage the rule (tenant admins, its creator, managers of its event) may retry its executions')
+export async function failedExecutionForRetry (
+  trx: Tx,
+  auth: AuthContext,
+  rule: RuleRow,
+  executionId: string
+): Promise<ExecutionRow> {
+  if (!(await canManageRule(trx, auth, rule))) {
+    throw error403Forbidden(
+      'only who may manage the rule (tenant admins, its creator, managers of its event) may retry its executions'
+    )
+  }
   const row = await repo.lockExecution(trx, auth.tenantId, executionId)
   if (row === undefined || row.rule_id !== rule.id) throw error404NotFound('execution not found')
-  if (row.status !== 'failed') throw error409Conflict(`the execution is ${row.status}: only failed executions can be retried`)
+  if (row.status !== 'failed') {
+    throw error409Conflict(`the execution is ${row.status}: only failed executions can be retried`)
+  }
   const retried = await repo.findRetryOf(trx, auth.tenantId, row.id)
-  if (retried !== undefined) throw error409Conflict(`the execution was retried already by execution ${retried.id} (${retried.status}); retry that one if it failed`)
+  if (retried !== undefined) {
+    throw error409Conflict(
+      `the execution was retried already by execution ${retried.id} (${retried.status}); retry that one if it failed`
+    )
+  }
   const version = await repo.findRuleVersion(trx, auth.tenantId, rule.id, row.rule_version)
-  if (version === undefined) throw error409Conflict(`version ${row.rule_version} of the rule, which the execution ran, no longer exists`)
+  if (version === undefined) {
+    throw error409Conflict(`version ${row.rule_version} of the rule, which the execution ran, no longer exists`)
+  }
   const raw = row.trigger_payload.event_id ?? (version.scope === 'EVENT' ? version.scope_id : undefined)
   const eventId = typeof raw === 'number' ? raw : typeof raw === 'string' && INT.test(raw) ? Number(raw) : undefined
   if (eventId !== undefined && Number.isSafeInteger(eventId)) {
     const event = await findEventForRead(trx, auth, eventId).catch((err: unknown) => {
-      if (err instanceof ApiError && err.status === 404) throw error403Forbidden(`the execution targets event ${eventId}, which you may not see`)
+      if (err instanceof ApiError && err.status === 404) {
+        throw error403Forbidden(`the execution targets event ${eventId}, which you may not see`)
+      }
       throw err
     })
     await checkCallerActions(trx, auth, version.actions, event)
@@ -333,21 +507,50 @@ export function automationTemplates (template: string): EventAutomationBody[] {
       description: 'E-mails invited, confirmed and tentative attendees a day before the event starts',
       enabled: true,
       trigger: { type: 'event.starts_in', offset_minutes: 1440 },
-      actions: [{ type: 'notify', to: 'attendees', attendee_status: REMIND_STATUSES, channel: 'email', subject: 'Reminder: {{title}} starts tomorrow', body: '{{title}} starts at {{start_dt}}.', priority: 'normal' }]
+      actions: [
+        {
+          type: 'notify',
+          to: 'attendees',
+          attendee_status: REMIND_STATUSES,
+          channel: 'email',
+          subject: 'Reminder: {{title}} starts tomorrow',
+          body: '{{title}} starts at {{start_dt}}.',
+          priority: 'normal'
+        }
+      ]
     },
     {
       name: 'Notify managers when someone declines',
       description: 'Tells the event managers when an attendee declines',
       enabled: true,
       trigger: { type: 'attendee.status_changed', conditions: { '==': [{ var: 'payload.status' }, 'declined'] } },
-      actions: [{ type: 'notify', to: 'managers', channel: 'push', subject: 'An attendee declined {{title}}', body: 'Contact {{contact_id}} declined.', priority: 'normal' }]
+      actions: [
+        {
+          type: 'notify',
+          to: 'managers',
+          channel: 'push',
+          subject: 'An attendee declined {{title}}',
+          body: 'Contact {{contact_id}} declined.',
+          priority: 'normal'
+        }
+      ]
     },
     {
       name: 'Thank attendees after the event',
       description: 'Thanks everyone who checked in, when the event ends',
       enabled: true,
       trigger: { type: 'event.ends_in', offset_minutes: 0 },
-      actions: [{ type: 'notify', to: 'attendees', attendee_status: ['checked_in'], channel: 'email', subject: 'Thank you for attending {{title}}', body: 'Thank you for coming to {{title}}.', priority: 'normal' }]
+      actions: [
+        {
+          type: 'notify',
+          to: 'attendees',
+          attendee_status: ['checked_in'],
+          channel: 'email',
+          subject: 'Thank you for attending {{title}}',
+          body: 'Thank you for coming to {{title}}.',
+          priority: 'normal'
+        }
+      ]
     },
     {
       name: 'Log check-ins',
@@ -358,27 +561,60 @@ export function automationTemplates (template: string): EventAutomationBody[] {
     }
   ]
   const byTemplate: Record<string, EventAutomationBody[]> = {
-    announcement: [{
-      name: 'Announce to attendees on publish',
-      description: 'E-mails every attendee when the announcement is published',
-      enabled: true,
-      trigger: { type: 'announcement.published' },
-      actions: [{ type: 'notify', to: 'attendees', channel: 'email', subject: 'Announcement: {{title}}', body: '{{title}} was published.', priority: 'normal' }]
-    }],
-    delivery: [{
-      name: 'Tell the creator about failed deliveries',
-      description: 'Notifies the creator when a delivery moves to the failed state',
-      enabled: true,
-      trigger: { type: 'delivery.transitioned', conditions: { '==': [{ var: 'payload.to_state' }, 'failed'] } },
-      actions: [{ type: 'notify', to: 'creator', channel: 'email', subject: 'Delivery {{title}} failed', body: 'Reason: {{payload.failure_reason}}', priority: 'high' }]
-    }],
-    meeting: [{
-      name: 'Remind managers an hour before',
-      description: 'Notifies the managers one hour before the meeting starts',
-      enabled: true,
-      trigger: { type: 'event.starts_in', offset_minutes: 60 },
-      actions: [{ type: 'notify', to: 'managers', channel: 'push', subject: '{{title}} starts in an hour', body: '{{title}} starts at {{start_dt}}.', priority: 'normal' }]
-    }]
+    announcement: [
+      {
+        name: 'Announce to attendees on publish',
+        description: 'E-mails every attendee when the announcement is published',
+        enabled: true,
+        trigger: { type: 'announcement.published' },
+        actions: [
+          {
+            type: 'notify',
+            to: 'attendees',
+            channel: 'email',
+            subject: 'Announcement: {{title}}',
+            body: '{{title}} was published.',
+            priority: 'normal'
+          }
+        ]
+      }
+    ],
+    delivery: [
+      {
+        name: 'Tell the creator about failed deliveries',
+        description: 'Notifies the creator when a delivery moves to the failed state',
+        enabled: true,
+        trigger: { type: 'delivery.transitioned', conditions: { '==': [{ var: 'payload.to_state' }, 'failed'] } },
+        actions: [
+          {
+            type: 'notify',
+            to: 'creator',
+            channel: 'email',
+            subject: 'Delivery {{title}} failed',
+            body: 'Reason: {{payload.failure_reason}}',
+            priority: 'high'
+          }
+        ]
+      }
+    ],
+    meeting: [
+      {
+        name: 'Remind managers an hour before',
+        description: 'Notifies the managers one hour before the meeting starts',
+        enabled: true,
+        trigger: { type: 'event.starts_in', offset_minutes: 60 },
+        actions: [
+          {
+            type: 'notify',
+            to: 'managers',
+            channel: 'push',
+            subject: '{{title}} starts in an hour',
+            body: '{{title}} starts at {{start_dt}}.',
+            priority: 'normal'
+          }
+        ]
+      }
+    ]
   }
   return [...common, ...(byTemplate[template] ?? [])]
 }

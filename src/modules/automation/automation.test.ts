@@ -18,7 +18,10 @@ function ruleBody (extra: Json = {}): Json {
   }
 }
 
-function assertBadField (res: { statusCode: number, body: string, headers: Record<string, unknown> }, location: string): void {
+function assertBadField (
+  res: { statusCode: number; body: string; headers: Record<string, unknown> },
+  location: string
+): void {
   assert.equal(res.statusCode, 400, res.body)
   assert.deepEqual(problemIssues(res as never), [])
   const locations = (JSON.parse(res.body).errors as Array<{ location: string }>).map(e => e.location)
@@ -37,7 +40,11 @@ for (const kind of databases()) {
 
     void it('creates, reads, lists with filters, replaces, patches and deletes a rule', async () => {
       const alice = await newTenant(t).user('alice')
-      const created = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ description: 'greets', priority: 5 }) })
+      const created = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/automation/rules',
+        payload: ruleBody({ description: 'greets', priority: 5 })
+      })
       assert.equal(created.statusCode, 201, created.body)
       const rule = created.json()
       assert.match(rule.id, /^[0-9a-f-]{36}$/)
@@ -67,10 +74,22 @@ for (const kind of databases()) {
       assert.deepEqual(got.json(), rule)
 
       const event = await createEvent(t, alice)
-      const eventRule = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ name: 'On publish', scope: 'EVENT', scope_id: String(event.id), schedule: { event_type: 'announcement.published' }, enabled: false, conditions: {} }) })
+      const eventRule = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/automation/rules',
+        payload: ruleBody({
+          name: 'On publish',
+          scope: 'EVENT',
+          scope_id: String(event.id),
+          schedule: { event_type: 'announcement.published' },
+          enabled: false,
+          conditions: {}
+        })
+      })
       assert.equal(eventRule.statusCode, 201, eventRule.body)
 
-      const list = async (q: string) => (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules?${q}` })).json()
+      const list = async (q: string) =>
+        (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules?${q}` })).json()
       assert.equal((await list('')).total, 2)
       assert.deepEqual((await list('scope=EVENT')).items.map((r: Json) => r.name), ['On publish'])
       assert.deepEqual((await list(`scope_id=${event.id}`)).items.map((r: Json) => r.name), ['On publish'])
@@ -79,10 +98,24 @@ for (const kind of databases()) {
       const page = await list('page=2&size=1')
       assert.deepEqual([page.page, page.size, page.total, page.items.length], [2, 1, 2, 1])
 
-      const put = await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${rule.id}`, payload: ruleBody({ name: 'Renamed', schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' } }) })
+      const put = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/automation/rules/${rule.id}`,
+        payload: ruleBody({
+          name: 'Renamed',
+          schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' }
+        })
+      })
       assert.equal(put.statusCode, 200, put.body)
-      assert.deepEqual([put.json().name, put.json().version, put.json().description, put.json().schedule], ['Renamed', 2, null, { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' }])
-      const patch = await t.as(alice, { method: 'PATCH', url: `/api/v1/automation/rules/${rule.id}`, payload: { enabled: false } })
+      assert.deepEqual(
+        [put.json().name, put.json().version, put.json().description, put.json().schedule],
+        ['Renamed', 2, null, { event_type: 'schedule.cron', cron_expression: '0 9 * * 1', timezone: 'Europe/Berlin' }]
+      )
+      const patch = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/automation/rules/${rule.id}`,
+        payload: { enabled: false }
+      })
       assert.equal(patch.statusCode, 200, patch.body)
       assert.deepEqual([patch.json().name, patch.json().enabled, patch.json().version], ['Renamed', false, 3])
 
@@ -96,18 +129,46 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const post = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload })
       assertBadField(await post(ruleBody({ schedule: { event_type: 'event.exploded' } })), 'body.schedule.event_type')
-      assertBadField(await post(ruleBody({ actions: [notifyCreator, { type: 'launch_rockets' }] })), 'body.actions[1].type')
-      assertBadField(await post(ruleBody({ actions: [{ type: 'notify', to: 'everyone', subject: 's', body: 'b' }] })), 'body.actions[0].to')
-      assertBadField(await post(ruleBody({ actions: [{ type: 'webhook', url: 'ftp://example.com/x' }] })), 'body.actions[0].url')
-      assertBadField(await post(ruleBody({ actions: [{ type: 'set_attendee_status', status: 'gone' }] })), 'body.actions[0].status')
-      assertBadField(await post(ruleBody({ conditions: { method: ['payload', 'toString'] } })), 'body.conditions.method')
+      assertBadField(
+        await post(ruleBody({ actions: [notifyCreator, { type: 'launch_rockets' }] })),
+        'body.actions[1].type'
+      )
+      assertBadField(
+        await post(ruleBody({ actions: [{ type: 'notify', to: 'everyone', subject: 's', body: 'b' }] })),
+        'body.actions[0].to'
+      )
+      assertBadField(
+        await post(ruleBody({ actions: [{ type: 'webhook', url: 'ftp://example.com/x' }] })),
+        'body.actions[0].url'
+      )
+      assertBadField(
+        await post(ruleBody({ actions: [{ type: 'set_attendee_status', status: 'gone' }] })),
+        'body.actions[0].status'
+      )
+      assertBadField(
+        await post(ruleBody({ conditions: { method: ['payload', 'toString'] } })),
+        'body.conditions.method'
+      )
       assertBadField(await post(ruleBody({ conditions: { '==': [1, 1], '!=': [1, 2] } })), 'body.conditions')
       let deep: unknown = true
       for (let i = 0; i < 12; i++) deep = { '!': [deep] }
       assertBadField(await post(ruleBody({ conditions: deep })), 'body.conditions.![0].![0].![0].![0]')
-      assertBadField(await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: 'every tuesday' } })), 'body.schedule.cron_expression')
-      assertBadField(await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Mars/Olympus' } })), 'body.schedule.timezone')
-      assertBadField(await post(ruleBody({ schedule: { event_type: 'event.starts_in' } })), 'body.schedule.offset_minutes')
+      assertBadField(
+        await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: 'every tuesday' } })),
+        'body.schedule.cron_expression'
+      )
+      assertBadField(
+        await post(
+          ruleBody({
+            schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Mars/Olympus' }
+          })
+        ),
+        'body.schedule.timezone'
+      )
+      assertBadField(
+        await post(ruleBody({ schedule: { event_type: 'event.starts_in' } })),
+        'body.schedule.offset_minutes'
+      )
       assertBadField(await post(ruleBody({ scope: 'EVENT' })), 'body.scope_id')
       assertBadField(await post(ruleBody({ scope: 'GLOBAL', scope_id: '12' })), 'body.scope_id')
       assertBadField(await post(ruleBody({ scope: 'CONTACT', scope_id: 'nope' })), 'body.scope_id')
@@ -119,16 +180,43 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const viewer = await tenant.user('vera', ['viewer'])
-      assert.equal((await t.as(viewer, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).statusCode, 403)
+      assert.equal(
+        (await t.as(viewer, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).statusCode,
+        403
+      )
       assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/automation/rules' })).statusCode, 200)
       const event = await createEvent(t, alice, { visibility: 40 })
       const forEvent = ruleBody({ scope: 'EVENT', scope_id: String(event.id) })
-      assert.equal((await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode, 403)
-      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] } })).statusCode, 403)
+      assert.equal(
+        (await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode,
+        403
+      )
+      assert.equal(
+        (
+          await t.as(bob, {
+            method: 'POST',
+            url: `/api/v1/events/${event.id}/automations`,
+            payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] }
+          })
+        ).statusCode,
+        403
+      )
       await addManager(t, tenant.id, event.id, 'bob', { permissions: ['automations:manage'] })
-      assert.equal((await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode, 201)
+      assert.equal(
+        (await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode,
+        201
+      )
       const other = await newTenant(t).user('mallory')
-      assert.equal((await t.as(other, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] } })).statusCode, 404)
+      assert.equal(
+        (
+          await t.as(other, {
+            method: 'POST',
+            url: `/api/v1/events/${event.id}/automations`,
+            payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] }
+          })
+        ).statusCode,
+        404
+      )
       assert.equal(await ruleCount(t, other), 0)
     })
 
@@ -137,13 +225,34 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const event = await createEvent(t, alice, { visibility: 10 })
-      const r = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ scope: 'EVENT', scope_id: String(event.id) }) })).json()
-      const global = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).json()
+      const r = (
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/automation/rules',
+          payload: ruleBody({ scope: 'EVENT', scope_id: String(event.id) })
+        })
+      ).json()
+      const global = (
+        await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })
+      ).json()
       assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).statusCode, 404)
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).statusCode, 404)
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: false } })).statusCode, 404)
-      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode, 404)
-      assert.deepEqual((await t.as(bob, { method: 'GET', url: '/api/v1/automation/rules' })).json().items.map((x: Json) => x.id), [global.id])
+      assert.equal(
+        (await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).statusCode,
+        404
+      )
+      assert.equal(
+        (await t.as(bob, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: false } }))
+          .statusCode,
+        404
+      )
+      assert.equal(
+        (await t.as(bob, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode,
+        404
+      )
+      assert.deepEqual(
+        (await t.as(bob, { method: 'GET', url: '/api/v1/automation/rules' })).json().items.map((x: Json) => x.id),
+        [global.id]
+      )
       assert.equal((await t.as(alice, { method: 'GET', url: '/api/v1/automation/rules' })).json().total, 2)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).json().enabled, true)
     })
@@ -152,10 +261,26 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const r = (await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).json()
       const lone = '{"trigger_context":{"note":"a\\ud800b"}}'
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, headers: { 'content-type': 'application/json' }, payload: lone })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${r.id}/execute`,
+        headers: { 'content-type': 'application/json' },
+        payload: lone
+      })
       assertBadField(res, 'body.trigger_context.note')
-      assertBadField(await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(ruleBody()).replace('"api"', '"\\udc00"') }), 'body.conditions.==[1]')
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).json().total, 0)
+      assertBadField(
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/automation/rules',
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify(ruleBody()).replace('"api"', '"\\udc00"')
+        }),
+        'body.conditions.==[1]'
+      )
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).json().total,
+        0
+      )
       assert.equal(await ruleCount(t, alice), 1)
     })
 
@@ -164,16 +289,49 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const secret = 'a-very-long-webhook-secret'
       const hook = { type: 'webhook', url: 'https://hooks.example.com/in', secret }
-      const created = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ actions: [hook] }) })
+      const created = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/automation/rules',
+        payload: ruleBody({ actions: [hook] })
+      })
       assert.equal(created.statusCode, 201, created.body)
       assert.deepEqual(created.json().actions, [{ ...hook, secret: '********' }])
       const got = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${created.json().id}` })).json()
       assert.deepEqual(got.actions, [{ ...hook, secret: '********' }])
-      const { id, $schema, created_at: _c, updated_at: _u, version: _v, org_id: _o, created_by_kind: _k, creator_id: _cr, disabled_reason: _d, ...writable } = got
-      assert.equal((await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, payload: { ...writable, name: 'Renamed' } })).statusCode, 200)
-      const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('automation_rules').select('actions').where('id', '=', id).executeTakeFirstOrThrow())
+      const {
+        id,
+        $schema,
+        created_at: _c,
+        updated_at: _u,
+        version: _v,
+        org_id: _o,
+        created_by_kind: _k,
+        creator_id: _cr,
+        disabled_reason: _d,
+        ...writable
+      } = got
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'PUT',
+            url: `/api/v1/automation/rules/${id}`,
+            payload: { ...writable, name: 'Renamed' }
+          })
+        ).statusCode,
+        200
+      )
+      const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx.selectFrom('automation_rules').select('actions').where('id', '=', id).executeTakeFirstOrThrow()
+      )
       assert.deepEqual(stored.actions, [hook])
-      assertBadField(await t.as(alice, { method: 'PUT', url: `/api/v1/automation/rules/${id}`, payload: { ...writable, actions: [{ ...hook, url: 'https://elsewhere.example.com/', secret: '********' }] } }), 'body.actions[0].secret')
+      assertBadField(
+        await t.as(alice, {
+          method: 'PUT',
+          url: `/api/v1/automation/rules/${id}`,
+          payload: { ...writable, actions: [{ ...hook, url: 'https://elsewhere.example.com/', secret: '********' }] }
+        }),
+        'body.actions[0].secret'
+      )
       void $schema
     })
 
@@ -182,9 +340,20 @@ for (const kind of databases()) {
       const triggers = await t.as(alice, { method: 'GET', url: '/api/v1/automation/triggers' })
       assert.equal(triggers.statusCode, 200)
       const types = triggers.json().triggers.map((x: Json) => x.type)
-      for (const type of ['event.published', 'attendee.status_changed', 'space.published', 'contact.created', 'user.added', 'schedule.cron', 'event.starts_in']) assert.ok(types.includes(type), type)
+      for (const type of [
+        'event.published',
+        'attendee.status_changed',
+        'space.published',
+        'contact.created',
+        'user.added',
+        'schedule.cron',
+        'event.starts_in'
+      ]) { assert.ok(types.includes(type), type) }
       const actions = await t.as(alice, { method: 'GET', url: '/api/v1/automation/actions' })
-      assert.deepEqual(actions.json().actions.map((x: Json) => x.type), ['notify', 'activity', 'transition', 'set_attendee_status', 'webhook'])
+      assert.deepEqual(
+        actions.json().actions.map((x: Json) => x.type),
+        ['notify', 'activity', 'transition', 'set_attendee_status', 'webhook']
+      )
     })
   })
 
@@ -215,23 +384,70 @@ for (const kind of databases()) {
         actions: [{ ...body.actions[0], channel: 'email', priority: 'normal' }]
       })
       const rule = (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}` })).json()
-      assert.deepEqual([rule.scope, rule.scope_id, rule.schedule], ['EVENT', String(event.id), { event_type: 'attendee.status_changed' }])
+      assert.deepEqual(
+        [rule.scope, rule.scope_id, rule.schedule],
+        ['EVENT', String(event.id), { event_type: 'attendee.status_changed' }]
+      )
 
       const list = await t.as(alice, { method: 'GET', url: base })
       assert.deepEqual([list.json().total, list.json().items[0].id], [1, a.id])
       assert.deepEqual((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).json(), a)
 
-      const put = await t.as(alice, { method: 'PUT', url: `${base}/${a.id}`, payload: { name: 'Reminder', enabled: false, trigger: { type: 'event.starts_in', offset_minutes: 60 }, actions: [{ type: 'activity' }] } })
+      const put = await t.as(alice, {
+        method: 'PUT',
+        url: `${base}/${a.id}`,
+        payload: {
+          name: 'Reminder',
+          enabled: false,
+          trigger: { type: 'event.starts_in', offset_minutes: 60 },
+          actions: [{ type: 'activity' }]
+        }
+      })
       assert.equal(put.statusCode, 200, put.body)
-      assert.deepEqual([put.json().name, put.json().enabled, put.json().trigger, put.json().actions], ['Reminder', false, { type: 'event.starts_in', offset_minutes: 60 }, [{ type: 'activity', kind: 'automation' }]])
+      assert.deepEqual(
+        [put.json().name, put.json().enabled, put.json().trigger, put.json().actions],
+        ['Reminder', false, { type: 'event.starts_in', offset_minutes: 60 }, [{ type: 'activity', kind: 'automation' }]]
+      )
 
-      assertBadField(await t.as(alice, { method: 'PUT', url: `${base}/${a.id}`, payload: { name: 'x', trigger: { type: 'nope.never' }, actions: [] } }), 'body.trigger.type')
-      assertBadField(await t.as(alice, { method: 'POST', url: base, payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [{ type: 'activity' }, { type: 'explode' }] } }), 'body.actions[1].type')
-      assertBadField(await t.as(alice, { method: 'POST', url: base, payload: { name: 'x', trigger: { type: 'event.updated', conditions: { '==': [{ var: { x: 1 } }, 1] } }, actions: [] } }), 'body.trigger.conditions.==[0].var')
+      assertBadField(
+        await t.as(alice, {
+          method: 'PUT',
+          url: `${base}/${a.id}`,
+          payload: { name: 'x', trigger: { type: 'nope.never' }, actions: [] }
+        }),
+        'body.trigger.type'
+      )
+      assertBadField(
+        await t.as(alice, {
+          method: 'POST',
+          url: base,
+          payload: {
+            name: 'x',
+            trigger: { type: 'event.updated' },
+            actions: [{ type: 'activity' }, { type: 'explode' }]
+          }
+        }),
+        'body.actions[1].type'
+      )
+      assertBadField(
+        await t.as(alice, {
+          method: 'POST',
+          url: base,
+          payload: {
+            name: 'x',
+            trigger: { type: 'event.updated', conditions: { '==': [{ var: { x: 1 } }, 1] } },
+            actions: []
+          }
+        }),
+        'body.trigger.conditions.==[0].var'
+      )
       assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).json().name, 'Reminder')
 
       const other = await createEvent(t, alice)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${other.id}/automations/${a.id}` })).statusCode, 404)
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${other.id}/automations/${a.id}` })).statusCode,
+        404
+      )
       assert.equal((await t.as(alice, { method: 'DELETE', url: `${base}/${a.id}` })).statusCode, 204)
       assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).statusCode, 404)
       assert.equal((await t.as(alice, { method: 'GET', url: base })).json().total, 0)
@@ -246,17 +462,30 @@ for (const kind of databases()) {
       assert.ok(templates.some(x => x.trigger.type === 'event.starts_in' && x.trigger.offset_minutes === 1440))
       assert.ok(templates.some(x => x.trigger.type === 'announcement.published'))
       for (const tpl of templates) {
-        const posted = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations`, payload: tpl })
+        const posted = await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${event.id}/automations`,
+          payload: tpl
+        })
         assert.equal(posted.statusCode, 201, posted.body)
       }
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations` })).json().total, templates.length)
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations` })).json().total,
+        templates.length
+      )
     })
 
     void it('runs an automation on request: 202 and a queued execution in the history at once', async () => {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       const base = `/api/v1/events/${event.id}/automations`
-      const a = (await t.as(alice, { method: 'POST', url: base, payload: { name: 'Log', trigger: { type: 'event.updated' }, actions: [{ type: 'activity' }] } })).json()
+      const a = (
+        await t.as(alice, {
+          method: 'POST',
+          url: base,
+          payload: { name: 'Log', trigger: { type: 'event.updated' }, actions: [{ type: 'activity' }] }
+        })
+      ).json()
       const run = await t.as(alice, { method: 'POST', url: `${base}/${a.id}/execute` })
       assert.equal(run.statusCode, 202, run.body)
       assert.equal(run.body, '')
@@ -264,18 +493,32 @@ for (const kind of databases()) {
       assert.equal(history.statusCode, 200)
       assert.equal(history.json().total, 1)
       const ex = history.json().items[0]
-      assert.deepEqual([ex.status, ex.attempts, ex.trigger_type, ex.trigger.event_id, ex.started_at, ex.conditions_met], ['queued', 0, 'event.updated', event.id, null, null])
-      const byRule = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${a.id}/execute`, payload: { trigger_context: { note: 'manual' } } })
+      assert.deepEqual(
+        [ex.status, ex.attempts, ex.trigger_type, ex.trigger.event_id, ex.started_at, ex.conditions_met],
+        ['queued', 0, 'event.updated', event.id, null, null]
+      )
+      const byRule = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/automation/rules/${a.id}/execute`,
+        payload: { trigger_context: { note: 'manual' } }
+      })
       assert.equal(byRule.statusCode, 202, byRule.body)
       assert.deepEqual([byRule.json().status, byRule.json().trigger.note], ['queued', 'manual'])
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}/executions` })).json().total, 2)
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${a.id}/executions` })).json().total,
+        2
+      )
     })
 
     void it('pages the rules by cursor as by page, per filter (rules created together share created_at)', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       for (let i = 0; i < 5; i++) {
-        const res = await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody({ name: `R${i}`, enabled: i % 2 === 0 }) })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/automation/rules',
+          payload: ruleBody({ name: `R${i}`, enabled: i % 2 === 0 })
+        })
         assert.equal(res.statusCode, 201, res.body)
       }
       // two more rows with one created_at: the order falls back to the id
@@ -293,7 +536,9 @@ for (const kind of databases()) {
         const walked: string[] = []
         let cursor: string | null = null
         do {
-          const body: Json = await get(`/api/v1/automation/rules?size=2${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          const body: Json = await get(
+            `/api/v1/automation/rules?size=2${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+          )
           walked.push(...(body.items as Json[]).map(r => r.id))
           cursor = body.next_cursor
         } while (cursor !== null)
@@ -301,7 +546,10 @@ for (const kind of databases()) {
         assert.equal(all.length, q === '' ? 5 : 3)
       }
       const first = await get('/api/v1/automation/rules?size=2')
-      const refused = await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules?size=2&enabled=false&cursor=${encodeURIComponent(first.next_cursor)}` })
+      const refused = await t.as(alice, {
+        method: 'GET',
+        url: `/api/v1/automation/rules?size=2&enabled=false&cursor=${encodeURIComponent(first.next_cursor)}`
+      })
       assert.equal(refused.statusCode, 400, refused.body)
     })
   })

@@ -41,7 +41,11 @@ for (const [addr, prefix] of [
 const GLOBAL_V6 = new net.BlockList()
 GLOBAL_V6.addSubnet('2000::', 3, 'ipv6')
 const SPECIAL_V6 = new net.BlockList()
-for (const [addr, prefix] of [['2001::', 23], ['2001:db8::', 32], ['3fff::', 20]] as const) SPECIAL_V6.addSubnet(addr, prefix, 'ipv6')
+for (const [addr, prefix] of [
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['3fff::', 20]
+] as const) { SPECIAL_V6.addSubnet(addr, prefix, 'ipv6') }
 
 /** The eight 16-bit groups of an IPv6 address (net.isIP(address) === 6; a zone id is ignored). */
 function hextets (address: string): number[] {
@@ -52,7 +56,8 @@ function hextets (address: string): number[] {
     a = `${a.slice(0, dotted.index)}${((b0 << 8) | b1).toString(16)}:${((b2 << 8) | b3).toString(16)}`
   }
   const [head, tail] = a.split('::') as [string, string | undefined]
-  const part = (s: string | undefined): number[] => s === undefined || s === '' ? [] : s.split(':').map(h => parseInt(h, 16))
+  const part = (s: string | undefined): number[] =>
+    s === undefined || s === '' ? [] : s.split(':').map(h => parseInt(h, 16))
   const h = part(head)
   const t = part(tail)
   return tail === undefined ? h : [...h, ...Array<number>(8 - h.length - t.length).fill(0), ...t]
@@ -140,20 +145,41 @@ export class WebhookError extends Error {}
  * POSTs `body` to `url`. Throws WebhookError on a refused destination, a timeout, a network error
  * or a status other than 2xx (a redirect counts as a failure).
  */
-export async function postWebhook (url: string, body: string, headers: Record<string, string>, allow: AllowList, timeoutMs = WEBHOOK_TIMEOUT_MS): Promise<WebhookResult> {
+export async function postWebhook (
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  allow: AllowList,
+  timeoutMs = WEBHOOK_TIMEOUT_MS
+): Promise<WebhookResult> {
   const target = new URL(url)
   const host = target.hostname.replace(/^\[|\]$/g, '')
   const hostAllowed = allow.hosts.has(host.toLowerCase()) || allowListed(host, allow)
-  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && hostAllowed)) { webhookDeliveries.inc({ outcome: 'refused' }); throw new WebhookError('webhook URL must use https') }
+  if (target.protocol !== 'https:' && !(target.protocol === 'http:' && hostAllowed)) {
+    webhookDeliveries.inc({ outcome: 'refused' })
+    throw new WebhookError('webhook URL must use https')
+  }
   // an address literal is connected to without a lookup: check it here
-  if (net.isIP(host) !== 0 && !addressAllowed(host, host, allow)) { webhookDeliveries.inc({ outcome: 'refused' }); throw new WebhookError(`webhook destination ${host} is a private or reserved address`) }
+  if (net.isIP(host) !== 0 && !addressAllowed(host, host, allow)) {
+    webhookDeliveries.inc({ outcome: 'refused' })
+    throw new WebhookError(`webhook destination ${host} is a private or reserved address`)
+  }
   const lookup: net.LookupFunction = (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err !== null) { callback(err, '', 4); return }
+      if (err !== null) {
+        callback(err, '', 4)
+        return
+      }
       const list = addresses as dns.LookupAddress[]
       const bad = list.find(a => !addressAllowed(a.address, host, allow))
       if (bad !== undefined || list.length === 0) {
-        callback(Object.assign(new WebhookError(`webhook destination ${hostname} resolves to a private or reserved address`), { code: 'EADDRNOTALLOWED' }), '', 4)
+        callback(
+          Object.assign(new WebhookError(`webhook destination ${hostname} resolves to a private or reserved address`), {
+            code: 'EADDRNOTALLOWED'
+          }),
+          '',
+          4
+        )
         return
       }
       const first = list[0] as dns.LookupAddress
@@ -163,26 +189,43 @@ export async function postWebhook (url: string, body: string, headers: Record<st
   }
   const client = target.protocol === 'https:' ? https : http
   return await new Promise<WebhookResult>((resolve, reject) => {
-    const req = client.request(target, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'collaboration-service-automation', ...headers },
-      lookup,
-      // a fresh connection per call: every call resolves and checks its address, and no pooled
-      // socket that the receiver has closed turns into a spurious ECONNRESET
-      agent: false,
-      timeout: timeoutMs
-    }, (res) => {
-      res.resume()
-      const status = res.statusCode ?? 0
-      res.on('end', () => {
-        webhookDeliveries.inc({ outcome: status >= 200 && status < 300 ? 'delivered' : 'failed' })
-        if (status >= 200 && status < 300) resolve({ status })
-        else reject(new WebhookError(`webhook answered ${status}`))
-      })
-      res.on('error', (err) => { webhookDeliveries.inc({ outcome: 'failed' }); reject(new WebhookError(`webhook response failed: ${err.message}`)) })
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          'user-agent': 'collaboration-service-automation',
+          ...headers
+        },
+        lookup,
+        // a fresh connection per call: every call resolves and checks its address, and no pooled
+        // socket that the receiver has closed turns into a spurious ECONNRESET
+        agent: false,
+        timeout: timeoutMs
+      },
+      res => {
+        res.resume()
+        const status = res.statusCode ?? 0
+        res.on('end', () => {
+          webhookDeliveries.inc({ outcome: status >= 200 && status < 300 ? 'delivered' : 'failed' })
+          if (status >= 200 && status < 300) resolve({ status })
+          else reject(new WebhookError(`webhook answered ${status}`))
+        })
+        res.on('error', err => {
+          webhookDeliveries.inc({ outcome: 'failed' })
+          reject(new WebhookError(`webhook response failed: ${err.message}`))
+        })
+      }
+    )
+    req.on('timeout', () => {
+      req.destroy(new WebhookError(`webhook timed out after ${timeoutMs} ms`))
     })
-    req.on('timeout', () => { req.destroy(new WebhookError(`webhook timed out after ${timeoutMs} ms`)) })
-    req.on('error', (err) => { webhookDeliveries.inc({ outcome: (err as { code?: unknown }).code === 'EADDRNOTALLOWED' ? 'refused' : 'failed' }); reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`)) })
+    req.on('error', err => {
+      webhookDeliveries.inc({ outcome: (err as { code?: unknown }).code === 'EADDRNOTALLOWED' ? 'refused' : 'failed' })
+      reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`))
+    })
     req.end(body)
   })
 }

@@ -35,7 +35,21 @@ const COLUMNS = [
   'linked_user_id', 'tags', 'revision'
 ] as const
 
-export type ContactValues = Partial<Omit<ContactsTable, 'tenant_id' | 'id' | 'org_id' | 'owner_id' | 'revision' | 'created_at' | 'updated_at' | 'search_text' | 'tags' | 'is_favorite'>> & {
+export type ContactValues = Partial<
+  Omit<
+    ContactsTable,
+    | 'tenant_id'
+    | 'id'
+    | 'org_id'
+    | 'owner_id'
+    | 'revision'
+    | 'created_at'
+    | 'updated_at'
+    | 'search_text'
+    | 'tags'
+    | 'is_favorite'
+  >
+> & {
   tags?: string[]
   is_favorite?: boolean
 }
@@ -99,9 +113,13 @@ export const CONTACT_COUNTS_TRIGGER = 'contacts_counts_insert'
  */
 async function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean | undefined): Promise<number> {
   const fav = favorite === undefined ? sql<boolean>`true` : sql<boolean>`k3 = ${String(favorite)}`
-  const own = (outside: RawBuilder<boolean>) => keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k2 = ${auth.userId} and ${outside} and ${fav}`)
+  const own = (outside: RawBuilder<boolean>) =>
+    keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k2 = ${auth.userId} and ${outside} and ${fav}`)
   if (auth.permissions.has('tenant:admin')) {
-    const [shared, mine] = await Promise.all([keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 <> '' and ${fav}`), own(sql<boolean>`k1 = ''`)])
+    const [shared, mine] = await Promise.all([
+      keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 <> '' and ${fav}`),
+      own(sql<boolean>`k1 = ''`)
+    ])
     return shared + mine
   }
   if (auth.orgId === null) return await own(sql<boolean>`true`)
@@ -120,26 +138,40 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     { ref: o.sortBy, dir: o.sortDir, type: text ? 'text' : 'time', nullable: text, lower: text },
     { ref: 'id', dir: o.sortDir, type: 'uuid' }
   ]
-  const window = pageWindow(o, listScope('contacts', { sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, favorite: o.favorite }), keys)
+  const window = pageWindow(
+    o,
+    listScope('contacts', { sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, favorite: o.favorite }),
+    keys
+  )
   const base = trx.selectFrom('contacts')
     .where(eb => visibleTo(eb, auth))
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
   type Page = typeof base
-  const ordered = (qb: Page): Page => qb
-    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
-    // `nulls last` only where the column can be null: the newest-first order is then the indexes' own
-    .orderBy(keyExpression(keys[0] as KeyColumn), ob => { const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc(); return text ? dir.nullsLast() : dir })
-    .orderBy('id', o.sortDir)
+  const ordered = (qb: Page): Page =>
+    qb
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
+      // `nulls last` only where the column can be null: the newest-first order is then the indexes' own
+      .orderBy(keyExpression(keys[0] as KeyColumn), ob => {
+        const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc()
+        return text ? dir.nullsLast() : dir
+      })
+      .orderBy('id', o.sortDir)
   // A member's contacts by creation time: their own and their organization's, each read from its index
   // (contacts_owner, contacts_org) in the list's order up to the page's end, the page from their union.
   // As one `or`, PostgreSQL sorted every contact of the organization for each page.
-  const branches = o.sortBy === 'created_at' && (o.search ?? '') === '' && !auth.permissions.has('tenant:admin') && auth.orgId !== null
+  const branches =
+    o.sortBy === 'created_at' && (o.search ?? '') === '' && !auth.permissions.has('tenant:admin') && auth.orgId !== null
   const picked = (qb: Page): Page => {
     if (!branches) return qb
     const reach = window.offset + window.limit
-    const branch = (where: (eb: Eb) => Expression<SqlBool>) => trx.selectFrom(ordered(base.where(where)).select('id').limit(reach).as('b')).select('b.id')
-    return qb.where('id', 'in', branch(eb => eb('owner_id', '=', auth.userId)).union(branch(eb => eb('org_id', '=', auth.orgId ?? ''))))
+    const branch = (where: (eb: Eb) => Expression<SqlBool>) =>
+      trx.selectFrom(ordered(base.where(where)).select('id').limit(reach).as('b')).select('b.id')
+    return qb.where(
+      'id',
+      'in',
+      branch(eb => eb('owner_id', '=', auth.userId)).union(branch(eb => eb('org_id', '=', auth.orgId ?? '')))
+    )
   }
   const [rows, count] = await Promise.all([
     ordered(picked(base))

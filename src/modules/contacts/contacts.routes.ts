@@ -32,48 +32,89 @@ async function lockManageable (trx: Tx, auth: AuthContext, id: string, ifMatch: 
 }
 
 export const contactsModule = defineModule(async (app, { db }) => {
-  app.post('/api/v1/contacts', {
-    schema: { operationId: 'create-contact', summary: 'Create a contact', tags, body: CreateContactBody, response: { 201: Contact } },
-    onRequest: requirePolicy('contact', 'create')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const row = await withTenant(db, auth, async (trx) => {
-      const created = await repo.insertContact(trx, auth, toValues(request.body))
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: created.id, actorId: auth.userId, payload: { contact_id: created.id, email: created.email, source: 'api' } })
-      return created
-    })
-    setEtag(reply, row.revision)
-    return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
-  })
+  app.post(
+    '/api/v1/contacts',
+    {
+      schema: {
+        operationId: 'create-contact',
+        summary: 'Create a contact',
+        tags,
+        body: CreateContactBody,
+        response: { 201: Contact }
+      },
+      onRequest: requirePolicy('contact', 'create')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const row = await withTenant(db, auth, async trx => {
+        const created = await repo.insertContact(trx, auth, toValues(request.body))
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'contact.created',
+          aggregateType: 'contact',
+          aggregateId: created.id,
+          actorId: auth.userId,
+          payload: { contact_id: created.id, email: created.email, source: 'api' }
+        })
+        return created
+      })
+      setEtag(reply, row.revision)
+      return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
+    }
+  )
 
-  app.get('/api/v1/contacts', {
-    schema: { operationId: 'list-contacts', summary: 'List contacts', tags, querystring: ListContactsQuery, response: { 200: PagedBodyContact } },
-    onRequest: requirePolicy('contact', 'read')
-  }, async (request) => {
-    const q = request.query
-    // before the transaction: PGlite has one connection, which the transaction holds
-    const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
-    const found = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
-      counting,
-      page: q.page,
-      size: q.size,
-      cursor: q.cursor,
-      search: q.search?.trim(),
-      sortBy: q.sort_by ?? 'created_at',
-      sortDir: q.sort_dir ?? 'desc',
-      favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
-    }))
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/contacts',
+    {
+      schema: {
+        operationId: 'list-contacts',
+        summary: 'List contacts',
+        tags,
+        querystring: ListContactsQuery,
+        response: { 200: PagedBodyContact }
+      },
+      onRequest: requirePolicy('contact', 'read')
+    },
+    async request => {
+      const q = request.query
+      // before the transaction: PGlite has one connection, which the transaction holds
+      const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
+      const found = await withTenant(db, request.auth, trx =>
+        repo.listVisible(trx, request.auth, {
+          counting,
+          page: q.page,
+          size: q.size,
+          cursor: q.cursor,
+          search: q.search?.trim(),
+          sortBy: q.sort_by ?? 'created_at',
+          sortDir: q.sort_dir ?? 'desc',
+          favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
+        })
+      )
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.get('/api/v1/contacts/search', {
-    schema: { operationId: 'search-contacts', summary: 'Search contacts by name, e-mail and company', tags, querystring: SearchContactsQuery, response: { 200: SearchOutputBody } },
-    onRequest: requirePolicy('contact', 'read')
-  }, async (request) => {
-    const { query, limit, cursor } = request.query
-    const found = await withTenant(db, request.auth, trx => repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor))
-    return { ...found, query }
-  })
+  app.get(
+    '/api/v1/contacts/search',
+    {
+      schema: {
+        operationId: 'search-contacts',
+        summary: 'Search contacts by name, e-mail and company',
+        tags,
+        querystring: SearchContactsQuery,
+        response: { 200: SearchOutputBody }
+      },
+      onRequest: requirePolicy('contact', 'read')
+    },
+    async request => {
+      const { query, limit, cursor } = request.query
+      const found = await withTenant(db, request.auth, trx =>
+        repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor)
+      )
+      return { ...found, query }
+    }
+  )
 
   app.post('/api/v1/contacts/upsert', {
     schema: {
@@ -87,72 +128,148 @@ export const contactsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('contact', 'write')
   }, async (request) => await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
 
-  app.get('/api/v1/contacts/:id', {
-    schema: { operationId: 'get-contact', summary: 'Get a contact', tags, params: ContactParams, response: { 200: Contact } },
-    onRequest: requirePolicy('contact', 'read')
-  }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => repo.findVisible(trx, request.auth, request.params.id))
-    if (row === undefined) throw error404NotFound('contact not found')
-    setEtag(reply, row.revision)
-    return row
-  })
+  app.get(
+    '/api/v1/contacts/:id',
+    {
+      schema: {
+        operationId: 'get-contact',
+        summary: 'Get a contact',
+        tags,
+        params: ContactParams,
+        response: { 200: Contact }
+      },
+      onRequest: requirePolicy('contact', 'read')
+    },
+    async (request, reply) => {
+      const row = await withTenant(db, request.auth, trx => repo.findVisible(trx, request.auth, request.params.id))
+      if (row === undefined) throw error404NotFound('contact not found')
+      setEtag(reply, row.revision)
+      return row
+    }
+  )
 
-  app.put('/api/v1/contacts/:id', {
-    schema: { operationId: 'replace-contact', summary: 'Replace the writable fields of a contact', tags, params: ContactParams, body: ReplaceContactBody, response: { 200: Contact } },
-    onRequest: requirePolicy('contact', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const row = await withTenant(db, auth, async (trx) => {
-      await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-      const values = replacementValues(request.body)
-      const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.updated', aggregateType: 'contact', aggregateId: updated.id, actorId: auth.userId, payload: { contact_id: updated.id, fields: Object.keys(values) } })
-      return updated
-    })
-    setEtag(reply, row.revision)
-    return row
-  })
+  app.put(
+    '/api/v1/contacts/:id',
+    {
+      schema: {
+        operationId: 'replace-contact',
+        summary: 'Replace the writable fields of a contact',
+        tags,
+        params: ContactParams,
+        body: ReplaceContactBody,
+        response: { 200: Contact }
+      },
+      onRequest: requirePolicy('contact', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const row = await withTenant(db, auth, async trx => {
+        await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
+        const values = replacementValues(request.body)
+        const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'contact.updated',
+          aggregateType: 'contact',
+          aggregateId: updated.id,
+          actorId: auth.userId,
+          payload: { contact_id: updated.id, fields: Object.keys(values) }
+        })
+        return updated
+      })
+      setEtag(reply, row.revision)
+      return row
+    }
+  )
 
-  app.patch('/api/v1/contacts/:id', {
-    schema: { operationId: 'patch-contact', summary: 'Merge-patch a contact (RFC 7396)', tags, params: ContactParams, body: PatchContactBody, response: { 200: Contact } },
-    onRequest: requirePolicy('contact', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const row = await withTenant(db, auth, async (trx) => {
-      const current = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-      const values = toValues(request.body)
-      if (Object.keys(values).length === 0) return current
-      const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.updated', aggregateType: 'contact', aggregateId: updated.id, actorId: auth.userId, payload: { contact_id: updated.id, fields: Object.keys(values) } })
-      return updated
-    })
-    setEtag(reply, row.revision)
-    return row
-  })
+  app.patch(
+    '/api/v1/contacts/:id',
+    {
+      schema: {
+        operationId: 'patch-contact',
+        summary: 'Merge-patch a contact (RFC 7396)',
+        tags,
+        params: ContactParams,
+        body: PatchContactBody,
+        response: { 200: Contact }
+      },
+      onRequest: requirePolicy('contact', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const row = await withTenant(db, auth, async trx => {
+        const current = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
+        const values = toValues(request.body)
+        if (Object.keys(values).length === 0) return current
+        const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'contact.updated',
+          aggregateType: 'contact',
+          aggregateId: updated.id,
+          actorId: auth.userId,
+          payload: { contact_id: updated.id, fields: Object.keys(values) }
+        })
+        return updated
+      })
+      setEtag(reply, row.revision)
+      return row
+    }
+  )
 
-  app.patch('/api/v1/contacts/:id/favorite', {
-    schema: { operationId: 'set-contact-favorite', summary: 'Set or clear the favorite flag', tags, params: ContactParams, body: FavoriteBody, response: { 200: Contact } },
-    onRequest: requirePolicy('contact', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const row = await withTenant(db, auth, async (trx) => {
-      await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-      return await repo.updateContact(trx, auth.tenantId, request.params.id, { is_favorite: request.body.is_favorite })
-    })
-    setEtag(reply, row.revision)
-    return row
-  })
+  app.patch(
+    '/api/v1/contacts/:id/favorite',
+    {
+      schema: {
+        operationId: 'set-contact-favorite',
+        summary: 'Set or clear the favorite flag',
+        tags,
+        params: ContactParams,
+        body: FavoriteBody,
+        response: { 200: Contact }
+      },
+      onRequest: requirePolicy('contact', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const row = await withTenant(db, auth, async trx => {
+        await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
+        return await repo.updateContact(trx, auth.tenantId, request.params.id, {
+          is_favorite: request.body.is_favorite
+        })
+      })
+      setEtag(reply, row.revision)
+      return row
+    }
+  )
 
-  app.delete('/api/v1/contacts/:id', {
-    schema: { operationId: 'delete-contact', summary: 'Delete a contact', tags, params: ContactParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('contact', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    await withTenant(db, auth, async (trx) => {
-      const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-      await repo.deleteContact(trx, auth.tenantId, row.id)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.deleted', aggregateType: 'contact', aggregateId: row.id, actorId: auth.userId, payload: { contact_id: row.id } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/contacts/:id',
+    {
+      schema: {
+        operationId: 'delete-contact',
+        summary: 'Delete a contact',
+        tags,
+        params: ContactParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('contact', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      await withTenant(db, auth, async trx => {
+        const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
+        await repo.deleteContact(trx, auth.tenantId, row.id)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'contact.deleted',
+          aggregateType: 'contact',
+          aggregateId: row.id,
+          actorId: auth.userId,
+          payload: { contact_id: row.id }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 })

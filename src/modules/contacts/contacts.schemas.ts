@@ -1,10 +1,20 @@
 import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
-import { body, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
+import {
+  body,
+  model,
+  Nullable,
+  KeysetPageQuery,
+  pagedBody,
+  StringEnum,
+  Timestamp,
+  UuidString
+} from '../../platform/http/schema.ts'
 
 /** Bounds of the spec (part 2.1); notes, linked_user_id and tags are bounded by us (docs/contacts.md). */
 const text = (maxLength: number, description: string) => Type.String({ maxLength, description })
-const httpUrl = (maxLength: number, description: string) => Type.String({ maxLength, format: 'uri', pattern: '^https?://', description })
+const httpUrl = (maxLength: number, description: string) =>
+  Type.String({ maxLength, format: 'uri', pattern: '^https?://', description })
 
 export const NOTES_MAX = 10_000
 export const TAGS_MAX = 50
@@ -90,12 +100,17 @@ export const FavoriteBody = body({ is_favorite: writable.is_favorite })
 
 export const CONTACT_SORT_FIELDS = ['created_at', 'updated_at', 'first_name', 'last_name', 'email', 'company'] as const
 
-export const ListContactsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
-  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against name, e-mail and company' })),
-  sort_by: Type.Optional(StringEnum(CONTACT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-  sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
-  is_favorite: Type.Optional(StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' }))
-})])
+export const ListContactsQuery = Type.Intersect([
+  KeysetPageQuery,
+  Type.Object({
+    search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against name, e-mail and company' })),
+    sort_by: Type.Optional(StringEnum(CONTACT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
+    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    is_favorite: Type.Optional(
+      StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' })
+    )
+  })
+])
 export type ListContactsQuery = Static<typeof ListContactsQuery>
 
 export const PagedBodyContact = pagedBody(Contact, 'PagedBodyContact')
@@ -124,14 +139,20 @@ export const UpsertContactsBody = body({
 })
 export type UpsertContactsBody = Static<typeof UpsertContactsBody>
 
-export const UpsertItemError = Type.Object({
-  status: Type.Integer({ description: 'The status a single write of this contact would answer (403: not the caller\'s to change)' }),
-  detail: Type.String({ description: 'Why the item was skipped' })
-}, { description: 'Present only on a skipped item' })
+export const UpsertItemError = Type.Object(
+  {
+    status: Type.Integer({
+      description: "The status a single write of this contact would answer (403: not the caller's to change)"
+    }),
+    detail: Type.String({ description: 'Why the item was skipped' })
+  },
+  { description: 'Present only on a skipped item' }
+)
 
 export const UpsertResultItem = Type.Object({
   action: StringEnum(['created', 'updated', 'skipped'] as const, {
-    description: 'What happened to this contact; skipped = the e-mail matched a contact the caller may not change (nothing written)'
+    description:
+      'What happened to this contact; skipped = the e-mail matched a contact the caller may not change (nothing written)'
   }),
   contact: Contact,
   error: Type.Optional(UpsertItemError)
@@ -141,7 +162,9 @@ export const UpsertOutputBody = model('UpsertOutputBody', {
   items: Type.Array(UpsertResultItem, { description: 'One entry per input contact, in input order' }),
   created: Type.Integer(),
   updated: Type.Integer(),
-  skipped: Type.Integer({ description: 'Items left unchanged because the matched contact is not the caller\'s to change' })
+  skipped: Type.Integer({
+    description: "Items left unchanged because the matched contact is not the caller's to change"
+  })
 })
 
 export const ContactParams = Type.Object({ id: UuidString })

@@ -17,16 +17,34 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
       const admin = await tenant.user('root', ['admin'], { orgId: 'org-a' })
-      const created = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Ada', company: 'Acme', email: 'Ada@Example.com' } })
+      const created = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { first_name: 'Ada', company: 'Acme', email: 'Ada@Example.com' }
+      })
       assert.equal(created.statusCode, 201, created.body)
       const ada = created.json()
       const before = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${ada.id as string}` })
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/contacts/${ada.id as string}`, payload: { first_name: 'Hijacked' } })).statusCode, 403)
+      assert.equal(
+        (
+          await t.as(bob, {
+            method: 'PATCH',
+            url: `/api/v1/contacts/${ada.id as string}`,
+            payload: { first_name: 'Hijacked' }
+          })
+        ).statusCode,
+        403
+      )
 
       const res = await t.as(bob, {
         method: 'POST',
         url: '/api/v1/contacts/upsert',
-        payload: { contacts: [{ email: 'ada@example.com', first_name: 'Hijacked', company: null }, { email: 'new@example.com', first_name: 'New' }] }
+        payload: {
+          contacts: [
+            { email: 'ada@example.com', first_name: 'Hijacked', company: null },
+            { email: 'new@example.com', first_name: 'New' }
+          ]
+        }
       })
       assert.equal(res.statusCode, 200, res.body)
       const body = res.json()
@@ -46,17 +64,35 @@ for (const kind of databases()) {
       assert.equal(search.json().total, 1)
 
       // a contact of his own with the same e-mail is the one updated; alice's stays untouched
-      const mine = await t.as(bob, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Bob copy', email: 'ada@example.com' } })
-      const again = await t.as(bob, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'ADA@example.com', first_name: 'Bobs' }] } })
+      const mine = await t.as(bob, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { first_name: 'Bob copy', email: 'ada@example.com' }
+      })
+      const again = await t.as(bob, {
+        method: 'POST',
+        url: '/api/v1/contacts/upsert',
+        payload: { contacts: [{ email: 'ADA@example.com', first_name: 'Bobs' }] }
+      })
       assert.equal(again.json().items[0].action, 'updated')
       assert.equal(again.json().items[0].contact.id, mine.json().id)
-      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${ada.id as string}` })).json(), before.json())
+      assert.deepEqual(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${ada.id as string}` })).json(),
+        before.json()
+      )
 
       // an admin may change it, as with PATCH: the oldest match is updated
-      const byAdmin = await t.as(admin, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'ada@example.com', city: 'Oslo' }] } })
+      const byAdmin = await t.as(admin, {
+        method: 'POST',
+        url: '/api/v1/contacts/upsert',
+        payload: { contacts: [{ email: 'ada@example.com', city: 'Oslo' }] }
+      })
       assert.equal(byAdmin.json().items[0].action, 'updated')
       assert.equal(byAdmin.json().items[0].contact.id, ada.id)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${ada.id as string}` })).json().city, 'Oslo')
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${ada.id as string}` })).json().city,
+        'Oslo'
+      )
     })
   })
 }

@@ -26,8 +26,9 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
   for (const [i, c] of input.contacts.entries()) {
     const email = c.email.toLowerCase()
     const first = seen.get(email)
-    if (first !== undefined) problems.push(fieldError(`body.contacts[${i}].email`, `duplicate of body.contacts[${first}].email`, c.email))
-    else seen.set(email, i)
+    if (first !== undefined) {
+      problems.push(fieldError(`body.contacts[${i}].email`, `duplicate of body.contacts[${first}].email`, c.email))
+    } else seen.set(email, i)
   }
   if (problems.length > 0) throw error400BadRequest('validation failed', problems)
 
@@ -53,16 +54,37 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
     const other = refused.get(key)
     const values = toValues(c)
     if (match === undefined && other !== undefined) {
-      items.push({ action: 'skipped' as const, contact: other, error: { status: 403, detail: 'the e-mail matches a contact only its owner or an admin may change; nothing was written' } })
+      items.push({
+        action: 'skipped' as const,
+        contact: other,
+        error: {
+          status: 403,
+          detail: 'the e-mail matches a contact only its owner or an admin may change; nothing was written'
+        }
+      })
       skipped++
     } else if (match === undefined) {
       const row = await repo.insertContact(trx, auth, values)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.created', aggregateType: 'contact', aggregateId: row.id, actorId: auth.userId, payload: { contact_id: row.id, email: row.email, source: 'upsert' } })
+      await emit(trx, {
+        tenantId: auth.tenantId,
+        topic: 'contact.created',
+        aggregateType: 'contact',
+        aggregateId: row.id,
+        actorId: auth.userId,
+        payload: { contact_id: row.id, email: row.email, source: 'upsert' }
+      })
       items.push({ action: 'created' as const, contact: row })
       created++
     } else {
       const row = await repo.updateContact(trx, auth.tenantId, match.id, values)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'contact.updated', aggregateType: 'contact', aggregateId: row.id, actorId: auth.userId, payload: { contact_id: row.id, fields: Object.keys(values), source: 'upsert' } })
+      await emit(trx, {
+        tenantId: auth.tenantId,
+        topic: 'contact.updated',
+        aggregateType: 'contact',
+        aggregateId: row.id,
+        actorId: auth.userId,
+        payload: { contact_id: row.id, fields: Object.keys(values), source: 'upsert' }
+      })
       items.push({ action: 'updated' as const, contact: row })
       updated++
     }

@@ -42,7 +42,11 @@ for (const kind of databases()) {
           linked_user_id: 'user-42',
           tags: ['math', 'history']
         }
-        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { $schema: 'http://localhost:8080/schemas/Contact.json', ...body } })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { $schema: 'http://localhost:8080/schemas/Contact.json', ...body }
+        })
         assert.equal(res.statusCode, 201)
         assert.match(String(res.headers['content-type']), /^application\/json/)
         assert.equal(res.headers.link, '<http://localhost:8080/schemas/Contact.json>; rel="describedBy"')
@@ -93,7 +97,14 @@ for (const kind of databases()) {
         assert.equal(err.$schema, 'http://localhost:8080/schemas/ErrorModel.json')
         const locations = err.errors.map((e: Json) => e.location).sort()
         assert.deepEqual(locations, [
-          'body.email', 'body.first_name', 'body.id', 'body.is_favorite', 'body.owner_id', 'body.postal_code', 'body.tags', 'body.website'
+          'body.email',
+          'body.first_name',
+          'body.id',
+          'body.is_favorite',
+          'body.owner_id',
+          'body.postal_code',
+          'body.tags',
+          'body.website'
         ])
         const first = err.errors.find((e: Json) => e.location === 'body.first_name')
         assert.equal(first.message, 'expected length <= 255')
@@ -105,14 +116,24 @@ for (const kind of databases()) {
 
       it('answers 400 for a body that is not JSON', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'content-type': 'application/json' }, payload: '{"first_name":' })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          headers: { 'content-type': 'application/json' },
+          payload: '{"first_name":'
+        })
         assert.equal(res.statusCode, 400)
         assert.equal(res.json().errors[0].location, 'body')
       })
 
       it('answers 415 for an unsupported content type', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'content-type': 'text/csv' }, payload: 'a,b' })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          headers: { 'content-type': 'text/csv' },
+          payload: 'a,b'
+        })
         assert.equal(res.statusCode, 415)
         assert.equal(res.json().status, 415)
       })
@@ -129,7 +150,8 @@ for (const kind of databases()) {
 
       it('replays the first answer for a repeated Idempotency-Key and refuses the key with another body', async () => {
         const alice = await newTenant(t).user('alice')
-        const send = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'k-1' }, payload })
+        const send = (payload: Json) =>
+          t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'k-1' }, payload })
         const first = await send({ first_name: 'Once' })
         assert.equal(first.statusCode, 201)
         const again = await send({ first_name: 'Once' })
@@ -145,8 +167,16 @@ for (const kind of databases()) {
 
       it('applies concurrent requests with one Idempotency-Key once', async () => {
         const alice = await newTenant(t).user('alice')
-        const results = await Promise.all(Array.from({ length: 8 }, () =>
-          t.as(alice, { method: 'POST', url: '/api/v1/contacts', headers: { 'idempotency-key': 'burst' }, payload: { first_name: 'Burst' } })))
+        const results = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            t.as(alice, {
+              method: 'POST',
+              url: '/api/v1/contacts',
+              headers: { 'idempotency-key': 'burst' },
+              payload: { first_name: 'Burst' }
+            })
+          )
+        )
         assert.deepEqual(new Set(results.map(r => r.statusCode)), new Set([201]))
         assert.equal(new Set(results.map(r => r.json().id)).size, 1)
         const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
@@ -159,9 +189,17 @@ for (const kind of databases()) {
         const alice = await newTenant(t).user('alice')
         const names = ['Carol', 'alice', 'Bob', 'Dave', 'Eve']
         for (const [i, n] of names.entries()) {
-          await createContact(t, alice, { first_name: n, email: `${n.toLowerCase()}@corp.test`, company: i === 3 ? 'Initech' : 'Acme', is_favorite: i % 2 === 0 })
+          await createContact(t, alice, {
+            first_name: n,
+            email: `${n.toLowerCase()}@corp.test`,
+            company: i === 3 ? 'Initech' : 'Acme',
+            is_favorite: i % 2 === 0
+          })
         }
-        const page = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?page=2&size=2&sort_by=first_name&sort_dir=asc' })
+        const page = await t.as(alice, {
+          method: 'GET',
+          url: '/api/v1/contacts?page=2&size=2&sort_by=first_name&sort_dir=asc'
+        })
         assert.equal(page.statusCode, 200)
         const body = page.json()
         assert.equal(body.$schema, 'http://localhost:8080/schemas/PagedBodyContact.json')
@@ -194,9 +232,18 @@ for (const kind of databases()) {
 
       it('validates page, size, sort_by and sort_dir', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?page=0&size=101&sort_by=password&sort_dir=up' })
+        const res = await t.as(alice, {
+          method: 'GET',
+          url: '/api/v1/contacts?page=0&size=101&sort_by=password&sort_dir=up'
+        })
         assert.equal(res.statusCode, 400)
-        assert.deepEqual(res.json().errors.map((e: Json) => e.location).sort(), ['query.page', 'query.size', 'query.sort_by', 'query.sort_dir'])
+        assert.deepEqual(
+          res
+            .json()
+            .errors.map((e: Json) => e.location)
+            .sort(),
+          ['query.page', 'query.size', 'query.sort_by', 'query.sort_dir']
+        )
       })
     })
 
@@ -216,7 +263,13 @@ for (const kind of databases()) {
 
       it('ranks the closest matches first, whole rows included', async () => {
         const alice = await newTenant(t).user('alice')
-        for (const n of ['Marianne Long', 'Ann', 'Annabel Smith']) await createContact(t, alice, { first_name: n.split(' ')[0], last_name: n.split(' ')[1], email: `${n.split(' ')[0]!.toLowerCase()}@example.com` })
+        for (const n of ['Marianne Long', 'Ann', 'Annabel Smith']) {
+          await createContact(t, alice, {
+            first_name: n.split(' ')[0],
+            last_name: n.split(' ')[1],
+            email: `${n.split(' ')[0]!.toLowerCase()}@example.com`
+          })
+        }
         const body = (await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=ann&limit=3' })).json()
         assert.deepEqual(body.items.map((c: Json) => c.first_name), ['Ann', 'Annabel', 'Marianne'])
         assert.equal(body.items[1].last_name, 'Smith')
@@ -237,11 +290,20 @@ for (const kind of databases()) {
     describe('POST /api/v1/contacts/upsert', () => {
       it('creates new and updates matched contacts by e-mail in one call', async () => {
         const alice = await newTenant(t).user('alice')
-        const existing = await createContact(t, alice, { first_name: 'Old', last_name: 'Name', email: 'Match@Example.com' })
+        const existing = await createContact(t, alice, {
+          first_name: 'Old',
+          last_name: 'Name',
+          email: 'Match@Example.com'
+        })
         const res = await t.as(alice, {
           method: 'POST',
           url: '/api/v1/contacts/upsert',
-          payload: { contacts: [{ email: 'match@example.com', first_name: 'New' }, { email: 'fresh@example.com', company: 'Fresh' }] }
+          payload: {
+            contacts: [
+              { email: 'match@example.com', first_name: 'New' },
+              { email: 'fresh@example.com', company: 'Fresh' }
+            ]
+          }
         })
         assert.equal(res.statusCode, 200, res.body)
         const body = res.json()
@@ -271,7 +333,11 @@ for (const kind of databases()) {
 
       it('names the item and field of a bad entry', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'ok@x.io' }, { first_name: 'no email' }] } })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: [{ email: 'ok@x.io' }, { first_name: 'no email' }] }
+        })
         assert.equal(res.statusCode, 400)
         assert.equal(res.json().errors[0].location, 'body.contacts[1].email')
       })
@@ -279,7 +345,11 @@ for (const kind of databases()) {
       it('costs five rate-limit tokens', async () => {
         const alice = await newTenant(t).user('alice')
         const a = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
-        const b = await t.as(alice, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'x@x.io' }] } })
+        const b = await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: [{ email: 'x@x.io' }] }
+        })
         assert.equal(Number(a.headers['ratelimit-remaining']) - Number(b.headers['ratelimit-remaining']), 5)
       })
     })
@@ -303,7 +373,12 @@ for (const kind of databases()) {
         assert.deepEqual(patched.json().tags, ['a'])
         assert.notEqual(patched.headers.etag, etag)
 
-        const stale = await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id}`, headers: { 'if-match': etag }, payload: { city: 'Bergen' } })
+        const stale = await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${c.id}`,
+          headers: { 'if-match': etag },
+          payload: { city: 'Bergen' }
+        })
         assert.equal(stale.statusCode, 412)
         const after = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
         assert.equal(after.json().city, 'Oslo')
@@ -312,15 +387,27 @@ for (const kind of databases()) {
       it('replaces with PUT (omitted fields cleared) and sets the favorite flag', async () => {
         const alice = await newTenant(t).user('alice')
         const c = await createContact(t, alice, { first_name: 'Ann', company: 'Acme' })
-        const put = await t.as(alice, { method: 'PUT', url: `/api/v1/contacts/${c.id}`, payload: { is_favorite: false, last_name: 'Lee' } })
+        const put = await t.as(alice, {
+          method: 'PUT',
+          url: `/api/v1/contacts/${c.id}`,
+          payload: { is_favorite: false, last_name: 'Lee' }
+        })
         assert.equal(put.statusCode, 200)
         assert.equal(put.json().first_name, null)
         assert.equal(put.json().company, null)
         assert.equal(put.json().last_name, 'Lee')
-        const missing = await t.as(alice, { method: 'PUT', url: `/api/v1/contacts/${c.id}`, payload: { last_name: 'Lee' } })
+        const missing = await t.as(alice, {
+          method: 'PUT',
+          url: `/api/v1/contacts/${c.id}`,
+          payload: { last_name: 'Lee' }
+        })
         assert.equal(missing.statusCode, 400)
         assert.equal(missing.json().errors[0].location, 'body.is_favorite')
-        const fav = await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id}/favorite`, payload: { is_favorite: true } })
+        const fav = await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${c.id}/favorite`,
+          payload: { is_favorite: true }
+        })
         assert.equal(fav.json().is_favorite, true)
       })
 
@@ -359,10 +446,18 @@ for (const kind of databases()) {
         assert.equal((await t.as(ben, { method: 'GET', url: '/api/v1/contacts' })).json().total, 1)
         assert.equal((await t.as(cat, { method: 'GET', url: '/api/v1/contacts/search?query=shared' })).json().total, 0)
 
-        const benEdit = await t.as(ben, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'X' } })
+        const benEdit = await t.as(ben, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${shared.id}`,
+          payload: { city: 'X' }
+        })
         assert.equal(benEdit.statusCode, 403)
         const admin = await tenant.user('root', ['admin'], { orgId: 'org-z' })
-        assert.equal((await t.as(admin, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'Y' } })).statusCode, 200)
+        assert.equal(
+          (await t.as(admin, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'Y' } }))
+            .statusCode,
+          200
+        )
         assert.equal((await t.as(admin, { method: 'GET', url: `/api/v1/contacts/${personal.id}` })).statusCode, 404)
       })
 
@@ -380,7 +475,11 @@ for (const kind of databases()) {
           const res = await t.as(b, req)
           assert.equal(res.statusCode, 404, `${req.method} ${req.url}`)
         }
-        const upsert = await t.as(b, { method: 'POST', url: '/api/v1/contacts/upsert', payload: { contacts: [{ email: 'mine@a.io', first_name: 'Stolen' }] } })
+        const upsert = await t.as(b, {
+          method: 'POST',
+          url: '/api/v1/contacts/upsert',
+          payload: { contacts: [{ email: 'mine@a.io', first_name: 'Stolen' }] }
+        })
         assert.equal(upsert.json().items[0].action, 'created')
         const after = await t.as(a, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
         assert.equal(after.json().first_name, 'Mine')
@@ -398,7 +497,13 @@ for (const kind of databases()) {
         const res = await t.as(alice, {
           method: 'POST',
           url: '/api/v1/contacts/upsert',
-          payload: { contacts: names.map((n, i) => ({ email: `c${i}@example.org`, ...(n !== null ? { last_name: n } : {}), company: i % 3 === 0 ? 'Acme' : null })) }
+          payload: {
+            contacts: names.map((n, i) => ({
+              email: `c${i}@example.org`,
+              ...(n !== null ? { last_name: n } : {}),
+              company: i % 3 === 0 ? 'Acme' : null
+            }))
+          }
         })
         assert.equal(res.statusCode, 200, res.body)
         const get = async (url: string) => {
@@ -406,7 +511,13 @@ for (const kind of databases()) {
           assert.equal(r.statusCode, 200, r.body)
           return r.json()
         }
-        for (const q of ['', '?sort_by=last_name&sort_dir=asc', '?sort_by=last_name&sort_dir=desc', '?sort_by=company&sort_dir=asc', '?sort_by=updated_at&sort_dir=asc&search=example']) {
+        for (const q of [
+          '',
+          '?sort_by=last_name&sort_dir=asc',
+          '?sort_by=last_name&sort_dir=desc',
+          '?sort_by=company&sort_dir=asc',
+          '?sort_by=updated_at&sort_dir=asc&search=example'
+        ]) {
           const sep = q === '' ? '?' : '&'
           const all = ((await get(`/api/v1/contacts${q}${sep}size=100`)).items as Json[]).map(i => i.id)
           assert.equal(all.length, names.length)
@@ -414,7 +525,9 @@ for (const kind of databases()) {
           let cursor: string | null = null
           let pages = 0
           do {
-            const body: Json = await get(`/api/v1/contacts${q}${sep}size=5${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+            const body: Json = await get(
+              `/api/v1/contacts${q}${sep}size=5${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+            )
             walked.push(...(body.items as Json[]).map(i => i.id))
             assert.equal(body.page, ++pages)
             assert.equal(body.total, names.length)
@@ -428,17 +541,25 @@ for (const kind of databases()) {
         const searched: string[] = []
         let next: string | null = null
         do {
-          const body: Json = await get(`/api/v1/contacts/search?query=example&limit=5${next !== null ? `&cursor=${encodeURIComponent(next)}` : ''}`)
+          const body: Json = await get(
+            `/api/v1/contacts/search?query=example&limit=5${next !== null ? `&cursor=${encodeURIComponent(next)}` : ''}`
+          )
           searched.push(...(body.items as Json[]).map(i => i.id))
           assert.equal(body.total, names.length)
           next = body.next_cursor
         } while (next !== null)
         assert.deepEqual(searched, ranked)
         const first = await get('/api/v1/contacts?sort_by=last_name&size=5')
-        for (const url of [`/api/v1/contacts?sort_by=company&size=5&cursor=${encodeURIComponent(first.next_cursor)}`, '/api/v1/contacts?cursor=bm9wZQ']) {
+        for (const url of [
+          `/api/v1/contacts?sort_by=company&size=5&cursor=${encodeURIComponent(first.next_cursor)}`,
+          '/api/v1/contacts?cursor=bm9wZQ'
+        ]) {
           const r = await t.as(alice, { method: 'GET', url })
           assert.equal(r.statusCode, 400, r.body)
-          assert.ok(r.json().errors.some((e: Json) => e.location === 'query.cursor'), r.body)
+          assert.ok(
+            r.json().errors.some((e: Json) => e.location === 'query.cursor'),
+            r.body
+          )
         }
       })
     })

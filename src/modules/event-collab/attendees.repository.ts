@@ -18,35 +18,64 @@ export const ATTENDEE_COLUMNS = [
 ] as const
 
 /** The ETag of an attendee (no revision column): a digest of its stored values (conditional.ts). */
-export const attendeeEtag = (row: { [K in typeof ATTENDEE_COLUMNS[number]]: unknown }): string => digestEtag(ATTENDEE_COLUMNS.map(c => row[c]))
+export const attendeeEtag = (row: { [K in (typeof ATTENDEE_COLUMNS)[number]]: unknown }): string =>
+  digestEtag(ATTENDEE_COLUMNS.map(c => row[c]))
 
 /** `contact_id` is one of `ids`: one array parameter, however many ids (the statement stays the same). */
 const anyContact = (ids: readonly string[]) => sql<boolean>`contact_id = any(${[...ids]}::uuid[])`
 
-const ATTENDEE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+const ATTENDEE_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'asc', type: 'time' },
+  { ref: 'id', dir: 'asc', type: 'int' }
+]
 
 /** A page of an event's attendees (its own and its series'), oldest first; the total and the next page's cursor. */
-export async function listAttendees (trx: Tx, tenantId: string, event: { id: number, seriesId: number | null }, o: { page: number, size: number, cursor?: string | undefined, status?: AttendeeStatus | undefined }) {
+export async function listAttendees (
+  trx: Tx,
+  tenantId: string,
+  event: { id: number; seriesId: number | null },
+  o: { page: number; size: number; cursor?: string | undefined; status?: AttendeeStatus | undefined }
+) {
   const window = pageWindow(o, listScope('attendees', { event: event.id, status: o.status }), ATTENDEE_KEYS)
-  const base = trx.selectFrom('attendees')
+  const base = trx
+    .selectFrom('attendees')
     .where('tenant_id', '=', tenantId)
-    .where(eb => event.seriesId === null
-      ? eb('event_id', '=', event.id)
-      : eb.or([eb('event_id', '=', event.id), eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])]))
+    .where(eb =>
+      event.seriesId === null
+        ? eb('event_id', '=', event.id)
+        : eb.or([
+          eb('event_id', '=', event.id),
+          eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])
+        ])
+    )
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
   const [rows, count] = await Promise.all([
-    base.select(ATTENDEE_COLUMNS)
+    base
+      .select(ATTENDEE_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ATTENDEE_KEYS, window.after ?? [])))
-      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 /** Attendee counts of an event by status (index attendees_event_status). */
-export async function countByStatus (trx: Tx, tenantId: string, eventId: number): Promise<Record<AttendeeStatus, number>> {
-  const rows = await trx.selectFrom('attendees').select(['status', eb => eb.fn.countAll<number>().as('n')])
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).groupBy('status').execute()
+export async function countByStatus (
+  trx: Tx,
+  tenantId: string,
+  eventId: number
+): Promise<Record<AttendeeStatus, number>> {
+  const rows = await trx
+    .selectFrom('attendees')
+    .select(['status', eb => eb.fn.countAll<number>().as('n')])
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .groupBy('status')
+    .execute()
   const out: Record<AttendeeStatus, number> = { invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0 }
   for (const r of rows) out[r.status] = Number(r.n)
   return out
@@ -67,20 +96,33 @@ export async function visibleContactIds (trx: Tx, auth: AuthContext, ids: readon
   return new Set(rows.map(r => r.id))
 }
 
-export async function insertAttendee (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactId: string, status: AttendeeStatus, notes: string | null }) {
+export async function insertAttendee (
+  trx: Tx,
+  v: {
+    tenantId: string
+    eventId: number
+    orgId: string | null
+    contactId: string
+    status: AttendeeStatus
+    notes: string | null
+  }
+) {
   const checkedIn = v.status === 'checked_in'
-  return await trx.insertInto('attendees').values({
-    tenant_id: v.tenantId,
-    event_id: v.eventId,
-    org_id: v.orgId,
-    contact_id: v.contactId,
-    status: v.status,
-    notes: v.notes,
-    is_checked_in: checkedIn,
-    checked_in_at: checkedIn ? sql`now()` : null
-  })
+  return await trx
+    .insertInto('attendees')
+    .values({
+      tenant_id: v.tenantId,
+      event_id: v.eventId,
+      org_id: v.orgId,
+      contact_id: v.contactId,
+      status: v.status,
+      notes: v.notes,
+      is_checked_in: checkedIn,
+      checked_in_at: checkedIn ? sql`now()` : null
+    })
     .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
-    .returning(ATTENDEE_COLUMNS).executeTakeFirst()
+    .returning(ATTENDEE_COLUMNS)
+    .executeTakeFirst()
 }
 
 /**
@@ -91,7 +133,10 @@ export async function insertAttendee (trx: Tx, v: { tenantId: string, eventId: n
  * than INSERT…SELECT from `unnest` of the ids: the service runs on Citus, where INSERT…SELECT from
  * a function becomes a COPY that row-level security refuses.
  */
-export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, contactIds: string[], status: AttendeeStatus }) {
+export async function insertAttendees (
+  trx: Tx,
+  v: { tenantId: string; eventId: number; orgId: string | null; contactIds: string[]; status: AttendeeStatus }
+) {
   const checkedIn = v.status === 'checked_in'
   const rows = v.contactIds.map(contactId => ({
     tenant_id: v.tenantId,
@@ -102,12 +147,17 @@ export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: 
     is_checked_in: checkedIn,
     checked_in_at: checkedIn ? sql<Date>`now()` : null
   }))
-  const created: Array<{ contact_id: string, status: AttendeeStatus }> = []
+  const created: Array<{ contact_id: string; status: AttendeeStatus }> = []
   // 7 columns, each at most one bind parameter
   for (const chunk of rowChunks(rows, 7)) {
-    created.push(...await trx.insertInto('attendees').values(chunk)
-      .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
-      .returning(['contact_id', 'status']).execute())
+    created.push(
+      ...(await trx
+        .insertInto('attendees')
+        .values(chunk)
+        .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
+        .returning(['contact_id', 'status'])
+        .execute())
+    )
   }
   return created
 }
@@ -117,14 +167,28 @@ export async function insertAttendees (trx: Tx, v: { tenantId: string, eventId: 
  * the first checked_in_at, any other status clears them. Returns each updated row with the
  * status it had before.
  */
-export async function setStatus (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status: AttendeeStatus, notes?: string | null) {
+export async function setStatus (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  contactIds: string[],
+  status: AttendeeStatus,
+  notes?: string | null
+) {
   if (contactIds.length === 0) return []
-  const before = await trx.selectFrom('attendees').select(['contact_id', 'status'])
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(contactIds))
-    .orderBy('id').forUpdate().execute()
+  const before = await trx
+    .selectFrom('attendees')
+    .select(['contact_id', 'status'])
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where(anyContact(contactIds))
+    .orderBy('id')
+    .forUpdate()
+    .execute()
   if (before.length === 0) return []
   const checkedIn = status === 'checked_in'
-  const rows = await trx.updateTable('attendees')
+  const rows = await trx
+    .updateTable('attendees')
     .set({
       status,
       is_checked_in: checkedIn,
@@ -133,7 +197,9 @@ export async function setStatus (trx: Tx, tenantId: string, eventId: number, con
       updated_at: sql`now()`,
       ...(notes !== undefined ? { notes } : {})
     })
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(before.map(b => b.contact_id)))
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where(anyContact(before.map(b => b.contact_id)))
     .returning(ATTENDEE_COLUMNS)
     .execute()
   const previous = new Map(before.map(b => [b.contact_id, b.status]))
@@ -155,10 +221,20 @@ export async function checkIn (trx: Tx, tenantId: string, eventId: number, conta
 }
 
 /** Deletes attendees (optionally only those in a status); returns the rows removed. */
-export async function deleteAttendees (trx: Tx, tenantId: string, eventId: number, contactIds: string[], status?: AttendeeStatus) {
+export async function deleteAttendees (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  contactIds: string[],
+  status?: AttendeeStatus
+) {
   if (contactIds.length === 0) return []
-  return await trx.deleteFrom('attendees')
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(contactIds))
+  return await trx
+    .deleteFrom('attendees')
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where(anyContact(contactIds))
     .$if(status !== undefined, qb => qb.where('status', '=', status ?? 'invited'))
-    .returning(['contact_id', 'status']).execute()
+    .returning(['contact_id', 'status'])
+    .execute()
 }

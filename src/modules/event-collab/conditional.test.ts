@@ -33,34 +33,64 @@ for (const kind of databases()) {
       const contact = await createContact(t, alice)
       const url = `/api/v1/events/${id}/attendees/${contact}`
 
-      const add = await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: contact } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${id}/attendees`,
+        payload: { contact_id: contact }
+      })
       assert.equal(add.statusCode, 201, add.body)
       const first = String(add.headers.etag)
       assert.match(first, /^"[\w-]+"$/)
 
-      const patched = await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': first }, payload: { status: 'confirmed', notes: 'yes' } })
+      const patched = await t.as(alice, {
+        method: 'PATCH',
+        url,
+        headers: { 'if-match': first },
+        payload: { status: 'confirmed', notes: 'yes' }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
       const second = String(patched.headers.etag)
       assert.notEqual(second, first)
       const seen = await attendee(t, alice, id, contact)
 
-      assert412(await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': first }, payload: { status: 'declined' } }))
+      assert412(
+        await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': first }, payload: { status: 'declined' } })
+      )
       assert412(await t.as(alice, { method: 'DELETE', url, headers: { 'if-match': first } }))
-      assert412(await t.as(alice, { method: 'POST', url: `${url}/check-in`, headers: { 'if-match': first }, payload: {} }))
+      assert412(
+        await t.as(alice, { method: 'POST', url: `${url}/check-in`, headers: { 'if-match': first }, payload: {} })
+      )
       assert.deepEqual(await attendee(t, alice, id, contact), seen)
 
       // a change made by another path (automation, SQL) makes the tag stale too
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.updateTable('attendees').set({ status: 'tentative' }).where('tenant_id', '=', tenant.id).where('contact_id', '=', contact).execute()
+        await trx
+          .updateTable('attendees')
+          .set({ status: 'tentative' })
+          .where('tenant_id', '=', tenant.id)
+          .where('contact_id', '=', contact)
+          .execute()
       })
-      assert412(await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': second }, payload: { status: 'declined' } }))
+      assert412(
+        await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': second }, payload: { status: 'declined' } })
+      )
       assert.equal((await attendee(t, alice, id, contact))?.status, 'tentative')
 
       // * passes (the attendee exists), and so does a list holding the current tag
-      const current = await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': '*' }, payload: { status: 'confirmed' } })
+      const current = await t.as(alice, {
+        method: 'PATCH',
+        url,
+        headers: { 'if-match': '*' },
+        payload: { status: 'confirmed' }
+      })
       assert.equal(current.statusCode, 200, current.body)
       const third = String(current.headers.etag)
-      const checkIn = await t.as(alice, { method: 'POST', url: `${url}/check-in`, headers: { 'if-match': `"nope", ${third}` }, payload: {} })
+      const checkIn = await t.as(alice, {
+        method: 'POST',
+        url: `${url}/check-in`,
+        headers: { 'if-match': `"nope", ${third}` },
+        payload: {}
+      })
       assert.equal(checkIn.statusCode, 204, checkIn.body)
       assert.equal((await attendee(t, alice, id, contact))?.status, 'checked_in')
       assert412(await t.as(alice, { method: 'DELETE', url, headers: { 'if-match': third } }))
@@ -74,19 +104,35 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const event = await createEvent(t, alice)
       const url = `/api/v1/events/${event.id as number}/managers/mia`
-      const add = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id as number}/managers`, payload: { user_id: 'mia', permissions: ['event:edit'] } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${event.id as number}/managers`,
+        payload: { user_id: 'mia', permissions: ['event:edit'] }
+      })
       assert.equal(add.statusCode, 201, add.body)
       const first = String(add.headers.etag)
       const got = await t.as(alice, { method: 'GET', url })
       assert.equal(got.headers.etag, first)
 
-      const put = await t.as(alice, { method: 'PUT', url, headers: { 'if-match': first }, payload: { permissions: ['event:edit', 'attendees:read'] } })
+      const put = await t.as(alice, {
+        method: 'PUT',
+        url,
+        headers: { 'if-match': first },
+        payload: { permissions: ['event:edit', 'attendees:read'] }
+      })
       assert.equal(put.statusCode, 200, put.body)
       const second = String(put.headers.etag)
       assert.notEqual(second, first)
       const seen = (await t.as(alice, { method: 'GET', url })).json()
 
-      assert412(await t.as(alice, { method: 'PUT', url, headers: { 'if-match': first }, payload: { permissions: ['event:edit'] } }))
+      assert412(
+        await t.as(alice, {
+          method: 'PUT',
+          url,
+          headers: { 'if-match': first },
+          payload: { permissions: ['event:edit'] }
+        })
+      )
       assert412(await t.as(alice, { method: 'DELETE', url, headers: { 'if-match': first } }))
       const after = await t.as(alice, { method: 'GET', url })
       assert.equal(after.statusCode, 200)

@@ -17,7 +17,10 @@ const prefixOf = (tenantId: string, eventId: number): string =>
  * An app configured for the emulator. The emulator starts first: its port is known only then, and
  * useTestApp reads `env` when its own `before` runs.
  */
-function useS3App (kind: ReturnType<typeof databases>[number], extra: (s3: S3Emulator) => Record<string, string> = () => ({})): { t: TestApp, s3: () => S3Emulator } {
+function useS3App (
+  kind: ReturnType<typeof databases>[number],
+  extra: (s3: S3Emulator) => Record<string, string> = () => ({})
+): { t: TestApp; s3: () => S3Emulator } {
   let s3: S3Emulator | undefined
   const env: Record<string, string> = {}
   before(async () => {
@@ -25,7 +28,9 @@ function useS3App (kind: ReturnType<typeof databases>[number], extra: (s3: S3Emu
     Object.assign(env, s3.env, extra(s3))
   })
   const t = useTestApp(kind, { env })
-  after(async () => { await s3?.stop() })
+  after(async () => {
+    await s3?.stop()
+  })
   return { t, s3: () => s3 ?? assert.fail('the emulator is not running') }
 }
 
@@ -43,7 +48,10 @@ for (const kind of databases()) {
       assert.ok(e.cover_image_key.startsWith(prefixOf(tenant.id, event.id)), e.cover_image_key)
       assert.match(e.cover_image_key, /\/[0-9a-f]{24}\.png$/)
       const url = `${s3().endpoint}/${s3().bucket}/${e.cover_image_key}`
-      assert.deepEqual({ ...e.metadata.cover_image, sha256: '', size: 0 }, { key: e.cover_image_key, url, content_type: 'image/png', size: 0, sha256: '' })
+      assert.deepEqual(
+        { ...e.metadata.cover_image, sha256: '', size: 0 },
+        { key: e.cover_image_key, url, content_type: 'image/png', size: 0, sha256: '' }
+      )
       assert.equal(e.metadata.room, 'A')
       assert.equal((await getEvent(t, alice, event.id)).json().metadata.cover_image.url, url)
 
@@ -187,7 +195,12 @@ for (const kind of databases()) {
       const theirs = await createEvent(t, mallory)
       for (const bad of [victimKey, '../x.png']) {
         await withTenant(t.ctx.db, { tenantId: b.id }, async (trx) => {
-          await trx.updateTable('events').set({ cover_image_key: bad }).where('tenant_id', '=', b.id).where('id', '=', theirs.id).execute()
+          await trx
+            .updateTable('events')
+            .set({ cover_image_key: bad })
+            .where('tenant_id', '=', b.id)
+            .where('id', '=', theirs.id)
+            .execute()
         })
         const read = await t.as(mallory, { method: 'GET', url: `/api/v1/events/${theirs.id}/cover` })
         assert.equal(read.statusCode, 404, read.body)
@@ -209,7 +222,10 @@ for (const kind of databases()) {
       assert.equal(draft.statusCode, 200, draft.body)
       const onDraft = await upload(t, alice, draft.json().id, JPEG)
       assert.equal(onDraft.statusCode, 200, onDraft.body)
-      assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [publishedKey, onDraft.json().cover_image_key].sort())
+      assert.deepEqual(
+        await s3().keys(prefixOf(tenant.id, event.id)),
+        [publishedKey, onDraft.json().cover_image_key].sort()
+      )
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/discard` })).statusCode, 204)
       const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
       assert.equal(img.statusCode, 200, img.body)

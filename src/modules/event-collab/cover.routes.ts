@@ -25,13 +25,30 @@ import { sql } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { ApiError, error403Forbidden, error404NotFound, error413PayloadTooLarge, error415UnsupportedMediaType, error503ServiceUnavailable, invalidField } from '../../platform/http/errors.ts'
+import {
+  ApiError,
+  error403Forbidden,
+  error404NotFound,
+  error413PayloadTooLarge,
+  error415UnsupportedMediaType,
+  error503ServiceUnavailable,
+  invalidField
+} from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { multipartBody } from '../../platform/http/openapi.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { ImageRefused, reencodeImage } from '../../platform/storage/image.ts'
-import { COVER_TYPES, coverPrefix, createObjectStorage, newCoverKey, parseCoverKey, sniffImage, tenantScope, type ObjectStorage } from '../../platform/storage/storage.ts'
+import {
+  COVER_TYPES,
+  coverPrefix,
+  createObjectStorage,
+  newCoverKey,
+  parseCoverKey,
+  sniffImage,
+  tenantScope,
+  type ObjectStorage
+} from '../../platform/storage/storage.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { hasEventPermission, lockEventForWrite } from '../events/events.access.ts'
 import { Event } from '../events/events.schemas.ts'
@@ -43,10 +60,16 @@ import { requirePolicy } from '../policy/policy.ts'
 const tags = ['Event cover']
 const MIB = COVER_MAX_BYTES / 1024 / 1024
 
-/** An object younger than this is never swept: an upload may have put it and not committed its key yet (requests end within 30 s). */
+/**
+ * An object younger than this is never swept: an upload may have put it and not committed its key yet (requests end
+ * within 30 s).
+ */
 export const SWEEP_GRACE_MS = 60 * 60 * 1000
 
-/** Headers of a served cover: the stored type only (no sniffing), and nothing a browser would run if it were opened as a page. */
+/**
+ * Headers of a served cover: the stored type only (no sniffing), and nothing a browser would run if it were opened as a
+ * page.
+ */
 const COVER_HEADERS = {
   'x-content-type-options': 'nosniff',
   'content-security-policy': "default-src 'none'; sandbox",
@@ -56,18 +79,29 @@ const COVER_HEADERS = {
 interface MultipartErrorLike { code?: string, statusCode?: number }
 
 /** The one `file` part as bytes: 400 without it, 413 above the limit, 415 when not multipart. */
-async function readFilePart (request: { file: (o: object) => Promise<{ fieldname: string, toBuffer: () => Promise<Buffer> } | undefined> }): Promise<Buffer> {
+async function readFilePart (request: {
+  file: (o: object) => Promise<{ fieldname: string; toBuffer: () => Promise<Buffer> } | undefined>
+}): Promise<Buffer> {
   try {
-    const part = await request.file({ limits: { fileSize: COVER_MAX_BYTES, files: 1, fields: 10 }, throwFileSizeLimit: true })
+    const part = await request.file({
+      limits: { fileSize: COVER_MAX_BYTES, files: 1, fields: 10 },
+      throwFileSizeLimit: true
+    })
     if (part === undefined) throw invalidField('body.file', 'expected a file part named file')
-    if (part.fieldname !== 'file') throw invalidField('body.file', `expected a file part named file, not ${part.fieldname}`)
+    if (part.fieldname !== 'file') {
+      throw invalidField('body.file', `expected a file part named file, not ${part.fieldname}`)
+    }
     const data = await part.toBuffer()
     if (data.length === 0) throw invalidField('body.file', 'expected a non-empty file')
     return data
   } catch (err) {
     const e = err as MultipartErrorLike
-    if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413) throw error413PayloadTooLarge(`the cover image is larger than ${MIB} MiB`)
-    if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') throw error415UnsupportedMediaType('expected multipart/form-data with a part named file')
+    if (e.code === 'FST_REQ_FILE_TOO_LARGE' || e.statusCode === 413) {
+      throw error413PayloadTooLarge(`the cover image is larger than ${MIB} MiB`)
+    }
+    if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') {
+      throw error415UnsupportedMediaType('expected multipart/form-data with a part named file')
+    }
     if (err instanceof ApiError) throw err
     // busboy's parse errors (no boundary, truncated form…) are the client's
     throw invalidField('body', `malformed multipart body: ${err instanceof Error ? err.message : String(err)}`)
@@ -84,7 +118,9 @@ async function fromStore<T> (log: FastifyBaseLogger, op: string, call: () => Pro
   }
 }
 
-/** Removes an object that nothing refers to any more; a failure leaves an orphan and a warning, never a failed request. */
+/**
+ * Removes an object that nothing refers to any more; a failure leaves an orphan and a warning, never a failed request.
+ */
 async function forget (log: FastifyBaseLogger, storage: ObjectStorage, key: string): Promise<void> {
   try {
     await storage.delete(key)
@@ -112,7 +148,10 @@ export async function coverKeyBelongs (trx: Tx, tenantId: string, event: EventFa
   return sibling !== undefined
 }
 
-/** Of `keys`, those that a row of the tenant refers to: an event (published, draft clone, occurrence, deleted) or a series. */
+/**
+ * Of `keys`, those that a row of the tenant refers to: an event (published, draft clone, occurrence, deleted) or a
+ * series.
+ */
 export async function referencedKeys (trx: Tx, tenantId: string, keys: readonly string[]): Promise<Set<string>> {
   if (keys.length === 0) return new Set()
   const rows = await trx.selectFrom('events').select('cover_image_key as key')
@@ -130,7 +169,15 @@ export async function referencedKeys (trx: Tx, tenantId: string, keys: readonly 
  * reference is seen; objects younger than SWEEP_GRACE_MS are left to a later upload. Failures are
  * logged and leave orphans, never a failed request.
  */
-async function releaseCovers (log: FastifyBaseLogger, db: AppContext['db'], storage: ObjectStorage, auth: AuthContext, event: EventFamily, replaced: string | null, kept: string): Promise<void> {
+async function releaseCovers (
+  log: FastifyBaseLogger,
+  db: AppContext['db'],
+  storage: ObjectStorage,
+  auth: AuthContext,
+  event: EventFamily,
+  replaced: string | null,
+  kept: string
+): Promise<void> {
   try {
     const root = rootOf(event)
     // without ListBucket (S3) the sweep is skipped; the replaced cover is still checked and deleted
@@ -139,11 +186,20 @@ async function releaseCovers (log: FastifyBaseLogger, db: AppContext['db'], stor
       return []
     })
     const old = Date.now() - SWEEP_GRACE_MS
-    const candidates = new Set(listed.filter(o => o.key !== kept && o.lastModified.getTime() < old && parseCoverKey(o.key) !== undefined).map(o => o.key))
-    const gone = await withTenant(db, auth, async (trx) => {
+    const candidates = new Set(
+      listed
+        .filter(o => o.key !== kept && o.lastModified.getTime() < old && parseCoverKey(o.key) !== undefined)
+        .map(o => o.key)
+    )
+    const gone = await withTenant(db, auth, async trx => {
       if (replaced !== null && replaced !== kept) {
         if (await coverKeyBelongs(trx, auth.tenantId, event, replaced)) candidates.add(replaced)
-        else log.warn({ key: replaced }, 'the replaced cover key is not of this tenant and event: its object is not deleted')
+        else {
+          log.warn(
+            { key: replaced },
+            'the replaced cover key is not of this tenant and event: its object is not deleted'
+          )
+        }
       }
       const used = await referencedKeys(trx, auth.tenantId, [...candidates])
       return [...candidates].filter(k => !used.has(k))
@@ -154,109 +210,168 @@ async function releaseCovers (log: FastifyBaseLogger, db: AppContext['db'], stor
   }
 }
 
-/** `storage` defaults to the store the configuration names (local files, or S3 when S3_BUCKET is set), closed with the app. */
+/**
+ * `storage` defaults to the store the configuration names (local files, or S3 when S3_BUCKET is set), closed with the
+ * app.
+ */
 export async function coverRoutes (parent: App, { db, config }: AppContext, given?: ObjectStorage): Promise<void> {
   const storage = given ?? await createObjectStorage(config)
   await parent.register(async (instance) => {
-    if (given === undefined && storage.close !== undefined) instance.addHook('onClose', async () => { await storage.close?.() })
+    if (given === undefined && storage.close !== undefined) {
+      instance.addHook('onClose', async () => {
+        await storage.close?.()
+      })
+    }
     await instance.register(multipart, { limits: { fileSize: COVER_MAX_BYTES, files: 1 } })
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
 
-    app.put('/api/v1/events/:id/cover', {
-      schema: {
-        operationId: 'upload-event-cover',
-        summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
-        tags,
-        consumes: ['multipart/form-data'],
-        // documentation only: the handler reads the part itself (@fastify/multipart streams it)
-        ...multipartBody(
-          { file: { type: 'string', format: 'binary', contentMediaType: 'application/octet-stream', description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB` } },
-          { file: Object.values(COVER_TYPES).join(', ') }
-        ),
-        params: EventParams,
-        response: { 200: Event }
+    app.put(
+      '/api/v1/events/:id/cover',
+      {
+        schema: {
+          operationId: 'upload-event-cover',
+          summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
+          tags,
+          consumes: ['multipart/form-data'],
+          // documentation only: the handler reads the part itself (@fastify/multipart streams it)
+          ...multipartBody(
+            {
+              file: {
+                type: 'string',
+                format: 'binary',
+                contentMediaType: 'application/octet-stream',
+                description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
+              }
+            },
+            { file: Object.values(COVER_TYPES).join(', ') }
+          ),
+          params: EventParams,
+          response: { 200: Event }
+        },
+        onRequest: requirePolicy('cover', 'write')
       },
-      onRequest: requirePolicy('cover', 'write')
-    }, async (request, reply) => {
-      const auth = request.auth
-      const id = request.params.id
-      // who may upload is known before the upload is read
-      const root = await withTenant(db, auth, async (trx) => {
-        const row = await readEvent(trx, auth, id)
-        if (!(await hasEventPermission(trx, auth, row, 'event:edit'))) throw error403Forbidden('missing event permission event:edit')
-        return rootOf(row)
-      })
-      const data = await readFilePart(request)
-      const type = sniffImage(data)
-      if (type === undefined) throw error415UnsupportedMediaType('expected a JPEG, PNG or WebP image')
-      // only the decoded pixels are kept: a polyglot does not decode, markup in metadata or after the image is dropped
-      let image: Buffer
-      try {
-        image = await reencodeImage(data, type)
-      } catch (err) {
-        if (err instanceof ImageRefused) throw invalidField('body.file', err.message)
-        throw err
-      }
-
-      const key = newCoverKey(auth.tenantId, root, type.ext)
-      // stored before the event row is locked: no lock or connection is held while the store works
-      await fromStore(request.log, 'put', () => storage.put(key, image, type.mime))
-      let written: { event: Awaited<ReturnType<typeof withSpaces>>, previous: string | null, locked: EventRow }
-      try {
-        written = await withTenant(db, auth, async (trx) => {
-          const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch: ifMatchOf(request) })
-          // the published event's address: a draft clone's id no longer answers once the draft is published
-          const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${rootOf(row)}/cover`
-          const cover = { key, url, content_type: type.mime, size: image.length, sha256: crypto.createHash('sha256').update(image).digest('hex') }
-          const updated = await trx.updateTable('events')
-            .set({
-              cover_image_key: key,
-              metadata: sql`metadata || jsonb_build_object('cover_image', ${JSON.stringify(cover)}::jsonb)`,
-              revision: sql`revision + 1`,
-              updated_at: sql`now()`
-            })
-            .where('tenant_id', '=', auth.tenantId).where('id', '=', row.id)
-            .returningAll().executeTakeFirstOrThrow()
-          await emit(trx, { tenantId: auth.tenantId, topic: 'event.cover_updated', aggregateType: 'event', aggregateId: rootOf(row), actorId: auth.userId, payload: { event_id: rootOf(row), template: row.template, cover_image_key: key, content_type: type.mime, size: image.length } })
-          return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
+      async (request, reply) => {
+        const auth = request.auth
+        const id = request.params.id
+        // who may upload is known before the upload is read
+        const root = await withTenant(db, auth, async trx => {
+          const row = await readEvent(trx, auth, id)
+          if (!(await hasEventPermission(trx, auth, row, 'event:edit'))) {
+            throw error403Forbidden('missing event permission event:edit')
+          }
+          return rootOf(row)
         })
-      } catch (err) {
-        // nothing is kept of a failed upload
-        await forget(request.log, storage, key)
-        throw err
-      }
-      // the replaced cover goes only if nothing refers to it any more (the published event keeps a key its draft clone replaced)
-      await releaseCovers(request.log, db, storage, auth, written.locked, written.previous, key)
-      setEtag(reply, written.event.revision)
-      return written.event
-    })
+        const data = await readFilePart(request)
+        const type = sniffImage(data)
+        if (type === undefined) throw error415UnsupportedMediaType('expected a JPEG, PNG or WebP image')
+        // only the decoded pixels are kept: a polyglot does not decode, markup in metadata or after the image is
+        // dropped
+        let image: Buffer
+        try {
+          image = await reencodeImage(data, type)
+        } catch (err) {
+          if (err instanceof ImageRefused) throw invalidField('body.file', err.message)
+          throw err
+        }
 
-    app.get('/api/v1/events/:id/cover', {
-      schema: {
-        operationId: 'get-event-cover',
-        summary: 'The cover image of an event (its bytes)',
-        tags,
-        params: EventParams,
-        // the stored type: one of these (the document lists each, with the image bytes as body)
-        produces: [...new Set(Object.values(COVER_TYPES))],
-        response: { 200: Type.Unsafe<Buffer>({ type: 'string', format: 'binary', description: 'The image bytes: JPEG, PNG or WebP' }) }
+        const key = newCoverKey(auth.tenantId, root, type.ext)
+        // stored before the event row is locked: no lock or connection is held while the store works
+        await fromStore(request.log, 'put', () => storage.put(key, image, type.mime))
+        let written: { event: Awaited<ReturnType<typeof withSpaces>>; previous: string | null; locked: EventRow }
+        try {
+          written = await withTenant(db, auth, async trx => {
+            const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch: ifMatchOf(request) })
+            // the published event's address: a draft clone's id no longer answers once the draft is published
+            const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${rootOf(row)}/cover`
+            const cover = {
+              key,
+              url,
+              content_type: type.mime,
+              size: image.length,
+              sha256: crypto.createHash('sha256').update(image).digest('hex')
+            }
+            const updated = await trx
+              .updateTable('events')
+              .set({
+                cover_image_key: key,
+                metadata: sql`metadata || jsonb_build_object('cover_image', ${JSON.stringify(cover)}::jsonb)`,
+                revision: sql`revision + 1`,
+                updated_at: sql`now()`
+              })
+              .where('tenant_id', '=', auth.tenantId)
+              .where('id', '=', row.id)
+              .returningAll()
+              .executeTakeFirstOrThrow()
+            await emit(trx, {
+              tenantId: auth.tenantId,
+              topic: 'event.cover_updated',
+              aggregateType: 'event',
+              aggregateId: rootOf(row),
+              actorId: auth.userId,
+              payload: {
+                event_id: rootOf(row),
+                template: row.template,
+                cover_image_key: key,
+                content_type: type.mime,
+                size: image.length
+              }
+            })
+            return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
+          })
+        } catch (err) {
+          // nothing is kept of a failed upload
+          await forget(request.log, storage, key)
+          throw err
+        }
+        // the replaced cover goes only if nothing refers to it any more (the published event keeps a key its draft
+        // clone replaced)
+        await releaseCovers(request.log, db, storage, auth, written.locked, written.previous, key)
+        setEtag(reply, written.event.revision)
+        return written.event
+      }
+    )
+
+    app.get(
+      '/api/v1/events/:id/cover',
+      {
+        schema: {
+          operationId: 'get-event-cover',
+          summary: 'The cover image of an event (its bytes)',
+          tags,
+          params: EventParams,
+          // the stored type: one of these (the document lists each, with the image bytes as body)
+          produces: [...new Set(Object.values(COVER_TYPES))],
+          response: {
+            200: Type.Unsafe<Buffer>({
+              type: 'string',
+              format: 'binary',
+              description: 'The image bytes: JPEG, PNG or WebP'
+            })
+          }
+        },
+        onRequest: requirePolicy('cover', 'read')
       },
-      onRequest: requirePolicy('cover', 'read')
-    }, async (request, reply) => {
-      const auth = request.auth
-      const key = await withTenant(db, auth, async (trx) => {
-        const row = await readEvent(trx, auth, request.params.id)
-        if (row.cover_image_key === null) return null
-        if (await coverKeyBelongs(trx, auth.tenantId, row, row.cover_image_key)) return row.cover_image_key
-        request.log.warn({ key: row.cover_image_key, event: row.id }, 'the cover key is not of this tenant and event: not read')
-        return null
-      })
-      const object = key === null ? undefined : await fromStore(request.log, 'get', () => storage.get(key))
-      if (key === null || object === undefined) throw error404NotFound('the event has no cover image')
-      // the type stored with the object when it is an image type; else the one the key's extension stands for
-      const ext = parseCoverKey(key)?.ext ?? 'png'
-      const contentType = (Object.values(COVER_TYPES) as string[]).includes(object.contentType) ? object.contentType : COVER_TYPES[ext]
-      return await reply.headers({ ...COVER_HEADERS, 'content-type': contentType }).send(object.data)
-    })
+      async (request, reply) => {
+        const auth = request.auth
+        const key = await withTenant(db, auth, async trx => {
+          const row = await readEvent(trx, auth, request.params.id)
+          if (row.cover_image_key === null) return null
+          if (await coverKeyBelongs(trx, auth.tenantId, row, row.cover_image_key)) return row.cover_image_key
+          request.log.warn(
+            { key: row.cover_image_key, event: row.id },
+            'the cover key is not of this tenant and event: not read'
+          )
+          return null
+        })
+        const object = key === null ? undefined : await fromStore(request.log, 'get', () => storage.get(key))
+        if (key === null || object === undefined) throw error404NotFound('the event has no cover image')
+        // the type stored with the object when it is an image type; else the one the key's extension stands for
+        const ext = parseCoverKey(key)?.ext ?? 'png'
+        const contentType = (Object.values(COVER_TYPES) as string[]).includes(object.contentType)
+          ? object.contentType
+          : COVER_TYPES[ext]
+        return await reply.headers({ ...COVER_HEADERS, 'content-type': contentType }).send(object.data)
+      }
+    )
   })
 }

@@ -12,12 +12,15 @@ import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
 function storedFiles (t: TestApp): string[] {
   const root = path.join(t.config.dataDir, 'objects')
   if (!fs.existsSync(root)) return []
-  return (fs.readdirSync(root, { recursive: true }) as string[]).filter(f => !f.endsWith('.type') && fs.statSync(path.join(root, f)).isFile())
+  return (fs.readdirSync(root, { recursive: true }) as string[]).filter(
+    f => !f.endsWith('.type') && fs.statSync(path.join(root, f)).isFile()
+  )
 }
 
 const fileOf = (t: TestApp, key: string): string => path.join(t.config.dataDir, 'objects', ...key.split('/'))
 /** the object's bytes in the local store, undefined when it is not there */
-const objectBytes = (t: TestApp, key: string): Buffer | undefined => fs.existsSync(fileOf(t, key)) ? fs.readFileSync(fileOf(t, key)) : undefined
+const objectBytes = (t: TestApp, key: string): Buffer | undefined =>
+  fs.existsSync(fileOf(t, key)) ? fs.readFileSync(fileOf(t, key)) : undefined
 /** makes an object look older than the sweep's grace period, as if written an hour and a minute ago */
 function backdate (t: TestApp, key: string): void {
   const then = new Date(Date.now() - SWEEP_GRACE_MS - 60_000)
@@ -26,10 +29,16 @@ function backdate (t: TestApp, key: string): void {
 /** a legacy row: the key written straight into the event, as a series PATCH or an old bug could have left it */
 async function setCoverKey (t: TestApp, tenantId: string, eventId: number, key: string): Promise<void> {
   await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await trx.updateTable('events').set({ cover_image_key: key }).where('tenant_id', '=', tenantId).where('id', '=', eventId).execute()
+    await trx
+      .updateTable('events')
+      .set({ cover_image_key: key })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', eventId)
+      .execute()
   })
 }
-const getCover = async (t: TestApp, token: string, id: number) => await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/cover` })
+const getCover = async (t: TestApp, token: string, id: number) =>
+  await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/cover` })
 async function post (t: TestApp, token: string, url: string, status: number): Promise<Json> {
   const res = await t.as(token, { method: 'POST', url })
   assert.equal(res.statusCode, status, res.body)
@@ -58,7 +67,16 @@ for (const kind of databases()) {
       assert.match(e.cover_image_key, /^covers\/[0-9a-f]{16}\/\d+\/[0-9a-f]{24}\.png$/)
       assert.equal(e.metadata.room, 'A')
       // the stored image is the re-encoded one: its size and hash are recorded
-      assert.deepEqual({ ...e.metadata.cover_image, sha256: '', size: 0 }, { key: e.cover_image_key, url: `http://localhost:8080/api/v1/events/${event.id}/cover`, content_type: 'image/png', size: 0, sha256: '' })
+      assert.deepEqual(
+        { ...e.metadata.cover_image, sha256: '', size: 0 },
+        {
+          key: e.cover_image_key,
+          url: `http://localhost:8080/api/v1/events/${event.id}/cover`,
+          content_type: 'image/png',
+          size: 0,
+          sha256: ''
+        }
+      )
       assert.match(e.metadata.cover_image.sha256, /^[0-9a-f]{64}$/)
       assert.equal(res.headers.etag, '"2"')
       assert.equal((await getEvent(t, alice, event.id)).json().cover_image_key, e.cover_image_key)
@@ -166,7 +184,13 @@ for (const kind of databases()) {
       fs.writeFileSync(path.join(t.config.dataDir, 'secret.png'), 'secret')
       const otherEvent = await createEvent(t, mallory)
       const sameTenantOtherEvent = (await upload(t, mallory, otherEvent.id, JPEG)).json().cover_image_key as string
-      for (const bad of [victimKey, '../secret.png', 'covers/../../secret.png', victimKey.replace(/\/\d+\//, `/${theirs.id}/`), sameTenantOtherEvent]) {
+      for (const bad of [
+        victimKey,
+        '../secret.png',
+        'covers/../../secret.png',
+        victimKey.replace(/\/\d+\//, `/${theirs.id}/`),
+        sameTenantOtherEvent
+      ]) {
         await setCoverKey(t, b.id, theirs.id, bad)
         const read = await getCover(t, mallory, theirs.id)
         assert.equal(read.statusCode, 404, `${bad}: ${read.body}`)
@@ -214,13 +238,18 @@ for (const kind of databases()) {
       assert.equal((await getEvent(t, alice, event.id)).json().cover_image_key, publishedKey)
 
       // the discarded draft's object is swept by a later upload once it is older than the grace period
-      assert.ok(objectBytes(t, draftKey) !== undefined, 'the discarded draft\'s object is still there')
+      assert.ok(objectBytes(t, draftKey) !== undefined, "the discarded draft's object is still there")
       backdate(t, draftKey)
       const next = await upload(t, alice, event.id, WEBP)
       assert.equal(next.statusCode, 200, next.body)
       assert.equal(objectBytes(t, draftKey), undefined)
       assert.equal(objectBytes(t, publishedKey), undefined)
-      assert.deepEqual(storedFiles(t).filter(f => f.includes(`${path.sep}${event.id}${path.sep}`)).map(f => f.split(path.sep).pop()), [next.json().cover_image_key.split('/').pop()])
+      assert.deepEqual(
+        storedFiles(t)
+          .filter(f => f.includes(`${path.sep}${event.id}${path.sep}`))
+          .map(f => f.split(path.sep).pop()),
+        [next.json().cover_image_key.split('/').pop()]
+      )
     })
 
     void it('publishing a draft with a new cover: the old object goes only once no row refers to it, and never while it is young', async () => {
@@ -237,7 +266,7 @@ for (const kind of databases()) {
       assert.equal((await upload(t, alice, draft.id, JPEG)).statusCode, 200)
       const draftKey: string = (await getEvent(t, alice, draft.id)).json().cover_image_key
       assert.ok(objectBytes(t, oldKey) !== undefined, 'the published cover stays while the published row refers to it')
-      assert.equal(objectBytes(t, newKey), undefined, 'the draft\'s replaced cover, referenced by no row, is deleted')
+      assert.equal(objectBytes(t, newKey), undefined, "the draft's replaced cover, referenced by no row, is deleted")
 
       await publishEvent(t, alice, event.id)
       const published = (await getEvent(t, alice, event.id)).json()
@@ -254,32 +283,42 @@ for (const kind of databases()) {
       assertServes(await getCover(t, alice, event.id), replaced.json().metadata.cover_image)
     })
 
-    void it('occurrences that share their anchor\'s cover (rows from before covers became per event) read it, and it stays while any row refers to it', async () => {
+    void it("occurrences that share their anchor's cover (rows from before covers became per event) read it, and it stays while any row refers to it", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const anchor = await createEvent(t, alice, { start_dt: '2027-03-15T09:00:00Z', end_dt: '2027-03-15T10:00:00Z' })
       const res = await upload(t, alice, anchor.id, PNG)
       assert.equal(res.statusCode, 200, res.body)
       const key: string = res.json().cover_image_key
-      const made = await t.as(alice, { method: 'POST', url: `/api/v1/events/${anchor.id}/series`, payload: { freq: 'daily', ends_on: 'after_n', end_count: 3 } })
+      const made = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${anchor.id}/series`,
+        payload: { freq: 'daily', ends_on: 'after_n', end_count: 3 }
+      })
       assert.equal(made.statusCode, 201, made.body)
       const occurrences = (made.json() as Json[]).filter(o => o.id !== anchor.id)
       assert.equal(occurrences.length, 2)
       // earlier versions copied the anchor's key to every occurrence and to the series row
       for (const o of occurrences) await setCoverKey(t, tenant.id, o.id, key)
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.updateTable('event_series').set({ cover_image_key: key }).where('tenant_id', '=', tenant.id).where('id', '=', occurrences[0]?.series_id as number).execute()
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx
+          .updateTable('event_series')
+          .set({ cover_image_key: key })
+          .where('tenant_id', '=', tenant.id)
+          .where('id', '=', occurrences[0]?.series_id as number)
+          .execute()
       })
       for (const o of occurrences) assertServes(await getCover(t, alice, o.id), res.json().metadata.cover_image)
       // a new cover on one occurrence: the shared object stays for the anchor and the other occurrence
       backdate(t, key)
       const own = await upload(t, alice, occurrences[0]?.id as number, JPEG)
       assert.equal(own.statusCode, 200, own.body)
-      assert.ok(objectBytes(t, key) !== undefined, 'the anchor\'s cover is kept')
+      assert.ok(objectBytes(t, key) !== undefined, "the anchor's cover is kept")
       assertServes(await getCover(t, alice, anchor.id), res.json().metadata.cover_image)
       assertServes(await getCover(t, alice, occurrences[1]?.id as number), res.json().metadata.cover_image)
       assertServes(await getCover(t, alice, occurrences[0]?.id as number), own.json().metadata.cover_image)
-      // the anchor and the other occurrence move on too: the series row alone still refers to the key (new occurrences may copy it)
+      // the anchor and the other occurrence move on too: the series row alone still refers to the key (new occurrences
+      // may copy it)
       assert.equal((await upload(t, alice, anchor.id, WEBP)).statusCode, 200)
       assert.equal((await upload(t, alice, occurrences[1]?.id as number, WEBP)).statusCode, 200)
       assert.ok(objectBytes(t, key) !== undefined, 'kept while the series row refers to it')

@@ -6,7 +6,13 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
-import { eventVisibleTo, findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.ts'
+import {
+  eventVisibleTo,
+  findEventForRead,
+  hasEventPermission,
+  lockEventForWrite,
+  rootEventId
+} from '../events/events.access.ts'
 import type { EventRow } from '../events/events.table.ts'
 
 /** A visible event whose sub-resources may be read by anyone who sees it. */
@@ -15,14 +21,26 @@ export async function readEvent (trx: Tx, auth: AuthContext, id: number): Promis
 }
 
 /** A visible event whose sub-resource needs an event permission to read (attendees): 403 without it. */
-export async function readEventWith (trx: Tx, auth: AuthContext, id: number, permission: EventPermission): Promise<EventRow> {
+export async function readEventWith (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: EventPermission
+): Promise<EventRow> {
   const row = await readEvent(trx, auth, id)
-  if (!(await hasEventPermission(trx, auth, row, permission))) throw error403Forbidden(`missing event permission ${permission}`)
+  if (!(await hasEventPermission(trx, auth, row, permission))) {
+    throw error403Forbidden(`missing event permission ${permission}`)
+  }
   return row
 }
 
 /** Locks an event for a sub-resource write: 404 invisible, 403 without `permission`, 409 archived or deleted. */
-export async function writeEvent (trx: Tx, auth: AuthContext, id: number, permission: EventPermission): Promise<EventRow> {
+export async function writeEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: EventPermission
+): Promise<EventRow> {
   return await lockEventForWrite(trx, auth, id, permission)
 }
 
@@ -32,11 +50,19 @@ export const rootOf = rootEventId
  * Write access to something held by a series (series links, series attachments): the caller must
  * hold `permission` on the first occurrence of the series they can see. 404 when they see none.
  */
-export async function writeSeries (trx: Tx, auth: AuthContext, seriesId: number, permission: EventPermission): Promise<EventRow> {
-  const first = await trx.selectFrom('events').select('id')
+export async function writeSeries (
+  trx: Tx,
+  auth: AuthContext,
+  seriesId: number,
+  permission: EventPermission
+): Promise<EventRow> {
+  const first = await trx
+    .selectFrom('events')
+    .select('id')
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
-    .orderBy('events.series_index').orderBy('events.id')
+    .orderBy('events.series_index')
+    .orderBy('events.id')
     .executeTakeFirst()
   if (first === undefined) throw error404NotFound('series not found')
   return await lockEventForWrite(trx, auth, first.id, permission)

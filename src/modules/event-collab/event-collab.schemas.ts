@@ -1,5 +1,15 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
+import {
+  body,
+  IntId,
+  model,
+  Nullable,
+  KeysetPageQuery,
+  pagedBody,
+  StringEnum,
+  Timestamp,
+  UuidString
+} from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/event-permissions.ts'
 import { ATTENDEE_STATUSES, MILESTONE_STATUSES } from './event-collab.table.ts'
 
@@ -18,13 +28,23 @@ export const EventIdParams = Type.Object({ event_id: IntId })
 export const AttendeeParams = Type.Object({ id: IntId, contact_id: UuidString })
 export const ManagerParams = Type.Object({ id: IntId, user_id: Type.String({ minLength: 1, maxLength: 255 }) })
 export const MilestoneParams = Type.Object({ id: IntId, milestone_event_id: IntId })
-export const DocumentParams = Type.Object({ id: IntId, document_id: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s/]+$', description: 'Document id (no spaces or slashes)' }) })
+export const DocumentParams = Type.Object({
+  id: IntId,
+  document_id: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[^\\s/]+$',
+    description: 'Document id (no spaces or slashes)'
+  })
+})
 export const LinkParams = Type.Object({ id: IntId, target_id: IntId })
 export const AttachmentParams = Type.Object({ id: IntId })
 
 // ---- attendees
 
-const AttendeeStatus = StringEnum(ATTENDEE_STATUSES, { description: 'invited, confirmed, declined, tentative or checked_in' })
+const AttendeeStatus = StringEnum(ATTENDEE_STATUSES, {
+  description: 'invited, confirmed, declined, tentative or checked_in'
+})
 
 export const Attendee = model('Attendee', {
   id: Type.Integer(),
@@ -59,17 +79,30 @@ export const UpdateAttendeeBody = body({
   notes: Type.Optional(Nullable(Type.String({ maxLength: NOTES_MAX })))
 })
 
-const ContactIds = Type.Array(UuidString, { minItems: 1, maxItems: BULK_MAX, description: `Contact ids (1 to ${BULK_MAX}; repeats are ignored)` })
+const ContactIds = Type.Array(UuidString, {
+  minItems: 1,
+  maxItems: BULK_MAX,
+  description: `Contact ids (1 to ${BULK_MAX}; repeats are ignored)`
+})
 
 export const BulkAddBody = body({ contact_ids: ContactIds, status: Type.Optional(AttendeeStatus) })
-export const BulkRemoveBody = body({ contact_ids: ContactIds, status: Type.Optional(StringEnum(ATTENDEE_STATUSES, { description: 'Only remove attendees currently in this status' })) })
+export const BulkRemoveBody = body({
+  contact_ids: ContactIds,
+  status: Type.Optional(
+    StringEnum(ATTENDEE_STATUSES, { description: 'Only remove attendees currently in this status' })
+  )
+})
 export const BulkStatusBody = body({ contact_ids: ContactIds, status: AttendeeStatus })
 
 export const CheckInBody = body({})
 
 // ---- managers
 
-const Permissions = Type.Array(StringEnum(EVENT_PERMISSIONS), { maxItems: EVENT_PERMISSIONS.length, uniqueItems: true, description: 'Granted event manager permissions (GET /events/manager-permissions)' })
+const Permissions = Type.Array(StringEnum(EVENT_PERMISSIONS), {
+  maxItems: EVENT_PERMISSIONS.length,
+  uniqueItems: true,
+  description: 'Granted event manager permissions (GET /events/manager-permissions)'
+})
 const Role = StringEnum(EVENT_MANAGER_ROLE_NAMES, { description: 'Role bundle; replaces permissions when given' })
 const Channels = Type.Array(StringEnum(['email', 'push', 'sms'] as const), { maxItems: 3, uniqueItems: true })
 
@@ -86,7 +119,9 @@ export const EventManager = model('EventManager', {
   invited_email: Nullable(Type.String()),
   invited_by: Nullable(Type.String()),
   invited_at: Nullable(Timestamp()),
-  invite_token: Type.Optional(Type.String({ description: 'Only in the answer to an invite: the plain token, shown once' })),
+  invite_token: Type.Optional(
+    Type.String({ description: 'Only in the answer to an invite: the plain token, shown once' })
+  ),
   expires_at: Nullable(Timestamp()),
   accepted_at: Nullable(Timestamp()),
   created_at: Timestamp(),
@@ -139,7 +174,9 @@ const Sequence = Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })
 export const AddMilestoneBody = body({ milestone_event_id: IntId, sequence: Type.Optional(Sequence) })
 export const UpdateMilestoneSequenceBody = body({ sequence: Sequence })
 export const PatchMilestoneBody = body({
-  status: Type.Optional(StringEnum(MILESTONE_STATUSES, { description: 'Sets the status by hand (status_mode manual)' })),
+  status: Type.Optional(
+    StringEnum(MILESTONE_STATUSES, { description: 'Sets the status by hand (status_mode manual)' })
+  ),
   reset_to_derived: Type.Optional(Type.Boolean({ description: 'true: status derived from the milestone event again' }))
 })
 
@@ -167,11 +204,24 @@ export const Attachment = model('Attachment', {
   created_at: Timestamp()
 })
 export const AttachmentListBody = model('AttachmentListBody', { items: Type.Array(Attachment) })
-export const ListAttachmentsQuery = Type.Object({ kind: Type.Optional(Type.String({ maxLength: 64, description: 'One kind; empty = all' })) })
+export const ListAttachmentsQuery = Type.Object({
+  kind: Type.Optional(Type.String({ maxLength: 64, description: 'One kind; empty = all' }))
+})
 export const AddAttachmentBody = body({
-  kind: Type.String({ minLength: 1, maxLength: 64, description: 'One of the template\'s allowed attachment kinds' }),
+  kind: Type.String({ minLength: 1, maxLength: 64, description: "One of the template's allowed attachment kinds" }),
   ref: Type.String({ minLength: 1, maxLength: ATTACHMENT_REF_MAX, description: 'URL, blob key or document id' }),
-  metadata: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true, maxProperties: ATTACHMENT_METADATA_MAX_KEYS, description: `mime, size, content_hash… (at most ${ATTACHMENT_METADATA_MAX_KEYS} keys, ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON)` })))
+  metadata: Type.Optional(
+    Nullable(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          maxProperties: ATTACHMENT_METADATA_MAX_KEYS,
+          description: `mime, size, content_hash… (at most ${ATTACHMENT_METADATA_MAX_KEYS} keys, ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON)`
+        }
+      )
+    )
+  )
 })
 
 export const Link = model('Link', {

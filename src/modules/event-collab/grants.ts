@@ -32,9 +32,17 @@ export async function heldOnEvent (trx: Tx, auth: AuthContext, row: EventRow): P
   if (isTenantAdmin(auth)) return everything()
   const root = rootEventId(row)
   // a draft clone is judged by its published row: that row's creator holds everything
-  const creator = root === row.id
-    ? row.creator_id
-    : (await trx.selectFrom('events').select('creator_id').where('tenant_id', '=', auth.tenantId).where('id', '=', root).executeTakeFirst())?.creator_id
+  const creator =
+    root === row.id
+      ? row.creator_id
+      : (
+          await trx
+            .selectFrom('events')
+            .select('creator_id')
+            .where('tenant_id', '=', auth.tenantId)
+            .where('id', '=', root)
+            .executeTakeFirst()
+        )?.creator_id
   if (creator === auth.userId) return everything()
   const rows = await trx.selectFrom('event_managers').select(['role', 'permissions'])
     .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('status', '=', 'active')
@@ -70,12 +78,15 @@ export function notHeld (grant: Iterable<string>, held: Held): string[] {
  * (`body.permissions`) or the row concerned (`path.user_id`).
  *
  * @example
- *   assertWithin(grant.permissions, await heldOnEvent(trx, auth, event), 'body.permissions', 'a grant may not exceed your own rights')
+ *   assertWithin(grant.permissions, await heldOnEvent(trx, auth, event), 'body.permissions', 'a grant may not exceed
+ * your own rights')
  */
 export function assertWithin (grant: Iterable<string>, held: Held, location: string, what: string): void {
   const missing = notHeld(grant, held)
   if (missing.length > 0) {
-    throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [fieldError(location, 'permissions the caller does not hold', missing)])
+    throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [
+      fieldError(location, 'permissions the caller does not hold', missing)
+    ])
   }
 }
 
@@ -84,10 +95,20 @@ export function assertWithin (grant: Iterable<string>, held: Held, location: str
  * rights: 403 unless the caller holds `managers:manage` and every permission of the grant at series
  * level.
  */
-export async function assertSeriesGrant (trx: Tx, auth: AuthContext, seriesId: number, grant: Iterable<string>, location: string): Promise<void> {
+export async function assertSeriesGrant (
+  trx: Tx,
+  auth: AuthContext,
+  seriesId: number,
+  grant: Iterable<string>,
+  location: string
+): Promise<void> {
   const held = await heldOnSeries(trx, auth, seriesId)
   if (!held.has('managers:manage')) {
-    throw new ApiError(403, 'series-level grants need managers:manage on the series (tenant admin, the series\' creator or a series manager)', [fieldError(location, 'a series-level grant')])
+    throw new ApiError(
+      403,
+      "series-level grants need managers:manage on the series (tenant admin, the series' creator or a series manager)",
+      [fieldError(location, 'a series-level grant')]
+    )
   }
   assertWithin(grant, held, location, 'a series-level grant may not exceed your rights on the series')
 }

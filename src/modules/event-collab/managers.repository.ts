@@ -16,33 +16,68 @@ export const MANAGER_COLUMNS = [
 ] as const
 export type ManagerView = Omit<EventManagerRow, 'tenant_id' | 'invite_token_hash'>
 
-/** The ETag of a manager row (no revision column): a digest of its stored values, not of the display name (conditional.ts). */
-export const managerEtag = (row: { [K in typeof MANAGER_COLUMNS[number]]: unknown }): string => digestEtag(MANAGER_COLUMNS.map(c => row[c]))
+/**
+ * The ETag of a manager row (no revision column): a digest of its stored values, not of the display name
+ * (conditional.ts).
+ */
+export const managerEtag = (row: { [K in (typeof MANAGER_COLUMNS)[number]]: unknown }): string =>
+  digestEtag(MANAGER_COLUMNS.map(c => row[c]))
 
 export { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
 
 /** Rows with the managers' display names (null for pending invites without a user). */
-export async function withDisplayNames<T extends { user_id: string | null }> (trx: Tx, tenantId: string, rows: T[]): Promise<Array<T & { display_name: string | null }>> {
-  const profiles = await displayProfiles(trx, tenantId, rows.flatMap(r => r.user_id === null ? [] : [r.user_id]))
-  return rows.map(r => ({ ...r, display_name: r.user_id === null ? null : (profiles.get(r.user_id)?.display_name ?? r.user_id) }))
+export async function withDisplayNames<T extends { user_id: string | null }> (
+  trx: Tx,
+  tenantId: string,
+  rows: T[]
+): Promise<Array<T & { display_name: string | null }>> {
+  const profiles = await displayProfiles(
+    trx,
+    tenantId,
+    rows.flatMap(r => (r.user_id === null ? [] : [r.user_id]))
+  )
+  return rows.map(r => ({
+    ...r,
+    display_name: r.user_id === null ? null : (profiles.get(r.user_id)?.display_name ?? r.user_id)
+  }))
 }
 
-export async function withDisplayName<T extends { user_id: string | null }> (trx: Tx, tenantId: string, row: T): Promise<T & { display_name: string | null }> {
+export async function withDisplayName<T extends { user_id: string | null }> (
+  trx: Tx,
+  tenantId: string,
+  row: T
+): Promise<T & { display_name: string | null }> {
   const [one] = await withDisplayNames(trx, tenantId, [row])
   return one ?? { ...row, display_name: null }
 }
 
-const CREATED_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+const CREATED_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'asc', type: 'time' },
+  { ref: 'id', dir: 'asc', type: 'int' }
+]
 
 /** Active and pending managers of an event (revoked rows are history), oldest first; the next page's cursor. */
-export async function listManagers (trx: Tx, tenantId: string, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listManagers (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('event-managers', { eventId }), CREATED_KEYS)
-  const base = trx.selectFrom('event_managers')
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('status', '<>', 'revoked')
+  const base = trx
+    .selectFrom('event_managers')
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where('status', '<>', 'revoked')
   const [rows, count] = await Promise.all([
-    base.select(MANAGER_COLUMNS)
+    base
+      .select(MANAGER_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CREATED_KEYS, window.after ?? [])))
-      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
@@ -50,32 +85,61 @@ export async function listManagers (trx: Tx, tenantId: string, eventId: number, 
 
 /** The active or pending manager row of a user on an event. */
 export async function findManager (trx: Tx, tenantId: string, eventId: number, userId: string, lock = false) {
-  return await trx.selectFrom('event_managers').select(MANAGER_COLUMNS)
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('user_id', '=', userId).where('status', '<>', 'revoked')
+  return await trx
+    .selectFrom('event_managers')
+    .select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where('user_id', '=', userId)
+    .where('status', '<>', 'revoked')
     .$if(lock, qb => qb.forUpdate())
     .executeTakeFirst()
 }
 
-export async function insertManager (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, userId: string, permissions: string[], role: string | null, invitedBy: string }) {
-  return await trx.insertInto('event_managers').values({
-    tenant_id: v.tenantId,
-    event_id: v.eventId,
-    org_id: v.orgId,
-    user_id: v.userId,
-    permissions: v.permissions,
-    role: v.role,
-    status: 'active',
-    invited_by: v.invitedBy,
-    invited_at: sql`now()`,
-    accepted_at: sql`now()`
-  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function insertManager (
+  trx: Tx,
+  v: {
+    tenantId: string
+    eventId: number
+    orgId: string | null
+    userId: string
+    permissions: string[]
+    role: string | null
+    invitedBy: string
+  }
+) {
+  return await trx
+    .insertInto('event_managers')
+    .values({
+      tenant_id: v.tenantId,
+      event_id: v.eventId,
+      org_id: v.orgId,
+      user_id: v.userId,
+      permissions: v.permissions,
+      role: v.role,
+      status: 'active',
+      invited_by: v.invitedBy,
+      invited_at: sql`now()`,
+      accepted_at: sql`now()`
+    })
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
-export async function updatePermissions (trx: Tx, tenantId: string, id: number, permissions: string[], role: string | null) {
-  return await trx.updateTable('event_managers')
+export async function updatePermissions (
+  trx: Tx,
+  tenantId: string,
+  id: number,
+  permissions: string[],
+  role: string | null
+) {
+  return await trx
+    .updateTable('event_managers')
     .set({ permissions, role, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
 export async function revokeManager (trx: Tx, tenantId: string, id: number): Promise<void> {
@@ -93,11 +157,19 @@ export async function lockPendingInvite (trx: Tx, tenantId: string, eventId: num
 }
 
 /** Whether a user of the tenant with this e-mail already actively manages the event. */
-export async function emailIsActiveManager (trx: Tx, tenantId: string, eventId: number, email: string): Promise<boolean> {
-  const row = await trx.selectFrom('event_managers as em')
+export async function emailIsActiveManager (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  email: string
+): Promise<boolean> {
+  const row = await trx
+    .selectFrom('event_managers as em')
     .innerJoin('users as u', join => join.onRef('u.tenant_id', '=', 'em.tenant_id').onRef('u.id', '=', 'em.user_id'))
     .select('em.id')
-    .where('em.tenant_id', '=', tenantId).where('em.event_id', '=', eventId).where('em.status', '=', 'active')
+    .where('em.tenant_id', '=', tenantId)
+    .where('em.event_id', '=', eventId)
+    .where('em.status', '=', 'active')
     .where(sql<string>`lower(u.email)`, '=', email.toLowerCase())
     .executeTakeFirst()
   return row !== undefined
@@ -105,29 +177,61 @@ export async function emailIsActiveManager (trx: Tx, tenantId: string, eventId: 
 
 const expiry = sql<Date>`now() + make_interval(days => ${INVITE_TTL_DAYS})`
 
-export async function insertInvite (trx: Tx, v: { tenantId: string, eventId: number, orgId: string | null, email: string, permissions: string[], role: string | null, invitedBy: string, tokenHash: string }) {
-  return await trx.insertInto('event_managers').values({
-    tenant_id: v.tenantId,
-    event_id: v.eventId,
-    org_id: v.orgId,
-    user_id: null,
-    permissions: v.permissions,
-    role: v.role,
-    status: 'pending',
-    invited_email: v.email,
-    invited_by: v.invitedBy,
-    invited_at: sql`now()`,
-    invite_token_hash: v.tokenHash,
-    expires_at: expiry
-  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function insertInvite (
+  trx: Tx,
+  v: {
+    tenantId: string
+    eventId: number
+    orgId: string | null
+    email: string
+    permissions: string[]
+    role: string | null
+    invitedBy: string
+    tokenHash: string
+  }
+) {
+  return await trx
+    .insertInto('event_managers')
+    .values({
+      tenant_id: v.tenantId,
+      event_id: v.eventId,
+      org_id: v.orgId,
+      user_id: null,
+      permissions: v.permissions,
+      role: v.role,
+      status: 'pending',
+      invited_email: v.email,
+      invited_by: v.invitedBy,
+      invited_at: sql`now()`,
+      invite_token_hash: v.tokenHash,
+      expires_at: expiry
+    })
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
 /** Re-invite: a new token and expiry, the new grant. */
-export async function refreshInvite (trx: Tx, tenantId: string, id: number, v: { permissions: string[], role: string | null, invitedBy: string, tokenHash: string }) {
-  return await trx.updateTable('event_managers')
-    .set({ permissions: v.permissions, role: v.role, invited_by: v.invitedBy, invited_at: sql`now()`, invite_token_hash: v.tokenHash, expires_at: expiry, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function refreshInvite (
+  trx: Tx,
+  tenantId: string,
+  id: number,
+  v: { permissions: string[]; role: string | null; invitedBy: string; tokenHash: string }
+) {
+  return await trx
+    .updateTable('event_managers')
+    .set({
+      permissions: v.permissions,
+      role: v.role,
+      invited_by: v.invitedBy,
+      invited_at: sql`now()`,
+      invite_token_hash: v.tokenHash,
+      expires_at: expiry,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
 /** An invite (event or series) by token hash, locked, with whether it expired. */
@@ -139,10 +243,25 @@ export async function lockInviteByHash (trx: Tx, tenantId: string, hash: string)
 }
 
 /** Whether the user already holds an active or pending grant on the same event or series. */
-export async function hasGrant (trx: Tx, tenantId: string, scope: { eventId: number | null, seriesId: number | null }, userId: string, exceptId: number): Promise<boolean> {
-  const row = await trx.selectFrom('event_managers').select('id')
-    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('status', '=', 'active').where('id', '<>', exceptId)
-    .where(eb => scope.eventId !== null ? eb('event_id', '=', scope.eventId) : eb.and([eb('event_id', 'is', null), eb('series_id', '=', scope.seriesId)]))
+export async function hasGrant (
+  trx: Tx,
+  tenantId: string,
+  scope: { eventId: number | null; seriesId: number | null },
+  userId: string,
+  exceptId: number
+): Promise<boolean> {
+  const row = await trx
+    .selectFrom('event_managers')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where('status', '=', 'active')
+    .where('id', '<>', exceptId)
+    .where(eb =>
+      scope.eventId !== null
+        ? eb('event_id', '=', scope.eventId)
+        : eb.and([eb('event_id', 'is', null), eb('series_id', '=', scope.seriesId)])
+    )
     .executeTakeFirst()
   return row !== undefined
 }
@@ -166,6 +285,11 @@ export async function pendingInvitesFor (trx: Tx, tenantId: string, email: strin
 }
 
 export async function userEmail (trx: Tx, tenantId: string, userId: string): Promise<string | null> {
-  const row = await trx.selectFrom('users').select('email').where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
+  const row = await trx
+    .selectFrom('users')
+    .select('email')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', userId)
+    .executeTakeFirst()
   return row?.email ?? null
 }

@@ -15,8 +15,21 @@ import { eventVisibleTo } from '../events/events.access.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {
-  AddAttachmentBody, AddLinkBody, Attachment, ATTACHMENT_METADATA_MAX_BYTES, AttachmentListBody, AttachmentParams, DocumentParams, EventDocumentList,
-  EventIdParams, EventParams, Link, LinkList, LinkParams, LIST_MAX, ListAttachmentsQuery
+  AddAttachmentBody,
+  AddLinkBody,
+  Attachment,
+  ATTACHMENT_METADATA_MAX_BYTES,
+  AttachmentListBody,
+  AttachmentParams,
+  DocumentParams,
+  EventDocumentList,
+  EventIdParams,
+  EventParams,
+  Link,
+  LinkList,
+  LinkParams,
+  LIST_MAX,
+  ListAttachmentsQuery
 } from './event-collab.schemas.ts'
 import * as repo from './references.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
@@ -26,8 +39,17 @@ const METADATA_MAX_DEPTH = 16
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 /** A domain event about `event` (its published row): the event id first and its template last in the payload. */
-function eventChange (auth: AuthContext, event: EventRow, topic: string, payload: Record<string, unknown>): DomainEvent {
-  return { tenantId: auth.tenantId, topic, aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: rootOf(event), ...payload, template: event.template } }
+function eventChange (
+  auth: AuthContext, event: EventRow, topic: string, payload: Record<string, unknown>
+): DomainEvent {
+  return {
+    tenantId: auth.tenantId,
+    topic,
+    aggregateType: 'event',
+    aggregateId: rootOf(event),
+    actorId: auth.userId,
+    payload: { event_id: rootOf(event), ...payload, template: event.template }
+  }
 }
 
 /**
@@ -44,162 +66,349 @@ function checkMetadata (value: Record<string, unknown>): void {
       continue
     }
     if (v === null || typeof v !== 'object') continue
-    if (depth > METADATA_MAX_DEPTH) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_DEPTH} levels of nesting`)
+    if (depth > METADATA_MAX_DEPTH) {
+      throw invalidField('body.metadata', `expected at most ${METADATA_MAX_DEPTH} levels of nesting`)
+    }
     for (const [k, child] of Object.entries(v)) {
       if (LONE_SURROGATE.test(k)) throw invalidField('body.metadata', 'expected well-formed unicode keys')
       stack.push([child, depth + 1])
     }
   }
-  if (Buffer.byteLength(JSON.stringify(value)) > ATTACHMENT_METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON`)
+  if (Buffer.byteLength(JSON.stringify(value)) > ATTACHMENT_METADATA_MAX_BYTES) {
+    throw invalidField('body.metadata', `expected at most ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON`)
+  }
 }
 
 export async function referencesRoutes (app: App, { db }: AppContext): Promise<void> {
   // ---- documents
 
-  app.get('/api/v1/events/:id/documents', {
-    schema: { operationId: 'list-event-documents', summary: `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, tags, params: EventParams, response: { 200: EventDocumentList } },
-    onRequest: requirePolicy('link', 'read')
-  }, async (request) => await withTenant(db, request.auth, async (trx) => {
-    const event = await readEvent(trx, request.auth, request.params.id)
-    return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
-  }))
+  app.get(
+    '/api/v1/events/:id/documents',
+    {
+      schema: {
+        operationId: 'list-event-documents',
+        summary: `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`,
+        tags,
+        params: EventParams,
+        response: { 200: EventDocumentList }
+      },
+      onRequest: requirePolicy('link', 'read')
+    },
+    async request =>
+      await withTenant(db, request.auth, async trx => {
+        const event = await readEvent(trx, request.auth, request.params.id)
+        return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
+      })
+  )
 
-  app.post('/api/v1/events/:id/documents/:document_id', {
-    schema: { operationId: 'link-event-document', summary: 'Link a document to an event (201, no body; 409 when already linked)', tags, params: DocumentParams, response: { 201: NoContent } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, document_id: documentId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      const event = await writeEvent(trx, auth, id, 'documents:manage')
-      const row = await repo.insertDocument(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, documentId, createdBy: auth.userId })
-      if (row === undefined) throw error409Conflict('the document is already linked to this event', [fieldError('path.document_id', 'already linked', documentId)])
-      await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
-    })
-    // Created with no body (upstream): an empty payload, not the JSON null of the schema
-    return await reply.code(201).send(undefined as never)
-  })
+  app.post(
+    '/api/v1/events/:id/documents/:document_id',
+    {
+      schema: {
+        operationId: 'link-event-document',
+        summary: 'Link a document to an event (201, no body; 409 when already linked)',
+        tags,
+        params: DocumentParams,
+        response: { 201: NoContent }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, document_id: documentId } = request.params
+      await withTenant(db, auth, async trx => {
+        const event = await writeEvent(trx, auth, id, 'documents:manage')
+        const row = await repo.insertDocument(trx, {
+          tenantId: auth.tenantId,
+          eventId: rootOf(event),
+          orgId: event.org_id,
+          documentId,
+          createdBy: auth.userId
+        })
+        if (row === undefined) {
+          throw error409Conflict('the document is already linked to this event', [
+            fieldError('path.document_id', 'already linked', documentId)
+          ])
+        }
+        await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
+      })
+      // Created with no body (upstream): an empty payload, not the JSON null of the schema
+      return await reply.code(201).send(undefined as never)
+    }
+  )
 
-  app.delete('/api/v1/events/:id/documents/:document_id', {
-    schema: { operationId: 'unlink-event-document', summary: 'Unlink a document', tags, params: DocumentParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, document_id: documentId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      const event = await writeEvent(trx, auth, id, 'documents:manage')
-      if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) throw error404NotFound('document not linked')
-      await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/events/:id/documents/:document_id',
+    {
+      schema: {
+        operationId: 'unlink-event-document',
+        summary: 'Unlink a document',
+        tags,
+        params: DocumentParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, document_id: documentId } = request.params
+      await withTenant(db, auth, async trx => {
+        const event = await writeEvent(trx, auth, id, 'documents:manage')
+        if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) {
+          throw error404NotFound('document not linked')
+        }
+        await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 
   // ---- attachments
 
-  app.get('/api/v1/events/:event_id/attachments', {
-    schema: { operationId: 'list-event-attachments', summary: `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, tags, params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody } },
-    onRequest: requirePolicy('link', 'read')
-  }, async (request) => {
-    const items = await withTenant(db, request.auth, async (trx) => {
-      const event = await readEvent(trx, request.auth, request.params.event_id)
-      return await repo.listAttachments(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, request.query.kind, LIST_MAX)
-    })
-    return { items }
-  })
+  app.get(
+    '/api/v1/events/:event_id/attachments',
+    {
+      schema: {
+        operationId: 'list-event-attachments',
+        summary: `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`,
+        tags,
+        params: EventIdParams,
+        querystring: ListAttachmentsQuery,
+        response: { 200: AttachmentListBody }
+      },
+      onRequest: requirePolicy('link', 'read')
+    },
+    async request => {
+      const items = await withTenant(db, request.auth, async trx => {
+        const event = await readEvent(trx, request.auth, request.params.event_id)
+        return await repo.listAttachments(
+          trx,
+          request.auth.tenantId,
+          { id: rootOf(event), seriesId: event.series_id },
+          request.query.kind,
+          LIST_MAX
+        )
+      })
+      return { items }
+    }
+  )
 
-  app.post('/api/v1/events/:event_id/attachments', {
-    schema: { operationId: 'add-event-attachment', summary: 'Attach a file or reference (kind must be allowed by the event\'s template)', tags, params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const b = request.body
-    const metadata = b.metadata ?? {}
-    checkMetadata(metadata)
-    const row = await withTenant(db, auth, async (trx) => {
-      const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
-      if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
-        const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
-        throw invalidField('body.kind', `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`, b.kind)
-      }
-      const created = await repo.insertAttachment(trx, { tenantId: auth.tenantId, eventId: rootOf(event), orgId: event.org_id, kind: b.kind, ref: b.ref, metadata, createdBy: auth.userId })
-      await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
+  app.post(
+    '/api/v1/events/:event_id/attachments',
+    {
+      schema: {
+        operationId: 'add-event-attachment',
+        summary: "Attach a file or reference (kind must be allowed by the event's template)",
+        tags,
+        params: EventIdParams,
+        body: AddAttachmentBody,
+        response: { 201: Attachment }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const b = request.body
+      const metadata = b.metadata ?? {}
+      checkMetadata(metadata)
+      const row = await withTenant(db, auth, async trx => {
+        const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
+        if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
+          const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
+          throw invalidField(
+            'body.kind',
+            `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
+            b.kind
+          )
+        }
+        const created = await repo.insertAttachment(trx, {
+          tenantId: auth.tenantId,
+          eventId: rootOf(event),
+          orgId: event.org_id,
+          kind: b.kind,
+          ref: b.ref,
+          metadata,
+          createdBy: auth.userId
+        })
+        await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
+        return created
+      })
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.delete('/api/v1/attachments/:id', {
-    schema: { operationId: 'delete-attachment', summary: 'Remove an attachment', tags, params: AttachmentParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    await withTenant(db, auth, async (trx) => {
-      const row = await repo.findAttachment(trx, auth.tenantId, request.params.id)
-      if (row === undefined) throw error404NotFound('attachment not found')
-      const event = row.event_id !== null
-        ? await writeEvent(trx, auth, row.event_id, 'attachments:manage')
-        : await writeSeries(trx, auth, row.series_id ?? 0, 'attachments:manage')
-      await repo.deleteAttachment(trx, auth.tenantId, row.id)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'attachment.removed', aggregateType: 'event', aggregateId: rootOf(event), actorId: auth.userId, payload: { event_id: row.event_id, series_id: row.series_id, attachment_id: row.id, kind: row.kind, template: event.template } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/attachments/:id',
+    {
+      schema: {
+        operationId: 'delete-attachment',
+        summary: 'Remove an attachment',
+        tags,
+        params: AttachmentParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      await withTenant(db, auth, async trx => {
+        const row = await repo.findAttachment(trx, auth.tenantId, request.params.id)
+        if (row === undefined) throw error404NotFound('attachment not found')
+        const event =
+          row.event_id !== null
+            ? await writeEvent(trx, auth, row.event_id, 'attachments:manage')
+            : await writeSeries(trx, auth, row.series_id ?? 0, 'attachments:manage')
+        await repo.deleteAttachment(trx, auth.tenantId, row.id)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'attachment.removed',
+          aggregateType: 'event',
+          aggregateId: rootOf(event),
+          actorId: auth.userId,
+          payload: {
+            event_id: row.event_id,
+            series_id: row.series_id,
+            attachment_id: row.id,
+            kind: row.kind,
+            template: event.template
+          }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 
   // ---- links
 
-  app.get('/api/v1/events/:id/links', {
-    schema: { operationId: 'list-event-links', summary: `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, tags, params: EventParams, response: { 200: LinkList } },
-    onRequest: requirePolicy('link', 'read')
-  }, async (request) => await withTenant(db, request.auth, async (trx) => {
-    const event = await readEvent(trx, request.auth, request.params.id)
-    return await repo.listLinks(trx, request.auth.tenantId, { id: rootOf(event), seriesId: event.series_id }, LIST_MAX)
-  }))
+  app.get(
+    '/api/v1/events/:id/links',
+    {
+      schema: {
+        operationId: 'list-event-links',
+        summary: `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`,
+        tags,
+        params: EventParams,
+        response: { 200: LinkList }
+      },
+      onRequest: requirePolicy('link', 'read')
+    },
+    async request =>
+      await withTenant(db, request.auth, async trx => {
+        const event = await readEvent(trx, request.auth, request.params.id)
+        return await repo.listLinks(
+          trx,
+          request.auth.tenantId,
+          { id: rootOf(event), seriesId: event.series_id },
+          LIST_MAX
+        )
+      })
+  )
 
-  app.post('/api/v1/events/:id/links', {
-    schema: { operationId: 'add-event-link', summary: 'Link another visible event of the tenant (no self link; 409 when already linked)', tags, params: EventParams, body: AddLinkBody, response: { 201: Link } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const targetId = request.body.target_id
-    const row = await withTenant(db, auth, async (trx) => {
-      const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
-      const eventId = rootOf(event)
-      if (targetId === eventId || targetId === event.id) throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
-      const target = await trx.selectFrom('events').select('id').where('events.id', '=', targetId).where(eb => eventVisibleTo(eb, auth)).executeTakeFirst()
-      if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
-      const created = await repo.insertLink(trx, { tenantId: auth.tenantId, eventId, targetId, orgId: event.org_id, createdBy: auth.userId })
-      if (created === undefined) throw error409Conflict('the events are already linked', [fieldError('body.target_id', 'already linked', targetId)])
-      await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
+  app.post(
+    '/api/v1/events/:id/links',
+    {
+      schema: {
+        operationId: 'add-event-link',
+        summary: 'Link another visible event of the tenant (no self link; 409 when already linked)',
+        tags,
+        params: EventParams,
+        body: AddLinkBody,
+        response: { 201: Link }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const targetId = request.body.target_id
+      const row = await withTenant(db, auth, async trx => {
+        const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
+        const eventId = rootOf(event)
+        if (targetId === eventId || targetId === event.id) {
+          throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
+        }
+        const target = await trx
+          .selectFrom('events')
+          .select('id')
+          .where('events.id', '=', targetId)
+          .where(eb => eventVisibleTo(eb, auth))
+          .executeTakeFirst()
+        if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
+        const created = await repo.insertLink(trx, {
+          tenantId: auth.tenantId,
+          eventId,
+          targetId,
+          orgId: event.org_id,
+          createdBy: auth.userId
+        })
+        if (created === undefined) {
+          throw error409Conflict('the events are already linked', [
+            fieldError('body.target_id', 'already linked', targetId)
+          ])
+        }
+        await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
+        return created
+      })
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.delete('/api/v1/events/:id/links/:target_id', {
-    schema: { operationId: 'remove-event-link', summary: 'Remove a cross-reference link', tags, params: LinkParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('link', 'write')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, target_id: targetId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      const event = await writeEvent(trx, auth, id, 'links:manage')
-      if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) throw error404NotFound('link not found')
-      await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/events/:id/links/:target_id',
+    {
+      schema: {
+        operationId: 'remove-event-link',
+        summary: 'Remove a cross-reference link',
+        tags,
+        params: LinkParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('link', 'write')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, target_id: targetId } = request.params
+      await withTenant(db, auth, async trx => {
+        const event = await writeEvent(trx, auth, id, 'links:manage')
+        if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) {
+          throw error404NotFound('link not found')
+        }
+        await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.delete('/api/v1/series/:id/links/:target_id', {
-    schema: { operationId: 'remove-series-link', summary: 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', tags, params: LinkParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('series', 'links')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, target_id: targetId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      const event = await writeSeries(trx, auth, id, 'links:manage')
-      if (await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId) === 0) throw error404NotFound('link not found')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'series.link_removed', aggregateType: 'series', aggregateId: id, actorId: auth.userId, payload: { series_id: id, target_id: targetId, template: event.template } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/series/:id/links/:target_id',
+    {
+      schema: {
+        operationId: 'remove-series-link',
+        summary:
+          'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)',
+        tags,
+        params: LinkParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('series', 'links')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, target_id: targetId } = request.params
+      await withTenant(db, auth, async trx => {
+        const event = await writeSeries(trx, auth, id, 'links:manage')
+        if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
+          throw error404NotFound('link not found')
+        }
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'series.link_removed',
+          aggregateType: 'series',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { series_id: id, target_id: targetId, template: event.template }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 }

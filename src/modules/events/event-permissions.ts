@@ -22,7 +22,17 @@ export type EventPermission = typeof EVENT_PERMISSIONS[number]
 
 export const EVENT_MANAGER_ROLES = {
   'event_manager:full': [...EVENT_PERMISSIONS],
-  'event_manager:editor': ['event:edit', 'event:publish', 'attendees:read', 'attendees:write', 'attendees:checkin', 'milestones:manage', 'documents:manage', 'attachments:manage', 'links:manage'],
+  'event_manager:editor': [
+    'event:edit',
+    'event:publish',
+    'attendees:read',
+    'attendees:write',
+    'attendees:checkin',
+    'milestones:manage',
+    'documents:manage',
+    'attachments:manage',
+    'links:manage'
+  ],
   'event_manager:attendees': ['attendees:read', 'attendees:write', 'attendees:checkin'],
   'event_manager:checkin': ['attendees:read', 'attendees:checkin']
 } as const satisfies Record<string, readonly EventPermission[]>
@@ -30,7 +40,8 @@ export type EventManagerRole = keyof typeof EVENT_MANAGER_ROLES
 
 export const EVENT_MANAGER_ROLE_NAMES = Object.keys(EVENT_MANAGER_ROLES) as EventManagerRole[]
 
-export const isEventPermission = (p: string): p is EventPermission => (EVENT_PERMISSIONS as readonly string[]).includes(p)
+export const isEventPermission = (p: string): p is EventPermission =>
+  (EVENT_PERMISSIONS as readonly string[]).includes(p)
 export const isEventManagerRole = (r: string): r is EventManagerRole => Object.hasOwn(EVENT_MANAGER_ROLES, r)
 
 /** The permissions a manager row grants: its role bundle when it names one, else its own list. */

@@ -8,23 +8,111 @@ const delivery1 = findTemplate('delivery', 1)?.state_machine ?? null
 const meeting = latestTemplate('meeting')?.state_machine ?? null
 
 void describe('event state machine', () => {
-  const cases: Array<{ name: string, machine: typeof delivery2, from: string | null, to: string, payload?: Record<string, unknown>, want: TransitionVerdict['ok'] | 'not_allowed' | 'guard_failed' | 'no_state_machine', allowed?: string[], missing?: string[] }> = [
+  const cases: Array<{
+    name: string
+    machine: typeof delivery2
+    from: string | null
+    to: string
+    payload?: Record<string, unknown>
+    want: TransitionVerdict['ok'] | 'not_allowed' | 'guard_failed' | 'no_state_machine'
+    allowed?: string[]
+    missing?: string[]
+  }> = [
     { name: 'pending to in_transit', machine: delivery2, from: 'pending', to: 'in_transit', want: true },
     { name: 'null state counts as the initial one', machine: delivery2, from: null, to: 'in_transit', want: true },
-    { name: 'pending cannot jump to delivered', machine: delivery2, from: 'pending', to: 'delivered', want: 'not_allowed', allowed: ['in_transit', 'cancelled'] },
-    { name: 'delivered needs proof_of_delivery', machine: delivery2, from: 'in_transit', to: 'delivered', payload: {}, want: 'guard_failed', missing: ['proof_of_delivery'] },
-    { name: 'an empty proof is no proof', machine: delivery2, from: 'in_transit', to: 'delivered', payload: { proof_of_delivery: '  ' }, want: 'guard_failed', missing: ['proof_of_delivery'] },
-    { name: 'delivered with proof', machine: delivery2, from: 'in_transit', to: 'delivered', payload: { proof_of_delivery: 'sig-123' }, want: true },
-    { name: 'proof may be an object', machine: delivery2, from: 'in_transit', to: 'delivered', payload: { proof_of_delivery: { photo: 'k' } }, want: true },
-    { name: 'failed needs a reason', machine: delivery2, from: 'in_transit', to: 'failed', want: 'guard_failed', missing: ['failure_reason'] },
-    { name: 'failed with a reason', machine: delivery2, from: 'in_transit', to: 'failed', payload: { failure_reason: 'nobody home' }, want: true },
+    {
+      name: 'pending cannot jump to delivered',
+      machine: delivery2,
+      from: 'pending',
+      to: 'delivered',
+      want: 'not_allowed',
+      allowed: ['in_transit', 'cancelled']
+    },
+    {
+      name: 'delivered needs proof_of_delivery',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'delivered',
+      payload: {},
+      want: 'guard_failed',
+      missing: ['proof_of_delivery']
+    },
+    {
+      name: 'an empty proof is no proof',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'delivered',
+      payload: { proof_of_delivery: '  ' },
+      want: 'guard_failed',
+      missing: ['proof_of_delivery']
+    },
+    {
+      name: 'delivered with proof',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'delivered',
+      payload: { proof_of_delivery: 'sig-123' },
+      want: true
+    },
+    {
+      name: 'proof may be an object',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'delivered',
+      payload: { proof_of_delivery: { photo: 'k' } },
+      want: true
+    },
+    {
+      name: 'failed needs a reason',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'failed',
+      want: 'guard_failed',
+      missing: ['failure_reason']
+    },
+    {
+      name: 'failed with a reason',
+      machine: delivery2,
+      from: 'in_transit',
+      to: 'failed',
+      payload: { failure_reason: 'nobody home' },
+      want: true
+    },
     { name: 'failed can be retried', machine: delivery2, from: 'failed', to: 'in_transit', want: true },
     { name: 'failed can be returned', machine: delivery2, from: 'failed', to: 'returned', want: true },
-    { name: 'delivered is final', machine: delivery2, from: 'delivered', to: 'in_transit', want: 'not_allowed', allowed: [] },
-    { name: 'version 1 has no returned state', machine: delivery1, from: 'failed', to: 'returned', want: 'not_allowed', allowed: ['in_transit'] },
-    { name: 'unknown target state', machine: delivery2, from: 'pending', to: 'teleported', want: 'not_allowed', allowed: ['in_transit', 'cancelled'] },
+    {
+      name: 'delivered is final',
+      machine: delivery2,
+      from: 'delivered',
+      to: 'in_transit',
+      want: 'not_allowed',
+      allowed: []
+    },
+    {
+      name: 'version 1 has no returned state',
+      machine: delivery1,
+      from: 'failed',
+      to: 'returned',
+      want: 'not_allowed',
+      allowed: ['in_transit']
+    },
+    {
+      name: 'unknown target state',
+      machine: delivery2,
+      from: 'pending',
+      to: 'teleported',
+      want: 'not_allowed',
+      allowed: ['in_transit', 'cancelled']
+    },
     { name: 'meeting starts', machine: meeting, from: 'scheduled', to: 'in_progress', want: true },
-    { name: 'meeting completes only once started', machine: meeting, from: 'scheduled', to: 'completed', want: 'not_allowed', allowed: ['in_progress', 'cancelled'] },
+    {
+      name: 'meeting completes only once started',
+      machine: meeting,
+      from: 'scheduled',
+      to: 'completed',
+      want: 'not_allowed',
+      allowed: ['in_progress', 'cancelled']
+    },
     { name: 'no machine', machine: null, from: null, to: 'anything', want: 'no_state_machine' }
   ]
   for (const c of cases) {

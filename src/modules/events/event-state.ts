@@ -32,7 +32,12 @@ function present (v: unknown): boolean {
  * @example
  *   decideTransition(delivery.state_machine, 'in_transit', 'delivered', {}) // guard_failed: proof_of_delivery
  */
-export function decideTransition (machine: StateMachine | null, from: string | null, to: string, payload: Record<string, unknown>): TransitionVerdict {
+export function decideTransition (
+  machine: StateMachine | null,
+  from: string | null,
+  to: string,
+  payload: Record<string, unknown>
+): TransitionVerdict {
   if (machine === null) return { ok: false, reason: 'no_state_machine' }
   const current = from ?? machine.initial
   const transition = machine.transitions.find(t => t.from === current && t.to === to)

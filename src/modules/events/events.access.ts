@@ -71,7 +71,9 @@ function audience (eb: Eb, auth: AuthContext, t: AudienceTable = 'events'): Expr
       .where('em.status', '=', 'active')
       .where('em.series_id', 'is not', null))
   ]
-  if (auth.orgId !== null) branches.push(eb.and([eb(col<number>('visibility'), '=', 30), eb(col<string | null>('org_id'), '=', auth.orgId)]))
+  if (auth.orgId !== null) {
+    branches.push(eb.and([eb(col<number>('visibility'), '=', 30), eb(col<string | null>('org_id'), '=', auth.orgId)]))
+  }
   return eb.or(branches)
 }
 
@@ -108,7 +110,8 @@ export function memberSpaceIds (auth: AuthContext): Expression<number[]> {
 
 export function listAudience (eb: Eb, auth: AuthContext, linksCopy = false): ListAudience | undefined {
   if (isTenantAdmin(auth)) return undefined
-  // with the links' copy of their event's columns (migrations/0019_event_list_counts.sql), only links of listed members-only events
+  // with the links' copy of their event's columns (migrations/0019_event_list_counts.sql), only links of listed
+  // members-only events
   const mySpaceEvents = eb.selectFrom('event_spaces as es')
     .select('es.event_id')
     .where('es.tenant_id', '=', auth.tenantId)
@@ -119,10 +122,20 @@ export function listAudience (eb: Eb, auth: AuthContext, linksCopy = false): Lis
     { visibility: 40, where: eb('events.visibility', '=', 40) },
     // a hashed lookup beside the list's index, in its order (coalesce keeps PostgreSQL from turning it into a
     // join, which read every members-only event of the tenant to keep the few of the caller's spaces)
-    { visibility: 20, where: eb.and([eb('events.visibility', '=', 20), sql<SqlBool>`coalesce(${eb('events.id', 'in', mySpaceEvents)}, false)`]) }
+    {
+      visibility: 20,
+      where: eb.and([
+        eb('events.visibility', '=', 20),
+        sql<SqlBool>`coalesce(${eb('events.id', 'in', mySpaceEvents)}, false)`
+      ])
+    }
   ]
   if (auth.orgId !== null) {
-    classes.push({ visibility: 30, orgId: auth.orgId, where: eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]) })
+    classes.push({
+      visibility: 30,
+      orgId: auth.orgId,
+      where: eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)])
+    })
   }
   const managed = (column: 'event_id' | 'series_id') => eb.selectFrom('event_managers as em')
     .select(`em.${column}`)
@@ -180,7 +193,10 @@ export interface VisibilityOptions {
  *   trx.selectFrom('events').select(EVENT_COLUMNS).where(eb => eventVisibleTo(eb, auth))
  */
 export function eventVisibleTo (eb: Eb, auth: AuthContext, options: VisibilityOptions = {}): Expression<SqlBool> {
-  const parts: Array<Expression<SqlBool>> = [eb('events.tenant_id', '=', auth.tenantId), eb('events.is_deleted', '=', false)]
+  const parts: Array<Expression<SqlBool>> = [
+    eb('events.tenant_id', '=', auth.tenantId),
+    eb('events.is_deleted', '=', false)
+  ]
   // lists (no clones) keep their predicate; with clones, a clone is judged by its published row
   if (options.includeDraftClones !== true) parts.push(eb('events.published_id', 'is', null), audience(eb, auth))
   else parts.push(rowAudience(eb, auth))
@@ -199,8 +215,15 @@ export function eventVisibilityFilter (auth: AuthContext, options: VisibilityOpt
 }
 
 /** The event if the caller may see it; 404 otherwise (also for deleted events and, unless asked, draft clones). */
-export async function findEventForRead (trx: Tx, auth: AuthContext, id: number, options: VisibilityOptions = {}): Promise<EventRow> {
-  const row = await trx.selectFrom('events').select(EVENT_COLUMNS)
+export async function findEventForRead (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  options: VisibilityOptions = {}
+): Promise<EventRow> {
+  const row = await trx
+    .selectFrom('events')
+    .select(EVENT_COLUMNS)
     .where('events.id', '=', id)
     .where(eb => eventVisibleTo(eb, auth, options))
     .executeTakeFirst()
@@ -209,16 +232,25 @@ export async function findEventForRead (trx: Tx, auth: AuthContext, id: number, 
 }
 
 /** Whether the caller holds an event permission on a row they can see (admin, creator or manager). */
-export async function hasEventPermission (trx: Tx, auth: AuthContext, row: EventRow, permission: EventPermission): Promise<boolean> {
+export async function hasEventPermission (
+  trx: Tx,
+  auth: AuthContext,
+  row: EventRow,
+  permission: EventPermission
+): Promise<boolean> {
   if (isTenantAdmin(auth) || row.creator_id === auth.userId) return true
   const root = rootEventId(row)
-  const managers = await trx.selectFrom('event_managers').select(['role', 'permissions'])
+  const managers = await trx
+    .selectFrom('event_managers')
+    .select(['role', 'permissions'])
     .where('tenant_id', '=', auth.tenantId)
     .where('user_id', '=', auth.userId)
     .where('status', '=', 'active')
-    .where(eb => row.series_id !== null
-      ? eb.or([eb('event_id', '=', root), eb('series_id', '=', row.series_id)])
-      : eb('event_id', '=', root))
+    .where(eb =>
+      row.series_id !== null
+        ? eb.or([eb('event_id', '=', root), eb('series_id', '=', row.series_id)])
+        : eb('event_id', '=', root)
+    )
     .execute()
   return managers.some(m => grantedPermissions(m).has(permission))
 }
@@ -240,25 +272,44 @@ export interface WriteOptions {
  * @example
  *   const row = await lockEventForWrite(trx, auth, id, 'attendees:write')
  */
-export async function lockEventForWrite (trx: Tx, auth: AuthContext, id: number, permission: EventPermission, options: WriteOptions = {}): Promise<EventRow> {
+export async function lockEventForWrite (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: EventPermission,
+  options: WriteOptions = {}
+): Promise<EventRow> {
   // the lock by key alone, then the row as the caller may see it: a lock taken in the same statement as
   // the audience's subqueries cannot be routed to one shard on Citus, which refuses it
-  const locked = await trx.selectFrom('events').select('id')
-    .where('tenant_id', '=', auth.tenantId).where('id', '=', id)
-    .forUpdate().executeTakeFirst()
-  const row = locked === undefined
-    ? undefined
-    : await trx.selectFrom('events').select(EVENT_COLUMNS)
-      .where('events.tenant_id', '=', auth.tenantId)
-      .where('events.id', '=', id)
-      .where(eb => options.includeDraftClones === false
-        ? eb.and([eb('events.published_id', 'is', null), audience(eb, auth)])
-        : rowAudience(eb, auth))
-      .executeTakeFirst()
+  const locked = await trx
+    .selectFrom('events')
+    .select('id')
+    .where('tenant_id', '=', auth.tenantId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst()
+  const row =
+    locked === undefined
+      ? undefined
+      : await trx
+        .selectFrom('events')
+        .select(EVENT_COLUMNS)
+        .where('events.tenant_id', '=', auth.tenantId)
+        .where('events.id', '=', id)
+        .where(eb =>
+          options.includeDraftClones === false
+            ? eb.and([eb('events.published_id', 'is', null), audience(eb, auth)])
+            : rowAudience(eb, auth)
+        )
+        .executeTakeFirst()
   // a deleted event is gone for writes as for reads (findEventForRead): 404, before any permission check
   if (row === undefined || row.is_deleted) throw error404NotFound('event not found')
-  if (!(await hasEventPermission(trx, auth, row, permission))) throw error403Forbidden(`missing event permission ${permission}`)
-  if (row.status === 'archived' && options.allowArchived !== true) throw error409Conflict('the event is archived and read-only')
+  if (!(await hasEventPermission(trx, auth, row, permission))) {
+    throw error403Forbidden(`missing event permission ${permission}`)
+  }
+  if (row.status === 'archived' && options.allowArchived !== true) {
+    throw error409Conflict('the event is archived and read-only')
+  }
   checkIfMatch(options.ifMatch, row.revision)
   return row
 }

@@ -29,7 +29,11 @@ const QUERIES = [
 ]
 
 /** Every item of a list, walked by page and by cursor (3 a page); the totals each page reported. */
-async function walk (t: TestApp, token: string, q: string): Promise<{ byPage: number[], byCursor: number[], totals: Set<number> }> {
+async function walk (
+  t: TestApp,
+  token: string,
+  q: string
+): Promise<{ byPage: number[]; byCursor: number[]; totals: Set<number> }> {
   const sep = q === '' ? '?' : '&'
   const byPage: number[] = []
   const byCursor: number[] = []
@@ -44,7 +48,10 @@ async function walk (t: TestApp, token: string, q: string): Promise<{ byPage: nu
   }
   let cursor: string | null = null
   for (let i = 0; i < 100; i++) {
-    const res = await t.as(token, { method: 'GET', url: `/api/v1/events${q}${sep}size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}` })
+    const res = await t.as(token, {
+      method: 'GET',
+      url: `/api/v1/events${q}${sep}size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+    })
     assert.equal(res.statusCode, 200, res.body)
     const body = res.json()
     totals.add(body.total)
@@ -76,7 +83,11 @@ for (const kind of databases()) {
         for (const [who, token] of Object.entries(callers)) {
           for (const q of QUERIES) {
             const { byPage, byCursor, totals } = await walk(t, token, q)
-            assert.deepEqual([...totals], [byPage.length], `${step}, ${who}, ${q}: totals ${[...totals].join(',')} for ${byPage.length} items`)
+            assert.deepEqual(
+              [...totals],
+              [byPage.length],
+              `${step}, ${who}, ${q}: totals ${[...totals].join(',')} for ${byPage.length} items`
+            )
             assert.deepEqual(byCursor, byPage, `${step}, ${who}, ${q}: the cursor walk differs from the page walk`)
             assert.equal(new Set(byPage).size, byPage.length, `${step}, ${who}, ${q}: an item twice`)
           }
@@ -84,24 +95,51 @@ for (const kind of databases()) {
       }
 
       const made: Json[] = []
-      const starts = ['2026-02-28T23:30:00Z', '2026-03-01T00:00:00Z', '2026-03-10T10:00:00Z', '2026-03-20T10:00:00Z', '2026-04-30T23:59:59Z', '2026-05-01T10:00:00Z', null]
+      const starts = [
+        '2026-02-28T23:30:00Z',
+        '2026-03-01T00:00:00Z',
+        '2026-03-10T10:00:00Z',
+        '2026-03-20T10:00:00Z',
+        '2026-04-30T23:59:59Z',
+        '2026-05-01T10:00:00Z',
+        null
+      ]
       for (const [i, start] of starts.entries()) {
         for (const visibility of [10, 20, 30, 40]) {
-          made.push(await createEvent(t, alice, { title: `gig ${i}-${visibility}`, visibility, ...(start !== null ? { start_dt: start } : {}) }))
+          made.push(
+            await createEvent(t, alice, {
+              title: `gig ${i}-${visibility}`,
+              visibility,
+              ...(start !== null ? { start_dt: start } : {})
+            })
+          )
         }
       }
       for (const e of made.filter((_, i) => i % 3 !== 0)) await publishEvent(t, alice, e.id)
-      const orgless = await createEvent(t, erinBefore, { title: 'gig without organization', visibility: 30, start_dt: '2026-03-25T10:00:00Z' })
+      const orgless = await createEvent(t, erinBefore, {
+        title: 'gig without organization',
+        visibility: 30,
+        start_dt: '2026-03-25T10:00:00Z'
+      })
       await publishEvent(t, erinBefore, orgless.id)
       for (const e of made.filter(e => e.visibility === 20).slice(0, 4)) {
-        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space } })).statusCode, 201)
+        assert.equal(
+          (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space } }))
+            .statusCode,
+          201
+        )
       }
       await check('created, published, linked')
 
       // visibility, organization and start move an event from one bucket to another
       const [first, second, third, fourth] = made.filter(e => e.visibility === 20)
       const patch = async (id: number, body: Json) => {
-        const res = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${id}`, payload: body, headers: { 'content-type': 'application/merge-patch+json' } })
+        const res = await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${id}`,
+          payload: body,
+          headers: { 'content-type': 'application/merge-patch+json' }
+        })
         assert.equal(res.statusCode, 200, res.body)
       }
       await patch(first?.id, { visibility: 40 })
@@ -109,7 +147,10 @@ for (const kind of databases()) {
       await patch(third?.id, { visibility: 10, start_dt: '2026-03-02T00:00:00Z' })
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${fourth?.id}/archive` })).statusCode, 204)
       assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${made[1]?.id}` })).statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${second?.id}/spaces/${space}` })).statusCode, 204)
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${second?.id}/spaces/${space}` })).statusCode,
+        204
+      )
       await check('patched, archived, deleted, unlinked')
 
       // a draft clone is never listed; publishing it moves its published row
@@ -125,12 +166,24 @@ for (const kind of databases()) {
       const series = await t.as(bob, {
         method: 'POST',
         url: '/api/v1/events/with-series',
-        payload: { title: 'gig weekly', start_dt: '2026-03-03T09:00:00Z', end_dt: '2026-03-03T10:00:00Z', timezone: 'UTC', visibility: 30, series: { freq: 'weekly', interval: 1, repeat_days: [2], ends_on: 'after_n', end_count: 12 } }
+        payload: {
+          title: 'gig weekly',
+          start_dt: '2026-03-03T09:00:00Z',
+          end_dt: '2026-03-03T10:00:00Z',
+          timezone: 'UTC',
+          visibility: 30,
+          series: { freq: 'weekly', interval: 1, repeat_days: [2], ends_on: 'after_n', end_count: 12 }
+        }
       })
       assert.equal(series.statusCode, 201, series.body)
       const occurrence = series.json().event.id as number
       await check('series created')
-      const cascade = await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${occurrence}/series?scope=all`, payload: { visibility: 40 }, headers: { 'content-type': 'application/merge-patch+json' } })
+      const cascade = await t.as(bob, {
+        method: 'PATCH',
+        url: `/api/v1/events/${occurrence}/series?scope=all`,
+        payload: { visibility: 40 },
+        headers: { 'content-type': 'application/merge-patch+json' }
+      })
       assert.ok([200, 204].includes(cascade.statusCode), cascade.body)
       await check('series patched')
       const removed = await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${occurrence}/series?scope=future` })
@@ -139,8 +192,14 @@ for (const kind of databases()) {
 
       // folding the delta rows changes no total
       await compactListCounts(t.ctx.db)
-      const { rows } = await withSystem(t.ctx.db, async trx => await sql<{ rows: number, buckets: number }>`select count(*)::int as rows,
-        count(distinct (status, visibility, org_id, month))::int as buckets from event_list_counts where tenant_id = ${tenant.id}`.execute(trx))
+      const { rows } = await withSystem(
+        t.ctx.db,
+        async trx =>
+          await sql<{ rows: number; buckets: number }>`select count(*)::int as rows,
+        count(distinct (status, visibility, org_id, month))::int as buckets from event_list_counts where tenant_id = ${tenant.id}`.execute(
+            trx
+          )
+      )
       if (kind !== 'citus') {
         assert.ok((rows[0]?.rows ?? 0) > 0, 'the kept counts of the tenant are there')
         assert.equal(rows[0]?.rows, rows[0]?.buckets, 'one row a bucket after folding')

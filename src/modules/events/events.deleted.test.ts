@@ -14,14 +14,34 @@ import { createEvent, insertSpace, type Json } from './events.fixtures.ts'
 
 /** Everything stored about the tenant's events and their sub-resources, to compare before and after. */
 async function snapshot (t: TestApp, tenantId: string): Promise<Json> {
-  return await withTenant(t.ctx.db, { tenantId }, async (trx) => ({
+  return await withTenant(t.ctx.db, { tenantId }, async trx => ({
     events: await trx.selectFrom('events').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
     series: await trx.selectFrom('event_series').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
     attendees: await trx.selectFrom('attendees').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
-    managers: await trx.selectFrom('event_managers').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
-    milestones: await trx.selectFrom('event_milestones').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
-    documents: await trx.selectFrom('event_documents').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
-    attachments: await trx.selectFrom('event_attachments').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
+    managers: await trx
+      .selectFrom('event_managers')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute(),
+    milestones: await trx
+      .selectFrom('event_milestones')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute(),
+    documents: await trx
+      .selectFrom('event_documents')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute(),
+    attachments: await trx
+      .selectFrom('event_attachments')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('id')
+      .execute(),
     links: await trx.selectFrom('event_links').selectAll().where('tenant_id', '=', tenantId).orderBy('id').execute(),
     spaces: await trx.selectFrom('event_spaces').selectAll().where('tenant_id', '=', tenantId).execute(),
     outbox: await trx.selectFrom('outbox').select('topic').where('tenant_id', '=', tenantId).orderBy('id').execute(),
@@ -49,11 +69,35 @@ for (const kind of databases()) {
       const id = event.id as number
       const spaceId = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       // sub-resources that exist before the delete
-      await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: contact } }, 201)
-      await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/managers`, payload: { user_id: 'mia', role: 'event_manager:editor' } }, 201)
-      await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/milestones`, payload: { milestone_event_id: target.id } }, 201)
+      await ok(
+        t,
+        alice,
+        { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: contact } },
+        201
+      )
+      await ok(
+        t,
+        alice,
+        {
+          method: 'POST',
+          url: `/api/v1/events/${id}/managers`,
+          payload: { user_id: 'mia', role: 'event_manager:editor' }
+        },
+        201
+      )
+      await ok(
+        t,
+        alice,
+        { method: 'POST', url: `/api/v1/events/${id}/milestones`, payload: { milestone_event_id: target.id } },
+        201
+      )
       await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/documents/doc-1` }, 201)
-      const attachment = await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/attachments`, payload: { kind: 'image', ref: 's3://b/a.png' } }, 201)
+      const attachment = await ok(
+        t,
+        alice,
+        { method: 'POST', url: `/api/v1/events/${id}/attachments`, payload: { kind: 'image', ref: 's3://b/a.png' } },
+        201
+      )
       await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/links`, payload: { target_id: target.id } }, 201)
       await ok(t, alice, { method: 'POST', url: `/api/v1/events/${id}/spaces`, payload: { space_id: spaceId } }, 201)
 
@@ -77,17 +121,37 @@ for (const kind of databases()) {
         { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: other } },
         { method: 'POST', url: `/api/v1/events/${id}/attendees/bulk`, payload: { contact_ids: [other] } },
         { method: 'DELETE', url: `/api/v1/events/${id}/attendees/bulk`, payload: { contact_ids: [contact] } },
-        { method: 'PATCH', url: `/api/v1/events/${id}/attendees/bulk/status`, payload: { contact_ids: [contact], status: 'confirmed' } },
+        {
+          method: 'PATCH',
+          url: `/api/v1/events/${id}/attendees/bulk/status`,
+          payload: { contact_ids: [contact], status: 'confirmed' }
+        },
         { method: 'PATCH', url: `/api/v1/events/${id}/attendees/${contact}`, payload: { status: 'confirmed' } },
         { method: 'DELETE', url: `/api/v1/events/${id}/attendees/${contact}` },
         { method: 'POST', url: `/api/v1/events/${id}/attendees/${contact}/check-in`, payload: {} },
-        { method: 'POST', url: `/api/v1/events/${id}/managers`, payload: { user_id: 'max', permissions: ['event:edit'] } },
-        { method: 'POST', url: `/api/v1/events/${id}/managers/invite`, payload: { email: 'new@example.test', permissions: ['event:edit'] } },
+        {
+          method: 'POST',
+          url: `/api/v1/events/${id}/managers`,
+          payload: { user_id: 'max', permissions: ['event:edit'] }
+        },
+        {
+          method: 'POST',
+          url: `/api/v1/events/${id}/managers/invite`,
+          payload: { email: 'new@example.test', permissions: ['event:edit'] }
+        },
         { method: 'PUT', url: `/api/v1/events/${id}/managers/mia`, payload: { permissions: ['event:edit'] } },
         { method: 'DELETE', url: `/api/v1/events/${id}/managers/mia` },
-        { method: 'POST', url: `/api/v1/events/${id}/milestones`, payload: { milestone_event_id: target.id, sequence: 2 } },
+        {
+          method: 'POST',
+          url: `/api/v1/events/${id}/milestones`,
+          payload: { milestone_event_id: target.id, sequence: 2 }
+        },
         { method: 'PUT', url: `/api/v1/events/${id}/milestones/${target.id as number}`, payload: { sequence: 3 } },
-        { method: 'PATCH', url: `/api/v1/events/${id}/milestones/${target.id as number}`, payload: { status: 'ready' } },
+        {
+          method: 'PATCH',
+          url: `/api/v1/events/${id}/milestones/${target.id as number}`,
+          payload: { status: 'ready' }
+        },
         { method: 'DELETE', url: `/api/v1/events/${id}/milestones/${target.id as number}` },
         { method: 'POST', url: `/api/v1/events/${id}/documents/doc-2` },
         { method: 'DELETE', url: `/api/v1/events/${id}/documents/doc-1` },
@@ -96,7 +160,11 @@ for (const kind of databases()) {
         { method: 'POST', url: `/api/v1/events/${id}/links`, payload: { target_id: target.id } },
         { method: 'DELETE', url: `/api/v1/events/${id}/links/${target.id as number}` },
         { method: 'PUT', url: `/api/v1/events/${id}/cover`, payload: cover.payload, headers: cover.headers },
-        { method: 'POST', url: `/api/v1/events/${id}/series`, payload: { freq: 'daily', ends_on: 'after_n', end_count: 3 } }
+        {
+          method: 'POST',
+          url: `/api/v1/events/${id}/series`,
+          payload: { freq: 'daily', ends_on: 'after_n', end_count: 3 }
+        }
       ]
       for (const w of writes) {
         const res = await t.as(alice, w)
@@ -106,17 +174,32 @@ for (const kind of databases()) {
       assert.deepEqual(await snapshot(t, tenant.id), before)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${id}` })).statusCode, 404)
       // the other event is untouched and still writable
-      await ok(t, alice, { method: 'PATCH', url: `/api/v1/events/${target.id as number}`, payload: { title: 'Still here' } }, 200)
+      await ok(
+        t,
+        alice,
+        { method: 'PATCH', url: `/api/v1/events/${target.id as number}`, payload: { title: 'Still here' } },
+        200
+      )
     })
 
     void it('answer 404 on a deleted occurrence of a series, for every scope', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const created = await ok(t, alice, {
-        method: 'POST',
-        url: '/api/v1/events/with-series',
-        payload: { title: 'Standup', start_dt: '2027-03-15T08:00:00Z', end_dt: '2027-03-15T08:30:00Z', series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 4 } }
-      }, 201)
+      const created = await ok(
+        t,
+        alice,
+        {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: {
+            title: 'Standup',
+            start_dt: '2027-03-15T08:00:00Z',
+            end_dt: '2027-03-15T08:30:00Z',
+            series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 4 }
+          }
+        },
+        201
+      )
       const occurrences = created.occurrences as Json[]
       const second = occurrences[1]?.id as number
       await ok(t, alice, { method: 'DELETE', url: `/api/v1/events/${second}/series?scope=this` }, 204)
@@ -135,7 +218,16 @@ for (const kind of databases()) {
       }
       assert.deepEqual(await snapshot(t, tenant.id), before)
       // the series itself is alive: its other occurrences still take writes
-      await ok(t, alice, { method: 'PATCH', url: `/api/v1/events/${occurrences[0]?.id as number}?scope=all`, payload: { title: 'Daily' } }, 200)
+      await ok(
+        t,
+        alice,
+        {
+          method: 'PATCH',
+          url: `/api/v1/events/${occurrences[0]?.id as number}?scope=all`,
+          payload: { title: 'Daily' }
+        },
+        200
+      )
     })
   })
 }

@@ -45,7 +45,11 @@ for (const kind of databases()) {
       const p1 = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'Renamed' } })
       assert.equal(p1.statusCode, 200, p1.body)
       assert.equal(p1.json().id, draft.id)
-      const p2 = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${draft.id}`, payload: { description: 'v2' } })
+      const p2 = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${draft.id}`,
+        payload: { description: 'v2' }
+      })
       assert.equal(p2.statusCode, 200, p2.body)
       const readers = (await getEvent(t, bob, e.id)).json()
       assert.equal(readers.title, 'Launch party')
@@ -59,7 +63,12 @@ for (const kind of databases()) {
       const drafts = (await t.as(alice, { method: 'GET', url: '/api/v1/events?status=draft' })).json()
       assert.equal(drafts.total, 0)
 
-      await publishEvent(t, alice, e.id, { notify: true, channels: ['email', 'push'], message: 'New version', priority: 'high' })
+      await publishEvent(t, alice, e.id, {
+        notify: true,
+        channels: ['email', 'push'],
+        message: 'New version',
+        priority: 'high'
+      })
       const after = (await getEvent(t, bob, e.id)).json()
       assert.equal(after.id, e.id)
       assert.equal(after.title, 'Renamed')
@@ -68,14 +77,38 @@ for (const kind of databases()) {
       assert.equal(after.status, 'published')
       assert.equal((await getEvent(t, alice, draft.id)).statusCode, 404)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
-      const notes = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('notification_outbox').select(['channel', 'recipient', 'priority', 'body']).where('tenant_id', '=', tenant.id).orderBy('id').execute())
+      const notes = await withTenant(
+        t.ctx.db,
+        { tenantId: tenant.id },
+        async trx =>
+          await trx
+            .selectFrom('notification_outbox')
+            .select(['channel', 'recipient', 'priority', 'body'])
+            .where('tenant_id', '=', tenant.id)
+            .orderBy('id')
+            .execute()
+      )
       assert.deepEqual(notes, [
         // e-mail goes to the caller's address (token claim), never to a user id; push addresses the user
         { channel: 'email', recipient: 'alice@example.test', priority: 'high', body: 'New version' },
         { channel: 'push', recipient: 'alice', priority: 'high', body: 'New version' }
       ])
-      assert.deepEqual(await activityKinds(t, alice, e.id), ['published', 'edited', 'edited', 'draft_started', 'published', 'created'])
-      assert.deepEqual(await outboxTopics(t, tenant.id), ['event.created', 'event.published', 'event.draft_started', 'event.updated', 'event.updated', 'event.published'])
+      assert.deepEqual(await activityKinds(t, alice, e.id), [
+        'published',
+        'edited',
+        'edited',
+        'draft_started',
+        'published',
+        'created'
+      ])
+      assert.deepEqual(await outboxTopics(t, tenant.id), [
+        'event.created',
+        'event.published',
+        'event.draft_started',
+        'event.updated',
+        'event.updated',
+        'event.published'
+      ])
     })
 
     void it('discards the draft and keeps the published version', async () => {
@@ -93,7 +126,13 @@ for (const kind of databases()) {
       const got = (await getEvent(t, alice, e.id)).json()
       assert.equal(got.title, 'Launch party')
       assert.equal(got.version, 1)
-      assert.deepEqual(await activityKinds(t, alice, e.id), ['draft_discarded', 'edited', 'draft_started', 'published', 'created'])
+      assert.deepEqual(await activityKinds(t, alice, e.id), [
+        'draft_discarded',
+        'edited',
+        'draft_started',
+        'published',
+        'created'
+      ])
       // a new draft can be started afterwards
       const next = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
       assert.equal(next.statusCode, 200)
@@ -113,7 +152,11 @@ for (const kind of databases()) {
       assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${e.id}/publish` })).statusCode, 403)
       const other = await newTenant(t).user('mallory', ['admin'])
       for (const path of ['edit', 'discard', 'publish']) {
-        assert.equal((await t.as(other, { method: 'POST', url: `/api/v1/events/${e.id}/${path}` })).statusCode, 404, path)
+        assert.equal(
+          (await t.as(other, { method: 'POST', url: `/api/v1/events/${e.id}/${path}` })).statusCode,
+          404,
+          path
+        )
       }
       assert.equal((await t.as(other, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
       assert.equal((await getEvent(t, alice, e.id)).json().version, 1)

@@ -15,20 +15,33 @@ export async function createEvent (t: TestApp, token: string, body: Json = {}): 
 }
 
 export async function publishEvent (t: TestApp, token: string, id: number, body?: Json): Promise<void> {
-  const res = await t.as(token, { method: 'POST', url: `/api/v1/events/${id}/publish`, ...(body !== undefined ? { payload: body } : {}) })
+  const res = await t.as(token, {
+    method: 'POST',
+    url: `/api/v1/events/${id}/publish`,
+    ...(body !== undefined ? { payload: body } : {})
+  })
   assert.equal(res.statusCode, 204, res.body)
 }
 
-export const getEvent = async (t: TestApp, token: string, id: number) => await t.as(token, { method: 'GET', url: `/api/v1/events/${id}` })
+export const getEvent = async (t: TestApp, token: string, id: number) =>
+  await t.as(token, { method: 'GET', url: `/api/v1/events/${id}` })
 
-export async function insertSpace (t: TestApp, tenantId: string, values: { title?: string, creator_id?: string, is_deleted?: boolean } = {}): Promise<number> {
-  return await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    const row = await trx.insertInto('spaces').values({
-      tenant_id: tenantId,
-      creator_id: values.creator_id ?? 'owner',
-      title: values.title ?? 'Space',
-      ...(values.is_deleted !== undefined ? { is_deleted: values.is_deleted } : {})
-    }).returning('id').executeTakeFirstOrThrow()
+export async function insertSpace (
+  t: TestApp,
+  tenantId: string,
+  values: { title?: string; creator_id?: string; is_deleted?: boolean } = {}
+): Promise<number> {
+  return await withTenant(t.ctx.db, { tenantId }, async trx => {
+    const row = await trx
+      .insertInto('spaces')
+      .values({
+        tenant_id: tenantId,
+        creator_id: values.creator_id ?? 'owner',
+        title: values.title ?? 'Space',
+        ...(values.is_deleted !== undefined ? { is_deleted: values.is_deleted } : {})
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow()
     return row.id
   })
 }
@@ -39,16 +52,25 @@ export async function addMember (t: TestApp, tenantId: string, spaceId: number, 
   })
 }
 
-export async function addManager (t: TestApp, tenantId: string, eventId: number, userId: string, grant: { permissions?: string[], role?: string, status?: 'pending' | 'active' | 'revoked' }): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await trx.insertInto('event_managers').values({
-      tenant_id: tenantId,
-      event_id: eventId,
-      user_id: userId,
-      permissions: grant.permissions ?? [],
-      role: grant.role ?? null,
-      status: grant.status ?? 'active'
-    }).execute()
+export async function addManager (
+  t: TestApp,
+  tenantId: string,
+  eventId: number,
+  userId: string,
+  grant: { permissions?: string[]; role?: string; status?: 'pending' | 'active' | 'revoked' }
+): Promise<void> {
+  await withTenant(t.ctx.db, { tenantId }, async trx => {
+    await trx
+      .insertInto('event_managers')
+      .values({
+        tenant_id: tenantId,
+        event_id: eventId,
+        user_id: userId,
+        permissions: grant.permissions ?? [],
+        role: grant.role ?? null,
+        status: grant.status ?? 'active'
+      })
+      .execute()
   })
 }
 

@@ -15,17 +15,42 @@ for (const kind of databases()) {
     void it('lists with every filter, sort and page', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const a = await createEvent(t, alice, { title: 'Alpha concert', start_dt: '2026-03-01T10:00:00Z', keywords: ['music'], visibility: 40, template: 'announcement' })
-      const b = await createEvent(t, alice, { title: 'Beta meeting', description: 'quarterly review', start_dt: '2026-04-01T10:00:00Z', visibility: 20, template: 'meeting' })
-      const c = await createEvent(t, alice, { title: 'Gamma', address: '5 Harbor Road', start_dt: '2026-05-01T10:00:00Z', visibility: 10, template: 'delivery' })
+      const a = await createEvent(t, alice, {
+        title: 'Alpha concert',
+        start_dt: '2026-03-01T10:00:00Z',
+        keywords: ['music'],
+        visibility: 40,
+        template: 'announcement'
+      })
+      const b = await createEvent(t, alice, {
+        title: 'Beta meeting',
+        description: 'quarterly review',
+        start_dt: '2026-04-01T10:00:00Z',
+        visibility: 20,
+        template: 'meeting'
+      })
+      const c = await createEvent(t, alice, {
+        title: 'Gamma',
+        address: '5 Harbor Road',
+        start_dt: '2026-05-01T10:00:00Z',
+        visibility: 10,
+        template: 'delivery'
+      })
       const d = await createEvent(t, alice, { title: '100%_sale' })
       await publishEvent(t, alice, a.id)
       await publishEvent(t, alice, b.id)
       const archived = await createEvent(t, alice, { title: 'Old' })
       await publishEvent(t, alice, archived.id)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${archived.id}/archive` })).statusCode, 204)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${archived.id}/archive` })).statusCode,
+        204
+      )
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${c.id}/spaces`, payload: { space_id: space } })).statusCode, 201)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${c.id}/spaces`, payload: { space_id: space } }))
+          .statusCode,
+        201
+      )
 
       const list = async (q: string) => {
         const res = await t.as(alice, { method: 'GET', url: `/api/v1/events${q}` })
@@ -52,24 +77,40 @@ for (const kind of databases()) {
       assert.deepEqual(ids(await list('?sort_by=title&sort_dir=asc')), [d.id, a.id, b.id, c.id])
       assert.deepEqual(ids(await list('?sort_by=start_dt&sort_dir=asc')), [a.id, b.id, c.id, d.id])
       assert.deepEqual(ids(await list('?start_dt_after=2026-03-15T00:00:00Z')), [c.id, b.id])
-      assert.deepEqual(ids(await list('?start_dt_before=2026-04-01T10:00:00Z&sort_by=start_dt&sort_dir=asc')), [a.id, b.id])
+      assert.deepEqual(ids(await list('?start_dt_before=2026-04-01T10:00:00Z&sort_by=start_dt&sort_dir=asc')), [
+        a.id,
+        b.id
+      ])
       assert.deepEqual(ids(await list(`?space_ids=${space}`)), [c.id])
       assert.deepEqual(ids(await list(`?space_ids=${space}&space_ids=999999`)), [c.id])
       assert.deepEqual(ids(await list('?template=meeting')), [b.id])
-      assert.deepEqual(ids(await list('?template=meeting&template_in=delivery&template_in=announcement')), [c.id, b.id, a.id])
+      assert.deepEqual(ids(await list('?template=meeting&template_in=delivery&template_in=announcement')), [
+        c.id,
+        b.id,
+        a.id
+      ])
       assert.deepEqual(ids(await list('?template_in=delivery')), [c.id])
       const page2 = await list('?size=3&page=2')
       assert.deepEqual(ids(page2), [a.id])
       assert.equal(page2.total, 4)
 
       for (const [q, location] of [
-        ['?size=0', 'query.size'], ['?size=101', 'query.size'], ['?page=0', 'query.page'], ['?sort_by=secret', 'query.sort_by'],
-        ['?sort_dir=up', 'query.sort_dir'], ['?status=gone', 'query.status'], ['?visibility=15', 'query.visibility'],
-        ['?start_dt_after=yesterday', 'query.start_dt_after'], ['?space_ids=x', 'query.space_ids[0]']
+        ['?size=0', 'query.size'],
+        ['?size=101', 'query.size'],
+        ['?page=0', 'query.page'],
+        ['?sort_by=secret', 'query.sort_by'],
+        ['?sort_dir=up', 'query.sort_dir'],
+        ['?status=gone', 'query.status'],
+        ['?visibility=15', 'query.visibility'],
+        ['?start_dt_after=yesterday', 'query.start_dt_after'],
+        ['?space_ids=x', 'query.space_ids[0]']
       ]) {
         const res = await t.as(alice, { method: 'GET', url: `/api/v1/events${q ?? ''}` })
         assert.equal(res.statusCode, 400, `${q}: ${res.body}`)
-        assert.ok(res.json().errors.some((e: Json) => e.location === location), `${location}: ${res.body}`)
+        assert.ok(
+          res.json().errors.some((e: Json) => e.location === location),
+          `${location}: ${res.body}`
+        )
       }
     })
 
@@ -86,28 +127,77 @@ for (const kind of databases()) {
       await t.as(alice, { method: 'POST', url: `/api/v1/events/${members.id}/spaces`, payload: { space_id: space } })
       assert.deepEqual(ids((await t.as(bob, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id])
       assert.deepEqual(ids((await t.as(carol, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id])
-      assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json()), [pub.id, members.id, priv.id])
+      assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events' })).json()), [
+        pub.id,
+        members.id,
+        priv.id
+      ])
       assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${priv.id}` })).statusCode, 404)
       // the same rule as a filter for queries that join events (other modules)
-      const bobAuth = { userId: 'bob', tenantId: tenant.id, email: null, orgId: null, roles: ['member'], effectiveRole: 'member' as const, permissions: new Set(permissionsOf(['member'])), exp: 0 }
-      const joined = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('event_activity')
-        .innerJoin('events', j => j.onRef('events.tenant_id', '=', 'event_activity.tenant_id').onRef('events.id', '=', 'event_activity.event_id'))
-        .select('events.id').where(eventVisibilityFilter(bobAuth)).execute())
+      const bobAuth = {
+        userId: 'bob',
+        tenantId: tenant.id,
+        email: null,
+        orgId: null,
+        roles: ['member'],
+        effectiveRole: 'member' as const,
+        permissions: new Set(permissionsOf(['member'])),
+        exp: 0
+      }
+      const joined = await withTenant(
+        t.ctx.db,
+        { tenantId: tenant.id },
+        async trx =>
+          await trx
+            .selectFrom('event_activity')
+            .innerJoin('events', j =>
+              j
+                .onRef('events.tenant_id', '=', 'event_activity.tenant_id')
+                .onRef('events.id', '=', 'event_activity.event_id')
+            )
+            .select('events.id')
+            .where(eventVisibilityFilter(bobAuth))
+            .execute()
+      )
       assert.deepEqual(joined.map(r => r.id), [pub.id])
     })
 
     void it('shows in the calendar an event that started months before the range and is still running', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const season = await createEvent(t, alice, { title: 'season', start_dt: '2026-03-01T09:00:00Z', end_dt: '2026-09-30T18:00:00Z' })
-      const short = await createEvent(t, alice, { title: 'short', start_dt: '2026-07-10T09:00:00Z', end_dt: '2026-07-10T10:00:00Z' })
+      const season = await createEvent(t, alice, {
+        title: 'season',
+        start_dt: '2026-03-01T09:00:00Z',
+        end_dt: '2026-09-30T18:00:00Z'
+      })
+      const short = await createEvent(t, alice, {
+        title: 'short',
+        start_dt: '2026-07-10T09:00:00Z',
+        end_dt: '2026-07-10T10:00:00Z'
+      })
       await createEvent(t, alice, { title: 'spring', start_dt: '2026-04-01T09:00:00Z', end_dt: '2026-04-02T09:00:00Z' })
-      const res = await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })
+      const res = await t.as(alice, {
+        method: 'GET',
+        url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31'
+      })
       assert.equal(res.statusCode, 200)
       assert.deepEqual(ids(res.json()), [season.id, short.id])
       // once the long event is gone, the others are still found
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${String(season.id)}` })).statusCode, 204)
-      assert.deepEqual(ids((await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })).json()), [short.id])
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${String(season.id)}` })).statusCode,
+        204
+      )
+      assert.deepEqual(
+        ids(
+          (
+            await t.as(alice, {
+              method: 'GET',
+              url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31'
+            })
+          ).json()
+        ),
+        [short.id]
+      )
     })
 
     void it('answers the calendar with the events as GET /events/{id} answers them', async () => {
@@ -134,33 +224,66 @@ for (const kind of databases()) {
       const two = await insertSpace(t, tenant.id, { title: 'Two', creator_id: 'alice' })
       const gone = await insertSpace(t, tenant.id, { title: 'Gone', creator_id: 'alice' })
       for (const space of [two, gone, one]) {
-        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/spaces`, payload: { space_id: space } })).statusCode, 201)
+        assert.equal(
+          (
+            await t.as(alice, {
+              method: 'POST',
+              url: `/api/v1/events/${String(linked.id)}/spaces`,
+              payload: { space_id: space }
+            })
+          ).statusCode,
+          201
+        )
       }
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.updateTable('spaces').set({ is_deleted: true }).where('tenant_id', '=', tenant.id).where('id', '=', gone).execute()
+        await trx
+          .updateTable('spaces')
+          .set({ is_deleted: true })
+          .where('tenant_id', '=', tenant.id)
+          .where('id', '=', gone)
+          .execute()
       })
       // published, with an open draft whose changes the calendar does not show
       await publishEvent(t, alice, linked.id)
       const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/edit` })
       assert.equal(draft.statusCode, 200, draft.body)
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${String(draft.json().id)}`, payload: { title: 'draft title' } })).statusCode, 200)
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'PATCH',
+            url: `/api/v1/events/${String(draft.json().id)}`,
+            payload: { title: 'draft title' }
+          })
+        ).statusCode,
+        200
+      )
       const series = await t.as(alice, {
         method: 'POST',
         url: '/api/v1/events/with-series',
-        payload: { title: 'Weekly', start_dt: day(13), end_dt: day(14), series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 } }
+        payload: {
+          title: 'Weekly',
+          start_dt: day(13),
+          end_dt: day(14),
+          series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
+        }
       })
       assert.equal(series.statusCode, 201, series.body)
 
       // each item as GET /events/{id} answers it, also after changes to the events and what they show of other tables
       const calendarAsReads = async (): Promise<Json[]> => {
-        const res = await t.as(alice, { method: 'GET', url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31' })
+        const res = await t.as(alice, {
+          method: 'GET',
+          url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31'
+        })
         assert.equal(res.statusCode, 200, res.body)
         assert.match(String(res.headers['content-type']), /^application\/json/)
         assert.equal(res.headers.link, '<http://localhost:8080/schemas/CalendarBody.json>; rel="describedBy"')
         const body = res.json()
         assert.deepEqual(Object.keys(body), ['$schema', 'items', 'next_cursor'])
         for (const item of body.items as Json[]) {
-          const { $schema: _schema, ...expected } = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${String(item.id)}` })).json()
+          const { $schema: _schema, ...expected } = (
+            await t.as(alice, { method: 'GET', url: `/api/v1/events/${String(item.id)}` })
+          ).json()
           assert.deepEqual(item, expected)
         }
         return body.items
@@ -170,16 +293,43 @@ for (const kind of databases()) {
       let items = await calendarAsReads()
       assert.deepEqual(items.map(i => i.id), [full.id, bare.id, linked.id, ...seriesIds])
       assert.equal(item(items, linked.id)?.title, 'linked', 'the published row, not its open draft')
-      assert.deepEqual(item(items, linked.id)?.spaces, [{ id: one, title: 'Space "one"' }, { id: two, title: 'Two' }].sort((a, b) => a.id - b.id))
+      assert.deepEqual(
+        item(items, linked.id)?.spaces,
+        [
+          { id: one, title: 'Space "one"' },
+          { id: two, title: 'Two' }
+        ].sort((a, b) => a.id - b.id)
+      )
       assert.equal(item(items, full.id)?.start_dt, '2026-07-10T08:00:00.123Z')
       assert.equal(item(items, seriesIds[0] ?? 0)?.series_title, 'Weekly')
       assert.equal(item(items, bare.id)?.series_title, null)
 
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${String(full.id)}`, payload: { title: 'renamed', metadata: { b: 2 } } })).statusCode, 200)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/publish` })).statusCode, 204)
+      assert.equal(
+        (
+          await t.as(alice, {
+            method: 'PATCH',
+            url: `/api/v1/events/${String(full.id)}`,
+            payload: { title: 'renamed', metadata: { b: 2 } }
+          })
+        ).statusCode,
+        200
+      )
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/publish` })).statusCode,
+        204
+      )
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.updateTable('spaces').set({ title: 'One, renamed' }).where('tenant_id', '=', tenant.id).where('id', '=', one).execute()
-        await trx.updateTable('event_series').set({ title: 'Weekly, renamed' }).where('tenant_id', '=', tenant.id).execute()
+        await trx
+          .updateTable('spaces')
+          .set({ title: 'One, renamed' })
+          .where('tenant_id', '=', tenant.id)
+          .where('id', '=', one)
+          .execute()
+        await trx
+          .updateTable('event_series')
+          .set({ title: 'Weekly, renamed' })
+          .where('tenant_id', '=', tenant.id)
+          .execute()
       })
       items = await calendarAsReads()
       assert.equal(item(items, full.id)?.title, 'renamed')
@@ -192,8 +342,16 @@ for (const kind of databases()) {
     void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const before = await createEvent(t, alice, { title: 'before', start_dt: '2026-06-30T20:00:00Z', end_dt: '2026-06-30T21:00:00Z' })
-      const spans = await createEvent(t, alice, { title: 'spans', start_dt: '2026-06-30T22:00:00Z', end_dt: '2026-07-01T02:00:00Z' })
+      const before = await createEvent(t, alice, {
+        title: 'before',
+        start_dt: '2026-06-30T20:00:00Z',
+        end_dt: '2026-06-30T21:00:00Z'
+      })
+      const spans = await createEvent(t, alice, {
+        title: 'spans',
+        start_dt: '2026-06-30T22:00:00Z',
+        end_dt: '2026-07-01T02:00:00Z'
+      })
       const inside = await createEvent(t, alice, { title: 'inside', start_dt: '2026-07-15T10:00:00Z' })
       const lastDay = await createEvent(t, alice, { title: 'last day', start_dt: '2026-07-31T23:30:00Z' })
       const after = await createEvent(t, alice, { title: 'after', start_dt: '2026-08-01T00:00:00Z' })
@@ -207,10 +365,21 @@ for (const kind of databases()) {
       assert.equal(july.$schema, 'http://localhost:8080/schemas/CalendarBody.json')
       assert.equal(july.next_cursor, null)
       assert.deepEqual(ids(july), [spans.id, inside.id, lastDay.id])
-      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_order=desc')), [lastDay.id, inside.id, spans.id])
-      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_by=title')), [inside.id, lastDay.id, spans.id])
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_order=desc')), [
+        lastDay.id,
+        inside.id,
+        spans.id
+      ])
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&sort_by=title')), [
+        inside.id,
+        lastDay.id,
+        spans.id
+      ])
       // in Berlin (UTC+2 in summer) July 1st starts at 2026-06-30T22:00Z and ends at 2026-07-31T22:00Z
-      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&timezone=Europe/Berlin')), [spans.id, inside.id])
+      assert.deepEqual(ids(await cal('start_date=2026-07-01&end_date=2026-07-31&timezone=Europe/Berlin')), [
+        spans.id,
+        inside.id
+      ])
       assert.deepEqual(ids(await cal('start_date=2026-06-30&end_date=2026-06-30')), [before.id, spans.id])
       assert.deepEqual(ids(await cal('start_date=2026-08-01&end_date=2026-08-01')), [after.id])
       assert.equal((await cal('start_date=2025-01-01&end_date=2026-01-01')).items.length, 0)
@@ -250,7 +419,10 @@ for (const kind of databases()) {
       assert.equal(add.statusCode, 201, add.body)
       const row = add.json()
       assert.equal(row.$schema, 'http://localhost:8080/schemas/EventSpace.json')
-      assert.deepEqual({ ...row, id: 0, created_at: '', updated_at: '' }, { $schema: row.$schema, id: 0, event_id: e.id, space_id: s1, org_id: 'org-1', created_at: '', updated_at: '' })
+      assert.deepEqual(
+        { ...row, id: 0, created_at: '', updated_at: '' },
+        { $schema: row.$schema, id: 0, event_id: e.id, space_id: s1, org_id: 'org-1', created_at: '', updated_at: '' }
+      )
       assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: s2 } })).statusCode, 201)
       assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: s1 } })).statusCode, 409)
       assert.equal((await t.as(alice, { method: 'POST', url, payload: { space_id: gone } })).statusCode, 404)
@@ -272,7 +444,10 @@ for (const kind of databases()) {
       const paged = (await t.as(viewer, { method: 'GET', url: `${url}?size=1&page=2` })).json()
       assert.deepEqual((paged.items as Json[]).map(i => i.space_id), [s2])
       assert.equal((await t.as(viewer, { method: 'GET', url: `${url}?size=500` })).statusCode, 400)
-      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json().spaces, [{ id: s1, title: 'One' }, { id: s2, title: 'Two' }])
+      assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json().spaces, [
+        { id: s1, title: 'One' },
+        { id: s2, title: 'Two' }
+      ])
 
       assert.equal((await t.as(bob, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 403)
       assert.equal((await t.as(other, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
@@ -281,7 +456,7 @@ for (const kind of databases()) {
       assert.deepEqual(((await t.as(viewer, { method: 'GET', url })).json().items as Json[]).map(i => i.space_id), [s2])
     })
 
-    void it('pages an event\'s spaces and activity by cursor as by page, and refuses another list\'s cursor', async () => {
+    void it("pages an event's spaces and activity by cursor as by page, and refuses another list's cursor", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, { title: 'Cursor walk' })
@@ -290,10 +465,23 @@ for (const kind of databases()) {
       for (let i = 0; i < 5; i++) {
         const s = await insertSpace(t, tenant.id, { creator_id: 'alice', title: `S${i}` })
         spaces.push(s)
-        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: s } })).statusCode, 201)
+        assert.equal(
+          (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: s } }))
+            .statusCode,
+          201
+        )
       }
       for (let i = 0; i < 5; i++) {
-        assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/activity`, payload: { kind: 'note', payload: { n: i } } })).statusCode, 201)
+        assert.equal(
+          (
+            await t.as(alice, {
+              method: 'POST',
+              url: `/api/v1/events/${e.id}/activity`,
+              payload: { kind: 'note', payload: { n: i } }
+            })
+          ).statusCode,
+          201
+        )
       }
       const get = async (url: string) => {
         const res = await t.as(alice, { method: 'GET', url })
@@ -304,7 +492,9 @@ for (const kind of databases()) {
         const seen: unknown[] = []
         let cursor: string | null = null
         do {
-          const body: Json = await get(`${url}?${sizeParam}=2${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+          const body: Json = await get(
+            `${url}?${sizeParam}=2${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+          )
           seen.push(...(body.items as Json[]).map(i => i[key]))
           cursor = body.next_cursor
         } while (cursor !== null)
@@ -321,13 +511,18 @@ for (const kind of databases()) {
       const activityUrl = `/api/v1/events/${e.id}/activity`
       const newestFirst = ((await get(`${activityUrl}?kind=note`)).items as Json[]).map(i => i.id)
       assert.equal(newestFirst.length, 5)
-      assert.deepEqual(await walk(`${activityUrl}`, 'id', 'limit').then(ids => ids.filter(id => newestFirst.includes(id))), newestFirst)
+      assert.deepEqual(
+        await walk(`${activityUrl}`, 'id', 'limit').then(ids => ids.filter(id => newestFirst.includes(id))),
+        newestFirst
+      )
 
       // a cursor that names the longest title (255 characters of four UTF-8 bytes each) is taken back
       for (const mark of ['🎉', '🎈']) await createEvent(t, alice, { title: mark.repeat(255) })
       const byTitle = await get('/api/v1/events?sort_by=title&sort_dir=desc&size=1')
       assert.ok((byTitle.next_cursor as string).length > 1024)
-      const nextTitle = await get(`/api/v1/events?sort_by=title&sort_dir=desc&size=1&cursor=${encodeURIComponent(byTitle.next_cursor)}`)
+      const nextTitle = await get(
+        `/api/v1/events?sort_by=title&sort_dir=desc&size=1&cursor=${encodeURIComponent(byTitle.next_cursor)}`
+      )
       assert.notDeepEqual(nextTitle.items[0].id, byTitle.items[0].id)
 
       // a cursor belongs to its list: another event's, another filter's, or garbage is refused
@@ -336,15 +531,21 @@ for (const kind of databases()) {
         [`${activityUrl}?limit=2&kind=other`, (await get(`${activityUrl}?limit=2&kind=note`)).next_cursor],
         [`${spacesUrl}?size=2`, 'not-a-cursor'],
         // this list's own cursor with a key that is no timestamp: refused before it reaches the database
-        [`${spacesUrl}?size=2`, (() => {
-          const body = JSON.parse(Buffer.from(second.next_cursor as string, 'base64url').toString()) as Json
-          return Buffer.from(JSON.stringify({ ...body, k: ['yesterday', body.k[1]] })).toString('base64url')
-        })()],
+        [
+          `${spacesUrl}?size=2`,
+          (() => {
+            const body = JSON.parse(Buffer.from(second.next_cursor as string, 'base64url').toString()) as Json
+            return Buffer.from(JSON.stringify({ ...body, k: ['yesterday', body.k[1]] })).toString('base64url')
+          })()
+        ],
         [`${spacesUrl}?size=2`, Buffer.from('{"k":[1],"p":2,"s":"x"}').toString('base64url')]
       ]) {
         const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(cursor)}` })
         assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
-        assert.ok(res.json().errors.some((x: Json) => x.location === 'query.cursor'), res.body)
+        assert.ok(
+          res.json().errors.some((x: Json) => x.location === 'query.cursor'),
+          res.body
+        )
       }
     })
   })

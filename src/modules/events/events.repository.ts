@@ -2,7 +2,17 @@
  * All SQL of events, their activity rows and their spaces. Every function takes the request's
  * transaction first and names the tenant; visibility comes from events.access.ts.
  */
-import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type Insertable, type Kysely, type SelectQueryBuilder, type SqlBool, type Updateable } from 'kysely'
+import {
+  expressionBuilder,
+  sql,
+  type Expression,
+  type ExpressionBuilder,
+  type Insertable,
+  type Kysely,
+  type SelectQueryBuilder,
+  type SqlBool,
+  type Updateable
+} from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { jsonFields } from '../../platform/db/json-render.ts'
@@ -18,8 +28,23 @@ export type EventUpdate = Updateable<EventsTable>
 
 /** Fields a draft clone carries and publishing promotes onto the published row. */
 export const CONTENT_FIELDS = [
-  'title', 'description', 'address', 'latitude', 'longitude', 'start_dt', 'end_dt', 'timezone', 'keywords', 'metadata',
-  'visibility', 'priority', 'title_override', 'description_override', 'metadata_override', 'cover_image_key', 'parent_event_id'
+  'title',
+  'description',
+  'address',
+  'latitude',
+  'longitude',
+  'start_dt',
+  'end_dt',
+  'timezone',
+  'keywords',
+  'metadata',
+  'visibility',
+  'priority',
+  'title_override',
+  'description_override',
+  'metadata_override',
+  'cover_image_key',
+  'parent_event_id'
 ] as const satisfies ReadonlyArray<keyof EventRow>
 
 /** jsonb values are written as JSON text. */
@@ -48,7 +73,11 @@ export function contentOf (row: EventRow): EventUpdate {
 }
 
 export async function insertEvent (trx: Tx, tenantId: string, values: EventInsert): Promise<EventRow> {
-  return await trx.insertInto('events').values({ ...values, tenant_id: tenantId }).returningAll().executeTakeFirstOrThrow()
+  return await trx
+    .insertInto('events')
+    .values({ ...values, tenant_id: tenantId })
+    .returningAll()
+    .executeTakeFirstOrThrow()
 }
 
 export async function updateEvent (trx: Tx, tenantId: string, id: number, values: EventUpdate): Promise<EventRow> {
@@ -85,14 +114,23 @@ export async function deleteRow (trx: Tx, tenantId: string, id: number): Promise
 
 /** Whether an event exists (not deleted) in the tenant and the caller may see it. */
 export async function visibleEventExists (trx: Tx, auth: AuthContext, id: number): Promise<boolean> {
-  const row = await trx.selectFrom('events').select('id').where('id', '=', id).where(eb => eventVisibleTo(eb, auth)).executeTakeFirst()
+  const row = await trx
+    .selectFrom('events')
+    .select('id')
+    .where('id', '=', id)
+    .where(eb => eventVisibleTo(eb, auth))
+    .executeTakeFirst()
   return row !== undefined
 }
 
 export interface SpaceRef { id: number, title: string }
 
 /** The (not deleted) spaces of each event, keyed by the event's id; a draft clone gets its published row's. */
-export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'id' | 'published_id'>>): Promise<Map<number, SpaceRef[]>> {
+export async function spacesOf (
+  trx: Tx,
+  tenantId: string,
+  rows: Array<Pick<EventRow, 'id' | 'published_id'>>
+): Promise<Map<number, SpaceRef[]>> {
   const out = new Map<number, SpaceRef[]>()
   if (rows.length === 0) return out
   const roots = [...new Set(rows.map(r => r.published_id ?? r.id))]
@@ -100,15 +138,21 @@ export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<Even
   // could walk every space of the tenant and scan its links for the ids (15 ms for a calendar month,
   // against 1.7 ms this way). One array parameter: the same prepared statement for any number of events.
   const found = await trx
-    .with(cte => cte('es').materialized(), db => db.selectFrom('event_spaces')
-      .select(['event_id', 'space_id'])
-      .where('tenant_id', '=', tenantId)
-      .where(sql<boolean>`event_id = any(${roots}::bigint[])`))
+    .with(
+      cte => cte('es').materialized(),
+      db =>
+        db
+          .selectFrom('event_spaces')
+          .select(['event_id', 'space_id'])
+          .where('tenant_id', '=', tenantId)
+          .where(sql<boolean>`event_id = any(${roots}::bigint[])`)
+    )
     .selectFrom('es')
     .innerJoin('spaces as s', join => join.on('s.tenant_id', '=', tenantId).onRef('s.id', '=', 'es.space_id'))
     .select(['es.event_id', 's.id', 's.title'])
     .where('s.is_deleted', '=', false)
-    .orderBy('es.event_id').orderBy('s.id')
+    .orderBy('es.event_id')
+    .orderBy('s.id')
     .execute()
   const byRoot = new Map<number, SpaceRef[]>()
   for (const f of found) {
@@ -126,26 +170,40 @@ export async function spacesOf (trx: Tx, tenantId: string, rows: Array<Pick<Even
  */
 export async function findEventJoined (trx: Tx, auth: AuthContext, id: number) {
   const t = auth.tenantId
-  return await trx.selectFrom('events')
+  return await trx
+    .selectFrom('events')
     .select(EVENT_COLUMNS.map(c => `events.${c}` as const))
     // the tenant as a value in each subquery too: one shard on Citus
-    .select(sql<SpaceRef[]>`(select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
+    .select(
+      sql<
+        SpaceRef[]
+      >`(select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
       from event_spaces es join spaces s on s.tenant_id = ${t} and s.id = es.space_id
       where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and es.event_id = coalesce(events.published_id, events.id)
-        and not s.is_deleted)`.as('spaces'))
-    .select(sql<string | null>`(select es.title from event_series es
-      where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and es.id = events.series_id)`.as('series_title'))
+        and not s.is_deleted)`.as('spaces')
+    )
+    .select(
+      sql<string | null>`(select es.title from event_series es
+      where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and es.id = events.series_id)`.as('series_title')
+    )
     .where('events.id', '=', id)
     .where(eb => eventVisibleTo(eb, auth, { includeDraftClones: true }))
     .executeTakeFirst()
 }
 
 /** The master titles of the series the rows belong to, keyed by series id. */
-export async function seriesTitlesOf (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'series_id'>>): Promise<Map<number, string>> {
-  const ids = [...new Set(rows.flatMap(r => r.series_id === null ? [] : [r.series_id]))]
+export async function seriesTitlesOf (
+  trx: Tx,
+  tenantId: string,
+  rows: Array<Pick<EventRow, 'series_id'>>
+): Promise<Map<number, string>> {
+  const ids = [...new Set(rows.flatMap(r => (r.series_id === null ? [] : [r.series_id])))]
   if (ids.length === 0) return new Map()
-  const found = await trx.selectFrom('event_series').select(['id', 'title'])
-    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${ids}::bigint[])`)
+  const found = await trx
+    .selectFrom('event_series')
+    .select(['id', 'title'])
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`id = any(${ids}::bigint[])`)
     .execute()
   return new Map(found.map(f => [f.id, f.title]))
 }
@@ -178,8 +236,13 @@ export const LIST_COUNTS_TRIGGER = 'events_list_counts_insert'
  * retention loop, every 10 minutes); the tenants it folded. Nothing to fold on Citus (no triggers).
  */
 export async function compactListCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
-  return await foldByTenant(db, sql<{ tenant_id: string }>`select tenant_id from event_list_counts
-    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`, tenant => sql`select compact_event_list_counts(${tenant})`, signal)
+  return await foldByTenant(
+    db,
+    sql<{ tenant_id: string }>`select tenant_id from event_list_counts
+    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`,
+    tenant => sql`select compact_event_list_counts(${tenant})`,
+    signal
+  )
 }
 
 type EventsWhere = Expression<SqlBool> | ((eb: ExpressionBuilder<Database, 'events'>) => Expression<SqlBool>)
@@ -194,7 +257,12 @@ const day = (d: Date): string => d.toISOString().slice(0, 10)
  * which carry a copy of their event's visibility, status and start. Only for lists filtered by status,
  * visibility and start alone: the other filters count row by row.
  */
-function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (where: EventsWhere) => SelectQueryBuilder<Database, 'events', { n: number }>) {
+function keptCounts (
+  trx: Tx,
+  auth: AuthContext,
+  o: ListOptions,
+  rowCount: (where: EventsWhere) => SelectQueryBuilder<Database, 'events', { n: number }>
+) {
   const statuses = o.status !== undefined ? [o.status] : ['draft', 'published']
   const after = o.startAfter !== undefined ? new Date(o.startAfter) : undefined
   const before = o.startBefore !== undefined ? new Date(o.startBefore) : undefined
@@ -205,21 +273,37 @@ function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (wher
   const edges: EventsWhere[] = partial
     ? [sql<boolean>`true`] // both ends in one month (or none between): the range is one index read
     : [
-        ...(wholeFrom !== undefined ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '<', wholeFrom)] : []),
-        ...(wholeTo !== undefined ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '>=', wholeTo)] : [])
+        ...(wholeFrom !== undefined
+          ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '<', wholeFrom)]
+          : []),
+        ...(wholeTo !== undefined
+          ? [(eb: ExpressionBuilder<Database, 'events'>) => eb('events.start_dt', '>=', wholeTo)]
+          : [])
       ]
-  const buckets = (visibility: number | undefined, org: string | undefined) => trx.selectFrom('event_list_counts as c')
-    .select(sql<number>`coalesce(sum(c.n), 0)`.as('n'))
-    .where('c.tenant_id', '=', auth.tenantId)
-    .where('c.status', 'in', statuses)
-    .$if(visibility !== undefined, qb => qb.where('c.visibility', '=', visibility ?? 0))
-    .$if(org !== undefined, qb => qb.where('c.org_id', '=', org ?? ''))
-    .$if(wholeFrom !== undefined, qb => qb.where('c.month', '>=', day(wholeFrom ?? new Date(0))))
-    .$if(wholeTo !== undefined, qb => qb.where('c.month', '<', day(wholeTo ?? new Date(0))).where('c.month', '>', '-infinity'))
-  const sum = (parts: Array<Expression<unknown>>): Expression<number> => sql<number>`${sql.join(parts.map(p => sql`(${p})`), sql` + `)}`
+  const buckets = (visibility: number | undefined, org: string | undefined) =>
+    trx
+      .selectFrom('event_list_counts as c')
+      .select(sql<number>`coalesce(sum(c.n), 0)`.as('n'))
+      .where('c.tenant_id', '=', auth.tenantId)
+      .where('c.status', 'in', statuses)
+      .$if(visibility !== undefined, qb => qb.where('c.visibility', '=', visibility ?? 0))
+      .$if(org !== undefined, qb => qb.where('c.org_id', '=', org ?? ''))
+      .$if(wholeFrom !== undefined, qb => qb.where('c.month', '>=', day(wholeFrom ?? new Date(0))))
+      .$if(wholeTo !== undefined, qb =>
+        qb.where('c.month', '<', day(wholeTo ?? new Date(0))).where('c.month', '>', '-infinity')
+      )
+  const sum = (parts: Array<Expression<unknown>>): Expression<number> =>
+    sql<number>`${sql.join(
+      parts.map(p => sql`(${p})`),
+      sql` + `
+    )}`
   const filterVisibility = o.visibility !== undefined && o.visibility !== 0 ? o.visibility : undefined
   /** the listed rows of one visibility (and organization) that pass the filters */
-  const ofVisibility = (visibility: number | undefined, org: string | undefined, where: EventsWhere): Expression<number> =>
+  const ofVisibility = (
+    visibility: number | undefined,
+    org: string | undefined,
+    where: EventsWhere
+  ): Expression<number> =>
     sum([
       ...(partial ? [] : [buckets(visibility ?? filterVisibility, org)]),
       ...edges.map(edge => rowCount(where).where(edge))
@@ -229,7 +313,8 @@ function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (wher
     classCount: (c: ListClass): Expression<unknown> => {
       if (filterVisibility !== undefined && filterVisibility !== c.visibility) return sql<number>`0`
       if (c.visibility !== 20) return ofVisibility(c.visibility, c.orgId, c.where)
-      return trx.selectFrom('event_spaces as es')
+      return trx
+        .selectFrom('event_spaces as es')
         .select(sql<number>`count(distinct es.event_id)`.as('n'))
         .where('es.tenant_id', '=', auth.tenantId)
         .where('es.space_id', '=', sql<number>`any(${memberSpaceIds(auth)})`)
@@ -243,8 +328,15 @@ function keptCounts (trx: Tx, auth: AuthContext, o: ListOptions, rowCount: (wher
 }
 
 const NULLABLE_SORTS = new Set<string>(['start_dt', 'end_dt', 'published_at'])
-const SORT_TYPES: Record<typeof EVENT_SORT_FIELDS[number], KeyColumn['type']> = {
-  created_at: 'time', updated_at: 'time', start_dt: 'time', end_dt: 'time', published_at: 'time', title: 'text', priority: 'int', id: 'int'
+const SORT_TYPES: Record<(typeof EVENT_SORT_FIELDS)[number], KeyColumn['type']> = {
+  created_at: 'time',
+  updated_at: 'time',
+  start_dt: 'time',
+  end_dt: 'time',
+  published_at: 'time',
+  title: 'text',
+  priority: 'int',
+  id: 'int'
 }
 
 type EventsQuery<O> = SelectQueryBuilder<Database, 'events', O>
@@ -266,12 +358,18 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   // running them (docs/performance.md).
   const forValues = (o.search ?? '') !== '' || o.counting === 'rows'
   await planList(trx, forValues)
-  const keys: KeyColumn[] = o.sortBy === 'id'
-    ? [{ ref: 'events.id', dir: o.sortDir, type: 'int' }]
-    : [
-        { ref: `events.${o.sortBy}`, dir: o.sortDir, type: SORT_TYPES[o.sortBy], nullable: NULLABLE_SORTS.has(o.sortBy) },
-        { ref: 'events.id', dir: o.sortDir, type: 'int' }
-      ]
+  const keys: KeyColumn[] =
+    o.sortBy === 'id'
+      ? [{ ref: 'events.id', dir: o.sortDir, type: 'int' }]
+      : [
+          {
+            ref: `events.${o.sortBy}`,
+            dir: o.sortDir,
+            type: SORT_TYPES[o.sortBy],
+            nullable: NULLABLE_SORTS.has(o.sortBy)
+          },
+          { ref: 'events.id', dir: o.sortDir, type: 'int' }
+        ]
   const scope = listScope('events', {
     sortBy: o.sortBy,
     sortDir: o.sortDir,
@@ -285,22 +383,38 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   })
   const window = pageWindow(o, scope, keys)
   // `not is_deleted` as written, not a parameter: a generic plan then matches the partial list indexes
-  const filtered = <O>(qb: EventsQuery<O>): EventsQuery<O> => qb
-    .where('events.tenant_id', '=', auth.tenantId)
-    .where(sql<SqlBool>`not events.is_deleted`)
-    .where('events.published_id', 'is', null)
-    .where(eb => o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published']))
-    .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('events.visibility', '=', o.visibility ?? 0))
-    .$if(o.search !== undefined && o.search !== '', qb => qb.where('events.search_text', 'like', likePattern(o.search ?? '')))
-    .$if(o.startAfter !== undefined, qb => qb.where('events.start_dt', '>=', new Date(o.startAfter ?? 0)))
-    .$if(o.startBefore !== undefined, qb => qb.where('events.start_dt', '<=', new Date(o.startBefore ?? 0)))
-    .$if(o.templates !== undefined && o.templates.length > 0, qb => qb.where('events.template', 'in', o.templates ?? []))
-    .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(eb.selectFrom('event_spaces as es')
-      .select(sql`1`.as('one'))
-      .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
-      .whereRef('es.tenant_id', '=', 'events.tenant_id')
-      .whereRef('es.event_id', '=', 'events.id')
-      .where('es.space_id', 'in', o.spaceIds ?? []))))
+  const filtered = <O>(qb: EventsQuery<O>): EventsQuery<O> =>
+    qb
+      .where('events.tenant_id', '=', auth.tenantId)
+      .where(sql<SqlBool>`not events.is_deleted`)
+      .where('events.published_id', 'is', null)
+      .where(eb =>
+        o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published'])
+      )
+      .$if(o.visibility !== undefined && o.visibility !== 0, qb =>
+        qb.where('events.visibility', '=', o.visibility ?? 0)
+      )
+      .$if(o.search !== undefined && o.search !== '', qb =>
+        qb.where('events.search_text', 'like', likePattern(o.search ?? ''))
+      )
+      .$if(o.startAfter !== undefined, qb => qb.where('events.start_dt', '>=', new Date(o.startAfter ?? 0)))
+      .$if(o.startBefore !== undefined, qb => qb.where('events.start_dt', '<=', new Date(o.startBefore ?? 0)))
+      .$if(o.templates !== undefined && o.templates.length > 0, qb =>
+        qb.where('events.template', 'in', o.templates ?? [])
+      )
+      .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb =>
+        qb.where(eb =>
+          eb.exists(
+            eb
+              .selectFrom('event_spaces as es')
+              .select(sql`1`.as('one'))
+              .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
+              .whereRef('es.tenant_id', '=', 'events.tenant_id')
+              .whereRef('es.event_id', '=', 'events.id')
+              .where('es.space_id', 'in', o.spaceIds ?? [])
+          )
+        )
+      )
   const ordered = <O>(qb: EventsQuery<O>): EventsQuery<O> => {
     let out = qb
     for (const k of keys) {
@@ -322,10 +436,15 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   ] as const
   const audience = listAudience(expressionBuilder<Database, 'events'>(), auth, o.counting === 'kept')
   /** the listed rows of `where` that pass the filters, counted one by one */
-  const rowCount = (where: EventsWhere) => filtered(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))).where(where)
-  const kept = o.counting === 'kept' && (o.search ?? '') === '' && (o.templates ?? []).length === 0 && (o.spaceIds ?? []).length === 0
-    ? keptCounts(trx, auth, o, rowCount)
-    : undefined
+  const rowCount = (where: EventsWhere) =>
+    filtered(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))).where(where)
+  const kept =
+    o.counting === 'kept' &&
+    (o.search ?? '') === '' &&
+    (o.templates ?? []).length === 0 &&
+    (o.spaceIds ?? []).length === 0
+      ? keptCounts(trx, auth, o, rowCount)
+      : undefined
 
   // The members-only events of the caller's spaces by start, from the links' copy of their event's columns
   // (migrations/0019_event_list_counts.sql): one index read of the links of those spaces, grouped by event, in
@@ -354,8 +473,13 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
 
   if (audience === undefined) {
     const [rows, count] = await Promise.all([
-      ordered(afterCursor(filtered(trx.selectFrom('events').select(columns)))).limit(window.limit).offset(window.offset).execute(),
-      trx.selectNoFrom(sql<number>`(${kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)})`.as('total')).executeTakeFirstOrThrow()
+      ordered(afterCursor(filtered(trx.selectFrom('events').select(columns))))
+        .limit(window.limit)
+        .offset(window.offset)
+        .execute(),
+      trx
+        .selectNoFrom(sql<number>`(${kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)})`.as('total'))
+        .executeTakeFirstOrThrow()
     ])
     return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(count.total) }
   }
@@ -366,26 +490,45 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     ordered(afterCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch))).limit(reach).as('b')
   ).select('b.id')
   const picks = [
-    ...audience.classes.map(c => c.visibility === 20 && linksServe ? trx.selectFrom(linkedPick(reach).as('b')).select('b.id') : pickOf(c.where)),
+    ...audience.classes.map(c =>
+      c.visibility === 20 && linksServe ? trx.selectFrom(linkedPick(reach).as('b')).select('b.id') : pickOf(c.where)
+    ),
     ...audience.owned.map(pickOf)
   ]
   const union = picks.reduce((all, pick) => all.union(pick))
   // the classes are disjoint: their counts add; the caller's own rows count where no class holds them
-  const counts: Array<Expression<unknown>> = audience.classes.map(c => kept !== undefined ? kept.classCount(c) : rowCount(c.where))
+  const counts: Array<Expression<unknown>> = audience.classes.map(c =>
+    kept !== undefined ? kept.classCount(c) : rowCount(c.where)
+  )
   // The caller's own rows, each kind from its index (an `or` of the three let a generic plan walk every event of
   // the range), then the few that no class holds; coalesce: a class test that is null (an organization-wide
   // event without an organization) holds no row
-  const ownedIds = audience.owned.map(o => filtered(trx.selectFrom('events').select('events.id')).where(o)).reduce((all, ids) => all.union(ids))
+  const ownedIds = audience.owned
+    .map(o => filtered(trx.selectFrom('events').select('events.id')).where(o))
+    .reduce((all, ids) => all.union(ids))
   counts.push(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.id', 'in', ownedIds)
     .where(eb => eb.not(sql<SqlBool>`coalesce(${audience.inClasses}, false)`)))
   const [rows, total] = await Promise.all([
-    ordered(trx.selectFrom('events').select(columns)
-      .where('events.tenant_id', '=', auth.tenantId)
-      .where('events.id', 'in', union))
-      .limit(window.limit).offset(window.offset).execute(),
-    trx.selectNoFrom(sql<number>`${sql.join(counts.map(c => sql`(${c})`), sql` + `)}`.as('total')).executeTakeFirstOrThrow()
+    ordered(
+      trx
+        .selectFrom('events')
+        .select(columns)
+        .where('events.tenant_id', '=', auth.tenantId)
+        .where('events.id', 'in', union)
+    )
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
+    trx
+      .selectNoFrom(
+        sql<number>`${sql.join(
+          counts.map(c => sql`(${c})`),
+          sql` + `
+        )}`.as('total')
+      )
+      .executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(total.total) }
 }
@@ -411,19 +554,35 @@ export interface VersionedEvent {
  * on the values (the bound is computed when the statement runs), so the prepared statement's
  * generic plan serves: planning it for each request's values cost more than running it.
  */
-export async function calendarEvents (trx: Tx, auth: AuthContext, from: Date, to: Date, sortBy: 'start_dt' | 'title', sortDir: 'asc' | 'desc', limit: number): Promise<VersionedEvent[]> {
-  return await trx.selectFrom('events')
+export async function calendarEvents (
+  trx: Tx,
+  auth: AuthContext,
+  from: Date,
+  to: Date,
+  sortBy: 'start_dt' | 'title',
+  sortDir: 'asc' | 'desc',
+  limit: number
+): Promise<VersionedEvent[]> {
+  return await trx
+    .selectFrom('events')
     .select(['events.id', sql<string>`events.xmin::text`.as('version'), 'events.published_id', 'events.series_id'])
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.status', 'in', ['draft', 'published'])
     .where('events.start_dt', 'is not', null)
     .where('events.start_dt', '<', to)
-    .where('events.start_dt', '>=', eb => eb.selectFrom('events as longest')
-      .select(sql<Date>`${from}::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0')`.as('since'))
-      .where('longest.tenant_id', '=', auth.tenantId)
-      .where('longest.is_deleted', '=', false)
-      .where('longest.published_id', 'is', null)
-      .where('longest.start_dt', 'is not', null))
+    .where('events.start_dt', '>=', eb =>
+      eb
+        .selectFrom('events as longest')
+        .select(
+          sql<Date>`${from}::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0')`.as(
+            'since'
+          )
+        )
+        .where('longest.tenant_id', '=', auth.tenantId)
+        .where('longest.is_deleted', '=', false)
+        .where('longest.published_id', 'is', null)
+        .where('longest.start_dt', 'is not', null)
+    )
     .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=', from)
     .orderBy(`events.${sortBy}`, sortDir)
     .orderBy('events.id', sortDir)
@@ -441,60 +600,126 @@ const EVENT_JSON_FIELDS = jsonFields(Event, 'events', EVENT_JOINED_FIELDS)
  * EVENT_JOINED_FIELDS, each with the version it was rendered from. Rows gone since the caller
  * read their ids are missing.
  */
-export async function eventsJson (trx: Tx, tenantId: string, ids: number[]): Promise<Array<{ id: number, version: string, json: string }>> {
-  const { rows } = await sql<{ id: number, version: string, json: string }>`select events.id, events.xmin::text as version, to_json(r)::text as json
+export async function eventsJson (
+  trx: Tx,
+  tenantId: string,
+  ids: number[]
+): Promise<Array<{ id: number; version: string; json: string }>> {
+  const { rows } = await sql<{
+    id: number
+    version: string
+    json: string
+  }>`select events.id, events.xmin::text as version, to_json(r)::text as json
     from events cross join lateral (select ${sql.join(EVENT_JSON_FIELDS)}) r
     where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`.execute(trx)
   return rows
 }
 
-export async function insertActivity (trx: Tx, values: { tenantId: string, eventId: number, orgId: string | null, actorId: string | null, kind: string, payload: Record<string, unknown> }) {
-  return await trx.insertInto('event_activity').values({
-    tenant_id: values.tenantId,
-    event_id: values.eventId,
-    org_id: values.orgId,
-    actor_id: values.actorId,
-    kind: values.kind,
-    payload: jsonb(values.payload)
-  }).returning(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at']).executeTakeFirstOrThrow()
+export async function insertActivity (
+  trx: Tx,
+  values: {
+    tenantId: string
+    eventId: number
+    orgId: string | null
+    actorId: string | null
+    kind: string
+    payload: Record<string, unknown>
+  }
+) {
+  return await trx
+    .insertInto('event_activity')
+    .values({
+      tenant_id: values.tenantId,
+      event_id: values.eventId,
+      org_id: values.orgId,
+      actor_id: values.actorId,
+      kind: values.kind,
+      payload: jsonb(values.payload)
+    })
+    .returning(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at'])
+    .executeTakeFirstOrThrow()
 }
 
 const ACTIVITY_KEYS: KeyColumn[] = [{ ref: 'at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'int' }]
 
 /** Activity rows of an event, newest first, `limit` of them after the cursor's row; the cursor of the next ones. */
-export async function listActivity (trx: Tx, tenantId: string, eventId: number, kind: string | undefined, limit: number, cursor: string | undefined) {
-  const window = pageWindow({ size: limit, cursor }, listScope('event-activity', { eventId, kind: kind ?? '' }), ACTIVITY_KEYS)
-  const rows = await trx.selectFrom('event_activity')
+export async function listActivity (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  kind: string | undefined,
+  limit: number,
+  cursor: string | undefined
+) {
+  const window = pageWindow(
+    { size: limit, cursor },
+    listScope('event-activity', { eventId, kind: kind ?? '' }),
+    ACTIVITY_KEYS
+  )
+  const rows = await trx
+    .selectFrom('event_activity')
     .select(['id', 'event_id', 'org_id', 'actor_id', 'kind', 'payload', 'at'])
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId)
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
     .$if(kind !== undefined && kind !== '', qb => qb.where('kind', '=', kind ?? ''))
     .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
-    .orderBy('at', 'desc').orderBy('id', 'desc')
+    .orderBy('at', 'desc')
+    .orderBy('id', 'desc')
     .limit(window.limit)
     .execute()
   const { items, next_cursor: nextCursor } = pageOf(rows, window, r => [r.at, r.id])
   return { items, next_cursor: nextCursor }
 }
 
-const EVENT_SPACE_COLUMNS = ['es.id', 'es.event_id', 'es.space_id', 'es.org_id', 'es.created_at', 'es.updated_at'] as const
-const EVENT_SPACE_KEYS: KeyColumn[] = [{ ref: 'es.created_at', dir: 'asc', type: 'time' }, { ref: 'es.id', dir: 'asc', type: 'int' }]
+const EVENT_SPACE_COLUMNS = [
+  'es.id',
+  'es.event_id',
+  'es.space_id',
+  'es.org_id',
+  'es.created_at',
+  'es.updated_at'
+] as const
+const EVENT_SPACE_KEYS: KeyColumn[] = [
+  { ref: 'es.created_at', dir: 'asc', type: 'time' },
+  { ref: 'es.id', dir: 'asc', type: 'int' }
+]
 
-export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listEventSpaces (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('event-spaces', { eventId }), EVENT_SPACE_KEYS)
-  const base = trx.selectFrom('event_spaces as es')
+  const base = trx
+    .selectFrom('event_spaces as es')
     .innerJoin('spaces as s', join => join.onRef('s.tenant_id', '=', 'es.tenant_id').onRef('s.id', '=', 'es.space_id'))
-    .where('es.tenant_id', '=', tenantId).where('es.event_id', '=', eventId).where('s.is_deleted', '=', false)
+    .where('es.tenant_id', '=', tenantId)
+    .where('es.event_id', '=', eventId)
+    .where('s.is_deleted', '=', false)
   const [rows, count] = await Promise.all([
-    base.select(EVENT_SPACE_COLUMNS)
+    base
+      .select(EVENT_SPACE_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EVENT_SPACE_KEYS, window.after ?? [])))
-      .orderBy('es.created_at').orderBy('es.id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('es.created_at')
+      .orderBy('es.id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
-export async function insertEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number, orgId: string | null) {
-  return await trx.insertInto('event_spaces')
+export async function insertEventSpace (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  spaceId: number,
+  orgId: string | null
+) {
+  return await trx
+    .insertInto('event_spaces')
     .values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
     .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'space_id']).doNothing())
     .returning(['id', 'event_id', 'space_id', 'org_id', 'created_at', 'updated_at'])

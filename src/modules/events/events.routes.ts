@@ -16,10 +16,34 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
 import * as repo from './events.repository.ts'
 import {
-  ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody, CalendarQuery,
-  CreateActivityBody, CreateEventBody, Event, EventIdParams, EventParams, EventSpace, EventSpaceParams, EventTemplate, EventTemplateList,
-  ListEventsQuery, ManagerPermissionsBody, PagedBodyEvent, PagedBodyEventSpace, PatchEventBody, PatchEventQuery, PublishEventBody,
-  ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
+  ActivityListBody,
+  ActivityQuery,
+  ActivityRow,
+  AddEventSpaceBody,
+  CALENDAR_MAX_DAYS,
+  CALENDAR_MAX_ITEMS,
+  CalendarBody,
+  CalendarQuery,
+  CreateActivityBody,
+  CreateEventBody,
+  Event,
+  EventIdParams,
+  EventParams,
+  EventSpace,
+  EventSpaceParams,
+  EventTemplate,
+  EventTemplateList,
+  ListEventsQuery,
+  ManagerPermissionsBody,
+  PagedBodyEvent,
+  PagedBodyEventSpace,
+  PatchEventBody,
+  PatchEventQuery,
+  PublishEventBody,
+  ReplaceEventBody,
+  TemplateParams,
+  TemplateQuery,
+  TransitionBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'
@@ -39,7 +63,14 @@ function templateView (t: TemplateVersion) {
     states: m === null ? null : [...m.states],
     initial_state: m?.initial ?? null,
     final_states: m === null ? null : [...m.final],
-    transitions: (m?.transitions ?? []).map(tr => ({ from: tr.from, to: tr.to, guard: tr.guard === undefined ? null : { required_payload: [...tr.guard.required_payload], description: tr.guard.description } })),
+    transitions: (m?.transitions ?? []).map(tr => ({
+      from: tr.from,
+      to: tr.to,
+      guard:
+        tr.guard === undefined
+          ? null
+          : { required_payload: [...tr.guard.required_payload], description: tr.guard.description }
+    })),
     allowed_attachment_kinds: [...t.allowed_attachment_kinds],
     participant_roles: [...t.participant_roles],
     activity_kinds: [...t.activity_kinds],
@@ -48,100 +79,199 @@ function templateView (t: TemplateVersion) {
 }
 
 /** Start (inclusive) and end (exclusive) instants of a day range in a time zone; 400 on bad input. */
-function calendarRange (q: { start_date: string, end_date: string, timezone?: string | undefined }): { from: Date, to: Date } {
+function calendarRange (q: { start_date: string; end_date: string; timezone?: string | undefined }): {
+  from: Date
+  to: Date
+} {
   const zone = q.timezone ?? 'UTC'
   const start = DateTime.fromISO(q.start_date, { zone })
   if (!start.isValid) {
-    if (start.invalidReason === 'unsupported zone') throw invalidField('query.timezone', 'expected an IANA time zone name', q.timezone)
+    if (start.invalidReason === 'unsupported zone') {
+      throw invalidField('query.timezone', 'expected an IANA time zone name', q.timezone)
+    }
     throw invalidField('query.start_date', 'expected a date YYYY-MM-DD', q.start_date)
   }
   const end = DateTime.fromISO(q.end_date, { zone })
   if (!end.isValid) throw invalidField('query.end_date', 'expected a date YYYY-MM-DD', q.end_date)
   const days = end.diff(start, 'days').days
   if (days < 0) throw invalidField('query.end_date', 'expected end_date >= start_date', q.end_date)
-  if (days + 1 > CALENDAR_MAX_DAYS) throw invalidField('query.end_date', `expected a range of at most ${CALENDAR_MAX_DAYS} days`, q.end_date)
+  if (days + 1 > CALENDAR_MAX_DAYS) {
+    throw invalidField('query.end_date', `expected a range of at most ${CALENDAR_MAX_DAYS} days`, q.end_date)
+  }
   return { from: start.toJSDate(), to: end.plus({ days: 1 }).toJSDate() }
 }
 
 export const eventsModule = defineModule(async (app, { db }) => {
-  app.get('/api/v1/event-templates', {
-    schema: { operationId: 'list-event-templates', summary: 'List registered event templates (latest versions)', tags: ['Event templates'], response: { 200: EventTemplateList } },
-    onRequest: requirePolicy('event', 'list')
-  }, async () => ({ items: TEMPLATE_IDS.map(id => latestTemplate(id)).filter(t => t !== undefined).map(templateView) }))
+  app.get(
+    '/api/v1/event-templates',
+    {
+      schema: {
+        operationId: 'list-event-templates',
+        summary: 'List registered event templates (latest versions)',
+        tags: ['Event templates'],
+        response: { 200: EventTemplateList }
+      },
+      onRequest: requirePolicy('event', 'list')
+    },
+    async () => ({
+      items: TEMPLATE_IDS.map(id => latestTemplate(id))
+        .filter(t => t !== undefined)
+        .map(templateView)
+    })
+  )
 
-  app.get('/api/v1/event-templates/:id', {
-    schema: { operationId: 'get-event-template', summary: 'Latest version of one template (or the version asked for)', tags: ['Event templates'], params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate } },
-    onRequest: requirePolicy('event', 'list')
-  }, async (request) => {
-    const { id } = request.params
-    const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
-    if (t === undefined) throw error404NotFound('template not found')
-    return templateView(t)
-  })
+  app.get(
+    '/api/v1/event-templates/:id',
+    {
+      schema: {
+        operationId: 'get-event-template',
+        summary: 'Latest version of one template (or the version asked for)',
+        tags: ['Event templates'],
+        params: TemplateParams,
+        querystring: TemplateQuery,
+        response: { 200: EventTemplate }
+      },
+      onRequest: requirePolicy('event', 'list')
+    },
+    async request => {
+      const { id } = request.params
+      const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
+      if (t === undefined) throw error404NotFound('template not found')
+      return templateView(t)
+    }
+  )
 
-  app.get('/api/v1/events/manager-permissions', {
-    schema: { operationId: 'list-event-manager-permissions', summary: 'Assignable event manager permissions and role bundles', tags, response: { 200: ManagerPermissionsBody } },
-    onRequest: requirePolicy('manager', 'catalogue')
-  }, async () => ({
-    permissions: [...EVENT_PERMISSIONS],
-    roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
-  }))
+  app.get(
+    '/api/v1/events/manager-permissions',
+    {
+      schema: {
+        operationId: 'list-event-manager-permissions',
+        summary: 'Assignable event manager permissions and role bundles',
+        tags,
+        response: { 200: ManagerPermissionsBody }
+      },
+      onRequest: requirePolicy('manager', 'catalogue')
+    },
+    async () => ({
+      permissions: [...EVENT_PERMISSIONS],
+      roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
+    })
+  )
 
-  app.post('/api/v1/events', {
-    schema: { operationId: 'create-event', summary: 'Create an event (a draft)', tags, body: CreateEventBody, response: { 201: Event } },
-    onRequest: requirePolicy('event', 'create')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.createEvent(trx, auth, request.body)))
-    setEtag(reply, event.revision)
-    return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
-  })
+  app.post(
+    '/api/v1/events',
+    {
+      schema: {
+        operationId: 'create-event',
+        summary: 'Create an event (a draft)',
+        tags,
+        body: CreateEventBody,
+        response: { 201: Event }
+      },
+      onRequest: requirePolicy('event', 'create')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const event = await withTenant(
+        db,
+        auth,
+        async trx => await service.withSpaces(trx, auth.tenantId, await service.createEvent(trx, auth, request.body))
+      )
+      setEtag(reply, event.revision)
+      return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
+    }
+  )
 
-  app.get('/api/v1/events', {
-    schema: { operationId: 'list-events', summary: 'List events', tags, querystring: ListEventsQuery, response: { 200: PagedBodyEvent } },
-    onRequest: requirePolicy('event', 'list')
-  }, async (request, reply) => {
-    const q = request.query
-    const auth = request.auth
-    const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
-    // before the transaction: PGlite has one connection, which the transaction holds
-    const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
-    // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.service.ts, renderEvents)
-    const { items, total, page, next_cursor: nextCursor } = await withTenant(db, auth, async (trx) => {
-      const found = await repo.listEvents(trx, auth, {
-        page: q.page,
-        size: q.size,
-        cursor: q.cursor,
-        counting,
-        search: q.search?.trim(),
-        sortBy: q.sort_by ?? 'created_at',
-        sortDir: q.sort_dir ?? 'desc',
-        status: q.status,
-        visibility: q.visibility,
-        startAfter: q.start_dt_after,
-        startBefore: q.start_dt_before,
-        spaceIds: q.space_ids,
-        templates
+  app.get(
+    '/api/v1/events',
+    {
+      schema: {
+        operationId: 'list-events',
+        summary: 'List events',
+        tags,
+        querystring: ListEventsQuery,
+        response: { 200: PagedBodyEvent }
+      },
+      onRequest: requirePolicy('event', 'list')
+    },
+    async (request, reply) => {
+      const q = request.query
+      const auth = request.auth
+      const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
+      // before the transaction: PGlite has one connection, which the transaction holds
+      const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
+      // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.service.ts, renderEvents)
+      const {
+        items,
+        total,
+        page,
+        next_cursor: nextCursor
+      } = await withTenant(db, auth, async trx => {
+        const found = await repo.listEvents(trx, auth, {
+          page: q.page,
+          size: q.size,
+          cursor: q.cursor,
+          counting,
+          search: q.search?.trim(),
+          sortBy: q.sort_by ?? 'created_at',
+          sortDir: q.sort_dir ?? 'desc',
+          status: q.status,
+          visibility: q.visibility,
+          startAfter: q.start_dt_after,
+          startBefore: q.start_dt_before,
+          spaceIds: q.space_ids,
+          templates
+        })
+        return { ...found, items: await service.renderEvents(trx, auth.tenantId, found.items) }
       })
-      return { ...found, items: await service.renderEvents(trx, auth.tenantId, found.items) }
-    })
-    return await sendJsonFields(request, reply, {
-      items, page: String(page), size: String(q.size), total: String(total), next_cursor: JSON.stringify(nextCursor)
-    })
-  })
+      return await sendJsonFields(request, reply, {
+        items,
+        page: String(page),
+        size: String(q.size),
+        total: String(total),
+        next_cursor: JSON.stringify(nextCursor)
+      })
+    }
+  )
 
-  app.get('/api/v1/events/calendar', {
-    schema: { operationId: 'get-events-calendar', summary: `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, tags, querystring: CalendarQuery, response: { 200: CalendarBody } },
-    onRequest: requirePolicy('event', 'list')
-  }, async (request, reply) => {
-    const q = request.query
-    const auth = request.auth
-    const { from, to } = calendarRange(q)
-    // rendered JSON (events.service.ts, renderEvents): a month is some 400 events
-    const items = await withTenant(db, auth, async (trx) => await service.renderEvents(trx, auth.tenantId,
-      await repo.calendarEvents(trx, auth, from, to, q.sort_by ?? 'start_dt', q.sort_order ?? 'asc', CALENDAR_MAX_ITEMS)))
-    return await sendJsonFields(request, reply, { items, next_cursor: 'null' })
-  })
+  app.get(
+    '/api/v1/events/calendar',
+    {
+      schema: {
+        operationId: 'get-events-calendar',
+        summary: `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`,
+        tags,
+        querystring: CalendarQuery,
+        response: { 200: CalendarBody }
+      },
+      onRequest: requirePolicy('event', 'list')
+    },
+    async (request, reply) => {
+      const q = request.query
+      const auth = request.auth
+      const { from, to } = calendarRange(q)
+      // rendered JSON (events.service.ts, renderEvents): a month is some 400 events
+      const items = await withTenant(
+        db,
+        auth,
+        async trx =>
+          await service.renderEvents(
+            trx,
+            auth.tenantId,
+            await repo.calendarEvents(
+              trx,
+              auth,
+              from,
+              to,
+              q.sort_by ?? 'start_dt',
+              q.sort_order ?? 'asc',
+              CALENDAR_MAX_ITEMS
+            )
+          )
+      )
+      return await sendJsonFields(request, reply, { items, next_cursor: 'null' })
+    }
+  )
 
   app.get('/api/v1/events/:id', {
     schema: { operationId: 'get-event', summary: 'Get an event', tags, params: EventParams, response: { 200: Event } },
@@ -153,133 +283,361 @@ export const eventsModule = defineModule(async (app, { db }) => {
     return event
   })
 
-  app.put('/api/v1/events/:id', {
-    schema: { operationId: 'replace-event', summary: 'Replace the writable fields of an event (its draft when one is open)', tags, params: EventParams, body: ReplaceEventBody, response: { 200: Event } },
-    onRequest: requirePolicy('event', 'edit')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
-      await service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))))
-    setEtag(reply, event.revision)
-    return event
-  })
+  app.put(
+    '/api/v1/events/:id',
+    {
+      schema: {
+        operationId: 'replace-event',
+        summary: 'Replace the writable fields of an event (its draft when one is open)',
+        tags,
+        params: EventParams,
+        body: ReplaceEventBody,
+        response: { 200: Event }
+      },
+      onRequest: requirePolicy('event', 'edit')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const event = await withTenant(
+        db,
+        auth,
+        async trx =>
+          await service.withSpaces(
+            trx,
+            auth.tenantId,
+            await service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
+          )
+      )
+      setEtag(reply, event.revision)
+      return event
+    }
+  )
 
-  app.patch('/api/v1/events/:id', {
-    schema: { operationId: 'patch-event', summary: 'Merge-patch an event (RFC 7396; its draft when one is open)', tags, params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event } },
-    onRequest: requirePolicy('event', 'edit')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
-      request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
-        ? await applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
-        : await service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))))
-    setEtag(reply, event.revision)
-    return event
-  })
+  app.patch(
+    '/api/v1/events/:id',
+    {
+      schema: {
+        operationId: 'patch-event',
+        summary: 'Merge-patch an event (RFC 7396; its draft when one is open)',
+        tags,
+        params: EventParams,
+        querystring: PatchEventQuery,
+        body: PatchEventBody,
+        response: { 200: Event }
+      },
+      onRequest: requirePolicy('event', 'edit')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const event = await withTenant(
+        db,
+        auth,
+        async trx =>
+          await service.withSpaces(
+            trx,
+            auth.tenantId,
+            request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
+              ? await applyScopedEdit(
+                trx,
+                auth,
+                request.params.id,
+                request.query.scope,
+                request.body,
+                ifMatchOf(request)
+              )
+              : await service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
+          )
+      )
+      setEtag(reply, event.revision)
+      return event
+    }
+  )
 
-  app.delete('/api/v1/events/:id', {
-    schema: { operationId: 'delete-event', summary: 'Delete an event (soft delete)', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('event', 'delete')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/events/:id',
+    {
+      schema: {
+        operationId: 'delete-event',
+        summary: 'Delete an event (soft delete)',
+        tags,
+        params: EventParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('event', 'delete')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.post('/api/v1/events/:id/archive', {
-    schema: { operationId: 'archive-event', summary: 'Archive an event (read-only afterwards)', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('event', 'archive')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
+  app.post(
+    '/api/v1/events/:id/archive',
+    {
+      schema: {
+        operationId: 'archive-event',
+        summary: 'Archive an event (read-only afterwards)',
+        tags,
+        params: EventParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('event', 'archive')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.post('/api/v1/events/:id/publish', {
-    schema: { operationId: 'publish-event', summary: 'Publish an event, or promote its draft', tags, params: EventParams, body: PublishEventBody, response: { 204: NoContent } },
-    onRequest: requirePolicy('event', 'publish'),
-    // the notification options are optional: no body at all means {}
-    preValidation: async (request) => { request.body ??= {} }
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
+  app.post(
+    '/api/v1/events/:id/publish',
+    {
+      schema: {
+        operationId: 'publish-event',
+        summary: 'Publish an event, or promote its draft',
+        tags,
+        params: EventParams,
+        body: PublishEventBody,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('event', 'publish'),
+      // the notification options are optional: no body at all means {}
+      preValidation: async request => {
+        request.body ??= {}
+      }
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.post('/api/v1/events/:id/edit', {
-    schema: { operationId: 'edit-event', summary: 'Start editing a published event: returns its draft clone', tags, params: EventParams, response: { 200: Event } },
-    onRequest: requirePolicy('event', 'edit')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.startEdit(trx, auth, request.params.id, ifMatchOf(request))))
-    setEtag(reply, event.revision)
-    return event
-  })
+  app.post(
+    '/api/v1/events/:id/edit',
+    {
+      schema: {
+        operationId: 'edit-event',
+        summary: 'Start editing a published event: returns its draft clone',
+        tags,
+        params: EventParams,
+        response: { 200: Event }
+      },
+      onRequest: requirePolicy('event', 'edit')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const event = await withTenant(
+        db,
+        auth,
+        async trx =>
+          await service.withSpaces(
+            trx,
+            auth.tenantId,
+            await service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
+          )
+      )
+      setEtag(reply, event.revision)
+      return event
+    }
+  )
 
-  app.get('/api/v1/events/:id/draft', {
-    schema: { operationId: 'get-event-draft', summary: 'Get the draft clone of a published event', tags, params: EventParams, response: { 200: Event } },
-    onRequest: requirePolicy('draft', 'read')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId, await service.findDraft(trx, auth, request.params.id)))
-    setEtag(reply, event.revision)
-    return event
-  })
+  app.get(
+    '/api/v1/events/:id/draft',
+    {
+      schema: {
+        operationId: 'get-event-draft',
+        summary: 'Get the draft clone of a published event',
+        tags,
+        params: EventParams,
+        response: { 200: Event }
+      },
+      onRequest: requirePolicy('draft', 'read')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const event = await withTenant(
+        db,
+        auth,
+        async trx => await service.withSpaces(trx, auth.tenantId, await service.findDraft(trx, auth, request.params.id))
+      )
+      setEtag(reply, event.revision)
+      return event
+    }
+  )
 
-  app.post('/api/v1/events/:id/discard', {
-    schema: { operationId: 'discard-event-draft', summary: 'Discard the draft, keep the published version', tags, params: EventParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('draft', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
+  app.post(
+    '/api/v1/events/:id/discard',
+    {
+      schema: {
+        operationId: 'discard-event-draft',
+        summary: 'Discard the draft, keep the published version',
+        tags,
+        params: EventParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('draft', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.post('/api/v1/events/:id/transition', {
-    schema: { operationId: 'transition-event', summary: 'Move an event along its template state machine', tags, params: EventParams, body: TransitionBody, response: { 200: Event } },
-    onRequest: requirePolicy('event', 'edit')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const b = request.body
-    const event = await withTenant(db, auth, async (trx) => await service.withSpaces(trx, auth.tenantId,
-      await service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, { ifMatch: ifMatchOf(request) })))
-    setEtag(reply, event.revision)
-    return event
-  })
+  app.post(
+    '/api/v1/events/:id/transition',
+    {
+      schema: {
+        operationId: 'transition-event',
+        summary: 'Move an event along its template state machine',
+        tags,
+        params: EventParams,
+        body: TransitionBody,
+        response: { 200: Event }
+      },
+      onRequest: requirePolicy('event', 'edit')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const b = request.body
+      const event = await withTenant(
+        db,
+        auth,
+        async trx =>
+          await service.withSpaces(
+            trx,
+            auth.tenantId,
+            await service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
+              ifMatch: ifMatchOf(request)
+            })
+          )
+      )
+      setEtag(reply, event.revision)
+      return event
+    }
+  )
 
-  app.get('/api/v1/events/:event_id/activity', {
-    schema: { operationId: 'list-event-activity', summary: 'Activity rows of an event, newest first', tags, params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody } },
-    onRequest: requirePolicy('link', 'read')
-  }, async (request) => {
-    return await withTenant(db, request.auth, trx => service.listActivity(trx, request.auth, request.params.event_id, request.query.kind, request.query.limit, request.query.cursor))
-  })
+  app.get(
+    '/api/v1/events/:event_id/activity',
+    {
+      schema: {
+        operationId: 'list-event-activity',
+        summary: 'Activity rows of an event, newest first',
+        tags,
+        params: EventIdParams,
+        querystring: ActivityQuery,
+        response: { 200: ActivityListBody }
+      },
+      onRequest: requirePolicy('link', 'read')
+    },
+    async request => {
+      return await withTenant(db, request.auth, trx =>
+        service.listActivity(
+          trx,
+          request.auth,
+          request.params.event_id,
+          request.query.kind,
+          request.query.limit,
+          request.query.cursor
+        )
+      )
+    }
+  )
 
-  app.post('/api/v1/events/:event_id/activity', {
-    schema: { operationId: 'create-event-activity', summary: 'Append an activity row', tags, params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow } },
-    onRequest: requirePolicy('event', 'edit')
-  }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => service.appendActivity(trx, request.auth, request.params.event_id, request.body.kind, request.body.payload ?? {}))
-    return await reply.code(201).send(row)
-  })
+  app.post(
+    '/api/v1/events/:event_id/activity',
+    {
+      schema: {
+        operationId: 'create-event-activity',
+        summary: 'Append an activity row',
+        tags,
+        params: EventIdParams,
+        body: CreateActivityBody,
+        response: { 201: ActivityRow }
+      },
+      onRequest: requirePolicy('event', 'edit')
+    },
+    async (request, reply) => {
+      const row = await withTenant(db, request.auth, trx =>
+        service.appendActivity(
+          trx,
+          request.auth,
+          request.params.event_id,
+          request.body.kind,
+          request.body.payload ?? {}
+        )
+      )
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.get('/api/v1/events/:id/spaces', {
-    schema: { operationId: 'list-event-spaces', summary: 'Spaces the event belongs to', tags, params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace } },
-    onRequest: requirePolicy('event', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, trx => service.listSpaces(trx, request.auth, request.params.id, q))
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/events/:id/spaces',
+    {
+      schema: {
+        operationId: 'list-event-spaces',
+        summary: 'Spaces the event belongs to',
+        tags,
+        params: EventParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodyEventSpace }
+      },
+      onRequest: requirePolicy('event', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, trx =>
+        service.listSpaces(trx, request.auth, request.params.id, q)
+      )
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.post('/api/v1/events/:id/spaces', {
-    schema: { operationId: 'add-event-space', summary: 'Add the event to a space', tags, params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace } },
-    onRequest: requirePolicy('event', 'link_space')
-  }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request)))
-    return await reply.code(201).send(row)
-  })
+  app.post(
+    '/api/v1/events/:id/spaces',
+    {
+      schema: {
+        operationId: 'add-event-space',
+        summary: 'Add the event to a space',
+        tags,
+        params: EventParams,
+        body: AddEventSpaceBody,
+        response: { 201: EventSpace }
+      },
+      onRequest: requirePolicy('event', 'link_space')
+    },
+    async (request, reply) => {
+      const row = await withTenant(db, request.auth, trx =>
+        service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request))
+      )
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.delete('/api/v1/events/:id/spaces/:space_id', {
-    schema: { operationId: 'remove-event-space', summary: 'Remove the event from a space', tags, params: EventSpaceParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('event', 'link_space')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/events/:id/spaces/:space_id',
+    {
+      schema: {
+        operationId: 'remove-event-space',
+        summary: 'Remove the event from a space',
+        tags,
+        params: EventSpaceParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('event', 'link_space')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 })

@@ -1,6 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
-import { body, DateTimeInput, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import {
+  body,
+  DateTimeInput,
+  IntId,
+  model,
+  Nullable,
+  KeysetPageQuery,
+  pagedBody,
+  StringEnum,
+  Timestamp
+} from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './event-permissions.ts'
 
 /** Bounds chosen by us (docs/events.md). */
@@ -19,16 +29,33 @@ export const CALENDAR_MAX_ITEMS = 5_000
 export const VISIBILITIES = [10, 20, 30, 40] as const
 export const STATUSES = ['draft', 'published', 'archived'] as const
 
-const Visibility = Type.Union(VISIBILITIES.map(v => Type.Literal(v)), { description: '10 private, 20 members-only, 30 organization, 40 public' })
-const Metadata = Type.Object({}, { additionalProperties: true, maxProperties: METADATA_MAX_KEYS, description: `Free-form object (at most ${METADATA_MAX_KEYS} keys, ${METADATA_MAX_BYTES} bytes as JSON)` })
-const Keywords = Type.Array(Type.String({ minLength: 1, maxLength: KEYWORD_MAX }), { maxItems: KEYWORDS_MAX, description: `Keywords (at most ${KEYWORDS_MAX})` })
+const Visibility = Type.Union(
+  VISIBILITIES.map(v => Type.Literal(v)),
+  { description: '10 private, 20 members-only, 30 organization, 40 public' }
+)
+const Metadata = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    maxProperties: METADATA_MAX_KEYS,
+    description: `Free-form object (at most ${METADATA_MAX_KEYS} keys, ${METADATA_MAX_BYTES} bytes as JSON)`
+  }
+)
+const Keywords = Type.Array(Type.String({ minLength: 1, maxLength: KEYWORD_MAX }), {
+  maxItems: KEYWORDS_MAX,
+  description: `Keywords (at most ${KEYWORDS_MAX})`
+})
 const Title = Type.String({ minLength: 1, maxLength: TITLE_MAX, description: 'Title' })
 const Description = Type.String({ maxLength: DESCRIPTION_MAX, description: 'Description' })
 const Address = Type.String({ maxLength: ADDRESS_MAX, description: 'Address' })
-const Timezone = Type.String({ minLength: 1, maxLength: TIMEZONE_MAX, description: 'IANA time zone name, e.g. Europe/Paris' })
+const Timezone = Type.String({
+  minLength: 1,
+  maxLength: TIMEZONE_MAX,
+  description: 'IANA time zone name, e.g. Europe/Paris'
+})
 const Latitude = Type.Number({ minimum: -90, maximum: 90, description: 'Latitude in degrees' })
 const Longitude = Type.Number({ minimum: -180, maximum: 180, description: 'Longitude in degrees' })
-const Priority = Type.Integer({ minimum: -1000, maximum: 1000, description: 'Priority; its meaning is the template\'s' })
+const Priority = Type.Integer({ minimum: -1000, maximum: 1000, description: "Priority; its meaning is the template's" })
 const TemplateId = Type.String({ minLength: 1, maxLength: 64, description: 'Template id' })
 
 export const EventSpaceRef = Type.Object({
@@ -92,7 +119,9 @@ export const CreateEventBody = body({
   visibility: Type.Optional(Visibility),
   priority: Type.Optional(Priority),
   template: Type.Optional(TemplateId),
-  template_version: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: 'Template version; default the latest' }))
+  template_version: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 1000, description: 'Template version; default the latest' })
+  )
 })
 export type CreateEventBody = Static<typeof CreateEventBody>
 
@@ -131,34 +160,62 @@ export const PatchEventBody = body({
 export type PatchEventBody = Static<typeof PatchEventBody>
 
 export const PatchEventQuery = Type.Object({
-  scope: Type.Optional(StringEnum(['this', 'future', 'all'] as const, { description: 'Series edit scope (series occurrences only)' }))
+  scope: Type.Optional(
+    StringEnum(['this', 'future', 'all'] as const, { description: 'Series edit scope (series occurrences only)' })
+  )
 })
 
 export const EventParams = Type.Object({ id: IntId })
 export const EventIdParams = Type.Object({ event_id: IntId })
 export const EventSpaceParams = Type.Object({ id: IntId, space_id: IntId })
 
-export const EVENT_SORT_FIELDS = ['created_at', 'updated_at', 'start_dt', 'end_dt', 'title', 'published_at', 'priority', 'id'] as const
+export const EVENT_SORT_FIELDS = [
+  'created_at',
+  'updated_at',
+  'start_dt',
+  'end_dt',
+  'title',
+  'published_at',
+  'priority',
+  'id'
+] as const
 
-export const ListEventsQuery = Type.Intersect([KeysetPageQuery, Type.Object({
-  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against title, description, address and keywords' })),
-  sort_by: Type.Optional(StringEnum(EVENT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-  sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
-  status: Type.Optional(StringEnum(STATUSES, { description: 'Publish status; omitted = published and draft events' })),
-  visibility: Type.Optional(Type.Union([Type.Literal(0), ...VISIBILITIES.map(v => Type.Literal(v))], { description: '0 or omitted = every level the caller can see' })),
-  start_dt_after: Type.Optional(DateTimeInput('start_dt >= this')),
-  start_dt_before: Type.Optional(DateTimeInput('start_dt <= this')),
-  space_ids: Type.Optional(Type.Array(IntId, { maxItems: 100, description: 'In any of these spaces (repeatable)' })),
-  template: Type.Optional(TemplateId),
-  template_in: Type.Optional(Type.Array(TemplateId, { maxItems: 50, description: 'Template in this list (repeatable), OR-ed with template' }))
-})])
+export const ListEventsQuery = Type.Intersect([
+  KeysetPageQuery,
+  Type.Object({
+    search: Type.Optional(
+      Type.String({ maxLength: 200, description: 'Matched against title, description, address and keywords' })
+    ),
+    sort_by: Type.Optional(StringEnum(EVENT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
+    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    status: Type.Optional(
+      StringEnum(STATUSES, { description: 'Publish status; omitted = published and draft events' })
+    ),
+    visibility: Type.Optional(
+      Type.Union([Type.Literal(0), ...VISIBILITIES.map(v => Type.Literal(v))], {
+        description: '0 or omitted = every level the caller can see'
+      })
+    ),
+    start_dt_after: Type.Optional(DateTimeInput('start_dt >= this')),
+    start_dt_before: Type.Optional(DateTimeInput('start_dt <= this')),
+    space_ids: Type.Optional(Type.Array(IntId, { maxItems: 100, description: 'In any of these spaces (repeatable)' })),
+    template: Type.Optional(TemplateId),
+    template_in: Type.Optional(
+      Type.Array(TemplateId, { maxItems: 50, description: 'Template in this list (repeatable), OR-ed with template' })
+    )
+  })
+])
 export type ListEventsQuery = Static<typeof ListEventsQuery>
 
 export const PagedBodyEvent = pagedBody(Event, 'PagedBodyEvent')
 
 export const CalendarQuery = Type.Object({
   start_date: Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'First day (YYYY-MM-DD)' }),
-  end_date: Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: `Last day, inclusive (YYYY-MM-DD); at most ${CALENDAR_MAX_DAYS} days after start_date` }),
+  end_date: Type.String({
+    format: 'date',
+    pattern: '^\\d{4}-\\d{2}-\\d{2}$',
+    description: `Last day, inclusive (YYYY-MM-DD); at most ${CALENDAR_MAX_DAYS} days after start_date`
+  }),
   timezone: Type.Optional(Timezone),
   sort_by: Type.Optional(StringEnum(['start_dt', 'title'] as const, { default: 'start_dt' })),
   sort_order: Type.Optional(StringEnum(['asc', 'desc'] as const, { default: 'asc' }))
@@ -172,7 +229,9 @@ export const CalendarBody = model('CalendarBody', {
 
 export const PublishEventBody = body({
   notify: Type.Optional(Type.Boolean({ description: 'Notify the creator; default false' })),
-  channels: Type.Optional(Nullable(Type.Array(StringEnum(['email', 'push', 'sms'] as const), { maxItems: 3, uniqueItems: true }))),
+  channels: Type.Optional(
+    Nullable(Type.Array(StringEnum(['email', 'push', 'sms'] as const), { maxItems: 3, uniqueItems: true }))
+  ),
   message: Type.Optional(Type.String({ maxLength: 2000 })),
   priority: Type.Optional(StringEnum(['normal', 'high'] as const, { default: 'normal' }))
 })
@@ -180,7 +239,9 @@ export type PublishEventBody = Static<typeof PublishEventBody>
 
 export const TransitionBody = body({
   to_state: Type.String({ minLength: 1, maxLength: 64, description: 'Target state' }),
-  payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Data the move\'s guard inspects' })),
+  payload: Type.Optional(
+    Type.Object({}, { additionalProperties: true, description: "Data the move's guard inspects" })
+  ),
   reason: Type.Optional(Type.String({ maxLength: 2000, description: 'Why; stored on the activity row' }))
 })
 export type TransitionBody = Static<typeof TransitionBody>
@@ -195,7 +256,10 @@ export const ActivityRow = model('ActivityRow', {
   at: Timestamp()
 })
 
-export const ActivityListBody = model('ActivityListBody', { items: Type.Array(ActivityRow), next_cursor: NextCursorField })
+export const ActivityListBody = model('ActivityListBody', {
+  items: Type.Array(ActivityRow),
+  next_cursor: NextCursorField
+})
 
 export const ActivityQuery = Type.Object({
   kind: Type.Optional(Type.String({ maxLength: 64, description: 'One kind; empty = all' })),
@@ -204,7 +268,11 @@ export const ActivityQuery = Type.Object({
 })
 
 export const CreateActivityBody = body({
-  kind: Type.String({ minLength: 1, maxLength: 64, description: 'A kind the event\'s template declares, or note/comment' }),
+  kind: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: "A kind the event's template declares, or note/comment"
+  }),
   payload: Type.Optional(Type.Object({}, { additionalProperties: true }))
 })
 
@@ -237,9 +305,13 @@ export const EventTemplate = model('EventTemplate', {
 })
 export const EventTemplateList = model('EventTemplateList', { items: Type.Array(EventTemplate) })
 export const TemplateParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) })
-export const TemplateQuery = Type.Object({ version: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'A version; default the latest' })) })
+export const TemplateQuery = Type.Object({
+  version: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'A version; default the latest' }))
+})
 
 export const ManagerPermissionsBody = model('ManagerPermissionsBody', {
   permissions: Type.Array(StringEnum(EVENT_PERMISSIONS)),
-  roles: Type.Record(Type.String(), Type.Array(Type.String()), { description: `Role bundles: ${EVENT_MANAGER_ROLE_NAMES.join(', ')}` })
+  roles: Type.Record(Type.String(), Type.Array(Type.String()), {
+    description: `Role bundles: ${EVENT_MANAGER_ROLE_NAMES.join(', ')}`
+  })
 })

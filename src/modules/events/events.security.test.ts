@@ -18,7 +18,8 @@ async function spacesOfEvent (t: TestApp, token: string, id: number) {
   return { spaces: got.json().spaces as Json[], revision: got.headers.etag, links: links.json().total as number }
 }
 
-const publicPage = async (t: TestApp, id: number) => await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${id}` })
+const publicPage = async (t: TestApp, id: number) =>
+  await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${id}` })
 
 for (const kind of databases()) {
   void describe(`${kind}: event security (space links, draft clones)`, () => {
@@ -29,12 +30,25 @@ for (const kind of databases()) {
       const admin = await tenant.user('ada', ['admin'])
       const alice = await tenant.user('alice')
       const hidden = await createSpace(t, admin, { title: 'Secret merger plans', visibility: 40 })
-      const e = await createEvent(t, alice, { title: 'Alice open day', visibility: 40, start_dt: future(3), end_dt: future(4) })
+      const e = await createEvent(t, alice, {
+        title: 'Alice open day',
+        visibility: 40,
+        start_dt: future(3),
+        end_dt: future(4)
+      })
       await publishEvent(t, alice, e.id)
       const before = await spacesOfEvent(t, alice, e.id)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${hidden.id}` })).statusCode, 404, 'the draft space is hidden from alice')
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${hidden.id}` })).statusCode,
+        404,
+        'the draft space is hidden from alice'
+      )
 
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: hidden.id } })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${e.id}/spaces`,
+        payload: { space_id: hidden.id }
+      })
       assert.equal(res.statusCode, 404, res.body)
       assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
       assert.equal(res.body.includes('Secret merger plans'), false, 'the title does not leak')
@@ -57,15 +71,26 @@ for (const kind of databases()) {
       await publishEvent(t, admin, members.id)
       const draft = await createEvent(t, admin, { title: 'Admin unpublished', visibility: 40, start_dt: future(5) })
       for (const ev of [legit, priv, members, draft]) {
-        const link = await t.as(admin, { method: 'POST', url: `/api/v1/events/${ev.id}/spaces`, payload: { space_id: hidden.id } })
+        const link = await t.as(admin, {
+          method: 'POST',
+          url: `/api/v1/events/${ev.id}/spaces`,
+          payload: { space_id: hidden.id }
+        })
         assert.equal(link.statusCode, 201, link.body)
       }
       // a widened draft clone of the private event does not reach the page either
       const clone = (await t.as(admin, { method: 'POST', url: `/api/v1/events/${priv.id}/edit` })).json()
-      assert.equal((await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { visibility: 40 } })).statusCode, 200)
+      assert.equal(
+        (await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { visibility: 40 } }))
+          .statusCode,
+        200
+      )
       const page = await publicPage(t, hidden.id)
       assert.equal(page.statusCode, 200, page.body)
-      assert.deepEqual((page.json().upcoming_events as Json[]).map(x => x.title), ['Admin public'])
+      assert.deepEqual(
+        (page.json().upcoming_events as Json[]).map(x => x.title),
+        ['Admin public']
+      )
       assert.equal(page.json().stats.events_count, 1)
       for (const hiddenTitle of ['Alice open day', 'Admin private', 'Admin members-only', 'Admin unpublished']) {
         assert.equal(page.body.includes(hiddenTitle), false, hiddenTitle)
@@ -81,39 +106,94 @@ for (const kind of databases()) {
       await publish(t, admin, space.id)
       const e = await createEvent(t, alice, { visibility: 40 })
       const before = await spacesOfEvent(t, alice, e.id)
-      const link = async (token: string) => await t.as(token, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space.id } })
+      const link = async (token: string) =>
+        await t.as(token, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: space.id } })
 
       // visible, but alice neither created nor manages it
       const res = await link(alice)
       assert.equal(res.statusCode, 403, res.body)
       // a member of the space only reads (docs/spaces.md): still 403
-      assert.equal((await t.as(admin, { method: 'POST', url: `/api/v1/spaces/${space.id}/members`, payload: { user_id: 'alice', role: 'space_member' } })).statusCode, 201)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'POST',
+            url: `/api/v1/spaces/${space.id}/members`,
+            payload: { user_id: 'alice', role: 'space_member' }
+          })
+        ).statusCode,
+        201
+      )
       assert.equal((await link(alice)).statusCode, 403)
       // a manager without space:events: 403
-      assert.equal((await t.as(admin, { method: 'POST', url: `/api/v1/spaces/${space.id}/managers`, payload: { user_id: 'alice', permissions: ['space:edit'] } })).statusCode, 201)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'POST',
+            url: `/api/v1/spaces/${space.id}/managers`,
+            payload: { user_id: 'alice', permissions: ['space:edit'] }
+          })
+        ).statusCode,
+        201
+      )
       assert.equal((await link(alice)).statusCode, 403)
       assert.deepEqual(await spacesOfEvent(t, alice, e.id), before, 'nothing linked by the refused attempts')
 
       // with space:events she may; bob (no write on the event) may not even see it
-      assert.equal((await t.as(admin, { method: 'PUT', url: `/api/v1/spaces/${space.id}/managers/alice`, payload: { permissions: ['space:edit', 'space:events'] } })).statusCode, 200)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'PUT',
+            url: `/api/v1/spaces/${space.id}/managers/alice`,
+            payload: { permissions: ['space:edit', 'space:events'] }
+          })
+        ).statusCode,
+        200
+      )
       assert.equal((await link(alice)).statusCode, 201)
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [{ id: space.id, title: 'Town hall' }])
-      assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode, 403, 'bob sees the public event but may not edit it')
+      assert.equal(
+        (await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode,
+        403,
+        'bob sees the public event but may not edit it'
+      )
 
       // without space:events again, alice cannot unlink either
-      assert.equal((await t.as(admin, { method: 'PUT', url: `/api/v1/spaces/${space.id}/managers/alice`, payload: { permissions: ['space:edit'] } })).statusCode, 200)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode, 403)
+      assert.equal(
+        (
+          await t.as(admin, {
+            method: 'PUT',
+            url: `/api/v1/spaces/${space.id}/managers/alice`,
+            payload: { permissions: ['space:edit'] }
+          })
+        ).statusCode,
+        200
+      )
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode,
+        403
+      )
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [{ id: space.id, title: 'Town hall' }])
-      assert.equal((await t.as(admin, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode, 204)
+      assert.equal(
+        (await t.as(admin, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode,
+        204
+      )
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [])
 
       // her own space she may link to; an archived one takes no events (409, as POST /spaces/{id}/events)
       const own = await createSpace(t, alice, { title: 'Mine' })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: own.id } })).statusCode, 201)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: own.id } }))
+          .statusCode,
+        201
+      )
       await publish(t, alice, own.id)
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${own.id}/archive` })).statusCode, 204)
       const e2 = await createEvent(t, alice)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e2.id}/spaces`, payload: { space_id: own.id } })).statusCode, 409)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e2.id}/spaces`, payload: { space_id: own.id } }))
+          .statusCode,
+        409
+      )
     })
 
     void it('a draft clone is judged by its published row: widening its visibility shows it to no one new', async () => {
@@ -124,7 +204,11 @@ for (const kind of databases()) {
       const priv = await createEvent(t, alice, { title: 'Private plan', visibility: 10 })
       await publishEvent(t, alice, priv.id)
       const clone = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${priv.id}/edit` })).json()
-      const widened = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { visibility: 40, title: 'Draft secret' } })
+      const widened = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${clone.id}`,
+        payload: { visibility: 40, title: 'Draft secret' }
+      })
       assert.equal(widened.statusCode, 200, widened.body)
       assert.equal(widened.json().visibility, 40)
 
@@ -133,7 +217,10 @@ for (const kind of databases()) {
         assert.equal(res.statusCode, 404, res.body)
         assert.equal(res.body.includes('Draft secret'), false)
         assert.equal((await getEvent(t, who, priv.id)).statusCode, 404)
-        assert.equal((await t.as(who, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { title: 'x' } })).statusCode, 404)
+        assert.equal(
+          (await t.as(who, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { title: 'x' } })).statusCode,
+          404
+        )
         assert.equal((await t.as(who, { method: 'GET', url: `/api/v1/events/${clone.id}/attendees` })).statusCode, 404)
       }
       const own = await getEvent(t, alice, clone.id)
@@ -144,7 +231,11 @@ for (const kind of databases()) {
       const org = await createEvent(t, alice, { visibility: 30 })
       await publishEvent(t, alice, org.id)
       const orgClone = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${org.id}/edit` })).json()
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${orgClone.id}`, payload: { visibility: 40 } })).statusCode, 200)
+      assert.equal(
+        (await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${orgClone.id}`, payload: { visibility: 40 } }))
+          .statusCode,
+        200
+      )
       assert.equal((await getEvent(t, ann, orgClone.id)).statusCode, 200)
       assert.equal((await getEvent(t, bob, orgClone.id)).statusCode, 404)
 

@@ -10,7 +10,13 @@ import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import type { JsonChunks } from '../../platform/http/schema-links.ts'
-import { error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField } from '../../platform/http/errors.ts'
+import {
+  error404NotFound,
+  error409Conflict,
+  error422UnprocessableEntity,
+  fieldError,
+  invalidField
+} from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
@@ -22,7 +28,14 @@ import {
   Event, METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
 } from './events.schemas.ts'
 import type { EventRow } from './events.table.ts'
-import { DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS } from './templates.ts'
+import {
+  DEFAULT_TEMPLATE,
+  findTemplate,
+  latestTemplate,
+  SYSTEM_ACTIVITY_KINDS,
+  templateAllows,
+  TEMPLATE_IDS
+} from './templates.ts'
 
 /**
  * Who acts on an event: always a subject whose rights are checked (docs/authorization.md). An
@@ -38,12 +51,22 @@ const actorIdOf = (a: Recorder): string | null => isAutomation(a) ? null : a.use
 type Json = Record<string, unknown>
 
 /** The event as the API shows it: its spaces, and the master title of its series (null outside a series). */
-/** The row as the API shows it. The row itself is completed (rows are fresh from the driver): copying 400 calendar rows cost more than serializing them. */
-export function toEvent (row: EventRow, spaces: repo.SpaceRef[], seriesTitle: string | null = null): EventRow & { series_title: string | null, spaces: repo.SpaceRef[] } {
+/**
+ * The row as the API shows it. The row itself is completed (rows are fresh from the driver): copying 400 calendar rows
+ * cost more than serializing them.
+ */
+export function toEvent (
+  row: EventRow,
+  spaces: repo.SpaceRef[],
+  seriesTitle: string | null = null
+): EventRow & { series_title: string | null; spaces: repo.SpaceRef[] } {
   return Object.assign(row, { series_title: row.series_id === null ? null : seriesTitle, spaces })
 }
 
-/** One event as GET shows it (a draft clone too), with its spaces and series title: one statement; 404 when hidden or gone. */
+/**
+ * One event as GET shows it (a draft clone too), with its spaces and series title: one statement; 404 when hidden or
+ * gone.
+ */
 export async function getEvent (trx: Tx, auth: AuthContext, id: number) {
   const found = await repo.findEventJoined(trx, auth, id)
   if (found === undefined) throw error404NotFound('event not found')
@@ -65,7 +88,10 @@ interface Joined {
 
 /** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
 async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
-  const [spaces, titles] = await Promise.all([repo.spacesOf(trx, tenantId, rows), repo.seriesTitlesOf(trx, tenantId, rows)])
+  const [spaces, titles] = await Promise.all([
+    repo.spacesOf(trx, tenantId, rows),
+    repo.seriesTitlesOf(trx, tenantId, rows)
+  ])
   return {
     spaces: r => spaces.get(r.id) ?? [],
     seriesTitle: r => r.series_id === null ? null : titles.get(r.series_id) ?? null
@@ -82,7 +108,9 @@ export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]
 const eventJson = new RowJsonCache(16 << 20)
 
 const joinedLast = Object.keys(Event.properties).slice(-repo.EVENT_JOINED_FIELDS.length)
-if (joinedLast.join() !== repo.EVENT_JOINED_FIELDS.join()) throw new Error(`Event schema: ${repo.EVENT_JOINED_FIELDS.join(', ')} must be its last fields`)
+if (joinedLast.join() !== repo.EVENT_JOINED_FIELDS.join()) {
+  throw new Error(`Event schema: ${repo.EVENT_JOINED_FIELDS.join(', ')} must be its last fields`)
+}
 
 /**
  * The Event bodies of rows, in their order, as one JSON array in pieces: what `withSpacesAll` and
@@ -109,20 +137,46 @@ export async function renderEvents (trx: Tx, tenantId: string, rows: repo.Versio
   rows.forEach((r, i) => {
     const head = heads[i] ?? fresh.get(r.id)
     if (head === undefined) return // deleted between the two statements
-    chunks.push(chunks.length === 0 ? '[' : ',', head, `,"series_title":${JSON.stringify(joined.seriesTitle(r))},"spaces":${JSON.stringify(joined.spaces(r))}}`)
+    chunks.push(
+      chunks.length === 0 ? '[' : ',',
+      head,
+      `,"series_title":${JSON.stringify(joined.seriesTitle(r))},"spaces":${JSON.stringify(joined.spaces(r))}}`
+    )
   })
   chunks.push(chunks.length === 0 ? '[]' : ']')
   return chunks
 }
 
 function eventPayload (row: EventRow, extra: Json = {}): Json {
-  return { event_id: rootEventId(row), template: row.template, template_version: row.template_version, state: row.state, title: row.title, status: row.status, ...extra }
+  return {
+    event_id: rootEventId(row),
+    template: row.template,
+    template_version: row.template_version,
+    state: row.state,
+    title: row.title,
+    status: row.status,
+    ...extra
+  }
 }
 
 /** One activity row (on the published row of a draft clone) and one domain event. */
-async function record (trx: Tx, actor: Recorder, row: EventRow, topic: string, kind: string, extra: Json = {}): Promise<void> {
+async function record (
+  trx: Tx,
+  actor: Recorder,
+  row: EventRow,
+  topic: string,
+  kind: string,
+  extra: Json = {}
+): Promise<void> {
   const actorId = actorIdOf(actor)
-  await repo.insertActivity(trx, { tenantId: actor.tenantId, eventId: rootEventId(row), orgId: row.org_id, actorId, kind, payload: extra })
+  await repo.insertActivity(trx, {
+    tenantId: actor.tenantId,
+    eventId: rootEventId(row),
+    orgId: row.org_id,
+    actorId,
+    kind,
+    payload: extra
+  })
   await emit(trx, {
     tenantId: actor.tenantId,
     topic,
@@ -142,23 +196,35 @@ function checkTimezone (tz: string | undefined, location: string): void {
 
 function checkMetadata (m: Json | null | undefined, location: string): void {
   if (m === undefined || m === null) return
-  if (Buffer.byteLength(JSON.stringify(m)) > METADATA_MAX_BYTES) throw invalidField(location, `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+  if (Buffer.byteLength(JSON.stringify(m)) > METADATA_MAX_BYTES) {
+    throw invalidField(location, `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+  }
 }
 
-const time = (v: Date | string | null | undefined): number | null => v === null || v === undefined ? null : new Date(v).getTime()
+const time = (v: Date | string | null | undefined): number | null =>
+  v === null || v === undefined ? null : new Date(v).getTime()
 
-function checkRange (start: Date | string | null | undefined, end: Date | string | null | undefined, endInBody: boolean): void {
+function checkRange (
+  start: Date | string | null | undefined,
+  end: Date | string | null | undefined,
+  endInBody: boolean
+): void {
   const s = time(start)
   const e = time(end)
   if (s !== null && e !== null && e < s) {
-    throw invalidField(endInBody ? 'body.end_dt' : 'body.start_dt', endInBody ? 'expected end_dt >= start_dt' : 'expected start_dt <= end_dt', endInBody ? end : start)
+    throw invalidField(
+      endInBody ? 'body.end_dt' : 'body.start_dt',
+      endInBody ? 'expected end_dt >= start_dt' : 'expected start_dt <= end_dt',
+      endInBody ? end : start
+    )
   }
 }
 
 /** RFC 7396 merge of a patch object into a target. */
 export function mergePatch (target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
-  const out: Json = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Json) } : {}
+  const out: Json =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Json) } : {}
   for (const [k, v] of Object.entries(patch as Json)) {
     if (v === null) delete out[k]
     else out[k] = mergePatch(out[k], v)
@@ -170,15 +236,22 @@ export function mergePatch (target: unknown, patch: unknown): unknown {
 
 export async function createEvent (trx: Tx, auth: AuthContext, input: CreateEventBody): Promise<EventRow> {
   const templateId = input.template ?? DEFAULT_TEMPLATE
-  if (!TEMPLATE_IDS.includes(templateId)) throw invalidField('body.template', `unknown template; expected one of ${TEMPLATE_IDS.join(', ')}`, input.template)
-  const template = input.template_version === undefined ? latestTemplate(templateId) : findTemplate(templateId, input.template_version)
+  if (!TEMPLATE_IDS.includes(templateId)) {
+    throw invalidField('body.template', `unknown template; expected one of ${TEMPLATE_IDS.join(', ')}`, input.template)
+  }
+  const template =
+    input.template_version === undefined ? latestTemplate(templateId) : findTemplate(templateId, input.template_version)
   if (template === undefined && input.template_version !== 0) {
     throw invalidField('body.template_version', `unknown version of template ${templateId}`, input.template_version)
   }
   checkTimezone(input.timezone, 'body.timezone')
   checkMetadata(input.metadata, 'body.metadata')
   checkRange(input.start_dt, input.end_dt, true)
-  if (input.parent_event_id !== undefined && input.parent_event_id !== null && !(await repo.visibleEventExists(trx, auth, input.parent_event_id))) {
+  if (
+    input.parent_event_id !== undefined &&
+    input.parent_event_id !== null &&
+    !(await repo.visibleEventExists(trx, auth, input.parent_event_id))
+  ) {
     throw invalidField('body.parent_event_id', 'no such event', input.parent_event_id)
   }
   const row = await repo.insertEvent(trx, auth.tenantId, {
@@ -211,12 +284,21 @@ export async function createEvent (trx: Tx, auth: AuthContext, input: CreateEven
  */
 async function lockEditTarget (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<EventRow> {
   const row = await lockEventForWrite(trx, auth, id, 'event:edit')
-  const target = row.published_id === null && row.status === 'published' ? (await repo.lockDraftClone(trx, auth.tenantId, row.id)) ?? row : row
+  const target =
+    row.published_id === null && row.status === 'published'
+      ? ((await repo.lockDraftClone(trx, auth.tenantId, row.id)) ?? row)
+      : row
   checkIfMatch(ifMatch, target.revision)
   return target
 }
 
-export async function replaceEvent (trx: Tx, auth: AuthContext, id: number, input: ReplaceEventBody, ifMatch: string | undefined): Promise<EventRow> {
+export async function replaceEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  input: ReplaceEventBody,
+  ifMatch: string | undefined
+): Promise<EventRow> {
   checkTimezone(input.timezone, 'body.timezone')
   checkMetadata(input.metadata, 'body.metadata')
   checkRange(input.start_dt, input.end_dt, true)
@@ -235,16 +317,39 @@ export async function replaceEvent (trx: Tx, auth: AuthContext, id: number, inpu
     visibility: input.visibility ?? 20
   }
   const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
-  await record(trx, auth, updated, 'event.updated', 'edited', { fields: Object.keys(values), draft: updated.published_id !== null })
+  await record(trx, auth, updated, 'event.updated', 'edited', {
+    fields: Object.keys(values),
+    draft: updated.published_id !== null
+  })
   return updated
 }
 
-const PATCHABLE = ['title', 'description', 'address', 'start_dt', 'end_dt', 'timezone', 'keywords', 'latitude', 'longitude', 'visibility', 'priority'] as const
+const PATCHABLE = [
+  'title',
+  'description',
+  'address',
+  'start_dt',
+  'end_dt',
+  'timezone',
+  'keywords',
+  'latitude',
+  'longitude',
+  'visibility',
+  'priority'
+] as const
 
-export async function patchEvent (trx: Tx, auth: AuthContext, id: number, input: PatchEventBody, ifMatch: string | undefined): Promise<EventRow> {
+export async function patchEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  input: PatchEventBody,
+  ifMatch: string | undefined
+): Promise<EventRow> {
   if ('template' in input) {
     await lockEventForWrite(trx, auth, id, 'event:edit') // 404/403 before revealing the rule
-    throw error409Conflict('the template of an event is immutable', [fieldError('body.template', 'must be omitted', input.template)])
+    throw error409Conflict('the template of an event is immutable', [
+      fieldError('body.template', 'must be omitted', input.template)
+    ])
   }
   checkTimezone(input.timezone, 'body.timezone')
   const target = await lockEditTarget(trx, auth, id, ifMatch)
@@ -254,14 +359,21 @@ export async function patchEvent (trx: Tx, auth: AuthContext, id: number, input:
     if (f in input) v[f] = f === 'keywords' ? (input.keywords ?? []) : input[f]
   }
   if ('metadata' in input) {
-    const merged = input.metadata === null ? {} : mergePatch(target.metadata, input.metadata) as Json
+    const merged = input.metadata === null ? {} : (mergePatch(target.metadata, input.metadata) as Json)
     checkMetadata(merged, 'body.metadata')
     values.metadata = JSON.stringify(merged)
   }
-  checkRange('start_dt' in input ? input.start_dt : target.start_dt, 'end_dt' in input ? input.end_dt : target.end_dt, 'end_dt' in input)
+  checkRange(
+    'start_dt' in input ? input.start_dt : target.start_dt,
+    'end_dt' in input ? input.end_dt : target.end_dt,
+    'end_dt' in input
+  )
   if (Object.keys(values).length === 0) return target
   const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
-  await record(trx, auth, updated, 'event.updated', 'edited', { fields: Object.keys(values), draft: updated.published_id !== null })
+  await record(trx, auth, updated, 'event.updated', 'edited', {
+    fields: Object.keys(values),
+    draft: updated.published_id !== null
+  })
   return updated
 }
 
@@ -278,9 +390,13 @@ export async function deleteEvent (trx: Tx, auth: AuthContext, id: number, ifMat
   await record(trx, auth, deleted, 'event.deleted', 'deleted')
 }
 
-export async function archiveEvent (trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined): Promise<void> {
+export async function archiveEvent (
+  trx: Tx, auth: AuthContext, id: number, ifMatch: string | undefined
+): Promise<void> {
   const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
-  if (row.published_id !== null) throw error409Conflict('a draft cannot be archived: archive the published event or discard the draft')
+  if (row.published_id !== null) {
+    throw error409Conflict('a draft cannot be archived: archive the published event or discard the draft')
+  }
   const clone = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (clone !== undefined) await repo.deleteRow(trx, auth.tenantId, clone.id)
   const archived = await repo.updateEvent(trx, auth.tenantId, row.id, { status: 'archived' })
@@ -290,7 +406,13 @@ export async function archiveEvent (trx: Tx, auth: AuthContext, id: number, ifMa
 // ---- drafts and publishing
 
 /** Publishes a standalone draft, or promotes the draft clone of a published event onto it (same id, version + 1). */
-export async function publishEvent (trx: Tx, auth: AuthContext, id: number, input: PublishEventBody, ifMatch: string | undefined): Promise<EventRow> {
+export async function publishEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  input: PublishEventBody,
+  ifMatch: string | undefined
+): Promise<EventRow> {
   const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
   let published: EventRow
   let draft: EventRow | undefined
@@ -319,7 +441,12 @@ export async function publishEvent (trx: Tx, auth: AuthContext, id: number, inpu
       userId: result.creator_id,
       actor: auth,
       channels: input.channels ?? ['email'],
-      template: eventPublished({ eventId: result.id, version: result.version, title: result.title, message: input.message }),
+      template: eventPublished({
+        eventId: result.id,
+        version: result.version,
+        title: result.title,
+        message: input.message
+      }),
       priority: input.priority ?? 'normal'
     })
   }
@@ -329,7 +456,9 @@ export async function publishEvent (trx: Tx, auth: AuthContext, id: number, inpu
 /** Returns the draft clone of a published event, creating it on first call. */
 export async function startEdit (trx: Tx, auth: AuthContext, id: number, ifMatch?: string): Promise<EventRow> {
   const row = await lockEventForWrite(trx, auth, id, 'event:edit', { includeDraftClones: false, ifMatch })
-  if (row.status !== 'published') throw error409Conflict('only a published event is edited through a draft; edit this draft directly')
+  if (row.status !== 'published') {
+    throw error409Conflict('only a published event is edited through a draft; edit this draft directly')
+  }
   const existing = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (existing !== undefined) return existing
   const content = repo.contentOf(row)
@@ -383,11 +512,22 @@ export async function discardDraft (trx: Tx, auth: AuthContext, id: number, ifMa
  * as its rule's creator, and the change is recorded with no actor and that chain depth.
  *
  * @example
- *   await transitionEvent(trx, { ...creator, depth: depth + 1 }, eventId, 'delivered', { proof_of_delivery: 'sig-1' }, 'courier scan')
+ *   await transitionEvent(trx, { ...creator, depth: depth + 1 }, eventId, 'delivered', { proof_of_delivery: 'sig-1' },
+ * 'courier scan')
  */
-export async function transitionEvent (trx: Tx, actor: EventActor, eventId: number, toState: string, payload: Json = {}, reason: string | null = null, options: { ifMatch?: string | undefined } = {}): Promise<EventRow> {
+export async function transitionEvent (
+  trx: Tx,
+  actor: EventActor,
+  eventId: number,
+  toState: string,
+  payload: Json = {},
+  reason: string | null = null,
+  options: { ifMatch?: string | undefined } = {}
+): Promise<EventRow> {
   const row = await lockEventForWrite(trx, actor, eventId, 'event:edit', { ifMatch: options.ifMatch })
-  if (row.published_id !== null) throw error409Conflict('a draft clone has no state of its own: transition the published event')
+  if (row.published_id !== null) {
+    throw error409Conflict('a draft clone has no state of its own: transition the published event')
+  }
   const template = findTemplate(row.template, row.template_version) ?? latestTemplate(row.template)
   const verdict = decideTransition(template?.state_machine ?? null, row.state, toState, payload)
   if (!verdict.ok) {
@@ -395,43 +535,88 @@ export async function transitionEvent (trx: Tx, actor: EventActor, eventId: numb
       case 'no_state_machine':
         throw error409Conflict(`template ${row.template} has no state machine`)
       case 'not_allowed':
-        throw error409Conflict(`cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
-          [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)])
+        throw error409Conflict(
+          `cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
+          [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)]
+        )
       case 'guard_failed':
-        throw error422UnprocessableEntity(`the move to ${toState} was refused: ${verdict.message}`,
-          verdict.missing.map(f => fieldError(`body.payload.${f}`, 'expected a non-empty value')))
+        throw error422UnprocessableEntity(
+          `the move to ${toState} was refused: ${verdict.message}`,
+          verdict.missing.map(f => fieldError(`body.payload.${f}`, 'expected a non-empty value'))
+        )
     }
   }
   const from = row.state
   const updated = await repo.updateEvent(trx, actor.tenantId, row.id, { state: toState })
-  // an automation acting as a caller (checked above with the caller's rights) records like the service, with its chain depth
-  const recorder: Recorder = actor.depth !== undefined ? { kind: 'automation', tenantId: actor.tenantId, depth: actor.depth } : actor
-  await record(trx, recorder, updated, 'event.transitioned', 'state_changed', { from_state: from, to_state: toState, reason, payload })
+  // an automation acting as a caller (checked above with the caller's rights) records like the service, with its chain
+  // depth
+  const recorder: Recorder =
+    actor.depth !== undefined ? { kind: 'automation', tenantId: actor.tenantId, depth: actor.depth } : actor
+  await record(trx, recorder, updated, 'event.transitioned', 'state_changed', {
+    from_state: from,
+    to_state: toState,
+    reason,
+    payload
+  })
   return updated
 }
 
 // ---- activity
 
-export async function listActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string | undefined, limit: number, cursor?: string) {
+export async function listActivity (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  kind: string | undefined,
+  limit: number,
+  cursor?: string
+) {
   const row = await findEventForRead(trx, auth, eventId)
   return await repo.listActivity(trx, auth.tenantId, row.id, kind, limit, cursor)
 }
 
 export async function appendActivity (trx: Tx, auth: AuthContext, eventId: number, kind: string, payload: Json) {
-  if ((SYSTEM_ACTIVITY_KINDS as readonly string[]).includes(kind)) throw invalidField('body.kind', 'this kind is written by the service only', kind)
-  if (Buffer.byteLength(JSON.stringify(payload)) > METADATA_MAX_BYTES) throw invalidField('body.payload', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+  if ((SYSTEM_ACTIVITY_KINDS as readonly string[]).includes(kind)) {
+    throw invalidField('body.kind', 'this kind is written by the service only', kind)
+  }
+  if (Buffer.byteLength(JSON.stringify(payload)) > METADATA_MAX_BYTES) {
+    throw invalidField('body.payload', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+  }
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
   if (!templateAllows(row.template, row.template_version, 'activity', kind)) {
-    throw invalidField('body.kind', `template ${row.template} v${row.template_version} does not declare this activity kind`, kind)
+    throw invalidField(
+      'body.kind',
+      `template ${row.template} v${row.template_version} does not declare this activity kind`,
+      kind
+    )
   }
-  const created = await repo.insertActivity(trx, { tenantId: auth.tenantId, eventId: row.id, orgId: row.org_id, actorId: auth.userId, kind, payload })
-  await emit(trx, { tenantId: auth.tenantId, topic: 'event.activity_added', aggregateType: 'event', aggregateId: row.id, actorId: auth.userId, payload: eventPayload(row, { activity_id: created.id, kind }) })
+  const created = await repo.insertActivity(trx, {
+    tenantId: auth.tenantId,
+    eventId: row.id,
+    orgId: row.org_id,
+    actorId: auth.userId,
+    kind,
+    payload
+  })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'event.activity_added',
+    aggregateType: 'event',
+    aggregateId: row.id,
+    actorId: auth.userId,
+    payload: eventPayload(row, { activity_id: created.id, kind })
+  })
   return created
 }
 
 // ---- spaces
 
-export async function listSpaces (trx: Tx, auth: AuthContext, eventId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listSpaces (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const row = await findEventForRead(trx, auth, eventId)
   return await repo.listEventSpaces(trx, auth.tenantId, row.id, q)
 }
@@ -441,16 +626,28 @@ export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spa
   // writing the event is not enough: the space must be visible (404) and take events from the caller (403)
   await spaceForEventLink(trx, auth, spaceId, true)
   const created = await repo.insertEventSpace(trx, auth.tenantId, row.id, spaceId, row.org_id)
-  if (created === undefined) throw error409Conflict('the event already belongs to this space', [fieldError('body.space_id', 'duplicate', spaceId)])
+  if (created === undefined) {
+    throw error409Conflict('the event already belongs to this space', [
+      fieldError('body.space_id', 'duplicate', spaceId)
+    ])
+  }
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
   await record(trx, auth, row, 'event.space_added', 'space_added', { space_id: spaceId })
   return created
 }
 
-export async function removeSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string): Promise<void> {
+export async function removeSpace (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  spaceId: number,
+  ifMatch?: string
+): Promise<void> {
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
   await spaceForEventLink(trx, auth, spaceId, false)
-  if (!(await repo.deleteEventSpace(trx, auth.tenantId, row.id, spaceId))) throw error404NotFound('the event does not belong to this space')
+  if (!(await repo.deleteEventSpace(trx, auth.tenantId, row.id, spaceId))) {
+    throw error404NotFound('the event does not belong to this space')
+  }
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
   await record(trx, auth, row, 'event.space_removed', 'space_removed', { space_id: spaceId })
 }

@@ -33,7 +33,10 @@ for (const kind of databases()) {
       const generic = (await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/generic' })).json()
       assert.equal(generic.states, null)
       assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/party' })).statusCode, 404)
-      assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/delivery?version=9' })).statusCode, 404)
+      assert.equal(
+        (await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/delivery?version=9' })).statusCode,
+        404
+      )
     })
 
     void it('moves a delivery along its machine: 409 for moves not allowed, 422 when the guard refuses', async () => {
@@ -42,11 +45,20 @@ for (const kind of databases()) {
       const e = await createEvent(t, alice, { template: 'delivery' })
       const url = `/api/v1/events/${e.id}/transition`
 
-      const jump = await t.as(alice, { method: 'POST', url, payload: { to_state: 'delivered', payload: { proof_of_delivery: 'x' } } })
+      const jump = await t.as(alice, {
+        method: 'POST',
+        url,
+        payload: { to_state: 'delivered', payload: { proof_of_delivery: 'x' } }
+      })
       assert.equal(jump.statusCode, 409)
       assert.match(jump.json().detail, /allowed: in_transit, cancelled/)
 
-      const go = await t.as(alice, { method: 'POST', url, headers: { 'if-match': '"1"' }, payload: { to_state: 'in_transit', reason: 'picked up', payload: { carrier: 'ACME' } } })
+      const go = await t.as(alice, {
+        method: 'POST',
+        url,
+        headers: { 'if-match': '"1"' },
+        payload: { to_state: 'in_transit', reason: 'picked up', payload: { carrier: 'ACME' } }
+      })
       assert.equal(go.statusCode, 200, go.body)
       assert.equal(go.json().state, 'in_transit')
       assert.equal(go.json().$schema, 'http://localhost:8080/schemas/Event.json')
@@ -56,14 +68,20 @@ for (const kind of databases()) {
       assert.deepEqual(noProof.json().errors.map((x: Json) => x.location), ['body.payload.proof_of_delivery'])
       assert.equal((await getEvent(t, alice, e.id)).json().state, 'in_transit')
 
-      const done = await t.as(alice, { method: 'POST', url, payload: { to_state: 'delivered', payload: { proof_of_delivery: 'signature-42' }, reason: 'handed over' } })
+      const done = await t.as(alice, {
+        method: 'POST',
+        url,
+        payload: { to_state: 'delivered', payload: { proof_of_delivery: 'signature-42' }, reason: 'handed over' }
+      })
       assert.equal(done.statusCode, 200)
       assert.equal((await getEvent(t, alice, e.id)).json().state, 'delivered')
       const final = await t.as(alice, { method: 'POST', url, payload: { to_state: 'in_transit' } })
       assert.equal(final.statusCode, 409)
       assert.match(final.json().detail, /allowed: none/)
 
-      const rows = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })).json().items as Json[]
+      const rows = (
+        await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })
+      ).json().items as Json[]
       assert.equal(rows.length, 2)
       assert.equal(rows[0]?.payload.reason, 'handed over')
       assert.equal(rows[0]?.payload.from_state, 'in_transit')
@@ -81,7 +99,11 @@ for (const kind of databases()) {
       const viewer = await tenant.user('vera', ['viewer'])
       const other = await newTenant(t).user('mallory', ['admin'])
       const g = await createEvent(t, alice, { visibility: 40 })
-      const none = await t.as(alice, { method: 'POST', url: `/api/v1/events/${g.id}/transition`, payload: { to_state: 'done' } })
+      const none = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${g.id}/transition`,
+        payload: { to_state: 'done' }
+      })
       assert.equal(none.statusCode, 409)
       const d = await createEvent(t, alice, { template: 'delivery', visibility: 40 })
       const url = `/api/v1/events/${d.id}/transition`
@@ -101,11 +123,45 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, { template: 'delivery', visibility: 10 })
-      const row = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await transitionEvent(trx, { userId: 'alice', tenantId: tenant.id, email: null, orgId: null, roles: ['member'], effectiveRole: 'member', permissions: new Set(permissionsOf(['member'])), exp: 0, depth: 1 }, e.id, 'in_transit', {}, 'scheduled dispatch'))
+      const row = await withTenant(
+        t.ctx.db,
+        { tenantId: tenant.id },
+        async trx =>
+          await transitionEvent(
+            trx,
+            {
+              userId: 'alice',
+              tenantId: tenant.id,
+              email: null,
+              orgId: null,
+              roles: ['member'],
+              effectiveRole: 'member',
+              permissions: new Set(permissionsOf(['member'])),
+              exp: 0,
+              depth: 1
+            },
+            e.id,
+            'in_transit',
+            {},
+            'scheduled dispatch'
+          )
+      )
       assert.equal(row.state, 'in_transit')
-      const rows = (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })).json().items as Json[]
+      const rows = (
+        await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })
+      ).json().items as Json[]
       assert.equal(rows[0]?.actor_id, null)
-      const depth = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => await trx.selectFrom('outbox').select(['depth', 'actor_id', 'payload']).where('tenant_id', '=', tenant.id).where('topic', '=', 'event.transitioned').executeTakeFirstOrThrow())
+      const depth = await withTenant(
+        t.ctx.db,
+        { tenantId: tenant.id },
+        async trx =>
+          await trx
+            .selectFrom('outbox')
+            .select(['depth', 'actor_id', 'payload'])
+            .where('tenant_id', '=', tenant.id)
+            .where('topic', '=', 'event.transitioned')
+            .executeTakeFirstOrThrow()
+      )
       assert.equal(depth.depth, 1)
       assert.equal(depth.actor_id, null)
       assert.equal(depth.payload.state, 'in_transit')
@@ -121,11 +177,27 @@ for (const kind of databases()) {
       const other = await newTenant(t).user('mallory', ['admin'])
       const e = await createEvent(t, alice, { template: 'delivery', visibility: 40 })
       const url = `/api/v1/events/${e.id}/activity`
-      const add = await t.as(alice, { method: 'POST', url, payload: { kind: 'location_update', payload: { lat: 1, lng: 2 } } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url,
+        payload: { kind: 'location_update', payload: { lat: 1, lng: 2 } }
+      })
       assert.equal(add.statusCode, 201, add.body)
       const row = add.json()
       assert.equal(row.$schema, 'http://localhost:8080/schemas/ActivityRow.json')
-      assert.deepEqual({ ...row, id: 0, at: '' }, { $schema: row.$schema, id: 0, event_id: e.id, org_id: 'org-1', actor_id: 'alice', kind: 'location_update', payload: { lat: 1, lng: 2 }, at: '' })
+      assert.deepEqual(
+        { ...row, id: 0, at: '' },
+        {
+          $schema: row.$schema,
+          id: 0,
+          event_id: e.id,
+          org_id: 'org-1',
+          actor_id: 'alice',
+          kind: 'location_update',
+          payload: { lat: 1, lng: 2 },
+          at: ''
+        }
+      )
       assert.equal((await t.as(alice, { method: 'POST', url, payload: { kind: 'note' } })).statusCode, 201)
 
       for (const [payload, location] of [
@@ -147,7 +219,8 @@ for (const kind of databases()) {
       assert.deepEqual(all.map(i => i.kind), ['note', 'location_update', 'created'])
       const one = (await t.as(viewer, { method: 'GET', url: `${url}?limit=1` })).json().items as Json[]
       assert.deepEqual(one.map(i => i.kind), ['note'])
-      const filtered = (await t.as(viewer, { method: 'GET', url: `${url}?kind=location_update` })).json().items as Json[]
+      const filtered = (await t.as(viewer, { method: 'GET', url: `${url}?kind=location_update` })).json()
+        .items as Json[]
       assert.deepEqual(filtered.map(i => i.kind), ['location_update'])
       for (const q of ['limit=0', 'limit=1001', 'limit=x']) {
         const res = await t.as(viewer, { method: 'GET', url: `${url}?${q}` })

@@ -3,7 +3,17 @@ import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import { sql } from 'kysely'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { activityKinds, addManager, addMember, createEvent, getEvent, insertSpace, outboxTopics, publishEvent, type Json } from './events.fixtures.ts'
+import {
+  activityKinds,
+  addManager,
+  addMember,
+  createEvent,
+  getEvent,
+  insertSpace,
+  outboxTopics,
+  publishEvent,
+  type Json
+} from './events.fixtures.ts'
 
 for (const kind of databases()) {
   void describe(`${kind}: events`, () => {
@@ -94,10 +104,18 @@ for (const kind of databases()) {
       assert.equal(d1.template_version, 1)
       const m = await createEvent(t, alice, { template: 'meeting' })
       assert.equal(m.state, 'scheduled')
-      const bad1 = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: 'x', template: 'party' } })
+      const bad1 = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/events',
+        payload: { title: 'x', template: 'party' }
+      })
       assert.equal(bad1.statusCode, 400)
       assert.equal(bad1.json().errors[0].location, 'body.template')
-      const bad2 = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: 'x', template: 'delivery', template_version: 9 } })
+      const bad2 = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/events',
+        payload: { title: 'x', template: 'delivery', template_version: 9 }
+      })
       assert.equal(bad2.statusCode, 400)
       assert.equal(bad2.json().errors[0].location, 'body.template_version')
     })
@@ -118,7 +136,10 @@ for (const kind of databases()) {
         [{ title: 'a', keywords: Array.from({ length: 51 }, (_, i) => `k${i}`) }, 'body.keywords'],
         [{ title: 'a', keywords: [''] }, 'body.keywords[0]'],
         [{ title: 'a', metadata: { big: 'x'.repeat(17_000) } }, 'body.metadata'],
-        [{ title: 'a', metadata: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) }, 'body.metadata'],
+        [
+          { title: 'a', metadata: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) },
+          'body.metadata'
+        ],
         [{ title: 'a', metadata: [1] }, 'body.metadata'],
         [{ title: 'a', owner: 'x' }, 'body.owner'],
         [{ title: 'a', parent_event_id: 999999 }, 'body.parent_event_id']
@@ -127,7 +148,10 @@ for (const kind of databases()) {
         const res = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload })
         assert.equal(res.statusCode, 400, `${JSON.stringify(payload).slice(0, 80)}: ${res.body.slice(0, 300)}`)
         assert.equal(res.json().title, 'Bad Request')
-        assert.ok(res.json().errors.some((e: Json) => e.location === location), `${location} in ${res.body.slice(0, 300)}`)
+        assert.ok(
+          res.json().errors.some((e: Json) => e.location === location),
+          `${location} in ${res.body.slice(0, 300)}`
+        )
       }
       const list = await t.as(alice, { method: 'GET', url: '/api/v1/events' })
       assert.equal(list.json().total, 0)
@@ -137,10 +161,28 @@ for (const kind of databases()) {
     void it('replaces with PUT: omitted fields are cleared, If-Match guards', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const e = await createEvent(t, alice, { description: 'd', address: 'a', keywords: ['k'], metadata: { a: 1 }, visibility: 40, timezone: 'Asia/Tokyo', priority: 3 })
-      const stale = await t.as(alice, { method: 'PUT', url: `/api/v1/events/${e.id}`, headers: { 'if-match': '"7"' }, payload: { title: 'New' } })
+      const e = await createEvent(t, alice, {
+        description: 'd',
+        address: 'a',
+        keywords: ['k'],
+        metadata: { a: 1 },
+        visibility: 40,
+        timezone: 'Asia/Tokyo',
+        priority: 3
+      })
+      const stale = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/events/${e.id}`,
+        headers: { 'if-match': '"7"' },
+        payload: { title: 'New' }
+      })
       assert.equal(stale.statusCode, 412)
-      const res = await t.as(alice, { method: 'PUT', url: `/api/v1/events/${e.id}`, headers: { 'if-match': '"1"' }, payload: { title: 'New', address: 'b' } })
+      const res = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/events/${e.id}`,
+        headers: { 'if-match': '"1"' },
+        payload: { title: 'New', address: 'b' }
+      })
       assert.equal(res.statusCode, 200, res.body)
       assert.equal(res.headers.etag, '"2"')
       const got = (await getEvent(t, alice, e.id)).json()
@@ -161,8 +203,20 @@ for (const kind of databases()) {
     void it('merge-patches: omitted kept, null clears, metadata merged, template immutable', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const e = await createEvent(t, alice, { description: 'd', address: 'a', keywords: ['k'], metadata: { a: 1, b: { c: 2, d: 3 } }, start_dt: '2026-05-01T10:00:00Z', end_dt: '2026-05-01T11:00:00Z' })
-      const res = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, headers: { 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ description: null, metadata: { a: null, b: { d: 4 }, e: 5 }, priority: 7 }) })
+      const e = await createEvent(t, alice, {
+        description: 'd',
+        address: 'a',
+        keywords: ['k'],
+        metadata: { a: 1, b: { c: 2, d: 3 } },
+        start_dt: '2026-05-01T10:00:00Z',
+        end_dt: '2026-05-01T11:00:00Z'
+      })
+      const res = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        headers: { 'content-type': 'application/merge-patch+json' },
+        payload: JSON.stringify({ description: null, metadata: { a: null, b: { d: 4 }, e: 5 }, priority: 7 })
+      })
       assert.equal(res.statusCode, 200, res.body)
       const got = (await getEvent(t, alice, e.id)).json()
       assert.equal(got.title, 'Launch party')
@@ -172,17 +226,33 @@ for (const kind of databases()) {
       assert.deepEqual(got.metadata, { b: { c: 2, d: 4 }, e: 5 })
       assert.equal(got.priority, 7)
 
-      const tpl = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { template: 'delivery', title: 'x' } })
+      const tpl = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        payload: { template: 'delivery', title: 'x' }
+      })
       assert.equal(tpl.statusCode, 409)
-      const same = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { template: 'generic' } })
+      const same = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        payload: { template: 'generic' }
+      })
       assert.equal(same.statusCode, 409)
-      const range = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { start_dt: '2026-05-02T10:00:00Z' } })
+      const range = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        payload: { start_dt: '2026-05-02T10:00:00Z' }
+      })
       assert.equal(range.statusCode, 400)
       assert.equal(range.json().errors[0].location, 'body.start_dt')
       const nullTitle = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: null } })
       assert.equal(nullTitle.statusCode, 400)
       assert.equal(nullTitle.json().errors[0].location, 'body.title')
-      const tz = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { timezone: 'Nowhere/City' } })
+      const tz = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}`,
+        payload: { timezone: 'Nowhere/City' }
+      })
       assert.equal(tz.statusCode, 400)
       assert.equal(tz.json().errors[0].location, 'body.timezone')
       const after = (await getEvent(t, alice, e.id)).json()
@@ -235,8 +305,14 @@ for (const kind of databases()) {
       const other = await newTenant(t).user('mallory', ['admin'])
       const e = await createEvent(t, alice, { visibility: 40 })
 
-      assert.equal((await t.as(viewer, { method: 'POST', url: '/api/v1/events', payload: { title: 'x' } })).statusCode, 403)
-      assert.equal((await t.as(viewer, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'x' } })).statusCode, 403)
+      assert.equal(
+        (await t.as(viewer, { method: 'POST', url: '/api/v1/events', payload: { title: 'x' } })).statusCode,
+        403
+      )
+      assert.equal(
+        (await t.as(viewer, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'x' } })).statusCode,
+        403
+      )
       assert.equal((await t.as(viewer, { method: 'DELETE', url: `/api/v1/events/${e.id}` })).statusCode, 403)
       assert.equal((await t.as(viewer, { method: 'POST', url: `/api/v1/events/${e.id}/publish` })).statusCode, 403)
       assert.equal((await getEvent(t, viewer, e.id)).statusCode, 200)
@@ -244,7 +320,10 @@ for (const kind of databases()) {
       assert.equal(noToken.statusCode, 401)
 
       // visible but not theirs: 403, nothing changed
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'bob' } })).statusCode, 403)
+      assert.equal(
+        (await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'bob' } })).statusCode,
+        403
+      )
       assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${e.id}` })).statusCode, 403)
       // another tenant: 404 for every operation, nothing changed
       for (const req of [
@@ -279,12 +358,18 @@ for (const kind of databases()) {
       const pub = await createEvent(t, alice, { visibility: 40 })
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       await addMember(t, tenant.id, space, 'carol')
-      const add = await t.as(alice, { method: 'POST', url: `/api/v1/events/${members.id}/spaces`, payload: { space_id: space } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${members.id}/spaces`,
+        payload: { space_id: space }
+      })
       assert.equal(add.statusCode, 201, add.body)
 
       const sees = async (token: string) => {
         const out: number[] = []
-        for (const e of [priv, members, org, pub]) if ((await getEvent(t, token, e.id)).statusCode === 200) out.push(e.visibility)
+        for (const e of [priv, members, org, pub]) {
+          if ((await getEvent(t, token, e.id)).statusCode === 200) out.push(e.visibility)
+        }
         const list = (await t.as(token, { method: 'GET', url: '/api/v1/events?sort_by=visibility' })).json()
         const listed = list.items === undefined ? [] : (list.items as Json[]).map(i => i.visibility).sort()
         return { out, listed }
@@ -296,9 +381,17 @@ for (const kind of databases()) {
       // the private event's manager sees it, and may edit with event:edit
       await addManager(t, tenant.id, priv.id, 'bob', { permissions: ['event:edit'] })
       assert.equal((await getEvent(t, bob, priv.id)).statusCode, 200)
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${priv.id}`, payload: { title: 'by bob' } })).statusCode, 200)
+      assert.equal(
+        (await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${priv.id}`, payload: { title: 'by bob' } }))
+          .statusCode,
+        200
+      )
       assert.equal((await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${priv.id}` })).statusCode, 403)
-      assert.equal((await t.as(carol, { method: 'PATCH', url: `/api/v1/events/${priv.id}`, payload: { title: 'by carol' } })).statusCode, 404)
+      assert.equal(
+        (await t.as(carol, { method: 'PATCH', url: `/api/v1/events/${priv.id}`, payload: { title: 'by carol' } }))
+          .statusCode,
+        404
+      )
       assert.equal((await getEvent(t, alice, priv.id)).json().title, 'by bob')
       // a role bundle grants all of its permissions; a revoked manager nothing
       await addManager(t, tenant.id, org.id, 'carol', { role: 'event_manager:full' })
@@ -331,10 +424,20 @@ for (const kind of databases()) {
       assert.deepEqual(got.json<Json>(), e)
       await publishEvent(t, alice, e.id)
       const etag = String((await getEvent(t, alice, e.id)).headers.etag)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit`, headers: stale })).statusCode, 412)
-      const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit`, headers: { 'if-match': etag } })
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit`, headers: stale })).statusCode,
+        412
+      )
+      const draft = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${e.id}/edit`,
+        headers: { 'if-match': etag }
+      })
       assert.equal(draft.statusCode, 200)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard`, headers: stale })).statusCode, 412)
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard`, headers: stale })).statusCode,
+        412
+      )
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 200)
       assert.deepEqual(await outboxTopics(t, tenant.id), ['event.created', 'event.published', 'event.draft_started'])
     })
@@ -342,7 +445,12 @@ for (const kind of databases()) {
     void it('replays a create sent again with the same Idempotency-Key', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const opts = { method: 'POST' as const, url: '/api/v1/events', headers: { 'idempotency-key': 'create-1' }, payload: { title: 'Once' } }
+      const opts = {
+        method: 'POST' as const,
+        url: '/api/v1/events',
+        headers: { 'idempotency-key': 'create-1' },
+        payload: { title: 'Once' }
+      }
       const first = await t.as(alice, opts)
       const second = await t.as(alice, opts)
       assert.equal(first.statusCode, 201)
@@ -361,18 +469,43 @@ for (const kind of databases()) {
       const lone = await createEvent(t, alice, { visibility: 10 })
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
         // a series row when the series module's table exists (it adds the foreign key), else any id
-        const hasSeries = (await sql<{ t: string | null }>`select to_regclass('event_series')::text as t`.execute(trx)).rows[0]?.t != null
+        const hasSeries =
+          (await sql<{ t: string | null }>`select to_regclass('event_series')::text as t`.execute(trx)).rows[0]?.t !=
+          null
         const seriesId = hasSeries
-          ? (await sql<{ id: number }>`insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
-              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'daily', '01:00:00') returning id`.execute(trx)).rows[0]?.id ?? 0
+          ? ((
+              await sql<{
+                id: number
+              }>`insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
+              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'daily', '01:00:00') returning id`.execute(
+                trx
+              )
+            ).rows[0]?.id ?? 0)
           : 77
-        await trx.updateTable('events').set({ series_id: seriesId }).where('tenant_id', '=', tenant.id).where('id', 'in', [first.id, second.id]).execute()
-        await trx.insertInto('event_managers').values({ tenant_id: tenant.id, series_id: seriesId, user_id: 'bob', permissions: ['event:edit'] }).execute()
+        await trx
+          .updateTable('events')
+          .set({ series_id: seriesId })
+          .where('tenant_id', '=', tenant.id)
+          .where('id', 'in', [first.id, second.id])
+          .execute()
+        await trx
+          .insertInto('event_managers')
+          .values({ tenant_id: tenant.id, series_id: seriesId, user_id: 'bob', permissions: ['event:edit'] })
+          .execute()
       })
       const listed = (await t.as(bob, { method: 'GET', url: '/api/v1/events?sort_by=id&sort_dir=asc' })).json()
       assert.deepEqual((listed.items as Json[]).map(i => i.id), [first.id, second.id])
       assert.equal((await getEvent(t, bob, lone.id)).statusCode, 404)
-      assert.equal((await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${second.id}`, payload: { title: 'by series manager' } })).statusCode, 200)
+      assert.equal(
+        (
+          await t.as(bob, {
+            method: 'PATCH',
+            url: `/api/v1/events/${second.id}`,
+            payload: { title: 'by series manager' }
+          })
+        ).statusCode,
+        200
+      )
       assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${second.id}/publish` })).statusCode, 403)
     })
 

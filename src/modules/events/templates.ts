@@ -150,7 +150,8 @@ export const TEMPLATE_REGISTRY: readonly TemplateVersion[] = [
     id: 'delivery',
     version: 2,
     name: 'Delivery',
-    description: 'A shipment from pending through in transit to delivered (proof of delivery required), failed, returned or cancelled.',
+    description:
+      'A shipment from pending through in transit to delivered (proof of delivery required), failed, returned or cancelled.',
     state_machine: deliveryV2,
     allowed_attachment_kinds: [...BASE_ATTACHMENTS, 'signature', 'proof_of_delivery'],
     participant_roles: ['sender', 'recipient', 'courier', 'vendor'],
@@ -183,12 +184,20 @@ export function findTemplate (id: string, version: number): TemplateVersion | un
  * @example
  *   templateAllows('delivery', 2, 'attachment', 'proof_of_delivery') // true
  */
-export function templateAllows (id: string, version: number, what: 'attachment' | 'participant_role' | 'activity', kind: string): boolean {
+export function templateAllows (
+  id: string,
+  version: number,
+  what: 'attachment' | 'participant_role' | 'activity',
+  kind: string
+): boolean {
   const t = findTemplate(id, version) ?? latestTemplate(id) ?? latestTemplate(DEFAULT_TEMPLATE)
   if (t === undefined) return false
   switch (what) {
-    case 'attachment': return t.allowed_attachment_kinds.includes(kind)
-    case 'participant_role': return t.participant_roles.includes(kind)
-    case 'activity': return (GENERIC_ACTIVITY_KINDS as readonly string[]).includes(kind) || t.activity_kinds.includes(kind)
+    case 'attachment':
+      return t.allowed_attachment_kinds.includes(kind)
+    case 'participant_role':
+      return t.participant_roles.includes(kind)
+    case 'activity':
+      return (GENERIC_ACTIVITY_KINDS as readonly string[]).includes(kind) || t.activity_kinds.includes(kind)
   }
 }

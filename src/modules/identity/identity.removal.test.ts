@@ -13,20 +13,33 @@ import { signBody } from './idp-signature.ts'
 type Json = Record<string, any>
 const SECRET = 'removal-webhook-secret'
 
-async function deliver (t: TestApp, tenantId: string, userId: string, sequence: number, eventType: string): Promise<string> {
-  const raw = Buffer.from(JSON.stringify({
-    aggregateID: userId,
-    aggregateType: 'user',
-    resourceOwner: tenantId,
-    instanceID: 'instance-1',
-    sequence,
-    event_type: eventType,
-    ...(eventType === 'user.human.added' ? { event_payload: { email: `${userId}@example.test`, displayName: 'Grace' } } : {})
-  }))
+async function deliver (
+  t: TestApp,
+  tenantId: string,
+  userId: string,
+  sequence: number,
+  eventType: string
+): Promise<string> {
+  const raw = Buffer.from(
+    JSON.stringify({
+      aggregateID: userId,
+      aggregateType: 'user',
+      resourceOwner: tenantId,
+      instanceID: 'instance-1',
+      sequence,
+      event_type: eventType,
+      ...(eventType === 'user.human.added'
+        ? { event_payload: { email: `${userId}@example.test`, displayName: 'Grace' } }
+        : {})
+    })
+  )
   const res = await t.app.inject({
     method: 'POST',
     url: '/api/v1/integrations/idp/webhook',
-    headers: { 'content-type': 'application/json', 'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000)) },
+    headers: {
+      'content-type': 'application/json',
+      'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000))
+    },
     payload: raw
   })
   assert.equal(res.statusCode, 200, res.body)
@@ -38,7 +51,11 @@ async function space (t: TestApp, token: string, members: string[]): Promise<num
   assert.equal(res.statusCode, 201, res.body)
   const id = res.json().id as number
   for (const userId of members) {
-    const add = await t.as(token, { method: 'POST', url: `/api/v1/spaces/${id}/members`, payload: { user_id: userId, role: 'space_member' } })
+    const add = await t.as(token, {
+      method: 'POST',
+      url: `/api/v1/spaces/${id}/members`,
+      payload: { user_id: userId, role: 'space_member' }
+    })
     assert.equal(add.statusCode, 201, add.body)
   }
   return id
@@ -76,15 +93,39 @@ for (const kind of databases()) {
       // the same user id in another tenant is another user: untouched
       assert.deepEqual(await members(t, otherAdmin, s3), [grace])
 
-      const rows = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('space_members')
-        .select(['space_id', 'is_active', 'removed_at']).where('tenant_id', '=', tenant.id).where('user_id', '=', grace).orderBy('space_id').execute())
-      assert.deepEqual(rows.map(r => [r.space_id, r.is_active, r.removed_at instanceof Date]), [[s1, false, true], [s2, false, true]])
-      const removed = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx => trx.selectFrom('outbox').select('payload')
-        .where('tenant_id', '=', tenant.id).where('topic', '=', 'user.removed').where('aggregate_id', '=', grace).executeTakeFirstOrThrow())
+      const rows = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx
+          .selectFrom('space_members')
+          .select(['space_id', 'is_active', 'removed_at'])
+          .where('tenant_id', '=', tenant.id)
+          .where('user_id', '=', grace)
+          .orderBy('space_id')
+          .execute()
+      )
+      assert.deepEqual(
+        rows.map(r => [r.space_id, r.is_active, r.removed_at instanceof Date]),
+        [
+          [s1, false, true],
+          [s2, false, true]
+        ]
+      )
+      const removed = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
+        trx
+          .selectFrom('outbox')
+          .select('payload')
+          .where('tenant_id', '=', tenant.id)
+          .where('topic', '=', 'user.removed')
+          .where('aggregate_id', '=', grace)
+          .executeTakeFirstOrThrow()
+      )
       assert.deepEqual((removed.payload as Json).revoked, { space_managers: 0, event_managers: 0, space_members: 2 })
 
       // a space admin may add the user back later (a new membership, as for anyone who left)
-      const back = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s1}/members`, payload: { user_id: grace, role: 'space_member' } })
+      const back = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s1}/members`,
+        payload: { user_id: grace, role: 'space_member' }
+      })
       assert.equal(back.statusCode, 201, back.body)
       assert.deepEqual(await members(t, alice, s1), [grace, 'bob'].sort())
     })

@@ -58,29 +58,66 @@ export interface UserWrite extends ProfileValues {
  */
 export async function saveUser (trx: Tx, tenantId: string, userId: string, values: UserWrite): Promise<UserRow> {
   const removed = values.state === 'removed'
-  return await trx.insertInto('users')
-    .values({ ...values, tenant_id: tenantId, id: userId, removed_at: removed ? sql<Date>`now()` : null, updated_at: sql<Date>`now()` })
-    .onConflict(oc => oc.columns(['tenant_id', 'id']).doUpdateSet(eb => ({
+  return await trx
+    .insertInto('users')
+    .values({
       ...values,
-      removed_at: removed ? sql<Date>`coalesce(users.removed_at, excluded.removed_at)` : null,
-      updated_at: eb.ref('excluded.updated_at')
-    })))
+      tenant_id: tenantId,
+      id: userId,
+      removed_at: removed ? sql<Date>`now()` : null,
+      updated_at: sql<Date>`now()`
+    })
+    .onConflict(oc =>
+      oc.columns(['tenant_id', 'id']).doUpdateSet(eb => ({
+        ...values,
+        removed_at: removed ? sql<Date>`coalesce(users.removed_at, excluded.removed_at)` : null,
+        updated_at: eb.ref('excluded.updated_at')
+      }))
+    )
     .returning(USER_COLUMNS)
     .executeTakeFirstOrThrow()
 }
 
-export async function deliverySeen (trx: Tx, tenantId: string, instanceId: string, aggregateId: string, sequence: number): Promise<boolean> {
-  const row = await trx.selectFrom('idp_deliveries').select('outcome')
-    .where('tenant_id', '=', tenantId).where('instance_id', '=', instanceId)
-    .where('aggregate_id', '=', aggregateId).where('sequence', '=', sequence)
+export async function deliverySeen (
+  trx: Tx,
+  tenantId: string,
+  instanceId: string,
+  aggregateId: string,
+  sequence: number
+): Promise<boolean> {
+  const row = await trx
+    .selectFrom('idp_deliveries')
+    .select('outcome')
+    .where('tenant_id', '=', tenantId)
+    .where('instance_id', '=', instanceId)
+    .where('aggregate_id', '=', aggregateId)
+    .where('sequence', '=', sequence)
     .executeTakeFirst()
   return row !== undefined
 }
 
 /** Records a delivery; false when it was recorded before (a concurrent duplicate). */
-export async function recordDelivery (trx: Tx, d: { tenantId: string, instanceId: string, aggregateId: string, sequence: number, eventType: string, outcome: DeliveryOutcome }): Promise<boolean> {
-  const row = await trx.insertInto('idp_deliveries')
-    .values({ tenant_id: d.tenantId, instance_id: d.instanceId, aggregate_id: d.aggregateId, sequence: d.sequence, event_type: d.eventType, outcome: d.outcome })
+export async function recordDelivery (
+  trx: Tx,
+  d: {
+    tenantId: string
+    instanceId: string
+    aggregateId: string
+    sequence: number
+    eventType: string
+    outcome: DeliveryOutcome
+  }
+): Promise<boolean> {
+  const row = await trx
+    .insertInto('idp_deliveries')
+    .values({
+      tenant_id: d.tenantId,
+      instance_id: d.instanceId,
+      aggregate_id: d.aggregateId,
+      sequence: d.sequence,
+      event_type: d.eventType,
+      outcome: d.outcome
+    })
     .onConflict(oc => oc.doNothing())
     .returning('sequence')
     .executeTakeFirst()
@@ -114,32 +151,51 @@ export interface RevokedAccess {
  * @example
  *   const revoked = await revokeUserAccess(trx, tenantId, userId, user.email)
  */
-export async function revokeUserAccess (trx: Tx, tenantId: string, userId: string, email: string | null): Promise<RevokedAccess> {
+export async function revokeUserAccess (
+  trx: Tx,
+  tenantId: string,
+  userId: string,
+  email: string | null
+): Promise<RevokedAccess> {
   const lowered = email !== null && email.trim() !== '' ? email.trim().toLowerCase() : undefined
   // the manager tables share these columns
-  const held = lowered !== undefined
-    ? sql<SqlBool>`(user_id = ${userId} or lower(invited_email) = ${lowered})`
-    : sql<SqlBool>`user_id = ${userId}`
-  const spaces = await trx.updateTable('space_managers')
+  const held =
+    lowered !== undefined
+      ? sql<SqlBool>`(user_id = ${userId} or lower(invited_email) = ${lowered})`
+      : sql<SqlBool>`user_id = ${userId}`
+  const spaces = await trx
+    .updateTable('space_managers')
     .set({ status: 'revoked', updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', tenantId).where('status', '<>', 'revoked')
+    .where('tenant_id', '=', tenantId)
+    .where('status', '<>', 'revoked')
     .where(held)
     .executeTakeFirst()
-  const events = await trx.updateTable('event_managers')
+  const events = await trx
+    .updateTable('event_managers')
     .set({ status: 'revoked', updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', tenantId).where('status', '<>', 'revoked')
+    .where('tenant_id', '=', tenantId)
+    .where('status', '<>', 'revoked')
     .where(held)
     .executeTakeFirst()
-  const members = await trx.updateTable('space_members')
+  const members = await trx
+    .updateTable('space_members')
     .set({ is_active: false, removed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('is_active', '=', true)
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where('is_active', '=', true)
     .executeTakeFirst()
-  return { space_managers: Number(spaces.numUpdatedRows), event_managers: Number(events.numUpdatedRows), space_members: Number(members.numUpdatedRows) }
+  return {
+    space_managers: Number(spaces.numUpdatedRows),
+    event_managers: Number(events.numUpdatedRows),
+    space_members: Number(members.numUpdatedRows)
+  }
 }
 
 export interface DisplayProfile {
   user_id: string
-  /** never empty: display name, else first and last name, else the e-mail's local part, else the username, else the id */
+  /**
+   * never empty: display name, else first and last name, else the e-mail's local part, else the username, else the id
+   */
   display_name: string
   /** one or two upper-case letters */
   initials: string
@@ -161,13 +217,23 @@ function initialsOf (row: Pick<UserRow, 'first_name' | 'last_name'>, name: strin
 }
 
 /** The name of a user as shown to others, with the fallbacks of `DisplayProfile.display_name`. */
-export function displayNameOf (row: Pick<UserRow, 'id' | 'display_name' | 'first_name' | 'last_name' | 'email' | 'username'>): string {
-  const nonEmpty = (s: string | null | undefined): string | undefined => (s ?? '').trim() === '' ? undefined : (s ?? '').trim()
-  return nonEmpty(row.display_name) ??
-    nonEmpty([row.first_name, row.last_name].map(s => (s ?? '').trim()).filter(Boolean).join(' ')) ??
+export function displayNameOf (
+  row: Pick<UserRow, 'id' | 'display_name' | 'first_name' | 'last_name' | 'email' | 'username'>
+): string {
+  const nonEmpty = (s: string | null | undefined): string | undefined =>
+    (s ?? '').trim() === '' ? undefined : (s ?? '').trim()
+  return (
+    nonEmpty(row.display_name) ??
+    nonEmpty(
+      [row.first_name, row.last_name]
+        .map(s => (s ?? '').trim())
+        .filter(Boolean)
+        .join(' ')
+    ) ??
     nonEmpty(row.email?.split('@')[0]) ??
     nonEmpty(row.username) ??
     row.id
+  )
 }
 
 /**
@@ -179,23 +245,43 @@ export function displayNameOf (row: Pick<UserRow, 'id' | 'display_name' | 'first
  *   const profiles = await displayProfiles(trx, auth.tenantId, managers.map(m => m.user_id))
  *   profiles.get(userId)?.display_name
  */
-export async function displayProfiles (trx: Tx, tenantId: string, userIds: readonly string[]): Promise<Map<string, DisplayProfile>> {
+export async function displayProfiles (
+  trx: Tx,
+  tenantId: string,
+  userIds: readonly string[]
+): Promise<Map<string, DisplayProfile>> {
   const ids = [...new Set(userIds)]
   const out = new Map<string, DisplayProfile>()
   if (ids.length === 0) return out
-  const rows = await trx.selectFrom('users')
+  const rows = await trx
+    .selectFrom('users')
     .select(['id', 'email', 'display_name', 'first_name', 'last_name', 'username', 'avatar_url', 'state'])
-    .where('tenant_id', '=', tenantId).where('id', 'in', ids)
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
     .execute()
   const byId = new Map(rows.map(r => [r.id, r]))
   for (const id of ids) {
     const row = byId.get(id)
     if (row === undefined) {
-      out.set(id, { user_id: id, display_name: id, initials: initialsOf({ first_name: null, last_name: null }, id), avatar_url: null, known: false, state: null })
+      out.set(id, {
+        user_id: id,
+        display_name: id,
+        initials: initialsOf({ first_name: null, last_name: null }, id),
+        avatar_url: null,
+        known: false,
+        state: null
+      })
       continue
     }
     const name = displayNameOf(row)
-    out.set(id, { user_id: id, display_name: name, initials: initialsOf(row, name), avatar_url: row.avatar_url, known: true, state: row.state })
+    out.set(id, {
+      user_id: id,
+      display_name: name,
+      initials: initialsOf(row, name),
+      avatar_url: row.avatar_url,
+      known: true,
+      state: row.state
+    })
   }
   return out
 }

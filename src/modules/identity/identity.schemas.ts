@@ -3,12 +3,14 @@ import { model, StringEnum } from '../../platform/http/schema.ts'
 
 export const AuthContext = model('AuthContext', {
   user_id: Type.String({ description: 'The caller (token sub)' }),
-  tenant_id: Type.String({ description: 'The caller\'s tenant' }),
-  email: Type.String({ description: 'The caller\'s e-mail, empty when the token has none' }),
+  tenant_id: Type.String({ description: "The caller's tenant" }),
+  email: Type.String({ description: "The caller's e-mail, empty when the token has none" }),
   roles: Type.Array(Type.String(), { description: 'Roles from the token' }),
   effective_role: Type.String({ description: 'Strongest known role: admin, member, viewer, or none' }),
   permissions: Type.Array(Type.String(), { description: 'resource:action permissions derived from the roles' }),
-  org_id: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'The caller\'s organization inside the tenant' }))
+  org_id: Type.Optional(
+    Type.Union([Type.String(), Type.Null()], { description: "The caller's organization inside the tenant" })
+  )
 })
 
 /** Largest webhook body accepted (413 above). A ZITADEL user event is a few KiB. */
@@ -53,6 +55,7 @@ export type IdpProfilePayload = Static<typeof IdpProfilePayload>
 
 export const IdpWebhookResult = model('IdpWebhookResult', {
   status: StringEnum(['applied', 'duplicate', 'stale', 'ignored'] as const, {
-    description: 'applied: recorded and applied; duplicate: seen before, nothing done; stale: older than the last applied event of the user; ignored: a kind without effect (or a removed user)'
+    description:
+      'applied: recorded and applied; duplicate: seen before, nothing done; stale: older than the last applied event of the user; ignored: a kind without effect (or a removed user)'
   })
 })

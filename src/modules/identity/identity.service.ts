@@ -39,7 +39,9 @@ export type ChangeOutcome =
   | { outcome: 'stale' | 'ignored', user: UserRow | undefined }
 
 function topicOf (before: UserRow | undefined, after: UserRow, changedFields: string[]): UserTopic | undefined {
-  if (before === undefined) return after.state === 'active' ? 'user.added' : after.state === 'inactive' ? 'user.deactivated' : 'user.removed'
+  if (before === undefined) {
+    return after.state === 'active' ? 'user.added' : after.state === 'inactive' ? 'user.deactivated' : 'user.removed'
+  }
   if (before.state !== after.state) {
     if (after.state === 'removed') return 'user.removed'
     return after.state === 'inactive' ? 'user.deactivated' : 'user.reactivated'
@@ -51,12 +53,18 @@ function topicOf (before: UserRow | undefined, after: UserRow, changedFields: st
  * Applies one lifecycle change in the caller's transaction (scoped to `change.tenantId`).
  *
  * @example
- *   await withTenant(db, { tenantId }, trx => applyUserChange(trx, { tenantId, userId, profile: { email }, state: 'active', sequence: 4, actorId: null, source: 'user.human.added' }))
+ *   await withTenant(db, { tenantId }, trx => applyUserChange(trx, { tenantId, userId, profile: { email }, state:
+ * 'active', sequence: 4, actorId: null, source: 'user.human.added' }))
  */
 export async function applyUserChange (trx: Tx, change: UserChange): Promise<ChangeOutcome> {
   await repo.lockUser(trx, change.tenantId, change.userId)
   const before = await repo.findUser(trx, change.tenantId, change.userId)
-  if (before !== undefined && change.sequence !== undefined && before.idp_sequence !== null && change.sequence <= before.idp_sequence) {
+  if (
+    before !== undefined &&
+    change.sequence !== undefined &&
+    before.idp_sequence !== null &&
+    change.sequence <= before.idp_sequence
+  ) {
     return { outcome: 'stale', user: before }
   }
   if (before?.state === 'removed') return { outcome: 'ignored', user: before }
@@ -70,7 +78,10 @@ export async function applyUserChange (trx: Tx, change: UserChange): Promise<Cha
     if (before === undefined ? value !== null : before[field] !== value) changedFields.push(field)
   }
   const state = change.state ?? before?.state ?? 'active'
-  const sequence = change.sequence === undefined ? before?.idp_sequence ?? null : Math.max(change.sequence, before?.idp_sequence ?? 0)
+  const sequence =
+    change.sequence === undefined
+      ? (before?.idp_sequence ?? null)
+      : Math.max(change.sequence, before?.idp_sequence ?? 0)
 
   const after = await repo.saveUser(trx, change.tenantId, change.userId, { ...profile, state, idp_sequence: sequence })
   const topic = topicOf(before, after, changedFields)

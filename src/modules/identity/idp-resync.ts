@@ -39,7 +39,9 @@ const STATES: Record<string, UserState> = {
 
 export class ExportError extends Error {
   constructor (readonly problems: string[]) {
-    super(`invalid user export: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? `; … (${problems.length} problems)` : ''}`)
+    super(
+      `invalid user export: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? `; … (${problems.length} problems)` : ''}`
+    )
     this.name = 'ExportError'
   }
 }
@@ -50,7 +52,13 @@ const at = (o: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, 
 
 /** Reads an export, naming every problem by its position (`[3].state`). */
 export function parseExport (json: unknown): ExportedUser[] {
-  const list = Array.isArray(json) ? json : isObj(json) && Array.isArray(json.users) ? json.users : isObj(json) && Array.isArray(json.result) ? json.result : undefined
+  const list = Array.isArray(json)
+    ? json
+    : isObj(json) && Array.isArray(json.users)
+      ? json.users
+      : isObj(json) && Array.isArray(json.result)
+        ? json.result
+        : undefined
   if (list === undefined) throw new ExportError(['expected an array of users, or an object with "users" or "result"'])
   const problems: string[] = []
   const out: ExportedUser[] = []
@@ -77,20 +85,34 @@ export function parseExport (json: unknown): ExportedUser[] {
     if (tenantId === undefined || tenantId === null) problems.push(`[${i}].resourceOwner: required`)
     const rawState = u.state
     const state = typeof rawState === 'string' ? STATES[rawState.toLowerCase().replace(/^user_state_/, '')] : undefined
-    if (state === undefined) problems.push(`[${i}].state: expected active, inactive, locked, initial, removed or deleted (USER_STATE_… accepted)`)
+    if (state === undefined) {
+      problems.push(
+        `[${i}].state: expected active, inactive, locked, initial, removed or deleted (USER_STATE_… accepted)`
+      )
+    }
     const rawSeq = u.sequence ?? at(u, 'details', 'sequence')
-    const sequence = typeof rawSeq === 'number' || (typeof rawSeq === 'string' && /^\d+$/.test(rawSeq)) ? Number(rawSeq) : undefined
-    if (rawSeq !== undefined && (sequence === undefined || !Number.isSafeInteger(sequence))) problems.push(`[${i}].sequence: expected a whole number`)
+    const sequence =
+      typeof rawSeq === 'number' || (typeof rawSeq === 'string' && /^\d+$/.test(rawSeq)) ? Number(rawSeq) : undefined
+    if (rawSeq !== undefined && (sequence === undefined || !Number.isSafeInteger(sequence))) {
+      problems.push(`[${i}].sequence: expected a whole number`)
+    }
 
     const profile: repo.ProfileValues = {}
-    const set = (field: keyof repo.ProfileValues, v: string | null | undefined) => { if (v !== undefined) profile[field] = v }
+    const set = (field: keyof repo.ProfileValues, v: string | null | undefined) => {
+      if (v !== undefined) profile[field] = v
+    }
     set('email', text('email', u.email, at(u, 'human', 'email', 'email')))
     set('first_name', text('firstName', u.firstName, at(u, 'human', 'profile', 'givenName')))
     set('last_name', text('lastName', u.lastName, at(u, 'human', 'profile', 'familyName')))
-    set('display_name', text('displayName', u.displayName, at(u, 'human', 'profile', 'displayName'), at(u, 'machine', 'name')))
+    set(
+      'display_name',
+      text('displayName', u.displayName, at(u, 'human', 'profile', 'displayName'), at(u, 'machine', 'name'))
+    )
     set('username', text('userName', u.userName, u.username, u.preferredLoginName))
     set('avatar_url', text('avatarUrl', u.avatarUrl, at(u, 'human', 'profile', 'avatarUrl')))
-    if (profile.email !== undefined && profile.email !== null && profile.email.length > 320) problems.push(`[${i}].email: expected length <= 320`)
+    if (profile.email !== undefined && profile.email !== null && profile.email.length > 320) {
+      problems.push(`[${i}].email: expected length <= 320`)
+    }
 
     if (typeof userId === 'string' && typeof tenantId === 'string' && state !== undefined) {
       out.push({ userId, tenantId, state, profile, sequence })
@@ -124,9 +146,14 @@ class Rollback extends Error {
   constructor (readonly result: ChangeOutcome) { super('dry run') }
 }
 
-async function applyOne (db: Kysely<Database>, tenantId: string, run: (trx: Parameters<Parameters<typeof withTenant>[2]>[0]) => Promise<ChangeOutcome>, dryRun: boolean): Promise<ChangeOutcome> {
+async function applyOne (
+  db: Kysely<Database>,
+  tenantId: string,
+  run: (trx: Parameters<Parameters<typeof withTenant>[2]>[0]) => Promise<ChangeOutcome>,
+  dryRun: boolean
+): Promise<ChangeOutcome> {
   try {
-    return await withTenant(db, { tenantId }, async (trx) => {
+    return await withTenant(db, { tenantId }, async trx => {
       const result = await run(trx)
       if (dryRun) throw new Rollback(result)
       return result
@@ -143,7 +170,11 @@ async function applyOne (db: Kysely<Database>, tenantId: string, run: (trx: Para
  * @example
  *   const report = await resyncUsers(db, parseExport(JSON.parse(text)), { removeMissing: true })
  */
-export async function resyncUsers (db: Kysely<Database>, users: readonly ExportedUser[], options: ResyncOptions = {}): Promise<ResyncReport> {
+export async function resyncUsers (
+  db: Kysely<Database>,
+  users: readonly ExportedUser[],
+  options: ResyncOptions = {}
+): Promise<ResyncReport> {
   const dryRun = options.dryRun === true
   const report: ResyncReport = { changed: 0, unchanged: 0, stale: 0, ignored: 0, removedMissing: 0, dryRun }
   const count = (r: ChangeOutcome) => {
@@ -159,17 +190,43 @@ export async function resyncUsers (db: Kysely<Database>, users: readonly Exporte
     const ids = listed.get(u.tenantId) ?? new Set<string>()
     ids.add(u.userId)
     listed.set(u.tenantId, ids)
-    count(await applyOne(db, u.tenantId, trx => applyUserChange(trx, {
-      tenantId: u.tenantId, userId: u.userId, profile: u.profile, state: u.state, sequence: u.sequence, actorId: null, source: 'resync'
-    }), dryRun))
+    count(
+      await applyOne(
+        db,
+        u.tenantId,
+        trx =>
+          applyUserChange(trx, {
+            tenantId: u.tenantId,
+            userId: u.userId,
+            profile: u.profile,
+            state: u.state,
+            sequence: u.sequence,
+            actorId: null,
+            source: 'resync'
+          }),
+        dryRun
+      )
+    )
   }
   if (options.removeMissing === true) {
     for (const [tenantId, ids] of listed) {
       const live = await withTenant(db, { tenantId }, trx => repo.listLiveUserIds(trx, tenantId))
       for (const userId of live.filter(id => !ids.has(id))) {
-        const r = await applyOne(db, tenantId, trx => applyUserChange(trx, {
-          tenantId, userId, profile: {}, state: 'removed', sequence: undefined, actorId: null, source: 'resync'
-        }), dryRun)
+        const r = await applyOne(
+          db,
+          tenantId,
+          trx =>
+            applyUserChange(trx, {
+              tenantId,
+              userId,
+              profile: {},
+              state: 'removed',
+              sequence: undefined,
+              actorId: null,
+              source: 'resync'
+            }),
+          dryRun
+        )
         if (r.outcome === 'applied' && r.topic === 'user.removed') report.removedMissing++
       }
     }

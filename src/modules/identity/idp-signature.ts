@@ -48,7 +48,12 @@ function digest (secret: string, t: string, raw: Buffer): Buffer {
  * @example
  *   const check = verifySignature([req.headers['idp-signature']], raw, [secret, previous], Date.now() / 1000)
  */
-export function verifySignature (headers: ReadonlyArray<string | undefined>, raw: Buffer, secrets: readonly string[], nowSec: number): SignatureCheck {
+export function verifySignature (
+  headers: ReadonlyArray<string | undefined>,
+  raw: Buffer,
+  secrets: readonly string[],
+  nowSec: number
+): SignatureCheck {
   const present = headers.filter((h): h is string => h !== undefined)
   if (present.length === 0) return { ok: false, reason: 'missing IDP-Signature header' }
   let reason = 'malformed signature header'

@@ -19,31 +19,57 @@ const headerValue = (v: string | string[] | undefined): string | undefined => Ar
 export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app, { config, db }) => {
   // Only this scope: the body arrives as bytes, because the signature covers the exact bytes sent.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser(['application/json', 'application/octet-stream'], { parseAs: 'buffer', bodyLimit: IDP_WEBHOOK_BODY_LIMIT }, (_request, body, done) => { done(null, body) })
+  app.addContentTypeParser(
+    ['application/json', 'application/octet-stream'],
+    { parseAs: 'buffer', bodyLimit: IDP_WEBHOOK_BODY_LIMIT },
+    (_request, body, done) => {
+      done(null, body)
+    }
+  )
 
-  app.post('/api/v1/integrations/idp/webhook', {
-    schema: {
-      operationId: 'post-idp-webhook',
-      summary: 'Receive a lifecycle event of the identity provider',
-      description: 'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
-        'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
-        'A delivery seen before answers 200 without effect.',
-      tags: ['Identity'],
-      response: { 200: IdpWebhookResult, 401: { ...ErrorModel, description: 'Missing, malformed, wrong or stale signature' } }
+  app.post(
+    '/api/v1/integrations/idp/webhook',
+    {
+      schema: {
+        operationId: 'post-idp-webhook',
+        summary: 'Receive a lifecycle event of the identity provider',
+        description:
+          'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
+          'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
+          'A delivery seen before answers 200 without effect.',
+        tags: ['Identity'],
+        response: {
+          200: IdpWebhookResult,
+          401: { ...ErrorModel, description: 'Missing, malformed, wrong or stale signature' }
+        }
+      },
+      bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
+      config: { auth: 'none' }
     },
-    bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
-    config: { auth: 'none' }
-  }, async (request) => {
-    const secrets = [config.idpWebhookSecret, config.idpWebhookSecretPrevious].filter((s): s is string => s !== undefined)
-    if (config.idpWebhookSecret === undefined) throw error503ServiceUnavailable('the identity-provider webhook is not configured (IDP_WEBHOOK_SECRET)')
-    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-    const check = verifySignature(SIGNATURE_HEADERS.map(h => headerValue(request.headers[h])), raw, secrets, Date.now() / 1000)
-    if (!check.ok) throw new ApiError(401, check.reason)
+    async request => {
+      const secrets = [config.idpWebhookSecret, config.idpWebhookSecretPrevious].filter(
+        (s): s is string => s !== undefined
+      )
+      if (config.idpWebhookSecret === undefined) {
+        throw error503ServiceUnavailable('the identity-provider webhook is not configured (IDP_WEBHOOK_SECRET)')
+      }
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+      const check = verifySignature(
+        SIGNATURE_HEADERS.map(h => headerValue(request.headers[h])),
+        raw,
+        secrets,
+        Date.now() / 1000
+      )
+      if (!check.ok) throw new ApiError(401, check.reason)
 
-    const event = parseEvent(raw)
-    const delivery = await applyDelivery(db, event)
-    if (delivery.status !== 'duplicate') gate.invalidate(delivery.tenantId, delivery.userId)
-    request.log.info({ event_type: event.event_type, sequence: event.sequence, status: delivery.status }, 'identity-provider delivery')
-    return { status: delivery.status }
-  })
+      const event = parseEvent(raw)
+      const delivery = await applyDelivery(db, event)
+      if (delivery.status !== 'duplicate') gate.invalidate(delivery.tenantId, delivery.userId)
+      request.log.info(
+        { event_type: event.event_type, sequence: event.sequence, status: delivery.status },
+        'identity-provider delivery'
+      )
+      return { status: delivery.status }
+    }
+  )
 })

@@ -58,17 +58,33 @@ async function userRow (t: TestApp, tenantId: string, userId: string) {
 }
 
 async function outbox (t: TestApp, tenantId: string, userId: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('outbox').select(['topic', 'payload', 'actor_id'])
-    .where('tenant_id', '=', tenantId).where('aggregate_type', '=', 'user').where('aggregate_id', '=', userId)
-    .orderBy('id').execute())
+  return await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx
+      .selectFrom('outbox')
+      .select(['topic', 'payload', 'actor_id'])
+      .where('tenant_id', '=', tenantId)
+      .where('aggregate_type', '=', 'user')
+      .where('aggregate_id', '=', userId)
+      .orderBy('id')
+      .execute()
+  )
 }
 
 async function deliveries (t: TestApp, tenantId: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('idp_deliveries').select(['aggregate_id', 'sequence', 'event_type', 'outcome'])
-    .where('tenant_id', '=', tenantId).orderBy('sequence').execute())
+  return await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx
+      .selectFrom('idp_deliveries')
+      .select(['aggregate_id', 'sequence', 'event_type', 'outcome'])
+      .where('tenant_id', '=', tenantId)
+      .orderBy('sequence')
+      .execute()
+  )
 }
 
-function assertProblem (res: { statusCode: number, headers: Record<string, unknown>, json: () => any }, status: number): Json {
+function assertProblem (
+  res: { statusCode: number; headers: Record<string, unknown>; json: () => any },
+  status: number
+): Json {
   assert.equal(res.statusCode, status)
   assert.match(String(res.headers['content-type']), /application\/problem\+json/)
   const body = res.json()
@@ -77,9 +93,17 @@ function assertProblem (res: { statusCode: number, headers: Record<string, unkno
   return body
 }
 
-const added = (tenantId: string, userId: string, sequence = 1, extra: Json = {}) => zitadelEvent(tenantId, userId, sequence, 'user.human.added', {
-  userName: `${userId}-name`, firstName: 'Grace', lastName: 'Hopper', displayName: 'Grace Hopper', email: `${userId}@example.test`, preferredLanguage: 'en', password: 'never-stored', ...extra
-})
+const added = (tenantId: string, userId: string, sequence = 1, extra: Json = {}) =>
+  zitadelEvent(tenantId, userId, sequence, 'user.human.added', {
+    userName: `${userId}-name`,
+    firstName: 'Grace',
+    lastName: 'Hopper',
+    displayName: 'Grace Hopper',
+    email: `${userId}@example.test`,
+    preferredLanguage: 'en',
+    password: 'never-stored',
+    ...extra
+  })
 
 const fresh = () => ({ tenantId: `org-${crypto.randomUUID()}`, userId: `u-${crypto.randomUUID()}` })
 
@@ -122,19 +146,30 @@ for (const kind of databases()) {
         const body = added(tenantId, userId)
         const ts = now()
         const good = signBody(SECRET, JSON.stringify(body), ts)
-        assert.equal(await deliver(t, body, { signature: `t=${ts},v1=not-hex-at-all,${good.split(',')[1] ?? ''}` }), 'applied')
+        assert.equal(
+          await deliver(t, body, { signature: `t=${ts},v1=not-hex-at-all,${good.split(',')[1] ?? ''}` }),
+          'applied'
+        )
       })
 
       const refused: Array<[string, (body: Json) => SendOptions]> = [
         ['a wrong secret', () => ({ secret: 'some-other-secret' })],
         ['a missing header', () => ({ signature: '', header: 'x-unrelated' })],
         ['a malformed header', () => ({ signature: 'garbage' })],
-        ['a header without t', (body) => ({ signature: `v1=${signBody(SECRET, JSON.stringify(body)).split('v1=')[1] ?? ''}` })],
+        [
+          'a header without t',
+          body => ({ signature: `v1=${signBody(SECRET, JSON.stringify(body)).split('v1=')[1] ?? ''}` })
+        ],
         ['a non-numeric t', () => ({ signature: 't=yesterday,v1=00' })],
         ['only non-hex v1 values', () => ({ signature: `t=${now()},v1=zz` })],
         ['a t older than 300 s', () => ({ t: now() - 301 })],
         ['a t more than 300 s ahead', () => ({ t: now() + 301 })],
-        ['a signature over another timestamp', (body) => ({ signature: `t=${now() - 5},v1=${signBody(SECRET, JSON.stringify(body), now()).split('v1=')[1] ?? ''}` })]
+        [
+          'a signature over another timestamp',
+          body => ({
+            signature: `t=${now() - 5},v1=${signBody(SECRET, JSON.stringify(body), now()).split('v1=')[1] ?? ''}`
+          })
+        ]
       ]
       for (const [name, options] of refused) {
         void it(`answers 401 for ${name} and changes nothing`, async () => {
@@ -194,13 +229,18 @@ for (const kind of databases()) {
       void it('answers 400 for a profile field of the wrong type in the payload', async () => {
         const { tenantId, userId } = fresh()
         const problem = assertProblem(await send(t, added(tenantId, userId, 1, { firstName: 42 })), 400)
-        assert.ok(problem.errors.some((e: Json) => e.location === 'body.event_payload.firstName'), JSON.stringify(problem))
+        assert.ok(
+          problem.errors.some((e: Json) => e.location === 'body.event_payload.firstName'),
+          JSON.stringify(problem)
+        )
         assert.equal(await userRow(t, tenantId, userId), undefined)
       })
 
       void it('reads a base64 event_payload (older releases) like an object one', async () => {
         const { tenantId, userId } = fresh()
-        const payload = Buffer.from(JSON.stringify({ userName: 'ada', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.test' })).toString('base64')
+        const payload = Buffer.from(
+          JSON.stringify({ userName: 'ada', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.test' })
+        ).toString('base64')
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)), 'applied')
         const row = await userRow(t, tenantId, userId)
         assert.equal(row?.username, 'ada')
@@ -212,8 +252,15 @@ for (const kind of databases()) {
 
       void it('answers 400 at body.event_payload for a string that is not base64 JSON', async () => {
         const { tenantId, userId } = fresh()
-        for (const payload of ['%%% not base64', Buffer.from('not json').toString('base64'), Buffer.from('[1,2]').toString('base64')]) {
-          const problem = assertProblem(await send(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)), 400)
+        for (const payload of [
+          '%%% not base64',
+          Buffer.from('not json').toString('base64'),
+          Buffer.from('[1,2]').toString('base64')
+        ]) {
+          const problem = assertProblem(
+            await send(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)),
+            400
+          )
           assert.equal(problem.errors[0].location, 'body.event_payload')
         }
         assert.equal(await userRow(t, tenantId, userId), undefined)
@@ -256,15 +303,29 @@ for (const kind of databases()) {
       void it('changes nothing for an event older than the last applied one of the user', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId, 1))
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.profile.changed', { firstName: 'Newest' })), 'applied')
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 3, 'user.human.profile.changed', { firstName: 'Older' })), 'stale')
+        assert.equal(
+          await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.profile.changed', { firstName: 'Newest' })),
+          'applied'
+        )
+        assert.equal(
+          await deliver(t, zitadelEvent(tenantId, userId, 3, 'user.human.profile.changed', { firstName: 'Older' })),
+          'stale'
+        )
         assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 4, 'user.deactivated')), 'stale')
         const row = await userRow(t, tenantId, userId)
         assert.equal(row?.first_name, 'Newest')
         assert.equal(row?.state, 'active')
         assert.equal(row?.idp_sequence, 5)
         assert.deepEqual((await outbox(t, tenantId, userId)).map(e => e.topic), ['user.added', 'user.changed'])
-        assert.deepEqual((await deliveries(t, tenantId)).map(d => [d.sequence, d.outcome]), [[1, 'applied'], [3, 'stale'], [4, 'stale'], [5, 'applied']])
+        assert.deepEqual(
+          (await deliveries(t, tenantId)).map(d => [d.sequence, d.outcome]),
+          [
+            [1, 'applied'],
+            [3, 'stale'],
+            [4, 'stale'],
+            [5, 'applied']
+          ]
+        )
       })
 
       void it('keeps a deactivation that arrived before the user was added', async () => {
@@ -276,11 +337,23 @@ for (const kind of databases()) {
 
       void it('records an unknown kind, answers "ignored", and changes nothing', async () => {
         const { tenantId, userId } = fresh()
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.password.changed', { secret: 'x' })), 'ignored')
-        assert.equal(await deliver(t, { ...zitadelEvent(tenantId, userId, 6, 'org.added'), aggregateType: 'org' }), 'ignored')
+        assert.equal(
+          await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.password.changed', { secret: 'x' })),
+          'ignored'
+        )
+        assert.equal(
+          await deliver(t, { ...zitadelEvent(tenantId, userId, 6, 'org.added'), aggregateType: 'org' }),
+          'ignored'
+        )
         assert.equal(await userRow(t, tenantId, userId), undefined)
         assert.deepEqual(await outbox(t, tenantId, userId), [])
-        assert.deepEqual((await deliveries(t, tenantId)).map(d => [d.event_type, d.outcome]), [['user.human.password.changed', 'ignored'], ['org.added', 'ignored']])
+        assert.deepEqual(
+          (await deliveries(t, tenantId)).map(d => [d.event_type, d.outcome]),
+          [
+            ['user.human.password.changed', 'ignored'],
+            ['org.added', 'ignored']
+          ]
+        )
         // an unknown kind does not move the user's sequence
         assert.equal(await deliver(t, added(tenantId, userId, 3)), 'applied')
       })
@@ -297,17 +370,46 @@ for (const kind of databases()) {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
         const row = await userRow(t, tenantId, userId)
-        assert.deepEqual({ email: row?.email, display_name: row?.display_name, first_name: row?.first_name, last_name: row?.last_name, username: row?.username, state: row?.state },
-          { email: `${userId}@example.test`, display_name: 'Grace Hopper', first_name: 'Grace', last_name: 'Hopper', username: `${userId}-name`, state: 'active' })
+        assert.deepEqual(
+          {
+            email: row?.email,
+            display_name: row?.display_name,
+            first_name: row?.first_name,
+            last_name: row?.last_name,
+            username: row?.username,
+            state: row?.state
+          },
+          {
+            email: `${userId}@example.test`,
+            display_name: 'Grace Hopper',
+            first_name: 'Grace',
+            last_name: 'Hopper',
+            username: `${userId}-name`,
+            state: 'active'
+          }
+        )
         const [event] = await outbox(t, tenantId, userId)
         assert.equal(event?.topic, 'user.added')
         assert.equal(event?.actor_id, 'actor-1')
         assert.equal(event?.payload.email, `${userId}@example.test`)
 
-        await deliver(t, zitadelEvent(tenantId, 'self', 1, 'user.human.selfregistered', { userName: 'self', email: 'self@example.test' }))
+        await deliver(
+          t,
+          zitadelEvent(tenantId, 'self', 1, 'user.human.selfregistered', {
+            userName: 'self',
+            email: 'self@example.test'
+          })
+        )
         assert.equal((await userRow(t, tenantId, 'self'))?.email, 'self@example.test')
 
-        await deliver(t, zitadelEvent(tenantId, 'robot', 1, 'user.machine.added', { userName: 'robot', name: 'Build Robot', description: 'CI' }))
+        await deliver(
+          t,
+          zitadelEvent(tenantId, 'robot', 1, 'user.machine.added', {
+            userName: 'robot',
+            name: 'Build Robot',
+            description: 'CI'
+          })
+        )
         const robot = await userRow(t, tenantId, 'robot')
         assert.equal(robot?.display_name, 'Build Robot')
         assert.equal(robot?.username, 'robot')
@@ -320,7 +422,10 @@ for (const kind of databases()) {
         await deliver(t, zitadelEvent(tenantId, userId, 3, 'user.human.profile.changed', { lastName: 'Murray' }))
         await deliver(t, zitadelEvent(tenantId, userId, 4, 'user.username.changed', { userName: 'gmh' }))
         const row = await userRow(t, tenantId, userId)
-        assert.deepEqual([row?.email, row?.first_name, row?.last_name, row?.display_name, row?.username], ['new@example.test', 'Grace', 'Murray', 'Grace Hopper', 'gmh'])
+        assert.deepEqual(
+          [row?.email, row?.first_name, row?.last_name, row?.display_name, row?.username],
+          ['new@example.test', 'Grace', 'Murray', 'Grace Hopper', 'gmh']
+        )
         const events = await outbox(t, tenantId, userId)
         assert.deepEqual(events.map(e => e.topic), ['user.added', 'user.changed', 'user.changed', 'user.changed'])
         assert.deepEqual(events.map(e => e.payload.fields).slice(1), [['email'], ['last_name'], ['username']])
@@ -329,13 +434,21 @@ for (const kind of databases()) {
       void it('deactivated and locked mark the user inactive; reactivated and unlocked active again', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
-        const steps: Array<[string, string]> = [['user.deactivated', 'inactive'], ['user.reactivated', 'active'], ['user.locked', 'inactive'], ['user.unlocked', 'active']]
+        const steps: Array<[string, string]> = [
+          ['user.deactivated', 'inactive'],
+          ['user.reactivated', 'active'],
+          ['user.locked', 'inactive'],
+          ['user.unlocked', 'active']
+        ]
         let seq = 1
         for (const [type, state] of steps) {
           assert.equal(await deliver(t, zitadelEvent(tenantId, userId, ++seq, type)), 'applied')
           assert.equal((await userRow(t, tenantId, userId))?.state, state, type)
         }
-        assert.deepEqual((await outbox(t, tenantId, userId)).map(e => e.topic), ['user.added', 'user.deactivated', 'user.reactivated', 'user.deactivated', 'user.reactivated'])
+        assert.deepEqual(
+          (await outbox(t, tenantId, userId)).map(e => e.topic),
+          ['user.added', 'user.deactivated', 'user.reactivated', 'user.deactivated', 'user.reactivated']
+        )
       })
 
       void it('user.removed marks the user removed, revokes manager roles and invites, keeps their contacts', async () => {
@@ -343,22 +456,53 @@ for (const kind of databases()) {
         const userId = `u-${crypto.randomUUID()}`
         await deliver(t, added(tenant.id, userId, 1, { email: 'Grace@Example.test' }))
         const token = await tenant.user(userId, ['member'])
-        const contact = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Kept', email: 'kept@example.test' } })
+        const contact = await t.as(token, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { first_name: 'Kept', email: 'kept@example.test' }
+        })
         assert.equal(contact.statusCode, 201, contact.body)
 
-        await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-          const space = await trx.insertInto('spaces').values({ tenant_id: tenant.id, creator_id: 'owner', title: 'S' }).returning('id').executeTakeFirstOrThrow()
-          const rows = await trx.insertInto('space_managers').values([
-            { tenant_id: tenant.id, space_id: space.id, user_id: userId, status: 'active' },
-            { tenant_id: tenant.id, space_id: space.id, user_id: null, invited_email: 'grace@example.TEST', status: 'pending' },
-            { tenant_id: tenant.id, space_id: space.id, user_id: 'someone-else', status: 'active' }
-          ]).returning('id').execute()
-          const event = await trx.insertInto('events').values({ tenant_id: tenant.id, creator_id: 'owner', title: 'E' }).returning('id').executeTakeFirstOrThrow()
-          await trx.insertInto('event_managers').values([
-            { tenant_id: tenant.id, event_id: event.id, user_id: userId, status: 'active' },
-            { tenant_id: tenant.id, event_id: event.id, user_id: null, invited_email: 'GRACE@example.test', status: 'pending' },
-            { tenant_id: tenant.id, event_id: event.id, user_id: 'someone-else', status: 'active' }
-          ]).execute()
+        await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+          const space = await trx
+            .insertInto('spaces')
+            .values({ tenant_id: tenant.id, creator_id: 'owner', title: 'S' })
+            .returning('id')
+            .executeTakeFirstOrThrow()
+          const rows = await trx
+            .insertInto('space_managers')
+            .values([
+              { tenant_id: tenant.id, space_id: space.id, user_id: userId, status: 'active' },
+              {
+                tenant_id: tenant.id,
+                space_id: space.id,
+                user_id: null,
+                invited_email: 'grace@example.TEST',
+                status: 'pending'
+              },
+              { tenant_id: tenant.id, space_id: space.id, user_id: 'someone-else', status: 'active' }
+            ])
+            .returning('id')
+            .execute()
+          const event = await trx
+            .insertInto('events')
+            .values({ tenant_id: tenant.id, creator_id: 'owner', title: 'E' })
+            .returning('id')
+            .executeTakeFirstOrThrow()
+          await trx
+            .insertInto('event_managers')
+            .values([
+              { tenant_id: tenant.id, event_id: event.id, user_id: userId, status: 'active' },
+              {
+                tenant_id: tenant.id,
+                event_id: event.id,
+                user_id: null,
+                invited_email: 'GRACE@example.test',
+                status: 'pending'
+              },
+              { tenant_id: tenant.id, event_id: event.id, user_id: 'someone-else', status: 'active' }
+            ])
+            .execute()
           assert.equal(rows.length, 3)
         })
 
@@ -368,18 +512,45 @@ for (const kind of databases()) {
         assert.ok(row?.removed_at instanceof Date)
         assert.equal(row?.email, 'Grace@Example.test')
 
-        const after = await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => ({
-          managers: await trx.selectFrom('space_managers').select(['id', 'status']).where('tenant_id', '=', tenant.id).orderBy('id').execute(),
-          contacts: await trx.selectFrom('contacts').select(['id', 'owner_id']).where('tenant_id', '=', tenant.id).execute(),
-          events: await trx.selectFrom('event_managers').select(['id', 'status']).where('tenant_id', '=', tenant.id).orderBy('id').execute()
+        const after = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => ({
+          managers: await trx
+            .selectFrom('space_managers')
+            .select(['id', 'status'])
+            .where('tenant_id', '=', tenant.id)
+            .orderBy('id')
+            .execute(),
+          contacts: await trx
+            .selectFrom('contacts')
+            .select(['id', 'owner_id'])
+            .where('tenant_id', '=', tenant.id)
+            .execute(),
+          events: await trx
+            .selectFrom('event_managers')
+            .select(['id', 'status'])
+            .where('tenant_id', '=', tenant.id)
+            .orderBy('id')
+            .execute()
         }))
-        assert.deepEqual(after.managers.map(m => m.status), ['revoked', 'revoked', 'active'])
-        assert.deepEqual(after.contacts.map(c => c.owner_id), [userId])
-        assert.deepEqual(after.events.map(m => m.status), ['revoked', 'revoked', 'active'])
+        assert.deepEqual(
+          after.managers.map(m => m.status),
+          ['revoked', 'revoked', 'active']
+        )
+        assert.deepEqual(
+          after.contacts.map(c => c.owner_id),
+          [userId]
+        )
+        assert.deepEqual(
+          after.events.map(m => m.status),
+          ['revoked', 'revoked', 'active']
+        )
 
         const events = await outbox(t, tenant.id, userId)
         assert.equal(events.at(-1)?.topic, 'user.removed')
-        assert.deepEqual((events.at(-1)?.payload as Json | undefined)?.revoked, { space_managers: 2, event_managers: 2, space_members: 0 })
+        assert.deepEqual((events.at(-1)?.payload as Json | undefined)?.revoked, {
+          space_managers: 2,
+          event_managers: 2,
+          space_members: 0
+        })
 
         // removed is final
         assert.equal(await deliver(t, zitadelEvent(tenant.id, userId, 3, 'user.reactivated')), 'ignored')
@@ -432,7 +603,11 @@ for (const kind of databases()) {
 
       void it('leaves JSON parsing of other routes alone', async () => {
         const token = await newTenant(t).user('alice')
-        const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'Still JSON' } })
+        const res = await t.as(token, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { first_name: 'Still JSON' }
+        })
         assert.equal(res.statusCode, 201, res.body)
         assert.equal(res.json().first_name, 'Still JSON')
       })

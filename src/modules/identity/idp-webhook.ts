@@ -47,7 +47,12 @@ const STATE_OF: Record<Lifecycle, UserState | undefined> = {
 }
 
 const compile = (schema: object): ValidateFunction =>
-  validatorCompiler({ schema, httpPart: 'body', method: 'POST', url: '/api/v1/integrations/idp/webhook' }) as ValidateFunction
+  validatorCompiler({
+    schema,
+    httpPart: 'body',
+    method: 'POST',
+    url: '/api/v1/integrations/idp/webhook'
+  }) as ValidateFunction
 const validateEvent = compile(IdpEvent)
 const validateProfile = compile(IdpProfilePayload)
 
@@ -60,7 +65,9 @@ export function parseEvent (raw: Buffer): IdpEvent {
     throw invalidField('body', 'invalid JSON')
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidField('body', 'expected object')
-  if (!validateEvent(value)) throw error400BadRequest('validation failed', toErrorDetails(validateEvent.errors ?? [], 'body'))
+  if (!validateEvent(value)) {
+    throw error400BadRequest('validation failed', toErrorDetails(validateEvent.errors ?? [], 'body'))
+  }
   return value as IdpEvent
 }
 
@@ -75,15 +82,20 @@ export function decodePayload (payload: IdpEvent['event_payload']): Record<strin
   if (!BASE64.test(text)) throw invalidField('body.event_payload', 'expected a JSON object or base64 of one')
   let value: unknown
   try {
-    value = JSON.parse(Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64').toString('utf8'))
+    value = JSON.parse(
+      Buffer.from(text, text.includes('-') || text.includes('_') ? 'base64url' : 'base64').toString('utf8')
+    )
   } catch {
     throw invalidField('body.event_payload', 'base64 does not decode to JSON')
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidField('body.event_payload', 'expected a JSON object or base64 of one')
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidField('body.event_payload', 'expected a JSON object or base64 of one')
+  }
   return value as Record<string, unknown>
 }
 
-const clean = (v: string | null | undefined): string | null => v === undefined || v === null || v.trim() === '' ? null : v.trim()
+const clean = (v: string | null | undefined): string | null =>
+  v === undefined || v === null || v.trim() === '' ? null : v.trim()
 
 /**
  * The profile columns an event sets. Only the fields the payload carries are returned (a
@@ -144,7 +156,14 @@ export async function applyDelivery (db: Kysely<Database>, event: IdpEvent): Pro
       })
       outcome = result.outcome
     }
-    await repo.recordDelivery(trx, { tenantId, instanceId: event.instanceID, aggregateId: userId, sequence: event.sequence, eventType: event.event_type, outcome })
+    await repo.recordDelivery(trx, {
+      tenantId,
+      instanceId: event.instanceID,
+      aggregateId: userId,
+      sequence: event.sequence,
+      eventType: event.event_type,
+      outcome
+    })
     return outcome
   })
   idpWebhookDeliveries.inc({ outcome: status })

@@ -37,7 +37,9 @@ export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_
       const hit = cache.get(key)
       if (hit !== undefined && hit.until > now) return hit.allowed
       const started = generation
-      const state = await withTenant(db, { tenantId: auth.tenantId, userId: auth.userId }, trx => userState(trx, auth.tenantId, auth.userId))
+      const state = await withTenant(db, { tenantId: auth.tenantId, userId: auth.userId }, trx =>
+        userState(trx, auth.tenantId, auth.userId)
+      )
       const allowed = state === undefined || state === 'active'
       if (started === generation) {
         if (cache.size >= CACHE_MAX && !cache.has(key)) {

@@ -28,13 +28,28 @@ async function listNotifications (trx: Tx, tenantId: string, q: ListNotification
   if (q.created_after !== undefined) base = base.where('created_at', '>=', new Date(q.created_after))
   if (q.created_before !== undefined) base = base.where('created_at', '<', new Date(q.created_before))
   const [rows, count] = await Promise.all([
-    base.select([
-      'id', 'channel', 'recipient', 'subject', 'priority', 'attempts', 'last_error', 'created_at', 'sent_at',
-      sql<NotificationStatus>`status`.as('status'),
-      sql<string | null>`payload->>'kind'`.as('kind'),
-      sql<Date | null>`case when status = 'pending' then (payload->>'next_attempt_at')::timestamptz end`.as('next_attempt_at')
-    ]).$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, KEYS, window.after ?? [])))
-      .orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
+    base
+      .select([
+        'id',
+        'channel',
+        'recipient',
+        'subject',
+        'priority',
+        'attempts',
+        'last_error',
+        'created_at',
+        'sent_at',
+        sql<NotificationStatus>`status`.as('status'),
+        sql<string | null>`payload->>'kind'`.as('kind'),
+        sql<Date | null>`case when status = 'pending' then (payload->>'next_attempt_at')::timestamptz end`.as(
+          'next_attempt_at'
+        )
+      ])
+      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, KEYS, window.after ?? [])))
+      .orderBy('id', 'desc')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.id]), total: Number(count.n) }
@@ -52,7 +67,11 @@ export const notificationsModule = defineModule(async (app, { db }) => {
     onRequest: requirePolicy('notification', 'read')
   }, async (request) => {
     const q = request.query
-    if (q.created_after !== undefined && q.created_before !== undefined && Date.parse(q.created_before) < Date.parse(q.created_after)) {
+    if (
+      q.created_after !== undefined &&
+      q.created_before !== undefined &&
+      Date.parse(q.created_before) < Date.parse(q.created_after)
+    ) {
       throw invalidField('query.created_before', 'expected created_before >= created_after', q.created_before)
     }
     const found = await withTenant(db, request.auth, trx => listNotifications(trx, request.auth.tenantId, q))

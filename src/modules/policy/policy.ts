@@ -33,7 +33,20 @@ import type { SpaceManagerPermission } from '../spaces/spaces.schemas.ts'
 /** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */
 export type Subject = AuthContext
 
-export const RESOURCE_KINDS = ['contact', 'event', 'draft', 'series', 'space', 'rule', 'execution', 'attendee', 'manager', 'cover', 'link', 'notification'] as const
+export const RESOURCE_KINDS = [
+  'contact',
+  'event',
+  'draft',
+  'series',
+  'space',
+  'rule',
+  'execution',
+  'attendee',
+  'manager',
+  'cover',
+  'link',
+  'notification'
+] as const
 export type ResourceKind = typeof RESOURCE_KINDS[number]
 
 /** What holds the grant on the resource, besides tenant admins (who hold every grant). */
@@ -67,64 +80,152 @@ const space = (tenant: Permission, permission: SpaceManagerPermission | 'see', a
  */
 export const POLICY = {
   contact: {
-    read: { tenant: 'contacts:read', grant: { on: 'contact', who: 'visible' }, also: 'visible: the owner; an organization contact also to every caller of that organization' },
-    write: { tenant: 'contacts:write', grant: { on: 'contact', who: 'owner' }, also: 'PUT, PATCH, favorite, DELETE and every contact the upsert matches' },
+    read: {
+      tenant: 'contacts:read',
+      grant: { on: 'contact', who: 'visible' },
+      also: 'visible: the owner; an organization contact also to every caller of that organization'
+    },
+    write: {
+      tenant: 'contacts:write',
+      grant: { on: 'contact', who: 'owner' },
+      also: 'PUT, PATCH, favorite, DELETE and every contact the upsert matches'
+    },
     create: { tenant: 'contacts:write', grant: { on: 'none' }, also: 'the caller becomes the owner' }
   },
   event: {
-    create: { tenant: 'events:write', grant: { on: 'none' }, also: 'the caller becomes the creator; spaces named need `space:events`' },
+    create: {
+      tenant: 'events:write',
+      grant: { on: 'none' },
+      also: 'the caller becomes the creator; spaces named need `space:events`'
+    },
     read: event('events:read', 'see', 'visibility 10–40, the creator, the managers of the event or its series'),
-    list: { tenant: 'events:read', grant: { on: 'none' }, also: 'lists, searches and the calendar show only the events the caller sees; the template catalogue' },
+    list: {
+      tenant: 'events:read',
+      grant: { on: 'none' },
+      also: 'lists, searches and the calendar show only the events the caller sees; the template catalogue'
+    },
     edit: event('events:write', 'event:edit', 'PUT, PATCH, transition, activity, starting a draft'),
     publish: event('events:publish', 'event:publish'),
     archive: event('events:write', 'event:publish'),
     delete: event('events:write', 'event:delete'),
-    link_space: event('events:write', 'event:edit', 'and `space:events` on the space (404 when the space is not visible to the caller)'),
+    link_space: event(
+      'events:write',
+      'event:edit',
+      'and `space:events` on the space (404 when the space is not visible to the caller)'
+    ),
     automate: event('automation:write', 'automations:manage', 'event automations and EVENT-scoped rules')
   },
   draft: {
-    read: event('events:read', 'see', 'judged by the published event, never by the draft\'s own visibility'),
+    read: event('events:read', 'see', "judged by the published event, never by the draft's own visibility"),
     edit: event('events:write', 'event:edit', 'edit, discard; publishing the draft needs `event:publish`')
   },
   series: {
     read: event('series:read', 'see', 'the series of an event the caller sees, and the occurrences they see'),
     edit_one: event('series:write', 'event:edit', 'scope `this`: the addressed occurrence only'),
-    edit_all: { tenant: 'series:write', grant: { on: 'series', permission: 'event:edit' }, also: 'scopes `following` and `all`, series links and attachments: series creator or series manager' },
-    delete_all: { tenant: 'series:write', grant: { on: 'series', permission: 'event:delete' }, also: 'scopes `following` and `all`' },
+    edit_all: {
+      tenant: 'series:write',
+      grant: { on: 'series', permission: 'event:edit' },
+      also: 'scopes `following` and `all`, series links and attachments: series creator or series manager'
+    },
+    delete_all: {
+      tenant: 'series:write',
+      grant: { on: 'series', permission: 'event:delete' },
+      also: 'scopes `following` and `all`'
+    },
     publish: { tenant: 'series:publish', grant: { on: 'series', permission: 'event:publish' } },
-    managers: { tenant: 'series:write', grant: { on: 'series', permission: 'managers:manage' }, also: 'the granted permissions within the granter\'s own at series level' },
-    links: { tenant: 'series:write', grant: { on: 'series', permission: 'links:manage' }, also: 'series links and attachments' },
-    create: event('series:write', 'event:edit', 'bounded: occurrences and window are limited before anything is written')
+    managers: {
+      tenant: 'series:write',
+      grant: { on: 'series', permission: 'managers:manage' },
+      also: "the granted permissions within the granter's own at series level"
+    },
+    links: {
+      tenant: 'series:write',
+      grant: { on: 'series', permission: 'links:manage' },
+      also: 'series links and attachments'
+    },
+    create: event(
+      'series:write',
+      'event:edit',
+      'bounded: occurrences and window are limited before anything is written'
+    )
   },
   space: {
     create: { tenant: 'spaces:write', grant: { on: 'none' }, also: 'the caller becomes the creator' },
-    list: { tenant: 'spaces:read', grant: { on: 'none' }, also: 'lists and the tree show only the spaces the caller sees; the manager permission catalogue' },
-    read: space('spaces:read', 'see', 'published spaces by visibility; drafts to the creator and managers; also members, managers, events, contacts, activity, analytics'),
+    list: {
+      tenant: 'spaces:read',
+      grant: { on: 'none' },
+      also: 'lists and the tree show only the spaces the caller sees; the manager permission catalogue'
+    },
+    read: space(
+      'spaces:read',
+      'see',
+      'published spaces by visibility; drafts to the creator and managers; also members, managers, events, contacts, activity, analytics'
+    ),
     edit: space('spaces:write', 'space:edit', 'PUT, PATCH, edit/discard, archive, delete, parents (on the parent)'),
     publish: space('spaces:publish', 'space:publish'),
     members: space('spaces:write', 'space:members'),
-    managers: space('spaces:write', 'space:managers', 'a grant never exceeds the granter\'s own; nobody changes their own grant'),
+    managers: space(
+      'spaces:write',
+      'space:managers',
+      "a grant never exceeds the granter's own; nobody changes their own grant"
+    ),
     events: space('spaces:write', 'space:events', 'and `event:edit` on every event linked or unlinked'),
     contacts: space('spaces:write', 'space:contacts', 'and the contact visible to the caller'),
-    accept: { tenant: 'spaces:read', grant: { on: 'invite' }, also: 'the caller\'s e-mail (token or stored profile) equal to the invited one' }
+    accept: {
+      tenant: 'spaces:read',
+      grant: { on: 'invite' },
+      also: "the caller's e-mail (token or stored profile) equal to the invited one"
+    }
   },
   rule: {
-    create: { tenant: 'automation:write', grant: { on: 'none' }, also: 'an EVENT scope needs `automations:manage` on the event; the rule runs as its creator' },
+    create: {
+      tenant: 'automation:write',
+      grant: { on: 'none' },
+      also: 'an EVENT scope needs `automations:manage` on the event; the rule runs as its creator'
+    },
     catalogue: { tenant: 'automation:read', grant: { on: 'none' }, also: 'trigger and action types' },
-    read: { tenant: 'automation:read', grant: { on: 'rule', permission: 'see' }, also: 'EVENT rules only to who sees the event; webhook addresses in full only to who may manage the rule' },
-    write: { tenant: 'automation:write', grant: { on: 'rule', permission: 'manage' }, also: 'EVENT rules need `automations:manage` on the event' },
-    execute: { tenant: 'automation:execute', grant: { on: 'rule', permission: 'manage' }, also: 'the run targets the rule\'s own scope; the caller and the creator must both hold the action\'s grant' },
+    read: {
+      tenant: 'automation:read',
+      grant: { on: 'rule', permission: 'see' },
+      also: 'EVENT rules only to who sees the event; webhook addresses in full only to who may manage the rule'
+    },
+    write: {
+      tenant: 'automation:write',
+      grant: { on: 'rule', permission: 'manage' },
+      also: 'EVENT rules need `automations:manage` on the event'
+    },
+    execute: {
+      tenant: 'automation:execute',
+      grant: { on: 'rule', permission: 'manage' },
+      also: "the run targets the rule's own scope; the caller and the creator must both hold the action's grant"
+    },
     // what each automation action needs of the rule's creator (last writer) on the target event: the
     // same as the route doing the same thing (docs/automation.md, "Whom a rule acts as")
     act_transition: event('events:write', 'event:edit', 'action `transition`, as POST /events/{id}/transition'),
     act_activity: event('events:write', 'event:edit', 'action `activity`, as POST /events/{id}/activity'),
-    act_attendee_status: event('events:write', 'attendees:write', 'action `set_attendee_status`, as PATCH /events/{id}/attendees'),
-    act_notify_attendees: event('events:read', 'attendees:read', 'action `notify` to attendees (their addresses are read)'),
+    act_attendee_status: event(
+      'events:write',
+      'attendees:write',
+      'action `set_attendee_status`, as PATCH /events/{id}/attendees'
+    ),
+    act_notify_attendees: event(
+      'events:read',
+      'attendees:read',
+      'action `notify` to attendees (their addresses are read)'
+    ),
     act_notify: event('events:read', 'see', 'action `notify` to the managers or the creator')
   },
   execution: {
-    read: { tenant: 'automation:read', grant: { on: 'rule', permission: 'see' }, also: 'trigger payloads and results only to who may manage the rule' },
-    retry: { tenant: 'automation:execute', grant: { on: 'rule', permission: 'manage' }, also: 'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs' }
+    read: {
+      tenant: 'automation:read',
+      grant: { on: 'rule', permission: 'see' },
+      also: 'trigger payloads and results only to who may manage the rule'
+    },
+    retry: {
+      tenant: 'automation:execute',
+      grant: { on: 'rule', permission: 'manage' },
+      also: 'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs'
+    }
   },
   attendee: {
     read: event('events:read', 'attendees:read'),
@@ -133,21 +234,49 @@ export const POLICY = {
   },
   manager: {
     catalogue: { tenant: 'events:read', grant: { on: 'none' }, also: 'the event manager permissions and role bundles' },
-    pending: { tenant: 'events:read', grant: { on: 'invite' }, also: 'the caller\'s own pending invitations (events and spaces)' },
+    pending: {
+      tenant: 'events:read',
+      grant: { on: 'invite' },
+      also: "the caller's own pending invitations (events and spaces)"
+    },
     read: event('events:read', 'see', 'invitee e-mails only to holders of `managers:manage`'),
-    grant: event('events:write', 'managers:manage', 'a grant never exceeds the granter\'s own; nobody changes their own grant; series-level grants need series-level rights'),
-    accept: { tenant: 'events:read', grant: { on: 'invite' }, also: 'the caller\'s e-mail (token or stored profile) equal to the invited one' }
+    grant: event(
+      'events:write',
+      'managers:manage',
+      "a grant never exceeds the granter's own; nobody changes their own grant; series-level grants need series-level rights"
+    ),
+    accept: {
+      tenant: 'events:read',
+      grant: { on: 'invite' },
+      also: "the caller's e-mail (token or stored profile) equal to the invited one"
+    }
   },
   cover: {
-    read: event('events:read', 'see', 'served with nosniff and a sandboxing CSP; keys are the service\'s own, checked against tenant and event'),
-    write: event('events:write', 'event:edit', 'never a storage key from a client; an object still referred to is never deleted')
+    read: event(
+      'events:read',
+      'see',
+      "served with nosniff and a sandboxing CSP; keys are the service's own, checked against tenant and event"
+    ),
+    write: event(
+      'events:write',
+      'event:edit',
+      'never a storage key from a client; an object still referred to is never deleted'
+    )
   },
   link: {
     read: event('events:read', 'see', 'links, milestones, documents, attachments, activity'),
-    write: event('events:write', 'links:manage', 'milestones `milestones:manage`, documents `documents:manage`, attachments `attachments:manage`')
+    write: event(
+      'events:write',
+      'links:manage',
+      'milestones `milestones:manage`, documents `documents:manage`, attachments `attachments:manage`'
+    )
   },
   notification: {
-    read: { tenant: 'tenant:admin', grant: { on: 'none' }, also: 'the tenant\'s notification outbox: status, recipient, subject and the reason of a failure, never the text' }
+    read: {
+      tenant: 'tenant:admin',
+      grant: { on: 'none' },
+      also: "the tenant's notification outbox: status, recipient, subject and the reason of a failure, never the text"
+    }
   }
 } as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
 
@@ -183,7 +312,12 @@ export type Target =
  * @example
  *   const row = await authorize(trx, subject, { kind: 'attendee', id: eventId }, 'write')
  */
-export async function authorize (trx: Tx, subject: Subject, target: Target, action: string): Promise<EventRow | { id: number }> {
+export async function authorize (
+  trx: Tx,
+  subject: Subject,
+  target: Target,
+  action: string
+): Promise<EventRow | { id: number }> {
   const row = policyOf(target.kind, action as never)
   if (!subject.permissions.has(row.tenant)) throw error403Forbidden(`missing permission ${row.tenant}`)
   const grant = row.grant
@@ -193,8 +327,11 @@ export async function authorize (trx: Tx, subject: Subject, target: Target, acti
     return await lockEventForWrite(trx, subject, target.id, grant.permission)
   }
   if (grant.on === 'space') {
-    const found = await trx.selectFrom('spaces').select(['id', 'creator_id'])
-      .where(eb => spaceVisibleTo(eb, subject)).where('spaces.id', '=', target.id)
+    const found = await trx
+      .selectFrom('spaces')
+      .select(['id', 'creator_id'])
+      .where(eb => spaceVisibleTo(eb, subject))
+      .where('spaces.id', '=', target.id)
       .executeTakeFirst()
     if (found === undefined) throw error404NotFound('space not found')
     if (grant.permission !== 'see' && !(await canManageSpace(trx, subject, found, grant.permission))) {
@@ -230,7 +367,10 @@ function grantText (g: Grant): string {
 
 /** The policy as the Markdown table of docs/authorization.md. */
 export function policyMarkdown (): string {
-  const lines = ['| resource | action | tenant permission | grant on the resource (or tenant admin) | also |', '|---|---|---|---|---|']
+  const lines = [
+    '| resource | action | tenant permission | grant on the resource (or tenant admin) | also |',
+    '|---|---|---|---|---|'
+  ]
   for (const kind of RESOURCE_KINDS) {
     for (const [action, row] of Object.entries(POLICY[kind]) as Array<[string, PolicyRow]>) {
       lines.push(`| ${kind} | ${action} | \`${row.tenant}\` | ${grantText(row.grant)} | ${row.also ?? ''} |`)

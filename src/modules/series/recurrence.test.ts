@@ -5,7 +5,15 @@ import { DateTime } from 'luxon'
 import { expand, intervalText, shiftWallClock, wallTime, weekdayIn, type Anchor, type Rule } from './recurrence.ts'
 
 const HOUR = 3_600_000
-const ZONES = ['Europe/Berlin', 'America/New_York', 'Australia/Sydney', 'UTC', 'Asia/Kolkata', 'America/Sao_Paulo', 'Pacific/Auckland'] as const
+const ZONES = [
+  'Europe/Berlin',
+  'America/New_York',
+  'Australia/Sydney',
+  'UTC',
+  'Asia/Kolkata',
+  'America/Sao_Paulo',
+  'Pacific/Auckland'
+] as const
 
 const local = (iso: string, zone: string): Date => DateTime.fromISO(iso, { zone }).toJSDate()
 const localIso = (d: Date, zone: string): string => DateTime.fromJSDate(d, { zone }).toFormat("yyyy-MM-dd'T'HH:mm")
@@ -62,7 +70,9 @@ void describe('recurrence engine: properties', () => {
         if (i > 0) {
           const prev = occ[i - 1]
           assert.ok(prev !== undefined && o.start.getTime() > prev.start.getTime(), 'strictly increasing')
-          if (rule.freq === 'weekly' || rule.freq === 'custom') assert.ok(r.repeatDays.includes(weekdayIn(o.start, zone)), 'on an allowed weekday')
+          if (rule.freq === 'weekly' || rule.freq === 'custom') {
+            assert.ok(r.repeatDays.includes(weekdayIn(o.start, zone)), 'on an allowed weekday')
+          }
         }
       }
       if (rule.endsOn === 'after_n') assert.ok(occ.length <= r.endCount)
@@ -72,22 +82,39 @@ void describe('recurrence engine: properties', () => {
       }
       // the bound that stopped the expansion is a real one: the next candidate would break it
       const more = expand(anchor, rule, { until: new Date(until.getTime() + 60 * 24 * HOUR), max: 501 })
-      assert.deepEqual(more.slice(0, occ.length).map(o => o.start.getTime()), occ.map(o => o.start.getTime()), 'a prefix of any longer window')
+      assert.deepEqual(
+        more.slice(0, occ.length).map(o => o.start.getTime()),
+        occ.map(o => o.start.getTime()),
+        'a prefix of any longer window'
+      )
       const next = more[occ.length]
-      if (next !== undefined) assert.ok(next.start.getTime() >= until.getTime() || occ.length === 500, 'nothing skipped before the window end')
+      if (next !== undefined) {
+        assert.ok(
+          next.start.getTime() >= until.getTime() || occ.length === 500,
+          'nothing skipped before the window end'
+        )
+      }
     }), { numRuns: 500 })
   })
 
   void it('daily rules step by interval days and monthly rules land on the anchor day or the month end', () => {
     fc.assert(fc.property(anchorArb, fc.integer({ min: 1, max: 6 }), (anchor, interval) => {
       const zone = anchor.timezone
-      const days = expand(anchor, { freq: 'daily', interval, repeatDays: null, endsOn: 'after_n', endCount: 30, endDate: null }, { max: 500 })
+      const days = expand(
+        anchor,
+        { freq: 'daily', interval, repeatDays: null, endsOn: 'after_n', endCount: 30, endDate: null },
+        { max: 500 }
+      )
       const d0 = DateTime.fromJSDate(anchor.start, { zone }).startOf('day')
       for (const o of days) {
         const diff = Math.round(DateTime.fromJSDate(o.start, { zone }).startOf('day').diff(d0, 'days').days)
         assert.equal(diff, o.index * interval)
       }
-      const months = expand(anchor, { freq: 'monthly', interval, repeatDays: null, endsOn: 'after_n', endCount: 24, endDate: null }, { max: 500 })
+      const months = expand(
+        anchor,
+        { freq: 'monthly', interval, repeatDays: null, endsOn: 'after_n', endCount: 24, endDate: null },
+        { max: 500 }
+      )
       const anchorDay = DateTime.fromJSDate(anchor.start, { zone }).day
       for (const o of months) {
         const l = DateTime.fromJSDate(o.start, { zone })
@@ -98,7 +125,14 @@ void describe('recurrence engine: properties', () => {
 })
 
 void describe('recurrence engine: DST and month ends', () => {
-  const weekly = (days: number[], count: number): Rule => ({ freq: 'weekly', interval: 1, repeatDays: days, endsOn: 'after_n', endCount: count, endDate: null })
+  const weekly = (days: number[], count: number): Rule => ({
+    freq: 'weekly',
+    interval: 1,
+    repeatDays: days,
+    endsOn: 'after_n',
+    endCount: count,
+    endDate: null
+  })
 
   for (const [zone, expected] of [
     ['Europe/Berlin', ['2027-03-22T09:00', '2027-03-29T09:00', '2027-04-05T09:00']],
@@ -106,7 +140,9 @@ void describe('recurrence engine: DST and month ends', () => {
     ['Australia/Sydney', ['2027-03-29T09:00', '2027-04-05T09:00', '2027-04-12T09:00']]
   ] as const) {
     void it(`${zone}: a weekly 09:00 stays at 09:00 local across the change`, () => {
-      const occ = expand({ start: local(expected[0], zone), durationMs: HOUR, timezone: zone }, weekly([1], 3), { max: 500 })
+      const occ = expand({ start: local(expected[0], zone), durationMs: HOUR, timezone: zone }, weekly([1], 3), {
+        max: 500
+      })
       assert.deepEqual(occ.map(o => localIso(o.start, zone)), [...expected])
       const offsets = occ.map(o => DateTime.fromJSDate(o.start, { zone }).offset)
       assert.notEqual(offsets[0], offsets[2], 'the UTC offset changed between the first and the last')
@@ -116,7 +152,11 @@ void describe('recurrence engine: DST and month ends', () => {
 
   void it('Europe/Berlin autumn: Monday/Wednesday meeting across the end of summer time', () => {
     const zone = 'Europe/Berlin'
-    const occ = expand({ start: local('2027-10-25T09:00', zone), durationMs: HOUR, timezone: zone }, weekly([1, 3], 4), { max: 500 })
+    const occ = expand(
+      { start: local('2027-10-25T09:00', zone), durationMs: HOUR, timezone: zone },
+      weekly([1, 3], 4),
+      { max: 500 }
+    )
     assert.deepEqual(occ.map(o => o.start.toISOString()), [
       '2027-10-25T07:00:00.000Z', '2027-10-27T07:00:00.000Z', '2027-11-01T08:00:00.000Z', '2027-11-03T08:00:00.000Z'
     ])
@@ -126,37 +166,77 @@ void describe('recurrence engine: DST and month ends', () => {
     const zone = 'America/New_York'
     const occ = expand({ start: local('2027-03-13T02:30', zone), durationMs: HOUR, timezone: zone },
       { freq: 'daily', interval: 1, repeatDays: null, endsOn: 'after_n', endCount: 3, endDate: null }, { max: 500 })
-    assert.deepEqual(occ.map(o => localIso(o.start, zone)), ['2027-03-13T02:30', '2027-03-14T03:30', '2027-03-15T02:30'])
+    assert.deepEqual(
+      occ.map(o => localIso(o.start, zone)),
+      ['2027-03-13T02:30', '2027-03-14T03:30', '2027-03-15T02:30']
+    )
   })
 
   void it('monthly on the 31st clamps to the last day of shorter months, without drift', () => {
     const zone = 'Europe/Berlin'
     const occ = expand({ start: local('2027-01-31T18:00', zone), durationMs: HOUR, timezone: zone },
       { freq: 'monthly', interval: 1, repeatDays: null, endsOn: 'after_n', endCount: 5, endDate: null }, { max: 500 })
-    assert.deepEqual(occ.map(o => localIso(o.start, zone)), ['2027-01-31T18:00', '2027-02-28T18:00', '2027-03-31T18:00', '2027-04-30T18:00', '2027-05-31T18:00'])
+    assert.deepEqual(
+      occ.map(o => localIso(o.start, zone)),
+      ['2027-01-31T18:00', '2027-02-28T18:00', '2027-03-31T18:00', '2027-04-30T18:00', '2027-05-31T18:00']
+    )
   })
 
-  void it('on_date includes the end date\'s whole local day; after_n counts the anchor; the window bounds never', () => {
+  void it("on_date includes the end date's whole local day; after_n counts the anchor; the window bounds never", () => {
     const zone = 'Australia/Sydney'
     const start = local('2027-01-04T20:00', zone)
-    const onDate = expand({ start, durationMs: HOUR, timezone: zone },
-      { freq: 'daily', interval: 1, repeatDays: null, endsOn: 'on_date', endCount: null, endDate: local('2027-01-06T00:00', zone) }, { max: 500 })
+    const onDate = expand(
+      { start, durationMs: HOUR, timezone: zone },
+      {
+        freq: 'daily',
+        interval: 1,
+        repeatDays: null,
+        endsOn: 'on_date',
+        endCount: null,
+        endDate: local('2027-01-06T00:00', zone)
+      },
+      { max: 500 }
+    )
     assert.equal(onDate.length, 3)
-    const afterN = expand({ start, durationMs: HOUR, timezone: zone }, { freq: 'daily', interval: 2, repeatDays: null, endsOn: 'after_n', endCount: 1, endDate: null }, { max: 500 })
+    const afterN = expand(
+      { start, durationMs: HOUR, timezone: zone },
+      { freq: 'daily', interval: 2, repeatDays: null, endsOn: 'after_n', endCount: 1, endDate: null },
+      { max: 500 }
+    )
     assert.equal(afterN.length, 1)
-    const never = expand({ start, durationMs: HOUR, timezone: zone }, { freq: 'daily', interval: 1, repeatDays: null, endsOn: 'never', endCount: null, endDate: null },
-      { until: new Date(start.getTime() + 10 * 24 * HOUR), max: 500 })
+    const never = expand(
+      { start, durationMs: HOUR, timezone: zone },
+      { freq: 'daily', interval: 1, repeatDays: null, endsOn: 'never', endCount: null, endDate: null },
+      { until: new Date(start.getTime() + 10 * 24 * HOUR), max: 500 }
+    )
     assert.equal(never.length, 10)
   })
 
   void it('custom: every day on the listed weekdays; helpers', () => {
     const zone = 'UTC'
-    const occ = expand({ start: local('2027-06-07T08:00', zone), durationMs: HOUR, timezone: zone },
-      { freq: 'custom', interval: 1, repeatDays: [1, 2, 3, 4, 5], endsOn: 'after_n', endCount: 7, endDate: null }, { max: 500 })
-    assert.deepEqual(occ.map(o => localIso(o.start, zone).slice(0, 10)), ['2027-06-07', '2027-06-08', '2027-06-09', '2027-06-10', '2027-06-11', '2027-06-14', '2027-06-15'])
+    const occ = expand(
+      { start: local('2027-06-07T08:00', zone), durationMs: HOUR, timezone: zone },
+      { freq: 'custom', interval: 1, repeatDays: [1, 2, 3, 4, 5], endsOn: 'after_n', endCount: 7, endDate: null },
+      { max: 500 }
+    )
+    assert.deepEqual(
+      occ.map(o => localIso(o.start, zone).slice(0, 10)),
+      ['2027-06-07', '2027-06-08', '2027-06-09', '2027-06-10', '2027-06-11', '2027-06-14', '2027-06-15']
+    )
     assert.equal(intervalText(90 * 60_000), '01:30:00')
     assert.equal(intervalText(26 * HOUR), '1 day 02:00:00')
     const berlin = 'Europe/Berlin'
-    assert.equal(localIso(shiftWallClock(local('2027-11-01T09:00', berlin), berlin, local('2027-10-25T09:00', berlin), local('2027-10-25T10:30', berlin)), berlin), '2027-11-01T10:30')
+    assert.equal(
+      localIso(
+        shiftWallClock(
+          local('2027-11-01T09:00', berlin),
+          berlin,
+          local('2027-10-25T09:00', berlin),
+          local('2027-10-25T10:30', berlin)
+        ),
+        berlin
+      ),
+      '2027-11-01T10:30'
+    )
   })
 })

@@ -162,19 +162,27 @@ function lastDay (rule: Rule, zone: string): Day | null {
  *
  * @example
  *   expand({ start: new Date('2027-03-22T08:00:00Z'), durationMs: 3_600_000, timezone: 'Europe/Berlin' },
- *     { freq: 'weekly', interval: 1, repeatDays: [1, 3], endsOn: 'after_n', endCount: 10, endDate: null }, { max: 500 })
+ *     { freq: 'weekly', interval: 1, repeatDays: [1, 3], endsOn: 'after_n', endCount: 10, endDate: null }, { max: 500
+ * })
  */
 export function expand (anchor: Anchor, rule: Rule, options: ExpandOptions): Occurrence[] {
   const zone = anchor.timezone
   const first = DateTime.fromJSDate(anchor.start, { zone })
   if (!first.isValid) throw new Error(`invalid time zone ${zone}`)
   const out: Occurrence[] = []
-  const push = (start: Date) => { out.push({ index: out.length, start, end: new Date(start.getTime() + anchor.durationMs) }) }
-  const limitCount = rule.endsOn === 'after_n' && rule.endCount !== null ? Math.min(rule.endCount, options.max) : options.max
+  const push = (start: Date) => {
+    out.push({ index: out.length, start, end: new Date(start.getTime() + anchor.durationMs) })
+  }
+  const limitCount =
+    rule.endsOn === 'after_n' && rule.endCount !== null ? Math.min(rule.endCount, options.max) : options.max
   const last = lastDay(rule, zone)
   const until = options.until?.getTime()
   const anchorDay = dayOf(first)
-  if (limitCount <= 0 || (until !== undefined && anchor.start.getTime() >= until) || (last !== null && anchorDay > last)) return out
+  if (
+    limitCount <= 0 ||
+    (until !== undefined && anchor.start.getTime() >= until) ||
+    (last !== null && anchorDay > last)
+  ) { return out }
   push(anchor.start)
   const atWallTime = wallClock(first)
   for (const day of laterDays(anchorDay, rule)) {

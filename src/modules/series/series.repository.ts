@@ -19,7 +19,11 @@ export type SeriesInsert = Omit<Insertable<EventSeriesTable>, 'tenant_id'>
 export type SeriesUpdate = Updateable<EventSeriesTable>
 
 export async function insertSeries (trx: Tx, tenantId: string, values: SeriesInsert): Promise<SeriesRow> {
-  return await trx.insertInto('event_series').values({ ...values, tenant_id: tenantId }).returningAll().executeTakeFirstOrThrow()
+  return await trx
+    .insertInto('event_series')
+    .values({ ...values, tenant_id: tenantId })
+    .returningAll()
+    .executeTakeFirstOrThrow()
 }
 
 export async function updateSeries (trx: Tx, tenantId: string, id: number, values: SeriesUpdate): Promise<SeriesRow> {
@@ -29,20 +33,41 @@ export async function updateSeries (trx: Tx, tenantId: string, id: number, value
     .returningAll().executeTakeFirstOrThrow()
 }
 
-export async function findSeries (trx: Tx, tenantId: string, id: number, lock: boolean): Promise<SeriesRow | undefined> {
-  return await trx.selectFrom('event_series').selectAll()
-    .where('tenant_id', '=', tenantId).where('id', '=', id).where('is_deleted', '=', false)
+export async function findSeries (
+  trx: Tx, tenantId: string, id: number, lock: boolean
+): Promise<SeriesRow | undefined> {
+  return await trx
+    .selectFrom('event_series')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('is_deleted', '=', false)
     .$if(lock, qb => qb.forUpdate())
     .executeTakeFirst()
 }
 
-/** Live rows of a series (not deleted, no draft clones) from position `fromIndex` on (and rows without one), by position. */
-export async function lockOccurrenceRows (trx: Tx, tenantId: string, seriesId: number, fromIndex = 0): Promise<EventRow[]> {
-  return await trx.selectFrom('events').selectAll()
-    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
-    .where('is_deleted', '=', false).where('published_id', 'is', null)
-    .$if(fromIndex > 0, qb => qb.where(eb => eb.or([eb('series_index', '>=', fromIndex), eb('series_index', 'is', null)])))
-    .orderBy('series_index').orderBy('id')
+/**
+ * Live rows of a series (not deleted, no draft clones) from position `fromIndex` on (and rows without one), by
+ * position.
+ */
+export async function lockOccurrenceRows (
+  trx: Tx,
+  tenantId: string,
+  seriesId: number,
+  fromIndex = 0
+): Promise<EventRow[]> {
+  return await trx
+    .selectFrom('events')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('series_id', '=', seriesId)
+    .where('is_deleted', '=', false)
+    .where('published_id', 'is', null)
+    .$if(fromIndex > 0, qb =>
+      qb.where(eb => eb.or([eb('series_index', '>=', fromIndex), eb('series_index', 'is', null)]))
+    )
+    .orderBy('series_index')
+    .orderBy('id')
     .forUpdate()
     .execute()
 }
@@ -58,13 +83,24 @@ export type OccurrenceContent = Omit<EventInsert, 'start_dt' | 'end_dt' | 'serie
  * service runs on Citus, where INSERT…SELECT from a function becomes a COPY that row-level security
  * refuses.
  */
-export async function insertOccurrences (trx: Tx, tenantId: string, content: OccurrenceContent, slots: readonly Occurrence[]): Promise<EventRow[]> {
+export async function insertOccurrences (
+  trx: Tx,
+  tenantId: string,
+  content: OccurrenceContent,
+  slots: readonly Occurrence[]
+): Promise<EventRow[]> {
   // as in the single-row insert, a column whose value is undefined is left to its default
-  const rows = slots.map(p => ({ ...content, tenant_id: tenantId, start_dt: p.start.toISOString(), end_dt: p.end.toISOString(), series_index: p.index }))
+  const rows = slots.map(p => ({
+    ...content,
+    tenant_id: tenantId,
+    start_dt: p.start.toISOString(),
+    end_dt: p.end.toISOString(),
+    series_index: p.index
+  }))
   const inserted: EventRow[] = []
   // every column at most one bind parameter
   for (const chunk of rowChunks(rows, Object.keys(rows[0] ?? {}).length)) {
-    inserted.push(...await trx.insertInto('events').values(chunk).returningAll().execute())
+    inserted.push(...(await trx.insertInto('events').values(chunk).returningAll().execute()))
   }
   return inserted
 }
@@ -112,16 +148,31 @@ const OCCURRENCE_KEYS: KeyColumn[] = [
 ]
 
 /** The occurrences a caller may see, by start, one page (after the cursor's occurrence when there is one). */
-export async function pageOccurrences (trx: Tx, auth: AuthContext, seriesId: number, q: { page: number, limit: number, cursor?: string | undefined }) {
-  const window = pageWindow({ page: q.page, size: q.limit, cursor: q.cursor }, listScope('occurrences', { seriesId }), OCCURRENCE_KEYS)
-  const base = trx.selectFrom('events')
+export async function pageOccurrences (
+  trx: Tx,
+  auth: AuthContext,
+  seriesId: number,
+  q: { page: number; limit: number; cursor?: string | undefined }
+) {
+  const window = pageWindow(
+    { page: q.page, size: q.limit, cursor: q.cursor },
+    listScope('occurrences', { seriesId }),
+    OCCURRENCE_KEYS
+  )
+  const base = trx
+    .selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
   const [rows, count] = await Promise.all([
-    base.selectAll('events')
+    base
+      .selectAll('events')
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, OCCURRENCE_KEYS, window.after ?? [])))
-      .orderBy('events.start_dt').orderBy('events.series_index').orderBy('events.id')
-      .limit(window.limit).offset(window.offset).execute(),
+      .orderBy('events.start_dt')
+      .orderBy('events.series_index')
+      .orderBy('events.id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.start_dt, r.series_index, r.id]), total: Number(count.total) }
@@ -146,7 +197,10 @@ export async function attendeeCounts (trx: Tx, tenantId: string, seriesId: numbe
       eb.fn.count<string>('a.contact_id').distinct().as('contacts')
     ])
     .executeTakeFirstOrThrow()
-  const counts = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Number(row[s])])) as Record<typeof ATTENDEE_STATUSES[number], number>
+  const counts = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Number(row[s])])) as Record<
+    (typeof ATTENDEE_STATUSES)[number],
+    number
+  >
   return { attendee_counts: counts, total_attendees: Number(row.contacts) }
 }
 

@@ -13,8 +13,19 @@ import { NoContent } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { Event } from '../events/events.schemas.ts'
 import {
-  CreateEventWithSeriesBody, CreateSeriesBody, DeleteSeriesQuery, EventSeries, EventSeriesUpdate, EventWithSeries, OccurrencesQuery,
-  PagedOccurrences, PatchSeriesBody, PublishSeriesBody, SeriesManagerBody, SeriesParams, SeriesWithOccurrences
+  CreateEventWithSeriesBody,
+  CreateSeriesBody,
+  DeleteSeriesQuery,
+  EventSeries,
+  EventSeriesUpdate,
+  EventWithSeries,
+  OccurrencesQuery,
+  PagedOccurrences,
+  PatchSeriesBody,
+  PublishSeriesBody,
+  SeriesManagerBody,
+  SeriesParams,
+  SeriesWithOccurrences
 } from './series.schemas.ts'
 import * as service from './series.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
@@ -27,38 +38,58 @@ const FIRST_RUN_MS = 10_000
 export const seriesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post('/api/v1/events/with-series', {
-    schema: {
-      operationId: 'create-event-with-series',
-      summary: 'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences',
-      tags,
-      body: CreateEventWithSeriesBody,
-      response: { 201: EventWithSeries }
+  app.post(
+    '/api/v1/events/with-series',
+    {
+      schema: {
+        operationId: 'create-event-with-series',
+        summary:
+          'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences',
+        tags,
+        body: CreateEventWithSeriesBody,
+        response: { 201: EventWithSeries }
+      },
+      onRequest: requirePolicy('series', 'create')
     },
-    onRequest: requirePolicy('series', 'create')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
-    return await reply.code(201).header('location', `/api/v1/events/${result.event?.id ?? ''}`).send(result)
-  })
+    async (request, reply) => {
+      const auth = request.auth
+      const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
+      return await reply
+        .code(201)
+        .header('location', `/api/v1/events/${result.event?.id ?? ''}`)
+        .send(result)
+    }
+  )
 
-  app.post('/api/v1/events/:id/series', {
-    schema: {
-      operationId: 'create-event-series',
-      summary: 'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)',
-      tags,
-      params: SeriesParams,
-      body: CreateSeriesBody,
-      response: { 201: Type.Array(Event) }
+  app.post(
+    '/api/v1/events/:id/series',
+    {
+      schema: {
+        operationId: 'create-event-series',
+        summary:
+          'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)',
+        tags,
+        params: SeriesParams,
+        body: CreateSeriesBody,
+        response: { 201: Type.Array(Event) }
+      },
+      onRequest: requirePolicy('series', 'create')
     },
-    onRequest: requirePolicy('series', 'create')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { items, total, limit } = await withTenant(db, auth, trx => service.convertToSeries(trx, auth, request.params.id, request.body))
-    void reply.header('x-total-count', String(total))
-    if (total > items.length) void reply.header('link', `</api/v1/events/${request.params.id}/series/occurrences?page=2&limit=${limit}>; rel="next"`)
-    return await reply.code(201).send(items)
-  })
+    async (request, reply) => {
+      const auth = request.auth
+      const { items, total, limit } = await withTenant(db, auth, trx =>
+        service.convertToSeries(trx, auth, request.params.id, request.body)
+      )
+      void reply.header('x-total-count', String(total))
+      if (total > items.length) {
+        void reply.header(
+          'link',
+          `</api/v1/events/${request.params.id}/series/occurrences?page=2&limit=${limit}>; rel="next"`
+        )
+      }
+      return await reply.code(201).send(items)
+    }
+  )
 
   app.get('/api/v1/events/:id/series', {
     schema: {
@@ -72,7 +103,9 @@ export const seriesModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('series', 'read')
   }, async (request, reply) => {
     const q = request.query
-    const result = await withTenant(db, request.auth, trx => service.getSeries(trx, request.auth, request.params.id, q.page, q.limit))
+    const result = await withTenant(db, request.auth, trx =>
+      service.getSeries(trx, request.auth, request.params.id, q.page, q.limit)
+    )
     setEtag(reply, result.series.revision)
     return result
   })
@@ -89,25 +122,34 @@ export const seriesModule = defineModule(async (app, ctx) => {
     onRequest: requirePolicy('series', 'read')
   }, async (request) => {
     const q = request.query
-    return await withTenant(db, request.auth, trx => service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit, q.cursor))
+    return await withTenant(db, request.auth, trx =>
+      service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit, q.cursor)
+    )
   })
 
-  app.patch('/api/v1/events/:id/series', {
-    schema: {
-      operationId: 'patch-event-series',
-      summary: 'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences',
-      tags,
-      params: SeriesParams,
-      body: PatchSeriesBody,
-      response: { 200: EventSeriesUpdate }
+  app.patch(
+    '/api/v1/events/:id/series',
+    {
+      schema: {
+        operationId: 'patch-event-series',
+        summary:
+          'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences',
+        tags,
+        params: SeriesParams,
+        body: PatchSeriesBody,
+        response: { 200: EventSeriesUpdate }
+      },
+      onRequest: requirePolicy('series', 'edit_all')
     },
-    onRequest: requirePolicy('series', 'edit_all')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const result = await withTenant(db, auth, trx => service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request)))
-    setEtag(reply, result.revision)
-    return result
-  })
+    async (request, reply) => {
+      const auth = request.auth
+      const result = await withTenant(db, auth, trx =>
+        service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request))
+      )
+      setEtag(reply, result.revision)
+      return result
+    }
+  )
 
   app.delete('/api/v1/events/:id/series', {
     schema: {
@@ -120,7 +162,9 @@ export const seriesModule = defineModule(async (app, ctx) => {
     },
     onRequest: requirePolicy('series', 'delete_all')
   }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
+    await withTenant(db, request.auth, trx =>
+      service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request))
+    )
     return await reply.code(204).send(null)
   })
 
@@ -137,21 +181,30 @@ export const seriesModule = defineModule(async (app, ctx) => {
     // the notification options are optional: no body at all means {}
     preValidation: async (request) => { request.body ??= {} }
   }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
+    await withTenant(db, request.auth, trx =>
+      service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request))
+    )
     return await reply.code(204).send(null)
   })
 
-  app.post('/api/v1/events/:id/series/manager', {
-    schema: {
-      operationId: 'invite-series-manager',
-      summary: 'Invite a manager of every occurrence by e-mail (pending for 7 days)',
-      tags,
-      params: SeriesParams,
-      body: SeriesManagerBody,
-      response: { 200: EventSeries }
+  app.post(
+    '/api/v1/events/:id/series/manager',
+    {
+      schema: {
+        operationId: 'invite-series-manager',
+        summary: 'Invite a manager of every occurrence by e-mail (pending for 7 days)',
+        tags,
+        params: SeriesParams,
+        body: SeriesManagerBody,
+        response: { 200: EventSeries }
+      },
+      onRequest: requirePolicy('series', 'managers')
     },
-    onRequest: requirePolicy('series', 'managers')
-  }, async (request) => await withTenant(db, request.auth, trx => service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)))
+    async request =>
+      await withTenant(db, request.auth, trx =>
+        service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)
+      )
+  )
 
   if (ctx.config.workers) {
     let running = false

@@ -1,7 +1,18 @@
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
-import { CreateEventBody, Event, PublishEventBody, TITLE_MAX, DESCRIPTION_MAX, ADDRESS_MAX, TIMEZONE_MAX, KEYWORDS_MAX, KEYWORD_MAX, METADATA_MAX_KEYS } from '../events/events.schemas.ts'
+import {
+  CreateEventBody,
+  Event,
+  PublishEventBody,
+  TITLE_MAX,
+  DESCRIPTION_MAX,
+  ADDRESS_MAX,
+  TIMEZONE_MAX,
+  KEYWORDS_MAX,
+  KEYWORD_MAX,
+  METADATA_MAX_KEYS
+} from '../events/events.schemas.ts'
 import { ENDS_ON, FREQS } from './recurrence.ts'
 
 /** Bounds chosen by us (docs/series.md). */
@@ -14,20 +25,43 @@ export const OCCURRENCES_LIMIT_DEFAULT = 50
 export const MAX_CREATE_PER_REQUEST = 500
 /** A new series' anchor starts at most this many months before now. */
 export const MAX_PAST_MONTHS = 12
-/** Metadata keys that carry a storage key (written by the cover upload only): never taken in a series body, never cascaded. */
+/**
+ * Metadata keys that carry a storage key (written by the cover upload only): never taken in a series body, never
+ * cascaded.
+ */
 export const STORAGE_METADATA_KEYS = ['cover_image'] as const
 export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
 export const SERIES_STATUSES = ['draft', 'published', 'archived'] as const
 
-const RepeatDays = Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), { minItems: 1, maxItems: 7, uniqueItems: true, description: 'ISO weekdays, 1 = Monday … 7 = Sunday (weekly and custom)' })
+const RepeatDays = Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), {
+  minItems: 1,
+  maxItems: 7,
+  uniqueItems: true,
+  description: 'ISO weekdays, 1 = Monday … 7 = Sunday (weekly and custom)'
+})
 
 /** The recurrence rule fields (POST /events/{id}/series, the `series` of with-series, PATCH). */
 const ruleFields = {
-  freq: StringEnum(FREQS, { description: 'daily, weekly (on repeat_days), monthly (the anchor\'s day of month, clamped to the month end), custom (every interval days, on repeat_days)' }),
-  interval: Type.Optional(Type.Integer({ minimum: 1, maximum: INTERVAL_MAX, default: 1, description: 'Every N units of freq' })),
-  ends_on: Type.Optional(StringEnum(ENDS_ON, { description: 'never (a rolling window), on_date, after_n', default: 'never' })),
+  freq: StringEnum(FREQS, {
+    description:
+      "daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days)"
+  }),
+  interval: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: INTERVAL_MAX, default: 1, description: 'Every N units of freq' })
+  ),
+  ends_on: Type.Optional(
+    StringEnum(ENDS_ON, { description: 'never (a rolling window), on_date, after_n', default: 'never' })
+  ),
   repeat_days: Type.Optional(Nullable(RepeatDays)),
-  end_count: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_OCCURRENCES, description: `Occurrences including the anchor (after_n); at most ${MAX_OCCURRENCES}` }))),
+  end_count: Type.Optional(
+    Nullable(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_OCCURRENCES,
+        description: `Occurrences including the anchor (after_n); at most ${MAX_OCCURRENCES}`
+      })
+    )
+  ),
   end_date: Type.Optional(Nullable(DateTimeInput('Last start date, its whole day in the series time zone (on_date)')))
 }
 
@@ -37,7 +71,11 @@ export type CreateSeriesBody = Static<typeof CreateSeriesBody>
 const { template: _t, template_version: _v, $schema: _s, ...eventFields } = CreateEventBody.properties
 export const CreateEventWithSeriesBody = body({
   ...eventFields,
-  series: Type.Optional(Nullable(Type.Object(ruleFields, { additionalProperties: false, description: 'Recurrence rule; omitted = a single event' })))
+  series: Type.Optional(
+    Nullable(
+      Type.Object(ruleFields, { additionalProperties: false, description: 'Recurrence rule; omitted = a single event' })
+    )
+  )
 })
 export type CreateEventWithSeriesBody = Static<typeof CreateEventWithSeriesBody>
 
@@ -45,13 +83,24 @@ export const PatchSeriesBody = body({
   title: Type.Optional(Type.String({ minLength: 1, maxLength: TITLE_MAX })),
   description: Type.Optional(Nullable(Type.String({ maxLength: DESCRIPTION_MAX }))),
   address: Type.Optional(Nullable(Type.String({ maxLength: ADDRESS_MAX }))),
-  start_dt: Type.Optional(DateTimeInput('New start of the anchor: moves the time of day of every occurrence that has no times of its own')),
+  start_dt: Type.Optional(
+    DateTimeInput('New start of the anchor: moves the time of day of every occurrence that has no times of its own')
+  ),
   end_dt: Type.Optional(DateTimeInput('New end of the anchor: the length of every occurrence')),
   timezone: Type.Optional(Type.String({ minLength: 1, maxLength: TIMEZONE_MAX })),
   latitude: Type.Optional(Nullable(Type.Number({ minimum: -90, maximum: 90 }))),
   longitude: Type.Optional(Nullable(Type.Number({ minimum: -180, maximum: 180 }))),
-  keywords: Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: KEYWORD_MAX }), { maxItems: KEYWORDS_MAX }))),
-  metadata: Type.Optional(Nullable(Type.Object({}, { additionalProperties: true, maxProperties: METADATA_MAX_KEYS, description: 'Merged (RFC 7396)' }))),
+  keywords: Type.Optional(
+    Nullable(Type.Array(Type.String({ minLength: 1, maxLength: KEYWORD_MAX }), { maxItems: KEYWORDS_MAX }))
+  ),
+  metadata: Type.Optional(
+    Nullable(
+      Type.Object(
+        {},
+        { additionalProperties: true, maxProperties: METADATA_MAX_KEYS, description: 'Merged (RFC 7396)' }
+      )
+    )
+  ),
   visibility: Type.Optional(Type.Union([10, 20, 30, 40].map(v => Type.Literal(v)))),
   freq: Type.Optional(ruleFields.freq),
   interval: Type.Optional(Type.Integer({ minimum: 1, maximum: INTERVAL_MAX })),
@@ -87,7 +136,11 @@ const seriesProperties = {
   window_end: Nullable(Timestamp('ends_on never: occurrences exist up to here (a rolling window)')),
   description: Nullable(Type.String()),
   address: Nullable(Type.String()),
-  cover_image_key: Nullable(Type.String({ description: 'Always null: covers belong to each occurrence (PUT /events/{id}/cover), never to a series' })),
+  cover_image_key: Nullable(
+    Type.String({
+      description: 'Always null: covers belong to each occurrence (PUT /events/{id}/cover), never to a series'
+    })
+  ),
   latitude: Nullable(Type.Number()),
   longitude: Nullable(Type.Number()),
   keywords: Type.Array(Type.String()),
@@ -101,21 +154,31 @@ const seriesProperties = {
   series_manager_status: Nullable(StringEnum(['pending', 'active', 'revoked'] as const)),
   series_manager_invited_by: Nullable(Type.String()),
   series_manager_invited_email: Nullable(Type.String()),
-  series_manager_invite_token: Type.Optional(Type.String({ description: 'The plain invite token: only in the invite response' })),
+  series_manager_invite_token: Type.Optional(
+    Type.String({ description: 'The plain invite token: only in the invite response' })
+  ),
   series_manager_invited_at: Nullable(Timestamp()),
   series_manager_accepted_at: Nullable(Timestamp()),
   series_manager_expires_at: Nullable(Timestamp())
 }
 export const EventSeries = model('EventSeries', seriesProperties)
 
-const RemovedOccurrence = Type.Object({ id: Type.Integer(), start_dt: Nullable(Timestamp()), series_index: Nullable(Type.Integer()) })
+const RemovedOccurrence = Type.Object({
+  id: Type.Integer(),
+  start_dt: Nullable(Timestamp()),
+  series_index: Nullable(Type.Integer())
+})
 export const EventSeriesUpdate = model('EventSeriesUpdate', {
   ...seriesProperties,
-  removed_occurrences: Type.Array(RemovedOccurrence, { description: 'Occurrences the rule change removed (soft-deleted; their attendees are kept on them)' }),
+  removed_occurrences: Type.Array(RemovedOccurrence, {
+    description: 'Occurrences the rule change removed (soft-deleted; their attendees are kept on them)'
+  }),
   added_occurrences: Type.Integer({ description: 'Occurrences the rule change created' })
 })
 
-const AttendeeCounts = Type.Object(Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Type.Integer()])), { description: 'Attendees by status (occurrence rows and series-level rows)' })
+const AttendeeCounts = Type.Object(Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Type.Integer()])), {
+  description: 'Attendees by status (occurrence rows and series-level rows)'
+})
 
 export const SeriesWithOccurrences = model('SeriesWithOccurrences', {
   series: EventSeries,
@@ -142,21 +205,32 @@ const EventItem = Type.Object(Event.properties, { additionalProperties: false, d
 
 export const EventWithSeries = model('EventWithSeries', {
   event: Event,
-  occurrences: Type.Array(EventItem, { description: `The first page of occurrences (at most ${OCCURRENCES_LIMIT_MAX}), the anchor first; empty without a series. The rest: GET /events/{id}/series/occurrences` }),
+  occurrences: Type.Array(EventItem, {
+    description: `The first page of occurrences (at most ${OCCURRENCES_LIMIT_MAX}), the anchor first; empty without a series. The rest: GET /events/{id}/series/occurrences`
+  }),
   total: Type.Integer({ description: 'Occurrences the series has (0 without a series)' }),
   page: Type.Integer({ description: 'Always 1' }),
   limit: Type.Integer({ description: `Occurrences in this answer at most (${OCCURRENCES_LIMIT_MAX})` }),
-  total_pages: Type.Integer({ description: `Pages of GET /events/{id}/series/occurrences at limit ${OCCURRENCES_LIMIT_MAX}` })
+  total_pages: Type.Integer({
+    description: `Pages of GET /events/{id}/series/occurrences at limit ${OCCURRENCES_LIMIT_MAX}`
+  })
 })
 
 export const OccurrencesQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
-  limit: Type.Integer({ minimum: 1, maximum: OCCURRENCES_LIMIT_MAX, default: OCCURRENCES_LIMIT_DEFAULT, description: `Occurrences per page (1 to ${OCCURRENCES_LIMIT_MAX})` }),
+  limit: Type.Integer({
+    minimum: 1,
+    maximum: OCCURRENCES_LIMIT_MAX,
+    default: OCCURRENCES_LIMIT_DEFAULT,
+    description: `Occurrences per page (1 to ${OCCURRENCES_LIMIT_MAX})`
+  }),
   cursor: CursorParam
 })
 
 export const DeleteSeriesQuery = Type.Object({
-  scope: StringEnum(['this', 'future', 'all'] as const, { description: 'this occurrence, this and the following, or the whole series' })
+  scope: StringEnum(['this', 'future', 'all'] as const, {
+    description: 'this occurrence, this and the following, or the whole series'
+  })
 })
 
 export const SeriesManagerBody = body({ email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }) })

@@ -30,11 +30,17 @@ async function allOccurrences (t: TestApp, token: string, eventId: number): Prom
   }
 }
 
-function assertBadRequest (res: { statusCode: number, body: string, headers: Record<string, unknown> }, location: string): void {
+function assertBadRequest (
+  res: { statusCode: number; body: string; headers: Record<string, unknown> },
+  location: string
+): void {
   assert.equal(res.statusCode, 400, res.body)
   assert.deepEqual(problemIssues(res as never), [])
   const errors = JSON.parse(res.body).errors as Json[]
-  assert.ok(errors.some(e => e.location === location), `${location} in ${res.body.slice(0, 400)}`)
+  assert.ok(
+    errors.some(e => e.location === location),
+    `${location} in ${res.body.slice(0, 400)}`
+  )
 }
 
 const weekly = (start: string) => ({
@@ -54,20 +60,63 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const old = { title: 'Old', start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T10:00:00Z', timezone: 'UTC' }
-      assertBadRequest(await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...old, series: { freq: 'daily', ends_on: 'after_n', end_count: 5 } } }), 'body.start_dt')
-      assertBadRequest(await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...old, series: { freq: 'daily', ends_on: 'never' } } }), 'body.start_dt')
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: { ...old, series: { freq: 'daily', ends_on: 'after_n', end_count: 5 } }
+        }),
+        'body.start_dt'
+      )
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: { ...old, series: { freq: 'daily', ends_on: 'never' } }
+        }),
+        'body.start_dt'
+      )
       assert.equal((await getJson(t, alice, '/api/v1/events')).total, 0, 'nothing was created')
 
       const plain = await createEvent(t, alice, old)
-      assertBadRequest(await t.as(alice, { method: 'POST', url: `/api/v1/events/${plain.id}/series`, payload: { freq: 'daily', ends_on: 'never' } }), 'path.id')
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${plain.id}/series` })).statusCode, 404, 'no series made')
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${plain.id}/series`,
+          payload: { freq: 'daily', ends_on: 'never' }
+        }),
+        'path.id'
+      )
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${plain.id}/series` })).statusCode,
+        404,
+        'no series made'
+      )
 
-      const res = await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...weekly(NEXT_YEAR), series: { freq: 'daily', ends_on: 'never' } } })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/events/with-series',
+        payload: { ...weekly(NEXT_YEAR), series: { freq: 'daily', ends_on: 'never' } }
+      })
       assert.equal(res.statusCode, 201, res.body)
       const anchor = res.json().event.id as number
       const before = await getJson(t, alice, `/api/v1/events/${anchor}/series`)
-      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${anchor}/series`, payload: { start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T09:30:00Z' } }), 'body.start_dt')
-      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${anchor}?scope=all`, payload: { start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T09:30:00Z' } }), 'body.start_dt')
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${anchor}/series`,
+          payload: { start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T09:30:00Z' }
+        }),
+        'body.start_dt'
+      )
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${anchor}?scope=all`,
+          payload: { start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T09:30:00Z' }
+        }),
+        'body.start_dt'
+      )
       const after = await getJson(t, alice, `/api/v1/events/${anchor}/series`)
       assert.equal(after.series.revision, before.series.revision)
       assert.equal(after.series.start_dt, before.series.start_dt)
@@ -82,25 +131,46 @@ for (const kind of databases()) {
       const res = await t.as(alice, {
         method: 'POST',
         url: '/api/v1/events/with-series',
-        payload: { title: 'Daily', start_dt: start.toISO(), end_dt: start.plus({ minutes: 15 }).toISO(), timezone: 'UTC', series: { freq: 'daily', ends_on: 'never' } }
+        payload: {
+          title: 'Daily',
+          start_dt: start.toISO(),
+          end_dt: start.plus({ minutes: 15 }).toISO(),
+          timezone: 'UTC',
+          series: { freq: 'daily', ends_on: 'never' }
+        }
       })
       assert.equal(res.statusCode, 201, res.body)
       const made = res.json()
       // 11 months back and 12 ahead would be some 700 daily rows: 500 are made, the window ends before the 501st
       assert.equal(made.total, 500)
       assert.equal(made.occurrences.length, 200, 'the answer holds one page')
-      assert.deepEqual({ page: made.page, limit: made.limit, total_pages: made.total_pages }, { page: 1, limit: 200, total_pages: 3 })
+      assert.deepEqual(
+        { page: made.page, limit: made.limit, total_pages: made.total_pages },
+        { page: 1, limit: 200, total_pages: 3 }
+      )
       assert.equal(made.occurrences[0].id, made.event.id)
       const anchor = made.event.id as number
       let all = await allOccurrences(t, alice, anchor)
       assert.equal(all.length, 500, 'rows created, read back')
-      assert.deepEqual(made.occurrences.map((o: Json) => o.id), all.slice(0, 200).map(o => o.id))
+      assert.deepEqual(
+        made.occurrences.map((o: Json) => o.id),
+        all.slice(0, 200).map(o => o.id)
+      )
       let series = (await getJson(t, alice, `/api/v1/events/${anchor}/series`)).series
       assert.equal(series.window_end, start.plus({ days: 500 }).toUTC().toISO(), 'the window ends where the rows end')
 
       // converting an event answers a page too, with the total and a link to the rest
-      const e = await createEvent(t, alice, { title: 'Converted', start_dt: start.toISO(), end_dt: start.plus({ minutes: 15 }).toISO(), timezone: 'UTC' })
-      const converted = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/series`, payload: { freq: 'daily', ends_on: 'never' } })
+      const e = await createEvent(t, alice, {
+        title: 'Converted',
+        start_dt: start.toISO(),
+        end_dt: start.plus({ minutes: 15 }).toISO(),
+        timezone: 'UTC'
+      })
+      const converted = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${e.id}/series`,
+        payload: { freq: 'daily', ends_on: 'never' }
+      })
       assert.equal(converted.statusCode, 201, converted.body)
       assert.equal((converted.json() as Json[]).length, 200)
       assert.equal(converted.headers['x-total-count'], '500')
@@ -118,18 +188,27 @@ for (const kind of databases()) {
       await extendSeriesWindows(t.ctx.db, far)
       const grown = await allOccurrences(t, alice, anchor)
       assert.equal(grown.length, all.length + 500, 'four years due: 500 made in this run')
-      assert.deepEqual(grown.map(o => o.series_index), grown.map((_, i) => i))
+      assert.deepEqual(
+        grown.map(o => o.series_index),
+        grown.map((_, i) => i)
+      )
 
       // a rule change regenerates within the window, bounded too
-      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${anchor}/series`, payload: { freq: 'weekly', repeat_days: [1, 2, 3, 4, 5, 6, 7] } })
+      const patched = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${anchor}/series`,
+        payload: { freq: 'weekly', repeat_days: [1, 2, 3, 4, 5, 6, 7] }
+      })
       assert.equal(patched.statusCode, 200, patched.body)
       assert.ok(patched.json().added_occurrences <= 500)
     })
 
-    void it('a series patch never takes a storage key: cover_image_key (own, another tenant\'s, ../x) is a 400 and every cover stays', async () => {
+    void it("a series patch never takes a storage key: cover_image_key (own, another tenant's, ../x) is a 400 and every cover stays", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const made = (await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: weekly(NEXT_YEAR) })).json()
+      const made = (
+        await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: weekly(NEXT_YEAR) })
+      ).json()
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const own = await upload(t, alice, ids[1] ?? 0, PNG)
       assert.equal(own.statusCode, 200, own.body)
@@ -138,36 +217,90 @@ for (const kind of databases()) {
       const theirs = await createEvent(t, mallory, { title: 'Secret' })
       const theirCover = await upload(t, mallory, theirs.id, PNG)
       assert.equal(theirCover.statusCode, 200, theirCover.body)
-      const snapshot = async () => await Promise.all(ids.map(async id => {
-        const e = await getJson(t, alice, `/api/v1/events/${id}`)
-        return { id, cover_image_key: e.cover_image_key, cover: e.metadata.cover_image ?? null, revision: e.revision }
-      }))
+      const snapshot = async () =>
+        await Promise.all(
+          ids.map(async id => {
+            const e = await getJson(t, alice, `/api/v1/events/${id}`)
+            return {
+              id,
+              cover_image_key: e.cover_image_key,
+              cover: e.metadata.cover_image ?? null,
+              revision: e.revision
+            }
+          })
+        )
       const before = await snapshot()
       const seriesBefore = (await getJson(t, alice, `/api/v1/events/${ids[0]}/series`)).series
       for (const key of [own.json().cover_image_key, theirCover.json().cover_image_key, '../x', null]) {
-        assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${ids[0]}/series`, payload: { title: 'x', cover_image_key: key } }), 'body.cover_image_key')
+        assertBadRequest(
+          await t.as(alice, {
+            method: 'PATCH',
+            url: `/api/v1/events/${ids[0]}/series`,
+            payload: { title: 'x', cover_image_key: key }
+          }),
+          'body.cover_image_key'
+        )
       }
-      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${ids[0]}/series`, payload: { metadata: { cover_image: { key: '../x' } } } }), 'body.metadata.cover_image')
-      assertBadRequest(await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${ids[2]}?scope=all`, payload: { metadata: { cover_image: { key: '../x' } } } }), 'body.metadata.cover_image')
-      assertBadRequest(await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...weekly(NEXT_YEAR), metadata: { cover_image: { key: '../x' } } } }), 'body.metadata.cover_image')
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${ids[0]}/series`,
+          payload: { metadata: { cover_image: { key: '../x' } } }
+        }),
+        'body.metadata.cover_image'
+      )
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'PATCH',
+          url: `/api/v1/events/${ids[2]}?scope=all`,
+          payload: { metadata: { cover_image: { key: '../x' } } }
+        }),
+        'body.metadata.cover_image'
+      )
+      assertBadRequest(
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: { ...weekly(NEXT_YEAR), metadata: { cover_image: { key: '../x' } } }
+        }),
+        'body.metadata.cover_image'
+      )
       assert.deepEqual(await snapshot(), before, 'every occurrence keeps its cover')
       assert.equal((await getJson(t, alice, `/api/v1/events/${ids[0]}/series`)).series.revision, seriesBefore.revision)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[0]}/cover` })).statusCode, 404, 'no cover reached the anchor')
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[0]}/cover` })).statusCode,
+        404,
+        'no cover reached the anchor'
+      )
       assert.equal((await t.as(mallory, { method: 'GET', url: `/api/v1/events/${theirs.id}/cover` })).statusCode, 200)
     })
 
-    void it('series cascades never copy a cover between events: new occurrences have none, and a new cover on one leaves the anchor\'s', async () => {
+    void it("series cascades never copy a cover between events: new occurrences have none, and a new cover on one leaves the anchor's", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const e = await createEvent(t, alice, { title: 'Club', start_dt: NEXT_YEAR, end_dt: '2027-03-15T10:00:00.000Z', timezone: 'UTC', metadata: { room: 'A' } })
+      const e = await createEvent(t, alice, {
+        title: 'Club',
+        start_dt: NEXT_YEAR,
+        end_dt: '2027-03-15T10:00:00.000Z',
+        timezone: 'UTC',
+        metadata: { room: 'A' }
+      })
       const cover = await upload(t, alice, e.id, PNG)
       assert.equal(cover.statusCode, 200, cover.body)
       const key = cover.json().cover_image_key as string
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/series`, payload: { freq: 'weekly', repeat_days: [1], ends_on: 'after_n', end_count: 4 } })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${e.id}/series`,
+        payload: { freq: 'weekly', repeat_days: [1], ends_on: 'after_n', end_count: 4 }
+      })
       assert.equal(res.statusCode, 201, res.body)
       const ids = (res.json() as Json[]).map(o => o.id as number)
       assert.equal(ids[0], e.id)
-      const meta = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}/series`, payload: { metadata: { room: 'B' }, end_count: 6, address: 'Hall 2' } })
+      const meta = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/events/${e.id}/series`,
+        payload: { metadata: { room: 'B' }, end_count: 6, address: 'Hall 2' }
+      })
       assert.equal(meta.statusCode, 200, meta.body)
       assert.equal(meta.json().cover_image_key, null, 'the series holds no key')
       const items = await allOccurrences(t, alice, e.id)
@@ -186,7 +319,11 @@ for (const kind of databases()) {
       const other = await upload(t, alice, ids[1] ?? 0, PNG)
       assert.equal(other.statusCode, 200, other.body)
       assert.notEqual(other.json().cover_image_key, key)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/cover` })).statusCode, 200, 'the anchor\'s object is still there')
+      assert.equal(
+        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/cover` })).statusCode,
+        200,
+        "the anchor's object is still there"
+      )
       assert.equal((await getJson(t, alice, `/api/v1/events/${e.id}`)).cover_image_key, key)
     })
 
@@ -194,14 +331,31 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
-      const made = (await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...weekly(NEXT_YEAR), visibility: 10 } })).json()
+      const made = (
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: { ...weekly(NEXT_YEAR), visibility: 10 }
+        })
+      ).json()
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const mine = ids[2] ?? 0
       await addManager(t, tenant.id, mine, 'bob', { role: 'event_manager:full' })
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${ids[3]}` })).statusCode, 404, 'bob cannot see the other occurrences')
+      assert.equal(
+        (await t.as(bob, { method: 'GET', url: `/api/v1/events/${ids[3]}` })).statusCode,
+        404,
+        'bob cannot see the other occurrences'
+      )
       const snapshot = async () => ({
         series: (await getJson(t, alice, `/api/v1/events/${ids[0]}/series`)).series,
-        items: (await allOccurrences(t, alice, ids[0] ?? 0)).map(o => ({ id: o.id, title: o.title, start_dt: o.start_dt, status: o.status, revision: o.revision, series_id: o.series_id }))
+        items: (await allOccurrences(t, alice, ids[0] ?? 0)).map(o => ({
+          id: o.id,
+          title: o.title,
+          start_dt: o.start_dt,
+          status: o.status,
+          revision: o.revision,
+          series_id: o.series_id
+        }))
       })
       const before = await snapshot()
       assert.equal(before.items.length, 6)
@@ -223,31 +377,72 @@ for (const kind of databases()) {
       }
       assert.deepEqual(await snapshot(), before, 'no occurrence and not the series changed')
 
-      const own = await t.as(bob, { method: 'PATCH', url: `/api/v1/events/${mine}?scope=this`, payload: { title: 'Bob\'s' } })
+      const own = await t.as(bob, {
+        method: 'PATCH',
+        url: `/api/v1/events/${mine}?scope=this`,
+        payload: { title: "Bob's" }
+      })
       assert.equal(own.statusCode, 200, own.body)
       const after = await snapshot()
-      assert.deepEqual(after.items.map(o => o.title), before.items.map(o => o.id === mine ? 'Bob\'s' : 'Standup'))
+      assert.deepEqual(
+        after.items.map(o => o.title),
+        before.items.map(o => (o.id === mine ? "Bob's" : 'Standup'))
+      )
       assert.equal(after.series.title, 'Standup')
       const gone = await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${mine}/series?scope=this` })
       assert.equal(gone.statusCode, 204, gone.body)
-      assert.deepEqual((await allOccurrences(t, alice, ids[0] ?? 0)).map(o => o.id), ids.filter(id => id !== mine))
+      assert.deepEqual(
+        (await allOccurrences(t, alice, ids[0] ?? 0)).map(o => o.id),
+        ids.filter(id => id !== mine)
+      )
 
       // series-level rights: an active series manager holding the permission may; one without it may not
       const carol = await tenant.user('carol')
       const dave = await tenant.user('dave')
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.insertInto('event_managers').values([
-          { tenant_id: tenant.id, event_id: ids[0] ?? 0, series_id: made.event.series_id, user_id: 'carol', role: 'event_manager:editor', status: 'active' },
-          { tenant_id: tenant.id, event_id: ids[0] ?? 0, series_id: made.event.series_id, user_id: 'dave', role: 'event_manager:attendees', status: 'active' }
-        ]).execute()
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx
+          .insertInto('event_managers')
+          .values([
+            {
+              tenant_id: tenant.id,
+              event_id: ids[0] ?? 0,
+              series_id: made.event.series_id,
+              user_id: 'carol',
+              role: 'event_manager:editor',
+              status: 'active'
+            },
+            {
+              tenant_id: tenant.id,
+              event_id: ids[0] ?? 0,
+              series_id: made.event.series_id,
+              user_id: 'dave',
+              role: 'event_manager:attendees',
+              status: 'active'
+            }
+          ])
+          .execute()
       })
-      assert.equal((await t.as(dave, { method: 'PATCH', url: `/api/v1/events/${ids[3]}?scope=all`, payload: { title: 'Dave' } })).statusCode, 403)
-      const byCarol = await t.as(carol, { method: 'PATCH', url: `/api/v1/events/${ids[3]}?scope=all`, payload: { title: 'Carol' } })
+      assert.equal(
+        (await t.as(dave, { method: 'PATCH', url: `/api/v1/events/${ids[3]}?scope=all`, payload: { title: 'Dave' } }))
+          .statusCode,
+        403
+      )
+      const byCarol = await t.as(carol, {
+        method: 'PATCH',
+        url: `/api/v1/events/${ids[3]}?scope=all`,
+        payload: { title: 'Carol' }
+      })
       assert.equal(byCarol.statusCode, 200, byCarol.body)
       // the editor bundle has no event:delete
-      assert.equal((await t.as(carol, { method: 'DELETE', url: `/api/v1/events/${ids[3]}/series?scope=all` })).statusCode, 403)
+      assert.equal(
+        (await t.as(carol, { method: 'DELETE', url: `/api/v1/events/${ids[3]}/series?scope=all` })).statusCode,
+        403
+      )
       const items = await allOccurrences(t, alice, ids[0] ?? 0)
-      assert.deepEqual(items.map(o => o.title), Array(5).fill('Carol'))
+      assert.deepEqual(
+        items.map(o => o.title),
+        Array(5).fill('Carol')
+      )
       assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${ids[3]}` })).statusCode, 404)
     })
 
@@ -256,20 +451,56 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const viewer = await tenant.user('vera', ['viewer'])
-      const made = (await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: { ...weekly(NEXT_YEAR), visibility: 40 } })).json()
+      const made = (
+        await t.as(alice, {
+          method: 'POST',
+          url: '/api/v1/events/with-series',
+          payload: { ...weekly(NEXT_YEAR), visibility: 40 }
+        })
+      ).json()
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const first = ids[0] ?? 0
       // bob manages the whole series' managers, but holds nothing else: he may not invite a full manager
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.insertInto('event_managers').values({ tenant_id: tenant.id, event_id: first, series_id: (made.occurrences as Json[])[0]?.series_id as number, user_id: 'bob', permissions: ['managers:manage'], role: null, status: 'active' }).execute()
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await trx
+          .insertInto('event_managers')
+          .values({
+            tenant_id: tenant.id,
+            event_id: first,
+            series_id: (made.occurrences as Json[])[0]?.series_id as number,
+            user_id: 'bob',
+            permissions: ['managers:manage'],
+            role: null,
+            status: 'active'
+          })
+          .execute()
       })
-      const refused = await t.as(bob, { method: 'POST', url: `/api/v1/events/${first}/series/manager`, payload: { email: 'mallory@example.test' } })
+      const refused = await t.as(bob, {
+        method: 'POST',
+        url: `/api/v1/events/${first}/series/manager`,
+        payload: { email: 'mallory@example.test' }
+      })
       assert.equal(refused.statusCode, 403, refused.body)
-      assert.equal((await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email ?? null, null, 'no invite was made')
-      const invited = await t.as(alice, { method: 'POST', url: `/api/v1/events/${first}/series/manager`, payload: { email: 'carol@example.test' } })
+      assert.equal(
+        (await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email ?? null,
+        null,
+        'no invite was made'
+      )
+      const invited = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${first}/series/manager`,
+        payload: { email: 'carol@example.test' }
+      })
       assert.equal(invited.statusCode, 200, invited.body)
-      assert.equal((await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email, 'carol@example.test')
-      assert.equal((await getJson(t, bob, `/api/v1/events/${first}/series`)).series.series_manager_invited_email, 'carol@example.test', 'bob holds managers:manage on the series')
+      assert.equal(
+        (await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email,
+        'carol@example.test'
+      )
+      assert.equal(
+        (await getJson(t, bob, `/api/v1/events/${first}/series`)).series.series_manager_invited_email,
+        'carol@example.test',
+        'bob holds managers:manage on the series'
+      )
       const seen = (await getJson(t, viewer, `/api/v1/events/${first}/series`)).series
       assert.equal(seen.series_manager_status, 'pending')
       assert.equal(seen.series_manager_invited_email, null)

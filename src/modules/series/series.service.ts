@@ -11,7 +11,13 @@ import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
-import { error403Forbidden, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import {
+  error403Forbidden,
+  error404NotFound,
+  error409Conflict,
+  fieldError,
+  invalidField
+} from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { newInviteToken } from '../../platform/invite-tokens.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
@@ -24,7 +30,16 @@ import { METADATA_MAX_BYTES, type PatchEventBody } from '../events/events.schema
 import { createEvent, mergePatch, patchEvent, withSpacesAll } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findTemplate, latestTemplate } from '../events/templates.ts'
-import { customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule } from './recurrence.ts'
+import {
+  customReachable,
+  exceeds,
+  expand,
+  intervalText,
+  localDays,
+  shiftWallClock,
+  type Occurrence,
+  type Rule
+} from './recurrence.ts'
 import * as repo from './series.repository.ts'
 import {
   MAX_CREATE_PER_REQUEST, MAX_OCCURRENCES, MAX_PAST_MONTHS, OCCURRENCES_LIMIT_MAX, STORAGE_METADATA_KEYS, WINDOW_MONTHS,
@@ -53,7 +68,10 @@ export async function occurrenceViews (trx: Tx, tenantId: string, rows: EventRow
  */
 export async function seriesView (trx: Tx, auth: AuthContext, row: SeriesRow, token?: string) {
   const m = await repo.latestSeriesManager(trx, row.tenant_id, row.id)
-  const showInvitee = m?.invited_email !== null && m?.invited_email !== undefined && await hasSeriesPermission(trx, auth, row, 'managers:manage')
+  const showInvitee =
+    m?.invited_email !== null &&
+    m?.invited_email !== undefined &&
+    (await hasSeriesPermission(trx, auth, row, 'managers:manage'))
   const expired = m?.status === 'pending' && m.expires_at !== null && new Date(m.expires_at).getTime() < Date.now()
   return {
     ...row,
@@ -77,7 +95,8 @@ export async function seriesView (trx: Tx, auth: AuthContext, row: SeriesRow, to
 // ---- the rule
 
 const ms = (d: Date | string | null | undefined): number => d === null || d === undefined ? NaN : new Date(d).getTime()
-const localDay = (d: Date | string, zone: string): string => DateTime.fromJSDate(new Date(d), { zone }).toISODate() ?? ''
+const localDay = (d: Date | string, zone: string): string =>
+  DateTime.fromJSDate(new Date(d), { zone }).toISODate() ?? ''
 
 function ruleOf (s: Pick<SeriesRow, 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date'>): Rule {
   return {
@@ -99,22 +118,31 @@ const anchorOf = (s: Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>) => ({
 /** The rule's positions of a series: bounded by its end, its window (never) and the row bounds. */
 function positionsOf (s: SeriesRow, until?: Date): Occurrence[] {
   const window = until ?? (s.window_end === null ? undefined : new Date(s.window_end))
-  return expand(anchorOf(s), ruleOf(s), { until: s.ends_on === 'never' ? window : undefined, max: s.ends_on === 'never' ? NEVER_MAX : MAX_OCCURRENCES })
+  return expand(anchorOf(s), ruleOf(s), {
+    until: s.ends_on === 'never' ? window : undefined,
+    max: s.ends_on === 'never' ? NEVER_MAX : MAX_OCCURRENCES
+  })
 }
 
 /** Occurrences start at most this long after the anchor (after_n, on_date), and anchors before LATEST_ANCHOR_YEAR. */
 const MAX_SPAN_YEARS = 10
 const LATEST_ANCHOR_YEAR = 9000
 const MAX_DURATION_DAYS = 366
-const spanLimit = (start: Date): Date => DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
+const spanLimit = (start: Date): Date =>
+  DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
 
-const windowFrom = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: WINDOW_MONTHS }).toJSDate()
+const windowFrom = (now: Date): Date =>
+  DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: WINDOW_MONTHS }).toJSDate()
 
 /** The earliest start a new series' anchor may have (MAX_PAST_MONTHS before `now`). */
-const earliestAnchor = (now: Date): Date => DateTime.fromJSDate(now, { zone: 'UTC' }).minus({ months: MAX_PAST_MONTHS }).toJSDate()
+const earliestAnchor = (now: Date): Date =>
+  DateTime.fromJSDate(now, { zone: 'UTC' }).minus({ months: MAX_PAST_MONTHS }).toJSDate()
 const DAY_MS = 86_400_000
 
-type RuleAndAnchor = Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone' | 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date'>
+type RuleAndAnchor = Pick<
+  SeriesRow,
+  'start_dt' | 'end_dt' | 'timezone' | 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date'
+>
 
 /**
  * The window end of an ends_on=never series that materialises at most MAX_CREATE_PER_REQUEST
@@ -139,7 +167,12 @@ function withoutStorageKeys (metadata: Json): Json {
 function refuseStorageKeys (metadata: Json | null | undefined): void {
   if (metadata === null || metadata === undefined) return
   for (const k of STORAGE_METADATA_KEYS) {
-    if (Object.hasOwn(metadata, k)) throw invalidField(`body.metadata.${k}`, 'set by the cover upload (PUT /events/{id}/cover) only, never in a series body')
+    if (Object.hasOwn(metadata, k)) {
+      throw invalidField(
+        `body.metadata.${k}`,
+        'set by the cover upload (PUT /events/{id}/cover) only, never in a series body'
+      )
+    }
   }
 }
 
@@ -156,14 +189,21 @@ interface RuleInput {
  * Checks a rule against its anchor (400 naming the field, `prefix` = `body.` or `body.series.`)
  * and returns the stored rule columns.
  */
-function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>, prefix: string, anchorAt: { start: string, end: string }) {
+function checkRule (
+  input: RuleInput,
+  base: Partial<SeriesRow> & Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>,
+  prefix: string,
+  anchorAt: { start: string; end: string }
+) {
   const freq = input.freq ?? base.freq
   if (freq === undefined) throw invalidField(`${prefix}freq`, 'required')
   const interval = input.interval ?? base.interval ?? 1
   const endsOn = input.ends_on ?? base.ends_on ?? 'never'
   const repeatDays = 'repeat_days' in input ? (input.repeat_days ?? null) : (base.repeat_days ?? null)
-  const endCount = endsOn !== 'after_n' ? null : ('end_count' in input ? (input.end_count ?? null) : (base.end_count ?? null))
-  const endDateInput = endsOn !== 'on_date' ? null : ('end_date' in input ? (input.end_date ?? null) : (base.end_date ?? null))
+  const endCount =
+    endsOn !== 'after_n' ? null : 'end_count' in input ? (input.end_count ?? null) : (base.end_count ?? null)
+  const endDateInput =
+    endsOn !== 'on_date' ? null : 'end_date' in input ? (input.end_date ?? null) : (base.end_date ?? null)
   const endDate = endDateInput === null ? null : new Date(endDateInput)
   const zone = base.timezone
   if (new Date(base.start_dt).getUTCFullYear() >= LATEST_ANCHOR_YEAR) {
@@ -173,24 +213,52 @@ function checkRule (input: RuleInput, base: Partial<SeriesRow> & Pick<SeriesRow,
     throw invalidField(anchorAt.end, `an occurrence lasts at most ${MAX_DURATION_DAYS} days`, base.end_dt)
   }
   if (freq === 'weekly' || freq === 'custom') {
-    if (repeatDays === null || repeatDays.length === 0) throw invalidField(`${prefix}repeat_days`, `required (ISO weekdays 1-7) when freq is ${freq}`, repeatDays)
-    if (freq === 'custom' && !customReachable(DateTime.fromJSDate(new Date(base.start_dt), { zone }).weekday, interval, repeatDays)) {
-      throw invalidField(`${prefix}repeat_days`, `no listed weekday is ever reached every ${interval} days from the anchor`, repeatDays)
+    if (repeatDays === null || repeatDays.length === 0) {
+      throw invalidField(`${prefix}repeat_days`, `required (ISO weekdays 1-7) when freq is ${freq}`, repeatDays)
+    }
+    if (
+      freq === 'custom' &&
+      !customReachable(DateTime.fromJSDate(new Date(base.start_dt), { zone }).weekday, interval, repeatDays)
+    ) {
+      throw invalidField(
+        `${prefix}repeat_days`,
+        `no listed weekday is ever reached every ${interval} days from the anchor`,
+        repeatDays
+      )
     }
   }
-  if (endsOn === 'after_n' && endCount === null) throw invalidField(`${prefix}end_count`, 'required when ends_on is after_n', endCount)
+  if (endsOn === 'after_n' && endCount === null) {
+    throw invalidField(`${prefix}end_count`, 'required when ends_on is after_n', endCount)
+  }
   if (endsOn === 'on_date') {
     if (endDate === null) throw invalidField(`${prefix}end_date`, 'required when ends_on is on_date', endDateInput)
-    if (localDay(endDate, zone) < localDay(base.start_dt, zone)) throw invalidField(`${prefix}end_date`, 'expected a date on or after the first start', endDateInput)
+    if (localDay(endDate, zone) < localDay(base.start_dt, zone)) {
+      throw invalidField(`${prefix}end_date`, 'expected a date on or after the first start', endDateInput)
+    }
   }
-  const rule: Rule = { freq, interval, repeatDays: freq === 'weekly' || freq === 'custom' ? repeatDays : null, endsOn, endCount, endDate }
+  const rule: Rule = {
+    freq,
+    interval,
+    repeatDays: freq === 'weekly' || freq === 'custom' ? repeatDays : null,
+    endsOn,
+    endCount,
+    endDate
+  }
   if (endsOn === 'on_date' && exceeds(anchorOf(base), rule, MAX_OCCURRENCES)) {
-    throw invalidField(`${prefix}end_date`, `the rule yields more than ${MAX_OCCURRENCES} occurrences; choose an earlier end_date or ends_on never`, endDateInput)
+    throw invalidField(
+      `${prefix}end_date`,
+      `the rule yields more than ${MAX_OCCURRENCES} occurrences; choose an earlier end_date or ends_on never`,
+      endDateInput
+    )
   }
   if (endsOn === 'after_n' || endsOn === 'on_date') {
     const last = expand(anchorOf(base), rule, { max: MAX_OCCURRENCES }).at(-1)
     if (last !== undefined && last.start.getTime() > spanLimit(new Date(base.start_dt)).getTime()) {
-      throw invalidField(`${prefix}${endsOn === 'after_n' ? 'end_count' : 'end_date'}`, `the last occurrence would start more than ${MAX_SPAN_YEARS} years after the first`, endsOn === 'after_n' ? endCount : endDateInput)
+      throw invalidField(
+        `${prefix}${endsOn === 'after_n' ? 'end_count' : 'end_date'}`,
+        `the last occurrence would start more than ${MAX_SPAN_YEARS} years after the first`,
+        endsOn === 'after_n' ? endCount : endDateInput
+      )
     }
   }
   return {
@@ -251,7 +319,11 @@ function occurrenceContent (s: SeriesRow): repo.OccurrenceContent {
   }
 }
 
-interface SyncResult { rows: EventRow[], removed: Array<{ id: number, start_dt: Date | null, series_index: number | null }>, added: number }
+interface SyncResult {
+  rows: EventRow[]
+  removed: Array<{ id: number; start_dt: Date | null; series_index: number | null }>
+  added: number
+}
 
 /**
  * Makes the live occurrences of `s` match its rule from `from` on. Rows are matched to positions
@@ -271,7 +343,9 @@ async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Dat
   const byDay = new Map(wanted.map(p => [dayIn(p.start), p]))
   const dayInOld = old.timezone === s.timezone ? dayIn : localDays(old.timezone)
   // the callers bound the work before it starts (checkRule, cappedWindow): this is the backstop
-  if (wanted.length > MAX_CREATE_PER_REQUEST) throw new Error(`series ${s.id}: ${wanted.length} positions to materialise, more than ${MAX_CREATE_PER_REQUEST}`)
+  if (wanted.length > MAX_CREATE_PER_REQUEST) {
+    throw new Error(`series ${s.id}: ${wanted.length} positions to materialise, more than ${MAX_CREATE_PER_REQUEST}`)
+  }
   // rows of earlier slots are left alone: only those from the first slot at or after `from` are read
   const firstIndex = oldSlots.findIndex(p => p.start.getTime() >= from.getTime())
   const rows = await repo.lockOccurrenceRows(trx, tenantId, s.id, firstIndex < 0 ? oldSlots.length : firstIndex)
@@ -288,15 +362,29 @@ async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, from: Dat
       continue
     }
     kept.add(p.index)
-    const moved = slot === undefined || ms(row.start_dt) !== slot.start.getTime() || ms(row.end_dt) !== slot.end.getTime()
-    const retime = !moved && (ms(row.start_dt) !== p.start.getTime() || ms(row.end_dt) !== p.end.getTime() || row.timezone !== s.timezone)
-    if (row.series_index !== p.index || retime) moves.push({ id: row.id, seriesIndex: p.index, times: retime ? { start: p.start, end: p.end, timezone: s.timezone } : undefined })
+    const moved =
+      slot === undefined || ms(row.start_dt) !== slot.start.getTime() || ms(row.end_dt) !== slot.end.getTime()
+    const retime =
+      !moved &&
+      (ms(row.start_dt) !== p.start.getTime() || ms(row.end_dt) !== p.end.getTime() || row.timezone !== s.timezone)
+    if (row.series_index !== p.index || retime) {
+      moves.push({
+        id: row.id,
+        seriesIndex: p.index,
+        times: retime ? { start: p.start, end: p.end, timezone: s.timezone } : undefined
+      })
+    }
   }
   // the rows are locked: the live rows after the writes are the locked ones less the removed,
   // the moved ones as written and the new ones (no second read)
   await repo.deleteOccurrences(trx, tenantId, removed.map(r => r.id))
   const written = await repo.moveOccurrences(trx, tenantId, moves)
-  const inserted = await repo.insertOccurrences(trx, tenantId, occurrenceContent(s), wanted.filter(p => !kept.has(p.index)))
+  const inserted = await repo.insertOccurrences(
+    trx,
+    tenantId,
+    occurrenceContent(s),
+    wanted.filter(p => !kept.has(p.index))
+  )
   const live = new Map(rows.map(r => [r.id, r]))
   for (const r of removed) live.delete(r.id)
   for (const r of [...written, ...inserted]) live.set(r.id, r)
@@ -316,10 +404,17 @@ function bySeriesIndex (a: EventRow, b: EventRow): number {
  * Built from immutable functions only (`jsonb_set`, not `jsonb_build_object`): Citus runs the update
  * on the shards and refuses a CASE or COALESCE over a function that is not immutable.
  */
-const ownStorageEntries = sql.join(STORAGE_METADATA_KEYS.map(k =>
-  sql`coalesce(jsonb_set('{}'::jsonb, array[${sql.lit(k)}]::text[], metadata -> ${sql.lit(k)}), '{}'::jsonb)`), sql` || `)
+const ownStorageEntries = sql.join(
+  STORAGE_METADATA_KEYS.map(
+    k => sql`coalesce(jsonb_set('{}'::jsonb, array[${sql.lit(k)}]::text[], metadata -> ${sql.lit(k)}), '{}'::jsonb)`
+  ),
+  sql` || `
+)
 
-/** Writes the series' content onto its occurrences; title, description and metadata skip overridden ones; covers are never written. */
+/**
+ * Writes the series' content onto its occurrences; title, description and metadata skip overridden ones; covers are
+ * never written.
+ */
 async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet<string>): Promise<void> {
   const base = trx.updateTable('events')
     .where('tenant_id', '=', s.tenant_id).where('series_id', '=', s.id)
@@ -334,15 +429,27 @@ async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet<string
   }
   await write(base, all)
   if (fields.has('title')) await write(base.where('title_override', 'is', null), { title: s.title })
-  if (fields.has('description')) await write(base.where('description_override', 'is', null), { description: s.description })
+  if (fields.has('description')) {
+    await write(base.where('description_override', 'is', null), { description: s.description })
+  }
   if (fields.has('metadata')) {
     const shared = JSON.stringify(withoutStorageKeys(s.metadata))
-    await base.where('metadata_override', 'is', null)
-      .set({ metadata: sql`${shared}::jsonb || ${ownStorageEntries}`, revision: sql`revision + 1`, updated_at: sql`now()` })
+    await base
+      .where('metadata_override', 'is', null)
+      .set({
+        metadata: sql`${shared}::jsonb || ${ownStorageEntries}`,
+        revision: sql`revision + 1`,
+        updated_at: sql`now()`
+      })
       .execute()
     // overridden occurrences: the series' metadata under their own keys
-    await base.where('metadata_override', 'is not', null)
-      .set({ metadata: sql`${shared}::jsonb || metadata_override || ${ownStorageEntries}`, revision: sql`revision + 1`, updated_at: sql`now()` })
+    await base
+      .where('metadata_override', 'is not', null)
+      .set({
+        metadata: sql`${shared}::jsonb || metadata_override || ${ownStorageEntries}`,
+        revision: sql`revision + 1`,
+        updated_at: sql`now()`
+      })
       .execute()
   }
 }
@@ -361,7 +468,14 @@ async function record (trx: Tx, auth: AuthContext, s: SeriesRow, topic: string, 
 }
 
 /** Makes `anchor` position 0 of a new series with `input`'s rule and materialises the occurrences. */
-async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, input: RuleInput, prefix: string, now: Date) {
+async function seriesFromAnchor (
+  trx: Tx,
+  auth: AuthContext,
+  anchor: EventRow,
+  input: RuleInput,
+  prefix: string,
+  now: Date
+) {
   const startAt = prefix === 'body.series.' ? 'body.start_dt' : 'path.id'
   if (anchor.start_dt === null) throw invalidField(startAt, 'a series needs an anchor with a start_dt', null)
   const start = new Date(anchor.start_dt)
@@ -370,7 +484,12 @@ async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, i
   }
   const end = anchor.end_dt === null ? start : new Date(anchor.end_dt)
   const base = { start_dt: start, end_dt: end, timezone: anchor.timezone }
-  const rule = checkRule(input, base, prefix, prefix === 'body.series.' ? { start: 'body.start_dt', end: 'body.end_dt' } : { start: 'path.id', end: 'path.id' })
+  const rule = checkRule(
+    input,
+    base,
+    prefix,
+    prefix === 'body.series.' ? { start: 'body.start_dt', end: 'body.end_dt' } : { start: 'path.id', end: 'path.id' }
+  )
   const s = await repo.insertSeries(trx, auth.tenantId, {
     org_id: anchor.org_id,
     creator_id: anchor.creator_id,
@@ -394,16 +513,28 @@ async function seriesFromAnchor (trx: Tx, auth: AuthContext, anchor: EventRow, i
     cover_image_key: null,
     ...rule,
     duration: intervalText(end.getTime() - start.getTime()),
-    window_end: rule.ends_on === 'never' ? cappedWindow({ ...base, ...rule }, start, windowFrom(now.getTime() > start.getTime() ? now : start)) : null
+    window_end:
+      rule.ends_on === 'never'
+        ? cappedWindow({ ...base, ...rule }, start, windowFrom(now.getTime() > start.getTime() ? now : start))
+        : null
   })
-  await events.updateEvent(trx, auth.tenantId, anchor.id, { series_id: s.id, series_index: 0, ...(anchor.end_dt === null ? { end_dt: end } : {}) })
+  await events.updateEvent(trx, auth.tenantId, anchor.id, {
+    series_id: s.id,
+    series_index: 0,
+    ...(anchor.end_dt === null ? { end_dt: end } : {})
+  })
   const { rows } = await syncOccurrences(trx, s, s, start)
   if (s.window_end !== null) await repo.setWindow(trx, auth.tenantId, s.id, new Date(s.window_end))
   await record(trx, auth, s, 'series.created', { anchor_event_id: anchor.id, occurrences: rows.length })
   return { series: s, rows }
 }
 
-export async function createEventWithSeries (trx: Tx, auth: AuthContext, input: CreateEventWithSeriesBody, now = new Date()) {
+export async function createEventWithSeries (
+  trx: Tx,
+  auth: AuthContext,
+  input: CreateEventWithSeriesBody,
+  now = new Date()
+) {
   const { series, $schema: _s, ...fields } = input
   refuseStorageKeys(fields.metadata)
   if (series !== undefined && series !== null && (fields.start_dt === undefined || fields.start_dt === null)) {
@@ -426,11 +557,21 @@ export async function createEventWithSeries (trx: Tx, auth: AuthContext, input: 
 }
 
 /** The first OCCURRENCES_LIMIT_MAX occurrences (the anchor first) and how many the series has. */
-export async function convertToSeries (trx: Tx, auth: AuthContext, eventId: number, input: CreateSeriesBody, now = new Date()) {
+export async function convertToSeries (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  input: CreateSeriesBody,
+  now = new Date()
+) {
   const anchor = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
   if (anchor.series_id !== null) throw error409Conflict('the event already belongs to a series')
   const made = await seriesFromAnchor(trx, auth, anchor, input, 'body.', now)
-  return { items: await occurrenceViews(trx, auth.tenantId, made.rows.slice(0, OCCURRENCES_LIMIT_MAX), made.series.title), total: made.rows.length, limit: OCCURRENCES_LIMIT_MAX }
+  return {
+    items: await occurrenceViews(trx, auth.tenantId, made.rows.slice(0, OCCURRENCES_LIMIT_MAX), made.series.title),
+    total: made.rows.length,
+    limit: OCCURRENCES_LIMIT_MAX
+  }
 }
 
 // ---- read
@@ -448,16 +589,28 @@ async function seriesOfRow (trx: Tx, tenantId: string, row: EventRow, lock: bool
  * series creates every occurrence; a series-manager row applies to every occurrence), so a
  * series-wide change never touches an occurrence its caller could not change on its own.
  */
-export async function hasSeriesPermission (trx: Tx, auth: AuthContext, s: Pick<SeriesRow, 'id' | 'creator_id'>, permission: EventPermission): Promise<boolean> {
+export async function hasSeriesPermission (
+  trx: Tx,
+  auth: AuthContext,
+  s: Pick<SeriesRow, 'id' | 'creator_id'>,
+  permission: EventPermission
+): Promise<boolean> {
   if (isTenantAdmin(auth) || s.creator_id === auth.userId) return true
   const grants = await repo.activeSeriesGrants(trx, auth.tenantId, s.id, auth.userId)
   return grants.some(m => grantedPermissions(m).has(permission))
 }
 
 /** 403 unless the caller holds `permission` at series level (a change beyond the addressed occurrence). */
-async function requireSeriesPermission (trx: Tx, auth: AuthContext, s: SeriesRow, permission: EventPermission): Promise<void> {
+async function requireSeriesPermission (
+  trx: Tx,
+  auth: AuthContext,
+  s: SeriesRow,
+  permission: EventPermission
+): Promise<void> {
   if (!(await hasSeriesPermission(trx, auth, s, permission))) {
-    throw error403Forbidden(`missing series permission ${permission}: changing more than this occurrence needs it for the whole series (admin, series creator or series manager)`)
+    throw error403Forbidden(
+      `missing series permission ${permission}: changing more than this occurrence needs it for the whole series (admin, series creator or series manager)`
+    )
   }
 }
 
@@ -465,7 +618,14 @@ async function requireSeriesPermission (trx: Tx, auth: AuthContext, s: SeriesRow
  * Locks an occurrence (with `permission` on it) and its series; `level` 'series' also asks for
  * the permission at series level (every change beyond the addressed occurrence).
  */
-async function lockForSeriesWrite (trx: Tx, auth: AuthContext, eventId: number, permission: EventPermission, level: 'series' | 'occurrence', ifMatch?: string) {
+async function lockForSeriesWrite (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  permission: EventPermission,
+  level: 'series' | 'occurrence',
+  ifMatch?: string
+) {
   const row = await lockEventForWrite(trx, auth, eventId, permission, { includeDraftClones: true })
   const occurrence = row.published_id === null ? row : await events.lockById(trx, auth.tenantId, row.published_id)
   const series = await seriesOfRow(trx, auth.tenantId, occurrence, true)
@@ -491,7 +651,14 @@ export async function getSeries (trx: Tx, auth: AuthContext, eventId: number, pa
   }
 }
 
-export async function listOccurrences (trx: Tx, auth: AuthContext, eventId: number, page: number, limit: number, cursor?: string) {
+export async function listOccurrences (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  page: number,
+  limit: number,
+  cursor?: string
+) {
   const row = await findEventForRead(trx, auth, eventId, { includeDraftClones: true })
   const s = await seriesOfRow(trx, auth.tenantId, row, false)
   const found = await repo.pageOccurrences(trx, auth, s.id, { page, limit, cursor })
@@ -518,15 +685,31 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
   const end = input.end_dt !== undefined
     ? new Date(input.end_dt)
     : new Date(start.getTime() + ms(s.end_dt) - ms(s.start_dt))
-  if (end.getTime() < start.getTime()) throw invalidField(input.end_dt !== undefined ? 'body.end_dt' : 'body.start_dt', 'expected end_dt >= start_dt', input.end_dt ?? input.start_dt)
+  if (end.getTime() < start.getTime()) {
+    throw invalidField(
+      input.end_dt !== undefined ? 'body.end_dt' : 'body.start_dt',
+      'expected end_dt >= start_dt',
+      input.end_dt ?? input.start_dt
+    )
+  }
   const timezone = input.timezone ?? s.timezone
   const ruleChanged = RULE_FIELDS.some(f => f in input)
   const timesChanged = start.getTime() !== ms(s.start_dt) || end.getTime() !== ms(s.end_dt) || timezone !== s.timezone
   // an anchor moves back at most a day, or to MAX_PAST_MONTHS before now: the rule's positions are counted from it
   if (timesChanged && start.getTime() < Math.min(earliestAnchor(now).getTime(), ms(s.start_dt) - DAY_MS)) {
-    throw invalidField('body.start_dt', `a series starts at most ${MAX_PAST_MONTHS} months before now (or moves back by a day at most)`, input.start_dt)
+    throw invalidField(
+      'body.start_dt',
+      `a series starts at most ${MAX_PAST_MONTHS} months before now (or moves back by a day at most)`,
+      input.start_dt
+    )
   }
-  const rule = ruleChanged || timesChanged ? checkRule(input, { ...s, start_dt: start, end_dt: end, timezone }, 'body.', { start: 'body.start_dt', end: 'body.end_dt' }) : undefined
+  const rule =
+    ruleChanged || timesChanged
+      ? checkRule(input, { ...s, start_dt: start, end_dt: end, timezone }, 'body.', {
+        start: 'body.start_dt',
+        end: 'body.end_dt'
+      })
+      : undefined
   const values: repo.SeriesUpdate = { ...rule }
   const fields = new Set<string>()
   for (const f of CONTENT) {
@@ -539,14 +722,29 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
     refuseStorageKeys(input.metadata)
     const bad = loneSurrogateAt(input.metadata, 'body.metadata')
     if (bad !== undefined) throw invalidField(bad, 'expected text without lone UTF-16 surrogates')
-    values.metadata = JSON.stringify(input.metadata === null ? {} : withoutStorageKeys(mergePatch(s.metadata, input.metadata) as Json))
-    if (Buffer.byteLength(values.metadata) > METADATA_MAX_BYTES) throw invalidField('body.metadata', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+    values.metadata = JSON.stringify(
+      input.metadata === null ? {} : withoutStorageKeys(mergePatch(s.metadata, input.metadata) as Json)
+    )
+    if (Buffer.byteLength(values.metadata) > METADATA_MAX_BYTES) {
+      throw invalidField('body.metadata', `expected at most ${METADATA_MAX_BYTES} bytes of JSON`)
+    }
     fields.add('metadata')
   }
-  if (timesChanged) Object.assign(values, { start_dt: start, end_dt: end, timezone, duration: intervalText(end.getTime() - start.getTime()) })
+  if (timesChanged) {
+    Object.assign(values, {
+      start_dt: start,
+      end_dt: end,
+      timezone,
+      duration: intervalText(end.getTime() - start.getTime())
+    })
+  }
   if (rule !== undefined) {
-    const windowEnd = s.window_end === null ? windowFrom(now.getTime() > start.getTime() ? now : start) : new Date(s.window_end)
-    values.window_end = rule.ends_on === 'never' ? cappedWindow({ ...rule, start_dt: start, end_dt: end, timezone }, now, windowEnd) : null
+    const windowEnd =
+      s.window_end === null ? windowFrom(now.getTime() > start.getTime() ? now : start) : new Date(s.window_end)
+    values.window_end =
+      rule.ends_on === 'never'
+        ? cappedWindow({ ...rule, start_dt: start, end_dt: end, timezone }, now, windowEnd)
+        : null
   }
   if (Object.keys(values).length === 0) return { series: s, removed: [], added: 0 }
   const updated = await repo.updateSeries(trx, auth.tenantId, s.id, values)
@@ -556,14 +754,29 @@ async function applySeriesPatch (trx: Tx, auth: AuthContext, s: SeriesRow, input
     sync = await syncOccurrences(trx, updated, s, now)
     await repo.setWindow(trx, auth.tenantId, s.id, updated.window_end === null ? null : new Date(updated.window_end))
   }
-  await record(trx, auth, updated, 'series.updated', { fields: Object.keys(values), removed_occurrences: sync.removed.map(r => r.id), added_occurrences: sync.added })
+  await record(trx, auth, updated, 'series.updated', {
+    fields: Object.keys(values),
+    removed_occurrences: sync.removed.map(r => r.id),
+    added_occurrences: sync.added
+  })
   return { series: updated, ...sync }
 }
 
-export async function patchSeries (trx: Tx, auth: AuthContext, eventId: number, input: PatchSeriesBody, ifMatch: string | undefined, now = new Date()) {
+export async function patchSeries (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  input: PatchSeriesBody,
+  ifMatch: string | undefined,
+  now = new Date()
+) {
   const { series } = await lockForSeriesWrite(trx, auth, eventId, 'event:edit', 'series', ifMatch)
   const result = await applySeriesPatch(trx, auth, series, input, now)
-  return { ...(await seriesView(trx, auth, result.series)), removed_occurrences: result.removed, added_occurrences: result.added }
+  return {
+    ...(await seriesView(trx, auth, result.series)),
+    removed_occurrences: result.removed,
+    added_occurrences: result.added
+  }
 }
 
 /** Ends `s` right before position `k` (after_n: k occurrences; otherwise on the local day of position k - 1). */
@@ -604,15 +817,37 @@ async function splitAt (trx: Tx, auth: AuthContext, s: SeriesRow, k: number): Pr
     .executeTakeFirstOrThrow()
   await endBefore(trx, s, k)
   await repo.updateSeries(trx, auth.tenantId, s.id, { exdates: s.exdates.filter(d => localDay(d, zone) < cut) })
-  await trx.updateTable('events')
-    .set({ series_id: next.id, series_index: sql`series_index - ${k}`, revision: sql`revision + 1`, updated_at: sql`now()` })
-    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('series_index', '>=', k)
+  await trx
+    .updateTable('events')
+    .set({
+      series_id: next.id,
+      series_index: sql`series_index - ${k}`,
+      revision: sql`revision + 1`,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', auth.tenantId)
+    .where('series_id', '=', s.id)
+    .where('series_index', '>=', k)
     .execute()
   // the series' managers and series-level attendees, copied to the new series: read, then written as VALUES
   // (an INSERT … SELECT into a table with an identity column runs as a COPY on Citus, which row-level security refuses)
-  const managers = await trx.selectFrom('event_managers')
-    .select(['tenant_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'accepted_at'])
-    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('status', '=', 'active')
+  const managers = await trx
+    .selectFrom('event_managers')
+    .select([
+      'tenant_id',
+      'org_id',
+      'user_id',
+      'permissions',
+      'role',
+      'status',
+      'invited_email',
+      'invited_by',
+      'invited_at',
+      'accepted_at'
+    ])
+    .where('tenant_id', '=', auth.tenantId)
+    .where('series_id', '=', s.id)
+    .where('status', '=', 'active')
     .execute()
   for (const chunk of rowChunks(managers.map(m => ({ ...m, event_id: newAnchor.id, series_id: next.id })), 12)) {
     // a user already managing the new anchor directly keeps that row
@@ -635,15 +870,35 @@ const positionOf = (row: EventRow): number => row.series_index ?? 0
 /** A series patch from an occurrence patch: times move by the occurrence's wall-clock shift. */
 function seriesPatchFrom (s: SeriesRow, occurrence: EventRow, patch: PatchEventBody): PatchSeriesBody {
   const out: Record<string, unknown> = {}
-  for (const f of ['title', 'description', 'address', 'latitude', 'longitude', 'keywords', 'metadata', 'visibility', 'timezone'] as const) {
+  for (const f of [
+    'title',
+    'description',
+    'address',
+    'latitude',
+    'longitude',
+    'keywords',
+    'metadata',
+    'visibility',
+    'timezone'
+  ] as const) {
     if (f in patch) out[f] = patch[f]
   }
   const zone = s.timezone
   if (patch.start_dt !== undefined && patch.start_dt !== null && occurrence.start_dt !== null) {
-    out.start_dt = shiftWallClock(new Date(s.start_dt), zone, new Date(occurrence.start_dt), new Date(patch.start_dt)).toISOString()
+    out.start_dt = shiftWallClock(
+      new Date(s.start_dt),
+      zone,
+      new Date(occurrence.start_dt),
+      new Date(patch.start_dt)
+    ).toISOString()
   }
   if (patch.end_dt !== undefined && patch.end_dt !== null && occurrence.end_dt !== null) {
-    out.end_dt = shiftWallClock(new Date(s.end_dt), zone, new Date(occurrence.end_dt), new Date(patch.end_dt)).toISOString()
+    out.end_dt = shiftWallClock(
+      new Date(s.end_dt),
+      zone,
+      new Date(occurrence.end_dt),
+      new Date(patch.end_dt)
+    ).toISOString()
   } else if (out.start_dt !== undefined) {
     out.end_dt = new Date(new Date(out.start_dt as string).getTime() + ms(s.end_dt) - ms(s.start_dt)).toISOString()
   }
@@ -656,7 +911,15 @@ function seriesPatchFrom (s: SeriesRow, occurrence: EventRow, patch: PatchEventB
  * edited fields cleared); `future` splits the series at this occurrence and edits the new one.
  * An event outside any series is patched as usual whatever the scope.
  */
-export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: number, scope: Scope, patch: PatchEventBody, ifMatch?: string, now = new Date()): Promise<EventRow> {
+export async function applyScopedEdit (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  scope: Scope,
+  patch: PatchEventBody,
+  ifMatch?: string,
+  now = new Date()
+): Promise<EventRow> {
   const first = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: true })
   const occurrence = first.published_id === null ? first : await events.lockById(trx, auth.tenantId, first.published_id)
   if (occurrence.series_id === null) return await patchEvent(trx, auth, eventId, patch, ifMatch)
@@ -666,12 +929,17 @@ export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: numb
     if (patch.title !== undefined) overrides.title_override = patch.title
     if ('description' in patch) overrides.description_override = patch.description ?? null
     if (patch.metadata !== undefined) {
-      overrides.metadata_override = patch.metadata === null ? null : JSON.stringify(mergePatch(before.metadata_override ?? {}, patch.metadata))
+      overrides.metadata_override =
+        patch.metadata === null ? null : JSON.stringify(mergePatch(before.metadata_override ?? {}, patch.metadata))
     }
     if (Object.keys(overrides).length === 0) return before
     return await events.updateEvent(trx, auth.tenantId, before.id, overrides)
   }
-  if ('template' in patch) throw error409Conflict('the template of an event is immutable', [fieldError('body.template', 'must be omitted', patch.template)])
+  if ('template' in patch) {
+    throw error409Conflict('the template of an event is immutable', [
+      fieldError('body.template', 'must be omitted', patch.template)
+    ])
+  }
   let s = await seriesOfRow(trx, auth.tenantId, occurrence, true)
   // future and all change more than this occurrence
   await requireSeriesPermission(trx, auth, s, 'event:edit')
@@ -686,14 +954,29 @@ export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: numb
   if ('description' in patch) clear.description_override = null
   if (Object.keys(clear).length > 0) {
     const fresh = await repo.findSeries(trx, auth.tenantId, s.id, false)
-    await trx.updateTable('events')
-      .set({ ...clear, ...(patch.title !== undefined ? { title: fresh?.title } : {}), ...('description' in patch ? { description: fresh?.description ?? null } : {}), revision: sql`revision + 1`, updated_at: sql`now()` })
-      .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('is_deleted', '=', false).where('published_id', 'is', null)
+    await trx
+      .updateTable('events')
+      .set({
+        ...clear,
+        ...(patch.title !== undefined ? { title: fresh?.title } : {}),
+        ...('description' in patch ? { description: fresh?.description ?? null } : {}),
+        revision: sql`revision + 1`,
+        updated_at: sql`now()`
+      })
+      .where('tenant_id', '=', auth.tenantId)
+      .where('series_id', '=', s.id)
+      .where('is_deleted', '=', false)
+      .where('published_id', 'is', null)
       .execute()
   }
   if (patch.priority !== undefined) {
-    await trx.updateTable('events').set({ priority: patch.priority, revision: sql`revision + 1`, updated_at: sql`now()` })
-      .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('is_deleted', '=', false).where('published_id', 'is', null)
+    await trx
+      .updateTable('events')
+      .set({ priority: patch.priority, revision: sql`revision + 1`, updated_at: sql`now()` })
+      .where('tenant_id', '=', auth.tenantId)
+      .where('series_id', '=', s.id)
+      .where('is_deleted', '=', false)
+      .where('published_id', 'is', null)
       .execute()
   }
   return await events.lockById(trx, auth.tenantId, occurrence.id)
@@ -701,21 +984,46 @@ export async function applyScopedEdit (trx: Tx, auth: AuthContext, eventId: numb
 
 // ---- delete
 
-export async function deleteSeries (trx: Tx, auth: AuthContext, eventId: number, scope: Scope, ifMatch?: string): Promise<void> {
+export async function deleteSeries (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  scope: Scope,
+  ifMatch?: string
+): Promise<void> {
   // this: the occurrence alone (its slot joins the exdates); future and all need the series-level right
-  const { occurrence, series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:delete', scope === 'this' ? 'occurrence' : 'series')
+  const { occurrence, series: s } = await lockForSeriesWrite(
+    trx,
+    auth,
+    eventId,
+    'event:delete',
+    scope === 'this' ? 'occurrence' : 'series'
+  )
   checkIfMatch(ifMatch, occurrence.revision)
   const k = positionOf(occurrence)
-  const live = trx.updateTable('events').where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('is_deleted', '=', false)
+  const live = trx
+    .updateTable('events')
+    .where('tenant_id', '=', auth.tenantId)
+    .where('series_id', '=', s.id)
+    .where('is_deleted', '=', false)
   if (scope === 'this') {
     const slot = positionsOf(s)[k]
     const exdate = slot?.start ?? (occurrence.start_dt === null ? undefined : new Date(occurrence.start_dt))
-    await repo.updateSeries(trx, auth.tenantId, s.id, { exdates: [...s.exdates, ...(exdate !== undefined ? [exdate] : [])] })
-    await trx.deleteFrom('events').where('tenant_id', '=', auth.tenantId).where('published_id', '=', occurrence.id).execute()
+    await repo.updateSeries(trx, auth.tenantId, s.id, {
+      exdates: [...s.exdates, ...(exdate !== undefined ? [exdate] : [])]
+    })
+    await trx
+      .deleteFrom('events')
+      .where('tenant_id', '=', auth.tenantId)
+      .where('published_id', '=', occurrence.id)
+      .execute()
     await events.updateEvent(trx, auth.tenantId, occurrence.id, { is_deleted: true })
   } else if (scope === 'future' && k > 0) {
     await endBefore(trx, s, k)
-    await live.where('series_index', '>=', k).set({ is_deleted: true, revision: sql`revision + 1`, updated_at: sql`now()` }).execute()
+    await live
+      .where('series_index', '>=', k)
+      .set({ is_deleted: true, revision: sql`revision + 1`, updated_at: sql`now()` })
+      .execute()
   } else {
     await repo.updateSeries(trx, auth.tenantId, s.id, { is_deleted: true, window_end: null })
     await repo.setWindow(trx, auth.tenantId, s.id, null)
@@ -726,15 +1034,35 @@ export async function deleteSeries (trx: Tx, auth: AuthContext, eventId: number,
 
 // ---- publish
 
-export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number, input: PublishSeriesBody, ifMatch?: string): Promise<void> {
+export async function publishSeries (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  input: PublishSeriesBody,
+  ifMatch?: string
+): Promise<void> {
   const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:publish', 'series', ifMatch)
   if (s.status === 'archived') throw error409Conflict('the series is archived')
   const at = new Date()
-  const published = await repo.updateSeries(trx, auth.tenantId, s.id, { status: 'published', published_at: at, version: s.version + 1 })
-  await trx.updateTable('events')
-    .set({ status: 'published', published_at: at, version: sql`version + 1`, revision: sql`revision + 1`, updated_at: sql`now()` })
-    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id)
-    .where('is_deleted', '=', false).where('published_id', 'is', null).where('status', '<>', 'archived')
+  const published = await repo.updateSeries(trx, auth.tenantId, s.id, {
+    status: 'published',
+    published_at: at,
+    version: s.version + 1
+  })
+  await trx
+    .updateTable('events')
+    .set({
+      status: 'published',
+      published_at: at,
+      version: sql`version + 1`,
+      revision: sql`revision + 1`,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', auth.tenantId)
+    .where('series_id', '=', s.id)
+    .where('is_deleted', '=', false)
+    .where('published_id', 'is', null)
+    .where('status', '<>', 'archived')
     .execute()
   await record(trx, auth, published, 'series.published', { version: published.version, notify: input.notify ?? false })
   if (input.notify === true) {
@@ -743,7 +1071,13 @@ export async function publishSeries (trx: Tx, auth: AuthContext, eventId: number
       userId: published.creator_id,
       actor: auth,
       channels: input.channels ?? ['email'],
-      template: seriesPublished({ seriesId: published.id, eventId, version: published.version, title: published.title, message: input.message }),
+      template: seriesPublished({
+        seriesId: published.id,
+        eventId,
+        version: published.version,
+        title: published.title,
+        message: input.message
+      }),
       priority: input.priority ?? 'normal'
     })
   }
@@ -769,8 +1103,13 @@ export async function inviteSeriesManager (trx: Tx, auth: AuthContext, eventId: 
   const { token, hash } = newInviteToken()
   const now = new Date()
   const expires = new Date(now.getTime() + INVITE_DAYS * 24 * 3_600_000)
-  await trx.updateTable('event_managers').set({ status: 'revoked', updated_at: now })
-    .where('tenant_id', '=', auth.tenantId).where('series_id', '=', s.id).where('status', '=', 'pending').where('invited_email', 'is not', null)
+  await trx
+    .updateTable('event_managers')
+    .set({ status: 'revoked', updated_at: now })
+    .where('tenant_id', '=', auth.tenantId)
+    .where('series_id', '=', s.id)
+    .where('status', '=', 'pending')
+    .where('invited_email', 'is not', null)
     .execute()
   await trx.insertInto('event_managers').values({
     tenant_id: auth.tenantId,
@@ -822,8 +1161,17 @@ const MAX_CREATE_PER_RUN = 50_000
  */
 export async function extendSeriesWindows (db: Kysely<Database>, now: Date = new Date()): Promise<number> {
   const dueBefore = DateTime.fromJSDate(now, { zone: 'UTC' }).plus({ months: EXTEND_WHEN_LEFT_MONTHS }).toJSDate()
-  const due = await withSystem(db, async trx => await trx.selectFrom('series_windows').select(['tenant_id', 'series_id', 'window_end'])
-    .where('window_end', '<', dueBefore).orderBy('window_end').limit(DUE_PER_RUN).execute())
+  const due = await withSystem(
+    db,
+    async trx =>
+      await trx
+        .selectFrom('series_windows')
+        .select(['tenant_id', 'series_id', 'window_end'])
+        .where('window_end', '<', dueBefore)
+        .orderBy('window_end')
+        .limit(DUE_PER_RUN)
+        .execute()
+  )
   let created = 0
   for (const d of due) {
     if (created >= MAX_CREATE_PER_RUN) break
@@ -835,7 +1183,9 @@ export async function extendSeriesWindows (db: Kysely<Database>, now: Date = new
       }
       const from = s.window_end === null ? new Date(s.start_dt) : new Date(s.window_end)
       // at most MAX_CREATE_PER_REQUEST rows per series and run: a window far behind catches up over several runs
-      const updated = await repo.updateSeries(trx, d.tenant_id, s.id, { window_end: cappedWindow(s, from, windowFrom(now)) })
+      const updated = await repo.updateSeries(trx, d.tenant_id, s.id, {
+        window_end: cappedWindow(s, from, windowFrom(now))
+      })
       const { added } = await syncOccurrences(trx, updated, s, from)
       await repo.setWindow(trx, d.tenant_id, s.id, new Date(updated.window_end ?? now))
       return added

@@ -46,7 +46,9 @@ export function spaceVisibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> 
   if (isAdmin(auth)) return eb.and(base)
   const audience = eb.or([
     eb('spaces.visibility', '=', 40),
-    auth.orgId !== null ? eb.and([eb('spaces.visibility', '=', 30), eb('spaces.org_id', '=', auth.orgId)]) : eb.val(false),
+    auth.orgId !== null
+      ? eb.and([eb('spaces.visibility', '=', 30), eb('spaces.org_id', '=', auth.orgId)])
+      : eb.val(false),
     eb.and([eb('spaces.visibility', 'in', [20, 30]), memberExists(eb, auth)])
   ])
   return eb.and([...base, eb.or([
@@ -58,33 +60,55 @@ export function spaceVisibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> 
 
 /** Whether the user is an active member of the space. */
 export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
-  const row = await trx.selectFrom('space_members').select('user_id')
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('is_active', '=', true)
+  const row = await trx
+    .selectFrom('space_members')
+    .select('user_id')
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('user_id', '=', userId)
+    .where('is_active', '=', true)
     .executeTakeFirst()
   return row !== undefined
 }
 
 /** The active manager row of the user, if any. */
 export async function activeManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
-  return await trx.selectFrom('space_managers').select(['id', 'role', 'permissions'])
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('status', '=', 'active')
+  return await trx
+    .selectFrom('space_managers')
+    .select(['id', 'role', 'permissions'])
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('user_id', '=', userId)
+    .where('status', '=', 'active')
     .executeTakeFirst()
 }
 
 /** Whether the user is an active manager of the space (optionally holding `permission`). */
-export async function isSpaceManager (trx: Tx, tenantId: string, spaceId: number, userId: string, permission?: SpaceManagerPermission): Promise<boolean> {
+export async function isSpaceManager (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  userId: string,
+  permission?: SpaceManagerPermission
+): Promise<boolean> {
   const m = await activeManager(trx, tenantId, spaceId, userId)
   if (m === undefined) return false
   return permission === undefined || m.role === FULL_ROLE || m.permissions.includes(permission)
 }
 
 /** Whether the caller may perform a management action needing `permission` on the space. */
-export async function canManageSpace (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }, permission: SpaceManagerPermission): Promise<boolean> {
+export async function canManageSpace (
+  trx: Tx,
+  auth: AuthContext,
+  space: { id: number; creator_id: string },
+  permission: SpaceManagerPermission
+): Promise<boolean> {
   if (isAdmin(auth) || space.creator_id === auth.userId) return true
   return await isSpaceManager(trx, auth.tenantId, space.id, auth.userId, permission)
 }
 
-const isSpacePermission = (p: string): p is SpaceManagerPermission => (SPACE_MANAGER_PERMISSIONS as readonly string[]).includes(p)
+const isSpacePermission = (p: string): p is SpaceManagerPermission =>
+  (SPACE_MANAGER_PERMISSIONS as readonly string[]).includes(p)
 
 /** The permissions a manager row (or a requested grant) gives: every one for the full role, else its list. */
 export function spaceGrantOf (m: { role: string | null, permissions: readonly string[] }): Set<SpaceManagerPermission> {
@@ -93,7 +117,11 @@ export function spaceGrantOf (m: { role: string | null, permissions: readonly st
 }
 
 /** What the caller holds on the space: everything as tenant admin or creator, else their active manager row's grant. */
-export async function heldOnSpace (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }): Promise<ReadonlySet<SpaceManagerPermission>> {
+export async function heldOnSpace (
+  trx: Tx,
+  auth: AuthContext,
+  space: { id: number; creator_id: string }
+): Promise<ReadonlySet<SpaceManagerPermission>> {
   if (isAdmin(auth) || space.creator_id === auth.userId) return new Set(SPACE_MANAGER_PERMISSIONS)
   const m = await activeManager(trx, auth.tenantId, space.id, auth.userId)
   return m === undefined ? new Set() : spaceGrantOf(m)
@@ -103,8 +131,17 @@ export async function heldOnSpace (trx: Tx, auth: AuthContext, space: { id: numb
  * 403 unless `held` covers every permission of `grant`; the detail starts with `what` and lists
  * the missing ones, `location` names the field carrying the grant or the row concerned.
  */
-export function assertGrantWithin (grant: Iterable<string>, held: ReadonlySet<string>, location: string, what: string): void {
+export function assertGrantWithin (
+  grant: Iterable<string>,
+  held: ReadonlySet<string>,
+  location: string,
+  what: string
+): void {
   const wanted = new Set(grant)
   const missing = SPACE_MANAGER_PERMISSIONS.filter(p => wanted.has(p) && !held.has(p))
-  if (missing.length > 0) throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [fieldError(location, 'permissions the caller does not hold', missing)])
+  if (missing.length > 0) {
+    throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [
+      fieldError(location, 'permissions the caller does not hold', missing)
+    ])
+  }
 }

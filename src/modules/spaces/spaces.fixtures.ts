@@ -11,6 +11,10 @@ export async function createSpace (t: TestApp, token: string, body: Json = {}): 
 }
 
 export async function publish (t: TestApp, token: string, id: number, body?: Json): Promise<void> {
-  const res = await t.as(token, { method: 'POST', url: `/api/v1/spaces/${id}/publish`, ...(body !== undefined ? { payload: body } : {}) })
+  const res = await t.as(token, {
+    method: 'POST',
+    url: `/api/v1/spaces/${id}/publish`,
+    ...(body !== undefined ? { payload: body } : {})
+  })
   assert.equal(res.statusCode, 204, res.body)
 }

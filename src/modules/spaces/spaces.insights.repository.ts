@@ -17,20 +17,46 @@ import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../p
 const visibleEventIds = (trx: Tx, auth: AuthContext) =>
   trx.selectFrom('events').select('events.id').where(eb => eventVisibleTo(eb, auth))
 
-const SPACE_EVENT_KEYS: KeyColumn[] = [{ ref: 'e.start_dt', dir: 'desc', type: 'time', nullable: true }, { ref: 'es.id', dir: 'desc', type: 'int' }]
+const SPACE_EVENT_KEYS: KeyColumn[] = [
+  { ref: 'e.start_dt', dir: 'desc', type: 'time', nullable: true },
+  { ref: 'es.id', dir: 'desc', type: 'int' }
+]
 
-export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listSpaceEvents (
+  trx: Tx,
+  auth: AuthContext,
+  spaceId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('space-events', { spaceId }), SPACE_EVENT_KEYS)
-  const base = trx.selectFrom('event_spaces as es')
+  const base = trx
+    .selectFrom('event_spaces as es')
     .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
-    .where('es.tenant_id', '=', auth.tenantId).where('es.space_id', '=', spaceId)
+    .where('es.tenant_id', '=', auth.tenantId)
+    .where('es.space_id', '=', spaceId)
     .where('es.event_id', 'in', visibleEventIds(trx, auth))
   const [rows, count] = await Promise.all([
-    base.select(['es.id', 'es.space_id', 'es.event_id', 'es.org_id', 'es.created_at', 'es.updated_at',
-      'e.title', 'e.status', 'e.visibility', 'e.timezone', 'e.start_dt', 'e.end_dt'])
+    base
+      .select([
+        'es.id',
+        'es.space_id',
+        'es.event_id',
+        'es.org_id',
+        'es.created_at',
+        'es.updated_at',
+        'e.title',
+        'e.status',
+        'e.visibility',
+        'e.timezone',
+        'e.start_dt',
+        'e.end_dt'
+      ])
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, SPACE_EVENT_KEYS, window.after ?? [])))
-      .orderBy(sql`e.start_dt desc nulls last`).orderBy('es.id', 'desc')
-      .limit(window.limit).offset(window.offset).execute(),
+      .orderBy(sql`e.start_dt desc nulls last`)
+      .orderBy('es.id', 'desc')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   const page = pageOf(rows, window, r => [r.start_dt, r.id])
@@ -41,20 +67,41 @@ export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: numb
     org_id: r.org_id,
     created_at: r.created_at,
     updated_at: r.updated_at,
-    event: { id: r.event_id, title: r.title, status: r.status, visibility: r.visibility, timezone: r.timezone, start_dt: r.start_dt, end_dt: r.end_dt }
+    event: {
+      id: r.event_id,
+      title: r.title,
+      status: r.status,
+      visibility: r.visibility,
+      timezone: r.timezone,
+      start_dt: r.start_dt,
+      end_dt: r.end_dt
+    }
   }))
   return { items, page: page.page, next_cursor: page.next_cursor, total: Number(count.total) }
 }
 
-export async function insertSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number, orgId: string | null) {
-  return await trx.insertInto('event_spaces').values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
+export async function insertSpaceEvent (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  eventId: number,
+  orgId: string | null
+) {
+  return await trx
+    .insertInto('event_spaces')
+    .values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
     .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'space_id']).doNothing())
     .returning(['id', 'space_id', 'event_id', 'org_id', 'created_at', 'updated_at'])
     .executeTakeFirst()
 }
 
 export async function deleteSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number): Promise<boolean> {
-  const res = await trx.deleteFrom('event_spaces').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('event_id', '=', eventId).executeTakeFirst()
+  const res = await trx
+    .deleteFrom('event_spaces')
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('event_id', '=', eventId)
+    .executeTakeFirst()
   return Number(res.numDeletedRows) > 0
 }
 
@@ -67,59 +114,131 @@ export async function deleteSpaceEvent (trx: Tx, tenantId: string, spaceId: numb
  * are left out.
  */
 const ACTIVITY_KEYS: KeyColumn[] = [
-  { ref: 'x.created_at', dir: 'desc', type: 'time' }, { ref: 'x.src', dir: 'desc', type: 'int' }, { ref: 'x.seq', dir: 'desc', type: 'int' }
+  { ref: 'x.created_at', dir: 'desc', type: 'time' },
+  { ref: 'x.src', dir: 'desc', type: 'int' },
+  { ref: 'x.seq', dir: 'desc', type: 'int' }
 ]
 
-interface FeedRow { created_at: Date, message: string, resource_id: string, title: string, type: SpaceActivityType, src: number, seq: number }
+interface FeedRow {
+  created_at: Date
+  message: string
+  resource_id: string
+  title: string
+  type: SpaceActivityType
+  src: number
+  seq: number
+}
 /** one source of the feed, whatever tables it reads */
 interface FeedSource { as: (alias: 'x') => AliasedSelectQueryBuilder<FeedRow, 'x'> }
 
-export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listActivity (
+  trx: Tx,
+  auth: AuthContext,
+  spaceId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('space-activity', { spaceId }), ACTIVITY_KEYS)
   const t = auth.tenantId
-  const storedRows = trx.selectFrom('space_activity as a').where('a.tenant_id', '=', t).where('a.space_id', '=', spaceId)
-  const stored = storedRows
-    .select(['a.created_at', 'a.message', 'a.resource_id', 'a.title', sql<SpaceActivityType>`a.type`.as('type'), sql<number>`0`.as('src'), 'a.id as seq'])
+  const storedRows = trx
+    .selectFrom('space_activity as a')
+    .where('a.tenant_id', '=', t)
+    .where('a.space_id', '=', spaceId)
+  const stored = storedRows.select([
+    'a.created_at',
+    'a.message',
+    'a.resource_id',
+    'a.title',
+    sql<SpaceActivityType>`a.type`.as('type'),
+    sql<number>`0`.as('src'),
+    'a.id as seq'
+  ])
   // each link of the space, then its event if the caller sees it (a lateral read by primary key per link, the
   // visibility filter naming `events` unaliased; its hashed subplans of the caller's spaces and managed events
   // computed once); `in (every event the caller sees)` hashed the whole tenant's events, and a plain join let
   // the planner scan them
-  const visibleEvent = (eb: ExpressionBuilder<Database & { es: EventSpacesTable }, 'es'>) => eb.selectFrom('events')
-    .select(['events.id', 'events.title'])
-    .where('events.tenant_id', '=', t)
-    .whereRef('events.id', '=', 'es.event_id')
-    .where(eventVisibilityFilter(auth))
-    // at most one row by key; the limit also keeps PostgreSQL from folding the lateral read into a join
-    .limit(1)
-    .as('v')
-  const addedRows = trx.selectFrom('event_spaces as es')
+  const visibleEvent = (eb: ExpressionBuilder<Database & { es: EventSpacesTable }, 'es'>) =>
+    eb
+      .selectFrom('events')
+      .select(['events.id', 'events.title'])
+      .where('events.tenant_id', '=', t)
+      .whereRef('events.id', '=', 'es.event_id')
+      .where(eventVisibilityFilter(auth))
+      // at most one row by key; the limit also keeps PostgreSQL from folding the lateral read into a join
+      .limit(1)
+      .as('v')
+  const addedRows = trx
+    .selectFrom('event_spaces as es')
     .innerJoinLateral(visibleEvent, j => j.onTrue())
-    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId)
-  const added = addedRows
-    .select(['es.created_at', sql<string>`'event added to the space'`.as('message'), sql<string>`v.id::text`.as('resource_id'), 'v.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`1`.as('src'), 'es.id as seq'])
-  const publishedRows = trx.selectFrom('event_spaces as es')
+    .where('es.tenant_id', '=', t)
+    .where('es.space_id', '=', spaceId)
+  const added = addedRows.select([
+    'es.created_at',
+    sql<string>`'event added to the space'`.as('message'),
+    sql<string>`v.id::text`.as('resource_id'),
+    'v.title',
+    sql<SpaceActivityType>`'event'`.as('type'),
+    sql<number>`1`.as('src'),
+    'es.id as seq'
+  ])
+  const publishedRows = trx
+    .selectFrom('event_spaces as es')
     .innerJoinLateral(visibleEvent, j => j.onTrue())
-    .innerJoin('event_activity as ea', j => j.onRef('ea.tenant_id', '=', 'es.tenant_id').onRef('ea.event_id', '=', 'es.event_id'))
-    .where('es.tenant_id', '=', t).where('es.space_id', '=', spaceId).where('ea.kind', '=', 'published')
-  const published = publishedRows
-    .select(['ea.at as created_at', sql<string>`'event published'`.as('message'), sql<string>`v.id::text`.as('resource_id'), 'v.title', sql<SpaceActivityType>`'event'`.as('type'), sql<number>`2`.as('src'), 'ea.id as seq'])
+    .innerJoin('event_activity as ea', j =>
+      j.onRef('ea.tenant_id', '=', 'es.tenant_id').onRef('ea.event_id', '=', 'es.event_id')
+    )
+    .where('es.tenant_id', '=', t)
+    .where('es.space_id', '=', spaceId)
+    .where('ea.kind', '=', 'published')
+  const published = publishedRows.select([
+    'ea.at as created_at',
+    sql<string>`'event published'`.as('message'),
+    sql<string>`v.id::text`.as('resource_id'),
+    'v.title',
+    sql<SpaceActivityType>`'event'`.as('type'),
+    sql<number>`2`.as('src'),
+    'ea.id as seq'
+  ])
   // each source in the feed's order up to the page's end (after the cursor's key), then the page from the three
   const reach = window.offset + window.limit
   // (each in a subquery of its own: a union's members cannot carry their own order and limit)
-  const firstOf = (source: FeedSource) => trx.selectFrom(trx.selectFrom(source.as('x')).selectAll()
-    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
-    .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
-    .limit(reach).as('f')).selectAll()
-  const page = trx.selectFrom(firstOf(stored).unionAll(firstOf(added)).unionAll(firstOf(published)).as('x'))
+  const firstOf = (source: FeedSource) =>
+    trx
+      .selectFrom(
+        trx
+          .selectFrom(source.as('x'))
+          .selectAll()
+          .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
+          .orderBy('x.created_at', 'desc')
+          .orderBy('x.src', 'desc')
+          .orderBy('x.seq', 'desc')
+          .limit(reach)
+          .as('f')
+      )
+      .selectAll()
+  const page = trx
+    .selectFrom(firstOf(stored).unionAll(firstOf(added)).unionAll(firstOf(published)).as('x'))
     .select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type', 'x.src', 'x.seq'])
-    .orderBy('x.created_at', 'desc').orderBy('x.src', 'desc').orderBy('x.seq', 'desc')
-    .limit(window.limit).offset(window.offset)
+    .orderBy('x.created_at', 'desc')
+    .orderBy('x.src', 'desc')
+    .orderBy('x.seq', 'desc')
+    .limit(window.limit)
+    .offset(window.offset)
   // the total: each source's rows counted, without the columns of the items
-  const counted = [storedRows.select(eb => eb.fn.countAll<number>().as('n')), addedRows.select(eb => eb.fn.countAll<number>().as('n')),
-    publishedRows.select(eb => eb.fn.countAll<number>().as('n'))]
+  const counted = [
+    storedRows.select(eb => eb.fn.countAll<number>().as('n')),
+    addedRows.select(eb => eb.fn.countAll<number>().as('n')),
+    publishedRows.select(eb => eb.fn.countAll<number>().as('n'))
+  ]
   const [rows, total] = await Promise.all([
     page.execute(),
-    trx.selectNoFrom(sql<number>`${sql.join(counted.map(c => sql`(${c})`), sql` + `)}`.as('total')).executeTakeFirstOrThrow()
+    trx
+      .selectNoFrom(
+        sql<number>`${sql.join(
+          counted.map(c => sql`(${c})`),
+          sql` + `
+        )}`.as('total')
+      )
+      .executeTakeFirstOrThrow()
   ])
   const paged = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
   return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total: Number(total.total) }
@@ -206,19 +325,33 @@ export async function memberGrowth (trx: Tx, tenantId: string, spaceId: number) 
                and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
     from weeks w
     order by w.week_start`.execute(trx)
-  return r.rows.map(row => ({ date: row.date, label: new Date(row.date).toISOString().slice(0, 10), members: row.members }))
+  return r.rows.map(row => ({
+    date: row.date,
+    label: new Date(row.date).toISOString().slice(0, 10),
+    members: row.members
+  }))
 }
 
 export async function activeMemberCount (trx: Tx, tenantId: string, spaceId: number): Promise<number> {
-  const r = await trx.selectFrom('space_members').select(eb => eb.fn.countAll<number>().as('n'))
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('is_active', '=', true).executeTakeFirstOrThrow()
+  const r = await trx
+    .selectFrom('space_members')
+    .select(eb => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('is_active', '=', true)
+    .executeTakeFirstOrThrow()
   return Number(r.n)
 }
 
-const rateOf = (attended: number, rsvps: number): number => rsvps === 0 ? 0 : Math.round((attended / rsvps) * 10_000) / 10_000
+const rateOf = (attended: number, rsvps: number): number =>
+  rsvps === 0 ? 0 : Math.round((attended / rsvps) * 10_000) / 10_000
 
 /** Shapes the figures into SpaceAnalyticsResult (definitions in docs/spaces.md). */
-export function analyticsOf (events: EventFigures[], growth: Awaited<ReturnType<typeof memberGrowth>>, activeMembers: number) {
+export function analyticsOf (
+  events: EventFigures[],
+  growth: Awaited<ReturnType<typeof memberGrowth>>,
+  activeMembers: number
+) {
   const perf = (e: EventFigures) => ({
     attended: e.attended,
     event_id: e.event_id,
@@ -236,19 +369,36 @@ export function analyticsOf (events: EventFigures[], growth: Awaited<ReturnType<
   const pastRsvps = started.reduce((n, e) => n + e.rsvps, 0)
   const pastAttended = started.reduce((n, e) => n + e.attended, 0)
   return {
-    attendance_trend: started.slice(0, TREND_EVENTS).reverse().map(e => ({
-      attended: e.attended, date: e.start_at ?? new Date(0), event_id: e.event_id, label: e.title, rate: rateOf(e.attended, e.rsvps), rsvps: e.rsvps
-    })),
-    attention_needed: upcoming.filter(e => e.rsvps < ATTENTION_THRESHOLD).reverse().map(e => ({
-      event_id: e.event_id,
-      reason: `fewer than ${ATTENTION_THRESHOLD} RSVPs`,
-      rsvps: e.rsvps,
-      threshold: ATTENTION_THRESHOLD,
-      title: e.title,
-      ...(e.start_at !== null ? { start_at: e.start_at } : {})
-    })),
+    attendance_trend: started
+      .slice(0, TREND_EVENTS)
+      .reverse()
+      .map(e => ({
+        attended: e.attended,
+        date: e.start_at ?? new Date(0),
+        event_id: e.event_id,
+        label: e.title,
+        rate: rateOf(e.attended, e.rsvps),
+        rsvps: e.rsvps
+      })),
+    attention_needed: upcoming
+      .filter(e => e.rsvps < ATTENTION_THRESHOLD)
+      .reverse()
+      .map(e => ({
+        event_id: e.event_id,
+        reason: `fewer than ${ATTENTION_THRESHOLD} RSVPs`,
+        rsvps: e.rsvps,
+        threshold: ATTENTION_THRESHOLD,
+        title: e.title,
+        ...(e.start_at !== null ? { start_at: e.start_at } : {})
+      })),
     events_performance: events.slice(0, PERFORMANCE_ROWS).map(perf),
-    top_by_rsvp: [...events].sort((a, b) => b.rsvps - a.rsvps || (b.start_at?.getTime() ?? 0) - (a.start_at?.getTime() ?? 0) || b.event_id - a.event_id).slice(0, TOP_ROWS).map(perf),
+    top_by_rsvp: [...events]
+      .sort(
+        (a, b) =>
+          b.rsvps - a.rsvps || (b.start_at?.getTime() ?? 0) - (a.start_at?.getTime() ?? 0) || b.event_id - a.event_id
+      )
+      .slice(0, TOP_ROWS)
+      .map(perf),
     member_growth: growth,
     summary: {
       active_members: activeMembers,

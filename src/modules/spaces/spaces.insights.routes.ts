@@ -4,14 +4,26 @@
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import {
+  ApiError,
+  error403Forbidden,
+  error404NotFound,
+  error409Conflict,
+  invalidField
+} from '../../platform/http/errors.ts'
 import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
 import { lockEventForWrite } from '../events/events.access.ts'
 import { activeManager } from './spaces.access.ts'
 import * as insights from './spaces.insights.repository.ts'
 import {
-  AddSpaceEventBody, PagedBodySpaceActivity, PagedBodySpaceEvent, SpaceAnalyticsResult, SpaceEventLink, SpaceEventParams, SpaceParams
+  AddSpaceEventBody,
+  PagedBodySpaceActivity,
+  PagedBodySpaceEvent,
+  SpaceAnalyticsResult,
+  SpaceEventLink,
+  SpaceEventParams,
+  SpaceParams
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
@@ -19,82 +31,162 @@ import { requirePolicy } from '../policy/policy.ts'
 const tags = ['Spaces']
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
-  app.get('/api/v1/spaces/:id/activity', {
-    schema: { operationId: 'list-space-activity', summary: 'Recent activity of a space, newest first', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceActivity } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      await visibleOr404(trx, request.auth, request.params.id)
-      return await insights.listActivity(trx, request.auth, request.params.id, q)
-    })
-    return { ...found, size: q.size }
-  })
-
-  app.get('/api/v1/spaces/:id/analytics', {
-    schema: { operationId: 'get-space-analytics', summary: 'Attendance, RSVPs and member growth of a space (for its managers)', tags, params: SpaceParams, response: { 200: SpaceAnalyticsResult } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const auth = request.auth
-    return await withTenant(db, auth, async (trx) => {
-      const space = await visibleOr404(trx, auth, request.params.id)
-      const manages = auth.permissions.has('tenant:admin') || space.creator_id === auth.userId || (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
-      if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
-      const [events, growth, members] = [
-        await insights.eventFigures(trx, auth.tenantId, space.id),
-        await insights.memberGrowth(trx, auth.tenantId, space.id),
-        await insights.activeMemberCount(trx, auth.tenantId, space.id)
-      ]
-      return insights.analyticsOf(events, growth, members)
-    })
-  })
-
-  app.get('/api/v1/spaces/:id/events', {
-    schema: { operationId: 'list-space-events', summary: 'Events of a space the caller can see, latest start first', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceEvent } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      await visibleOr404(trx, request.auth, request.params.id)
-      return await insights.listSpaceEvents(trx, request.auth, request.params.id, q)
-    })
-    return { ...found, size: q.size }
-  })
-
-  app.post('/api/v1/spaces/:id/events', {
-    schema: { operationId: 'add-space-event', summary: 'Add an event the caller can see to a space they manage', tags, params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink } },
-    onRequest: requirePolicy('space', 'events')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const eventId = request.body.event_id
-    const row = await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:events')
-      if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
-      // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
-      const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) throw invalidField('body.event_id', 'event not found', eventId)
-        throw err
+  app.get(
+    '/api/v1/spaces/:id/activity',
+    {
+      schema: {
+        operationId: 'list-space-activity',
+        summary: 'Recent activity of a space, newest first',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpaceActivity }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        await visibleOr404(trx, request.auth, request.params.id)
+        return await insights.listActivity(trx, request.auth, request.params.id, q)
       })
-      const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
-      if (created === undefined) throw error409Conflict('the event already belongs to this space', [{ location: 'body.event_id', message: 'already linked', value: eventId }])
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, event_id: event.id } })
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.delete('/api/v1/spaces/:id/events/:event_id', {
-    schema: { operationId: 'remove-space-event', summary: 'Remove an event from a space', tags, params: SpaceEventParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'events')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, event_id: eventId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      await lockManageable(trx, auth, id, 'space:events')
-      await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
-      if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) throw error404NotFound('the event does not belong to this space')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.event_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, event_id: eventId } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.get(
+    '/api/v1/spaces/:id/analytics',
+    {
+      schema: {
+        operationId: 'get-space-analytics',
+        summary: 'Attendance, RSVPs and member growth of a space (for its managers)',
+        tags,
+        params: SpaceParams,
+        response: { 200: SpaceAnalyticsResult }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const auth = request.auth
+      return await withTenant(db, auth, async trx => {
+        const space = await visibleOr404(trx, auth, request.params.id)
+        const manages =
+          auth.permissions.has('tenant:admin') ||
+          space.creator_id === auth.userId ||
+          (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
+        if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
+        const [events, growth, members] = [
+          await insights.eventFigures(trx, auth.tenantId, space.id),
+          await insights.memberGrowth(trx, auth.tenantId, space.id),
+          await insights.activeMemberCount(trx, auth.tenantId, space.id)
+        ]
+        return insights.analyticsOf(events, growth, members)
+      })
+    }
+  )
+
+  app.get(
+    '/api/v1/spaces/:id/events',
+    {
+      schema: {
+        operationId: 'list-space-events',
+        summary: 'Events of a space the caller can see, latest start first',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpaceEvent }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        await visibleOr404(trx, request.auth, request.params.id)
+        return await insights.listSpaceEvents(trx, request.auth, request.params.id, q)
+      })
+      return { ...found, size: q.size }
+    }
+  )
+
+  app.post(
+    '/api/v1/spaces/:id/events',
+    {
+      schema: {
+        operationId: 'add-space-event',
+        summary: 'Add an event the caller can see to a space they manage',
+        tags,
+        params: SpaceParams,
+        body: AddSpaceEventBody,
+        response: { 201: SpaceEventLink }
+      },
+      onRequest: requirePolicy('space', 'events')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const eventId = request.body.event_id
+      const row = await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, request.params.id, 'space:events')
+        if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
+        // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
+        const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
+          (err: unknown) => {
+            if (err instanceof ApiError && err.status === 404) {
+              throw invalidField('body.event_id', 'event not found', eventId)
+            }
+            throw err
+          }
+        )
+        const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
+        if (created === undefined) {
+          throw error409Conflict('the event already belongs to this space', [
+            { location: 'body.event_id', message: 'already linked', value: eventId }
+          ])
+        }
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.event_added',
+          aggregateType: 'space',
+          aggregateId: space.id,
+          actorId: auth.userId,
+          payload: { space_id: space.id, event_id: event.id }
+        })
+        return created
+      })
+      return await reply.code(201).send(row)
+    }
+  )
+
+  app.delete(
+    '/api/v1/spaces/:id/events/:event_id',
+    {
+      schema: {
+        operationId: 'remove-space-event',
+        summary: 'Remove an event from a space',
+        tags,
+        params: SpaceEventParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'events')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, event_id: eventId } = request.params
+      await withTenant(db, auth, async trx => {
+        await lockManageable(trx, auth, id, 'space:events')
+        await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+        if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {
+          throw error404NotFound('the event does not belong to this space')
+        }
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.event_removed',
+          aggregateType: 'space',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { space_id: id, event_id: eventId }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 }

@@ -17,7 +17,11 @@ async function createEvent (t: TestApp, token: string, body: Json): Promise<numb
 }
 
 async function link (t: TestApp, token: string, spaceId: number, eventId: number): Promise<void> {
-  const res = await t.as(token, { method: 'POST', url: `/api/v1/spaces/${spaceId}/events`, payload: { event_id: eventId } })
+  const res = await t.as(token, {
+    method: 'POST',
+    url: `/api/v1/spaces/${spaceId}/events`,
+    payload: { event_id: eventId }
+  })
   assert.equal(res.statusCode, 201, res.body)
 }
 
@@ -40,7 +44,12 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob')
       const s = await createSpace(t, alice, { visibility: 40 })
       await publish(t, alice, s.id)
-      const e1 = await createEvent(t, alice, { title: 'Kick-off', start_dt: '2099-03-01T10:00:00Z', end_dt: '2099-03-01T12:00:00Z', visibility: 40 })
+      const e1 = await createEvent(t, alice, {
+        title: 'Kick-off',
+        start_dt: '2099-03-01T10:00:00Z',
+        end_dt: '2099-03-01T12:00:00Z',
+        visibility: 40
+      })
       const e2 = await createEvent(t, alice, { title: 'Retro', start_dt: '2020-03-01T10:00:00Z', visibility: 40 })
       const hidden = await createEvent(t, bob, { title: 'Bob private', visibility: 10 })
 
@@ -48,18 +57,36 @@ for (const kind of databases()) {
       await link(t, alice, s.id, e2)
       const dup = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/events`, payload: { event_id: e1 } })
       assert.equal(dup.statusCode, 409)
-      const invisible = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/events`, payload: { event_id: hidden } })
+      const invisible = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/events`,
+        payload: { event_id: hidden }
+      })
       assert.equal(invisible.statusCode, 400)
       assert.equal(invisible.json().errors[0].location, 'body.event_id')
-      const byBob = await t.as(bob, { method: 'POST', url: `/api/v1/spaces/${s.id}/events`, payload: { event_id: hidden } })
+      const byBob = await t.as(bob, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/events`,
+        payload: { event_id: hidden }
+      })
       assert.equal(byBob.statusCode, 403)
 
       const list = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/events` })
       assert.equal(list.statusCode, 200, list.body)
-      assert.deepEqual(list.json().items.map((x: Json) => [x.event_id, x.event.title]), [[e1, 'Kick-off'], [e2, 'Retro']])
+      assert.deepEqual(
+        list.json().items.map((x: Json) => [x.event_id, x.event.title]),
+        [
+          [e1, 'Kick-off'],
+          [e2, 'Retro']
+        ]
+      )
       assert.equal(list.json().total, 2)
 
-      await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'bob', role: 'space_member' } })
+      await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/members`,
+        payload: { user_id: 'bob', role: 'space_member' }
+      })
       const activity = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/activity` })
       assert.equal(activity.statusCode, 200, activity.body)
       const items = activity.json().items as Json[]
@@ -78,14 +105,29 @@ for (const kind of databases()) {
 
       // the public page shows the upcoming public event
       const page = await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${s.id}` })
-      assert.deepEqual(page.json().upcoming_events.map((e: Json) => [e.id, e.title, e.start_dt]), [[e1, 'Kick-off', '2099-03-01T10:00:00.000Z']])
+      assert.deepEqual(
+        page.json().upcoming_events.map((e: Json) => [e.id, e.title, e.start_dt]),
+        [[e1, 'Kick-off', '2099-03-01T10:00:00.000Z']]
+      )
       assert.equal(page.json().stats.events_count, 2)
 
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode, 404)
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode,
+        204
+      )
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode,
+        404
+      )
       const after = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/events` })
       assert.deepEqual(after.json().items.map((x: Json) => x.event_id), [e2])
-      const topics = await t.ctx.db.selectFrom('outbox').select('topic').where('tenant_id', '=', tenant.id).where('topic', 'like', 'space.event%').orderBy('id').execute()
+      const topics = await t.ctx.db
+        .selectFrom('outbox')
+        .select('topic')
+        .where('tenant_id', '=', tenant.id)
+        .where('topic', 'like', 'space.event%')
+        .orderBy('id')
+        .execute()
       assert.deepEqual(topics.map(r => r.topic), ['space.event_added', 'space.event_added', 'space.event_removed'])
     })
 
@@ -100,11 +142,21 @@ for (const kind of databases()) {
       const ws = weekStart()
       // A joined 20 weeks ago; B 5 weeks ago (+1 day); C 8 weeks ago (+1 day) and left 3 weeks ago (+1 day)
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.insertInto('space_members').values([
-          { tenant_id: tenant.id, space_id: s.id, user_id: 'A', created_at: new Date(ws - 20 * WEEK) },
-          { tenant_id: tenant.id, space_id: s.id, user_id: 'B', created_at: new Date(ws - 5 * WEEK + DAY) },
-          { tenant_id: tenant.id, space_id: s.id, user_id: 'C', created_at: new Date(ws - 8 * WEEK + DAY), is_active: false, removed_at: new Date(ws - 3 * WEEK + DAY) }
-        ]).execute()
+        await trx
+          .insertInto('space_members')
+          .values([
+            { tenant_id: tenant.id, space_id: s.id, user_id: 'A', created_at: new Date(ws - 20 * WEEK) },
+            { tenant_id: tenant.id, space_id: s.id, user_id: 'B', created_at: new Date(ws - 5 * WEEK + DAY) },
+            {
+              tenant_id: tenant.id,
+              space_id: s.id,
+              user_id: 'C',
+              created_at: new Date(ws - 8 * WEEK + DAY),
+              is_active: false,
+              removed_at: new Date(ws - 3 * WEEK + DAY)
+            }
+          ])
+          .execute()
       })
       const past = await createEvent(t, alice, { title: 'Past', start_dt: '2020-01-01T10:00:00Z', visibility: 20 })
       const soon = await createEvent(t, alice, { title: 'Soon', start_dt: '2099-01-01T10:00:00Z', visibility: 20 })
@@ -119,9 +171,24 @@ for (const kind of databases()) {
       assert.equal(a.member_growth[11].label, new Date(ws).toISOString().slice(0, 10))
       assert.equal(a.member_growth[0].date, new Date(ws - 11 * WEEK).toISOString())
       assert.deepEqual(a.attention_needed.map((x: Json) => [x.event_id, x.rsvps, x.threshold]), [[soon, 0, 5]])
-      assert.deepEqual(a.events_performance.map((x: Json) => [x.title, x.upcoming, x.needs_care, x.status]), [['Soon', true, true, 'published'], ['Past', false, false, 'published']])
-      assert.deepEqual(a.attendance_trend.map((x: Json) => [x.event_id, x.rsvps, x.attended, x.rate]), [[past, 0, 0, 0]])
-      assert.deepEqual(a.summary, { active_members: 2, avg_attendance_rate: 0, events_published: 2, total_rsvps: 0, upcoming_events: 1 })
+      assert.deepEqual(
+        a.events_performance.map((x: Json) => [x.title, x.upcoming, x.needs_care, x.status]),
+        [
+          ['Soon', true, true, 'published'],
+          ['Past', false, false, 'published']
+        ]
+      )
+      assert.deepEqual(
+        a.attendance_trend.map((x: Json) => [x.event_id, x.rsvps, x.attended, x.rate]),
+        [[past, 0, 0, 0]]
+      )
+      assert.deepEqual(a.summary, {
+        active_members: 2,
+        avg_attendance_rate: 0,
+        events_published: 2,
+        total_rsvps: 0,
+        upcoming_events: 1
+      })
     })
 
     void it('computes RSVPs, attendance and rates from attendees', async (ctx) => {
@@ -139,39 +206,93 @@ for (const kind of databases()) {
       const soon = await createEvent(t, alice, { title: 'Soon', start_dt: '2099-01-01T10:00:00Z' })
       const later = await createEvent(t, alice, { title: 'Later', start_dt: '2099-06-01T10:00:00Z' })
       for (const e of [past1, past2, soon, later]) await link(t, alice, s.id, e)
-      // Past 1: confirmed+checked in, checked_in, tentative, confirmed, declined, invited → 4 RSVPs, 2 attended, rate 0.5
+      // Past 1: confirmed+checked in, checked_in, tentative, confirmed, declined, invited → 4 RSVPs, 2 attended, rate
+      // 0.5
       // Past 2: confirmed+checked in, confirmed, confirmed, declined → 3 RSVPs, 1 attended, rate 0.3333
       // Soon: 2 confirmed → needs attention (2 < 5); Later: 6 confirmed → fine
       const plan: Array<[number, string, boolean]> = [
-        [past1, 'confirmed', true], [past1, 'checked_in', true], [past1, 'tentative', false], [past1, 'confirmed', false], [past1, 'declined', false], [past1, 'invited', false],
-        [past2, 'confirmed', true], [past2, 'confirmed', false], [past2, 'confirmed', false], [past2, 'declined', false],
-        [soon, 'confirmed', false], [soon, 'confirmed', false],
+        [past1, 'confirmed', true],
+        [past1, 'checked_in', true],
+        [past1, 'tentative', false],
+        [past1, 'confirmed', false],
+        [past1, 'declined', false],
+        [past1, 'invited', false],
+        [past2, 'confirmed', true],
+        [past2, 'confirmed', false],
+        [past2, 'confirmed', false],
+        [past2, 'declined', false],
+        [soon, 'confirmed', false],
+        [soon, 'confirmed', false],
         ...Array.from({ length: 6 }, (): [number, string, boolean] => [later, 'confirmed', false])
       ]
       for (const [i, [eventId, status, checkedIn]] of plan.entries()) {
         const c = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: `P${i}` } })
         await sql`insert into attendees (tenant_id, event_id, contact_id, status, is_checked_in, checked_in_at)
-          values (${tenant.id}, ${eventId}, ${c.json().id as string}, ${status}, ${checkedIn}, ${checkedIn ? new Date() : null})`.execute(t.ctx.db)
+          values (${tenant.id}, ${eventId}, ${c.json().id as string}, ${status}, ${checkedIn}, ${checkedIn ? new Date() : null})`.execute(
+          t.ctx.db
+        )
       }
       const a = (await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/analytics` })).json()
-      assert.deepEqual(a.attendance_trend.map((x: Json) => [x.label, x.rsvps, x.attended, x.rate]), [['Past 1', 4, 2, 0.5], ['Past 2', 3, 1, 0.3333]])
+      assert.deepEqual(
+        a.attendance_trend.map((x: Json) => [x.label, x.rsvps, x.attended, x.rate]),
+        [
+          ['Past 1', 4, 2, 0.5],
+          ['Past 2', 3, 1, 0.3333]
+        ]
+      )
       assert.deepEqual(a.attention_needed.map((x: Json) => [x.title, x.rsvps]), [['Soon', 2]])
-      assert.deepEqual(a.top_by_rsvp.map((x: Json) => [x.title, x.rsvps]), [['Later', 6], ['Past 1', 4], ['Past 2', 3], ['Soon', 2]])
+      assert.deepEqual(
+        a.top_by_rsvp.map((x: Json) => [x.title, x.rsvps]),
+        [
+          ['Later', 6],
+          ['Past 1', 4],
+          ['Past 2', 3],
+          ['Soon', 2]
+        ]
+      )
       // avg_attendance_rate = (2 + 1) / (4 + 3) = 0.4286
-      assert.deepEqual(a.summary, { active_members: 0, avg_attendance_rate: 0.4286, events_published: 4, total_rsvps: 15, upcoming_events: 2 })
+      assert.deepEqual(a.summary, {
+        active_members: 0,
+        avg_attendance_rate: 0.4286,
+        events_published: 4,
+        total_rsvps: 15,
+        upcoming_events: 2
+      })
     })
 
-    void it('pages a space\'s events and activity by cursor as by page, events without a start last; another space\'s cursor is refused', async () => {
+    void it("pages a space's events and activity by cursor as by page, events without a start last; another space's cursor is refused", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)
       const other = await createSpace(t, alice)
-      const starts = ['2026-05-01T10:00:00Z', null, '2026-05-01T10:00:00Z', '2026-03-01T10:00:00Z', null, '2027-01-01T10:00:00Z', '2026-05-01T10:00:00Z']
+      const starts = [
+        '2026-05-01T10:00:00Z',
+        null,
+        '2026-05-01T10:00:00Z',
+        '2026-03-01T10:00:00Z',
+        null,
+        '2027-01-01T10:00:00Z',
+        '2026-05-01T10:00:00Z'
+      ]
       for (const [i, start] of starts.entries()) {
-        await link(t, alice, s.id as number, await createEvent(t, alice, { title: `E${i}`, visibility: 40, ...(start !== null ? { start_dt: start } : {}) }))
+        await link(
+          t,
+          alice,
+          s.id as number,
+          await createEvent(t, alice, {
+            title: `E${i}`,
+            visibility: 40,
+            ...(start !== null ? { start_dt: start } : {})
+          })
+        )
       }
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
-        await trx.insertInto('space_members').values(Array.from({ length: 5 }, (_, i) => ({ tenant_id: tenant.id, space_id: s.id as number, user_id: `m${i}` }))).execute()
+        await trx
+          .insertInto('space_members')
+          .values(
+            Array.from({ length: 5 }, (_, i) => ({ tenant_id: tenant.id, space_id: s.id as number, user_id: `m${i}` }))
+          )
+          .execute()
       })
       const get = async (url: string) => {
         const res = await t.as(alice, { method: 'GET', url })
@@ -191,7 +312,10 @@ for (const kind of databases()) {
         } while (cursor !== null)
         assert.deepEqual(walked, all, list)
         const first = await get(`${url}?size=3`)
-        const refused = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${other.id as number}/${list}?size=3&cursor=${encodeURIComponent(first.next_cursor)}` })
+        const refused = await t.as(alice, {
+          method: 'GET',
+          url: `/api/v1/spaces/${other.id as number}/${list}?size=3&cursor=${encodeURIComponent(first.next_cursor)}`
+        })
         assert.equal(refused.statusCode, 400, refused.body)
       }
     })

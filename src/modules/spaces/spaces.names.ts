@@ -27,7 +27,10 @@ export function publicName (p: Profile | undefined, fallback: string): string {
 
 /** Up to two initials from the words of a name, upper-case; `?` when there is no letter. */
 export function initialsOf (name: string): string {
-  const letters = name.split(/\s+/).map(w => [...w].find(c => /\p{L}|\p{N}/u.test(c))).filter((c): c is string => c !== undefined)
+  const letters = name
+    .split(/\s+/)
+    .map(w => [...w].find(c => /\p{L}|\p{N}/u.test(c)))
+    .filter((c): c is string => c !== undefined)
   const picked = letters.length > 1 ? [letters[0], letters[letters.length - 1]] : letters.slice(0, 1)
   const out = picked.join('').toUpperCase()
   return out === '' ? '?' : out

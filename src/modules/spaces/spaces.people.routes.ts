@@ -21,8 +21,26 @@ import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
 import {
-  AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody, PendingInvites, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager,
-  PagedBodySpaceMember, SPACE_MANAGER_PERMISSIONS, UpdateManagerBody, SpaceContact, SpaceContactParams, SpaceManager, SpaceMember, SpaceParams, SpaceUserParams
+  AcceptInviteBody,
+  AddContactBody,
+  AddManagerBody,
+  AddMemberBody,
+  FULL_ROLE,
+  INVITE_DAYS,
+  InviteManagerBody,
+  PendingInvites,
+  ManagerPermissionsList,
+  PagedBodySpaceContact,
+  PagedBodySpaceManager,
+  PagedBodySpaceMember,
+  SPACE_MANAGER_PERMISSIONS,
+  UpdateManagerBody,
+  SpaceContact,
+  SpaceContactParams,
+  SpaceManager,
+  SpaceMember,
+  SpaceParams,
+  SpaceUserParams
 } from './spaces.schemas.ts'
 import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
@@ -32,7 +50,14 @@ const tags = ['Spaces']
 
 /** Locks a space by id for an invitee (who may not see it yet); 404 when deleted. */
 async function lockLiveSpace (trx: Tx, spaceId: number, auth: AuthContext): Promise<void> {
-  const row = await trx.selectFrom('spaces').select('id').where('tenant_id', '=', auth.tenantId).where('id', '=', spaceId).where('is_deleted', '=', false).forUpdate().executeTakeFirst()
+  const row = await trx
+    .selectFrom('spaces')
+    .select('id')
+    .where('tenant_id', '=', auth.tenantId)
+    .where('id', '=', spaceId)
+    .where('is_deleted', '=', false)
+    .forUpdate()
+    .executeTakeFirst()
   if (row === undefined) throw error404NotFound('space not found')
 }
 
@@ -43,7 +68,13 @@ async function userName (trx: Tx, tenantId: string, userId: string): Promise<str
 }
 
 /** Locks the space for a change of its people; a user may always act on themselves when `self`. */
-async function lockForPeople (trx: Tx, auth: AuthContext, id: number, permission: 'space:members' | 'space:managers', self?: string) {
+async function lockForPeople (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: 'space:members' | 'space:managers',
+  self?: string
+) {
   if (self !== undefined && self === auth.userId) {
     const row = await repo.lockVisible(trx, auth, id)
     if (row === undefined) throw error404NotFound('space not found')
@@ -56,274 +87,587 @@ const EXCEEDS = 'a grant may not exceed your own rights on the space'
 const OUTRANKS = 'this manager holds permissions you do not hold, so you may not change or remove their grant'
 
 function refuseSelf (auth: AuthContext, userId: string, location: string): void {
-  if (userId === auth.userId) throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [fieldError(location, 'the caller', userId)])
+  if (userId === auth.userId) {
+    throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [
+      fieldError(location, 'the caller', userId)
+    ])
+  }
 }
 
 /** Invitee e-mails only for who may manage the space's managers; others see null. */
-async function maskInvitees<T extends { invited_email: string | null }> (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }, rows: T[]): Promise<T[]> {
-  if (rows.every(r => r.invited_email === null) || await canManageSpace(trx, auth, space, 'space:managers')) return rows
+async function maskInvitees<T extends { invited_email: string | null }> (
+  trx: Tx,
+  auth: AuthContext,
+  space: { id: number; creator_id: string },
+  rows: T[]
+): Promise<T[]> {
+  if (rows.every(r => r.invited_email === null) || (await canManageSpace(trx, auth, space, 'space:managers'))) {
+    return rows
+  }
   return rows.map(r => ({ ...r, invited_email: null }))
 }
 
 export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
-  app.get('/api/v1/spaces/:id/members', {
-    schema: { operationId: 'list-space-members', summary: 'List the active members of a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceMember } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listMembers(trx, request.auth.tenantId, request.params.id, q)
-    })
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/spaces/:id/members',
+    {
+      schema: {
+        operationId: 'list-space-members',
+        summary: 'List the active members of a space',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpaceMember }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        await visibleOr404(trx, request.auth, request.params.id)
+        return await repo.listMembers(trx, request.auth.tenantId, request.params.id, q)
+      })
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/members', {
-    schema: { operationId: 'add-space-member', summary: 'Add a member (201), or change the role of an active one (200)', tags, params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember } },
-    onRequest: requirePolicy('space', 'members')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { user_id: userId, role } = request.body
-    const { row, joined } = await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:members')
-      const before = await repo.findMember(trx, auth.tenantId, space.id, userId)
-      const joined = before === undefined || !before.is_active
-      await repo.upsertMember(trx, auth.tenantId, space.id, userId, role)
-      if (joined) {
-        await repo.recordSpaceActivity(trx, { tenantId: auth.tenantId, spaceId: space.id, type: 'member', resourceId: userId, title: await userName(trx, auth.tenantId, userId), message: 'joined the space', actorId: auth.userId })
-        await emit(trx, { tenantId: auth.tenantId, topic: 'space.member_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, user_id: userId, role } })
-      } else if (before.role !== role) {
-        await emit(trx, { tenantId: auth.tenantId, topic: 'space.member_updated', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, user_id: userId, role, previous_role: before.role } })
-      }
-      const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
-      if (row === undefined) throw new Error('member vanished')
-      return { row, joined }
-    })
-    return await reply.code(joined ? 201 : 200).send(row)
-  })
+  app.post(
+    '/api/v1/spaces/:id/members',
+    {
+      schema: {
+        operationId: 'add-space-member',
+        summary: 'Add a member (201), or change the role of an active one (200)',
+        tags,
+        params: SpaceParams,
+        body: AddMemberBody,
+        response: { 200: SpaceMember, 201: SpaceMember }
+      },
+      onRequest: requirePolicy('space', 'members')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { user_id: userId, role } = request.body
+      const { row, joined } = await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, request.params.id, 'space:members')
+        const before = await repo.findMember(trx, auth.tenantId, space.id, userId)
+        const joined = before === undefined || !before.is_active
+        await repo.upsertMember(trx, auth.tenantId, space.id, userId, role)
+        if (joined) {
+          await repo.recordSpaceActivity(trx, {
+            tenantId: auth.tenantId,
+            spaceId: space.id,
+            type: 'member',
+            resourceId: userId,
+            title: await userName(trx, auth.tenantId, userId),
+            message: 'joined the space',
+            actorId: auth.userId
+          })
+          await emit(trx, {
+            tenantId: auth.tenantId,
+            topic: 'space.member_added',
+            aggregateType: 'space',
+            aggregateId: space.id,
+            actorId: auth.userId,
+            payload: { space_id: space.id, user_id: userId, role }
+          })
+        } else if (before.role !== role) {
+          await emit(trx, {
+            tenantId: auth.tenantId,
+            topic: 'space.member_updated',
+            aggregateType: 'space',
+            aggregateId: space.id,
+            actorId: auth.userId,
+            payload: { space_id: space.id, user_id: userId, role, previous_role: before.role }
+          })
+        }
+        const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
+        if (row === undefined) throw new Error('member vanished')
+        return { row, joined }
+      })
+      return await reply.code(joined ? 201 : 200).send(row)
+    }
+  )
 
-  app.delete('/api/v1/spaces/:id/members/:user_id', {
-    schema: { operationId: 'remove-space-member', summary: 'Remove a member (a member may leave on their own)', tags, params: SpaceUserParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'members')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, user_id: userId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      await lockForPeople(trx, auth, id, 'space:members', userId)
-      if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.member_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, user_id: userId } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/spaces/:id/members/:user_id',
+    {
+      schema: {
+        operationId: 'remove-space-member',
+        summary: 'Remove a member (a member may leave on their own)',
+        tags,
+        params: SpaceUserParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'members')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, user_id: userId } = request.params
+      await withTenant(db, auth, async trx => {
+        await lockForPeople(trx, auth, id, 'space:members', userId)
+        if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.member_removed',
+          aggregateType: 'space',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { space_id: id, user_id: userId }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 
   /* Managers */
 
-  app.get('/api/v1/spaces/manager-permissions', {
-    schema: { operationId: 'list-space-manager-permissions', summary: 'Permissions that can be granted to a space manager', tags, response: { 200: ManagerPermissionsList } },
-    onRequest: requirePolicy('space', 'list')
-  }, async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
+  app.get(
+    '/api/v1/spaces/manager-permissions',
+    {
+      schema: {
+        operationId: 'list-space-manager-permissions',
+        summary: 'Permissions that can be granted to a space manager',
+        tags,
+        response: { 200: ManagerPermissionsList }
+      },
+      onRequest: requirePolicy('space', 'list')
+    },
+    async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] })
+  )
 
-  app.get('/api/v1/spaces/:id/managers', {
-    schema: { operationId: 'list-space-managers', summary: 'List the managers of a space (active and pending)', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceManager } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      const space = await visibleOr404(trx, request.auth, request.params.id)
-      const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q)
-      return { ...page, items: await maskInvitees(trx, request.auth, space, page.items) }
-    })
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/spaces/:id/managers',
+    {
+      schema: {
+        operationId: 'list-space-managers',
+        summary: 'List the managers of a space (active and pending)',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpaceManager }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        const space = await visibleOr404(trx, request.auth, request.params.id)
+        const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q)
+        return { ...page, items: await maskInvitees(trx, request.auth, space, page.items) }
+      })
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/managers', {
-    schema: { operationId: 'add-space-manager', summary: 'Add an active manager (role, when given, replaces permissions)', tags, params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager } },
-    onRequest: requirePolicy('space', 'managers')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const b = request.body
-    const row = await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-      refuseSelf(auth, b.user_id, 'body.user_id')
-      assertGrantWithin(spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }), await heldOnSpace(trx, auth, space), b.role === FULL_ROLE ? 'body.role' : 'body.permissions', EXCEEDS)
-      if (await repo.findManager(trx, auth.tenantId, space.id, b.user_id) !== undefined) {
-        throw error409Conflict('the user already manages this space', [{ location: 'body.user_id', message: 'already a manager', value: b.user_id }])
-      }
-      const role = b.role ?? null
-      const created = await repo.insertManager(trx, { tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, userId: b.user_id, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId })
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions } })
-      if (b.notify === true) {
-        await notifyUser(trx, {
+  app.post(
+    '/api/v1/spaces/:id/managers',
+    {
+      schema: {
+        operationId: 'add-space-manager',
+        summary: 'Add an active manager (role, when given, replaces permissions)',
+        tags,
+        params: SpaceParams,
+        body: AddManagerBody,
+        response: { 201: SpaceManager }
+      },
+      onRequest: requirePolicy('space', 'managers')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const b = request.body
+      const row = await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+        refuseSelf(auth, b.user_id, 'body.user_id')
+        assertGrantWithin(
+          spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }),
+          await heldOnSpace(trx, auth, space),
+          b.role === FULL_ROLE ? 'body.role' : 'body.permissions',
+          EXCEEDS
+        )
+        if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
+          throw error409Conflict('the user already manages this space', [
+            { location: 'body.user_id', message: 'already a manager', value: b.user_id }
+          ])
+        }
+        const role = b.role ?? null
+        const created = await repo.insertManager(trx, {
           tenantId: auth.tenantId,
+          spaceId: space.id,
+          orgId: space.org_id,
           userId: b.user_id,
-          channels: b.channels ?? ['email'],
-          template: managerAdded({ on: 'space', id: space.id, userId: b.user_id, title: space.title, message: b.message }),
-          priority: b.priority ?? 'normal',
-          payload: { actor_id: auth.userId }
+          permissions: role === FULL_ROLE ? [] : b.permissions,
+          role,
+          invitedBy: auth.userId
         })
-      }
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
-
-  app.post('/api/v1/spaces/:id/managers/invite', {
-    schema: { operationId: 'invite-space-manager', summary: 'Invite a manager by e-mail (pending for 7 days until accepted)', tags, params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager } },
-    onRequest: requirePolicy('space', 'managers')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const b = request.body
-    const email = b.email.toLowerCase()
-    const row = await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-      assertGrantWithin(spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }), await heldOnSpace(trx, auth, space), b.role === FULL_ROLE ? 'body.role' : 'body.permissions', EXCEEDS)
-      if (await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email) !== undefined) {
-        throw error409Conflict('an invite to this address is already pending', [{ location: 'body.email', message: 'already invited', value: b.email }])
-      }
-      const { token, hash } = newInviteToken()
-      const role = b.role ?? null
-      const created = await repo.insertInvite(trx, {
-        tenantId: auth.tenantId, spaceId: space.id, orgId: space.org_id, email, permissions: role === FULL_ROLE ? [] : b.permissions, role, invitedBy: auth.userId, tokenHash: hash, days: INVITE_DAYS
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.manager_added',
+          aggregateType: 'space',
+          aggregateId: space.id,
+          actorId: auth.userId,
+          payload: { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }
+        })
+        if (b.notify === true) {
+          await notifyUser(trx, {
+            tenantId: auth.tenantId,
+            userId: b.user_id,
+            channels: b.channels ?? ['email'],
+            template: managerAdded({
+              on: 'space',
+              id: space.id,
+              userId: b.user_id,
+              title: space.title,
+              message: b.message
+            }),
+            priority: b.priority ?? 'normal',
+            payload: { actor_id: auth.userId }
+          })
+        }
+        return created
       })
-      await queueNotification(trx, {
-        tenantId: auth.tenantId,
-        channel: 'email',
-        recipient: email,
-        ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
-        payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
+      return await reply.code(201).send(row)
+    }
+  )
+
+  app.post(
+    '/api/v1/spaces/:id/managers/invite',
+    {
+      schema: {
+        operationId: 'invite-space-manager',
+        summary: 'Invite a manager by e-mail (pending for 7 days until accepted)',
+        tags,
+        params: SpaceParams,
+        body: InviteManagerBody,
+        response: { 201: SpaceManager }
+      },
+      onRequest: requirePolicy('space', 'managers')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const b = request.body
+      const email = b.email.toLowerCase()
+      const row = await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+        assertGrantWithin(
+          spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }),
+          await heldOnSpace(trx, auth, space),
+          b.role === FULL_ROLE ? 'body.role' : 'body.permissions',
+          EXCEEDS
+        )
+        if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
+          throw error409Conflict('an invite to this address is already pending', [
+            { location: 'body.email', message: 'already invited', value: b.email }
+          ])
+        }
+        const { token, hash } = newInviteToken()
+        const role = b.role ?? null
+        const created = await repo.insertInvite(trx, {
+          tenantId: auth.tenantId,
+          spaceId: space.id,
+          orgId: space.org_id,
+          email,
+          permissions: role === FULL_ROLE ? [] : b.permissions,
+          role,
+          invitedBy: auth.userId,
+          tokenHash: hash,
+          days: INVITE_DAYS
+        })
+        await queueNotification(trx, {
+          tenantId: auth.tenantId,
+          channel: 'email',
+          recipient: email,
+          ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
+          payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
+        })
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.manager_invited',
+          aggregateType: 'space',
+          aggregateId: space.id,
+          actorId: auth.userId,
+          payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }
+        })
+        return created
       })
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_invited', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions } })
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.post('/api/v1/spaces/managers/accept', {
-    schema: { operationId: 'accept-space-manager-invite', summary: 'Accept a manager invite: the caller becomes an active manager', tags, body: AcceptInviteBody, response: { 200: SpaceManager } },
-    onRequest: requirePolicy('space', 'accept')
-  }, async (request) => {
-    const auth = request.auth
-    return await withTenant(db, auth, async (trx) => {
-      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
-      if (invite === undefined) throw error404NotFound('invite not found')
-      if (invite.expired) throw error409Conflict('the invite has expired')
-      await assertInviteRecipient(trx, auth, invite.invited_email)
-      await lockLiveSpace(trx, invite.space_id, auth)
-      if (await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId) !== undefined) throw error409Conflict('the caller already manages this space')
-      const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_added', aggregateType: 'space', aggregateId: invite.space_id, actorId: auth.userId, payload: { space_id: invite.space_id, user_id: auth.userId, role: accepted.role, permissions: accepted.permissions, invite_id: invite.id } })
-      return accepted
-    })
-  })
+  app.post(
+    '/api/v1/spaces/managers/accept',
+    {
+      schema: {
+        operationId: 'accept-space-manager-invite',
+        summary: 'Accept a manager invite: the caller becomes an active manager',
+        tags,
+        body: AcceptInviteBody,
+        response: { 200: SpaceManager }
+      },
+      onRequest: requirePolicy('space', 'accept')
+    },
+    async request => {
+      const auth = request.auth
+      return await withTenant(db, auth, async trx => {
+        const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
+        if (invite === undefined) throw error404NotFound('invite not found')
+        if (invite.expired) throw error409Conflict('the invite has expired')
+        await assertInviteRecipient(trx, auth, invite.invited_email)
+        await lockLiveSpace(trx, invite.space_id, auth)
+        if ((await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
+          throw error409Conflict('the caller already manages this space')
+        }
+        const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.manager_added',
+          aggregateType: 'space',
+          aggregateId: invite.space_id,
+          actorId: auth.userId,
+          payload: {
+            space_id: invite.space_id,
+            user_id: auth.userId,
+            role: accepted.role,
+            permissions: accepted.permissions,
+            invite_id: invite.id
+          }
+        })
+        return accepted
+      })
+    }
+  )
 
-  app.get('/api/v1/spaces/managers/pending', {
-    schema: { operationId: 'list-pending-space-manager-invites', summary: 'Pending manager invites sent to the caller\'s e-mail address', tags, response: { 200: PendingInvites } },
-    onRequest: requirePolicy('manager', 'pending')
-  }, async (request) => {
-    const email = request.auth.email
-    if (email === null || normalizeEmail(email) === '') return { items: [] }
-    const items = await withTenant(db, request.auth, trx => repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email)))
-    return { items }
-  })
+  app.get(
+    '/api/v1/spaces/managers/pending',
+    {
+      schema: {
+        operationId: 'list-pending-space-manager-invites',
+        summary: "Pending manager invites sent to the caller's e-mail address",
+        tags,
+        response: { 200: PendingInvites }
+      },
+      onRequest: requirePolicy('manager', 'pending')
+    },
+    async request => {
+      const email = request.auth.email
+      if (email === null || normalizeEmail(email) === '') return { items: [] }
+      const items = await withTenant(db, request.auth, trx =>
+        repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email))
+      )
+      return { items }
+    }
+  )
 
-  app.get('/api/v1/spaces/:id/managers/:user_id', {
-    schema: { operationId: 'get-space-manager', summary: 'Get a manager of a space', tags, params: SpaceUserParams, response: { 200: SpaceManager } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => await withTenant(db, request.auth, async (trx) => {
-    const space = await visibleOr404(trx, request.auth, request.params.id)
-    const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
-    if (row === undefined) throw error404NotFound('manager not found')
-    const [shown] = await maskInvitees(trx, request.auth, space, [row])
-    return shown
-  }))
+  app.get(
+    '/api/v1/spaces/:id/managers/:user_id',
+    {
+      schema: {
+        operationId: 'get-space-manager',
+        summary: 'Get a manager of a space',
+        tags,
+        params: SpaceUserParams,
+        response: { 200: SpaceManager }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request =>
+      await withTenant(db, request.auth, async trx => {
+        const space = await visibleOr404(trx, request.auth, request.params.id)
+        const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
+        if (row === undefined) throw error404NotFound('manager not found')
+        const [shown] = await maskInvitees(trx, request.auth, space, [row])
+        return shown
+      })
+  )
 
-  app.put('/api/v1/spaces/:id/managers/:user_id', {
-    schema: { operationId: 'update-space-manager', summary: 'Replace the permissions of a manager (clears the role bundle)', tags, params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager } },
-    onRequest: requirePolicy('space', 'managers')
-  }, async (request) => {
-    const auth = request.auth
-    const { id, user_id: userId } = request.params
-    return await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, id, 'space:managers')
-      refuseSelf(auth, userId, 'path.user_id')
-      const current = await repo.findManager(trx, auth.tenantId, id, userId)
-      if (current === undefined) throw error404NotFound('manager not found')
-      const held = await heldOnSpace(trx, auth, space)
-      assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
-      assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
-      const updated = await repo.updateManager(trx, auth.tenantId, current.id, { permissions: request.body.permissions, role: null })
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, user_id: userId, permissions: updated.permissions } })
-      return updated
-    })
-  })
+  app.put(
+    '/api/v1/spaces/:id/managers/:user_id',
+    {
+      schema: {
+        operationId: 'update-space-manager',
+        summary: 'Replace the permissions of a manager (clears the role bundle)',
+        tags,
+        params: SpaceUserParams,
+        body: UpdateManagerBody,
+        response: { 200: SpaceManager }
+      },
+      onRequest: requirePolicy('space', 'managers')
+    },
+    async request => {
+      const auth = request.auth
+      const { id, user_id: userId } = request.params
+      return await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, id, 'space:managers')
+        refuseSelf(auth, userId, 'path.user_id')
+        const current = await repo.findManager(trx, auth.tenantId, id, userId)
+        if (current === undefined) throw error404NotFound('manager not found')
+        const held = await heldOnSpace(trx, auth, space)
+        assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
+        assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
+        const updated = await repo.updateManager(trx, auth.tenantId, current.id, {
+          permissions: request.body.permissions,
+          role: null
+        })
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.manager_updated',
+          aggregateType: 'space',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { space_id: id, user_id: userId, permissions: updated.permissions }
+        })
+        return updated
+      })
+    }
+  )
 
-  app.delete('/api/v1/spaces/:id/managers/:user_id', {
-    schema: { operationId: 'remove-space-manager', summary: 'Remove a manager (never the last active one; a manager may step down)', tags, params: SpaceUserParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'managers')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, user_id: userId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
-      const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
-      const current = await repo.findManager(trx, auth.tenantId, id, userId)
-      if (current === undefined) throw error404NotFound('manager not found')
-      // stepping down is always allowed; removing another needs to hold at least what they hold
-      if (userId !== auth.userId) assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
-      if (current.status === 'active' && active.length <= 1) throw error409Conflict('the last manager of a space cannot be removed')
-      await repo.revokeManager(trx, auth.tenantId, current.id)
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.manager_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, user_id: userId } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/spaces/:id/managers/:user_id',
+    {
+      schema: {
+        operationId: 'remove-space-manager',
+        summary: 'Remove a manager (never the last active one; a manager may step down)',
+        tags,
+        params: SpaceUserParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'managers')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, user_id: userId } = request.params
+      await withTenant(db, auth, async trx => {
+        const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
+        const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
+        const current = await repo.findManager(trx, auth.tenantId, id, userId)
+        if (current === undefined) throw error404NotFound('manager not found')
+        // stepping down is always allowed; removing another needs to hold at least what they hold
+        if (userId !== auth.userId) {
+          assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
+        }
+        if (current.status === 'active' && active.length <= 1) {
+          throw error409Conflict('the last manager of a space cannot be removed')
+        }
+        await repo.revokeManager(trx, auth.tenantId, current.id)
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.manager_removed',
+          aggregateType: 'space',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { space_id: id, user_id: userId }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 
   /* Contacts */
 
-  app.get('/api/v1/spaces/:id/contacts', {
-    schema: { operationId: 'list-space-contacts', summary: 'List the contacts linked to a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpaceContact } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      await visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listContacts(trx, request.auth.tenantId, request.params.id, q)
-    })
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/spaces/:id/contacts',
+    {
+      schema: {
+        operationId: 'list-space-contacts',
+        summary: 'List the contacts linked to a space',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpaceContact }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        await visibleOr404(trx, request.auth, request.params.id)
+        return await repo.listContacts(trx, request.auth.tenantId, request.params.id, q)
+      })
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/contacts', {
-    schema: { operationId: 'add-space-contact', summary: 'Link a contact the caller can see to a space', tags, params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact } },
-    onRequest: requirePolicy('space', 'contacts')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const contactId = request.body.contact_id
-    const row = await withTenant(db, auth, async (trx) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
-      const contact = await contacts.findVisible(trx, auth, contactId)
-      if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
-      const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
-      if (created === undefined) throw error409Conflict('the contact is already linked to this space', [{ location: 'body.contact_id', message: 'already linked', value: contactId }])
-      const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
-      await repo.recordSpaceActivity(trx, { tenantId: auth.tenantId, spaceId: space.id, type: 'contact', resourceId: contactId, title: name, message: 'contact added to the space', actorId: auth.userId })
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.contact_added', aggregateType: 'space', aggregateId: space.id, actorId: auth.userId, payload: { space_id: space.id, contact_id: contactId } })
-      return created
-    })
-    return await reply.code(201).send(row)
-  })
+  app.post(
+    '/api/v1/spaces/:id/contacts',
+    {
+      schema: {
+        operationId: 'add-space-contact',
+        summary: 'Link a contact the caller can see to a space',
+        tags,
+        params: SpaceParams,
+        body: AddContactBody,
+        response: { 201: SpaceContact }
+      },
+      onRequest: requirePolicy('space', 'contacts')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const contactId = request.body.contact_id
+      const row = await withTenant(db, auth, async trx => {
+        const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
+        const contact = await contacts.findVisible(trx, auth, contactId)
+        if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
+        const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
+        if (created === undefined) {
+          throw error409Conflict('the contact is already linked to this space', [
+            { location: 'body.contact_id', message: 'already linked', value: contactId }
+          ])
+        }
+        const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
+        await repo.recordSpaceActivity(trx, {
+          tenantId: auth.tenantId,
+          spaceId: space.id,
+          type: 'contact',
+          resourceId: contactId,
+          title: name,
+          message: 'contact added to the space',
+          actorId: auth.userId
+        })
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.contact_added',
+          aggregateType: 'space',
+          aggregateId: space.id,
+          actorId: auth.userId,
+          payload: { space_id: space.id, contact_id: contactId }
+        })
+        return created
+      })
+      return await reply.code(201).send(row)
+    }
+  )
 
-  app.delete('/api/v1/spaces/:id/contacts/:contact_id', {
-    schema: { operationId: 'remove-space-contact', summary: 'Unlink a contact from a space', tags, params: SpaceContactParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'contacts')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const { id, contact_id: contactId } = request.params
-    await withTenant(db, auth, async (trx) => {
-      await lockManageable(trx, auth, id, 'space:contacts')
-      if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) throw error404NotFound('contact not linked to this space')
-      await emit(trx, { tenantId: auth.tenantId, topic: 'space.contact_removed', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, contact_id: contactId } })
-    })
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/spaces/:id/contacts/:contact_id',
+    {
+      schema: {
+        operationId: 'remove-space-contact',
+        summary: 'Unlink a contact from a space',
+        tags,
+        params: SpaceContactParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'contacts')
+    },
+    async (request, reply) => {
+      const auth = request.auth
+      const { id, contact_id: contactId } = request.params
+      await withTenant(db, auth, async trx => {
+        await lockManageable(trx, auth, id, 'space:contacts')
+        if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
+          throw error404NotFound('contact not linked to this space')
+        }
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: 'space.contact_removed',
+          aggregateType: 'space',
+          aggregateId: id,
+          actorId: auth.userId,
+          payload: { space_id: id, contact_id: contactId }
+        })
+      })
+      return await reply.code(204).send(null)
+    }
+  )
 }

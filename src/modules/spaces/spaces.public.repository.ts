@@ -13,7 +13,14 @@ export const UPCOMING_MAX = 10
 
 const PROFILE = ['u.display_name', 'u.first_name', 'u.last_name', 'u.username', 'u.avatar_url'] as const
 
-const SHOWN = ['spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.published_at'] as const
+const SHOWN = [
+  'spaces.id',
+  'spaces.title',
+  'spaces.description',
+  'spaces.timezone',
+  'spaces.visibility',
+  'spaces.published_at'
+] as const
 
 function publicSpaces (trx: Tx, tenantId: string) {
   return trx.selectFrom('spaces')
@@ -22,17 +29,27 @@ function publicSpaces (trx: Tx, tenantId: string) {
 }
 
 export async function findPublicSpace (trx: Tx, tenantId: string, id: number) {
-  const row = await publicSpaces(trx, tenantId).select([...SHOWN, 'spaces.creator_id', 'spaces.org_id']).where('spaces.id', '=', id).executeTakeFirst()
+  const row = await publicSpaces(trx, tenantId)
+    .select([...SHOWN, 'spaces.creator_id', 'spaces.org_id'])
+    .where('spaces.id', '=', id)
+    .executeTakeFirst()
   if (row === undefined) return undefined
   const parent = await publicSpaces(trx, tenantId)
-    .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.parent_id', '=', 'spaces.id'))
-    .where('p.space_id', '=', id).select('spaces.id').orderBy('spaces.id').executeTakeFirst()
+    .innerJoin('space_parents as p', j =>
+      j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.parent_id', '=', 'spaces.id')
+    )
+    .where('p.space_id', '=', id)
+    .select('spaces.id')
+    .orderBy('spaces.id')
+    .executeTakeFirst()
   return { ...row, parent_id: parent?.id }
 }
 
 export async function publicChildren (trx: Tx, tenantId: string, id: number) {
   const base = publicSpaces(trx, tenantId)
-    .innerJoin('space_parents as p', j => j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id'))
+    .innerJoin('space_parents as p', j =>
+      j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id')
+    )
     .where('p.parent_id', '=', id)
   const [items, count] = await Promise.all([
     base.select(SHOWN).orderBy('spaces.position').orderBy('spaces.id').limit(SUBSPACES_MAX).execute(),
@@ -82,17 +99,28 @@ export interface PublicEvent {
 }
 
 /** Published public events linked to the space: their count, and those that have not ended, soonest first. */
-export async function publicEvents (trx: Tx, tenantId: string, id: number): Promise<{ items: PublicEvent[], total: number }> {
-  const base = trx.selectFrom('event_spaces as es')
+export async function publicEvents (
+  trx: Tx,
+  tenantId: string,
+  id: number
+): Promise<{ items: PublicEvent[]; total: number }> {
+  const base = trx
+    .selectFrom('event_spaces as es')
     .innerJoin('events as e', j => j.onRef('e.tenant_id', '=', 'es.tenant_id').onRef('e.id', '=', 'es.event_id'))
-    .where('es.tenant_id', '=', tenantId).where('es.space_id', '=', id)
-    .where('e.status', '=', 'published').where('e.visibility', '=', PUBLIC)
-    .where('e.is_deleted', '=', false).where('e.published_id', 'is', null)
+    .where('es.tenant_id', '=', tenantId)
+    .where('es.space_id', '=', id)
+    .where('e.status', '=', 'published')
+    .where('e.visibility', '=', PUBLIC)
+    .where('e.is_deleted', '=', false)
+    .where('e.published_id', 'is', null)
   const [items, count] = await Promise.all([
-    base.select(['e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt'])
+    base
+      .select(['e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt'])
       .where(sql<boolean>`coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now()`)
-      .orderBy(sql`e.start_dt asc nulls last`).orderBy('e.id')
-      .limit(UPCOMING_MAX).execute(),
+      .orderBy(sql`e.start_dt asc nulls last`)
+      .orderBy('e.id')
+      .limit(UPCOMING_MAX)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { items, total: Number(count.total) }

@@ -17,7 +17,10 @@ import * as repo from './spaces.repository.ts'
 import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
 
 const tags = ['Spaces']
-/** What the anonymous page's Cache-Control allows any cache: seconds fresh (and five times that stale while revalidating) */
+/**
+ * What the anonymous page's Cache-Control allows any cache: seconds fresh (and five times that stale while
+ * revalidating)
+ */
 const MAX_AGE = 60
 
 interface CachedPage { tenantId: string, page: SpacePage, etag: string, expires: number }
@@ -65,23 +68,36 @@ function parseRef (raw: string): { id: number } | { handle: string } | undefined
 }
 
 const omitNull = <T extends Record<string, unknown>>(o: T) =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as { [K in keyof T]: Exclude<T[K], null> }
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], null>
+  }
 
-async function viewerOf (trx: Tx, auth: AuthContext | null, tenantId: string, space: { id: number, creator_id: string }) {
+async function viewerOf (
+  trx: Tx,
+  auth: AuthContext | null,
+  tenantId: string,
+  space: { id: number; creator_id: string }
+) {
   if (auth === null) return undefined
   if (auth.tenantId !== tenantId) return { can_manage: false, can_open_in_studio: false, can_request_join: false }
   const canRead = auth.permissions.has('spaces:read')
-  const involved = space.creator_id === auth.userId ||
+  const involved =
+    space.creator_id === auth.userId ||
     (await activeManager(trx, tenantId, space.id, auth.userId)) !== undefined ||
     (await isSpaceMember(trx, tenantId, space.id, auth.userId))
   return {
-    can_manage: auth.permissions.has('spaces:write') && await canManageSpace(trx, auth, space, 'space:edit'),
+    can_manage: auth.permissions.has('spaces:write') && (await canManageSpace(trx, auth, space, 'space:edit')),
     can_open_in_studio: canRead,
     can_request_join: canRead && !involved
   }
 }
 
-async function buildPage (trx: Tx, tenantId: string, id: number, auth: AuthContext | null): Promise<SpacePage | undefined> {
+async function buildPage (
+  trx: Tx,
+  tenantId: string,
+  id: number,
+  auth: AuthContext | null
+): Promise<SpacePage | undefined> {
   const space = await pub.findPublicSpace(trx, tenantId, id)
   if (space === undefined) return undefined
   const [children, managers, members, events, owner] = [
@@ -91,8 +107,24 @@ async function buildPage (trx: Tx, tenantId: string, id: number, auth: AuthConte
     await pub.publicEvents(trx, tenantId, id),
     await pub.ownerProfile(trx, tenantId, space.creator_id)
   ]
-  const shown = (s: { id: number, title: string, description: string, timezone: string, visibility: number, published_at: Date | null, parent_id: number | undefined }) =>
-    omitNull({ id: s.id, title: s.title, description: s.description, timezone: s.timezone, visibility: s.visibility, parent_id: s.parent_id, published_at: s.published_at })
+  const shown = (s: {
+    id: number
+    title: string
+    description: string
+    timezone: string
+    visibility: number
+    published_at: Date | null
+    parent_id: number | undefined
+  }) =>
+    omitNull({
+      id: s.id,
+      title: s.title,
+      description: s.description,
+      timezone: s.timezone,
+      visibility: s.visibility,
+      parent_id: s.parent_id,
+      published_at: s.published_at
+    })
   const viewer = await viewerOf(trx, auth, tenantId, space)
   const ownerAvatar = publicAvatar(owner?.avatar_url)
   return {
@@ -100,9 +132,22 @@ async function buildPage (trx: Tx, tenantId: string, id: number, auth: AuthConte
     subspaces: children.items.map(shown),
     managers: managers.items.map(p => previewOf(p, 'Space manager')),
     members: members.items.map(p => previewOf(p, 'Member')),
-    stats: { events_count: events.total, managers_count: managers.total, members_count: members.total, subspaces_count: children.total },
+    stats: {
+      events_count: events.total,
+      managers_count: managers.total,
+      members_count: members.total,
+      subspaces_count: children.total
+    },
     upcoming_events: events.items.map(e => omitNull({ ...e })),
-    ...(owner !== undefined ? { owner: { name: publicName(owner, 'Space owner'), type: 'user', ...(ownerAvatar !== undefined ? { avatar_url: ownerAvatar } : {}) } } : {}),
+    ...(owner !== undefined
+      ? {
+          owner: {
+            name: publicName(owner, 'Space owner'),
+            type: 'user',
+            ...(ownerAvatar !== undefined ? { avatar_url: ownerAvatar } : {})
+          }
+        }
+      : {}),
     ...(viewer !== undefined ? { viewer } : {})
   }
 }
@@ -133,9 +178,13 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   }, async (request, reply) => {
     const auth = request.optionalAuth
     const send = (page: SpacePage, etag: string) => {
-      void reply.header('etag', etag)
+      void reply
+        .header('etag', etag)
         .header('vary', 'Authorization')
-        .header('cache-control', auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache')
+        .header(
+          'cache-control',
+          auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache'
+        )
       return matches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : page
     }
     const cached = auth === null ? cache.get(request.params.id) : undefined

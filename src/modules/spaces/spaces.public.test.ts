@@ -14,17 +14,47 @@ for (const kind of databases()) {
       const owner = `u-owner-${tenant.id}`
       const alice = await tenant.user(owner)
       const people = [
-        { id: `u-1-${tenant.id}`, display_name: 'Grace Hopper', email: 'grace@private.test', first_name: null, last_name: null, avatar_url: 'https://img.test/g.png' },
-        { id: `u-2-${tenant.id}`, display_name: null, email: 'linus@private.test', first_name: 'Linus', last_name: 'Torvalds', avatar_url: 'javascript:alert(1)' },
-        { id: `u-3-${tenant.id}`, display_name: 'secret@private.test', email: 'secret@private.test', first_name: null, last_name: null, avatar_url: null }
+        {
+          id: `u-1-${tenant.id}`,
+          display_name: 'Grace Hopper',
+          email: 'grace@private.test',
+          first_name: null,
+          last_name: null,
+          avatar_url: 'https://img.test/g.png'
+        },
+        {
+          id: `u-2-${tenant.id}`,
+          display_name: null,
+          email: 'linus@private.test',
+          first_name: 'Linus',
+          last_name: 'Torvalds',
+          avatar_url: 'javascript:alert(1)'
+        },
+        {
+          id: `u-3-${tenant.id}`,
+          display_name: 'secret@private.test',
+          email: 'secret@private.test',
+          first_name: null,
+          last_name: null,
+          avatar_url: null
+        }
       ]
       await t.ctx.db.insertInto('users').values([
         ...people.map(p => ({ tenant_id: tenant.id, ...p })),
         { tenant_id: tenant.id, id: owner, display_name: 'Olga Owner', email: 'olga@private.test' }
       ]).execute()
-      const s = await createSpace(t, alice, { title: 'Open Garden', description: 'All welcome', visibility: 40, timezone: 'Europe/Paris' })
+      const s = await createSpace(t, alice, {
+        title: 'Open Garden',
+        description: 'All welcome',
+        visibility: 40,
+        timezone: 'Europe/Paris'
+      })
       for (const p of [...people, { id: `u-4-${tenant.id}` }]) {
-        const res = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: p.id, role: 'space_member' } })
+        const res = await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/spaces/${s.id}/members`,
+          payload: { user_id: p.id, role: 'space_member' }
+        })
         assert.equal(res.statusCode, 201)
       }
       const pubChild = await createSpace(t, alice, { title: 'Open child', visibility: 40, parent_ids: [s.id] })
@@ -32,14 +62,28 @@ for (const kind of databases()) {
       await publish(t, alice, pubChild.id)
       await publish(t, alice, privChild.id)
 
-      assert.equal((await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${s.id}` })).statusCode, 404, 'a draft has no public page')
+      assert.equal(
+        (await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${s.id}` })).statusCode,
+        404,
+        'a draft has no public page'
+      )
       await publish(t, alice, s.id)
 
       const res = await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${s.id}` })
       assert.equal(res.statusCode, 200, res.body)
       const page = res.json()
       assert.equal(page.$schema, 'http://localhost:8080/schemas/SpacePage.json')
-      assert.deepEqual({ ...page.space, published_at: '' }, { id: s.id, title: 'Open Garden', description: 'All welcome', timezone: 'Europe/Paris', visibility: 40, published_at: '' })
+      assert.deepEqual(
+        { ...page.space, published_at: '' },
+        {
+          id: s.id,
+          title: 'Open Garden',
+          description: 'All welcome',
+          timezone: 'Europe/Paris',
+          visibility: 40,
+          published_at: ''
+        }
+      )
       assert.deepEqual(page.subspaces.map((x: Json) => [x.title, x.parent_id]), [['Open child', s.id]])
       assert.deepEqual(page.managers, [{ display_name: 'Olga Owner', initials: 'OO' }])
       assert.deepEqual(page.members, [
@@ -60,7 +104,10 @@ for (const kind of databases()) {
 
       const space = (await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}` })).json()
       assert.match(space.public_handle, /^open-garden-[0-9a-f]{8}$/)
-      const byHandle = await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${space.public_handle as string}` })
+      const byHandle = await t.app.inject({
+        method: 'GET',
+        url: `/api/v1/public/spaces/${space.public_handle as string}`
+      })
       assert.equal(byHandle.statusCode, 200)
       assert.deepEqual(byHandle.json(), page)
       const child = await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${pubChild.id}` })
@@ -74,7 +121,8 @@ for (const kind of databases()) {
       await publish(t, alice, members.id)
       const pub = await createSpace(t, alice, { visibility: 40 })
       await publish(t, alice, pub.id)
-      const handle = (await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${pub.id}` })).json().public_handle as string
+      const handle = (await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${pub.id}` })).json()
+        .public_handle as string
       for (const ref of [String(members.id), '999999999', 'no-such-handle', 'Bad Ref!', '0']) {
         const res = await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${encodeURIComponent(ref)}` })
         assert.equal(res.statusCode, 404, ref)
@@ -83,7 +131,11 @@ for (const kind of databases()) {
       }
       // made private by a published change: gone from the public page
       await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${pub.id}`, payload: { visibility: 30 } })
-      assert.equal((await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${pub.id}` })).statusCode, 200, 'pending changes are not public yet')
+      assert.equal(
+        (await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${pub.id}` })).statusCode,
+        200,
+        'pending changes are not public yet'
+      )
       await publish(t, alice, pub.id)
       assert.equal((await t.app.inject({ method: 'GET', url: `/api/v1/public/spaces/${pub.id}` })).statusCode, 404)
       // public again keeps its handle; then deleted
@@ -123,8 +175,16 @@ for (const kind of databases()) {
       assert.equal(badToken.json().viewer, undefined)
 
       // a change to the page changes the ETag
-      await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'bob', role: 'space_member' } })
-      const changed = await t.app.inject({ method: 'GET', url, headers: { 'if-none-match': String(anon.headers.etag) } })
+      await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/members`,
+        payload: { user_id: 'bob', role: 'space_member' }
+      })
+      const changed = await t.app.inject({
+        method: 'GET',
+        url,
+        headers: { 'if-none-match': String(anon.headers.etag) }
+      })
       assert.equal(changed.statusCode, 200)
       assert.notEqual(changed.headers.etag, anon.headers.etag)
       assert.equal(changed.json().stats.members_count, 1)
@@ -148,8 +208,14 @@ for (const kind of databases()) {
       await publish(t, alice, s.id)
       assert.equal(await title(), 'After')
 
-      // written by another instance (here: straight to the database): the page kept in memory is served until it expires
-      await t.ctx.db.updateTable('spaces').set({ title: 'Elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
+      // written by another instance (here: straight to the database): the page kept in memory is served until it
+      // expires
+      await t.ctx.db
+        .updateTable('spaces')
+        .set({ title: 'Elsewhere' })
+        .where('tenant_id', '=', tenant.id)
+        .where('id', '=', s.id)
+        .execute()
       assert.equal(await title(), 'After')
       const signedIn = await t.as(alice, { method: 'GET', url })
       assert.equal(signedIn.json().space.title, 'Elsewhere', 'a caller with a token is never served the anonymous page')
@@ -157,8 +223,17 @@ for (const kind of databases()) {
       assert.equal(await title(), 'Elsewhere')
 
       // a refused write changed nothing and drops nothing; another tenant's write drops nothing of this one
-      await t.ctx.db.updateTable('spaces').set({ title: 'Again elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
-      const refused = await t.app.inject({ method: 'POST', url: `/api/v1/spaces/${s.id}/members`, payload: { user_id: 'x', role: 'space_member' } })
+      await t.ctx.db
+        .updateTable('spaces')
+        .set({ title: 'Again elsewhere' })
+        .where('tenant_id', '=', tenant.id)
+        .where('id', '=', s.id)
+        .execute()
+      const refused = await t.app.inject({
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/members`,
+        payload: { user_id: 'x', role: 'space_member' }
+      })
       assert.equal(refused.statusCode, 401)
       const other = await newTenant(t).user('olga')
       await createSpace(t, other, { title: 'Elsewhere too' })
@@ -176,7 +251,12 @@ for (const kind of databases()) {
       await publish(t, alice, s.id)
       const url = `/api/v1/public/spaces/${s.id}`
       assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Before')
-      await t.ctx.db.updateTable('spaces').set({ title: 'Elsewhere' }).where('tenant_id', '=', tenant.id).where('id', '=', s.id).execute()
+      await t.ctx.db
+        .updateTable('spaces')
+        .set({ title: 'Elsewhere' })
+        .where('tenant_id', '=', tenant.id)
+        .where('id', '=', s.id)
+        .execute()
       assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Elsewhere')
     })
   })

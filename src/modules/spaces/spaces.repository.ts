@@ -12,9 +12,23 @@ import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
 
 const BASE_COLUMNS = [
-  'spaces.id', 'spaces.title', 'spaces.description', 'spaces.timezone', 'spaces.visibility', 'spaces.status',
-  'spaces.org_id', 'spaces.creator_id', 'spaces.position', 'spaces.published_at', 'spaces.version',
-  'spaces.is_deleted', 'spaces.public_handle', 'spaces.revision', 'spaces.draft', 'spaces.created_at', 'spaces.updated_at'
+  'spaces.id',
+  'spaces.title',
+  'spaces.description',
+  'spaces.timezone',
+  'spaces.visibility',
+  'spaces.status',
+  'spaces.org_id',
+  'spaces.creator_id',
+  'spaces.position',
+  'spaces.published_at',
+  'spaces.version',
+  'spaces.is_deleted',
+  'spaces.public_handle',
+  'spaces.revision',
+  'spaces.draft',
+  'spaces.created_at',
+  'spaces.updated_at'
 ] as const
 
 /**
@@ -22,7 +36,11 @@ const BASE_COLUMNS = [
  * outer row, so that a statement locking the space (lockVisible) is routed to one shard on Citus.
  */
 const parentIds = (eb: ExpressionBuilder<Database, 'spaces'>, tenantId: string) =>
-  sql<number[]>`coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted where p.tenant_id = ${tenantId} and ps.tenant_id = ${tenantId} and p.tenant_id = ${eb.ref('spaces.tenant_id')} and p.space_id = ${eb.ref('spaces.id')}), '[]'::json)`.as('parent_ids')
+  sql<
+    number[]
+  >`coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted where p.tenant_id = ${tenantId} and ps.tenant_id = ${tenantId} and p.tenant_id = ${eb.ref('spaces.tenant_id')} and p.space_id = ${eb.ref('spaces.id')}), '[]'::json)`.as(
+    'parent_ids'
+  )
 
 /** A space row of the tenant as the API shows it (the published form; `draft` holds pending changes). */
 export function spaceSelect (trx: Tx, tenantId: string) {
@@ -43,7 +61,10 @@ export function toDraftView (row: SpaceView) {
 }
 
 export async function findVisible (trx: Tx, auth: AuthContext, id: number) {
-  return await spaceSelect(trx, auth.tenantId).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).executeTakeFirst()
+  return await spaceSelect(trx, auth.tenantId)
+    .where('spaces.id', '=', id)
+    .where(eb => spaceVisibleTo(eb, auth))
+    .executeTakeFirst()
 }
 
 /**
@@ -51,12 +72,21 @@ export async function findVisible (trx: Tx, auth: AuthContext, id: number) {
  * the subqueries of spaceSelect and spaceVisibleTo), so that on Citus the lock is routed to one shard.
  */
 export async function lockVisible (trx: Tx, auth: AuthContext, id: number) {
-  return await spaceSelect(trx, auth.tenantId).where('spaces.tenant_id', '=', auth.tenantId).where('spaces.id', '=', id).where(eb => spaceVisibleTo(eb, auth)).forUpdate('spaces').executeTakeFirst()
+  return await spaceSelect(trx, auth.tenantId)
+    .where('spaces.tenant_id', '=', auth.tenantId)
+    .where('spaces.id', '=', id)
+    .where(eb => spaceVisibleTo(eb, auth))
+    .forUpdate('spaces')
+    .executeTakeFirst()
 }
 
 /** A non-deleted space of the tenant regardless of the caller (for rules that check parents). */
 export async function findSpace (trx: Tx, tenantId: string, id: number) {
-  return await spaceSelect(trx, tenantId).where('spaces.tenant_id', '=', tenantId).where('spaces.id', '=', id).where('spaces.is_deleted', '=', false).executeTakeFirst()
+  return await spaceSelect(trx, tenantId)
+    .where('spaces.tenant_id', '=', tenantId)
+    .where('spaces.id', '=', id)
+    .where('spaces.is_deleted', '=', false)
+    .executeTakeFirst()
 }
 
 export interface SpaceValues {
@@ -67,10 +97,16 @@ export interface SpaceValues {
   position?: number
 }
 
-export async function insertSpace (trx: Tx, auth: AuthContext, values: SpaceValues & { title: string }): Promise<number> {
-  const row = await trx.insertInto('spaces')
+export async function insertSpace (
+  trx: Tx,
+  auth: AuthContext,
+  values: SpaceValues & { title: string }
+): Promise<number> {
+  const row = await trx
+    .insertInto('spaces')
     .values({ ...values, tenant_id: auth.tenantId, creator_id: auth.userId, org_id: auth.orgId })
-    .returning('id').executeTakeFirstOrThrow()
+    .returning('id')
+    .executeTakeFirstOrThrow()
   return row.id
 }
 
@@ -83,9 +119,16 @@ export async function updateSpace (trx: Tx, tenantId: string, id: number, values
   is_deleted?: boolean
 }): Promise<void> {
   const { draft, ...rest } = values
-  await trx.updateTable('spaces')
-    .set({ ...rest, ...(draft !== undefined ? { draft: draft === null ? null : JSON.stringify(draft) } : {}), revision: sql`revision + 1`, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
+  await trx
+    .updateTable('spaces')
+    .set({
+      ...rest,
+      ...(draft !== undefined ? { draft: draft === null ? null : JSON.stringify(draft) } : {}),
+      revision: sql`revision + 1`,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
     .execute()
 }
 
@@ -110,26 +153,56 @@ const SPACE_SORT_TYPES: Record<typeof SPACE_SORT_FIELDS[number], KeyColumn['type
 /** A page of the spaces the caller sees (of one parent, when given); the total and the next page's cursor. */
 export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
   const keys: KeyColumn[] = [
-    { ref: `spaces.${o.sortBy}`, dir: o.sortDir, type: SPACE_SORT_TYPES[o.sortBy], nullable: o.sortBy === 'published_at' },
+    {
+      ref: `spaces.${o.sortBy}`,
+      dir: o.sortDir,
+      type: SPACE_SORT_TYPES[o.sortBy],
+      nullable: o.sortBy === 'published_at'
+    },
     { ref: 'spaces.id', dir: o.sortDir, type: 'int' }
   ]
-  const window = pageWindow(o, listScope('spaces', {
-    sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, status: o.status, visibility: o.visibility, parentId: o.parentId
-  }), keys)
-  const base = trx.selectFrom('spaces')
+  const window = pageWindow(
+    o,
+    listScope('spaces', {
+      sortBy: o.sortBy,
+      sortDir: o.sortDir,
+      search: o.search,
+      status: o.status,
+      visibility: o.visibility,
+      parentId: o.parentId
+    }),
+    keys
+  )
+  const base = trx
+    .selectFrom('spaces')
     .where(eb => spaceVisibleTo(eb, auth))
-    .$if(o.search !== undefined && o.search !== '', qb => qb.where(sql<string>`lower(spaces.title)`, 'like', likePattern(o.search ?? '')))
+    .$if(o.search !== undefined && o.search !== '', qb =>
+      qb.where(sql<string>`lower(spaces.title)`, 'like', likePattern(o.search ?? ''))
+    )
     .$if(o.status !== undefined, qb => qb.where('spaces.status', '=', o.status ?? 'draft'))
     .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('spaces.visibility', '=', o.visibility ?? 0))
-    .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
-      .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
-      .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id').where('sp.parent_id', '=', o.parentId ?? 0))))
+    .$if(o.parentId !== undefined, qb =>
+      qb.where(eb =>
+        eb.exists(
+          eb
+            .selectFrom('space_parents as sp')
+            .select(sql`1`.as('one'))
+            .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
+            .whereRef('sp.tenant_id', '=', 'spaces.tenant_id')
+            .whereRef('sp.space_id', '=', 'spaces.id')
+            .where('sp.parent_id', '=', o.parentId ?? 0)
+        )
+      )
+    )
   const [rows, count] = await Promise.all([
-    base.select(BASE_COLUMNS).select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
+    base
+      .select(BASE_COLUMNS)
+      .select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
       .orderBy(`spaces.${o.sortBy}`, ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
       .orderBy('spaces.id', o.sortDir)
-      .limit(window.limit).offset(window.offset)
+      .limit(window.limit)
+      .offset(window.offset)
       .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
@@ -139,26 +212,44 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
 
 /** Every visible space and the parent links among them, for the tree. */
 export async function visibleForest (trx: Tx, auth: AuthContext) {
-  const spaces = await spaceSelect(trx, auth.tenantId).where(eb => spaceVisibleTo(eb, auth)).orderBy('spaces.position').orderBy('spaces.id').execute()
-  const links = await trx.selectFrom('space_parents').select(['space_id', 'parent_id']).where('tenant_id', '=', auth.tenantId).execute()
+  const spaces = await spaceSelect(trx, auth.tenantId)
+    .where(eb => spaceVisibleTo(eb, auth))
+    .orderBy('spaces.position')
+    .orderBy('spaces.id')
+    .execute()
+  const links = await trx
+    .selectFrom('space_parents')
+    .select(['space_id', 'parent_id'])
+    .where('tenant_id', '=', auth.tenantId)
+    .execute()
   return { spaces, links }
 }
 
 /* Hierarchy */
 
 export async function addParent (trx: Tx, tenantId: string, spaceId: number, parentId: number): Promise<boolean> {
-  const res = await trx.insertInto('space_parents').values({ tenant_id: tenantId, space_id: spaceId, parent_id: parentId })
-    .onConflict(oc => oc.doNothing()).executeTakeFirst()
+  const res = await trx
+    .insertInto('space_parents')
+    .values({ tenant_id: tenantId, space_id: spaceId, parent_id: parentId })
+    .onConflict(oc => oc.doNothing())
+    .executeTakeFirst()
   return Number(res.numInsertedOrUpdatedRows ?? 0) > 0
 }
 
 export async function removeParent (trx: Tx, tenantId: string, spaceId: number, parentId: number): Promise<boolean> {
-  const res = await trx.deleteFrom('space_parents').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('parent_id', '=', parentId).executeTakeFirst()
+  const res = await trx
+    .deleteFrom('space_parents')
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('parent_id', '=', parentId)
+    .executeTakeFirst()
   return Number(res.numDeletedRows) > 0
 }
 
 /** Whether `ancestor` is `spaceId` itself or one of its ancestors (walking parent links up). */
-export async function isSelfOrAncestor (trx: Tx, tenantId: string, spaceId: number, ancestor: number): Promise<boolean> {
+export async function isSelfOrAncestor (
+  trx: Tx, tenantId: string, spaceId: number, ancestor: number
+): Promise<boolean> {
   if (spaceId === ancestor) return true
   const row = await sql<{ found: boolean }>`
     with recursive up(id) as (
@@ -181,30 +272,61 @@ export async function detachChildren (trx: Tx, tenantId: string, parentId: numbe
 
 /* Members */
 
-const MEMBER_COLUMNS = ['space_members.space_id', 'space_members.user_id', 'spaces.org_id', 'space_members.role', 'space_members.is_active', 'space_members.created_at', 'space_members.updated_at'] as const
+const MEMBER_COLUMNS = [
+  'space_members.space_id',
+  'space_members.user_id',
+  'spaces.org_id',
+  'space_members.role',
+  'space_members.is_active',
+  'space_members.created_at',
+  'space_members.updated_at'
+] as const
 
-const MEMBER_KEYS: KeyColumn[] = [{ ref: 'space_members.created_at', dir: 'asc', type: 'time' }, { ref: 'space_members.user_id', dir: 'asc', type: 'text' }]
+const MEMBER_KEYS: KeyColumn[] = [
+  { ref: 'space_members.created_at', dir: 'asc', type: 'time' },
+  { ref: 'space_members.user_id', dir: 'asc', type: 'text' }
+]
 
 /** A page of a space's active members, oldest first; the total and the next page's cursor (docs/pagination.md). */
-export async function listMembers (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listMembers (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('space-members', { spaceId }), MEMBER_KEYS)
-  const base = trx.selectFrom('space_members')
-    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id'))
-    .where('space_members.tenant_id', '=', tenantId).where('space_members.space_id', '=', spaceId).where('space_members.is_active', '=', true)
+  const base = trx
+    .selectFrom('space_members')
+    .innerJoin('spaces', j =>
+      j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id')
+    )
+    .where('space_members.tenant_id', '=', tenantId)
+    .where('space_members.space_id', '=', spaceId)
+    .where('space_members.is_active', '=', true)
   const [rows, count] = await Promise.all([
-    base.select(MEMBER_COLUMNS)
+    base
+      .select(MEMBER_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MEMBER_KEYS, window.after ?? [])))
-      .orderBy('space_members.created_at').orderBy('space_members.user_id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('space_members.created_at')
+      .orderBy('space_members.user_id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.user_id]), total: Number(count.total) }
 }
 
 export async function findMember (trx: Tx, tenantId: string, spaceId: number, userId: string) {
-  return await trx.selectFrom('space_members')
-    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id'))
+  return await trx
+    .selectFrom('space_members')
+    .innerJoin('spaces', j =>
+      j.onRef('spaces.tenant_id', '=', 'space_members.tenant_id').onRef('spaces.id', '=', 'space_members.space_id')
+    )
     .select(MEMBER_COLUMNS)
-    .where('space_members.tenant_id', '=', tenantId).where('space_members.space_id', '=', spaceId).where('space_members.user_id', '=', userId)
+    .where('space_members.tenant_id', '=', tenantId)
+    .where('space_members.space_id', '=', spaceId)
+    .where('space_members.user_id', '=', userId)
     .executeTakeFirst()
 }
 
@@ -213,68 +335,151 @@ export async function findMember (trx: Tx, tenantId: string, spaceId: number, us
  * role. The update takes its times from the inserted row (`excluded`, which carries now()): Citus
  * refuses a function such as now() in `ON CONFLICT DO UPDATE SET` on a distributed table.
  */
-export async function upsertMember (trx: Tx, tenantId: string, spaceId: number, userId: string, role: SpaceRole): Promise<void> {
-  await trx.insertInto('space_members').values({ tenant_id: tenantId, space_id: spaceId, user_id: userId, role, created_at: sql`now()`, updated_at: sql`now()` })
-    .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'user_id']).doUpdateSet(eb => ({
+export async function upsertMember (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  userId: string,
+  role: SpaceRole
+): Promise<void> {
+  await trx
+    .insertInto('space_members')
+    .values({
+      tenant_id: tenantId,
+      space_id: spaceId,
+      user_id: userId,
       role,
-      is_active: true,
-      removed_at: null,
-      created_at: sql`case when space_members.is_active then space_members.created_at else excluded.created_at end`,
-      updated_at: eb.ref('excluded.updated_at')
-    })))
+      created_at: sql`now()`,
+      updated_at: sql`now()`
+    })
+    .onConflict(oc =>
+      oc.columns(['tenant_id', 'space_id', 'user_id']).doUpdateSet(eb => ({
+        role,
+        is_active: true,
+        removed_at: null,
+        created_at: sql`case when space_members.is_active then space_members.created_at else excluded.created_at end`,
+        updated_at: eb.ref('excluded.updated_at')
+      }))
+    )
     .execute()
 }
 
 export async function deactivateMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
-  const res = await trx.updateTable('space_members').set({ is_active: false, removed_at: sql`now()`, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('is_active', '=', true)
+  const res = await trx
+    .updateTable('space_members')
+    .set({ is_active: false, removed_at: sql`now()`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('user_id', '=', userId)
+    .where('is_active', '=', true)
     .executeTakeFirst()
   return Number(res.numUpdatedRows) > 0
 }
 
 /* Managers */
 
-const MANAGER_COLUMNS = ['id', 'space_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'] as const
+const MANAGER_COLUMNS = [
+  'id',
+  'space_id',
+  'org_id',
+  'user_id',
+  'permissions',
+  'role',
+  'status',
+  'invited_email',
+  'invited_by',
+  'invited_at',
+  'expires_at',
+  'accepted_at',
+  'created_at',
+  'updated_at'
+] as const
 
-const MANAGER_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'asc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'int' }]
+const MANAGER_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'asc', type: 'time' },
+  { ref: 'id', dir: 'asc', type: 'int' }
+]
 
 /** A page of a space's active and pending managers, oldest first; the total and the next page's cursor. */
-export async function listManagers (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listManagers (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
-  const base = trx.selectFrom('space_managers').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('status', '<>', 'revoked')
+  const base = trx
+    .selectFrom('space_managers')
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('status', '<>', 'revoked')
   const [rows, count] = await Promise.all([
-    base.select(MANAGER_COLUMNS)
+    base
+      .select(MANAGER_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MANAGER_KEYS, window.after ?? [])))
-      .orderBy('created_at').orderBy('id').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
-  return await trx.selectFrom('space_managers').select(MANAGER_COLUMNS)
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('user_id', '=', userId).where('status', '<>', 'revoked')
+  return await trx
+    .selectFrom('space_managers')
+    .select(MANAGER_COLUMNS)
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('user_id', '=', userId)
+    .where('status', '<>', 'revoked')
     .executeTakeFirst()
 }
 
-export async function insertManager (trx: Tx, v: { tenantId: string, spaceId: number, orgId: string | null, userId: string, permissions: string[], role: string | null, invitedBy: string }) {
-  return await trx.insertInto('space_managers').values({
-    tenant_id: v.tenantId,
-    space_id: v.spaceId,
-    org_id: v.orgId,
-    user_id: v.userId,
-    permissions: v.permissions,
-    role: v.role,
-    status: 'active',
-    invited_by: v.invitedBy,
-    accepted_at: sql<Date>`now()`
-  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function insertManager (
+  trx: Tx,
+  v: {
+    tenantId: string
+    spaceId: number
+    orgId: string | null
+    userId: string
+    permissions: string[]
+    role: string | null
+    invitedBy: string
+  }
+) {
+  return await trx
+    .insertInto('space_managers')
+    .values({
+      tenant_id: v.tenantId,
+      space_id: v.spaceId,
+      org_id: v.orgId,
+      user_id: v.userId,
+      permissions: v.permissions,
+      role: v.role,
+      status: 'active',
+      invited_by: v.invitedBy,
+      accepted_at: sql<Date>`now()`
+    })
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
-export async function updateManager (trx: Tx, tenantId: string, id: number, values: { permissions: string[], role: string | null }) {
-  return await trx.updateTable('space_managers').set({ ...values, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function updateManager (
+  trx: Tx,
+  tenantId: string,
+  id: number,
+  values: { permissions: string[]; role: string | null }
+) {
+  return await trx
+    .updateTable('space_managers')
+    .set({ ...values, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
 export async function revokeManager (trx: Tx, tenantId: string, id: number): Promise<void> {
@@ -293,34 +498,65 @@ export async function lockActiveManagers (trx: Tx, tenantId: string, spaceId: nu
 
 const CONTACT_LINK_COLUMNS = ['id', 'space_id', 'contact_id', 'created_at', 'updated_at'] as const
 
-const CONTACT_LINK_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'int' }]
+const CONTACT_LINK_KEYS: KeyColumn[] = [
+  { ref: 'created_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'desc', type: 'int' }
+]
 
 /** A page of the contacts linked to a space, newest first; the total and the next page's cursor. */
-export async function listContacts (trx: Tx, tenantId: string, spaceId: number, q: { page: number, size: number, cursor?: string | undefined }) {
+export async function listContacts (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  q: { page: number; size: number; cursor?: string | undefined }
+) {
   const window = pageWindow(q, listScope('space-contacts', { spaceId }), CONTACT_LINK_KEYS)
   const base = trx.selectFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
   const [rows, count] = await Promise.all([
-    base.select(CONTACT_LINK_COLUMNS)
+    base
+      .select(CONTACT_LINK_COLUMNS)
       .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CONTACT_LINK_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc').orderBy('id', 'desc').limit(window.limit).offset(window.offset).execute(),
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
     base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
   ])
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
 }
 
 export async function insertContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string, by: string) {
-  return await trx.insertInto('space_contacts').values({ tenant_id: tenantId, space_id: spaceId, contact_id: contactId, created_by: by })
+  return await trx
+    .insertInto('space_contacts')
+    .values({ tenant_id: tenantId, space_id: spaceId, contact_id: contactId, created_by: by })
     .onConflict(oc => oc.columns(['tenant_id', 'space_id', 'contact_id']).doNothing())
-    .returning(CONTACT_LINK_COLUMNS).executeTakeFirst()
+    .returning(CONTACT_LINK_COLUMNS)
+    .executeTakeFirst()
 }
 
 export async function findContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string) {
-  return await trx.selectFrom('space_contacts').select(CONTACT_LINK_COLUMNS)
-    .where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('contact_id', '=', contactId).executeTakeFirst()
+  return await trx
+    .selectFrom('space_contacts')
+    .select(CONTACT_LINK_COLUMNS)
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('contact_id', '=', contactId)
+    .executeTakeFirst()
 }
 
-export async function deleteContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string): Promise<boolean> {
-  const res = await trx.deleteFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId).where('contact_id', '=', contactId).executeTakeFirst()
+export async function deleteContactLink (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  contactId: string
+): Promise<boolean> {
+  const res = await trx
+    .deleteFrom('space_contacts')
+    .where('tenant_id', '=', tenantId)
+    .where('space_id', '=', spaceId)
+    .where('contact_id', '=', contactId)
+    .executeTakeFirst()
   return Number(res.numDeletedRows) > 0
 }
 
@@ -341,7 +577,8 @@ export interface ActivityInput {
  * (for example when an event linked to the space is published).
  *
  * @example
- *   await recordSpaceActivity(trx, { tenantId, spaceId, type: 'event', resourceId: event.id, title: event.title, message: 'Event published', actorId })
+ *   await recordSpaceActivity(trx, { tenantId, spaceId, type: 'event', resourceId: event.id, title: event.title,
+ * message: 'Event published', actorId })
  */
 export async function recordSpaceActivity (trx: Tx, a: ActivityInput): Promise<void> {
   await trx.insertInto('space_activity').values({
@@ -383,44 +620,98 @@ export async function findLiveInviteByEmail (trx: Tx, tenantId: string, spaceId:
     .executeTakeFirst()
 }
 
-export async function insertInvite (trx: Tx, v: { tenantId: string, spaceId: number, orgId: string | null, email: string, permissions: string[], role: string | null, invitedBy: string, tokenHash: string, days: number }) {
-  return await trx.insertInto('space_managers').values({
-    tenant_id: v.tenantId,
-    space_id: v.spaceId,
-    org_id: v.orgId,
-    user_id: null,
-    permissions: v.permissions,
-    role: v.role,
-    status: 'pending',
-    invited_email: v.email,
-    invited_by: v.invitedBy,
-    invited_at: sql<Date>`now()`,
-    invite_token_hash: v.tokenHash,
-    expires_at: sql<Date>`now() + make_interval(days => ${v.days})`
-  }).returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+export async function insertInvite (
+  trx: Tx,
+  v: {
+    tenantId: string
+    spaceId: number
+    orgId: string | null
+    email: string
+    permissions: string[]
+    role: string | null
+    invitedBy: string
+    tokenHash: string
+    days: number
+  }
+) {
+  return await trx
+    .insertInto('space_managers')
+    .values({
+      tenant_id: v.tenantId,
+      space_id: v.spaceId,
+      org_id: v.orgId,
+      user_id: null,
+      permissions: v.permissions,
+      role: v.role,
+      status: 'pending',
+      invited_email: v.email,
+      invited_by: v.invitedBy,
+      invited_at: sql<Date>`now()`,
+      invite_token_hash: v.tokenHash,
+      expires_at: sql<Date>`now() + make_interval(days => ${v.days})`
+    })
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
 export async function lockInviteByHash (trx: Tx, tenantId: string, tokenHash: string) {
-  return await trx.selectFrom('space_managers').select([...MANAGER_COLUMNS, sql<boolean>`expires_at <= now()`.as('expired')])
-    .where('tenant_id', '=', tenantId).where('invite_token_hash', '=', tokenHash).where('status', '=', 'pending')
-    .forUpdate().executeTakeFirst()
+  return await trx
+    .selectFrom('space_managers')
+    .select([...MANAGER_COLUMNS, sql<boolean>`expires_at <= now()`.as('expired')])
+    .where('tenant_id', '=', tenantId)
+    .where('invite_token_hash', '=', tokenHash)
+    .where('status', '=', 'pending')
+    .forUpdate()
+    .executeTakeFirst()
 }
 
 export async function acceptInvite (trx: Tx, tenantId: string, id: number, userId: string) {
-  return await trx.updateTable('space_managers')
-    .set({ user_id: userId, status: 'active', accepted_at: sql`now()`, invite_token_hash: null, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
+  return await trx
+    .updateTable('space_managers')
+    .set({
+      user_id: userId,
+      status: 'active',
+      accepted_at: sql`now()`,
+      invite_token_hash: null,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning(MANAGER_COLUMNS)
+    .executeTakeFirstOrThrow()
 }
 
-const QUALIFIED_MANAGER_COLUMNS = ['space_managers.id', 'space_managers.space_id', 'space_managers.org_id', 'space_managers.user_id', 'space_managers.permissions', 'space_managers.role', 'space_managers.status', 'space_managers.invited_email', 'space_managers.invited_by', 'space_managers.invited_at', 'space_managers.expires_at', 'space_managers.accepted_at', 'space_managers.created_at', 'space_managers.updated_at'] as const
+const QUALIFIED_MANAGER_COLUMNS = [
+  'space_managers.id',
+  'space_managers.space_id',
+  'space_managers.org_id',
+  'space_managers.user_id',
+  'space_managers.permissions',
+  'space_managers.role',
+  'space_managers.status',
+  'space_managers.invited_email',
+  'space_managers.invited_by',
+  'space_managers.invited_at',
+  'space_managers.expires_at',
+  'space_managers.accepted_at',
+  'space_managers.created_at',
+  'space_managers.updated_at'
+] as const
 
 export async function pendingInvitesFor (trx: Tx, tenantId: string, email: string) {
-  return await trx.selectFrom('space_managers').select(QUALIFIED_MANAGER_COLUMNS)
-    .innerJoin('spaces', j => j.onRef('spaces.tenant_id', '=', 'space_managers.tenant_id').onRef('spaces.id', '=', 'space_managers.space_id'))
-    .where('space_managers.tenant_id', '=', tenantId).where('space_managers.status', '=', 'pending')
-    .where(sql<string>`lower(space_managers.invited_email)`, '=', email).where('space_managers.expires_at', '>', sql<Date>`now()`)
+  return await trx
+    .selectFrom('space_managers')
+    .select(QUALIFIED_MANAGER_COLUMNS)
+    .innerJoin('spaces', j =>
+      j.onRef('spaces.tenant_id', '=', 'space_managers.tenant_id').onRef('spaces.id', '=', 'space_managers.space_id')
+    )
+    .where('space_managers.tenant_id', '=', tenantId)
+    .where('space_managers.status', '=', 'pending')
+    .where(sql<string>`lower(space_managers.invited_email)`, '=', email)
+    .where('space_managers.expires_at', '>', sql<Date>`now()`)
     .where('spaces.is_deleted', '=', false)
-    .orderBy('space_managers.invited_at', 'desc').orderBy('space_managers.id', 'desc').limit(100)
+    .orderBy('space_managers.invited_at', 'desc')
+    .orderBy('space_managers.id', 'desc')
+    .limit(100)
     .execute()
 }

@@ -35,7 +35,10 @@ export const TREE_MAX_NODES = 5000
 
 /** Roots are the visible spaces without a visible parent; a multi-parent space repeats under each. */
 function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Node[] {
-  const tooLarge = () => error422UnprocessableEntity(`the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): read it level by level with GET /api/v1/spaces/{id}/children`)
+  const tooLarge = () =>
+    error422UnprocessableEntity(
+      `the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): read it level by level with GET /api/v1/spaces/{id}/children`
+    )
   if (forest.spaces.length > TREE_MAX_NODES) throw tooLarge()
   const byId = new Map(forest.spaces.map(s => [s.id, s]))
   const children = new Map<number, number[]>()
@@ -50,7 +53,9 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
     if (s === undefined) throw new Error('unreachable')
     if (++nodes > TREE_MAX_NODES) throw tooLarge()
     const next = new Set(path).add(id)
-    const kids = (children.get(id) ?? []).filter(k => !next.has(k)).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))
+    const kids = (children.get(id) ?? [])
+      .filter(k => !next.has(k))
+      .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))
     return { ...repo.toSpace(s), children: kids.map(k => node(k, next)) }
   }
   return forest.spaces.filter(s => s.parent_ids.every(p => !byId.has(p))).map(s => node(s.id, new Set()))
@@ -59,169 +64,360 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
 export const spacesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post('/api/v1/spaces', {
-    schema: { operationId: 'create-space', summary: 'Create a space (a new draft; the caller becomes its first manager)', tags, body: CreateSpaceBody, response: { 201: Space } },
-    onRequest: requirePolicy('space', 'create')
-  }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => service.createSpace(trx, request.auth, request.body))
-    setEtag(reply, row.revision)
-    return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
-  })
+  app.post(
+    '/api/v1/spaces',
+    {
+      schema: {
+        operationId: 'create-space',
+        summary: 'Create a space (a new draft; the caller becomes its first manager)',
+        tags,
+        body: CreateSpaceBody,
+        response: { 201: Space }
+      },
+      onRequest: requirePolicy('space', 'create')
+    },
+    async (request, reply) => {
+      const row = await withTenant(db, request.auth, trx => service.createSpace(trx, request.auth, request.body))
+      setEtag(reply, row.revision)
+      return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
+    }
+  )
 
-  app.get('/api/v1/spaces', {
-    schema: { operationId: 'list-spaces', summary: 'List the spaces the caller can see', tags, querystring: ListSpacesQuery, response: { 200: PagedBodySpace } },
-    onRequest: requirePolicy('space', 'list')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, trx => repo.listVisible(trx, request.auth, {
-      page: q.page,
-      size: q.size,
-      cursor: q.cursor,
-      search: q.search?.trim(),
-      sortBy: q.sort_by ?? 'created_at',
-      sortDir: q.sort_dir ?? 'desc',
-      status: q.status,
-      visibility: q.visibility
-    }))
-    return { ...found, size: q.size }
-  })
+  app.get(
+    '/api/v1/spaces',
+    {
+      schema: {
+        operationId: 'list-spaces',
+        summary: 'List the spaces the caller can see',
+        tags,
+        querystring: ListSpacesQuery,
+        response: { 200: PagedBodySpace }
+      },
+      onRequest: requirePolicy('space', 'list')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, trx =>
+        repo.listVisible(trx, request.auth, {
+          page: q.page,
+          size: q.size,
+          cursor: q.cursor,
+          search: q.search?.trim(),
+          sortBy: q.sort_by ?? 'created_at',
+          sortDir: q.sort_dir ?? 'desc',
+          status: q.status,
+          visibility: q.visibility
+        })
+      )
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.get('/api/v1/spaces/tree', {
-    schema: { operationId: 'get-space-tree', summary: 'The visible spaces as a multi-root tree', tags, response: { 200: SpaceTree } },
-    onRequest: requirePolicy('space', 'list')
-  }, async (request) => {
-    const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
-    return { items: buildTree(forest) }
-  })
+  app.get(
+    '/api/v1/spaces/tree',
+    {
+      schema: {
+        operationId: 'get-space-tree',
+        summary: 'The visible spaces as a multi-root tree',
+        tags,
+        response: { 200: SpaceTree }
+      },
+      onRequest: requirePolicy('space', 'list')
+    },
+    async request => {
+      const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
+      return { items: buildTree(forest) }
+    }
+  )
 
-  app.get('/api/v1/spaces/:id', {
-    schema: { operationId: 'get-space', summary: 'Get a space (its published form; see /draft for pending changes)', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request, reply) => {
-    const row = await withTenant(db, request.auth, trx => service.visibleOr404(trx, request.auth, request.params.id))
-    setEtag(reply, row.revision)
-    return repo.toSpace(row)
-  })
+  app.get(
+    '/api/v1/spaces/:id',
+    {
+      schema: {
+        operationId: 'get-space',
+        summary: 'Get a space (its published form; see /draft for pending changes)',
+        tags,
+        params: SpaceParams,
+        response: { 200: Space }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async (request, reply) => {
+      const row = await withTenant(db, request.auth, trx => service.visibleOr404(trx, request.auth, request.params.id))
+      setEtag(reply, row.revision)
+      return repo.toSpace(row)
+    }
+  )
 
-  app.put('/api/v1/spaces/:id', {
-    schema: { operationId: 'replace-space', summary: 'Replace the writable fields (pending until publish on a published space)', tags, params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    const b = request.body
-    const changes = { title: b.title, description: b.description ?? '', timezone: b.timezone ?? 'UTC', visibility: b.visibility ?? 20, position: b.position ?? 0 }
-    const row = await withTenant(db, request.auth, trx => service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request)))
-    setEtag(reply, row.revision)
-    return repo.toSpace(row)
-  })
-
-  app.patch('/api/v1/spaces/:id', {
-    schema: { operationId: 'patch-space', summary: 'Merge-patch a space (pending until publish on a published space)', tags, params: SpaceParams, body: PatchSpaceBody, response: { 200: Space } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    const { $schema: _ignored, ...changes } = request.body
-    const row = await withTenant(db, request.auth, trx => service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request)))
-    setEtag(reply, row.revision)
-    return repo.toSpace(row)
-  })
-
-  app.delete('/api/v1/spaces/:id', {
-    schema: { operationId: 'delete-space', summary: 'Delete a space (its children become roots)', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
-    return await reply.code(204).send(null)
-  })
-
-  app.post('/api/v1/spaces/:id/archive', {
-    schema: { operationId: 'archive-space', summary: 'Archive a space (read-only, off the public page)', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.archiveSpace(trx, request.auth, request.params.id))
-    return await reply.code(204).send(null)
-  })
-
-  app.get('/api/v1/spaces/:id/children', {
-    schema: { operationId: 'list-space-children', summary: 'List the visible children of a space', tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: PagedBodySpace } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const q = request.query
-    const found = await withTenant(db, request.auth, async (trx) => {
-      await service.visibleOr404(trx, request.auth, request.params.id)
-      return await repo.listVisible(trx, request.auth, { page: q.page, size: q.size, cursor: q.cursor, sortBy: 'position', sortDir: 'asc', parentId: request.params.id })
-    })
-    return { ...found, size: q.size }
-  })
-
-  app.get('/api/v1/spaces/:id/parents', {
-    schema: { operationId: 'list-space-parents', summary: 'List the visible parents of a space', tags, params: SpaceParams, response: { 200: SpaceList } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const items = await withTenant(db, request.auth, async (trx) => {
-      const row = await service.visibleOr404(trx, request.auth, request.params.id)
-      const out = []
-      for (const p of row.parent_ids) {
-        const parent = await repo.findVisible(trx, request.auth, p)
-        if (parent !== undefined) out.push(repo.toSpace(parent))
+  app.put(
+    '/api/v1/spaces/:id',
+    {
+      schema: {
+        operationId: 'replace-space',
+        summary: 'Replace the writable fields (pending until publish on a published space)',
+        tags,
+        params: SpaceParams,
+        body: ReplaceSpaceBody,
+        response: { 200: Space }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      const b = request.body
+      const changes = {
+        title: b.title,
+        description: b.description ?? '',
+        timezone: b.timezone ?? 'UTC',
+        visibility: b.visibility ?? 20,
+        position: b.position ?? 0
       }
-      return out
-    })
-    return { items }
-  })
+      const row = await withTenant(db, request.auth, trx =>
+        service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request))
+      )
+      setEtag(reply, row.revision)
+      return repo.toSpace(row)
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/parents', {
-    schema: { operationId: 'add-space-parent', summary: 'Put a space under another parent (no cycles)', tags, params: SpaceParams, body: AddParentBody, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
-    return await reply.code(204).send(null)
-  })
+  app.patch(
+    '/api/v1/spaces/:id',
+    {
+      schema: {
+        operationId: 'patch-space',
+        summary: 'Merge-patch a space (pending until publish on a published space)',
+        tags,
+        params: SpaceParams,
+        body: PatchSpaceBody,
+        response: { 200: Space }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      const { $schema: _ignored, ...changes } = request.body
+      const row = await withTenant(db, request.auth, trx =>
+        service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request))
+      )
+      setEtag(reply, row.revision)
+      return repo.toSpace(row)
+    }
+  )
 
-  app.delete('/api/v1/spaces/:id/parents/:parent_id', {
-    schema: { operationId: 'remove-space-parent', summary: 'Take a space out from under a parent', tags, params: SpaceParentParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
-    return await reply.code(204).send(null)
-  })
+  app.delete(
+    '/api/v1/spaces/:id',
+    {
+      schema: {
+        operationId: 'delete-space',
+        summary: 'Delete a space (its children become roots)',
+        tags,
+        params: SpaceParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request))
+      )
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/edit', {
-    schema: { operationId: 'edit-space', summary: 'Open a draft of a published space and return it', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request) => {
-    const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
-    return repo.toDraftView(row)
-  })
+  app.post(
+    '/api/v1/spaces/:id/archive',
+    {
+      schema: {
+        operationId: 'archive-space',
+        summary: 'Archive a space (read-only, off the public page)',
+        tags,
+        params: SpaceParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx => service.archiveSpace(trx, request.auth, request.params.id))
+      return await reply.code(204).send(null)
+    }
+  )
 
-  app.get('/api/v1/spaces/:id/draft', {
-    schema: { operationId: 'get-space-draft', summary: 'The draft of a space: pending changes applied to the published form', tags, params: SpaceParams, response: { 200: Space } },
-    onRequest: requirePolicy('space', 'read')
-  }, async (request) => {
-    const row = await withTenant(db, request.auth, async (trx) => {
-      const r = await service.visibleOr404(trx, request.auth, request.params.id)
-      if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
-      return r
-    })
-    return repo.toDraftView(row)
-  })
+  app.get(
+    '/api/v1/spaces/:id/children',
+    {
+      schema: {
+        operationId: 'list-space-children',
+        summary: 'List the visible children of a space',
+        tags,
+        params: SpaceParams,
+        querystring: KeysetPageQuery,
+        response: { 200: PagedBodySpace }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const q = request.query
+      const found = await withTenant(db, request.auth, async trx => {
+        await service.visibleOr404(trx, request.auth, request.params.id)
+        return await repo.listVisible(trx, request.auth, {
+          page: q.page,
+          size: q.size,
+          cursor: q.cursor,
+          sortBy: 'position',
+          sortDir: 'asc',
+          parentId: request.params.id
+        })
+      })
+      return { ...found, size: q.size }
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/discard', {
-    schema: { operationId: 'discard-space-draft', summary: 'Discard the pending changes of a published space', tags, params: SpaceParams, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'edit')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id))
-    return await reply.code(204).send(null)
-  })
+  app.get(
+    '/api/v1/spaces/:id/parents',
+    {
+      schema: {
+        operationId: 'list-space-parents',
+        summary: 'List the visible parents of a space',
+        tags,
+        params: SpaceParams,
+        response: { 200: SpaceList }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const items = await withTenant(db, request.auth, async trx => {
+        const row = await service.visibleOr404(trx, request.auth, request.params.id)
+        const out = []
+        for (const p of row.parent_ids) {
+          const parent = await repo.findVisible(trx, request.auth, p)
+          if (parent !== undefined) out.push(repo.toSpace(parent))
+        }
+        return out
+      })
+      return { items }
+    }
+  )
 
-  app.post('/api/v1/spaces/:id/publish', {
-    schema: { operationId: 'publish-space', summary: 'Publish a new draft space or promote the pending changes of a published one', tags, params: SpaceParams, body: PublishSpaceBody, response: { 204: NoContent } },
-    onRequest: requirePolicy('space', 'publish'),
-    // the notification options are optional: no body at all means {}
-    preValidation: async (request) => { request.body ??= {} }
-  }, async (request, reply) => {
-    const { $schema: _ignored, ...options } = request.body ?? {}
-    await withTenant(db, request.auth, trx => service.publishSpace(trx, request.auth, request.params.id, options))
-    return await reply.code(204).send(null)
-  })
+  app.post(
+    '/api/v1/spaces/:id/parents',
+    {
+      schema: {
+        operationId: 'add-space-parent',
+        summary: 'Put a space under another parent (no cycles)',
+        tags,
+        params: SpaceParams,
+        body: AddParentBody,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id)
+      )
+      return await reply.code(204).send(null)
+    }
+  )
+
+  app.delete(
+    '/api/v1/spaces/:id/parents/:parent_id',
+    {
+      schema: {
+        operationId: 'remove-space-parent',
+        summary: 'Take a space out from under a parent',
+        tags,
+        params: SpaceParentParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx =>
+        service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id)
+      )
+      return await reply.code(204).send(null)
+    }
+  )
+
+  app.post(
+    '/api/v1/spaces/:id/edit',
+    {
+      schema: {
+        operationId: 'edit-space',
+        summary: 'Open a draft of a published space and return it',
+        tags,
+        params: SpaceParams,
+        response: { 200: Space }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async request => {
+      const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
+      return repo.toDraftView(row)
+    }
+  )
+
+  app.get(
+    '/api/v1/spaces/:id/draft',
+    {
+      schema: {
+        operationId: 'get-space-draft',
+        summary: 'The draft of a space: pending changes applied to the published form',
+        tags,
+        params: SpaceParams,
+        response: { 200: Space }
+      },
+      onRequest: requirePolicy('space', 'read')
+    },
+    async request => {
+      const row = await withTenant(db, request.auth, async trx => {
+        const r = await service.visibleOr404(trx, request.auth, request.params.id)
+        if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
+        return r
+      })
+      return repo.toDraftView(row)
+    }
+  )
+
+  app.post(
+    '/api/v1/spaces/:id/discard',
+    {
+      schema: {
+        operationId: 'discard-space-draft',
+        summary: 'Discard the pending changes of a published space',
+        tags,
+        params: SpaceParams,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'edit')
+    },
+    async (request, reply) => {
+      await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id))
+      return await reply.code(204).send(null)
+    }
+  )
+
+  app.post(
+    '/api/v1/spaces/:id/publish',
+    {
+      schema: {
+        operationId: 'publish-space',
+        summary: 'Publish a new draft space or promote the pending changes of a published one',
+        tags,
+        params: SpaceParams,
+        body: PublishSpaceBody,
+        response: { 204: NoContent }
+      },
+      onRequest: requirePolicy('space', 'publish'),
+      // the notification options are optional: no body at all means {}
+      preValidation: async request => {
+        request.body ??= {}
+      }
+    },
+    async (request, reply) => {
+      const { $schema: _ignored, ...options } = request.body ?? {}
+      await withTenant(db, request.auth, trx => service.publishSpace(trx, request.auth, request.params.id, options))
+      return await reply.code(204).send(null)
+    }
+  )
 
   registerPeopleRoutes(app, ctx)
   registerInsightRoutes(app, ctx)

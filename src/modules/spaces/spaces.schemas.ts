@@ -1,18 +1,36 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, IntId, model, Nullable, KeysetPageQuery, pagedBody, PageQuery, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import {
+  body,
+  IntId,
+  model,
+  Nullable,
+  KeysetPageQuery,
+  pagedBody,
+  PageQuery,
+  StringEnum,
+  Timestamp
+} from '../../platform/http/schema.ts'
 
 /** Upstream visibility enum (upstream-api-facts §1): 10 private, 20 members-only, 30 organization, 40 public. */
 export const VISIBILITIES = [10, 20, 30, 40] as const
 export type Visibility = typeof VISIBILITIES[number]
 export const PUBLIC = 40
 
-const VisibilityInput = Type.Unsafe<Visibility>({ type: 'integer', enum: [...VISIBILITIES], description: '10 private, 20 members-only, 30 organization, 40 public' })
+const VisibilityInput = Type.Unsafe<Visibility>({
+  type: 'integer',
+  enum: [...VISIBILITIES],
+  description: '10 private, 20 members-only, 30 organization, 40 public'
+})
 const Title = Type.String({ minLength: 1, maxLength: 255, description: 'Title' })
 const Description = Type.String({ maxLength: 10_000, description: 'Description (plain or rich text)' })
 const Timezone = Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone, e.g. Europe/Berlin' })
 const Position = Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Order among siblings' })
 export const PARENTS_MAX = 20
-const ParentIds = Type.Array(IntId, { maxItems: PARENTS_MAX, uniqueItems: true, description: 'Parent spaces (multi-parent hierarchy)' })
+const ParentIds = Type.Array(IntId, {
+  maxItems: PARENTS_MAX,
+  uniqueItems: true,
+  description: 'Parent spaces (multi-parent hierarchy)'
+})
 
 export const SPACE_STATUSES = ['draft', 'published', 'archived'] as const
 
@@ -32,7 +50,9 @@ const spaceFields = {
   version: Type.Integer({ description: 'Number of publishes' }),
   is_deleted: Type.Boolean(),
   has_draft: Type.Boolean({ description: 'A published space with pending draft changes' }),
-  public_handle: Nullable(Type.String({ description: 'Public page reference, set while the space has been published as public' })),
+  public_handle: Nullable(
+    Type.String({ description: 'Public page reference, set while the space has been published as public' })
+  ),
   created_at: Timestamp(),
   updated_at: Timestamp()
 }
@@ -86,13 +106,21 @@ export type SpaceChanges = Omit<Static<typeof PatchSpaceBody>, '$schema'>
 
 export const SPACE_SORT_FIELDS = ['created_at', 'updated_at', 'title', 'position', 'published_at'] as const
 
-export const ListSpacesQuery = Type.Intersect([KeysetPageQuery, Type.Object({
-  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against the title' })),
-  sort_by: Type.Optional(StringEnum(SPACE_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-  sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
-  status: Type.Optional(StringEnum(SPACE_STATUSES, { description: 'Status filter; omitted = every status' })),
-  visibility: Type.Optional(Type.Integer({ enum: [0, ...VISIBILITIES], description: 'Visibility filter; omitted or 0 = every level the caller can see' }))
-})])
+export const ListSpacesQuery = Type.Intersect([
+  KeysetPageQuery,
+  Type.Object({
+    search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against the title' })),
+    sort_by: Type.Optional(StringEnum(SPACE_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
+    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    status: Type.Optional(StringEnum(SPACE_STATUSES, { description: 'Status filter; omitted = every status' })),
+    visibility: Type.Optional(
+      Type.Integer({
+        enum: [0, ...VISIBILITIES],
+        description: 'Visibility filter; omitted or 0 = every level the caller can see'
+      })
+    )
+  })
+])
 
 export const SpaceParams = Type.Object({ id: IntId })
 export const SpaceParentParams = Type.Object({ id: IntId, parent_id: IntId })
@@ -108,7 +136,15 @@ export const PRIORITIES = ['normal', 'high'] as const
 /** The shared notification options block (upstream-api-facts §1); every field optional. */
 const notificationFields = {
   notify: Type.Optional(Type.Boolean({ description: 'Send a notification; default false' })),
-  channels: Type.Optional(Type.Array(StringEnum(CHANNELS), { minItems: 1, maxItems: 3, uniqueItems: true, nullable: true, description: 'Delivery channels; omitted or null = email' })),
+  channels: Type.Optional(
+    Type.Array(StringEnum(CHANNELS), {
+      minItems: 1,
+      maxItems: 3,
+      uniqueItems: true,
+      nullable: true,
+      description: 'Delivery channels; omitted or null = email'
+    })
+  ),
   message: Type.Optional(Type.String({ maxLength: 2000, description: 'Custom text; omitted = default text' })),
   priority: Type.Optional(StringEnum(PRIORITIES, { description: 'normal (default) or high' }))
 }
@@ -136,12 +172,23 @@ export const AddMemberBody = body({
 })
 
 /** Managers (upstream manager model with space_id). */
-export const SPACE_MANAGER_PERMISSIONS = ['space:edit', 'space:publish', 'space:members', 'space:managers', 'space:events', 'space:contacts'] as const
+export const SPACE_MANAGER_PERMISSIONS = [
+  'space:edit',
+  'space:publish',
+  'space:members',
+  'space:managers',
+  'space:events',
+  'space:contacts'
+] as const
 export type SpaceManagerPermission = typeof SPACE_MANAGER_PERMISSIONS[number]
 export const FULL_ROLE = 'space_manager:full'
 export const MANAGER_ROLES = [FULL_ROLE] as const
 
-const ManagerPermissions = Type.Array(StringEnum(SPACE_MANAGER_PERMISSIONS), { maxItems: SPACE_MANAGER_PERMISSIONS.length, uniqueItems: true, description: 'Granted manager permissions' })
+const ManagerPermissions = Type.Array(StringEnum(SPACE_MANAGER_PERMISSIONS), {
+  maxItems: SPACE_MANAGER_PERMISSIONS.length,
+  uniqueItems: true,
+  description: 'Granted manager permissions'
+})
 
 export const SpaceManager = model('SpaceManager', {
   id: Type.Integer(),
@@ -164,7 +211,9 @@ export const PagedBodySpaceManager = pagedBody(SpaceManager, 'PagedBodySpaceMana
 export const AddManagerBody = body({
   user_id: Type.String({ minLength: 1, maxLength: 255, description: 'Profile id of the user' }),
   permissions: ManagerPermissions,
-  role: Type.Optional(Nullable(StringEnum(MANAGER_ROLES, { description: 'When given, replaces permissions with the bundle' }))),
+  role: Type.Optional(
+    Nullable(StringEnum(MANAGER_ROLES, { description: 'When given, replaces permissions with the bundle' }))
+  ),
   ...notificationFields
 })
 export type AddManagerBody = Static<typeof AddManagerBody>
@@ -224,28 +273,47 @@ export const SpacePage = model('SpacePage', {
   subspaces: Type.Array(PublicSpace, { description: 'Published public children' }),
   managers: Type.Array(PersonPreview, { description: 'Previews of up to 12 active managers' }),
   members: Type.Array(PersonPreview, { description: 'Previews of up to 24 active members' }),
-  stats: Type.Object({
-    events_count: Type.Integer({ description: 'Published public events linked to the space' }),
-    managers_count: Type.Integer(),
-    members_count: Type.Integer(),
-    subspaces_count: Type.Integer({ description: 'Published public children' })
-  }, { additionalProperties: false }),
-  upcoming_events: Type.Array(Type.Object({
-    id: Type.Integer(),
-    title: Type.String(),
-    timezone: Type.String(),
-    address: Type.Optional(Type.String()),
-    description: Type.Optional(Type.String()),
-    start_dt: Type.Optional(Timestamp()),
-    end_dt: Type.Optional(Timestamp())
-  }, { additionalProperties: false }), { description: 'Up to 10 published public events linked to the space that have not ended' }),
+  stats: Type.Object(
+    {
+      events_count: Type.Integer({ description: 'Published public events linked to the space' }),
+      managers_count: Type.Integer(),
+      members_count: Type.Integer(),
+      subspaces_count: Type.Integer({ description: 'Published public children' })
+    },
+    { additionalProperties: false }
+  ),
+  upcoming_events: Type.Array(
+    Type.Object(
+      {
+        id: Type.Integer(),
+        title: Type.String(),
+        timezone: Type.String(),
+        address: Type.Optional(Type.String()),
+        description: Type.Optional(Type.String()),
+        start_dt: Type.Optional(Timestamp()),
+        end_dt: Type.Optional(Timestamp())
+      },
+      { additionalProperties: false }
+    ),
+    { description: 'Up to 10 published public events linked to the space that have not ended' }
+  ),
   organization: Type.Optional(Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: false })),
-  owner: Type.Optional(Type.Object({ name: Type.String(), type: Type.String(), avatar_url: Type.Optional(Type.String()) }, { additionalProperties: false })),
-  viewer: Type.Optional(Type.Object({
-    can_manage: Type.Boolean(),
-    can_open_in_studio: Type.Boolean(),
-    can_request_join: Type.Boolean()
-  }, { additionalProperties: false, description: 'Capabilities of the signed-in visitor' }))
+  owner: Type.Optional(
+    Type.Object(
+      { name: Type.String(), type: Type.String(), avatar_url: Type.Optional(Type.String()) },
+      { additionalProperties: false }
+    )
+  ),
+  viewer: Type.Optional(
+    Type.Object(
+      {
+        can_manage: Type.Boolean(),
+        can_open_in_studio: Type.Boolean(),
+        can_request_join: Type.Boolean()
+      },
+      { additionalProperties: false, description: 'Capabilities of the signed-in visitor' }
+    )
+  )
 })
 export type SpacePage = Static<typeof SpacePage>
 
@@ -300,36 +368,59 @@ const EventPerformance = Type.Object({
 }, { additionalProperties: false })
 
 export const SpaceAnalyticsResult = model('SpaceAnalyticsResult', {
-  attendance_trend: Type.Array(Type.Object({
-    attended: Type.Integer(),
-    date: Timestamp('Event start'),
-    event_id: Type.Integer(),
-    label: Type.String({ description: 'Event title' }),
-    rate: Type.Number({ description: 'Fraction 0..1' }),
-    rsvps: Type.Integer()
-  }, { additionalProperties: false }), { description: 'The last 12 events that have started, oldest first' }),
-  attention_needed: Type.Array(Type.Object({
-    event_id: Type.Integer(),
-    reason: Type.String(),
-    rsvps: Type.Integer(),
-    threshold: Type.Number({ description: 'Minimum RSVP count (absolute number of RSVPs)' }),
-    title: Type.String(),
-    start_at: Type.Optional(Timestamp())
-  }, { additionalProperties: false }), { description: 'Upcoming published events with fewer RSVPs than the threshold, soonest first' }),
+  attendance_trend: Type.Array(
+    Type.Object(
+      {
+        attended: Type.Integer(),
+        date: Timestamp('Event start'),
+        event_id: Type.Integer(),
+        label: Type.String({ description: 'Event title' }),
+        rate: Type.Number({ description: 'Fraction 0..1' }),
+        rsvps: Type.Integer()
+      },
+      { additionalProperties: false }
+    ),
+    { description: 'The last 12 events that have started, oldest first' }
+  ),
+  attention_needed: Type.Array(
+    Type.Object(
+      {
+        event_id: Type.Integer(),
+        reason: Type.String(),
+        rsvps: Type.Integer(),
+        threshold: Type.Number({ description: 'Minimum RSVP count (absolute number of RSVPs)' }),
+        title: Type.String(),
+        start_at: Type.Optional(Timestamp())
+      },
+      { additionalProperties: false }
+    ),
+    { description: 'Upcoming published events with fewer RSVPs than the threshold, soonest first' }
+  ),
   events_performance: Type.Array(EventPerformance, { description: 'Up to 50 linked events, latest start first' }),
   top_by_rsvp: Type.Array(EventPerformance, { description: 'The 5 linked events with the most RSVPs' }),
-  member_growth: Type.Array(Type.Object({
-    date: Timestamp('Start of the week (Monday 00:00 UTC)'),
-    label: Type.String({ description: 'The week start as YYYY-MM-DD' }),
-    members: Type.Integer({ description: 'Active members at the end of the week (cumulative)' })
-  }, { additionalProperties: false }), { description: '12 weekly buckets, oldest first, the current week last' }),
-  summary: Type.Object({
-    active_members: Type.Number(),
-    avg_attendance_rate: Type.Number({ description: 'Sum of attended / sum of RSVPs over events that have started, fraction 0..1' }),
-    events_published: Type.Number(),
-    total_rsvps: Type.Number(),
-    upcoming_events: Type.Number()
-  }, { additionalProperties: false })
+  member_growth: Type.Array(
+    Type.Object(
+      {
+        date: Timestamp('Start of the week (Monday 00:00 UTC)'),
+        label: Type.String({ description: 'The week start as YYYY-MM-DD' }),
+        members: Type.Integer({ description: 'Active members at the end of the week (cumulative)' })
+      },
+      { additionalProperties: false }
+    ),
+    { description: '12 weekly buckets, oldest first, the current week last' }
+  ),
+  summary: Type.Object(
+    {
+      active_members: Type.Number(),
+      avg_attendance_rate: Type.Number({
+        description: 'Sum of attended / sum of RSVPs over events that have started, fraction 0..1'
+      }),
+      events_published: Type.Number(),
+      total_rsvps: Type.Number(),
+      upcoming_events: Type.Number()
+    },
+    { additionalProperties: false }
+  )
 })
 export type SpaceAnalyticsResult = Static<typeof SpaceAnalyticsResult>
 
@@ -340,7 +431,9 @@ export const INVITE_DAYS = 7
 export const InviteManagerBody = body({
   email: Type.String({ maxLength: 255, format: 'email', description: 'Address the invite goes to' }),
   permissions: ManagerPermissions,
-  role: Type.Optional(Nullable(StringEnum(MANAGER_ROLES, { description: 'When given, replaces permissions with the bundle' })))
+  role: Type.Optional(
+    Nullable(StringEnum(MANAGER_ROLES, { description: 'When given, replaces permissions with the bundle' }))
+  )
 })
 
 export const AcceptInviteBody = body({

@@ -13,7 +13,14 @@ import { notifyUser } from '../../platform/notifications/notifications.ts'
 import { spacePublished } from '../../platform/notifications/templates.ts'
 import { canManageSpace } from './spaces.access.ts'
 import * as repo from './spaces.repository.ts'
-import { FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission } from './spaces.schemas.ts'
+import {
+  FULL_ROLE,
+  PUBLIC,
+  type CreateSpaceBody,
+  type NotificationOptions,
+  type SpaceChanges,
+  type SpaceManagerPermission
+} from './spaces.schemas.ts'
 import type { SpaceDraft } from './spaces.table.ts'
 
 export function isTimezone (tz: string): boolean {
@@ -33,10 +40,18 @@ function checkTimezone (tz: string | undefined): void {
  * Locks a space the caller may change: 404 when invisible, 403 when visible but not theirs to
  * manage, 412 when If-Match names another revision.
  */
-export async function lockManageable (trx: Tx, auth: AuthContext, id: number, permission: SpaceManagerPermission, ifMatch?: string) {
+export async function lockManageable (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: SpaceManagerPermission,
+  ifMatch?: string
+) {
   const row = await repo.lockVisible(trx, auth, id)
   if (row === undefined) throw error404NotFound('space not found')
-  if (!(await canManageSpace(trx, auth, row, permission))) throw error403Forbidden('only the creator, a space manager or an admin may do this')
+  if (!(await canManageSpace(trx, auth, row, permission))) {
+    throw error403Forbidden('only the creator, a space manager or an admin may do this')
+  }
   checkIfMatch(ifMatch, row.revision)
   return row
 }
@@ -51,7 +66,9 @@ export async function spaceForEventLink (trx: Tx, auth: AuthContext, spaceId: nu
   const row = await repo.findVisible(trx, auth, spaceId)
   if (row === undefined) throw error404NotFound('space not found')
   if (!(await canManageSpace(trx, auth, row, 'space:events'))) {
-    throw error403Forbidden('only the creator, a space manager holding space:events or an admin may link events to this space')
+    throw error403Forbidden(
+      'only the creator, a space manager holding space:events or an admin may link events to this space'
+    )
   }
   if (adding && row.status === 'archived') throw error409Conflict('an archived space cannot take events')
   return row
@@ -71,10 +88,18 @@ async function reread (trx: Tx, tenantId: string, id: number) {
 }
 
 /** Checks that the caller may put a space under `parentId` and that no cycle results. */
-async function attachParent (trx: Tx, auth: AuthContext, spaceId: number, parentId: number, location: string): Promise<boolean> {
+async function attachParent (
+  trx: Tx,
+  auth: AuthContext,
+  spaceId: number,
+  parentId: number,
+  location: string
+): Promise<boolean> {
   const parent = await repo.findVisible(trx, auth, parentId)
   if (parent === undefined) throw invalidField(location, 'parent space not found', parentId)
-  if (!(await canManageSpace(trx, auth, parent, 'space:edit'))) throw error403Forbidden('only a manager of the parent space may add a child to it')
+  if (!(await canManageSpace(trx, auth, parent, 'space:edit'))) {
+    throw error403Forbidden('only a manager of the parent space may add a child to it')
+  }
   if (await repo.isSelfOrAncestor(trx, auth.tenantId, parentId, spaceId)) {
     throw invalidField(location, 'the parent is the space itself or one of its descendants (cycle)', parentId)
   }
@@ -90,12 +115,29 @@ export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpac
     ...(input.visibility !== undefined ? { visibility: input.visibility } : {}),
     ...(input.position !== undefined ? { position: input.position } : {})
   })
-  await repo.insertManager(trx, { tenantId: auth.tenantId, spaceId: id, orgId: auth.orgId, userId: auth.userId, permissions: [], role: FULL_ROLE, invitedBy: auth.userId })
+  await repo.insertManager(trx, {
+    tenantId: auth.tenantId,
+    spaceId: id,
+    orgId: auth.orgId,
+    userId: auth.userId,
+    permissions: [],
+    role: FULL_ROLE,
+    invitedBy: auth.userId
+  })
   if ((input.parent_ids ?? []).length > 0) {
     await repo.lockHierarchy(trx, auth.tenantId)
-    for (const [i, parentId] of (input.parent_ids ?? []).entries()) await attachParent(trx, auth, id, parentId, `body.parent_ids[${i}]`)
+    for (const [i, parentId] of (input.parent_ids ?? []).entries()) {
+      await attachParent(trx, auth, id, parentId, `body.parent_ids[${i}]`)
+    }
   }
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.created', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.created',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] }
+  })
   return await reread(trx, auth.tenantId, id)
 }
 
@@ -103,7 +145,13 @@ export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpac
  * Changes a space. A space never published takes the changes at once; a published space keeps its
  * published form and collects the changes as a pending draft until publish.
  */
-export async function changeSpace (trx: Tx, auth: AuthContext, id: number, changes: SpaceChanges, ifMatch: string | undefined) {
+export async function changeSpace (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  changes: SpaceChanges,
+  ifMatch: string | undefined
+) {
   checkTimezone(changes.timezone)
   const row = await lockManageable(trx, auth, id, 'space:edit', ifMatch)
   if (row.status === 'archived') throw error409Conflict('an archived space cannot be changed')
@@ -114,7 +162,14 @@ export async function changeSpace (trx: Tx, auth: AuthContext, id: number, chang
   } else {
     await repo.updateSpace(trx, auth.tenantId, id, { draft: { ...(row.draft ?? {}), ...changes } })
   }
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields, pending: row.status !== 'draft' } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.updated',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id, fields, pending: row.status !== 'draft' }
+  })
   return await reread(trx, auth.tenantId, id)
 }
 
@@ -135,7 +190,14 @@ export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Pro
   if (row.status === 'draft') throw error409Conflict('the space was never published: delete it instead of discarding')
   if (row.draft === null) return
   await repo.updateSpace(trx, auth.tenantId, id, { draft: null })
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.draft_discarded', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.draft_discarded',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id }
+  })
 }
 
 function newHandle (title: string): string {
@@ -149,7 +211,12 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
   if (row.status === 'published' && row.visibility === PUBLIC) {
     const handle = row.public_handle ?? newHandle(row.title)
     if (row.public_handle === null) {
-      await trx.updateTable('spaces').set({ public_handle: handle }).where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+      await trx
+        .updateTable('spaces')
+        .set({ public_handle: handle })
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .execute()
     }
     await repo.registerPublic(trx, tenantId, id, handle)
   } else {
@@ -157,7 +224,12 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
   }
 }
 
-async function notifyPublished (trx: Tx, auth: AuthContext, space: { id: number, title: string, creator_id: string }, o: NotificationOptions): Promise<void> {
+async function notifyPublished (
+  trx: Tx,
+  auth: AuthContext,
+  space: { id: number; title: string; creator_id: string },
+  o: NotificationOptions
+): Promise<void> {
   await notifyUser(trx, {
     tenantId: auth.tenantId,
     userId: space.creator_id,
@@ -173,7 +245,12 @@ async function notifyPublished (trx: Tx, auth: AuthContext, space: { id: number,
  * Publishes a new draft space, or promotes the pending changes of a published one. Nothing
  * pending is a no-op (still 204): no version, no event, no notification.
  */
-export async function publishSpace (trx: Tx, auth: AuthContext, id: number, options: NotificationOptions): Promise<boolean> {
+export async function publishSpace (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  options: NotificationOptions
+): Promise<boolean> {
   const row = await lockManageable(trx, auth, id, 'space:publish')
   if (row.status === 'archived') throw error409Conflict('an archived space cannot be published')
   const first = row.status === 'draft'
@@ -188,7 +265,20 @@ export async function publishSpace (trx: Tx, auth: AuthContext, id: number, opti
   })
   await syncPublicDirectory(trx, auth.tenantId, id)
   const title = draft.title ?? row.title
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.published', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, version: row.version + 1, first_publish: first, fields: Object.keys(draft), notify: options.notify === true } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.published',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: {
+      space_id: id,
+      version: row.version + 1,
+      first_publish: first,
+      fields: Object.keys(draft),
+      notify: options.notify === true
+    }
+  })
   if (options.notify === true) await notifyPublished(trx, auth, { id, title, creator_id: row.creator_id }, options)
   return true
 }
@@ -198,7 +288,14 @@ export async function archiveSpace (trx: Tx, auth: AuthContext, id: number): Pro
   if (row.status === 'archived') return
   await repo.updateSpace(trx, auth.tenantId, id, { status: 'archived' })
   await repo.unregisterPublic(trx, auth.tenantId, id)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.archived', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.archived',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id }
+  })
 }
 
 /** Soft delete: the row stays (is_deleted) for the events that reference it; children become roots. */
@@ -208,7 +305,14 @@ export async function deleteSpace (trx: Tx, auth: AuthContext, id: number, ifMat
   await repo.updateSpace(trx, auth.tenantId, id, { is_deleted: true })
   await repo.detachChildren(trx, auth.tenantId, id)
   await repo.unregisterPublic(trx, auth.tenantId, id)
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.deleted', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.deleted',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id }
+  })
 }
 
 export async function addParentLink (trx: Tx, auth: AuthContext, id: number, parentId: number): Promise<void> {
@@ -216,13 +320,29 @@ export async function addParentLink (trx: Tx, auth: AuthContext, id: number, par
   await repo.lockHierarchy(trx, auth.tenantId)
   if (await attachParent(trx, auth, id, parentId, 'body.parent_id')) {
     await repo.updateSpace(trx, auth.tenantId, id, {})
-    await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields: ['parent_ids'], pending: false } })
+    await emit(trx, {
+      tenantId: auth.tenantId,
+      topic: 'space.updated',
+      aggregateType: 'space',
+      aggregateId: id,
+      actorId: auth.userId,
+      payload: { space_id: id, fields: ['parent_ids'], pending: false }
+    })
   }
 }
 
 export async function removeParentLink (trx: Tx, auth: AuthContext, id: number, parentId: number): Promise<void> {
   await lockManageable(trx, auth, id, 'space:edit')
-  if (!(await repo.removeParent(trx, auth.tenantId, id, parentId))) throw error404NotFound('the space is not under this parent')
+  if (!(await repo.removeParent(trx, auth.tenantId, id, parentId))) {
+    throw error404NotFound('the space is not under this parent')
+  }
   await repo.updateSpace(trx, auth.tenantId, id, {})
-  await emit(trx, { tenantId: auth.tenantId, topic: 'space.updated', aggregateType: 'space', aggregateId: id, actorId: auth.userId, payload: { space_id: id, fields: ['parent_ids'], pending: false } })
+  await emit(trx, {
+    tenantId: auth.tenantId,
+    topic: 'space.updated',
+    aggregateType: 'space',
+    aggregateId: id,
+    actorId: auth.userId,
+    payload: { space_id: id, fields: ['parent_ids'], pending: false }
+  })
 }

@@ -14,15 +14,40 @@ for (const kind of databases()) {
     void it('creates a draft space whose creator is its first manager', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const res = await t.as(alice, { method: 'POST', url: '/api/v1/spaces', payload: { title: 'Garden', description: 'Plants', timezone: 'Europe/Berlin', visibility: 40, position: 3 } })
+      const res = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/spaces',
+        payload: { title: 'Garden', description: 'Plants', timezone: 'Europe/Berlin', visibility: 40, position: 3 }
+      })
       assert.equal(res.statusCode, 201, res.body)
       const s = res.json()
       assert.equal(res.headers.location, `/api/v1/spaces/${s.id}`)
       assert.equal(res.headers.etag, '"1"')
       assert.equal(s.$schema, 'http://localhost:8080/schemas/Space.json')
-      assert.deepEqual({ ...s, id: 0, created_at: '', updated_at: '' }, {
-        $schema: s.$schema, id: 0, title: 'Garden', description: 'Plants', timezone: 'Europe/Berlin', visibility: 40, status: 'draft', org_id: null, creator_id: 'alice', parent_ids: [], position: 3, published_at: null, published_id: null, version: 0, is_deleted: false, has_draft: false, public_handle: null, created_at: '', updated_at: ''
-      })
+      assert.deepEqual(
+        { ...s, id: 0, created_at: '', updated_at: '' },
+        {
+          $schema: s.$schema,
+          id: 0,
+          title: 'Garden',
+          description: 'Plants',
+          timezone: 'Europe/Berlin',
+          visibility: 40,
+          status: 'draft',
+          org_id: null,
+          creator_id: 'alice',
+          parent_ids: [],
+          position: 3,
+          published_at: null,
+          published_id: null,
+          version: 0,
+          is_deleted: false,
+          has_draft: false,
+          public_handle: null,
+          created_at: '',
+          updated_at: ''
+        }
+      )
       assert.equal('tenant_id' in s, false)
       const managers = await get(t, alice, `/api/v1/spaces/${s.id}/managers`)
       assert.equal(managers.statusCode, 200)
@@ -31,7 +56,11 @@ for (const kind of databases()) {
       assert.equal(managers.json().items[0].role, 'space_manager:full')
       const again = await get(t, alice, `/api/v1/spaces/${s.id}`)
       assert.equal(again.json().title, 'Garden')
-      const events = await t.ctx.db.selectFrom('outbox').select(['topic', 'aggregate_id']).where('tenant_id', '=', tenant.id).execute()
+      const events = await t.ctx.db
+        .selectFrom('outbox')
+        .select(['topic', 'aggregate_id'])
+        .where('tenant_id', '=', tenant.id)
+        .execute()
       assert.deepEqual(events, [{ topic: 'space.created', aggregate_id: String(s.id) }])
     })
 
@@ -90,14 +119,19 @@ for (const kind of databases()) {
       const members = await createSpace(t, alice, { title: 'members', visibility: 20 })
       const org = await createSpace(t, alice, { title: 'org', visibility: 30 })
       const pub = await createSpace(t, alice, { title: 'public', visibility: 40 })
-      const titles = async (token: string) => (await get(t, token, '/api/v1/spaces?sort_by=title&sort_dir=asc')).json().items.map((s: Json) => s.title)
+      const titles = async (token: string) =>
+        (await get(t, token, '/api/v1/spaces?sort_by=title&sort_dir=asc')).json().items.map((s: Json) => s.title)
       assert.deepEqual(await titles(bob), [], 'drafts are seen by their managers only')
       for (const s of [priv, members, org, pub]) await publish(t, alice, s.id)
       assert.deepEqual(await titles(alice), ['members', 'org', 'private', 'public'])
       assert.deepEqual(await titles(admin), ['members', 'org', 'private', 'public'])
       assert.deepEqual(await titles(bob), ['org', 'public'])
       assert.deepEqual(await titles(carol), ['public'])
-      const add = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${members.id}/members`, payload: { user_id: 'carol', role: 'space_member' } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${members.id}/members`,
+        payload: { user_id: 'carol', role: 'space_member' }
+      })
       assert.equal(add.statusCode, 201)
       assert.deepEqual(await titles(carol), ['members', 'public'])
       const filtered = await get(t, alice, '/api/v1/spaces?visibility=30')
@@ -110,9 +144,16 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice, { title: 'Old' })
-      const put = await t.as(alice, { method: 'PUT', url: `/api/v1/spaces/${s.id}`, payload: { title: 'New', visibility: 40 } })
+      const put = await t.as(alice, {
+        method: 'PUT',
+        url: `/api/v1/spaces/${s.id}`,
+        payload: { title: 'New', visibility: 40 }
+      })
       assert.equal(put.statusCode, 200, put.body)
-      assert.deepEqual([put.json().title, put.json().visibility, put.json().description, put.json().has_draft], ['New', 40, '', false])
+      assert.deepEqual(
+        [put.json().title, put.json().visibility, put.json().description, put.json().has_draft],
+        ['New', 40, '', false]
+      )
       assert.equal(put.headers.etag, '"2"')
 
       await publish(t, alice, s.id)
@@ -121,24 +162,42 @@ for (const kind of databases()) {
       assert.equal(published.version, 1)
       assert.ok(published.published_at)
 
-      const patch = await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Newer', description: 'pending' } })
+      const patch = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/spaces/${s.id}`,
+        payload: { title: 'Newer', description: 'pending' }
+      })
       assert.equal(patch.statusCode, 200, patch.body)
       assert.deepEqual([patch.json().title, patch.json().has_draft], ['New', true])
       const draft = await get(t, alice, `/api/v1/spaces/${s.id}/draft`)
       assert.equal(draft.statusCode, 200)
-      assert.deepEqual([draft.json().title, draft.json().description, draft.json().status, draft.json().published_id], ['Newer', 'pending', 'draft', s.id])
+      assert.deepEqual(
+        [draft.json().title, draft.json().description, draft.json().status, draft.json().published_id],
+        ['Newer', 'pending', 'draft', s.id]
+      )
       assert.equal((await get(t, alice, `/api/v1/spaces/${s.id}`)).json().title, 'New')
 
       await publish(t, alice, s.id, { notify: false })
       const promoted = (await get(t, alice, `/api/v1/spaces/${s.id}`)).json()
-      assert.deepEqual([promoted.title, promoted.description, promoted.version, promoted.has_draft], ['Newer', 'pending', 2, false])
+      assert.deepEqual(
+        [promoted.title, promoted.description, promoted.version, promoted.has_draft],
+        ['Newer', 'pending', 2, false]
+      )
       assert.ok(new Date(promoted.published_at) >= new Date(published.published_at))
 
       // nothing pending: a no-op 204
       await publish(t, alice, s.id)
       assert.equal((await get(t, alice, `/api/v1/spaces/${s.id}`)).json().version, 2)
-      const topics = await t.ctx.db.selectFrom('outbox').select('topic').where('tenant_id', '=', tenant.id).orderBy('id').execute()
-      assert.deepEqual(topics.map(r => r.topic), ['space.created', 'space.updated', 'space.published', 'space.updated', 'space.published'])
+      const topics = await t.ctx.db
+        .selectFrom('outbox')
+        .select('topic')
+        .where('tenant_id', '=', tenant.id)
+        .orderBy('id')
+        .execute()
+      assert.deepEqual(
+        topics.map(r => r.topic),
+        ['space.created', 'space.updated', 'space.published', 'space.updated', 'space.published']
+      )
     })
 
     void it('opens, reads and discards a draft', async () => {
@@ -149,7 +208,10 @@ for (const kind of databases()) {
       await publish(t, alice, s.id)
       const edit = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/edit` })
       assert.equal(edit.statusCode, 200)
-      assert.deepEqual([edit.json().status, edit.json().published_id, edit.json().title], ['draft', s.id, 'Reading club'])
+      assert.deepEqual(
+        [edit.json().status, edit.json().published_id, edit.json().title],
+        ['draft', s.id, 'Reading club']
+      )
       await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Changed' } })
       const discard = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/discard` })
       assert.equal(discard.statusCode, 204)
@@ -162,42 +224,98 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice, { title: 'Choir' })
-      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/publish`, payload: { notify: true, channels: ['fax'], priority: 'urgent' } })
+      const bad = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${s.id}/publish`,
+        payload: { notify: true, channels: ['fax'], priority: 'urgent' }
+      })
       assert.equal(bad.statusCode, 400)
       assert.deepEqual(bad.json().errors.map((e: Json) => e.location).sort(), ['body.channels[0]', 'body.priority'])
       assert.equal((await get(t, alice, `/api/v1/spaces/${s.id}`)).json().status, 'draft')
 
-      await publish(t, alice, s.id, { notify: true, channels: ['email', 'push'], message: 'We are live', priority: 'high' })
-      const rows = await t.ctx.db.selectFrom('notification_outbox').select(['channel', 'recipient', 'subject', 'body', 'priority', 'status'])
-        .where('tenant_id', '=', tenant.id).orderBy('id').execute()
+      await publish(t, alice, s.id, {
+        notify: true,
+        channels: ['email', 'push'],
+        message: 'We are live',
+        priority: 'high'
+      })
+      const rows = await t.ctx.db
+        .selectFrom('notification_outbox')
+        .select(['channel', 'recipient', 'subject', 'body', 'priority', 'status'])
+        .where('tenant_id', '=', tenant.id)
+        .orderBy('id')
+        .execute()
       assert.deepEqual(rows, [
-        { channel: 'email', recipient: 'alice@example.test', subject: 'Space "Choir" was published', body: 'We are live', priority: 'high', status: 'pending' },
-        { channel: 'push', recipient: 'alice', subject: 'Space "Choir" was published', body: 'We are live', priority: 'high', status: 'pending' }
+        {
+          channel: 'email',
+          recipient: 'alice@example.test',
+          subject: 'Space "Choir" was published',
+          body: 'We are live',
+          priority: 'high',
+          status: 'pending'
+        },
+        {
+          channel: 'push',
+          recipient: 'alice',
+          subject: 'Space "Choir" was published',
+          body: 'We are live',
+          priority: 'high',
+          status: 'pending'
+        }
       ])
       await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'Choir 2' } })
       await publish(t, alice, s.id, { notify: true })
-      const second = await t.ctx.db.selectFrom('notification_outbox').select(['channel', 'subject', 'body', 'priority']).where('tenant_id', '=', tenant.id).orderBy('id', 'desc').executeTakeFirstOrThrow()
-      assert.deepEqual(second, { channel: 'email', subject: 'Space "Choir 2" was published', body: 'The space "Choir 2" was published.', priority: 'normal' })
+      const second = await t.ctx.db
+        .selectFrom('notification_outbox')
+        .select(['channel', 'subject', 'body', 'priority'])
+        .where('tenant_id', '=', tenant.id)
+        .orderBy('id', 'desc')
+        .executeTakeFirstOrThrow()
+      assert.deepEqual(second, {
+        channel: 'email',
+        subject: 'Space "Choir 2" was published',
+        body: 'The space "Choir 2" was published.',
+        priority: 'normal'
+      })
     })
 
     void it('checks If-Match, refuses changes to an archived space and deletes', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)
-      const stale = await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, headers: { 'if-match': '"7"' }, payload: { title: 'x' } })
+      const stale = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/spaces/${s.id}`,
+        headers: { 'if-match': '"7"' },
+        payload: { title: 'x' }
+      })
       assert.equal(stale.statusCode, 412)
-      const ok = await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, headers: { 'if-match': '"1"' }, payload: { title: 'y' } })
+      const ok = await t.as(alice, {
+        method: 'PATCH',
+        url: `/api/v1/spaces/${s.id}`,
+        headers: { 'if-match': '"1"' },
+        payload: { title: 'y' }
+      })
       assert.equal(ok.statusCode, 200)
       await publish(t, alice, s.id)
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/archive` })).statusCode, 204)
       assert.equal((await get(t, alice, `/api/v1/spaces/${s.id}`)).json().status, 'archived')
-      assert.equal((await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'z' } })).statusCode, 409)
+      assert.equal(
+        (await t.as(alice, { method: 'PATCH', url: `/api/v1/spaces/${s.id}`, payload: { title: 'z' } })).statusCode,
+        409
+      )
       assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/publish` })).statusCode, 409)
       const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}` })
       assert.equal(del.statusCode, 204)
       assert.equal((await get(t, alice, `/api/v1/spaces/${s.id}`)).statusCode, 404)
       assert.equal((await get(t, alice, '/api/v1/spaces')).json().total, 0)
-      const topics = await t.ctx.db.selectFrom('outbox').select('topic').where('tenant_id', '=', tenant.id).orderBy('id', 'desc').limit(1).execute()
+      const topics = await t.ctx.db
+        .selectFrom('outbox')
+        .select('topic')
+        .where('tenant_id', '=', tenant.id)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .execute()
       assert.deepEqual(topics, [{ topic: 'space.deleted' }])
     })
 
@@ -210,14 +328,22 @@ for (const kind of databases()) {
       assert.deepEqual(child.parent_ids, [root.id])
       const grandchild = await createSpace(t, alice, { title: 'grandchild', parent_ids: [child.id] })
 
-      const add = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${child.id}/parents`, payload: { parent_id: other.id } })
+      const add = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/spaces/${child.id}/parents`,
+        payload: { parent_id: other.id }
+      })
       assert.equal(add.statusCode, 204)
       assert.deepEqual((await get(t, alice, `/api/v1/spaces/${child.id}`)).json().parent_ids, [root.id, other.id])
       const parents = await get(t, alice, `/api/v1/spaces/${child.id}/parents`)
       assert.deepEqual(parents.json().items.map((s: Json) => s.title), ['root', 'other'])
 
       for (const [space, parent] of [[root.id, grandchild.id], [root.id, root.id], [child.id, grandchild.id]]) {
-        const cycle = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${space}/parents`, payload: { parent_id: parent } })
+        const cycle = await t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/spaces/${space}/parents`,
+          payload: { parent_id: parent }
+        })
         assert.equal(cycle.statusCode, 400, cycle.body)
         assert.equal(cycle.json().errors[0].location, 'body.parent_id')
       }
@@ -236,7 +362,10 @@ for (const kind of databases()) {
       const remove = await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${child.id}/parents/${root.id}` })
       assert.equal(remove.statusCode, 204)
       assert.deepEqual((await get(t, alice, `/api/v1/spaces/${child.id}`)).json().parent_ids, [other.id])
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${child.id}/parents/${root.id}` })).statusCode, 404)
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${child.id}/parents/${root.id}` })).statusCode,
+        404
+      )
 
       await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${other.id}` })
       assert.deepEqual((await get(t, alice, `/api/v1/spaces/${child.id}`)).json().parent_ids, [])
@@ -249,7 +378,9 @@ for (const kind of databases()) {
       let level = [top.id as number]
       for (let depth = 0; depth < 14; depth++) {
         const next: number[] = []
-        for (const side of ['a', 'b']) next.push((await createSpace(t, alice, { title: `${side}${depth}`, parent_ids: level })).id as number)
+        for (const side of ['a', 'b']) {
+          next.push((await createSpace(t, alice, { title: `${side}${depth}`, parent_ids: level })).id as number)
+        }
         level = next
       }
       const tree = await get(t, alice, '/api/v1/spaces/tree')
@@ -262,14 +393,21 @@ for (const kind of databases()) {
       await createSpace(t, bob, { title: 'leaf', parent_ids: [root.id] })
       const small = await get(t, bob, '/api/v1/spaces/tree')
       assert.equal(small.statusCode, 200, small.body)
-      assert.deepEqual(small.json().items.map((n: Json) => [n.title, n.children.map((c: Json) => c.title)]), [['root', ['leaf']]])
+      assert.deepEqual(
+        small.json().items.map((n: Json) => [n.title, n.children.map((c: Json) => c.title)]),
+        [['root', ['leaf']]]
+      )
     })
 
-    void it('pages the spaces and a space\'s children by cursor as by page, every sort, ties and unpublished last', async () => {
+    void it("pages the spaces and a space's children by cursor as by page, every sort, ties and unpublished last", async () => {
       const alice = await newTenant(t).user('alice')
       const root = await createSpace(t, alice, { title: 'Root' })
       for (let i = 0; i < 8; i++) {
-        const s = await createSpace(t, alice, { title: i % 3 === 0 ? 'Same' : `Space ${i}`, parent_ids: [root.id], position: i % 2 })
+        const s = await createSpace(t, alice, {
+          title: i % 3 === 0 ? 'Same' : `Space ${i}`,
+          parent_ids: [root.id],
+          position: i % 2
+        })
         if (i % 2 === 0) await publish(t, alice, s.id as number)
       }
       const get = async (url: string) => {
@@ -277,8 +415,13 @@ for (const kind of databases()) {
         assert.equal(res.statusCode, 200, res.body)
         return res.json()
       }
-      for (const url of ['/api/v1/spaces?sort_by=title&sort_dir=asc', '/api/v1/spaces?sort_by=published_at&sort_dir=desc', '/api/v1/spaces?sort_by=position&sort_dir=asc',
-        '/api/v1/spaces?sort_dir=desc', `/api/v1/spaces/${root.id as number}/children?x=1`]) {
+      for (const url of [
+        '/api/v1/spaces?sort_by=title&sort_dir=asc',
+        '/api/v1/spaces?sort_by=published_at&sort_dir=desc',
+        '/api/v1/spaces?sort_by=position&sort_dir=asc',
+        '/api/v1/spaces?sort_dir=desc',
+        `/api/v1/spaces/${root.id as number}/children?x=1`
+      ]) {
         const all = ((await get(`${url}&size=100`)).items as Json[]).map(s => s.id)
         assert.ok(all.length >= 8, url)
         const walked: number[] = []
@@ -291,7 +434,10 @@ for (const kind of databases()) {
         assert.deepEqual(walked, all, url)
       }
       const first = await get('/api/v1/spaces?sort_by=title&size=3')
-      const refused = await t.as(alice, { method: 'GET', url: `/api/v1/spaces?sort_by=position&size=3&cursor=${encodeURIComponent(first.next_cursor)}` })
+      const refused = await t.as(alice, {
+        method: 'GET',
+        url: `/api/v1/spaces?sort_by=position&size=3&cursor=${encodeURIComponent(first.next_cursor)}`
+      })
       assert.equal(refused.statusCode, 400, refused.body)
     })
   })

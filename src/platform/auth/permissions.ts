@@ -74,7 +74,8 @@ function declared<T> (onRequest: unknown, key: 'permission' | 'policy'): T | und
 }
 
 /** The permission a route declared, read back for the route table (OpenAPI, route matrix). */
-export const declaredPermission = (onRequest: unknown): Permission | undefined => declared<Permission>(onRequest, 'permission')
+export const declaredPermission = (onRequest: unknown): Permission | undefined =>
+  declared<Permission>(onRequest, 'permission')
 
 /** The policy row (`kind:action`) a route declared, read back for the route table. */
 export const declaredPolicy = (onRequest: unknown): string | undefined => declared<string>(onRequest, 'policy')

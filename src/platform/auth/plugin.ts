@@ -18,7 +18,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { error401Unauthorized } from '../http/errors.ts'
 import { sendProblem } from '../http/error-handler.ts'
-import { ProviderUnavailable, TokenRefused, type AuthContext, type IdentityProvider, type TokenVerifier } from './verify.ts'
+import {
+  ProviderUnavailable,
+  TokenRefused,
+  type AuthContext,
+  type IdentityProvider,
+  type TokenVerifier
+} from './verify.ts'
 
 export type AuthMode = 'required' | 'optional' | 'none'
 
@@ -77,7 +83,10 @@ function logRefusal (request: FastifyRequest, err: unknown, mode: AuthMode): voi
     request.log[level]({ refusal: { reason: err.reason, status: 503 } }, `token not verified: ${err.reason}`)
   } else if (err instanceof TokenRefused) {
     const level = err.repeat || mode === 'optional' ? 'debug' : 'info'
-    request.log[level]({ refusal: { reason: err.reason, status: 401, repeat: err.repeat, token: err.facts } }, `token refused: ${err.reason}`)
+    request.log[level](
+      { refusal: { reason: err.reason, status: 401, repeat: err.repeat, token: err.facts } },
+      `token refused: ${err.reason}`
+    )
   } else {
     request.log.info({ err }, 'token refused')
   }
@@ -89,18 +98,28 @@ function logProviderState (app: FastifyInstance, provider: IdentityProvider, atS
   if (s.kind === 'ready') {
     app.log.info(fields, `identity provider ${atStart ? 'ready' : 'answers again'}: ${s.reason}`)
   } else {
-    app.log.warn(fields, `identity provider ${s.kind}${atStart ? ' at start' : ''}: ${s.reason}; tokens it must verify are answered 503 until it answers`)
+    app.log.warn(
+      fields,
+      `identity provider ${s.kind}${atStart ? ' at start' : ''}: ${s.reason}; tokens it must verify are answered 503 until it answers`
+    )
   }
 }
 
-export function registerAuth (app: FastifyInstance, verifier: TokenVerifier, gate: { current: UserGate | undefined }, onRefusal?: RefusalHook): void {
+export function registerAuth (
+  app: FastifyInstance,
+  verifier: TokenVerifier,
+  gate: { current: UserGate | undefined },
+  onRefusal?: RefusalHook
+): void {
   app.decorateRequest('auth', null as unknown as AuthContext)
   app.decorateRequest('optionalAuth', null)
   const provider = verifier.provider
   app.decorate('identityProvider', provider ?? null)
   if (provider !== undefined) {
     logProviderState(app, provider, true)
-    provider.onChange(() => { logProviderState(app, provider, false) })
+    provider.onChange(() => {
+      logProviderState(app, provider, false)
+    })
   }
 
   app.addHook('onRequest', async (request, reply) => {
@@ -114,8 +133,15 @@ export function registerAuth (app: FastifyInstance, verifier: TokenVerifier, gat
     }
     if (token === undefined) {
       if (mode === 'optional' && header === undefined) return
-      request.log.debug({ refusal: { reason: header === undefined ? 'no bearer token' : 'malformed authorization header', status: 401 } }, 'request without a valid authorization header')
-      return await refuse(error401Unauthorized(header === undefined ? 'missing bearer token' : 'malformed authorization header'))
+      request.log.debug(
+        {
+          refusal: { reason: header === undefined ? 'no bearer token' : 'malformed authorization header', status: 401 }
+        },
+        'request without a valid authorization header'
+      )
+      return await refuse(
+        error401Unauthorized(header === undefined ? 'missing bearer token' : 'malformed authorization header')
+      )
     }
     let auth: AuthContext
     try {
@@ -124,7 +150,8 @@ export function registerAuth (app: FastifyInstance, verifier: TokenVerifier, gat
       logRefusal(request, err, mode)
       if (mode === 'optional') return
       if (err instanceof ProviderUnavailable) {
-        // the service's trouble, said once in the log above: answered here, not by the error handler (which logs every 5xx as an error)
+        // the service's trouble, said once in the log above: answered here, not by the error handler (which logs every
+        // 5xx as an error)
         await onRefusal?.(request, reply)
         sendProblem(reply, err, verifier.baseUrl ?? '')
         return reply
@@ -133,7 +160,10 @@ export function registerAuth (app: FastifyInstance, verifier: TokenVerifier, gat
     }
     if (gate.current !== undefined && !(await gate.current(auth))) {
       if (mode === 'optional') return
-      request.log.debug({ refusal: { reason: 'user not active', status: 401, token: { sub: auth.userId } } }, 'token refused: the user is not active')
+      request.log.debug(
+        { refusal: { reason: 'user not active', status: 401, token: { sub: auth.userId } } },
+        'token refused: the user is not active'
+      )
       return await refuse(error401Unauthorized('the user is not active'))
     }
     request.auth = auth

@@ -20,7 +20,15 @@
  * (ProviderUnavailable), `/ready` says so, and it is asked again at most every RETRY_MS, by a
  * request or by `/ready`. Meanwhile the keys fetched before it went away still verify their tokens.
  */
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey
+} from 'jose'
 import { ConfigError, type Config } from '../../config.ts'
 import { ApiError, error401Unauthorized } from '../http/errors.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys } from './dev-keys.ts'
@@ -42,9 +50,18 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 const CACHE_MAX = 10_000
 const REFUSED_TTL_MS = 30_000
 /** Refusals that the same token can never turn into a success. */
-const FINAL_REFUSALS = new Set(['ERR_JWS_SIGNATURE_VERIFICATION_FAILED', 'ERR_JWT_EXPIRED', 'ERR_JWS_INVALID', 'ERR_JWT_INVALID'])
+const FINAL_REFUSALS = new Set([
+  'ERR_JWS_SIGNATURE_VERIFICATION_FAILED',
+  'ERR_JWT_EXPIRED',
+  'ERR_JWS_INVALID',
+  'ERR_JWT_INVALID'
+])
 /** Errors of a key set that are the token's doing (its `kid` or `alg`), not the provider's. */
-const TOKEN_KEY_ERRORS = new Set(['ERR_JWKS_NO_MATCHING_KEY', 'ERR_JWKS_MULTIPLE_MATCHING_KEYS', 'ERR_JOSE_NOT_SUPPORTED'])
+const TOKEN_KEY_ERRORS = new Set([
+  'ERR_JWKS_NO_MATCHING_KEY',
+  'ERR_JWKS_MULTIPLE_MATCHING_KEYS',
+  'ERR_JOSE_NOT_SUPPORTED'
+])
 /** Each request to the provider (discovery, JWKS) waits at most this long. */
 const FETCH_TIMEOUT_MS = 5_000
 /** An unreachable provider is asked again at most this often (and 503 answers Retry-After: this, in seconds). */
@@ -72,12 +89,17 @@ export class TokenRefused extends ApiError {
 /** A 503: the identity provider does not answer (or is misconfigured), so the token cannot be checked now. */
 export class ProviderUnavailable extends ApiError {
   constructor (readonly reason: string, readonly repeat: boolean) {
-    super(503, 'the identity provider is unreachable, so the token cannot be verified now; retry shortly', [], { 'retry-after': String(RETRY_MS / 1000) })
+    super(503, 'the identity provider is unreachable, so the token cannot be verified now; retry shortly', [], {
+      'retry-after': String(RETRY_MS / 1000)
+    })
   }
 }
 
 export interface ProviderState {
-  /** `ready`: keys fetched; `unreachable`: discovery or JWKS did not answer; `misconfigured`: its issuer is not OIDC_ISSUER */
+  /**
+   * `ready`: keys fetched; `unreachable`: discovery or JWKS did not answer; `misconfigured`: its issuer is not
+   * OIDC_ISSUER
+   */
   readonly kind: 'ready' | 'unreachable' | 'misconfigured'
   /** what happened, for the log and `/ready` (addresses and errors, never a secret) */
   readonly reason: string
@@ -87,7 +109,9 @@ export interface ProviderState {
 export interface IdentityProvider {
   readonly issuer: string
   state (): ProviderState
-  /** Asks the provider again when it is not ready and RETRY_MS have passed, waiting at most `timeoutMs`; the state then. */
+  /**
+   * Asks the provider again when it is not ready and RETRY_MS have passed, waiting at most `timeoutMs`; the state then.
+   */
   check (timeoutMs: number): Promise<ProviderState>
   /** Called when the state changes kind (ready ↔ unreachable / misconfigured). */
   onChange (listener: (state: ProviderState) => void): void
@@ -121,7 +145,12 @@ export function tokenFacts (token: string): TokenFacts {
     const p = decodeJwt(token)
     const iss = bounded(p.iss)
     const sub = bounded(p.sub)
-    const aud = Array.isArray(p.aud) ? p.aud.slice(0, 5).map(bounded).filter((a): a is string => a !== undefined) : bounded(p.aud)
+    const aud = Array.isArray(p.aud)
+      ? p.aud
+        .slice(0, 5)
+        .map(bounded)
+        .filter((a): a is string => a !== undefined)
+      : bounded(p.aud)
     if (iss !== undefined) facts.iss = iss
     if (sub !== undefined) facts.sub = sub
     if (aud !== undefined) facts.aud = aud
@@ -157,7 +186,9 @@ function refusalReason (err: unknown): string {
 /** A failed request to the provider, in one short line (no stack, no body). */
 function fetchFailure (what: string, err: unknown): string {
   const e = err as { name?: string, code?: string, message?: string, cause?: { code?: string, message?: string } }
-  if (e.name === 'TimeoutError' || e.code === 'ERR_JWKS_TIMEOUT') return `${what}: no answer within ${FETCH_TIMEOUT_MS / 1000} s`
+  if (e.name === 'TimeoutError' || e.code === 'ERR_JWKS_TIMEOUT') {
+    return `${what}: no answer within ${FETCH_TIMEOUT_MS / 1000} s`
+  }
   if (e.code === 'ERR_JWKS_INVALID') return `${what}: not a JSON Web Key Set`
   const detail = e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)
   return `${what}: ${detail.slice(0, 200)}`
@@ -192,7 +223,9 @@ async function discoverJwksUrl (issuer: string): Promise<URL> {
   if (doc === null || typeof doc !== 'object') throw new Error(`${what}: not a JSON object`)
   if (doc.issuer !== issuer) {
     const found = typeof doc.issuer === 'string' ? JSON.stringify(bounded(doc.issuer)) : 'no issuer'
-    throw new IssuerMismatch(`is ${JSON.stringify(issuer)} but the provider's discovery document (${url}) names ${found}: tokens carry the provider's value in iss, so set OIDC_ISSUER to exactly that`)
+    throw new IssuerMismatch(
+      `is ${JSON.stringify(issuer)} but the provider's discovery document (${url}) names ${found}: tokens carry the provider's value in iss, so set OIDC_ISSUER to exactly that`
+    )
   }
   if (typeof doc.jwks_uri !== 'string') throw new Error(`${what}: no jwks_uri`)
   try {
@@ -239,7 +272,10 @@ export function contextFromClaims (payload: JWTPayload, config: Pick<Config, 'oi
 type RemoteKeySet = ReturnType<typeof createRemoteJWKSet>
 
 /** The provider's keys: discovery and JWKS at start, then on demand; its state for `/ready` and the log. */
-async function connectProvider (issuer: string, jwksUrl: string | undefined): Promise<{ keySet: JWTVerifyGetKey, provider: IdentityProvider }> {
+async function connectProvider (
+  issuer: string,
+  jwksUrl: string | undefined
+): Promise<{ keySet: JWTVerifyGetKey; provider: IdentityProvider }> {
   let state: ProviderState = { kind: 'unreachable', reason: 'not asked yet' }
   const listeners: Array<(s: ProviderState) => void> = []
   let remote: RemoteKeySet | undefined
@@ -290,7 +326,9 @@ async function connectProvider (issuer: string, jwksUrl: string | undefined): Pr
         return
       }
       setState({ kind: 'ready', reason: `issuer ${issuer}, JWKS at ${jwksHref}` })
-    })().finally(() => { probing = undefined })
+    })().finally(() => {
+      probing = undefined
+    })
     await probing
   }
 
@@ -332,12 +370,19 @@ async function connectProvider (issuer: string, jwksUrl: string | undefined): Pr
       async check (timeoutMs) {
         if (state.kind !== 'ready' && Date.now() >= nextTryAt) {
           let timer: NodeJS.Timeout | undefined
-          await Promise.race([probe(), new Promise<void>(resolve => { timer = setTimeout(resolve, timeoutMs) })])
+          await Promise.race([
+            probe(),
+            new Promise<void>(resolve => {
+              timer = setTimeout(resolve, timeoutMs)
+            })
+          ])
           clearTimeout(timer)
         }
         return state
       },
-      onChange (listener) { listeners.push(listener) }
+      onChange (listener) {
+        listeners.push(listener)
+      }
     }
   }
 }
@@ -388,7 +433,9 @@ export async function createTokenVerifier (config: Config): Promise<TokenVerifie
         cache.delete(token)
       }
       const last = refused.get(token)
-      if (last?.final === true && last.until > Date.now()) throw new TokenRefused('invalid or expired token', last.reason, last.facts, true)
+      if (last?.final === true && last.until > Date.now()) {
+        throw new TokenRefused('invalid or expired token', last.reason, last.facts, true)
+      }
       let payload: JWTPayload
       try {
         ({ payload } = await jwtVerify(token, keySet, {

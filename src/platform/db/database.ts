@@ -68,7 +68,8 @@ const TIMESTAMPTZ = 1184
 const DATE_ARRAY = 1182
 const TIMESTAMP_ARRAY = 1115
 const TIMESTAMPTZ_ARRAY = 1185
-const textParser = (oid: number): (v: string) => unknown => pg.types.getTypeParser(oid, 'text') as (v: string) => unknown
+const textParser = (oid: number): ((v: string) => unknown) =>
+  pg.types.getTypeParser(oid, 'text') as (v: string) => unknown
 
 /**
  * PostgreSQL keeps microseconds, a Date milliseconds: the text each timestamptz was read from, kept
@@ -91,7 +92,9 @@ export const exactTimestamp = (d: Date): string => timestampText.get(d) ?? d.toI
 export const PGLITE_PARSERS: Record<number, (v: string) => unknown> = {
   [INT8]: (v: string) => Number(v),
   [NUMERIC]: (v: string) => Number(v),
-  ...Object.fromEntries([DATE, TIMESTAMP, DATE_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY].map(oid => [oid, textParser(oid)])),
+  ...Object.fromEntries(
+    [DATE, TIMESTAMP, DATE_ARRAY, TIMESTAMP_ARRAY, TIMESTAMPTZ_ARRAY].map(oid => [oid, textParser(oid)])
+  ),
   [TIMESTAMPTZ]: exactTimestamptz
 }
 
@@ -158,7 +161,10 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
   }
   if (options.pgliteDir !== undefined) fs.mkdirSync(path.dirname(options.pgliteDir), { recursive: true })
   // Loaded only when used: a PostgreSQL deployment does not carry the WASM build (about 40 MB of RSS).
-  const [{ PGlite }, { pg_trgm }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite/contrib/pg_trgm')])
+  const [{ PGlite }, { pg_trgm }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm')
+  ])
   const pglite = await PGlite.create({
     ...(options.pgliteDir !== undefined ? { dataDir: options.pgliteDir } : {}),
     extensions: { pg_trgm },

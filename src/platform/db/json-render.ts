@@ -10,13 +10,15 @@
  *
  * @example
  *   const fields = jsonFields(Event, 'events', ['spaces'])   // every other field: its column
- *   sql`select events.id, to_json(r)::text as json from events cross join lateral (select ${sql.join(fields)}) r where …`
+ *   sql`select events.id, to_json(r)::text as json from events cross join lateral (select ${sql.join(fields)}) r where
+ * …`
  */
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { sql, type AliasedRawBuilder, type Expression } from 'kysely'
 
 /** A timestamptz as the API writes timestamps: `2026-09-01T10:00:00.000Z`. */
-export const isoTimestamp = (value: Expression<unknown>) => sql<string>`to_char(${value} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+export const isoTimestamp = (value: Expression<unknown>) =>
+  sql<string>`to_char(${value} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 const isTimestamp = (s: TSchema): boolean =>
   s.format === 'date-time' || (Array.isArray(s.anyOf) && (s.anyOf as TSchema[]).some(isTimestamp))
@@ -26,9 +28,15 @@ const isTimestamp = (s: TSchema): boolean =>
  * the column of that name of `table`, timestamps formatted. A field with no such column fails the
  * query, so a schema change cannot go unnoticed.
  */
-export function jsonFields (schema: TObject, table: string, omit: readonly string[] = []): Array<AliasedRawBuilder<unknown, string>> {
-  return Object.entries(schema.properties).filter(([name]) => name !== '$schema' && !omit.includes(name)).map(([name, field]) => {
-    const column = sql.ref(`${table}.${name}`)
-    return (isTimestamp(field) ? isoTimestamp(column) : sql`${column}`).as(name)
-  })
+export function jsonFields (
+  schema: TObject,
+  table: string,
+  omit: readonly string[] = []
+): Array<AliasedRawBuilder<unknown, string>> {
+  return Object.entries(schema.properties)
+    .filter(([name]) => name !== '$schema' && !omit.includes(name))
+    .map(([name, field]) => {
+      const column = sql.ref(`${table}.${name}`)
+      return (isTimestamp(field) ? isoTimestamp(column) : sql`${column}`).as(name)
+    })
 }

@@ -21,7 +21,10 @@ async function walk (t: TestApp, token: string, path: string): Promise<{ ids: st
   const totals = new Set<number>()
   let cursor: string | null = null
   for (let i = 0; i < 200; i++) {
-    const res = await t.as(token, { method: 'GET', url: `${path}${sep}size=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}` })
+    const res = await t.as(token, {
+      method: 'GET',
+      url: `${path}${sep}size=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
+    })
     assert.equal(res.statusCode, 200, res.body)
     const body = res.json()
     totals.add(body.total)
@@ -36,7 +39,11 @@ async function checkTotals (t: TestApp, step: string, callers: Record<string, st
   for (const [who, token] of Object.entries(callers)) {
     for (const path of paths) {
       const { ids, totals } = await walk(t, token, path)
-      assert.deepEqual([...totals], [ids.length], `${step}, ${who}, ${path}: totals ${[...totals].join(',')} for ${ids.length} items`)
+      assert.deepEqual(
+        [...totals],
+        [ids.length],
+        `${step}, ${who}, ${path}: totals ${[...totals].join(',')} for ${ids.length} items`
+      )
       assert.equal(new Set(ids).size, ids.length, `${step}, ${who}, ${path}: an item twice`)
     }
   }
@@ -56,26 +63,45 @@ for (const kind of databases()) {
       const erinBefore = await tenant.user('erin')
       const erin = await tenant.user('erin', ['member'], { orgId: 'org-a' })
       const callers = { admin, alice, bob, carol, erinBefore, erin }
-      const paths = ['/api/v1/contacts', '/api/v1/contacts?is_favorite=true', '/api/v1/contacts?is_favorite=false',
-        '/api/v1/contacts?search=lee', '/api/v1/contacts?sort_by=last_name&sort_dir=asc']
-      const made: Array<{ token: string, id: string }> = []
+      const paths = [
+        '/api/v1/contacts',
+        '/api/v1/contacts?is_favorite=true',
+        '/api/v1/contacts?is_favorite=false',
+        '/api/v1/contacts?search=lee',
+        '/api/v1/contacts?sort_by=last_name&sort_dir=asc'
+      ]
+      const made: Array<{ token: string; id: string }> = []
       let n = 0
       for (const token of [alice, alice, bob, carol, erinBefore, erinBefore, erin, admin]) {
         n++
-        const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: `P${n}`, last_name: n % 2 === 0 ? 'Lee' : 'Kim', email: `p${n}@c.test` } })
+        const res = await t.as(token, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { first_name: `P${n}`, last_name: n % 2 === 0 ? 'Lee' : 'Kim', email: `p${n}@c.test` }
+        })
         assert.equal(res.statusCode, 201, res.body)
         made.push({ token, id: res.json().id })
       }
       await checkTotals(t, 'created', callers, paths)
 
       for (const m of made.filter((_, i) => i % 3 === 0)) {
-        const res = await t.as(m.token, { method: 'PATCH', url: `/api/v1/contacts/${m.id}/favorite`, payload: { is_favorite: true } })
+        const res = await t.as(m.token, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${m.id}/favorite`,
+          payload: { is_favorite: true }
+        })
         assert.equal(res.statusCode, 200, res.body)
       }
       const upsert = await t.as(bob, {
         method: 'POST',
         url: '/api/v1/contacts/upsert',
-        payload: { contacts: [{ email: 'p3@c.test', first_name: 'Renamed' }, { email: 'new1@c.test', last_name: 'Lee' }, { email: 'new2@c.test', last_name: 'Moe' }] }
+        payload: {
+          contacts: [
+            { email: 'p3@c.test', first_name: 'Renamed' },
+            { email: 'new1@c.test', last_name: 'Lee' },
+            { email: 'new2@c.test', last_name: 'Moe' }
+          ]
+        }
       })
       assert.ok([200, 207].includes(upsert.statusCode), upsert.body)
       await checkTotals(t, 'favourites and upserts', callers, paths)
@@ -87,36 +113,64 @@ for (const kind of databases()) {
       await checkTotals(t, 'deleted', callers, paths)
 
       // folding the delta rows changes no total, and leaves one row per key
-      assert.ok(await compactRowCounts(t.ctx.db) >= (kind === 'citus' ? 0 : 1))
+      assert.ok((await compactRowCounts(t.ctx.db)) >= (kind === 'citus' ? 0 : 1))
       await checkTotals(t, 'folded', callers, paths)
-      const { rows } = await withSystem(t.ctx.db, async trx => await sql<{ rows: number, keys: number }>`select count(*)::int as rows,
-        count(distinct (list, k1, k2, k3))::int as keys from row_counts where tenant_id = ${tenant.id}`.execute(trx))
+      const { rows } = await withSystem(
+        t.ctx.db,
+        async trx =>
+          await sql<{ rows: number; keys: number }>`select count(*)::int as rows,
+        count(distinct (list, k1, k2, k3))::int as keys from row_counts where tenant_id = ${tenant.id}`.execute(trx)
+      )
       assert.equal(rows[0]?.rows, rows[0]?.keys)
     })
 
     void it('executions: the total matches the items by status and trigger type as the runs change, and over a time range', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
-      const r = await rule(t, admin, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity', message: 'hello' }] })
-      const other = await rule(t, admin, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity', message: 'other' }] })
+      const r = await rule(t, admin, {
+        schedule: { event_type: 'contact.created' },
+        actions: [{ type: 'activity', message: 'hello' }]
+      })
+      const other = await rule(t, admin, {
+        schedule: { event_type: 'contact.created' },
+        actions: [{ type: 'activity', message: 'other' }]
+      })
       const insert = async (ruleId: string, i: number, status: string, triggerType: string, at: string) => {
         await withSystem(t.ctx.db, async trx => {
           await sql`insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type, status, max_attempts, created_at)
-            values (${tenant.id}, ${ruleId}, 1, ${`k:${i}`}, ${triggerType}, ${status}, 3, ${at}::timestamptz)`.execute(trx)
+            values (${tenant.id}, ${ruleId}, 1, ${`k:${i}`}, ${triggerType}, ${status}, 3, ${at}::timestamptz)`.execute(
+            trx
+          )
         })
       }
       const statuses = ['queued', 'running', 'succeeded', 'failed', 'skipped']
-      for (let i = 0; i < 15; i++) await insert(r.id, i, statuses[i % 5] ?? 'queued', i % 2 === 0 ? 'contact.created' : 'manual', `2026-0${1 + (i % 6)}-10T10:00:00Z`)
+      for (let i = 0; i < 15; i++) {
+        await insert(
+          r.id,
+          i,
+          statuses[i % 5] ?? 'queued',
+          i % 2 === 0 ? 'contact.created' : 'manual',
+          `2026-0${1 + (i % 6)}-10T10:00:00Z`
+        )
+      }
       for (let i = 0; i < 4; i++) await insert(other.id, i, 'failed', 'contact.created', '2026-02-01T00:00:00Z')
-      const paths = [`/api/v1/automation/rules/${r.id}/executions`, `/api/v1/automation/rules/${r.id}/executions?status=failed`,
-        `/api/v1/automation/rules/${r.id}/executions?trigger_type=manual`, `/api/v1/automation/rules/${r.id}/executions?status=queued&trigger_type=contact.created`,
-        `/api/v1/automation/rules/${r.id}/executions?from=2026-03-01T00:00:00Z&to=2026-05-01T00:00:00Z`]
+      const paths = [
+        `/api/v1/automation/rules/${r.id}/executions`,
+        `/api/v1/automation/rules/${r.id}/executions?status=failed`,
+        `/api/v1/automation/rules/${r.id}/executions?trigger_type=manual`,
+        `/api/v1/automation/rules/${r.id}/executions?status=queued&trigger_type=contact.created`,
+        `/api/v1/automation/rules/${r.id}/executions?from=2026-03-01T00:00:00Z&to=2026-05-01T00:00:00Z`
+      ]
       await checkTotals(t, 'queued', { admin }, paths)
 
       // the runs move on (one statement moving many rows, as a sweep does), some are removed (retention)
       await withSystem(t.ctx.db, async trx => {
-        await sql`update automation_executions set status = 'failed' where tenant_id = ${tenant.id} and rule_id = ${r.id} and status in ('queued', 'running')`.execute(trx)
-        await sql`delete from automation_executions where tenant_id = ${tenant.id} and rule_id = ${r.id} and status = 'skipped'`.execute(trx)
+        await sql`update automation_executions set status = 'failed' where tenant_id = ${tenant.id} and rule_id = ${r.id} and status in ('queued', 'running')`.execute(
+          trx
+        )
+        await sql`delete from automation_executions where tenant_id = ${tenant.id} and rule_id = ${r.id} and status = 'skipped'`.execute(
+          trx
+        )
       })
       await checkTotals(t, 'ran and pruned', { admin }, paths)
       await compactRowCounts(t.ctx.db)

@@ -23,8 +23,9 @@ export async function countingOf (db: Kysely<Database>, trigger: string): Promis
   if (byTrigger === undefined) asked.set(db, byTrigger = new Map())
   let answer = byTrigger.get(trigger)
   if (answer === undefined) {
-    answer = sql<{ kept: boolean }>`select exists (select from pg_trigger where tgname = ${trigger}) as kept`.execute(db)
-      .then(r => r.rows[0]?.kept === true ? 'kept' as const : 'rows' as const)
+    answer = sql<{ kept: boolean }>`select exists (select from pg_trigger where tgname = ${trigger}) as kept`
+      .execute(db)
+      .then(r => (r.rows[0]?.kept === true ? ('kept' as const) : ('rows' as const)))
     byTrigger.set(trigger, answer)
     answer.catch(() => { byTrigger.delete(trigger) })
   }
@@ -55,8 +56,16 @@ export async function foldByTenant (db: Kysely<Database>, tenants: RawBuilder<{ 
   return done
 }
 
-/** Folds the delta rows of `row_counts` into one row per key (the retention loop). Nothing to fold on Citus (no triggers, no rows). */
+/**
+ * Folds the delta rows of `row_counts` into one row per key (the retention loop). Nothing to fold on Citus (no
+ * triggers, no rows).
+ */
 export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
-  return await foldByTenant(db, sql<{ tenant_id: string }>`select tenant_id from row_counts
-    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`, tenant => sql`select compact_row_counts(${tenant})`, signal)
+  return await foldByTenant(
+    db,
+    sql<{ tenant_id: string }>`select tenant_id from row_counts
+    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`,
+    tenant => sql`select compact_row_counts(${tenant})`,
+    signal
+  )
 }

@@ -14,12 +14,16 @@ import type { DatabaseHandle } from './database.ts'
 import { splitSql } from './split-sql.ts'
 import { APP_ROLE } from './tenant.ts'
 
-/** `migrations/` beside package.json, found from this module whether it runs from src/ or from the built dist/server.js */
+/**
+ * `migrations/` beside package.json, found from this module whether it runs from src/ or from the built dist/server.js
+ */
 export const MIGRATIONS_DIR = findMigrationsDir(path.dirname(fileURLToPath(import.meta.url)))
 
 function findMigrationsDir (from: string): string {
   for (let dir = from; ; dir = path.dirname(dir)) {
-    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) return path.join(dir, 'migrations')
+    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) {
+      return path.join(dir, 'migrations')
+    }
     if (path.dirname(dir) === dir) throw new Error(`no migrations directory above ${from}`)
   }
 }
@@ -43,8 +47,12 @@ async function runnerFor (handle: DatabaseHandle): Promise<Runner> {
   const client = new pg.Client({ connectionString: handle.migrationUrl })
   await client.connect()
   return {
-    query: async (text, params) => ({ rows: (await client.query(text, params)).rows as Array<Record<string, unknown>> }),
-    exec: async (text) => { await client.query(text) },
+    query: async (text, params) => ({
+      rows: (await client.query(text, params)).rows as Array<Record<string, unknown>>
+    }),
+    exec: async text => {
+      await client.query(text)
+    },
     close: () => client.end()
   }
 }
@@ -66,18 +74,26 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
       name text primary key,
       checksum text not null,
       applied_at timestamptz not null default now())`)
-    const done = new Map((await runner.query('select name, checksum from schema_migrations')).rows.map(r => [String(r.name), String(r.checksum)]))
+    const done = new Map(
+      (await runner.query('select name, checksum from schema_migrations')).rows.map(r => [
+        String(r.name),
+        String(r.checksum)
+      ])
+    )
     for (const file of files) {
       const text = fs.readFileSync(path.join(dir, file), 'utf8')
       const checksum = crypto.createHash('sha256').update(text).digest('hex')
       const previous = done.get(file)
       if (previous !== undefined) {
-        if (previous !== checksum) throw new Error(`migration ${file} was changed after it was applied; add a new migration instead`)
+        if (previous !== checksum) {
+          throw new Error(`migration ${file} was changed after it was applied; add a new migration instead`)
+        }
         continue
       }
       await runner.exec('begin')
       try {
-        // statement by statement: on a Citus cluster, DDL that must reach the shards is refused inside a multi-statement query
+        // statement by statement: on a Citus cluster, DDL that must reach the shards is refused inside a
+        // multi-statement query
         for (const statement of splitSql(text)) await runner.exec(statement)
         await runner.query('insert into schema_migrations (name, checksum) values ($1, $2)', [file, checksum])
         await runner.exec('commit')
@@ -121,13 +137,17 @@ async function distribute (runner: Runner): Promise<string[]> {
     (select rolcanlogin from pg_roles where rolname = $1) as login`, [APP_ROLE])).rows[0] ?? {}
   if (roles.login !== true) {
     await runner.exec(`alter role ${APP_ROLE} login`).catch((err: unknown) => {
-      throw new Error(`on Citus the role ${APP_ROLE} must be able to log in (the coordinator opens the workers' connections as it), and this login may not change it: a superuser runs \`alter role ${APP_ROLE} login\` (docs/scale-out.md)`, { cause: err })
+      throw new Error(
+        `on Citus the role ${APP_ROLE} must be able to log in (the coordinator opens the workers' connections as it), and this login may not change it: a superuser runs \`alter role ${APP_ROLE} login\` (docs/scale-out.md)`,
+        { cause: err }
+      )
     })
   }
   if (roles.superuser === true) {
     await runner.exec("select run_command_on_workers('alter function textlike(text, text) leakproof')")
   }
-  const tables = (await runner.query(`
+  const tables = (
+    await runner.query(`
     select c.relname as name,
            exists (select from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
                    where i.indrelid = c.oid and i.indisprimary and a.attname = 'tenant_id') as tenant,
@@ -135,18 +155,24 @@ async function distribute (runner: Runner): Promise<string[]> {
                      where f.conrelid = c.oid and f.contype = 'f' and f.confrelid <> c.oid), '{}') as refs
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
     where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relispartition
-      and not exists (select from pg_dist_partition d where d.logicalrelid = c.oid)`)).rows
+      and not exists (select from pg_dist_partition d where d.logicalrelid = c.oid)`)
+  ).rows
     .map(r => ({ name: String(r.name), tenant: r.tenant === true, refs: r.refs as string[] }))
     .filter(t => !LOCAL_TABLES.has(t.name))
   const pending = new Map(tables.map(t => [t.name, t]))
   const out: string[] = []
   while (pending.size > 0) {
-    const ready = [...pending.values()].filter(t => t.refs.every(r => !pending.has(r))).sort((a, b) => a.name.localeCompare(b.name))
-    if (ready.length === 0) throw new Error(`cannot distribute tables with circular foreign keys: ${[...pending.keys()].join(', ')}`)
+    const ready = [...pending.values()]
+      .filter(t => t.refs.every(r => !pending.has(r)))
+      .sort((a, b) => a.name.localeCompare(b.name))
+    if (ready.length === 0) {
+      throw new Error(`cannot distribute tables with circular foreign keys: ${[...pending.keys()].join(', ')}`)
+    }
     for (const t of ready) {
       const table = `public.${quoteIdent(t.name)}`
-      if (t.tenant) await runner.query("select create_distributed_table($1, 'tenant_id', colocate_with => 'default')", [table])
-      else await runner.query('select create_reference_table($1)', [table])
+      if (t.tenant) {
+        await runner.query("select create_distributed_table($1, 'tenant_id', colocate_with => 'default')", [table])
+      } else await runner.query('select create_reference_table($1)', [table])
       out.push(`${t.tenant ? 'tenant' : 'reference'}:${t.name}`)
       pending.delete(t.name)
     }

@@ -4,17 +4,39 @@
  */
 import { ApiError } from '../http/errors.ts'
 
-const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006'])
+const UNAVAILABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006'
+])
 
 export function isDatabaseUnavailable (err: unknown): boolean {
   const e = err as { code?: string, message?: string }
   if (e.code !== undefined && UNAVAILABLE.has(e.code)) return true
-  return typeof e.message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(e.message)
+  return (
+    typeof e.message === 'string' &&
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+      e.message
+    )
+  )
 }
 
 export function mapPgError (err: unknown): ApiError | undefined {
   const e = err as { code?: string, severity?: string }
-  if (isDatabaseUnavailable(err)) return new ApiError(503, 'database unavailable, retry shortly', [], { 'retry-after': '5' })
+  if (isDatabaseUnavailable(err)) {
+    return new ApiError(503, 'database unavailable, retry shortly', [], { 'retry-after': '5' })
+  }
   if (typeof e.code !== 'string' || e.severity === undefined) return undefined
   switch (e.code) {
     case '23505': return new ApiError(409, 'a resource with the same unique value already exists')

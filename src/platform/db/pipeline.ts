@@ -15,7 +15,10 @@
 import pg from 'pg'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 
-/** Statements sent without waiting for their result: what Kysely sends to open a transaction, and `SET LOCAL`s (the tenant scope's). */
+/**
+ * Statements sent without waiting for their result: what Kysely sends to open a transaction, and `SET LOCAL`s (the
+ * tenant scope's).
+ */
 const deferred = (text: string, parameters: readonly unknown[] | undefined): boolean =>
   (parameters === undefined || parameters.length === 0) && (text === 'begin' || text.startsWith('set local '))
 
@@ -54,7 +57,9 @@ function named (text: string, values: unknown[] | undefined): string | pg.QueryC
   return { name, text, values }
 }
 
-/** After a schema change under a running process ("cached plan must not change result type"): new names, parsed again. */
+/**
+ * After a schema change under a running process ("cached plan must not change result type"): new names, parsed again.
+ */
 function forgetStatement (text: string, err: unknown): void {
   if ((err as { code?: string }).code === '0A000' && NAMES.delete(text)) generation++
 }
@@ -104,7 +109,10 @@ class PipelinedClient {
   }
 }
 
-/** A `pg` pool whose clients pipeline BEGIN and the tenant scope and prepare statements (give the pool `pipeline: true`). */
+/**
+ * A `pg` pool whose clients pipeline BEGIN and the tenant scope and prepare statements (give the pool `pipeline:
+ * true`).
+ */
 export function pipelinedPool (pool: pg.Pool): PostgresPool {
   const wrapped = new WeakMap<pg.PoolClient, PipelinedClient>()
   return {

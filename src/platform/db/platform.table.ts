@@ -1,6 +1,9 @@
 import type { ColumnType, Generated, JSONColumnType } from 'kysely'
 
-/** A timestamptz column: read as Date, written as Date or ISO string, optional on insert (it has a default or may be null). */
+/**
+ * A timestamptz column: read as Date, written as Date or ISO string, optional on insert (it has a default or may be
+ * null).
+ */
 export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>
 export type Json<T extends object | null = Record<string, unknown>> = JSONColumnType<T, T | string, T | string>
 

@@ -50,10 +50,12 @@ export function scopeStatements (scope: TenantScope): string[] {
  * @example
  *   const contact = await withTenant(db, request.auth, trx => findContact(trx, request.auth.tenantId, id))
  */
-export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, fn: (trx: Tx) => Promise<T>): Promise<T> {
+export async function withTenant<T> (
+  db: Kysely<Database>, scope: TenantScope, fn: (trx: Tx) => Promise<T>
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction().execute(async (trx) => {
+      return await db.transaction().execute(async trx => {
         for (const statement of scopeStatements(scope)) await trx.executeQuery(CompiledQuery.raw(statement, []))
         return await fn(trx)
       })
@@ -61,7 +63,8 @@ export async function withTenant<T> (db: Kysely<Database>, scope: TenantScope, f
       const code = (err as { code?: string }).code
       if (attempt < 3 && code !== undefined && RETRYABLE.has(code)) {
         transactionRetries.count++
-        // a random pause (5 – 50 ms, then 10 – 100 ms), so that the transactions that collided do not meet again in step
+        // a random pause (5 – 50 ms, then 10 – 100 ms), so that the transactions that collided do not meet again in
+        // step
         await new Promise(resolve => setTimeout(resolve, attempt * (5 + Math.random() * 45)))
         continue
       }
@@ -103,13 +106,18 @@ export async function withSystem<T> (db: Kysely<Database>, fn: (trx: Tx) => Prom
  */
 export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
   if (handle.kind !== 'pg' || handle.systemLoginVariable === undefined) return
-  const { rows } = await sql<{ login: string, crosses: boolean }>`
-    select current_user as login, (rolsuper or rolbypassrls) as crosses from pg_roles where rolname = current_user`.execute(handle.systemDb)
+  const { rows } = await sql<{ login: string; crosses: boolean }>`
+    select current_user as login, (rolsuper or rolbypassrls) as crosses from pg_roles where rolname = current_user`.execute(
+      handle.systemDb
+    )
   const row = rows[0]
   if (row?.crosses === true) return
   const login = row?.login ?? 'unknown'
   const hint = handle.systemLoginVariable === 'DATABASE_URL' ? '; set DATABASE_WORKER_URL to a login that has it' : ''
-  throw new ConfigError(handle.systemLoginVariable, `logs in as "${login}", which row-level security confines to one tenant: background work and public pages need a login with BYPASSRLS (or a superuser)${hint} (docs/deployment.md)`)
+  throw new ConfigError(
+    handle.systemLoginVariable,
+    `logs in as "${login}", which row-level security confines to one tenant: background work and public pages need a login with BYPASSRLS (or a superuser)${hint} (docs/deployment.md)`
+  )
 }
 
 /**

@@ -13,7 +13,18 @@ import cors from '@fastify/cors'
 
 /** What a browser may send and read across origins: the headers the API honours and sends. */
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key']
-const EXPOSED_HEADERS = ['ETag', 'Location', 'Link', 'Allow', 'Retry-After', 'WWW-Authenticate', 'Idempotent-Replayed', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']
+const EXPOSED_HEADERS = [
+  'ETag',
+  'Location',
+  'Link',
+  'Allow',
+  'Retry-After',
+  'WWW-Authenticate',
+  'Idempotent-Replayed',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset'
+]
 
 export async function registerCors (app: FastifyInstance, origins: readonly string[]): Promise<void> {
   if (origins.length === 0) return

@@ -11,7 +11,8 @@
  *
  * @example
  *   const window = pageWindow(q, listScope('contacts', { sort: q.sort_by, dir: q.sort_dir, search: q.search }), keys)
- *   const rows = await base.$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
+ *   const rows = await base.$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ??
+ * [])))
  *     .orderBy(...).limit(window.limit).offset(window.offset).execute()
  *   return pageOf(rows, window, r => [r.created_at, r.id])
  */
@@ -22,13 +23,16 @@ import { exactTimestamp } from '../db/database.ts'
 import { invalidField } from './errors.ts'
 
 /** The query parameter, added to every list's query schema. */
-export const CursorParam = Type.Optional(Type.String({
-  minLength: 1,
-  // a key may hold a title or a name of a few hundred characters, four bytes each in UTF-8, in base64
-  maxLength: 4096,
-  description: 'Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); ' +
-    'valid only with the same filters and sort'
-}))
+export const CursorParam = Type.Optional(
+  Type.String({
+    minLength: 1,
+    // a key may hold a title or a name of a few hundred characters, four bytes each in UTF-8, in base64
+    maxLength: 4096,
+    description:
+      'Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); ' +
+      'valid only with the same filters and sort'
+  })
+)
 
 /** The body field of every paged answer. */
 export const NextCursorField = Type.Union([Type.String(), Type.Null()], {
@@ -68,12 +72,18 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{
 function fits (v: KeyValue, column: KeyColumn): boolean {
   if (v === null) return column.nullable === true
   switch (column.type) {
-    case 'time': return typeof v === 'string' && TIMESTAMP.test(v)
-    case 'int': return typeof v === 'number' && Number.isSafeInteger(v)
-    case 'number': return typeof v === 'number' && Number.isFinite(v)
-    case 'text': return typeof v === 'string' && v.length <= 2000
-    case 'uuid': return typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)
-    case 'bool': return typeof v === 'boolean'
+    case 'time':
+      return typeof v === 'string' && TIMESTAMP.test(v)
+    case 'int':
+      return typeof v === 'number' && Number.isSafeInteger(v)
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v)
+    case 'text':
+      return typeof v === 'string' && v.length <= 2000
+    case 'uuid':
+      return typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)
+    case 'bool':
+      return typeof v === 'boolean'
   }
 }
 
@@ -87,13 +97,20 @@ export function decodeCursor (cursor: string, scope: string, keys: KeyColumn[]):
   }
   if (typeof body !== 'object' || body === null) throw refused('not a cursor of this service')
   const { k, p, s } = body as Partial<CursorBody>
-  if (!Array.isArray(k) || typeof p !== 'number' || !Number.isSafeInteger(p) || p < 2 || typeof s !== 'string') throw refused('not a cursor of this service')
+  if (!Array.isArray(k) || typeof p !== 'number' || !Number.isSafeInteger(p) || p < 2 || typeof s !== 'string') {
+    throw refused('not a cursor of this service')
+  }
   if (s !== scope) throw refused('the cursor belongs to another list, or to other filters or another sort order')
-  if (k.length !== keys.length || !keys.every((column, i) => fits(k[i] as KeyValue, column))) throw refused('not a cursor of this service')
+  if (k.length !== keys.length || !keys.every((column, i) => fits(k[i] as KeyValue, column))) {
+    throw refused('not a cursor of this service')
+  }
   return { key: k, page: p }
 }
 
-/** What a list reads: with a cursor, the rows after its key from the start; else the page's offset. One row more than the page, to know whether another follows. */
+/**
+ * What a list reads: with a cursor, the rows after its key from the start; else the page's offset. One row more than
+ * the page, to know whether another follows.
+ */
 export interface PageWindow {
   page: number
   size: number
@@ -103,7 +120,11 @@ export interface PageWindow {
   scope: string
 }
 
-export function pageWindow (q: { page?: number | undefined, size: number, cursor?: string | undefined }, scope: string, keys: KeyColumn[]): PageWindow {
+export function pageWindow (
+  q: { page?: number | undefined; size: number; cursor?: string | undefined },
+  scope: string,
+  keys: KeyColumn[]
+): PageWindow {
   if (q.cursor !== undefined) {
     const { key, page } = decodeCursor(q.cursor, scope, keys)
     return { page, size: q.size, offset: 0, limit: q.size + 1, after: key, scope }
@@ -113,11 +134,19 @@ export function pageWindow (q: { page?: number | undefined, size: number, cursor
 }
 
 /** The page's rows (the extra one dropped), its number, and the cursor of the next page when there is one. */
-export function pageOf<T> (rows: T[], window: PageWindow, keyOf: (row: T) => unknown[]): { items: T[], page: number, next_cursor: string | null } {
+export function pageOf<T> (
+  rows: T[],
+  window: PageWindow,
+  keyOf: (row: T) => unknown[]
+): { items: T[]; page: number; next_cursor: string | null } {
   const items = rows.length > window.size ? rows.slice(0, window.size) : rows
   const last = items[items.length - 1]
   const more = rows.length > window.size && last !== undefined
-  return { items, page: window.page, next_cursor: more ? encodeCursor(keyOf(last), window.page + 1, window.scope) : null }
+  return {
+    items,
+    page: window.page,
+    next_cursor: more ? encodeCursor(keyOf(last), window.page + 1, window.scope) : null
+  }
 }
 
 /** One column of a list's order: its SQL reference, direction, type, and whether it can be null (sorted last). */
@@ -126,7 +155,9 @@ export interface KeyColumn {
   dir: 'asc' | 'desc'
   type: 'time' | 'int' | 'number' | 'text' | 'uuid' | 'bool'
   nullable?: boolean
-  /** the order is by lower(ref) (names sort without case); the key then holds PostgreSQL's lower() of the row's value */
+  /**
+   * the order is by lower(ref) (names sort without case); the key then holds PostgreSQL's lower() of the row's value
+   */
   lower?: boolean
 }
 
@@ -139,7 +170,11 @@ export const keyExpression = (c: KeyColumn) => c.lower === true ? sql`lower(${sq
  * which PostgreSQL reads as an index range; otherwise the expanded form
  * `a > $1 or (a = $1 and b > $2)`, with nulls after every value.
  */
-export function afterKey<DB, TB extends keyof DB> (eb: ExpressionBuilder<DB, TB>, columns: KeyColumn[], values: KeyValue[]): Expression<SqlBool> {
+export function afterKey<DB, TB extends keyof DB> (
+  eb: ExpressionBuilder<DB, TB>,
+  columns: KeyColumn[],
+  values: KeyValue[]
+): Expression<SqlBool> {
   const first = columns[0]
   if (first === undefined) throw new Error('afterKey needs at least one column')
   const plain = columns.every(c => c.nullable !== true && c.dir === first.dir) && values.every(v => v !== null)
@@ -155,7 +190,8 @@ export function afterKey<DB, TB extends keyof DB> (eb: ExpressionBuilder<DB, TB>
     })
     const v = values[i] ?? null
     const ref = keyExpression(c)
-    // nulls sort last: after a null only nulls follow (handled by the equality chain); after a value, greater values and nulls
+    // nulls sort last: after a null only nulls follow (handled by the equality chain); after a value, greater values
+    // and nulls
     if (v === null) return
     const beyond = c.dir === 'asc' ? sql<SqlBool>`${ref} > ${v}` : sql<SqlBool>`${ref} < ${v}`
     const step = c.nullable === true ? sql<SqlBool>`(${beyond} or ${ref} is null)` : beyond

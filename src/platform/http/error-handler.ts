@@ -26,7 +26,9 @@ export function toApiError (err: unknown): ApiError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError(413, 'request body is too large')
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, 'unsupported content type', [{ location: 'header.content-type', message: 'unsupported media type' }])
+      return new ApiError(415, 'unsupported content type', [
+        { location: 'header.content-type', message: 'unsupported media type' }
+      ])
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError(400, 'validation failed', [{ location: 'body', message: 'expected a JSON body' }])
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -68,7 +70,9 @@ export function registerErrorHandling (app: FastifyInstance, baseUrl: string): v
   const paths = Router()
   app.addHook('onRoute', (route) => {
     for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
-      if ((METHODS as readonly string[]).includes(m) && paths.find(m as HTTPMethod, route.url) === null) paths.on(m as HTTPMethod, route.url, () => {})
+      if ((METHODS as readonly string[]).includes(m) && paths.find(m as HTTPMethod, route.url) === null) {
+        paths.on(m as HTTPMethod, route.url, () => {})
+      }
     }
   })
 
@@ -77,9 +81,13 @@ export function registerErrorHandling (app: FastifyInstance, baseUrl: string): v
     if (apiError.status >= 500) {
       request.log.error({ err, method: request.method, url: request.url }, 'request failed')
     } else if (RETRY_CODES.has((err as { code?: unknown }).code)) {
-      // a deadlock or serialization failure that outlived withTenant's retries: the server's own words say which locks met
+      // a deadlock or serialization failure that outlived withTenant's retries: the server's own words say which locks
+      // met
       const e = err as { code: string, message?: string, detail?: string }
-      request.log.warn({ status: apiError.status, code: e.code, error: e.message, pgDetail: e.detail }, 'request conflicted in the database')
+      request.log.warn(
+        { status: apiError.status, code: e.code, error: e.message, pgDetail: e.detail },
+        'request conflicted in the database'
+      )
     } else if (apiError.status !== 404 && apiError.status !== 401) {
       request.log.info({ status: apiError.status, detail: apiError.detail }, 'request refused')
     }
@@ -90,7 +98,11 @@ export function registerErrorHandling (app: FastifyInstance, baseUrl: string): v
     const path = request.url.split('?')[0] ?? '/'
     const allowed = METHODS.filter(m => paths.find(m, path) !== null)
     if (allowed.length > 0) {
-      return sendProblem(reply, new ApiError(405, `${request.method} is not allowed on ${path}`, [], { allow: allowed.join(', ') }), baseUrl)
+      return sendProblem(
+        reply,
+        new ApiError(405, `${request.method} is not allowed on ${path}`, [], { allow: allowed.join(', ') }),
+        baseUrl
+      )
     }
     return sendProblem(reply, new ApiError(404, `no route for ${request.method} ${path}`), baseUrl)
   })

@@ -12,15 +12,28 @@ export const ErrorDetail = Type.Object({
 }, { $id: 'ErrorDetail', additionalProperties: false })
 export type ErrorDetail = Static<typeof ErrorDetail>
 
-export const ErrorModel = Type.Object({
-  $schema: Type.Optional(Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.' })),
-  status: Type.Integer({ description: 'HTTP status code', examples: [400] }),
-  title: Type.String({ description: 'A short, human-readable summary of the problem type.', examples: ['Bad Request'] }),
-  detail: Type.Optional(Type.String({ description: 'A human-readable explanation specific to this occurrence of the problem.' })),
-  type: Type.String({ description: 'A URI reference to human-readable documentation for the error.', default: 'about:blank' }),
-  instance: Type.Optional(Type.String({ description: 'A URI reference that identifies the specific occurrence of the problem.' })),
-  errors: Type.Optional(Type.Array(ErrorDetail, { description: 'Optional list of individual error details' }))
-}, { $id: 'ErrorModel', additionalProperties: false })
+export const ErrorModel = Type.Object(
+  {
+    $schema: Type.Optional(Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.' })),
+    status: Type.Integer({ description: 'HTTP status code', examples: [400] }),
+    title: Type.String({
+      description: 'A short, human-readable summary of the problem type.',
+      examples: ['Bad Request']
+    }),
+    detail: Type.Optional(
+      Type.String({ description: 'A human-readable explanation specific to this occurrence of the problem.' })
+    ),
+    type: Type.String({
+      description: 'A URI reference to human-readable documentation for the error.',
+      default: 'about:blank'
+    }),
+    instance: Type.Optional(
+      Type.String({ description: 'A URI reference that identifies the specific occurrence of the problem.' })
+    ),
+    errors: Type.Optional(Type.Array(ErrorDetail, { description: 'Optional list of individual error details' }))
+  },
+  { $id: 'ErrorModel', additionalProperties: false }
+)
 export type ErrorModel = Static<typeof ErrorModel>
 
 /**
@@ -50,17 +63,21 @@ export function fieldError (location: string, message: string, value?: unknown):
   return value === undefined ? { location, message } : { location, message, value }
 }
 
-export const error400BadRequest = (detail: string, errors: ErrorDetail[] = []): ApiError => new ApiError(400, detail, errors)
+export const error400BadRequest = (detail: string, errors: ErrorDetail[] = []): ApiError =>
+  new ApiError(400, detail, errors)
 export const error401Unauthorized = (detail = 'missing or invalid credentials'): ApiError =>
   new ApiError(401, detail, [], { 'www-authenticate': 'Bearer' })
 export const error403Forbidden = (detail = 'not allowed'): ApiError => new ApiError(403, detail)
 export const error404NotFound = (detail = 'not found'): ApiError => new ApiError(404, detail)
-export const error409Conflict = (detail: string, errors: ErrorDetail[] = []): ApiError => new ApiError(409, detail, errors)
+export const error409Conflict = (detail: string, errors: ErrorDetail[] = []): ApiError =>
+  new ApiError(409, detail, errors)
 export const error412PreconditionFailed = (detail: string): ApiError => new ApiError(412, detail)
 export const error413PayloadTooLarge = (detail: string): ApiError => new ApiError(413, detail)
 export const error415UnsupportedMediaType = (detail: string): ApiError => new ApiError(415, detail)
-export const error422UnprocessableEntity = (detail: string, errors: ErrorDetail[] = []): ApiError => new ApiError(422, detail, errors)
-export const error503ServiceUnavailable = (detail: string): ApiError => new ApiError(503, detail, [], { 'retry-after': '5' })
+export const error422UnprocessableEntity = (detail: string, errors: ErrorDetail[] = []): ApiError =>
+  new ApiError(422, detail, errors)
+export const error503ServiceUnavailable = (detail: string): ApiError =>
+  new ApiError(503, detail, [], { 'retry-after': '5' })
 
 /** A 400 for one field, the common case of a rule that a schema cannot express. */
 export function invalidField (location: string, message: string, value?: unknown): ApiError {

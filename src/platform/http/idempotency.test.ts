@@ -12,8 +12,14 @@ import { withTenant } from '../db/tenant.ts'
 import { createContact, createEvent, type Json } from '../../modules/event-collab/event-collab.fixtures.ts'
 
 async function stored (t: TestApp, tenantId: string, key: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('idempotency_keys')
-    .select(['status_code', 'response_headers', 'response_body']).where('tenant_id', '=', tenantId).where('key', '=', key).executeTakeFirst())
+  return await withTenant(t.ctx.db, { tenantId }, trx =>
+    trx
+      .selectFrom('idempotency_keys')
+      .select(['status_code', 'response_headers', 'response_body'])
+      .where('tenant_id', '=', tenantId)
+      .where('key', '=', key)
+      .executeTakeFirst()
+  )
 }
 
 async function topics (t: TestApp, tenantId: string, topic: string): Promise<number> {
@@ -38,15 +44,28 @@ for (const kind of databases()) {
       const event = await createEvent(t, alice)
       const id = event.id as number
       const contact = await createContact(t, alice)
-      const add = (key: string) => t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees`, headers: { 'idempotency-key': key }, payload: { contact_id: contact } })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: contact } })).statusCode, 201)
+      const add = (key: string) =>
+        t.as(alice, {
+          method: 'POST',
+          url: `/api/v1/events/${id}/attendees`,
+          headers: { 'idempotency-key': key },
+          payload: { contact_id: contact }
+        })
+      assert.equal(
+        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees`, payload: { contact_id: contact } }))
+          .statusCode,
+        201
+      )
 
       // 409 (already attending), thrown inside the transaction after the claim: nothing kept
       const key = `k-${crypto.randomUUID()}`
       const dup = await add(key)
       assert.equal(dup.statusCode, 409, dup.body)
       assert.equal(await stored(t, tenant.id, key), undefined)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${id}/attendees/${contact}` })).statusCode, 204)
+      assert.equal(
+        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${id}/attendees/${contact}` })).statusCode,
+        204
+      )
       assert.deepEqual(await attendees(t, alice, id), [])
 
       // the same request with the same key now runs (it is not a replay of the 409)
@@ -67,12 +86,22 @@ for (const kind of databases()) {
 
       // an error thrown later in the transaction (bulk add: an unknown contact) keeps nothing either
       const bulkKey = `k-${crypto.randomUUID()}`
-      const bad = await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/attendees/bulk`, headers: { 'idempotency-key': bulkKey }, payload: { contact_ids: [crypto.randomUUID()] } })
+      const bad = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${id}/attendees/bulk`,
+        headers: { 'idempotency-key': bulkKey },
+        payload: { contact_ids: [crypto.randomUUID()] }
+      })
       assert.equal(bad.statusCode, 400, bad.body)
       assert.equal(await stored(t, tenant.id, bulkKey), undefined)
       // a manager write refused after its claim (409: the creator) keeps nothing
       const mgrKey = `k-${crypto.randomUUID()}`
-      const self = await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/managers`, headers: { 'idempotency-key': mgrKey }, payload: { user_id: 'alice', permissions: ['event:edit'] } })
+      const self = await t.as(alice, {
+        method: 'POST',
+        url: `/api/v1/events/${id}/managers`,
+        headers: { 'idempotency-key': mgrKey },
+        payload: { user_id: 'alice', permissions: ['event:edit'] }
+      })
       assert.equal(self.statusCode, 409, self.body)
       assert.equal(await stored(t, tenant.id, mgrKey), undefined)
     })
@@ -82,14 +111,23 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const event = await createEvent(t, alice)
       const key = `k-${crypto.randomUUID()}`
-      const req = { method: 'POST' as const, url: `/api/v1/events/${event.id as number}/managers`, headers: { 'idempotency-key': key }, payload: { user_id: 'mia', role: 'event_manager:editor' } }
+      const req = {
+        method: 'POST' as const,
+        url: `/api/v1/events/${event.id as number}/managers`,
+        headers: { 'idempotency-key': key },
+        payload: { user_id: 'mia', role: 'event_manager:editor' }
+      }
       const first = await t.as(alice, req)
       assert.equal(first.statusCode, 201, first.body)
       // as if the process had died after the commit, before the exact answer was written over the
       // result stored in the transaction: keep the result only
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx.updateTable('idempotency_keys').set({ response_headers: null, response_body: JSON.stringify({ ...first.json(), $schema: undefined }) })
-          .where('tenant_id', '=', tenant.id).where('key', '=', key).execute()
+        await trx
+          .updateTable('idempotency_keys')
+          .set({ response_headers: null, response_body: JSON.stringify({ ...first.json(), $schema: undefined }) })
+          .where('tenant_id', '=', tenant.id)
+          .where('key', '=', key)
+          .execute()
       })
       const repeat = await t.as(alice, req)
       assert.equal(repeat.statusCode, 201, repeat.body)
@@ -110,12 +148,24 @@ for (const kind of databases()) {
       const id = event.id as number
       const contacts = await Promise.all([1, 2, 3].map(async () => await createContact(t, alice)))
       const key = `k-${crypto.randomUUID()}`
-      const answers = await Promise.all([1, 2, 3, 4].map(async () => await t.as(alice, {
-        method: 'POST', url: `/api/v1/events/${id}/attendees/bulk`, headers: { 'idempotency-key': key }, payload: { contact_ids: contacts }
-      })))
+      const answers = await Promise.all(
+        [1, 2, 3, 4].map(
+          async () =>
+            await t.as(alice, {
+              method: 'POST',
+              url: `/api/v1/events/${id}/attendees/bulk`,
+              headers: { 'idempotency-key': key },
+              payload: { contact_ids: contacts }
+            })
+        )
+      )
       const statuses = answers.map(a => a.statusCode)
       assert.ok(statuses.every(s => s === 204 || s === 409), statuses.join(','))
-      assert.equal(answers.filter(a => a.statusCode === 204 && a.headers['idempotent-replayed'] === undefined).length, 1, statuses.join(','))
+      assert.equal(
+        answers.filter(a => a.statusCode === 204 && a.headers['idempotent-replayed'] === undefined).length,
+        1,
+        statuses.join(',')
+      )
       assert.deepEqual(await attendees(t, alice, id), [...contacts].sort())
       assert.equal(await topics(t, tenant.id, 'attendee.added'), 3)
       assert.equal((await stored(t, tenant.id, key))?.status_code, 204)

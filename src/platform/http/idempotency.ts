@@ -57,8 +57,14 @@ class ProbeFree extends Error {}
 
 /** The single success status a route declares (its answer when the write committed). */
 function successStatus (request: FastifyRequest): number {
-  const codes = Object.keys((request.routeOptions.schema?.response ?? {}) as Record<string, unknown>).filter(c => /^2\d\d$/.test(c))
-  if (codes.length !== 1) throw new Error(`route ${request.routeOptions.url ?? ''} must declare exactly one 2xx response to claim Idempotency-Key in its transaction`)
+  const codes = Object.keys((request.routeOptions.schema?.response ?? {}) as Record<string, unknown>).filter(c =>
+    /^2\d\d$/.test(c)
+  )
+  if (codes.length !== 1) {
+    throw new Error(
+      `route ${request.routeOptions.url ?? ''} must declare exactly one 2xx response to claim Idempotency-Key in its transaction`
+    )
+  }
   return Number(codes[0])
 }
 
@@ -89,13 +95,23 @@ export function idempotent<T> (request: FastifyRequest, fn: (trx: Tx) => Promise
       expires_at: sql<Date>`now() + make_interval(hours => ${TTL_HOURS})`
     }).onConflict(oc => oc.doNothing()).returning('key').executeTakeFirst()
     if (inserted === undefined) {
-      throw error409Conflict('a request with this Idempotency-Key was answered meanwhile; send it again to get that answer', [{ location: 'header.idempotency-key', message: 'answered by a concurrent request', value: claim.key }])
+      throw error409Conflict(
+        'a request with this Idempotency-Key was answered meanwhile; send it again to get that answer',
+        [{ location: 'header.idempotency-key', message: 'answered by a concurrent request', value: claim.key }]
+      )
     }
     const result = await fn(trx)
     const status = successStatus(request)
-    await trx.updateTable('idempotency_keys')
-      .set({ status_code: status, response_headers: null, response_body: result === undefined || result === null ? '' : JSON.stringify(result) })
-      .where('tenant_id', '=', k.tenantId).where('user_id', '=', k.userId).where('key', '=', k.key)
+    await trx
+      .updateTable('idempotency_keys')
+      .set({
+        status_code: status,
+        response_headers: null,
+        response_body: result === undefined || result === null ? '' : JSON.stringify(result)
+      })
+      .where('tenant_id', '=', k.tenantId)
+      .where('user_id', '=', k.userId)
+      .where('key', '=', k.key)
       .execute()
     claim.stored = true
     return result
@@ -103,9 +119,12 @@ export function idempotent<T> (request: FastifyRequest, fn: (trx: Tx) => Promise
 }
 
 function requestHash (request: FastifyRequest): string {
-  return crypto.createHash('sha256')
+  return crypto
+    .createHash('sha256')
     .update(`${request.method} ${request.url}\n`)
-    .update(request.body === undefined ? '' : Buffer.isBuffer(request.body) ? request.body : JSON.stringify(request.body))
+    .update(
+      request.body === undefined ? '' : Buffer.isBuffer(request.body) ? request.body : JSON.stringify(request.body)
+    )
     .digest('hex')
 }
 
@@ -133,18 +152,28 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
         return
       }
       if (found.request_hash !== hash) throw reusedKey(key)
-      if (found.status_code === null) throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+      if (found.status_code === null) {
+        throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+      }
       return await replay(reply, found)
     }
     const deadline = Date.now() + WAIT_MS
     for (;;) {
       const claimed = await withTenant(db, scope, async (trx) => {
-        await trx.deleteFrom('idempotency_keys')
-          .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('key', '=', key)
-          .where(eb => eb.or([
-            eb('expires_at', '<', sql<Date>`now()`),
-            eb.and([eb('status_code', 'is', null), eb('created_at', '<', sql<Date>`now() - make_interval(secs => ${CLAIM_TIMEOUT_MS / 1000})`)])
-          ]))
+        await trx
+          .deleteFrom('idempotency_keys')
+          .where('tenant_id', '=', auth.tenantId)
+          .where('user_id', '=', auth.userId)
+          .where('key', '=', key)
+          .where(eb =>
+            eb.or([
+              eb('expires_at', '<', sql<Date>`now()`),
+              eb.and([
+                eb('status_code', 'is', null),
+                eb('created_at', '<', sql<Date>`now() - make_interval(secs => ${CLAIM_TIMEOUT_MS / 1000})`)
+              ])
+            ])
+          )
           .execute()
         const inserted = await trx.insertInto('idempotency_keys').values({
           tenant_id: auth.tenantId,
@@ -167,7 +196,9 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
       if (claimed === undefined) continue // released between our insert and read: try again
       if (claimed.request_hash !== hash) throw reusedKey(key)
       if (claimed.status_code !== null) return await replay(reply, claimed)
-      if (Date.now() > deadline) throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+      if (Date.now() > deadline) {
+        throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+      }
       await sleep(50)
     }
   })
@@ -183,22 +214,43 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
       // nothing committed (the write failed) or nothing to refine (an error after the commit keeps the stored result)
       if (!claim.stored || reply.statusCode >= 300) return payload
       // the exact answer replaces the stored result; if this fails, the stored result still answers a repeat
-      await withTenant(db, scope, async (trx) => {
-        await trx.updateTable('idempotency_keys')
-          .set({ status_code: reply.statusCode, response_headers: JSON.stringify(keptHeaders(reply)), response_body: bodyText(payload) })
-          .where('tenant_id', '=', where.tenant_id).where('user_id', '=', where.user_id).where('key', '=', where.key)
+      await withTenant(db, scope, async trx => {
+        await trx
+          .updateTable('idempotency_keys')
+          .set({
+            status_code: reply.statusCode,
+            response_headers: JSON.stringify(keptHeaders(reply)),
+            response_body: bodyText(payload)
+          })
+          .where('tenant_id', '=', where.tenant_id)
+          .where('user_id', '=', where.user_id)
+          .where('key', '=', where.key)
           .execute()
-      }).catch((err: unknown) => { request.log.warn({ err }, 'idempotency: the exact answer was not stored; a repeat gets the stored result') })
+      }).catch((err: unknown) => {
+        request.log.warn({ err }, 'idempotency: the exact answer was not stored; a repeat gets the stored result')
+      })
       return payload
     }
     await withTenant(db, scope, async (trx) => {
       if (reply.statusCode >= 500) {
-        await trx.deleteFrom('idempotency_keys').where('tenant_id', '=', where.tenant_id).where('user_id', '=', where.user_id).where('key', '=', where.key).execute()
+        await trx
+          .deleteFrom('idempotency_keys')
+          .where('tenant_id', '=', where.tenant_id)
+          .where('user_id', '=', where.user_id)
+          .where('key', '=', where.key)
+          .execute()
         return
       }
-      await trx.updateTable('idempotency_keys')
-        .set({ status_code: reply.statusCode, response_headers: JSON.stringify(keptHeaders(reply)), response_body: bodyText(payload) })
-        .where('tenant_id', '=', where.tenant_id).where('user_id', '=', where.user_id).where('key', '=', where.key)
+      await trx
+        .updateTable('idempotency_keys')
+        .set({
+          status_code: reply.statusCode,
+          response_headers: JSON.stringify(keptHeaders(reply)),
+          response_body: bodyText(payload)
+        })
+        .where('tenant_id', '=', where.tenant_id)
+        .where('user_id', '=', where.user_id)
+        .where('key', '=', where.key)
         .execute()
     })
     return payload
@@ -214,9 +266,13 @@ function keptHeaders (reply: FastifyReply): Record<string, string> {
   return headers
 }
 
-const bodyText = (payload: unknown): string => typeof payload === 'string' ? payload : payload === null || payload === undefined ? '' : String(payload)
+const bodyText = (payload: unknown): string =>
+  typeof payload === 'string' ? payload : payload === null || payload === undefined ? '' : String(payload)
 
-const reusedKey = (key: string) => error409Conflict('this Idempotency-Key was used with another request', [{ location: 'header.idempotency-key', message: 'key already used with a different body or path', value: key }])
+const reusedKey = (key: string) =>
+  error409Conflict('this Idempotency-Key was used with another request', [
+    { location: 'header.idempotency-key', message: 'key already used with a different body or path', value: key }
+  ])
 
 interface StoredAnswer {
   status_code: number | null
@@ -244,33 +300,53 @@ async function replay (reply: FastifyReply, stored: StoredAnswer): Promise<Fasti
  * key (its claim is an uncommitted row: an insert of the same key waits on it) and returns the
  * committed answer, if any. Nothing is kept: the probe's own insert is rolled back.
  */
-async function probe (db: Kysely<Database>, scope: { tenantId: string, userId: string }, request: FastifyRequest, key: string, hash: string): Promise<(StoredAnswer & { request_hash: string }) | undefined> {
+async function probe (
+  db: Kysely<Database>,
+  scope: { tenantId: string; userId: string },
+  request: FastifyRequest,
+  key: string,
+  hash: string
+): Promise<(StoredAnswer & { request_hash: string }) | undefined> {
   try {
-    return await withTenant(db, scope, async (trx) => {
-      await trx.deleteFrom('idempotency_keys')
-        .where('tenant_id', '=', scope.tenantId).where('user_id', '=', scope.userId).where('key', '=', key)
+    return await withTenant(db, scope, async trx => {
+      await trx
+        .deleteFrom('idempotency_keys')
+        .where('tenant_id', '=', scope.tenantId)
+        .where('user_id', '=', scope.userId)
+        .where('key', '=', key)
         .where('expires_at', '<', sql<Date>`now()`)
         .execute()
       await sql`select set_config('lock_timeout', ${`${WAIT_MS}ms`}, true)`.execute(trx)
-      const inserted = await trx.insertInto('idempotency_keys').values({
-        tenant_id: scope.tenantId,
-        user_id: scope.userId,
-        key,
-        method: request.method,
-        path: request.url,
-        request_hash: hash,
-        expires_at: sql<Date>`now()`
-      }).onConflict(oc => oc.doNothing()).returning('key').executeTakeFirst()
+      const inserted = await trx
+        .insertInto('idempotency_keys')
+        .values({
+          tenant_id: scope.tenantId,
+          user_id: scope.userId,
+          key,
+          method: request.method,
+          path: request.url,
+          request_hash: hash,
+          expires_at: sql<Date>`now()`
+        })
+        .onConflict(oc => oc.doNothing())
+        .returning('key')
+        .executeTakeFirst()
       if (inserted !== undefined) throw new ProbeFree()
-      const row = await trx.selectFrom('idempotency_keys').select(['request_hash', 'status_code', 'response_headers', 'response_body'])
-        .where('tenant_id', '=', scope.tenantId).where('user_id', '=', scope.userId).where('key', '=', key)
+      const row = await trx
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'status_code', 'response_headers', 'response_body'])
+        .where('tenant_id', '=', scope.tenantId)
+        .where('user_id', '=', scope.userId)
+        .where('key', '=', key)
         .executeTakeFirst()
       if (row === undefined) throw new ProbeFree()
       return row
     })
   } catch (err) {
     if (err instanceof ProbeFree) return undefined
-    if ((err as { code?: string }).code === '55P03') throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+    if ((err as { code?: string }).code === '55P03') {
+      throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+    }
     throw err
   }
 }

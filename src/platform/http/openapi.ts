@@ -36,50 +36,119 @@ const ERROR_STATUSES = ['400', '401', '403', '404', '409', '412', '413', '415', 
  * these answer 412, and the client journey checks every `ETag` and `Location` it receives.
  */
 export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
-  'replace-contact', 'patch-contact', 'set-contact-favorite', 'delete-contact',
-  'replace-space', 'patch-space', 'delete-space',
-  'replace-event', 'patch-event', 'delete-event', 'archive-event', 'publish-event', 'edit-event', 'discard-event-draft',
-  'transition-event', 'add-event-space', 'remove-event-space', 'upload-event-cover',
-  'patch-event-series', 'delete-event-series', 'publish-event-series',
-  'update-event-attendee', 'remove-event-attendee', 'check-in-event-attendee', 'update-event-manager', 'remove-event-manager',
-  'replace-automation-rule', 'patch-automation-rule', 'delete-automation-rule'
+  'replace-contact',
+  'patch-contact',
+  'set-contact-favorite',
+  'delete-contact',
+  'replace-space',
+  'patch-space',
+  'delete-space',
+  'replace-event',
+  'patch-event',
+  'delete-event',
+  'archive-event',
+  'publish-event',
+  'edit-event',
+  'discard-event-draft',
+  'transition-event',
+  'add-event-space',
+  'remove-event-space',
+  'upload-event-cover',
+  'patch-event-series',
+  'delete-event-series',
+  'publish-event-series',
+  'update-event-attendee',
+  'remove-event-attendee',
+  'check-in-event-attendee',
+  'update-event-manager',
+  'remove-event-manager',
+  'replace-automation-rule',
+  'patch-automation-rule',
+  'delete-automation-rule'
 ])
 export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
-  'create-contact', 'get-contact', 'replace-contact', 'patch-contact', 'set-contact-favorite',
-  'create-space', 'get-space', 'replace-space', 'patch-space',
-  'create-event', 'get-event', 'replace-event', 'patch-event', 'edit-event', 'get-event-draft', 'transition-event', 'upload-event-cover',
-  'get-event-series', 'patch-event-series',
-  'add-event-attendee', 'update-event-attendee', 'get-event-manager', 'add-event-manager', 'update-event-manager',
+  'create-contact',
+  'get-contact',
+  'replace-contact',
+  'patch-contact',
+  'set-contact-favorite',
+  'create-space',
+  'get-space',
+  'replace-space',
+  'patch-space',
+  'create-event',
+  'get-event',
+  'replace-event',
+  'patch-event',
+  'edit-event',
+  'get-event-draft',
+  'transition-event',
+  'upload-event-cover',
+  'get-event-series',
+  'patch-event-series',
+  'add-event-attendee',
+  'update-event-attendee',
+  'get-event-manager',
+  'add-event-manager',
+  'update-event-manager',
   'get-public-space',
-  'create-automation-rule', 'get-automation-rule', 'replace-automation-rule', 'patch-automation-rule'
+  'create-automation-rule',
+  'get-automation-rule',
+  'replace-automation-rule',
+  'patch-automation-rule'
 ])
 export const LOCATION_OPERATIONS: ReadonlySet<string> = new Set([
-  'create-contact', 'create-space', 'create-event', 'create-event-with-series', 'create-automation-rule', 'create-event-automation'
+  'create-contact',
+  'create-space',
+  'create-event',
+  'create-event-with-series',
+  'create-automation-rule',
+  'create-event-automation'
 ])
 export const IF_NONE_MATCH_OPERATIONS: ReadonlySet<string> = new Set(['get-public-space'])
 
 /** The tags of the document, in the order Swagger UI shows them; every operation's tag is one of these. */
 export const TAGS = [
   { name: 'Health', description: 'Liveness and readiness probes. No token.' },
-  { name: 'Identity', description: 'The caller as the token describes it, and the identity-provider webhook (HMAC-signed, no token).' },
-  { name: 'Contacts', description: 'Personal and organization contacts: search, merge-patch edits, favorites, bulk upsert.' },
-  { name: 'Spaces', description: 'Spaces: a hierarchy with drafts, members, managers, contacts, linked events, activity and a public page.' },
+  {
+    name: 'Identity',
+    description: 'The caller as the token describes it, and the identity-provider webhook (HMAC-signed, no token).'
+  },
+  {
+    name: 'Contacts',
+    description: 'Personal and organization contacts: search, merge-patch edits, favorites, bulk upsert.'
+  },
+  {
+    name: 'Spaces',
+    description:
+      'Spaces: a hierarchy with drafts, members, managers, contacts, linked events, activity and a public page.'
+  },
   { name: 'Event templates', description: 'The registry of event templates and their versions.' },
-  { name: 'Events', description: 'Events with drafts, publishing, state transitions, the calendar, activity and spaces.' },
+  {
+    name: 'Events',
+    description: 'Events with drafts, publishing, state transitions, the calendar, activity and spaces.'
+  },
   { name: 'Series', description: 'Recurring series of events: the rule, its occurrences, edits by scope, publishing.' },
   { name: 'Event attendees', description: 'Contacts attending an event: add (one or in bulk), status, check-in.' },
   { name: 'Event managers', description: 'Who manages an event, with which permissions; invitations by e-mail.' },
   { name: 'Event milestones', description: 'Events that are milestones of another event, in sequence.' },
   { name: 'Event references', description: 'Documents, attachments and links between events and series.' },
   { name: 'Event cover', description: 'The cover image of an event: upload (multipart) and download (image bytes).' },
-  { name: 'Automation', description: 'Automation rules (tenant, space and event scope): triggers, actions, manual runs and their executions.' },
-  { name: 'Notifications', description: 'The tenant\'s notification outbox as administrators see it: what was sent, what waits, what failed.' }
+  {
+    name: 'Automation',
+    description:
+      'Automation rules (tenant, space and event scope): triggers, actions, manual runs and their executions.'
+  },
+  {
+    name: 'Notifications',
+    description: "The tenant's notification outbox as administrators see it: what was sent, what waits, what failed."
+  }
 ]
 
 const DESCRIPTION = [
   'Multi-tenant collaboration API: contacts, spaces, events with drafts and recurring series, attendees and check-in, event managers and invitations, automation rules.',
   '',
-  '**Authentication.** Every `/api/v1` operation needs `Authorization: Bearer <JWT>` unless it declares `security: []` (health, the identity-provider webhook) or makes the token optional (the public space page). The tenant is the token\'s tenant claim. In dev mode `npm run token` mints one.',
+  "**Authentication.** Every `/api/v1` operation needs `Authorization: Bearer <JWT>` unless it declares `security: []` (health, the identity-provider webhook) or makes the token optional (the public space page). The tenant is the token's tenant claim. In dev mode `npm run token` mints one.",
   '',
   '**Errors** are `application/problem+json` (`ErrorModel`, RFC 9457): a 400 lists every problem in `errors[]` with its `location` (`body.first_name`, `query.size`, `path.id`, `header.if-match`).',
   '',
@@ -102,12 +171,13 @@ const COMPONENTS = {
       content: PROBLEM
     },
     TooManyRequests: {
-      description: 'Rate limit exceeded: the caller\'s bucket is empty',
+      description: "Rate limit exceeded: the caller's bucket is empty",
       headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' }, ...RATE_LIMIT_HEADERS },
       content: PROBLEM
     },
     ServiceUnavailable: {
-      description: 'A dependency (the database, the object storage) is unavailable or the request took too long; retry later',
+      description:
+        'A dependency (the database, the object storage) is unavailable or the request took too long; retry later',
       headers: { 'Retry-After': { $ref: '#/components/headers/Retry-After' }, ...RATE_LIMIT_HEADERS },
       content: PROBLEM
     }
@@ -117,7 +187,8 @@ const COMPONENTS = {
       name: 'If-Match',
       in: 'header',
       required: false,
-      description: 'The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing.',
+      description:
+        'The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing.',
       schema: { type: 'string', examples: ['"3"'] }
     },
     'If-None-Match': {
@@ -131,14 +202,18 @@ const COMPONENTS = {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409.',
+      description:
+        'A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409.',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' }
     }
   },
   headers: {
-    ETag: { description: 'The resource\'s revision, `"<revision>"`: send it back in `If-Match`.', schema: { type: 'string' } },
+    ETag: {
+      description: 'The resource\'s revision, `"<revision>"`: send it back in `If-Match`.',
+      schema: { type: 'string' }
+    },
     Location: { description: 'Path of the created resource.', schema: { type: 'string' } },
-    'RateLimit-Limit': { description: 'Tokens in the caller\'s bucket when full.', schema: { type: 'integer' } },
+    'RateLimit-Limit': { description: "Tokens in the caller's bucket when full.", schema: { type: 'integer' } },
     'RateLimit-Remaining': { description: 'Tokens left now.', schema: { type: 'integer' } },
     'RateLimit-Reset': { description: 'Seconds until tokens come back.', schema: { type: 'integer' } },
     'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } }
@@ -167,7 +242,10 @@ function errorStatuses (op: Operation, method: string, path: string, authenticat
   return statuses
 }
 
-/** Key in a route schema under which `multipartBody` describes its parts (copied to the operation by @fastify/swagger, then replaced). */
+/**
+ * Key in a route schema under which `multipartBody` describes its parts (copied to the operation by @fastify/swagger,
+ * then replaced).
+ */
 const MULTIPART = 'x-multipart-body'
 
 /**
@@ -178,7 +256,10 @@ const MULTIPART = 'x-multipart-body'
  * @example
  *   schema: { ...multipartBody({ file: { type: 'string', format: 'binary' } }, { file: 'image/png' }), … }
  */
-export function multipartBody (parts: Record<string, Record<string, unknown>>, contentTypes: Record<string, string> = {}): { [MULTIPART]: unknown } {
+export function multipartBody (
+  parts: Record<string, Record<string, unknown>>,
+  contentTypes: Record<string, string> = {}
+): { [MULTIPART]: unknown } {
   return {
     [MULTIPART]: {
       schema: { type: 'object', required: Object.keys(parts), properties: parts },
@@ -240,7 +321,9 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
       if (IF_NONE_MATCH_OPERATIONS.has(id)) headers.push({ $ref: '#/components/parameters/If-None-Match' })
       // the idempotency hook keys a POST on its caller: every POST that takes a token
       const authenticated = Array.isArray(op.security) && op.security.length > 0
-      if (method === 'post' && authenticated && path.startsWith('/api/v1/')) headers.push({ $ref: '#/components/parameters/Idempotency-Key' })
+      if (method === 'post' && authenticated && path.startsWith('/api/v1/')) {
+        headers.push({ $ref: '#/components/parameters/Idempotency-Key' })
+      }
       if (headers.length > 0) op.parameters = [...(op.parameters ?? []), ...headers]
 
       const multipart = op[MULTIPART] as Json | undefined
@@ -250,24 +333,37 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
       }
 
       const names = named.get(id)
-      if (names?.body !== undefined) hoist((op.requestBody as { content?: Record<string, { schema?: Json }> } | undefined)?.content, names.body, schemas)
+      if (names?.body !== undefined) {
+        hoist(
+          (op.requestBody as { content?: Record<string, { schema?: Json }> } | undefined)?.content,
+          names.body,
+          schemas
+        )
+      }
       const responses: Record<string, Json> = {}
       // a route's own wording of an error status is kept (3.1 lets a reference override its description)
       const worded = new Map<string, string>()
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         if (Number(status) < 400 || !isErrorModelContent(response)) responses[status] = response
-        else if (typeof response.description === 'string' && response.description !== 'Error') worded.set(status, response.description)
+        else if (typeof response.description === 'string' && response.description !== 'Error') {
+          worded.set(status, response.description)
+        }
       }
       for (const status of new Set([...errorStatuses(op, method, path, authenticated), ...worded.keys()])) {
         const description = worded.get(status)
-        responses[status] = description === undefined ? { $ref: errorResponseRef(status) } : { $ref: '#/components/responses/Error', description }
+        responses[status] =
+          description === undefined
+            ? { $ref: errorResponseRef(status) }
+            : { $ref: '#/components/responses/Error', description }
       }
       op.responses = responses
       for (const [status, response] of Object.entries(responses)) {
         const code = Number(status)
         if (!(code < 400)) continue
         const responseName = names?.responses[status]
-        if (responseName !== undefined) hoist(response.content as Record<string, { schema?: Json }> | undefined, responseName, schemas)
+        if (responseName !== undefined) {
+          hoist(response.content as Record<string, { schema?: Json }> | undefined, responseName, schemas)
+        }
         if (response.description === 'Default Response') response.description = STATUS_CODES[code] ?? status
         const sent: Json = { ...RATE_LIMIT_HEADERS }
         if (ETAG_OPERATIONS.has(id) && (code < 300 || code === 304)) sent.ETag = { $ref: '#/components/headers/ETag' }
@@ -341,16 +437,22 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       tags: TAGS,
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A JWT of the identity provider (`OIDC_ISSUER`); in dev mode, `npm run token`.' }
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description: 'A JWT of the identity provider (`OIDC_ISSUER`); in dev mode, `npm run token`.'
+          }
         }
       }
     },
     refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`)
     },
-    transformObject: (documentObject) => 'openapiObject' in documentObject
-      ? completeDocument(documentObject.openapiObject as Json, named)
-      : documentObject.swaggerObject
+    transformObject: documentObject =>
+      'openapiObject' in documentObject
+        ? completeDocument(documentObject.openapiObject as Json, named)
+        : documentObject.swaggerObject
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } })
 

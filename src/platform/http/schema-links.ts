@@ -35,7 +35,11 @@ export type JsonChunks = Array<string | Buffer>
  * written into one buffer: a calendar month is some 360 KB, and a string body would be encoded
  * to UTF-8 once more on its way to the socket.
  */
-export async function sendJsonFields (request: FastifyRequest, reply: FastifyReply, fields: Record<string, string | JsonChunks>): Promise<FastifyReply> {
+export async function sendJsonFields (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  fields: Record<string, string | JsonChunks>
+): Promise<FastifyReply> {
   const url = linkSchema(request, reply)
   const chunks: JsonChunks = []
   for (const [key, json] of Object.entries(url === undefined ? fields : { $schema: JSON.stringify(url), ...fields })) {
@@ -43,7 +47,9 @@ export async function sendJsonFields (request: FastifyRequest, reply: FastifyRep
     chunks.push(...(typeof json === 'string' ? [json] : json))
   }
   chunks.push(chunks.length === 0 ? '{}' : '}')
-  const body = Buffer.allocUnsafe(chunks.reduce((n, c) => n + (typeof c === 'string' ? Buffer.byteLength(c) : c.length), 0))
+  const body = Buffer.allocUnsafe(
+    chunks.reduce((n, c) => n + (typeof c === 'string' ? Buffer.byteLength(c) : c.length), 0)
+  )
   let at = 0
   for (const c of chunks) at += typeof c === 'string' ? body.write(c, at) : c.copy(body, at)
   return await reply.type('application/json; charset=utf-8').send(body)
@@ -81,7 +87,9 @@ export function registerSchemaLinks (app: FastifyInstance, baseUrl: string): Map
   })
 
   app.addHook('preSerialization', async (request, reply, payload) => {
-    if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) return payload
+    if (payload === null || typeof payload !== 'object' || Array.isArray(payload) || Buffer.isBuffer(payload)) {
+      return payload
+    }
     const url = linkSchema(request, reply)
     return url === undefined ? payload : { $schema: url, ...(payload as Json) }
   })

@@ -6,7 +6,9 @@
 import { CursorParam, NextCursorField } from './cursor.ts'
 import { Type, type Static, type TObject, type TProperties, type TSchema, type ObjectOptions } from '@sinclair/typebox'
 
-const SchemaField = Type.Optional(Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.', readOnly: true }))
+const SchemaField = Type.Optional(
+  Type.String({ format: 'uri', description: 'A URL to the JSON Schema for this object.', readOnly: true })
+)
 
 /**
  * A named object schema whose instances carry `$schema`. Unknown properties are refused
@@ -15,12 +17,19 @@ const SchemaField = Type.Optional(Type.String({ format: 'uri', description: 'A U
  * @example
  *   export const Contact = model('Contact', { id: Type.String() })
  */
-export function model<P extends TProperties> (name: string, properties: P, options: ObjectOptions = {}): TObject<P & { $schema: typeof SchemaField }> {
+export function model<P extends TProperties> (
+  name: string,
+  properties: P,
+  options: ObjectOptions = {}
+): TObject<P & { $schema: typeof SchemaField }> {
   return Type.Object({ $schema: SchemaField, ...properties }, { additionalProperties: false, ...options, $id: name })
 }
 
 /** A request body schema: like `model` but anonymous unless named. */
-export function body<P extends TProperties> (properties: P, options: ObjectOptions = {}): TObject<P & { $schema: typeof SchemaField }> {
+export function body<P extends TProperties> (
+  properties: P,
+  options: ObjectOptions = {}
+): TObject<P & { $schema: typeof SchemaField }> {
   return Type.Object({ $schema: SchemaField, ...properties }, { additionalProperties: false, ...options })
 }
 
@@ -32,11 +41,17 @@ export const Timestamp = (description?: string) =>
   Type.Unsafe<Date | string>({ type: 'string', format: 'date-time', ...(description ? { description } : {}) })
 
 /** A request timestamp: an RFC 3339 string. */
-export const DateTimeInput = (description?: string) => Type.String({ format: 'date-time', ...(description ? { description } : {}) })
+export const DateTimeInput = (description?: string) =>
+  Type.String({ format: 'date-time', ...(description ? { description } : {}) })
 
 export const PageQuery = Type.Object({
   // bounded so that the row offset, (page - 1) × size, stays a valid bigint (else a database error)
-  page: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1, description: 'Page number, 1-based (at most 1 000 000)' }),
+  page: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000,
+    default: 1,
+    description: 'Page number, 1-based (at most 1 000 000)'
+  }),
   size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page (1 to 100)' })
 })
 export type PageQuery = Static<typeof PageQuery>
@@ -62,7 +77,10 @@ export const IdParams = Type.Object({ id: IntId })
 export const UuidString = Type.String({ format: 'uuid' })
 
 /** A schema enum from an `as const` list, keeping the literal union type. */
-export function StringEnum<const T extends readonly string[]> (values: T, options: { description?: string, default?: T[number] } = {}) {
+export function StringEnum<const T extends readonly string[]> (
+  values: T,
+  options: { description?: string; default?: T[number] } = {}
+) {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 }
 

@@ -16,11 +16,22 @@ const Row = Type.Object({
 })
 
 const serialize = (schema: unknown, data: unknown): string =>
-  serializerCompiler({ schema, method: 'GET', url: '/', httpStatus: '200' } as unknown as Parameters<typeof serializerCompiler>[0])(data)
+  serializerCompiler({ schema, method: 'GET', url: '/', httpStatus: '200' } as unknown as Parameters<
+    typeof serializerCompiler
+  >[0])(data)
 
 void describe('response serialization', () => {
   it('writes nullable fields as values or null, like JSON.stringify', () => {
-    const full = { name: 'Ada', count: 3, ratio: 0.5, at: new Date('2026-01-02T03:04:05.000Z'), state: 'b', meta: { k: [1] }, tags: ['x'], either: 7 }
+    const full = {
+      name: 'Ada',
+      count: 3,
+      ratio: 0.5,
+      at: new Date('2026-01-02T03:04:05.000Z'),
+      state: 'b',
+      meta: { k: [1] },
+      tags: ['x'],
+      either: 7
+    }
     assert.deepEqual(JSON.parse(serialize(Row, full)), { ...full, at: '2026-01-02T03:04:05.000Z' })
     const empty = { name: null, count: null, ratio: null, at: null, state: null, meta: null, tags: null, either: 'y' }
     assert.deepEqual(JSON.parse(serialize(Row, empty)), empty)

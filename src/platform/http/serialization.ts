@@ -20,9 +20,13 @@ const isNullSchema = (s: unknown): boolean => isObject(s) && s.type === 'null'
 /** `anyOf: [T, {type: 'null'}]` with T of one plain type → T with `type: [T.type, 'null']`; else undefined. */
 function nullableAsTypeList (schema: Schema): Schema | undefined {
   const branches = schema.anyOf
-  if (!Array.isArray(branches) || branches.length !== 2 || schema.oneOf !== undefined || schema.allOf !== undefined) return undefined
+  if (!Array.isArray(branches) || branches.length !== 2 || schema.oneOf !== undefined || schema.allOf !== undefined) {
+    return undefined
+  }
   const value = branches.find(b => !isNullSchema(b)) as unknown
-  if (!branches.some(isNullSchema) || !isObject(value) || typeof value.type !== 'string' || value.type === 'null') return undefined
+  if (!branches.some(isNullSchema) || !isObject(value) || typeof value.type !== 'string' || value.type === 'null') {
+    return undefined
+  }
   if (['anyOf', 'oneOf', 'allOf', '$ref', 'const', 'not', 'if'].some(k => value[k] !== undefined)) return undefined
   const { anyOf: _anyOf, ...outer } = schema
   return {
@@ -49,6 +53,8 @@ export function forSerialization (schema: unknown): unknown {
 const serializers = structuralCache<(data: unknown) => string>()
 
 export const serializerCompiler: FastifySerializerCompiler<unknown> = ({ schema }) => serializers(schema, () => {
-  const compiled = onDemand(() => fastJsonStringify(forSerialization(schema) as Parameters<typeof fastJsonStringify>[0]))
+  const compiled = onDemand(() =>
+    fastJsonStringify(forSerialization(schema) as Parameters<typeof fastJsonStringify>[0])
+  )
   return (data: unknown) => compiled()(data)
 })

@@ -12,7 +12,8 @@ import { fieldError, type ErrorDetail } from './errors.ts'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the module's `default`.
 type AddFormats = (ajv: Ajv) => Ajv
-const addFormats: AddFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats))
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats)
 
 function newAjv (coerce: boolean): Ajv {
   const ajv = new Ajv({
@@ -93,7 +94,10 @@ function message (e: ErrorObject): string {
   }
 }
 
-/** A value echoed in a field error, with nesting below 16 levels elided: a deeply nested value would overflow the serializer. */
+/**
+ * A value echoed in a field error, with nesting below 16 levels elided: a deeply nested value would overflow the
+ * serializer.
+ */
 function elideDeep (value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value
   if (depth >= 16) return Array.isArray(value) ? '[…]' : '{…}'
@@ -118,7 +122,10 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
   const out: ErrorDetail[] = []
   const seen = new Set<string>()
   for (const [, list] of byPath) {
-    const kept = list.length > 1 ? list.filter(e => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null')) : list
+    const kept =
+      list.length > 1
+        ? list.filter(e => !(e.keyword === 'type' && (e.params as { type?: string }).type === 'null'))
+        : list
     for (const e of kept.length > 0 ? kept : list) {
       const p = e.params as Record<string, unknown>
       let loc = part + pointerToPath(e.instancePath)
@@ -134,7 +141,13 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
       const k = `${loc}\u0000${msg}`
       if (seen.has(k)) continue
       seen.add(k)
-      out.push(fieldError(loc, msg, typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}…` : elideDeep(value)))
+      out.push(
+        fieldError(
+          loc,
+          msg,
+          typeof value === 'string' && value.length > 200 ? `${value.slice(0, 200)}…` : elideDeep(value)
+        )
+      )
     }
   }
   return out
@@ -154,22 +167,33 @@ export interface TextProblem { location: string, message: string }
  * for it.
  */
 export function findTextProblem (root: unknown, rootLocation: string): TextProblem | undefined {
-  const stack: Array<{ value: unknown, location: string, depth: number }> = [{ value: root, location: rootLocation, depth: 0 }]
+  const stack: Array<{ value: unknown; location: string; depth: number }> = [
+    { value: root, location: rootLocation, depth: 0 }
+  ]
   while (stack.length > 0) {
     const { value, location, depth } = stack.pop() as { value: unknown, location: string, depth: number }
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return { location, message: 'expected text without NUL characters' }
-      if (LONE_SURROGATE.test(value)) return { location, message: 'expected well-formed Unicode text (no lone surrogates)' }
+      if (LONE_SURROGATE.test(value)) {
+        return { location, message: 'expected well-formed Unicode text (no lone surrogates)' }
+      }
       continue
     }
     if (value === null || typeof value !== 'object') continue
     if (depth >= MAX_JSON_DEPTH) return { location, message: `expected JSON nested at most ${MAX_JSON_DEPTH} levels` }
     if (Array.isArray(value)) {
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], location: `${location}[${i}]`, depth: depth + 1 })
+      for (let i = value.length - 1; i >= 0; i--) {
+        stack.push({ value: value[i], location: `${location}[${i}]`, depth: depth + 1 })
+      }
       continue
     }
     for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) return { location: `${location}.${[...k].map(c => c === '\u0000' || LONE_SURROGATE.test(c) ? '?' : c).join('')}`, message: 'expected a well-formed property name' }
+      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) {
+        return {
+          location: `${location}.${[...k].map(c => (c === '\u0000' || LONE_SURROGATE.test(c) ? '?' : c)).join('')}`,
+          message: 'expected a well-formed property name'
+        }
+      }
       stack.push({ value: v, location: `${location}.${k}`, depth: depth + 1 })
     }
   }

@@ -16,7 +16,9 @@ import type { NotificationLink, Template } from './templates.ts'
 export const NOTIFICATION_CHANNELS = ['email', 'push', 'sms'] as const
 export type NotificationChannel = typeof NOTIFICATION_CHANNELS[number]
 
-/** Row statuses: waiting (or waiting for a retry), delivered, given up after retries or refused for good, no address. */
+/**
+ * Row statuses: waiting (or waiting for a retry), delivered, given up after retries or refused for good, no address.
+ */
 export const NOTIFICATION_STATUSES = ['pending', 'sent', 'failed', 'undeliverable'] as const
 export type NotificationStatus = typeof NOTIFICATION_STATUSES[number]
 
@@ -66,11 +68,15 @@ export function isEmailAddress (recipient: string): boolean {
  * reason in `last_error`: an administrator sees it (`GET /api/v1/notifications`), nothing retries it.
  *
  * @example
- *   await queueNotification(trx, { tenantId, channel: 'email', recipient: 'ann@example.com', subject: 'Invitation', body: '…' })
+ *   await queueNotification(trx, { tenantId, channel: 'email', recipient: 'ann@example.com', subject: 'Invitation',
+ * body: '…' })
  */
 export async function queueNotification (trx: Tx, n: QueuedNotification): Promise<number> {
-  const reason = n.undeliverable ??
-    (n.channel === 'email' && !isEmailAddress(n.recipient) ? `the recipient "${n.recipient.slice(0, 200)}" is not an e-mail address` : undefined)
+  const reason =
+    n.undeliverable ??
+    (n.channel === 'email' && !isEmailAddress(n.recipient)
+      ? `the recipient "${n.recipient.slice(0, 200)}" is not an e-mail address`
+      : undefined)
   const payload = { ...n.payload, ...(n.link !== undefined ? { link: n.link } : {}) }
   const row = await trx.insertInto('notification_outbox').values({
     tenant_id: n.tenantId,
@@ -100,11 +106,23 @@ export interface ResolvedRecipient {
  * acting caller's token when the user is that caller; none of both (or a removed user) gives
  * `user:<id>` with the reason it is undeliverable. Other channels address the user id.
  */
-export async function recipientFor (trx: Tx, tenantId: string, channel: string, userId: string, actor?: Actor): Promise<ResolvedRecipient> {
+export async function recipientFor (
+  trx: Tx,
+  tenantId: string,
+  channel: string,
+  userId: string,
+  actor?: Actor
+): Promise<ResolvedRecipient> {
   if (channel !== 'email') return { recipient: userId }
-  const user = await trx.selectFrom('users').select(['email', 'state'])
-    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
-  if (user?.state === 'removed') return { recipient: `user:${userId}`, undeliverable: `user ${userId} was removed by the identity provider` }
+  const user = await trx
+    .selectFrom('users')
+    .select(['email', 'state'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', userId)
+    .executeTakeFirst()
+  if (user?.state === 'removed') {
+    return { recipient: `user:${userId}`, undeliverable: `user ${userId} was removed by the identity provider` }
+  }
   const stored = user?.email?.trim()
   if (stored !== undefined && stored !== '' && isEmailAddress(stored)) return { recipient: stored }
   const claimed = actor?.userId === userId ? actor.email?.trim() : undefined
@@ -120,7 +138,8 @@ export async function recipientFor (trx: Tx, tenantId: string, channel: string, 
  * (`recipientFor`).
  *
  * @example
- *   await notifyUser(trx, { tenantId, userId: row.creator_id, actor: auth, channels: ['email'], template: spacePublished({ … }) })
+ *   await notifyUser(trx, { tenantId, userId: row.creator_id, actor: auth, channels: ['email'], template:
+ * spacePublished({ … }) })
  */
 export async function notifyUser (trx: Tx, n: {
   tenantId: string
@@ -162,7 +181,10 @@ interface SendError { message: string, code?: string, responseCode?: number }
 function sendError (err: unknown): SendError {
   const e = err as { message?: unknown, code?: unknown, responseCode?: unknown } | null
   return {
-    message: (err instanceof Error ? err.message : typeof e?.message === 'string' ? e.message : String(err)).slice(0, 1000),
+    message: (err instanceof Error ? err.message : typeof e?.message === 'string' ? e.message : String(err)).slice(
+      0,
+      1000
+    ),
     ...(typeof e?.code === 'string' ? { code: e.code } : {}),
     ...(typeof e?.responseCode === 'number' ? { responseCode: e.responseCode } : {})
   }
@@ -197,44 +219,80 @@ const due = sql<boolean>`coalesce((payload->>'next_attempt_at')::timestamptz, '-
  * marked undeliverable, never sent. Every failed attempt is logged (`log`) with its error, never
  * with the message's content.
  */
-export async function deliverPendingNotifications (db: Kysely<Database>, sender: NotificationSender, options: { batchSize?: number, log?: DeliveryLog } = {}): Promise<DeliveryResult> {
+export async function deliverPendingNotifications (
+  db: Kysely<Database>,
+  sender: NotificationSender,
+  options: { batchSize?: number; log?: DeliveryLog } = {}
+): Promise<DeliveryResult> {
   const batchSize = options.batchSize ?? 50
   const result: DeliveryResult = { sent: 0, retried: 0, failed: 0, undeliverable: 0 }
-  const tenants = await withSystem(db, async trx => await trx.selectFrom('notification_outbox').select('tenant_id')
-    .where('status', '=', 'pending').where(due)
-    .groupBy('tenant_id').orderBy(sql`min(id)`).limit(batchSize)
-    .execute())
-  const failures = await shareAmongTenants(tenants.map(r => r.tenant_id), batchSize, async (tenantId, limit) => {
-    const done = await withSystem(db, async trx => await deliverTenant(trx, tenantId, limit, sender, options.log))
-    result.sent += done.sent
-    result.retried += done.retried
-    result.failed += done.failed
-    result.undeliverable += done.undeliverable
-    return done.sent + done.retried + done.failed + done.undeliverable
-  })
+  const tenants = await withSystem(
+    db,
+    async trx =>
+      await trx
+        .selectFrom('notification_outbox')
+        .select('tenant_id')
+        .where('status', '=', 'pending')
+        .where(due)
+        .groupBy('tenant_id')
+        .orderBy(sql`min(id)`)
+        .limit(batchSize)
+        .execute()
+  )
+  const failures = await shareAmongTenants(
+    tenants.map(r => r.tenant_id),
+    batchSize,
+    async (tenantId, limit) => {
+      const done = await withSystem(db, async trx => await deliverTenant(trx, tenantId, limit, sender, options.log))
+      result.sent += done.sent
+      result.retried += done.retried
+      result.failed += done.failed
+      result.undeliverable += done.undeliverable
+      return done.sent + done.retried + done.failed + done.undeliverable
+    }
+  )
   if (failures.length > 0) throw new TenantWorkError(failures, result, 'notification delivery')
   return result
 }
 
 /** Claims up to `limit` due pending notifications of one tenant (skip locked) and delivers them. */
-async function deliverTenant (trx: Tx, tenantId: string, limit: number, sender: NotificationSender, log: DeliveryLog | undefined): Promise<DeliveryResult> {
+async function deliverTenant (
+  trx: Tx,
+  tenantId: string,
+  limit: number,
+  sender: NotificationSender,
+  log: DeliveryLog | undefined
+): Promise<DeliveryResult> {
   const result: DeliveryResult = { sent: 0, retried: 0, failed: 0, undeliverable: 0 }
-  const rows = await trx.selectFrom('notification_outbox')
+  const rows = await trx
+    .selectFrom('notification_outbox')
     .select(['id', 'tenant_id', 'channel', 'recipient', 'subject', 'body', 'priority', 'payload', 'attempts'])
-    .where('tenant_id', '=', tenantId).where('status', '=', 'pending').where(due)
+    .where('tenant_id', '=', tenantId)
+    .where('status', '=', 'pending')
+    .where(due)
     .orderBy('id')
     .limit(limit)
-    .forUpdate().skipLocked()
+    .forUpdate()
+    .skipLocked()
     .execute()
   for (const row of rows) {
     const payload = (typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload) as Record<string, unknown>
     const { next_attempt_at: _next, ...content } = payload
     const where = { tenant: row.tenant_id, id: row.id }
-    const about = { notification_id: row.id, tenant_id: row.tenant_id, channel: row.channel, kind: typeof payload.kind === 'string' ? payload.kind : undefined }
+    const about = {
+      notification_id: row.id,
+      tenant_id: row.tenant_id,
+      channel: row.channel,
+      kind: typeof payload.kind === 'string' ? payload.kind : undefined
+    }
     if (row.channel === 'email' && !isEmailAddress(row.recipient)) {
       const reason = `the recipient "${row.recipient.slice(0, 200)}" is not an e-mail address`
-      await trx.updateTable('notification_outbox').set({ status: 'undeliverable', last_error: reason })
-        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
+      await trx
+        .updateTable('notification_outbox')
+        .set({ status: 'undeliverable', last_error: reason })
+        .where('tenant_id', '=', where.tenant)
+        .where('id', '=', where.id)
+        .execute()
       log?.warn({ ...about, status: 'undeliverable', reason }, 'notification undeliverable')
       result.undeliverable++
       continue
@@ -251,33 +309,43 @@ async function deliverTenant (trx: Tx, tenantId: string, limit: number, sender: 
         payload: content,
         attempts: row.attempts
       })
-      await trx.updateTable('notification_outbox')
+      await trx
+        .updateTable('notification_outbox')
         .set({ status: 'sent', sent_at: sql`now()`, attempts: row.attempts + 1, last_error: null })
-        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
+        .where('tenant_id', '=', where.tenant)
+        .where('id', '=', where.id)
+        .execute()
       result.sent++
     } catch (err) {
       const attempts = row.attempts + 1
       const e = sendError(err)
       const outcome = outcomeOf(e, attempts)
       const status = outcome === 'retry' ? 'pending' : outcome
-      await trx.updateTable('notification_outbox')
+      await trx
+        .updateTable('notification_outbox')
         .set({
           status,
           attempts,
           last_error: e.message,
-          payload: outcome === 'retry'
-            ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at', now() + make_interval(secs => ${backoffSeconds(attempts)}))`
-            : sql`${JSON.stringify(content)}::jsonb`
+          payload:
+            outcome === 'retry'
+              ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at', now() + make_interval(secs => ${backoffSeconds(attempts)}))`
+              : sql`${JSON.stringify(content)}::jsonb`
         })
-        .where('tenant_id', '=', where.tenant).where('id', '=', where.id).execute()
-      log?.warn({
-        ...about,
-        sender: sender.name,
-        attempts,
-        status,
-        ...(outcome === 'retry' ? { retry_in_seconds: backoffSeconds(attempts) } : {}),
-        err: e
-      }, 'notification delivery failed')
+        .where('tenant_id', '=', where.tenant)
+        .where('id', '=', where.id)
+        .execute()
+      log?.warn(
+        {
+          ...about,
+          sender: sender.name,
+          attempts,
+          status,
+          ...(outcome === 'retry' ? { retry_in_seconds: backoffSeconds(attempts) } : {}),
+          err: e
+        },
+        'notification delivery failed'
+      )
       if (outcome === 'retry') result.retried++
       else if (outcome === 'failed') result.failed++
       else result.undeliverable++

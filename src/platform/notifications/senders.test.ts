@@ -9,12 +9,42 @@ void describe('notification senders', () => {
   void it('logs by default and picks SMTP when SMTP_URL is set', async () => {
     const logging = createNotificationSender({ smtpUrl: undefined, baseUrl: 'https://collab.example.test' }, log)
     assert.equal(logging.name, 'log')
-    await logging.send({ id: 1, tenantId: 't', channel: 'email', recipient: 'a@example.test', subject: 'Hi', body: 'secret token', priority: 'normal', payload: {}, attempts: 0 })
-    assert.deepEqual(log.lines.at(-1), { notification_id: 1, tenant_id: 't', channel: 'email', recipient: 'a@example.test', subject: 'Hi', priority: 'normal' })
-    const smtp = createNotificationSender({ smtpUrl: 'smtp://127.0.0.1:1', baseUrl: 'https://collab.example.test' }, log)
+    await logging.send({
+      id: 1,
+      tenantId: 't',
+      channel: 'email',
+      recipient: 'a@example.test',
+      subject: 'Hi',
+      body: 'secret token',
+      priority: 'normal',
+      payload: {},
+      attempts: 0
+    })
+    assert.deepEqual(log.lines.at(-1), {
+      notification_id: 1,
+      tenant_id: 't',
+      channel: 'email',
+      recipient: 'a@example.test',
+      subject: 'Hi',
+      priority: 'normal'
+    })
+    const smtp = createNotificationSender(
+      { smtpUrl: 'smtp://127.0.0.1:1', baseUrl: 'https://collab.example.test' },
+      log
+    )
     assert.equal(smtp.name, 'smtp')
     // channels without a provider go to the log, not to SMTP
-    await smtp.send({ id: 2, tenantId: 't', channel: 'sms', recipient: '+100', subject: 'Hi', body: 'x', priority: 'high', payload: {}, attempts: 0 })
+    await smtp.send({
+      id: 2,
+      tenantId: 't',
+      channel: 'sms',
+      recipient: '+100',
+      subject: 'Hi',
+      body: 'x',
+      priority: 'high',
+      payload: {},
+      attempts: 0
+    })
     assert.equal((log.lines.at(-1) as { channel: string }).channel, 'sms')
     await smtp.close?.()
   })

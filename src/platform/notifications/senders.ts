@@ -18,7 +18,17 @@ export function loggingSender (log: Log): NotificationSender {
   return {
     name: 'log',
     async send (n: Notification) {
-      log.info({ notification_id: n.id, tenant_id: n.tenantId, channel: n.channel, recipient: n.recipient, subject: n.subject, priority: n.priority }, 'notification (logging sender)')
+      log.info(
+        {
+          notification_id: n.id,
+          tenant_id: n.tenantId,
+          channel: n.channel,
+          recipient: n.recipient,
+          subject: n.subject,
+          priority: n.priority
+        },
+        'notification (logging sender)'
+      )
     }
   }
 }
@@ -57,7 +67,10 @@ export function smtpSender (options: SmtpSenderOptions): NotificationSender {
 }
 
 /** The sender of a configuration: SMTP when SMTP_URL is set, the logging sender otherwise. */
-export function createNotificationSender (config: Pick<Config, 'smtpUrl' | 'baseUrl'> & Partial<Pick<Config, 'appUrl' | 'smtpFrom'>>, log: FastifyBaseLogger | Log): NotificationSender {
+export function createNotificationSender (
+  config: Pick<Config, 'smtpUrl' | 'baseUrl'> & Partial<Pick<Config, 'appUrl' | 'smtpFrom'>>,
+  log: FastifyBaseLogger | Log
+): NotificationSender {
   const logging = loggingSender(log)
   if (config.smtpUrl === undefined) return logging
   const from = config.smtpFrom ?? `no-reply@${new URL(config.baseUrl).hostname}`

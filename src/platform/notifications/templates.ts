@@ -10,7 +10,8 @@
  * docs/notifications.md, "Templates and links".
  *
  * @example
- *   await queueNotification(trx, { tenantId, channel: 'email', recipient, ...spacePublished({ spaceId: 7, title: 'Choir' }) })
+ *   await queueNotification(trx, { tenantId, channel: 'email', recipient, ...spacePublished({ spaceId: 7, title:
+ * 'Choir' }) })
  */
 
 /** A link of a notification: a path of the web app, its query, and the words of the link. */
@@ -40,7 +41,10 @@ export interface RenderedMessage {
 
 /** HTML-escapes text for element content and double-quoted attribute values. */
 export function escapeHtml (value: string): string {
-  return value.replace(/[&<>"']/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string)
+  return value.replace(
+    /[&<>"']/g,
+    c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string
+  )
 }
 
 /** One line, whatever the typed title held. */
@@ -60,7 +64,14 @@ export function linkUrl (appUrl: string, link: NotificationLink): string {
 /** Reads `payload.link` back (absent, or not a link: none). */
 export function linkOf (payload: Record<string, unknown>): NotificationLink | undefined {
   const l = payload.link as Partial<NotificationLink> | undefined
-  if (typeof l !== 'object' || l === null || typeof l.label !== 'string' || typeof l.path !== 'string' || !l.path.startsWith('/') || l.path.startsWith('//')) return undefined
+  if (
+    typeof l !== 'object' ||
+    l === null ||
+    typeof l.label !== 'string' ||
+    typeof l.path !== 'string' ||
+    !l.path.startsWith('/') ||
+    l.path.startsWith('//')
+  ) { return undefined }
   const query = typeof l.query === 'object' && l.query !== null
     ? Object.fromEntries(Object.entries(l.query).filter((e): e is [string, string] => typeof e[1] === 'string'))
     : undefined
@@ -71,18 +82,25 @@ export function linkOf (payload: Record<string, unknown>): NotificationLink | un
  * The mail of a queued notification: the stored subject and text, the link joined to `appUrl`,
  * and an HTML part in which every character of the text is escaped.
  */
-export function renderMessage (n: { subject: string, body: string, payload: Record<string, unknown> }, appUrl: string): RenderedMessage {
+export function renderMessage (
+  n: { subject: string; body: string; payload: Record<string, unknown> },
+  appUrl: string
+): RenderedMessage {
   const link = linkOf(n.payload)
   const url = link !== undefined ? linkUrl(appUrl, link) : undefined
   const subject = oneLine(n.subject)
   const text = link !== undefined && url !== undefined ? `${n.body}\n\n${link.label}: ${url}\n` : `${n.body}\n`
-  const paragraphs = n.body.split(/\r?\n[ \t]*\r?\n/).map(p => `<p>${escapeHtml(p.trim()).replace(/\r?\n/g, '<br>\n')}</p>`)
+  const paragraphs = n.body
+    .split(/\r?\n[ \t]*\r?\n/)
+    .map(p => `<p>${escapeHtml(p.trim()).replace(/\r?\n/g, '<br>\n')}</p>`)
   const html = [
     '<!doctype html>',
     `<html><head><meta charset="utf-8"><title>${escapeHtml(subject)}</title></head>`,
     '<body>',
     ...paragraphs,
-    ...(link !== undefined && url !== undefined ? [`<p><a href="${escapeHtml(url)}">${escapeHtml(link.label)}</a></p>`] : []),
+    ...(link !== undefined && url !== undefined
+      ? [`<p><a href="${escapeHtml(url)}">${escapeHtml(link.label)}</a></p>`]
+      : []),
     '</body></html>',
     ''
   ].join('\n')
@@ -92,7 +110,12 @@ export function renderMessage (n: { subject: string, body: string, payload: Reco
 // ---- the kinds
 
 /** POST /events/{id}/publish with notify: to the event's creator. */
-export function eventPublished (e: { eventId: number, version: number, title: string, message?: string | undefined }): Template {
+export function eventPublished (e: {
+  eventId: number
+  version: number
+  title: string
+  message?: string | undefined
+}): Template {
   return {
     subject: oneLine(`Published: ${e.title}`),
     body: sentence(e.message, `The event "${e.title}" was published.`),
@@ -102,7 +125,13 @@ export function eventPublished (e: { eventId: number, version: number, title: st
 }
 
 /** POST /events/{id}/series/publish with notify: to the series' creator; the link opens the occurrence addressed. */
-export function seriesPublished (s: { seriesId: string | number, eventId: number, version: number, title: string, message?: string | undefined }): Template {
+export function seriesPublished (s: {
+  seriesId: string | number
+  eventId: number
+  version: number
+  title: string
+  message?: string | undefined
+}): Template {
   return {
     subject: oneLine(`Published: ${s.title}`),
     body: sentence(s.message, `The series "${s.title}" was published.`),
@@ -122,7 +151,13 @@ export function spacePublished (s: { spaceId: number, title: string, message?: s
 }
 
 /** POST /events/{id}/managers or /spaces/{id}/managers with notify: to the new manager. */
-export function managerAdded (m: { on: 'event' | 'space', id: number, userId: string, title: string, message?: string | undefined }): Template {
+export function managerAdded (m: {
+  on: 'event' | 'space'
+  id: number
+  userId: string
+  title: string
+  message?: string | undefined
+}): Template {
   return {
     subject: oneLine(`You now manage the ${m.on} "${m.title}"`),
     body: sentence(m.message, `You were made a manager of the ${m.on} "${m.title}".`),
@@ -136,13 +171,23 @@ export function managerAdded (m: { on: 'event' | 'space', id: number, userId: st
  * accept page, `/invites/accept?type=event|space&token=…`, which sends the token to the API's
  * accept route once the invitee is signed in (series invites are accepted as event invites).
  */
-export function managerInvitation (i: { on: 'event' | 'series' | 'space', title: string, token: string, days: number, message?: string | undefined }): Template {
+export function managerInvitation (i: {
+  on: 'event' | 'series' | 'space'
+  title: string
+  token: string
+  days: number
+  message?: string | undefined
+}): Template {
   const type = i.on === 'space' ? 'space' : 'event'
   const what = i.on === 'series' ? `every occurrence of the series "${i.title}"` : `the ${i.on} "${i.title}"`
   const invitation = `You are invited to manage ${what}. To accept, open the link below and sign in with this e-mail address.`
   const footer = `The invitation expires in ${i.days} days. Without the app: sign in and send POST /api/v1/${type}s/managers/accept with {"token": "${i.token}"}.`
   return {
-    subject: oneLine(i.on === 'space' ? `You are invited to manage the space "${i.title}"` : `Invitation to manage the ${i.on} "${i.title}"`),
+    subject: oneLine(
+      i.on === 'space'
+        ? `You are invited to manage the space "${i.title}"`
+        : `Invitation to manage the ${i.on} "${i.title}"`
+    ),
     body: [...(i.message !== undefined && i.message.trim() !== '' ? [i.message] : []), invitation, footer].join('\n\n'),
     link: { label: 'Accept the invitation', path: '/invites/accept', query: { type, token: i.token } },
     payload: { kind: `${i.on}.manager_invited` }
@@ -150,11 +195,23 @@ export function managerInvitation (i: { on: 'event' | 'series' | 'space', title:
 }
 
 /** The automation action `notify`: the rule's subject and body (placeholders filled), and a link to the event. */
-export function automationMessage (a: { subject: string, body: string, eventId: number, ruleId: string, executionId: string }): Template {
+export function automationMessage (a: {
+  subject: string
+  body: string
+  eventId: number
+  ruleId: string
+  executionId: string
+}): Template {
   return {
     subject: oneLine(a.subject),
     body: a.body,
     link: { label: 'Open the event', path: `/events/${a.eventId}` },
-    payload: { kind: 'automation.message', source: 'automation', rule_id: a.ruleId, execution_id: a.executionId, event_id: a.eventId }
+    payload: {
+      kind: 'automation.message',
+      source: 'automation',
+      rule_id: a.ruleId,
+      execution_id: a.executionId,
+      event_id: a.eventId
+    }
   }
 }

@@ -4,8 +4,14 @@ import zlib from 'node:zlib'
 import { IMAGE_MAX_PIXELS, ImageRefused, reencodeImage } from './image.ts'
 import { sniffImage } from './storage.ts'
 
-const JPEG = Buffer.from('/9j/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAeACgDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAf/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFgEBAQEAAAAAAAAAAAAAAAAAAAYH/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AlwCabaAAAAAAAAAA/9k=', 'base64')
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAACgAAAAeCAYAAABe3VzdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAATElEQVRYhe2UsQ0AQBCCrJna0X+Kj1dQ2BOiJtDTyRoAAdFg5z3DkaDBzruGR40GezJZAyAgGuy8ZzgSNNh51/Co0WBPJmsABOSrwQeccLXfglDkCAAAAABJRU5ErkJggg==', 'base64')
+const JPEG = Buffer.from(
+  '/9j/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAeACgDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAf/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFgEBAQEAAAAAAAAAAAAAAAAAAAYH/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AlwCabaAAAAAAAAAA/9k=',
+  'base64'
+)
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAACgAAAAeCAYAAABe3VzdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAATElEQVRYhe2UsQ0AQBCCrJna0X+Kj1dQ2BOiJtDTyRoAAdFg5z3DkaDBzruGR40GezJZAyAgGuy8ZzgSNNh51/Co0WBPJmsABOSrwQeccLXfglDkCAAAAABJRU5ErkJggg==',
+  'base64'
+)
 const HTML = Buffer.from('<html><script>alert(1)</script></html>')
 const typeOf = (data: Buffer) => sniffImage(data) ?? assert.fail('an image type')
 
@@ -23,7 +29,12 @@ function pngOfSize (width: number, height: number): Buffer {
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)
   ihdr.set([8, 2, 0, 0, 0], 8)
-  return Buffer.concat([PNG.subarray(0, 8), chunk('IHDR', ihdr), chunk('IDAT', zlib.deflateSync(Buffer.alloc(1))), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([
+    PNG.subarray(0, 8),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', zlib.deflateSync(Buffer.alloc(1))),
+    chunk('IEND', Buffer.alloc(0))
+  ])
 }
 
 function crc32 (data: Buffer): number {
@@ -40,7 +51,10 @@ void describe('image re-encoding', () => {
     const outs = await Promise.all([JPEG, PNG, JPEG, PNG].map(async image => await reencodeImage(image, typeOf(image))))
     assert.deepEqual(outs.map(o => sniffImage(o)?.ext), ['jpg', 'png', 'jpg', 'png'])
     // a refused image does not stop the ones after it
-    const [bad, good] = await Promise.allSettled([reencodeImage(Buffer.concat([JPEG.subarray(0, 4), HTML]), typeOf(JPEG)), reencodeImage(PNG, typeOf(PNG))])
+    const [bad, good] = await Promise.allSettled([
+      reencodeImage(Buffer.concat([JPEG.subarray(0, 4), HTML]), typeOf(JPEG)),
+      reencodeImage(PNG, typeOf(PNG))
+    ])
     assert.equal(bad?.status, 'rejected')
     assert.equal(good?.status, 'fulfilled')
   })
@@ -55,12 +69,19 @@ void describe('image re-encoding', () => {
   void it('drops what follows the image and refuses what only starts like one', async () => {
     const out = await reencodeImage(Buffer.concat([JPEG, HTML]), typeOf(JPEG))
     assert.equal(out.includes('<script'), false)
-    await assert.rejects(reencodeImage(Buffer.concat([JPEG.subarray(0, 4), HTML]), typeOf(JPEG)), (e: unknown) => e instanceof ImageRefused && /not a readable JPEG image/.test(e.message))
+    await assert.rejects(
+      reencodeImage(Buffer.concat([JPEG.subarray(0, 4), HTML]), typeOf(JPEG)),
+      (e: unknown) => e instanceof ImageRefused && /not a readable JPEG image/.test(e.message)
+    )
     await assert.rejects(reencodeImage(JPEG.subarray(0, JPEG.length - 40), typeOf(JPEG)), ImageRefused)
     await assert.rejects(reencodeImage(Buffer.concat([PNG.subarray(0, 8), JPEG]), typeOf(PNG)), ImageRefused)
   })
 
   void it(`refuses more than ${IMAGE_MAX_PIXELS} pixels before decoding them`, async () => {
-    await assert.rejects(reencodeImage(pngOfSize(5001, 5000), typeOf(PNG)), (e: unknown) => e instanceof ImageRefused && e.message.includes(`more than ${IMAGE_MAX_PIXELS / 1_000_000} million pixels`))
+    await assert.rejects(
+      reencodeImage(pngOfSize(5001, 5000), typeOf(PNG)),
+      (e: unknown) =>
+        e instanceof ImageRefused && e.message.includes(`more than ${IMAGE_MAX_PIXELS / 1_000_000} million pixels`)
+    )
   })
 })

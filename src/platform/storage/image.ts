@@ -61,9 +61,13 @@ async function reencode (sharp: SharpFactory, data: Buffer, type: ImageType): Pr
   try {
     format = (await sharp(data, options).metadata()).format
   } catch (err) {
-    throw new ImageRefused(`not a readable ${type.ext === 'jpg' ? 'JPEG' : type.ext.toUpperCase()} image (${reason(err)})`)
+    throw new ImageRefused(
+      `not a readable ${type.ext === 'jpg' ? 'JPEG' : type.ext.toUpperCase()} image (${reason(err)})`
+    )
   }
-  if (format !== FORMAT[type.ext]) throw new ImageRefused(`the file starts like ${type.mime} but is ${format ?? 'something else'}`)
+  if (format !== FORMAT[type.ext]) {
+    throw new ImageRefused(`the file starts like ${type.mime} but is ${format ?? 'something else'}`)
+  }
   const image = sharp(data, options)
   const encoded = type.ext === 'jpg'
     ? image.jpeg({ quality: 85 })
@@ -74,7 +78,9 @@ async function reencode (sharp: SharpFactory, data: Buffer, type: ImageType): Pr
   try {
     return await encoded.toBuffer()
   } catch (err) {
-    throw new ImageRefused(`not a readable ${type.ext === 'jpg' ? 'JPEG' : type.ext.toUpperCase()} image (${reason(err)})`)
+    throw new ImageRefused(
+      `not a readable ${type.ext === 'jpg' ? 'JPEG' : type.ext.toUpperCase()} image (${reason(err)})`
+    )
   }
 }
 

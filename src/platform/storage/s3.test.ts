@@ -11,7 +11,12 @@ void describe('S3 configuration', () => {
   void it('is off without S3_BUCKET, and takes defaults with it', () => {
     assert.equal(loadConfig({}).s3, undefined)
     assert.deepEqual(loadConfig({ S3_BUCKET: 'covers' }).s3, {
-      bucket: 'covers', endpoint: undefined, region: 'us-east-1', credentials: undefined, forcePathStyle: false, publicUrl: undefined
+      bucket: 'covers',
+      endpoint: undefined,
+      region: 'us-east-1',
+      credentials: undefined,
+      forcePathStyle: false,
+      publicUrl: undefined
     })
     assert.deepEqual(loadConfig({
       S3_BUCKET: 'covers.example',
@@ -29,13 +34,20 @@ void describe('S3 configuration', () => {
       forcePathStyle: true,
       publicUrl: 'https://cdn.example.com/covers'
     })
-    assert.equal(loadConfig({ S3_BUCKET: 'covers', S3_ENDPOINT: 'http://minio:9000', S3_FORCE_PATH_STYLE: 'false' }).s3?.forcePathStyle, false)
+    assert.equal(
+      loadConfig({ S3_BUCKET: 'covers', S3_ENDPOINT: 'http://minio:9000', S3_FORCE_PATH_STYLE: 'false' }).s3
+        ?.forcePathStyle,
+      false
+    )
     assert.equal(loadConfig({ S3_BUCKET: 'covers', S3_FORCE_PATH_STYLE: 'true' }).s3?.forcePathStyle, true)
   })
 
   void it('refuses bad values and incomplete combinations at start, naming the variable', () => {
     const refuses = (env: Record<string, string>, variable: string, message: RegExp): void => {
-      assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable && message.test(e.message))
+      assert.throws(
+        () => loadConfig(env),
+        (e: unknown) => e instanceof ConfigError && e.variable === variable && message.test(e.message)
+      )
     }
     refuses({ S3_ENDPOINT: 'http://minio:9000' }, 'S3_ENDPOINT', /needs S3_BUCKET/)
     refuses({ S3_PUBLIC_URL: 'https://cdn.example.com' }, 'S3_PUBLIC_URL', /needs S3_BUCKET/)
@@ -91,15 +103,24 @@ void describe('S3 object storage (emulator)', () => {
     await store.put(newObjectKey('covers/t/50', 'png'), PNG, 'image/png')
     const listed = await store.list('covers/t/5/')
     assert.deepEqual(listed.map(o => o.key).sort(), [...keys].sort())
-    for (const o of listed) assert.ok(o.lastModified.getTime() > before && o.lastModified.getTime() <= Date.now() + 60_000, `${o.key} ${o.lastModified.toISOString()}`)
+    for (const o of listed) {
+      assert.ok(
+        o.lastModified.getTime() > before && o.lastModified.getTime() <= Date.now() + 60_000,
+        `${o.key} ${o.lastModified.toISOString()}`
+      )
+    }
     assert.deepEqual(await store.list('covers/t/6/'), [])
-    for (const bad of ['covers/t/5', '../', 'covers//', '/covers/']) await assert.rejects(store.list(bad), /unsafe object/)
+    for (const bad of ['covers/t/5', '../', 'covers//', '/covers/']) {
+      await assert.rejects(store.list(bad), /unsafe object/)
+    }
     for (const o of [...listed, ...await store.list('covers/t/50/')]) await store.delete(o.key)
   })
 
   void it('answers undefined for a missing object, but fails for a missing bucket', async () => {
     assert.equal(await store.get(newObjectKey('covers/t/2', 'png')), undefined)
-    const wrongBucket = s3Storage(loadConfig({ ...s3.env, S3_BUCKET: 'no-such-bucket' }).s3 ?? assert.fail('S3 is configured'))
+    const wrongBucket = s3Storage(
+      loadConfig({ ...s3.env, S3_BUCKET: 'no-such-bucket' }).s3 ?? assert.fail('S3 is configured')
+    )
     try {
       await assert.rejects(wrongBucket.get(newObjectKey('covers/t/2', 'png')), { name: 'NoSuchBucket' })
     } finally {

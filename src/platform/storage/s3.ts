@@ -6,7 +6,14 @@
  * Every call is bounded: 3 s to connect, 20 s for a whole request, at most 3 attempts (the SDK's
  * retry with backoff). Errors are thrown as they come; the caller decides what a client sees.
  */
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3'
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig
+} from '@aws-sdk/client-s3'
 import type { S3Config } from '../../config.ts'
 import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './storage.ts'
 
@@ -37,7 +44,11 @@ export function s3ClientConfig (config: S3Config): S3ClientConfig {
     forcePathStyle: config.forcePathStyle,
     ...(config.credentials !== undefined ? { credentials: config.credentials } : {}),
     maxAttempts: 3,
-    requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, throwOnRequestTimeout: true }
+    requestHandler: {
+      connectionTimeout: CONNECT_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      throwOnRequestTimeout: true
+    }
   }
 }
 
@@ -48,7 +59,9 @@ export function s3Storage (config: S3Config): ObjectStorage {
   return {
     async put (key, data, contentType) {
       assertSafeKey(key)
-      await client.send(new PutObjectCommand({ Bucket, Key: key, Body: data, ContentType: contentType, ContentLength: data.length }))
+      await client.send(
+        new PutObjectCommand({ Bucket, Key: key, Body: data, ContentType: contentType, ContentLength: data.length })
+      )
       return { key, size: data.length, contentType }
     },
     async get (key) {
@@ -56,7 +69,10 @@ export function s3Storage (config: S3Config): ObjectStorage {
       try {
         const res = await client.send(new GetObjectCommand({ Bucket, Key: key }))
         const bytes = res.Body === undefined ? new Uint8Array() : await res.Body.transformToByteArray()
-        return { data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), contentType: res.ContentType ?? 'application/octet-stream' }
+        return {
+          data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+          contentType: res.ContentType ?? 'application/octet-stream'
+        }
       } catch (err) {
         if (isMissing(err)) return undefined
         throw err

@@ -3,12 +3,24 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
-import { assertSafeKey, coverPrefix, localStorage, newCoverKey, newObjectKey, parseCoverKey, sniffImage, tenantScope } from './storage.ts'
+import {
+  assertSafeKey,
+  coverPrefix,
+  localStorage,
+  newCoverKey,
+  newObjectKey,
+  parseCoverKey,
+  sniffImage,
+  tenantScope
+} from './storage.ts'
 
 void describe('object storage', () => {
   void it('recognises JPEG, PNG and WebP by their first bytes only', () => {
     assert.deepEqual(sniffImage(Buffer.from([0xff, 0xd8, 0xff, 0xdb, 0])), { mime: 'image/jpeg', ext: 'jpg' })
-    assert.deepEqual(sniffImage(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0])), { mime: 'image/png', ext: 'png' })
+    assert.deepEqual(sniffImage(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0])), {
+      mime: 'image/png',
+      ext: 'png'
+    })
     assert.deepEqual(sniffImage(Buffer.from('RIFF\0\0\0\0WEBPVP8 ')), { mime: 'image/webp', ext: 'webp' })
     assert.equal(sniffImage(Buffer.from('GIF89a')), undefined)
     assert.equal(sniffImage(Buffer.from('RIFF\0\0\0\0WAVEfmt ')), undefined)
@@ -16,7 +28,11 @@ void describe('object storage', () => {
   })
 
   void it('refuses keys that leave the root', () => {
-    for (const bad of ['../x', 'a/../../b', '/abs', 'a//b', 'a/./b', '', 'a b']) assert.throws(() => { assertSafeKey(bad) }, /unsafe object key/)
+    for (const bad of ['../x', 'a/../../b', '/abs', 'a//b', 'a/./b', '', 'a b']) {
+      assert.throws(() => {
+        assertSafeKey(bad)
+      }, /unsafe object key/)
+    }
     assertSafeKey(newObjectKey('covers/abc/1', 'png'))
   })
 
@@ -30,10 +46,20 @@ void describe('object storage', () => {
     assertSafeKey(key)
     const random = key.split('/')[3] as string
     for (const bad of [
-      '../x.png', `covers/${tenantScope('acme')}/../${random}`, `covers/${tenantScope('acme')}/42/../../x/${random}`,
-      `covers/${tenantScope('acme')}/042/${random}`, `covers/${tenantScope('acme')}/0/${random}`, `covers/${tenantScope('acme')}/42/${random}.html`,
-      `covers/ACME/42/${random}`, `x/${key}`, `${key}/x`, `covers/${tenantScope('acme')}/42/${random.slice(1)}`, `covers/${tenantScope('acme')}/42/${random.replace('.png', '.svg')}`
-    ]) assert.equal(parseCoverKey(bad), undefined, bad)
+      '../x.png',
+      `covers/${tenantScope('acme')}/../${random}`,
+      `covers/${tenantScope('acme')}/42/../../x/${random}`,
+      `covers/${tenantScope('acme')}/042/${random}`,
+      `covers/${tenantScope('acme')}/0/${random}`,
+      `covers/${tenantScope('acme')}/42/${random}.html`,
+      `covers/ACME/42/${random}`,
+      `x/${key}`,
+      `${key}/x`,
+      `covers/${tenantScope('acme')}/42/${random.slice(1)}`,
+      `covers/${tenantScope('acme')}/42/${random.replace('.png', '.svg')}`
+    ]) {
+      assert.equal(parseCoverKey(bad), undefined, bad)
+    }
   })
 
   void it('lists local objects under a prefix, without content-type files or puts under way', async () => {
@@ -51,7 +77,9 @@ void describe('object storage', () => {
       assert.deepEqual(listed.map(o => o.key).sort(), [a, b].sort())
       for (const o of listed) assert.ok(o.lastModified.getTime() > before, o.key)
       assert.deepEqual(await store.list('covers/t/8/'), [])
-      for (const bad of ['covers/t/7', '../', 'covers/../', '/tmp/']) await assert.rejects(store.list(bad), /unsafe object/)
+      for (const bad of ['covers/t/7', '../', 'covers/../', '/tmp/']) {
+        await assert.rejects(store.list(bad), /unsafe object/)
+      }
     } finally {
       fs.rmSync(root, { recursive: true, force: true })
     }
@@ -62,7 +90,11 @@ void describe('object storage', () => {
     try {
       const store = localStorage(root)
       const key = newObjectKey('covers/t/1', 'png')
-      assert.deepEqual(await store.put(key, Buffer.from('abc'), 'image/png'), { key, size: 3, contentType: 'image/png' })
+      assert.deepEqual(await store.put(key, Buffer.from('abc'), 'image/png'), {
+        key,
+        size: 3,
+        contentType: 'image/png'
+      })
       assert.deepEqual(await store.get(key), { data: Buffer.from('abc'), contentType: 'image/png' })
       assert.equal(store.publicUrl(key), undefined)
       await store.delete(key)

@@ -24,7 +24,10 @@ export interface ObjectStorage {
   delete (key: string): Promise<void>
   /** the objects whose keys start with `prefix` (a safe key followed by `/`), in no particular order */
   list (prefix: string): Promise<ListedObject[]>
-  /** a public URL of the object when the store has one (S3 with a public bucket or CDN); else undefined and the service serves it */
+  /**
+   * a public URL of the object when the store has one (S3 with a public bucket or CDN); else undefined and the service
+   * serves it
+   */
   publicUrl (key: string): string | undefined
   /** releases what the store holds open (connections); absent when there is nothing to release */
   close?: () => void | Promise<void>
@@ -40,11 +43,14 @@ export async function createObjectStorage (config: Config): Promise<ObjectStorag
 const KEY = /^[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$/
 
 export function assertSafeKey (key: string): void {
-  if (!KEY.test(key) || key.split('/').some(p => p === '' || p === '.' || p === '..')) throw new Error(`unsafe object key ${JSON.stringify(key)}`)
+  if (!KEY.test(key) || key.split('/').some(p => p === '' || p === '.' || p === '..')) {
+    throw new Error(`unsafe object key ${JSON.stringify(key)}`)
+  }
 }
 
 /** A fresh key under a prefix: `<prefix>/<24 random hex>.<ext>`. */
-export const newObjectKey = (prefix: string, ext: string): string => `${prefix}/${crypto.randomBytes(12).toString('hex')}.${ext}`
+export const newObjectKey = (prefix: string, ext: string): string =>
+  `${prefix}/${crypto.randomBytes(12).toString('hex')}.${ext}`
 
 /** A prefix given to `list`: a safe key followed by one `/`. */
 export function assertSafePrefix (prefix: string): void {
@@ -56,17 +62,22 @@ export function assertSafePrefix (prefix: string): void {
  * The tenant part of a cover key: the first 16 hex digits of SHA-256 of the tenant id (a tenant id
  * may hold characters a key may not, and the bucket's listing does not show tenant names).
  */
-export const tenantScope = (tenantId: string): string => crypto.createHash('sha256').update(tenantId).digest('hex').slice(0, 16)
+export const tenantScope = (tenantId: string): string =>
+  crypto.createHash('sha256').update(tenantId).digest('hex').slice(0, 16)
 
 /** Where the covers of one event (its published row, the root of its draft clone) go: `covers/<scope>/<event id>/`. */
 export const coverPrefix = (tenantId: string, eventId: number): string => `covers/${tenantScope(tenantId)}/${eventId}/`
 
 /** A fresh cover key of an event of a tenant. */
-export const newCoverKey = (tenantId: string, eventId: number, ext: ImageType['ext']): string => newObjectKey(coverPrefix(tenantId, eventId).slice(0, -1), ext)
+export const newCoverKey = (tenantId: string, eventId: number, ext: ImageType['ext']): string =>
+  newObjectKey(coverPrefix(tenantId, eventId).slice(0, -1), ext)
 
 const COVER_KEY = /^covers\/([0-9a-f]{16})\/([1-9][0-9]{0,15})\/[0-9a-f]{24}\.(jpg|png|webp)$/
 
-/** The owner of a key in the form `newCoverKey` makes (tenant scope, event id, extension); undefined for any other string. */
+/**
+ * The owner of a key in the form `newCoverKey` makes (tenant scope, event id, extension); undefined for any other
+ * string.
+ */
 export function parseCoverKey (key: string): { scope: string, eventId: number, ext: ImageType['ext'] } | undefined {
   const m = COVER_KEY.exec(key)
   if (m === null) return undefined
@@ -74,7 +85,11 @@ export function parseCoverKey (key: string): { scope: string, eventId: number, e
 }
 
 /** The content type of each extension a cover key may end with. */
-export const COVER_TYPES: Record<ImageType['ext'], ImageType['mime']> = { jpg: 'image/jpeg', png: 'image/png', webp: 'image/webp' }
+export const COVER_TYPES: Record<ImageType['ext'], ImageType['mime']> = {
+  jpg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp'
+}
 
 /** Objects as files under `root`, the content type beside each in `<file>.type`. */
 export function localStorage (root: string): ObjectStorage {
@@ -93,7 +108,10 @@ export function localStorage (root: string): ObjectStorage {
     async get (key) {
       const file = fileOf(key)
       try {
-        const [data, type] = await Promise.all([fs.readFile(file), fs.readFile(`${file}.type`, 'utf8').catch(() => 'application/octet-stream')])
+        const [data, type] = await Promise.all([
+          fs.readFile(file),
+          fs.readFile(`${file}.type`, 'utf8').catch(() => 'application/octet-stream')
+        ])
         return { data, contentType: type }
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
@@ -128,11 +146,18 @@ export function localStorage (root: string): ObjectStorage {
 }
 
 /** Image types accepted by their first bytes (the declared content type is not trusted). */
-export type ImageType = { mime: 'image/jpeg', ext: 'jpg' } | { mime: 'image/png', ext: 'png' } | { mime: 'image/webp', ext: 'webp' }
+export type ImageType =
+  { mime: 'image/jpeg'; ext: 'jpg' } | { mime: 'image/png'; ext: 'png' } | { mime: 'image/webp'; ext: 'webp' }
 
 export function sniffImage (data: Buffer): ImageType | undefined {
-  if (data.length >= 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) return { mime: 'image/jpeg', ext: 'jpg' }
-  if (data.length >= 8 && data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return { mime: 'image/png', ext: 'png' }
-  if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP') return { mime: 'image/webp', ext: 'webp' }
+  if (data.length >= 3 && data[0] === 0xff && data[1] === 0xd8 && data[2] === 0xff) {
+    return { mime: 'image/jpeg', ext: 'jpg' }
+  }
+  if (data.length >= 8 && data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) {
+    return { mime: 'image/png', ext: 'png' }
+  }
+  if (data.length >= 12 && data.toString('latin1', 0, 4) === 'RIFF' && data.toString('latin1', 8, 12) === 'WEBP') {
+    return { mime: 'image/webp', ext: 'webp' }
+  }
   return undefined
 }
