@@ -13,6 +13,7 @@ import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { ContactRow, ContactsTable } from './contacts.table.ts'
 import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
+import { bumpRevision } from '../../platform/db/revision.ts'
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -76,7 +77,7 @@ export async function insertContact (trx: Tx, auth: AuthContext, values: Contact
 
 export async function updateContact (trx: Tx, tenantId: string, id: string, values: ContactValues) {
   return await trx.updateTable('contacts')
-    .set({ ...values, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .set({ ...values, ...bumpRevision() })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returning(COLUMNS)
     .executeTakeFirstOrThrow()

@@ -22,6 +22,7 @@ import { foldByTenant, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
 import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
+import { bumpRevision } from '../../platform/db/revision.ts'
 
 export type EventInsert = Omit<Insertable<EventsTable>, 'tenant_id'>
 export type EventUpdate = Updateable<EventsTable>
@@ -82,7 +83,7 @@ export async function insertEvent (trx: Tx, tenantId: string, values: EventInser
 
 export async function updateEvent (trx: Tx, tenantId: string, id: number, values: EventUpdate): Promise<EventRow> {
   return await trx.updateTable('events')
-    .set({ ...values, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .set({ ...values, ...bumpRevision() })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()

@@ -10,6 +10,7 @@ import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../p
 import { spaceVisibleTo } from './spaces.access.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
+import { bumpRevision } from '../../platform/db/revision.ts'
 
 const BASE_COLUMNS = [
   'spaces.id',
@@ -124,8 +125,7 @@ export async function updateSpace (trx: Tx, tenantId: string, id: number, values
     .set({
       ...rest,
       ...(draft !== undefined ? { draft: draft === null ? null : JSON.stringify(draft) } : {}),
-      revision: sql`revision + 1`,
-      updated_at: sql`now()`
+      ...bumpRevision()
     })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
