@@ -14,6 +14,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { ContactRow, ContactsTable } from './contacts.table.ts'
 import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
+import { likePattern } from '../../platform/db/like.ts'
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -88,7 +89,6 @@ export async function deleteContact (trx: Tx, tenantId: string, id: string): Pro
 }
 
 /** `%`, `_` and `\` are literal in a search term. */
-export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
 
 /** Text fields sort case-insensitively, as people expect of names. */
 const TEXT_SORT = new Set(['first_name', 'last_name', 'email', 'company'])

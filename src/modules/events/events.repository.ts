@@ -23,6 +23,7 @@ import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './
 import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
+import { likePattern } from '../../platform/db/like.ts'
 
 export type EventInsert = Omit<Insertable<EventsTable>, 'tenant_id'>
 export type EventUpdate = Updateable<EventsTable>
@@ -210,7 +211,6 @@ export async function seriesTitlesOf (
 }
 
 /** `%`, `_` and `\` are literal in a search term. */
-export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
 
 export interface ListOptions {
   page: number

@@ -4,7 +4,6 @@
  * Every state change writes an activity row and a domain event in the caller's transaction.
  */
 
-import { IANAZone } from 'luxon'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -18,7 +17,8 @@ import {
   invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { notifyUser } from '../../platform/notifications/notifications.ts'
+import { checkTimezone } from '../../platform/http/validation.ts'
+import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
 import { spaceForEventLink } from '../spaces/spaces.service.ts'
 import { decideTransition } from './event-state.ts'
@@ -189,10 +189,6 @@ async function record (
 }
 
 // ---- validation of values a schema cannot check
-
-function checkTimezone (tz: string | undefined, location: string): void {
-  if (tz !== undefined && !IANAZone.isValidZone(tz)) throw invalidField(location, 'expected an IANA time zone name', tz)
-}
 
 function checkMetadata (m: Json | null | undefined, location: string): void {
   if (m === undefined || m === null) return
@@ -435,21 +431,13 @@ export async function publishEvent (
     from_draft: draft !== undefined,
     notify: input.notify ?? false
   })
-  if (input.notify === true) {
-    await notifyUser(trx, {
-      tenantId: auth.tenantId,
-      userId: result.creator_id,
-      actor: auth,
-      channels: input.channels ?? ['email'],
-      template: eventPublished({
-        eventId: result.id,
-        version: result.version,
-        title: result.title,
-        message: input.message
-      }),
-      priority: input.priority ?? 'normal'
-    })
-  }
+  await notifyOnPublish(trx, {
+    tenantId: auth.tenantId,
+    actor: auth,
+    creatorId: result.creator_id,
+    request: input,
+    template: eventPublished({ eventId: result.id, version: result.version, title: result.title, message: input.message })
+  })
   return result
 }
 

@@ -11,6 +11,7 @@ import { spaceVisibleTo } from './spaces.access.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
+import { likePattern } from '../../platform/db/like.ts'
 
 const BASE_COLUMNS = [
   'spaces.id',
@@ -132,7 +133,6 @@ export async function updateSpace (trx: Tx, tenantId: string, id: number, values
     .execute()
 }
 
-export const likePattern = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
 
 export interface ListOptions {
   page: number

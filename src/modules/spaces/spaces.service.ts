@@ -7,9 +7,10 @@ import crypto from 'node:crypto'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
+import { checkTimezone } from '../../platform/http/validation.ts'
 import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { notifyUser } from '../../platform/notifications/notifications.ts'
+import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { spacePublished } from '../../platform/notifications/templates.ts'
 import { canManageSpace } from './spaces.access.ts'
 import * as repo from './spaces.repository.ts'
@@ -22,19 +23,6 @@ import {
   type SpaceManagerPermission
 } from './spaces.schemas.ts'
 import type { SpaceDraft } from './spaces.table.ts'
-
-export function isTimezone (tz: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: tz }).format(0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-function checkTimezone (tz: string | undefined): void {
-  if (tz !== undefined && !isTimezone(tz)) throw invalidField('body.timezone', 'expected an IANA time zone', tz)
-}
 
 /**
  * Locks a space the caller may change: 404 when invisible, 403 when visible but not theirs to
@@ -107,7 +95,7 @@ async function attachParent (
 }
 
 export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpaceBody) {
-  checkTimezone(input.timezone)
+  checkTimezone(input.timezone, 'body.timezone')
   const id = await repo.insertSpace(trx, auth, {
     title: input.title,
     ...(input.description !== undefined ? { description: input.description } : {}),
@@ -152,7 +140,7 @@ export async function changeSpace (
   changes: SpaceChanges,
   ifMatch: string | undefined
 ) {
-  checkTimezone(changes.timezone)
+  checkTimezone(changes.timezone, 'body.timezone')
   const row = await lockManageable(trx, auth, id, 'space:edit', ifMatch)
   if (row.status === 'archived') throw error409Conflict('an archived space cannot be changed')
   const fields = Object.keys(changes)
@@ -224,23 +212,6 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
   }
 }
 
-async function notifyPublished (
-  trx: Tx,
-  auth: AuthContext,
-  space: { id: number; title: string; creator_id: string },
-  o: NotificationOptions
-): Promise<void> {
-  await notifyUser(trx, {
-    tenantId: auth.tenantId,
-    userId: space.creator_id,
-    actor: auth,
-    channels: o.channels ?? ['email'],
-    template: spacePublished({ spaceId: space.id, title: space.title, message: o.message }),
-    priority: o.priority ?? 'normal',
-    payload: { user_id: space.creator_id, actor_id: auth.userId }
-  })
-}
-
 /**
  * Publishes a new draft space, or promotes the pending changes of a published one. Nothing
  * pending is a no-op (still 204): no version, no event, no notification.
@@ -279,7 +250,14 @@ export async function publishSpace (
       notify: options.notify === true
     }
   })
-  if (options.notify === true) await notifyPublished(trx, auth, { id, title, creator_id: row.creator_id }, options)
+  await notifyOnPublish(trx, {
+    tenantId: auth.tenantId,
+    actor: auth,
+    creatorId: row.creator_id,
+    request: options,
+    template: spacePublished({ spaceId: id, title, message: options.message }),
+    payload: { user_id: row.creator_id, actor_id: auth.userId }
+  })
   return true
 }
 

@@ -8,7 +8,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import { onDemand, structuralCache } from './compile-on-demand.ts'
-import { fieldError, type ErrorDetail } from './errors.ts'
+import { fieldError, invalidField, type ErrorDetail } from './errors.ts'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the module's `default`.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -156,7 +156,47 @@ export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDe
 /** Deepest nesting of objects and arrays a request may carry (docs/api-conventions.md). */
 export const MAX_JSON_DEPTH = 32
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+/** A UTF-16 surrogate without its pair: jsonb and PostgreSQL text refuse it (22P05). */
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Where a JSON value holds a lone UTF-16 surrogate (in a key or a string), as a field location under `location`
+ * (`body.metadata.a[2]`), or undefined. Walked without recursion, so any depth is safe to check.
+ */
+export function loneSurrogateAt (root: unknown, location: string): string | undefined {
+  const stack: Array<[unknown, string]> = [[root, location]]
+  while (stack.length > 0) {
+    const [value, at] = stack.pop() as [unknown, string]
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return at
+      continue
+    }
+    if (value === null || typeof value !== 'object') continue
+    const entries = Object.entries(value)
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, v] = entries[i] as [string, unknown]
+      const here = Array.isArray(value) ? `${at}[${k}]` : `${at}.${k}`
+      if (LONE_SURROGATE.test(k)) return here
+      stack.push([v, here])
+    }
+  }
+  return undefined
+}
+
+/** Whether `tz` names a time zone of the IANA database (as the runtime's Intl knows it). */
+export function isTimezone (tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz }).format(0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A 400 naming `location` when a time zone is given and is not an IANA name. */
+export function checkTimezone (tz: string | undefined, location: string): void {
+  if (tz !== undefined && !isTimezone(tz)) throw invalidField(location, 'expected an IANA time zone name', tz)
+}
 
 export interface TextProblem { location: string, message: string }
 

@@ -166,6 +166,37 @@ export async function notifyUser (trx: Tx, n: {
   }
 }
 
+/** What a publish request may ask of notifications (`PublishBody` of events, series and spaces). */
+export interface PublishNotice {
+  notify?: boolean | undefined
+  channels?: readonly string[] | null | undefined
+  priority?: 'normal' | 'high' | undefined
+}
+
+/**
+ * After a publish that asked for it (`notify: true`): queues `template` to the resource's creator on the channels
+ * the request named (e-mail when it named none), at the priority it asked.
+ */
+export async function notifyOnPublish (trx: Tx, n: {
+  tenantId: string
+  actor: Actor
+  creatorId: string
+  request: PublishNotice
+  template: Template
+  payload?: Record<string, unknown>
+}): Promise<void> {
+  if (n.request.notify !== true) return
+  await notifyUser(trx, {
+    tenantId: n.tenantId,
+    userId: n.creatorId,
+    actor: n.actor,
+    channels: n.request.channels ?? ['email'],
+    template: n.template,
+    priority: n.request.priority ?? 'normal',
+    ...(n.payload !== undefined ? { payload: n.payload } : {})
+  })
+}
+
 /** Attempts before a row is marked `failed` for good. */
 export const MAX_ATTEMPTS = 5
 /** Wait before retry n (n = attempts so far): 30 s, 2 min, 8 min, 32 min. */
