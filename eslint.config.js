@@ -29,5 +29,24 @@ export default [
         code: 120, ignoreUrls: true, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true
       }]
     }
+  },
+  {
+    // SQL lives in repositories (docs/architecture.md): a module's other files call repository functions.
+    // Tests and their fixtures may write rows directly; the platform (src/platform) holds shared SQL helpers.
+    files: ['src/modules/**/*.ts'],
+    ignores: ['**/*.repository.ts', '**/*.test.ts', '**/*.fixtures.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [{
+          name: 'kysely',
+          importNames: ['sql', 'CompiledQuery'],
+          message: 'SQL belongs in a *.repository.ts file of the module (docs/architecture.md).'
+        }]
+      }],
+      'no-restricted-syntax': ['error', {
+        selector: 'CallExpression[callee.property.name=/^(selectFrom|selectNoFrom|insertInto|updateTable|deleteFrom|mergeInto|replaceInto|with|withRecursive|executeQuery)$/]',
+        message: 'SQL belongs in a *.repository.ts file of the module (docs/architecture.md).'
+      }]
+    }
   }
 ]

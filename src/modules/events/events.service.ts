@@ -436,7 +436,9 @@ export async function publishEvent (
     actor: auth,
     creatorId: result.creator_id,
     request: input,
-    template: eventPublished({ eventId: result.id, version: result.version, title: result.title, message: input.message })
+    template: eventPublished({
+      eventId: result.id, version: result.version, title: result.title, message: input.message
+    })
   })
   return result
 }
