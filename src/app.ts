@@ -32,6 +32,7 @@ import { identityModule } from './modules/identity/identity.routes.ts'
 import { contactsModule } from './modules/contacts/contacts.routes.ts'
 import { spacesModule } from './modules/spaces/spaces.routes.ts'
 import { eventsModule } from './modules/events/events.routes.ts'
+import { newEventBodyCache } from './modules/events/events.bodies.repository.ts'
 import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
 import { automationModule } from './modules/automation/automation.routes.ts'
@@ -147,7 +148,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     systemDb: handle.systemDb,
     dbKind: handle.kind,
     userGate: { current: undefined },
-    writes: new TenantWrites()
+    writes: new TenantWrites(),
+    eventBodies: newEventBodyCache()
   }
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {

@@ -11,6 +11,7 @@ import type { Config } from '../config.ts'
 import type { Database, DatabaseKind } from './db/database.ts'
 import type { UserGate } from './auth/plugin.ts'
 import type { TenantWrites } from './tenant-writes.ts'
+import type { RowJsonCache } from './db/row-json-cache.ts'
 
 export interface AppContext {
   readonly config: Config
@@ -26,6 +27,8 @@ export interface AppContext {
   readonly userGate: { current: UserGate | undefined }
   /** the writes this process answers, by tenant, for the caches it keeps (tenant-writes.ts) */
   readonly writes: TenantWrites
+  /** Event bodies rendered by PostgreSQL, per row version (src/modules/events/events.bodies.repository.ts) */
+  readonly eventBodies: RowJsonCache
 }
 
 /** A Fastify instance typed by TypeBox schemas. */

@@ -145,7 +145,8 @@ order by
 select
   events.id,
   events.xmin::text as version,
-  to_json(r)::text as json
+  to_json(r)::text as json,
+  pg_current_xact_id_if_assigned() is not null as written
 from
   events
   cross join lateral (

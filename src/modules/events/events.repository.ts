@@ -15,12 +15,11 @@ import {
 } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
-import { jsonFields } from '../../platform/db/json-render.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { planList, type Tx } from '../../platform/db/tenant.ts'
 import { foldByTenant, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
-import { Event, type EVENT_SORT_FIELDS, type STATUSES } from './events.schemas.ts'
+import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
@@ -589,31 +588,6 @@ export async function calendarEvents (
     .orderBy('events.id', sortDir)
     .limit(limit)
     .execute()
-}
-
-/** Fields of the Event body that other tables supply; the rendered JSON ends before them. */
-export const EVENT_JOINED_FIELDS = ['series_title', 'spaces'] as const
-
-const EVENT_JSON_FIELDS = jsonFields(Event, 'events', EVENT_JOINED_FIELDS)
-
-/**
- * The Event bodies of rows as PostgreSQL renders them (json-render.ts), without the fields of
- * EVENT_JOINED_FIELDS, each with the version it was rendered from. Rows gone since the caller
- * read their ids are missing.
- */
-export async function eventsJson (
-  trx: Tx,
-  tenantId: string,
-  ids: number[]
-): Promise<Array<{ id: number; version: string; json: string }>> {
-  const { rows } = await sql<{
-    id: number
-    version: string
-    json: string
-  }>`select events.id, events.xmin::text as version, to_json(r)::text as json
-    from events cross join lateral (select ${sql.join(EVENT_JSON_FIELDS)}) r
-    where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`.execute(trx)
-  return rows
 }
 
 export async function insertActivity (

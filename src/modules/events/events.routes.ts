@@ -15,6 +15,7 @@ import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
 import * as repo from './events.repository.ts'
+import { renderEvents } from './events.bodies.repository.ts'
 import {
   ActivityListBody,
   ActivityQuery,
@@ -101,7 +102,8 @@ function calendarRange (q: { start_date: string; end_date: string; timezone?: st
   return { from: start.toJSDate(), to: end.plus({ days: 1 }).toJSDate() }
 }
 
-export const eventsModule = defineModule(async (app, { db }) => {
+export const eventsModule = defineModule(async (app, ctx) => {
+  const { db } = ctx
   app.get(
     '/api/v1/event-templates',
     {
@@ -200,7 +202,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
       const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
       // before the transaction: PGlite has one connection, which the transaction holds
       const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
-      // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.service.ts, renderEvents)
+      // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
       const {
         items,
         total,
@@ -222,7 +224,7 @@ export const eventsModule = defineModule(async (app, { db }) => {
           spaceIds: q.space_ids,
           templates
         })
-        return { ...found, items: await service.renderEvents(trx, auth.tenantId, found.items) }
+        return { ...found, items: await renderEvents(trx, ctx.eventBodies, auth.tenantId, found.items) }
       })
       return await sendJsonFields(request, reply, {
         items,
@@ -250,13 +252,14 @@ export const eventsModule = defineModule(async (app, { db }) => {
       const q = request.query
       const auth = request.auth
       const { from, to } = calendarRange(q)
-      // rendered JSON (events.service.ts, renderEvents): a month is some 400 events
+      // rendered JSON (events.bodies.repository.ts): a month is some 400 events
       const items = await withTenant(
         db,
         auth,
         async trx =>
-          await service.renderEvents(
+          await renderEvents(
             trx,
+            ctx.eventBodies,
             auth.tenantId,
             await repo.calendarEvents(
               trx,

@@ -5,10 +5,8 @@
  */
 
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
-import type { JsonChunks } from '../../platform/http/schema-links.ts'
 import {
   error404NotFound,
   error409Conflict,
@@ -24,8 +22,9 @@ import { spaceForEventLink } from '../spaces/spaces.service.ts'
 import { decideTransition } from './event-state.ts'
 import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.ts'
 import * as repo from './events.repository.ts'
+import { joinedOf } from './events.bodies.repository.ts'
 import {
-  Event, METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
+  METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
 } from './events.schemas.ts'
 import type { EventRow } from './events.table.ts'
 import {
@@ -78,73 +77,10 @@ export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {
   return (await withSpacesAll(trx, tenantId, [row]))[0] ?? toEvent(row, [])
 }
 
-type JoinedRow = Pick<EventRow, 'id' | 'published_id' | 'series_id'>
-
-/** What an event shows of other tables (the Event fields of repo.EVENT_JOINED_FIELDS), for many rows at once. */
-interface Joined {
-  spaces: (row: JoinedRow) => repo.SpaceRef[]
-  seriesTitle: (row: JoinedRow) => string | null
-}
-
-/** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
-async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
-  const [spaces, titles] = await Promise.all([
-    repo.spacesOf(trx, tenantId, rows),
-    repo.seriesTitlesOf(trx, tenantId, rows)
-  ])
-  return {
-    spaces: r => spaces.get(r.id) ?? [],
-    seriesTitle: r => r.series_id === null ? null : titles.get(r.series_id) ?? null
-  }
-}
-
 /** Events with their spaces and series titles: two queries whatever the number of rows. */
 export async function withSpacesAll (trx: Tx, tenantId: string, rows: EventRow[]) {
   const joined = await joinedOf(trx, tenantId, rows)
   return rows.map(r => toEvent(r, joined.spaces(r), joined.seriesTitle(r)))
-}
-
-/** Rendered Event bodies; 16 MiB holds some 18 000 events (about 900 bytes each). */
-const eventJson = new RowJsonCache(16 << 20)
-
-const joinedLast = Object.keys(Event.properties).slice(-repo.EVENT_JOINED_FIELDS.length)
-if (joinedLast.join() !== repo.EVENT_JOINED_FIELDS.join()) {
-  throw new Error(`Event schema: ${repo.EVENT_JOINED_FIELDS.join(', ')} must be its last fields`)
-}
-
-/**
- * The Event bodies of rows, in their order, as one JSON array in pieces: what `withSpacesAll` and
- * the compiled serializer give. The columns come from the cache when the row's version is the one
- * cached, else rendered by PostgreSQL (in the same round trip as the spaces and series titles,
- * which are read every time, because they live in other tables). For lists of events (the calendar, the events list).
- */
-export async function renderEvents (trx: Tx, tenantId: string, rows: repo.VersionedEvent[]): Promise<JsonChunks> {
-  const key = (id: number) => `${tenantId}:${id}`
-  const heads = rows.map(r => eventJson.get(key(r.id), r.version))
-  const missing = rows.flatMap((r, i) => heads[i] === undefined ? [r.id] : [])
-  const [joined, rendered] = await Promise.all([
-    joinedOf(trx, tenantId, rows),
-    missing.length > 0 ? repo.eventsJson(trx, tenantId, missing) : []
-  ])
-  const fresh = new Map<number, Buffer>()
-  for (const r of rendered) {
-    // the object without its closing brace: the joined fields follow
-    const head = Buffer.from(r.json.slice(0, -1))
-    eventJson.set(key(r.id), r.version, head)
-    fresh.set(r.id, head)
-  }
-  const chunks: JsonChunks = []
-  rows.forEach((r, i) => {
-    const head = heads[i] ?? fresh.get(r.id)
-    if (head === undefined) return // deleted between the two statements
-    chunks.push(
-      chunks.length === 0 ? '[' : ',',
-      head,
-      `,"series_title":${JSON.stringify(joined.seriesTitle(r))},"spaces":${JSON.stringify(joined.spaces(r))}}`
-    )
-  })
-  chunks.push(chunks.length === 0 ? '[]' : ']')
-  return chunks
 }
 
 function eventPayload (row: EventRow, extra: Json = {}): Json {

@@ -133,7 +133,6 @@ export async function updateSpace (trx: Tx, tenantId: string, id: number, values
     .execute()
 }
 
-
 export interface ListOptions {
   page: number
   size: number

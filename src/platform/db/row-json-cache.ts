@@ -1,9 +1,13 @@
 /**
  * JSON of database rows, kept between requests and checked against the row's version on every
  * read. The version is PostgreSQL's `xmin`, the transaction that wrote the row version a query
- * sees: every UPDATE writes a new row version with a new `xmin`, whichever code path or process
- * wrote it, so a cached text is used only for the very row version the request's own query read.
- * No invalidation, nothing shared between processes; a row that changed is rendered again.
+ * sees: a committed change, whichever code path or process wrote it, leaves a row version with
+ * another `xmin`, so a cached text is used only for the very row version the request's own query
+ * read. No invalidation, nothing shared between processes; a row that changed is rendered again.
+ * One exception, which the caller must rule out: every row version one transaction writes has that
+ * transaction's `xmin`, so a text rendered inside a transaction that has written may be outdated by
+ * the same transaction under the same version. Render only in transactions that have written
+ * nothing (the events' renderer checks it: src/modules/events/events.bodies.repository.ts).
  *
  * Texts are kept as UTF-8 bytes (a response assembled from buffers is written without encoding it
  * again) and evicted least recently used beyond `maxBytes`. Keys name the tenant, so one tenant's

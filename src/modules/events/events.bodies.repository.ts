@@ -1,0 +1,123 @@
+/**
+ * The events lists' fast path (the calendar and GET /events): Event bodies rendered by PostgreSQL and kept per row
+ * version, so that a list of 400 wide rows is neither parsed into JavaScript values nor serialized again
+ * (docs/performance.md). Everything it relies on is in this file.
+ *
+ * How a list is answered: the list's query reads each row's id and version (`xmin`); `renderEvents` takes the body
+ * of every row from the cache when it holds that very version, has PostgreSQL render the others (`eventsJson`, the
+ * fields of the Event schema as its serializer would write them: platform/db/json-render.ts), reads the fields
+ * other tables supply (EVENT_JOINED_FIELDS) for every row, and the route sends the pieces (`sendJsonFields`).
+ *
+ * The contract, and what enforces each rule:
+ * 1. A body is rendered only in a transaction that has written nothing. All the row versions one transaction writes
+ *    share its `xmin`, so a body rendered after the request's own write could be changed again by the same
+ *    transaction under the same version, and stay in the cache stale. `eventsJson` asks PostgreSQL whether the
+ *    transaction has an id (it gets one at its first write) and throws before caching anything
+ *    (events.bodies.test.ts).
+ * 2. No JavaScript-side transform of a cached column: the cached text is the column as PostgreSQL renders it, so
+ *    GET /events/{id} (the serializer, through `toEvent`) must answer the same; events.list.test.ts compares every
+ *    item of the calendar with GET of the same event, before and after changes.
+ * 3. No per-caller field in the cached part: a body is cached per tenant and row, served to every caller who may
+ *    see the row (which rows a caller sees is the list query's business, never the cache's). The cached fields are
+ *    the events table's own columns (`jsonFields` fails the query on a field without a column); the fields other
+ *    tables supply come last in the schema (checked when this module loads) and are read on every request.
+ *    events.bodies.test.ts renders one event for callers of different rights and compares the bytes.
+ */
+import { sql } from 'kysely'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { jsonFields } from '../../platform/db/json-render.ts'
+import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
+import type { JsonChunks } from '../../platform/http/schema-links.ts'
+import { Event } from './events.schemas.ts'
+import { seriesTitlesOf, spacesOf, type SpaceRef, type VersionedEvent } from './events.repository.ts'
+import type { EventRow } from './events.table.ts'
+
+/** Fields of the Event body that other tables supply; the rendered JSON ends before them. */
+export const EVENT_JOINED_FIELDS = ['series_title', 'spaces'] as const
+
+const joinedLast = Object.keys(Event.properties).slice(-EVENT_JOINED_FIELDS.length)
+if (joinedLast.join() !== EVENT_JOINED_FIELDS.join()) {
+  throw new Error(`Event schema: ${EVENT_JOINED_FIELDS.join(', ')} must be its last fields (events.bodies.repository)`)
+}
+
+const EVENT_JSON_FIELDS = jsonFields(Event, 'events', EVENT_JOINED_FIELDS)
+
+/** The cache of rendered Event bodies, one per app (AppContext.eventBodies); 16 MiB holds some 18 000 events. */
+export const newEventBodyCache = (): RowJsonCache => new RowJsonCache(16 << 20)
+
+/**
+ * The Event bodies of rows as PostgreSQL renders them, without the fields of EVENT_JOINED_FIELDS, each with the
+ * version it was rendered from. Rows gone since the caller read their ids are missing. Throws in a transaction that
+ * has written (rule 1).
+ */
+export async function eventsJson (
+  trx: Tx,
+  tenantId: string,
+  ids: number[]
+): Promise<Array<{ id: number; version: string; json: string }>> {
+  const { rows } = await sql<{ id: number; version: string; json: string; written: boolean }>`
+    select events.id, events.xmin::text as version, to_json(r)::text as json,
+      pg_current_xact_id_if_assigned() is not null as written
+    from events cross join lateral (select ${sql.join(EVENT_JSON_FIELDS)}) r
+    where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`.execute(trx)
+  if (rows[0]?.written === true) {
+    throw new Error('Event bodies rendered in a transaction that has written: they could be cached stale')
+  }
+  return rows.map(({ written: _written, ...row }) => row)
+}
+
+type JoinedRow = Pick<EventRow, 'id' | 'published_id' | 'series_id'>
+
+/** What an event shows of other tables (the Event fields of EVENT_JOINED_FIELDS), for many rows at once. */
+export interface Joined {
+  spaces: (row: JoinedRow) => SpaceRef[]
+  seriesTitle: (row: JoinedRow) => string | null
+}
+
+/** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
+export async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
+  const [spaces, titles] = await Promise.all([spacesOf(trx, tenantId, rows), seriesTitlesOf(trx, tenantId, rows)])
+  return {
+    spaces: r => spaces.get(r.id) ?? [],
+    seriesTitle: r => r.series_id === null ? null : titles.get(r.series_id) ?? null
+  }
+}
+
+/**
+ * The Event bodies of rows, in their order, as one JSON array in pieces: what `withSpacesAll` and the compiled
+ * serializer give. The columns come from `cache` when the row's version is the one cached, else rendered by
+ * PostgreSQL (in the same round trip as the spaces and series titles, which are read every time).
+ */
+export async function renderEvents (
+  trx: Tx,
+  cache: RowJsonCache,
+  tenantId: string,
+  rows: VersionedEvent[]
+): Promise<JsonChunks> {
+  const key = (id: number) => `${tenantId}:${id}`
+  const heads = rows.map(r => cache.get(key(r.id), r.version))
+  const missing = rows.flatMap((r, i) => heads[i] === undefined ? [r.id] : [])
+  const [joined, rendered] = await Promise.all([
+    joinedOf(trx, tenantId, rows),
+    missing.length > 0 ? eventsJson(trx, tenantId, missing) : []
+  ])
+  const fresh = new Map<number, Buffer>()
+  for (const r of rendered) {
+    // the object without its closing brace: the joined fields follow
+    const head = Buffer.from(r.json.slice(0, -1))
+    cache.set(key(r.id), r.version, head)
+    fresh.set(r.id, head)
+  }
+  const chunks: JsonChunks = []
+  rows.forEach((r, i) => {
+    const head = heads[i] ?? fresh.get(r.id)
+    if (head === undefined) return // deleted between the two statements
+    chunks.push(
+      chunks.length === 0 ? '[' : ',',
+      head,
+      `,"series_title":${JSON.stringify(joined.seriesTitle(r))},"spaces":${JSON.stringify(joined.spaces(r))}}`
+    )
+  })
+  chunks.push(chunks.length === 0 ? '[]' : ']')
+  return chunks
+}
