@@ -1,119 +1,86 @@
 /**
- * One round trip for the tenant scope and the first query, and prepared statements
- * (docs/performance.md).
+ * The pool of PostgreSQL's requests: a `pg` pool in pipeline mode whose clients send BEGIN and the
+ * tenant scope with the first statement (deferred-scope.ts) and prepare the statements they run
+ * (prepared-statements.ts). docs/performance.md.
  *
- * `withTenant` runs BEGIN, then the scope's `SET LOCAL` statements, then the request's queries, then
- * COMMIT, each awaited: seven round trips for a one-query request. Nobody reads the results of BEGIN
- * and of a `SET LOCAL`, so on PostgreSQL the pool's clients run in `pg`'s pipeline mode and this
- * wrapper queues those statements without waiting for them (the socket is corked), and the next
- * statement leaves with them in one write; its promise settles only after theirs, and the first
- * failure among them is the one thrown. Nothing else changes: the statements, their order, the
- * transaction and the RLS scope are the same, and a query can never run outside the scope, because
- * PostgreSQL executes a connection's statements in order and an error in BEGIN or a `SET LOCAL`
- * aborts the transaction, so the queries behind it fail (25P02) instead of running unscoped.
+ * What the two rely on of `pg` beyond sending a query, all named here:
+ * - pipeline mode (`pipeline: true` on the pool, new in 8.23.0): a client writes each query as it is
+ *   called, without waiting for the answers before it (deferred-scope.ts);
+ * - `client.connection.stream`, the socket, undocumented: corked while BEGIN and the scope wait and
+ *   uncorked with the next statement, so that they leave in one write (`socketOf`, deferred-scope.ts);
+ * - `release(err)` ends the connection and removes it from the pool (deferred-scope.ts's release rule);
+ * - a query config with `name`: parsed once per connection, then only bound and executed, so a cached
+ *   plan whose result type changed fails with 0A000 (prepared-statements.ts).
+ * PG_VERSIONS is the range of `pg` releases this was tested on (pipeline.test.ts); on another, the
+ * pool refuses to be created and so the service to start. Widen it after running those tests on one.
  */
 import pg from 'pg'
+import pgPackage from 'pg/package.json' with { type: 'json' }
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
+import { DeferredScope, type Corkable } from './deferred-scope.ts'
+import { sendPrepared } from './prepared-statements.ts'
 
 /**
- * Statements sent without waiting for their result: what Kysely sends to open a transaction, and `SET LOCAL`s (the
- * tenant scope's).
+ * The `pg` releases this module supports: from `from`, below `below`. Not 8.23.0: a cursor on a pipelined client
+ * (passed through as it is) got other queries' rows there; 8.23.1 refuses it.
  */
-const deferred = (text: string, parameters: readonly unknown[] | undefined): boolean =>
-  (parameters === undefined || parameters.length === 0) && (text === 'begin' || text.startsWith('set local '))
+export const PG_VERSIONS = { from: '8.23.1', below: '8.24.0' } as const
 
-type Result = pg.QueryResult
+const release = (version: string): number[] | undefined => {
+  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(version)
+  return m === null ? undefined : [Number(m[1]), Number(m[2]), Number(m[3])]
+}
 
-const answered = (text: string): Result => ({
-  command: text === 'begin' ? 'BEGIN' : 'SET',
-  rowCount: null,
-  oid: 0,
-  fields: [],
-  rows: []
-})
+const compare = (a: number[], b: number[]): number =>
+  (a[0]! - b[0]!) || (a[1]! - b[1]!) || (a[2]! - b[2]!)
 
-interface Corkable { cork?: () => void, uncork?: () => void }
-
-/**
- * Named (prepared) statements, by text: parsed once per connection, and planned once when
- * PostgreSQL finds its generic plan as good as the custom ones. Bounded: at most NAMES_MAX texts
- * (each connection keeps those it used), none with more than PARAMS_MAX parameters (lists of ids
- * and bulk inserts, whose text varies with their length).
- */
-const NAMES = new Map<string, string>()
-const NAMES_MAX = 500
-// the events list's page and count (a branch each, every branch naming the tenant) have 40 – 50
-const PARAMS_MAX = 64
-let generation = 0
-
-function named (text: string, values: unknown[] | undefined): string | pg.QueryConfig {
-  if (values === undefined || values.length === 0 || values.length > PARAMS_MAX) return text
-  let name = NAMES.get(text)
-  if (name === undefined) {
-    if (NAMES.size >= NAMES_MAX) return text
-    name = `k${generation}_${NAMES.size}`
-    NAMES.set(text, name)
-  }
-  return { name, text, values }
+/** Whether `version` is in PG_VERSIONS: releases only (a prerelease or another form is not). */
+export function supportsPg (version: string): boolean {
+  const v = release(version)
+  return v !== undefined &&
+    compare(v, release(PG_VERSIONS.from)!) >= 0 && compare(v, release(PG_VERSIONS.below)!) < 0
 }
 
 /**
- * After a schema change under a running process ("cached plan must not change result type"): new names, parsed again.
+ * Throws, naming both, unless `version` is in PG_VERSIONS; by default the version of the `pg` this process runs (its
+ * package.json, which the build bundles with it).
  */
-function forgetStatement (text: string, err: unknown): void {
-  if ((err as { code?: string }).code === '0A000' && NAMES.delete(text)) generation++
+export function checkPgVersion (version: string = pgPackage.version): void {
+  if (supportsPg(version)) return
+  throw new Error(
+    `pg ${version} is installed; the pipelined pool (src/platform/db/pipeline.ts) relies on pg internals and supports pg >=${PG_VERSIONS.from} <${PG_VERSIONS.below} only: install a pg in that range, or run src/platform/db/pipeline.test.ts on ${version} and widen PG_VERSIONS`
+  )
 }
+
+/** The client's socket (`client.connection.stream`), if it has one to cork. */
+export const socketOf = (client: pg.PoolClient): Corkable | undefined =>
+  (client as unknown as { connection?: { stream?: Corkable } }).connection?.stream
 
 class PipelinedClient {
   #client: pg.PoolClient
-  #stream: Corkable | undefined
-  #pending: Array<Promise<Result>> = []
+  #scope: DeferredScope
 
   constructor (client: pg.PoolClient) {
     this.#client = client
-    this.#stream = (client as unknown as { connection?: { stream?: Corkable } }).connection?.stream
+    this.#scope = new DeferredScope(socketOf(client))
   }
 
   query (text: unknown, parameters?: readonly unknown[]): unknown {
     if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
-    if (deferred(text, parameters)) {
-      if (this.#pending.length === 0) this.#stream?.cork?.()
-      const sent = this.#send(text, parameters)
-      sent.catch(() => {}) // observed with the next statement
-      this.#pending.push(sent)
-      return Promise.resolve(answered(text))
-    }
-    const sent = this.#send(text, parameters)
-    if (this.#pending.length === 0) return sent
-    const before = this.#pending
-    this.#pending = []
-    this.#stream?.uncork?.()
-    sent.catch(() => {})
-    return Promise.all(before).then(async () => await sent)
-  }
-
-  #send (text: string, parameters: readonly unknown[] | undefined): Promise<Result> {
-    const q = named(text, parameters as unknown[] | undefined)
-    if (typeof q === 'string') return this.#client.query(q, parameters as unknown[])
-    const sent = this.#client.query(q)
-    sent.catch((err: unknown) => { forgetStatement(text, err) })
-    return sent
+    return this.#scope.query(text, parameters, () => sendPrepared(this.#client, text, parameters))
   }
 
   release (): void {
-    // a transaction opened and never finished (it cannot happen through Kysely): drop the connection
-    const broken = this.#pending.length > 0
-    if (broken) this.#stream?.uncork?.()
-    this.#pending = []
-    this.#client.release(broken ? new Error('released with statements in flight') : undefined)
+    this.#client.release(this.#scope.release())
   }
 }
 
 /**
  * A `pg` pool whose clients pipeline BEGIN and the tenant scope and prepare statements (give the pool `pipeline:
- * true`).
+ * true`). Throws when the installed `pg` is not in PG_VERSIONS.
  */
 export function pipelinedPool (pool: pg.Pool): PostgresPool {
+  checkPgVersion()
   const wrapped = new WeakMap<pg.PoolClient, PipelinedClient>()
   return {
     Client: pg.Client,
