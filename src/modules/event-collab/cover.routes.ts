@@ -21,7 +21,6 @@ import multipart from '@fastify/multipart'
 import { Type } from '@sinclair/typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger } from 'fastify'
-import { sql } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
@@ -55,6 +54,7 @@ import { Event } from '../events/events.schemas.ts'
 import { withSpaces } from '../events/events.service.ts'
 import { readEvent, rootOf } from './event-collab.access.ts'
 import { COVER_MAX_BYTES, EventParams } from './event-collab.schemas.ts'
+import { isOccurrenceOf, referencedKeys, setEventCover } from './cover.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Event cover']
@@ -142,24 +142,7 @@ export async function coverKeyBelongs (trx: Tx, tenantId: string, event: EventFa
   if (owner === undefined || owner.scope !== tenantScope(tenantId)) return false
   if (owner.eventId === rootOf(event)) return true
   if (event.series_id === null) return false
-  const sibling = await trx.selectFrom('events').select('id')
-    .where('tenant_id', '=', tenantId).where('id', '=', owner.eventId).where('series_id', '=', event.series_id)
-    .executeTakeFirst()
-  return sibling !== undefined
-}
-
-/**
- * Of `keys`, those that a row of the tenant refers to: an event (published, draft clone, occurrence, deleted) or a
- * series.
- */
-export async function referencedKeys (trx: Tx, tenantId: string, keys: readonly string[]): Promise<Set<string>> {
-  if (keys.length === 0) return new Set()
-  const rows = await trx.selectFrom('events').select('cover_image_key as key')
-    .where('tenant_id', '=', tenantId).where('cover_image_key', '=', sql<string>`any(${[...keys]}::text[])`)
-    .union(trx.selectFrom('event_series').select('cover_image_key as key')
-      .where('tenant_id', '=', tenantId).where('cover_image_key', '=', sql<string>`any(${[...keys]}::text[])`))
-    .execute()
-  return new Set(rows.map(r => r.key).filter((k): k is string => k !== null))
+  return await isOccurrenceOf(trx, tenantId, owner.eventId, event.series_id)
 }
 
 /**
@@ -290,18 +273,7 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
               size: image.length,
               sha256: crypto.createHash('sha256').update(image).digest('hex')
             }
-            const updated = await trx
-              .updateTable('events')
-              .set({
-                cover_image_key: key,
-                metadata: sql`metadata || jsonb_build_object('cover_image', ${JSON.stringify(cover)}::jsonb)`,
-                revision: sql`revision + 1`,
-                updated_at: sql`now()`
-              })
-              .where('tenant_id', '=', auth.tenantId)
-              .where('id', '=', row.id)
-              .returningAll()
-              .executeTakeFirstOrThrow()
+            const updated = await setEventCover(trx, auth.tenantId, row.id, key, cover)
             await emit(trx, {
               tenantId: auth.tenantId,
               topic: 'event.cover_updated',

@@ -7,8 +7,8 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
 import {
-  eventVisibleTo,
   findEventForRead,
+  firstVisibleOccurrence,
   hasEventPermission,
   lockEventForWrite,
   rootEventId
@@ -56,14 +56,7 @@ export async function writeSeries (
   seriesId: number,
   permission: EventPermission
 ): Promise<EventRow> {
-  const first = await trx
-    .selectFrom('events')
-    .select('id')
-    .where(eb => eventVisibleTo(eb, auth))
-    .where('events.series_id', '=', seriesId)
-    .orderBy('events.series_index')
-    .orderBy('events.id')
-    .executeTakeFirst()
+  const first = await firstVisibleOccurrence(trx, auth, seriesId)
   if (first === undefined) throw error404NotFound('series not found')
-  return await lockEventForWrite(trx, auth, first.id, permission)
+  return await lockEventForWrite(trx, auth, first, permission)
 }

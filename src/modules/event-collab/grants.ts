@@ -14,7 +14,9 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError, fieldError } from '../../platform/http/errors.ts'
 import { EVENT_PERMISSIONS, grantedPermissions, type EventPermission } from '../events/event-permissions.ts'
-import { isTenantAdmin, rootEventId } from '../events/events.access.ts'
+import {
+  activeGrantsOn, activeSeriesGrants, creatorOfEvent, creatorOfSeries, isTenantAdmin, rootEventId
+} from '../events/events.access.ts'
 import type { EventRow } from '../events/events.table.ts'
 
 export type Held = ReadonlySet<EventPermission>
@@ -32,38 +34,16 @@ export async function heldOnEvent (trx: Tx, auth: AuthContext, row: EventRow): P
   if (isTenantAdmin(auth)) return everything()
   const root = rootEventId(row)
   // a draft clone is judged by its published row: that row's creator holds everything
-  const creator =
-    root === row.id
-      ? row.creator_id
-      : (
-          await trx
-            .selectFrom('events')
-            .select('creator_id')
-            .where('tenant_id', '=', auth.tenantId)
-            .where('id', '=', root)
-            .executeTakeFirst()
-        )?.creator_id
+  const creator = root === row.id ? row.creator_id : await creatorOfEvent(trx, auth.tenantId, root)
   if (creator === auth.userId) return everything()
-  const rows = await trx.selectFrom('event_managers').select(['role', 'permissions'])
-    .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('status', '=', 'active')
-    .where(eb => row.series_id !== null
-      ? eb.or([eb('event_id', '=', root), eb('series_id', '=', row.series_id)])
-      : eb('event_id', '=', root))
-    .execute()
-  return union(rows)
+  return union(await activeGrantsOn(trx, auth, root, row.series_id))
 }
 
 /** The event permissions the caller holds at series level (admin, series creator, series-level manager rows). */
 export async function heldOnSeries (trx: Tx, auth: AuthContext, seriesId: number): Promise<Held> {
   if (isTenantAdmin(auth)) return everything()
-  const series = await trx.selectFrom('event_series').select('creator_id')
-    .where('tenant_id', '=', auth.tenantId).where('id', '=', seriesId).executeTakeFirst()
-  if (series?.creator_id === auth.userId) return everything()
-  const rows = await trx.selectFrom('event_managers').select(['role', 'permissions'])
-    .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('status', '=', 'active')
-    .where('series_id', '=', seriesId)
-    .execute()
-  return union(rows)
+  if (await creatorOfSeries(trx, auth.tenantId, seriesId) === auth.userId) return everything()
+  return union(await activeSeriesGrants(trx, auth, seriesId))
 }
 
 /** The permissions of `grant` that `held` lacks, in catalogue order. */

@@ -8,7 +8,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
+import { findVisibleEvent } from '../events/events.access.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddMilestoneBody,
@@ -73,12 +73,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
       const row = await withTenant(db, auth, async trx => {
         const base = await writeEvent(trx, auth, request.params.id, 'milestones:manage')
         const baseId = rootOf(base)
-        const target = await trx
-          .selectFrom('events')
-          .select(['id', 'start_dt', 'end_dt', 'status'])
-          .where('events.id', '=', b.milestone_event_id)
-          .where(eb => eventVisibleTo(eb, auth))
-          .executeTakeFirst()
+        const target = await findVisibleEvent(trx, auth, b.milestone_event_id, ['id', 'start_dt', 'end_dt', 'status'])
         if (target === undefined) throw invalidField('body.milestone_event_id', 'unknown event', b.milestone_event_id)
         if (target.id === baseId) {
           throw invalidField('body.milestone_event_id', 'an event cannot be its own milestone', b.milestone_event_id)

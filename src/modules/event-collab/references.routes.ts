@@ -11,7 +11,7 @@ import { NoContent } from '../../platform/http/schema.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
+import { findVisibleEvent } from '../events/events.access.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {
@@ -326,12 +326,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
         if (targetId === eventId || targetId === event.id) {
           throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
         }
-        const target = await trx
-          .selectFrom('events')
-          .select('id')
-          .where('events.id', '=', targetId)
-          .where(eb => eventVisibleTo(eb, auth))
-          .executeTakeFirst()
+        const target = await findVisibleEvent(trx, auth, targetId, ['id'])
         if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
         const created = await repo.insertLink(trx, {
           tenantId: auth.tenantId,

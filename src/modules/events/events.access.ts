@@ -239,20 +239,84 @@ export async function hasEventPermission (
   permission: EventPermission
 ): Promise<boolean> {
   if (isTenantAdmin(auth) || row.creator_id === auth.userId) return true
-  const root = rootEventId(row)
-  const managers = await trx
+  const managers = await activeGrantsOn(trx, auth, rootEventId(row), row.series_id)
+  return managers.some(m => grantedPermissions(m).has(permission))
+}
+
+/** The caller's active manager rows (role and permissions) on an event (its root) and on its series, if any. */
+export async function activeGrantsOn (
+  trx: Tx,
+  auth: AuthContext,
+  root: number,
+  seriesId: number | null
+): Promise<Array<{ role: string | null, permissions: string[] }>> {
+  return await trx
     .selectFrom('event_managers')
     .select(['role', 'permissions'])
     .where('tenant_id', '=', auth.tenantId)
     .where('user_id', '=', auth.userId)
     .where('status', '=', 'active')
     .where(eb =>
-      row.series_id !== null
-        ? eb.or([eb('event_id', '=', root), eb('series_id', '=', row.series_id)])
+      seriesId !== null
+        ? eb.or([eb('event_id', '=', root), eb('series_id', '=', seriesId)])
         : eb('event_id', '=', root)
     )
     .execute()
-  return managers.some(m => grantedPermissions(m).has(permission))
+}
+
+/** The caller's active manager rows at series level. */
+export async function activeSeriesGrants (
+  trx: Tx,
+  auth: AuthContext,
+  seriesId: number
+): Promise<Array<{ role: string | null, permissions: string[] }>> {
+  return await trx.selectFrom('event_managers').select(['role', 'permissions'])
+    .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('status', '=', 'active')
+    .where('series_id', '=', seriesId)
+    .execute()
+}
+
+/** The creator of an event row of the tenant (undefined when there is none). */
+export async function creatorOfEvent (trx: Tx, tenantId: string, id: number): Promise<string | undefined> {
+  return (await trx.selectFrom('events').select('creator_id')
+    .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst())?.creator_id
+}
+
+/** The creator of a series of the tenant (undefined when there is none). */
+export async function creatorOfSeries (trx: Tx, tenantId: string, id: number): Promise<string | undefined> {
+  return (await trx.selectFrom('event_series').select('creator_id')
+    .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst())?.creator_id
+}
+
+/** Columns of an event the caller may see (draft clones and deleted events excluded), or undefined. */
+export async function findVisibleEvent<C extends keyof EventRow & string> (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  columns: readonly C[]
+): Promise<Pick<EventRow, C> | undefined> {
+  return await trx
+    .selectFrom('events')
+    .select(columns as unknown as Array<keyof EventRow & string> as never)
+    .where('events.id', '=', id)
+    .where(eb => eventVisibleTo(eb, auth))
+    .executeTakeFirst() as Pick<EventRow, C> | undefined
+}
+
+/** The first occurrence of a series that the caller can see, by position (undefined when they see none). */
+export async function firstVisibleOccurrence (
+  trx: Tx,
+  auth: AuthContext,
+  seriesId: number
+): Promise<number | undefined> {
+  return (await trx
+    .selectFrom('events')
+    .select('id')
+    .where(eb => eventVisibleTo(eb, auth))
+    .where('events.series_id', '=', seriesId)
+    .orderBy('events.series_index')
+    .orderBy('events.id')
+    .executeTakeFirst())?.id
 }
 
 export interface WriteOptions {

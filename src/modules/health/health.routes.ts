@@ -5,9 +5,9 @@
  * JWKS does not answer, or names another issuer (the provider is asked again at most every 5 s,
  * by this probe or by a request; docs/authentication.md).
  */
-import { sql } from 'kysely'
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
+import { ping } from '../../platform/db/database.ts'
 import { model, StringEnum } from '../../platform/http/schema.ts'
 import { error503ServiceUnavailable } from '../../platform/http/errors.ts'
 import { sendProblem } from '../../platform/http/error-handler.ts'
@@ -55,7 +55,7 @@ export const healthModule = defineModule(async (app, ctx) => {
       let timer: NodeJS.Timeout | undefined
       try {
         await Promise.race([
-          sql`select 1`.execute(ctx.db),
+          ping(ctx.db),
           new Promise((_resolve, reject) => {
             timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS)
           })

@@ -191,6 +191,12 @@ export async function revokeUserAccess (
   }
 }
 
+/** The name fields and avatar of a user of the tenant (no e-mail), or undefined for a token-only user. */
+export async function findProfile (trx: Tx, tenantId: string, userId: string) {
+  return await trx.selectFrom('users').select(['display_name', 'first_name', 'last_name', 'username', 'avatar_url'])
+    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
+}
+
 export interface DisplayProfile {
   user_id: string
   /**

@@ -27,7 +27,7 @@ import { error403Forbidden, error404NotFound } from '../../platform/http/errors.
 import type { EventPermission } from '../events/event-permissions.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { canManageSpace, spaceVisibleTo } from '../spaces/spaces.access.ts'
+import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.ts'
 import type { SpaceManagerPermission } from '../spaces/spaces.schemas.ts'
 
 /** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */
@@ -327,12 +327,7 @@ export async function authorize (
     return await lockEventForWrite(trx, subject, target.id, grant.permission)
   }
   if (grant.on === 'space') {
-    const found = await trx
-      .selectFrom('spaces')
-      .select(['id', 'creator_id'])
-      .where(eb => spaceVisibleTo(eb, subject))
-      .where('spaces.id', '=', target.id)
-      .executeTakeFirst()
+    const found = await findVisibleSpace(trx, subject, target.id)
     if (found === undefined) throw error404NotFound('space not found')
     if (grant.permission !== 'see' && !(await canManageSpace(trx, subject, found, grant.permission))) {
       throw error403Forbidden(`missing space permission ${grant.permission}`)

@@ -58,6 +58,20 @@ export function spaceVisibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> 
   ])])
 }
 
+/** The id and creator of a space the caller may see, or undefined. */
+export async function findVisibleSpace (
+  trx: Tx,
+  auth: AuthContext,
+  id: number
+): Promise<{ id: number, creator_id: string } | undefined> {
+  return await trx
+    .selectFrom('spaces')
+    .select(['id', 'creator_id'])
+    .where(eb => spaceVisibleTo(eb, auth))
+    .where('spaces.id', '=', id)
+    .executeTakeFirst()
+}
+
 /** Whether the user is an active member of the space. */
 export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
   const row = await trx

@@ -20,6 +20,7 @@ import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail 
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
+import { findProfile } from '../identity/identity.repository.ts'
 import {
   AcceptInviteBody,
   AddContactBody,
@@ -50,21 +51,11 @@ const tags = ['Spaces']
 
 /** Locks a space by id for an invitee (who may not see it yet); 404 when deleted. */
 async function lockLiveSpace (trx: Tx, spaceId: number, auth: AuthContext): Promise<void> {
-  const row = await trx
-    .selectFrom('spaces')
-    .select('id')
-    .where('tenant_id', '=', auth.tenantId)
-    .where('id', '=', spaceId)
-    .where('is_deleted', '=', false)
-    .forUpdate()
-    .executeTakeFirst()
-  if (row === undefined) throw error404NotFound('space not found')
+  if (!(await repo.lockLive(trx, auth.tenantId, spaceId))) throw error404NotFound('space not found')
 }
 
 async function userName (trx: Tx, tenantId: string, userId: string): Promise<string> {
-  const p = await trx.selectFrom('users').select(['display_name', 'first_name', 'last_name', 'username', 'avatar_url'])
-    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
-  return publicName(p, userId)
+  return publicName(await findProfile(trx, tenantId, userId), userId)
 }
 
 /** Locks the space for a change of its people; a user may always act on themselves when `self`. */

@@ -83,6 +83,25 @@ export async function lockVisible (trx: Tx, auth: AuthContext, id: number) {
 }
 
 /** A non-deleted space of the tenant regardless of the caller (for rules that check parents). */
+/** Locks a space that is not deleted (for an invitee, who may not see it yet); false when there is none. */
+export async function lockLive (trx: Tx, tenantId: string, id: number): Promise<boolean> {
+  const row = await trx
+    .selectFrom('spaces')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('is_deleted', '=', false)
+    .forUpdate()
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Gives a space its handle in the public directory (kept once given). */
+export async function setPublicHandle (trx: Tx, tenantId: string, id: number, handle: string): Promise<void> {
+  await trx.updateTable('spaces').set({ public_handle: handle }).where('tenant_id', '=', tenantId).where('id', '=', id)
+    .execute()
+}
+
 export async function findSpace (trx: Tx, tenantId: string, id: number) {
   return await spaceSelect(trx, tenantId)
     .where('spaces.tenant_id', '=', tenantId)

@@ -199,12 +199,7 @@ async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Prom
   if (row.status === 'published' && row.visibility === PUBLIC) {
     const handle = row.public_handle ?? newHandle(row.title)
     if (row.public_handle === null) {
-      await trx
-        .updateTable('spaces')
-        .set({ public_handle: handle })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', id)
-        .execute()
+      await repo.setPublicHandle(trx, tenantId, id, handle)
     }
     await repo.registerPublic(trx, tenantId, id, handle)
   } else {

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { Kysely, PostgresDialect, PGliteDialect } from 'kysely'
+import { Kysely, PostgresDialect, PGliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { PGlite } from '@electric-sql/pglite'
 import type { PlatformTables } from './platform.table.ts'
@@ -132,6 +132,11 @@ function pgDatabase (connectionString: string, max: number): Kysely<Database> {
 const pools = new WeakMap<Kysely<Database>, pg.Pool>()
 
 /** Connections of a database's pool (metrics): PGlite is one session, never waited for by the pool. */
+/** One round trip to the database (`select 1`): readiness probes. */
+export async function ping (db: Kysely<Database>): Promise<void> {
+  await sql`select 1`.execute(db)
+}
+
 export function poolStatsOf (db: Kysely<Database>): { total: number, idle: number, waiting: number } {
   const pool = pools.get(db)
   if (pool === undefined) return { total: 1, idle: 0, waiting: 0 }
