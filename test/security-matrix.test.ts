@@ -41,22 +41,6 @@ const PUBLIC_ROUTES: Record<string, string> = {
 }
 const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
 
-/**
- * Open, reported bugs: failures of these routes are collected by their own `todo` test instead of
- * failing the matrix. Remove an entry once the module is fixed (the todo test then passes).
- */
-const KNOWN_ISSUES: Record<string, string> = {}
-const known: string[] = []
-/** Keeps failures of routes with a known issue apart. */
-function unknownOnly (failures: string[]): string[] {
-  const rest: string[] = []
-  for (const f of failures) {
-    if (Object.keys(KNOWN_ISSUES).some(name => f.startsWith(`${name} `))) known.push(f)
-    else rest.push(f)
-  }
-  return rest
-}
-
 /** Write routes that every role may call, and why. */
 const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {
   'POST /api/v1/spaces/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role',
@@ -225,7 +209,7 @@ for (const kind of databases()) {
         }
       }
       console.log(`cross-tenant matrix: ${ordered.length} routes, ${before.size} reads of tenant A compared`)
-      assert.deepEqual(unknownOnly(failures), [])
+      assert.deepEqual(failures, [])
     })
 
     const listsShow = async (caller: string, who: string): Promise<string[]> => {
@@ -249,7 +233,7 @@ for (const kind of databases()) {
     }
 
     void it('never shows alice\'s private data in the lists and searches of another member', async () => {
-      assert.deepEqual(unknownOnly(await listsShow(A.tokens.bob, 'bob')), [])
+      assert.deepEqual(await listsShow(A.tokens.bob, 'bob'), [])
     })
 
     void it('never shows tenant A\'s data in the lists and searches of tenant B', async () => {
@@ -289,7 +273,7 @@ for (const kind of databases()) {
       const after = await snapshotOf(A)
       for (const [k, v] of before) if (after.get(k) !== v) failures.push(`alice's ${k} changed`)
       console.log(`private-resource matrix: ${privateRoutes.length} routes`)
-      assert.deepEqual(unknownOnly(failures), [])
+      assert.deepEqual(failures, [])
     })
 
     /**
@@ -411,14 +395,6 @@ for (const kind of databases()) {
       }
       assert.deepEqual(failures, [])
     })
-
-    void it(
-      'has no failure on the routes with a known issue',
-      Object.keys(KNOWN_ISSUES).length > 0 ? { todo: `reported: ${Object.values(KNOWN_ISSUES).join('; ')}` } : {},
-      () => {
-        assert.deepEqual(known, [])
-      }
-    )
   })
 }
 

@@ -13,6 +13,9 @@
 
 const pending = new Set<() => void>()
 
+/** How many validators and serializers wait to be compiled. */
+export const pendingCompilations = (): number => pending.size
+
 /** `compile` once, on the first call of `use` or in `compilePending()`, whichever comes first. */
 export function onDemand<F> (compile: () => F): () => F {
   let fn: F | undefined
