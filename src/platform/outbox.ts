@@ -20,6 +20,23 @@ export interface DomainEvent {
   depth?: number
 }
 
+/** Who a domain event is recorded as: the caller (their tenant and id). */
+export interface EventActor { readonly tenantId: string, readonly userId: string | null }
+
+/**
+ * A module's domain events of one aggregate type: `(actor, aggregateId, topic, payload)` → DomainEvent, so that a
+ * service writes `await emit(trx, spaceEvent(auth, space.id, 'space.member_added', { … }))`. `Topic` lists the
+ * module's topics in one place (docs/automation.md names the ones rules may trigger on).
+ */
+export function domainEvents<Topic extends string> (aggregateType: string) {
+  return (
+    actor: EventActor,
+    aggregateId: string | number,
+    topic: Topic,
+    payload: Record<string, unknown>
+  ): DomainEvent => ({ tenantId: actor.tenantId, topic, aggregateType, aggregateId, actorId: actor.userId, payload })
+}
+
 function rowOf (event: DomainEvent) {
   return {
     tenant_id: event.tenantId,

@@ -18,6 +18,7 @@ import {
 import { upsertContacts } from './contacts.service.ts'
 import { replacementValues, toValues } from './contacts.values.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { contactEvent } from './contacts.events.ts'
 
 const tags = ['Contacts']
 const UPSERT_COST = 5
@@ -48,14 +49,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
       const auth = request.auth
       const row = await withTenant(db, auth, async trx => {
         const created = await repo.insertContact(trx, auth, toValues(request.body))
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'contact.created',
-          aggregateType: 'contact',
-          aggregateId: created.id,
-          actorId: auth.userId,
-          payload: { contact_id: created.id, email: created.email, source: 'api' }
-        })
+        await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
         return created
       })
       setEtag(reply, row.revision)
@@ -167,14 +161,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
         await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
         const values = replacementValues(request.body)
         const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'contact.updated',
-          aggregateType: 'contact',
-          aggregateId: updated.id,
-          actorId: auth.userId,
-          payload: { contact_id: updated.id, fields: Object.keys(values) }
-        })
+        await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
         return updated
       })
       setEtag(reply, row.revision)
@@ -202,14 +189,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
         const values = toValues(request.body)
         if (Object.keys(values).length === 0) return current
         const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'contact.updated',
-          aggregateType: 'contact',
-          aggregateId: updated.id,
-          actorId: auth.userId,
-          payload: { contact_id: updated.id, fields: Object.keys(values) }
-        })
+        await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
         return updated
       })
       setEtag(reply, row.revision)
@@ -260,14 +240,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
       await withTenant(db, auth, async trx => {
         const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
         await repo.deleteContact(trx, auth.tenantId, row.id)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'contact.deleted',
-          aggregateType: 'contact',
-          aggregateId: row.id,
-          actorId: auth.userId,
-          payload: { contact_id: row.id }
-        })
+        await emit(trx, contactEvent(auth, row.id, 'contact.deleted', { contact_id: row.id }))
       })
       return await reply.code(204).send(null)
     }

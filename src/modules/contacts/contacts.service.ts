@@ -8,6 +8,7 @@ import { emit } from '../../platform/outbox.ts'
 import * as repo from './contacts.repository.ts'
 import type { UpsertContactsBody } from './contacts.schemas.ts'
 import { toValues } from './contacts.values.ts'
+import { contactEvent } from './contacts.events.ts'
 
 /**
  * Creates or updates each contact, matched case-insensitively by e-mail within the caller's
@@ -65,26 +66,12 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
       skipped++
     } else if (match === undefined) {
       const row = await repo.insertContact(trx, auth, values)
-      await emit(trx, {
-        tenantId: auth.tenantId,
-        topic: 'contact.created',
-        aggregateType: 'contact',
-        aggregateId: row.id,
-        actorId: auth.userId,
-        payload: { contact_id: row.id, email: row.email, source: 'upsert' }
-      })
+      await emit(trx, contactEvent(auth, row.id, 'contact.created', { contact_id: row.id, email: row.email, source: 'upsert' }))
       items.push({ action: 'created' as const, contact: row })
       created++
     } else {
       const row = await repo.updateContact(trx, auth.tenantId, match.id, values)
-      await emit(trx, {
-        tenantId: auth.tenantId,
-        topic: 'contact.updated',
-        aggregateType: 'contact',
-        aggregateId: row.id,
-        actorId: auth.userId,
-        payload: { contact_id: row.id, fields: Object.keys(values), source: 'upsert' }
-      })
+      await emit(trx, contactEvent(auth, row.id, 'contact.updated', { contact_id: row.id, fields: Object.keys(values), source: 'upsert' }))
       items.push({ action: 'updated' as const, contact: row })
       updated++
     }

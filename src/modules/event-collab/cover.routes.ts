@@ -56,6 +56,7 @@ import { readEvent, rootOf } from './event-collab.access.ts'
 import { COVER_MAX_BYTES, EventParams } from './event-collab.schemas.ts'
 import { isOccurrenceOf, referencedKeys, setEventCover } from './cover.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { eventEvent } from '../events/events.events.ts'
 
 const tags = ['Event cover']
 const MIB = COVER_MAX_BYTES / 1024 / 1024
@@ -274,20 +275,13 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
               sha256: crypto.createHash('sha256').update(image).digest('hex')
             }
             const updated = await setEventCover(trx, auth.tenantId, row.id, key, cover)
-            await emit(trx, {
-              tenantId: auth.tenantId,
-              topic: 'event.cover_updated',
-              aggregateType: 'event',
-              aggregateId: rootOf(row),
-              actorId: auth.userId,
-              payload: {
-                event_id: rootOf(row),
-                template: row.template,
-                cover_image_key: key,
-                content_type: type.mime,
-                size: image.length
-              }
-            })
+            await emit(trx, eventEvent(auth, rootOf(row), 'event.cover_updated', {
+              event_id: rootOf(row),
+              template: row.template,
+              cover_image_key: key,
+              content_type: type.mime,
+              size: image.length
+            }))
             return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
           })
         } catch (err) {

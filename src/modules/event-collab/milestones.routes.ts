@@ -21,6 +21,7 @@ import {
 } from './event-collab.schemas.ts'
 import * as repo from './references.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { eventEvent } from '../events/events.events.ts'
 
 const tags = ['Event milestones']
 
@@ -98,14 +99,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
             fieldError('body.milestone_event_id', 'already a milestone', b.milestone_event_id)
           ])
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'milestone.added',
-          aggregateType: 'event',
-          aggregateId: baseId,
-          actorId: auth.userId,
-          payload: { event_id: baseId, milestone_event_id: target.id, template: base.template }
-        })
+        await emit(trx, eventEvent(auth, baseId, 'milestone.added', { event_id: baseId, milestone_event_id: target.id, template: base.template }))
         return await milestoneOr404(trx, auth.tenantId, baseId, target.id)
       })
       return await reply.code(201).send(row)
@@ -135,19 +129,12 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
             sequence: request.body.sequence
           }))
         ) { throw error404NotFound('milestone not found') }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'milestone.updated',
-          aggregateType: 'event',
-          aggregateId: rootOf(base),
-          actorId: auth.userId,
-          payload: {
-            event_id: rootOf(base),
-            milestone_event_id: milestoneId,
-            sequence: request.body.sequence,
-            template: base.template
-          }
-        })
+        await emit(trx, eventEvent(auth, rootOf(base), 'milestone.updated', {
+          event_id: rootOf(base),
+          milestone_event_id: milestoneId,
+          sequence: request.body.sequence,
+          template: base.template
+        }))
         return await milestoneOr404(trx, auth.tenantId, rootOf(base), milestoneId)
       })
     }
@@ -184,19 +171,12 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
             ? { status: b.status, status_mode: 'manual' as const }
             : { status: current.status, status_mode: 'derived' as const }
         await repo.updateMilestone(trx, auth.tenantId, rootOf(base), milestoneId, values)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'milestone.status_changed',
-          aggregateType: 'event',
-          aggregateId: rootOf(base),
-          actorId: auth.userId,
-          payload: {
-            event_id: rootOf(base),
-            milestone_event_id: milestoneId,
-            status_mode: values.status_mode,
-            template: base.template
-          }
-        })
+        await emit(trx, eventEvent(auth, rootOf(base), 'milestone.status_changed', {
+          event_id: rootOf(base),
+          milestone_event_id: milestoneId,
+          status_mode: values.status_mode,
+          template: base.template
+        }))
         return await milestoneOr404(trx, auth.tenantId, rootOf(base), milestoneId)
       })
     }
@@ -222,14 +202,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
         if (!(await repo.deleteMilestone(trx, auth.tenantId, rootOf(base), milestoneId))) {
           throw error404NotFound('milestone not found')
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'milestone.removed',
-          aggregateType: 'event',
-          aggregateId: rootOf(base),
-          actorId: auth.userId,
-          payload: { event_id: rootOf(base), milestone_event_id: milestoneId, template: base.template }
-        })
+        await emit(trx, eventEvent(auth, rootOf(base), 'milestone.removed', { event_id: rootOf(base), milestone_event_id: milestoneId, template: base.template }))
       })
       return await reply.code(204).send(null)
     }

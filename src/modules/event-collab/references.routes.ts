@@ -33,6 +33,7 @@ import {
 } from './event-collab.schemas.ts'
 import * as repo from './references.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { seriesEvent, eventEvent } from '../events/events.events.ts'
 
 const tags = ['Event references']
 const METADATA_MAX_DEPTH = 16
@@ -259,20 +260,13 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
             ? await writeEvent(trx, auth, row.event_id, 'attachments:manage')
             : await writeSeries(trx, auth, row.series_id ?? 0, 'attachments:manage')
         await repo.deleteAttachment(trx, auth.tenantId, row.id)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'attachment.removed',
-          aggregateType: 'event',
-          aggregateId: rootOf(event),
-          actorId: auth.userId,
-          payload: {
-            event_id: row.event_id,
-            series_id: row.series_id,
-            attachment_id: row.id,
-            kind: row.kind,
-            template: event.template
-          }
-        })
+        await emit(trx, eventEvent(auth, rootOf(event), 'attachment.removed', {
+          event_id: row.event_id,
+          series_id: row.series_id,
+          attachment_id: row.id,
+          kind: row.kind,
+          template: event.template
+        }))
       })
       return await reply.code(204).send(null)
     }
@@ -394,14 +388,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
         if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
           throw error404NotFound('link not found')
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'series.link_removed',
-          aggregateType: 'series',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { series_id: id, target_id: targetId, template: event.template }
-        })
+        await emit(trx, seriesEvent(auth, id, 'series.link_removed', { series_id: id, target_id: targetId, template: event.template }))
       })
       return await reply.code(204).send(null)
     }

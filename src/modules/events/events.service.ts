@@ -35,6 +35,7 @@ import {
   templateAllows,
   TEMPLATE_IDS
 } from './templates.ts'
+import { eventEvent } from './events.events.ts'
 
 /**
  * Who acts on an event: always a subject whose rights are checked (docs/authorization.md). An
@@ -524,14 +525,7 @@ export async function appendActivity (trx: Tx, auth: AuthContext, eventId: numbe
     kind,
     payload
   })
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'event.activity_added',
-    aggregateType: 'event',
-    aggregateId: row.id,
-    actorId: auth.userId,
-    payload: eventPayload(row, { activity_id: created.id, kind })
-  })
+  await emit(trx, eventEvent(auth, row.id, 'event.activity_added', eventPayload(row, { activity_id: created.id, kind })))
   return created
 }
 

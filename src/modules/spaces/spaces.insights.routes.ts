@@ -27,6 +27,7 @@ import {
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { spaceEvent } from './spaces.events.ts'
 
 const tags = ['Spaces']
 
@@ -142,14 +143,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
             { location: 'body.event_id', message: 'already linked', value: eventId }
           ])
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.event_added',
-          aggregateType: 'space',
-          aggregateId: space.id,
-          actorId: auth.userId,
-          payload: { space_id: space.id, event_id: event.id }
-        })
+        await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
         return created
       })
       return await reply.code(201).send(row)
@@ -177,14 +171,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
         if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {
           throw error404NotFound('the event does not belong to this space')
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.event_removed',
-          aggregateType: 'space',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { space_id: id, event_id: eventId }
-        })
+        await emit(trx, spaceEvent(auth, id, 'space.event_removed', { space_id: id, event_id: eventId }))
       })
       return await reply.code(204).send(null)
     }

@@ -46,6 +46,7 @@ import {
 import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { spaceEvent } from './spaces.events.ts'
 
 const tags = ['Spaces']
 
@@ -155,23 +156,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
             message: 'joined the space',
             actorId: auth.userId
           })
-          await emit(trx, {
-            tenantId: auth.tenantId,
-            topic: 'space.member_added',
-            aggregateType: 'space',
-            aggregateId: space.id,
-            actorId: auth.userId,
-            payload: { space_id: space.id, user_id: userId, role }
-          })
+          await emit(trx, spaceEvent(auth, space.id, 'space.member_added', { space_id: space.id, user_id: userId, role }))
         } else if (before.role !== role) {
-          await emit(trx, {
-            tenantId: auth.tenantId,
-            topic: 'space.member_updated',
-            aggregateType: 'space',
-            aggregateId: space.id,
-            actorId: auth.userId,
-            payload: { space_id: space.id, user_id: userId, role, previous_role: before.role }
-          })
+          await emit(trx, spaceEvent(auth, space.id, 'space.member_updated', { space_id: space.id, user_id: userId, role, previous_role: before.role }))
         }
         const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
         if (row === undefined) throw new Error('member vanished')
@@ -199,14 +186,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       await withTenant(db, auth, async trx => {
         await lockForPeople(trx, auth, id, 'space:members', userId)
         if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.member_removed',
-          aggregateType: 'space',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { space_id: id, user_id: userId }
-        })
+        await emit(trx, spaceEvent(auth, id, 'space.member_removed', { space_id: id, user_id: userId }))
       })
       return await reply.code(204).send(null)
     }
@@ -292,14 +272,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           role,
           invitedBy: auth.userId
         })
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.manager_added',
-          aggregateType: 'space',
-          aggregateId: space.id,
-          actorId: auth.userId,
-          payload: { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }
-        })
+        await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
         if (b.notify === true) {
           await notifyUser(trx, {
             tenantId: auth.tenantId,
@@ -372,14 +345,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
           payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
         })
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.manager_invited',
-          aggregateType: 'space',
-          aggregateId: space.id,
-          actorId: auth.userId,
-          payload: { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }
-        })
+        await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
         return created
       })
       return await reply.code(201).send(row)
@@ -410,20 +376,13 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           throw error409Conflict('the caller already manages this space')
         }
         const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.manager_added',
-          aggregateType: 'space',
-          aggregateId: invite.space_id,
-          actorId: auth.userId,
-          payload: {
-            space_id: invite.space_id,
-            user_id: auth.userId,
-            role: accepted.role,
-            permissions: accepted.permissions,
-            invite_id: invite.id
-          }
-        })
+        await emit(trx, spaceEvent(auth, invite.space_id, 'space.manager_added', {
+          space_id: invite.space_id,
+          user_id: auth.userId,
+          role: accepted.role,
+          permissions: accepted.permissions,
+          invite_id: invite.id
+        }))
         return accepted
       })
     }
@@ -500,14 +459,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           permissions: request.body.permissions,
           role: null
         })
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.manager_updated',
-          aggregateType: 'space',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { space_id: id, user_id: userId, permissions: updated.permissions }
-        })
+        await emit(trx, spaceEvent(auth, id, 'space.manager_updated', { space_id: id, user_id: userId, permissions: updated.permissions }))
         return updated
       })
     }
@@ -541,14 +493,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           throw error409Conflict('the last manager of a space cannot be removed')
         }
         await repo.revokeManager(trx, auth.tenantId, current.id)
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.manager_removed',
-          aggregateType: 'space',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { space_id: id, user_id: userId }
-        })
+        await emit(trx, spaceEvent(auth, id, 'space.manager_removed', { space_id: id, user_id: userId }))
       })
       return await reply.code(204).send(null)
     }
@@ -615,14 +560,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
           message: 'contact added to the space',
           actorId: auth.userId
         })
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.contact_added',
-          aggregateType: 'space',
-          aggregateId: space.id,
-          actorId: auth.userId,
-          payload: { space_id: space.id, contact_id: contactId }
-        })
+        await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
         return created
       })
       return await reply.code(201).send(row)
@@ -649,14 +587,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
           throw error404NotFound('contact not linked to this space')
         }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: 'space.contact_removed',
-          aggregateType: 'space',
-          aggregateId: id,
-          actorId: auth.userId,
-          payload: { space_id: id, contact_id: contactId }
-        })
+        await emit(trx, spaceEvent(auth, id, 'space.contact_removed', { space_id: id, contact_id: contactId }))
       })
       return await reply.code(204).send(null)
     }

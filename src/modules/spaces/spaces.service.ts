@@ -23,6 +23,7 @@ import {
   type SpaceManagerPermission
 } from './spaces.schemas.ts'
 import type { SpaceDraft } from './spaces.table.ts'
+import { spaceEvent } from './spaces.events.ts'
 
 /**
  * Locks a space the caller may change: 404 when invisible, 403 when visible but not theirs to
@@ -118,14 +119,7 @@ export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpac
       await attachParent(trx, auth, id, parentId, `body.parent_ids[${i}]`)
     }
   }
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.created',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.created', { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] }))
   return await reread(trx, auth.tenantId, id)
 }
 
@@ -150,14 +144,7 @@ export async function changeSpace (
   } else {
     await repo.updateSpace(trx, auth.tenantId, id, { draft: { ...(row.draft ?? {}), ...changes } })
   }
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.updated',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id, fields, pending: row.status !== 'draft' }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.updated', { space_id: id, fields, pending: row.status !== 'draft' }))
   return await reread(trx, auth.tenantId, id)
 }
 
@@ -178,14 +165,7 @@ export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Pro
   if (row.status === 'draft') throw error409Conflict('the space was never published: delete it instead of discarding')
   if (row.draft === null) return
   await repo.updateSpace(trx, auth.tenantId, id, { draft: null })
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.draft_discarded',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.draft_discarded', { space_id: id }))
 }
 
 function newHandle (title: string): string {
@@ -231,20 +211,13 @@ export async function publishSpace (
   })
   await syncPublicDirectory(trx, auth.tenantId, id)
   const title = draft.title ?? row.title
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.published',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: {
-      space_id: id,
-      version: row.version + 1,
-      first_publish: first,
-      fields: Object.keys(draft),
-      notify: options.notify === true
-    }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.published', {
+    space_id: id,
+    version: row.version + 1,
+    first_publish: first,
+    fields: Object.keys(draft),
+    notify: options.notify === true
+  }))
   await notifyOnPublish(trx, {
     tenantId: auth.tenantId,
     actor: auth,
@@ -261,14 +234,7 @@ export async function archiveSpace (trx: Tx, auth: AuthContext, id: number): Pro
   if (row.status === 'archived') return
   await repo.updateSpace(trx, auth.tenantId, id, { status: 'archived' })
   await repo.unregisterPublic(trx, auth.tenantId, id)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.archived',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.archived', { space_id: id }))
 }
 
 /** Soft delete: the row stays (is_deleted) for the events that reference it; children become roots. */
@@ -278,14 +244,7 @@ export async function deleteSpace (trx: Tx, auth: AuthContext, id: number, ifMat
   await repo.updateSpace(trx, auth.tenantId, id, { is_deleted: true })
   await repo.detachChildren(trx, auth.tenantId, id)
   await repo.unregisterPublic(trx, auth.tenantId, id)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.deleted',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.deleted', { space_id: id }))
 }
 
 export async function addParentLink (trx: Tx, auth: AuthContext, id: number, parentId: number): Promise<void> {
@@ -293,14 +252,7 @@ export async function addParentLink (trx: Tx, auth: AuthContext, id: number, par
   await repo.lockHierarchy(trx, auth.tenantId)
   if (await attachParent(trx, auth, id, parentId, 'body.parent_id')) {
     await repo.updateSpace(trx, auth.tenantId, id, {})
-    await emit(trx, {
-      tenantId: auth.tenantId,
-      topic: 'space.updated',
-      aggregateType: 'space',
-      aggregateId: id,
-      actorId: auth.userId,
-      payload: { space_id: id, fields: ['parent_ids'], pending: false }
-    })
+    await emit(trx, spaceEvent(auth, id, 'space.updated', { space_id: id, fields: ['parent_ids'], pending: false }))
   }
 }
 
@@ -310,12 +262,5 @@ export async function removeParentLink (trx: Tx, auth: AuthContext, id: number, 
     throw error404NotFound('the space is not under this parent')
   }
   await repo.updateSpace(trx, auth.tenantId, id, {})
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'space.updated',
-    aggregateType: 'space',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { space_id: id, fields: ['parent_ids'], pending: false }
-  })
+  await emit(trx, spaceEvent(auth, id, 'space.updated', { space_id: id, fields: ['parent_ids'], pending: false }))
 }
