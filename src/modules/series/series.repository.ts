@@ -1,17 +1,14 @@
 /**
- * All SQL of series: the `event_series` rows, their occurrences (rows of `events` with
- * series_id), attendee counts and the rolling-window directory. Every function takes the
- * transaction first and names the tenant.
+ * All SQL of series except that of its occurrences (series.occurrences.repository.ts): the
+ * `event_series` rows, the rolling-window directory, series-level managers and invites, and
+ * series-level attendees (their counts, copies at a split). Every function takes the transaction
+ * first and names the tenant; only the window job's directory read spans tenants.
  */
-import { sql, type Insertable, type Updateable } from 'kysely'
-import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Insertable, Updateable } from 'kysely'
 import { rowChunks } from '../../platform/db/chunks.ts'
+import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
-import type { EventInsert } from '../events/events.repository.ts'
-import type { EventRow } from '../events/events.table.ts'
-import type { Occurrence } from './recurrence.ts'
+import type { EventManagersTable } from '../events/events.table.ts'
 import type { EventSeriesTable, SeriesRow } from './series.table.ts'
 import { ATTENDEE_STATUSES } from './series.schemas.ts'
 
@@ -28,7 +25,7 @@ export async function insertSeries (trx: Tx, tenantId: string, values: SeriesIns
 
 export async function updateSeries (trx: Tx, tenantId: string, id: number, values: SeriesUpdate): Promise<SeriesRow> {
   return await trx.updateTable('event_series')
-    .set({ ...values, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .set({ ...values, ...bumpRevision() })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returningAll().executeTakeFirstOrThrow()
 }
@@ -44,138 +41,6 @@ export async function findSeries (
     .where('is_deleted', '=', false)
     .$if(lock, qb => qb.forUpdate())
     .executeTakeFirst()
-}
-
-/**
- * Live rows of a series (not deleted, no draft clones) from position `fromIndex` on (and rows without one), by
- * position.
- */
-export async function lockOccurrenceRows (
-  trx: Tx,
-  tenantId: string,
-  seriesId: number,
-  fromIndex = 0
-): Promise<EventRow[]> {
-  return await trx
-    .selectFrom('events')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('series_id', '=', seriesId)
-    .where('is_deleted', '=', false)
-    .where('published_id', 'is', null)
-    .$if(fromIndex > 0, qb =>
-      qb.where(eb => eb.or([eb('series_index', '>=', fromIndex), eb('series_index', 'is', null)]))
-    )
-    .orderBy('series_index')
-    .orderBy('id')
-    .forUpdate()
-    .execute()
-}
-
-/** What every new occurrence of a series shares: the series' content (the times and position vary). */
-export type OccurrenceContent = Omit<EventInsert, 'start_dt' | 'end_dt' | 'series_index'>
-
-/**
- * Inserts one occurrence row per slot (in the slots' order), each with the shared content and its
- * slot's times and position: multi-row `INSERT … VALUES`, one statement per chunk of rows that fits
- * PostgreSQL's 65 535 bind parameters (one for any window a series may materialise). Returns the
- * rows, in the slots' order. VALUES rather than INSERT…SELECT from `unnest` of the times: the
- * service runs on Citus, where INSERT…SELECT from a function becomes a COPY that row-level security
- * refuses.
- */
-export async function insertOccurrences (
-  trx: Tx,
-  tenantId: string,
-  content: OccurrenceContent,
-  slots: readonly Occurrence[]
-): Promise<EventRow[]> {
-  // as in the single-row insert, a column whose value is undefined is left to its default
-  const rows = slots.map(p => ({
-    ...content,
-    tenant_id: tenantId,
-    start_dt: p.start.toISOString(),
-    end_dt: p.end.toISOString(),
-    series_index: p.index
-  }))
-  const inserted: EventRow[] = []
-  // every column at most one bind parameter
-  for (const chunk of rowChunks(rows, Object.keys(rows[0] ?? {}).length)) {
-    inserted.push(...(await trx.insertInto('events').values(chunk).returningAll().execute()))
-  }
-  return inserted
-}
-
-/** Soft-deletes occurrence rows (one statement). */
-export async function deleteOccurrences (trx: Tx, tenantId: string, ids: readonly number[]): Promise<void> {
-  if (ids.length === 0) return
-  await trx.updateTable('events')
-    .set({ is_deleted: true, revision: sql`revision + 1`, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
-    .execute()
-}
-
-export interface SlotMove {
-  id: number
-  seriesIndex: number
-  /** new times of a row that keeps its slot's times (a moved row keeps its own) */
-  times?: { start: Date, end: Date, timezone: string } | undefined
-}
-
-/** Gives occurrence rows their new positions (and times), one statement; returns the rows. */
-export async function moveOccurrences (trx: Tx, tenantId: string, moves: readonly SlotMove[]): Promise<EventRow[]> {
-  if (moves.length === 0) return []
-  const { rows } = await sql<EventRow>`
-    update events e set
-      series_index = m.series_index,
-      start_dt = case when m.retime then m.start_dt else e.start_dt end,
-      end_dt = case when m.retime then m.end_dt else e.end_dt end,
-      timezone = case when m.retime then m.timezone else e.timezone end,
-      revision = e.revision + 1,
-      updated_at = now()
-    from unnest(${moves.map(m => m.id)}::bigint[], ${moves.map(m => m.seriesIndex)}::int[], ${moves.map(m => m.times !== undefined)}::boolean[],
-                ${moves.map(m => m.times?.start.toISOString() ?? null)}::timestamptz[], ${moves.map(m => m.times?.end.toISOString() ?? null)}::timestamptz[],
-                ${moves.map(m => m.times?.timezone ?? null)}::text[])
-      as m (id, series_index, retime, start_dt, end_dt, timezone)
-    where e.tenant_id = ${tenantId} and e.id = m.id
-    returning e.*`.execute(trx)
-  return rows
-}
-
-const OCCURRENCE_KEYS: KeyColumn[] = [
-  { ref: 'events.start_dt', dir: 'asc', type: 'time', nullable: true },
-  { ref: 'events.series_index', dir: 'asc', type: 'int', nullable: true },
-  { ref: 'events.id', dir: 'asc', type: 'int' }
-]
-
-/** The occurrences a caller may see, by start, one page (after the cursor's occurrence when there is one). */
-export async function pageOccurrences (
-  trx: Tx,
-  auth: AuthContext,
-  seriesId: number,
-  q: { page: number; limit: number; cursor?: string | undefined }
-) {
-  const window = pageWindow(
-    { page: q.page, size: q.limit, cursor: q.cursor },
-    listScope('occurrences', { seriesId }),
-    OCCURRENCE_KEYS
-  )
-  const base = trx
-    .selectFrom('events')
-    .where(eb => eventVisibleTo(eb, auth))
-    .where('events.series_id', '=', seriesId)
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll('events')
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, OCCURRENCE_KEYS, window.after ?? [])))
-      .orderBy('events.start_dt')
-      .orderBy('events.series_index')
-      .orderBy('events.id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.start_dt, r.series_index, r.id]), total: Number(count.total) }
 }
 
 /**
@@ -219,6 +84,93 @@ export async function latestSeriesManager (trx: Tx, tenantId: string, seriesId: 
     .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId).where('invited_email', 'is not', null)
     .orderBy('id', 'desc')
     .executeTakeFirst()
+}
+
+/** A series-manager invite: an `event_managers` row with series_id and event_id (the anchor) set. */
+export type SeriesInvite = Omit<Insertable<EventManagersTable>, 'tenant_id'>
+
+/** Revokes the pending e-mail invites of a series (a new invite replaces them). */
+export async function revokePendingSeriesInvites (
+  trx: Tx,
+  tenantId: string,
+  seriesId: number,
+  at: Date
+): Promise<void> {
+  await trx
+    .updateTable('event_managers')
+    .set({ status: 'revoked', updated_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('series_id', '=', seriesId)
+    .where('status', '=', 'pending')
+    .where('invited_email', 'is not', null)
+    .execute()
+}
+
+export async function insertSeriesInvite (trx: Tx, tenantId: string, values: SeriesInvite): Promise<void> {
+  await trx.insertInto('event_managers').values({ tenant_id: tenantId, ...values }).execute()
+}
+
+/**
+ * Copies the active series-level managers of a series to another series (on its anchor `anchorId`): read,
+ * then written as VALUES (an INSERT … SELECT into a table with an identity column runs as a COPY on Citus,
+ * which row-level security refuses).
+ */
+export async function copySeriesManagers (
+  trx: Tx,
+  tenantId: string,
+  seriesId: number,
+  toSeriesId: number,
+  anchorId: number
+): Promise<void> {
+  const managers = await trx
+    .selectFrom('event_managers')
+    .select([
+      'tenant_id',
+      'org_id',
+      'user_id',
+      'permissions',
+      'role',
+      'status',
+      'invited_email',
+      'invited_by',
+      'invited_at',
+      'accepted_at'
+    ])
+    .where('tenant_id', '=', tenantId)
+    .where('series_id', '=', seriesId)
+    .where('status', '=', 'active')
+    .execute()
+  for (const chunk of rowChunks(managers.map(m => ({ ...m, event_id: anchorId, series_id: toSeriesId })), 12)) {
+    // a user already managing the new anchor directly keeps that row
+    await trx.insertInto('event_managers').values(chunk).onConflict(oc => oc.doNothing()).execute()
+  }
+}
+
+/** Copies the series-level attendees (event_id null) of a series to another series (see copySeriesManagers). */
+export async function copySeriesAttendees (
+  trx: Tx,
+  tenantId: string,
+  seriesId: number,
+  toSeriesId: number
+): Promise<void> {
+  const attendees = await trx.selectFrom('attendees')
+    .select(['tenant_id', 'contact_id', 'org_id', 'status', 'notes', 'invited_at'])
+    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId).where('event_id', 'is', null)
+    .execute()
+  for (const chunk of rowChunks(attendees.map(a => ({ ...a, series_id: toSeriesId })), 7)) {
+    await trx.insertInto('attendees').values(chunk).execute()
+  }
+}
+
+/** Every tenant's series whose window ends before `before`, the soonest first (the window job; no tenant scope). */
+export async function dueWindows (trx: Tx, before: Date, limit: number) {
+  return await trx
+    .selectFrom('series_windows')
+    .select(['tenant_id', 'series_id', 'window_end'])
+    .where('window_end', '<', before)
+    .orderBy('window_end')
+    .limit(limit)
+    .execute()
 }
 
 export async function setWindow (trx: Tx, tenantId: string, seriesId: number, windowEnd: Date | null): Promise<void> {
