@@ -2169,6 +2169,98 @@ export interface components {
             version: number;
             disabled_reason: string | null;
         };
+        /** @description An action, by its type (GET /api/v1/automation/actions); actions run in order */
+        AutomationAction: {
+            /** @enum {string} */
+            type: "notify" | "activity" | "transition" | "set_attendee_status" | "webhook";
+        } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationWebhookAction"]);
+        /** @description Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field. */
+        AutomationNotifyAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "notify";
+            /**
+             * @description attendees | managers | creator
+             * @enum {string}
+             */
+            to: "attendees" | "managers" | "creator";
+            /** @description array of attendee statuses (to = attendees) */
+            attendee_status?: ("invited" | "confirmed" | "declined" | "tentative" | "checked_in")[];
+            /**
+             * @description email (default), push, sms
+             * @enum {string}
+             */
+            channel?: "email" | "push" | "sms";
+            /** @description string (1..200) */
+            subject: string;
+            /** @description string (1..5000) */
+            body: string;
+            /**
+             * @description normal (default) or high
+             * @enum {string}
+             */
+            priority?: "normal" | "high";
+        };
+        /** @description Append an activity row (kind `automation` unless given) to the event */
+        AutomationActivityAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "activity";
+            /**
+             * @description string: note, comment or automation (default)
+             * @enum {string}
+             */
+            kind?: "automation" | "note" | "comment";
+            /** @description string (..2000) */
+            message?: string;
+        };
+        /** @description Move the event to another state of its template state machine (as the service) */
+        AutomationTransitionAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "transition";
+            /** @description string */
+            to_state: string;
+            /** @description string */
+            reason?: string;
+            /** @description object: transition payload (guards) */
+            payload?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description Set the status of the trigger's attendee (payload.contact_id) or of every attendee of some statuses */
+        AutomationSetAttendeeStatusAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "set_attendee_status";
+            /**
+             * @description attendee status
+             * @enum {string}
+             */
+            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+            /** @description array of attendee statuses: apply to every attendee of these statuses instead of the trigger's one */
+            from_status?: ("invited" | "confirmed" | "declined" | "tentative" | "checked_in")[];
+        };
+        /** @description POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it */
+        AutomationWebhookAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook";
+            /** @description https URL */
+            url: string;
+            /** @description string (16..200): HMAC key; unsigned when absent */
+            secret?: string | "********";
+        };
         AutomationExecution: {
             /**
              * Format: uri
@@ -8502,9 +8594,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     /** @description Actions, run in order */
-                    actions: {
-                        [key: string]: unknown;
-                    }[];
+                    actions: components["schemas"]["AutomationAction"][];
                     /** @description The trigger: a domain event type, schedule.cron with a cron expression, or a time relative to the event */
                     schedule: {
                         /** @description Trigger type (GET /api/v1/automation/triggers), e.g. attendee.status_changed, announcement.published, schedule.cron, event.starts_in */
@@ -8614,9 +8704,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     /** @description Actions, run in order */
-                    actions: {
-                        [key: string]: unknown;
-                    }[];
+                    actions: components["schemas"]["AutomationAction"][];
                     /** @description The trigger: a domain event type, schedule.cron with a cron expression, or a time relative to the event */
                     schedule: {
                         /** @description Trigger type (GET /api/v1/automation/triggers), e.g. attendee.status_changed, announcement.published, schedule.cron, event.starts_in */
@@ -8727,9 +8815,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     /** @description Actions, run in order */
-                    actions?: {
-                        [key: string]: unknown;
-                    }[];
+                    actions?: components["schemas"]["AutomationAction"][];
                     /** @description The trigger: a domain event type, schedule.cron with a cron expression, or a time relative to the event */
                     schedule?: {
                         /** @description Trigger type (GET /api/v1/automation/triggers), e.g. attendee.status_changed, announcement.published, schedule.cron, event.starts_in */
@@ -8993,9 +9079,7 @@ export interface operations {
                         };
                     };
                     /** @description Actions, run in order */
-                    actions: {
-                        [key: string]: unknown;
-                    }[];
+                    actions: components["schemas"]["AutomationAction"][];
                 };
             };
         };
@@ -9160,9 +9244,7 @@ export interface operations {
                         };
                     };
                     /** @description Actions, run in order */
-                    actions: {
-                        [key: string]: unknown;
-                    }[];
+                    actions: components["schemas"]["AutomationAction"][];
                 };
             };
         };

@@ -1,16 +1,15 @@
 /**
- * What automations are made of, defined once and served by `GET /api/v1/automation/triggers` and
- * `GET /api/v1/automation/actions`: the trigger catalogue (domain events of the outbox, schedules,
- * times relative to an event), the condition language (JSON Logic over the trigger payload,
- * bounded) and the action catalogue with the validation of each action's configuration.
- * Validation throws a 400 naming the field (`body.actions[1].type`).
+ * What triggers and conditions are made of, defined once and served by
+ * `GET /api/v1/automation/triggers`: the trigger catalogue (domain events of the outbox, schedules,
+ * times relative to an event) and the condition language (JSON Logic over the trigger payload,
+ * bounded), with the checks of a rule's schedule and condition. Checks throw a 400 naming the
+ * field (`body.schedule.event_type`). Actions: automation.actions.ts.
  */
 import { Cron } from 'croner'
 import jsonLogic from 'json-logic-js'
-import { IANAZone } from 'luxon'
 import { invalidField } from '../../platform/http/errors.ts'
-import { NOTIFICATION_CHANNELS } from '../../platform/notifications/notifications.ts'
-import type { RuleAction, RuleSchedule } from './automation.table.ts'
+import { checkTimezone, LONE_SURROGATE, loneSurrogateAt } from '../../platform/http/validation.ts'
+import type { RuleSchedule } from './automation.table.ts'
 
 export interface TriggerDescriptor {
   type: string
@@ -461,24 +460,14 @@ export function isKnownTriggerType (type: string): boolean {
 
 // ---- JSON text that jsonb refuses
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
 /** Refuses strings (values or keys) with a lone UTF-16 surrogate, which jsonb cannot store (22P05). */
-export function checkJsonText (value: unknown, at: string, depth = 0): void {
-  if (depth > 64) return
-  if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) throw invalidField(at, 'expected text without lone UTF-16 surrogates', value)
-    return
-  }
-  if (value === null || typeof value !== 'object') return
-  if (Array.isArray(value)) {
-    value.forEach((v, i) => { checkJsonText(v, `${at}[${i}]`, depth + 1) })
-    return
-  }
-  for (const [k, v] of Object.entries(value)) {
-    if (LONE_SURROGATE.test(k)) throw invalidField(`${at}.${k}`, 'expected a key without lone UTF-16 surrogates', k)
-    checkJsonText(v, `${at}.${k}`, depth + 1)
-  }
+export function checkJsonText (value: unknown, at: string): void {
+  const bad = loneSurrogateAt(value, at)
+  if (bad === undefined) return
+  // keys are checked before what they hold: a location with a lone surrogate ends in the key that has it
+  throw LONE_SURROGATE.test(bad)
+    ? invalidField(bad, 'expected a key without lone UTF-16 surrogates')
+    : invalidField(bad, 'expected text without lone UTF-16 surrogates')
 }
 
 /** Refuses JSON nested deeper than `max` levels (walked without recursion, so any depth is safe to check). */
@@ -505,9 +494,7 @@ export function validateSchedule (s: RuleSchedule, at: string, typeField = 'even
   const isRelative = (RELATIVE_TRIGGERS as readonly string[]).includes(s.event_type)
   if (isCron) {
     if (s.cron_expression === undefined) throw invalidField(`${at}.cron_expression`, `required for ${CRON_TRIGGER}`)
-    if (s.timezone !== undefined && !IANAZone.isValidZone(s.timezone)) {
-      throw invalidField(`${at}.timezone`, 'expected an IANA time zone name', s.timezone)
-    }
+    checkTimezone(s.timezone, `${at}.timezone`)
     try {
       // croner parses; it throws on a malformed pattern
       const c = new Cron(s.cron_expression, { timezone: s.timezone ?? 'UTC', paused: true })
@@ -610,255 +597,4 @@ export function evaluateConditions (
     result: jsonLogic.truthy(jsonLogic.apply(c as jsonLogic.RulesLogic, data))
   }))
   return { met: results.every(r => r.result), results }
-}
-
-// ---- actions
-
-export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
-export const NOTIFY_AUDIENCES = ['attendees', 'managers', 'creator'] as const
-export const CHANNELS = NOTIFICATION_CHANNELS
-export const PRIORITIES = ['normal', 'high'] as const
-export const MAX_ACTIONS = 20
-
-export interface ActionDescriptor {
-  type: string
-  description: string
-  /** fields of the action object; `?` marks optional ones */
-  fields: Record<string, string>
-  needs_event: boolean
-}
-
-export const ACTIONS: ActionDescriptor[] = [
-  {
-    type: 'notify',
-    description:
-      "Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field.",
-    fields: {
-      to: 'attendees | managers | creator',
-      'attendee_status?': 'array of attendee statuses (to = attendees)',
-      'channel?': 'email (default), push, sms',
-      subject: 'string (1..200)',
-      body: 'string (1..5000)',
-      'priority?': 'normal (default) or high'
-    },
-    needs_event: true
-  },
-  {
-    type: 'activity',
-    description: 'Append an activity row (kind `automation` unless given) to the event',
-    fields: { 'kind?': 'string: note, comment or automation (default)', 'message?': 'string (..2000)' },
-    needs_event: true
-  },
-  {
-    type: 'transition',
-    description: 'Move the event to another state of its template state machine (as the service)',
-    fields: { to_state: 'string', 'reason?': 'string', 'payload?': 'object: transition payload (guards)' },
-    needs_event: true
-  },
-  {
-    type: 'set_attendee_status',
-    description: "Set the status of the trigger's attendee (payload.contact_id) or of every attendee of some statuses",
-    fields: {
-      status: 'attendee status',
-      'from_status?':
-        "array of attendee statuses: apply to every attendee of these statuses instead of the trigger's one"
-    },
-    needs_event: true
-  },
-  {
-    type: 'webhook',
-    description:
-      'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
-    fields: { url: 'https URL', 'secret?': 'string (16..200): HMAC key; unsigned when absent' },
-    needs_event: false
-  }
-]
-const ACTION_TYPES = ACTIONS.map(a => a.type)
-
-type Obj = Record<string, unknown>
-
-function str (
-  a: Obj,
-  key: string,
-  at: string,
-  opts: { required: boolean; min?: number; max: number }
-): string | undefined {
-  const v = a[key]
-  if (v === undefined) {
-    if (opts.required) throw invalidField(`${at}.${key}`, 'required property')
-    return undefined
-  }
-  if (typeof v !== 'string' || v.length < (opts.min ?? 1) || v.length > opts.max) {
-    throw invalidField(`${at}.${key}`, `expected a string of ${opts.min ?? 1} to ${opts.max} characters`, v)
-  }
-  return v
-}
-
-function oneOf<T extends string> (
-  a: Obj,
-  key: string,
-  at: string,
-  values: readonly T[],
-  required: boolean
-): T | undefined {
-  const v = a[key]
-  if (v === undefined) {
-    if (required) throw invalidField(`${at}.${key}`, 'required property')
-    return undefined
-  }
-  if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) {
-    throw invalidField(`${at}.${key}`, `expected one of ${values.join(', ')}`, v)
-  }
-  return v as T
-}
-
-function statuses (a: Obj, key: string, at: string): string[] | undefined {
-  const v = a[key]
-  if (v === undefined) return undefined
-  if (!Array.isArray(v) || v.length === 0 || v.length > ATTENDEE_STATUSES.length) {
-    throw invalidField(`${at}.${key}`, 'expected a non-empty array of attendee statuses', v)
-  }
-  v.forEach((s, i) => {
-    if (typeof s !== 'string' || !(ATTENDEE_STATUSES as readonly string[]).includes(s)) {
-      throw invalidField(`${at}.${key}[${i}]`, `expected one of ${ATTENDEE_STATUSES.join(', ')}`, s)
-    }
-  })
-  return v as string[]
-}
-
-function onlyKeys (a: Obj, at: string, allowed: string[]): void {
-  for (const k of Object.keys(a)) {
-    if (!allowed.includes(k)) throw invalidField(`${at}.${k}`, 'unknown property for this action type', a[k])
-  }
-}
-
-/**
- * Webhook secrets are write-only: responses show this instead, and a write that sends it back keeps the stored secret.
- */
-export const SECRET_MASK = '********'
-
-/** A URL as shown to those who may not manage its rule: scheme and host, then `/…`. */
-export function maskUrl (url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.host}/…`
-  } catch {
-    return '…'
-  }
-}
-
-/**
- * The actions as responses show them: webhook secrets masked for everyone; webhook URLs in full
- * only with `fullUrls` (callers who may manage the rule), else scheme and host only, since
- * receivers often take a secret in the path or query.
- */
-export function maskActions (actions: RuleAction[], fullUrls: boolean): RuleAction[] {
-  return actions.map(a => {
-    if (a.type !== 'webhook') return a
-    const out: RuleAction = { ...a }
-    if (typeof a.secret === 'string') out.secret = SECRET_MASK
-    if (!fullUrls && typeof a.url === 'string') out.url = maskUrl(a.url)
-    return out
-  })
-}
-
-/**
- * Validates the actions of a rule; returns them normalized (only known fields). `previous` are the
- * stored actions of the rule being replaced: a masked secret takes the stored secret of the
- * webhook with the same URL.
- */
-export function validateActions (value: unknown, at: string, previous: RuleAction[] = []): RuleAction[] {
-  if (!Array.isArray(value)) throw invalidField(at, 'expected an array of actions', value)
-  if (value.length > MAX_ACTIONS) throw invalidField(at, `expected at most ${MAX_ACTIONS} actions`)
-  return value.map((raw, i): RuleAction => {
-    const loc = `${at}[${i}]`
-    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-      throw invalidField(loc, 'expected an action object', raw)
-    }
-    const a = raw as Obj
-    const type = oneOf(a, 'type', loc, ACTION_TYPES, true) as string
-    switch (type) {
-      case 'notify': {
-        onlyKeys(a, loc, ['type', 'to', 'attendee_status', 'channel', 'subject', 'body', 'priority'])
-        const to = oneOf(a, 'to', loc, NOTIFY_AUDIENCES, true)
-        const st = statuses(a, 'attendee_status', loc)
-        if (st !== undefined && to !== 'attendees') {
-          throw invalidField(`${loc}.attendee_status`, 'only for to = attendees', st)
-        }
-        return {
-          type,
-          to,
-          ...(st !== undefined ? { attendee_status: st } : {}),
-          channel: oneOf(a, 'channel', loc, CHANNELS, false) ?? 'email',
-          subject: str(a, 'subject', loc, { required: true, max: 200 }),
-          body: str(a, 'body', loc, { required: true, max: 5000 }),
-          priority: oneOf(a, 'priority', loc, PRIORITIES, false) ?? 'normal'
-        }
-      }
-      case 'activity': {
-        onlyKeys(a, loc, ['type', 'kind', 'message'])
-        const message = str(a, 'message', loc, { required: false, min: 0, max: 2000 })
-        return {
-          type,
-          kind: oneOf(a, 'kind', loc, ['automation', 'note', 'comment'] as const, false) ?? 'automation',
-          ...(message !== undefined ? { message } : {})
-        }
-      }
-      case 'transition': {
-        onlyKeys(a, loc, ['type', 'to_state', 'reason', 'payload'])
-        const payload = a.payload
-        if (payload !== undefined && (payload === null || typeof payload !== 'object' || Array.isArray(payload))) {
-          throw invalidField(`${loc}.payload`, 'expected an object', payload)
-        }
-        if (payload !== undefined && Buffer.byteLength(JSON.stringify(payload)) > 4096) {
-          throw invalidField(`${loc}.payload`, 'expected at most 4096 bytes of JSON')
-        }
-        const reason = str(a, 'reason', loc, { required: false, max: 500 })
-        return {
-          type,
-          to_state: str(a, 'to_state', loc, { required: true, max: 100 }),
-          ...(reason !== undefined ? { reason } : {}),
-          ...(payload !== undefined ? { payload } : {})
-        }
-      }
-      case 'set_attendee_status': {
-        onlyKeys(a, loc, ['type', 'status', 'from_status'])
-        const from = statuses(a, 'from_status', loc)
-        return {
-          type,
-          status: oneOf(a, 'status', loc, ATTENDEE_STATUSES, true),
-          ...(from !== undefined ? { from_status: from } : {})
-        }
-      }
-      default: { // webhook
-        onlyKeys(a, loc, ['type', 'url', 'secret'])
-        const url = str(a, 'url', loc, { required: true, max: 2000 }) as string
-        let parsed: URL
-        try {
-          parsed = new URL(url)
-        } catch {
-          throw invalidField(`${loc}.url`, 'expected an absolute URL', url)
-        }
-        if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-          throw invalidField(`${loc}.url`, 'expected an https URL', url)
-        }
-        if (parsed.username !== '' || parsed.password !== '') {
-          throw invalidField(`${loc}.url`, 'expected a URL without credentials', url)
-        }
-        if (a.secret === SECRET_MASK) {
-          const stored = previous.find(p => p.type === 'webhook' && p.url === url && typeof p.secret === 'string')
-          if (stored === undefined) {
-            throw invalidField(
-              `${loc}.secret`,
-              'the masked secret matches no stored webhook secret of this URL; send the secret itself',
-              a.secret
-            )
-          }
-          return { type, url, secret: stored.secret }
-        }
-        const secret = str(a, 'secret', loc, { required: false, min: 16, max: 200 })
-        return { type, url, ...(secret !== undefined ? { secret } : {}) }
-      }
-    }
-  })
 }

@@ -14,7 +14,7 @@
  */
 import crypto from 'node:crypto'
 import { Cron } from 'croner'
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -25,20 +25,18 @@ import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batche
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { automationMessage } from '../../platform/notifications/templates.ts'
 import { findVisible as findVisibleContact } from '../contacts/contacts.repository.ts'
-import {
-  eventVisibleTo,
-  findEventForRead,
-  hasEventPermission,
-  isTenantAdmin,
-  lockEventForWrite
-} from '../events/events.access.ts'
+import { findEventForRead, hasEventPermission, isTenantAdmin, lockEventForWrite } from '../events/events.access.repository.ts'
 import { insertActivity } from '../events/events.repository.ts'
 import { transitionEvent } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findUser } from '../identity/identity.repository.ts'
-import { CRON_TRIGGER, evaluateConditions, RELATIVE_TRIGGERS, triggerTypesOf } from './automation.catalogue.ts'
+import { CRON_TRIGGER, evaluateConditions, triggerTypesOf } from './automation.catalogue.ts'
+import { activityAdded, attendeeStatusChanged, ruleDisabled, type ActionSource } from './automation.events.ts'
+import * as executions from './automation.executions.repository.ts'
+import * as outbox from './automation.outbox.repository.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
+import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
@@ -84,9 +82,9 @@ export async function enqueueExecution (
   engine: Engine,
   tenantId: string,
   rule: Pick<RuleRow, 'id' | 'version'>,
-  v: Omit<repo.ExecutionValues, 'ruleId' | 'ruleVersion' | 'maxAttempts'>
+  v: Omit<executions.ExecutionValues, 'ruleId' | 'ruleVersion' | 'maxAttempts'>
 ): Promise<ExecutionRow | undefined> {
-  const row = await repo.insertExecution(trx, tenantId, {
+  const row = await executions.insertExecution(trx, tenantId, {
     ...v,
     ruleId: rule.id,
     ruleVersion: rule.version,
@@ -107,7 +105,7 @@ export async function enqueueRetry (
   tenantId: string,
   failed: ExecutionRow
 ): Promise<ExecutionRow | undefined> {
-  const row = await repo.insertExecution(trx, tenantId, {
+  const row = await executions.insertExecution(trx, tenantId, {
     ruleId: failed.rule_id,
     ruleVersion: failed.rule_version,
     retryOf: failed.id,
@@ -137,10 +135,7 @@ export interface DispatchResult { events: number, executions: number, skipped: n
 export async function dispatchOutbox (engine: Engine, limit = 100): Promise<DispatchResult> {
   await engine.queue.ready()
   const result: DispatchResult = { events: 0, executions: 0, skipped: 0 }
-  const tenants = await withSystem(engine.db, async trx => await trx.selectFrom('outbox').select('tenant_id')
-    .where('processed_at', 'is', null)
-    .groupBy('tenant_id').orderBy(sql`min(id)`).limit(limit)
-    .execute())
+  const tenants = await withSystem(engine.db, async trx => await outbox.tenantsWithUnprocessedOutbox(trx, limit))
   const seen = new Map<string, boolean>()
   const failures = await shareAmongTenants(tenants.map(r => r.tenant_id), limit, async (tenantId, n) => {
     const done = await withSystem(engine.db, async trx => await dispatchTenant(trx, engine, tenantId, n, seen))
@@ -163,30 +158,12 @@ async function dispatchTenant (
   limit: number,
   seen: Map<string, boolean>
 ): Promise<DispatchResult> {
-  const rows = await trx
-    .selectFrom('outbox')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('processed_at', 'is', null)
-    .orderBy('id')
-    .limit(limit)
-    .forUpdate()
-    .skipLocked()
-    .execute()
+  const rows = await outbox.claimOutboxRows(trx, tenantId, limit)
   const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
   for (const row of rows) {
     const payload = row.payload
     const types = triggerTypesOf(row.topic, payload)
-    const rules = await trx
-      .selectFrom('automation_rules')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('enabled', '=', true)
-      .where('event_type', 'in', types)
-      .orderBy('priority', 'desc')
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute()
+    const rules = await repo.enabledRulesOfTypes(trx, tenantId, types)
     for (const rule of rules.filter(r => scopeMatches(r, payload))) {
       // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
       if (!(await visibleToCreator(trx, rule, { ...payload, topic: row.topic }, seen))) continue
@@ -211,15 +188,7 @@ async function dispatchTenant (
       }
     }
   }
-  if (rows.length > 0) {
-    await trx
-      .updateTable('outbox')
-      .set({ processed_at: sql`now()` })
-      .where('tenant_id', '=', tenantId)
-      .where(sql<boolean>`id = any(${rows.map(r => r.id)}::bigint[])`)
-      .where('processed_at', 'is', null)
-      .execute()
-  }
+  if (rows.length > 0) await outbox.markOutboxProcessed(trx, tenantId, rows.map(r => r.id))
   return result
 }
 
@@ -255,16 +224,7 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
   await engine.queue.ready()
   return await withSystem(engine.db, async (trx) => {
     const result: ScheduleResult = { cron: 0, relative: 0 }
-    const cronRules = await trx
-      .selectFrom('automation_rules as r')
-      .leftJoin('automation_schedule_state as s', join =>
-        join.onRef('s.tenant_id', '=', 'r.tenant_id').onRef('s.rule_id', '=', 'r.id')
-      )
-      .selectAll('r')
-      .select('s.last_slot')
-      .where('r.enabled', '=', true)
-      .where('r.event_type', '=', CRON_TRIGGER)
-      .execute()
+    const cronRules = await repo.enabledCronRules(trx)
     for (const rule of cronRules) {
       const slot = latestSlot(rule.schedule, rule.last_slot ?? rule.created_at, now)
       if (slot === undefined) continue
@@ -280,58 +240,21 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
         },
         depth: 0
       })
-      // the SET takes the inserted row's values (`excluded`), no function: Citus refuses now() there
-      await trx
-        .insertInto('automation_schedule_state')
-        .values({ tenant_id: rule.tenant_id, rule_id: rule.id, last_slot: slot, updated_at: sql`now()` })
-        .onConflict(oc =>
-          oc
-            .columns(['tenant_id', 'rule_id'])
-            .doUpdateSet(eb => ({ last_slot: eb.ref('excluded.last_slot'), updated_at: eb.ref('excluded.updated_at') }))
-        )
-        .execute()
+      await repo.saveLastSlot(trx, rule.tenant_id, rule.id, slot)
       if (created !== undefined) result.cron++
     }
 
-    const relativeRules = await trx.selectFrom('automation_rules').selectAll()
-      .where('enabled', '=', true).where('event_type', 'in', [...RELATIVE_TRIGGERS])
-      .execute()
-    for (const rule of relativeRules) {
+    for (const rule of await repo.enabledRelativeRules(trx)) {
       const column = rule.event_type === 'event.starts_in' ? 'start_dt' : 'end_dt'
       const offset = rule.schedule.offset_minutes ?? 0
-      const moment = sql<Date>`events.${sql.ref(column)}`
-      const events = await trx
-        .selectFrom('events')
-        .select([
-          'events.id',
-          'events.template',
-          'events.template_version',
-          'events.state',
-          'events.title',
-          'events.status',
-          'events.start_dt',
-          'events.end_dt'
-        ])
-        .where(eb => eventVisibleTo(eb, subjectOf(rule, null)))
-        .where('events.status', '=', 'published')
-        .where(sql.ref(`events.${column}`), 'is not', null)
-        .where(sql<boolean>`${moment} - make_interval(mins => ${offset}) <= ${now}`)
-        .where(sql<boolean>`${moment} + make_interval(mins => ${RELATIVE_GRACE_MINUTES}) > ${now}`)
-        .$if(rule.scope === 'EVENT' && rule.scope_id !== null, qb => qb.where('events.id', '=', Number(rule.scope_id)))
-        .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb =>
-          qb.where(
-            'events.id',
-            'in',
-            trx
-              .selectFrom('event_spaces')
-              .select('event_id')
-              .where('tenant_id', '=', rule.tenant_id)
-              .where('space_id', '=', Number(rule.scope_id))
-          )
-        )
-        .$if(rule.scope === 'CONTACT', qb => qb.where(sql<boolean>`false`))
-        .limit(1000)
-        .execute()
+      const events = await targets.dueEvents(trx, {
+        rule,
+        subject: subjectOf(rule, null),
+        column,
+        offsetMinutes: offset,
+        graceMinutes: RELATIVE_GRACE_MINUTES,
+        now
+      })
       for (const e of events) {
         const at = (column === 'start_dt' ? e.start_dt : e.end_dt) as Date
         const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
@@ -378,6 +301,9 @@ interface Ctx {
   /** why the trigger's event is not a target of this rule (outside its scope), if it is not */
   outOfScope: string | undefined
 }
+
+/** The rule and chain depth the domain events of an action come from. */
+const sourceOf = (c: Ctx): ActionSource => ({ tenantId: c.tenantId, ruleId: c.rule.id, depth: c.execution.depth })
 
 function render (template: string, payload: Json): string {
   return template.replace(/\{\{\s*([a-zA-Z0-9_.]+)\s*\}\}/g, (_m, path: string) => {
@@ -430,36 +356,19 @@ function creatorRefused (err: unknown, verb: string, eventId: number): unknown {
   return err
 }
 
-async function attendeesAvailable (trx: Tx): Promise<boolean> {
-  const r = await sql<{ t: string | null }>`select to_regclass('attendees')::text as t`.execute(trx)
-  return r.rows[0]?.t !== null && r.rows[0]?.t !== undefined
-}
-
 async function notify (c: Ctx, a: RuleAction): Promise<Json> {
   const event = await targetEvent(c, a, false)
   const recipients: string[] = []
   if (a.to === 'creator') {
     recipients.push(event.creator_id)
   } else if (a.to === 'managers') {
-    const managers = await c.trx
-      .selectFrom('event_managers')
-      .select('user_id')
-      .where('tenant_id', '=', c.tenantId)
-      .where('event_id', '=', event.id)
-      .where('status', '=', 'active')
-      .where('user_id', 'is not', null)
-      .execute()
-    recipients.push(...managers.map(m => m.user_id as string))
+    recipients.push(...await targets.activeManagerIds(c.trx, c.tenantId, event.id))
   } else {
-    if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
+    if (!(await targets.attendeesAvailable(c.trx))) {
+      throw new PermanentError('attendees are not available in this deployment')
+    }
     const st = a.attendee_status as string[] | undefined
-    const rows = await sql<{ recipient: string }>`
-      select coalesce(c.email, 'contact:' || a.contact_id::text) as recipient
-      from attendees a left join contacts c on c.tenant_id = a.tenant_id and c.id = a.contact_id
-      where a.tenant_id = ${c.tenantId} and a.event_id = ${event.id}
-      ${st !== undefined ? sql`and a.status in (${sql.join(st)})` : sql``}
-      order by a.id`.execute(c.trx)
-    recipients.push(...rows.rows.map(r => r.recipient))
+    recipients.push(...await targets.attendeeRecipients(c.trx, c.tenantId, event.id, st))
   }
   const channel = String(a.channel ?? 'email')
   // users: the stored profile's address (or the rule creator's own, when it is he); attendees: the contact's
@@ -512,21 +421,7 @@ async function activity (c: Ctx, a: RuleAction): Promise<Json> {
       ...(a.message !== undefined ? { message: render(String(a.message), c.payload) } : {})
     }
   })
-  await emit(c.trx, {
-    tenantId: c.tenantId,
-    topic: 'event.activity_added',
-    aggregateType: 'event',
-    aggregateId: event.id,
-    actorId: null,
-    payload: {
-      event_id: event.id,
-      activity_id: created.id,
-      kind: created.kind,
-      source: 'automation',
-      rule_id: c.rule.id
-    },
-    depth: c.execution.depth + 1
-  })
+  await emit(c.trx, activityAdded(sourceOf(c), event.id, created))
   return { activity_id: created.id }
 }
 
@@ -550,7 +445,9 @@ async function transition (c: Ctx, a: RuleAction): Promise<Json> {
 
 async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
   const event = await targetEvent(c, a, true)
-  if (!(await attendeesAvailable(c.trx))) throw new PermanentError('attendees are not available in this deployment')
+  if (!(await targets.attendeesAvailable(c.trx))) {
+    throw new PermanentError('attendees are not available in this deployment')
+  }
   const from = a.from_status as string[] | undefined
   const contactId = c.payload.contact_id
   if (from === undefined && (typeof contactId !== 'string' || !UUID.test(contactId))) {
@@ -559,34 +456,19 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
     )
   }
   const status = String(a.status)
-  const changed = await sql<{ contact_id: string; previous: string }>`
-    update attendees a set status = ${status}, updated_at = now()
-    from (select id, status as previous from attendees
-          where tenant_id = ${c.tenantId} and event_id = ${event.id} and status <> ${status}
-          ${from !== undefined ? sql`and status in (${sql.join(from)})` : sql`and contact_id = ${contactId as string}::uuid`}
-          for update) old
-    where a.tenant_id = ${c.tenantId} and a.id = old.id
-    returning a.contact_id::text as contact_id, old.previous`.execute(c.trx)
+  const changed = await targets.setAttendeeStatus(
+    c.trx,
+    c.tenantId,
+    event.id,
+    status,
+    from !== undefined ? { fromStatus: from } : { contactId: contactId as string }
+  )
   await emitMany(
     c.trx,
-    changed.rows.map(r => ({
-      tenantId: c.tenantId,
-      topic: 'attendee.status_changed',
-      aggregateType: 'event',
-      aggregateId: event.id,
-      actorId: null,
-      payload: {
-        event_id: event.id,
-        contact_id: r.contact_id,
-        status,
-        previous_status: r.previous,
-        source: 'automation',
-        rule_id: c.rule.id
-      },
-      depth: c.execution.depth + 1
-    }))
+    changed.map(r =>
+      attendeeStatusChanged(sourceOf(c), event.id, { contactId: r.contact_id, status, previous: r.previous }))
   )
-  return { updated: changed.rows.length }
+  return { updated: changed.length }
 }
 
 async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
@@ -626,17 +508,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
  * not see it. A deleted event (event.deleted) is seen by tenant admins and its creator.
  */
 async function eventSeenBy (trx: Tx, subject: AuthContext, eventId: number) {
-  const columns = [
-    'id',
-    'title',
-    'template',
-    'template_version',
-    'state',
-    'status',
-    'start_dt',
-    'end_dt',
-    'timezone'
-  ] as const
+  const columns = targets.TRIGGER_EVENT_COLUMNS
   const visible = await findEventForRead(trx, subject, eventId).catch((err: unknown) => {
     if (err instanceof ApiError && err.status === 404) return undefined
     throw err
@@ -644,26 +516,13 @@ async function eventSeenBy (trx: Tx, subject: AuthContext, eventId: number) {
   if (visible !== undefined) {
     return Object.fromEntries(columns.map(k => [k, visible[k]])) as Pick<EventRow, (typeof columns)[number]>
   }
-  const deleted = await trx
-    .selectFrom('events')
-    .select([...columns, 'creator_id'])
-    .where('tenant_id', '=', subject.tenantId)
-    .where('id', '=', eventId)
-    .where('is_deleted', '=', true)
-    .where('published_id', 'is', null)
-    .executeTakeFirst()
+  const deleted = await targets.findDeletedEvent(trx, subject.tenantId, eventId)
   if (deleted !== undefined && (isTenantAdmin(subject) || deleted.creator_id === subject.userId)) {
     const { creator_id: _creator, ...rest } = deleted
     return rest
   }
   // an id no event has: nothing to hide, and the actions report the missing event
-  const exists = await trx
-    .selectFrom('events')
-    .select('id')
-    .where('tenant_id', '=', subject.tenantId)
-    .where('id', '=', eventId)
-    .executeTakeFirst()
-  return exists === undefined ? undefined : null
+  return (await targets.eventExists(trx, subject.tenantId, eventId)) ? null : undefined
 }
 
 /** The positive integer event id a payload names, or undefined. */
@@ -685,10 +544,10 @@ async function hiddenContact (trx: Tx, subject: AuthContext, payload: Json): Pro
     typeof contactId !== 'string' ||
     !UUID.test(contactId)
   ) { return undefined }
-  const exists = await trx.selectFrom('contacts').select('id')
-    .where('tenant_id', '=', subject.tenantId).where('id', '=', contactId)
-    .executeTakeFirst()
-  if (exists === undefined || (await findVisibleContact(trx, subject, contactId)) !== undefined) return undefined
+  if (
+    !(await targets.contactExists(trx, subject.tenantId, contactId)) ||
+    (await findVisibleContact(trx, subject, contactId)) !== undefined
+  ) return undefined
   return `contact ${contactId}`
 }
 
@@ -728,14 +587,9 @@ async function outsideScope (trx: Tx, rule: RuleRow, eventId: number): Promise<s
     return `event ${eventId} is outside the rule's scope (event ${rule.scope_id})`
   }
   if (rule.scope === 'SPACE' && rule.scope_id !== null) {
-    const inSpace = await trx
-      .selectFrom('event_spaces')
-      .select('event_id')
-      .where('tenant_id', '=', rule.tenant_id)
-      .where('event_id', '=', eventId)
-      .where('space_id', '=', Number(rule.scope_id))
-      .executeTakeFirst()
-    if (inSpace === undefined) return `event ${eventId} is outside the rule's scope (space ${rule.scope_id})`
+    if (!(await targets.eventInSpace(trx, rule.tenant_id, eventId, Number(rule.scope_id)))) {
+      return `event ${eventId} is outside the rule's scope (space ${rule.scope_id})`
+    }
   }
   return undefined
 }
@@ -748,14 +602,7 @@ async function outsideScope (trx: Tx, rule: RuleRow, eventId: number): Promise<s
 async function disableForCreator (trx: Tx, rule: RuleRow, reason: string): Promise<void> {
   // disabled already (paused, or by another run)
   if (!(await repo.disableRule(trx, rule.tenant_id, rule.id, reason))) return
-  await emit(trx, {
-    tenantId: rule.tenant_id,
-    topic: 'automation.rule_disabled',
-    aggregateType: 'automation_rule',
-    aggregateId: rule.id,
-    actorId: null,
-    payload: { rule_id: rule.id, name: rule.name, creator_id: rule.creator_id, reason }
-  })
+  await emit(trx, ruleDisabled(rule, reason))
 }
 
 /**
@@ -795,26 +642,12 @@ async function pauseIfFailing (
   error: string
 ): Promise<void> {
   const n = engine.pauseAfterFailures ?? PAUSE_AFTER_FAILURES
-  if (n <= 0 || !(await repo.failedInARow(trx, tenantId, ruleId, n))) return
+  if (n <= 0 || !(await executions.failedInARow(trx, tenantId, ruleId, n))) return
   const reason = `paused after ${n} failed executions in a row (the last, ${executionId}: ${error.slice(0, 500)}); enabling the rule again resumes it`
   if (!(await repo.disableRule(trx, tenantId, ruleId, reason))) return
   const rule = await repo.findRule(trx, tenantId, ruleId)
   if (rule === undefined) return
-  await emit(trx, {
-    tenantId,
-    topic: 'automation.rule_disabled',
-    aggregateType: 'automation_rule',
-    aggregateId: ruleId,
-    actorId: null,
-    payload: {
-      rule_id: ruleId,
-      name: rule.name,
-      creator_id: rule.creator_id,
-      reason,
-      paused: true,
-      execution_id: executionId
-    }
-  })
+  await emit(trx, ruleDisabled(rule, reason, executionId))
   const to = await recipientFor(trx, tenantId, 'email', rule.creator_id)
   await queueNotification(trx, {
     tenantId,
@@ -840,24 +673,16 @@ export async function claimExecution (
   const { tenantId, executionId } = job
   const now = engine.now()
   return await withTenant(engine.db, { tenantId }, async trx => {
-    const row = await repo.lockExecution(trx, tenantId, executionId)
+    const row = await executions.lockExecution(trx, tenantId, executionId)
     if (row === undefined) return 'missing' as const
     if (row.status === 'succeeded' || row.status === 'failed' || row.status === 'skipped') return 'done' as const
     if (row.status === 'running' && row.lease_until !== null && row.lease_until > now) return 'busy' as const
-    return await trx
-      .updateTable('automation_executions')
-      .set({
-        status: 'running',
-        attempts: row.attempts + 1,
-        claim_token: token,
-        lease_until: new Date(now.getTime() + EXPIRE_SEC * 1000),
-        started_at: row.started_at ?? now,
-        error: null
-      })
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', executionId)
-      .returningAll()
-      .executeTakeFirstOrThrow()
+    return await executions.claimExecutionRow(trx, tenantId, executionId, {
+      attempts: row.attempts + 1,
+      claimToken: token,
+      leaseUntil: new Date(now.getTime() + EXPIRE_SEC * 1000),
+      startedAt: row.started_at ?? now
+    })
   })
 }
 
@@ -877,7 +702,7 @@ export async function runExecution (
 
   try {
     const outcome = await withTenant(engine.db, scope, async trx => {
-      const row = await repo.lockExecution(trx, tenantId, executionId)
+      const row = await executions.lockExecution(trx, tenantId, executionId)
       if (row === undefined) return 'missing' as const // deleted with its rule after our claim
       if (row.claim_token !== token) return 'busy' as const // re-claimed by another worker after our lease
       const current = await repo.findRule(trx, tenantId, row.rule_id)
@@ -885,21 +710,14 @@ export async function runExecution (
         status: 'succeeded' | 'skipped' | 'failed',
         values: { conditions_met?: boolean; condition_results?: unknown[]; action_results?: unknown[]; error?: string }
       ) => {
-        await trx
-          .updateTable('automation_executions')
-          .set({
-            status,
-            finished_at: engine.now(),
-            claim_token: null,
-            lease_until: null,
-            conditions_met: values.conditions_met ?? null,
-            condition_results: values.condition_results === undefined ? null : JSON.stringify(values.condition_results),
-            action_results: values.action_results === undefined ? null : JSON.stringify(values.action_results),
-            error: values.error ?? null
-          })
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', executionId)
-          .execute()
+        await executions.finishExecution(trx, tenantId, executionId, {
+          status,
+          finishedAt: engine.now(),
+          conditionsMet: values.conditions_met,
+          conditionResults: values.condition_results,
+          actionResults: values.action_results,
+          error: values.error
+        })
         if (status === 'failed') {
           await pauseIfFailing(trx, engine, tenantId, row.rule_id, executionId, values.error ?? 'failed')
         }
@@ -943,12 +761,7 @@ export async function runExecution (
       const hidden = event === null ? `event ${eventId}` : await hiddenContact(trx, subject, payload)
       if (hidden !== undefined || event === null) {
         // the stored payload is cut down too: the history shows no more of it than the creator may see
-        await trx
-          .updateTable('automation_executions')
-          .set({ trigger_payload: JSON.stringify(withheldPayload(payload)) })
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', executionId)
-          .execute()
+        await executions.replaceTriggerPayload(trx, tenantId, executionId, withheldPayload(payload))
         return await finish('skipped', { error: `the rule's creator may not see ${hidden}; the rule did not run` })
       }
       const outOfScope = eventId === undefined ? undefined : await outsideScope(trx, rule, eventId)
@@ -997,21 +810,12 @@ export async function runExecution (
     const message = err instanceof Error ? err.message : String(err)
     const giveUp = (failed?.permanent ?? false) || claimed.attempts >= claimed.max_attempts
     await withTenant(engine.db, scope, async trx => {
-      const updated = await trx
-        .updateTable('automation_executions')
-        .set({
-          status: giveUp ? 'failed' : 'queued',
-          finished_at: giveUp ? engine.now() : null,
-          claim_token: null,
-          lease_until: null,
-          error: message,
-          ...(failed !== undefined ? { action_results: JSON.stringify(failed.results), conditions_met: true } : {})
-        })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', executionId)
-        .where('claim_token', '=', token)
-        .returning('rule_id')
-        .executeTakeFirst()
+      const updated = await executions.failAttempt(trx, tenantId, executionId, token, {
+        giveUp,
+        finishedAt: engine.now(),
+        error: message,
+        actionResults: failed?.results
+      })
       if (giveUp && updated !== undefined) {
         await pauseIfFailing(trx, engine, tenantId, updated.rule_id, executionId, message)
       }
@@ -1035,10 +839,7 @@ export async function handleJob (engine: Engine, job: ExecutionJob): Promise<Run
 export async function sweepExecutions (engine: Engine, now: Date = engine.now()): Promise<number> {
   return await withSystem(engine.db, async (trx) => {
     const error = 'the worker running the last attempt stopped before finishing'
-    const rows = await trx.updateTable('automation_executions')
-      .set({ status: 'failed', finished_at: now, claim_token: null, lease_until: null, error })
-      .where('status', '=', 'running').where('lease_until', '<', now).whereRef('attempts', '>=', 'max_attempts')
-      .returning(['tenant_id', 'rule_id', 'id']).execute()
+    const rows = await executions.failAbandonedExecutions(trx, now, error)
     for (const r of rows) await pauseIfFailing(trx, engine, r.tenant_id, r.rule_id, r.id, error)
     automationExecutions.inc({ status: 'failed' }, rows.length)
     return rows.length

@@ -6,14 +6,16 @@
  * pg-boss's multi-statement scripts (schema creation, `BEGIN; … COMMIT;` maintenance) are split
  * into single statements and run in that transaction, since PGlite prepares every statement.
  *
+ * The statements themselves run in automation.queue.repository.ts.
+ *
  * Jobs are sent inside the transaction that creates the execution row (`send(trx, …)`), so a
  * rolled-back transaction leaves no job; the job carries only the tenant and the execution id.
  */
-import { CompiledQuery, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import PgBoss from 'pg-boss'
 import type { Database } from '../../platform/db/database.ts'
-import { splitSql } from '../../platform/db/split-sql.ts'
-import { APP_ROLE, type Tx } from '../../platform/db/tenant.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { grantQueueSchema, runBossSql } from './automation.queue.repository.ts'
 
 export const QUEUE = 'automation-execution'
 export const BOSS_SCHEMA = 'pgboss'
@@ -24,31 +26,18 @@ export const RETRY_DELAY_SEC = 10
 /** A job (and an execution's claim) not finished after this many seconds is presumed dead and run again. */
 export const EXPIRE_SEC = 120
 
-/** Advisory lock key of the job queue's grants at start. */
-const GRANT_LOCK = 7_446_221_005
-
 export interface ExecutionJob { tenantId: string, executionId: string }
-
-const TX_CONTROL = /^(begin|commit|start\s+transaction|end)$/i
-
-async function runIn (trx: Tx | Kysely<Database>, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
-  if (values.length > 0) return { rows: (await trx.executeQuery(CompiledQuery.raw(text, values))).rows }
-  let rows: unknown[] = []
-  for (const statement of splitSql(text)) {
-    if (TX_CONTROL.test(statement)) continue
-    rows = (await trx.executeQuery(CompiledQuery.raw(statement, []))).rows
-  }
-  return { rows }
-}
 
 /** A pg-boss `db` that runs each call in its own transaction. */
 export function bossDb (db: Kysely<Database>): PgBoss.Db {
-  return { executeSql: async (text, values) => await db.transaction().execute(trx => runIn(trx, text, values ?? [])) }
+  return {
+    executeSql: async (text, values) => await db.transaction().execute(trx => runBossSql(trx, text, values ?? []))
+  }
 }
 
 /** A pg-boss `db` bound to an open transaction (to send jobs atomically with the rows that need them). */
 export function trxDb (trx: Tx): PgBoss.Db {
-  return { executeSql: async (text, values) => await runIn(trx, text, values ?? []) }
+  return { executeSql: async (text, values) => await runBossSql(trx, text, values ?? []) }
 }
 
 export interface JobQueue {
@@ -80,17 +69,8 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
           if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
         })
     }
-    // Requests send jobs in their own transactions, as the application role. Instances starting together take turns
-    // (two concurrent GRANTs on one table fail with "tuple concurrently updated").
-    await db
-      .transaction()
-      .execute(trx =>
-        runIn(
-          trx,
-          `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${BOSS_SCHEMA} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${BOSS_SCHEMA} to ${APP_ROLE}`,
-          []
-        )
-      )
+    // requests send jobs in their own transactions, as the application role
+    await db.transaction().execute(trx => grantQueueSchema(trx, BOSS_SCHEMA))
     boss = b
     return b
   }

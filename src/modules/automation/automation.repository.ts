@@ -1,21 +1,25 @@
-/** All SQL of automation rules and executions; every query names its tenant. */
-import { sql } from 'kysely'
+/**
+ * All SQL of automation rules: the rules, their version snapshots, the rules the dispatcher and the
+ * scheduler look for, and the scheduler's last fired cron slot. Every query names its tenant, except
+ * the scheduler's, which read every tenant's rules (system transaction). Executions:
+ * automation.executions.repository.ts; the outbox, events, attendees and contacts the engine reads
+ * and changes: automation.outbox.repository.ts, automation.targets.repository.ts; the job queue's
+ * own statements: automation.queue.repository.ts.
+ */
+import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { eventVisibleTo } from '../events/events.access.ts'
+import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { CRON_TRIGGER, RELATIVE_TRIGGERS } from './automation.catalogue.ts'
 import type {
   AutomationRulesTable,
-  ExecutionRow,
-  ExecutionStatus,
   RuleAction,
   RuleRow,
   RuleSchedule,
   RuleScope,
   RuleVersionRow
 } from './automation.table.ts'
-import type { Insertable, Updateable } from 'kysely'
 
 const jsonb = (v: unknown) => JSON.stringify(v)
 
@@ -205,146 +209,53 @@ export async function listRules (
   return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
 }
 
-export interface ExecutionValues {
-  ruleId: string
-  /** the version of the rule the execution runs */
-  ruleVersion: number
-  /** the failed execution this one retries */
-  retryOf?: string
-  triggerKey: string
-  triggerType: string
-  payload: Record<string, unknown>
-  depth: number
-  maxAttempts: number
-  /** a skipped execution is recorded finished, with its reason */
-  skipped?: string
-}
+// ---- the dispatcher's and the scheduler's rules
 
-/** Inserts an execution unless one exists for (rule, trigger occurrence); undefined when it existed. */
-export async function insertExecution (
-  trx: Tx,
-  tenantId: string,
-  v: ExecutionValues
-): Promise<ExecutionRow | undefined> {
+/** A tenant's enabled rules that one of the trigger types fires, in the order they run. */
+export async function enabledRulesOfTypes (trx: Tx, tenantId: string, types: string[]): Promise<RuleRow[]> {
   return await trx
-    .insertInto('automation_executions')
-    .values({
-      tenant_id: tenantId,
-      rule_id: v.ruleId,
-      rule_version: v.ruleVersion,
-      ...(v.retryOf !== undefined ? { retry_of: v.retryOf } : {}),
-      trigger_key: v.triggerKey,
-      trigger_type: v.triggerType,
-      trigger_payload: jsonb(v.payload),
-      depth: v.depth,
-      max_attempts: v.maxAttempts,
-      ...(v.skipped !== undefined
-        ? { status: 'skipped' as const, error: v.skipped, finished_at: sql<Date>`now()` as unknown as Date }
-        : {})
-    })
-    .onConflict(oc => oc.columns(['tenant_id', 'rule_id', 'trigger_key']).doNothing())
-    .returningAll()
-    .executeTakeFirst()
-}
-
-export interface ExecutionFilter {
-  status?: ExecutionStatus | undefined
-  triggerType?: string | undefined
-  from?: Date | undefined
-  to?: Date | undefined
-}
-
-const EXECUTION_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'desc', type: 'time' },
-  { ref: 'id', dir: 'desc', type: 'uuid' }
-]
-
-/**
- * A rule's executions, newest first; `from` inclusive and `to` exclusive bound when they were queued
- * (created_at). With a cursor, the page after its execution (docs/pagination.md).
- */
-/** The trigger that keeps the executions' counts in row_counts (absent on Citus) */
-export const EXECUTION_COUNTS_TRIGGER = 'executions_counts_insert'
-
-export async function listExecutions (
-  trx: Tx,
-  tenantId: string,
-  ruleId: string,
-  q: { page: number; size: number; cursor?: string | undefined },
-  f: ExecutionFilter = {},
-  counting: Counting = 'rows'
-) {
-  const window = pageWindow(
-    q,
-    listScope('executions', {
-      ruleId,
-      status: f.status,
-      triggerType: f.triggerType,
-      from: f.from?.toISOString(),
-      to: f.to?.toISOString()
-    }),
-    EXECUTION_KEYS
-  )
-  const base = trx
-    .selectFrom('automation_executions')
+    .selectFrom('automation_rules')
+    .selectAll()
     .where('tenant_id', '=', tenantId)
-    .where('rule_id', '=', ruleId)
-    .$if(f.status !== undefined, qb => qb.where('status', '=', f.status ?? 'queued'))
-    .$if(f.triggerType !== undefined, qb => qb.where('trigger_type', '=', f.triggerType ?? ''))
-    .$if(f.from !== undefined, qb => qb.where('created_at', '>=', f.from ?? new Date(0)))
-    .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EXECUTION_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    // a time range counts its rows; status and trigger type are keys of the kept counts
-    counting === 'kept' && f.from === undefined && f.to === undefined
-      ? keptTotal(
-        trx,
-        tenantId,
-        'executions',
-        sql<boolean>`k1 = ${ruleId}
-          and ${f.status !== undefined ? sql<boolean>`k2 = ${f.status}` : sql<boolean>`true`}
-          and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`
-      )
-      : base
-        .select(eb => eb.fn.countAll<number>().as('n'))
-        .executeTakeFirstOrThrow()
-        .then(r => Number(r.n))
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: count }
-}
-
-export async function lockExecution (trx: Tx, tenantId: string, id: string): Promise<ExecutionRow | undefined> {
-  return await trx.selectFrom('automation_executions').selectAll()
-    .where('tenant_id', '=', tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
-}
-
-/** The execution that retries a failed one, if any. */
-export async function findRetryOf (trx: Tx, tenantId: string, failedId: string): Promise<ExecutionRow | undefined> {
-  return await trx.selectFrom('automation_executions').selectAll()
-    .where('tenant_id', '=', tenantId).where('retry_of', '=', failedId).executeTakeFirst()
-}
-
-/**
- * Whether the last `n` finished executions of a rule that ran or tried to run its actions
- * (succeeded or failed; skipped ones are neither) all failed.
- */
-export async function failedInARow (trx: Tx, tenantId: string, ruleId: string, n: number): Promise<boolean> {
-  const last = await trx
-    .selectFrom('automation_executions')
-    .select('status')
-    // literals, not parameters: the partial index automation_executions_rule_finished matches this predicate
-    .where('tenant_id', '=', tenantId)
-    .where('rule_id', '=', ruleId)
-    .where(sql<boolean>`status in ('succeeded', 'failed')`)
-    .orderBy('finished_at', 'desc')
-    .limit(n)
+    .where('enabled', '=', true)
+    .where('event_type', 'in', types)
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
+    .orderBy('id')
     .execute()
-  return last.length === n && last.every(r => r.status === 'failed')
+}
+
+/** Every tenant's enabled cron rules, each with the last slot it fired (null before the first). */
+export async function enabledCronRules (trx: Tx) {
+  return await trx
+    .selectFrom('automation_rules as r')
+    .leftJoin('automation_schedule_state as s', join =>
+      join.onRef('s.tenant_id', '=', 'r.tenant_id').onRef('s.rule_id', '=', 'r.id')
+    )
+    .selectAll('r')
+    .select('s.last_slot')
+    .where('r.enabled', '=', true)
+    .where('r.event_type', '=', CRON_TRIGGER)
+    .execute()
+}
+
+/** Records the cron slot a rule last fired. */
+export async function saveLastSlot (trx: Tx, tenantId: string, ruleId: string, slot: Date): Promise<void> {
+  // the SET takes the inserted row's values (`excluded`), no function: Citus refuses now() there
+  await trx
+    .insertInto('automation_schedule_state')
+    .values({ tenant_id: tenantId, rule_id: ruleId, last_slot: slot, updated_at: sql`now()` })
+    .onConflict(oc =>
+      oc
+        .columns(['tenant_id', 'rule_id'])
+        .doUpdateSet(eb => ({ last_slot: eb.ref('excluded.last_slot'), updated_at: eb.ref('excluded.updated_at') }))
+    )
+    .execute()
+}
+
+/** Every tenant's enabled rules of times relative to events (event.starts_in, event.ends_in). */
+export async function enabledRelativeRules (trx: Tx): Promise<RuleRow[]> {
+  return await trx.selectFrom('automation_rules').selectAll()
+    .where('enabled', '=', true).where('event_type', 'in', [...RELATIVE_TRIGGERS])
+    .execute()
 }

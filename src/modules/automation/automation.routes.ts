@@ -6,17 +6,18 @@
  * queue `automation-execution`.
  */
 import crypto from 'node:crypto'
+import type { ErrorObject } from 'ajv'
 import { defineModule, type AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { countingOf, type Counting } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { invalidField } from '../../platform/http/errors.ts'
+import { error400BadRequest, invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
-import { findEventForRead } from '../events/events.access.ts'
+import { toErrorDetails } from '../../platform/http/validation.ts'
+import { findEventForRead } from '../events/events.access.repository.ts'
+import { ACTIONS, ATTENDEE_STATUSES, namedBranchErrors } from './automation.actions.ts'
 import {
-  ACTIONS,
-  ATTENDEE_STATUSES,
   checkJsonDepth,
   checkJsonText,
   CONDITION_OPERATORS,
@@ -26,6 +27,7 @@ import {
 } from './automation.catalogue.ts'
 import { enqueueExecution, enqueueRetry, startWorkers, type Engine } from './automation.engine.ts'
 import { createJobQueue } from './automation.queue.ts'
+import * as executions from './automation.executions.repository.ts'
 import * as repo from './automation.repository.ts'
 import { canManageRule, executionView } from './automation.run-as.ts'
 import {
@@ -72,7 +74,7 @@ export function automationEngineOf (ctx: AppContext): Engine {
 const WORKER_RETRY_MS = 5_000
 
 /** The history filters of a list request; `to` before `from` is a 400 naming `query.to`. */
-function executionFilter (q: ListExecutionsQuery): repo.ExecutionFilter {
+function executionFilter (q: ListExecutionsQuery): executions.ExecutionFilter {
   const at = (field: 'from' | 'to'): Date | undefined => {
     const raw = q[field]
     if (raw === undefined) return undefined
@@ -93,10 +95,10 @@ async function executionsPage (
   auth: AuthContext,
   rule: RuleRow,
   q: { page: number; size: number; cursor?: string | undefined },
-  filter: repo.ExecutionFilter,
+  filter: executions.ExecutionFilter,
   counting: Counting
 ) {
-  const found = await repo.listExecutions(trx, auth.tenantId, rule.id, q, filter, counting)
+  const found = await executions.listExecutions(trx, auth.tenantId, rule.id, q, filter, counting)
   const full = await canManageRule(trx, auth, rule)
   return { ...found, items: found.items.map(e => executionView(e, full)), size: q.size }
 }
@@ -112,6 +114,9 @@ export const automationModule = defineModule(async (app, ctx) => {
     pauseAfterFailures: ctx.config.automationPauseAfterFailures
   }
   engines.set(ctx, engine)
+  // a body's actions are one union: its 400 names the fields of the action type sent, not of the others
+  app.setSchemaErrorFormatter((errors, dataVar) =>
+    error400BadRequest('validation failed', toErrorDetails(namedBranchErrors(errors as ErrorObject[]), dataVar)))
   let stopWorkers: (() => Promise<void>) | undefined
   let retry: NodeJS.Timeout | undefined
   let closing = false
@@ -373,7 +378,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     async request => {
       const filter = executionFilter(request.query)
       // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, repo.EXECUTION_COUNTS_TRIGGER)
+      const counting = await countingOf(db, executions.EXECUTION_COUNTS_TRIGGER)
       return await withTenant(
         db,
         request.auth,
@@ -584,7 +589,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     async request => {
       const filter = executionFilter(request.query)
       // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, repo.EXECUTION_COUNTS_TRIGGER)
+      const counting = await countingOf(db, executions.EXECUTION_COUNTS_TRIGGER)
       return await withTenant(
         db,
         request.auth,

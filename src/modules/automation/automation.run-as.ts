@@ -7,7 +7,7 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { effectiveRole, permissionsOf, ROLES, type Permission } from '../../platform/auth/permissions.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { findEventForRead, hasEventPermission, isTenantAdmin } from '../events/events.access.ts'
+import { findEventForRead, hasEventPermission, isTenantAdmin } from '../events/events.access.repository.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
 import type { RuleWriter } from './automation.repository.ts'
 import { policyOf, type ActionOf } from '../policy/policy.ts'

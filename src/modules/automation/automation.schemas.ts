@@ -11,16 +11,13 @@ import {
   UuidString,
   IntId
 } from '../../platform/http/schema.ts'
-import { ATTENDEE_STATUSES, MAX_ACTIONS, MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
+import { Actions, ATTENDEE_STATUSES, MAX_ACTIONS } from './automation.actions.ts'
+import { MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
 
 export const SCOPES = ['EVENT', 'SPACE', 'CONTACT', 'GLOBAL'] as const
 export type Scope = typeof SCOPES[number]
 
 const AnyObject = (description: string) => Type.Object({}, { additionalProperties: true, description })
-const Action = AnyObject(
-  'An action: {"type": "notify" | "activity" | "transition" | "set_attendee_status" | "webhook", …} (GET /api/v1/automation/actions)'
-)
-const Actions = Type.Array(Action, { maxItems: MAX_ACTIONS, description: 'Actions, run in order' })
 const Conditions = AnyObject(
   'A JSON Logic condition over {payload, trigger_type, rule_id, event} ({} = always); docs/automation.md'
 )
@@ -151,19 +148,33 @@ export const EventAutomation = model('EventAutomation', {
   updated_at: Timestamp()
 })
 
-export const EventAutomationBody = body({
+const eventAutomationFields = {
   name: ruleFields.name,
   description: ruleFields.description,
   enabled: Type.Optional(Type.Boolean({ default: true })),
-  trigger: Trigger,
-  actions: Actions
-})
+  trigger: Trigger
+}
+export const EventAutomationBody = body({ ...eventAutomationFields, actions: Actions })
 export type EventAutomationBody = Static<typeof EventAutomationBody>
 export const PagedBodyEventAutomation = pagedBody(EventAutomation, 'PagedBodyEventAutomation')
 
-export const EventAutomationTemplates = Type.Array(EventAutomationBody, {
-  description: "Ready-made automations for the event's template; each can be posted to /events/{id}/automations as is"
-})
+// Templates are typed as bodies (automationTemplates); their actions are sent as written, free-form
+// objects like a Rule's: serialized by the action union they would come out with their fields reordered.
+export const EventAutomationTemplates = Type.Array(
+  body({
+    ...eventAutomationFields,
+    actions: Type.Array(
+      AnyObject(
+        'An action: {"type": "notify" | "activity" | "transition" | "set_attendee_status" | "webhook", …} (GET /api/v1/automation/actions)'
+      ),
+      { maxItems: MAX_ACTIONS, description: 'Actions, run in order' }
+    )
+  }),
+  {
+    description:
+      "Ready-made automations for the event's template; each can be posted to /events/{id}/automations as is"
+  }
+)
 
 export const EXECUTION_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'skipped'] as const
 

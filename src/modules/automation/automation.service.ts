@@ -1,7 +1,7 @@
 /**
  * Rule use cases: validation of what a schema cannot check (trigger types, cron patterns, JSON
- * Logic conditions, action configurations, scope entities), the event-automation view of a rule
- * (scope EVENT, scope_id = the event) and the ready-made automations per event template.
+ * Logic conditions, what the action schemas cannot say, scope entities), the event-automation view
+ * of a rule (scope EVENT, scope_id = the event) and the ready-made automations per event template.
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -14,17 +14,14 @@ import {
   invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.ts'
-import {
-  checkJsonText,
-  maskActions,
-  RELATIVE_TRIGGERS,
-  validateActions,
-  validateConditions,
-  validateSchedule
-} from './automation.catalogue.ts'
+import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.repository.ts'
+import { checkActions, maskActions, type Action, type AttendeeStatus } from './automation.actions.ts'
+import { checkJsonText, RELATIVE_TRIGGERS, validateConditions, validateSchedule } from './automation.catalogue.ts'
+import { ruleCreated, ruleDeleted, ruleUpdated } from './automation.events.ts'
+import * as executions from './automation.executions.repository.ts'
 import * as repo from './automation.repository.ts'
 import { actionNeeds, canManageRule, writerOf } from './automation.run-as.ts'
+import { eventInSpace } from './automation.targets.repository.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
 import type { EventRow } from '../events/events.table.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleScope } from './automation.table.ts'
@@ -77,7 +74,7 @@ function ruleValues (input: CreateRuleBody, previous: RuleAction[] = []): repo.R
     scope_id: input.scope_id ?? null,
     schedule: validateSchedule(input.schedule, 'body.schedule'),
     conditions: validateConditions(input.conditions ?? {}, 'body.conditions'),
-    actions: validateActions(input.actions, 'body.actions', previous)
+    actions: checkActions(input.actions, 'body.actions', previous)
   }
 }
 
@@ -99,14 +96,7 @@ export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleB
   const values = ruleValues(input)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
   const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_created',
-    aggregateType: 'automation_rule',
-    aggregateId: row.id,
-    actorId: auth.userId,
-    payload: { rule_id: row.id, scope: row.scope, scope_id: row.scope_id, event_type: row.event_type }
-  })
+  await emit(trx, ruleCreated(auth, row))
   return row
 }
 
@@ -178,14 +168,7 @@ export async function replaceRule (
   const values = ruleValues(input, current.actions)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
   const row = await repo.updateRule(trx, auth.tenantId, id, values, writerOf(auth))
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_updated',
-    aggregateType: 'automation_rule',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { rule_id: id, version: row.version }
-  })
+  await emit(trx, ruleUpdated(auth, row))
   return row
 }
 
@@ -205,7 +188,8 @@ export async function patchRule (
     scope: input.scope ?? current.scope,
     scope_id: input.scope_id === undefined ? current.scope_id : input.scope_id,
     conditions: input.conditions ?? current.conditions,
-    actions: input.actions ?? current.actions,
+    // stored actions passed the same schema
+    actions: input.actions ?? (current.actions as Action[]),
     schedule: input.schedule ?? current.schedule
   }
   return await replaceRule(trx, auth, id, merged)
@@ -214,14 +198,7 @@ export async function patchRule (
 export async function deleteRule (trx: Tx, auth: AuthContext, id: string, ifMatch?: string): Promise<void> {
   await lockRuleForWrite(trx, auth, id, ifMatch)
   await repo.deleteRule(trx, auth.tenantId, id)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_deleted',
-    aggregateType: 'automation_rule',
-    aggregateId: id,
-    actorId: auth.userId,
-    payload: { rule_id: id }
-  })
+  await emit(trx, ruleDeleted(auth, id))
 }
 
 // ---- event automations: a view over rules with scope EVENT
@@ -267,7 +244,7 @@ function eventRuleValues (eventId: number, input: EventAutomationBody, previous:
       'type'
     ),
     conditions: validateConditions(t.conditions ?? {}, 'body.trigger.conditions'),
-    actions: validateActions(input.actions, 'body.actions', previous)
+    actions: checkActions(input.actions, 'body.actions', previous)
   }
 }
 
@@ -311,14 +288,7 @@ export async function createEventAutomation (
   const values = eventRuleValues(eventId, input)
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_created',
-    aggregateType: 'automation_rule',
-    aggregateId: row.id,
-    actorId: auth.userId,
-    payload: { rule_id: row.id, scope: 'EVENT', scope_id: row.scope_id, event_type: row.event_type }
-  })
+  await emit(trx, ruleCreated(auth, row))
   return row
 }
 
@@ -333,14 +303,7 @@ export async function replaceEventAutomation (
   const current = await eventRule(trx, auth.tenantId, eventId, ruleId, true)
   const values = eventRuleValues(eventId, input, current.actions)
   const row = await repo.updateRule(trx, auth.tenantId, ruleId, values, writerOf(auth))
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_updated',
-    aggregateType: 'automation_rule',
-    aggregateId: ruleId,
-    actorId: auth.userId,
-    payload: { rule_id: ruleId, version: row.version }
-  })
+  await emit(trx, ruleUpdated(auth, row))
   return row
 }
 
@@ -353,14 +316,7 @@ export async function deleteEventAutomation (
   await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
   await eventRule(trx, auth.tenantId, eventId, ruleId, true)
   await repo.deleteRule(trx, auth.tenantId, ruleId)
-  await emit(trx, {
-    tenantId: auth.tenantId,
-    topic: 'automation.rule_deleted',
-    aggregateType: 'automation_rule',
-    aggregateId: ruleId,
-    actorId: auth.userId,
-    payload: { rule_id: ruleId }
-  })
+  await emit(trx, ruleDeleted(auth, ruleId))
 }
 
 /** The rule an execute or history request addresses, with the caller's right to it checked. */
@@ -413,14 +369,7 @@ export async function manualRunTarget (
     throw err
   })
   if (rule.scope === 'SPACE' && rule.scope_id !== null) {
-    const inSpace = await trx
-      .selectFrom('event_spaces')
-      .select('event_id')
-      .where('tenant_id', '=', auth.tenantId)
-      .where('event_id', '=', rootEventId(event))
-      .where('space_id', '=', Number(rule.scope_id))
-      .executeTakeFirst()
-    if (inSpace === undefined) {
+    if (!(await eventInSpace(trx, auth.tenantId, rootEventId(event), Number(rule.scope_id)))) {
       throw invalidField(EVENT_ID_AT, `the event is not in space ${rule.scope_id}, the rule's scope`, raw)
     }
   }
@@ -466,12 +415,12 @@ export async function failedExecutionForRetry (
       'only who may manage the rule (tenant admins, its creator, managers of its event) may retry its executions'
     )
   }
-  const row = await repo.lockExecution(trx, auth.tenantId, executionId)
+  const row = await executions.lockExecution(trx, auth.tenantId, executionId)
   if (row === undefined || row.rule_id !== rule.id) throw error404NotFound('execution not found')
   if (row.status !== 'failed') {
     throw error409Conflict(`the execution is ${row.status}: only failed executions can be retried`)
   }
-  const retried = await repo.findRetryOf(trx, auth.tenantId, row.id)
+  const retried = await executions.findRetryOf(trx, auth.tenantId, row.id)
   if (retried !== undefined) {
     throw error409Conflict(
       `the execution was retried already by execution ${retried.id} (${retried.status}); retry that one if it failed`
@@ -497,7 +446,7 @@ export async function failedExecutionForRetry (
 
 // ---- templates
 
-const REMIND_STATUSES = ['invited', 'confirmed', 'tentative']
+const REMIND_STATUSES: AttendeeStatus[] = ['invited', 'confirmed', 'tentative']
 
 /** Ready-made automations suited to an event template; each is a valid POST body as is. */
 export function automationTemplates (template: string): EventAutomationBody[] {

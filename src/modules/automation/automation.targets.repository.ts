@@ -1,0 +1,184 @@
+/**
+ * The engine's SQL over what rules look at and act on, tables of other modules: the events a
+ * relative-time rule fires for, the trigger's event and contact as the rule's creator may see them,
+ * an event's managers and attendees (notify), and attendee statuses (set_attendee_status). Every
+ * query names its tenant.
+ */
+import { sql } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { eventVisibleTo } from '../events/events.access.repository.ts'
+import type { RuleRow } from './automation.table.ts'
+
+export interface DueEventsQuery {
+  /** the rule, in its tenant; EVENT and SPACE scopes narrow the events, CONTACT has none */
+  rule: Pick<RuleRow, 'tenant_id' | 'scope' | 'scope_id'>
+  /** whom the rule acts as: only events they see */
+  subject: AuthContext
+  /** the moment: the start or the end */
+  column: 'start_dt' | 'end_dt'
+  offsetMinutes: number
+  /** how long after the moment a missed trigger still fires */
+  graceMinutes: number
+  now: Date
+}
+
+/**
+ * The published events of a rule's scope (at most 1000) whose moment minus the offset has come by
+ * `now`, until `graceMinutes` after the moment itself.
+ */
+export async function dueEvents (trx: Tx, q: DueEventsQuery) {
+  const { rule, column, now } = q
+  const moment = sql<Date>`events.${sql.ref(column)}`
+  return await trx
+    .selectFrom('events')
+    .select([
+      'events.id',
+      'events.template',
+      'events.template_version',
+      'events.state',
+      'events.title',
+      'events.status',
+      'events.start_dt',
+      'events.end_dt'
+    ])
+    .where(eb => eventVisibleTo(eb, q.subject))
+    .where('events.status', '=', 'published')
+    .where(sql.ref(`events.${column}`), 'is not', null)
+    .where(sql<boolean>`${moment} - make_interval(mins => ${q.offsetMinutes}) <= ${now}`)
+    .where(sql<boolean>`${moment} + make_interval(mins => ${q.graceMinutes}) > ${now}`)
+    .$if(rule.scope === 'EVENT' && rule.scope_id !== null, qb => qb.where('events.id', '=', Number(rule.scope_id)))
+    .$if(rule.scope === 'SPACE' && rule.scope_id !== null, qb =>
+      qb.where(
+        'events.id',
+        'in',
+        trx
+          .selectFrom('event_spaces')
+          .select('event_id')
+          .where('tenant_id', '=', rule.tenant_id)
+          .where('space_id', '=', Number(rule.scope_id))
+      )
+    )
+    .$if(rule.scope === 'CONTACT', qb => qb.where(sql<boolean>`false`))
+    .limit(1000)
+    .execute()
+}
+
+/** Whether an event is in a space (as a tenant's `event_spaces` row). */
+export async function eventInSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number): Promise<boolean> {
+  const row = await trx
+    .selectFrom('event_spaces')
+    .select('event_id')
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where('space_id', '=', spaceId)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** The fields of the trigger's event that conditions read (`event`). */
+export const TRIGGER_EVENT_COLUMNS = [
+  'id',
+  'title',
+  'template',
+  'template_version',
+  'state',
+  'status',
+  'start_dt',
+  'end_dt',
+  'timezone'
+] as const
+
+/** A deleted event (not a draft clone): its trigger fields and its creator. */
+export async function findDeletedEvent (trx: Tx, tenantId: string, eventId: number) {
+  return await trx
+    .selectFrom('events')
+    .select([...TRIGGER_EVENT_COLUMNS, 'creator_id'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', eventId)
+    .where('is_deleted', '=', true)
+    .where('published_id', 'is', null)
+    .executeTakeFirst()
+}
+
+/** Whether a tenant has an event with the id, in whatever state. */
+export async function eventExists (trx: Tx, tenantId: string, eventId: number): Promise<boolean> {
+  const row = await trx
+    .selectFrom('events')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', eventId)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** Whether a tenant has a contact with the id, whoever may see it. */
+export async function contactExists (trx: Tx, tenantId: string, contactId: string): Promise<boolean> {
+  const row = await trx.selectFrom('contacts').select('id')
+    .where('tenant_id', '=', tenantId).where('id', '=', contactId)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** The users who actively manage an event. */
+export async function activeManagerIds (trx: Tx, tenantId: string, eventId: number): Promise<string[]> {
+  const managers = await trx
+    .selectFrom('event_managers')
+    .select('user_id')
+    .where('tenant_id', '=', tenantId)
+    .where('event_id', '=', eventId)
+    .where('status', '=', 'active')
+    .where('user_id', 'is not', null)
+    .execute()
+  return managers.map(m => m.user_id as string)
+}
+
+/** Whether this deployment has attendees (the table of the event-collab module). */
+export async function attendeesAvailable (trx: Tx): Promise<boolean> {
+  const r = await sql<{ t: string | null }>`select to_regclass('attendees')::text as t`.execute(trx)
+  return r.rows[0]?.t !== null && r.rows[0]?.t !== undefined
+}
+
+/**
+ * Where to reach an event's attendees (of the statuses, when given), in the order they were added:
+ * their contact's e-mail address, or `contact:<id>` when it has none.
+ */
+export async function attendeeRecipients (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  statuses: string[] | undefined
+): Promise<string[]> {
+  const rows = await sql<{ recipient: string }>`
+      select coalesce(c.email, 'contact:' || a.contact_id::text) as recipient
+      from attendees a left join contacts c on c.tenant_id = a.tenant_id and c.id = a.contact_id
+      where a.tenant_id = ${tenantId} and a.event_id = ${eventId}
+      ${statuses !== undefined ? sql`and a.status in (${sql.join(statuses)})` : sql``}
+      order by a.id`.execute(trx)
+  return rows.rows.map(r => r.recipient)
+}
+
+/** The attendees a status change addresses: those of some statuses, or one contact. */
+export type AttendeeSelection = { fromStatus: string[] } | { contactId: string }
+
+/**
+ * Sets the status of an event's attendees (those not in it already), locking them; the changed
+ * attendees with their previous status.
+ */
+export async function setAttendeeStatus (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  status: string,
+  which: AttendeeSelection
+): Promise<Array<{ contact_id: string; previous: string }>> {
+  const changed = await sql<{ contact_id: string; previous: string }>`
+    update attendees a set status = ${status}, updated_at = now()
+    from (select id, status as previous from attendees
+          where tenant_id = ${tenantId} and event_id = ${eventId} and status <> ${status}
+          ${'fromStatus' in which ? sql`and status in (${sql.join(which.fromStatus)})` : sql`and contact_id = ${which.contactId}::uuid`}
+          for update) old
+    where a.tenant_id = ${tenantId} and a.id = old.id
+    returning a.contact_id::text as contact_id, old.previous`.execute(trx)
+  return changed.rows
+}
