@@ -26,7 +26,7 @@ export const CONTACT_COLUMNS =
   'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, state_province, postal_code, ' +
   'country, website, avatar_url, notes, linked_user_id, tags, revision'
 
-/** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.ts builds it. */
+/** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.repository.ts has it. */
 export const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
   or (events.visibility = 20 and coalesce(events.published_id, events.id) in (
     select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(array(

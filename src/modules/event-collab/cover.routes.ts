@@ -49,7 +49,7 @@ import {
   type ObjectStorage
 } from '../../platform/storage/storage.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { hasEventPermission, lockEventForWrite } from '../events/events.access.ts'
+import { hasEventPermission, lockEventForWrite } from '../events/events.access.repository.ts'
 import { Event } from '../events/events.schemas.ts'
 import { withSpaces } from '../events/events.service.ts'
 import { readEvent, rootOf } from './event-collab.access.ts'

@@ -1,5 +1,5 @@
 /**
- * Access helpers of the collaboration routes, built on events.access.ts. Sub-resources always hang
+ * Access helpers of the collaboration routes, built on events.access.repository.ts. Sub-resources always hang
  * off the published row: a draft clone's id addresses its published event (`rootEventId`).
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -12,7 +12,7 @@ import {
   hasEventPermission,
   lockEventForWrite,
   rootEventId
-} from '../events/events.access.ts'
+} from '../events/events.access.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 
 /** A visible event whose sub-resources may be read by anyone who sees it. */

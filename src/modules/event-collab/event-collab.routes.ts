@@ -3,7 +3,7 @@
  * attachments, cross-reference links (of events and series) and the cover image. Owns the tables
  * `attendees`, `event_milestones`, `event_documents`, `event_attachments` and `event_links`, and
  * the rows of `event_managers` (the table belongs to the events module; access rules live in
- * events.access.ts). Runs the notification delivery loop when workers are on. Decisions:
+ * events.access.repository.ts). Runs the notification delivery loop when workers are on. Decisions:
  * docs/event-collaboration.md.
  */
 import { defineModule } from '../../platform/app-context.ts'

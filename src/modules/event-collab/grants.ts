@@ -16,7 +16,7 @@ import { ApiError, fieldError } from '../../platform/http/errors.ts'
 import { EVENT_PERMISSIONS, grantedPermissions, type EventPermission } from '../events/event-permissions.ts'
 import {
   activeGrantsOn, activeSeriesGrants, creatorOfEvent, creatorOfSeries, isTenantAdmin, rootEventId
-} from '../events/events.access.ts'
+} from '../events/events.access.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 
 export type Held = ReadonlySet<EventPermission>

@@ -8,7 +8,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
-import { findVisibleEvent } from '../events/events.access.ts'
+import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddMilestoneBody,

@@ -11,7 +11,7 @@ import { NoContent } from '../../platform/http/schema.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { findVisibleEvent } from '../events/events.access.ts'
+import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {

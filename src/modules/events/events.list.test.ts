@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { eventVisibilityFilter } from './events.access.ts'
+import { eventVisibilityFilter } from './events.access.repository.ts'
 import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
 
 const ids = (body: Json): number[] => (body.items as Json[]).map(i => i.id)

@@ -1,6 +1,6 @@
 /**
  * All SQL of events, their activity rows and their spaces. Every function takes the request's
- * transaction first and names the tenant; visibility comes from events.access.ts.
+ * transaction first and names the tenant; visibility comes from events.access.repository.ts.
  */
 import {
   expressionBuilder,
@@ -18,7 +18,7 @@ import type { Database } from '../../platform/db/database.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { planList, type Tx } from '../../platform/db/tenant.ts'
 import { foldByTenant, type Counting } from '../../platform/db/kept-counts.ts'
-import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.ts'
+import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.repository.ts'
 import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
@@ -345,7 +345,7 @@ type EventsQuery<O> = SelectQueryBuilder<Database, 'events', O>
  * A page of the events a caller sees, its exact total and the cursor of the next page.
  *
  * A tenant admin's list is one statement over the list indexes. A member's audience is a union
- * (listAudience, events.access.ts): every branch is read apart, in the list's order, up to the
+ * (listAudience, events.access.repository.ts): every branch is read apart, in the list's order, up to the
  * end of the page (after the cursor's key when there is one), and the page is the first rows of
  * their union; the total is the sum of the disjoint visibility classes' counts, each one index
  * range, plus the rows the caller created or manages that no class holds. One predicate of six

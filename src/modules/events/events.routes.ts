@@ -3,7 +3,7 @@
  * publishing; template transitions; list and calendar; activity rows; membership in spaces; the
  * template registry and the event-manager permission catalogue. Owns the tables `events`,
  * `event_activity`, `event_spaces` and `event_managers` (the managers routes, attendees,
- * milestones, series and automations live in their own modules and build on events.access.ts).
+ * milestones, series and automations live in their own modules and build on events.access.repository.ts).
  */
 import { DateTime } from 'luxon'
 import { defineModule } from '../../platform/app-context.ts'

@@ -20,7 +20,7 @@ import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
 import { spaceForEventLink } from '../spaces/spaces.service.ts'
 import { decideTransition } from './event-state.ts'
-import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.ts'
+import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.repository.ts'
 import * as repo from './events.repository.ts'
 import { joinedOf } from './events.bodies.repository.ts'
 import {

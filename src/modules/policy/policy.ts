@@ -25,9 +25,9 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import type { EventPermission } from '../events/event-permissions.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
+import { findEventForRead, lockEventForWrite } from '../events/events.access.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.ts'
+import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import type { SpaceManagerPermission } from '../spaces/spaces.schemas.ts'
 
 /** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */

@@ -18,7 +18,7 @@ import { managerInvitation, seriesPublished } from '../../platform/notifications
 import { emit } from '../../platform/outbox.ts'
 import { assertSeriesGrant } from '../event-collab/grants.ts'
 import { EVENT_MANAGER_ROLES } from '../events/event-permissions.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.ts'
+import { findEventForRead, lockEventForWrite } from '../events/events.access.repository.ts'
 import * as events from '../events/events.repository.ts'
 import type { PatchEventBody } from '../events/events.schemas.ts'
 import { createEvent, patchEvent, withSpacesAll } from '../events/events.service.ts'

@@ -8,7 +8,7 @@ import type { Database } from '../../platform/db/database.ts'
 import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.ts'
+import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.repository.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 

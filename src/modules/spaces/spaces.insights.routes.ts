@@ -13,8 +13,8 @@ import {
 } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { emit } from '../../platform/outbox.ts'
-import { lockEventForWrite } from '../events/events.access.ts'
-import { activeManager } from './spaces.access.ts'
+import { lockEventForWrite } from '../events/events.access.repository.ts'
+import { activeManager } from './spaces.access.repository.ts'
 import * as insights from './spaces.insights.repository.ts'
 import {
   AddSpaceEventBody,

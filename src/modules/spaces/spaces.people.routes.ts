@@ -43,7 +43,7 @@ import {
   SpaceParams,
   SpaceUserParams
 } from './spaces.schemas.ts'
-import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.ts'
+import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.repository.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { spaceEvent } from './spaces.events.ts'

@@ -12,7 +12,7 @@ import { error403Forbidden, error404NotFound, error409Conflict, invalidField } f
 import { emit } from '../../platform/outbox.ts'
 import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { spacePublished } from '../../platform/notifications/templates.ts'
-import { canManageSpace } from './spaces.access.ts'
+import { canManageSpace } from './spaces.access.repository.ts'
 import * as repo from './spaces.repository.ts'
 import {
   FULL_ROLE,
