@@ -7,7 +7,6 @@
  * action needs of the rule's creator on the event: automation.run-as.ts.
  */
 import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox'
-import type { ErrorObject } from 'ajv'
 import { invalidField } from '../../platform/http/errors.ts'
 import { StringEnum } from '../../platform/http/schema.ts'
 import { NOTIFICATION_CHANNELS } from '../../platform/notifications/notifications.ts'
@@ -133,32 +132,6 @@ export const Action = Type.Unsafe<Action>({
 })
 
 export const Actions = Type.Array(Action, { maxItems: MAX_ACTIONS, description: 'Actions, run in order' })
-
-/**
- * Ajv reports a failed `oneOf` with the errors of every branch. Of a union discriminated by a
- * property (the actions), keeps those of the branch the value names: the others' (`type` should be
- * "webhook", `url` is missing…) describe objects the client did not send. A value that names no
- * branch keeps none of them; the union's own `properties` report its tag. Needs Ajv's `verbose`
- * errors (src/platform/http/validation.ts), which carry the value and the union's schema.
- */
-export function namedBranchErrors (errors: ErrorObject[]): ErrorObject[] {
-  const others: Array<{ schemaPath: string, instancePath: string }> = []
-  for (const e of errors) {
-    const union = e.parentSchema as { oneOf?: unknown, discriminator?: { propertyName?: unknown } } | undefined
-    const tag = union?.discriminator?.propertyName
-    if (e.keyword !== 'oneOf' || !Array.isArray(union?.oneOf) || typeof tag !== 'string') continue
-    const value = e.data !== null && typeof e.data === 'object' ? (e.data as Record<string, unknown>)[tag] : undefined
-    union.oneOf.forEach((branch: { properties?: Record<string, { const?: unknown }> }, i) => {
-      if (value === undefined || branch.properties?.[tag]?.const !== value) {
-        others.push({ schemaPath: `${e.schemaPath}/${i}/`, instancePath: e.instancePath })
-      }
-    })
-  }
-  if (others.length === 0) return errors
-  return errors.filter(e => !others.some(o =>
-    e.schemaPath.startsWith(o.schemaPath) &&
-    (e.instancePath === o.instancePath || e.instancePath.startsWith(`${o.instancePath}/`))))
-}
 
 // ---- the catalogue
 

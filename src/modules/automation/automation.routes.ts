@@ -6,17 +6,15 @@
  * queue `automation-execution`.
  */
 import crypto from 'node:crypto'
-import type { ErrorObject } from 'ajv'
 import { defineModule, type AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { countingOf, type Counting } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { error400BadRequest, invalidField } from '../../platform/http/errors.ts'
+import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
-import { toErrorDetails } from '../../platform/http/validation.ts'
 import { findEventForRead } from '../events/events.access.repository.ts'
-import { ACTIONS, ATTENDEE_STATUSES, namedBranchErrors } from './automation.actions.ts'
+import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
   checkJsonDepth,
   checkJsonText,
@@ -114,9 +112,6 @@ export const automationModule = defineModule(async (app, ctx) => {
     pauseAfterFailures: ctx.config.automationPauseAfterFailures
   }
   engines.set(ctx, engine)
-  // a body's actions are one union: its 400 names the fields of the action type sent, not of the others
-  app.setSchemaErrorFormatter((errors, dataVar) =>
-    error400BadRequest('validation failed', toErrorDetails(namedBranchErrors(errors as ErrorObject[]), dataVar)))
   let stopWorkers: (() => Promise<void>) | undefined
   let retry: NodeJS.Timeout | undefined
   let closing = false

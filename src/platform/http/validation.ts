@@ -106,13 +106,39 @@ function elideDeep (value: unknown, depth = 0): unknown {
 }
 
 /**
+ * Ajv reports a failed `oneOf` with the errors of every branch. Of a union discriminated by a
+ * property (automation actions), keeps those of the branch the value names: the others' (`type` should be
+ * "webhook", `url` is missing…) describe objects the client did not send. A value that names no
+ * branch keeps none of them; the union's own `properties` report its tag. Needs Ajv's `verbose`
+ * errors, which carry the value and the union's schema.
+ */
+export function namedBranchErrors (errors: ErrorObject[]): ErrorObject[] {
+  const others: Array<{ schemaPath: string, instancePath: string }> = []
+  for (const e of errors) {
+    const union = e.parentSchema as { oneOf?: unknown, discriminator?: { propertyName?: unknown } } | undefined
+    const tag = union?.discriminator?.propertyName
+    if (e.keyword !== 'oneOf' || !Array.isArray(union?.oneOf) || typeof tag !== 'string') continue
+    const value = e.data !== null && typeof e.data === 'object' ? (e.data as Record<string, unknown>)[tag] : undefined
+    union.oneOf.forEach((branch: { properties?: Record<string, { const?: unknown }> }, i) => {
+      if (value === undefined || branch.properties?.[tag]?.const !== value) {
+        others.push({ schemaPath: `${e.schemaPath}/${i}/`, instancePath: e.instancePath })
+      }
+    })
+  }
+  if (others.length === 0) return errors
+  return errors.filter(e => !others.some(o =>
+    e.schemaPath.startsWith(o.schemaPath) &&
+    (e.instancePath === o.instancePath || e.instancePath.startsWith(`${o.instancePath}/`))))
+}
+
+/**
  * Turns Ajv errors into ErrorModel details with Huma locations
  * (`body.first_name`, `query.size`, `path.id`, `header.if-match`).
  */
 export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDetail[] {
   const part = PART[context] ?? context
   // A union (nullable field) reports every branch; keep the branch that explains the problem.
-  const real = errors.filter(e => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
+  const real = namedBranchErrors(errors).filter(e => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
   const byPath = new Map<string, ErrorObject[]>()
   for (const e of real) {
     const list = byPath.get(e.instancePath) ?? []
