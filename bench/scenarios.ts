@@ -5,7 +5,7 @@
  * tenants; request factories run per request.
  */
 import crypto from 'node:crypto'
-import { signBody } from '../src/modules/identity/idp-signature.ts'
+import { signBody } from '../src/modules/identity/identity.idp-signature.ts'
 import type { RequestFactory, RequestSpec } from './load.ts'
 import type { Manifest } from './manifest.ts'
 import { BENCH_RULE, BIG_TENANT, ORG, TENANTS, tenantId, userId } from './seed.ts'

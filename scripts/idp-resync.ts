@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.ts'
 import { createDatabase } from '../src/platform/db/database.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
-import { ExportError, parseExport, resyncUsers } from '../src/modules/identity/idp-resync.ts'
+import { ExportError, parseExport, resyncUsers } from '../src/modules/identity/identity.idp-resync.ts'
 
 const USAGE = 'usage: npx tsx scripts/idp-resync.ts <users.json> [--remove-missing] [--dry-run]\n'
 

@@ -13,7 +13,7 @@ import { withTenant } from '../src/platform/db/tenant.ts'
 import { queueNotification } from '../src/platform/notifications/notifications.ts'
 import { startNotificationDelivery } from '../src/platform/notifications/delivery.ts'
 import { createJobQueue } from '../src/modules/automation/automation.queue.ts'
-import { signBody } from '../src/modules/identity/idp-signature.ts'
+import { signBody } from '../src/modules/identity/identity.idp-signature.ts'
 import { readBacklog } from '../src/platform/metrics.ts'
 
 interface Sample {

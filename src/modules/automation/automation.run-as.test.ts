@@ -10,7 +10,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { errorLocations } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { addManager, createEvent, insertSpace, publishEvent, type Json } from '../events/events.fixtures.ts'
-import { signBody } from '../identity/idp-signature.ts'
+import { signBody } from '../identity/identity.idp-signature.ts'
 import { tickSchedules, type Engine } from './automation.engine.ts'
 import { automationEngineOf } from './automation.routes.ts'
 import { addAttendee, addContact, drain, executions, rule } from './automation.fixtures.ts'

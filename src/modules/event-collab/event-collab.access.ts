@@ -5,7 +5,7 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import type { EventPermission } from '../events/event-permissions.ts'
+import type { EventPermission } from '../events/events.permissions.ts'
 import {
   findEventForRead,
   firstVisibleOccurrence,

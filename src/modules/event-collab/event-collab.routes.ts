@@ -8,11 +8,11 @@
  */
 import { defineModule } from '../../platform/app-context.ts'
 import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
-import { attendeesRoutes } from './attendees.routes.ts'
-import { coverRoutes } from './cover.routes.ts'
-import { managersRoutes } from './managers.routes.ts'
-import { milestonesRoutes } from './milestones.routes.ts'
-import { referencesRoutes } from './references.routes.ts'
+import { attendeesRoutes } from './event-collab.attendees.routes.ts'
+import { coverRoutes } from './event-collab.cover.routes.ts'
+import { managersRoutes } from './event-collab.managers.routes.ts'
+import { milestonesRoutes } from './event-collab.milestones.routes.ts'
+import { referencesRoutes } from './event-collab.references.routes.ts'
 
 export const eventCollabModule = defineModule(async (app, ctx) => {
   await attendeesRoutes(app, ctx)

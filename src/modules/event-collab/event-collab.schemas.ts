@@ -10,7 +10,7 @@ import {
   Timestamp,
   UuidString
 } from '../../platform/http/schema.ts'
-import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/event-permissions.ts'
+import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/events.permissions.ts'
 import { ATTENDEE_STATUSES, MILESTONE_STATUSES } from './event-collab.table.ts'
 
 /** Bounds chosen by us (docs/event-collaboration.md). */

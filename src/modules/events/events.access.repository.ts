@@ -18,7 +18,7 @@ import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound, error409Conflict } from '../../platform/http/errors.ts'
-import { grantedPermissions, type EventPermission } from './event-permissions.ts'
+import { grantedPermissions, type EventPermission } from './events.permissions.ts'
 import { EVENT_COLUMNS, type EventRow } from './events.table.ts'
 
 type Eb = ExpressionBuilder<Database, 'events'>

@@ -9,7 +9,7 @@ import type { InjectOptions } from 'fastify'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { createContact } from '../event-collab/event-collab.fixtures.ts'
-import { multipartBody, PNG } from '../event-collab/cover.fixtures.ts'
+import { multipartBody, PNG } from '../event-collab/event-collab.cover.fixtures.ts'
 import { createEvent, insertSpace, type Json } from './events.fixtures.ts'
 
 /** Everything stored about the tenant's events and their sub-resources, to compare before and after. */

@@ -13,7 +13,7 @@ import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './event-permissions.ts'
+import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
 import { renderEvents } from './events.bodies.repository.ts'
 import {
@@ -48,7 +48,7 @@ import {
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'
-import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './templates.ts'
+import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './events.templates.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
 const tags = ['Events']

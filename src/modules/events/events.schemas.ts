@@ -11,7 +11,7 @@ import {
   StringEnum,
   Timestamp
 } from '../../platform/http/schema.ts'
-import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './event-permissions.ts'
+import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './events.permissions.ts'
 
 /** Bounds chosen by us (docs/events.md). */
 export const TITLE_MAX = 255

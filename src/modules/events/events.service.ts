@@ -19,7 +19,7 @@ import { checkTimezone } from '../../platform/http/validation.ts'
 import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
 import { spaceForEventLink } from '../spaces/spaces.service.ts'
-import { decideTransition } from './event-state.ts'
+import { decideTransition } from './events.state.ts'
 import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.repository.ts'
 import * as repo from './events.repository.ts'
 import { joinedOf } from './events.bodies.repository.ts'
@@ -34,7 +34,7 @@ import {
   SYSTEM_ACTIVITY_KINDS,
   templateAllows,
   TEMPLATE_IDS
-} from './templates.ts'
+} from './events.templates.ts'
 import { eventEvent } from './events.events.ts'
 
 /**

@@ -8,7 +8,7 @@ import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { signBody } from './idp-signature.ts'
+import { signBody } from './identity.idp-signature.ts'
 
 type Json = Record<string, any>
 const SECRET = 'removal-webhook-secret'

@@ -1,6 +1,6 @@
 /**
  * Identity: who the caller is (`GET /api/v1/auth/me`), the identity-provider webhook
- * (idp-webhook.routes.ts) and the user lifecycle it drives: profiles in `users`, deliveries in
+ * (identity.idp-webhook.routes.ts) and the user lifecycle it drives: profiles in `users`, deliveries in
  * `idp_deliveries`, and the `UserGate` that refuses tokens of removed or inactive users.
  * docs/identity.md describes the rules and the resync.
  */
@@ -8,8 +8,8 @@ import { defineModule } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { findUser } from './identity.repository.ts'
 import { AuthContext } from './identity.schemas.ts'
-import { idpWebhookRoutes } from './idp-webhook.routes.ts'
-import { createUserGate } from './user-gate.ts'
+import { idpWebhookRoutes } from './identity.idp-webhook.routes.ts'
+import { createUserGate } from './identity.user-gate.ts'
 
 export const identityModule = defineModule(async (app, ctx) => {
   const gate = createUserGate(ctx.db)

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { displayProfiles } from './identity.repository.ts'
-import { ExportError, parseExport, resyncUsers } from './idp-resync.ts'
+import { ExportError, parseExport, resyncUsers } from './identity.idp-resync.ts'
 import { applyUserChange } from './identity.service.ts'
 
 async function userRow (t: TestApp, tenantId: string, userId: string) {

@@ -24,7 +24,7 @@ import { requirePermission, type Permission } from '../../platform/auth/permissi
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import type { EventPermission } from '../events/event-permissions.ts'
+import type { EventPermission } from '../events/events.permissions.ts'
 import { findEventForRead, lockEventForWrite } from '../events/events.access.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.repository.ts'

@@ -13,7 +13,7 @@ import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../p
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { EventInsert, EventUpdate } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
-import type { Occurrence } from './recurrence.ts'
+import type { Occurrence } from './series.recurrence.ts'
 import { STORAGE_METADATA_KEYS } from './series.schemas.ts'
 
 /**

@@ -6,7 +6,7 @@
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { EventUpdate } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
-import { findTemplate, latestTemplate } from '../events/templates.ts'
+import { findTemplate, latestTemplate } from '../events/events.templates.ts'
 import * as occurrences from './series.occurrences.repository.ts'
 import { matchRows, syncTargets, withoutStorageKeys, type RemovedOccurrence } from './series.rule.ts'
 import type { SeriesRow } from './series.table.ts'

@@ -2,7 +2,7 @@
  * The rule of a series as pure functions (no database): checking a rule against its anchor, the
  * positions it yields and the window of an ends_on=never series, the row of a new series, what a
  * series patch changes, and which positions, dates and fields an edit, split or delete touches.
- * The date expansion itself is `recurrence.ts`. Decisions: docs/series.md.
+ * The date expansion itself is `series.recurrence.ts`. Decisions: docs/series.md.
  */
 import { DateTime } from 'luxon'
 import { error409Conflict, invalidField } from '../../platform/http/errors.ts'
@@ -13,7 +13,7 @@ import { mergePatch } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
 import {
   customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule
-} from './recurrence.ts'
+} from './series.recurrence.ts'
 import type { SlotMove } from './series.occurrences.repository.ts'
 import type { SeriesInsert, SeriesUpdate } from './series.repository.ts'
 import {

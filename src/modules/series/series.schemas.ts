@@ -13,7 +13,7 @@ import {
   KEYWORD_MAX,
   METADATA_MAX_KEYS
 } from '../events/events.schemas.ts'
-import { ENDS_ON, FREQS } from './recurrence.ts'
+import { ENDS_ON, FREQS } from './series.recurrence.ts'
 
 /** Bounds chosen by us (docs/series.md). */
 export const MAX_OCCURRENCES = 500

@@ -10,7 +10,7 @@ import { DateTime } from 'luxon'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { PNG, upload } from '../event-collab/cover.fixtures.ts'
+import { PNG, upload } from '../event-collab/event-collab.cover.fixtures.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
 import { extendSeriesWindows } from './series.service.ts'
 

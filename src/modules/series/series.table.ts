@@ -1,7 +1,7 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
 import type { JsonWithDefault } from '../events/events.table.ts'
-import type { EndsOn, Freq } from './recurrence.ts'
+import type { EndsOn, Freq } from './series.recurrence.ts'
 
 export type SeriesStatus = 'draft' | 'published' | 'archived'
 export type SeriesManagerStatus = 'pending' | 'active' | 'revoked'

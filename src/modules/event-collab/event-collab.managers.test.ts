@@ -10,7 +10,7 @@ import {
   type Notification
 } from '../../platform/notifications/notifications.ts'
 import { addManager, createEvent, insertContacts, outboxTopics, type Json } from './event-collab.fixtures.ts'
-import { hashInviteToken } from './managers.repository.ts'
+import { hashInviteToken } from './event-collab.managers.repository.ts'
 
 for (const kind of databases()) {
   void describe(`${kind}: event managers and invites`, () => {

@@ -54,7 +54,7 @@ import { Event } from '../events/events.schemas.ts'
 import { withSpaces } from '../events/events.service.ts'
 import { readEvent, rootOf } from './event-collab.access.ts'
 import { COVER_MAX_BYTES, EventParams } from './event-collab.schemas.ts'
-import { isOccurrenceOf, referencedKeys, setEventCover } from './cover.repository.ts'
+import { isOccurrenceOf, referencedKeys, setEventCover } from './event-collab.cover.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { eventEvent } from '../events/events.events.ts'
 

@@ -10,9 +10,9 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { ApiError, error503ServiceUnavailable, ErrorModel } from '../../platform/http/errors.ts'
 import { IDP_WEBHOOK_BODY_LIMIT, IdpWebhookResult } from './identity.schemas.ts'
-import { applyDelivery, parseEvent } from './idp-webhook.ts'
-import { SIGNATURE_HEADERS, verifySignature } from './idp-signature.ts'
-import type { UserGateCache } from './user-gate.ts'
+import { applyDelivery, parseEvent } from './identity.idp-webhook.ts'
+import { SIGNATURE_HEADERS, verifySignature } from './identity.idp-signature.ts'
+import type { UserGateCache } from './identity.user-gate.ts'
 
 const headerValue = (v: string | string[] | undefined): string | undefined => Array.isArray(v) ? v.join(',') : v
 

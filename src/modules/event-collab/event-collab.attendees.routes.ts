@@ -20,7 +20,7 @@ import { idempotent } from '../../platform/http/idempotency.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
-import * as repo from './attendees.repository.ts'
+import * as repo from './event-collab.attendees.repository.ts'
 import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddAttendeeBody,

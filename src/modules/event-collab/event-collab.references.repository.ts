@@ -1,4 +1,7 @@
-/** SQL of what an event refers to: linked documents, attachments and cross-reference links (references.routes.ts). */
+/**
+ * SQL of what an event refers to: linked documents, attachments and cross-reference links (event-
+ * collab.references.routes.ts).
+ */
 import type { Tx } from '../../platform/db/tenant.ts'
 
 // ---- documents

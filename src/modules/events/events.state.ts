@@ -3,7 +3,7 @@
  * whether a move with its payload passes the move's guard. The service turns the verdict into
  * 409 (move not allowed) or 422 (guard refused the payload).
  */
-import type { StateMachine, Transition } from './templates.ts'
+import type { StateMachine, Transition } from './events.templates.ts'
 
 export type TransitionVerdict =
   | { ok: true, transition: Transition }

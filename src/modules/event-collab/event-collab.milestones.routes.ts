@@ -19,7 +19,7 @@ import {
   PatchMilestoneBody,
   UpdateMilestoneSequenceBody
 } from './event-collab.schemas.ts'
-import * as repo from './milestones.repository.ts'
+import * as repo from './event-collab.milestones.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { eventEvent } from '../events/events.events.ts'
 

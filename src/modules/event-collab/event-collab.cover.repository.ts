@@ -1,4 +1,7 @@
-/** SQL of event covers (cover.routes.ts): which rows refer to a stored object, and setting an event's cover. */
+/**
+ * SQL of event covers (event-collab.cover.routes.ts): which rows refer to a stored object, and setting an event's
+ * cover.
+ */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'

@@ -5,7 +5,7 @@
  * `managers:manage`. The creator's access is never changed here.
  *
  * Who may grant what (docs/event-collaboration.md): a grant never exceeds what the granter holds
- * (`grants.ts`); nobody adds or changes their own grant; a manager holding permissions the caller
+ * (`event-collab.grants.ts`); nobody adds or changes their own grant; a manager holding permissions the caller
  * lacks is neither changed nor removed by them; series-level rows (`series_id` set) need
  * series-level rights. Invitee e-mails are shown only to callers holding `managers:manage`.
  * A manager's ETag is a digest of its row (`managerEtag`), sent by get, add and PUT; PUT and
@@ -22,10 +22,10 @@ import { notifyUser, queueNotification } from '../../platform/notifications/noti
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
 import { hasEventPermission } from '../events/events.access.repository.ts'
-import { EVENT_MANAGER_ROLES, grantedPermissions, isEventManagerRole } from '../events/event-permissions.ts'
+import { EVENT_MANAGER_ROLES, grantedPermissions, isEventManagerRole } from '../events/events.permissions.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
-import { assertSeriesGrant, assertWithin, heldOnEvent } from './grants.ts'
+import { assertSeriesGrant, assertWithin, heldOnEvent } from './event-collab.grants.ts'
 import {
   AcceptInviteBody,
   AddManagerBody,
@@ -38,7 +38,7 @@ import {
   PendingInvitesBody,
   UpdateManagerBody
 } from './event-collab.schemas.ts'
-import * as repo from './managers.repository.ts'
+import * as repo from './event-collab.managers.repository.ts'
 import { assertInviteRecipient, normalizeEmail } from '../../platform/invite-tokens.ts'
 import { requirePolicy } from '../policy/policy.ts'
 

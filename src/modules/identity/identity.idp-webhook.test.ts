@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { signBody } from './idp-signature.ts'
+import { signBody } from './identity.idp-signature.ts'
 
 type Json = Record<string, any>
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { allowedMoves, decideTransition, type TransitionVerdict } from './event-state.ts'
-import { findTemplate, latestTemplate, templateAllows, TEMPLATE_IDS, TEMPLATE_REGISTRY } from './templates.ts'
+import { allowedMoves, decideTransition, type TransitionVerdict } from './events.state.ts'
+import { findTemplate, latestTemplate, templateAllows, TEMPLATE_IDS, TEMPLATE_REGISTRY } from './events.templates.ts'
 
 const delivery2 = findTemplate('delivery', 2)?.state_machine ?? null
 const delivery1 = findTemplate('delivery', 1)?.state_machine ?? null

@@ -12,7 +12,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findVisibleEvent } from '../events/events.access.repository.ts'
-import { findTemplate, latestTemplate, templateAllows } from '../events/templates.ts'
+import { findTemplate, latestTemplate, templateAllows } from '../events/events.templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {
   AddAttachmentBody,
@@ -31,7 +31,7 @@ import {
   LIST_MAX,
   ListAttachmentsQuery
 } from './event-collab.schemas.ts'
-import * as repo from './references.repository.ts'
+import * as repo from './event-collab.references.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { seriesEvent, eventEvent } from '../events/events.events.ts'
 

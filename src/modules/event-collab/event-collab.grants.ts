@@ -13,7 +13,7 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError, fieldError } from '../../platform/http/errors.ts'
-import { EVENT_PERMISSIONS, grantedPermissions, type EventPermission } from '../events/event-permissions.ts'
+import { EVENT_PERMISSIONS, grantedPermissions, type EventPermission } from '../events/events.permissions.ts'
 import {
   activeGrantsOn, activeSeriesGrants, creatorOfEvent, creatorOfSeries, isTenantAdmin, rootEventId
 } from '../events/events.access.repository.ts'

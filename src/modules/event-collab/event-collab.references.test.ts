@@ -4,7 +4,7 @@ import { sql } from 'kysely'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { addManager, createEvent, outboxTopics, publishEvent, type Json } from './event-collab.fixtures.ts'
-import { derivedStatus } from './milestones.repository.ts'
+import { derivedStatus } from './event-collab.milestones.repository.ts'
 
 for (const kind of databases()) {
   void describe(`${kind}: milestones, documents, attachments, links`, () => {

@@ -1,4 +1,7 @@
-/** SQL of milestones: events that mark the progress of a base event, and the graph they form (milestones.routes.ts). */
+/**
+ * SQL of milestones: events that mark the progress of a base event, and the graph they form (event-
+ * collab.milestones.routes.ts).
+ */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
