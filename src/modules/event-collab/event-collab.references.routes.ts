@@ -34,10 +34,10 @@ import {
 import * as repo from './event-collab.references.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { seriesEvent, eventEvent } from '../events/events.events.ts'
+import { LONE_SURROGATE } from '../../platform/http/validation.ts'
 
 const tags = ['Event references']
 const METADATA_MAX_DEPTH = 16
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 /** A domain event about `event` (its published row): the event id first and its template last in the payload. */
 function eventChange (
