@@ -6,6 +6,7 @@ import closeWithGrace from 'close-with-grace'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { buildApp } from './app.ts'
 import { compilePending } from './platform/http/compile-on-demand.ts'
+import { UnsupportedPg } from './platform/db/pipeline.ts'
 
 let config: Config
 try {
@@ -18,9 +19,12 @@ try {
   throw err
 }
 
-/** A configuration error found while starting (a database login that cannot work): one line, exit 1. */
+/**
+ * A configuration error found while starting (a database login that cannot work, a `pg` the pool does not support):
+ * one line, exit 1.
+ */
 const refuse = (err: unknown): never => {
-  if (err instanceof ConfigError) {
+  if (err instanceof ConfigError || err instanceof UnsupportedPg) {
     process.stderr.write(`${err.message}\n`)
     process.exit(1)
   }

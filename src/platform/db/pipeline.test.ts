@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test'
 import { Kysely, PostgresDialect, sql, type PostgresPool } from 'kysely'
 import pg from 'pg'
 import { databases } from '../../../test/helpers/build-app.ts'
-import { checkPgVersion, PG_VERSIONS, pipelinedPool, socketOf, supportsPg } from './pipeline.ts'
+import { checkPgVersion, PG_VERSIONS, pipelinedPool, socketOf, supportsPg, UnsupportedPg } from './pipeline.ts'
 
 void describe('the pg versions the pipelined pool supports', () => {
   void it('accepts the releases of PG_VERSIONS and nothing else', () => {
@@ -40,7 +40,7 @@ void describe('the pg versions the pipelined pool supports', () => {
   void it('refuses another with a message naming it and the range; the installed pg passes', () => {
     assert.throws(
       () => checkPgVersion('8.24.0'),
-      (err: Error) => err.message.includes('pg 8.24.0 is installed') &&
+      (err: Error) => err instanceof UnsupportedPg && err.message.includes('pg 8.24.0 is installed') &&
         err.message.includes(`pg >=${PG_VERSIONS.from} <${PG_VERSIONS.below}`)
     )
     checkPgVersion()

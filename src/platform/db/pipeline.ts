@@ -41,13 +41,18 @@ export function supportsPg (version: string): boolean {
     compare(v, release(PG_VERSIONS.from)!) >= 0 && compare(v, release(PG_VERSIONS.below)!) < 0
 }
 
+/** The installed `pg` is outside PG_VERSIONS: the service refuses to start (one line, exit 1: src/server.ts). */
+export class UnsupportedPg extends Error {
+  override name = 'UnsupportedPg'
+}
+
 /**
  * Throws, naming both, unless `version` is in PG_VERSIONS; by default the version of the `pg` this process runs (its
  * package.json, which the build bundles with it).
  */
 export function checkPgVersion (version: string = pgPackage.version): void {
   if (supportsPg(version)) return
-  throw new Error(
+  throw new UnsupportedPg(
     `pg ${version} is installed; the pipelined pool (src/platform/db/pipeline.ts) relies on pg internals and supports pg >=${PG_VERSIONS.from} <${PG_VERSIONS.below} only: install a pg in that range, or run src/platform/db/pipeline.test.ts on ${version} and widen PG_VERSIONS`
   )
 }
