@@ -7,7 +7,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import { grantedPermissions, type EventPermission } from '../events/events.permissions.ts'
-import { isTenantAdmin, lockEventForWrite } from '../events/events.access.repository.ts'
+import { activeSeriesGrants, isTenantAdmin, lockEventForWrite } from '../events/events.access.repository.ts'
 import * as events from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './series.repository.ts'
@@ -34,7 +34,7 @@ export async function hasSeriesPermission (
   permission: EventPermission
 ): Promise<boolean> {
   if (isTenantAdmin(auth) || s.creator_id === auth.userId) return true
-  const grants = await repo.activeSeriesGrants(trx, auth.tenantId, s.id, auth.userId)
+  const grants = await activeSeriesGrants(trx, auth, s.id)
   return grants.some(m => grantedPermissions(m).has(permission))
 }
 

@@ -69,14 +69,6 @@ export async function attendeeCounts (trx: Tx, tenantId: string, seriesId: numbe
   return { attendee_counts: counts, total_attendees: Number(row.contacts) }
 }
 
-/** The caller's active series-level manager rows of a series (event_managers.series_id): their role and permissions. */
-export async function activeSeriesGrants (trx: Tx, tenantId: string, seriesId: number, userId: string) {
-  return await trx.selectFrom('event_managers').select(['role', 'permissions'])
-    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
-    .where('user_id', '=', userId).where('status', '=', 'active')
-    .execute()
-}
-
 /** The newest series-manager invite of a series (the accept flow may have activated it). */
 export async function latestSeriesManager (trx: Tx, tenantId: string, seriesId: number) {
   return await trx.selectFrom('event_managers')
