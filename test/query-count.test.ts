@@ -6,52 +6,17 @@
  */
 import { before, after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import pg from 'pg'
-import type { PGlite } from '@electric-sql/pglite'
 import { scopeStatements } from '../src/platform/db/tenant.ts'
 import { databases, newTenant, useTestApp, type TestApp } from './helpers/build-app.ts'
+import { watchStatements } from './helpers/statements.ts'
 
 interface Counter { readonly count: number, restore (): void }
 
-/** Counts statements sent by this process to the test database. */
+/** Counts statements sent by this process to the test database (test/helpers/statements.ts). */
 function countStatements (t: TestApp): Counter {
   const state = { count: 0 }
-  if (t.kind !== 'pglite') {
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
-    const original = proto.query
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      state.count++
-      return original.apply(this, args)
-    }
-    return { get count () { return state.count }, restore: () => { proto.query = original } }
-  }
-  const lite = t.database.pglite as PGlite
-  const query = lite.query.bind(lite)
-  const transaction = lite.transaction.bind(lite)
-  lite.query = (async (...args: Parameters<PGlite['query']>) => {
-    state.count++
-    return await query(...args)
-  }) as PGlite['query']
-  lite.transaction = (async (fn: Parameters<PGlite['transaction']>[0]) => {
-    state.count += 2 // BEGIN and COMMIT, which PGlite sends itself
-    return await transaction(async (tx) => {
-      const txQuery = tx.query.bind(tx)
-      tx.query = (async (...args: Parameters<typeof tx.query>) => {
-        state.count++
-        return await txQuery(...args)
-      }) as typeof tx.query
-      return await fn(tx)
-    })
-  }) as PGlite['transaction']
-  return {
-    get count () {
-      return state.count
-    },
-    restore: () => {
-      lite.query = query as PGlite['query']
-      lite.transaction = transaction as PGlite['transaction']
-    }
-  }
+  const watch = watchStatements(t, () => { state.count++ })
+  return { get count () { return state.count }, restore: () => { watch.restore() } }
 }
 
 const ROWS = 30

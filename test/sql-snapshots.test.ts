@@ -13,10 +13,9 @@ import { before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
-import pg from 'pg'
-import type { PGlite } from '@electric-sql/pglite'
 import { format } from 'sql-formatter'
 import { databases, newTenant, useTestApp, type TestApp } from './helpers/build-app.ts'
+import { watchStatements } from './helpers/statements.ts'
 
 const DIR = path.join(import.meta.dirname, 'sql')
 const UPDATE = process.env.UPDATE_SQL_SNAPSHOTS === '1'
@@ -26,44 +25,8 @@ interface Capture { texts: string[], restore (): void }
 /** Records the text of every statement this process sends to the test database. */
 function capture (t: TestApp): Capture {
   const texts: string[] = []
-  const textOf = (arg: unknown): string =>
-    typeof arg === 'string' ? arg : String((arg as { text?: string } | undefined)?.text ?? '')
-  if (t.kind !== 'pglite') {
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
-    const original = proto.query
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      texts.push(textOf(args[0]))
-      return original.apply(this, args)
-    }
-    return { texts, restore: () => { proto.query = original } }
-  }
-  const lite = t.database.pglite as PGlite
-  const query = lite.query.bind(lite)
-  const transaction = lite.transaction.bind(lite)
-  lite.query = (async (...args: Parameters<PGlite['query']>) => {
-    texts.push(textOf(args[0]))
-    return await query(...args)
-  }) as PGlite['query']
-  lite.transaction = (async (fn: Parameters<PGlite['transaction']>[0]) => {
-    texts.push('begin') // PGlite sends BEGIN and COMMIT itself
-    const result = await transaction(async (tx) => {
-      const txQuery = tx.query.bind(tx)
-      tx.query = (async (...args: Parameters<typeof tx.query>) => {
-        texts.push(textOf(args[0]))
-        return await txQuery(...args)
-      }) as typeof tx.query
-      return await fn(tx)
-    })
-    texts.push('commit')
-    return result
-  }) as PGlite['transaction']
-  return {
-    texts,
-    restore: () => {
-      lite.query = query as PGlite['query']
-      lite.transaction = transaction as PGlite['transaction']
-    }
-  }
+  const watch = watchStatements(t, text => { texts.push(text) })
+  return { texts, restore: () => { watch.restore() } }
 }
 
 /** The snapshot text of one request: a header, then each statement formatted and numbered. */

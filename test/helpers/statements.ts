@@ -1,0 +1,55 @@
+/**
+ * Watches the statements this process sends to a test app's database, where they leave for it: every `pg` client
+ * query on PostgreSQL (BEGIN, the tenant scope and COMMIT included), every PGlite query, and the BEGIN and COMMIT
+ * PGlite sends itself around a transaction (reported as `begin` and `commit`).
+ *
+ * @example
+ *   const watch = watchStatements(t, text => texts.push(text))
+ *   try { await t.as(token, { method: 'GET', url }) } finally { watch.restore() }
+ */
+import pg from 'pg'
+import type { PGlite } from '@electric-sql/pglite'
+import type { TestApp } from './build-app.ts'
+
+export interface StatementWatch { restore (): void }
+
+const textOf = (arg: unknown): string =>
+  typeof arg === 'string' ? arg : String((arg as { text?: string } | undefined)?.text ?? '')
+
+export function watchStatements (t: TestApp, seen: (text: string) => void): StatementWatch {
+  if (t.kind !== 'pglite') {
+    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
+    const original = proto.query
+    proto.query = function (this: unknown, ...args: unknown[]) {
+      seen(textOf(args[0]))
+      return original.apply(this, args)
+    }
+    return { restore: () => { proto.query = original } }
+  }
+  const lite = t.database.pglite as PGlite
+  const query = lite.query.bind(lite)
+  const transaction = lite.transaction.bind(lite)
+  lite.query = (async (...args: Parameters<PGlite['query']>) => {
+    seen(textOf(args[0]))
+    return await query(...args)
+  }) as PGlite['query']
+  lite.transaction = (async (fn: Parameters<PGlite['transaction']>[0]) => {
+    seen('begin')
+    const result = await transaction(async (tx) => {
+      const txQuery = tx.query.bind(tx)
+      tx.query = (async (...args: Parameters<typeof tx.query>) => {
+        seen(textOf(args[0]))
+        return await txQuery(...args)
+      }) as typeof tx.query
+      return await fn(tx)
+    })
+    seen('commit')
+    return result
+  }) as PGlite['transaction']
+  return {
+    restore: () => {
+      lite.query = query as PGlite['query']
+      lite.transaction = transaction as PGlite['transaction']
+    }
+  }
+}
