@@ -107,6 +107,20 @@ void describe(
       assert.equal(found[0].n, 0)
     })
 
+    void it('a client Kysely discards (a failed rollback) is dropped, not reused', async () => {
+      const client = await pipelined.connect()
+      const { rows: [first] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid', [])
+      ;(client.release as (discard?: boolean) => void)(true)
+      assert.equal(pool.totalCount, 0)
+      const next = await pipelined.connect()
+      try {
+        const { rows: [seen] } = await next.query<{ pid: number }>('select pg_backend_pid() as pid', [])
+        assert.notEqual(seen?.pid, first?.pid)
+      } finally {
+        next.release()
+      }
+    })
+
     void it('a client released with statements queued is dropped, and the next sees no transaction', async () => {
       const first = await pipelined.connect()
       const { rows: [before] } = await first.query<{ pid: number }>('select pg_backend_pid() as pid', [])

@@ -75,8 +75,9 @@ class PipelinedClient {
     return this.#scope.query(text, parameters, () => sendPrepared(this.#client, text, parameters))
   }
 
-  release (): void {
-    this.#client.release(this.#scope.release())
+  /** `discard`: Kysely marks a connection it must not reuse (a failed rollback); it is dropped like a broken one. */
+  release (discard?: boolean): void {
+    this.#client.release(this.#scope.release() ?? (discard === true ? new Error('discarded by Kysely') : undefined))
   }
 }
 
