@@ -1,9 +1,11 @@
 /**
- * The SQL of the hot and complex requests, checked in as readable files (test/sql/*.sql), so that a change to the
+ * The SQL of the hot and complex requests, checked in as readable files (test/sql/*.md), so that a change to the
  * statements the service sends shows in review as a diff of SQL, not only as a changed figure of the bench.
  *
  * Each snapshot is every statement one request sends, in order, as the database receives it (BEGIN, the tenant
- * scope and COMMIT included), formatted by sql-formatter. Values travel as parameters and are not part of the
+ * scope and COMMIT included), formatted by sql-formatter, one fenced `sql` block a statement under a heading that
+ * numbers it: Markdown, so that review shows the request, the count and each statement highlighted. The files are
+ * expected output, written by this test and never by hand. Values travel as parameters and are not part of the
  * text; ids of this run that a statement names as literals are replaced by placeholders. On PostgreSQL the texts
  * must be the same as on PGlite (one file for both).
  *
@@ -40,13 +42,14 @@ function render (title: string, texts: string[], literals: Map<string, string>):
     } catch {
       formatted = s.trim() // a statement sql-formatter cannot parse stays as sent
     }
-    return `-- ${i + 1}\n${formatted.trim()};\n`
+    return `## ${i + 1}\n\n\`\`\`sql\n${formatted.trim()};\n\`\`\`\n`
   })
-  return `-- ${title}\n-- ${texts.length} statements (test/sql-snapshots.test.ts)\n\n${statements.join('\n')}`
+  const count = `${texts.length} statements, in the order the database receives them.`
+  return `# ${title}\n\n${count} Written by test/sql-snapshots.test.ts.\n\n${statements.join('\n')}`
 }
 
 function check (name: string, text: string): void {
-  const file = path.join(DIR, `${name}.sql`)
+  const file = path.join(DIR, `${name}.md`)
   if (UPDATE) {
     fs.mkdirSync(DIR, { recursive: true })
     fs.writeFileSync(file, text)
