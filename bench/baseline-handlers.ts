@@ -153,6 +153,22 @@ export const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u
 export const PUBLIC_SPACES =
   "spaces.tenant_id = $1 and spaces.status = 'published' and spaces.visibility = 40 and spaces.is_deleted = false"
 
+/**
+ * The parameters $1–$8 of the member's event list, the same in the baseline and the reference: the caller, the
+ * status and the lower bound of start, how deep each visibility branch reads (the page's end, or one page by cursor)
+ * with one row to spare, and the offset (none by cursor).
+ */
+export function listWindowParams (c: Caller, after: Date, page: number, size: number, ks: string | null): unknown[] {
+  const depth = ks !== null ? size : page * size
+  return [c.tenant, c.user, c.org, 'published', after, depth + 1, size + 1, ks !== null ? 0 : (page - 1) * size]
+}
+
+/** The key (start, id) of the previous page's last row, when the list is read by cursor (`ks`, `ki`). */
+export function keysetParams (p: URLSearchParams): unknown[] {
+  const ks = p.get('ks')
+  return ks !== null ? [ks, Number(p.get('ki'))] : []
+}
+
 export const HANDLERS: Record<string, Handler> = {
   // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
   async 'get-event' (q, p, c) {
@@ -211,7 +227,6 @@ export const HANDLERS: Record<string, Handler> = {
     // by cursor: the rows after the key (start, id) of the previous page's last row, no offset
     const ks = p.get('ks')
     const keyset = ks !== null ? ' and (events.start_dt, events.id) > ($9::timestamptz, $10::bigint)' : ''
-    const depth = ks !== null ? size : page * size
     // members-only from the links' copy of their event's start, grouped by event, in the list's order
     const linked = `select b.id from (select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es
       where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4
@@ -223,17 +238,7 @@ export const HANDLERS: Record<string, Handler> = {
     branches.push(linked)
     const items = await q(
       `select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
-      [
-        c.tenant,
-        c.user,
-        c.org,
-        'published',
-        after,
-        depth + 1,
-        size + 1,
-        ks !== null ? 0 : (page - 1) * size,
-        ...(ks !== null ? [ks, Number(p.get('ki'))] : [])
-      ]
+      [...listWindowParams(c, after, page, size, ks), ...keysetParams(p)]
     )
     const buckets = (
       visibility: number,

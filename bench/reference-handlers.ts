@@ -7,7 +7,8 @@
  */
 import crypto from 'node:crypto'
 import {
-  CONTACT_COLUMNS, EVENT_JSON_COLUMNS, notFound, PROFILE, PUBLIC_SPACES, SPACE_SELECT, SPACE_VISIBLE,
+  CONTACT_COLUMNS, EVENT_JSON_COLUMNS, keysetParams, listWindowParams, notFound, PROFILE, PUBLIC_SPACES, SPACE_SELECT,
+  SPACE_VISIBLE,
   type BaselineAnswer, type Handler, type Query
 } from './baseline-handlers.ts'
 
@@ -82,21 +83,8 @@ export const REFERENCES: Record<string, Handler> = {
               union ${owned(ofSeries)}) o
             where not (o.visibility = 40 or (o.visibility = 30 and o.org_id = $3) or (o.visibility = 20 and o.id in (select event_id from linked))))
       )::text as json`
-    const depth = ks !== null ? size : page * size
-    return await one(q, text, [
-      c.tenant,
-      c.user,
-      c.org,
-      'published',
-      after,
-      depth + 1,
-      size + 1,
-      ks !== null ? 0 : (page - 1) * size,
-      nextMonth,
-      page,
-      size,
-      ...(ks !== null ? [ks, Number(p.get('ki'))] : [])
-    ])
+    const params = [...listWindowParams(c, after, page, size, ks), nextMonth, page, size, ...keysetParams(p)]
+    return await one(q, text, params)
   },
 
   // The owner's contacts and the organization's, each from its index (newest first) up to the page's end;

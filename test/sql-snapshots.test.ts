@@ -118,51 +118,38 @@ for (const kind of databases()) {
       check(name, render(title, recorder.texts, literals))
     }
 
+    /** The snapshot of a GET. */
+    async function read (name: string, title: string, token: string, url: string): Promise<void> {
+      await snapshot(name, title, token, { method: 'GET', url })
+    }
+
     it('the calendar of a member', async () => {
-      await snapshot('events-calendar', 'GET /api/v1/events/calendar as a member of an organization', member, {
-        method: 'GET',
-        url: '/api/v1/events/calendar?start_date=2031-03-01&end_date=2031-03-31'
-      })
+      const url = '/api/v1/events/calendar?start_date=2031-03-01&end_date=2031-03-31'
+      await read('events-calendar', 'GET /api/v1/events/calendar as a member of an organization', member, url)
     })
 
     it('the events list of a member, first page and by cursor', async () => {
-      await snapshot('events-list-member', 'GET /api/v1/events as a member of an organization', member, {
-        method: 'GET',
-        url: '/api/v1/events?size=2'
-      })
+      await read('events-list-member', 'GET /api/v1/events as a member of an organization', member, '/api/v1/events?size=2')
       const first = (await t.as(member, { method: 'GET', url: '/api/v1/events?size=2' })).json()
       assert.ok(typeof first.next_cursor === 'string')
-      await snapshot('events-list-member-cursor', 'GET /api/v1/events?cursor=… as a member', member, {
-        method: 'GET',
-        url: `/api/v1/events?size=2&cursor=${encodeURIComponent(first.next_cursor as string)}`
-      })
+      const cursor = encodeURIComponent(first.next_cursor as string)
+      await read('events-list-member-cursor', 'GET /api/v1/events?cursor=… as a member', member,
+        `/api/v1/events?size=2&cursor=${cursor}`)
     })
 
     it('the events list of a member, searched and by start', async () => {
-      await snapshot(
-        'events-list-member-search',
-        'GET /api/v1/events?search=…&start_dt_after=… as a member of an organization',
-        member,
-        { method: 'GET', url: '/api/v1/events?search=launch&start_dt_after=2031-03-02T00:00:00Z&size=5' }
-      )
+      await read('events-list-member-search', 'GET /api/v1/events?search=…&start_dt_after=… as a member of an organization',
+        member, '/api/v1/events?search=launch&start_dt_after=2031-03-02T00:00:00Z&size=5')
     })
 
     it('the events list of an administrator', async () => {
-      await snapshot('events-list-admin', 'GET /api/v1/events as a tenant administrator', admin, {
-        method: 'GET',
-        url: '/api/v1/events?size=5'
-      })
+      await read('events-list-admin', 'GET /api/v1/events as a tenant administrator', admin, '/api/v1/events?size=5')
     })
 
     it('contact search and the searched contacts list', async () => {
-      await snapshot('contacts-search', 'GET /api/v1/contacts/search?q=… as a member', member, {
-        method: 'GET',
-        url: '/api/v1/contacts/search?query=ann'
-      })
-      await snapshot('contacts-list-search', 'GET /api/v1/contacts?search=… as a member', member, {
-        method: 'GET',
-        url: '/api/v1/contacts?search=ann&size=10'
-      })
+      await read('contacts-search', 'GET /api/v1/contacts/search?q=… as a member', member, '/api/v1/contacts/search?query=ann')
+      await read('contacts-list-search', 'GET /api/v1/contacts?search=… as a member', member,
+        '/api/v1/contacts?search=ann&size=10')
     })
 
     it('series writes: create, change the rule, edit this and the following, delete the rest', async () => {
