@@ -6,7 +6,8 @@
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import type { ExecutionRow, ExecutionStatus } from './automation.table.ts'
 
 const jsonb = (v: unknown) => JSON.stringify(v)
@@ -76,7 +77,7 @@ export async function listExecutions (
   trx: Tx,
   tenantId: string,
   ruleId: string,
-  q: { page: number; size: number; cursor?: string | undefined },
+  q: PageParams,
   f: ExecutionFilter = {},
   counting: Counting = 'rows'
 ) {
@@ -99,31 +100,17 @@ export async function listExecutions (
     .$if(f.triggerType !== undefined, qb => qb.where('trigger_type', '=', f.triggerType ?? ''))
     .$if(f.from !== undefined, qb => qb.where('created_at', '>=', f.from ?? new Date(0)))
     .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EXECUTION_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    // a time range counts its rows; status and trigger type are keys of the kept counts
-    counting === 'kept' && f.from === undefined && f.to === undefined
-      ? keptTotal(
-        trx,
-        tenantId,
-        'executions',
-        sql<boolean>`k1 = ${ruleId}
+  // a time range counts its rows; status and trigger type are keys of the kept counts
+  const kept = counting === 'kept' && f.from === undefined && f.to === undefined
+  const keptCount = async () => await keptTotal(
+    trx,
+    tenantId,
+    'executions',
+    sql<boolean>`k1 = ${ruleId}
           and ${f.status !== undefined ? sql<boolean>`k2 = ${f.status}` : sql<boolean>`true`}
           and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`
-      )
-      : base
-        .select(eb => eb.fn.countAll<number>().as('n'))
-        .executeTakeFirstOrThrow()
-        .then(r => Number(r.n))
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: count }
+  )
+  return await listPage(base, qb => qb.selectAll(), EXECUTION_KEYS, window, kept ? keptCount : undefined)
 }
 
 export async function lockExecution (trx: Tx, tenantId: string, id: string): Promise<ExecutionRow | undefined> {

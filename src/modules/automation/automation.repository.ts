@@ -10,7 +10,8 @@ import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import { CRON_TRIGGER, RELATIVE_TRIGGERS } from './automation.catalogue.ts'
 import type {
   AutomationRulesTable,
@@ -164,13 +165,7 @@ const RULE_KEYS: KeyColumn[] = [
   { ref: 'id', dir: 'asc', type: 'uuid' }
 ]
 
-export async function listRules (
-  trx: Tx,
-  tenantId: string,
-  f: RuleFilter,
-  q: { page: number; size: number; cursor?: string | undefined },
-  auth?: AuthContext
-) {
+export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: PageParams, auth?: AuthContext) {
   const window = pageWindow(q, listScope('rules', { ...f }), RULE_KEYS)
   const base = trx
     .selectFrom('automation_rules')
@@ -195,18 +190,7 @@ export async function listRules (
     .$if(f.scopeId !== undefined, qb => qb.where('scope_id', '=', f.scopeId ?? ''))
     .$if(f.eventType !== undefined, qb => qb.where('event_type', '=', f.eventType ?? ''))
     .$if(f.enabled !== undefined, qb => qb.where('enabled', '=', f.enabled ?? true))
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, RULE_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc')
-      .orderBy('id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.n) }
+  return await listPage(base, qb => qb.selectAll(), RULE_KEYS, window)
 }
 
 // ---- the dispatcher's and the scheduler's rules

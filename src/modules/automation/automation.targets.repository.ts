@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { rowExists } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { RuleRow } from './automation.table.ts'
@@ -66,14 +67,7 @@ export async function dueEvents (trx: Tx, q: DueEventsQuery) {
 
 /** Whether an event is in a space (as a tenant's `event_spaces` row). */
 export async function eventInSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number): Promise<boolean> {
-  const row = await trx
-    .selectFrom('event_spaces')
-    .select('event_id')
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('space_id', '=', spaceId)
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'event_spaces', { tenant_id: tenantId, event_id: eventId, space_id: spaceId })
 }
 
 /** The fields of the trigger's event that conditions read (`event`). */
@@ -103,21 +97,12 @@ export async function findDeletedEvent (trx: Tx, tenantId: string, eventId: numb
 
 /** Whether a tenant has an event with the id, in whatever state. */
 export async function eventExists (trx: Tx, tenantId: string, eventId: number): Promise<boolean> {
-  const row = await trx
-    .selectFrom('events')
-    .select('id')
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', eventId)
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'events', { tenant_id: tenantId, id: eventId })
 }
 
 /** Whether a tenant has a contact with the id, whoever may see it. */
 export async function contactExists (trx: Tx, tenantId: string, contactId: string): Promise<boolean> {
-  const row = await trx.selectFrom('contacts').select('id')
-    .where('tenant_id', '=', tenantId).where('id', '=', contactId)
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'contacts', { tenant_id: tenantId, id: contactId })
 }
 
 /** The users who actively manage an event. */

@@ -8,6 +8,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
+import { countRows, fromCursor } from '../../platform/db/list-page.ts'
 import { afterKey, keyExpression, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -149,15 +150,8 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
   type Page = typeof base
-  const ordered = (qb: Page): Page =>
-    qb
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
-      // `nulls last` only where the column can be null: the newest-first order is then the indexes' own
-      .orderBy(keyExpression(keys[0] as KeyColumn), ob => {
-        const dir = o.sortDir === 'asc' ? ob.asc() : ob.desc()
-        return text ? dir.nullsLast() : dir
-      })
-      .orderBy('id', o.sortDir)
+  // after the cursor in the keys' order; `nulls last` only for the names, so the newest-first order is the indexes'
+  const ordered = (qb: Page): Page => fromCursor(qb, keys, window)
   // A member's contacts by creation time: their own and their organization's, each read from its index
   // (contacts_owner, contacts_org) in the list's order up to the page's end, the page from their union.
   // As one `or`, PostgreSQL sorted every contact of the organization for each page.
@@ -184,7 +178,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     // a text filter counts its matches; otherwise the kept counts answer
     o.counting === 'kept' && (o.search === undefined || o.search === '')
       ? keptVisibleTotal(trx, auth, o.favorite)
-      : base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow().then(r => Number(r.total))
+      : countRows(base)
   ])
   const page = pageOf(rows, window, r => [r.sort_key, r.id])
   return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: count }

@@ -3,14 +3,15 @@
  * rows with series_id and no event_id attend every occurrence of a series (written by the series
  * module, listed here read-only).
  */
-import { sql } from 'kysely'
+import { expressionBuilder, sql, type Expression, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
-import type { AttendeeStatus } from './event-collab.table.ts'
+import type { AttendeeStatus, EventCollabTables } from './event-collab.table.ts'
 
 export const ATTENDEE_COLUMNS = [
   'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
@@ -24,43 +25,42 @@ export const attendeeEtag = (row: { [K in (typeof ATTENDEE_COLUMNS)[number]]: un
 /** `contact_id` is one of `ids`: one array parameter, however many ids (the statement stays the same). */
 const anyContact = (ids: readonly string[]) => sql<boolean>`contact_id = any(${[...ids]}::uuid[])`
 
-const ATTENDEE_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'asc', type: 'time' },
-  { ref: 'id', dir: 'asc', type: 'int' }
-]
+/** An occurrence (or a single event) and its series, if any: whose attendees, attachments and links are read. */
+export interface OccurrenceRef {
+  id: number
+  seriesId: number | null
+}
+
+/**
+ * The rows of an occurrence and those of its series (no event_id: they hold for every occurrence). Attendees,
+ * attachments and links name their occurrence and their series alike.
+ */
+export function ofEventOrSeries (event: OccurrenceRef): Expression<SqlBool> {
+  const eb = expressionBuilder<EventCollabTables, 'attendees'>()
+  return event.seriesId === null
+    ? eb('event_id', '=', event.id)
+    : eb.or([
+      eb('event_id', '=', event.id),
+      eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])
+    ])
+}
+
+const ATTENDEE_KEYS = creationOrder('asc')
 
 /** A page of an event's attendees (its own and its series'), oldest first; the total and the next page's cursor. */
 export async function listAttendees (
   trx: Tx,
   tenantId: string,
-  event: { id: number; seriesId: number | null },
-  o: { page: number; size: number; cursor?: string | undefined; status?: AttendeeStatus | undefined }
+  event: OccurrenceRef,
+  o: PageParams & { status?: AttendeeStatus | undefined }
 ) {
   const window = pageWindow(o, listScope('attendees', { event: event.id, status: o.status }), ATTENDEE_KEYS)
   const base = trx
     .selectFrom('attendees')
     .where('tenant_id', '=', tenantId)
-    .where(eb =>
-      event.seriesId === null
-        ? eb('event_id', '=', event.id)
-        : eb.or([
-          eb('event_id', '=', event.id),
-          eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])
-        ])
-    )
+    .where(ofEventOrSeries(event))
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
-  const [rows, count] = await Promise.all([
-    base
-      .select(ATTENDEE_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ATTENDEE_KEYS, window.after ?? [])))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(ATTENDEE_COLUMNS), ATTENDEE_KEYS, window)
 }
 
 /** Attendee counts of an event by status (index attendees_event_status). */

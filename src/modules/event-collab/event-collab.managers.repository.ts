@@ -2,18 +2,17 @@
  * All SQL of event managers and their invites (table `event_managers`, of the events module).
  * Invite tokens: 32 random bytes, base64url, shown once; only their SHA-256 (hex) is stored.
  */
-import { sql } from 'kysely'
+import { sql, type InsertObject } from 'kysely'
+import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
 import { displayProfiles } from '../identity/identity.repository.ts'
-import type { EventManagerRow } from '../events/events.table.ts'
+import { MANAGER_GRANT_COLUMNS, type EventManagerRow } from '../events/events.table.ts'
 import { INVITE_TTL_DAYS } from './event-collab.schemas.ts'
 
-export const MANAGER_COLUMNS = [
-  'id', 'event_id', 'series_id', 'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by',
-  'invited_at', 'expires_at', 'accepted_at', 'created_at', 'updated_at'
-] as const
+export const MANAGER_COLUMNS = ['id', 'event_id', 'series_id', ...MANAGER_GRANT_COLUMNS] as const
 export type ManagerView = Omit<EventManagerRow, 'tenant_id' | 'invite_token_hash'>
 
 /**
@@ -51,36 +50,17 @@ export async function withDisplayName<T extends { user_id: string | null }> (
   return one ?? { ...row, display_name: null }
 }
 
-const CREATED_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'asc', type: 'time' },
-  { ref: 'id', dir: 'asc', type: 'int' }
-]
+const CREATED_KEYS = creationOrder('asc')
 
 /** Active and pending managers of an event (revoked rows are history), oldest first; the next page's cursor. */
-export async function listManagers (
-  trx: Tx,
-  tenantId: string,
-  eventId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listManagers (trx: Tx, tenantId: string, eventId: number, q: PageParams) {
   const window = pageWindow(q, listScope('event-managers', { eventId }), CREATED_KEYS)
   const base = trx
     .selectFrom('event_managers')
     .where('tenant_id', '=', tenantId)
     .where('event_id', '=', eventId)
     .where('status', '<>', 'revoked')
-  const [rows, count] = await Promise.all([
-    base
-      .select(MANAGER_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CREATED_KEYS, window.after ?? [])))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(MANAGER_COLUMNS), CREATED_KEYS, window)
 }
 
 /** The active or pending manager row of a user on an event. */
@@ -96,34 +76,36 @@ export async function findManager (trx: Tx, tenantId: string, eventId: number, u
     .executeTakeFirst()
 }
 
-export async function insertManager (
-  trx: Tx,
-  v: {
-    tenantId: string
-    eventId: number
-    orgId: string | null
-    userId: string
-    permissions: string[]
-    role: string | null
-    invitedBy: string
-  }
-) {
+/** What a manager is granted on an event, and by whom: given at once or as an invite. */
+interface GrantValues {
+  tenantId: string
+  eventId: number
+  orgId: string | null
+  permissions: string[]
+  role: string | null
+  invitedBy: string
+}
+
+/** Inserts a manager row of an event, granted now: the grant, and how it is held (`held`: active or invited). */
+async function insertGrant (trx: Tx, v: GrantValues, held: Partial<InsertObject<Database, 'event_managers'>>) {
   return await trx
     .insertInto('event_managers')
     .values({
       tenant_id: v.tenantId,
       event_id: v.eventId,
       org_id: v.orgId,
-      user_id: v.userId,
       permissions: v.permissions,
       role: v.role,
-      status: 'active',
       invited_by: v.invitedBy,
       invited_at: sql`now()`,
-      accepted_at: sql`now()`
+      ...held
     })
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
+}
+
+export async function insertManager (trx: Tx, v: GrantValues & { userId: string }) {
+  return await insertGrant(trx, v, { user_id: v.userId, status: 'active', accepted_at: sql`now()` })
 }
 
 export async function updatePermissions (
@@ -177,37 +159,14 @@ export async function emailIsActiveManager (
 
 const expiry = sql<Date>`now() + make_interval(days => ${INVITE_TTL_DAYS})`
 
-export async function insertInvite (
-  trx: Tx,
-  v: {
-    tenantId: string
-    eventId: number
-    orgId: string | null
-    email: string
-    permissions: string[]
-    role: string | null
-    invitedBy: string
-    tokenHash: string
-  }
-) {
-  return await trx
-    .insertInto('event_managers')
-    .values({
-      tenant_id: v.tenantId,
-      event_id: v.eventId,
-      org_id: v.orgId,
-      user_id: null,
-      permissions: v.permissions,
-      role: v.role,
-      status: 'pending',
-      invited_email: v.email,
-      invited_by: v.invitedBy,
-      invited_at: sql`now()`,
-      invite_token_hash: v.tokenHash,
-      expires_at: expiry
-    })
-    .returning(MANAGER_COLUMNS)
-    .executeTakeFirstOrThrow()
+export async function insertInvite (trx: Tx, v: GrantValues & { email: string; tokenHash: string }) {
+  return await insertGrant(trx, v, {
+    user_id: null,
+    status: 'pending',
+    invited_email: v.email,
+    invite_token_hash: v.tokenHash,
+    expires_at: expiry
+  })
 }
 
 /** Re-invite: a new token and expiry, the new grant. */

@@ -4,7 +4,9 @@
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { deleteRows } from '../../platform/db/match.ts'
+import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import type { EventRow } from '../events/events.table.ts'
 import type { MilestoneStatus } from './event-collab.table.ts'
 
@@ -41,6 +43,10 @@ function milestones (trx: Tx, tenantId: string) {
     .where('m.tenant_id', '=', tenantId)
 }
 
+/** A milestone's columns and what its derived status is computed from: its event's dates and status. */
+const withEvent = (qb: ReturnType<typeof milestones>) =>
+  qb.select([...MILESTONE_COLUMNS, 'e.start_dt', 'e.end_dt', 'e.status as event_status'])
+
 /** Milestones with their status: derived ones computed now from the milestone event. */
 function present<
   T extends {
@@ -63,34 +69,18 @@ const MILESTONE_KEYS: KeyColumn[] = [
   { ref: 'm.id', dir: 'asc', type: 'int' }
 ]
 
-export async function listMilestones (
-  trx: Tx,
-  tenantId: string,
-  baseId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listMilestones (trx: Tx, tenantId: string, baseId: number, q: PageParams) {
   const window = pageWindow(q, listScope('milestones', { baseId }), MILESTONE_KEYS)
   const base = milestones(trx, tenantId).where('m.base_event_id', '=', baseId)
-  const [rows, count] = await Promise.all([
-    base
-      .select([...MILESTONE_COLUMNS, 'e.start_dt', 'e.end_dt', 'e.status as event_status'])
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MILESTONE_KEYS, window.after ?? [])))
-      .orderBy('m.sequence')
-      .orderBy('m.id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  const page = pageOf(rows, window, r => [r.sequence, r.id])
-  return { ...page, items: present(page.items), total: Number(count.total) }
+  const page = await listPage(base, withEvent, MILESTONE_KEYS, window)
+  return { ...page, items: present(page.items) }
 }
 
 export async function findMilestone (trx: Tx, tenantId: string, baseId: number, milestoneId: number) {
   const rows = await milestones(trx, tenantId)
     .where('m.base_event_id', '=', baseId)
     .where('m.milestone_event_id', '=', milestoneId)
-    .select([...MILESTONE_COLUMNS, 'e.start_dt', 'e.end_dt', 'e.status as event_status'])
+    .$call(withEvent)
     .execute()
   return present(rows)[0]
 }
@@ -170,11 +160,6 @@ export async function deleteMilestone (
   baseId: number,
   milestoneId: number
 ): Promise<boolean> {
-  const r = await trx
-    .deleteFrom('event_milestones')
-    .where('tenant_id', '=', tenantId)
-    .where('base_event_id', '=', baseId)
-    .where('milestone_event_id', '=', milestoneId)
-    .executeTakeFirst()
-  return Number(r.numDeletedRows) > 0
+  const match = { tenant_id: tenantId, base_event_id: baseId, milestone_event_id: milestoneId }
+  return await deleteRows(trx, 'event_milestones', match) > 0
 }

@@ -2,7 +2,9 @@
  * SQL of what an event refers to: linked documents, attachments and cross-reference links (event-
  * collab.references.routes.ts).
  */
+import { deleteRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { ofEventOrSeries, type OccurrenceRef } from './event-collab.attendees.repository.ts'
 
 // ---- documents
 
@@ -41,13 +43,7 @@ export async function insertDocument (
 export async function deleteDocument (
   trx: Tx, tenantId: string, eventId: number, documentId: string
 ): Promise<boolean> {
-  const r = await trx
-    .deleteFrom('event_documents')
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('document_id', '=', documentId)
-    .executeTakeFirst()
-  return Number(r.numDeletedRows) > 0
+  return await deleteRows(trx, 'event_documents', { tenant_id: tenantId, event_id: eventId, document_id: documentId }) > 0
 }
 
 // ---- attachments
@@ -68,7 +64,7 @@ const ATTACHMENT_COLUMNS = [
 export async function listAttachments (
   trx: Tx,
   tenantId: string,
-  event: { id: number; seriesId: number | null },
+  event: OccurrenceRef,
   kind: string | undefined,
   limit: number
 ) {
@@ -76,14 +72,7 @@ export async function listAttachments (
     .selectFrom('event_attachments')
     .select(ATTACHMENT_COLUMNS)
     .where('tenant_id', '=', tenantId)
-    .where(eb =>
-      event.seriesId === null
-        ? eb('event_id', '=', event.id)
-        : eb.or([
-          eb('event_id', '=', event.id),
-          eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])
-        ])
-    )
+    .where(ofEventOrSeries(event))
     .$if(kind !== undefined && kind !== '', qb => qb.where('kind', '=', kind ?? ''))
     .orderBy('created_at')
     .orderBy('id')
@@ -136,24 +125,12 @@ export async function deleteAttachment (trx: Tx, tenantId: string, id: number): 
 const LINK_COLUMNS = ['id', 'event_id', 'target_id', 'series_id', 'created_at'] as const
 
 /** Links of an occurrence and those held by its series. */
-export async function listLinks (
-  trx: Tx,
-  tenantId: string,
-  event: { id: number; seriesId: number | null },
-  limit: number
-) {
+export async function listLinks (trx: Tx, tenantId: string, event: OccurrenceRef, limit: number) {
   return await trx
     .selectFrom('event_links')
     .select(LINK_COLUMNS)
     .where('tenant_id', '=', tenantId)
-    .where(eb =>
-      event.seriesId === null
-        ? eb('event_id', '=', event.id)
-        : eb.or([
-          eb('event_id', '=', event.id),
-          eb.and([eb('event_id', 'is', null), eb('series_id', '=', event.seriesId)])
-        ])
-    )
+    .where(ofEventOrSeries(event))
     .orderBy('created_at')
     .orderBy('id')
     .limit(limit)
@@ -179,13 +156,7 @@ export async function insertLink (
 }
 
 export async function deleteLink (trx: Tx, tenantId: string, eventId: number, targetId: number): Promise<boolean> {
-  const r = await trx
-    .deleteFrom('event_links')
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('target_id', '=', targetId)
-    .executeTakeFirst()
-  return Number(r.numDeletedRows) > 0
+  return await deleteRows(trx, 'event_links', { tenant_id: tenantId, event_id: eventId, target_id: targetId }) > 0
 }
 
 /** Removes the links a series holds to a target; the number removed. */
@@ -195,11 +166,5 @@ export async function deleteSeriesLinks (
   seriesId: number,
   targetId: number
 ): Promise<number> {
-  const r = await trx
-    .deleteFrom('event_links')
-    .where('tenant_id', '=', tenantId)
-    .where('series_id', '=', seriesId)
-    .where('target_id', '=', targetId)
-    .executeTakeFirst()
-  return Number(r.numDeletedRows)
+  return await deleteRows(trx, 'event_links', { tenant_id: tenantId, series_id: seriesId, target_id: targetId })
 }

@@ -15,9 +15,11 @@ import {
 } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { creationOrder, listScope, pageOf, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
+import { fromCursor, listPage, orderByKeys, sumOf, totalOf } from '../../platform/db/list-page.ts'
+import { deleteRows } from '../../platform/db/match.ts'
 import { planList, type Tx } from '../../platform/db/tenant.ts'
-import { foldByTenant, type Counting } from '../../platform/db/kept-counts.ts'
+import { compactKeptCounts, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.repository.ts'
 import type { EVENT_SORT_FIELDS, STATUSES } from './events.schemas.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
@@ -236,13 +238,7 @@ export const LIST_COUNTS_TRIGGER = 'events_list_counts_insert'
  * retention loop, every 10 minutes); the tenants it folded. Nothing to fold on Citus (no triggers).
  */
 export async function compactListCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
-  return await foldByTenant(
-    db,
-    sql<{ tenant_id: string }>`select tenant_id from event_list_counts
-    group by tenant_id having count(*) > count(distinct (status, visibility, org_id, month))`,
-    tenant => sql`select compact_event_list_counts(${tenant})`,
-    signal
-  )
+  return await compactKeptCounts(db, 'event_list_counts', ['status', 'visibility', 'org_id', 'month'], signal)
 }
 
 type EventsWhere = Expression<SqlBool> | ((eb: ExpressionBuilder<Database, 'events'>) => Expression<SqlBool>)
@@ -292,11 +288,6 @@ function keptCounts (
       .$if(wholeTo !== undefined, qb =>
         qb.where('c.month', '<', day(wholeTo ?? new Date(0))).where('c.month', '>', '-infinity')
       )
-  const sum = (parts: Array<Expression<unknown>>): Expression<number> =>
-    sql<number>`${sql.join(
-      parts.map(p => sql`(${p})`),
-      sql` + `
-    )}`
   const filterVisibility = o.visibility !== undefined && o.visibility !== 0 ? o.visibility : undefined
   /** the listed rows of one visibility (and organization) that pass the filters */
   const ofVisibility = (
@@ -304,7 +295,7 @@ function keptCounts (
     org: string | undefined,
     where: EventsWhere
   ): Expression<number> =>
-    sum([
+    sumOf([
       ...(partial ? [] : [buckets(visibility ?? filterVisibility, org)]),
       ...edges.map(edge => rowCount(where).where(edge))
     ])
@@ -415,19 +406,6 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
           )
         )
       )
-  const ordered = <O>(qb: EventsQuery<O>): EventsQuery<O> => {
-    let out = qb
-    for (const k of keys) {
-      out = out.orderBy(sql.ref(k.ref), ob => {
-        const dir = k.dir === 'asc' ? ob.asc() : ob.desc()
-        // `nulls last` only where a column can be null, so the other sorts follow the list indexes
-        return k.nullable === true ? dir.nullsLast() : dir
-      })
-    }
-    return out
-  }
-  const afterCursor = <O>(qb: EventsQuery<O>): EventsQuery<O> =>
-    window.after === undefined ? qb : qb.where(eb => afterKey(eb, keys, window.after ?? []))
   // which rows, which version of each (the bodies come from the row cache or PostgreSQL: events.service.ts,
   // renderEvents), and the sort value for the next cursor
   const columns = [
@@ -467,27 +445,24 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .groupBy('es.event_id')
     .as('l'))
     .select('l.id')
-    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, linkKeys, window.after ?? [])))
-    .orderBy('l.start_dt', o.sortDir).orderBy('l.id', o.sortDir)
+    .$call(qb => fromCursor(qb, linkKeys, window))
     .limit(reach)
 
   if (audience === undefined) {
-    const [rows, count] = await Promise.all([
-      ordered(afterCursor(filtered(trx.selectFrom('events').select(columns))))
+    const [rows, total] = await Promise.all([
+      fromCursor(filtered(trx.selectFrom('events').select(columns)), keys, window)
         .limit(window.limit)
         .offset(window.offset)
         .execute(),
-      trx
-        .selectNoFrom(sql<number>`(${kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)})`.as('total'))
-        .executeTakeFirstOrThrow()
+      totalOf(trx, [kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)])
     ])
-    return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(count.total) }
+    return { ...pageOf(rows, window, keyOf(o.sortBy)), total }
   }
 
   // each branch's first rows of the page's end, then the page from their union
   const reach = window.offset + window.limit
   const pickOf = (branch: Expression<SqlBool>) => trx.selectFrom(
-    ordered(afterCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch))).limit(reach).as('b')
+    fromCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch), keys, window).limit(reach).as('b')
   ).select('b.id')
   const picks = [
     ...audience.classes.map(c =>
@@ -511,26 +486,20 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .where('events.id', 'in', ownedIds)
     .where(eb => eb.not(sql<SqlBool>`coalesce(${audience.inClasses}, false)`)))
   const [rows, total] = await Promise.all([
-    ordered(
+    orderByKeys(
       trx
         .selectFrom('events')
         .select(columns)
         .where('events.tenant_id', '=', auth.tenantId)
-        .where('events.id', 'in', union)
+        .where('events.id', 'in', union),
+      keys
     )
       .limit(window.limit)
       .offset(window.offset)
       .execute(),
-    trx
-      .selectNoFrom(
-        sql<number>`${sql.join(
-          counts.map(c => sql`(${c})`),
-          sql` + `
-        )}`.as('total')
-      )
-      .executeTakeFirstOrThrow()
+    totalOf(trx, counts)
   ])
-  return { ...pageOf(rows, window, keyOf(o.sortBy)), total: Number(total.total) }
+  return { ...pageOf(rows, window, keyOf(o.sortBy)), total }
 }
 
 /** The sort key of a row of the events list: its sort column, then its id. */
@@ -637,9 +606,7 @@ export async function listActivity (
     .where('tenant_id', '=', tenantId)
     .where('event_id', '=', eventId)
     .$if(kind !== undefined && kind !== '', qb => qb.where('kind', '=', kind ?? ''))
-    .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
-    .orderBy('at', 'desc')
-    .orderBy('id', 'desc')
+    .$call(qb => fromCursor(qb, ACTIVITY_KEYS, window))
     .limit(window.limit)
     .execute()
   const { items, next_cursor: nextCursor } = pageOf(rows, window, r => [r.at, r.id])
@@ -654,17 +621,9 @@ const EVENT_SPACE_COLUMNS = [
   'es.created_at',
   'es.updated_at'
 ] as const
-const EVENT_SPACE_KEYS: KeyColumn[] = [
-  { ref: 'es.created_at', dir: 'asc', type: 'time' },
-  { ref: 'es.id', dir: 'asc', type: 'int' }
-]
+const EVENT_SPACE_KEYS = creationOrder('asc', 'es')
 
-export async function listEventSpaces (
-  trx: Tx,
-  tenantId: string,
-  eventId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listEventSpaces (trx: Tx, tenantId: string, eventId: number, q: PageParams) {
   const window = pageWindow(q, listScope('event-spaces', { eventId }), EVENT_SPACE_KEYS)
   const base = trx
     .selectFrom('event_spaces as es')
@@ -672,18 +631,7 @@ export async function listEventSpaces (
     .where('es.tenant_id', '=', tenantId)
     .where('es.event_id', '=', eventId)
     .where('s.is_deleted', '=', false)
-  const [rows, count] = await Promise.all([
-    base
-      .select(EVENT_SPACE_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, EVENT_SPACE_KEYS, window.after ?? [])))
-      .orderBy('es.created_at')
-      .orderBy('es.id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(EVENT_SPACE_COLUMNS), EVENT_SPACE_KEYS, window)
 }
 
 export async function insertEventSpace (
@@ -702,8 +650,5 @@ export async function insertEventSpace (
 }
 
 export async function deleteEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number): Promise<boolean> {
-  const res = await trx.deleteFrom('event_spaces')
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('space_id', '=', spaceId)
-    .executeTakeFirst()
-  return Number(res.numDeletedRows) > 0
+  return await deleteRows(trx, 'event_spaces', { tenant_id: tenantId, event_id: eventId, space_id: spaceId }) > 0
 }

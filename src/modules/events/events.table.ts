@@ -8,7 +8,11 @@ export type JsonWithDefault = ColumnType<JsonObject, JsonObject | string | undef
 export type EventStatus = 'draft' | 'published' | 'archived'
 export type EventVisibility = 10 | 20 | 30 | 40
 
-export interface EventsTable {
+/**
+ * Who owns an event and what it says: the columns a series holds too, for its occurrences (series.table.ts). Each
+ * table adds its dates, its state and its own columns.
+ */
+export interface EventContentColumns {
   tenant_id: string
   id: Generated<number>
   org_id: string | null
@@ -18,15 +22,18 @@ export interface EventsTable {
   address: string | null
   latitude: number | null
   longitude: number | null
-  start_dt: Timestamp | null
-  end_dt: Timestamp | null
-  timezone: Generated<string>
   keywords: Generated<string[]>
   metadata: JsonWithDefault
   visibility: Generated<number>
-  status: Generated<EventStatus>
   template: Generated<string>
   template_version: Generated<number>
+}
+
+export interface EventsTable extends EventContentColumns {
+  start_dt: Timestamp | null
+  end_dt: Timestamp | null
+  timezone: Generated<string>
+  status: Generated<EventStatus>
   state: string | null
   priority: Generated<number>
   series_id: number | null
@@ -88,11 +95,13 @@ export interface EventListCountsTable {
 
 export type ManagerStatus = 'pending' | 'active' | 'revoked'
 
-export interface EventManagersTable {
+/**
+ * A manager's grant and its invite, as the manager tables hold them: event managers (of events and series) and
+ * space managers (spaces.table.ts). Each table adds what the grant is on.
+ */
+export interface ManagerGrantColumns {
   tenant_id: string
   id: Generated<number>
-  event_id: number | null
-  series_id: number | null
   org_id: string | null
   user_id: string | null
   permissions: Generated<string[]>
@@ -106,6 +115,17 @@ export interface EventManagersTable {
   accepted_at: Timestamp | null
   created_at: Timestamp
   updated_at: Timestamp
+}
+
+/** The grant's columns as the API shows them (not the invite token's hash), in the order of a manager's ETag. */
+export const MANAGER_GRANT_COLUMNS = [
+  'org_id', 'user_id', 'permissions', 'role', 'status', 'invited_email', 'invited_by', 'invited_at', 'expires_at',
+  'accepted_at', 'created_at', 'updated_at'
+] as const satisfies ReadonlyArray<keyof ManagerGrantColumns>
+
+export interface EventManagersTable extends ManagerGrantColumns {
+  event_id: number | null
+  series_id: number | null
 }
 
 /** An event as the service reads it: every column but `search_text` (an index input, never shown). */

@@ -4,6 +4,7 @@
  * removed user loses). Every function takes the transaction first and names the tenant.
  */
 import { sql, type SqlBool } from 'kysely'
+import { rowExists } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { DeliveryOutcome, UserRow, UserState } from './identity.table.ts'
 
@@ -85,15 +86,12 @@ export async function deliverySeen (
   aggregateId: string,
   sequence: number
 ): Promise<boolean> {
-  const row = await trx
-    .selectFrom('idp_deliveries')
-    .select('outcome')
-    .where('tenant_id', '=', tenantId)
-    .where('instance_id', '=', instanceId)
-    .where('aggregate_id', '=', aggregateId)
-    .where('sequence', '=', sequence)
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'idp_deliveries', {
+    tenant_id: tenantId,
+    instance_id: instanceId,
+    aggregate_id: aggregateId,
+    sequence
+  })
 }
 
 /** Records a delivery; false when it was recorded before (a concurrent duplicate). */
@@ -163,20 +161,15 @@ export async function revokeUserAccess (
     lowered !== undefined
       ? sql<SqlBool>`(user_id = ${userId} or lower(invited_email) = ${lowered})`
       : sql<SqlBool>`user_id = ${userId}`
-  const spaces = await trx
-    .updateTable('space_managers')
+  const revoke = async (table: 'space_managers' | 'event_managers') => await trx
+    .updateTable(table)
     .set({ status: 'revoked', updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('status', '<>', 'revoked')
     .where(held)
     .executeTakeFirst()
-  const events = await trx
-    .updateTable('event_managers')
-    .set({ status: 'revoked', updated_at: sql<Date>`now()` })
-    .where('tenant_id', '=', tenantId)
-    .where('status', '<>', 'revoked')
-    .where(held)
-    .executeTakeFirst()
+  const spaces = await revoke('space_managers')
+  const events = await revoke('event_managers')
   const members = await trx
     .updateTable('space_members')
     .set({ is_active: false, removed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })

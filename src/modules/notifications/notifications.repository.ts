@@ -1,9 +1,27 @@
 /** SQL of the notifications module: the tenant's notification outbox as administrators list it. */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { NotificationStatus } from '../../platform/notifications/notifications.ts'
 import type { ListNotificationsQuery } from './notifications.schemas.ts'
+
+const COLUMNS = [
+  'id',
+  'channel',
+  'recipient',
+  'subject',
+  'priority',
+  'attempts',
+  'last_error',
+  'created_at',
+  'sent_at',
+  sql<NotificationStatus>`status`.as('status'),
+  sql<string | null>`payload->>'kind'`.as('kind'),
+  sql<Date | null>`case when status = 'pending' then (payload->>'next_attempt_at')::timestamptz end`.as(
+    'next_attempt_at'
+  )
+] as const
 
 const KEYS: KeyColumn[] = [{ ref: 'id', dir: 'desc', type: 'int' }]
 
@@ -17,30 +35,5 @@ export async function listNotifications (trx: Tx, tenantId: string, q: ListNotif
   if (q.channel !== undefined) base = base.where('channel', '=', q.channel)
   if (q.created_after !== undefined) base = base.where('created_at', '>=', new Date(q.created_after))
   if (q.created_before !== undefined) base = base.where('created_at', '<', new Date(q.created_before))
-  const [rows, count] = await Promise.all([
-    base
-      .select([
-        'id',
-        'channel',
-        'recipient',
-        'subject',
-        'priority',
-        'attempts',
-        'last_error',
-        'created_at',
-        'sent_at',
-        sql<NotificationStatus>`status`.as('status'),
-        sql<string | null>`payload->>'kind'`.as('kind'),
-        sql<Date | null>`case when status = 'pending' then (payload->>'next_attempt_at')::timestamptz end`.as(
-          'next_attempt_at'
-        )
-      ])
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, KEYS, window.after ?? [])))
-      .orderBy('id', 'desc')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.id]), total: Number(count.n) }
+  return await listPage(base, qb => qb.select(COLUMNS), KEYS, window)
 }

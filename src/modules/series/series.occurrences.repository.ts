@@ -9,7 +9,8 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { EventInsert, EventUpdate } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -267,17 +268,5 @@ export async function pageOccurrences (
     .selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll('events')
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, OCCURRENCE_KEYS, window.after ?? [])))
-      .orderBy('events.start_dt')
-      .orderBy('events.series_index')
-      .orderBy('events.id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.start_dt, r.series_index, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.selectAll('events'), OCCURRENCE_KEYS, window)
 }

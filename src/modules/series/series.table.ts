@@ -1,30 +1,17 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
-import type { JsonWithDefault } from '../events/events.table.ts'
+import type { EventContentColumns } from '../events/events.table.ts'
 import type { EndsOn, Freq } from './series.recurrence.ts'
 
 export type SeriesStatus = 'draft' | 'published' | 'archived'
 export type SeriesManagerStatus = 'pending' | 'active' | 'revoked'
 
-export interface EventSeriesTable {
-  tenant_id: string
-  id: Generated<number>
-  org_id: string | null
-  creator_id: string
-  title: string
-  description: string | null
-  address: string | null
-  latitude: number | null
-  longitude: number | null
+/** A series: the content of its occurrences (EventContentColumns), their dates and their rule. */
+export interface EventSeriesTable extends EventContentColumns {
   start_dt: Timestamp
   end_dt: Timestamp
   timezone: string
-  keywords: Generated<string[]>
-  metadata: JsonWithDefault
-  visibility: Generated<number>
   status: Generated<SeriesStatus>
-  template: Generated<string>
-  template_version: Generated<number>
   cover_image_key: string | null
   freq: Freq
   interval: number

@@ -16,6 +16,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
+import { rowExists } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError, fieldError } from '../../platform/http/errors.ts'
 import { FULL_ROLE, SPACE_MANAGER_PERMISSIONS, type SpaceManagerPermission } from './spaces.schemas.ts'
@@ -74,15 +75,7 @@ export async function findVisibleSpace (
 
 /** Whether the user is an active member of the space. */
 export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
-  const row = await trx
-    .selectFrom('space_members')
-    .select('user_id')
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('user_id', '=', userId)
-    .where('is_active', '=', true)
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'space_members', { tenant_id: tenantId, space_id: spaceId, user_id: userId, is_active: true })
 }
 
 /** The active manager row of the user, if any. */

@@ -9,8 +9,10 @@ import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.repository.ts'
+import { deleteEventSpace, insertEventSpace } from '../events/events.repository.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { fromCursor, listPage, orderByKeys, totalOf } from '../../platform/db/list-page.ts'
+import { listScope, pageOf, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 
 /* Linked events */
 
@@ -22,12 +24,7 @@ const SPACE_EVENT_KEYS: KeyColumn[] = [
   { ref: 'es.id', dir: 'desc', type: 'int' }
 ]
 
-export async function listSpaceEvents (
-  trx: Tx,
-  auth: AuthContext,
-  spaceId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-events', { spaceId }), SPACE_EVENT_KEYS)
   const base = trx
     .selectFrom('event_spaces as es')
@@ -35,51 +32,43 @@ export async function listSpaceEvents (
     .where('es.tenant_id', '=', auth.tenantId)
     .where('es.space_id', '=', spaceId)
     .where('es.event_id', 'in', visibleEventIds(trx, auth))
-  const [rows, count] = await Promise.all([
-    base
-      .select([
-        'es.id',
-        'es.space_id',
-        'es.event_id',
-        'es.org_id',
-        'es.created_at',
-        'es.updated_at',
-        'e.title',
-        'e.status',
-        'e.visibility',
-        'e.timezone',
-        'e.start_dt',
-        'e.end_dt'
-      ])
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, SPACE_EVENT_KEYS, window.after ?? [])))
-      .orderBy(sql`e.start_dt desc nulls last`)
-      .orderBy('es.id', 'desc')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  const page = pageOf(rows, window, r => [r.start_dt, r.id])
-  const items = page.items.map(r => ({
-    id: r.id,
-    space_id: r.space_id,
-    event_id: r.event_id,
-    org_id: r.org_id,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    event: {
-      id: r.event_id,
-      title: r.title,
-      status: r.status,
-      visibility: r.visibility,
-      timezone: r.timezone,
-      start_dt: r.start_dt,
-      end_dt: r.end_dt
-    }
-  }))
-  return { items, page: page.page, next_cursor: page.next_cursor, total: Number(count.total) }
+  const page = await listPage(base, qb => qb.select([
+    'es.id',
+    'es.space_id',
+    'es.event_id',
+    'es.org_id',
+    'es.created_at',
+    'es.updated_at',
+    'e.title',
+    'e.status',
+    'e.visibility',
+    'e.timezone',
+    'e.start_dt',
+    'e.end_dt'
+  ]), SPACE_EVENT_KEYS, window)
+  return {
+    ...page,
+    items: page.items.map(r => ({
+      id: r.id,
+      space_id: r.space_id,
+      event_id: r.event_id,
+      org_id: r.org_id,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+      event: {
+        id: r.event_id,
+        title: r.title,
+        status: r.status,
+        visibility: r.visibility,
+        timezone: r.timezone,
+        start_dt: r.start_dt,
+        end_dt: r.end_dt
+      }
+    }))
+  }
 }
 
+/** Links an event to a space: a row of `event_spaces`, as the events module writes it; undefined when linked. */
 export async function insertSpaceEvent (
   trx: Tx,
   tenantId: string,
@@ -87,22 +76,12 @@ export async function insertSpaceEvent (
   eventId: number,
   orgId: string | null
 ) {
-  return await trx
-    .insertInto('event_spaces')
-    .values({ tenant_id: tenantId, event_id: eventId, space_id: spaceId, org_id: orgId })
-    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'space_id']).doNothing())
-    .returning(['id', 'space_id', 'event_id', 'org_id', 'created_at', 'updated_at'])
-    .executeTakeFirst()
+  return await insertEventSpace(trx, tenantId, eventId, spaceId, orgId)
 }
 
+/** Unlinks an event from a space; false when it was not linked. */
 export async function deleteSpaceEvent (trx: Tx, tenantId: string, spaceId: number, eventId: number): Promise<boolean> {
-  const res = await trx
-    .deleteFrom('event_spaces')
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('event_id', '=', eventId)
-    .executeTakeFirst()
-  return Number(res.numDeletedRows) > 0
+  return await deleteEventSpace(trx, tenantId, eventId, spaceId)
 }
 
 /* Activity */
@@ -131,12 +110,7 @@ interface FeedRow {
 /** one source of the feed, whatever tables it reads */
 interface FeedSource { as: (alias: 'x') => AliasedSelectQueryBuilder<FeedRow, 'x'> }
 
-export async function listActivity (
-  trx: Tx,
-  auth: AuthContext,
-  spaceId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-activity', { spaceId }), ACTIVITY_KEYS)
   const t = auth.tenantId
   const storedRows = trx
@@ -171,15 +145,15 @@ export async function listActivity (
     .innerJoinLateral(visibleEvent, j => j.onTrue())
     .where('es.tenant_id', '=', t)
     .where('es.space_id', '=', spaceId)
-  const added = addedRows.select([
-    'es.created_at',
-    sql<string>`'event added to the space'`.as('message'),
+  // the columns of an item about a linked event (`v`) between its time and its sequence: its message and source
+  const eventItem = (message: string, src: number) => [
+    sql<string>`${sql.lit(message)}`.as('message'),
     sql<string>`v.id::text`.as('resource_id'),
     'v.title',
     sql<SpaceActivityType>`'event'`.as('type'),
-    sql<number>`1`.as('src'),
-    'es.id as seq'
-  ])
+    sql<number>`${sql.lit(src)}`.as('src')
+  ] as const
+  const added = addedRows.select(['es.created_at', ...eventItem('event added to the space', 1), 'es.id as seq'])
   const publishedRows = trx
     .selectFrom('event_spaces as es')
     .innerJoinLateral(visibleEvent, j => j.onTrue())
@@ -189,15 +163,7 @@ export async function listActivity (
     .where('es.tenant_id', '=', t)
     .where('es.space_id', '=', spaceId)
     .where('ea.kind', '=', 'published')
-  const published = publishedRows.select([
-    'ea.at as created_at',
-    sql<string>`'event published'`.as('message'),
-    sql<string>`v.id::text`.as('resource_id'),
-    'v.title',
-    sql<SpaceActivityType>`'event'`.as('type'),
-    sql<number>`2`.as('src'),
-    'ea.id as seq'
-  ])
+  const published = publishedRows.select(['ea.at as created_at', ...eventItem('event published', 2), 'ea.id as seq'])
   // each source in the feed's order up to the page's end (after the cursor's key), then the page from the three
   const reach = window.offset + window.limit
   // (each in a subquery of its own: a union's members cannot carry their own order and limit)
@@ -207,10 +173,7 @@ export async function listActivity (
         trx
           .selectFrom(source.as('x'))
           .selectAll()
-          .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, ACTIVITY_KEYS, window.after ?? [])))
-          .orderBy('x.created_at', 'desc')
-          .orderBy('x.src', 'desc')
-          .orderBy('x.seq', 'desc')
+          .$call(qb => fromCursor(qb, ACTIVITY_KEYS, window))
           .limit(reach)
           .as('f')
       )
@@ -218,9 +181,7 @@ export async function listActivity (
   const page = trx
     .selectFrom(firstOf(stored).unionAll(firstOf(added)).unionAll(firstOf(published)).as('x'))
     .select(['x.created_at', 'x.message', 'x.resource_id', 'x.title', 'x.type', 'x.src', 'x.seq'])
-    .orderBy('x.created_at', 'desc')
-    .orderBy('x.src', 'desc')
-    .orderBy('x.seq', 'desc')
+    .$call(qb => orderByKeys(qb, ACTIVITY_KEYS))
     .limit(window.limit)
     .offset(window.offset)
   // the total: each source's rows counted, without the columns of the items
@@ -229,19 +190,9 @@ export async function listActivity (
     addedRows.select(eb => eb.fn.countAll<number>().as('n')),
     publishedRows.select(eb => eb.fn.countAll<number>().as('n'))
   ]
-  const [rows, total] = await Promise.all([
-    page.execute(),
-    trx
-      .selectNoFrom(
-        sql<number>`${sql.join(
-          counted.map(c => sql`(${c})`),
-          sql` + `
-        )}`.as('total')
-      )
-      .executeTakeFirstOrThrow()
-  ])
+  const [rows, total] = await Promise.all([page.execute(), totalOf(trx, counted)])
   const paged = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
-  return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total: Number(total.total) }
+  return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total }
 }
 
 /* Analytics */

@@ -3,7 +3,10 @@
  * the public profile fields of people (display_name, first_name, last_name, username, avatar_url).
  */
 import { sql } from 'kysely'
+import { firstRows } from '../../platform/db/list-page.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { creationOrder, type KeyColumn } from '../../platform/http/cursor.ts'
+import { memberOrder } from './spaces.repository.ts'
 import { PUBLIC } from './spaces.schemas.ts'
 
 export const PREVIEW_MANAGERS = 12
@@ -21,6 +24,14 @@ const SHOWN = [
   'spaces.visibility',
   'spaces.published_at'
 ] as const
+
+/** The orders of the previews: subspaces by position, people oldest first. */
+const BY_POSITION: KeyColumn[] = [
+  { ref: 'spaces.position', dir: 'asc', type: 'int' },
+  { ref: 'spaces.id', dir: 'asc', type: 'int' }
+]
+const MANAGERS_BY_AGE = creationOrder('asc', 'm')
+const MEMBERS_BY_AGE = memberOrder('sm')
 
 function publicSpaces (trx: Tx, tenantId: string) {
   return trx.selectFrom('spaces')
@@ -51,11 +62,8 @@ export async function publicChildren (trx: Tx, tenantId: string, id: number) {
       j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id')
     )
     .where('p.parent_id', '=', id)
-  const [items, count] = await Promise.all([
-    base.select(SHOWN).orderBy('spaces.position').orderBy('spaces.id').limit(SUBSPACES_MAX).execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { items: items.map(s => ({ ...s, parent_id: id })), total: Number(count.total) }
+  const { items, total } = await firstRows(base, qb => qb.select(SHOWN), BY_POSITION, SUBSPACES_MAX)
+  return { items: items.map(s => ({ ...s, parent_id: id })), total }
 }
 
 export async function managerProfiles (trx: Tx, tenantId: string, id: number) {
@@ -63,11 +71,7 @@ export async function managerProfiles (trx: Tx, tenantId: string, id: number) {
     .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'm.tenant_id').onRef('u.id', '=', 'm.user_id'))
     .where('m.tenant_id', '=', tenantId).where('m.space_id', '=', id).where('m.status', '=', 'active')
     .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
-  const [items, count] = await Promise.all([
-    base.select(PROFILE).orderBy('m.created_at').orderBy('m.id').limit(PREVIEW_MANAGERS).execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { items, total: Number(count.total) }
+  return await firstRows(base, qb => qb.select(PROFILE), MANAGERS_BY_AGE, PREVIEW_MANAGERS)
 }
 
 export async function memberProfiles (trx: Tx, tenantId: string, id: number) {
@@ -75,11 +79,7 @@ export async function memberProfiles (trx: Tx, tenantId: string, id: number) {
     .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'sm.tenant_id').onRef('u.id', '=', 'sm.user_id'))
     .where('sm.tenant_id', '=', tenantId).where('sm.space_id', '=', id).where('sm.is_active', '=', true)
     .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
-  const [items, count] = await Promise.all([
-    base.select(PROFILE).orderBy('sm.created_at').orderBy('sm.user_id').limit(PREVIEW_MEMBERS).execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { items, total: Number(count.total) }
+  return await firstRows(base, qb => qb.select(PROFILE), MEMBERS_BY_AGE, PREVIEW_MEMBERS)
 }
 
 export async function ownerProfile (trx: Tx, tenantId: string, userId: string) {

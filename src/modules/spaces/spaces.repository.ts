@@ -2,14 +2,17 @@
  * All SQL of spaces, their hierarchy and their people. Every function takes the request's
  * transaction first and names the tenant.
  */
-import { sql, type ExpressionBuilder } from 'kysely'
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { afterKey, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
+import { listPage } from '../../platform/db/list-page.ts'
+import { deleteRows, rowExists } from '../../platform/db/match.ts'
+import { creationOrder, listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import { spaceVisibleTo } from './spaces.access.repository.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
+import { MANAGER_GRANT_COLUMNS } from '../events/events.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 
@@ -44,12 +47,16 @@ const parentIds = (eb: ExpressionBuilder<Database, 'spaces'>, tenantId: string) 
     'parent_ids'
   )
 
-/** A space row of the tenant as the API shows it (the published form; `draft` holds pending changes). */
-export function spaceSelect (trx: Tx, tenantId: string) {
-  return trx.selectFrom('spaces').select(BASE_COLUMNS).select(eb => [
+/** The columns of a space as the API shows it: its own, its parents' ids, whether a draft is pending. */
+const spaceColumns = <O>(qb: SelectQueryBuilder<Database, 'spaces', O>, tenantId: string) =>
+  qb.select(BASE_COLUMNS).select(eb => [
     parentIds(eb, tenantId),
     sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')
   ])
+
+/** A space row of the tenant as the API shows it (the published form; `draft` holds pending changes). */
+export function spaceSelect (trx: Tx, tenantId: string) {
+  return spaceColumns(trx.selectFrom('spaces'), tenantId)
 }
 export type SpaceView = Awaited<ReturnType<ReturnType<typeof spaceSelect>['executeTakeFirstOrThrow']>>
 
@@ -85,15 +92,7 @@ export async function lockVisible (trx: Tx, auth: AuthContext, id: number) {
 /** A non-deleted space of the tenant regardless of the caller (for rules that check parents). */
 /** Locks a space that is not deleted (for an invitee, who may not see it yet); false when there is none. */
 export async function lockLive (trx: Tx, tenantId: string, id: number): Promise<boolean> {
-  const row = await trx
-    .selectFrom('spaces')
-    .select('id')
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('is_deleted', '=', false)
-    .forUpdate()
-    .executeTakeFirst()
-  return row !== undefined
+  return await rowExists(trx, 'spaces', { tenant_id: tenantId, id, is_deleted: false }, { lock: true })
 }
 
 /** Gives a space its handle in the public directory (kept once given). */
@@ -212,20 +211,8 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
         )
       )
     )
-  const [rows, count] = await Promise.all([
-    base
-      .select(BASE_COLUMNS)
-      .select(eb => [parentIds(eb, auth.tenantId), sql<boolean>`${eb.ref('spaces.draft')} is not null`.as('has_draft')])
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, keys, window.after ?? [])))
-      .orderBy(`spaces.${o.sortBy}`, ob => (o.sortDir === 'asc' ? ob.asc() : ob.desc()).nullsLast())
-      .orderBy('spaces.id', o.sortDir)
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  const page = pageOf(rows, window, r => [r[o.sortBy], r.id])
-  return { ...page, items: page.items.map(toSpace), total: Number(count.total) }
+  const page = await listPage(base, qb => spaceColumns(qb, auth.tenantId), keys, window)
+  return { ...page, items: page.items.map(toSpace) }
 }
 
 /** Every visible space and the parent links among them, for the tree. */
@@ -255,13 +242,7 @@ export async function addParent (trx: Tx, tenantId: string, spaceId: number, par
 }
 
 export async function removeParent (trx: Tx, tenantId: string, spaceId: number, parentId: number): Promise<boolean> {
-  const res = await trx
-    .deleteFrom('space_parents')
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('parent_id', '=', parentId)
-    .executeTakeFirst()
-  return Number(res.numDeletedRows) > 0
+  return await deleteRows(trx, 'space_parents', { tenant_id: tenantId, space_id: spaceId, parent_id: parentId }) > 0
 }
 
 /** Whether `ancestor` is `spaceId` itself or one of its ancestors (walking parent links up). */
@@ -300,18 +281,16 @@ const MEMBER_COLUMNS = [
   'space_members.updated_at'
 ] as const
 
-const MEMBER_KEYS: KeyColumn[] = [
-  { ref: 'space_members.created_at', dir: 'asc', type: 'time' },
-  { ref: 'space_members.user_id', dir: 'asc', type: 'text' }
+/** Members oldest first (when they joined), then by user; `table` names space_members (or its alias). */
+export const memberOrder = (table: string): KeyColumn[] => [
+  { ref: `${table}.created_at`, dir: 'asc', type: 'time' },
+  { ref: `${table}.user_id`, dir: 'asc', type: 'text' }
 ]
 
+const MEMBER_KEYS = memberOrder('space_members')
+
 /** A page of a space's active members, oldest first; the total and the next page's cursor (docs/pagination.md). */
-export async function listMembers (
-  trx: Tx,
-  tenantId: string,
-  spaceId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listMembers (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-members', { spaceId }), MEMBER_KEYS)
   const base = trx
     .selectFrom('space_members')
@@ -321,18 +300,7 @@ export async function listMembers (
     .where('space_members.tenant_id', '=', tenantId)
     .where('space_members.space_id', '=', spaceId)
     .where('space_members.is_active', '=', true)
-  const [rows, count] = await Promise.all([
-    base
-      .select(MEMBER_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MEMBER_KEYS, window.after ?? [])))
-      .orderBy('space_members.created_at')
-      .orderBy('space_members.user_id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.user_id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(MEMBER_COLUMNS), MEMBER_KEYS, window)
 }
 
 export async function findMember (trx: Tx, tenantId: string, spaceId: number, userId: string) {
@@ -396,53 +364,19 @@ export async function deactivateMember (trx: Tx, tenantId: string, spaceId: numb
 
 /* Managers */
 
-const MANAGER_COLUMNS = [
-  'id',
-  'space_id',
-  'org_id',
-  'user_id',
-  'permissions',
-  'role',
-  'status',
-  'invited_email',
-  'invited_by',
-  'invited_at',
-  'expires_at',
-  'accepted_at',
-  'created_at',
-  'updated_at'
-] as const
+const MANAGER_COLUMNS = ['id', 'space_id', ...MANAGER_GRANT_COLUMNS] as const
 
-const MANAGER_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'asc', type: 'time' },
-  { ref: 'id', dir: 'asc', type: 'int' }
-]
+const MANAGER_KEYS = creationOrder('asc')
 
 /** A page of a space's active and pending managers, oldest first; the total and the next page's cursor. */
-export async function listManagers (
-  trx: Tx,
-  tenantId: string,
-  spaceId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listManagers (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
   const base = trx
     .selectFrom('space_managers')
     .where('tenant_id', '=', tenantId)
     .where('space_id', '=', spaceId)
     .where('status', '<>', 'revoked')
-  const [rows, count] = await Promise.all([
-    base
-      .select(MANAGER_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, MANAGER_KEYS, window.after ?? [])))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
 }
 
 export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
@@ -516,32 +450,13 @@ export async function lockActiveManagers (trx: Tx, tenantId: string, spaceId: nu
 
 const CONTACT_LINK_COLUMNS = ['id', 'space_id', 'contact_id', 'created_at', 'updated_at'] as const
 
-const CONTACT_LINK_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'desc', type: 'time' },
-  { ref: 'id', dir: 'desc', type: 'int' }
-]
+const CONTACT_LINK_KEYS = creationOrder('desc')
 
 /** A page of the contacts linked to a space, newest first; the total and the next page's cursor. */
-export async function listContacts (
-  trx: Tx,
-  tenantId: string,
-  spaceId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
-) {
+export async function listContacts (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-contacts', { spaceId }), CONTACT_LINK_KEYS)
   const base = trx.selectFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
-  const [rows, count] = await Promise.all([
-    base
-      .select(CONTACT_LINK_COLUMNS)
-      .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, CONTACT_LINK_KEYS, window.after ?? [])))
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
-  ])
-  return { ...pageOf(rows, window, r => [r.created_at, r.id]), total: Number(count.total) }
+  return await listPage(base, qb => qb.select(CONTACT_LINK_COLUMNS), CONTACT_LINK_KEYS, window)
 }
 
 export async function insertContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string, by: string) {
@@ -569,13 +484,7 @@ export async function deleteContactLink (
   spaceId: number,
   contactId: string
 ): Promise<boolean> {
-  const res = await trx
-    .deleteFrom('space_contacts')
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('contact_id', '=', contactId)
-    .executeTakeFirst()
-  return Number(res.numDeletedRows) > 0
+  return await deleteRows(trx, 'space_contacts', { tenant_id: tenantId, space_id: spaceId, contact_id: contactId }) > 0
 }
 
 /* Activity */

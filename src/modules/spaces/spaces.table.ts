@@ -1,5 +1,6 @@
 import type { Generated, Selectable } from 'kysely'
 import type { Json, Timestamp } from '../../platform/db/platform.table.ts'
+import type { ManagerGrantColumns } from '../events/events.table.ts'
 
 /** The fields a draft of a published space may change (pending until publish). */
 export interface SpaceDraft {
@@ -51,23 +52,8 @@ export interface SpaceMembersTable {
   updated_at: Timestamp
 }
 
-export interface SpaceManagersTable {
-  tenant_id: string
-  id: Generated<number>
+export interface SpaceManagersTable extends ManagerGrantColumns {
   space_id: number
-  org_id: string | null
-  user_id: string | null
-  permissions: Generated<string[]>
-  role: string | null
-  status: Generated<'pending' | 'active' | 'revoked'>
-  invited_email: string | null
-  invited_by: string | null
-  invited_at: Timestamp | null
-  invite_token_hash: string | null
-  expires_at: Timestamp | null
-  accepted_at: Timestamp | null
-  created_at: Timestamp
-  updated_at: Timestamp
 }
 
 export interface SpaceContactsTable {

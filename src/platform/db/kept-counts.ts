@@ -57,15 +57,26 @@ export async function foldByTenant (db: Kysely<Database>, tenants: RawBuilder<{ 
 }
 
 /**
- * Folds the delta rows of `row_counts` into one row per key (the retention loop). Nothing to fold on Citus (no
- * triggers, no rows).
+ * Folds the delta rows of a table of kept counts into one row per key (`keys`, its columns), tenant by tenant:
+ * those whose rows outnumber their keys, each by the table's function of its migration, `compact_<table>(tenant)`.
+ * Nothing to fold on Citus (no triggers, no rows).
  */
-export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
+export async function compactKeptCounts (
+  db: Kysely<Database>,
+  table: 'row_counts' | 'event_list_counts',
+  keys: string[],
+  signal?: AbortSignal
+): Promise<number> {
   return await foldByTenant(
     db,
-    sql<{ tenant_id: string }>`select tenant_id from row_counts
-    group by tenant_id having count(*) > count(distinct (list, k1, k2, k3))`,
-    tenant => sql`select compact_row_counts(${tenant})`,
+    sql<{ tenant_id: string }>`select tenant_id from ${sql.table(table)}
+    group by tenant_id having count(*) > count(distinct (${sql.join(keys.map(key => sql.ref(key)))}))`,
+    tenant => sql`select ${sql.raw(`compact_${table}`)}(${tenant})`,
     signal
   )
+}
+
+/** Folds the delta rows of `row_counts` into one row per key (the retention loop). */
+export async function compactRowCounts (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
+  return await compactKeptCounts(db, 'row_counts', ['list', 'k1', 'k2', 'k3'], signal)
 }

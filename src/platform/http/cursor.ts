@@ -107,6 +107,13 @@ export function decodeCursor (cursor: string, scope: string, keys: KeyColumn[]):
   return { key: k, page: p }
 }
 
+/** The paging parameters of a list's query: the page (from 1), its size, and the cursor of a previous page. */
+export interface PageParams {
+  page: number
+  size: number
+  cursor?: string | undefined
+}
+
 /**
  * What a list reads: with a cursor, the rows after its key from the start; else the page's offset. One row more than
  * the page, to know whether another follows.
@@ -159,6 +166,18 @@ export interface KeyColumn {
    * the order is by lower(ref) (names sort without case); the key then holds PostgreSQL's lower() of the row's value
    */
   lower?: boolean
+}
+
+/**
+ * The order of rows by creation: `created_at`, then the integer `id` that tells apart rows of one instant; the
+ * columns of `table` (an alias) when the list joins others.
+ */
+export function creationOrder (dir: 'asc' | 'desc', table?: string): KeyColumn[] {
+  const column = (name: string) => (table === undefined ? name : `${table}.${name}`)
+  return [
+    { ref: column('created_at'), dir, type: 'time' },
+    { ref: column('id'), dir, type: 'int' }
+  ]
 }
 
 /** The SQL a key column orders by. */

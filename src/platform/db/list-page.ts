@@ -1,0 +1,109 @@
+/**
+ * How a keyset-paged list reads its page (docs/pagination.md; the cursor itself: src/platform/http/cursor.ts). A
+ * repository function states what differs, the rows (its table and filters), their columns and their key columns,
+ * and `listPage` reads the page and the total the same way for every list: the rows after the cursor's key (or
+ * from the page's offset) in the order of the key columns, one more than the page, and the count of every row.
+ *
+ * @example
+ *   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
+ *   const base = trx.selectFrom('space_managers').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
+ *   return await listPage(base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
+ */
+import { sql, type Expression, type RawBuilder, type SelectQueryBuilder } from 'kysely'
+import type { Tx } from './tenant.ts'
+import { afterKey, keyExpression, pageOf, type KeyColumn, type PageWindow } from '../http/cursor.ts'
+
+/**
+ * Ordered by the key columns, each in its direction; `nulls last` only where a column can be null (as afterKey
+ * reads the order), so the other sorts follow the indexes.
+ */
+export function orderByKeys<DB, TB extends keyof DB, O> (
+  qb: SelectQueryBuilder<DB, TB, O>,
+  keys: KeyColumn[]
+): SelectQueryBuilder<DB, TB, O> {
+  let out = qb
+  for (const k of keys) {
+    out = out.orderBy(keyExpression(k), ob => {
+      const dir = k.dir === 'asc' ? ob.asc() : ob.desc()
+      return k.nullable === true ? dir.nullsLast() : dir
+    })
+  }
+  return out
+}
+
+/** The rows after the cursor's key (every row without a cursor), in the order of `keys`. */
+export function fromCursor<DB, TB extends keyof DB, O> (
+  qb: SelectQueryBuilder<DB, TB, O>,
+  keys: KeyColumn[],
+  window: PageWindow
+): SelectQueryBuilder<DB, TB, O> {
+  return orderByKeys(window.after === undefined ? qb : qb.where(eb => afterKey(eb, keys, window.after ?? [])), keys)
+}
+
+/** A page of a list as the API answers it (PagedBody): its rows, its number, the next page's cursor, the total. */
+export interface ListPage<T> {
+  items: T[]
+  page: number
+  next_cursor: string | null
+  total: number
+}
+
+/** The name a key column's value has in a row: its column, without the table (`es.created_at`: `created_at`). */
+const columnOf = (k: KeyColumn): string => k.ref.slice(k.ref.lastIndexOf('.') + 1)
+
+/** The number of rows of `base` (`select count(*) as total`). */
+export async function countRows<DB, TB extends keyof DB, B> (base: SelectQueryBuilder<DB, TB, B>): Promise<number> {
+  const row = await base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  return Number((row as { total: number | string }).total)
+}
+
+/** Counts added up in SQL, `(a) + (b) + …`: each a subquery of one row and one number. */
+export function sumOf (counts: Array<Expression<unknown>>): RawBuilder<number> {
+  return sql<number>`${sql.join(
+    counts.map(c => sql`(${c})`),
+    sql` + `
+  )}`
+}
+
+/** A total read in parts (disjoint classes of rows, sources of a feed): their counts added up, in one statement. */
+export async function totalOf (trx: Tx, counts: Array<Expression<unknown>>): Promise<number> {
+  const row = await trx.selectNoFrom(sumOf(counts).as('total')).executeTakeFirstOrThrow()
+  return Number(row.total)
+}
+
+/**
+ * One page of the rows of `base` and their total, read together: `columns` selects the rows' columns, which hold
+ * every key column under its own name (the next page's cursor is made of the last row's; no key is by `lower`).
+ * `total` counts them another way (kept counts) when given; by default every row of `base` is counted.
+ */
+export async function listPage<DB, TB extends keyof DB, B, O> (
+  base: SelectQueryBuilder<DB, TB, B>,
+  columns: (qb: SelectQueryBuilder<DB, TB, B>) => SelectQueryBuilder<DB, TB, O>,
+  keys: KeyColumn[],
+  window: PageWindow,
+  total?: () => Promise<number>
+): Promise<ListPage<O>> {
+  const [rows, count] = await Promise.all([
+    fromCursor(columns(base), keys, window)
+      .limit(window.limit)
+      .offset(window.offset)
+      .execute(),
+    total !== undefined ? total() : countRows(base)
+  ])
+  const keyOf = (row: O): unknown[] => keys.map(k => (row as Record<string, unknown>)[columnOf(k)])
+  return { ...pageOf(rows as O[], window, keyOf), total: count }
+}
+
+/** The first `limit` rows of `base` in the order of `keys` and the count of all of them, read together (a preview). */
+export async function firstRows<DB, TB extends keyof DB, B, O> (
+  base: SelectQueryBuilder<DB, TB, B>,
+  columns: (qb: SelectQueryBuilder<DB, TB, B>) => SelectQueryBuilder<DB, TB, O>,
+  keys: KeyColumn[],
+  limit: number
+): Promise<{ items: O[], total: number }> {
+  const [items, total] = await Promise.all([
+    orderByKeys(columns(base), keys).limit(limit).execute(),
+    countRows(base)
+  ])
+  return { items: items as O[], total }
+}
