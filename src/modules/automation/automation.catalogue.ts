@@ -41,358 +41,134 @@ const USER_FIELDS = {
   source: 'string: the identity-provider event kind'
 }
 
+const DOCUMENT_FIELDS = { event_id: 'integer', document_id: 'integer', template: 'string' }
+const LINK_FIELDS = { event_id: 'integer', target_id: 'integer', template: 'string' }
+const EVENT_USER_FIELDS = { event_id: 'integer', user_id: 'string' }
+const EVENT_MANAGER_FIELDS = { ...EVENT_USER_FIELDS, role: 'string or null', permissions: 'array of string' }
+/** The payload of a milestone topic: `extra` before the template, as the milestones routes write it. */
+const milestoneFields = (extra: Record<string, string> = {}) =>
+  ({ event_id: 'integer', milestone_event_id: 'integer', ...extra, template: 'string' })
+const SPACE_USER_FIELDS = { space_id: 'integer', user_id: 'string' }
+const SPACE_CONTACT_FIELDS = { space_id: 'integer', contact_id: 'string (uuid)' }
+const SPACE_EVENT_FIELDS = { space_id: 'integer', event_id: 'integer' }
+
+/** A trigger on a domain event of the outbox: its topic, what it means, the payload fields a condition can read. */
+function domainEvent (type: string, description: string, payload: Record<string, string>): TriggerDescriptor {
+  return { type, kind: 'domain_event', description, payload }
+}
+
 /** Domain events of the outbox that rules can react to (`grep -rn "topic:" src/modules`). */
 export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
-  { type: 'event.created', kind: 'domain_event', description: 'An event was created (draft)', payload: EVENT_FIELDS },
-  {
-    type: 'event.updated',
-    kind: 'domain_event',
-    description: 'An event or its draft was edited',
-    payload: { ...EVENT_FIELDS, fields: 'array of string: changed fields', draft: 'boolean' }
-  },
-  { type: 'event.published', kind: 'domain_event', description: 'An event was published', payload: EVENT_FIELDS },
-  { type: 'event.archived', kind: 'domain_event', description: 'An event was archived', payload: EVENT_FIELDS },
-  { type: 'event.deleted', kind: 'domain_event', description: 'An event was deleted', payload: EVENT_FIELDS },
-  {
-    type: 'event.transitioned',
-    kind: 'domain_event',
-    description: 'An event moved to another template state',
-    payload: {
-      ...EVENT_FIELDS,
-      from_state: 'string or null',
-      to_state: 'string',
-      reason: 'string or null',
-      payload: 'object: the transition payload'
-    }
-  },
-  {
-    type: 'event.activity_added',
-    kind: 'domain_event',
-    description: 'A client appended an activity row',
-    payload: { ...EVENT_FIELDS, activity_id: 'integer', kind: 'string' }
-  },
-  {
-    type: 'event.draft_started',
-    kind: 'domain_event',
-    description: 'An editing draft of a published event was started',
-    payload: { ...EVENT_FIELDS, draft_id: 'integer' }
-  },
-  {
-    type: 'event.draft_discarded',
-    kind: 'domain_event',
-    description: 'A draft was discarded',
-    payload: { ...EVENT_FIELDS, draft_id: 'integer' }
-  },
-  {
-    type: 'event.space_added',
-    kind: 'domain_event',
-    description: 'An event was added to a space',
-    payload: { ...EVENT_FIELDS, space_id: 'integer' }
-  },
-  {
-    type: 'event.space_removed',
-    kind: 'domain_event',
-    description: 'An event was removed from a space',
-    payload: { ...EVENT_FIELDS, space_id: 'integer' }
-  },
-  {
-    type: 'attendee.added',
-    kind: 'domain_event',
-    description: 'A contact was added to an event',
-    payload: ATTENDEE_FIELDS
-  },
-  {
-    type: 'attendee.status_changed',
-    kind: 'domain_event',
-    description: "An attendee's status changed",
-    payload: { ...ATTENDEE_FIELDS, previous_status: 'string' }
-  },
-  {
-    type: 'attendee.checked_in',
-    kind: 'domain_event',
-    description: 'An attendee checked in',
-    payload: { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' }
-  },
-  {
-    type: 'attendee.removed',
-    kind: 'domain_event',
-    description: 'A contact was removed from an event',
-    payload: ATTENDEE_FIELDS
-  },
-  {
-    type: 'event.cover_updated',
-    kind: 'domain_event',
-    description: 'The cover image of an event was replaced',
-    payload: {
-      event_id: 'integer',
-      template: 'string',
-      cover_image_key: 'string',
-      content_type: 'string',
-      size: 'integer'
-    }
-  },
-  {
-    type: 'event.document_linked',
-    kind: 'domain_event',
-    description: 'A document was linked to an event',
-    payload: { event_id: 'integer', document_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'event.document_unlinked',
-    kind: 'domain_event',
-    description: 'A document was unlinked from an event',
-    payload: { event_id: 'integer', document_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'event.link_added',
-    kind: 'domain_event',
-    description: 'An event was linked to another',
-    payload: { event_id: 'integer', target_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'event.link_removed',
-    kind: 'domain_event',
-    description: 'A link between events was removed',
-    payload: { event_id: 'integer', target_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'event.manager_added',
-    kind: 'domain_event',
-    description: 'A manager was added to an event',
-    payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' }
-  },
-  {
-    type: 'event.manager_invited',
-    kind: 'domain_event',
-    description: 'A manager was invited by e-mail',
-    payload: {
-      event_id: 'integer',
-      manager_id: 'integer',
-      email: 'string',
-      role: 'string or null',
-      permissions: 'array of string',
-      renewed: 'boolean'
-    }
-  },
-  {
-    type: 'event.manager_updated',
-    kind: 'domain_event',
-    description: "A manager's permissions changed",
-    payload: { event_id: 'integer', user_id: 'string', role: 'string or null', permissions: 'array of string' }
-  },
-  {
-    type: 'event.manager_removed',
-    kind: 'domain_event',
-    description: 'A manager was removed',
-    payload: { event_id: 'integer', user_id: 'string' }
-  },
-  {
-    type: 'milestone.added',
-    kind: 'domain_event',
-    description: 'A milestone was added to an event',
-    payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'milestone.updated',
-    kind: 'domain_event',
-    description: "A milestone's sequence changed",
-    payload: { event_id: 'integer', milestone_event_id: 'integer', sequence: 'integer', template: 'string' }
-  },
-  {
-    type: 'milestone.status_changed',
-    kind: 'domain_event',
-    description: "A milestone's status changed",
-    payload: { event_id: 'integer', milestone_event_id: 'integer', status_mode: 'string', template: 'string' }
-  },
-  {
-    type: 'milestone.removed',
-    kind: 'domain_event',
-    description: 'A milestone was removed',
-    payload: { event_id: 'integer', milestone_event_id: 'integer', template: 'string' }
-  },
-  {
-    type: 'attachment.added',
-    kind: 'domain_event',
-    description: 'An attachment was added to an event',
-    payload: { event_id: 'integer', attachment_id: 'integer', kind: 'string', template: 'string' }
-  },
-  {
-    type: 'attachment.removed',
-    kind: 'domain_event',
-    description: 'An attachment was removed',
-    payload: {
-      event_id: 'integer or null',
-      series_id: 'integer or null',
-      attachment_id: 'integer',
-      kind: 'string',
-      template: 'string'
-    }
-  },
-  {
-    type: 'series.created',
-    kind: 'domain_event',
-    description: 'A recurring series was created',
-    payload: { series_id: 'integer', anchor_event_id: 'integer', occurrences: 'integer' }
-  },
-  {
-    type: 'series.updated',
-    kind: 'domain_event',
-    description: 'A series was edited',
-    payload: {
-      series_id: 'integer',
-      fields: 'array of string',
-      removed_occurrences: 'array of integer',
-      added_occurrences: 'array'
-    }
-  },
-  {
-    type: 'series.published',
-    kind: 'domain_event',
-    description: 'A series was published',
-    payload: { series_id: 'integer', version: 'integer', notify: 'boolean' }
-  },
-  {
-    type: 'series.split',
-    kind: 'domain_event',
-    description: 'A series was split in two',
-    payload: { series_id: 'integer', from_series_id: 'integer', at_index: 'integer' }
-  },
-  {
-    type: 'series.occurrences_deleted',
-    kind: 'domain_event',
-    description: 'Occurrences of a series were deleted',
-    payload: {
-      series_id: 'integer',
-      scope: 'string: this, future or all',
-      event_id: 'integer',
-      series_index: 'integer'
-    }
-  },
-  {
-    type: 'space.created',
-    kind: 'domain_event',
-    description: 'A space was created',
-    payload: { space_id: 'integer', title: 'string', parent_ids: 'array of integer' }
-  },
-  {
-    type: 'space.updated',
-    kind: 'domain_event',
-    description: 'A space was edited',
-    payload: { space_id: 'integer', fields: 'array of string', pending: 'boolean' }
-  },
-  {
-    type: 'space.published',
-    kind: 'domain_event',
-    description: 'A space was published',
-    payload: {
-      space_id: 'integer',
-      version: 'integer',
-      first_publish: 'boolean',
-      fields: 'array of string',
-      notify: 'boolean'
-    }
-  },
-  {
-    type: 'space.archived',
-    kind: 'domain_event',
-    description: 'A space was archived',
-    payload: { space_id: 'integer' }
-  },
-  { type: 'space.deleted', kind: 'domain_event', description: 'A space was deleted', payload: { space_id: 'integer' } },
-  {
-    type: 'space.member_added',
-    kind: 'domain_event',
-    description: 'A member joined a space',
-    payload: { space_id: 'integer', user_id: 'string', role: 'string' }
-  },
-  {
-    type: 'space.member_removed',
-    kind: 'domain_event',
-    description: 'A member left a space',
-    payload: { space_id: 'integer', user_id: 'string' }
-  },
-  {
-    type: 'space.member_updated',
-    kind: 'domain_event',
-    description: "A member's role changed",
-    payload: { space_id: 'integer', user_id: 'string', role: 'string', previous_role: 'string' }
-  },
-  {
-    type: 'space.manager_added',
-    kind: 'domain_event',
-    description: 'A manager was added to a space',
-    payload: { space_id: 'integer', user_id: 'string', role: 'string', permissions: 'array of string' }
-  },
-  {
-    type: 'space.manager_removed',
-    kind: 'domain_event',
-    description: 'A manager was removed from a space',
-    payload: { space_id: 'integer', user_id: 'string' }
-  },
-  {
-    type: 'space.contact_added',
-    kind: 'domain_event',
-    description: 'A contact was linked to a space',
-    payload: { space_id: 'integer', contact_id: 'string (uuid)' }
-  },
-  {
-    type: 'space.contact_removed',
-    kind: 'domain_event',
-    description: 'A contact was unlinked from a space',
-    payload: { space_id: 'integer', contact_id: 'string (uuid)' }
-  },
-  {
-    type: 'space.event_removed',
-    kind: 'domain_event',
-    description: 'An event was unlinked from a space',
-    payload: { space_id: 'integer', event_id: 'integer' }
-  },
-  {
-    type: 'space.event_added',
-    kind: 'domain_event',
-    description: 'An event was linked to a space',
-    payload: { space_id: 'integer', event_id: 'integer' }
-  },
-  {
-    type: 'contact.created',
-    kind: 'domain_event',
-    description: 'A contact was created',
-    payload: { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' }
-  },
-  {
-    type: 'contact.updated',
-    kind: 'domain_event',
-    description: 'A contact was edited',
-    payload: { contact_id: 'string (uuid)', fields: 'array of string' }
-  },
-  {
-    type: 'contact.deleted',
-    kind: 'domain_event',
-    description: 'A contact was deleted',
-    payload: { contact_id: 'string (uuid)' }
-  },
-  {
-    type: 'user.added',
-    kind: 'domain_event',
-    description: 'A user was added by the identity provider',
-    payload: { ...USER_FIELDS, email: 'string', display_name: 'string' }
-  },
-  { type: 'user.changed', kind: 'domain_event', description: "A user's profile changed", payload: USER_FIELDS },
-  {
-    type: 'user.removed',
-    kind: 'domain_event',
-    description: 'A user was removed (their access is revoked)',
-    payload: { ...USER_FIELDS, revoked: 'object: what was revoked' }
-  },
-  { type: 'user.deactivated', kind: 'domain_event', description: 'A user was deactivated', payload: USER_FIELDS },
-  { type: 'user.reactivated', kind: 'domain_event', description: 'A user was reactivated', payload: USER_FIELDS },
-  {
-    type: 'automation.rule_disabled',
-    kind: 'domain_event',
-    description:
-      "The service disabled a rule because its creator was removed or deactivated (the rule's disabled_reason says which)",
-    payload: { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' }
-  }
+  domainEvent('event.created', 'An event was created (draft)', EVENT_FIELDS),
+  domainEvent('event.updated', 'An event or its draft was edited',
+    { ...EVENT_FIELDS, fields: 'array of string: changed fields', draft: 'boolean' }),
+  domainEvent('event.published', 'An event was published', EVENT_FIELDS),
+  domainEvent('event.archived', 'An event was archived', EVENT_FIELDS),
+  domainEvent('event.deleted', 'An event was deleted', EVENT_FIELDS),
+  domainEvent('event.transitioned', 'An event moved to another template state', {
+    ...EVENT_FIELDS,
+    from_state: 'string or null',
+    to_state: 'string',
+    reason: 'string or null',
+    payload: 'object: the transition payload'
+  }),
+  domainEvent('event.activity_added', 'A client appended an activity row',
+    { ...EVENT_FIELDS, activity_id: 'integer', kind: 'string' }),
+  domainEvent('event.draft_started', 'An editing draft of a published event was started',
+    { ...EVENT_FIELDS, draft_id: 'integer' }),
+  domainEvent('event.draft_discarded', 'A draft was discarded', { ...EVENT_FIELDS, draft_id: 'integer' }),
+  domainEvent('event.space_added', 'An event was added to a space', { ...EVENT_FIELDS, space_id: 'integer' }),
+  domainEvent('event.space_removed', 'An event was removed from a space', { ...EVENT_FIELDS, space_id: 'integer' }),
+  domainEvent('attendee.added', 'A contact was added to an event', ATTENDEE_FIELDS),
+  domainEvent('attendee.status_changed', "An attendee's status changed",
+    { ...ATTENDEE_FIELDS, previous_status: 'string' }),
+  domainEvent('attendee.checked_in', 'An attendee checked in',
+    { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' }),
+  domainEvent('attendee.removed', 'A contact was removed from an event', ATTENDEE_FIELDS),
+  domainEvent('event.cover_updated', 'The cover image of an event was replaced',
+    { event_id: 'integer', template: 'string', cover_image_key: 'string', content_type: 'string', size: 'integer' }),
+  domainEvent('event.document_linked', 'A document was linked to an event', DOCUMENT_FIELDS),
+  domainEvent('event.document_unlinked', 'A document was unlinked from an event', DOCUMENT_FIELDS),
+  domainEvent('event.link_added', 'An event was linked to another', LINK_FIELDS),
+  domainEvent('event.link_removed', 'A link between events was removed', LINK_FIELDS),
+  domainEvent('event.manager_added', 'A manager was added to an event', EVENT_MANAGER_FIELDS),
+  domainEvent('event.manager_invited', 'A manager was invited by e-mail', {
+    event_id: 'integer',
+    manager_id: 'integer',
+    email: 'string',
+    role: 'string or null',
+    permissions: 'array of string',
+    renewed: 'boolean'
+  }),
+  domainEvent('event.manager_updated', "A manager's permissions changed", EVENT_MANAGER_FIELDS),
+  domainEvent('event.manager_removed', 'A manager was removed', EVENT_USER_FIELDS),
+  domainEvent('milestone.added', 'A milestone was added to an event', milestoneFields()),
+  domainEvent('milestone.updated', "A milestone's sequence changed", milestoneFields({ sequence: 'integer' })),
+  domainEvent('milestone.status_changed', "A milestone's status changed", milestoneFields({ status_mode: 'string' })),
+  domainEvent('milestone.removed', 'A milestone was removed', milestoneFields()),
+  domainEvent('attachment.added', 'An attachment was added to an event',
+    { event_id: 'integer', attachment_id: 'integer', kind: 'string', template: 'string' }),
+  domainEvent('attachment.removed', 'An attachment was removed', {
+    event_id: 'integer or null',
+    series_id: 'integer or null',
+    attachment_id: 'integer',
+    kind: 'string',
+    template: 'string'
+  }),
+  domainEvent('series.created', 'A recurring series was created',
+    { series_id: 'integer', anchor_event_id: 'integer', occurrences: 'integer' }),
+  domainEvent('series.updated', 'A series was edited', {
+    series_id: 'integer',
+    fields: 'array of string',
+    removed_occurrences: 'array of integer',
+    added_occurrences: 'array'
+  }),
+  domainEvent('series.published', 'A series was published',
+    { series_id: 'integer', version: 'integer', notify: 'boolean' }),
+  domainEvent('series.split', 'A series was split in two',
+    { series_id: 'integer', from_series_id: 'integer', at_index: 'integer' }),
+  domainEvent('series.occurrences_deleted', 'Occurrences of a series were deleted',
+    { series_id: 'integer', scope: 'string: this, future or all', event_id: 'integer', series_index: 'integer' }),
+  domainEvent('space.created', 'A space was created',
+    { space_id: 'integer', title: 'string', parent_ids: 'array of integer' }),
+  domainEvent('space.updated', 'A space was edited',
+    { space_id: 'integer', fields: 'array of string', pending: 'boolean' }),
+  domainEvent('space.published', 'A space was published', {
+    space_id: 'integer',
+    version: 'integer',
+    first_publish: 'boolean',
+    fields: 'array of string',
+    notify: 'boolean'
+  }),
+  domainEvent('space.archived', 'A space was archived', { space_id: 'integer' }),
+  domainEvent('space.deleted', 'A space was deleted', { space_id: 'integer' }),
+  domainEvent('space.member_added', 'A member joined a space', { ...SPACE_USER_FIELDS, role: 'string' }),
+  domainEvent('space.member_removed', 'A member left a space', SPACE_USER_FIELDS),
+  domainEvent('space.member_updated', "A member's role changed",
+    { ...SPACE_USER_FIELDS, role: 'string', previous_role: 'string' }),
+  domainEvent('space.manager_added', 'A manager was added to a space',
+    { ...SPACE_USER_FIELDS, role: 'string', permissions: 'array of string' }),
+  domainEvent('space.manager_removed', 'A manager was removed from a space', SPACE_USER_FIELDS),
+  domainEvent('space.contact_added', 'A contact was linked to a space', SPACE_CONTACT_FIELDS),
+  domainEvent('space.contact_removed', 'A contact was unlinked from a space', SPACE_CONTACT_FIELDS),
+  domainEvent('space.event_removed', 'An event was unlinked from a space', SPACE_EVENT_FIELDS),
+  domainEvent('space.event_added', 'An event was linked to a space', SPACE_EVENT_FIELDS),
+  domainEvent('contact.created', 'A contact was created',
+    { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' }),
+  domainEvent('contact.updated', 'A contact was edited', { contact_id: 'string (uuid)', fields: 'array of string' }),
+  domainEvent('contact.deleted', 'A contact was deleted', { contact_id: 'string (uuid)' }),
+  domainEvent('user.added', 'A user was added by the identity provider',
+    { ...USER_FIELDS, email: 'string', display_name: 'string' }),
+  domainEvent('user.changed', "A user's profile changed", USER_FIELDS),
+  domainEvent('user.removed', 'A user was removed (their access is revoked)',
+    { ...USER_FIELDS, revoked: 'object: what was revoked' }),
+  domainEvent('user.deactivated', 'A user was deactivated', USER_FIELDS),
+  domainEvent('user.reactivated', 'A user was reactivated', USER_FIELDS),
+  domainEvent(
+    'automation.rule_disabled',
+    "The service disabled a rule because its creator was removed or deactivated (the rule's disabled_reason says which)",
+    { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' }
+  )
 ]
 
 export const CRON_TRIGGER = 'schedule.cron'

@@ -6,13 +6,15 @@
  * queue `automation-execution`.
  */
 import crypto from 'node:crypto'
+import type { Static, TObject, TSchema } from '@sinclair/typebox'
 import { defineModule, type AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { countingOf, type Counting } from '../../platform/db/kept-counts.ts'
+import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
 import { findEventForRead } from '../events/events.access.repository.ts'
 import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
@@ -87,20 +89,6 @@ function executionFilter (q: ListExecutionsQuery): executions.ExecutionFilter {
   return { status: q.status, triggerType: q.trigger_type, from, to }
 }
 
-/** A page of a rule's history, with trigger payloads and results only for who may manage the rule. */
-async function executionsPage (
-  trx: Tx,
-  auth: AuthContext,
-  rule: RuleRow,
-  q: { page: number; size: number; cursor?: string | undefined },
-  filter: executions.ExecutionFilter,
-  counting: Counting
-) {
-  const found = await executions.listExecutions(trx, auth.tenantId, rule.id, q, filter, counting)
-  const full = await canManageRule(trx, auth, rule)
-  return { ...found, items: found.items.map(e => executionView(e, full)), size: q.size }
-}
-
 export const automationModule = defineModule(async (app, ctx) => {
   const { db } = ctx
   // the job queue keeps its own schema and works across tenants: the worker login, never the request login
@@ -135,6 +123,114 @@ export const automationModule = defineModule(async (app, ctx) => {
     await stopWorkers?.()
     await engine.queue.stop().catch(() => {})
   })
+
+  /**
+   * `GET <url>`: the execution history of the rule `findRule` finds from the path, newest first (filters checked
+   * first), with trigger payloads and results only for who may manage the rule.
+   */
+  function historyRoute<P extends TObject> (
+    url: string,
+    operation: { operationId: string, summary: string, params: P },
+    findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>
+  ): void {
+    const { operationId, summary, params } = operation
+    app.get(url, {
+      schema: {
+        operationId,
+        summary,
+        tags,
+        params,
+        querystring: ListExecutionsQuery,
+        response: { 200: PagedBodyAutomationExecution }
+      },
+      onRequest: requirePolicy('execution', 'read')
+    }, async request => {
+      const { auth, query: q } = request
+      const path = request.params as Static<P>
+      const filter = executionFilter(q)
+      // before the transaction: PGlite has one connection, which the transaction holds
+      const counting = await countingOf(db, executions.EXECUTION_COUNTS_TRIGGER)
+      return await withTenant(db, auth, async trx => {
+        const rule = await findRule(trx, auth, path)
+        const found = await executions.listExecutions(trx, auth.tenantId, rule.id, q, filter, counting)
+        const full = await canManageRule(trx, auth, rule)
+        return { ...found, items: found.items.map(e => executionView(e, full)), size: q.size }
+      })
+    })
+  }
+
+  /** Queues a manual run of `rule` on the event its context names, if any (checked for the caller). */
+  async function enqueueManualRun (
+    trx: Tx,
+    auth: AuthContext,
+    rule: RuleRow,
+    context: Record<string, unknown>,
+    triggerType: string
+  ) {
+    const target = await service.manualRunTarget(trx, auth, rule, context)
+    return await enqueueExecution(trx, engine, auth.tenantId, rule, {
+      triggerKey: `manual:${crypto.randomUUID()}`,
+      triggerType,
+      payload: {
+        ...context,
+        ...(target !== undefined ? { event_id: target } : {}),
+        manual: true,
+        actor_id: auth.userId
+      },
+      depth: 0
+    })
+  }
+
+  /**
+   * `POST <url>`: retries a failed execution of the rule `findRule` finds from the path (`execution`: the execution's
+   * id in it); 202 with the new attempt, queued.
+   */
+  function retryRoute<P extends TObject> (
+    url: string,
+    operation: { operationId: string, summary: string, params: P },
+    findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>,
+    execution: (path: Static<P>) => string
+  ): void {
+    const { operationId, summary, params } = operation
+    app.post(url, {
+      schema: { operationId, summary, tags, params, response: { 202: AutomationExecution } },
+      onRequest: requirePolicy('execution', 'retry')
+    }, async (request, reply) => {
+      const auth = request.auth
+      const path = request.params as Static<P>
+      await engine.queue.ready()
+      const row = await withTenant(db, auth, async trx => {
+        const rule = await findRule(trx, auth, path)
+        const failed = await service.failedExecutionForRetry(trx, auth, rule, execution(path))
+        return await enqueueRetry(trx, engine, auth.tenantId, failed)
+      })
+      if (row === undefined) throw new Error('retry key collided')
+      return await reply.code(202).send(executionView(row, true))
+    })
+  }
+
+  /** PUT and PATCH of a rule: the changed rule, with the ETag of its new version. */
+  function ruleChangeRoute<B extends TSchema> (
+    method: 'put' | 'patch',
+    operationId: string,
+    summary: string,
+    body: B,
+    change: (trx: Tx, auth: AuthContext, id: string, input: Static<B>, ifMatch?: string) => Promise<RuleRow>
+  ): void {
+    app.route({
+      method,
+      url: '/api/v1/automation/rules/:rule_id',
+      schema: { operationId, summary, tags, params: RuleParams, body, response: { 200: Rule } },
+      onRequest: requirePolicy('rule', 'write'),
+      handler: async (request, reply) => {
+        const row = await withTenant(db, request.auth, trx =>
+          change(trx, request.auth, request.params.rule_id, request.body, ifMatchOf(request))
+        )
+        setEtag(reply, row.version)
+        return service.toRule(row, true)
+      }
+    })
+  }
 
   // ---- catalogues
 
@@ -187,7 +283,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     },
     async request => {
       const q = request.query
-      const page = await withTenant(db, request.auth, async trx => {
+      return await answerPage(db, request, async trx => {
         const found = await repo.listRules(
           trx,
           request.auth.tenantId,
@@ -202,7 +298,6 @@ export const automationModule = defineModule(async (app, ctx) => {
         )
         return { ...found, items: await service.toRules(trx, request.auth, found.items) }
       })
-      return { ...page, size: q.size }
     }
   )
 
@@ -251,69 +346,24 @@ export const automationModule = defineModule(async (app, ctx) => {
   )
 
   // PUT, PATCH and DELETE answer 412 when If-Match names another version (the ETag is "<version>")
-  app.put(
-    '/api/v1/automation/rules/:rule_id',
-    {
-      schema: {
-        operationId: 'replace-automation-rule',
-        summary: 'Replace an automation rule',
-        tags,
-        params: RuleParams,
-        body: ReplaceRuleBody,
-        response: { 200: Rule }
-      },
-      onRequest: requirePolicy('rule', 'write')
-    },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx =>
-        service.replaceRule(trx, request.auth, request.params.rule_id, request.body, ifMatchOf(request))
-      )
-      setEtag(reply, row.version)
-      return service.toRule(row, true)
-    }
+  ruleChangeRoute('put', 'replace-automation-rule', 'Replace an automation rule', ReplaceRuleBody, service.replaceRule)
+  ruleChangeRoute(
+    'patch',
+    'patch-automation-rule',
+    'Change some fields of an automation rule',
+    PatchRuleBody,
+    service.patchRule
   )
 
-  app.patch(
-    '/api/v1/automation/rules/:rule_id',
-    {
-      schema: {
-        operationId: 'patch-automation-rule',
-        summary: 'Change some fields of an automation rule',
-        tags,
-        params: RuleParams,
-        body: PatchRuleBody,
-        response: { 200: Rule }
-      },
-      onRequest: requirePolicy('rule', 'write')
+  noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', {
+    schema: {
+      operationId: 'delete-automation-rule',
+      summary: 'Delete an automation rule and its history',
+      tags,
+      params: RuleParams
     },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx =>
-        service.patchRule(trx, request.auth, request.params.rule_id, request.body, ifMatchOf(request))
-      )
-      setEtag(reply, row.version)
-      return service.toRule(row, true)
-    }
-  )
-
-  app.delete(
-    '/api/v1/automation/rules/:rule_id',
-    {
-      schema: {
-        operationId: 'delete-automation-rule',
-        summary: 'Delete an automation rule and its history',
-        tags,
-        params: RuleParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('rule', 'write')
-    },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('rule', 'write')
+  }, (trx, request) => service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
 
   app.post(
     '/api/v1/automation/rules/:rule_id/execute',
@@ -338,18 +388,8 @@ export const automationModule = defineModule(async (app, ctx) => {
       await engine.queue.ready()
       const { row, full } = await withTenant(db, request.auth, async trx => {
         const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
-        const target = await service.manualRunTarget(trx, request.auth, rule, context)
-        const created = await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
-          triggerKey: `manual:${crypto.randomUUID()}`,
-          triggerType: request.body?.trigger_type ?? rule.event_type,
-          payload: {
-            ...context,
-            ...(target !== undefined ? { event_id: target } : {}),
-            manual: true,
-            actor_id: request.auth.userId
-          },
-          depth: 0
-        })
+        const triggerType = request.body?.trigger_type ?? rule.event_type
+        const created = await enqueueManualRun(trx, request.auth, rule, context, triggerType)
         return { row: created, full: await canManageRule(trx, request.auth, rule) }
       })
       if (row === undefined) throw new Error('manual execution key collided')
@@ -357,63 +397,17 @@ export const automationModule = defineModule(async (app, ctx) => {
     }
   )
 
-  app.get(
-    '/api/v1/automation/rules/:rule_id/executions',
-    {
-      schema: {
-        operationId: 'list-automation-rule-executions',
-        summary: 'Execution history of a rule, newest first, by status, trigger type and time',
-        tags,
-        params: RuleParams,
-        querystring: ListExecutionsQuery,
-        response: { 200: PagedBodyAutomationExecution }
-      },
-      onRequest: requirePolicy('execution', 'read')
-    },
-    async request => {
-      const filter = executionFilter(request.query)
-      // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, executions.EXECUTION_COUNTS_TRIGGER)
-      return await withTenant(
-        db,
-        request.auth,
-        async trx =>
-          await executionsPage(
-            trx,
-            request.auth,
-            await service.findRuleForRead(trx, request.auth, request.params.rule_id),
-            request.query,
-            filter,
-            counting
-          )
-      )
-    }
-  )
+  historyRoute('/api/v1/automation/rules/:rule_id/executions', {
+    operationId: 'list-automation-rule-executions',
+    summary: 'Execution history of a rule, newest first, by status, trigger type and time',
+    params: RuleParams
+  }, (trx, auth, path) => service.findRuleForRead(trx, auth, path.rule_id))
 
-  app.post(
-    '/api/v1/automation/rules/:rule_id/executions/:id/retry',
-    {
-      schema: {
-        operationId: 'retry-automation-rule-execution',
-        summary:
-          'Retry a failed execution: a new attempt of the same rule version and trigger (queued; returned at once)',
-        tags,
-        params: RuleExecutionParams,
-        response: { 202: AutomationExecution }
-      },
-      onRequest: requirePolicy('execution', 'retry')
-    },
-    async (request, reply) => {
-      await engine.queue.ready()
-      const row = await withTenant(db, request.auth, async trx => {
-        const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
-        const failed = await service.failedExecutionForRetry(trx, request.auth, rule, request.params.id)
-        return await enqueueRetry(trx, engine, request.auth.tenantId, failed)
-      })
-      if (row === undefined) throw new Error('retry key collided')
-      return await reply.code(202).send(executionView(row, true))
-    }
-  )
+  retryRoute('/api/v1/automation/rules/:rule_id/executions/:id/retry', {
+    operationId: 'retry-automation-rule-execution',
+    summary: 'Retry a failed execution: a new attempt of the same rule version and trigger (queued; returned at once)',
+    params: RuleExecutionParams
+  }, (trx, auth, path) => service.findRuleForRun(trx, auth, path.rule_id), path => path.id)
 
   // ---- per-event automations
 
@@ -519,25 +513,16 @@ export const automationModule = defineModule(async (app, ctx) => {
       )
   )
 
-  app.delete(
-    '/api/v1/events/:id/automations/:rule_id',
-    {
-      schema: {
-        operationId: 'delete-event-automation',
-        summary: 'Delete an automation of an event',
-        tags,
-        params: EventRuleParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('event', 'automate')
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', {
+    schema: {
+      operationId: 'delete-event-automation',
+      summary: 'Delete an automation of an event',
+      tags,
+      params: EventRuleParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('event', 'automate')
+  }, (trx, request) =>
+    service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
 
   app.post(
     '/api/v1/events/:id/automations/:rule_id/execute',
@@ -555,73 +540,22 @@ export const automationModule = defineModule(async (app, ctx) => {
       await engine.queue.ready()
       await withTenant(db, request.auth, async trx => {
         const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)
-        const target = await service.manualRunTarget(trx, request.auth, rule, {})
-        await enqueueExecution(trx, engine, request.auth.tenantId, rule, {
-          triggerKey: `manual:${crypto.randomUUID()}`,
-          triggerType: rule.event_type,
-          payload: { event_id: target, manual: true, actor_id: request.auth.userId },
-          depth: 0
-        })
+        await enqueueManualRun(trx, request.auth, rule, {}, rule.event_type)
       })
       // no body (upstream: execute documents none): an undefined payload skips the serializer
       return await reply.code(202).send(undefined as unknown as null)
     }
   )
 
-  app.get(
-    '/api/v1/events/:id/automations/:rule_id/executions',
-    {
-      schema: {
-        operationId: 'list-event-automation-executions',
-        summary: 'Execution history of an automation, newest first, by status, trigger type and time',
-        tags,
-        params: EventRuleParams,
-        querystring: ListExecutionsQuery,
-        response: { 200: PagedBodyAutomationExecution }
-      },
-      onRequest: requirePolicy('execution', 'read')
-    },
-    async request => {
-      const filter = executionFilter(request.query)
-      // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, executions.EXECUTION_COUNTS_TRIGGER)
-      return await withTenant(
-        db,
-        request.auth,
-        async trx =>
-          await executionsPage(
-            trx,
-            request.auth,
-            await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, false),
-            request.query,
-            filter,
-            counting
-          )
-      )
-    }
-  )
+  historyRoute('/api/v1/events/:id/automations/:rule_id/executions', {
+    operationId: 'list-event-automation-executions',
+    summary: 'Execution history of an automation, newest first, by status, trigger type and time',
+    params: EventRuleParams
+  }, (trx, auth, path) => service.eventRuleFor(trx, auth, path.id, path.rule_id, false))
 
-  app.post(
-    '/api/v1/events/:id/automations/:rule_id/executions/:execution_id/retry',
-    {
-      schema: {
-        operationId: 'retry-event-automation-execution',
-        summary: 'Retry a failed execution of an automation of an event (queued; returned at once)',
-        tags,
-        params: EventRuleExecutionParams,
-        response: { 202: AutomationExecution }
-      },
-      onRequest: requirePolicy('execution', 'retry')
-    },
-    async (request, reply) => {
-      await engine.queue.ready()
-      const row = await withTenant(db, request.auth, async trx => {
-        const rule = await service.eventRuleFor(trx, request.auth, request.params.id, request.params.rule_id, true)
-        const failed = await service.failedExecutionForRetry(trx, request.auth, rule, request.params.execution_id)
-        return await enqueueRetry(trx, engine, request.auth.tenantId, failed)
-      })
-      if (row === undefined) throw new Error('retry key collided')
-      return await reply.code(202).send(executionView(row, true))
-    }
-  )
+  retryRoute('/api/v1/events/:id/automations/:rule_id/executions/:execution_id/retry', {
+    operationId: 'retry-event-automation-execution',
+    summary: 'Retry a failed execution of an automation of an event (queued; returned at once)',
+    params: EventRuleExecutionParams
+  }, (trx, auth, path) => service.eventRuleFor(trx, auth, path.id, path.rule_id, true), path => path.execution_id)
 })

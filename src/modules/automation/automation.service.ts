@@ -6,6 +6,7 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
+import type { KeysetPageQuery } from '../../platform/http/schema.ts'
 import {
   ApiError,
   error403Forbidden,
@@ -49,7 +50,7 @@ async function checkScope (
       )
     }
     if (scope === 'EVENT') {
-      await lockEventForWrite(trx, auth, Number(scopeId), 'automations:manage', { allowArchived: true })
+      await lockEventForAutomations(trx, auth, Number(scopeId))
     }
   } else if (scopeId !== null && !UUID.test(scopeId)) {
     throw invalidField('body.scope_id', 'expected a contact UUID', scopeId)
@@ -61,6 +62,31 @@ async function checkScope (
       eventType
     )
   }
+}
+
+/** Locks an event whose automations change: the event permission automations:manage, archived events too. */
+async function lockEventForAutomations (trx: Tx, auth: AuthContext, eventId: number): Promise<EventRow> {
+  return await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+}
+
+/** Inserts a rule and its domain event `automation.rule_created`. */
+async function insertRuleWithEvent (trx: Tx, auth: AuthContext, values: repo.RuleValues): Promise<RuleRow> {
+  const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
+  await emit(trx, ruleCreated(auth, row))
+  return row
+}
+
+/** Stores the new values of a rule and its domain event `automation.rule_updated`. */
+async function updateRuleWithEvent (trx: Tx, auth: AuthContext, id: string, values: repo.RuleValues): Promise<RuleRow> {
+  const row = await repo.updateRule(trx, auth.tenantId, id, values, writerOf(auth))
+  await emit(trx, ruleUpdated(auth, row))
+  return row
+}
+
+/** Deletes a rule (and its history) and writes its domain event `automation.rule_deleted`. */
+async function deleteRuleWithEvent (trx: Tx, auth: AuthContext, id: string): Promise<void> {
+  await repo.deleteRule(trx, auth.tenantId, id)
+  await emit(trx, ruleDeleted(auth, id))
 }
 
 function ruleValues (input: CreateRuleBody, previous: RuleAction[] = []): repo.RuleValues {
@@ -95,9 +121,7 @@ export async function toRules (trx: Tx, auth: AuthContext, rows: RuleRow[]): Pro
 export async function createRule (trx: Tx, auth: AuthContext, input: CreateRuleBody): Promise<RuleRow> {
   const values = ruleValues(input)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
-  const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, ruleCreated(auth, row))
-  return row
+  return await insertRuleWithEvent(trx, auth, values)
 }
 
 /** A rule the caller may read: 404 when unknown, or when it belongs to an event they cannot see. */
@@ -121,12 +145,10 @@ export async function lockRuleForWrite (trx: Tx, auth: AuthContext, id: string, 
   const row = await repo.findRule(trx, auth.tenantId, id, true)
   if (row === undefined) throw error404NotFound('rule not found')
   if (row.scope === 'EVENT' && row.scope_id !== null) {
-    await lockEventForWrite(trx, auth, Number(row.scope_id), 'automations:manage', { allowArchived: true }).catch(
-      (err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
-        throw err
-      }
-    )
+    await lockEventForAutomations(trx, auth, Number(row.scope_id)).catch((err: unknown) => {
+      if (err instanceof ApiError && err.status === 404) throw error404NotFound('rule not found')
+      throw err
+    })
   }
   checkIfMatch(ifMatch, row.version)
   return row
@@ -167,9 +189,7 @@ export async function replaceRule (
   const current = await lockRuleForWrite(trx, auth, id, ifMatch)
   const values = ruleValues(input, current.actions)
   await checkScope(trx, auth, values.scope, values.scope_id, values.schedule.event_type)
-  const row = await repo.updateRule(trx, auth.tenantId, id, values, writerOf(auth))
-  await emit(trx, ruleUpdated(auth, row))
-  return row
+  return await updateRuleWithEvent(trx, auth, id, values)
 }
 
 export async function patchRule (
@@ -197,8 +217,7 @@ export async function patchRule (
 
 export async function deleteRule (trx: Tx, auth: AuthContext, id: string, ifMatch?: string): Promise<void> {
   await lockRuleForWrite(trx, auth, id, ifMatch)
-  await repo.deleteRule(trx, auth.tenantId, id)
-  await emit(trx, ruleDeleted(auth, id))
+  await deleteRuleWithEvent(trx, auth, id)
 }
 
 // ---- event automations: a view over rules with scope EVENT
@@ -261,7 +280,7 @@ export async function listEventAutomations (
   trx: Tx,
   auth: AuthContext,
   eventId: number,
-  q: { page: number; size: number; cursor?: string | undefined }
+  q: KeysetPageQuery
 ) {
   const event = await findEventForRead(trx, auth, eventId)
   const found = await repo.listRules(trx, auth.tenantId, { scope: 'EVENT', scopeId: String(event.id) }, q)
@@ -286,10 +305,8 @@ export async function createEventAutomation (
   input: EventAutomationBody
 ): Promise<RuleRow> {
   const values = eventRuleValues(eventId, input)
-  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
-  const row = await repo.insertRule(trx, auth.tenantId, writerOf(auth), values)
-  await emit(trx, ruleCreated(auth, row))
-  return row
+  await lockEventForAutomations(trx, auth, eventId)
+  return await insertRuleWithEvent(trx, auth, values)
 }
 
 export async function replaceEventAutomation (
@@ -299,12 +316,9 @@ export async function replaceEventAutomation (
   ruleId: string,
   input: EventAutomationBody
 ): Promise<RuleRow> {
-  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  await lockEventForAutomations(trx, auth, eventId)
   const current = await eventRule(trx, auth.tenantId, eventId, ruleId, true)
-  const values = eventRuleValues(eventId, input, current.actions)
-  const row = await repo.updateRule(trx, auth.tenantId, ruleId, values, writerOf(auth))
-  await emit(trx, ruleUpdated(auth, row))
-  return row
+  return await updateRuleWithEvent(trx, auth, ruleId, eventRuleValues(eventId, input, current.actions))
 }
 
 export async function deleteEventAutomation (
@@ -313,10 +327,9 @@ export async function deleteEventAutomation (
   eventId: number,
   ruleId: string
 ): Promise<void> {
-  await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  await lockEventForAutomations(trx, auth, eventId)
   await eventRule(trx, auth.tenantId, eventId, ruleId, true)
-  await repo.deleteRule(trx, auth.tenantId, ruleId)
-  await emit(trx, ruleDeleted(auth, ruleId))
+  await deleteRuleWithEvent(trx, auth, ruleId)
 }
 
 /** The rule an execute or history request addresses, with the caller's right to it checked. */
@@ -327,7 +340,7 @@ export async function eventRuleFor (
   ruleId: string,
   write: boolean
 ): Promise<RuleRow> {
-  if (write) await lockEventForWrite(trx, auth, eventId, 'automations:manage', { allowArchived: true })
+  if (write) await lockEventForAutomations(trx, auth, eventId)
   else await findEventForRead(trx, auth, eventId)
   return await eventRule(trx, auth.tenantId, eventId, ruleId)
 }

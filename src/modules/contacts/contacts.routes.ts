@@ -2,11 +2,13 @@
  * Contacts: create, list, search, batch upsert, and read/replace/patch/favorite/delete one.
  * Owns the `contacts` table. Attendance of contacts at events belongs to the events modules.
  */
+import type { Static, TSchema } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { checkIfMatch, ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
+import { checkIfMatch, ifMatchOf } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import { NoContent } from '../../platform/http/schema.ts'
+import { answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { searchedPageOf } from '../../platform/http/schema.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
@@ -23,6 +25,8 @@ import { contactEvent } from './contacts.events.ts'
 const tags = ['Contacts']
 const UPSERT_COST = 5
 
+type LockedContact = Awaited<ReturnType<typeof lockManageable>>
+
 /** Locks a contact the caller may change: 404 when invisible, 403 when visible but not theirs. */
 async function lockManageable (trx: Tx, auth: AuthContext, id: string, ifMatch: string | undefined) {
   const row = await repo.lockVisible(trx, auth, id)
@@ -32,7 +36,39 @@ async function lockManageable (trx: Tx, auth: AuthContext, id: string, ifMatch: 
   return row
 }
 
+/** Stores changed values of a contact and writes its `contact.updated` event. */
+async function updateValues (trx: Tx, auth: AuthContext, id: string, values: repo.ContactValues) {
+  const updated = await repo.updateContact(trx, auth.tenantId, id, values)
+  await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
+  return updated
+}
+
 export const contactsModule = defineModule(async (app, { db }) => {
+  /**
+   * A change of a contact (PUT, PATCH, favorite at `/api/v1/contacts/{id}<path>`): the contact locked for it (404 when
+   * invisible, 403 when not the caller's, 412 when If-Match names another revision), then `change`; answered with the
+   * new revision's ETag.
+   */
+  function contactChangeRoute<B extends TSchema> (
+    method: 'put' | 'patch',
+    path: string,
+    operationId: string,
+    summary: string,
+    body: B,
+    change: (trx: Tx, auth: AuthContext, current: LockedContact, input: Static<B>) => Promise<LockedContact>
+  ): void {
+    app.route({
+      method,
+      url: `/api/v1/contacts/:id${path}`,
+      schema: { operationId, summary, tags, params: ContactParams, body, response: { 200: Contact } },
+      onRequest: requirePolicy('contact', 'write'),
+      handler: async (request, reply) =>
+        await answerWithEtag(db, request, reply, async (trx, auth) =>
+          await change(trx, auth, await lockManageable(trx, auth, request.params.id, ifMatchOf(request)), request.body)
+        )
+    })
+  }
+
   app.post(
     '/api/v1/contacts',
     {
@@ -46,13 +82,11 @@ export const contactsModule = defineModule(async (app, { db }) => {
       onRequest: requirePolicy('contact', 'create')
     },
     async (request, reply) => {
-      const auth = request.auth
-      const row = await withTenant(db, auth, async trx => {
+      const row = await answerWithEtag(db, request, reply, async (trx, auth) => {
         const created = await repo.insertContact(trx, auth, toValues(request.body))
         await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
         return created
       })
-      setEtag(reply, row.revision)
       return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
     }
   )
@@ -73,19 +107,13 @@ export const contactsModule = defineModule(async (app, { db }) => {
       const q = request.query
       // before the transaction: PGlite has one connection, which the transaction holds
       const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
-      const found = await withTenant(db, request.auth, trx =>
+      return await answerPage(db, request, trx =>
         repo.listVisible(trx, request.auth, {
           counting,
-          page: q.page,
-          size: q.size,
-          cursor: q.cursor,
-          search: q.search?.trim(),
-          sortBy: q.sort_by ?? 'created_at',
-          sortDir: q.sort_dir ?? 'desc',
+          ...searchedPageOf(q),
           favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
         })
       )
-      return { ...found, size: q.size }
     }
   )
 
@@ -134,115 +162,32 @@ export const contactsModule = defineModule(async (app, { db }) => {
       },
       onRequest: requirePolicy('contact', 'read')
     },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx => repo.findVisible(trx, request.auth, request.params.id))
-      if (row === undefined) throw error404NotFound('contact not found')
-      setEtag(reply, row.revision)
-      return row
-    }
+    async (request, reply) =>
+      await answerWithEtag(db, request, reply, async (trx, auth) => {
+        const row = await repo.findVisible(trx, auth, request.params.id)
+        if (row === undefined) throw error404NotFound('contact not found')
+        return row
+      })
   )
 
-  app.put(
-    '/api/v1/contacts/:id',
-    {
-      schema: {
-        operationId: 'replace-contact',
-        summary: 'Replace the writable fields of a contact',
-        tags,
-        params: ContactParams,
-        body: ReplaceContactBody,
-        response: { 200: Contact }
-      },
-      onRequest: requirePolicy('contact', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const row = await withTenant(db, auth, async trx => {
-        await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-        const values = replacementValues(request.body)
-        const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-        await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
-        return updated
-      })
-      setEtag(reply, row.revision)
-      return row
-    }
-  )
+  contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact', ReplaceContactBody,
+    (trx, auth, current, input) => updateValues(trx, auth, current.id, replacementValues(input)))
+  contactChangeRoute('patch', '', 'patch-contact', 'Merge-patch a contact (RFC 7396)', PatchContactBody,
+    async (trx, auth, current, input) => {
+      const values = toValues(input)
+      return Object.keys(values).length === 0 ? current : await updateValues(trx, auth, current.id, values)
+    })
+  contactChangeRoute('patch', '/favorite', 'set-contact-favorite', 'Set or clear the favorite flag', FavoriteBody,
+    (trx, auth, current, input) =>
+      repo.updateContact(trx, auth.tenantId, current.id, { is_favorite: input.is_favorite }))
 
-  app.patch(
-    '/api/v1/contacts/:id',
-    {
-      schema: {
-        operationId: 'patch-contact',
-        summary: 'Merge-patch a contact (RFC 7396)',
-        tags,
-        params: ContactParams,
-        body: PatchContactBody,
-        response: { 200: Contact }
-      },
-      onRequest: requirePolicy('contact', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const row = await withTenant(db, auth, async trx => {
-        const current = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-        const values = toValues(request.body)
-        if (Object.keys(values).length === 0) return current
-        const updated = await repo.updateContact(trx, auth.tenantId, request.params.id, values)
-        await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
-        return updated
-      })
-      setEtag(reply, row.revision)
-      return row
-    }
-  )
-
-  app.patch(
-    '/api/v1/contacts/:id/favorite',
-    {
-      schema: {
-        operationId: 'set-contact-favorite',
-        summary: 'Set or clear the favorite flag',
-        tags,
-        params: ContactParams,
-        body: FavoriteBody,
-        response: { 200: Contact }
-      },
-      onRequest: requirePolicy('contact', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const row = await withTenant(db, auth, async trx => {
-        await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-        return await repo.updateContact(trx, auth.tenantId, request.params.id, {
-          is_favorite: request.body.is_favorite
-        })
-      })
-      setEtag(reply, row.revision)
-      return row
-    }
-  )
-
-  app.delete(
-    '/api/v1/contacts/:id',
-    {
-      schema: {
-        operationId: 'delete-contact',
-        summary: 'Delete a contact',
-        tags,
-        params: ContactParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('contact', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      await withTenant(db, auth, async trx => {
-        const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
-        await repo.deleteContact(trx, auth.tenantId, row.id)
-        await emit(trx, contactEvent(auth, row.id, 'contact.deleted', { contact_id: row.id }))
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+  noContentRoute(app, db, 'delete', '/api/v1/contacts/:id', {
+    schema: { operationId: 'delete-contact', summary: 'Delete a contact', tags, params: ContactParams },
+    onRequest: requirePolicy('contact', 'write')
+  }, async (trx, request) => {
+    const auth = request.auth
+    const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
+    await repo.deleteContact(trx, auth.tenantId, row.id)
+    await emit(trx, contactEvent(auth, row.id, 'contact.deleted', { contact_id: row.id }))
+  })
 })

@@ -6,6 +6,7 @@ import {
   Nullable,
   KeysetPageQuery,
   pagedBody,
+  searchAndSort,
   StringEnum,
   Timestamp,
   UuidString
@@ -103,9 +104,7 @@ export const CONTACT_SORT_FIELDS = ['created_at', 'updated_at', 'first_name', 'l
 export const ListContactsQuery = Type.Intersect([
   KeysetPageQuery,
   Type.Object({
-    search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against name, e-mail and company' })),
-    sort_by: Type.Optional(StringEnum(CONTACT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    ...searchAndSort('name, e-mail and company', CONTACT_SORT_FIELDS),
     is_favorite: Type.Optional(
       StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' })
     )

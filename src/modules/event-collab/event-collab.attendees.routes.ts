@@ -16,8 +16,8 @@ import {
   invalidField
 } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
-import { idempotent } from '../../platform/http/idempotency.ts'
-import { NoContent } from '../../platform/http/schema.ts'
+import { idempotentWrite } from '../../platform/http/idempotency.ts'
+import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
@@ -75,8 +75,12 @@ async function emitAttendee (
   await emit(trx, attendeeEvent(auth, event, topic, contactId, status, extra))
 }
 
-/** 400 naming every contact id the caller cannot see (`body.contact_ids[i]`); nothing is applied. */
-async function requireVisibleContacts (trx: Tx, auth: AuthContext, ids: string[]): Promise<string[]> {
+/**
+ * What a bulk request acts on: the event, locked for `attendees:write`, and the distinct contact ids; 400 naming every
+ * contact id the caller cannot see (`body.contact_ids[i]`), and nothing is applied.
+ */
+async function bulkTargets (trx: Tx, auth: AuthContext, eventId: number, ids: string[]) {
+  const event = await writeEvent(trx, auth, eventId, 'attendees:write')
   const visible = await repo.visibleContactIds(trx, auth, ids)
   const errors = ids.flatMap((id, i) =>
     visible.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'unknown contact', id)]
@@ -84,7 +88,7 @@ async function requireVisibleContacts (trx: Tx, auth: AuthContext, ids: string[]
   if (errors.length > 0) {
     throw error400BadRequest(`${errors.length} unknown contact(s); nothing was applied`, errors.slice(0, MAX_ERRORS))
   }
-  return [...new Set(ids)]
+  return { event, ids: [...new Set(ids)] }
 }
 
 /** Locks an attendee for a write to it: 404 when the contact does not attend, 412 when If-Match names another state. */
@@ -117,7 +121,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     },
     async request => {
       const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
+      return await answerPage(db, request, async trx => {
         const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
         return await repo.listAttendees(
           trx,
@@ -126,7 +130,6 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
           { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
         )
       })
-      return { ...found, size: q.size }
     }
   )
 
@@ -147,151 +150,106 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     async (request, reply) => {
       const auth = request.auth
       const b = request.body
-      const row = await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
-          if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
-            throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
-          }
-          const status = b.status ?? 'invited'
-          const created = await repo.insertAttendee(trx, {
-            tenantId: auth.tenantId,
-            eventId: rootOf(event),
-            orgId: event.org_id,
-            contactId: b.contact_id,
-            status,
-            notes: b.notes ?? null
-          })
-          if (created === undefined) {
-            throw error409Conflict('the contact already attends this event', [
-              fieldError('body.contact_id', 'already an attendee', b.contact_id)
-            ])
-          }
-          await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
-          return created
+      const row = await idempotentWrite(db, request, async trx => {
+        const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+        if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
+          throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
+        }
+        const status = b.status ?? 'invited'
+        const created = await repo.insertAttendee(trx, {
+          tenantId: auth.tenantId,
+          eventId: rootOf(event),
+          orgId: event.org_id,
+          contactId: b.contact_id,
+          status,
+          notes: b.notes ?? null
         })
-      )
+        if (created === undefined) {
+          throw error409Conflict('the contact already attends this event', [
+            fieldError('body.contact_id', 'already an attendee', b.contact_id)
+          ])
+        }
+        await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
+        return created
+      })
       void reply.header('etag', repo.attendeeEtag(row))
       return await reply.code(201).send(row)
     }
   )
 
-  app.post(
-    '/api/v1/events/:id/attendees/bulk',
-    {
-      schema: {
-        operationId: 'bulk-add-event-attendees',
-        summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`,
-        tags,
-        params: EventParams,
-        body: BulkAddBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('attendee', 'write'),
-      config: { idempotency: 'transaction' }
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', {
+    schema: {
+      operationId: 'bulk-add-event-attendees',
+      summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`,
+      tags,
+      params: EventParams,
+      body: BulkAddBody
     },
-    async (request, reply) => {
-      const auth = request.auth
-      await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
-          const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
-          const created = await repo.insertAttendees(trx, {
-            tenantId: auth.tenantId,
-            eventId: rootOf(event),
-            orgId: event.org_id,
-            contactIds: ids,
-            status: request.body.status ?? 'invited'
-          })
-          await emitMany(
-            trx,
-            created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status))
-          )
-        })
+    onRequest: requirePolicy('attendee', 'write'),
+    config: { idempotency: 'transaction' }
+  }, async (trx, { auth, params, body }) => {
+    const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
+    const created = await repo.insertAttendees(trx, {
+      tenantId: auth.tenantId,
+      eventId: rootOf(event),
+      orgId: event.org_id,
+      contactIds: ids,
+      status: body.status ?? 'invited'
+    })
+    await emitMany(trx, created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status)))
+  })
+
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', {
+    schema: {
+      operationId: 'bulk-remove-event-attendees',
+      summary: 'Remove attendees by contact id (optionally only those in a status)',
+      tags,
+      params: EventParams,
+      body: BulkRemoveBody
+    },
+    onRequest: requirePolicy('attendee', 'write')
+  }, async (trx, { auth, params, body }) => {
+    const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
+    const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, body.status)
+    await emitMany(trx, removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status)))
+  })
+
+  noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', {
+    schema: {
+      operationId: 'bulk-update-event-attendee-status',
+      summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)',
+      tags,
+      params: EventParams,
+      body: BulkStatusBody
+    },
+    onRequest: requirePolicy('attendee', 'write')
+  }, async (trx, { auth, params, body: b }) => {
+    const { event, ids } = await bulkTargets(trx, auth, params.id, b.contact_ids)
+    const changed = await repo.setStatus(trx, auth.tenantId, rootOf(event), ids, b.status)
+    const attending = new Set(changed.map(c => c.row.contact_id))
+    const missing = b.contact_ids.flatMap((id, i) =>
+      attending.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'not an attendee of this event', id)]
+    )
+    // throwing rolls the whole update back
+    if (missing.length > 0) {
+      throw error400BadRequest(
+        `${missing.length} contact(s) do not attend this event; nothing was applied`,
+        missing.slice(0, MAX_ERRORS)
       )
-      return await reply.code(204).send(null)
     }
-  )
-
-  app.delete(
-    '/api/v1/events/:id/attendees/bulk',
-    {
-      schema: {
-        operationId: 'bulk-remove-event-attendees',
-        summary: 'Remove attendees by contact id (optionally only those in a status)',
-        tags,
-        params: EventParams,
-        body: BulkRemoveBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('attendee', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
-        const ids = await requireVisibleContacts(trx, auth, request.body.contact_ids)
-        const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, request.body.status)
-        await emitMany(
-          trx,
-          removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status))
-        )
-      })
-      return await reply.code(204).send(null)
-    }
-  )
-
-  app.patch(
-    '/api/v1/events/:id/attendees/bulk/status',
-    {
-      schema: {
-        operationId: 'bulk-update-event-attendee-status',
-        summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)',
-        tags,
-        params: EventParams,
-        body: BulkStatusBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('attendee', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const b = request.body
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
-        const ids = await requireVisibleContacts(trx, auth, b.contact_ids)
-        const changed = await repo.setStatus(trx, auth.tenantId, rootOf(event), ids, b.status)
-        const attending = new Set(changed.map(c => c.row.contact_id))
-        const missing = b.contact_ids.flatMap((id, i) =>
-          attending.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'not an attendee of this event', id)]
-        )
-        // throwing rolls the whole update back
-        if (missing.length > 0) {
-          throw error400BadRequest(
-            `${missing.length} contact(s) do not attend this event; nothing was applied`,
-            missing.slice(0, MAX_ERRORS)
-          )
-        }
-        await emitMany(
-          trx,
-          changed.flatMap(c =>
-            c.previous === c.row.status
-              ? []
-              : [
-                  attendeeEvent(auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, {
-                    previous_status: c.previous
-                  })
-                ]
-          )
-        )
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+    await emitMany(
+      trx,
+      changed.flatMap(c =>
+        c.previous === c.row.status
+          ? []
+          : [
+              attendeeEvent(auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, {
+                previous_status: c.previous
+              })
+            ]
+      )
+    )
+  })
 
   app.patch(
     '/api/v1/events/:id/attendees/:contact_id',
@@ -333,68 +291,41 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     }
   )
 
-  app.delete(
-    '/api/v1/events/:id/attendees/:contact_id',
-    {
-      schema: {
-        operationId: 'remove-event-attendee',
-        summary: 'Remove an attendee',
-        tags,
-        params: AttendeeParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('attendee', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, contact_id: contactId } = request.params
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, id, 'attendees:write')
-        await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
-        const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
-        if (removed === undefined) throw error404NotFound('attendee not found')
-        await emitAttendee(trx, auth, event, 'attendee.removed', contactId, removed.status)
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', {
+    schema: { operationId: 'remove-event-attendee', summary: 'Remove an attendee', tags, params: AttendeeParams },
+    onRequest: requirePolicy('attendee', 'write')
+  }, async (trx, request) => {
+    const auth = request.auth
+    const { id, contact_id: contactId } = request.params
+    const event = await writeEvent(trx, auth, id, 'attendees:write')
+    await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
+    const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
+    if (removed === undefined) throw error404NotFound('attendee not found')
+    await emitAttendee(trx, auth, event, 'attendee.removed', contactId, removed.status)
+  })
 
-  app.post(
-    '/api/v1/events/:id/attendees/:contact_id/check-in',
-    {
-      schema: {
-        operationId: 'check-in-event-attendee',
-        summary: 'Check an attendee in (idempotent: a second check-in changes nothing)',
-        tags,
-        params: AttendeeParams,
-        body: CheckInBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('attendee', 'checkin'),
-      preValidation: async request => {
-        request.body ??= {}
-      },
-      config: { idempotency: 'transaction' }
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', {
+    schema: {
+      operationId: 'check-in-event-attendee',
+      summary: 'Check an attendee in (idempotent: a second check-in changes nothing)',
+      tags,
+      params: AttendeeParams,
+      body: CheckInBody
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, contact_id: contactId } = request.params
-      await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const event = await writeEvent(trx, auth, id, 'attendees:checkin')
-          const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
-          const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
-          if (row !== undefined) {
-            await emitAttendee(trx, auth, event, 'attendee.checked_in', contactId, row.status, {
-              previous_status: current.status,
-              checked_in_at: row.checked_in_at
-            })
-          }
-        })
-      )
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('attendee', 'checkin'),
+    optionalBody: true,
+    config: { idempotency: 'transaction' }
+  }, async (trx, request) => {
+    const auth = request.auth
+    const { id, contact_id: contactId } = request.params
+    const event = await writeEvent(trx, auth, id, 'attendees:checkin')
+    const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
+    const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
+    if (row !== undefined) {
+      await emitAttendee(trx, auth, event, 'attendee.checked_in', contactId, row.status, {
+        previous_status: current.status,
+        checked_in_at: row.checked_in_at
+      })
     }
-  )
+  })
 }

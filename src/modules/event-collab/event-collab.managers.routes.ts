@@ -16,8 +16,9 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
-import { idempotent } from '../../platform/http/idempotency.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { idempotentWrite } from '../../platform/http/idempotency.ts'
+import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
@@ -39,6 +40,7 @@ import {
   UpdateManagerBody
 } from './event-collab.schemas.ts'
 import * as repo from './event-collab.managers.repository.ts'
+import { maskInvitees, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, normalizeEmail } from '../../platform/invite-tokens.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
@@ -67,16 +69,11 @@ function refuseCreator (event: EventRow, userId: string): void {
   }
 }
 
-function refuseSelf (auth: AuthContext, userId: string, location: string): void {
-  if (userId === auth.userId) {
-    throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [
-      fieldError(location, 'the caller', userId)
-    ])
-  }
-}
-
 const EXCEEDS = 'a grant may not exceed your own rights on the event'
-const OUTRANKS = 'this manager holds permissions you do not hold, so you may not change or remove their grant'
+
+/** Whether the caller may manage the event's managers (and so see invitees' e-mails), asked when needed. */
+const managesManagers = (trx: Tx, auth: AuthContext, event: EventRow) => async (): Promise<boolean> =>
+  await hasEventPermission(trx, auth, event, 'managers:manage')
 
 /**
  * The caller may act on an existing manager row: its grant must lie within what the caller holds
@@ -97,19 +94,6 @@ async function assertMayTouch (
   const held = await heldOnEvent(trx, auth, event)
   assertWithin(grantedPermissions(row), held, 'path.user_id', OUTRANKS)
   if (next !== undefined) assertWithin(next, held, 'body.permissions', EXCEEDS)
-}
-
-/** Invitee e-mails only for callers who may manage managers; others see null. */
-async function maskInvitees<T extends { invited_email: string | null }> (
-  trx: Tx,
-  auth: AuthContext,
-  event: EventRow,
-  rows: T[]
-): Promise<T[]> {
-  if (rows.every(r => r.invited_email === null) || (await hasEventPermission(trx, auth, event, 'managers:manage'))) {
-    return rows
-  }
-  return rows.map(r => ({ ...r, invited_email: null }))
 }
 
 async function emitManager (
@@ -172,43 +156,39 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     },
     async request => {
       const auth = request.auth
-      return await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
-          if (invite === undefined) throw error404NotFound('unknown invite token')
-          if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
-          if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
-          if (invite.expired) {
-            throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
-          }
-          await assertInviteRecipient(trx, auth, invite.invited_email)
-          if (
-            await repo.hasGrant(
-              trx,
-              auth.tenantId,
-              { eventId: invite.event_id, seriesId: invite.series_id },
-              auth.userId,
-              invite.id
-            )
-          ) {
-            throw error409Conflict('you already manage this event or series')
-          }
-          const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
-          const aggregate =
-            row.event_id !== null ? { type: 'event', id: row.event_id } : { type: 'series', id: row.series_id ?? 0 }
-          await emit(trx, {
-            tenantId: auth.tenantId,
-            topic: `${aggregate.type}.manager_accepted`,
-            aggregateType: aggregate.type,
-            aggregateId: aggregate.id,
-            actorId: auth.userId,
-            payload: { event_id: row.event_id, series_id: row.series_id, user_id: auth.userId, manager_id: row.id }
-          })
-          return await repo.withDisplayName(trx, auth.tenantId, row)
+      return await idempotentWrite(db, request, async trx => {
+        const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
+        if (invite === undefined) throw error404NotFound('unknown invite token')
+        if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
+        if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
+        if (invite.expired) {
+          throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
+        }
+        await assertInviteRecipient(trx, auth, invite.invited_email)
+        if (
+          await repo.hasGrant(
+            trx,
+            auth.tenantId,
+            { eventId: invite.event_id, seriesId: invite.series_id },
+            auth.userId,
+            invite.id
+          )
+        ) {
+          throw error409Conflict('you already manage this event or series')
+        }
+        const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
+        const aggregate =
+          row.event_id !== null ? { type: 'event', id: row.event_id } : { type: 'series', id: row.series_id ?? 0 }
+        await emit(trx, {
+          tenantId: auth.tenantId,
+          topic: `${aggregate.type}.manager_accepted`,
+          aggregateType: aggregate.type,
+          aggregateId: aggregate.id,
+          actorId: auth.userId,
+          payload: { event_id: row.event_id, series_id: row.series_id, user_id: auth.userId, manager_id: row.id }
         })
-      )
+        return await repo.withDisplayName(trx, auth.tenantId, row)
+      })
     }
   )
 
@@ -228,15 +208,17 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     async request => {
       const q = request.query
       const auth = request.auth
-      const found = await withTenant(db, auth, async trx => {
+      return await answerPage(db, request, async trx => {
         const event = await readEvent(trx, auth, request.params.id)
         const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q)
         return {
           ...page,
-          items: await maskInvitees(trx, auth, event, await repo.withDisplayNames(trx, auth.tenantId, page.items))
+          items: await maskInvitees(
+            await repo.withDisplayNames(trx, auth.tenantId, page.items),
+            managesManagers(trx, auth, event)
+          )
         }
       })
-      return { ...found, size: q.size }
     }
   )
 
@@ -259,7 +241,8 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
         const row = await repo.findManager(trx, auth.tenantId, rootOf(event), request.params.user_id)
         if (row === undefined) throw error404NotFound('manager not found')
         void reply.header('etag', repo.managerEtag(row))
-        const [shown] = await maskInvitees(trx, auth, event, [await repo.withDisplayName(trx, auth.tenantId, row)])
+        const named = await repo.withDisplayName(trx, auth.tenantId, row)
+        const [shown] = await maskInvitees([named], managesManagers(trx, auth, event))
         return shown
       })
     }
@@ -282,62 +265,58 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     async (request, reply) => {
       const auth = request.auth
       const b = request.body
-      const row = await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-          const grant = grantOf(b)
-          if (event.creator_id === b.user_id) {
-            throw error409Conflict('the creator already has every permission on the event', [
-              fieldError('body.user_id', "the event's creator", b.user_id)
-            ])
-          }
-          refuseSelf(auth, b.user_id, 'body.user_id')
-          assertWithin(
-            grant.permissions,
-            await heldOnEvent(trx, auth, event),
-            b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions',
-            EXCEEDS
-          )
-          if ((await repo.findManager(trx, auth.tenantId, rootOf(event), b.user_id, true)) !== undefined) {
-            throw error409Conflict('the user already manages this event', [
-              fieldError('body.user_id', 'already a manager', b.user_id)
-            ])
-          }
-          const created = await repo.insertManager(trx, {
-            tenantId: auth.tenantId,
-            eventId: rootOf(event),
-            orgId: event.org_id,
-            userId: b.user_id,
-            ...grant,
-            invitedBy: auth.userId
-          })
-          await emitManager(trx, auth, event, 'event.manager_added', {
-            user_id: b.user_id,
-            role: grant.role,
-            permissions: grant.permissions
-          })
-          if (b.notify === true) {
-            await notifyUser(trx, {
-              tenantId: auth.tenantId,
-              userId: b.user_id,
-              channels: b.channels ?? ['email'],
-              template: managerAdded({
-                on: 'event',
-                id: rootOf(event),
-                userId: b.user_id,
-                title: event.title,
-                message: b.message
-              }),
-              priority: b.priority ?? 'normal',
-              payload: { actor_id: auth.userId }
-            })
-          }
-          void reply.header('etag', repo.managerEtag(created))
-          return await repo.withDisplayName(trx, auth.tenantId, created)
+      const row = await idempotentWrite(db, request, async trx => {
+        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+        const grant = grantOf(b)
+        if (event.creator_id === b.user_id) {
+          throw error409Conflict('the creator already has every permission on the event', [
+            fieldError('body.user_id', "the event's creator", b.user_id)
+          ])
+        }
+        refuseSelf(auth, b.user_id, 'body.user_id')
+        assertWithin(
+          grant.permissions,
+          await heldOnEvent(trx, auth, event),
+          b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions',
+          EXCEEDS
+        )
+        if ((await repo.findManager(trx, auth.tenantId, rootOf(event), b.user_id, true)) !== undefined) {
+          throw error409Conflict('the user already manages this event', [
+            fieldError('body.user_id', 'already a manager', b.user_id)
+          ])
+        }
+        const created = await repo.insertManager(trx, {
+          tenantId: auth.tenantId,
+          eventId: rootOf(event),
+          orgId: event.org_id,
+          userId: b.user_id,
+          ...grant,
+          invitedBy: auth.userId
         })
-      )
+        await emitManager(trx, auth, event, 'event.manager_added', {
+          user_id: b.user_id,
+          role: grant.role,
+          permissions: grant.permissions
+        })
+        if (b.notify === true) {
+          await notifyUser(trx, {
+            tenantId: auth.tenantId,
+            userId: b.user_id,
+            channels: b.channels ?? ['email'],
+            template: managerAdded({
+              on: 'event',
+              id: rootOf(event),
+              userId: b.user_id,
+              title: event.title,
+              message: b.message
+            }),
+            priority: b.priority ?? 'normal',
+            payload: { actor_id: auth.userId }
+          })
+        }
+        void reply.header('etag', repo.managerEtag(created))
+        return await repo.withDisplayName(trx, auth.tenantId, created)
+      })
       return await reply.code(201).send(row)
     }
   )
@@ -359,72 +338,68 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     async (request, reply) => {
       const auth = request.auth
       const b = request.body
-      const row = await withTenant(
-        db,
-        auth,
-        idempotent(request, async trx => {
-          const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-          const eventId = rootOf(event)
-          const grant = grantOf(b)
-          const grantAt = b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions'
-          const held = await heldOnEvent(trx, auth, event)
-          assertWithin(grant.permissions, held, grantAt, EXCEEDS)
-          if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
-            throw error409Conflict('a user with this e-mail already manages the event', [
-              fieldError('body.email', 'already a manager', b.email)
-            ])
+      const row = await idempotentWrite(db, request, async trx => {
+        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+        const eventId = rootOf(event)
+        const grant = grantOf(b)
+        const grantAt = b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions'
+        const held = await heldOnEvent(trx, auth, event)
+        assertWithin(grant.permissions, held, grantAt, EXCEEDS)
+        if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
+          throw error409Conflict('a user with this e-mail already manages the event', [
+            fieldError('body.email', 'already a manager', b.email)
+          ])
+        }
+        const { token, hash } = repo.newInviteToken()
+        const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
+        if (existing !== undefined) {
+          // refreshing replaces that invite's grant and token: the caller must outrank it, and a
+          // series invite (series_id set) needs series-level rights
+          if (existing.series_id !== null) {
+            await assertSeriesGrant(trx, auth, existing.series_id, grantedPermissions(existing), 'body.email')
+            await assertSeriesGrant(trx, auth, existing.series_id, grant.permissions, grantAt)
+          } else {
+            assertWithin(
+              grantedPermissions(existing),
+              held,
+              'body.email',
+              'a pending invite to this address grants permissions you do not hold, so you may not replace it'
+            )
           }
-          const { token, hash } = repo.newInviteToken()
-          const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
-          if (existing !== undefined) {
-            // refreshing replaces that invite's grant and token: the caller must outrank it, and a
-            // series invite (series_id set) needs series-level rights
-            if (existing.series_id !== null) {
-              await assertSeriesGrant(trx, auth, existing.series_id, grantedPermissions(existing), 'body.email')
-              await assertSeriesGrant(trx, auth, existing.series_id, grant.permissions, grantAt)
-            } else {
-              assertWithin(
-                grantedPermissions(existing),
-                held,
-                'body.email',
-                'a pending invite to this address grants permissions you do not hold, so you may not replace it'
-              )
-            }
-          }
-          const invite =
-            existing === undefined
-              ? await repo.insertInvite(trx, {
-                tenantId: auth.tenantId,
-                eventId,
-                orgId: event.org_id,
-                email: b.email,
-                ...grant,
-                invitedBy: auth.userId,
-                tokenHash: hash
-              })
-              : await repo.refreshInvite(trx, auth.tenantId, existing.id, {
-                ...grant,
-                invitedBy: auth.userId,
-                tokenHash: hash
-              })
-          await emitManager(trx, auth, event, 'event.manager_invited', {
-            manager_id: invite.id,
-            email: b.email,
-            role: grant.role,
-            permissions: grant.permissions,
-            renewed: existing !== undefined
-          })
-          await queueNotification(trx, {
-            tenantId: auth.tenantId,
-            channel: 'email',
-            recipient: b.email,
-            ...managerInvitation({ on: 'event', title: event.title, token, days: INVITE_TTL_DAYS, message: b.message }),
-            priority: b.priority ?? 'normal',
-            payload: { kind: 'event.manager_invited', event_id: eventId, manager_id: invite.id, actor_id: auth.userId }
-          })
-          return { ...invite, display_name: null, invite_token: token }
+        }
+        const invite =
+          existing === undefined
+            ? await repo.insertInvite(trx, {
+              tenantId: auth.tenantId,
+              eventId,
+              orgId: event.org_id,
+              email: b.email,
+              ...grant,
+              invitedBy: auth.userId,
+              tokenHash: hash
+            })
+            : await repo.refreshInvite(trx, auth.tenantId, existing.id, {
+              ...grant,
+              invitedBy: auth.userId,
+              tokenHash: hash
+            })
+        await emitManager(trx, auth, event, 'event.manager_invited', {
+          manager_id: invite.id,
+          email: b.email,
+          role: grant.role,
+          permissions: grant.permissions,
+          renewed: existing !== undefined
         })
-      )
+        await queueNotification(trx, {
+          tenantId: auth.tenantId,
+          channel: 'email',
+          recipient: b.email,
+          ...managerInvitation({ on: 'event', title: event.title, token, days: INVITE_TTL_DAYS, message: b.message }),
+          priority: b.priority ?? 'normal',
+          payload: { kind: 'event.manager_invited', event_id: eventId, manager_id: invite.id, actor_id: auth.userId }
+        })
+        return { ...invite, display_name: null, invite_token: token }
+      })
       return await reply.code(201).send(row)
     }
   )
@@ -469,33 +444,25 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     }
   )
 
-  app.delete(
-    '/api/v1/events/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'remove-event-manager',
-        summary: 'Remove a manager (revokes the grant; never the creator)',
-        tags,
-        params: ManagerParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('manager', 'grant')
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/managers/:user_id', {
+    schema: {
+      operationId: 'remove-event-manager',
+      summary: 'Remove a manager (revokes the grant; never the creator)',
+      tags,
+      params: ManagerParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const userId = request.params.user_id
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-        refuseCreator(event, userId)
-        const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
-        if (current === undefined) throw error404NotFound('manager not found')
-        checkIfMatchTag(ifMatchOf(request), repo.managerEtag(current))
-        // stepping down is always allowed (it only gives up rights)
-        if (userId !== auth.userId) await assertMayTouch(trx, auth, event, current)
-        await repo.revokeManager(trx, auth.tenantId, current.id)
-        await emitManager(trx, auth, event, 'event.manager_removed', { user_id: userId })
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('manager', 'grant')
+  }, async (trx, request) => {
+    const auth = request.auth
+    const userId = request.params.user_id
+    const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+    refuseCreator(event, userId)
+    const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
+    if (current === undefined) throw error404NotFound('manager not found')
+    checkIfMatchTag(ifMatchOf(request), repo.managerEtag(current))
+    // stepping down is always allowed (it only gives up rights)
+    if (userId !== auth.userId) await assertMayTouch(trx, auth, event, current)
+    await repo.revokeManager(trx, auth.tenantId, current.id)
+    await emitManager(trx, auth, event, 'event.manager_removed', { user_id: userId })
+  })
 }

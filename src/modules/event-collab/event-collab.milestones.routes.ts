@@ -6,7 +6,8 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { answerCreated, answerPage, noContentRoute } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
@@ -47,11 +48,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     },
     async request => {
       const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
+      return await answerPage(db, request, async trx => {
         const event = await readEvent(trx, request.auth, request.params.id)
         return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
       })
-      return { ...found, size: q.size }
     }
   )
 
@@ -69,9 +69,8 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
       onRequest: requirePolicy('link', 'write')
     },
     async (request, reply) => {
-      const auth = request.auth
       const b = request.body
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const base = await writeEvent(trx, auth, request.params.id, 'milestones:manage')
         const baseId = rootOf(base)
         const target = await findVisibleEvent(trx, auth, b.milestone_event_id, ['id', 'start_dt', 'end_dt', 'status'])
@@ -102,7 +101,6 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
         await emit(trx, eventEvent(auth, baseId, 'milestone.added', { event_id: baseId, milestone_event_id: target.id, template: base.template }))
         return await milestoneOr404(trx, auth.tenantId, baseId, target.id)
       })
-      return await reply.code(201).send(row)
     }
   )
 
@@ -182,29 +180,19 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     }
   )
 
-  app.delete(
-    '/api/v1/events/:id/milestones/:milestone_event_id',
-    {
-      schema: {
-        operationId: 'remove-event-milestone',
-        summary: 'Remove a milestone (the milestone event itself stays)',
-        tags,
-        params: MilestoneParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('link', 'write')
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', {
+    schema: {
+      operationId: 'remove-event-milestone',
+      summary: 'Remove a milestone (the milestone event itself stays)',
+      tags,
+      params: MilestoneParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, milestone_event_id: milestoneId } = request.params
-      await withTenant(db, auth, async trx => {
-        const base = await writeEvent(trx, auth, id, 'milestones:manage')
-        if (!(await repo.deleteMilestone(trx, auth.tenantId, rootOf(base), milestoneId))) {
-          throw error404NotFound('milestone not found')
-        }
-        await emit(trx, eventEvent(auth, rootOf(base), 'milestone.removed', { event_id: rootOf(base), milestone_event_id: milestoneId, template: base.template }))
-      })
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('link', 'write')
+  }, async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
+    const base = await writeEvent(trx, auth, id, 'milestones:manage')
+    if (!(await repo.deleteMilestone(trx, auth.tenantId, rootOf(base), milestoneId))) {
+      throw error404NotFound('milestone not found')
     }
-  )
+    await emit(trx, eventEvent(auth, rootOf(base), 'milestone.removed', { event_id: rootOf(base), milestone_event_id: milestoneId, template: base.template }))
+  })
 }

@@ -8,6 +8,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
+import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -138,31 +139,16 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     }
   )
 
-  app.delete(
-    '/api/v1/events/:id/documents/:document_id',
-    {
-      schema: {
-        operationId: 'unlink-event-document',
-        summary: 'Unlink a document',
-        tags,
-        params: DocumentParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, document_id: documentId } = request.params
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, id, 'documents:manage')
-        if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) {
-          throw error404NotFound('document not linked')
-        }
-        await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
-      })
-      return await reply.code(204).send(null)
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', {
+    schema: { operationId: 'unlink-event-document', summary: 'Unlink a document', tags, params: DocumentParams },
+    onRequest: requirePolicy('link', 'write')
+  }, async (trx, { auth, params: { id, document_id: documentId } }) => {
+    const event = await writeEvent(trx, auth, id, 'documents:manage')
+    if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) {
+      throw error404NotFound('document not linked')
     }
-  )
+    await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
+  })
 
   // ---- attachments
 
@@ -208,11 +194,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       onRequest: requirePolicy('link', 'write')
     },
     async (request, reply) => {
-      const auth = request.auth
       const b = request.body
       const metadata = b.metadata ?? {}
       checkMetadata(metadata)
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
         if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
           const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
@@ -234,43 +219,28 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
         await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
-  app.delete(
-    '/api/v1/attachments/:id',
-    {
-      schema: {
-        operationId: 'delete-attachment',
-        summary: 'Remove an attachment',
-        tags,
-        params: AttachmentParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      await withTenant(db, auth, async trx => {
-        const row = await repo.findAttachment(trx, auth.tenantId, request.params.id)
-        if (row === undefined) throw error404NotFound('attachment not found')
-        const event =
-          row.event_id !== null
-            ? await writeEvent(trx, auth, row.event_id, 'attachments:manage')
-            : await writeSeries(trx, auth, row.series_id ?? 0, 'attachments:manage')
-        await repo.deleteAttachment(trx, auth.tenantId, row.id)
-        await emit(trx, eventEvent(auth, rootOf(event), 'attachment.removed', {
-          event_id: row.event_id,
-          series_id: row.series_id,
-          attachment_id: row.id,
-          kind: row.kind,
-          template: event.template
-        }))
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+  noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', {
+    schema: { operationId: 'delete-attachment', summary: 'Remove an attachment', tags, params: AttachmentParams },
+    onRequest: requirePolicy('link', 'write')
+  }, async (trx, { auth, params }) => {
+    const row = await repo.findAttachment(trx, auth.tenantId, params.id)
+    if (row === undefined) throw error404NotFound('attachment not found')
+    const event =
+      row.event_id !== null
+        ? await writeEvent(trx, auth, row.event_id, 'attachments:manage')
+        : await writeSeries(trx, auth, row.series_id ?? 0, 'attachments:manage')
+    await repo.deleteAttachment(trx, auth.tenantId, row.id)
+    await emit(trx, eventEvent(auth, rootOf(event), 'attachment.removed', {
+      event_id: row.event_id,
+      series_id: row.series_id,
+      attachment_id: row.id,
+      kind: row.kind,
+      template: event.template
+    }))
+  })
 
   // ---- links
 
@@ -312,9 +282,8 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       onRequest: requirePolicy('link', 'write')
     },
     async (request, reply) => {
-      const auth = request.auth
       const targetId = request.body.target_id
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
         const eventId = rootOf(event)
         if (targetId === eventId || targetId === event.id) {
@@ -337,60 +306,34 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
         await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
-  app.delete(
-    '/api/v1/events/:id/links/:target_id',
-    {
-      schema: {
-        operationId: 'remove-event-link',
-        summary: 'Remove a cross-reference link',
-        tags,
-        params: LinkParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, target_id: targetId } = request.params
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, id, 'links:manage')
-        if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) {
-          throw error404NotFound('link not found')
-        }
-        await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
-      })
-      return await reply.code(204).send(null)
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', {
+    schema: { operationId: 'remove-event-link', summary: 'Remove a cross-reference link', tags, params: LinkParams },
+    onRequest: requirePolicy('link', 'write')
+  }, async (trx, { auth, params: { id, target_id: targetId } }) => {
+    const event = await writeEvent(trx, auth, id, 'links:manage')
+    if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) {
+      throw error404NotFound('link not found')
     }
-  )
+    await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
+  })
 
-  app.delete(
-    '/api/v1/series/:id/links/:target_id',
-    {
-      schema: {
-        operationId: 'remove-series-link',
-        summary:
-          'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)',
-        tags,
-        params: LinkParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('series', 'links')
+  noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', {
+    schema: {
+      operationId: 'remove-series-link',
+      summary:
+        'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)',
+      tags,
+      params: LinkParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, target_id: targetId } = request.params
-      await withTenant(db, auth, async trx => {
-        const event = await writeSeries(trx, auth, id, 'links:manage')
-        if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
-          throw error404NotFound('link not found')
-        }
-        await emit(trx, seriesEvent(auth, id, 'series.link_removed', { series_id: id, target_id: targetId, template: event.template }))
-      })
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('series', 'links')
+  }, async (trx, { auth, params: { id, target_id: targetId } }) => {
+    const event = await writeSeries(trx, auth, id, 'links:manage')
+    if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
+      throw error404NotFound('link not found')
     }
-  )
+    await emit(trx, seriesEvent(auth, id, 'series.link_removed', { series_id: id, target_id: targetId, template: event.template }))
+  })
 }

@@ -5,14 +5,18 @@
  * `event_activity`, `event_spaces` and `event_managers` (the managers routes, attendees,
  * milestones, series and automations live in their own modules and build on events.access.repository.ts).
  */
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { DateTime } from 'luxon'
 import { defineModule } from '../../platform/app-context.ts'
-import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
+import { ifMatchOf } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { KeysetPageQuery, searchedPageOf } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
+import { answerCreated, answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { EventRow } from './events.table.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
 import { renderEvents } from './events.bodies.repository.ts'
@@ -104,6 +108,18 @@ function calendarRange (q: { start_date: string; end_date: string; timezone?: st
 
 export const eventsModule = defineModule(async (app, ctx) => {
   const { db } = ctx
+
+  /** The event `write` returns, with its spaces and series title, as the answer: ETag set. */
+  async function answerEvent (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    write: (trx: Tx, auth: AuthContext) => Promise<EventRow>
+  ) {
+    return await answerWithEtag(db, request, reply, async (trx, auth) =>
+      await service.withSpaces(trx, auth.tenantId, await write(trx, auth))
+    )
+  }
+
   app.get(
     '/api/v1/event-templates',
     {
@@ -173,13 +189,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
       onRequest: requirePolicy('event', 'create')
     },
     async (request, reply) => {
-      const auth = request.auth
-      const event = await withTenant(
-        db,
-        auth,
-        async trx => await service.withSpaces(trx, auth.tenantId, await service.createEvent(trx, auth, request.body))
-      )
-      setEtag(reply, event.revision)
+      const event = await answerEvent(request, reply, (trx, auth) => service.createEvent(trx, auth, request.body))
       return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
     }
   )
@@ -210,13 +220,8 @@ export const eventsModule = defineModule(async (app, ctx) => {
         next_cursor: nextCursor
       } = await withTenant(db, auth, async trx => {
         const found = await repo.listEvents(trx, auth, {
-          page: q.page,
-          size: q.size,
-          cursor: q.cursor,
+          ...searchedPageOf(q),
           counting,
-          search: q.search?.trim(),
-          sortBy: q.sort_by ?? 'created_at',
-          sortDir: q.sort_dir ?? 'desc',
           status: q.status,
           visibility: q.visibility,
           startAfter: q.start_dt_after,
@@ -279,12 +284,8 @@ export const eventsModule = defineModule(async (app, ctx) => {
   app.get('/api/v1/events/:id', {
     schema: { operationId: 'get-event', summary: 'Get an event', tags, params: EventParams, response: { 200: Event } },
     onRequest: requirePolicy('event', 'read')
-  }, async (request, reply) => {
-    const auth = request.auth
-    const event = await withTenant(db, auth, async (trx) => await service.getEvent(trx, auth, request.params.id))
-    setEtag(reply, event.revision)
-    return event
-  })
+  }, async (request, reply) =>
+    await answerWithEtag(db, request, reply, (trx, auth) => service.getEvent(trx, auth, request.params.id)))
 
   app.put(
     '/api/v1/events/:id',
@@ -299,21 +300,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'edit')
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const event = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await service.withSpaces(
-            trx,
-            auth.tenantId,
-            await service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
-          )
+    async (request, reply) =>
+      await answerEvent(request, reply, (trx, auth) =>
+        service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
       )
-      setEtag(reply, event.revision)
-      return event
-    }
   )
 
   app.patch(
@@ -330,96 +320,40 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'edit')
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const event = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await service.withSpaces(
-            trx,
-            auth.tenantId,
-            request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
-              ? await applyScopedEdit(
-                trx,
-                auth,
-                request.params.id,
-                request.query.scope,
-                request.body,
-                ifMatchOf(request)
-              )
-              : await service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
-          )
+    async (request, reply) =>
+      await answerEvent(request, reply, (trx, auth) =>
+        request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
+          ? applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
+          : service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
       )
-      setEtag(reply, event.revision)
-      return event
-    }
   )
 
-  app.delete(
-    '/api/v1/events/:id',
-    {
-      schema: {
-        operationId: 'delete-event',
-        summary: 'Delete an event (soft delete)',
-        tags,
-        params: EventParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('event', 'delete')
-    },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id', {
+    schema: { operationId: 'delete-event', summary: 'Delete an event (soft delete)', tags, params: EventParams },
+    onRequest: requirePolicy('event', 'delete')
+  }, (trx, request) => service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/events/:id/archive',
-    {
-      schema: {
-        operationId: 'archive-event',
-        summary: 'Archive an event (read-only afterwards)',
-        tags,
-        params: EventParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('event', 'archive')
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', {
+    schema: {
+      operationId: 'archive-event',
+      summary: 'Archive an event (read-only afterwards)',
+      tags,
+      params: EventParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('event', 'archive')
+  }, (trx, request) => service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/events/:id/publish',
-    {
-      schema: {
-        operationId: 'publish-event',
-        summary: 'Publish an event, or promote its draft',
-        tags,
-        params: EventParams,
-        body: PublishEventBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('event', 'publish'),
-      // the notification options are optional: no body at all means {}
-      preValidation: async request => {
-        request.body ??= {}
-      }
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', {
+    schema: {
+      operationId: 'publish-event',
+      summary: 'Publish an event, or promote its draft',
+      tags,
+      params: EventParams,
+      body: PublishEventBody
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('event', 'publish'),
+    optionalBody: true
+  }, (trx, request) => service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
   app.post(
     '/api/v1/events/:id/edit',
@@ -433,21 +367,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'edit')
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const event = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await service.withSpaces(
-            trx,
-            auth.tenantId,
-            await service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
-          )
+    async (request, reply) =>
+      await answerEvent(request, reply, (trx, auth) =>
+        service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
       )
-      setEtag(reply, event.revision)
-      return event
-    }
   )
 
   app.get(
@@ -462,37 +385,19 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('draft', 'read')
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const event = await withTenant(
-        db,
-        auth,
-        async trx => await service.withSpaces(trx, auth.tenantId, await service.findDraft(trx, auth, request.params.id))
-      )
-      setEtag(reply, event.revision)
-      return event
-    }
+    async (request, reply) =>
+      await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
   )
 
-  app.post(
-    '/api/v1/events/:id/discard',
-    {
-      schema: {
-        operationId: 'discard-event-draft',
-        summary: 'Discard the draft, keep the published version',
-        tags,
-        params: EventParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('draft', 'edit')
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', {
+    schema: {
+      operationId: 'discard-event-draft',
+      summary: 'Discard the draft, keep the published version',
+      tags,
+      params: EventParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('draft', 'edit')
+  }, (trx, request) => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   app.post(
     '/api/v1/events/:id/transition',
@@ -508,22 +413,12 @@ export const eventsModule = defineModule(async (app, ctx) => {
       onRequest: requirePolicy('event', 'edit')
     },
     async (request, reply) => {
-      const auth = request.auth
       const b = request.body
-      const event = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await service.withSpaces(
-            trx,
-            auth.tenantId,
-            await service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
-              ifMatch: ifMatchOf(request)
-            })
-          )
+      return await answerEvent(request, reply, (trx, auth) =>
+        service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
+          ifMatch: ifMatchOf(request)
+        })
       )
-      setEtag(reply, event.revision)
-      return event
     }
   )
 
@@ -567,18 +462,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'edit')
     },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx =>
-        service.appendActivity(
-          trx,
-          request.auth,
-          request.params.event_id,
-          request.body.kind,
-          request.body.payload ?? {}
-        )
+    async (request, reply) =>
+      await answerCreated(db, request, reply, (trx, auth) =>
+        service.appendActivity(trx, auth, request.params.event_id, request.body.kind, request.body.payload ?? {})
       )
-      return await reply.code(201).send(row)
-    }
   )
 
   app.get(
@@ -594,13 +481,8 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'read')
     },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, trx =>
-        service.listSpaces(trx, request.auth, request.params.id, q)
-      )
-      return { ...found, size: q.size }
-    }
+    async request =>
+      await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
   )
 
   app.post(
@@ -616,31 +498,20 @@ export const eventsModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('event', 'link_space')
     },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx =>
-        service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request))
+    async (request, reply) =>
+      await answerCreated(db, request, reply, (trx, auth) =>
+        service.addSpace(trx, auth, request.params.id, request.body.space_id, ifMatchOf(request))
       )
-      return await reply.code(201).send(row)
-    }
   )
 
-  app.delete(
-    '/api/v1/events/:id/spaces/:space_id',
-    {
-      schema: {
-        operationId: 'remove-event-space',
-        summary: 'Remove the event from a space',
-        tags,
-        params: EventSpaceParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('event', 'link_space')
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', {
+    schema: {
+      operationId: 'remove-event-space',
+      summary: 'Remove the event from a space',
+      tags,
+      params: EventSpaceParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('event', 'link_space')
+  }, (trx, request) =>
+    service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
 })

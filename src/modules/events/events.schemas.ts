@@ -8,6 +8,7 @@ import {
   Nullable,
   KeysetPageQuery,
   pagedBody,
+  searchAndSort,
   StringEnum,
   Timestamp
 } from '../../platform/http/schema.ts'
@@ -125,9 +126,8 @@ export const CreateEventBody = body({
 })
 export type CreateEventBody = Static<typeof CreateEventBody>
 
-/** PUT replaces these fields; omitted ones are cleared (visibility back to 20, timezone to UTC). */
-export const ReplaceEventBody = body({
-  title: Title,
+/** The fields after the title that PUT and PATCH both take, each optional and (but timezone, visibility) nullable. */
+const changeableFields = {
   description: Type.Optional(Nullable(Description)),
   address: Type.Optional(Nullable(Address)),
   start_dt: Type.Optional(Nullable(DateTimeInput())),
@@ -138,22 +138,16 @@ export const ReplaceEventBody = body({
   longitude: Type.Optional(Nullable(Longitude)),
   metadata: Type.Optional(Nullable(Metadata)),
   visibility: Type.Optional(Visibility)
-})
+}
+
+/** PUT replaces these fields; omitted ones are cleared (visibility back to 20, timezone to UTC). */
+export const ReplaceEventBody = body({ title: Title, ...changeableFields })
 export type ReplaceEventBody = Static<typeof ReplaceEventBody>
 
 /** RFC 7396: omitted = kept, null = cleared; metadata is merged; template is immutable (409). */
 export const PatchEventBody = body({
   title: Type.Optional(Title),
-  description: Type.Optional(Nullable(Description)),
-  address: Type.Optional(Nullable(Address)),
-  start_dt: Type.Optional(Nullable(DateTimeInput())),
-  end_dt: Type.Optional(Nullable(DateTimeInput())),
-  timezone: Type.Optional(Timezone),
-  keywords: Type.Optional(Nullable(Keywords)),
-  latitude: Type.Optional(Nullable(Latitude)),
-  longitude: Type.Optional(Nullable(Longitude)),
-  metadata: Type.Optional(Nullable(Metadata)),
-  visibility: Type.Optional(Visibility),
+  ...changeableFields,
   priority: Type.Optional(Priority),
   template: Type.Optional(Type.Unknown({ description: 'Immutable: any value answers 409' }))
 })
@@ -183,11 +177,7 @@ export const EVENT_SORT_FIELDS = [
 export const ListEventsQuery = Type.Intersect([
   KeysetPageQuery,
   Type.Object({
-    search: Type.Optional(
-      Type.String({ maxLength: 200, description: 'Matched against title, description, address and keywords' })
-    ),
-    sort_by: Type.Optional(StringEnum(EVENT_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    ...searchAndSort('title, description, address and keywords', EVENT_SORT_FIELDS),
     status: Type.Optional(
       StringEnum(STATUSES, { description: 'Publish status; omitted = published and draft events' })
     ),

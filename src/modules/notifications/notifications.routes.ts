@@ -6,8 +6,8 @@
  * `src/platform/notifications/` and the modules that queue notifications; this module only reads.
  */
 import { defineModule } from '../../platform/app-context.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
 import { invalidField } from '../../platform/http/errors.ts'
+import { answerPage } from '../../platform/http/routes.ts'
 import { listNotifications } from './notifications.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { ListNotificationsQuery, PagedBodyNotification } from './notifications.schemas.ts'
@@ -33,7 +33,6 @@ export const notificationsModule = defineModule(async (app, { db }) => {
     ) {
       throw invalidField('query.created_before', 'expected created_before >= created_after', q.created_before)
     }
-    const found = await withTenant(db, request.auth, trx => listNotifications(trx, request.auth.tenantId, q))
-    return { ...found, size: q.size }
+    return await answerPage(db, request, trx => listNotifications(trx, request.auth.tenantId, q))
   })
 })

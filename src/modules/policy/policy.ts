@@ -68,10 +68,24 @@ export interface PolicyRow {
   also?: string
 }
 
+/** A row of the policy; one constructor per kind of grant below. */
+const row = (tenant: Permission, grant: Grant, also?: string): PolicyRow =>
+  ({ tenant, grant, ...(also !== undefined ? { also } : {}) })
+const contact = (tenant: Permission, who: 'owner' | 'visible', also?: string): PolicyRow =>
+  row(tenant, { on: 'contact', who }, also)
 const event = (tenant: Permission, permission: EventPermission | 'see', also?: string): PolicyRow =>
-  ({ tenant, grant: { on: 'event', permission }, ...(also !== undefined ? { also } : {}) })
+  row(tenant, { on: 'event', permission }, also)
+/** A series-level grant: the series creator, or an event permission held on the whole series. */
+const series = (tenant: Permission, permission: EventPermission, also?: string): PolicyRow =>
+  row(tenant, { on: 'series', permission }, also)
 const space = (tenant: Permission, permission: SpaceManagerPermission | 'see', also?: string): PolicyRow =>
-  ({ tenant, grant: { on: 'space', permission }, ...(also !== undefined ? { also } : {}) })
+  row(tenant, { on: 'space', permission }, also)
+const rule = (tenant: Permission, permission: 'see' | 'manage', also?: string): PolicyRow =>
+  row(tenant, { on: 'rule', permission }, also)
+/** The addressee of an invite. */
+const invitee = (tenant: Permission, also?: string): PolicyRow => row(tenant, { on: 'invite' }, also)
+/** No grant on a resource: the tenant permission alone (creations, lists, catalogues). */
+const tenantOnly = (tenant: Permission, also?: string): PolicyRow => row(tenant, { on: 'none' }, also)
 
 /**
  * The policy: resource kind → action → what it takes. Sub-resources of an event (attendees,
@@ -80,30 +94,21 @@ const space = (tenant: Permission, permission: SpaceManagerPermission | 'see', a
  */
 export const POLICY = {
   contact: {
-    read: {
-      tenant: 'contacts:read',
-      grant: { on: 'contact', who: 'visible' },
-      also: 'visible: the owner; an organization contact also to every caller of that organization'
-    },
-    write: {
-      tenant: 'contacts:write',
-      grant: { on: 'contact', who: 'owner' },
-      also: 'PUT, PATCH, favorite, DELETE and every contact the upsert matches'
-    },
-    create: { tenant: 'contacts:write', grant: { on: 'none' }, also: 'the caller becomes the owner' }
+    read: contact(
+      'contacts:read',
+      'visible',
+      'visible: the owner; an organization contact also to every caller of that organization'
+    ),
+    write: contact('contacts:write', 'owner', 'PUT, PATCH, favorite, DELETE and every contact the upsert matches'),
+    create: tenantOnly('contacts:write', 'the caller becomes the owner')
   },
   event: {
-    create: {
-      tenant: 'events:write',
-      grant: { on: 'none' },
-      also: 'the caller becomes the creator; spaces named need `space:events`'
-    },
+    create: tenantOnly('events:write', 'the caller becomes the creator; spaces named need `space:events`'),
     read: event('events:read', 'see', 'visibility 10–40, the creator, the managers of the event or its series'),
-    list: {
-      tenant: 'events:read',
-      grant: { on: 'none' },
-      also: 'lists, searches and the calendar show only the events the caller sees; the template catalogue'
-    },
+    list: tenantOnly(
+      'events:read',
+      'lists, searches and the calendar show only the events the caller sees; the template catalogue'
+    ),
     edit: event('events:write', 'event:edit', 'PUT, PATCH, transition, activity, starting a draft'),
     publish: event('events:publish', 'event:publish'),
     archive: event('events:write', 'event:publish'),
@@ -122,27 +127,19 @@ export const POLICY = {
   series: {
     read: event('series:read', 'see', 'the series of an event the caller sees, and the occurrences they see'),
     edit_one: event('series:write', 'event:edit', 'scope `this`: the addressed occurrence only'),
-    edit_all: {
-      tenant: 'series:write',
-      grant: { on: 'series', permission: 'event:edit' },
-      also: 'scopes `following` and `all`, series links and attachments: series creator or series manager'
-    },
-    delete_all: {
-      tenant: 'series:write',
-      grant: { on: 'series', permission: 'event:delete' },
-      also: 'scopes `following` and `all`'
-    },
-    publish: { tenant: 'series:publish', grant: { on: 'series', permission: 'event:publish' } },
-    managers: {
-      tenant: 'series:write',
-      grant: { on: 'series', permission: 'managers:manage' },
-      also: "the granted permissions within the granter's own at series level"
-    },
-    links: {
-      tenant: 'series:write',
-      grant: { on: 'series', permission: 'links:manage' },
-      also: 'series links and attachments'
-    },
+    edit_all: series(
+      'series:write',
+      'event:edit',
+      'scopes `following` and `all`, series links and attachments: series creator or series manager'
+    ),
+    delete_all: series('series:write', 'event:delete', 'scopes `following` and `all`'),
+    publish: series('series:publish', 'event:publish'),
+    managers: series(
+      'series:write',
+      'managers:manage',
+      "the granted permissions within the granter's own at series level"
+    ),
+    links: series('series:write', 'links:manage', 'series links and attachments'),
     create: event(
       'series:write',
       'event:edit',
@@ -150,12 +147,11 @@ export const POLICY = {
     )
   },
   space: {
-    create: { tenant: 'spaces:write', grant: { on: 'none' }, also: 'the caller becomes the creator' },
-    list: {
-      tenant: 'spaces:read',
-      grant: { on: 'none' },
-      also: 'lists and the tree show only the spaces the caller sees; the manager permission catalogue'
-    },
+    create: tenantOnly('spaces:write', 'the caller becomes the creator'),
+    list: tenantOnly(
+      'spaces:read',
+      'lists and the tree show only the spaces the caller sees; the manager permission catalogue'
+    ),
     read: space(
       'spaces:read',
       'see',
@@ -171,34 +167,25 @@ export const POLICY = {
     ),
     events: space('spaces:write', 'space:events', 'and `event:edit` on every event linked or unlinked'),
     contacts: space('spaces:write', 'space:contacts', 'and the contact visible to the caller'),
-    accept: {
-      tenant: 'spaces:read',
-      grant: { on: 'invite' },
-      also: "the caller's e-mail (token or stored profile) equal to the invited one"
-    }
+    accept: invitee('spaces:read', "the caller's e-mail (token or stored profile) equal to the invited one")
   },
   rule: {
-    create: {
-      tenant: 'automation:write',
-      grant: { on: 'none' },
-      also: 'an EVENT scope needs `automations:manage` on the event; the rule runs as its creator'
-    },
-    catalogue: { tenant: 'automation:read', grant: { on: 'none' }, also: 'trigger and action types' },
-    read: {
-      tenant: 'automation:read',
-      grant: { on: 'rule', permission: 'see' },
-      also: 'EVENT rules only to who sees the event; webhook addresses in full only to who may manage the rule'
-    },
-    write: {
-      tenant: 'automation:write',
-      grant: { on: 'rule', permission: 'manage' },
-      also: 'EVENT rules need `automations:manage` on the event'
-    },
-    execute: {
-      tenant: 'automation:execute',
-      grant: { on: 'rule', permission: 'manage' },
-      also: "the run targets the rule's own scope; the caller and the creator must both hold the action's grant"
-    },
+    create: tenantOnly(
+      'automation:write',
+      'an EVENT scope needs `automations:manage` on the event; the rule runs as its creator'
+    ),
+    catalogue: tenantOnly('automation:read', 'trigger and action types'),
+    read: rule(
+      'automation:read',
+      'see',
+      'EVENT rules only to who sees the event; webhook addresses in full only to who may manage the rule'
+    ),
+    write: rule('automation:write', 'manage', 'EVENT rules need `automations:manage` on the event'),
+    execute: rule(
+      'automation:execute',
+      'manage',
+      "the run targets the rule's own scope; the caller and the creator must both hold the action's grant"
+    ),
     // what each automation action needs of the rule's creator (last writer) on the target event: the
     // same as the route doing the same thing (docs/automation.md, "Whom a rule acts as")
     act_transition: event('events:write', 'event:edit', 'action `transition`, as POST /events/{id}/transition'),
@@ -216,16 +203,12 @@ export const POLICY = {
     act_notify: event('events:read', 'see', 'action `notify` to the managers or the creator')
   },
   execution: {
-    read: {
-      tenant: 'automation:read',
-      grant: { on: 'rule', permission: 'see' },
-      also: 'trigger payloads and results only to who may manage the rule'
-    },
-    retry: {
-      tenant: 'automation:execute',
-      grant: { on: 'rule', permission: 'manage' },
-      also: 'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs'
-    }
+    read: rule('automation:read', 'see', 'trigger payloads and results only to who may manage the rule'),
+    retry: rule(
+      'automation:execute',
+      'manage',
+      'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs'
+    )
   },
   attendee: {
     read: event('events:read', 'attendees:read'),
@@ -233,23 +216,15 @@ export const POLICY = {
     checkin: event('events:write', 'attendees:checkin')
   },
   manager: {
-    catalogue: { tenant: 'events:read', grant: { on: 'none' }, also: 'the event manager permissions and role bundles' },
-    pending: {
-      tenant: 'events:read',
-      grant: { on: 'invite' },
-      also: "the caller's own pending invitations (events and spaces)"
-    },
+    catalogue: tenantOnly('events:read', 'the event manager permissions and role bundles'),
+    pending: invitee('events:read', "the caller's own pending invitations (events and spaces)"),
     read: event('events:read', 'see', 'invitee e-mails only to holders of `managers:manage`'),
     grant: event(
       'events:write',
       'managers:manage',
       "a grant never exceeds the granter's own; nobody changes their own grant; series-level grants need series-level rights"
     ),
-    accept: {
-      tenant: 'events:read',
-      grant: { on: 'invite' },
-      also: "the caller's e-mail (token or stored profile) equal to the invited one"
-    }
+    accept: invitee('events:read', "the caller's e-mail (token or stored profile) equal to the invited one")
   },
   cover: {
     read: event(
@@ -272,11 +247,10 @@ export const POLICY = {
     )
   },
   notification: {
-    read: {
-      tenant: 'tenant:admin',
-      grant: { on: 'none' },
-      also: "the tenant's notification outbox: status, recipient, subject and the reason of a failure, never the text"
-    }
+    read: tenantOnly(
+      'tenant:admin',
+      "the tenant's notification outbox: status, recipient, subject and the reason of a failure, never the text"
+    )
   }
 } as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
 

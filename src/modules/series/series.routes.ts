@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { NoContent } from '../../platform/http/schema.ts'
+import { answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { Event } from '../events/events.schemas.ts'
 import {
@@ -141,51 +141,36 @@ export const seriesModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('series', 'edit_all')
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const result = await withTenant(db, auth, trx =>
+    async (request, reply) =>
+      await answerWithEtag(db, request, reply, (trx, auth) =>
         service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request))
       )
-      setEtag(reply, result.revision)
-      return result
-    }
   )
 
-  app.delete('/api/v1/events/:id/series', {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/series', {
     schema: {
       operationId: 'delete-event-series',
       summary: 'Delete this occurrence, this and the following, or the whole series',
       tags,
       params: SeriesParams,
-      querystring: DeleteSeriesQuery,
-      response: { 204: NoContent }
+      querystring: DeleteSeriesQuery
     },
     onRequest: requirePolicy('series', 'delete_all')
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx =>
-      service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request))
-    )
-    return await reply.code(204).send(null)
-  })
+  }, (trx, request) =>
+    service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/series/publish', {
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/series/publish', {
     schema: {
       operationId: 'publish-event-series',
       summary: 'Publish the series and every occurrence (one transaction)',
       tags,
       params: SeriesParams,
-      body: PublishSeriesBody,
-      response: { 204: NoContent }
+      body: PublishSeriesBody
     },
     onRequest: requirePolicy('series', 'publish'),
-    // the notification options are optional: no body at all means {}
-    preValidation: async (request) => { request.body ??= {} }
-  }, async (request, reply) => {
-    await withTenant(db, request.auth, trx =>
-      service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request))
-    )
-    return await reply.code(204).send(null)
-  })
+    optionalBody: true
+  }, (trx, request) =>
+    service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
   app.post(
     '/api/v1/events/:id/series/manager',

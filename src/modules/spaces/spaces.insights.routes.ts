@@ -11,7 +11,7 @@ import {
   error409Conflict,
   invalidField
 } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { lockEventForWrite } from '../events/events.access.repository.ts'
 import { activeManager } from './spaces.access.repository.ts'
@@ -28,32 +28,16 @@ import {
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { spaceEvent } from './spaces.events.ts'
+import { spacePageRoute } from './spaces.people.routes.ts'
 
 const tags = ['Spaces']
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
-  app.get(
-    '/api/v1/spaces/:id/activity',
-    {
-      schema: {
-        operationId: 'list-space-activity',
-        summary: 'Recent activity of a space, newest first',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpaceActivity }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        await visibleOr404(trx, request.auth, request.params.id)
-        return await insights.listActivity(trx, request.auth, request.params.id, q)
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'activity', {
+    operationId: 'list-space-activity',
+    summary: 'Recent activity of a space, newest first',
+    page: PagedBodySpaceActivity
+  }, (trx, auth, space, q) => insights.listActivity(trx, auth, space.id, q))
 
   app.get(
     '/api/v1/spaces/:id/analytics',
@@ -86,28 +70,11 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     }
   )
 
-  app.get(
-    '/api/v1/spaces/:id/events',
-    {
-      schema: {
-        operationId: 'list-space-events',
-        summary: 'Events of a space the caller can see, latest start first',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpaceEvent }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        await visibleOr404(trx, request.auth, request.params.id)
-        return await insights.listSpaceEvents(trx, request.auth, request.params.id, q)
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'events', {
+    operationId: 'list-space-events',
+    summary: 'Events of a space the caller can see, latest start first',
+    page: PagedBodySpaceEvent
+  }, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
   app.post(
     '/api/v1/spaces/:id/events',
@@ -123,9 +90,8 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
       onRequest: requirePolicy('space', 'events')
     },
     async (request, reply) => {
-      const auth = request.auth
       const eventId = request.body.event_id
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const space = await lockManageable(trx, auth, request.params.id, 'space:events')
         if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
         // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
@@ -146,34 +112,23 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
         await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
-  app.delete(
-    '/api/v1/spaces/:id/events/:event_id',
-    {
-      schema: {
-        operationId: 'remove-space-event',
-        summary: 'Remove an event from a space',
-        tags,
-        params: SpaceEventParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'events')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', {
+    schema: {
+      operationId: 'remove-space-event',
+      summary: 'Remove an event from a space',
+      tags,
+      params: SpaceEventParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, event_id: eventId } = request.params
-      await withTenant(db, auth, async trx => {
-        await lockManageable(trx, auth, id, 'space:events')
-        await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
-        if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {
-          throw error404NotFound('the event does not belong to this space')
-        }
-        await emit(trx, spaceEvent(auth, id, 'space.event_removed', { space_id: id, event_id: eventId }))
-      })
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('space', 'events')
+  }, async (trx, { auth, params: { id, event_id: eventId } }) => {
+    await lockManageable(trx, auth, id, 'space:events')
+    await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
+    if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {
+      throw error404NotFound('the event does not belong to this space')
     }
-  )
+    await emit(trx, spaceEvent(auth, id, 'space.event_removed', { space_id: id, event_id: eventId }))
+  })
 }

@@ -8,14 +8,19 @@
  * lacks is neither changed nor removed by them. An invite is accepted only by its addressee
  * (`assertInviteRecipient`). Invitee e-mails are shown only to who may manage managers.
  */
+import type { TSchema } from '@sinclair/typebox'
+import type { Kysely } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
+import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { answerCreated, answerPage, noContentRoute } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
+import { maskInvitees, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail } from '../../platform/invite-tokens.ts'
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
@@ -76,54 +81,60 @@ async function lockForPeople (
 }
 
 const EXCEEDS = 'a grant may not exceed your own rights on the space'
-const OUTRANKS = 'this manager holds permissions you do not hold, so you may not change or remove their grant'
 
-function refuseSelf (auth: AuthContext, userId: string, location: string): void {
-  if (userId === auth.userId) {
-    throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [
-      fieldError(location, 'the caller', userId)
-    ])
-  }
+/** Whether the caller may manage the space's managers (and so see invitees' e-mails), asked when needed. */
+const managesManagers = (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }) =>
+  async (): Promise<boolean> => await canManageSpace(trx, auth, space, 'space:managers')
+
+type VisibleSpace = Awaited<ReturnType<typeof visibleOr404>>
+type RequestedGrant = Pick<AddManagerBody, 'role' | 'permissions'>
+
+/** The grant a body asks for (a role bundle replaces the permissions) must lie within what the caller holds. */
+async function assertGrantHeld (trx: Tx, auth: AuthContext, space: VisibleSpace, b: RequestedGrant): Promise<void> {
+  assertGrantWithin(
+    spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }),
+    await heldOnSpace(trx, auth, space),
+    b.role === FULL_ROLE ? 'body.role' : 'body.permissions',
+    EXCEEDS
+  )
 }
 
-/** Invitee e-mails only for who may manage the space's managers; others see null. */
-async function maskInvitees<T extends { invited_email: string | null }> (
-  trx: Tx,
-  auth: AuthContext,
-  space: { id: number; creator_id: string },
-  rows: T[]
-): Promise<T[]> {
-  if (rows.every(r => r.invited_email === null) || (await canManageSpace(trx, auth, space, 'space:managers'))) {
-    return rows
-  }
-  return rows.map(r => ({ ...r, invited_email: null }))
+/** The grant as stored: the role bundle, if any, and no permissions of its own under it. */
+function storedGrant (b: RequestedGrant) {
+  const role = b.role ?? null
+  return { permissions: role === FULL_ROLE ? [] : b.permissions, role }
+}
+
+/**
+ * `GET /api/v1/spaces/{id}/<what>`: a page of what a space holds (members, managers, contacts, children, activity,
+ * events), for whoever sees the space (404 otherwise); `list` gets the visible space.
+ */
+export function spacePageRoute (
+  app: App,
+  db: Kysely<Database>,
+  what: string,
+  operation: { operationId: string, summary: string, page: TSchema },
+  list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery) => Promise<object>
+): void {
+  const { operationId, summary, page } = operation
+  app.get(`/api/v1/spaces/:id/${what}`, {
+    schema: { operationId, summary, tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page } },
+    onRequest: requirePolicy('space', 'read')
+  }, async request =>
+    await answerPage(db, request, async trx =>
+      await list(trx, request.auth, await visibleOr404(trx, request.auth, request.params.id), request.query)
+    )
+  )
 }
 
 export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
-  app.get(
-    '/api/v1/spaces/:id/members',
-    {
-      schema: {
-        operationId: 'list-space-members',
-        summary: 'List the active members of a space',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpaceMember }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        await visibleOr404(trx, request.auth, request.params.id)
-        return await repo.listMembers(trx, request.auth.tenantId, request.params.id, q)
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'members', {
+    operationId: 'list-space-members',
+    summary: 'List the active members of a space',
+    page: PagedBodySpaceMember
+  }, (trx, auth, space, q) => repo.listMembers(trx, auth.tenantId, space.id, q))
 
   app.post(
     '/api/v1/spaces/:id/members',
@@ -168,29 +179,19 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     }
   )
 
-  app.delete(
-    '/api/v1/spaces/:id/members/:user_id',
-    {
-      schema: {
-        operationId: 'remove-space-member',
-        summary: 'Remove a member (a member may leave on their own)',
-        tags,
-        params: SpaceUserParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'members')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', {
+    schema: {
+      operationId: 'remove-space-member',
+      summary: 'Remove a member (a member may leave on their own)',
+      tags,
+      params: SpaceUserParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, user_id: userId } = request.params
-      await withTenant(db, auth, async trx => {
-        await lockForPeople(trx, auth, id, 'space:members', userId)
-        if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
-        await emit(trx, spaceEvent(auth, id, 'space.member_removed', { space_id: id, user_id: userId }))
-      })
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'members')
+  }, async (trx, { auth, params: { id, user_id: userId } }) => {
+    await lockForPeople(trx, auth, id, 'space:members', userId)
+    if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
+    await emit(trx, spaceEvent(auth, id, 'space.member_removed', { space_id: id, user_id: userId }))
+  })
 
   /* Managers */
 
@@ -208,29 +209,14 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] })
   )
 
-  app.get(
-    '/api/v1/spaces/:id/managers',
-    {
-      schema: {
-        operationId: 'list-space-managers',
-        summary: 'List the managers of a space (active and pending)',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpaceManager }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        const space = await visibleOr404(trx, request.auth, request.params.id)
-        const page = await repo.listManagers(trx, request.auth.tenantId, request.params.id, q)
-        return { ...page, items: await maskInvitees(trx, request.auth, space, page.items) }
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'managers', {
+    operationId: 'list-space-managers',
+    summary: 'List the managers of a space (active and pending)',
+    page: PagedBodySpaceManager
+  }, async (trx, auth, space, q) => {
+    const page = await repo.listManagers(trx, auth.tenantId, space.id, q)
+    return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
+  })
 
   app.post(
     '/api/v1/spaces/:id/managers',
@@ -246,29 +232,23 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       onRequest: requirePolicy('space', 'managers')
     },
     async (request, reply) => {
-      const auth = request.auth
       const b = request.body
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
         refuseSelf(auth, b.user_id, 'body.user_id')
-        assertGrantWithin(
-          spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }),
-          await heldOnSpace(trx, auth, space),
-          b.role === FULL_ROLE ? 'body.role' : 'body.permissions',
-          EXCEEDS
-        )
+        await assertGrantHeld(trx, auth, space, b)
         if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
           throw error409Conflict('the user already manages this space', [
             { location: 'body.user_id', message: 'already a manager', value: b.user_id }
           ])
         }
-        const role = b.role ?? null
+        const { role, permissions } = storedGrant(b)
         const created = await repo.insertManager(trx, {
           tenantId: auth.tenantId,
           spaceId: space.id,
           orgId: space.org_id,
           userId: b.user_id,
-          permissions: role === FULL_ROLE ? [] : b.permissions,
+          permissions,
           role,
           invitedBy: auth.userId
         })
@@ -291,7 +271,6 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         }
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
@@ -309,30 +288,24 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       onRequest: requirePolicy('space', 'managers')
     },
     async (request, reply) => {
-      const auth = request.auth
       const b = request.body
       const email = b.email.toLowerCase()
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-        assertGrantWithin(
-          spaceGrantOf({ role: b.role ?? null, permissions: b.permissions }),
-          await heldOnSpace(trx, auth, space),
-          b.role === FULL_ROLE ? 'body.role' : 'body.permissions',
-          EXCEEDS
-        )
+        await assertGrantHeld(trx, auth, space, b)
         if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
           throw error409Conflict('an invite to this address is already pending', [
             { location: 'body.email', message: 'already invited', value: b.email }
           ])
         }
         const { token, hash } = newInviteToken()
-        const role = b.role ?? null
+        const { role, permissions } = storedGrant(b)
         const created = await repo.insertInvite(trx, {
           tenantId: auth.tenantId,
           spaceId: space.id,
           orgId: space.org_id,
           email,
-          permissions: role === FULL_ROLE ? [] : b.permissions,
+          permissions,
           role,
           invitedBy: auth.userId,
           tokenHash: hash,
@@ -348,7 +321,6 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
@@ -426,7 +398,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         const space = await visibleOr404(trx, request.auth, request.params.id)
         const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
         if (row === undefined) throw error404NotFound('manager not found')
-        const [shown] = await maskInvitees(trx, request.auth, space, [row])
+        const [shown] = await maskInvitees([row], managesManagers(trx, request.auth, space))
         return shown
       })
   )
@@ -465,64 +437,37 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     }
   )
 
-  app.delete(
-    '/api/v1/spaces/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'remove-space-manager',
-        summary: 'Remove a manager (never the last active one; a manager may step down)',
-        tags,
-        params: SpaceUserParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'managers')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', {
+    schema: {
+      operationId: 'remove-space-manager',
+      summary: 'Remove a manager (never the last active one; a manager may step down)',
+      tags,
+      params: SpaceUserParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, user_id: userId } = request.params
-      await withTenant(db, auth, async trx => {
-        const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
-        const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
-        const current = await repo.findManager(trx, auth.tenantId, id, userId)
-        if (current === undefined) throw error404NotFound('manager not found')
-        // stepping down is always allowed; removing another needs to hold at least what they hold
-        if (userId !== auth.userId) {
-          assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
-        }
-        if (current.status === 'active' && active.length <= 1) {
-          throw error409Conflict('the last manager of a space cannot be removed')
-        }
-        await repo.revokeManager(trx, auth.tenantId, current.id)
-        await emit(trx, spaceEvent(auth, id, 'space.manager_removed', { space_id: id, user_id: userId }))
-      })
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('space', 'managers')
+  }, async (trx, { auth, params: { id, user_id: userId } }) => {
+    const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
+    const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
+    const current = await repo.findManager(trx, auth.tenantId, id, userId)
+    if (current === undefined) throw error404NotFound('manager not found')
+    // stepping down is always allowed; removing another needs to hold at least what they hold
+    if (userId !== auth.userId) {
+      assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
     }
-  )
+    if (current.status === 'active' && active.length <= 1) {
+      throw error409Conflict('the last manager of a space cannot be removed')
+    }
+    await repo.revokeManager(trx, auth.tenantId, current.id)
+    await emit(trx, spaceEvent(auth, id, 'space.manager_removed', { space_id: id, user_id: userId }))
+  })
 
   /* Contacts */
 
-  app.get(
-    '/api/v1/spaces/:id/contacts',
-    {
-      schema: {
-        operationId: 'list-space-contacts',
-        summary: 'List the contacts linked to a space',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpaceContact }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        await visibleOr404(trx, request.auth, request.params.id)
-        return await repo.listContacts(trx, request.auth.tenantId, request.params.id, q)
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'contacts', {
+    operationId: 'list-space-contacts',
+    summary: 'List the contacts linked to a space',
+    page: PagedBodySpaceContact
+  }, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
 
   app.post(
     '/api/v1/spaces/:id/contacts',
@@ -538,9 +483,8 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       onRequest: requirePolicy('space', 'contacts')
     },
     async (request, reply) => {
-      const auth = request.auth
       const contactId = request.body.contact_id
-      const row = await withTenant(db, auth, async trx => {
+      return await answerCreated(db, request, reply, async (trx, auth) => {
         const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
         const contact = await contacts.findVisible(trx, auth, contactId)
         if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
@@ -563,33 +507,22 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
         return created
       })
-      return await reply.code(201).send(row)
     }
   )
 
-  app.delete(
-    '/api/v1/spaces/:id/contacts/:contact_id',
-    {
-      schema: {
-        operationId: 'remove-space-contact',
-        summary: 'Unlink a contact from a space',
-        tags,
-        params: SpaceContactParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'contacts')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', {
+    schema: {
+      operationId: 'remove-space-contact',
+      summary: 'Unlink a contact from a space',
+      tags,
+      params: SpaceContactParams
     },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, contact_id: contactId } = request.params
-      await withTenant(db, auth, async trx => {
-        await lockManageable(trx, auth, id, 'space:contacts')
-        if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
-          throw error404NotFound('contact not linked to this space')
-        }
-        await emit(trx, spaceEvent(auth, id, 'space.contact_removed', { space_id: id, contact_id: contactId }))
-      })
-      return await reply.code(204).send(null)
+    onRequest: requirePolicy('space', 'contacts')
+  }, async (trx, { auth, params: { id, contact_id: contactId } }) => {
+    await lockManageable(trx, auth, id, 'space:contacts')
+    if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
+      throw error404NotFound('contact not linked to this space')
     }
-  )
+    await emit(trx, spaceEvent(auth, id, 'space.contact_removed', { space_id: id, contact_id: contactId }))
+  })
 }

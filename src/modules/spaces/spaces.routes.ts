@@ -6,9 +6,10 @@
  * public page directory. Events belong to the events module; only the links are read here.
  */
 import { defineModule } from '../../platform/app-context.ts'
-import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
+import { ifMatchOf } from '../../platform/http/conditional.ts'
 import { error404NotFound, error422UnprocessableEntity } from '../../platform/http/errors.ts'
-import { KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
+import { answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { searchedPageOf } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import * as repo from './spaces.repository.ts'
 import {
@@ -16,7 +17,7 @@ import {
   Space, SpaceList, SpaceParams, SpaceParentParams, SpaceTree
 } from './spaces.schemas.ts'
 import * as service from './spaces.service.ts'
-import { registerPeopleRoutes } from './spaces.people.routes.ts'
+import { registerPeopleRoutes, spacePageRoute } from './spaces.people.routes.ts'
 import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
 import { requirePolicy } from '../policy/policy.ts'
@@ -77,8 +78,7 @@ export const spacesModule = defineModule(async (app, ctx) => {
       onRequest: requirePolicy('space', 'create')
     },
     async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx => service.createSpace(trx, request.auth, request.body))
-      setEtag(reply, row.revision)
+      const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
       return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
     }
   )
@@ -97,19 +97,13 @@ export const spacesModule = defineModule(async (app, ctx) => {
     },
     async request => {
       const q = request.query
-      const found = await withTenant(db, request.auth, trx =>
+      return await answerPage(db, request, trx =>
         repo.listVisible(trx, request.auth, {
-          page: q.page,
-          size: q.size,
-          cursor: q.cursor,
-          search: q.search?.trim(),
-          sortBy: q.sort_by ?? 'created_at',
-          sortDir: q.sort_dir ?? 'desc',
+          ...searchedPageOf(q),
           status: q.status,
           visibility: q.visibility
         })
       )
-      return { ...found, size: q.size }
     }
   )
 
@@ -142,11 +136,10 @@ export const spacesModule = defineModule(async (app, ctx) => {
       },
       onRequest: requirePolicy('space', 'read')
     },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx => service.visibleOr404(trx, request.auth, request.params.id))
-      setEtag(reply, row.revision)
-      return repo.toSpace(row)
-    }
+    async (request, reply) =>
+      repo.toSpace(
+        await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
+      )
   )
 
   app.put(
@@ -171,11 +164,9 @@ export const spacesModule = defineModule(async (app, ctx) => {
         visibility: b.visibility ?? 20,
         position: b.position ?? 0
       }
-      const row = await withTenant(db, request.auth, trx =>
-        service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request))
-      )
-      setEtag(reply, row.revision)
-      return repo.toSpace(row)
+      return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
+        service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
+      ))
     }
   )
 
@@ -194,81 +185,45 @@ export const spacesModule = defineModule(async (app, ctx) => {
     },
     async (request, reply) => {
       const { $schema: _ignored, ...changes } = request.body
-      const row = await withTenant(db, request.auth, trx =>
-        service.changeSpace(trx, request.auth, request.params.id, changes, ifMatchOf(request))
-      )
-      setEtag(reply, row.revision)
-      return repo.toSpace(row)
+      return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
+        service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
+      ))
     }
   )
 
-  app.delete(
-    '/api/v1/spaces/:id',
-    {
-      schema: {
-        operationId: 'delete-space',
-        summary: 'Delete a space (its children become roots)',
-        tags,
-        params: SpaceParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'edit')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', {
+    schema: {
+      operationId: 'delete-space',
+      summary: 'Delete a space (its children become roots)',
+      tags,
+      params: SpaceParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request))
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'edit')
+  }, (trx, request) => service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/spaces/:id/archive',
-    {
-      schema: {
-        operationId: 'archive-space',
-        summary: 'Archive a space (read-only, off the public page)',
-        tags,
-        params: SpaceParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'edit')
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', {
+    schema: {
+      operationId: 'archive-space',
+      summary: 'Archive a space (read-only, off the public page)',
+      tags,
+      params: SpaceParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx => service.archiveSpace(trx, request.auth, request.params.id))
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'edit')
+  }, (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
 
-  app.get(
-    '/api/v1/spaces/:id/children',
-    {
-      schema: {
-        operationId: 'list-space-children',
-        summary: 'List the visible children of a space',
-        tags,
-        params: SpaceParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodySpace }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const q = request.query
-      const found = await withTenant(db, request.auth, async trx => {
-        await service.visibleOr404(trx, request.auth, request.params.id)
-        return await repo.listVisible(trx, request.auth, {
-          page: q.page,
-          size: q.size,
-          cursor: q.cursor,
-          sortBy: 'position',
-          sortDir: 'asc',
-          parentId: request.params.id
-        })
-      })
-      return { ...found, size: q.size }
-    }
-  )
+  spacePageRoute(app, db, 'children', {
+    operationId: 'list-space-children',
+    summary: 'List the visible children of a space',
+    page: PagedBodySpace
+  }, (trx, auth, space, q) =>
+    repo.listVisible(trx, auth, {
+      page: q.page,
+      size: q.size,
+      cursor: q.cursor,
+      sortBy: 'position',
+      sortDir: 'asc',
+      parentId: space.id
+    }))
 
   app.get(
     '/api/v1/spaces/:id/parents',
@@ -296,46 +251,26 @@ export const spacesModule = defineModule(async (app, ctx) => {
     }
   )
 
-  app.post(
-    '/api/v1/spaces/:id/parents',
-    {
-      schema: {
-        operationId: 'add-space-parent',
-        summary: 'Put a space under another parent (no cycles)',
-        tags,
-        params: SpaceParams,
-        body: AddParentBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'edit')
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', {
+    schema: {
+      operationId: 'add-space-parent',
+      summary: 'Put a space under another parent (no cycles)',
+      tags,
+      params: SpaceParams,
+      body: AddParentBody
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id)
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'edit')
+  }, (trx, request) => service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
 
-  app.delete(
-    '/api/v1/spaces/:id/parents/:parent_id',
-    {
-      schema: {
-        operationId: 'remove-space-parent',
-        summary: 'Take a space out from under a parent',
-        tags,
-        params: SpaceParentParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'edit')
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', {
+    schema: {
+      operationId: 'remove-space-parent',
+      summary: 'Take a space out from under a parent',
+      tags,
+      params: SpaceParentParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx =>
-        service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id)
-      )
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'edit')
+  }, (trx, request) => service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
 
   app.post(
     '/api/v1/spaces/:id/edit',
@@ -377,47 +312,30 @@ export const spacesModule = defineModule(async (app, ctx) => {
     }
   )
 
-  app.post(
-    '/api/v1/spaces/:id/discard',
-    {
-      schema: {
-        operationId: 'discard-space-draft',
-        summary: 'Discard the pending changes of a published space',
-        tags,
-        params: SpaceParams,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'edit')
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', {
+    schema: {
+      operationId: 'discard-space-draft',
+      summary: 'Discard the pending changes of a published space',
+      tags,
+      params: SpaceParams
     },
-    async (request, reply) => {
-      await withTenant(db, request.auth, trx => service.discardDraft(trx, request.auth, request.params.id))
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'edit')
+  }, (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
 
-  app.post(
-    '/api/v1/spaces/:id/publish',
-    {
-      schema: {
-        operationId: 'publish-space',
-        summary: 'Publish a new draft space or promote the pending changes of a published one',
-        tags,
-        params: SpaceParams,
-        body: PublishSpaceBody,
-        response: { 204: NoContent }
-      },
-      onRequest: requirePolicy('space', 'publish'),
-      // the notification options are optional: no body at all means {}
-      preValidation: async request => {
-        request.body ??= {}
-      }
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', {
+    schema: {
+      operationId: 'publish-space',
+      summary: 'Publish a new draft space or promote the pending changes of a published one',
+      tags,
+      params: SpaceParams,
+      body: PublishSpaceBody
     },
-    async (request, reply) => {
-      const { $schema: _ignored, ...options } = request.body ?? {}
-      await withTenant(db, request.auth, trx => service.publishSpace(trx, request.auth, request.params.id, options))
-      return await reply.code(204).send(null)
-    }
-  )
+    onRequest: requirePolicy('space', 'publish'),
+    optionalBody: true
+  }, (trx, request) => {
+    const { $schema: _ignored, ...options } = request.body ?? {}
+    return service.publishSpace(trx, request.auth, request.params.id, options)
+  })
 
   registerPeopleRoutes(app, ctx)
   registerInsightRoutes(app, ctx)

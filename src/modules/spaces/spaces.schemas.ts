@@ -7,6 +7,7 @@ import {
   KeysetPageQuery,
   pagedBody,
   PageQuery,
+  searchAndSort,
   StringEnum,
   Timestamp
 } from '../../platform/http/schema.ts'
@@ -109,9 +110,7 @@ export const SPACE_SORT_FIELDS = ['created_at', 'updated_at', 'title', 'position
 export const ListSpacesQuery = Type.Intersect([
   KeysetPageQuery,
   Type.Object({
-    search: Type.Optional(Type.String({ maxLength: 200, description: 'Matched against the title' })),
-    sort_by: Type.Optional(StringEnum(SPACE_SORT_FIELDS, { description: 'Sort field', default: 'created_at' })),
-    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' })),
+    ...searchAndSort('the title', SPACE_SORT_FIELDS),
     status: Type.Optional(StringEnum(SPACE_STATUSES, { description: 'Status filter; omitted = every status' })),
     visibility: Type.Optional(
       Type.Integer({

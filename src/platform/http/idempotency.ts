@@ -118,6 +118,21 @@ export function idempotent<T> (request: FastifyRequest, fn: (trx: Tx) => Promise
   }
 }
 
+/**
+ * The write of a route that claims its Idempotency-Key in the transaction: `fn` through `idempotent()`, in one
+ * transaction of the caller's tenant.
+ *
+ * @example
+ *   const row = await idempotentWrite(db, request, async (trx) => { … return created })
+ */
+export async function idempotentWrite<T> (
+  db: Kysely<Database>,
+  request: FastifyRequest,
+  fn: (trx: Tx) => Promise<T>
+): Promise<T> {
+  return await withTenant(db, request.auth, idempotent(request, fn))
+}
+
 function requestHash (request: FastifyRequest): string {
   return crypto
     .createHash('sha256')
@@ -214,21 +229,10 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
       // nothing committed (the write failed) or nothing to refine (an error after the commit keeps the stored result)
       if (!claim.stored || reply.statusCode >= 300) return payload
       // the exact answer replaces the stored result; if this fails, the stored result still answers a repeat
-      await withTenant(db, scope, async trx => {
-        await trx
-          .updateTable('idempotency_keys')
-          .set({
-            status_code: reply.statusCode,
-            response_headers: JSON.stringify(keptHeaders(reply)),
-            response_body: bodyText(payload)
-          })
-          .where('tenant_id', '=', where.tenant_id)
-          .where('user_id', '=', where.user_id)
-          .where('key', '=', where.key)
-          .execute()
-      }).catch((err: unknown) => {
-        request.log.warn({ err }, 'idempotency: the exact answer was not stored; a repeat gets the stored result')
-      })
+      await withTenant(db, scope, async trx => { await storeAnswer(trx, where, reply, payload) })
+        .catch((err: unknown) => {
+          request.log.warn({ err }, 'idempotency: the exact answer was not stored; a repeat gets the stored result')
+        })
       return payload
     }
     await withTenant(db, scope, async (trx) => {
@@ -241,20 +245,30 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
           .execute()
         return
       }
-      await trx
-        .updateTable('idempotency_keys')
-        .set({
-          status_code: reply.statusCode,
-          response_headers: JSON.stringify(keptHeaders(reply)),
-          response_body: bodyText(payload)
-        })
-        .where('tenant_id', '=', where.tenant_id)
-        .where('user_id', '=', where.user_id)
-        .where('key', '=', where.key)
-        .execute()
+      await storeAnswer(trx, where, reply, payload)
     })
     return payload
   })
+}
+
+/** Writes the exact answer (status, kept headers, bytes) into the claim row of `where`. */
+async function storeAnswer (
+  trx: Tx,
+  where: { tenant_id: string, user_id: string, key: string },
+  reply: FastifyReply,
+  payload: unknown
+): Promise<void> {
+  await trx
+    .updateTable('idempotency_keys')
+    .set({
+      status_code: reply.statusCode,
+      response_headers: JSON.stringify(keptHeaders(reply)),
+      response_body: bodyText(payload)
+    })
+    .where('tenant_id', '=', where.tenant_id)
+    .where('user_id', '=', where.user_id)
+    .where('key', '=', where.key)
+    .execute()
 }
 
 function keptHeaders (reply: FastifyReply): Record<string, string> {

@@ -84,5 +84,40 @@ export function StringEnum<const T extends readonly string[]> (
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 }
 
+/**
+ * The search and sort parameters of a list query: `search` (at most 200 characters, matched against
+ * what `searched` names), `sort_by` one of `fields` (default created_at, which every such list has)
+ * and `sort_dir` (default desc).
+ */
+export function searchAndSort<const T extends readonly string[]> (searched: string, fields: T) {
+  return {
+    search: Type.Optional(Type.String({ maxLength: 200, description: `Matched against ${searched}` })),
+    sort_by: Type.Optional(StringEnum(fields, { description: 'Sort field', default: 'created_at' as T[number] })),
+    sort_dir: Type.Optional(StringEnum(['asc', 'desc'] as const, { description: 'Sort direction', default: 'desc' }))
+  }
+}
+
+/**
+ * What a list query of `KeysetPageQuery` and `searchAndSort` asks for, as the options of a list: the page, the search
+ * trimmed, and the sort with its defaults (created_at, desc).
+ */
+export function searchedPageOf<F extends string> (q: {
+  page: number
+  size: number
+  cursor?: string | undefined
+  search?: string | undefined
+  sort_by?: F | undefined
+  sort_dir?: 'asc' | 'desc' | undefined
+}) {
+  return {
+    page: q.page,
+    size: q.size,
+    cursor: q.cursor,
+    search: q.search?.trim(),
+    sortBy: q.sort_by ?? ('created_at' as const),
+    sortDir: q.sort_dir ?? 'desc'
+  }
+}
+
 /** Response with no body. */
 export const NoContent = Type.Null({ description: 'No Content' })

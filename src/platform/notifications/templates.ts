@@ -109,6 +109,22 @@ export function renderMessage (
 
 // ---- the kinds
 
+/** That an event, a series or a space was published (the caller's message, else a sentence), with a link to `path`. */
+function publishedNotice (
+  what: 'event' | 'series' | 'space',
+  p: { title: string, message?: string | undefined },
+  path: string,
+  payload: Record<string, unknown>,
+  subject = `Published: ${p.title}`
+): Template {
+  return {
+    subject: oneLine(subject),
+    body: sentence(p.message, `The ${what} "${p.title}" was published.`),
+    link: { label: `Open the ${what}`, path },
+    payload
+  }
+}
+
 /** POST /events/{id}/publish with notify: to the event's creator. */
 export function eventPublished (e: {
   eventId: number
@@ -116,12 +132,11 @@ export function eventPublished (e: {
   title: string
   message?: string | undefined
 }): Template {
-  return {
-    subject: oneLine(`Published: ${e.title}`),
-    body: sentence(e.message, `The event "${e.title}" was published.`),
-    link: { label: 'Open the event', path: `/events/${e.eventId}` },
-    payload: { kind: 'event.published', event_id: e.eventId, version: e.version }
-  }
+  return publishedNotice('event', e, `/events/${e.eventId}`, {
+    kind: 'event.published',
+    event_id: e.eventId,
+    version: e.version
+  })
 }
 
 /** POST /events/{id}/series/publish with notify: to the series' creator; the link opens the occurrence addressed. */
@@ -132,22 +147,18 @@ export function seriesPublished (s: {
   title: string
   message?: string | undefined
 }): Template {
-  return {
-    subject: oneLine(`Published: ${s.title}`),
-    body: sentence(s.message, `The series "${s.title}" was published.`),
-    link: { label: 'Open the series', path: `/events/${s.eventId}` },
-    payload: { kind: 'series.published', series_id: s.seriesId, event_id: s.eventId, version: s.version }
-  }
+  return publishedNotice('series', s, `/events/${s.eventId}`, {
+    kind: 'series.published',
+    series_id: s.seriesId,
+    event_id: s.eventId,
+    version: s.version
+  })
 }
 
 /** POST /spaces/{id}/publish with notify: to the space's creator. */
 export function spacePublished (s: { spaceId: number, title: string, message?: string | undefined }): Template {
-  return {
-    subject: oneLine(`Space "${s.title}" was published`),
-    body: sentence(s.message, `The space "${s.title}" was published.`),
-    link: { label: 'Open the space', path: `/spaces/${s.spaceId}` },
-    payload: { kind: 'space.published', space_id: s.spaceId }
-  }
+  const payload = { kind: 'space.published', space_id: s.spaceId }
+  return publishedNotice('space', s, `/spaces/${s.spaceId}`, payload, `Space "${s.title}" was published`)
 }
 
 /** POST /events/{id}/managers or /spaces/{id}/managers with notify: to the new manager. */

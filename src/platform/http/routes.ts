@@ -1,0 +1,135 @@
+/**
+ * Route-definition helpers of the modules' routes files: the shapes many routes share, each
+ * written once. A route still spells out its operation (operationId, summary, tags, params, body)
+ * and its policy hook where it is registered; what these helpers add is the plumbing around it.
+ */
+import type {
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  onRequestAsyncHookHandler,
+  preValidationAsyncHookHandler,
+  RawServerDefault,
+  RouteGenericInterface
+} from 'fastify'
+import type { FastifyContextConfig } from 'fastify/types/context.js'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { IncomingMessage } from 'node:http'
+import type { Kysely } from 'kysely'
+import type { App } from '../app-context.ts'
+import type { AuthContext } from '../auth/verify.ts'
+import type { Database } from '../db/database.ts'
+import { withTenant, type Tx } from '../db/tenant.ts'
+import { setEtag } from './conditional.ts'
+import { idempotentWrite } from './idempotency.ts'
+import { NoContent } from './schema.ts'
+
+/** The request of a route declared with `schema`, typed by its TypeBox schemas. */
+export type RequestOf<S extends FastifySchema> = FastifyRequest<
+  RouteGenericInterface,
+  RawServerDefault,
+  IncomingMessage,
+  S,
+  TypeBoxTypeProvider
+>
+
+/**
+ * Answers a page of a list: `list` runs in one transaction of the caller's tenant, and the answer
+ * echoes the page size asked for (`size`).
+ *
+ * @example
+ *   async request => await answerPage(db, request, trx => repo.listVisible(trx, request.auth, request.query))
+ */
+export async function answerPage<P extends object> (
+  db: Kysely<Database>,
+  request: { auth: AuthContext, query: { size: number } },
+  list: (trx: Tx) => Promise<P>
+): Promise<P & { size: number }> {
+  const found = await withTenant(db, request.auth, list)
+  return { ...found, size: request.query.size }
+}
+
+/**
+ * Answers the resource `write` returns (run in one transaction of the caller's tenant) with its
+ * ETag, the `"<revision>"` that If-Match names.
+ *
+ * @example
+ *   async (request, reply) => await answerWithEtag(db, request, reply, (trx, auth) => repo.lockVisible(trx, auth, id))
+ */
+export async function answerWithEtag<T extends { revision: number }> (
+  db: Kysely<Database>,
+  request: { auth: AuthContext },
+  reply: FastifyReply,
+  write: (trx: Tx, auth: AuthContext) => Promise<T>
+): Promise<T> {
+  const row = await withTenant(db, request.auth, trx => write(trx, request.auth))
+  setEtag(reply, row.revision)
+  return row
+}
+
+/** Answers 201 Created with the resource `write` creates in one transaction of the caller's tenant. */
+export async function answerCreated<T> (
+  db: Kysely<Database>,
+  request: { auth: AuthContext },
+  reply: FastifyReply,
+  write: (trx: Tx, auth: AuthContext) => Promise<T>
+): Promise<FastifyReply> {
+  return await reply.code(201).send(await withTenant(db, request.auth, trx => write(trx, request.auth)))
+}
+
+/** An OpenAPI operation without its responses: the route declares no other. */
+export type Operation = Omit<FastifySchema, 'response'> & { operationId: string, summary: string, tags: string[] }
+
+/**
+ * A `preValidation` hook for a body of optional fields only (notification options, a check-in
+ * note): no body at all means `{}`.
+ */
+const emptyBodyAsObject: preValidationAsyncHookHandler = async request => {
+  request.body ??= {}
+}
+
+export interface NoContentRoute<S extends Operation> {
+  schema: S
+  onRequest: onRequestAsyncHookHandler
+  /** the body's fields are all optional: no body at all means `{}` */
+  optionalBody?: true
+  /** `{ idempotency: 'transaction' }`: the Idempotency-Key is claimed in the write's own transaction */
+  config?: FastifyContextConfig
+}
+
+/**
+ * Registers a write that answers 204 No Content: `change` runs in one transaction of the caller's
+ * tenant (through `idempotent()` when the route claims its Idempotency-Key there), then the reply
+ * is sent with no body.
+ *
+ * @example
+ *   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', {
+ *     schema: { operationId: 'delete-space', summary: 'Delete a space', tags, params: SpaceParams },
+ *     onRequest: requirePolicy('space', 'edit')
+ *   }, (trx, request) => service.deleteSpace(trx, request.auth, request.params.id))
+ */
+export function noContentRoute<S extends Operation> (
+  app: App,
+  db: Kysely<Database>,
+  method: 'delete' | 'patch' | 'post',
+  url: string,
+  route: NoContentRoute<S>,
+  change: (trx: Tx, request: RequestOf<S>) => Promise<unknown>
+): void {
+  const { optionalBody, ...options } = route
+  // registered untyped (the schema is generic here); `change` gets the request typed by it
+  const schema: FastifySchema = { ...route.schema, response: { 204: NoContent } }
+  app.route({
+    method,
+    url,
+    ...options,
+    schema,
+    ...(optionalBody === true ? { preValidation: emptyBodyAsObject } : {}),
+    handler: async (request, reply) => {
+      const write = async (trx: Tx) => await change(trx, request as unknown as RequestOf<S>)
+      if (route.config?.idempotency === 'transaction') await idempotentWrite(db, request, write)
+      else await withTenant(db, request.auth, write)
+      return await reply.code(204).send(null)
+    }
+  })
+}
