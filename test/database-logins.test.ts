@@ -203,52 +203,31 @@ void describe(
           const keys = await loadOrCreateDevKeys(config.dataDir)
           const alice = await signDevToken(keys, { sub: 'alice', tenant: tenantId, roles: ['member'] })
           const auth = { authorization: `Bearer ${alice}` }
-          const created = await app.inject({
-            method: 'POST',
-            url: '/api/v1/spaces',
-            headers: auth,
-            payload: { title: 'Open Garden', visibility: 40 }
-          })
-          assert.equal(created.statusCode, 201, created.body)
+          /** a request of alice's: asserts `status`; the answer */
+          const asAlice = async (method: 'GET' | 'POST', url: string, status: number, payload?: object) => {
+            const res = await app.inject({ method, url, headers: auth, ...(payload !== undefined ? { payload } : {}) })
+            assert.equal(res.statusCode, status, res.body)
+            return res
+          }
+          const created = await asAlice('POST', '/api/v1/spaces', 201, { title: 'Open Garden', visibility: 40 })
           const id = created.json<{ id: number }>().id
-          assert.equal(
-            (await app.inject({ method: 'POST', url: `/api/v1/spaces/${id}/publish`, headers: auth })).statusCode,
-            204
-          )
+          await asAlice('POST', `/api/v1/spaces/${id}/publish`, 204)
           const page = await app.inject({ method: 'GET', url: `/api/v1/public/spaces/${id}` })
           assert.equal(page.statusCode, 200, page.body)
 
           // the automation job queue starts on the worker login, takes a request's job and runs it
           const engine = automationEngineOf(ctx)
           await engine.queue.ready()
-          const event = await app.inject({
-            method: 'POST',
-            url: '/api/v1/events',
-            headers: auth,
-            payload: { title: 'Logged', visibility: 40 }
+          const event = await asAlice('POST', '/api/v1/events', 201, { title: 'Logged', visibility: 40 })
+          const rule = await asAlice('POST', '/api/v1/automation/rules', 201, {
+            name: 'log',
+            scope: 'EVENT',
+            scope_id: String(event.json<{ id: number }>().id),
+            schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
+            actions: [{ type: 'activity', message: 'ran' }]
           })
-          assert.equal(event.statusCode, 201, event.body)
-          const rule = await app.inject({
-            method: 'POST',
-            url: '/api/v1/automation/rules',
-            headers: auth,
-            payload: {
-              name: 'log',
-              scope: 'EVENT',
-              scope_id: String(event.json<{ id: number }>().id),
-              schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
-              actions: [{ type: 'activity', message: 'ran' }]
-            }
-          })
-          assert.equal(rule.statusCode, 201, rule.body)
           const ruleId = rule.json<{ id: string }>().id
-          const run = await app.inject({
-            method: 'POST',
-            url: `/api/v1/automation/rules/${ruleId}/execute`,
-            headers: auth,
-            payload: {}
-          })
-          assert.equal(run.statusCode, 202, run.body)
+          await asAlice('POST', `/api/v1/automation/rules/${ruleId}/execute`, 202, {})
           const job = await (
             await engine.queue.ready()
           ).fetch<{ tenantId: string; executionId: string }>('automation-execution')

@@ -20,7 +20,7 @@ import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
-import { startServers, type ServerProcess } from './helpers/process.ts'
+import { killAndReport, startServers, type ServerProcess } from './helpers/process.ts'
 
 const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 const redisUrl = process.env.TEST_REDIS_URL ?? ''
@@ -99,19 +99,7 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
   })
 
   after(async () => {
-    for (const i of instances) if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGKILL')
-    // what went wrong inside an instance: its error lines (pino level 50 and above)
-    for (const i of instances) {
-      const errors = i.errorLines()
-      if (errors.length > 0) {
-        console.log(
-          `instance ${i.name} logged ${errors.length} error line(s):\n${errors
-            .slice(0, 5)
-            .map(l => l.slice(0, 3000))
-            .join('\n')}`
-        )
-      }
-    }
+    killAndReport(instances, 5)
     await superDb?.end()
     if (adminUrl !== '') {
       const server = new pg.Client({ connectionString: adminUrl })

@@ -28,12 +28,12 @@ function bounded (s: JsonSchema | undefined): JsonSchema | undefined {
 const plain = (s: JsonSchema): boolean => s.format === undefined && s.pattern === undefined && s.enum === undefined
 
 function jsonRequest (route: ApiRoute, url: string, body: unknown): InjectOptions {
-  return {
-    method: route.method,
-    url,
-    payload: JSON.stringify(body),
-    headers: { 'content-type': route.bodyType ?? 'application/json' }
-  }
+  return jsonTextRequest(route, url, JSON.stringify(body))
+}
+
+/** `jsonRequest` with the body's text as given (malformed, nested, too large). */
+function jsonTextRequest (route: ApiRoute, url: string, payload: string): InjectOptions {
+  return { method: route.method, url, payload, headers: { 'content-type': route.bodyType ?? 'application/json' } }
 }
 
 const isJsonBody = (r: ApiRoute): boolean =>
@@ -54,17 +54,31 @@ for (const kind of databases()) {
     const urlOf = async (r: ApiRoute): Promise<string> => fillPath(r.url, await pathValues(w, r))
     const asAdmin = async (opts: InjectOptions): Promise<LightMyRequestResponse> => await w.call(w.tokens.admin, opts)
 
+    /**
+     * The free-form object properties (object schemas of no closed shape) of the JSON bodies of tenant
+     * routes, one at a time, each with a valid body of its route to put a value into.
+     */
+    async function * freeFormObjects (): AsyncGenerator<{ r: ApiRoute, base: object, name: string }> {
+      for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
+        const base = await validBody(w, r)
+        if (base === null || typeof base !== 'object' || Array.isArray(base)) continue
+        for (const [name, raw] of Object.entries((r.bodySchema?.properties ?? {}) as Record<string, JsonSchema>)) {
+          const s = bounded(raw)
+          if (s?.type !== 'object' || s.additionalProperties === false) continue
+          yield { r, base, name }
+        }
+      }
+    }
+    /** `r` as the admin, with `payload` (JSON text) as its body */
+    const withJsonText = async (r: ApiRoute, payload: string): Promise<LightMyRequestResponse> =>
+      await asAdmin(jsonTextRequest(r, await urlOf(r), payload))
+
     void it('answers 413 with an ErrorModel to a body over 1 MiB on every route that takes a body', async () => {
       const failures: string[] = []
       const big = JSON.stringify({ notes: 'x'.repeat(t.config.bodyLimit) })
       let checked = 0
       for (const r of routes.filter(isJsonBody)) {
-        const res = await asAdmin({
-          method: r.method,
-          url: await urlOf(r),
-          payload: big,
-          headers: { 'content-type': r.bodyType ?? 'application/json' }
-        })
+        const res = await withJsonText(r, big)
         checked++
         if (res.statusCode !== 413) failures.push(`${r.name}: ${res.statusCode}`)
         else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
@@ -180,12 +194,7 @@ for (const kind of databases()) {
           `{"title":${deepJson(1_000, 'object')}}`,
           deepJson(1_000, 'object')
         ]) {
-          const res = await asAdmin({
-            method: r.method,
-            url: await urlOf(r),
-            payload,
-            headers: { 'content-type': r.bodyType ?? 'application/json' }
-          })
+          const res = await withJsonText(r, payload)
           if (res.statusCode !== 400 && res.statusCode !== 404) {
             failures.push(`${r.name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
           } else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
@@ -196,25 +205,11 @@ for (const kind of databases()) {
 
     void it('answers a lone UTF-16 surrogate in any free-form JSON object with a located 400 or accepts it, never a 400 without location', async () => {
       const failures: string[] = []
-      for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
-        const base = await validBody(w, r)
-        if (base === null || typeof base !== 'object' || Array.isArray(base)) continue
-        for (const [name, raw] of Object.entries((r.bodySchema?.properties ?? {}) as Record<string, JsonSchema>)) {
-          const s = bounded(raw)
-          if (s?.type !== 'object' || s.additionalProperties === false) continue
-          const payload = JSON.stringify({ ...base, [name]: { k: 'PLACEHOLDER' } }).replace(
-            '"PLACEHOLDER"',
-            '"\\ud800"'
-          )
-          const res = await asAdmin({
-            method: r.method,
-            url: await urlOf(r),
-            payload,
-            headers: { 'content-type': r.bodyType ?? 'application/json' }
-          })
-          if (res.statusCode >= 500 || (res.statusCode === 400 && errorLocations(res).length === 0)) {
-            failures.push(`${r.name} body.${name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
-          }
+      for await (const { r, base, name } of freeFormObjects()) {
+        const payload = JSON.stringify({ ...base, [name]: { k: 'PLACEHOLDER' } }).replace('"PLACEHOLDER"', '"\\ud800"')
+        const res = await withJsonText(r, payload)
+        if (res.statusCode >= 500 || (res.statusCode === 400 && errorLocations(res).length === 0)) {
+          failures.push(`${r.name} body.${name}: ${res.statusCode} ${res.body.slice(0, 160)}`)
         }
       }
       assert.deepEqual(failures, [])
@@ -223,21 +218,10 @@ for (const kind of databases()) {
     void it('answers a free-form JSON object nested 50 000 levels deep without a 5xx', async () => {
       const failures: string[] = []
       const deep = deepJson(50_000, 'object')
-      for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
-        const base = await validBody(w, r)
-        if (base === null || typeof base !== 'object' || Array.isArray(base)) continue
-        for (const [name, raw] of Object.entries((r.bodySchema?.properties ?? {}) as Record<string, JsonSchema>)) {
-          const s = bounded(raw)
-          if (s?.type !== 'object' || s.additionalProperties === false) continue
-          const payload = JSON.stringify({ ...base, [name]: 'PLACEHOLDER' }).replace('"PLACEHOLDER"', deep)
-          const res = await asAdmin({
-            method: r.method,
-            url: await urlOf(r),
-            payload,
-            headers: { 'content-type': r.bodyType ?? 'application/json' }
-          })
-          if (res.statusCode >= 500) failures.push(`${r.name} body.${name}: ${res.statusCode}`)
-        }
+      for await (const { r, base, name } of freeFormObjects()) {
+        const payload = JSON.stringify({ ...base, [name]: 'PLACEHOLDER' }).replace('"PLACEHOLDER"', deep)
+        const res = await withJsonText(r, payload)
+        if (res.statusCode >= 500) failures.push(`${r.name} body.${name}: ${res.statusCode}`)
       }
       console.log(`deep free-form values: ${failures.length} failures: ${failures.join(', ')}`)
       assert.deepEqual(failures, [])

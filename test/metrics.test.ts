@@ -9,11 +9,12 @@ import { createRequire } from 'node:module'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { databases, useTestApp, type TestApp } from './helpers/build-app.ts'
+import { expectStatuses } from './helpers/requests.ts'
 import { withTenant } from '../src/platform/db/tenant.ts'
 import { queueNotification } from '../src/platform/notifications/notifications.ts'
 import { startNotificationDelivery } from '../src/platform/notifications/delivery.ts'
 import { createJobQueue } from '../src/modules/automation/automation.queue.ts'
-import { signBody } from '../src/modules/identity/identity.idp-signature.ts'
+import { idpEvent, idpWebhook } from '../src/modules/identity/identity.fixtures.ts'
 import { readBacklog } from '../src/platform/metrics.ts'
 
 interface Sample {
@@ -127,14 +128,10 @@ for (const kind of databases()) {
         payload: { first_name: `Ada ${MARK}`, email: `ada-${MARK}@example.test` }
       })
       assert.equal(created.statusCode, 201, created.body)
-      assert.equal(
-        (await t.as(token, { method: 'GET', url: `/api/v1/contacts/${crypto.randomUUID()}` })).statusCode,
-        404
-      )
-      assert.equal(
-        (await t.as(token, { method: 'GET', url: `/api/v1/contacts/${created.json().id as string}` })).statusCode,
-        200
-      )
+      await expectStatuses(t, [
+        [token, 'GET', `/api/v1/contacts/${crypto.randomUUID()}`, 404],
+        [token, 'GET', `/api/v1/contacts/${created.json().id as string}`, 200]
+      ])
       // then one more a second passes (the refill): until the first 429
       let refused = 0
       for (let i = 0; i < 10 && refused === 0; i++) {
@@ -148,37 +145,10 @@ for (const kind of databases()) {
       assert.equal(refused, 1)
 
       // the identity-provider webhook: one unsigned (refused 401), one applied
-      const event = {
-        aggregateID: `u-${MARK}`,
-        aggregateType: 'user',
-        resourceOwner: tenant,
-        instanceID: 'i-1',
-        sequence: 1,
-        event_type: 'user.human.added',
-        event_payload: { email: `u-${MARK}@example.test` }
-      }
-      const raw = Buffer.from(JSON.stringify(event))
-      assert.equal(
-        (
-          await t.app.inject({
-            method: 'POST',
-            url: '/api/v1/integrations/idp/webhook',
-            headers: { 'content-type': 'application/json' },
-            payload: raw
-          })
-        ).statusCode,
-        401
-      )
-      const applied = await t.app.inject({
-        method: 'POST',
-        url: '/api/v1/integrations/idp/webhook',
-        headers: {
-          'content-type': 'application/json',
-          'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000))
-        },
-        payload: raw
-      })
-      assert.equal(applied.statusCode, 200, applied.body)
+      const webhook = idpWebhook(SECRET)
+      const event = idpEvent(tenant, `u-${MARK}`, 1, 'user.human.added', { email: `u-${MARK}@example.test` })
+      assert.equal((await webhook.send(t, event, { header: 'x-unrelated', signature: '' })).statusCode, 401)
+      await webhook.deliver(t, event)
 
       // a notification the mail server refuses for good: failed
       await withTenant(t.ctx.db, { tenantId: tenant }, trx =>

@@ -5,17 +5,10 @@
  * stream the test reads.
  */
 import crypto from 'node:crypto'
-import fs from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { Writable } from 'node:stream'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../src/app.ts'
-import { loadConfig } from '../src/config.ts'
-import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
-import { databases, freshDatabase } from './helpers/build-app.ts'
+import { databases, useTestApp } from './helpers/build-app.ts'
 
 type Line = Record<string, unknown>
 
@@ -30,43 +23,21 @@ for (const kind of databases()) {
         done()
       }
     })
-    let app: FastifyInstance
+    const t = useTestApp(kind, {
+      logger: { level: 'info', stream },
+      // a test-only route whose handler logs, then fails
+      beforeReady: app => {
+        app.get('/api/v1/test-log-failure/:id', async (request) => {
+          request.log.info({ id: (request.params as { id: string }).id }, 'handler line')
+          throw new Error('deliberate failure')
+        })
+      }
+    })
     let token: string
-    let drop: (() => Promise<void>) | undefined
-    let dataDir: string
     const tenant = `tenant-${crypto.randomUUID()}`
 
     before(async () => {
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-log-test-'))
-      const db = await freshDatabase(kind)
-      drop = db.drop
-      const config = loadConfig({
-        DATA_DIR: dataDir,
-        WORKERS: 'false',
-        ...(db.url !== undefined ? { DATABASE_URL: db.url } : {})
-      })
-      const built = await buildApp(config, { database: db.handle, logger: { level: 'info', stream } })
-      app = built.app
-      // a test-only route whose handler logs, then fails
-      app.get('/api/v1/test-log-failure/:id', async (request) => {
-        request.log.info({ id: (request.params as { id: string }).id }, 'handler line')
-        throw new Error('deliberate failure')
-      })
-      await app.ready()
-      const keys = await loadOrCreateDevKeys(dataDir)
-      token = await signDevToken(keys, {
-        sub: 'alice',
-        tenant,
-        roles: ['admin'],
-        email: 'alice@example.test',
-        tenantClaim: config.oidc.tenantClaim,
-        rolesClaim: config.oidc.rolesClaim
-      })
-    })
-    after(async () => {
-      await app?.close()
-      await drop?.()
-      fs.rmSync(dataDir, { recursive: true, force: true })
+      token = await t.token({ sub: 'alice', tenant, roles: ['admin'], email: 'alice@example.test' })
     })
 
     /** The lines of the one request answered with this id (the `instance` of an error body names it). */
@@ -78,7 +49,7 @@ for (const kind of databases()) {
     const reqIdOf = (instance: string): string => instance.split('#')[1] ?? ''
 
     it("a 500: the handler's line, the error handler's and the completion line carry reqId, tenant and route", async () => {
-      const res = await app.inject({
+      const res = await t.app.inject({
         method: 'GET',
         url: '/api/v1/test-log-failure/42',
         headers: { authorization: `Bearer ${token}` }
@@ -102,7 +73,7 @@ for (const kind of databases()) {
     })
 
     it('a handled 400 of a real route: the refusal and completion lines carry them too', async () => {
-      const res = await app.inject({
+      const res = await t.app.inject({
         method: 'POST',
         url: '/api/v1/contacts',
         headers: { authorization: `Bearer ${token}` },
@@ -118,7 +89,7 @@ for (const kind of databases()) {
     })
 
     it('no route matched: route is "unmatched"; without a valid token there is no tenant', async () => {
-      const res = await app.inject({
+      const res = await t.app.inject({
         method: 'GET',
         url: `/no-such-path/${crypto.randomUUID()}`,
         headers: { authorization: `Bearer ${token}` }
@@ -128,7 +99,7 @@ for (const kind of databases()) {
         assert.equal(l.route, 'unmatched', JSON.stringify(l))
       }
 
-      const refused = await app.inject({
+      const refused = await t.app.inject({
         method: 'GET',
         url: '/api/v1/contacts',
         headers: { authorization: 'Bearer not.a.token' }

@@ -29,7 +29,7 @@ import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys
 import { multipartBody, PNG, sha256 } from '../src/modules/event-collab/event-collab.cover.fixtures.ts'
 import { citusNodes } from './helpers/build-app.ts'
 import { createDistributedDatabase, dropDistributedDatabase } from './helpers/citus-cluster.ts'
-import { startServers, type ServerProcess } from './helpers/process.ts'
+import { killAndReport, startServers, type ServerProcess } from './helpers/process.ts'
 import { startS3Emulator, type S3Emulator } from './helpers/s3.ts'
 import { startSmtpServer, type SmtpCatcher } from './helpers/smtp.ts'
 
@@ -93,19 +93,7 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
   })
 
   after(async () => {
-    for (const i of instances) if (i.child.exitCode === null && i.child.signalCode === null) i.child.kill('SIGKILL')
-    // what went wrong inside an instance: its error lines (pino level 50 and above)
-    for (const i of instances) {
-      const errors = i.errorLines()
-      if (errors.length > 0) {
-        console.log(
-          `instance ${i.name} logged ${errors.length} error line(s):\n${errors
-            .slice(0, 8)
-            .map(l => l.slice(0, 3000))
-            .join('\n')}`
-        )
-      }
-    }
+    killAndReport(instances, 8)
     await superDb?.end()
     if (citus !== undefined && dbUrl !== '') {
       await dropDistributedDatabase(citus.coordinatorUrl, citus.workerUrls, dbName)

@@ -15,6 +15,7 @@ import { databases, freshDatabase, newTenant, useTestApp } from './helpers/build
 import type { Database } from '../src/platform/db/database.ts'
 import { migrate, MIGRATIONS_DIR } from '../src/platform/db/migrate.ts'
 import { withTenant } from '../src/platform/db/tenant.ts'
+import { dailyStandup, withSeries } from '../src/modules/series/series.fixtures.ts'
 
 type Row = Record<string, unknown>
 const MIGRATION = '0015_series_foreign_keys.sql'
@@ -306,19 +307,9 @@ for (const kind of databases()) {
     void it('invite a series manager, share an attachment and a link, delete the series (soft): rows stay', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const created = await t.as(alice, {
-        method: 'POST',
-        url: '/api/v1/events/with-series',
-        payload: {
-          title: 'Standup',
-          start_dt: '2027-03-15T08:00:00Z',
-          end_dt: '2027-03-15T08:30:00Z',
-          series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 3 }
-        }
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const first = created.json().occurrences[0].id as number
-      const seriesId = created.json().event.series_id as number
+      const created = await withSeries(t, alice, dailyStandup(3))
+      const first = created.occurrences[0].id as number
+      const seriesId = created.event.series_id as number
       const target = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: 'Target' } })
       const targetId = target.json().id as number
       const invite = await t.as(alice, {
@@ -359,26 +350,21 @@ for (const kind of databases()) {
 
       const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${first}/series?scope=all` })
       assert.equal(del.statusCode, 204, del.body)
-      const left = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => ({
-        series: await trx
-          .selectFrom('event_series')
-          .select('is_deleted')
-          .where('tenant_id', '=', tenant.id)
-          .where('id', '=', seriesId)
-          .executeTakeFirst(),
-        managers: await trx
-          .selectFrom('event_managers')
-          .select('id')
-          .where('tenant_id', '=', tenant.id)
-          .where('series_id', '=', seriesId)
-          .execute(),
-        attachments: await trx
-          .selectFrom('event_attachments')
-          .select('id')
-          .where('tenant_id', '=', tenant.id)
-          .where('series_id', '=', seriesId)
-          .execute()
-      }))
+      const left = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        const ofSeries = async (table: 'event_managers' | 'event_attachments') =>
+          await trx.selectFrom(table).select('id').where('tenant_id', '=', tenant.id).where('series_id', '=', seriesId)
+            .execute()
+        return {
+          series: await trx
+            .selectFrom('event_series')
+            .select('is_deleted')
+            .where('tenant_id', '=', tenant.id)
+            .where('id', '=', seriesId)
+            .executeTakeFirst(),
+          managers: await ofSeries('event_managers'),
+          attachments: await ofSeries('event_attachments')
+        }
+      })
       assert.equal(left.series?.is_deleted, true)
       assert.equal(left.managers.length, 1)
       assert.equal(left.attachments.length, 1)

@@ -18,35 +18,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { decodeProtectedHeader } from 'jose'
-import { run } from './helpers/process.ts'
-
-/** Runs a command to its end. */
-/** The server's environment: PGlite in `dataDir`, any free port, no background work. */
-function serverEnv (dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'info',
-    WORKERS: 'false',
-    ...extra
-  }
-  for (const name of [
-    'DATABASE_URL',
-    'DATABASE_APP_URL',
-    'DATABASE_WORKER_URL',
-    'OIDC_ISSUER',
-    'OIDC_JWKS_URL',
-    'OIDC_AUDIENCE',
-    'REDIS_URL',
-    'S3_BUCKET',
-    'SMTP_URL'
-  ]) {
-    if (!(name in extra)) delete env[name]
-  }
-  return env
-}
+import { run, serverEnv } from './helpers/process.ts'
 
 void describe('the real server process and npm run token', () => {
   let child: ChildProcess

@@ -7,13 +7,13 @@
  * 30 s, so this takes up to a minute: it runs with LOAD_TEST=1, like the load test.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
+import { serverEnv, startServer, type ServerProcess } from './helpers/process.ts'
 
 const LOAD = process.env.LOAD_TEST === '1'
 
@@ -33,46 +33,17 @@ void describe(
   'the real server cuts slow requests',
   { skip: LOAD ? false : 'set LOAD_TEST=1 to run it; takes up to a minute' },
   () => {
-    let child: ChildProcess
+    let server: ServerProcess | undefined
     let port = 0
     let dataDir = ''
 
     before(async () => {
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-timeouts-'))
-      child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-        env: {
-          ...process.env,
-          PORT: '0',
-          HOST: '127.0.0.1',
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'info',
-          WORKERS: 'false',
-          DATABASE_URL: ''
-        },
-        stdio: ['ignore', 'pipe', 'pipe']
-      })
-      port = await new Promise<number>((resolve, reject) => {
-        let out = ''
-        const timer = setTimeout(() => reject(new Error(`the server did not start: ${out.slice(-2000)}`)), 60_000)
-        const onData = (chunk: Buffer): void => {
-          out += chunk.toString()
-          const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-          if (m !== null) {
-            clearTimeout(timer)
-            resolve(Number(m[1]))
-          }
-        }
-        child.stdout?.on('data', onData)
-        child.stderr?.on('data', onData)
-        child.once('exit', code => reject(new Error(`the server exited with ${String(code)}: ${out.slice(-2000)}`)))
-      })
+      server = await startServer('timeouts', serverEnv(dataDir), 60_000)
+      port = server.port
     })
     after(async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise(resolve => child.once('exit', resolve))
-        child.kill('SIGTERM')
-        await exited
-      }
+      await server?.stop()
       fs.rmSync(dataDir, { recursive: true, force: true })
     })
 
@@ -112,7 +83,7 @@ void describe(
           headers: { authorization: `Bearer ${token}` }
         })
         assert.equal(((await list.json()) as { total: number }).total, 0)
-        assert.equal(child.exitCode, null, 'the server is still running')
+        assert.equal(server?.child.exitCode, null, 'the server is still running')
       }
     )
   }

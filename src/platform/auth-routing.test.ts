@@ -11,7 +11,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify'
 import { buildApp } from '../app.ts'
 import { ConfigError, loadConfig } from '../config.ts'
 import { databases, freshDatabase, newTenant, useTestApp } from '../../test/helpers/build-app.ts'
@@ -167,6 +167,17 @@ void describe('a route is public only if it declares itself public', () => {
 
 interface Built { app: FastifyInstance, close: () => Promise<void>, token: (sub: string) => Promise<string> }
 
+/** The statuses of `n` requests to an app sent one after the other; `request(i)` is the i-th. */
+async function statusesOf (b: Built, n: number, request: (i: number) => InjectOptions): Promise<number[]> {
+  const statuses: number[] = []
+  for (let i = 0; i < n; i++) statuses.push((await b.app.inject(request(i))).statusCode)
+  return statuses
+}
+
+/** `GET /health` from the address `peer`, with `forwardedFor` in X-Forwarded-For. */
+const health = (peer: string, forwardedFor: string): InjectOptions =>
+  ({ method: 'GET', url: '/health', remoteAddress: peer, headers: { 'x-forwarded-for': forwardedFor } })
+
 async function appWith (env: Record<string, string>): Promise<Built> {
   const db = await freshDatabase('pglite')
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-anon-rl-'))
@@ -223,35 +234,21 @@ void describe('rate limit of requests without a valid token', () => {
 
   void it('limits the IdP webhook and refused tokens per address; a valid token keeps its own bucket', async () => {
     const address = randomAddress()
-    const hook = []
-    for (let i = 0; i < 6; i++) {
-      hook.push(
-        (
-          await b.app.inject({
-            method: 'POST',
-            url: '/api/v1/integrations/idp/webhook',
-            payload: {},
-            remoteAddress: address
-          })
-        ).statusCode
-      )
-    }
+    const hook = await statusesOf(b, 6, () => ({
+      method: 'POST',
+      url: '/api/v1/integrations/idp/webhook',
+      payload: {},
+      remoteAddress: address
+    }))
     assert.ok(hook.includes(429), hook.join(','))
 
     const guesser = randomAddress()
-    const guesses = []
-    for (let i = 0; i < 8; i++) {
-      guesses.push(
-        (
-          await b.app.inject({
-            method: 'GET',
-            url: '/api/v1/contacts',
-            headers: { authorization: `Bearer a.b${i}.c` },
-            remoteAddress: guesser
-          })
-        ).statusCode
-      )
-    }
+    const guesses = await statusesOf(b, 8, i => ({
+      method: 'GET',
+      url: '/api/v1/contacts',
+      headers: { authorization: `Bearer a.b${i}.c` },
+      remoteAddress: guesser
+    }))
     assert.deepEqual(guesses.slice(0, 3), [401, 401, 401])
     assert.ok(guesses.includes(429), guesses.join(','))
     const noToken = await b.app.inject({ method: 'GET', url: '/api/v1/contacts', remoteAddress: guesser })
@@ -276,19 +273,7 @@ void describe('rate limit of requests without a valid token', () => {
 
   void it('ignores X-Forwarded-For when TRUST_PROXY is unset', async () => {
     const address = randomAddress()
-    const statuses = []
-    for (let i = 0; i < 8; i++) {
-      statuses.push(
-        (
-          await b.app.inject({
-            method: 'GET',
-            url: '/health',
-            remoteAddress: address,
-            headers: { 'x-forwarded-for': randomAddress() }
-          })
-        ).statusCode
-      )
-    }
+    const statuses = await statusesOf(b, 8, () => health(address, randomAddress()))
     assert.ok(statuses.includes(429), `a forged X-Forwarded-For escaped the bucket: ${statuses.join(',')}`)
   })
 })
@@ -306,47 +291,13 @@ void describe('TRUST_PROXY', () => {
 
   void it('keys the bucket by the client X-Forwarded-For names when the peer is a trusted proxy, and by the peer otherwise', async () => {
     const client = randomAddress()
-    const viaProxy = []
-    for (let i = 0; i < 5; i++) {
-      viaProxy.push(
-        (
-          await b.app.inject({
-            method: 'GET',
-            url: '/health',
-            remoteAddress: '192.0.2.7',
-            headers: { 'x-forwarded-for': client }
-          })
-        ).statusCode
-      )
-    }
+    const viaProxy = await statusesOf(b, 5, () => health('192.0.2.7', client))
     assert.ok(viaProxy.includes(429), viaProxy.join(','))
     // another client behind the same proxy has its own bucket
-    assert.equal(
-      (
-        await b.app.inject({
-          method: 'GET',
-          url: '/health',
-          remoteAddress: '192.0.2.7',
-          headers: { 'x-forwarded-for': randomAddress() }
-        })
-      ).statusCode,
-      200
-    )
+    assert.equal((await b.app.inject(health('192.0.2.7', randomAddress()))).statusCode, 200)
     // an untrusted peer cannot choose its key
     const peer = randomAddress()
-    const direct = []
-    for (let i = 0; i < 5; i++) {
-      direct.push(
-        (
-          await b.app.inject({
-            method: 'GET',
-            url: '/health',
-            remoteAddress: peer,
-            headers: { 'x-forwarded-for': randomAddress() }
-          })
-        ).statusCode
-      )
-    }
+    const direct = await statusesOf(b, 5, () => health(peer, randomAddress()))
     assert.ok(direct.includes(429), direct.join(','))
   })
 

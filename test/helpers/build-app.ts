@@ -19,7 +19,7 @@ import path from 'node:path'
 import { after, before } from 'node:test'
 import pg from 'pg'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildApp } from '../../src/app.ts'
+import { buildApp, type BuildOptions } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { createDatabase, type DatabaseHandle, type DatabaseKind } from '../../src/platform/db/database.ts'
 import {
@@ -124,6 +124,10 @@ export interface TestApp {
 
 export interface TestAppOptions {
   env?: Record<string, string>
+  /** the app's logger (none unless TEST_LOG=1) */
+  logger?: BuildOptions['logger']
+  /** adds what the suite needs (a test-only route) to the app before it is ready */
+  beforeReady?: (app: FastifyInstance) => void
 }
 
 /** Builds an app on a fresh database before the suite and closes it after. */
@@ -146,8 +150,9 @@ export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}
     })
     const built = await buildApp(config, {
       database: db.handle,
-      logger: process.env.TEST_LOG === '1' ? { level: 'error' } : false
+      logger: options.logger ?? (process.env.TEST_LOG === '1' ? { level: 'error' } : false)
     })
+    options.beforeReady?.(built.app)
     await built.app.ready()
     const keys = await loadOrCreateDevKeys(dataDir)
     Object.assign(t, {
@@ -183,5 +188,22 @@ export function newTenant (t: TestApp, id = `tenant-${crypto.randomUUID()}`) {
     id,
     user: (sub: string, roles: string[] = ['member'], extra: Partial<DevTokenClaims> = {}) =>
       t.token({ sub, tenant: id, roles, email: `${sub}@example.test`, ...extra })
+  }
+}
+
+export type Tenant = ReturnType<typeof newTenant>
+
+/**
+ * Callers of one tenant who see different parts of its data: an admin, alice and bob of org-a,
+ * carol of org-b, and erin twice: `erinBefore` while she had no organization, then `erin` of org-a.
+ */
+export async function orgCallers (tenant: Tenant) {
+  return {
+    admin: await tenant.user('root', ['admin']),
+    alice: await tenant.user('alice', ['member'], { orgId: 'org-a' }),
+    bob: await tenant.user('bob', ['member'], { orgId: 'org-a' }),
+    carol: await tenant.user('carol', ['member'], { orgId: 'org-b' }),
+    erinBefore: await tenant.user('erin'),
+    erin: await tenant.user('erin', ['member'], { orgId: 'org-a' })
   }
 }

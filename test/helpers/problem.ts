@@ -3,6 +3,7 @@
  * `application/problem+json` ErrorModel whose status matches, with a `location` on every field
  * error of a 400, and no stack trace or SQL text.
  */
+import assert from 'node:assert/strict'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { LightMyRequestResponse } from 'fastify'
@@ -51,7 +52,7 @@ export function problemIssues (
   return issues
 }
 
-export function errorLocations (res: LightMyRequestResponse): string[] {
+export function errorLocations (res: { body: string }): string[] {
   try {
     const b = JSON.parse(res.body) as { errors?: Array<{ location?: string }> }
     return (b.errors ?? []).map(e => e.location ?? '')
@@ -81,4 +82,18 @@ export function errorsAt (
 export function refusedAtBound (res: LightMyRequestResponse, location: string): boolean {
   if (res.statusCode === 400 && errorLocations(res).length === 0) return true
   return errorsAt(res, location).some(e => /length|items|<=|>=/.test(e.message ?? ''))
+}
+
+/** A 400 ErrorModel (as `problemIssues` checks it) with a field error at `location`, among others. */
+export function assertBadRequestAt (
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  location: string
+): void {
+  assert.equal(res.statusCode, 400, res.body)
+  assert.deepEqual(problemIssues(res), [])
+  const locations = errorLocations(res)
+  assert.ok(
+    locations.includes(location),
+    `expected ${location} in ${JSON.stringify(locations)}: ${res.body.slice(0, 400)}`
+  )
 }

@@ -1,7 +1,8 @@
 /**
  * The real processes in tests: `run` runs a command to its end and gives back its exit code and
  * output (server start-up, npm scripts); `startServer` starts the service (`src/server.ts`) and
- * gives back its port, its log and a way to stop it.
+ * gives back its port, its log and a way to stop it; `serverEnv` is the environment of one on its
+ * own (PGlite), and `killAndReport` ends a suite of them.
  *
  * @example
  *   const r = await run('npm', ['run', '--silent', 'token', '--', '--sub', 'alice'], process.env)
@@ -9,6 +10,37 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 
 export interface Run { code: number | null, stdout: string, stderr: string }
+
+/**
+ * The environment of a server on its own: PGlite in `dataDir`, any free port on 127.0.0.1, no
+ * background work, and none of the machine's databases, identity provider, Redis, S3 or SMTP
+ * unless `extra` names them.
+ */
+export function serverEnv (dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    WORKERS: 'false',
+    ...extra
+  }
+  for (const name of [
+    'DATABASE_URL',
+    'DATABASE_APP_URL',
+    'DATABASE_WORKER_URL',
+    'OIDC_ISSUER',
+    'OIDC_JWKS_URL',
+    'OIDC_AUDIENCE',
+    'REDIS_URL',
+    'S3_BUCKET',
+    'SMTP_URL'
+  ]) {
+    if (!(name in extra)) delete env[name]
+  }
+  return env
+}
 
 export async function run (cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return await new Promise((resolve, reject) => {
@@ -112,4 +144,19 @@ export async function startServers (
     })
   )
   throw failed.reason
+}
+
+/**
+ * The end of a suite of real servers: kills those still running (SIGKILL) and prints what went wrong
+ * inside each, the first `maxLines` of its error lines (pino level 50 and above).
+ */
+export function killAndReport (servers: ServerProcess[], maxLines: number): void {
+  for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL')
+  for (const s of servers) {
+    const errors = s.errorLines()
+    if (errors.length > 0) {
+      const shown = errors.slice(0, maxLines).map(l => l.slice(0, 3000))
+      console.log(`instance ${s.name} logged ${errors.length} error line(s):\n${shown.join('\n')}`)
+    }
+  }
 }

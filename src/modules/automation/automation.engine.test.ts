@@ -11,7 +11,19 @@ import { emit } from '../../platform/outbox.ts'
 import { verifySignature } from '../identity/identity.idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
 import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
-import { addAttendee, addContact, drain, engineAt, executions, rule } from './automation.fixtures.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
+import { queuedNotifications } from '../../../test/helpers/outbox.ts'
+import {
+  addAttendee,
+  addContact,
+  drain,
+  engineAt,
+  eventAutomation,
+  eventRule,
+  executeRule,
+  executions,
+  rule
+} from './automation.fixtures.ts'
 import { TenantWorkError } from '../../platform/tenant-batches.ts'
 import {
   claimExecution,
@@ -51,17 +63,6 @@ async function activityKinds (t: TestApp, token: string, eventId: number): Promi
   const res = await t.as(token, { method: 'GET', url: `/api/v1/events/${eventId}/activity` })
   assert.equal(res.statusCode, 200, res.body)
   return res.json().items.map((r: Json) => r.kind)
-}
-
-async function notifications (t: TestApp, tenantId: string): Promise<Json[]> {
-  return await withTenant(t.ctx.db, { tenantId }, trx =>
-    trx
-      .selectFrom('notification_outbox')
-      .select(['recipient', 'subject', 'body', 'channel', 'priority'])
-      .where('tenant_id', '=', tenantId)
-      .orderBy('id')
-      .execute()
-  )
 }
 
 async function attendeeStatuses (t: TestApp, token: string, eventId: number): Promise<Record<string, string>> {
@@ -139,7 +140,7 @@ for (const kind of databases()) {
       await drain(engine)
       const q = await executions(t, alice, qualified.id)
       assert.deepEqual(q.map(e => [e.status, e.trigger.event_id]), [['succeeded', news.id]])
-      const sent = await notifications(t, tenant.id)
+      const sent = await queuedNotifications(t, tenant.id)
       assert.deepEqual(sent.map(n => [n.recipient, n.subject]), [['user:alice', 'Out: News']])
       const c = await executions(t, alice, conditional.id)
       assert.deepEqual(
@@ -165,32 +166,22 @@ for (const kind of databases()) {
       await addAttendee(t, tenant.id, event.id, bob, 'confirmed')
       await addAttendee(t, tenant.id, event.id, cid, 'declined')
       await addManager(t, tenant.id, event.id, 'mia', { role: 'event_manager:full' })
-      const a = (
-        await t.as(alice, {
-          method: 'POST',
-          url: `/api/v1/events/${event.id}/automations`,
-          payload: {
-            name: 'Nudge',
-            trigger: { type: 'event.updated' },
-            actions: [
-              {
-                type: 'notify',
-                to: 'attendees',
-                attendee_status: ['invited', 'confirmed'],
-                subject: 'See you at {{title}}',
-                body: 'b'
-              },
-              { type: 'notify', to: 'managers', channel: 'push', priority: 'high', subject: 'Heads up', body: 'b' },
-              { type: 'set_attendee_status', from_status: ['invited'], status: 'tentative' }
-            ]
-          }
-        })
-      ).json()
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/automations/${a.id}/execute` }))
-          .statusCode,
-        202
-      )
+      const a = await eventAutomation(t, alice, event.id, {
+        name: 'Nudge',
+        trigger: { type: 'event.updated' },
+        actions: [
+          {
+            type: 'notify',
+            to: 'attendees',
+            attendee_status: ['invited', 'confirmed'],
+            subject: 'See you at {{title}}',
+            body: 'b'
+          },
+          { type: 'notify', to: 'managers', channel: 'push', priority: 'high', subject: 'Heads up', body: 'b' },
+          { type: 'set_attendee_status', from_status: ['invited'], status: 'tentative' }
+        ]
+      })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id}/automations/${a.id}/execute`, 202)
       await drain(engine)
       const [ex] = (
         await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/automations/${a.id}/executions` })
@@ -200,7 +191,7 @@ for (const kind of databases()) {
         ex.action_results.map((r: Json) => r.recipients ?? r.updated),
         [2, 1, 1]
       )
-      const sent = await notifications(t, tenant.id)
+      const sent = await queuedNotifications(t, tenant.id)
       assert.deepEqual(
         sent.map(n => [n.recipient, n.subject, n.channel, n.priority]),
         [
@@ -233,31 +224,15 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Parcel', template: 'delivery' })
-      const ship = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
+      const ship = await eventRule(t, alice, event.id, {
         actions: [{ type: 'transition', to_state: 'in_transit', reason: 'scanned' }]
       })
-      const deliver = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'transition', to_state: 'delivered' }]
-      })
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${ship.id}/execute`, payload: {} }))
-          .statusCode,
-        202
-      )
+      const deliver = await eventRule(t, alice, event.id, { actions: [{ type: 'transition', to_state: 'delivered' }] })
+      await executeRule(t, alice, ship.id)
       await drain(engine)
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}` })).json().state, 'in_transit')
       assert.equal((await executions(t, alice, ship.id))[0]?.status, 'succeeded')
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${deliver.id}/execute`, payload: {} }))
-          .statusCode,
-        202
-      )
+      await executeRule(t, alice, deliver.id)
       await drain(engine)
       const [failed] = await executions(t, alice, deliver.id)
       assert.deepEqual([failed?.status, failed?.attempts], ['failed', 1])
@@ -300,11 +275,7 @@ for (const kind of databases()) {
           schedule: { event_type: 'schedule.cron', cron_expression: '0 0 1 1 *' },
           actions: [{ type: 'webhook', url }]
         })
-        assert.equal(
-          (await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} }))
-            .statusCode,
-          202
-        )
+        await executeRule(t, alice, r.id)
         await drain(engine)
         const [e] = await executions(t, alice, r.id)
         assert.deepEqual([e?.status, e?.attempts], ['failed', 1], url)
@@ -318,14 +289,10 @@ for (const kind of databases()) {
       const engine = engineAt(t, clock)
       receiver.hook.status = 503
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
+      const r = await eventRule(t, alice, event.id, {
         actions: [{ type: 'activity' }, { type: 'webhook', url: receiver.url() }]
       })
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
-      const id = res.json().id as string
+      const id = (await executeRule(t, alice, r.id)).id as string
       for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
         assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'retry')
         const [e] = await executions(t, alice, r.id)
@@ -345,20 +312,22 @@ for (const kind of databases()) {
       receiver.hook.status = 200
     })
 
-    void it('two workers racing for one execution: exactly one applies it; pg-boss hands the job to one of them', async () => {
+    /**
+     * A manual run, queued, of a rule that adds an activity row to alice's event, with an engine on
+     * `at`: the tenant, alice, the engine, the event, the rule and the execution's id.
+     */
+    async function queuedActivityRun (at: { now: Date }) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const engine = engineAt(t, clock)
+      const engine = engineAt(t, at)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'activity' }]
-      })
-      const id = (
-        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
-      ).json().id as string
+      const r = await eventRule(t, alice, event.id, { actions: [{ type: 'activity' }] })
+      const id = (await executeRule(t, alice, r.id)).id as string
+      return { tenant, alice, engine, event, r, id }
+    }
+
+    void it('two workers racing for one execution: exactly one applies it; pg-boss hands the job to one of them', async () => {
+      const { tenant, alice, engine, event, r, id } = await queuedActivityRun(clock)
       const boss = await engine.queue.ready()
       const fetched = await Promise.all([
         boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 }),
@@ -381,20 +350,8 @@ for (const kind of databases()) {
     })
 
     void it('a killed worker\'s execution is run again after its expiry, and the effect applies once', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
       const at = { now: new Date() }
-      const engine = engineAt(t, at)
-      const event = await createEvent(t, alice)
-      const r = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'activity' }]
-      })
-      const id = (
-        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
-      ).json().id as string
+      const { tenant, alice, engine, event, r, id } = await queuedActivityRun(at)
       const boss = await engine.queue.ready()
       const jobs = await boss.fetch<{ executionId: string }>(QUEUE, { batchSize: 100 })
       const job = jobs.find(j => j.data.executionId === id)
@@ -422,20 +379,8 @@ for (const kind of databases()) {
     })
 
     void it('fails an execution whose last attempt\'s worker died', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
       const at = { now: new Date() }
-      const engine = engineAt(t, at)
-      const event = await createEvent(t, alice)
-      const r = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
-        schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'activity' }]
-      })
-      const id = (
-        await t.as(alice, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })
-      ).json().id as string
+      const { tenant, alice, engine, event, r, id } = await queuedActivityRun(at)
       for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
         assert.equal(
           typeof (await claimExecution(engine, { tenantId: tenant.id, executionId: id }, crypto.randomUUID())),
@@ -456,17 +401,11 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice)
-      const r = await rule(t, alice, {
-        scope: 'EVENT',
-        scope_id: String(event.id),
+      const r = await eventRule(t, alice, event.id, {
         schedule: { event_type: 'event.activity_added' },
         actions: [{ type: 'activity' }]
       })
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/activity`, payload: { kind: 'note' } }))
-          .statusCode,
-        201
-      )
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id}/activity`, 201, { kind: 'note' })
       await drain(engine)
       const list = await executions(t, alice, r.id)
       assert.deepEqual(list.map(e => [e.depth, e.status]).sort(), [
@@ -521,17 +460,11 @@ for (const kind of databases()) {
         end_dt: start.plus({ hours: 2 }).toUTC().toISO()
       })
       await publishEvent(t, alice, event.id)
-      const a = (
-        await t.as(alice, {
-          method: 'POST',
-          url: `/api/v1/events/${event.id}/automations`,
-          payload: {
-            name: 'Reminder',
-            trigger: { type: 'event.starts_in', offset_minutes: 1440 },
-            actions: [{ type: 'notify', to: 'creator', subject: '{{title}} tomorrow', body: 'at {{start_dt}}' }]
-          }
-        })
-      ).json()
+      const a = await eventAutomation(t, alice, event.id, {
+        name: 'Reminder',
+        trigger: { type: 'event.starts_in', offset_minutes: 1440 },
+        actions: [{ type: 'notify', to: 'creator', subject: '{{title}} tomorrow', body: 'at {{start_dt}}' }]
+      })
       const at = (dt: DateTime) => engineAt(t, { now: dt.toJSDate() })
       await tickSchedules(at(start.minus({ hours: 25 })))
       assert.equal((await executions(t, alice, a.id)).length, 0)
@@ -543,7 +476,7 @@ for (const kind of databases()) {
       assert.deepEqual([list[0]?.trigger_type, list[0]?.trigger.event_id], ['event.starts_in', event.id])
       await drain(at(start.minus({ hours: 22 })))
       assert.equal((await executions(t, alice, a.id))[0]?.status, 'succeeded')
-      assert.deepEqual((await notifications(t, tenant.id)).map(n => n.subject), ['Concert tomorrow'])
+      assert.deepEqual((await queuedNotifications(t, tenant.id)).map(n => n.subject), ['Concert tomorrow'])
     })
 
     void it('a bulk add of attendees triggers one execution per attendee, in the order they were added', async () => {

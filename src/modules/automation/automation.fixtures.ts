@@ -4,10 +4,12 @@
  */
 import assert from 'node:assert/strict'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { insertAttendee } from '../event-collab/event-collab.fixtures.ts'
 import type { Json } from '../events/events.fixtures.ts'
 import { dispatchOutbox, runExecution, type Engine } from './automation.engine.ts'
 import { automationEngineOf } from './automation.routes.ts'
+
+export { addContact } from '../event-collab/event-collab.fixtures.ts'
 
 /** The app's engine with a clock the test moves. */
 export function engineAt (t: TestApp, clock: { now: Date }): Engine {
@@ -51,6 +53,30 @@ export async function rule (t: TestApp, token: string, body: Json): Promise<Json
   return res.json()
 }
 
+/** Creates a rule of one event (scope EVENT), fired by `event.updated` unless the body says otherwise. */
+export async function eventRule (t: TestApp, token: string, eventId: number, body: Json): Promise<Json> {
+  return await rule(t, token, {
+    scope: 'EVENT',
+    scope_id: String(eventId),
+    schedule: { event_type: 'event.updated' },
+    ...body
+  })
+}
+
+/** Runs a rule by hand (`POST /automation/rules/{id}/execute`) as `token`: asserts the 202; the queued execution. */
+export async function executeRule (t: TestApp, token: string, ruleId: string, payload: Json = {}): Promise<Json> {
+  const res = await t.as(token, { method: 'POST', url: `/api/v1/automation/rules/${ruleId}/execute`, payload })
+  assert.equal(res.statusCode, 202, res.body)
+  return res.json()
+}
+
+/** Creates an automation of an event (`POST /events/{id}/automations`) as `token`: asserts the 201; the automation. */
+export async function eventAutomation (t: TestApp, token: string, eventId: number, body: Json): Promise<Json> {
+  const res = await t.as(token, { method: 'POST', url: `/api/v1/events/${eventId}/automations`, payload: body })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
 /** A rule's execution history as `token` sees it (first 100, newest first; `query` adds filters). */
 export async function executions (t: TestApp, token: string, ruleId: string, query = ''): Promise<Json[]> {
   const res = await t.as(token, {
@@ -61,25 +87,13 @@ export async function executions (t: TestApp, token: string, ruleId: string, que
   return res.json().items
 }
 
-/** Creates a contact as `token`; its id. */
-export async function addContact (t: TestApp, token: string, email: string): Promise<string> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: email, email } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json().id
-}
-
 /** Puts a contact on an event with a status, directly (no domain event). */
 export async function addAttendee (
   t: TestApp,
   tenantId: string,
   eventId: number,
   contactId: string,
-  status: string
+  status: 'invited' | 'confirmed' | 'declined' | 'tentative' | 'checked_in'
 ): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async trx => {
-    await trx
-      .insertInto('attendees')
-      .values({ tenant_id: tenantId, event_id: eventId, contact_id: contactId, status } as never)
-      .execute()
-  })
+  await insertAttendee(t, tenantId, { event_id: eventId, contact_id: contactId, status })
 }

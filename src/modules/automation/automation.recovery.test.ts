@@ -9,12 +9,14 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { queuedNotifications } from '../../../test/helpers/outbox.ts'
+import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { errorLocations, problemIssues } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
 import { claimExecution, dispatchOutbox, handleJob, runExecution } from './automation.engine.ts'
-import { drain, engineAt, executions, rule } from './automation.fixtures.ts'
+import { drain, engineAt, eventAutomation, executeRule, executions, rule } from './automation.fixtures.ts'
 
 const PAUSE_AFTER = 3
 
@@ -75,14 +77,7 @@ async function retry (t: TestApp, token: string, ruleId: string, executionId: st
 }
 
 async function pausedNotices (t: TestApp, tenantId: string): Promise<Json[]> {
-  return await withTenant(t.ctx.db, { tenantId }, trx =>
-    trx
-      .selectFrom('notification_outbox')
-      .select(['recipient', 'subject', 'body', 'status', 'payload'])
-      .where('tenant_id', '=', tenantId)
-      .orderBy('id')
-      .execute()
-  ).then(rows => rows.filter(r => (r.payload as Json).kind === 'automation.rule_paused'))
+  return (await queuedNotifications(t, tenantId)).filter(r => (r.payload as Json).kind === 'automation.rule_paused')
 }
 
 for (const kind of databases()) {
@@ -150,18 +145,27 @@ for (const kind of databases()) {
       assert.deepEqual(await activityMessages(t, alice, event.id), ['version one'])
     })
 
-    void it('runs as the writer of the queued version: their rights, checked when it runs', async () => {
+    /**
+     * Carol's event, which alice sees (a check-in manager) but may not edit, and a rule of alice's
+     * that adds `message` to the activity of an event updated.
+     */
+    async function aliceRuleOnCarolsEvent (message: string) {
       const tenant = newTenant(t)
       const carol = await tenant.user('carol')
       const alice = await tenant.user('alice')
-      const admin = await tenant.user('root', ['admin'])
-      const engine = engineAt(t, clock)
-      const event = await createEvent(t, carol, { title: 'Carol\'s' })
+      const event = await createEvent(t, carol, { title: "Carol's" })
       await addManager(t, tenant.id, event.id, 'alice', { role: 'event_manager:checkin' })
       const r = await rule(t, alice, {
         schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'activity', message: 'by alice' }]
+        actions: [{ type: 'activity', message }]
       })
+      return { tenant, carol, alice, event, r }
+    }
+
+    void it('runs as the writer of the queued version: their rights, checked when it runs', async () => {
+      const { tenant, carol, event, r } = await aliceRuleOnCarolsEvent('by alice')
+      const admin = await tenant.user('root', ['admin'])
+      const engine = engineAt(t, clock)
       await touch(t, tenant.id, event.id)
       await dispatchOutbox(engine)
       // an admin takes the rule over (version 2 acts as the admin); the queued run is still version 1's, alice's
@@ -181,18 +185,9 @@ for (const kind of databases()) {
     })
 
     void it('retries a failed execution as a new attempt of the same version once the cause is fixed; refuses other states with 409', async () => {
-      const tenant = newTenant(t)
-      const carol = await tenant.user('carol')
-      const alice = await tenant.user('alice')
+      const { tenant, carol, alice, event, r } = await aliceRuleOnCarolsEvent('logged')
       const bob = await tenant.user('bob')
       const engine = engineAt(t, clock)
-      const event = await createEvent(t, carol, { title: "Carol's" })
-      // alice sees carol's event (a check-in manager) but may not edit it
-      await addManager(t, tenant.id, event.id, 'alice', { role: 'event_manager:checkin' })
-      const r = await rule(t, alice, {
-        schedule: { event_type: 'event.updated' },
-        actions: [{ type: 'activity', message: 'logged' }]
-      })
       await touch(t, tenant.id, event.id)
       await drain(engine, { clock, tenantId: tenant.id })
       const [failed] = await executions(t, alice, r.id)
@@ -266,17 +261,12 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
       const event = await createEvent(t, alice, { title: 'Mine' })
-      const created = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/automations`,
-        payload: {
-          name: 'to draft',
-          trigger: { type: 'event.updated' },
-          actions: [{ type: 'transition', to_state: 'no-such-state' }]
-        }
+      const created = await eventAutomation(t, alice, event.id, {
+        name: 'to draft',
+        trigger: { type: 'event.updated' },
+        actions: [{ type: 'transition', to_state: 'no-such-state' }]
       })
-      assert.equal(created.statusCode, 201, created.body)
-      const base = `/api/v1/events/${event.id}/automations/${created.json().id as string}`
+      const base = `/api/v1/events/${event.id}/automations/${created.id as string}`
       await touch(t, tenant.id, event.id)
       await drain(engine, { clock, tenantId: tenant.id })
       const list = await t.as(alice, { method: 'GET', url: `${base}/executions?status=failed` })
@@ -304,12 +294,7 @@ for (const kind of databases()) {
       await drain(engine, { clock, tenantId: tenant.id })
       const before = new Date()
       await new Promise(resolve => setTimeout(resolve, 20))
-      const manual = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/automation/rules/${r.id}/execute`,
-        payload: { trigger_type: 'manual.check', trigger_context: { event_id: event.id } }
-      })
-      assert.equal(manual.statusCode, 202, manual.body)
+      await executeRule(t, alice, r.id, { trigger_type: 'manual.check', trigger_context: { event_id: event.id } })
       const all = await executions(t, alice, r.id)
       assert.equal(all.length, 2)
       const ids = async (q: string) => (await executions(t, alice, r.id, q)).map(e => e.id)
@@ -381,17 +366,8 @@ for (const kind of databases()) {
       for (const q of ['', '&trigger_type=event.updated']) {
         const all = (await executions(t, alice, r.id, q)).map(e => e.id)
         assert.equal(all.length, q === '' ? 13 : 8)
-        const walked: string[] = []
-        let cursor: string | null = null
-        do {
-          const res = await t.as(alice, {
-            method: 'GET',
-            url: `/api/v1/automation/rules/${r.id}/executions?size=3${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-          })
-          assert.equal(res.statusCode, 200, res.body)
-          walked.push(...(res.json().items as Json[]).map(e => e.id))
-          cursor = res.json().next_cursor
-        } while (cursor !== null)
+        const walked = (await itemsByCursor(t, alice, `/api/v1/automation/rules/${r.id}/executions?size=3${q}`))
+          .map(e => e.id)
         assert.deepEqual(walked, all, q)
       }
       const first = (
@@ -401,9 +377,7 @@ for (const kind of databases()) {
         `/api/v1/automation/rules/${other.id}/executions?size=3`,
         `/api/v1/automation/rules/${r.id}/executions?size=3&status=queued`
       ]) {
-        const res = await t.as(alice, { method: 'GET', url: `${url}&cursor=${encodeURIComponent(first.next_cursor)}` })
-        assert.equal(res.statusCode, 400, res.body)
-        assert.deepEqual(errorLocations(res), ['query.cursor'])
+        assert.deepEqual(errorLocations(await refusedCursor(t, alice, url, first.next_cursor)), ['query.cursor'])
       }
     })
 

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { problemIssues } from '../../../test/helpers/problem.ts'
+import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
+import { assertBadRequestAt } from '../../../test/helpers/problem.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
 
@@ -16,16 +18,6 @@ function ruleBody (extra: Json = {}): Json {
     actions: [notifyCreator],
     ...extra
   }
-}
-
-function assertBadField (
-  res: { statusCode: number; body: string; headers: Record<string, unknown> },
-  location: string
-): void {
-  assert.equal(res.statusCode, 400, res.body)
-  assert.deepEqual(problemIssues(res as never), [])
-  const locations = (JSON.parse(res.body).errors as Array<{ location: string }>).map(e => e.location)
-  assert.ok(locations.includes(location), `expected ${location} in ${JSON.stringify(locations)}`)
 }
 
 async function ruleCount (t: TestApp, token: string): Promise<number> {
@@ -121,43 +113,46 @@ for (const kind of databases()) {
 
       const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/automation/rules/${rule.id}` })
       assert.equal(del.statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/automation/rules/${rule.id}` })).statusCode, 404)
+      await expectStatus(t, alice, 'GET', `/api/v1/automation/rules/${rule.id}`, 404)
       assert.equal(await ruleCount(t, alice), 1)
     })
 
     void it('refuses unknown triggers, actions and malformed conditions with the field named, and changes nothing', async () => {
       const alice = await newTenant(t).user('alice')
       const post = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload })
-      assertBadField(await post(ruleBody({ schedule: { event_type: 'event.exploded' } })), 'body.schedule.event_type')
-      assertBadField(
+      assertBadRequestAt(
+        await post(ruleBody({ schedule: { event_type: 'event.exploded' } })),
+        'body.schedule.event_type'
+      )
+      assertBadRequestAt(
         await post(ruleBody({ actions: [notifyCreator, { type: 'launch_rockets' }] })),
         'body.actions[1].type'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(ruleBody({ actions: [{ type: 'notify', to: 'everyone', subject: 's', body: 'b' }] })),
         'body.actions[0].to'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(ruleBody({ actions: [{ type: 'webhook', url: 'ftp://example.com/x' }] })),
         'body.actions[0].url'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(ruleBody({ actions: [{ type: 'set_attendee_status', status: 'gone' }] })),
         'body.actions[0].status'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(ruleBody({ conditions: { method: ['payload', 'toString'] } })),
         'body.conditions.method'
       )
-      assertBadField(await post(ruleBody({ conditions: { '==': [1, 1], '!=': [1, 2] } })), 'body.conditions')
+      assertBadRequestAt(await post(ruleBody({ conditions: { '==': [1, 1], '!=': [1, 2] } })), 'body.conditions')
       let deep: unknown = true
       for (let i = 0; i < 12; i++) deep = { '!': [deep] }
-      assertBadField(await post(ruleBody({ conditions: deep })), 'body.conditions.![0].![0].![0].![0]')
-      assertBadField(
+      assertBadRequestAt(await post(ruleBody({ conditions: deep })), 'body.conditions.![0].![0].![0].![0]')
+      assertBadRequestAt(
         await post(ruleBody({ schedule: { event_type: 'schedule.cron', cron_expression: 'every tuesday' } })),
         'body.schedule.cron_expression'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(
           ruleBody({
             schedule: { event_type: 'schedule.cron', cron_expression: '0 9 * * *', timezone: 'Mars/Olympus' }
@@ -165,13 +160,13 @@ for (const kind of databases()) {
         ),
         'body.schedule.timezone'
       )
-      assertBadField(
+      assertBadRequestAt(
         await post(ruleBody({ schedule: { event_type: 'event.starts_in' } })),
         'body.schedule.offset_minutes'
       )
-      assertBadField(await post(ruleBody({ scope: 'EVENT' })), 'body.scope_id')
-      assertBadField(await post(ruleBody({ scope: 'GLOBAL', scope_id: '12' })), 'body.scope_id')
-      assertBadField(await post(ruleBody({ scope: 'CONTACT', scope_id: 'nope' })), 'body.scope_id')
+      assertBadRequestAt(await post(ruleBody({ scope: 'EVENT' })), 'body.scope_id')
+      assertBadRequestAt(await post(ruleBody({ scope: 'GLOBAL', scope_id: '12' })), 'body.scope_id')
+      assertBadRequestAt(await post(ruleBody({ scope: 'CONTACT', scope_id: 'nope' })), 'body.scope_id')
       assert.equal(await ruleCount(t, alice), 0)
     })
 
@@ -180,43 +175,24 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const viewer = await tenant.user('vera', ['viewer'])
-      assert.equal(
-        (await t.as(viewer, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })).statusCode,
-        403
-      )
-      assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/automation/rules' })).statusCode, 200)
+      await expectStatuses(t, [
+        [viewer, 'POST', '/api/v1/automation/rules', 403, ruleBody()],
+        [viewer, 'GET', '/api/v1/automation/rules', 200]
+      ])
       const event = await createEvent(t, alice, { visibility: 40 })
       const forEvent = ruleBody({ scope: 'EVENT', scope_id: String(event.id) })
-      assert.equal(
-        (await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode,
-        403
-      )
-      assert.equal(
-        (
-          await t.as(bob, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/automations`,
-            payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] }
-          })
-        ).statusCode,
-        403
-      )
+      const automations = `/api/v1/events/${event.id}/automations`
+      const automation = { name: 'x', trigger: { type: 'event.updated' }, actions: [] }
+      await expectStatuses(t, [
+        [bob, 'POST', '/api/v1/automation/rules', 403, forEvent],
+        [bob, 'POST', automations, 403, automation]
+      ])
       await addManager(t, tenant.id, event.id, 'bob', { permissions: ['automations:manage'] })
-      assert.equal(
-        (await t.as(bob, { method: 'POST', url: '/api/v1/automation/rules', payload: forEvent })).statusCode,
-        201
-      )
       const other = await newTenant(t).user('mallory')
-      assert.equal(
-        (
-          await t.as(other, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/automations`,
-            payload: { name: 'x', trigger: { type: 'event.updated' }, actions: [] }
-          })
-        ).statusCode,
-        404
-      )
+      await expectStatuses(t, [
+        [bob, 'POST', '/api/v1/automation/rules', 201, forEvent],
+        [other, 'POST', automations, 404, automation]
+      ])
       assert.equal(await ruleCount(t, other), 0)
     })
 
@@ -235,20 +211,12 @@ for (const kind of databases()) {
       const global = (
         await t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload: ruleBody() })
       ).json()
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}` })).statusCode, 404)
-      assert.equal(
-        (await t.as(bob, { method: 'GET', url: `/api/v1/automation/rules/${r.id}/executions` })).statusCode,
-        404
-      )
-      assert.equal(
-        (await t.as(bob, { method: 'PATCH', url: `/api/v1/automation/rules/${r.id}`, payload: { enabled: false } }))
-          .statusCode,
-        404
-      )
-      assert.equal(
-        (await t.as(bob, { method: 'POST', url: `/api/v1/automation/rules/${r.id}/execute`, payload: {} })).statusCode,
-        404
-      )
+      await expectStatuses(t, [
+        [bob, 'GET', `/api/v1/automation/rules/${r.id}`, 404],
+        [bob, 'GET', `/api/v1/automation/rules/${r.id}/executions`, 404],
+        [bob, 'PATCH', `/api/v1/automation/rules/${r.id}`, 404, { enabled: false }],
+        [bob, 'POST', `/api/v1/automation/rules/${r.id}/execute`, 404, {}]
+      ])
       assert.deepEqual(
         (await t.as(bob, { method: 'GET', url: '/api/v1/automation/rules' })).json().items.map((x: Json) => x.id),
         [global.id]
@@ -267,8 +235,8 @@ for (const kind of databases()) {
         headers: { 'content-type': 'application/json' },
         payload: lone
       })
-      assertBadField(res, 'body.trigger_context.note')
-      assertBadField(
+      assertBadRequestAt(res, 'body.trigger_context.note')
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'POST',
           url: '/api/v1/automation/rules',
@@ -310,21 +278,12 @@ for (const kind of databases()) {
         disabled_reason: _d,
         ...writable
       } = got
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'PUT',
-            url: `/api/v1/automation/rules/${id}`,
-            payload: { ...writable, name: 'Renamed' }
-          })
-        ).statusCode,
-        200
-      )
+      await expectStatus(t, alice, 'PUT', `/api/v1/automation/rules/${id}`, 200, { ...writable, name: 'Renamed' })
       const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, trx =>
         trx.selectFrom('automation_rules').select('actions').where('id', '=', id).executeTakeFirstOrThrow()
       )
       assert.deepEqual(stored.actions, [hook])
-      assertBadField(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PUT',
           url: `/api/v1/automation/rules/${id}`,
@@ -409,47 +368,30 @@ for (const kind of databases()) {
         ['Reminder', false, { type: 'event.starts_in', offset_minutes: 60 }, [{ type: 'activity', kind: 'automation' }]]
       )
 
-      assertBadField(
-        await t.as(alice, {
-          method: 'PUT',
-          url: `${base}/${a.id}`,
-          payload: { name: 'x', trigger: { type: 'nope.never' }, actions: [] }
-        }),
-        'body.trigger.type'
-      )
-      assertBadField(
-        await t.as(alice, {
-          method: 'POST',
-          url: base,
-          payload: {
-            name: 'x',
-            trigger: { type: 'event.updated' },
-            actions: [{ type: 'activity' }, { type: 'explode' }]
-          }
-        }),
-        'body.actions[1].type'
-      )
-      assertBadField(
-        await t.as(alice, {
-          method: 'POST',
-          url: base,
-          payload: {
-            name: 'x',
-            trigger: { type: 'event.updated', conditions: { '==': [{ var: { x: 1 } }, 1] } },
-            actions: []
-          }
-        }),
-        'body.trigger.conditions.==[0].var'
-      )
+      const refused: Array<[location: string, method: 'POST' | 'PUT', url: string, payload: Json]> = [
+        ['body.trigger.type', 'PUT', `${base}/${a.id}`, { name: 'x', trigger: { type: 'nope.never' }, actions: [] }],
+        ['body.actions[1].type', 'POST', base, {
+          name: 'x',
+          trigger: { type: 'event.updated' },
+          actions: [{ type: 'activity' }, { type: 'explode' }]
+        }],
+        ['body.trigger.conditions.==[0].var', 'POST', base, {
+          name: 'x',
+          trigger: { type: 'event.updated', conditions: { '==': [{ var: { x: 1 } }, 1] } },
+          actions: []
+        }]
+      ]
+      for (const [location, method, url, payload] of refused) {
+        assertBadRequestAt(await t.as(alice, { method, url, payload }), location)
+      }
       assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).json().name, 'Reminder')
 
       const other = await createEvent(t, alice)
-      assert.equal(
-        (await t.as(alice, { method: 'GET', url: `/api/v1/events/${other.id}/automations/${a.id}` })).statusCode,
-        404
-      )
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `${base}/${a.id}` })).statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'GET', url: `${base}/${a.id}` })).statusCode, 404)
+      await expectStatuses(t, [
+        [alice, 'GET', `/api/v1/events/${other.id}/automations/${a.id}`, 404],
+        [alice, 'DELETE', `${base}/${a.id}`, 204],
+        [alice, 'GET', `${base}/${a.id}`, 404]
+      ])
       assert.equal((await t.as(alice, { method: 'GET', url: base })).json().total, 0)
     })
 
@@ -526,31 +468,14 @@ for (const kind of databases()) {
         await trx.updateTable('automation_rules').set({ created_at: new Date('2026-01-01T00:00:00Z') })
           .where('tenant_id', '=', tenant.id).where('name', 'in', ['R1', 'R3']).execute()
       })
-      const get = async (url: string) => {
-        const res = await t.as(alice, { method: 'GET', url })
-        assert.equal(res.statusCode, 200, res.body)
-        return res.json()
-      }
       for (const q of ['', '&enabled=true']) {
-        const all = ((await get(`/api/v1/automation/rules?size=100${q}`)).items as Json[]).map(r => r.id)
-        const walked: string[] = []
-        let cursor: string | null = null
-        do {
-          const body: Json = await get(
-            `/api/v1/automation/rules?size=2${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-          )
-          walked.push(...(body.items as Json[]).map(r => r.id))
-          cursor = body.next_cursor
-        } while (cursor !== null)
+        const all = ((await getJson(t, alice, `/api/v1/automation/rules?size=100${q}`)).items as Json[]).map(r => r.id)
+        const walked = (await itemsByCursor(t, alice, `/api/v1/automation/rules?size=2${q}`)).map(r => r.id)
         assert.deepEqual(walked, all, q)
         assert.equal(all.length, q === '' ? 5 : 3)
       }
-      const first = await get('/api/v1/automation/rules?size=2')
-      const refused = await t.as(alice, {
-        method: 'GET',
-        url: `/api/v1/automation/rules?size=2&enabled=false&cursor=${encodeURIComponent(first.next_cursor)}`
-      })
-      assert.equal(refused.statusCode, 400, refused.body)
+      const first = await getJson(t, alice, '/api/v1/automation/rules?size=2')
+      await refusedCursor(t, alice, '/api/v1/automation/rules?size=2&enabled=false', first.next_cursor)
     })
   })
 }

@@ -1,12 +1,13 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { pagesByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 
 type Json = Record<string, any>
 
 async function createContact (t: TestApp, token: string, body: Json): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: body })
-  assert.equal(res.statusCode, 201, res.body)
+  const res = await expectStatus(t, token, 'POST', '/api/v1/contacts', 201, body)
   return res.json()
 }
 
@@ -42,12 +43,10 @@ for (const kind of databases()) {
           linked_user_id: 'user-42',
           tags: ['math', 'history']
         }
-        const res = await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/contacts',
-          payload: { $schema: 'http://localhost:8080/schemas/Contact.json', ...body }
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts', 201, {
+          $schema: 'http://localhost:8080/schemas/Contact.json',
+          ...body
         })
-        assert.equal(res.statusCode, 201)
         assert.match(String(res.headers['content-type']), /^application\/json/)
         assert.equal(res.headers.link, '<http://localhost:8080/schemas/Contact.json>; rel="describedBy"')
         const c = res.json()
@@ -60,8 +59,7 @@ for (const kind of databases()) {
         assert.equal(res.headers.location, `/api/v1/contacts/${c.id}`)
         assert.equal(c.tenant_id, undefined)
 
-        const read = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
-        assert.equal(read.statusCode, 200)
+        const read = await expectStatus(t, alice, 'GET', `/api/v1/contacts/${c.id}`, 200)
         assert.deepEqual({ ...(read.json() as Json), $schema: undefined }, { ...c, $schema: undefined })
       })
 
@@ -114,26 +112,23 @@ for (const kind of databases()) {
         assert.equal(list.json().total, 0)
       })
 
-      it('answers 400 for a body that is not JSON', async () => {
-        const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, {
+      /** `POST /contacts` of a new caller with `text` as its body, sent as `contentType` */
+      const postText = async (contentType: string, text: string) =>
+        await t.as(await newTenant(t).user('alice'), {
           method: 'POST',
           url: '/api/v1/contacts',
-          headers: { 'content-type': 'application/json' },
-          payload: '{"first_name":'
+          headers: { 'content-type': contentType },
+          payload: text
         })
+
+      it('answers 400 for a body that is not JSON', async () => {
+        const res = await postText('application/json', '{"first_name":')
         assert.equal(res.statusCode, 400)
         assert.equal(res.json().errors[0].location, 'body')
       })
 
       it('answers 415 for an unsupported content type', async () => {
-        const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/contacts',
-          headers: { 'content-type': 'text/csv' },
-          payload: 'a,b'
-        })
+        const res = await postText('text/csv', 'a,b')
         assert.equal(res.statusCode, 415)
         assert.equal(res.json().status, 415)
       })
@@ -141,8 +136,7 @@ for (const kind of databases()) {
       it('forbids a viewer (403) and stores nothing', async () => {
         const tenant = newTenant(t)
         const viewer = await tenant.user('vera', ['viewer'])
-        const res = await t.as(viewer, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'No' } })
-        assert.equal(res.statusCode, 403)
+        const res = await expectStatus(t, viewer, 'POST', '/api/v1/contacts', 403, { first_name: 'No' })
         assert.equal(res.json().detail, 'missing permission contacts:write')
         const list = await t.as(viewer, { method: 'GET', url: '/api/v1/contacts' })
         assert.equal(list.json().total, 0)
@@ -251,8 +245,7 @@ for (const kind of databases()) {
       it('returns matches, the query and the total, limited', async () => {
         const alice = await newTenant(t).user('alice')
         for (const n of ['Anna', 'Annabel', 'Hannah', 'Zed']) await createContact(t, alice, { first_name: n })
-        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=ann&limit=2' })
-        assert.equal(res.statusCode, 200)
+        const res = await expectStatus(t, alice, 'GET', '/api/v1/contacts/search?query=ann&limit=2', 200)
         const body = res.json()
         assert.equal(body.$schema, 'http://localhost:8080/schemas/SearchOutputBody.json')
         assert.equal(body.query, 'ann')
@@ -279,8 +272,7 @@ for (const kind of databases()) {
 
       it('requires a query of at least one character and a limit of 1 to 100', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search?query=&limit=101' })
-        assert.equal(res.statusCode, 400)
+        const res = await expectStatus(t, alice, 'GET', '/api/v1/contacts/search?query=&limit=101', 400)
         assert.deepEqual(res.json().errors.map((e: Json) => e.location).sort(), ['query.limit', 'query.query'])
         const missing = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/search' })
         assert.equal(missing.json().errors[0].location, 'query.query')
@@ -320,12 +312,9 @@ for (const kind of databases()) {
 
       it('refuses a batch with a duplicate e-mail and applies nothing', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/contacts/upsert',
-          payload: { contacts: [{ email: 'a@x.io' }, { email: 'b@x.io' }, { email: 'A@x.io' }] }
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 400, {
+          contacts: [{ email: 'a@x.io' }, { email: 'b@x.io' }, { email: 'A@x.io' }]
         })
-        assert.equal(res.statusCode, 400)
         assert.equal(res.json().errors[0].location, 'body.contacts[2].email')
         const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
         assert.equal(list.json().total, 0)
@@ -333,12 +322,9 @@ for (const kind of databases()) {
 
       it('names the item and field of a bad entry', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/contacts/upsert',
-          payload: { contacts: [{ email: 'ok@x.io' }, { first_name: 'no email' }] }
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 400, {
+          contacts: [{ email: 'ok@x.io' }, { first_name: 'no email' }]
         })
-        assert.equal(res.statusCode, 400)
         assert.equal(res.json().errors[0].location, 'body.contacts[1].email')
       })
 
@@ -387,21 +373,14 @@ for (const kind of databases()) {
       it('replaces with PUT (omitted fields cleared) and sets the favorite flag', async () => {
         const alice = await newTenant(t).user('alice')
         const c = await createContact(t, alice, { first_name: 'Ann', company: 'Acme' })
-        const put = await t.as(alice, {
-          method: 'PUT',
-          url: `/api/v1/contacts/${c.id}`,
-          payload: { is_favorite: false, last_name: 'Lee' }
+        const put = await expectStatus(t, alice, 'PUT', `/api/v1/contacts/${c.id}`, 200, {
+          is_favorite: false,
+          last_name: 'Lee'
         })
-        assert.equal(put.statusCode, 200)
         assert.equal(put.json().first_name, null)
         assert.equal(put.json().company, null)
         assert.equal(put.json().last_name, 'Lee')
-        const missing = await t.as(alice, {
-          method: 'PUT',
-          url: `/api/v1/contacts/${c.id}`,
-          payload: { last_name: 'Lee' }
-        })
-        assert.equal(missing.statusCode, 400)
+        const missing = await expectStatus(t, alice, 'PUT', `/api/v1/contacts/${c.id}`, 400, { last_name: 'Lee' })
         assert.equal(missing.json().errors[0].location, 'body.is_favorite')
         const fav = await t.as(alice, {
           method: 'PATCH',
@@ -414,18 +393,15 @@ for (const kind of databases()) {
       it('deletes (204) and the contact is gone', async () => {
         const alice = await newTenant(t).user('alice')
         const c = await createContact(t, alice, { first_name: 'Gone' })
-        const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${c.id}` })
-        assert.equal(del.statusCode, 204)
+        const del = await expectStatus(t, alice, 'DELETE', `/api/v1/contacts/${c.id}`, 204)
         assert.equal(del.body, '')
-        const get = await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${c.id}` })
-        assert.equal(get.statusCode, 404)
+        const get = await expectStatus(t, alice, 'GET', `/api/v1/contacts/${c.id}`, 404)
         assert.equal(get.json().detail, 'contact not found')
       })
 
       it('answers 400 for an id that is not a UUID', async () => {
         const alice = await newTenant(t).user('alice')
-        const res = await t.as(alice, { method: 'GET', url: '/api/v1/contacts/42' })
-        assert.equal(res.statusCode, 400)
+        const res = await expectStatus(t, alice, 'GET', '/api/v1/contacts/42', 400)
         assert.equal(res.json().errors[0].location, 'path.id')
       })
     })
@@ -440,25 +416,20 @@ for (const kind of databases()) {
         const shared = await createContact(t, ann, { first_name: 'Shared' })
         const personal = await createContact(t, solo, { first_name: 'Personal' })
 
-        assert.equal((await t.as(ben, { method: 'GET', url: `/api/v1/contacts/${shared.id}` })).statusCode, 200)
-        assert.equal((await t.as(cat, { method: 'GET', url: `/api/v1/contacts/${shared.id}` })).statusCode, 404)
-        assert.equal((await t.as(ann, { method: 'GET', url: `/api/v1/contacts/${personal.id}` })).statusCode, 404)
+        await expectStatuses(t, [
+          [ben, 'GET', `/api/v1/contacts/${shared.id}`, 200],
+          [cat, 'GET', `/api/v1/contacts/${shared.id}`, 404],
+          [ann, 'GET', `/api/v1/contacts/${personal.id}`, 404]
+        ])
         assert.equal((await t.as(ben, { method: 'GET', url: '/api/v1/contacts' })).json().total, 1)
         assert.equal((await t.as(cat, { method: 'GET', url: '/api/v1/contacts/search?query=shared' })).json().total, 0)
 
-        const benEdit = await t.as(ben, {
-          method: 'PATCH',
-          url: `/api/v1/contacts/${shared.id}`,
-          payload: { city: 'X' }
-        })
-        assert.equal(benEdit.statusCode, 403)
+        await expectStatus(t, ben, 'PATCH', `/api/v1/contacts/${shared.id}`, 403, { city: 'X' })
         const admin = await tenant.user('root', ['admin'], { orgId: 'org-z' })
-        assert.equal(
-          (await t.as(admin, { method: 'PATCH', url: `/api/v1/contacts/${shared.id}`, payload: { city: 'Y' } }))
-            .statusCode,
-          200
-        )
-        assert.equal((await t.as(admin, { method: 'GET', url: `/api/v1/contacts/${personal.id}` })).statusCode, 404)
+        await expectStatuses(t, [
+          [admin, 'PATCH', `/api/v1/contacts/${shared.id}`, 200, { city: 'Y' }],
+          [admin, 'GET', `/api/v1/contacts/${personal.id}`, 404]
+        ])
       })
 
       it('answers 404 to another tenant for every operation and changes nothing', async () => {
@@ -506,11 +477,7 @@ for (const kind of databases()) {
           }
         })
         assert.equal(res.statusCode, 200, res.body)
-        const get = async (url: string) => {
-          const r = await t.as(alice, { method: 'GET', url })
-          assert.equal(r.statusCode, 200, r.body)
-          return r.json()
-        }
+        const get = async (url: string) => await getJson(t, alice, url)
         for (const q of [
           '',
           '?sort_by=last_name&sort_dir=asc',
@@ -521,41 +488,24 @@ for (const kind of databases()) {
           const sep = q === '' ? '?' : '&'
           const all = ((await get(`/api/v1/contacts${q}${sep}size=100`)).items as Json[]).map(i => i.id)
           assert.equal(all.length, names.length)
-          const walked: string[] = []
-          let cursor: string | null = null
-          let pages = 0
-          do {
-            const body: Json = await get(
-              `/api/v1/contacts${q}${sep}size=5${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-            )
-            walked.push(...(body.items as Json[]).map(i => i.id))
-            assert.equal(body.page, ++pages)
-            assert.equal(body.total, names.length)
-            cursor = body.next_cursor
-          } while (cursor !== null)
+          const pages = await pagesByCursor(t, alice, `/api/v1/contacts${q}${sep}size=5`)
+          assert.deepEqual(pages.map(p => p.page), pages.map((_, i) => i + 1))
+          assert.ok(pages.every(p => p.total === names.length), `${q}: a total other than ${names.length}`)
+          const walked = pages.flatMap(p => (p.items as Json[]).map(i => i.id))
           assert.deepEqual(walked, all, `${q}: the cursor walk differs from the page`)
         }
         // the search, ranked, by cursor: the same matches in the same order, the total on every page
         const ranked = ((await get('/api/v1/contacts/search?query=example&limit=100')).items as Json[]).map(i => i.id)
         assert.equal(ranked.length, names.length)
-        const searched: string[] = []
-        let next: string | null = null
-        do {
-          const body: Json = await get(
-            `/api/v1/contacts/search?query=example&limit=5${next !== null ? `&cursor=${encodeURIComponent(next)}` : ''}`
-          )
-          searched.push(...(body.items as Json[]).map(i => i.id))
-          assert.equal(body.total, names.length)
-          next = body.next_cursor
-        } while (next !== null)
-        assert.deepEqual(searched, ranked)
+        const searchPages = await pagesByCursor(t, alice, '/api/v1/contacts/search?query=example&limit=5')
+        assert.ok(searchPages.every(p => p.total === names.length), `a search total other than ${names.length}`)
+        assert.deepEqual(searchPages.flatMap(p => (p.items as Json[]).map(i => i.id)), ranked)
         const first = await get('/api/v1/contacts?sort_by=last_name&size=5')
-        for (const url of [
-          `/api/v1/contacts?sort_by=company&size=5&cursor=${encodeURIComponent(first.next_cursor)}`,
-          '/api/v1/contacts?cursor=bm9wZQ'
+        for (const [url, cursor] of [
+          ['/api/v1/contacts?sort_by=company&size=5', first.next_cursor],
+          ['/api/v1/contacts', 'bm9wZQ']
         ]) {
-          const r = await t.as(alice, { method: 'GET', url })
-          assert.equal(r.statusCode, 400, r.body)
+          const r = await refusedCursor(t, alice, url, cursor)
           assert.ok(
             r.json().errors.some((e: Json) => e.location === 'query.cursor'),
             r.body

@@ -2,38 +2,24 @@ import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
-import {
-  addManager,
-  createContact,
-  createEvent,
-  insertContacts,
-  topicsWithPayload,
-  type Json
-} from './event-collab.fixtures.ts'
+import { outboxEvents } from '../../../test/helpers/outbox.ts'
+import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
+import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
+import { aliceWithEvent } from '../events/events.fixtures.ts'
+import { addManager, createContact, createEvent, insertContacts, type Json } from './event-collab.fixtures.ts'
 
 for (const kind of databases()) {
   void describe(`${kind}: event attendees`, () => {
     const t = useTestApp(kind)
 
-    async function setup () {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice, { template: 'generic' })
-      return { tenant, alice, event }
-    }
     const list = async (token: string, id: number, query = '') =>
       await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/attendees${query}` })
 
     void it('adds an attendee, refuses a duplicate and unknown or invisible contacts, lists with paging', async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const contact = await createContact(t, alice)
-      const res = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: contact, notes: 'VIP' }
-      })
-      assert.equal(res.statusCode, 201, res.body)
-      const a = res.json()
+      const url = `/api/v1/events/${event.id}/attendees`
+      const a = (await expectStatus(t, alice, 'POST', url, 201, { contact_id: contact, notes: 'VIP' })).json()
       assert.equal(a.$schema, 'http://localhost:8080/schemas/Attendee.json')
       assert.deepEqual({ ...a, id: 0, invited_at: '', created_at: '', updated_at: '' }, {
         $schema: a.$schema,
@@ -52,50 +38,22 @@ for (const kind of databases()) {
         updated_at: ''
       })
 
-      const dup = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: contact, status: 'confirmed' }
-      })
-      assert.equal(dup.statusCode, 409, dup.body)
+      const dup = await expectStatus(t, alice, 'POST', url, 409, { contact_id: contact, status: 'confirmed' })
       assert.equal(dup.json().errors[0].location, 'body.contact_id')
 
       const unknown = crypto.randomUUID()
-      const bad = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: unknown }
-      })
-      assert.equal(bad.statusCode, 400, bad.body)
+      const bad = await expectStatus(t, alice, 'POST', url, 400, { contact_id: unknown })
       assert.deepEqual(bad.json().errors, [{ location: 'body.contact_id', message: 'unknown contact', value: unknown }])
 
       // bob's personal contact is invisible to alice
       const bob = await tenant.user('bob')
-      const bobs = await createContact(t, bob)
-      const hidden = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: bobs }
-      })
-      assert.equal(hidden.statusCode, 400, hidden.body)
+      await expectStatus(t, alice, 'POST', url, 400, { contact_id: await createContact(t, bob) })
 
-      const badStatus = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: contact, status: 'maybe' }
-      })
-      assert.equal(badStatus.statusCode, 400)
+      const badStatus = await expectStatus(t, alice, 'POST', url, 400, { contact_id: contact, status: 'maybe' })
       assert.equal(badStatus.json().errors[0].location, 'body.status')
 
       const more = await insertContacts(t, tenant.id, 'alice', 4)
-      for (const c of more) {
-        const r = await t.as(alice, {
-          method: 'POST',
-          url: `/api/v1/events/${event.id}/attendees`,
-          payload: { contact_id: c, status: 'confirmed' }
-        })
-        assert.equal(r.statusCode, 201, r.body)
-      }
+      for (const c of more) await expectStatus(t, alice, 'POST', url, 201, { contact_id: c, status: 'confirmed' })
       const page = await list(alice, event.id, '?page=2&size=2')
       assert.equal(page.statusCode, 200, page.body)
       const pageBody = page.json() as Json
@@ -114,162 +72,101 @@ for (const kind of databases()) {
       const confirmed = await list(alice, event.id, '?status=confirmed&size=100')
       assert.equal(confirmed.json().total, 4)
 
-      const topics = await topicsWithPayload(t, tenant.id, 'attendee.')
+      const topics = await outboxEvents(t, tenant.id, 'attendee.')
       assert.equal(topics.length, 5)
-      assert.deepEqual(topics[0], {
+      assert.deepEqual({ topic: topics[0]?.topic, payload: topics[0]?.payload }, {
         topic: 'attendee.added',
         payload: { event_id: event.id, contact_id: contact, status: 'invited', template: 'generic' }
       })
     })
 
     void it('updates a status (responded_at), removes, checks in idempotently', async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const contact = await createContact(t, alice)
-      await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: contact }
-      })
+      const url = `/api/v1/events/${event.id}/attendees`
+      await t.as(alice, { method: 'POST', url, payload: { contact_id: contact } })
 
-      const patched = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${event.id}/attendees/${contact}`,
-        payload: { status: 'tentative' }
-      })
-      assert.equal(patched.statusCode, 200, patched.body)
+      const patched = await expectStatus(t, alice, 'PATCH', `${url}/${contact}`, 200, { status: 'tentative' })
       assert.equal(patched.json().status, 'tentative')
       assert.ok(patched.json().responded_at !== null)
-      const missing = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${event.id}/attendees/${crypto.randomUUID()}`,
-        payload: { status: 'confirmed' }
-      })
-      assert.equal(missing.statusCode, 404)
-      const noStatus = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${event.id}/attendees/${contact}`,
-        payload: {}
-      })
-      assert.equal(noStatus.statusCode, 400)
+      await expectStatus(t, alice, 'PATCH', `${url}/${crypto.randomUUID()}`, 404, { status: 'confirmed' })
+      const noStatus = await expectStatus(t, alice, 'PATCH', `${url}/${contact}`, 400, {})
       assert.equal(noStatus.json().errors[0].location, 'body.status')
 
-      const first = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/${contact}/check-in`
-      })
-      assert.equal(first.statusCode, 204, first.body)
+      await expectStatus(t, alice, 'POST', `${url}/${contact}/check-in`, 204)
       const after1 = (await list(alice, event.id)).json().items[0]
       assert.equal(after1.status, 'checked_in')
       assert.equal(after1.is_checked_in, true)
       assert.ok(after1.checked_in_at !== null)
-      const second = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/${contact}/check-in`,
-        payload: {}
-      })
-      assert.equal(second.statusCode, 204)
+      await expectStatus(t, alice, 'POST', `${url}/${contact}/check-in`, 204, {})
       const after2 = (await list(alice, event.id)).json().items[0]
       assert.equal(after2.checked_in_at, after1.checked_in_at)
-      const notAttending = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/${crypto.randomUUID()}/check-in`
-      })
-      assert.equal(notAttending.statusCode, 404)
-
-      const del = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
-      assert.equal(del.statusCode, 204)
+      await expectStatuses(t, [
+        [alice, 'POST', `${url}/${crypto.randomUUID()}/check-in`, 404],
+        [alice, 'DELETE', `${url}/${contact}`, 204]
+      ])
       assert.equal((await list(alice, event.id)).json().total, 0)
-      const again = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
-      assert.equal(again.statusCode, 404)
+      await expectStatus(t, alice, 'DELETE', `${url}/${contact}`, 404)
 
-      const topics = (await topicsWithPayload(t, tenant.id, 'attendee.')).map(r => r.topic)
-      assert.deepEqual(topics, ['attendee.added', 'attendee.status_changed', 'attendee.checked_in', 'attendee.removed'])
+      assert.deepEqual(
+        (await outboxEvents(t, tenant.id, 'attendee.')).map(r => r.topic),
+        ['attendee.added', 'attendee.status_changed', 'attendee.checked_in', 'attendee.removed']
+      )
     })
 
     void it('bulk adds hundreds, updates and removes in one call; an unknown contact applies nothing', async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const ids = await insertContacts(t, tenant.id, 'alice', 300)
-      const add = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: ids.slice(0, 250), status: 'confirmed' }
-      })
-      assert.equal(add.statusCode, 204, add.body)
+      const bulk = `/api/v1/events/${event.id}/attendees/bulk`
+      await expectStatus(t, alice, 'POST', bulk, 204, { contact_ids: ids.slice(0, 250), status: 'confirmed' })
       assert.equal((await list(alice, event.id, '?status=confirmed')).json().total, 250)
 
       // already attending ones are left alone; one unknown id refuses the whole call
       const unknown = crypto.randomUUID()
-      const badAdd = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: [...ids.slice(200, 300), unknown] }
+      const badAdd = await expectStatus(t, alice, 'POST', bulk, 400, {
+        contact_ids: [...ids.slice(200, 300), unknown]
       })
-      assert.equal(badAdd.statusCode, 400, badAdd.body)
       assert.deepEqual(badAdd.json().errors, [
         { location: 'body.contact_ids[100]', message: 'unknown contact', value: unknown }
       ])
       assert.equal((await list(alice, event.id)).json().total, 250)
-      const readd = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: ids.slice(200, 300) }
-      })
-      assert.equal(readd.statusCode, 204)
+      await expectStatus(t, alice, 'POST', bulk, 204, { contact_ids: ids.slice(200, 300) })
       assert.equal((await list(alice, event.id)).json().total, 300)
       assert.equal((await list(alice, event.id, '?status=invited')).json().total, 50)
 
-      const status = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${event.id}/attendees/bulk/status`,
-        payload: { contact_ids: ids.slice(0, 100), status: 'declined' }
+      await expectStatus(t, alice, 'PATCH', `${bulk}/status`, 204, {
+        contact_ids: ids.slice(0, 100),
+        status: 'declined'
       })
-      assert.equal(status.statusCode, 204, status.body)
       assert.equal((await list(alice, event.id, '?status=declined')).json().total, 100)
       const declined = (await list(alice, event.id, '?status=declined&size=1')).json().items[0]
       assert.ok(declined.responded_at !== null)
 
       const stranger = (await insertContacts(t, tenant.id, 'alice', 1))[0]
-      const badStatus = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${event.id}/attendees/bulk/status`,
-        payload: { contact_ids: [ids[150], stranger], status: 'tentative' }
+      const badStatus = await expectStatus(t, alice, 'PATCH', `${bulk}/status`, 400, {
+        contact_ids: [ids[150], stranger],
+        status: 'tentative'
       })
-      assert.equal(badStatus.statusCode, 400, badStatus.body)
       assert.equal(badStatus.json().errors[0].location, 'body.contact_ids[1]')
       assert.equal((await list(alice, event.id, '?status=tentative')).json().total, 0)
 
-      const tooMany = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: Array.from({ length: 1001 }, () => crypto.randomUUID()) }
+      const tooMany = await expectStatus(t, alice, 'POST', bulk, 400, {
+        contact_ids: Array.from({ length: 1001 }, () => crypto.randomUUID())
       })
-      assert.equal(tooMany.statusCode, 400)
       assert.equal(tooMany.json().errors[0].location, 'body.contact_ids')
 
-      const remove = await t.as(alice, {
-        method: 'DELETE',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: ids.slice(0, 150), status: 'declined' }
-      })
-      assert.equal(remove.statusCode, 204, remove.body)
+      await expectStatus(t, alice, 'DELETE', bulk, 204, { contact_ids: ids.slice(0, 150), status: 'declined' })
       assert.equal((await list(alice, event.id)).json().total, 200)
-      const badRemove = await t.as(alice, {
-        method: 'DELETE',
-        url: `/api/v1/events/${event.id}/attendees/bulk`,
-        payload: { contact_ids: [ids[250], unknown] }
-      })
-      assert.equal(badRemove.statusCode, 400)
+      await expectStatus(t, alice, 'DELETE', bulk, 400, { contact_ids: [ids[250], unknown] })
       assert.equal((await list(alice, event.id)).json().total, 200)
     })
 
     void it('bulk calls record one domain event per attendee changed: added in the order given, status changes with the previous status, removals', async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const ids = await insertContacts(t, tenant.id, 'alice', 600)
-      const bulk = async (method: 'POST' | 'PATCH' | 'DELETE', path: string, payload: Json) => {
-        const res = await t.as(alice, { method, url: `/api/v1/events/${event.id}/attendees/bulk${path}`, payload })
-        assert.equal(res.statusCode, 204, res.body)
-      }
-      const events = async (topic: string) => (await topicsWithPayload(t, tenant.id, topic)).map(e => e.payload)
+      const bulk = async (method: 'POST' | 'PATCH' | 'DELETE', path: string, payload: Json) =>
+        await expectStatus(t, alice, method, `/api/v1/events/${event.id}/attendees/bulk${path}`, 204, payload)
+      const events = async (topic: string) => (await outboxEvents(t, tenant.id, topic)).map(e => e.payload)
 
       await bulk('POST', '', { contact_ids: ids.slice(0, 40), status: 'confirmed' })
       // 40 already attend: 560 new attendees, 560 events after the first 40, in the order of the request
@@ -306,152 +203,69 @@ for (const kind of databases()) {
     })
 
     void it('enforces event-manager permissions, tenant roles and tenant isolation', async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const [contact, other] = await insertContacts(t, tenant.id, 'alice', 2, 'org-1')
-      await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: contact }
-      })
+      const url = `/api/v1/events/${event.id}/attendees`
+      await t.as(alice, { method: 'POST', url, payload: { contact_id: contact } })
 
       // checkin role: read and check in, nothing else
       const carol = await tenant.user('carol', ['member'], { orgId: 'org-1' })
       await addManager(t, tenant.id, event.id, 'carol', { role: 'event_manager:checkin' })
-      assert.equal((await list(carol, event.id)).statusCode, 200)
-      const addByCarol = await t.as(carol, {
-        method: 'POST',
-        url: `/api/v1/events/${event.id}/attendees`,
-        payload: { contact_id: other }
-      })
-      assert.equal(addByCarol.statusCode, 403, addByCarol.body)
-      assert.equal(
-        (
-          await t.as(carol, {
-            method: 'PATCH',
-            url: `/api/v1/events/${event.id}/attendees/${contact}`,
-            payload: { status: 'confirmed' }
-          })
-        ).statusCode,
-        403
-      )
-      assert.equal(
-        (
-          await t.as(carol, {
-            method: 'DELETE',
-            url: `/api/v1/events/${event.id}/attendees/bulk`,
-            payload: { contact_ids: [contact] }
-          })
-        ).statusCode,
-        403
-      )
-      assert.equal(
-        (await t.as(carol, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in` }))
-          .statusCode,
-        204
-      )
+      await expectStatuses(t, [
+        [carol, 'GET', url, 200],
+        [carol, 'POST', url, 403, { contact_id: other }],
+        [carol, 'PATCH', `${url}/${contact}`, 403, { status: 'confirmed' }],
+        [carol, 'DELETE', `${url}/bulk`, 403, { contact_ids: [contact] }],
+        [carol, 'POST', `${url}/${contact}/check-in`, 204]
+      ])
 
       // a manager with only event:edit cannot even read the attendees
       const dan = await tenant.user('dan')
       await addManager(t, tenant.id, event.id, 'dan', { permissions: ['event:edit'] })
-      assert.equal((await list(dan, event.id)).statusCode, 403)
-      assert.equal(
-        (await t.as(dan, { method: 'POST', url: `/api/v1/events/${event.id}/attendees/${contact}/check-in` }))
-          .statusCode,
-        403
-      )
+      await expectStatuses(t, [
+        [dan, 'GET', url, 403],
+        [dan, 'POST', `${url}/${contact}/check-in`, 403]
+      ])
 
       // attendees role: writes allowed
       const erin = await tenant.user('erin', ['member'], { orgId: 'org-1' })
       await addManager(t, tenant.id, event.id, 'erin', { permissions: ['attendees:read', 'attendees:write'] })
-      assert.equal(
-        (
-          await t.as(erin, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/attendees`,
-            payload: { contact_id: other }
-          })
-        ).statusCode,
-        201
-      )
+      await expectStatus(t, erin, 'POST', url, 201, { contact_id: other })
 
-      // a viewer lacks events:write; someone who cannot see the event gets 404
-      const viewer = await tenant.user('vic', ['viewer'])
-      assert.equal(
-        (
-          await t.as(viewer, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/attendees`,
-            payload: { contact_id: contact }
-          })
-        ).statusCode,
-        403
-      )
-      const stranger = await tenant.user('sam')
-      assert.equal((await list(stranger, event.id)).statusCode, 404)
-
-      // another tenant: 404 and nothing changed
+      // a viewer lacks events:write; someone who cannot see the event gets 404; another tenant gets 404 too
       const mallory = await newTenant(t).user('mallory', ['admin'])
-      assert.equal((await list(mallory, event.id)).statusCode, 404)
-      const del = await t.as(mallory, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })
-      assert.equal(del.statusCode, 404)
+      await expectStatuses(t, [
+        [await tenant.user('vic', ['viewer']), 'POST', url, 403, { contact_id: contact }],
+        [await tenant.user('sam'), 'GET', url, 404],
+        [mallory, 'GET', url, 404],
+        [mallory, 'DELETE', `${url}/${contact}`, 404]
+      ])
+      // nothing changed
       const items = (await list(alice, event.id)).json().items as Json[]
       assert.equal(items.length, 2)
       assert.equal(items.find(i => i.contact_id === contact)?.status, 'checked_in')
 
       // an archived event is read-only
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/archive` })).statusCode, 204)
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${event.id}/attendees/${contact}` })).statusCode,
-        409
-      )
+      await expectStatuses(t, [
+        [alice, 'POST', `/api/v1/events/${event.id}/archive`, 204],
+        [alice, 'DELETE', `${url}/${contact}`, 409]
+      ])
       assert.equal((await list(alice, event.id)).json().total, 2)
     })
 
     void it("pages attendees by cursor as by page (bulk rows share created_at), per status, and refuses another event's cursor", async () => {
-      const { tenant, alice, event } = await setup()
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const other = await createEvent(t, alice, { template: 'generic' })
       const ids = await insertContacts(t, tenant.id, 'alice', 23)
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/attendees/bulk`,
-            payload: { contact_ids: ids.slice(0, 15), status: 'confirmed' }
-          })
-        ).statusCode,
-        204
-      )
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'POST',
-            url: `/api/v1/events/${event.id}/attendees/bulk`,
-            payload: { contact_ids: ids.slice(15) }
-          })
-        ).statusCode,
-        204
-      )
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'POST',
-            url: `/api/v1/events/${other.id}/attendees/bulk`,
-            payload: { contact_ids: ids.slice(0, 4) }
-          })
-        ).statusCode,
-        204
-      )
+      const url = (id: number) => `/api/v1/events/${id}/attendees`
+      await expectStatuses(t, [
+        [alice, 'POST', `${url(event.id)}/bulk`, 204, { contact_ids: ids.slice(0, 15), status: 'confirmed' }],
+        [alice, 'POST', `${url(event.id)}/bulk`, 204, { contact_ids: ids.slice(15) }],
+        [alice, 'POST', `${url(other.id)}/bulk`, 204, { contact_ids: ids.slice(0, 4) }]
+      ])
       for (const q of ['', '&status=confirmed', '&status=invited']) {
         const all = ((await list(alice, event.id, `?size=100${q}`)).json().items as Json[]).map(i => i.id)
-        const walked: number[] = []
-        let cursor: string | null = null
-        do {
-          const body: Json = (
-            await list(alice, event.id, `?size=4${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-          ).json()
-          walked.push(...(body.items as Json[]).map(i => i.id))
-          cursor = body.next_cursor
-        } while (cursor !== null)
+        const walked = (await itemsByCursor(t, alice, `${url(event.id)}?size=4${q}`)).map(i => i.id)
         assert.deepEqual(walked, all, q)
         assert.equal(new Set(walked).size, q === '' ? 23 : q.endsWith('confirmed') ? 15 : 8)
       }
@@ -460,8 +274,7 @@ for (const kind of databases()) {
         [other.id, '?size=4'],
         [event.id, '?size=4&status=confirmed']
       ] as const) {
-        const res = await list(alice, id, `${query}&cursor=${encodeURIComponent(first.next_cursor)}`)
-        assert.equal(res.statusCode, 400, res.body)
+        const res = await refusedCursor(t, alice, `${url(id)}${query}`, first.next_cursor)
         assert.ok(
           res.json().errors.some((e: Json) => e.location === 'query.cursor'),
           res.body

@@ -5,9 +5,10 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { databases, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { createContact, createEvent, type Json } from './event-collab.fixtures.ts'
+import { aliceWithEvent } from '../events/events.fixtures.ts'
+import { createContact, type Json } from './event-collab.fixtures.ts'
 
 function assert412 (res: { statusCode: number, headers: Record<string, unknown>, json: () => any }): void {
   assert.equal(res.statusCode, 412)
@@ -26,9 +27,7 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('attendees: PATCH, DELETE and check-in with a stale ETag answer 412 and change nothing', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const id = event.id as number
       const contact = await createContact(t, alice)
       const url = `/api/v1/events/${id}/attendees/${contact}`
@@ -100,9 +99,7 @@ for (const kind of databases()) {
     })
 
     void it('managers: PUT and DELETE with a stale ETag answer 412 and change nothing', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { alice, event } = await aliceWithEvent(t)
       const url = `/api/v1/events/${event.id as number}/managers/mia`
       const add = await t.as(alice, {
         method: 'POST',

@@ -4,10 +4,10 @@ import { after, before, describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
 import { startS3Emulator, type S3Emulator } from '../../../test/helpers/s3.ts'
-import { JPEG, JPEG_CARRYING_HTML, PNG, sha256, upload, WEBP } from './event-collab.cover.fixtures.ts'
+import { GIF, JPEG, JPEG_CARRYING_HTML, PNG, sha256, TOO_LARGE, uploadExpecting, WEBP } from './event-collab.cover.fixtures.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
+import { aliceWithEvent } from '../events/events.fixtures.ts'
 import { createEvent, getEvent, outboxTopics, publishEvent } from './event-collab.fixtures.ts'
-import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
 
 /** where the covers of a tenant's event go in the bucket */
 const prefixOf = (tenantId: string, eventId: number): string =>
@@ -39,11 +39,8 @@ for (const kind of databases()) {
     const { t, s3 } = useS3App(kind, s3 => ({ S3_PUBLIC_URL: `${s3.endpoint}/${s3.bucket}` }))
 
     void it('stores the image in the bucket with its type, links it by its public URL, and the service serves it too', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice, { metadata: { room: 'A' } })
-      const res = await upload(t, alice, event.id, PNG, { type: 'application/octet-stream' })
-      assert.equal(res.statusCode, 200, res.body)
+      const { tenant, alice, event } = await aliceWithEvent(t, { metadata: { room: 'A' } })
+      const res = await uploadExpecting(t, alice, event.id, PNG, 200, { type: 'application/octet-stream' })
       const e = res.json()
       assert.ok(e.cover_image_key.startsWith(prefixOf(tenant.id, event.id)), e.cover_image_key)
       assert.match(e.cover_image_key, /\/[0-9a-f]{24}\.png$/)
@@ -76,15 +73,10 @@ for (const kind of databases()) {
     })
 
     void it('replacing a cover deletes the old object from the bucket', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
-      const first = await upload(t, alice, event.id, PNG)
-      assert.equal(first.statusCode, 200, first.body)
-      const second = await upload(t, alice, event.id, JPEG)
-      assert.equal(second.statusCode, 200, second.body)
-      const third = await upload(t, alice, event.id, WEBP)
-      assert.equal(third.statusCode, 200, third.body)
+      const { tenant, alice, event } = await aliceWithEvent(t)
+      await uploadExpecting(t, alice, event.id, PNG, 200)
+      await uploadExpecting(t, alice, event.id, JPEG, 200)
+      const third = await uploadExpecting(t, alice, event.id, WEBP, 200)
       const key = third.json().cover_image_key
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [key])
       assert.equal(sha256((await s3().object(key)).data), third.json().metadata.cover_image.sha256)
@@ -92,21 +84,15 @@ for (const kind of databases()) {
     })
 
     void it('a refused upload leaves the bucket and the event as they were', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
-      const ok = await upload(t, alice, event.id, PNG)
-      assert.equal(ok.statusCode, 200, ok.body)
+      const { alice, event } = await aliceWithEvent(t)
+      const ok = await uploadExpecting(t, alice, event.id, PNG, 200)
       const before = await s3().keys('covers/')
 
-      const gif = await upload(t, alice, event.id, Buffer.from('GIF89a' + 'x'.repeat(50)), { type: 'image/png' })
-      assert.equal(gif.statusCode, 415, gif.body)
+      const gif = await uploadExpecting(t, alice, event.id, GIF, 415, { type: 'image/png' })
       assert.deepEqual(problemIssues(gif), [])
-      const big = await upload(t, alice, event.id, Buffer.concat([PNG, Buffer.alloc(COVER_MAX_BYTES)]))
-      assert.equal(big.statusCode, 413, big.body)
+      await uploadExpecting(t, alice, event.id, TOO_LARGE, 413)
       // a stale If-Match is found only once the event is locked, after the image was stored: the object goes again
-      const stale = await upload(t, alice, event.id, JPEG, { headers: { 'if-match': '"1"' } })
-      assert.equal(stale.statusCode, 412, stale.body)
+      const stale = await uploadExpecting(t, alice, event.id, JPEG, 412, { headers: { 'if-match': '"1"' } })
       assert.deepEqual(problemIssues(stale), [])
 
       assert.deepEqual(await s3().keys('covers/'), before)
@@ -116,16 +102,12 @@ for (const kind of databases()) {
     })
 
     void it('answers 503 while the store is down, changes nothing, and works again when it is back', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
-      const ok = await upload(t, alice, event.id, PNG)
-      assert.equal(ok.statusCode, 200, ok.body)
+      const { tenant, alice, event } = await aliceWithEvent(t)
+      const ok = await uploadExpecting(t, alice, event.id, PNG, 200)
 
       await s3().pause()
       try {
-        const down = await upload(t, alice, event.id, JPEG)
-        assert.equal(down.statusCode, 503, down.body)
+        const down = await uploadExpecting(t, alice, event.id, JPEG, 503)
         assert.deepEqual(problemIssues(down), [])
         assert.equal(down.json().detail, 'the object storage is unavailable, try again later')
         assert.equal(down.headers['retry-after'], '5')
@@ -145,8 +127,7 @@ for (const kind of databases()) {
       const img = await t.as(alice, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })
       assert.equal(img.statusCode, 200)
       assert.equal(sha256(img.rawPayload), ok.json().metadata.cover_image.sha256)
-      const again = await upload(t, alice, event.id, JPEG)
-      assert.equal(again.statusCode, 200, again.body)
+      const again = await uploadExpecting(t, alice, event.id, JPEG, 200)
       assert.deepEqual(await s3().keys(prefixOf(tenant.id, event.id)), [again.json().cover_image_key])
     })
   })
@@ -155,11 +136,8 @@ for (const kind of databases()) {
     const { t, s3 } = useS3App(kind)
 
     void it('links the service address and serves the object from the bucket', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
-      const res = await upload(t, alice, event.id, JPEG)
-      assert.equal(res.statusCode, 200, res.body)
+      const { alice, event } = await aliceWithEvent(t)
+      const res = await uploadExpecting(t, alice, event.id, JPEG, 200)
       const key = res.json().cover_image_key
       assert.equal(res.json().metadata.cover_image.url, `http://localhost:8080/api/v1/events/${event.id}/cover`)
       const stored = await s3().object(key)
@@ -175,8 +153,7 @@ for (const kind of databases()) {
     void it('stores no markup a JPEG carried: the bucket holds the re-encoded pixels only', async () => {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
-      const res = await upload(t, alice, event.id, JPEG_CARRYING_HTML, { type: 'text/html' })
-      assert.equal(res.statusCode, 200, res.body)
+      const res = await uploadExpecting(t, alice, event.id, JPEG_CARRYING_HTML, 200, { type: 'text/html' })
       const stored = await s3().object(res.json().cover_image_key)
       assert.equal(stored.data.includes('<script'), false)
       assert.equal(stored.contentType, 'image/jpeg')
@@ -185,8 +162,7 @@ for (const kind of databases()) {
     void it('never reads nor deletes another tenant\'s object through a key written into a row', async () => {
       const alice = await newTenant(t).user('alice')
       const mine = await createEvent(t, alice)
-      const uploaded = await upload(t, alice, mine.id, PNG)
-      assert.equal(uploaded.statusCode, 200, uploaded.body)
+      const uploaded = await uploadExpecting(t, alice, mine.id, PNG, 200)
       const victimKey: string = uploaded.json().cover_image_key
       const victim = await s3().object(victimKey)
 
@@ -204,24 +180,20 @@ for (const kind of databases()) {
         })
         const read = await t.as(mallory, { method: 'GET', url: `/api/v1/events/${theirs.id}/cover` })
         assert.equal(read.statusCode, 404, read.body)
-        assert.equal((await upload(t, mallory, theirs.id, JPEG)).statusCode, 200)
+        await uploadExpecting(t, mallory, theirs.id, JPEG, 200)
         assert.deepEqual(await s3().object(victimKey), victim, bad)
       }
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${mine.id}/cover` })).statusCode, 200)
     })
 
     void it('a cover uploaded to a draft leaves the published object in the bucket; after discard it is still served', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       await publishEvent(t, alice, event.id)
-      const first = await upload(t, alice, event.id, PNG)
-      assert.equal(first.statusCode, 200, first.body)
+      const first = await uploadExpecting(t, alice, event.id, PNG, 200)
       const publishedKey: string = first.json().cover_image_key
       const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${event.id}/edit` })
       assert.equal(draft.statusCode, 200, draft.body)
-      const onDraft = await upload(t, alice, draft.json().id, JPEG)
-      assert.equal(onDraft.statusCode, 200, onDraft.body)
+      const onDraft = await uploadExpecting(t, alice, draft.json().id, JPEG, 200)
       assert.deepEqual(
         await s3().keys(prefixOf(tenant.id, event.id)),
         [publishedKey, onDraft.json().cover_image_key].sort()

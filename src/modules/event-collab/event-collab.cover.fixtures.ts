@@ -1,6 +1,8 @@
 /** Test fixtures of the cover upload: small images of each accepted type, polyglots, and a multipart upload. */
+import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
+import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
 
 // whole images of 40 × 30 pixels (covers are decoded and re-encoded: a header alone is refused)
 export const PNG = Buffer.from(
@@ -73,3 +75,22 @@ export const upload = async (
     headers: { ...body.headers, ...opts.headers }
   })
 }
+
+/** `upload`, asserting the status it answers with; the answer. */
+export async function uploadExpecting (
+  t: TestApp,
+  token: string,
+  id: number,
+  data: Buffer,
+  status: number,
+  opts: { name?: string; type?: string; headers?: Record<string, string> } = {}
+) {
+  const res = await upload(t, token, id, data, opts)
+  assert.equal(res.statusCode, status, res.body)
+  return res
+}
+
+/** Content covers refuse: a GIF (declared as PNG by the tests that send it). */
+export const GIF = Buffer.from('GIF89a' + 'x'.repeat(50))
+/** A PNG past the size limit. */
+export const TOO_LARGE = Buffer.concat([PNG, Buffer.alloc(COVER_MAX_BYTES)])

@@ -4,10 +4,22 @@ import path from 'node:path'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { HTML, JPEG, JPEG_CARRYING_HTML, JPEG_HEADER_HTML, PNG, sha256, upload, WEBP } from './event-collab.cover.fixtures.ts'
+import {
+  GIF,
+  HTML,
+  JPEG,
+  JPEG_CARRYING_HTML,
+  JPEG_HEADER_HTML,
+  PNG,
+  sha256,
+  TOO_LARGE,
+  upload,
+  uploadExpecting,
+  WEBP
+} from './event-collab.cover.fixtures.ts'
 import { SWEEP_GRACE_MS } from './event-collab.cover.routes.ts'
+import { aliceWithEvent } from '../events/events.fixtures.ts'
 import { addManager, createEvent, getEvent, outboxTopics, publishEvent, type Json } from './event-collab.fixtures.ts'
-import { COVER_MAX_BYTES } from './event-collab.schemas.ts'
 
 function storedFiles (t: TestApp): string[] {
   const root = path.join(t.config.dataDir, 'objects')
@@ -57,11 +69,8 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('stores PNG, JPEG and WebP by content, records the key, returns the event, serves the image', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice, { metadata: { room: 'A' } })
-      const res = await upload(t, alice, event.id, PNG, { type: 'application/octet-stream' })
-      assert.equal(res.statusCode, 200, res.body)
+      const { tenant, alice, event } = await aliceWithEvent(t, { metadata: { room: 'A' } })
+      const res = await uploadExpecting(t, alice, event.id, PNG, 200, { type: 'application/octet-stream' })
       const e = res.json()
       assert.equal(e.$schema, 'http://localhost:8080/schemas/Event.json')
       assert.match(e.cover_image_key, /^covers\/[0-9a-f]{16}\/\d+\/[0-9a-f]{24}\.png$/)
@@ -86,11 +95,9 @@ for (const kind of databases()) {
       assert.deepEqual(img.rawPayload.subarray(0, 8), PNG.subarray(0, 8))
       assert.deepEqual(objectBytes(t, e.cover_image_key), img.rawPayload)
 
-      const jpeg = await upload(t, alice, event.id, JPEG)
-      assert.equal(jpeg.statusCode, 200, jpeg.body)
+      const jpeg = await uploadExpecting(t, alice, event.id, JPEG, 200)
       assert.match(jpeg.json().cover_image_key, /\.jpg$/)
-      const webp = await upload(t, alice, event.id, WEBP)
-      assert.equal(webp.statusCode, 200, webp.body)
+      const webp = await uploadExpecting(t, alice, event.id, WEBP, 200)
       assert.equal(webp.json().metadata.cover_image.content_type, 'image/webp')
       // replaced covers are removed from storage
       assert.equal(storedFiles(t).filter(f => f.includes(`${path.sep}${event.id}${path.sep}`)).length, 1)
@@ -98,17 +105,12 @@ for (const kind of databases()) {
     })
 
     void it('refuses other content (415), too large files (413), a missing part (400), and stores nothing', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { alice, event } = await aliceWithEvent(t)
       const before = storedFiles(t).length
 
-      const gif = await upload(t, alice, event.id, Buffer.from('GIF89a' + 'x'.repeat(50)), { type: 'image/png' })
-      assert.equal(gif.statusCode, 415, gif.body)
-      const big = await upload(t, alice, event.id, Buffer.concat([PNG, Buffer.alloc(COVER_MAX_BYTES)]))
-      assert.equal(big.statusCode, 413, big.body)
-      const wrongName = await upload(t, alice, event.id, PNG, { name: 'image' })
-      assert.equal(wrongName.statusCode, 400, wrongName.body)
+      await uploadExpecting(t, alice, event.id, GIF, 415, { type: 'image/png' })
+      await uploadExpecting(t, alice, event.id, TOO_LARGE, 413)
+      const wrongName = await uploadExpecting(t, alice, event.id, PNG, 400, { name: 'image' })
       assert.equal(wrongName.json().errors[0].location, 'body.file')
       const json = await t.as(alice, { method: 'PUT', url: `/api/v1/events/${event.id}/cover`, payload: { file: 'x' } })
       assert.equal(json.statusCode, 415, json.body)
@@ -124,8 +126,7 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       for (const [image, type] of [[JPEG, 'image/jpeg'], [PNG, 'image/png'], [WEBP, 'image/webp']] as const) {
-        const res = await upload(t, alice, event.id, image, { type: 'text/html' })
-        assert.equal(res.statusCode, 200, res.body)
+        const res = await uploadExpecting(t, alice, event.id, image, 200, { type: 'text/html' })
         const img = await getCover(t, alice, event.id)
         assertServes(img, res.json().metadata.cover_image)
         assert.equal(img.headers['content-type'], type)
@@ -135,17 +136,13 @@ for (const kind of databases()) {
     })
 
     void it('refuses a JPEG header followed by HTML with 400 on body.file, and stores nothing', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const before = storedFiles(t).length
-      const res = await upload(t, alice, event.id, JPEG_HEADER_HTML, { type: 'image/jpeg' })
-      assert.equal(res.statusCode, 400, res.body)
+      const res = await uploadExpecting(t, alice, event.id, JPEG_HEADER_HTML, 400, { type: 'image/jpeg' })
       assert.equal(res.json().errors[0].location, 'body.file')
       assert.match(res.json().errors[0].message, /not a readable JPEG image/)
       // a PNG signature before JPEG bytes: the content is not what its first bytes announce
-      const mixed = await upload(t, alice, event.id, Buffer.concat([PNG.subarray(0, 8), JPEG]))
-      assert.equal(mixed.statusCode, 400, mixed.body)
+      const mixed = await uploadExpecting(t, alice, event.id, Buffer.concat([PNG.subarray(0, 8), JPEG]), 400)
       assert.equal(mixed.json().errors[0].location, 'body.file')
       assert.equal(storedFiles(t).length, before)
       const after = await getEvent(t, alice, event.id)
@@ -158,8 +155,7 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       assert.ok(JPEG_CARRYING_HTML.includes(HTML), 'the fixture carries the page')
-      const res = await upload(t, alice, event.id, JPEG_CARRYING_HTML, { type: 'image/jpeg' })
-      assert.equal(res.statusCode, 200, res.body)
+      const res = await uploadExpecting(t, alice, event.id, JPEG_CARRYING_HTML, 200, { type: 'image/jpeg' })
       const stored = objectBytes(t, res.json().cover_image_key) ?? assert.fail('the object is stored')
       assert.ok(!stored.includes('<script') && !stored.includes('<html'), 'no markup in the stored bytes')
       const img = await getCover(t, alice, event.id)
@@ -172,8 +168,7 @@ for (const kind of databases()) {
       const a = newTenant(t)
       const alice = await a.user('alice')
       const mine = await createEvent(t, alice)
-      const uploaded = await upload(t, alice, mine.id, PNG)
-      assert.equal(uploaded.statusCode, 200, uploaded.body)
+      const uploaded = await uploadExpecting(t, alice, mine.id, PNG, 200)
       const victimKey: string = uploaded.json().cover_image_key
       const victimBytes = objectBytes(t, victimKey) ?? assert.fail('stored')
 
@@ -197,8 +192,7 @@ for (const kind of databases()) {
         assert.equal(read.json().detail, 'the event has no cover image')
         // replacing the cover must not delete what the bad key names
         backdate(t, victimKey)
-        const replaced = await upload(t, mallory, theirs.id, WEBP)
-        assert.equal(replaced.statusCode, 200, replaced.body)
+        await uploadExpecting(t, mallory, theirs.id, WEBP, 200)
         assert.deepEqual(objectBytes(t, victimKey), victimBytes, bad)
         assert.ok(objectBytes(t, sameTenantOtherEvent) !== undefined, bad)
       }
@@ -212,15 +206,13 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       await publishEvent(t, alice, event.id)
-      const first = await upload(t, alice, event.id, PNG)
-      assert.equal(first.statusCode, 200, first.body)
+      const first = await uploadExpecting(t, alice, event.id, PNG, 200)
       const publishedKey: string = first.json().cover_image_key
       const publishedBytes = (await getCover(t, alice, event.id)).rawPayload
 
       const draft = await post(t, alice, `/api/v1/events/${event.id}/edit`, 200)
       assert.equal(draft.cover_image_key, publishedKey)
-      const onDraft = await upload(t, alice, draft.id, JPEG)
-      assert.equal(onDraft.statusCode, 200, onDraft.body)
+      const onDraft = await uploadExpecting(t, alice, draft.id, JPEG, 200)
       const draftKey: string = onDraft.json().cover_image_key
       assert.notEqual(draftKey, publishedKey)
       assert.ok(objectBytes(t, publishedKey) !== undefined, 'the published cover is still stored')
@@ -240,8 +232,7 @@ for (const kind of databases()) {
       // the discarded draft's object is swept by a later upload once it is older than the grace period
       assert.ok(objectBytes(t, draftKey) !== undefined, "the discarded draft's object is still there")
       backdate(t, draftKey)
-      const next = await upload(t, alice, event.id, WEBP)
-      assert.equal(next.statusCode, 200, next.body)
+      const next = await uploadExpecting(t, alice, event.id, WEBP, 200)
       assert.equal(objectBytes(t, draftKey), undefined)
       assert.equal(objectBytes(t, publishedKey), undefined)
       assert.deepEqual(
@@ -258,12 +249,11 @@ for (const kind of databases()) {
       await publishEvent(t, alice, event.id)
       const oldKey: string = (await upload(t, alice, event.id, PNG)).json().cover_image_key
       const draft = await post(t, alice, `/api/v1/events/${event.id}/edit`, 200)
-      const onDraft = await upload(t, alice, draft.id, JPEG)
-      assert.equal(onDraft.statusCode, 200, onDraft.body)
+      const onDraft = await uploadExpecting(t, alice, draft.id, JPEG, 200)
       const newKey: string = onDraft.json().cover_image_key
       // still referenced by the published row: kept even when old
       backdate(t, oldKey)
-      assert.equal((await upload(t, alice, draft.id, JPEG)).statusCode, 200)
+      await uploadExpecting(t, alice, draft.id, JPEG, 200)
       const draftKey: string = (await getEvent(t, alice, draft.id)).json().cover_image_key
       assert.ok(objectBytes(t, oldKey) !== undefined, 'the published cover stays while the published row refers to it')
       assert.equal(objectBytes(t, newKey), undefined, "the draft's replaced cover, referenced by no row, is deleted")
@@ -275,8 +265,7 @@ for (const kind of databases()) {
       // no row refers to the old cover any more; an unreferenced but young object (an upload under way) is left alone
       const young = `covers/${oldKey.split('/')[1]}/${event.id}/${'0'.repeat(24)}.png`
       fs.copyFileSync(fileOf(t, oldKey), fileOf(t, young))
-      const replaced = await upload(t, alice, event.id, WEBP)
-      assert.equal(replaced.statusCode, 200, replaced.body)
+      const replaced = await uploadExpecting(t, alice, event.id, WEBP, 200)
       assert.equal(objectBytes(t, oldKey), undefined, 'the unreferenced old cover is deleted')
       assert.equal(objectBytes(t, draftKey), undefined, 'the replaced published cover is deleted')
       assert.ok(objectBytes(t, young) !== undefined, 'a young object is not swept')
@@ -287,8 +276,7 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const anchor = await createEvent(t, alice, { start_dt: '2027-03-15T09:00:00Z', end_dt: '2027-03-15T10:00:00Z' })
-      const res = await upload(t, alice, anchor.id, PNG)
-      assert.equal(res.statusCode, 200, res.body)
+      const res = await uploadExpecting(t, alice, anchor.id, PNG, 200)
       const key: string = res.json().cover_image_key
       const made = await t.as(alice, {
         method: 'POST',
@@ -311,16 +299,15 @@ for (const kind of databases()) {
       for (const o of occurrences) assertServes(await getCover(t, alice, o.id), res.json().metadata.cover_image)
       // a new cover on one occurrence: the shared object stays for the anchor and the other occurrence
       backdate(t, key)
-      const own = await upload(t, alice, occurrences[0]?.id as number, JPEG)
-      assert.equal(own.statusCode, 200, own.body)
+      const own = await uploadExpecting(t, alice, occurrences[0]?.id as number, JPEG, 200)
       assert.ok(objectBytes(t, key) !== undefined, "the anchor's cover is kept")
       assertServes(await getCover(t, alice, anchor.id), res.json().metadata.cover_image)
       assertServes(await getCover(t, alice, occurrences[1]?.id as number), res.json().metadata.cover_image)
       assertServes(await getCover(t, alice, occurrences[0]?.id as number), own.json().metadata.cover_image)
       // the anchor and the other occurrence move on too: the series row alone still refers to the key (new occurrences
       // may copy it)
-      assert.equal((await upload(t, alice, anchor.id, WEBP)).statusCode, 200)
-      assert.equal((await upload(t, alice, occurrences[1]?.id as number, WEBP)).statusCode, 200)
+      await uploadExpecting(t, alice, anchor.id, WEBP, 200)
+      await uploadExpecting(t, alice, occurrences[1]?.id as number, WEBP, 200)
       assert.ok(objectBytes(t, key) !== undefined, 'kept while the series row refers to it')
       // an event of another series, or of none, does not read it
       const stranger = await createEvent(t, alice)
@@ -329,17 +316,15 @@ for (const kind of databases()) {
     })
 
     void it('needs event:edit: 403 for other managers, 404 for other tenants, nothing changed', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const bob = await tenant.user('bob')
       await addManager(t, tenant.id, event.id, 'bob', { role: 'event_manager:attendees' })
-      assert.equal((await upload(t, bob, event.id, PNG)).statusCode, 403)
+      await uploadExpecting(t, bob, event.id, PNG, 403)
       const carol = await tenant.user('carol')
       await addManager(t, tenant.id, event.id, 'carol', { permissions: ['event:edit'] })
-      assert.equal((await upload(t, carol, event.id, PNG)).statusCode, 200)
+      await uploadExpecting(t, carol, event.id, PNG, 200)
       const mallory = await newTenant(t).user('mallory', ['admin'])
-      assert.equal((await upload(t, mallory, event.id, JPEG)).statusCode, 404)
+      await uploadExpecting(t, mallory, event.id, JPEG, 404)
       assert.equal((await t.as(mallory, { method: 'GET', url: `/api/v1/events/${event.id}/cover` })).statusCode, 404)
       assert.match((await getEvent(t, alice, event.id)).json().cover_image_key, /\.png$/)
     })

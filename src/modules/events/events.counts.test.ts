@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { pagesByCursor } from '../../../test/helpers/pages.ts'
 import { sql } from 'kysely'
 import { withSystem } from '../../platform/db/tenant.ts'
 import { compactListCounts } from './events.repository.ts'
@@ -46,18 +47,9 @@ async function walk (
     byPage.push(...(body.items as Json[]).map(i => i.id as number))
     if (body.items.length < 3) break
   }
-  let cursor: string | null = null
-  for (let i = 0; i < 100; i++) {
-    const res = await t.as(token, {
-      method: 'GET',
-      url: `/api/v1/events${q}${sep}size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-    })
-    assert.equal(res.statusCode, 200, res.body)
-    const body = res.json()
+  for (const body of await pagesByCursor(t, token, `/api/v1/events${q}${sep}size=3`)) {
     totals.add(body.total)
     byCursor.push(...(body.items as Json[]).map(i => i.id as number))
-    cursor = body.next_cursor
-    if (cursor === null) break
   }
   return { byPage, byCursor, totals }
 }
@@ -68,13 +60,8 @@ for (const kind of databases()) {
 
     void it('match the items after every kind of change, for every caller', async () => {
       const tenant = newTenant(t)
-      const admin = await tenant.user('root', ['admin'])
-      const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
-      const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
-      const carol = await tenant.user('carol', ['member'], { orgId: 'org-b' })
       // erin's own organization-wide event has no organization (made before she had one): counted as hers
-      const erinBefore = await tenant.user('erin')
-      const erin = await tenant.user('erin', ['member'], { orgId: 'org-a' })
+      const { admin, alice, bob, carol, erinBefore, erin } = await orgCallers(tenant)
       const callers = { admin, alice, bob, carol, erin }
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
       await addMember(t, tenant.id, space, 'bob')

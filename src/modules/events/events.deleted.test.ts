@@ -10,6 +10,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { withTenant } from '../../platform/db/tenant.ts'
 import { createContact } from '../event-collab/event-collab.fixtures.ts'
 import { multipartBody, PNG } from '../event-collab/event-collab.cover.fixtures.ts'
+import { dailyStandup, withSeries } from '../series/series.fixtures.ts'
 import { createEvent, insertSpace, type Json } from './events.fixtures.ts'
 
 /** Everything stored about the tenant's events and their sub-resources, to compare before and after. */
@@ -185,21 +186,7 @@ for (const kind of databases()) {
     void it('answer 404 on a deleted occurrence of a series, for every scope', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const created = await ok(
-        t,
-        alice,
-        {
-          method: 'POST',
-          url: '/api/v1/events/with-series',
-          payload: {
-            title: 'Standup',
-            start_dt: '2027-03-15T08:00:00Z',
-            end_dt: '2027-03-15T08:30:00Z',
-            series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 4 }
-          }
-        },
-        201
-      )
+      const created = await withSeries(t, alice, dailyStandup(4))
       const occurrences = created.occurrences as Json[]
       const second = occurrences[1]?.id as number
       await ok(t, alice, { method: 'DELETE', url: `/api/v1/events/${second}/series?scope=this` }, 204)

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
+import { queuedNotifications } from '../../../test/helpers/outbox.ts'
 import { activityKinds, createEvent, getEvent, outboxTopics, publishEvent, type Json } from './events.fixtures.ts'
 
 for (const kind of databases()) {
@@ -29,10 +30,8 @@ for (const kind of databases()) {
       const e = await createEvent(t, alice, { visibility: 40, description: 'v1' })
       await publishEvent(t, alice, e.id)
 
-      const none = await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })
-      assert.equal(none.statusCode, 404)
-      const edit = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
-      assert.equal(edit.statusCode, 200, edit.body)
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${e.id}/draft`, 404)
+      const edit = await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/edit`, 200)
       const draft = edit.json()
       assert.notEqual(draft.id, e.id)
       assert.equal(draft.published_id, e.id)
@@ -42,15 +41,9 @@ for (const kind of databases()) {
       assert.equal(again.json().id, draft.id)
 
       // edits sent to the published id or to the draft id both land on the draft
-      const p1 = await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${e.id}`, payload: { title: 'Renamed' } })
-      assert.equal(p1.statusCode, 200, p1.body)
+      const p1 = await expectStatus(t, alice, 'PATCH', `/api/v1/events/${e.id}`, 200, { title: 'Renamed' })
       assert.equal(p1.json().id, draft.id)
-      const p2 = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${draft.id}`,
-        payload: { description: 'v2' }
-      })
-      assert.equal(p2.statusCode, 200, p2.body)
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${draft.id}`, 200, { description: 'v2' })
       const readers = (await getEvent(t, bob, e.id)).json()
       assert.equal(readers.title, 'Launch party')
       assert.equal(readers.description, 'v1')
@@ -76,18 +69,9 @@ for (const kind of databases()) {
       assert.equal(after.version, 2)
       assert.equal(after.status, 'published')
       assert.equal((await getEvent(t, alice, draft.id)).statusCode, 404)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
-      const notes = await withTenant(
-        t.ctx.db,
-        { tenantId: tenant.id },
-        async trx =>
-          await trx
-            .selectFrom('notification_outbox')
-            .select(['channel', 'recipient', 'priority', 'body'])
-            .where('tenant_id', '=', tenant.id)
-            .orderBy('id')
-            .execute()
-      )
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${e.id}/draft`, 404)
+      const notes = (await queuedNotifications(t, tenant.id)).map(({ channel, recipient, priority, body }) =>
+        ({ channel, recipient, priority, body }))
       assert.deepEqual(notes, [
         // e-mail goes to the caller's address (token claim), never to a user id; push addresses the user
         { channel: 'email', recipient: 'alice@example.test', priority: 'high', body: 'New version' },
@@ -116,13 +100,13 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice)
       await publishEvent(t, alice, e.id)
-      const noDraft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard` })
-      assert.equal(noDraft.statusCode, 404)
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/discard`, 404)
       const draft = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
       await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${draft.id}`, payload: { title: 'Changed' } })
-      const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/discard` })
-      assert.equal(res.statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      await expectStatuses(t, [
+        [alice, 'POST', `/api/v1/events/${e.id}/discard`, 204],
+        [alice, 'GET', `/api/v1/events/${e.id}/draft`, 404]
+      ])
       const got = (await getEvent(t, alice, e.id)).json()
       assert.equal(got.title, 'Launch party')
       assert.equal(got.version, 1)
@@ -134,8 +118,7 @@ for (const kind of databases()) {
         'created'
       ])
       // a new draft can be started afterwards
-      const next = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })
-      assert.equal(next.statusCode, 200)
+      const next = await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/edit`, 200)
       assert.equal(next.json().title, 'Launch party')
     })
 
@@ -145,11 +128,13 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob')
       const viewer = await tenant.user('vera', ['viewer'])
       const e = await createEvent(t, alice, { visibility: 40 })
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 409)
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/edit`, 409)
       await publishEvent(t, alice, e.id)
-      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 403)
-      assert.equal((await t.as(viewer, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).statusCode, 403)
-      assert.equal((await t.as(bob, { method: 'POST', url: `/api/v1/events/${e.id}/publish` })).statusCode, 403)
+      await expectStatuses(t, [
+        [bob, 'POST', `/api/v1/events/${e.id}/edit`, 403],
+        [viewer, 'POST', `/api/v1/events/${e.id}/edit`, 403],
+        [bob, 'POST', `/api/v1/events/${e.id}/publish`, 403]
+      ])
       const other = await newTenant(t).user('mallory', ['admin'])
       for (const path of ['edit', 'discard', 'publish']) {
         assert.equal(
@@ -158,7 +143,7 @@ for (const kind of databases()) {
           path
         )
       }
-      assert.equal((await t.as(other, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      await expectStatus(t, other, 'GET', `/api/v1/events/${e.id}/draft`, 404)
       assert.equal((await getEvent(t, alice, e.id)).json().version, 1)
     })
 
@@ -173,8 +158,7 @@ for (const kind of databases()) {
         [{ extra: 1 }, 'body.extra']
       ]
       for (const [payload, location] of cases) {
-        const res = await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/publish`, payload })
-        assert.equal(res.statusCode, 400, res.body)
+        const res = await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/publish`, 400, payload)
         assert.ok(res.json().errors.some((x: Json) => x.location === location), `${location} in ${res.body}`)
       }
       assert.equal((await getEvent(t, alice, e.id)).json().status, 'draft')
@@ -192,7 +176,7 @@ for (const kind of databases()) {
       assert.equal(got.title, 'Via clone')
       assert.equal(got.version, 2)
       const d2 = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${e.id}` })).statusCode, 204)
+      await expectStatus(t, alice, 'DELETE', `/api/v1/events/${e.id}`, 204)
       assert.equal((await getEvent(t, alice, d2.id)).statusCode, 404)
       assert.equal((await getEvent(t, alice, e.id)).statusCode, 404)
     })
@@ -205,8 +189,10 @@ for (const kind of databases()) {
       await publishEvent(t, alice, e.id)
       assert.equal((await getEvent(t, alice, e.id)).json().version, 2)
       const draft = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/edit` })).json()
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${draft.id}` })).statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/draft` })).statusCode, 404)
+      await expectStatuses(t, [
+        [alice, 'DELETE', `/api/v1/events/${draft.id}`, 204],
+        [alice, 'GET', `/api/v1/events/${e.id}/draft`, 404]
+      ])
       const got = (await getEvent(t, alice, e.id)).json()
       assert.equal(got.is_deleted, false)
       assert.equal(got.version, 2)

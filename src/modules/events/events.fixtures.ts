@@ -3,24 +3,28 @@
  * events API cannot build by itself: spaces and their members, event managers.
  */
 import assert from 'node:assert/strict'
-import type { TestApp } from '../../../test/helpers/build-app.ts'
+import { newTenant, type TestApp } from '../../../test/helpers/build-app.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
+
+export { outboxTopics } from '../../../test/helpers/outbox.ts'
 
 export type Json = Record<string, any>
 
 export async function createEvent (t: TestApp, token: string, body: Json = {}): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/events', payload: { title: 'Launch party', ...body } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json()
+  return (await expectStatus(t, token, 'POST', '/api/v1/events', 201, { title: 'Launch party', ...body })).json()
 }
 
 export async function publishEvent (t: TestApp, token: string, id: number, body?: Json): Promise<void> {
-  const res = await t.as(token, {
-    method: 'POST',
-    url: `/api/v1/events/${id}/publish`,
-    ...(body !== undefined ? { payload: body } : {})
-  })
-  assert.equal(res.statusCode, 204, res.body)
+  await expectStatus(t, token, 'POST', `/api/v1/events/${id}/publish`, 204, body)
+}
+
+/** A fresh tenant, its member alice, and an event of hers (created with `body`). */
+export async function aliceWithEvent (t: TestApp, body: Json = {}) {
+  const tenant = newTenant(t)
+  const alice = await tenant.user('alice')
+  const event = await createEvent(t, alice, body)
+  return { tenant, alice, event }
 }
 
 export const getEvent = async (t: TestApp, token: string, id: number) =>
@@ -52,12 +56,13 @@ export async function addMember (t: TestApp, tenantId: string, spaceId: number, 
   })
 }
 
+/** A manager of an event (of its whole series too, with `series_id`), through SQL. */
 export async function addManager (
   t: TestApp,
   tenantId: string,
   eventId: number,
   userId: string,
-  grant: { permissions?: string[]; role?: string; status?: 'pending' | 'active' | 'revoked' }
+  grant: { permissions?: string[]; role?: string; status?: 'pending' | 'active' | 'revoked'; series_id?: number }
 ): Promise<void> {
   await withTenant(t.ctx.db, { tenantId }, async trx => {
     await trx
@@ -68,16 +73,11 @@ export async function addManager (
         user_id: userId,
         permissions: grant.permissions ?? [],
         role: grant.role ?? null,
-        status: grant.status ?? 'active'
+        status: grant.status ?? 'active',
+        ...(grant.series_id !== undefined ? { series_id: grant.series_id } : {})
       })
       .execute()
   })
-}
-
-export async function outboxTopics (t: TestApp, tenantId: string): Promise<string[]> {
-  const rows = await withTenant(t.ctx.db, { tenantId }, async (trx) =>
-    await trx.selectFrom('outbox').select('topic').where('tenant_id', '=', tenantId).orderBy('id').execute())
-  return rows.map(r => r.topic)
 }
 
 export async function activityKinds (t: TestApp, token: string, id: number): Promise<string[]> {

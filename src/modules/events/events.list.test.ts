@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { itemsByCursor } from '../../../test/helpers/pages.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { eventVisibilityFilter } from './events.access.repository.ts'
@@ -41,16 +43,9 @@ for (const kind of databases()) {
       await publishEvent(t, alice, b.id)
       const archived = await createEvent(t, alice, { title: 'Old' })
       await publishEvent(t, alice, archived.id)
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${archived.id}/archive` })).statusCode,
-        204
-      )
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${archived.id}/archive`, 204)
       const space = await insertSpace(t, tenant.id, { creator_id: 'alice' })
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${c.id}/spaces`, payload: { space_id: space } }))
-          .statusCode,
-        201
-      )
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${c.id}/spaces`, 201, { space_id: space })
 
       const list = async (q: string) => {
         const res = await t.as(alice, { method: 'GET', url: `/api/v1/events${q}` })
@@ -132,7 +127,7 @@ for (const kind of databases()) {
         members.id,
         priv.id
       ])
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${priv.id}` })).statusCode, 404)
+      await expectStatus(t, bob, 'GET', `/api/v1/events/${priv.id}`, 404)
       // the same rule as a filter for queries that join events (other modules)
       const bobAuth = {
         userId: 'bob',
@@ -183,10 +178,7 @@ for (const kind of databases()) {
       assert.equal(res.statusCode, 200)
       assert.deepEqual(ids(res.json()), [season.id, short.id])
       // once the long event is gone, the others are still found
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${String(season.id)}` })).statusCode,
-        204
-      )
+      await expectStatus(t, alice, 'DELETE', `/api/v1/events/${String(season.id)}`, 204)
       assert.deepEqual(
         ids(
           (
@@ -224,16 +216,7 @@ for (const kind of databases()) {
       const two = await insertSpace(t, tenant.id, { title: 'Two', creator_id: 'alice' })
       const gone = await insertSpace(t, tenant.id, { title: 'Gone', creator_id: 'alice' })
       for (const space of [two, gone, one]) {
-        assert.equal(
-          (
-            await t.as(alice, {
-              method: 'POST',
-              url: `/api/v1/events/${String(linked.id)}/spaces`,
-              payload: { space_id: space }
-            })
-          ).statusCode,
-          201
-        )
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${String(linked.id)}/spaces`, 201, { space_id: space })
       }
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
         await trx
@@ -245,18 +228,8 @@ for (const kind of databases()) {
       })
       // published, with an open draft whose changes the calendar does not show
       await publishEvent(t, alice, linked.id)
-      const draft = await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/edit` })
-      assert.equal(draft.statusCode, 200, draft.body)
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'PATCH',
-            url: `/api/v1/events/${String(draft.json().id)}`,
-            payload: { title: 'draft title' }
-          })
-        ).statusCode,
-        200
-      )
+      const draft = await expectStatus(t, alice, 'POST', `/api/v1/events/${String(linked.id)}/edit`, 200)
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${String(draft.json().id)}`, 200, { title: 'draft title' })
       const series = await t.as(alice, {
         method: 'POST',
         url: '/api/v1/events/with-series',
@@ -304,20 +277,10 @@ for (const kind of databases()) {
       assert.equal(item(items, seriesIds[0] ?? 0)?.series_title, 'Weekly')
       assert.equal(item(items, bare.id)?.series_title, null)
 
-      assert.equal(
-        (
-          await t.as(alice, {
-            method: 'PATCH',
-            url: `/api/v1/events/${String(full.id)}`,
-            payload: { title: 'renamed', metadata: { b: 2 } }
-          })
-        ).statusCode,
-        200
-      )
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${String(linked.id)}/publish` })).statusCode,
-        204
-      )
+      await expectStatuses(t, [
+        [alice, 'PATCH', `/api/v1/events/${String(full.id)}`, 200, { title: 'renamed', metadata: { b: 2 } }],
+        [alice, 'POST', `/api/v1/events/${String(linked.id)}/publish`, 204]
+      ])
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
         await trx
           .updateTable('spaces')
@@ -443,16 +406,18 @@ for (const kind of databases()) {
       assert.equal(listed.json().total, 2)
       const paged = (await t.as(viewer, { method: 'GET', url: `${url}?size=1&page=2` })).json()
       assert.deepEqual((paged.items as Json[]).map(i => i.space_id), [s2])
-      assert.equal((await t.as(viewer, { method: 'GET', url: `${url}?size=500` })).statusCode, 400)
+      await expectStatus(t, viewer, 'GET', `${url}?size=500`, 400)
       assert.deepEqual((await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}` })).json().spaces, [
         { id: s1, title: 'One' },
         { id: s2, title: 'Two' }
       ])
 
-      assert.equal((await t.as(bob, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 403)
-      assert.equal((await t.as(other, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 204)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `${url}/${s1}` })).statusCode, 404)
+      await expectStatuses(t, [
+        [bob, 'DELETE', `${url}/${s1}`, 403],
+        [other, 'DELETE', `${url}/${s1}`, 404],
+        [alice, 'DELETE', `${url}/${s1}`, 204],
+        [alice, 'DELETE', `${url}/${s1}`, 404]
+      ])
       assert.deepEqual(((await t.as(viewer, { method: 'GET', url })).json().items as Json[]).map(i => i.space_id), [s2])
     })
 
@@ -465,41 +430,17 @@ for (const kind of databases()) {
       for (let i = 0; i < 5; i++) {
         const s = await insertSpace(t, tenant.id, { creator_id: 'alice', title: `S${i}` })
         spaces.push(s)
-        assert.equal(
-          (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: s } }))
-            .statusCode,
-          201
-        )
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/spaces`, 201, { space_id: s })
       }
       for (let i = 0; i < 5; i++) {
-        assert.equal(
-          (
-            await t.as(alice, {
-              method: 'POST',
-              url: `/api/v1/events/${e.id}/activity`,
-              payload: { kind: 'note', payload: { n: i } }
-            })
-          ).statusCode,
-          201
-        )
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/activity`, 201, {
+          kind: 'note',
+          payload: { n: i }
+        })
       }
-      const get = async (url: string) => {
-        const res = await t.as(alice, { method: 'GET', url })
-        assert.equal(res.statusCode, 200, res.body)
-        return res.json()
-      }
-      const walk = async (url: string, key: string, sizeParam: string) => {
-        const seen: unknown[] = []
-        let cursor: string | null = null
-        do {
-          const body: Json = await get(
-            `${url}?${sizeParam}=2${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-          )
-          seen.push(...(body.items as Json[]).map(i => i[key]))
-          cursor = body.next_cursor
-        } while (cursor !== null)
-        return seen
-      }
+      const get = async (url: string) => await getJson(t, alice, url)
+      const walk = async (url: string, key: string, sizeParam: string) =>
+        (await itemsByCursor(t, alice, `${url}?${sizeParam}=2`)).map(i => i[key])
       const spacesUrl = `/api/v1/events/${e.id}/spaces`
       assert.deepEqual(await walk(spacesUrl, 'space_id', 'size'), spaces)
       const second = await get(`${spacesUrl}?size=2`)

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
 import { createSpace, publish } from '../spaces/spaces.fixtures.ts'
 import { createEvent, getEvent, publishEvent, type Json } from './events.fixtures.ts'
 
@@ -80,11 +81,7 @@ for (const kind of databases()) {
       }
       // a widened draft clone of the private event does not reach the page either
       const clone = (await t.as(admin, { method: 'POST', url: `/api/v1/events/${priv.id}/edit` })).json()
-      assert.equal(
-        (await t.as(admin, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { visibility: 40 } }))
-          .statusCode,
-        200
-      )
+      await expectStatus(t, admin, 'PATCH', `/api/v1/events/${clone.id}`, 200, { visibility: 40 })
       const page = await publicPage(t, hidden.id)
       assert.equal(page.statusCode, 200, page.body)
       assert.deepEqual(
@@ -113,42 +110,19 @@ for (const kind of databases()) {
       const res = await link(alice)
       assert.equal(res.statusCode, 403, res.body)
       // a member of the space only reads (docs/spaces.md): still 403
-      assert.equal(
-        (
-          await t.as(admin, {
-            method: 'POST',
-            url: `/api/v1/spaces/${space.id}/members`,
-            payload: { user_id: 'alice', role: 'space_member' }
-          })
-        ).statusCode,
-        201
-      )
+      const managers = `/api/v1/spaces/${space.id}/managers`
+      await expectStatus(t, admin, 'POST', `/api/v1/spaces/${space.id}/members`, 201, {
+        user_id: 'alice',
+        role: 'space_member'
+      })
       assert.equal((await link(alice)).statusCode, 403)
       // a manager without space:events: 403
-      assert.equal(
-        (
-          await t.as(admin, {
-            method: 'POST',
-            url: `/api/v1/spaces/${space.id}/managers`,
-            payload: { user_id: 'alice', permissions: ['space:edit'] }
-          })
-        ).statusCode,
-        201
-      )
+      await expectStatus(t, admin, 'POST', managers, 201, { user_id: 'alice', permissions: ['space:edit'] })
       assert.equal((await link(alice)).statusCode, 403)
       assert.deepEqual(await spacesOfEvent(t, alice, e.id), before, 'nothing linked by the refused attempts')
 
       // with space:events she may; bob (no write on the event) may not even see it
-      assert.equal(
-        (
-          await t.as(admin, {
-            method: 'PUT',
-            url: `/api/v1/spaces/${space.id}/managers/alice`,
-            payload: { permissions: ['space:edit', 'space:events'] }
-          })
-        ).statusCode,
-        200
-      )
+      await expectStatus(t, admin, 'PUT', `${managers}/alice`, 200, { permissions: ['space:edit', 'space:events'] })
       assert.equal((await link(alice)).statusCode, 201)
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [{ id: space.id, title: 'Town hall' }])
       assert.equal(
@@ -158,42 +132,21 @@ for (const kind of databases()) {
       )
 
       // without space:events again, alice cannot unlink either
-      assert.equal(
-        (
-          await t.as(admin, {
-            method: 'PUT',
-            url: `/api/v1/spaces/${space.id}/managers/alice`,
-            payload: { permissions: ['space:edit'] }
-          })
-        ).statusCode,
-        200
-      )
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode,
-        403
-      )
+      await expectStatuses(t, [
+        [admin, 'PUT', `${managers}/alice`, 200, { permissions: ['space:edit'] }],
+        [alice, 'DELETE', `/api/v1/events/${e.id}/spaces/${space.id}`, 403]
+      ])
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [{ id: space.id, title: 'Town hall' }])
-      assert.equal(
-        (await t.as(admin, { method: 'DELETE', url: `/api/v1/events/${e.id}/spaces/${space.id}` })).statusCode,
-        204
-      )
+      await expectStatus(t, admin, 'DELETE', `/api/v1/events/${e.id}/spaces/${space.id}`, 204)
       assert.deepEqual((await spacesOfEvent(t, alice, e.id)).spaces, [])
 
       // her own space she may link to; an archived one takes no events (409, as POST /spaces/{id}/events)
       const own = await createSpace(t, alice, { title: 'Mine' })
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e.id}/spaces`, payload: { space_id: own.id } }))
-          .statusCode,
-        201
-      )
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/spaces`, 201, { space_id: own.id })
       await publish(t, alice, own.id)
-      assert.equal((await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${own.id}/archive` })).statusCode, 204)
+      await expectStatus(t, alice, 'POST', `/api/v1/spaces/${own.id}/archive`, 204)
       const e2 = await createEvent(t, alice)
-      assert.equal(
-        (await t.as(alice, { method: 'POST', url: `/api/v1/events/${e2.id}/spaces`, payload: { space_id: own.id } }))
-          .statusCode,
-        409
-      )
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${e2.id}/spaces`, 409, { space_id: own.id })
     })
 
     void it('a draft clone is judged by its published row: widening its visibility shows it to no one new', async () => {
@@ -217,11 +170,10 @@ for (const kind of databases()) {
         assert.equal(res.statusCode, 404, res.body)
         assert.equal(res.body.includes('Draft secret'), false)
         assert.equal((await getEvent(t, who, priv.id)).statusCode, 404)
-        assert.equal(
-          (await t.as(who, { method: 'PATCH', url: `/api/v1/events/${clone.id}`, payload: { title: 'x' } })).statusCode,
-          404
-        )
-        assert.equal((await t.as(who, { method: 'GET', url: `/api/v1/events/${clone.id}/attendees` })).statusCode, 404)
+        await expectStatuses(t, [
+          [who, 'PATCH', `/api/v1/events/${clone.id}`, 404, { title: 'x' }],
+          [who, 'GET', `/api/v1/events/${clone.id}/attendees`, 404]
+        ])
       }
       const own = await getEvent(t, alice, clone.id)
       assert.equal(own.statusCode, 200)
@@ -231,11 +183,7 @@ for (const kind of databases()) {
       const org = await createEvent(t, alice, { visibility: 30 })
       await publishEvent(t, alice, org.id)
       const orgClone = (await t.as(alice, { method: 'POST', url: `/api/v1/events/${org.id}/edit` })).json()
-      assert.equal(
-        (await t.as(alice, { method: 'PATCH', url: `/api/v1/events/${orgClone.id}`, payload: { visibility: 40 } }))
-          .statusCode,
-        200
-      )
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${orgClone.id}`, 200, { visibility: 40 })
       assert.equal((await getEvent(t, ann, orgClone.id)).statusCode, 200)
       assert.equal((await getEvent(t, bob, orgClone.id)).statusCode, 404)
 

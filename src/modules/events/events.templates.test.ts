@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
+import { outboxEvents } from '../../../test/helpers/outbox.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { transitionEvent } from './events.service.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
@@ -12,12 +14,10 @@ for (const kind of databases()) {
 
     void it('lists templates and reads the latest version of one', async () => {
       const viewer = await newTenant(t).user('vera', ['viewer'])
-      const list = await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates' })
-      assert.equal(list.statusCode, 200)
+      const list = await expectStatus(t, viewer, 'GET', '/api/v1/event-templates', 200)
       const ids = (list.json().items as Json[]).map(i => i.id)
       for (const id of ['generic', 'announcement', 'meeting', 'delivery']) assert.ok(ids.includes(id), id)
-      const d = await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/delivery' })
-      assert.equal(d.statusCode, 200)
+      const d = await expectStatus(t, viewer, 'GET', '/api/v1/event-templates/delivery', 200)
       const body = d.json()
       assert.equal(body.$schema, 'http://localhost:8080/schemas/EventTemplate.json')
       assert.equal(body.version, 2)
@@ -32,11 +32,10 @@ for (const kind of databases()) {
       assert.equal(v1.json().version, 1)
       const generic = (await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/generic' })).json()
       assert.equal(generic.states, null)
-      assert.equal((await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/party' })).statusCode, 404)
-      assert.equal(
-        (await t.as(viewer, { method: 'GET', url: '/api/v1/event-templates/delivery?version=9' })).statusCode,
-        404
-      )
+      await expectStatuses(t, [
+        [viewer, 'GET', '/api/v1/event-templates/party', 404],
+        [viewer, 'GET', '/api/v1/event-templates/delivery?version=9', 404]
+      ])
     })
 
     void it('moves a delivery along its machine: 409 for moves not allowed, 422 when the guard refuses', async () => {
@@ -99,12 +98,7 @@ for (const kind of databases()) {
       const viewer = await tenant.user('vera', ['viewer'])
       const other = await newTenant(t).user('mallory', ['admin'])
       const g = await createEvent(t, alice, { visibility: 40 })
-      const none = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${g.id}/transition`,
-        payload: { to_state: 'done' }
-      })
-      assert.equal(none.statusCode, 409)
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${g.id}/transition`, 409, { to_state: 'done' })
       const d = await createEvent(t, alice, { template: 'delivery', visibility: 40 })
       const url = `/api/v1/events/${d.id}/transition`
       const missing = await t.as(alice, { method: 'POST', url, payload: { reason: 'x' } })
@@ -151,17 +145,8 @@ for (const kind of databases()) {
         await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/activity?kind=state_changed` })
       ).json().items as Json[]
       assert.equal(rows[0]?.actor_id, null)
-      const depth = await withTenant(
-        t.ctx.db,
-        { tenantId: tenant.id },
-        async trx =>
-          await trx
-            .selectFrom('outbox')
-            .select(['depth', 'actor_id', 'payload'])
-            .where('tenant_id', '=', tenant.id)
-            .where('topic', '=', 'event.transitioned')
-            .executeTakeFirstOrThrow()
-      )
+      const [depth] = await outboxEvents(t, tenant.id, 'event.transitioned')
+      assert.ok(depth !== undefined, 'an event.transitioned domain event')
       assert.equal(depth.depth, 1)
       assert.equal(depth.actor_id, null)
       assert.equal(depth.payload.state, 'in_transit')

@@ -2,72 +2,21 @@ import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { outboxEvents } from '../../../test/helpers/outbox.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
+import { idpEvent, idpWebhook, userRow, type SendOptions } from './identity.fixtures.ts'
 import { signBody } from './identity.idp-signature.ts'
 
 type Json = Record<string, any>
 
 const SECRET = 'current-webhook-secret'
 const PREVIOUS = 'previous-webhook-secret'
-const URL_ = '/api/v1/integrations/idp/webhook'
 const now = (): number => Math.floor(Date.now() / 1000)
+const { send, deliver } = idpWebhook(SECRET)
 
-function zitadelEvent (tenantId: string, userId: string, sequence: number, eventType: string, payload?: unknown): Json {
-  return {
-    aggregateID: userId,
-    aggregateType: 'user',
-    resourceOwner: tenantId,
-    instanceID: 'instance-1',
-    version: 'v2',
-    sequence,
-    event_type: eventType,
-    created_at: new Date().toISOString(),
-    userID: 'actor-1',
-    ...(payload !== undefined ? { event_payload: payload } : {})
-  }
-}
-
-interface SendOptions {
-  secret?: string
-  header?: string
-  signature?: string
-  t?: number
-  contentType?: string
-}
-
-async function send (t: TestApp, body: Json | string | Buffer, o: SendOptions = {}) {
-  const raw = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
-  const signature = o.signature ?? signBody(o.secret ?? SECRET, raw, o.t ?? now())
-  return await t.app.inject({
-    method: 'POST',
-    url: URL_,
-    headers: { 'content-type': o.contentType ?? 'application/json', [o.header ?? 'idp-signature']: signature },
-    payload: raw
-  })
-}
-
-async function deliver (t: TestApp, body: Json, o: SendOptions = {}): Promise<string> {
-  const res = await send(t, body, o)
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json().status
-}
-
-async function userRow (t: TestApp, tenantId: string, userId: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('users').selectAll()
-    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst())
-}
-
+/** The domain events about one user of a tenant, oldest first. */
 async function outbox (t: TestApp, tenantId: string, userId: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx =>
-    trx
-      .selectFrom('outbox')
-      .select(['topic', 'payload', 'actor_id'])
-      .where('tenant_id', '=', tenantId)
-      .where('aggregate_type', '=', 'user')
-      .where('aggregate_id', '=', userId)
-      .orderBy('id')
-      .execute()
-  )
+  return (await outboxEvents(t, tenantId)).filter(e => e.aggregate_type === 'user' && e.aggregate_id === userId)
 }
 
 async function deliveries (t: TestApp, tenantId: string) {
@@ -94,7 +43,7 @@ function assertProblem (
 }
 
 const added = (tenantId: string, userId: string, sequence = 1, extra: Json = {}) =>
-  zitadelEvent(tenantId, userId, sequence, 'user.human.added', {
+  idpEvent(tenantId, userId, sequence, 'user.human.added', {
     userName: `${userId}-name`,
     firstName: 'Grace',
     lastName: 'Hopper',
@@ -123,23 +72,18 @@ for (const kind of databases()) {
         assert.equal(row?.state, 'active')
       })
 
-      void it('accepts the ZITADEL-Signature header name', async () => {
-        const { tenantId, userId } = fresh()
-        assert.equal(await deliver(t, added(tenantId, userId), { header: 'zitadel-signature' }), 'applied')
-        assert.ok(await userRow(t, tenantId, userId))
-      })
-
-      void it('accepts the previous secret while the provider rotates', async () => {
-        const { tenantId, userId } = fresh()
-        assert.equal(await deliver(t, added(tenantId, userId), { secret: PREVIOUS }), 'applied')
-        assert.ok(await userRow(t, tenantId, userId))
-      })
-
-      void it('accepts application/octet-stream', async () => {
-        const { tenantId, userId } = fresh()
-        assert.equal(await deliver(t, added(tenantId, userId), { contentType: 'application/octet-stream' }), 'applied')
-        assert.ok(await userRow(t, tenantId, userId))
-      })
+      const accepted: Array<[string, SendOptions]> = [
+        ['the ZITADEL-Signature header name', { header: 'zitadel-signature' }],
+        ['the previous secret while the provider rotates', { secret: PREVIOUS }],
+        ['application/octet-stream', { contentType: 'application/octet-stream' }]
+      ]
+      for (const [name, options] of accepted) {
+        void it(`accepts ${name}`, async () => {
+          const { tenantId, userId } = fresh()
+          assert.equal(await deliver(t, added(tenantId, userId), options), 'applied')
+          assert.ok(await userRow(t, tenantId, userId))
+        })
+      }
 
       void it('skips a v1 that is not hex and accepts a later matching one', async () => {
         const { tenantId, userId } = fresh()
@@ -241,7 +185,7 @@ for (const kind of databases()) {
         const payload = Buffer.from(
           JSON.stringify({ userName: 'ada', firstName: 'Ada', lastName: 'Lovelace', email: 'ada@example.test' })
         ).toString('base64')
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)), 'applied')
+        assert.equal(await deliver(t, idpEvent(tenantId, userId, 1, 'user.human.added', payload)), 'applied')
         const row = await userRow(t, tenantId, userId)
         assert.equal(row?.username, 'ada')
         assert.equal(row?.first_name, 'Ada')
@@ -258,7 +202,7 @@ for (const kind of databases()) {
           Buffer.from('[1,2]').toString('base64')
         ]) {
           const problem = assertProblem(
-            await send(t, zitadelEvent(tenantId, userId, 1, 'user.human.added', payload)),
+            await send(t, idpEvent(tenantId, userId, 1, 'user.human.added', payload)),
             400
           )
           assert.equal(problem.errors[0].location, 'body.event_payload')
@@ -304,14 +248,14 @@ for (const kind of databases()) {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId, 1))
         assert.equal(
-          await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.profile.changed', { firstName: 'Newest' })),
+          await deliver(t, idpEvent(tenantId, userId, 5, 'user.human.profile.changed', { firstName: 'Newest' })),
           'applied'
         )
         assert.equal(
-          await deliver(t, zitadelEvent(tenantId, userId, 3, 'user.human.profile.changed', { firstName: 'Older' })),
+          await deliver(t, idpEvent(tenantId, userId, 3, 'user.human.profile.changed', { firstName: 'Older' })),
           'stale'
         )
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 4, 'user.deactivated')), 'stale')
+        assert.equal(await deliver(t, idpEvent(tenantId, userId, 4, 'user.deactivated')), 'stale')
         const row = await userRow(t, tenantId, userId)
         assert.equal(row?.first_name, 'Newest')
         assert.equal(row?.state, 'active')
@@ -330,7 +274,7 @@ for (const kind of databases()) {
 
       void it('keeps a deactivation that arrived before the user was added', async () => {
         const { tenantId, userId } = fresh()
-        assert.equal(await deliver(t, zitadelEvent(tenantId, userId, 2, 'user.deactivated')), 'applied')
+        assert.equal(await deliver(t, idpEvent(tenantId, userId, 2, 'user.deactivated')), 'applied')
         assert.equal(await deliver(t, added(tenantId, userId, 1)), 'stale')
         assert.equal((await userRow(t, tenantId, userId))?.state, 'inactive')
       })
@@ -338,11 +282,11 @@ for (const kind of databases()) {
       void it('records an unknown kind, answers "ignored", and changes nothing', async () => {
         const { tenantId, userId } = fresh()
         assert.equal(
-          await deliver(t, zitadelEvent(tenantId, userId, 5, 'user.human.password.changed', { secret: 'x' })),
+          await deliver(t, idpEvent(tenantId, userId, 5, 'user.human.password.changed', { secret: 'x' })),
           'ignored'
         )
         assert.equal(
-          await deliver(t, { ...zitadelEvent(tenantId, userId, 6, 'org.added'), aggregateType: 'org' }),
+          await deliver(t, { ...idpEvent(tenantId, userId, 6, 'org.added'), aggregateType: 'org' }),
           'ignored'
         )
         assert.equal(await userRow(t, tenantId, userId), undefined)
@@ -395,7 +339,7 @@ for (const kind of databases()) {
 
         await deliver(
           t,
-          zitadelEvent(tenantId, 'self', 1, 'user.human.selfregistered', {
+          idpEvent(tenantId, 'self', 1, 'user.human.selfregistered', {
             userName: 'self',
             email: 'self@example.test'
           })
@@ -404,7 +348,7 @@ for (const kind of databases()) {
 
         await deliver(
           t,
-          zitadelEvent(tenantId, 'robot', 1, 'user.machine.added', {
+          idpEvent(tenantId, 'robot', 1, 'user.machine.added', {
             userName: 'robot',
             name: 'Build Robot',
             description: 'CI'
@@ -418,9 +362,9 @@ for (const kind of databases()) {
       void it('profile, e-mail and username changes update only the fields they carry', async () => {
         const { tenantId, userId } = fresh()
         await deliver(t, added(tenantId, userId))
-        await deliver(t, zitadelEvent(tenantId, userId, 2, 'user.human.email.changed', { email: 'new@example.test' }))
-        await deliver(t, zitadelEvent(tenantId, userId, 3, 'user.human.profile.changed', { lastName: 'Murray' }))
-        await deliver(t, zitadelEvent(tenantId, userId, 4, 'user.username.changed', { userName: 'gmh' }))
+        await deliver(t, idpEvent(tenantId, userId, 2, 'user.human.email.changed', { email: 'new@example.test' }))
+        await deliver(t, idpEvent(tenantId, userId, 3, 'user.human.profile.changed', { lastName: 'Murray' }))
+        await deliver(t, idpEvent(tenantId, userId, 4, 'user.username.changed', { userName: 'gmh' }))
         const row = await userRow(t, tenantId, userId)
         assert.deepEqual(
           [row?.email, row?.first_name, row?.last_name, row?.display_name, row?.username],
@@ -442,7 +386,7 @@ for (const kind of databases()) {
         ]
         let seq = 1
         for (const [type, state] of steps) {
-          assert.equal(await deliver(t, zitadelEvent(tenantId, userId, ++seq, type)), 'applied')
+          assert.equal(await deliver(t, idpEvent(tenantId, userId, ++seq, type)), 'applied')
           assert.equal((await userRow(t, tenantId, userId))?.state, state, type)
         }
         assert.deepEqual(
@@ -506,7 +450,7 @@ for (const kind of databases()) {
           assert.equal(rows.length, 3)
         })
 
-        assert.equal(await deliver(t, zitadelEvent(tenant.id, userId, 2, 'user.removed')), 'applied')
+        assert.equal(await deliver(t, idpEvent(tenant.id, userId, 2, 'user.removed')), 'applied')
         const row = await userRow(t, tenant.id, userId)
         assert.equal(row?.state, 'removed')
         assert.ok(row?.removed_at instanceof Date)
@@ -553,33 +497,35 @@ for (const kind of databases()) {
         })
 
         // removed is final
-        assert.equal(await deliver(t, zitadelEvent(tenant.id, userId, 3, 'user.reactivated')), 'ignored')
+        assert.equal(await deliver(t, idpEvent(tenant.id, userId, 3, 'user.reactivated')), 'ignored')
         assert.equal((await userRow(t, tenant.id, userId))?.state, 'removed')
       })
     })
 
     void describe('user gate', () => {
-      void it('refuses the token of a removed user with 401 right after the webhook', async () => {
+      /** A user the identity provider added, and a token of theirs the app lets in. */
+      async function addedUser () {
         const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
         const userId = `u-${crypto.randomUUID()}`
         const token = await tenant.user(userId)
         await deliver(t, added(tenant.id, userId))
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200)
-        await deliver(t, zitadelEvent(tenant.id, userId, 2, 'user.removed'))
+        return { tenant, userId, token }
+      }
+
+      void it('refuses the token of a removed user with 401 right after the webhook', async () => {
+        const { tenant, userId, token } = await addedUser()
+        await deliver(t, idpEvent(tenant.id, userId, 2, 'user.removed'))
         const res = await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })
         assertProblem(res, 401)
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/contacts' })).statusCode, 401)
       })
 
       void it('refuses an inactive user and lets them in again when reactivated', async () => {
-        const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
-        const userId = `u-${crypto.randomUUID()}`
-        const token = await tenant.user(userId)
-        await deliver(t, added(tenant.id, userId))
-        assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200)
-        await deliver(t, zitadelEvent(tenant.id, userId, 2, 'user.locked'))
+        const { tenant, userId, token } = await addedUser()
+        await deliver(t, idpEvent(tenant.id, userId, 2, 'user.locked'))
         assertProblem(await t.as(token, { method: 'GET', url: '/api/v1/auth/me' }), 401)
-        await deliver(t, zitadelEvent(tenant.id, userId, 3, 'user.unlocked'))
+        await deliver(t, idpEvent(tenant.id, userId, 3, 'user.unlocked'))
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200)
       })
 

@@ -8,11 +8,12 @@ import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { signBody } from './identity.idp-signature.ts'
+import { idpEvent, idpWebhook } from './identity.fixtures.ts'
 
 type Json = Record<string, any>
 const SECRET = 'removal-webhook-secret'
 
+/** Delivers an event of the identity provider about a user (added with an e-mail address and a name). */
 async function deliver (
   t: TestApp,
   tenantId: string,
@@ -20,30 +21,9 @@ async function deliver (
   sequence: number,
   eventType: string
 ): Promise<string> {
-  const raw = Buffer.from(
-    JSON.stringify({
-      aggregateID: userId,
-      aggregateType: 'user',
-      resourceOwner: tenantId,
-      instanceID: 'instance-1',
-      sequence,
-      event_type: eventType,
-      ...(eventType === 'user.human.added'
-        ? { event_payload: { email: `${userId}@example.test`, displayName: 'Grace' } }
-        : {})
-    })
-  )
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/integrations/idp/webhook',
-    headers: {
-      'content-type': 'application/json',
-      'idp-signature': signBody(SECRET, raw, Math.floor(Date.now() / 1000))
-    },
-    payload: raw
-  })
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json().status
+  const added = eventType === 'user.human.added'
+  const payload = added ? { email: `${userId}@example.test`, displayName: 'Grace' } : undefined
+  return await idpWebhook(SECRET).deliver(t, idpEvent(tenantId, userId, sequence, eventType, payload))
 }
 
 async function space (t: TestApp, token: string, members: string[]): Promise<number> {

@@ -6,11 +6,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { displayProfiles } from './identity.repository.ts'
 import { ExportError, parseExport, resyncUsers } from './identity.idp-resync.ts'
 import { applyUserChange } from './identity.service.ts'
-
-async function userRow (t: TestApp, tenantId: string, userId: string) {
-  return await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('users').selectAll()
-    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst())
-}
+import { userRow } from './identity.fixtures.ts'
 
 async function topics (t: TestApp, tenantId: string) {
   const rows = await withTenant(t.ctx.db, { tenantId }, trx =>
@@ -182,33 +178,21 @@ for (const kind of databases()) {
       void it('creates, updates, deactivates and removes users from an export, and a second run changes nothing', async () => {
         const tenantId = `org-${crypto.randomUUID()}`
         await withTenant(t.ctx.db, { tenantId }, async trx => {
-          await applyUserChange(trx, {
-            tenantId,
-            userId: 'kept',
-            profile: { email: 'old@x.test', first_name: 'Old' },
-            state: 'active',
-            sequence: 3,
-            actorId: null,
-            source: 'user.human.added'
-          })
-          await applyUserChange(trx, {
-            tenantId,
-            userId: 'lost',
-            profile: { email: 'lost@x.test' },
-            state: 'active',
-            sequence: 1,
-            actorId: null,
-            source: 'user.human.added'
-          })
-          await applyUserChange(trx, {
-            tenantId,
-            userId: 'newer',
-            profile: { email: 'newer@x.test' },
-            state: 'active',
-            sequence: 9,
-            actorId: null,
-            source: 'user.human.added'
-          })
+          for (const [userId, profile, sequence] of [
+            ['kept', { email: 'old@x.test', first_name: 'Old' }, 3],
+            ['lost', { email: 'lost@x.test' }, 1],
+            ['newer', { email: 'newer@x.test' }, 9]
+          ] as const) {
+            await applyUserChange(trx, {
+              tenantId,
+              userId,
+              profile,
+              state: 'active',
+              sequence,
+              actorId: null,
+              source: 'user.human.added'
+            })
+          }
         })
         const token = await newTenant(t, tenantId).user('lost')
         assert.equal((await t.as(token, { method: 'GET', url: '/api/v1/auth/me' })).statusCode, 200)

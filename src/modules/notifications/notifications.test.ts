@@ -5,8 +5,10 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { sql } from 'kysely'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
+import { makeNotificationsDue, queuedNotifications } from '../../../test/helpers/outbox.ts'
+import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { startSmtpServer, type SmtpCatcher } from '../../../test/helpers/smtp.ts'
 import { loadConfig } from '../../config.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
@@ -29,19 +31,6 @@ function warnings () {
   return { lines, warn (obj: object, msg: string) { lines.push({ obj: obj as Json, msg }) }, info () {} }
 }
 
-const rows = async (t: TestApp, tenantId: string) =>
-  await withTenant(
-    t.ctx.db,
-    { tenantId },
-    async trx =>
-      await trx
-        .selectFrom('notification_outbox')
-        .select(['id', 'channel', 'recipient', 'subject', 'status', 'attempts', 'last_error', 'payload'])
-        .where('tenant_id', '=', tenantId)
-        .orderBy('id')
-        .execute()
-  )
-
 const list = async (t: TestApp, token: string, query = '') =>
   await t.as(token, { method: 'GET', url: `/api/v1/notifications${query}` })
 
@@ -59,17 +48,14 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const address = `pia-${crypto.randomUUID()}@example.test`
       const pia = await tenant.user('pia', ['member'], { email: address })
-      const created = await t.as(pia, { method: 'POST', url: '/api/v1/events', payload: { title: EVIL } })
-      assert.equal(created.statusCode, 201, created.body)
+      const created = await expectStatus(t, pia, 'POST', '/api/v1/events', 201, { title: EVIL })
       const id = created.json().id as number
-      const pub = await t.as(pia, {
-        method: 'POST',
-        url: `/api/v1/events/${id}/publish`,
-        payload: { notify: true, message: `Doors open at 7 & "bring" <b>friends</b>\n\nSee you, ${EVIL}` }
+      await expectStatus(t, pia, 'POST', `/api/v1/events/${id}/publish`, 204, {
+        notify: true,
+        message: `Doors open at 7 & "bring" <b>friends</b>\n\nSee you, ${EVIL}`
       })
-      assert.equal(pub.statusCode, 204, pub.body)
       assert.deepEqual(
-        (await rows(t, tenant.id)).map(r => [r.recipient, r.status]),
+        (await queuedNotifications(t, tenant.id)).map(r => [r.recipient, r.status]),
         [[address, 'pending']]
       )
 
@@ -80,7 +66,7 @@ for (const kind of databases()) {
         await sender.close?.()
       }
       assert.deepEqual(
-        (await rows(t, tenant.id)).map(r => r.status),
+        (await queuedNotifications(t, tenant.id)).map(r => r.status),
         ['sent']
       )
       const [got] = mailsTo(address)
@@ -109,12 +95,11 @@ for (const kind of databases()) {
       const created = await t.as(alice, { method: 'POST', url: '/api/v1/events', payload: { title: `Board ${EVIL}` } })
       const id = created.json().id as number
       const invitee = `kim-${crypto.randomUUID()}@example.test`
-      const inv = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${id}/managers/invite`,
-        payload: { email: invitee, role: 'event_manager:full', message: 'Please <help>' }
+      const inv = await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/managers/invite`, 201, {
+        email: invitee,
+        role: 'event_manager:full',
+        message: 'Please <help>'
       })
-      assert.equal(inv.statusCode, 201, inv.body)
       const token = inv.json().invite_token as string
       const sender = smtpSender()
       try {
@@ -133,12 +118,9 @@ for (const kind of databases()) {
       assert.ok(html.includes('Please &lt;help&gt;') && !html.includes('<help>'))
       // the link's token accepts the invitation
       const kim = await tenant.user('kim', ['member'], { email: invitee })
-      const accepted = await t.as(kim, {
-        method: 'POST',
-        url: '/api/v1/events/managers/accept',
-        payload: { token: new URL(link).searchParams.get('token') }
+      await expectStatus(t, kim, 'POST', '/api/v1/events/managers/accept', 200, {
+        token: new URL(link).searchParams.get('token')
       })
-      assert.equal(accepted.statusCode, 200, accepted.body)
     })
 
     void it("mails a space publish notice to the stored profile address, else to the caller's token address", async () => {
@@ -150,17 +132,11 @@ for (const kind of databases()) {
       })
       const eve = await tenant.user('eve', ['member'], { email: `eve-${stored}` })
       for (const token of [dora, eve]) {
-        const s = await t.as(token, { method: 'POST', url: '/api/v1/spaces', payload: { title: 'Choir' } })
-        assert.equal(s.statusCode, 201, s.body)
-        const pub = await t.as(token, {
-          method: 'POST',
-          url: `/api/v1/spaces/${s.json().id as number}/publish`,
-          payload: { notify: true }
-        })
-        assert.equal(pub.statusCode, 204, pub.body)
+        const s = await expectStatus(t, token, 'POST', '/api/v1/spaces', 201, { title: 'Choir' })
+        await expectStatus(t, token, 'POST', `/api/v1/spaces/${s.json().id as number}/publish`, 204, { notify: true })
       }
       assert.deepEqual(
-        (await rows(t, tenant.id)).map(r => [r.recipient, r.status]),
+        (await queuedNotifications(t, tenant.id)).map(r => [r.recipient, r.status]),
         [
           [stored, 'pending'],
           [`eve-${stored}`, 'pending']
@@ -185,16 +161,10 @@ for (const kind of databases()) {
       const created = await t.as(bob, { method: 'POST', url: '/api/v1/events', payload: { title: "Bob's party" } })
       const id = created.json().id as number
       // the admin publishes bob's event: bob has no stored profile and is not the caller
-      assert.equal(
-        (
-          await t.as(admin, {
-            method: 'POST',
-            url: `/api/v1/events/${id}/publish`,
-            payload: { notify: true, channels: ['email', 'push'] }
-          })
-        ).statusCode,
-        204
-      )
+      await expectStatus(t, admin, 'POST', `/api/v1/events/${id}/publish`, 204, {
+        notify: true,
+        channels: ['email', 'push']
+      })
       // a row queued before addresses were resolved (a user id as an e-mail recipient)
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
         await trx
@@ -212,13 +182,7 @@ for (const kind of databases()) {
       }
       for (let i = 0; i < 2; i++) {
         await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 1000, log })
-        await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
-          await trx
-            .updateTable('notification_outbox')
-            .set({ payload: sql`payload - 'next_attempt_at'` })
-            .where('tenant_id', '=', tenant.id)
-            .execute()
-        })
+        await makeNotificationsDue(t, tenant.id)
       }
       const mine = sent.filter(n => n.tenantId === tenant.id)
       assert.deepEqual(
@@ -226,7 +190,7 @@ for (const kind of databases()) {
         [['push', 'bob']],
         'only the push notification went out, once'
       )
-      const stored = await rows(t, tenant.id)
+      const stored = await queuedNotifications(t, tenant.id)
       assert.deepEqual(
         stored.map(r => [r.channel, r.recipient, r.status, r.attempts]),
         [
@@ -278,20 +242,11 @@ for (const kind of databases()) {
       for (const q of ['', '&channel=email']) {
         const all = ((await list(t, admin, `?size=100${q}`)).json().items as Json[]).map(i => i.id)
         assert.equal(all.length, q === '' ? 11 : 6)
-        const walked: number[] = []
-        let cursor: string | null = null
-        do {
-          const body: Json = (
-            await list(t, admin, `?size=4${q}${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-          ).json()
-          walked.push(...(body.items as Json[]).map(i => i.id))
-          cursor = body.next_cursor
-        } while (cursor !== null)
+        const walked = (await itemsByCursor(t, admin, `/api/v1/notifications?size=4${q}`)).map(i => i.id)
         assert.deepEqual(walked, all, q)
       }
       const first = (await list(t, admin, '?size=4')).json()
-      const refused = await list(t, admin, `?size=4&channel=push&cursor=${encodeURIComponent(first.next_cursor)}`)
-      assert.equal(refused.statusCode, 400, refused.body)
+      const refused = await refusedCursor(t, admin, '/api/v1/notifications?size=4&channel=push', first.next_cursor)
       assert.ok(
         refused.json().errors.some((e: Json) => e.location === 'query.cursor'),
         refused.body
@@ -310,18 +265,12 @@ for (const kind of databases()) {
         `later@${crypto.randomUUID()}.example.test`,
         `spam@${crypto.randomUUID()}.example.test`
       ]) {
-        assert.equal(
-          (
-            await t.as(alice, {
-              method: 'POST',
-              url: `/api/v1/events/${id}/managers/invite`,
-              payload: { email, role: 'event_manager:full' }
-            })
-          ).statusCode,
-          201
-        )
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/managers/invite`, 201, {
+          email,
+          role: 'event_manager:full'
+        })
       }
-      const [first, second, third] = await rows(t, tenant.id)
+      const [first, second, third] = await queuedNotifications(t, tenant.id)
       // the second: a temporary failure (nothing listens on the SMTP server's address any more)
       const log = warnings()
       const live = smtpSender(log)
@@ -338,7 +287,7 @@ for (const kind of databases()) {
         await live.close?.()
         await dead.close?.()
       }
-      const after = await rows(t, tenant.id)
+      const after = await queuedNotifications(t, tenant.id)
       assert.deepEqual(
         after.map(r => [r.status, r.attempts]),
         [
@@ -406,33 +355,23 @@ for (const kind of databases()) {
             })
           }
         })
+      /** one delivery of a batch of 4, each of them sent */
+      const deliverFour = async () =>
+        assert.deepEqual(await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 4 }), {
+          sent: 4,
+          retried: 0,
+          failed: 0,
+          undeliverable: 0
+        })
+      const subjectsSentTo = (tenantId: string) => sent.filter(n => n.tenantId === tenantId).map(n => n.subject)
       await queue(a.id, 6)
       await queue(b.id, 2)
       // a batch of 4: a (the oldest due row) gets 2, b its 2
-      assert.deepEqual(await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 4 }), {
-        sent: 4,
-        retried: 0,
-        failed: 0,
-        undeliverable: 0
-      })
-      assert.deepEqual(
-        sent.filter(n => n.tenantId === a.id).map(n => n.subject),
-        ['s0', 's1']
-      )
-      assert.deepEqual(
-        sent.filter(n => n.tenantId === b.id).map(n => n.subject),
-        ['s0', 's1']
-      )
-      assert.deepEqual(await deliverPendingNotifications(t.ctx.db, sender, { batchSize: 4 }), {
-        sent: 4,
-        retried: 0,
-        failed: 0,
-        undeliverable: 0
-      })
-      assert.deepEqual(
-        sent.filter(n => n.tenantId === a.id).map(n => n.subject),
-        ['s0', 's1', 's2', 's3', 's4', 's5']
-      )
+      await deliverFour()
+      assert.deepEqual(subjectsSentTo(a.id), ['s0', 's1'])
+      assert.deepEqual(subjectsSentTo(b.id), ['s0', 's1'])
+      await deliverFour()
+      assert.deepEqual(subjectsSentTo(a.id), ['s0', 's1', 's2', 's3', 's4', 's5'])
 
       sent.length = 0
       await queue(a.id, 30)
@@ -452,7 +391,7 @@ for (const kind of databases()) {
       assert.equal(new Set(sent.map(n => `${n.tenantId}/${n.id}`)).size, 60, 'no row sent twice')
       for (const x of [a, b]) {
         assert.deepEqual(
-          (await rows(t, x.id)).filter(r => r.status !== 'sent'),
+          (await queuedNotifications(t, x.id)).filter(r => r.status !== 'sent'),
           []
         )
       }

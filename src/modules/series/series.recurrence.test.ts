@@ -162,25 +162,47 @@ void describe('recurrence engine: DST and month ends', () => {
     ])
   })
 
-  void it('a wall time inside the spring-forward gap moves forward by the gap', () => {
-    const zone = 'America/New_York'
-    const occ = expand({ start: local('2027-03-13T02:30', zone), durationMs: HOUR, timezone: zone },
-      { freq: 'daily', interval: 1, repeatDays: null, endsOn: 'after_n', endCount: 3, endDate: null }, { max: 500 })
-    assert.deepEqual(
-      occ.map(o => localIso(o.start, zone)),
-      ['2027-03-13T02:30', '2027-03-14T03:30', '2027-03-15T02:30']
-    )
-  })
-
-  void it('monthly on the 31st clamps to the last day of shorter months, without drift', () => {
-    const zone = 'Europe/Berlin'
-    const occ = expand({ start: local('2027-01-31T18:00', zone), durationMs: HOUR, timezone: zone },
-      { freq: 'monthly', interval: 1, repeatDays: null, endsOn: 'after_n', endCount: 5, endDate: null }, { max: 500 })
-    assert.deepEqual(
-      occ.map(o => localIso(o.start, zone)),
-      ['2027-01-31T18:00', '2027-02-28T18:00', '2027-03-31T18:00', '2027-04-30T18:00', '2027-05-31T18:00']
-    )
-  })
+  /** a rule of `count` occurrences, every day or month, from a local start; the local times it gives */
+  interface WallTimeCase {
+    name: string
+    zone: string
+    start: string
+    freq: Rule['freq']
+    count: number
+    expected: string[]
+  }
+  const wallTimes: WallTimeCase[] = [
+    {
+      name: 'a wall time inside the spring-forward gap moves forward by the gap',
+      zone: 'America/New_York',
+      start: '2027-03-13T02:30',
+      freq: 'daily',
+      count: 3,
+      expected: ['2027-03-13T02:30', '2027-03-14T03:30', '2027-03-15T02:30']
+    },
+    {
+      name: 'monthly on the 31st clamps to the last day of shorter months, without drift',
+      zone: 'Europe/Berlin',
+      start: '2027-01-31T18:00',
+      freq: 'monthly',
+      count: 5,
+      expected: ['2027-01-31T18:00', '2027-02-28T18:00', '2027-03-31T18:00', '2027-04-30T18:00', '2027-05-31T18:00']
+    }
+  ]
+  for (const c of wallTimes) {
+    void it(c.name, () => {
+      const rule: Rule = {
+        freq: c.freq,
+        interval: 1,
+        repeatDays: null,
+        endsOn: 'after_n',
+        endCount: c.count,
+        endDate: null
+      }
+      const occ = expand({ start: local(c.start, c.zone), durationMs: HOUR, timezone: c.zone }, rule, { max: 500 })
+      assert.deepEqual(occ.map(o => localIso(o.start, c.zone)), c.expected)
+    })
+  }
 
   void it("on_date includes the end date's whole local day; after_n counts the anchor; the window bounds never", () => {
     const zone = 'Australia/Sydney'

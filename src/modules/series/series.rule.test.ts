@@ -70,6 +70,12 @@ function series (over: Partial<SeriesRow> = {}): SeriesRow {
   }
 }
 
+/** The fields of an anchor event (`AnchorRow`), which its series row holds too. */
+const ANCHOR_FIELDS = [
+  'org_id', 'creator_id', 'title', 'description', 'address', 'latitude', 'longitude', 'start_dt', 'end_dt', 'timezone',
+  'keywords', 'metadata', 'visibility', 'status', 'published_at', 'version', 'template', 'template_version'
+] as const satisfies ReadonlyArray<keyof AnchorRow & keyof SeriesRow>
+
 /** What a call ends in: its value, or `<status> <field location>` of the error it throws. */
 function outcome<T> (f: () => T): T | { error: string } {
   try {
@@ -337,27 +343,11 @@ void describe('series rule: refuseStorageKeys', () => {
 
 void describe('series rule: newSeriesRow', () => {
   const now = at('2027-01-01T00:00:00Z')
-  const anchor = (over: Partial<AnchorRow> = {}): AnchorRow => ({
-    org_id: null,
-    creator_id: 'alice',
-    title: 'Standup',
-    description: null,
-    address: null,
-    latitude: null,
-    longitude: null,
-    start_dt: at('2027-01-04T08:00:00Z'),
-    end_dt: at('2027-01-04T09:00:00Z'),
-    timezone: BERLIN,
-    keywords: [],
-    metadata: {},
-    visibility: 20,
-    status: 'draft',
-    published_at: null,
-    version: 1,
-    template: 'default',
-    template_version: 1,
-    ...over
-  })
+  /** The anchor event of `series()` (the fields an event shares with its series); `over` changes it. */
+  const anchor = (over: Partial<AnchorRow> = {}): AnchorRow => {
+    const s = series()
+    return { ...Object.fromEntries(ANCHOR_FIELDS.map(k => [k, s[k]])) as AnchorRow, ...over }
+  }
   const weekly: RuleInput = { freq: 'weekly', repeat_days: [1], ends_on: 'after_n', end_count: 4 }
   const KEYS = ['start_dt', 'end_dt', 'duration', 'status', 'metadata', 'cover_image_key', 'ends_on', 'window_end']
   const row = (over: object) => ({

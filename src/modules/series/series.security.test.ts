@@ -8,17 +8,13 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { DateTime } from 'luxon'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { problemIssues } from '../../../test/helpers/problem.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
+import { assertBadRequestAt } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { PNG, upload } from '../event-collab/event-collab.cover.fixtures.ts'
+import { PNG, uploadExpecting } from '../event-collab/event-collab.cover.fixtures.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
+import { withSeries } from './series.fixtures.ts'
 import { extendSeriesWindows } from './series.service.ts'
-
-async function getJson (t: TestApp, token: string, url: string): Promise<Json> {
-  const res = await t.as(token, { method: 'GET', url })
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json()
-}
 
 /** Every occurrence of the series of `eventId` as `token` sees them (all pages). */
 async function allOccurrences (t: TestApp, token: string, eventId: number): Promise<Json[]> {
@@ -28,19 +24,6 @@ async function allOccurrences (t: TestApp, token: string, eventId: number): Prom
     out.push(...body.items)
     if (page >= body.total_pages) return out
   }
-}
-
-function assertBadRequest (
-  res: { statusCode: number; body: string; headers: Record<string, unknown> },
-  location: string
-): void {
-  assert.equal(res.statusCode, 400, res.body)
-  assert.deepEqual(problemIssues(res as never), [])
-  const errors = JSON.parse(res.body).errors as Json[]
-  assert.ok(
-    errors.some(e => e.location === location),
-    `${location} in ${res.body.slice(0, 400)}`
-  )
 }
 
 const weekly = (start: string) => ({
@@ -60,7 +43,7 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const old = { title: 'Old', start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T10:00:00Z', timezone: 'UTC' }
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'POST',
           url: '/api/v1/events/with-series',
@@ -68,7 +51,7 @@ for (const kind of databases()) {
         }),
         'body.start_dt'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'POST',
           url: '/api/v1/events/with-series',
@@ -79,7 +62,7 @@ for (const kind of databases()) {
       assert.equal((await getJson(t, alice, '/api/v1/events')).total, 0, 'nothing was created')
 
       const plain = await createEvent(t, alice, old)
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'POST',
           url: `/api/v1/events/${plain.id}/series`,
@@ -93,15 +76,10 @@ for (const kind of databases()) {
         'no series made'
       )
 
-      const res = await t.as(alice, {
-        method: 'POST',
-        url: '/api/v1/events/with-series',
-        payload: { ...weekly(NEXT_YEAR), series: { freq: 'daily', ends_on: 'never' } }
-      })
-      assert.equal(res.statusCode, 201, res.body)
-      const anchor = res.json().event.id as number
+      const anchor = (await withSeries(t, alice, { ...weekly(NEXT_YEAR), series: { freq: 'daily', ends_on: 'never' } }))
+        .event.id as number
       const before = await getJson(t, alice, `/api/v1/events/${anchor}/series`)
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${anchor}/series`,
@@ -109,7 +87,7 @@ for (const kind of databases()) {
         }),
         'body.start_dt'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${anchor}?scope=all`,
@@ -128,19 +106,13 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const now = new Date()
       const start = DateTime.fromJSDate(now, { zone: 'UTC' }).minus({ months: 11 }).startOf('day').plus({ hours: 9 })
-      const res = await t.as(alice, {
-        method: 'POST',
-        url: '/api/v1/events/with-series',
-        payload: {
-          title: 'Daily',
-          start_dt: start.toISO(),
-          end_dt: start.plus({ minutes: 15 }).toISO(),
-          timezone: 'UTC',
-          series: { freq: 'daily', ends_on: 'never' }
-        }
+      const made = await withSeries(t, alice, {
+        title: 'Daily',
+        start_dt: start.toISO(),
+        end_dt: start.plus({ minutes: 15 }).toISO(),
+        timezone: 'UTC',
+        series: { freq: 'daily', ends_on: 'never' }
       })
-      assert.equal(res.statusCode, 201, res.body)
-      const made = res.json()
       // 11 months back and 12 ahead would be some 700 daily rows: 500 are made, the window ends before the 501st
       assert.equal(made.total, 500)
       assert.equal(made.occurrences.length, 200, 'the answer holds one page')
@@ -166,12 +138,10 @@ for (const kind of databases()) {
         end_dt: start.plus({ minutes: 15 }).toISO(),
         timezone: 'UTC'
       })
-      const converted = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${e.id}/series`,
-        payload: { freq: 'daily', ends_on: 'never' }
+      const converted = await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/series`, 201, {
+        freq: 'daily',
+        ends_on: 'never'
       })
-      assert.equal(converted.statusCode, 201, converted.body)
       assert.equal((converted.json() as Json[]).length, 200)
       assert.equal(converted.headers['x-total-count'], '500')
       assert.equal(converted.headers.link, `</api/v1/events/${e.id}/series/occurrences?page=2&limit=200>; rel="next"`)
@@ -194,29 +164,23 @@ for (const kind of databases()) {
       )
 
       // a rule change regenerates within the window, bounded too
-      const patched = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${anchor}/series`,
-        payload: { freq: 'weekly', repeat_days: [1, 2, 3, 4, 5, 6, 7] }
+      const patched = await expectStatus(t, alice, 'PATCH', `/api/v1/events/${anchor}/series`, 200, {
+        freq: 'weekly',
+        repeat_days: [1, 2, 3, 4, 5, 6, 7]
       })
-      assert.equal(patched.statusCode, 200, patched.body)
       assert.ok(patched.json().added_occurrences <= 500)
     })
 
     void it("a series patch never takes a storage key: cover_image_key (own, another tenant's, ../x) is a 400 and every cover stays", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const made = (
-        await t.as(alice, { method: 'POST', url: '/api/v1/events/with-series', payload: weekly(NEXT_YEAR) })
-      ).json()
+      const made = await withSeries(t, alice, weekly(NEXT_YEAR))
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
-      const own = await upload(t, alice, ids[1] ?? 0, PNG)
-      assert.equal(own.statusCode, 200, own.body)
+      const own = await uploadExpecting(t, alice, ids[1] ?? 0, PNG, 200)
       const strangerTenant = newTenant(t)
       const mallory = await strangerTenant.user('mallory')
       const theirs = await createEvent(t, mallory, { title: 'Secret' })
-      const theirCover = await upload(t, mallory, theirs.id, PNG)
-      assert.equal(theirCover.statusCode, 200, theirCover.body)
+      const theirCover = await uploadExpecting(t, mallory, theirs.id, PNG, 200)
       const snapshot = async () =>
         await Promise.all(
           ids.map(async id => {
@@ -232,7 +196,7 @@ for (const kind of databases()) {
       const before = await snapshot()
       const seriesBefore = (await getJson(t, alice, `/api/v1/events/${ids[0]}/series`)).series
       for (const key of [own.json().cover_image_key, theirCover.json().cover_image_key, '../x', null]) {
-        assertBadRequest(
+        assertBadRequestAt(
           await t.as(alice, {
             method: 'PATCH',
             url: `/api/v1/events/${ids[0]}/series`,
@@ -241,7 +205,7 @@ for (const kind of databases()) {
           'body.cover_image_key'
         )
       }
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${ids[0]}/series`,
@@ -249,7 +213,7 @@ for (const kind of databases()) {
         }),
         'body.metadata.cover_image'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${ids[2]}?scope=all`,
@@ -257,7 +221,7 @@ for (const kind of databases()) {
         }),
         'body.metadata.cover_image'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'POST',
           url: '/api/v1/events/with-series',
@@ -272,7 +236,7 @@ for (const kind of databases()) {
         404,
         'no cover reached the anchor'
       )
-      assert.equal((await t.as(mallory, { method: 'GET', url: `/api/v1/events/${theirs.id}/cover` })).statusCode, 200)
+      await expectStatus(t, mallory, 'GET', `/api/v1/events/${theirs.id}/cover`, 200)
     })
 
     void it("series cascades never copy a cover between events: new occurrences have none, and a new cover on one leaves the anchor's", async () => {
@@ -285,23 +249,21 @@ for (const kind of databases()) {
         timezone: 'UTC',
         metadata: { room: 'A' }
       })
-      const cover = await upload(t, alice, e.id, PNG)
-      assert.equal(cover.statusCode, 200, cover.body)
+      const cover = await uploadExpecting(t, alice, e.id, PNG, 200)
       const key = cover.json().cover_image_key as string
-      const res = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${e.id}/series`,
-        payload: { freq: 'weekly', repeat_days: [1], ends_on: 'after_n', end_count: 4 }
+      const res = await expectStatus(t, alice, 'POST', `/api/v1/events/${e.id}/series`, 201, {
+        freq: 'weekly',
+        repeat_days: [1],
+        ends_on: 'after_n',
+        end_count: 4
       })
-      assert.equal(res.statusCode, 201, res.body)
       const ids = (res.json() as Json[]).map(o => o.id as number)
       assert.equal(ids[0], e.id)
-      const meta = await t.as(alice, {
-        method: 'PATCH',
-        url: `/api/v1/events/${e.id}/series`,
-        payload: { metadata: { room: 'B' }, end_count: 6, address: 'Hall 2' }
+      const meta = await expectStatus(t, alice, 'PATCH', `/api/v1/events/${e.id}/series`, 200, {
+        metadata: { room: 'B' },
+        end_count: 6,
+        address: 'Hall 2'
       })
-      assert.equal(meta.statusCode, 200, meta.body)
       assert.equal(meta.json().cover_image_key, null, 'the series holds no key')
       const items = await allOccurrences(t, alice, e.id)
       assert.equal(items.length, 6)
@@ -316,8 +278,7 @@ for (const kind of databases()) {
           assert.equal(o.metadata.cover_image, undefined)
         }
       }
-      const other = await upload(t, alice, ids[1] ?? 0, PNG)
-      assert.equal(other.statusCode, 200, other.body)
+      const other = await uploadExpecting(t, alice, ids[1] ?? 0, PNG, 200)
       assert.notEqual(other.json().cover_image_key, key)
       assert.equal(
         (await t.as(alice, { method: 'GET', url: `/api/v1/events/${e.id}/cover` })).statusCode,
@@ -331,13 +292,7 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
-      const made = (
-        await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/events/with-series',
-          payload: { ...weekly(NEXT_YEAR), visibility: 10 }
-        })
-      ).json()
+      const made = await withSeries(t, alice, { ...weekly(NEXT_YEAR), visibility: 10 })
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const mine = ids[2] ?? 0
       await addManager(t, tenant.id, mine, 'bob', { role: 'event_manager:full' })
@@ -377,20 +332,14 @@ for (const kind of databases()) {
       }
       assert.deepEqual(await snapshot(), before, 'no occurrence and not the series changed')
 
-      const own = await t.as(bob, {
-        method: 'PATCH',
-        url: `/api/v1/events/${mine}?scope=this`,
-        payload: { title: "Bob's" }
-      })
-      assert.equal(own.statusCode, 200, own.body)
+      await expectStatus(t, bob, 'PATCH', `/api/v1/events/${mine}?scope=this`, 200, { title: "Bob's" })
       const after = await snapshot()
       assert.deepEqual(
         after.items.map(o => o.title),
         before.items.map(o => (o.id === mine ? "Bob's" : 'Standup'))
       )
       assert.equal(after.series.title, 'Standup')
-      const gone = await t.as(bob, { method: 'DELETE', url: `/api/v1/events/${mine}/series?scope=this` })
-      assert.equal(gone.statusCode, 204, gone.body)
+      await expectStatus(t, bob, 'DELETE', `/api/v1/events/${mine}/series?scope=this`, 204)
       assert.deepEqual(
         (await allOccurrences(t, alice, ids[0] ?? 0)).map(o => o.id),
         ids.filter(id => id !== mine)
@@ -422,28 +371,18 @@ for (const kind of databases()) {
           ])
           .execute()
       })
-      assert.equal(
-        (await t.as(dave, { method: 'PATCH', url: `/api/v1/events/${ids[3]}?scope=all`, payload: { title: 'Dave' } }))
-          .statusCode,
-        403
-      )
-      const byCarol = await t.as(carol, {
-        method: 'PATCH',
-        url: `/api/v1/events/${ids[3]}?scope=all`,
-        payload: { title: 'Carol' }
-      })
-      assert.equal(byCarol.statusCode, 200, byCarol.body)
+      await expectStatuses(t, [
+        [dave, 'PATCH', `/api/v1/events/${ids[3]}?scope=all`, 403, { title: 'Dave' }],
+        [carol, 'PATCH', `/api/v1/events/${ids[3]}?scope=all`, 200, { title: 'Carol' }]
+      ])
       // the editor bundle has no event:delete
-      assert.equal(
-        (await t.as(carol, { method: 'DELETE', url: `/api/v1/events/${ids[3]}/series?scope=all` })).statusCode,
-        403
-      )
+      await expectStatus(t, carol, 'DELETE', `/api/v1/events/${ids[3]}/series?scope=all`, 403)
       const items = await allOccurrences(t, alice, ids[0] ?? 0)
       assert.deepEqual(
         items.map(o => o.title),
         Array(5).fill('Carol')
       )
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${ids[3]}` })).statusCode, 404)
+      await expectStatus(t, bob, 'GET', `/api/v1/events/${ids[3]}`, 404)
     })
 
     void it('a series manager invite needs every permission at series level, and its e-mail is shown only to who manages managers', async () => {
@@ -451,47 +390,25 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
       const viewer = await tenant.user('vera', ['viewer'])
-      const made = (
-        await t.as(alice, {
-          method: 'POST',
-          url: '/api/v1/events/with-series',
-          payload: { ...weekly(NEXT_YEAR), visibility: 40 }
-        })
-      ).json()
+      const made = await withSeries(t, alice, { ...weekly(NEXT_YEAR), visibility: 40 })
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const first = ids[0] ?? 0
       // bob manages the whole series' managers, but holds nothing else: he may not invite a full manager
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
-        await trx
-          .insertInto('event_managers')
-          .values({
-            tenant_id: tenant.id,
-            event_id: first,
-            series_id: (made.occurrences as Json[])[0]?.series_id as number,
-            user_id: 'bob',
-            permissions: ['managers:manage'],
-            role: null,
-            status: 'active'
-          })
-          .execute()
+      await addManager(t, tenant.id, first, 'bob', {
+        permissions: ['managers:manage'],
+        series_id: (made.occurrences as Json[])[0]?.series_id as number
       })
-      const refused = await t.as(bob, {
-        method: 'POST',
-        url: `/api/v1/events/${first}/series/manager`,
-        payload: { email: 'mallory@example.test' }
+      await expectStatus(t, bob, 'POST', `/api/v1/events/${first}/series/manager`, 403, {
+        email: 'mallory@example.test'
       })
-      assert.equal(refused.statusCode, 403, refused.body)
       assert.equal(
         (await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email ?? null,
         null,
         'no invite was made'
       )
-      const invited = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/events/${first}/series/manager`,
-        payload: { email: 'carol@example.test' }
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${first}/series/manager`, 200, {
+        email: 'carol@example.test'
       })
-      assert.equal(invited.statusCode, 200, invited.body)
       assert.equal(
         (await getJson(t, alice, `/api/v1/events/${first}/series`)).series.series_manager_invited_email,
         'carol@example.test'

@@ -4,9 +4,13 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { DateTime } from 'luxon'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { problemIssues } from '../../../test/helpers/problem.ts'
+import { pagesByCursor } from '../../../test/helpers/pages.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
+import { assertBadRequestAt, problemIssues } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { createEvent, type Json } from '../events/events.fixtures.ts'
+import { addContact, insertAttendee } from '../event-collab/event-collab.fixtures.ts'
+import { withSeries } from './series.fixtures.ts'
 import { extendSeriesWindows } from './series.service.ts'
 
 const BERLIN = 'Europe/Berlin'
@@ -14,52 +18,8 @@ const at = (iso: string, zone = BERLIN): string => DateTime.fromISO(iso, { zone 
 const local = (utc: string, zone = BERLIN): string =>
   DateTime.fromISO(utc, { zone: 'UTC' }).setZone(zone).toFormat("yyyy-MM-dd'T'HH:mm")
 
-async function withSeries (t: TestApp, token: string, body: Json): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/events/with-series', payload: body })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json()
-}
-
-async function getJson (t: TestApp, token: string, url: string): Promise<Json> {
-  const res = await t.as(token, { method: 'GET', url })
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json()
-}
-
 async function occurrencesOf (t: TestApp, token: string, eventId: number): Promise<Json[]> {
   return (await getJson(t, token, `/api/v1/events/${eventId}/series/occurrences?limit=200`)).items
-}
-
-async function addContact (t: TestApp, token: string, email: string): Promise<string> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/contacts', payload: { email, first_name: email } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json().id
-}
-
-async function addAttendee (
-  t: TestApp,
-  tenantId: string,
-  row: {
-    event_id?: number
-    series_id?: number
-    contact_id: string
-    status: 'invited' | 'confirmed' | 'declined' | 'tentative' | 'checked_in'
-  }
-): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async trx => {
-    await trx
-      .insertInto('attendees')
-      .values({
-        tenant_id: tenantId,
-        event_id: row.event_id ?? null,
-        series_id: row.series_id ?? null,
-        contact_id: row.contact_id,
-        status: row.status,
-        notes: null,
-        invited_at: new Date()
-      })
-      .execute()
-  })
 }
 
 const weeklyStandup = {
@@ -68,19 +28,6 @@ const weeklyStandup = {
   end_dt: at('2027-03-15T09:30'),
   timezone: BERLIN,
   series: { freq: 'weekly', interval: 1, repeat_days: [1, 3], ends_on: 'after_n', end_count: 10 }
-}
-
-function assertBadRequest (
-  res: { statusCode: number; body: string; headers: Record<string, unknown> },
-  location: string
-): void {
-  assert.equal(res.statusCode, 400, res.body)
-  assert.deepEqual(problemIssues(res as never), [])
-  const errors = JSON.parse(res.body).errors as Json[]
-  assert.ok(
-    errors.some(e => e.location === location),
-    `${location} in ${res.body.slice(0, 400)}`
-  )
 }
 
 for (const kind of databases()) {
@@ -136,9 +83,9 @@ for (const kind of databases()) {
       // attendees: two on occurrences, one for the whole series
       const ann = await addContact(t, alice, 'ann@example.test')
       const bob = await addContact(t, alice, 'bob@example.test')
-      await addAttendee(t, tenant.id, { event_id: ids[1], contact_id: ann, status: 'confirmed' })
-      await addAttendee(t, tenant.id, { event_id: ids[2], contact_id: ann, status: 'invited' })
-      await addAttendee(t, tenant.id, { series_id: created.event.series_id, contact_id: bob, status: 'tentative' })
+      await insertAttendee(t, tenant.id, { event_id: ids[1], contact_id: ann, status: 'confirmed' })
+      await insertAttendee(t, tenant.id, { event_id: ids[2], contact_id: ann, status: 'invited' })
+      await insertAttendee(t, tenant.id, { series_id: created.event.series_id, contact_id: bob, status: 'tentative' })
 
       const page1 = await getJson(t, alice, `/api/v1/events/${ids[5]}/series?page=1&limit=4`)
       assert.equal(page1.$schema, 'http://localhost:8080/schemas/SeriesWithOccurrences.json')
@@ -186,20 +133,9 @@ for (const kind of databases()) {
         { $schema: page3.$schema, items: ids.slice(8), page: 3, limit: 4, total: 10, total_pages: 3, next_cursor: null }
       )
       // the same pages by cursor
-      const walked: number[] = []
-      let cursor: string | null = null
-      let pages = 0
-      do {
-        const body: Json = await getJson(
-          t,
-          alice,
-          `/api/v1/events/${anchorId}/series/occurrences?limit=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-        )
-        walked.push(...(body.items as Json[]).map(o => o.id))
-        assert.equal(body.page, ++pages)
-        cursor = body.next_cursor
-      } while (cursor !== null)
-      assert.deepEqual(walked, ids)
+      const pages = await pagesByCursor(t, alice, `/api/v1/events/${anchorId}/series/occurrences?limit=4`)
+      assert.deepEqual(pages.map(p => p.page), pages.map((_, i) => i + 1))
+      assert.deepEqual(pages.flatMap(p => (p.items as Json[]).map(o => o.id)), ids)
       const refused = await t.as(alice, {
         method: 'GET',
         url: `/api/v1/events/${anchorId}/series/occurrences?limit=4&cursor=${encodeURIComponent(Buffer.from('{"k":[],"p":2,"s":"x"}').toString('base64url'))}`
@@ -280,7 +216,7 @@ for (const kind of databases()) {
         ids.slice(6, 8)
       )
       assert.equal(trimmed.series.end_count, 2)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[9]}` })).statusCode, 404)
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${ids[9]}`, 404)
 
       // publish the first series
       const pub = await t.as(alice, {
@@ -344,23 +280,24 @@ for (const kind of databases()) {
         // occurrence 7 is deleted below: its attendees no longer count
         if (i !== 7) expected[status] += 2
       }
-      await addAttendee(t, tenant.id, {
+      await insertAttendee(t, tenant.id, {
         series_id: made.event.series_id,
         contact_id: contacts[0] ?? '',
         status: 'tentative'
       })
       expected.tentative += 1
       // attendees of another series count there only
-      await addAttendee(t, tenant.id, { event_id: other.event.id, contact_id: contacts[6] ?? '', status: 'confirmed' })
-      await addAttendee(t, tenant.id, {
+      await insertAttendee(t, tenant.id, {
+        event_id: other.event.id,
+        contact_id: contacts[6] ?? '',
+        status: 'confirmed'
+      })
+      await insertAttendee(t, tenant.id, {
         series_id: other.event.series_id,
         contact_id: contacts[6] ?? '',
         status: 'declined'
       })
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${ids[7]}/series?scope=this` })).statusCode,
-        204
-      )
+      await expectStatus(t, alice, 'DELETE', `/api/v1/events/${ids[7]}/series?scope=this`, 204)
 
       const page = await getJson(t, alice, `/api/v1/events/${ids[12]}/series?page=2&limit=5`)
       assert.equal(page.occurrences.length, 5)
@@ -409,7 +346,7 @@ for (const kind of databases()) {
           url: '/api/v1/events/with-series',
           payload: { ...weeklyStandup, ...patch }
         })
-        assertBadRequest(res, location)
+        assertBadRequestAt(res, location)
       }
       const list = await getJson(t, alice, '/api/v1/events')
       assert.equal(list.total, 0)
@@ -418,21 +355,21 @@ for (const kind of databases()) {
       assert.deepEqual(plain.occurrences, [])
       assert.equal(plain.event.series_id, null)
       const id = plain.event.id as number
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, { method: 'POST', url: `/api/v1/events/${id}/series`, payload: { freq: 'weekly' } }),
         'body.repeat_days'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, { method: 'GET', url: `/api/v1/events/${id}/series?limit=201` }),
         'query.limit'
       )
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${id}/series` })).statusCode, 404)
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${id}/series`, 404)
       const made = await withSeries(t, alice, weeklyStandup)
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${made.event.id}/series` }),
         'query.scope'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${made.event.id}/series`,
@@ -440,7 +377,7 @@ for (const kind of databases()) {
         }),
         'body.end_count'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${made.event.id}/series`,
@@ -448,7 +385,7 @@ for (const kind of databases()) {
         }),
         'body.end_dt'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${made.event.id}?scope=sometimes`,
@@ -456,7 +393,7 @@ for (const kind of databases()) {
         }),
         'query.scope'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${made.event.id}/series`,
@@ -464,7 +401,7 @@ for (const kind of databases()) {
         }),
         'body.metadata'
       )
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, {
           method: 'PATCH',
           url: `/api/v1/events/${made.event.id}/series`,
@@ -509,7 +446,7 @@ for (const kind of databases()) {
       })
       assert.equal(again.statusCode, 409, again.body)
       const noStart = await createEvent(t, alice, { title: 'No date' })
-      assertBadRequest(
+      assertBadRequestAt(
         await t.as(alice, { method: 'POST', url: `/api/v1/events/${noStart.id}/series`, payload: { freq: 'daily' } }),
         'path.id'
       )
@@ -534,8 +471,9 @@ for (const kind of databases()) {
       const made = await withSeries(t, alice, { ...weeklyStandup, series: { ...weeklyStandup.series, end_count: 6 } })
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
       const ann = await addContact(t, alice, 'ann@example.test')
-      await addAttendee(t, tenant.id, { event_id: ids[2], contact_id: ann, status: 'confirmed' }) // Monday 22 March
-      await addAttendee(t, tenant.id, { event_id: ids[3], contact_id: ann, status: 'declined' }) // Wednesday 24 March
+      // Monday 22 March, Wednesday 24 March
+      await insertAttendee(t, tenant.id, { event_id: ids[2], contact_id: ann, status: 'confirmed' })
+      await insertAttendee(t, tenant.id, { event_id: ids[3], contact_id: ann, status: 'declined' })
       const res = await t.as(alice, {
         method: 'PATCH',
         url: `/api/v1/events/${ids[0]}/series`,
@@ -567,7 +505,7 @@ for (const kind of databases()) {
         [ids[0], ids[2], ids[4]]
       )
       assert.deepEqual(after.attendee_counts, { invited: 0, confirmed: 1, declined: 0, tentative: 0, checked_in: 0 })
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[3]}` })).statusCode, 404)
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${ids[3]}`, 404)
 
       // moving the time of day keeps every row (and its id)
       const later = await t.as(alice, {
@@ -652,7 +590,7 @@ for (const kind of databases()) {
 
       const gone = await t.as(alice, { method: 'DELETE', url: `/api/v1/events/${ids[3]}/series?scope=all` })
       assert.equal(gone.statusCode, 204, gone.body)
-      assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${ids[0]}/series` })).statusCode, 404)
+      await expectStatus(t, alice, 'GET', `/api/v1/events/${ids[0]}/series`, 404)
       assert.equal((await getJson(t, alice, '/api/v1/events')).total, 1)
     })
 
@@ -736,7 +674,7 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob')
       const made = await withSeries(t, alice, { ...weeklyStandup, visibility: 10 })
       const ids = (made.occurrences as Json[]).map(o => o.id as number)
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${ids[4]}` })).statusCode, 404)
+      await expectStatus(t, bob, 'GET', `/api/v1/events/${ids[4]}`, 404)
 
       const res = await t.as(alice, {
         method: 'POST',
@@ -810,16 +748,12 @@ for (const kind of databases()) {
       assert.ok((await occurrencesOf(t, alice, ids[0] ?? 0)).every(o => o.status === 'published'))
 
       const viewer = await tenant.user('vera', ['viewer'])
-      assert.equal(
-        (await t.as(viewer, { method: 'POST', url: '/api/v1/events/with-series', payload: weeklyStandup })).statusCode,
-        403
-      )
+      await expectStatus(t, viewer, 'POST', '/api/v1/events/with-series', 403, weeklyStandup)
       const stranger = await newTenant(t).user('mallory')
-      assert.equal((await t.as(stranger, { method: 'GET', url: `/api/v1/events/${ids[0]}/series` })).statusCode, 404)
-      assert.equal(
-        (await t.as(stranger, { method: 'DELETE', url: `/api/v1/events/${ids[0]}/series?scope=all` })).statusCode,
-        404
-      )
+      await expectStatuses(t, [
+        [stranger, 'GET', `/api/v1/events/${ids[0]}/series`, 404],
+        [stranger, 'DELETE', `/api/v1/events/${ids[0]}/series?scope=all`, 404]
+      ])
       assert.equal((await getJson(t, alice, `/api/v1/events/${ids[0]}/series`)).total, 5)
     })
   })

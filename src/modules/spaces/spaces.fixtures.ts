@@ -1,20 +1,22 @@
 /** Test helpers of the spaces suites: build spaces through the API. */
-import assert from 'node:assert/strict'
-import type { TestApp } from '../../../test/helpers/build-app.ts'
+import { newTenant, type TestApp } from '../../../test/helpers/build-app.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
 
 type Json = Record<string, any>
 
 export async function createSpace (t: TestApp, token: string, body: Json = {}): Promise<Json> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/spaces', payload: { title: 'Reading club', ...body } })
-  assert.equal(res.statusCode, 201, res.body)
-  return res.json()
+  return (await expectStatus(t, token, 'POST', '/api/v1/spaces', 201, { title: 'Reading club', ...body })).json()
 }
 
 export async function publish (t: TestApp, token: string, id: number, body?: Json): Promise<void> {
-  const res = await t.as(token, {
-    method: 'POST',
-    url: `/api/v1/spaces/${id}/publish`,
-    ...(body !== undefined ? { payload: body } : {})
-  })
-  assert.equal(res.statusCode, 204, res.body)
+  await expectStatus(t, token, 'POST', `/api/v1/spaces/${id}/publish`, 204, body)
+}
+
+/** A fresh tenant, its member alice, and a space of hers (created with `body`), published. */
+export async function alicePublishedSpace (t: TestApp, body: Json = {}) {
+  const tenant = newTenant(t)
+  const alice = await tenant.user('alice')
+  const s = await createSpace(t, alice, body)
+  await publish(t, alice, s.id)
+  return { tenant, alice, s }
 }

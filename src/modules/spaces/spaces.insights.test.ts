@@ -2,27 +2,22 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
+import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { createSpace, publish } from './spaces.fixtures.ts'
+import { alicePublishedSpace, createSpace } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>
 
 async function createEvent (t: TestApp, token: string, body: Json): Promise<number> {
-  const res = await t.as(token, { method: 'POST', url: '/api/v1/events', payload: body })
-  assert.equal(res.statusCode, 201, res.body)
+  const res = await expectStatus(t, token, 'POST', '/api/v1/events', 201, body)
   const id = res.json().id as number
-  const pub = await t.as(token, { method: 'POST', url: `/api/v1/events/${id}/publish` })
-  assert.equal(pub.statusCode, 204, pub.body)
+  await expectStatus(t, token, 'POST', `/api/v1/events/${id}/publish`, 204)
   return id
 }
 
 async function link (t: TestApp, token: string, spaceId: number, eventId: number): Promise<void> {
-  const res = await t.as(token, {
-    method: 'POST',
-    url: `/api/v1/spaces/${spaceId}/events`,
-    payload: { event_id: eventId }
-  })
-  assert.equal(res.statusCode, 201, res.body)
+  await expectStatus(t, token, 'POST', `/api/v1/spaces/${spaceId}/events`, 201, { event_id: eventId })
 }
 
 const WEEK = 7 * 24 * 3600 * 1000
@@ -39,11 +34,8 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('links events to a space, lists and unlinks them; the activity follows', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
+      const { tenant, alice, s } = await alicePublishedSpace(t, { visibility: 40 })
       const bob = await tenant.user('bob')
-      const s = await createSpace(t, alice, { visibility: 40 })
-      await publish(t, alice, s.id)
       const e1 = await createEvent(t, alice, {
         title: 'Kick-off',
         start_dt: '2099-03-01T10:00:00Z',
@@ -55,24 +47,12 @@ for (const kind of databases()) {
 
       await link(t, alice, s.id, e1)
       await link(t, alice, s.id, e2)
-      const dup = await t.as(alice, { method: 'POST', url: `/api/v1/spaces/${s.id}/events`, payload: { event_id: e1 } })
-      assert.equal(dup.statusCode, 409)
-      const invisible = await t.as(alice, {
-        method: 'POST',
-        url: `/api/v1/spaces/${s.id}/events`,
-        payload: { event_id: hidden }
-      })
-      assert.equal(invisible.statusCode, 400)
+      await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id}/events`, 409, { event_id: e1 })
+      const invisible = await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id}/events`, 400, { event_id: hidden })
       assert.equal(invisible.json().errors[0].location, 'body.event_id')
-      const byBob = await t.as(bob, {
-        method: 'POST',
-        url: `/api/v1/spaces/${s.id}/events`,
-        payload: { event_id: hidden }
-      })
-      assert.equal(byBob.statusCode, 403)
+      await expectStatus(t, bob, 'POST', `/api/v1/spaces/${s.id}/events`, 403, { event_id: hidden })
 
-      const list = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/events` })
-      assert.equal(list.statusCode, 200, list.body)
+      const list = await expectStatus(t, bob, 'GET', `/api/v1/spaces/${s.id}/events`, 200)
       assert.deepEqual(
         list.json().items.map((x: Json) => [x.event_id, x.event.title]),
         [
@@ -87,8 +67,7 @@ for (const kind of databases()) {
         url: `/api/v1/spaces/${s.id}/members`,
         payload: { user_id: 'bob', role: 'space_member' }
       })
-      const activity = await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/activity` })
-      assert.equal(activity.statusCode, 200, activity.body)
+      const activity = await expectStatus(t, bob, 'GET', `/api/v1/spaces/${s.id}/activity`, 200)
       const items = activity.json().items as Json[]
       assert.deepEqual(items.map(a => [a.type, a.message, a.title]), [
         ['member', 'joined the space', 'bob'],
@@ -111,14 +90,10 @@ for (const kind of databases()) {
       )
       assert.equal(page.json().stats.events_count, 2)
 
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode,
-        204
-      )
-      assert.equal(
-        (await t.as(alice, { method: 'DELETE', url: `/api/v1/spaces/${s.id}/events/${e1}` })).statusCode,
-        404
-      )
+      await expectStatuses(t, [
+        [alice, 'DELETE', `/api/v1/spaces/${s.id}/events/${e1}`, 204],
+        [alice, 'DELETE', `/api/v1/spaces/${s.id}/events/${e1}`, 404]
+      ])
       const after = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/events` })
       assert.deepEqual(after.json().items.map((x: Json) => x.event_id), [e2])
       const topics = await t.ctx.db
@@ -132,12 +107,9 @@ for (const kind of databases()) {
     })
 
     void it('computes member growth, attention and summary from hand-built data', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
+      const { tenant, alice, s } = await alicePublishedSpace(t, { visibility: 40 })
       const bob = await tenant.user('bob')
-      const s = await createSpace(t, alice, { visibility: 40 })
-      await publish(t, alice, s.id)
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/spaces/${s.id}/analytics` })).statusCode, 403)
+      await expectStatus(t, bob, 'GET', `/api/v1/spaces/${s.id}/analytics`, 403)
 
       const ws = weekStart()
       // A joined 20 weeks ago; B 5 weeks ago (+1 day); C 8 weeks ago (+1 day) and left 3 weeks ago (+1 day)
@@ -163,8 +135,7 @@ for (const kind of databases()) {
       await link(t, alice, s.id, past)
       await link(t, alice, s.id, soon)
 
-      const res = await t.as(alice, { method: 'GET', url: `/api/v1/spaces/${s.id}/analytics` })
-      assert.equal(res.statusCode, 200, res.body)
+      const res = await expectStatus(t, alice, 'GET', `/api/v1/spaces/${s.id}/analytics`, 200)
       const a = res.json()
       assert.equal(a.$schema, 'http://localhost:8080/schemas/SpaceAnalyticsResult.json')
       assert.deepEqual(a.member_growth.map((b: Json) => b.members), [1, 1, 1, 2, 2, 2, 3, 3, 2, 2, 2, 2])
@@ -197,10 +168,7 @@ for (const kind of databases()) {
         ctx.skip('the attendees table (migration 0006, event collaboration) is not there yet')
         return
       }
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const s = await createSpace(t, alice)
-      await publish(t, alice, s.id)
+      const { tenant, alice, s } = await alicePublishedSpace(t)
       const past1 = await createEvent(t, alice, { title: 'Past 1', start_dt: '2020-01-01T10:00:00Z' })
       const past2 = await createEvent(t, alice, { title: 'Past 2', start_dt: '2021-01-01T10:00:00Z' })
       const soon = await createEvent(t, alice, { title: 'Soon', start_dt: '2099-01-01T10:00:00Z' })
@@ -294,29 +262,13 @@ for (const kind of databases()) {
           )
           .execute()
       })
-      const get = async (url: string) => {
-        const res = await t.as(alice, { method: 'GET', url })
-        assert.equal(res.statusCode, 200, res.body)
-        return res.json()
-      }
       for (const list of ['events', 'activity']) {
         const url = `/api/v1/spaces/${s.id as number}/${list}`
-        const all = (await get(`${url}?size=100`)).items as Json[]
+        const all = (await getJson(t, alice, `${url}?size=100`)).items as Json[]
         assert.ok(all.length >= 7, `${list}: ${all.length}`)
-        const walked: Json[] = []
-        let cursor: string | null = null
-        do {
-          const body: Json = await get(`${url}?size=3${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
-          walked.push(...(body.items as Json[]))
-          cursor = body.next_cursor
-        } while (cursor !== null)
-        assert.deepEqual(walked, all, list)
-        const first = await get(`${url}?size=3`)
-        const refused = await t.as(alice, {
-          method: 'GET',
-          url: `/api/v1/spaces/${other.id as number}/${list}?size=3&cursor=${encodeURIComponent(first.next_cursor)}`
-        })
-        assert.equal(refused.statusCode, 400, refused.body)
+        assert.deepEqual(await itemsByCursor(t, alice, `${url}?size=3`), all, list)
+        const first = await getJson(t, alice, `${url}?size=3`)
+        await refusedCursor(t, alice, `/api/v1/spaces/${other.id as number}/${list}?size=3`, first.next_cursor)
       }
     })
   })

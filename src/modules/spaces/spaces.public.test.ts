@@ -1,9 +1,25 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
-import { createSpace, publish } from './spaces.fixtures.ts'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { alicePublishedSpace, createSpace, publish } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>
+
+/** A published public space of alice's titled 'Before', and the address of its public page. */
+async function publicSpace (t: TestApp) {
+  const { tenant, alice, s } = await alicePublishedSpace(t, { title: 'Before', visibility: 40 })
+  return { tenant, alice, s, url: `/api/v1/public/spaces/${s.id}` }
+}
+
+/** Retitles a space straight in the database, as another instance of the service would write it. */
+async function retitleElsewhere (t: TestApp, tenantId: string, spaceId: number, title: string): Promise<void> {
+  await t.ctx.db
+    .updateTable('spaces')
+    .set({ title })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', spaceId)
+    .execute()
+}
 
 for (const kind of databases()) {
   void describe(`${kind}: public space page`, () => {
@@ -148,12 +164,9 @@ for (const kind of databases()) {
     })
 
     void it('is cache-friendly and tells a signed-in viewer what they can do', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
+      const { tenant, alice, s } = await alicePublishedSpace(t, { visibility: 40 })
       const bob = await tenant.user('bob')
       const stranger = await newTenant(t).user('eve', ['admin'])
-      const s = await createSpace(t, alice, { visibility: 40 })
-      await publish(t, alice, s.id)
       const url = `/api/v1/public/spaces/${s.id}`
 
       const anon = await t.app.inject({ method: 'GET', url })
@@ -195,11 +208,7 @@ for (const kind of databases()) {
     const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '1000' } })
 
     void it('serves an anonymous page from memory: a write answered here shows at once, one made elsewhere within PUBLIC_PAGE_CACHE_MS', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const s = await createSpace(t, alice, { title: 'Before', visibility: 40 })
-      await publish(t, alice, s.id)
-      const url = `/api/v1/public/spaces/${s.id}`
+      const { tenant, alice, s, url } = await publicSpace(t)
       const title = async () => (await t.app.inject({ method: 'GET', url })).json().space.title as string
       assert.equal(await title(), 'Before')
 
@@ -210,12 +219,7 @@ for (const kind of databases()) {
 
       // written by another instance (here: straight to the database): the page kept in memory is served until it
       // expires
-      await t.ctx.db
-        .updateTable('spaces')
-        .set({ title: 'Elsewhere' })
-        .where('tenant_id', '=', tenant.id)
-        .where('id', '=', s.id)
-        .execute()
+      await retitleElsewhere(t, tenant.id, s.id, 'Elsewhere')
       assert.equal(await title(), 'After')
       const signedIn = await t.as(alice, { method: 'GET', url })
       assert.equal(signedIn.json().space.title, 'Elsewhere', 'a caller with a token is never served the anonymous page')
@@ -223,12 +227,7 @@ for (const kind of databases()) {
       assert.equal(await title(), 'Elsewhere')
 
       // a refused write changed nothing and drops nothing; another tenant's write drops nothing of this one
-      await t.ctx.db
-        .updateTable('spaces')
-        .set({ title: 'Again elsewhere' })
-        .where('tenant_id', '=', tenant.id)
-        .where('id', '=', s.id)
-        .execute()
+      await retitleElsewhere(t, tenant.id, s.id, 'Again elsewhere')
       const refused = await t.app.inject({
         method: 'POST',
         url: `/api/v1/spaces/${s.id}/members`,
@@ -245,18 +244,9 @@ for (const kind of databases()) {
     const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '0' } })
 
     void it('reads every page from the database', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const s = await createSpace(t, alice, { title: 'Before', visibility: 40 })
-      await publish(t, alice, s.id)
-      const url = `/api/v1/public/spaces/${s.id}`
+      const { tenant, s, url } = await publicSpace(t)
       assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Before')
-      await t.ctx.db
-        .updateTable('spaces')
-        .set({ title: 'Elsewhere' })
-        .where('tenant_id', '=', tenant.id)
-        .where('id', '=', s.id)
-        .execute()
+      await retitleElsewhere(t, tenant.id, s.id, 'Elsewhere')
       assert.equal((await t.app.inject({ method: 'GET', url })).json().space.title, 'Elsewhere')
     })
   })

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { sql } from 'kysely'
-import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { pagesByCursor } from '../../../test/helpers/pages.ts'
 import { rule } from '../../modules/automation/automation.fixtures.ts'
 import { compactRowCounts } from './kept-counts.ts'
 import { withSystem } from './tenant.ts'
@@ -16,23 +17,11 @@ type Json = Record<string, any>
 
 /** Every item of a list, walked by cursor (4 a page), and the totals the pages reported. */
 async function walk (t: TestApp, token: string, path: string): Promise<{ ids: string[], totals: Set<number> }> {
-  const sep = path.includes('?') ? '&' : '?'
-  const ids: string[] = []
-  const totals = new Set<number>()
-  let cursor: string | null = null
-  for (let i = 0; i < 200; i++) {
-    const res = await t.as(token, {
-      method: 'GET',
-      url: `${path}${sep}size=4${cursor !== null ? `&cursor=${encodeURIComponent(cursor)}` : ''}`
-    })
-    assert.equal(res.statusCode, 200, res.body)
-    const body = res.json()
-    totals.add(body.total)
-    ids.push(...(body.items as Json[]).map(x => x.id as string))
-    cursor = body.next_cursor
-    if (cursor === null) break
+  const pages = await pagesByCursor(t, token, `${path}${path.includes('?') ? '&' : '?'}size=4`)
+  return {
+    ids: pages.flatMap(p => (p.items as Json[]).map(x => x.id as string)),
+    totals: new Set(pages.map(p => p.total as number))
   }
-  return { ids, totals }
 }
 
 async function checkTotals (t: TestApp, step: string, callers: Record<string, string>, paths: string[]): Promise<void> {
@@ -55,14 +44,9 @@ for (const kind of databases()) {
 
     void it('contacts: the total matches the items after creates, favourites, upserts, deletes and folding, for every caller', async () => {
       const tenant = newTenant(t)
-      const admin = await tenant.user('root', ['admin'])
-      const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
-      const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
-      const carol = await tenant.user('carol', ['member'], { orgId: 'org-b' })
       // erin's first contacts are personal (no organization), then she joins org-a
-      const erinBefore = await tenant.user('erin')
-      const erin = await tenant.user('erin', ['member'], { orgId: 'org-a' })
-      const callers = { admin, alice, bob, carol, erinBefore, erin }
+      const callers = await orgCallers(tenant)
+      const { admin, alice, bob, carol, erinBefore, erin } = callers
       const paths = [
         '/api/v1/contacts',
         '/api/v1/contacts?is_favorite=true',

@@ -7,9 +7,11 @@
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
-import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { databases, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { outboxTopics } from '../../../test/helpers/outbox.ts'
 import { withTenant } from '../db/tenant.ts'
-import { createContact, createEvent, type Json } from '../../modules/event-collab/event-collab.fixtures.ts'
+import { createContact, type Json } from '../../modules/event-collab/event-collab.fixtures.ts'
+import { aliceWithEvent } from '../../modules/events/events.fixtures.ts'
 
 async function stored (t: TestApp, tenantId: string, key: string) {
   return await withTenant(t.ctx.db, { tenantId }, trx =>
@@ -23,9 +25,7 @@ async function stored (t: TestApp, tenantId: string, key: string) {
 }
 
 async function topics (t: TestApp, tenantId: string, topic: string): Promise<number> {
-  const rows = await withTenant(t.ctx.db, { tenantId }, trx => trx.selectFrom('outbox').select('id')
-    .where('tenant_id', '=', tenantId).where('topic', '=', topic).execute())
-  return rows.length
+  return (await outboxTopics(t, tenantId)).filter(x => x === topic).length
 }
 
 async function attendees (t: TestApp, token: string, eventId: number): Promise<string[]> {
@@ -39,9 +39,7 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('a write that fails leaves no claim: a retry with the same key runs again', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const id = event.id as number
       const contact = await createContact(t, alice)
       const add = (key: string) =>
@@ -107,9 +105,7 @@ for (const kind of databases()) {
     })
 
     void it('the answer is stored with the write: a repeat is answered even without the exact answer', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const key = `k-${crypto.randomUUID()}`
       const req = {
         method: 'POST' as const,
@@ -142,9 +138,7 @@ for (const kind of databases()) {
     })
 
     void it('concurrent duplicates apply once: one runs, the others replay its answer (or 409)', async () => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const event = await createEvent(t, alice)
+      const { tenant, alice, event } = await aliceWithEvent(t)
       const id = event.id as number
       const contacts = await Promise.all([1, 2, 3].map(async () => await createContact(t, alice)))
       const key = `k-${crypto.randomUUID()}`
