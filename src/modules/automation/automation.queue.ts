@@ -48,6 +48,37 @@ export interface JobQueue {
   stop (): Promise<void>
 }
 
+/** Attempts at creating the queue while other instances create it too (see createQueueOnce). */
+const CREATE_ATTEMPTS = 5
+
+/**
+ * Creates the queue unless it exists. Instances starting together create it at the same time: pg-boss's
+ * `create_queue` then fails in all but one, with a unique violation or, when their locks cross, a deadlock
+ * (40P01) while the winner has not committed yet. A loser waits a moment and looks again, and tries once more
+ * if the queue is still missing, a bounded number of times; any other failure is thrown at once.
+ */
+async function createQueueOnce (b: PgBoss): Promise<void> {
+  for (let attempt = 1; (await b.getQueue(QUEUE)) === null; attempt++) {
+    try {
+      await b.createQueue(QUEUE, {
+        name: QUEUE,
+        retryLimit: MAX_ATTEMPTS - 1,
+        retryDelay: RETRY_DELAY_SEC,
+        retryBackoff: true,
+        expireInSeconds: EXPIRE_SEC
+      })
+    } catch (err: unknown) {
+      const code = (err as { code?: string }).code
+      const concurrent = code === '40P01' || code === '40001' || code === '23505' || code === '42P07'
+      if (!concurrent || attempt >= CREATE_ATTEMPTS) {
+        if ((await b.getQueue(QUEUE)) !== null) return
+        throw err
+      }
+      await new Promise(resolve => setTimeout(resolve, 100 * attempt))
+    }
+  }
+}
+
 export function createJobQueue (db: Kysely<Database>): JobQueue {
   let starting: Promise<PgBoss> | undefined
   let boss: PgBoss | undefined
@@ -56,19 +87,7 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
     const b = new PgBoss({ db: bossDb(db), schema: BOSS_SCHEMA, supervise: false, schedule: false, migrate: true })
     b.on('error', () => {})
     await b.start()
-    if ((await b.getQueue(QUEUE)) === null) {
-      await b
-        .createQueue(QUEUE, {
-          name: QUEUE,
-          retryLimit: MAX_ATTEMPTS - 1,
-          retryDelay: RETRY_DELAY_SEC,
-          retryBackoff: true,
-          expireInSeconds: EXPIRE_SEC
-        })
-        .catch(async (err: unknown) => {
-          if ((await b.getQueue(QUEUE)) === null) throw err // created concurrently by another instance otherwise
-        })
-    }
+    await createQueueOnce(b)
     // requests send jobs in their own transactions, as the application role
     await db.transaction().execute(trx => grantQueueSchema(trx, BOSS_SCHEMA))
     boss = b
