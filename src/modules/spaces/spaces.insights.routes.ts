@@ -28,7 +28,7 @@ import {
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { spaceEvent } from './spaces.events.ts'
-import { spacePageRoute } from './spaces.people.routes.ts'
+import { spacePageRoute } from './spaces.pages.routes.ts'
 
 const tags = ['Spaces']
 

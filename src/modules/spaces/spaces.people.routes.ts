@@ -8,15 +8,11 @@
  * lacks is neither changed nor removed by them. An invite is accepted only by its addressee
  * (`assertInviteRecipient`). Invitee e-mails are shown only to who may manage managers.
  */
-import type { TSchema } from '@sinclair/typebox'
-import type { Kysely } from 'kysely'
 import type { App, AppContext } from '../../platform/app-context.ts'
-import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
-import { KeysetPageQuery } from '../../platform/http/schema.ts'
-import { answerCreated, answerPage, noContentRoute } from '../../platform/http/routes.ts'
+import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
@@ -51,6 +47,7 @@ import {
 import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.repository.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
+import { spacePageRoute, type VisibleSpace } from './spaces.pages.routes.ts'
 import { spaceEvent } from './spaces.events.ts'
 
 const tags = ['Spaces']
@@ -86,7 +83,6 @@ const EXCEEDS = 'a grant may not exceed your own rights on the space'
 const managesManagers = (trx: Tx, auth: AuthContext, space: { id: number, creator_id: string }) =>
   async (): Promise<boolean> => await canManageSpace(trx, auth, space, 'space:managers')
 
-type VisibleSpace = Awaited<ReturnType<typeof visibleOr404>>
 type RequestedGrant = Pick<AddManagerBody, 'role' | 'permissions'>
 
 /** The grant a body asks for (a role bundle replaces the permissions) must lie within what the caller holds. */
@@ -103,28 +99,6 @@ async function assertGrantHeld (trx: Tx, auth: AuthContext, space: VisibleSpace,
 function storedGrant (b: RequestedGrant) {
   const role = b.role ?? null
   return { permissions: role === FULL_ROLE ? [] : b.permissions, role }
-}
-
-/**
- * `GET /api/v1/spaces/{id}/<what>`: a page of what a space holds (members, managers, contacts, children, activity,
- * events), for whoever sees the space (404 otherwise); `list` gets the visible space.
- */
-export function spacePageRoute (
-  app: App,
-  db: Kysely<Database>,
-  what: string,
-  operation: { operationId: string, summary: string, page: TSchema },
-  list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery) => Promise<object>
-): void {
-  const { operationId, summary, page } = operation
-  app.get(`/api/v1/spaces/:id/${what}`, {
-    schema: { operationId, summary, tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page } },
-    onRequest: requirePolicy('space', 'read')
-  }, async request =>
-    await answerPage(db, request, async trx =>
-      await list(trx, request.auth, await visibleOr404(trx, request.auth, request.params.id), request.query)
-    )
-  )
 }
 
 export function registerPeopleRoutes (app: App, { db }: AppContext): void {

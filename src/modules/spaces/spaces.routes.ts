@@ -17,7 +17,8 @@ import {
   Space, SpaceList, SpaceParams, SpaceParentParams, SpaceTree
 } from './spaces.schemas.ts'
 import * as service from './spaces.service.ts'
-import { registerPeopleRoutes, spacePageRoute } from './spaces.people.routes.ts'
+import { registerPeopleRoutes } from './spaces.people.routes.ts'
+import { spacePageRoute } from './spaces.pages.routes.ts'
 import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
 import { requirePolicy } from '../policy/policy.ts'

@@ -1,0 +1,42 @@
+/**
+ * The lists of what a space holds (members, managers, contacts, children, activity, events): one route form for
+ * all, registered by the routes file of each part.
+ */
+import type { TSchema } from '@sinclair/typebox'
+import type { Kysely } from 'kysely'
+import type { App } from '../../platform/app-context.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { answerPage } from '../../platform/http/routes.ts'
+import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { requirePolicy } from '../policy/policy.ts'
+import { SpaceParams } from './spaces.schemas.ts'
+import { visibleOr404 } from './spaces.service.ts'
+
+const tags = ['Spaces']
+
+/** A space the caller sees. */
+export type VisibleSpace = Awaited<ReturnType<typeof visibleOr404>>
+
+/**
+ * `GET /api/v1/spaces/{id}/<what>`: a page of what a space holds (members, managers, contacts, children, activity,
+ * events), for whoever sees the space (404 otherwise); `list` gets the visible space.
+ */
+export function spacePageRoute (
+  app: App,
+  db: Kysely<Database>,
+  what: string,
+  operation: { operationId: string, summary: string, page: TSchema },
+  list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery) => Promise<object>
+): void {
+  const { operationId, summary, page } = operation
+  app.get(`/api/v1/spaces/:id/${what}`, {
+    schema: { operationId, summary, tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page } },
+    onRequest: requirePolicy('space', 'read')
+  }, async request =>
+    await answerPage(db, request, async trx =>
+      await list(trx, request.auth, await visibleOr404(trx, request.auth, request.params.id), request.query)
+    )
+  )
+}
