@@ -14,7 +14,7 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
-import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
+import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { findEventForRead } from '../events/events.access.repository.ts'
 import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
@@ -57,7 +57,7 @@ import type { RuleRow } from './automation.table.ts'
 import { allowListOf } from './automation.webhook.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-const tags = ['Automation']
+const operation = operationsTagged('Automation')
 const CONTEXT_MAX_BYTES = 16_384
 /** Nesting levels of a manual run's trigger_context (checked before it is measured or stored). */
 const CONTEXT_MAX_DEPTH = 16
@@ -130,19 +130,13 @@ export const automationModule = defineModule(async (app, ctx) => {
    */
   function historyRoute<P extends TObject> (
     url: string,
-    operation: { operationId: string, summary: string, params: P },
+    { operationId, summary, params }: { operationId: string, summary: string, params: P },
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>
   ): void {
-    const { operationId, summary, params } = operation
     app.get(url, {
-      schema: {
-        operationId,
-        summary,
-        tags,
-        params,
-        querystring: ListExecutionsQuery,
-        response: { 200: PagedBodyAutomationExecution }
-      },
+      schema: operation(operationId, summary, {
+        params, querystring: ListExecutionsQuery, response: { 200: PagedBodyAutomationExecution }
+      }),
       onRequest: requirePolicy('execution', 'read')
     }, async request => {
       const { auth, query: q } = request
@@ -187,13 +181,12 @@ export const automationModule = defineModule(async (app, ctx) => {
    */
   function retryRoute<P extends TObject> (
     url: string,
-    operation: { operationId: string, summary: string, params: P },
+    { operationId, summary, params }: { operationId: string, summary: string, params: P },
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>,
     execution: (path: Static<P>) => string
   ): void {
-    const { operationId, summary, params } = operation
     app.post(url, {
-      schema: { operationId, summary, tags, params, response: { 202: AutomationExecution } },
+      schema: operation(operationId, summary, { params, response: { 202: AutomationExecution } }),
       onRequest: requirePolicy('execution', 'retry')
     }, async (request, reply) => {
       const auth = request.auth
@@ -220,7 +213,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     app.route({
       method,
       url: '/api/v1/automation/rules/:rule_id',
-      schema: { operationId, summary, tags, params: RuleParams, body, response: { 200: Rule } },
+      schema: operation(operationId, summary, { params: RuleParams, body, response: { 200: Rule } }),
       onRequest: requirePolicy('rule', 'write'),
       handler: async (request, reply) => {
         const row = await withTenant(db, request.auth, trx =>
@@ -234,116 +227,78 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   // ---- catalogues
 
-  app.get(
-    '/api/v1/automation/triggers',
-    {
-      schema: {
-        operationId: 'list-automation-triggers',
-        summary: 'Trigger catalogue: types, payload fields, condition operators',
-        tags,
-        response: { 200: TriggerCatalogue }
-      },
-      onRequest: requirePolicy('rule', 'catalogue')
-    },
-    async () => ({
-      triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
-      template_qualified: TEMPLATE_QUALIFIED_NOTE,
-      condition_operators: [...CONDITION_OPERATORS],
-      attendee_statuses: [...ATTENDEE_STATUSES]
-    })
-  )
+  app.get('/api/v1/automation/triggers', {
+    schema: operation('list-automation-triggers', 'Trigger catalogue: types, payload fields, condition operators', {
+      response: { 200: TriggerCatalogue }
+    }),
+    onRequest: requirePolicy('rule', 'catalogue')
+  }, async () => ({
+    triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
+    template_qualified: TEMPLATE_QUALIFIED_NOTE,
+    condition_operators: [...CONDITION_OPERATORS],
+    attendee_statuses: [...ATTENDEE_STATUSES]
+  }))
 
-  app.get(
-    '/api/v1/automation/actions',
-    {
-      schema: {
-        operationId: 'list-automation-actions',
-        summary: 'Action catalogue: types and their fields',
-        tags,
-        response: { 200: ActionCatalogue }
-      },
-      onRequest: requirePolicy('rule', 'catalogue')
-    },
-    async () => ({ actions: ACTIONS })
-  )
+  app.get('/api/v1/automation/actions', {
+    schema: operation('list-automation-actions', 'Action catalogue: types and their fields', {
+      response: { 200: ActionCatalogue }
+    }),
+    onRequest: requirePolicy('rule', 'catalogue')
+  }, async () => ({ actions: ACTIONS }))
 
   // ---- rules
 
-  app.get(
-    '/api/v1/automation/rules',
-    {
-      schema: {
-        operationId: 'list-automation-rules',
-        summary: 'List automation rules',
-        tags,
-        querystring: ListRulesQuery,
-        response: { 200: PagedBodyRule }
-      },
-      onRequest: requirePolicy('rule', 'read')
-    },
-    async request => {
-      const q = request.query
-      return await answerPage(db, request, async trx => {
-        const found = await repo.listRules(
-          trx,
-          request.auth.tenantId,
-          {
-            scope: q.scope,
-            scopeId: q.scope_id === '' ? undefined : q.scope_id,
-            eventType: q.event_type === '' ? undefined : q.event_type,
-            enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
-          },
-          q,
-          request.auth
-        )
-        return { ...found, items: await service.toRules(trx, request.auth, found.items) }
-      })
-    }
-  )
+  app.get('/api/v1/automation/rules', {
+    schema: operation('list-automation-rules', 'List automation rules', {
+      querystring: ListRulesQuery, response: { 200: PagedBodyRule }
+    }),
+    onRequest: requirePolicy('rule', 'read')
+  }, async request => {
+    const q = request.query
+    return await answerPage(db, request, async trx => {
+      const found = await repo.listRules(
+        trx,
+        request.auth.tenantId,
+        {
+          scope: q.scope,
+          scopeId: q.scope_id === '' ? undefined : q.scope_id,
+          eventType: q.event_type === '' ? undefined : q.event_type,
+          enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
+        },
+        q,
+        request.auth
+      )
+      return { ...found, items: await service.toRules(trx, request.auth, found.items) }
+    })
+  })
 
-  app.post(
-    '/api/v1/automation/rules',
-    {
-      schema: {
-        operationId: 'create-automation-rule',
-        summary: 'Create an automation rule',
-        tags,
-        body: CreateRuleBody,
-        response: { 201: Rule }
-      },
-      onRequest: requirePolicy('rule', 'create')
-    },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
-      setEtag(reply, row.version)
-      return await reply
-        .code(201)
-        .header('location', `/api/v1/automation/rules/${row.id}`)
-        .send(service.toRule(row, true))
-    }
-  )
+  app.post('/api/v1/automation/rules', {
+    schema: operation('create-automation-rule', 'Create an automation rule', {
+      body: CreateRuleBody, response: { 201: Rule }
+    }),
+    onRequest: requirePolicy('rule', 'create')
+  }, async (request, reply) => {
+    const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
+    setEtag(reply, row.version)
+    return await reply
+      .code(201)
+      .header('location', `/api/v1/automation/rules/${row.id}`)
+      .send(service.toRule(row, true))
+  })
 
-  app.get(
-    '/api/v1/automation/rules/:rule_id',
-    {
-      schema: {
-        operationId: 'get-automation-rule',
-        summary: 'Get an automation rule',
-        tags,
-        params: RuleParams,
-        response: { 200: Rule }
-      },
-      onRequest: requirePolicy('rule', 'read')
-    },
-    async (request, reply) => {
-      const { row, full } = await withTenant(db, request.auth, async trx => {
-        const row = await service.findRuleForRead(trx, request.auth, request.params.rule_id)
-        return { row, full: await canManageRule(trx, request.auth, row) }
-      })
-      setEtag(reply, row.version)
-      return service.toRule(row, full)
-    }
-  )
+  app.get('/api/v1/automation/rules/:rule_id', {
+    schema: operation('get-automation-rule', 'Get an automation rule', {
+      params: RuleParams, response: { 200: Rule }
+    }),
+    onRequest: requirePolicy('rule', 'read')
+  }, async (request, reply) => {
+    const { row, full } = await withTenant(db, request.auth, async trx => {
+      const row = await service.findRuleForRead(trx, request.auth, request.params.rule_id)
+      return { row, full: await canManageRule(trx, request.auth, row) }
+    })
+    setEtag(reply, row.version)
+    return service.toRule(row, full)
+  })
 
   // PUT, PATCH and DELETE answer 412 when If-Match names another version (the ETag is "<version>")
   ruleChangeRoute('put', 'replace-automation-rule', 'Replace an automation rule', ReplaceRuleBody, service.replaceRule)
@@ -356,46 +311,32 @@ export const automationModule = defineModule(async (app, ctx) => {
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', {
-    schema: {
-      operationId: 'delete-automation-rule',
-      summary: 'Delete an automation rule and its history',
-      tags,
-      params: RuleParams
-    },
+    schema: operation('delete-automation-rule', 'Delete an automation rule and its history', { params: RuleParams }),
     onRequest: requirePolicy('rule', 'write')
   }, (trx, request) => service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/automation/rules/:rule_id/execute',
-    {
-      schema: {
-        operationId: 'execute-automation-rule',
-        summary: 'Run a rule now (queued; the execution is returned at once)',
-        tags,
-        params: RuleParams,
-        body: ExecuteRuleBody,
-        response: { 202: AutomationExecution }
-      },
-      onRequest: requirePolicy('rule', 'execute')
-    },
-    async (request, reply) => {
-      const context = request.body?.trigger_context ?? {}
-      checkJsonDepth(context, 'body.trigger_context', CONTEXT_MAX_DEPTH)
-      checkJsonText(request.body ?? {}, 'body')
-      if (Buffer.byteLength(JSON.stringify(context)) > CONTEXT_MAX_BYTES) {
-        throw invalidField('body.trigger_context', `expected at most ${CONTEXT_MAX_BYTES} bytes of JSON`)
-      }
-      await engine.queue.ready()
-      const { row, full } = await withTenant(db, request.auth, async trx => {
-        const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
-        const triggerType = request.body?.trigger_type ?? rule.event_type
-        const created = await enqueueManualRun(trx, request.auth, rule, context, triggerType)
-        return { row: created, full: await canManageRule(trx, request.auth, rule) }
-      })
-      if (row === undefined) throw new Error('manual execution key collided')
-      return await reply.code(202).send(executionView(row, full))
+  app.post('/api/v1/automation/rules/:rule_id/execute', {
+    schema: operation('execute-automation-rule', 'Run a rule now (queued; the execution is returned at once)', {
+      params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution }
+    }),
+    onRequest: requirePolicy('rule', 'execute')
+  }, async (request, reply) => {
+    const context = request.body?.trigger_context ?? {}
+    checkJsonDepth(context, 'body.trigger_context', CONTEXT_MAX_DEPTH)
+    checkJsonText(request.body ?? {}, 'body')
+    if (Buffer.byteLength(JSON.stringify(context)) > CONTEXT_MAX_BYTES) {
+      throw invalidField('body.trigger_context', `expected at most ${CONTEXT_MAX_BYTES} bytes of JSON`)
     }
-  )
+    await engine.queue.ready()
+    const { row, full } = await withTenant(db, request.auth, async trx => {
+      const rule = await service.findRuleForRun(trx, request.auth, request.params.rule_id)
+      const triggerType = request.body?.trigger_type ?? rule.event_type
+      const created = await enqueueManualRun(trx, request.auth, rule, context, triggerType)
+      return { row: created, full: await canManageRule(trx, request.auth, rule) }
+    })
+    if (row === undefined) throw new Error('manual execution key collided')
+    return await reply.code(202).send(executionView(row, full))
+  })
 
   historyRoute('/api/v1/automation/rules/:rule_id/executions', {
     operationId: 'list-automation-rule-executions',
@@ -411,141 +352,88 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   // ---- per-event automations
 
-  app.get(
-    '/api/v1/events/:id/automations',
-    {
-      schema: {
-        operationId: 'list-event-automations',
-        summary: 'List the automations of an event',
-        tags,
-        params: IdParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodyEventAutomation }
-      },
-      onRequest: requirePolicy('rule', 'read')
-    },
-    async request =>
+  app.get('/api/v1/events/:id/automations', {
+    schema: operation('list-event-automations', 'List the automations of an event', {
+      params: IdParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventAutomation }
+    }),
+    onRequest: requirePolicy('rule', 'read')
+  }, async request =>
+    await withTenant(db, request.auth, trx =>
+      service.listEventAutomations(trx, request.auth, request.params.id, request.query)
+    )
+  )
+
+  app.post('/api/v1/events/:id/automations', {
+    schema: operation('create-event-automation', 'Create an automation of an event', {
+      params: IdParams, body: EventAutomationBody, response: { 201: EventAutomation }
+    }),
+    onRequest: requirePolicy('event', 'automate')
+  }, async (request, reply) => {
+    const row = await withTenant(db, request.auth, trx =>
+      service.createEventAutomation(trx, request.auth, request.params.id, request.body)
+    )
+    return await reply
+      .code(201)
+      .header('location', `/api/v1/events/${request.params.id}/automations/${row.id}`)
+      .send(service.toEventAutomation(row, true))
+  })
+
+  app.get('/api/v1/events/:id/automations/templates', {
+    schema: operation('list-event-automation-templates', "Ready-made automations for the event's template", {
+      params: IdParams, response: { 200: EventAutomationTemplates }
+    }),
+    onRequest: requirePolicy('rule', 'catalogue')
+  }, async request => {
+    const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
+    return service.automationTemplates(event.template)
+  })
+
+  app.get('/api/v1/events/:id/automations/:rule_id', {
+    schema: operation('get-event-automation', 'Get an automation of an event', {
+      params: EventRuleParams, response: { 200: EventAutomation }
+    }),
+    onRequest: requirePolicy('rule', 'read')
+  }, async request =>
+    await withTenant(db, request.auth, async trx => {
+      const row = await service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
+      return service.toEventAutomation(row, await canManageRule(trx, request.auth, row))
+    })
+  )
+
+  app.put('/api/v1/events/:id/automations/:rule_id', {
+    schema: operation('replace-event-automation', 'Replace an automation of an event', {
+      params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation }
+    }),
+    onRequest: requirePolicy('event', 'automate')
+  }, async request =>
+    service.toEventAutomation(
       await withTenant(db, request.auth, trx =>
-        service.listEventAutomations(trx, request.auth, request.params.id, request.query)
-      )
-  )
-
-  app.post(
-    '/api/v1/events/:id/automations',
-    {
-      schema: {
-        operationId: 'create-event-automation',
-        summary: 'Create an automation of an event',
-        tags,
-        params: IdParams,
-        body: EventAutomationBody,
-        response: { 201: EventAutomation }
-      },
-      onRequest: requirePolicy('event', 'automate')
-    },
-    async (request, reply) => {
-      const row = await withTenant(db, request.auth, trx =>
-        service.createEventAutomation(trx, request.auth, request.params.id, request.body)
-      )
-      return await reply
-        .code(201)
-        .header('location', `/api/v1/events/${request.params.id}/automations/${row.id}`)
-        .send(service.toEventAutomation(row, true))
-    }
-  )
-
-  app.get(
-    '/api/v1/events/:id/automations/templates',
-    {
-      schema: {
-        operationId: 'list-event-automation-templates',
-        summary: "Ready-made automations for the event's template",
-        tags,
-        params: IdParams,
-        response: { 200: EventAutomationTemplates }
-      },
-      onRequest: requirePolicy('rule', 'catalogue')
-    },
-    async request => {
-      const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
-      return service.automationTemplates(event.template)
-    }
-  )
-
-  app.get(
-    '/api/v1/events/:id/automations/:rule_id',
-    {
-      schema: {
-        operationId: 'get-event-automation',
-        summary: 'Get an automation of an event',
-        tags,
-        params: EventRuleParams,
-        response: { 200: EventAutomation }
-      },
-      onRequest: requirePolicy('rule', 'read')
-    },
-    async request =>
-      await withTenant(db, request.auth, async trx => {
-        const row = await service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
-        return service.toEventAutomation(row, await canManageRule(trx, request.auth, row))
-      })
-  )
-
-  app.put(
-    '/api/v1/events/:id/automations/:rule_id',
-    {
-      schema: {
-        operationId: 'replace-event-automation',
-        summary: 'Replace an automation of an event',
-        tags,
-        params: EventRuleParams,
-        body: EventAutomationBody,
-        response: { 200: EventAutomation }
-      },
-      onRequest: requirePolicy('event', 'automate')
-    },
-    async request =>
-      service.toEventAutomation(
-        await withTenant(db, request.auth, trx =>
-          service.replaceEventAutomation(trx, request.auth, request.params.id, request.params.rule_id, request.body)
-        ),
-        true
-      )
+        service.replaceEventAutomation(trx, request.auth, request.params.id, request.params.rule_id, request.body)
+      ),
+      true
+    )
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', {
-    schema: {
-      operationId: 'delete-event-automation',
-      summary: 'Delete an automation of an event',
-      tags,
-      params: EventRuleParams
-    },
+    schema: operation('delete-event-automation', 'Delete an automation of an event', { params: EventRuleParams }),
     onRequest: requirePolicy('event', 'automate')
   }, (trx, request) =>
     service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
 
-  app.post(
-    '/api/v1/events/:id/automations/:rule_id/execute',
-    {
-      schema: {
-        operationId: 'execute-event-automation',
-        summary: 'Run an automation of an event now (queued)',
-        tags,
-        params: EventRuleParams,
-        response: { 202: NoContent }
-      },
-      onRequest: requirePolicy('rule', 'execute')
-    },
-    async (request, reply) => {
-      await engine.queue.ready()
-      await withTenant(db, request.auth, async trx => {
-        const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)
-        await enqueueManualRun(trx, request.auth, rule, {}, rule.event_type)
-      })
-      // no body (upstream: execute documents none): an undefined payload skips the serializer
-      return await reply.code(202).send(undefined as unknown as null)
-    }
-  )
+  app.post('/api/v1/events/:id/automations/:rule_id/execute', {
+    schema: operation('execute-event-automation', 'Run an automation of an event now (queued)', {
+      params: EventRuleParams, response: { 202: NoContent }
+    }),
+    onRequest: requirePolicy('rule', 'execute')
+  }, async (request, reply) => {
+    await engine.queue.ready()
+    await withTenant(db, request.auth, async trx => {
+      const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)
+      await enqueueManualRun(trx, request.auth, rule, {}, rule.event_type)
+    })
+    // no body (upstream: execute documents none): an undefined payload skips the serializer
+    return await reply.code(202).send(undefined as unknown as null)
+  })
 
   historyRoute('/api/v1/events/:id/automations/:rule_id/executions', {
     operationId: 'list-event-automation-executions',

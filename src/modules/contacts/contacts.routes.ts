@@ -7,7 +7,7 @@ import { defineModule } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { checkIfMatch, ifMatchOf } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import { answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { searchedPageOf } from '../../platform/http/schema.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -22,7 +22,7 @@ import { replacementValues, toValues } from './contacts.values.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
 
-const tags = ['Contacts']
+const operation = operationsTagged('Contacts')
 const UPSERT_COST = 5
 
 type LockedContact = Awaited<ReturnType<typeof lockManageable>>
@@ -60,7 +60,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
     app.route({
       method,
       url: `/api/v1/contacts/:id${path}`,
-      schema: { operationId, summary, tags, params: ContactParams, body, response: { 200: Contact } },
+      schema: operation(operationId, summary, { params: ContactParams, body, response: { 200: Contact } }),
       onRequest: requirePolicy('contact', 'write'),
       handler: async (request, reply) =>
         await answerWithEtag(db, request, reply, async (trx, auth) =>
@@ -69,105 +69,67 @@ export const contactsModule = defineModule(async (app, { db }) => {
     })
   }
 
-  app.post(
-    '/api/v1/contacts',
-    {
-      schema: {
-        operationId: 'create-contact',
-        summary: 'Create a contact',
-        tags,
-        body: CreateContactBody,
-        response: { 201: Contact }
-      },
-      onRequest: requirePolicy('contact', 'create')
-    },
-    async (request, reply) => {
-      const row = await answerWithEtag(db, request, reply, async (trx, auth) => {
-        const created = await repo.insertContact(trx, auth, toValues(request.body))
-        await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
-        return created
+  app.post('/api/v1/contacts', {
+    schema: operation('create-contact', 'Create a contact', { body: CreateContactBody, response: { 201: Contact } }),
+    onRequest: requirePolicy('contact', 'create')
+  }, async (request, reply) => {
+    const row = await answerWithEtag(db, request, reply, async (trx, auth) => {
+      const created = await repo.insertContact(trx, auth, toValues(request.body))
+      await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
+      return created
+    })
+    return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
+  })
+
+  app.get('/api/v1/contacts', {
+    schema: operation('list-contacts', 'List contacts', {
+      querystring: ListContactsQuery, response: { 200: PagedBodyContact }
+    }),
+    onRequest: requirePolicy('contact', 'read')
+  }, async request => {
+    const q = request.query
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
+    return await answerPage(db, request, trx =>
+      repo.listVisible(trx, request.auth, {
+        counting,
+        ...searchedPageOf(q),
+        favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
       })
-      return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
-    }
-  )
+    )
+  })
 
-  app.get(
-    '/api/v1/contacts',
-    {
-      schema: {
-        operationId: 'list-contacts',
-        summary: 'List contacts',
-        tags,
-        querystring: ListContactsQuery,
-        response: { 200: PagedBodyContact }
-      },
-      onRequest: requirePolicy('contact', 'read')
-    },
-    async request => {
-      const q = request.query
-      // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
-      return await answerPage(db, request, trx =>
-        repo.listVisible(trx, request.auth, {
-          counting,
-          ...searchedPageOf(q),
-          favorite: q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
-        })
-      )
-    }
-  )
-
-  app.get(
-    '/api/v1/contacts/search',
-    {
-      schema: {
-        operationId: 'search-contacts',
-        summary: 'Search contacts by name, e-mail and company',
-        tags,
-        querystring: SearchContactsQuery,
-        response: { 200: SearchOutputBody }
-      },
-      onRequest: requirePolicy('contact', 'read')
-    },
-    async request => {
-      const { query, limit, cursor } = request.query
-      const found = await withTenant(db, request.auth, trx =>
-        repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor)
-      )
-      return { ...found, query }
-    }
-  )
+  app.get('/api/v1/contacts/search', {
+    schema: operation('search-contacts', 'Search contacts by name, e-mail and company', {
+      querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
+    }),
+    onRequest: requirePolicy('contact', 'read')
+  }, async request => {
+    const { query, limit, cursor } = request.query
+    const found = await withTenant(db, request.auth, trx =>
+      repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor)
+    )
+    return { ...found, query }
+  })
 
   app.post('/api/v1/contacts/upsert', {
-    schema: {
-      operationId: 'upsert-contacts',
-      summary: 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)',
-      tags,
+    schema: operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
       body: UpsertContactsBody,
       response: { 200: UpsertOutputBody }
-    },
+    }),
     config: { cost: UPSERT_COST },
     onRequest: requirePolicy('contact', 'write')
   }, async (request) => await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
 
-  app.get(
-    '/api/v1/contacts/:id',
-    {
-      schema: {
-        operationId: 'get-contact',
-        summary: 'Get a contact',
-        tags,
-        params: ContactParams,
-        response: { 200: Contact }
-      },
-      onRequest: requirePolicy('contact', 'read')
-    },
-    async (request, reply) =>
-      await answerWithEtag(db, request, reply, async (trx, auth) => {
-        const row = await repo.findVisible(trx, auth, request.params.id)
-        if (row === undefined) throw error404NotFound('contact not found')
-        return row
-      })
+  app.get('/api/v1/contacts/:id', {
+    schema: operation('get-contact', 'Get a contact', { params: ContactParams, response: { 200: Contact } }),
+    onRequest: requirePolicy('contact', 'read')
+  }, async (request, reply) =>
+    await answerWithEtag(db, request, reply, async (trx, auth) => {
+      const row = await repo.findVisible(trx, auth, request.params.id)
+      if (row === undefined) throw error404NotFound('contact not found')
+      return row
+    })
   )
 
   contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact', ReplaceContactBody,
@@ -182,7 +144,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
       repo.updateContact(trx, auth.tenantId, current.id, { is_favorite: input.is_favorite }))
 
   noContentRoute(app, db, 'delete', '/api/v1/contacts/:id', {
-    schema: { operationId: 'delete-contact', summary: 'Delete a contact', tags, params: ContactParams },
+    schema: operation('delete-contact', 'Delete a contact', { params: ContactParams }),
     onRequest: requirePolicy('contact', 'write')
   }, async (trx, request) => {
     const auth = request.auth

@@ -17,7 +17,7 @@ import {
 } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
-import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
+import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
@@ -39,7 +39,7 @@ import {
 import type { AttendeeStatus } from './event-collab.table.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-const tags = ['Event attendees']
+const operation = operationsTagged('Event attendees')
 const MAX_ERRORS = 100
 
 type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.checked_in' | 'attendee.removed'
@@ -106,85 +106,63 @@ async function lockForWrite (
 }
 
 export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get(
-    '/api/v1/events/:id/attendees',
-    {
-      schema: {
-        operationId: 'list-event-attendees',
-        summary: 'List attendees (event permission attendees:read)',
-        tags,
-        params: EventParams,
-        querystring: ListAttendeesQuery,
-        response: { 200: PagedBodyAttendee }
-      },
-      onRequest: requirePolicy('attendee', 'read')
-    },
-    async request => {
-      const q = request.query
-      return await answerPage(db, request, async trx => {
-        const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
-        return await repo.listAttendees(
-          trx,
-          request.auth.tenantId,
-          { id: rootOf(event), seriesId: event.series_id },
-          { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
-        )
-      })
-    }
-  )
+  app.get('/api/v1/events/:id/attendees', {
+    schema: operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
+      params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
+    }),
+    onRequest: requirePolicy('attendee', 'read')
+  }, async request => {
+    const q = request.query
+    return await answerPage(db, request, async trx => {
+      const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
+      return await repo.listAttendees(
+        trx,
+        request.auth.tenantId,
+        { id: rootOf(event), seriesId: event.series_id },
+        { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
+      )
+    })
+  })
 
-  app.post(
-    '/api/v1/events/:id/attendees',
-    {
-      schema: {
-        operationId: 'add-event-attendee',
-        summary: 'Add a contact as an attendee (409 when already attending)',
-        tags,
-        params: EventParams,
-        body: AddAttendeeBody,
-        response: { 201: Attendee }
-      },
-      onRequest: requirePolicy('attendee', 'write'),
-      config: { idempotency: 'transaction' }
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const b = request.body
-      const row = await idempotentWrite(db, request, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
-        if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
-          throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
-        }
-        const status = b.status ?? 'invited'
-        const created = await repo.insertAttendee(trx, {
-          tenantId: auth.tenantId,
-          eventId: rootOf(event),
-          orgId: event.org_id,
-          contactId: b.contact_id,
-          status,
-          notes: b.notes ?? null
-        })
-        if (created === undefined) {
-          throw error409Conflict('the contact already attends this event', [
-            fieldError('body.contact_id', 'already an attendee', b.contact_id)
-          ])
-        }
-        await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
-        return created
+  app.post('/api/v1/events/:id/attendees', {
+    schema: operation('add-event-attendee', 'Add a contact as an attendee (409 when already attending)', {
+      params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }
+    }),
+    onRequest: requirePolicy('attendee', 'write'),
+    config: { idempotency: 'transaction' }
+  }, async (request, reply) => {
+    const { auth, body: b } = request
+    const row = await idempotentWrite(db, request, async trx => {
+      const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
+      if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
+        throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
+      }
+      const status = b.status ?? 'invited'
+      const created = await repo.insertAttendee(trx, {
+        tenantId: auth.tenantId,
+        eventId: rootOf(event),
+        orgId: event.org_id,
+        contactId: b.contact_id,
+        status,
+        notes: b.notes ?? null
       })
-      void reply.header('etag', repo.attendeeEtag(row))
-      return await reply.code(201).send(row)
-    }
-  )
+      if (created === undefined) {
+        throw error409Conflict('the contact already attends this event', [
+          fieldError('body.contact_id', 'already an attendee', b.contact_id)
+        ])
+      }
+      await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
+      return created
+    })
+    void reply.header('etag', repo.attendeeEtag(row))
+    return await reply.code(201).send(row)
+  })
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', {
-    schema: {
-      operationId: 'bulk-add-event-attendees',
-      summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`,
-      tags,
+    schema: operation('bulk-add-event-attendees', `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
       params: EventParams,
       body: BulkAddBody
-    },
+    }),
     onRequest: requirePolicy('attendee', 'write'),
     config: { idempotency: 'transaction' }
   }, async (trx, { auth, params, body }) => {
@@ -200,13 +178,10 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', {
-    schema: {
-      operationId: 'bulk-remove-event-attendees',
-      summary: 'Remove attendees by contact id (optionally only those in a status)',
-      tags,
+    schema: operation('bulk-remove-event-attendees', 'Remove attendees by contact id (optionally only those in a status)', {
       params: EventParams,
       body: BulkRemoveBody
-    },
+    }),
     onRequest: requirePolicy('attendee', 'write')
   }, async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
@@ -215,13 +190,10 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
   })
 
   noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', {
-    schema: {
-      operationId: 'bulk-update-event-attendee-status',
-      summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)',
-      tags,
+    schema: operation('bulk-update-event-attendee-status', 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
       params: EventParams,
       body: BulkStatusBody
-    },
+    }),
     onRequest: requirePolicy('attendee', 'write')
   }, async (trx, { auth, params, body: b }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, b.contact_ids)
@@ -251,52 +223,41 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     )
   })
 
-  app.patch(
-    '/api/v1/events/:id/attendees/:contact_id',
-    {
-      schema: {
-        operationId: 'update-event-attendee',
-        summary: 'Set the status of an attendee (sets responded_at)',
-        tags,
-        params: AttendeeParams,
-        body: UpdateAttendeeBody,
-        response: { 200: Attendee }
-      },
-      onRequest: requirePolicy('attendee', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, contact_id: contactId } = request.params
-      const row = await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, id, 'attendees:write')
-        await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
-        const [changed] = await repo.setStatus(
-          trx,
-          auth.tenantId,
-          rootOf(event),
-          [contactId],
-          request.body.status,
-          request.body.notes
-        )
-        if (changed === undefined) throw error404NotFound('attendee not found')
-        if (changed.previous !== changed.row.status) {
-          await emitAttendee(trx, auth, event, 'attendee.status_changed', contactId, changed.row.status, {
-            previous_status: changed.previous
-          })
-        }
-        return changed.row
-      })
-      void reply.header('etag', repo.attendeeEtag(row))
-      return row
-    }
-  )
+  app.patch('/api/v1/events/:id/attendees/:contact_id', {
+    schema: operation('update-event-attendee', 'Set the status of an attendee (sets responded_at)', {
+      params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee }
+    }),
+    onRequest: requirePolicy('attendee', 'write')
+  }, async (request, reply) => {
+    const { auth, params: { id, contact_id: contactId } } = request
+    const row = await withTenant(db, auth, async trx => {
+      const event = await writeEvent(trx, auth, id, 'attendees:write')
+      await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
+      const [changed] = await repo.setStatus(
+        trx,
+        auth.tenantId,
+        rootOf(event),
+        [contactId],
+        request.body.status,
+        request.body.notes
+      )
+      if (changed === undefined) throw error404NotFound('attendee not found')
+      if (changed.previous !== changed.row.status) {
+        await emitAttendee(trx, auth, event, 'attendee.status_changed', contactId, changed.row.status, {
+          previous_status: changed.previous
+        })
+      }
+      return changed.row
+    })
+    void reply.header('etag', repo.attendeeEtag(row))
+    return row
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', {
-    schema: { operationId: 'remove-event-attendee', summary: 'Remove an attendee', tags, params: AttendeeParams },
+    schema: operation('remove-event-attendee', 'Remove an attendee', { params: AttendeeParams }),
     onRequest: requirePolicy('attendee', 'write')
   }, async (trx, request) => {
-    const auth = request.auth
-    const { id, contact_id: contactId } = request.params
+    const { auth, params: { id, contact_id: contactId } } = request
     const event = await writeEvent(trx, auth, id, 'attendees:write')
     await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
     const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
@@ -305,19 +266,15 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
   })
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', {
-    schema: {
-      operationId: 'check-in-event-attendee',
-      summary: 'Check an attendee in (idempotent: a second check-in changes nothing)',
-      tags,
+    schema: operation('check-in-event-attendee', 'Check an attendee in (idempotent: a second check-in changes nothing)', {
       params: AttendeeParams,
       body: CheckInBody
-    },
+    }),
     onRequest: requirePolicy('attendee', 'checkin'),
     optionalBody: true,
     config: { idempotency: 'transaction' }
   }, async (trx, request) => {
-    const auth = request.auth
-    const { id, contact_id: contactId } = request.params
+    const { auth, params: { id, contact_id: contactId } } = request
     const event = await writeEvent(trx, auth, id, 'attendees:checkin')
     const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
     const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)

@@ -57,8 +57,9 @@ import { COVER_MAX_BYTES, EventParams } from './event-collab.schemas.ts'
 import { isOccurrenceOf, referencedKeys, setEventCover } from './event-collab.cover.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { eventEvent } from '../events/events.events.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
 
-const tags = ['Event cover']
+const operation = operationsTagged('Event cover')
 const MIB = COVER_MAX_BYTES / 1024 / 1024
 
 /**
@@ -209,135 +210,121 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     await instance.register(multipart, { limits: { fileSize: COVER_MAX_BYTES, files: 1 } })
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
 
-    app.put(
-      '/api/v1/events/:id/cover',
-      {
-        schema: {
-          operationId: 'upload-event-cover',
-          summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
-          tags,
-          consumes: ['multipart/form-data'],
-          // documentation only: the handler reads the part itself (@fastify/multipart streams it)
-          ...multipartBody(
-            {
-              file: {
-                type: 'string',
-                format: 'binary',
-                contentMediaType: 'application/octet-stream',
-                description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
-              }
-            },
-            { file: Object.values(COVER_TYPES).join(', ') }
-          ),
-          params: EventParams,
-          response: { 200: Event }
-        },
-        onRequest: requirePolicy('cover', 'write')
-      },
-      async (request, reply) => {
-        const auth = request.auth
-        const id = request.params.id
-        // who may upload is known before the upload is read
-        const root = await withTenant(db, auth, async trx => {
-          const row = await readEvent(trx, auth, id)
-          if (!(await hasEventPermission(trx, auth, row, 'event:edit'))) {
-            throw error403Forbidden('missing event permission event:edit')
-          }
-          return rootOf(row)
-        })
-        const data = await readFilePart(request)
-        const type = sniffImage(data)
-        if (type === undefined) throw error415UnsupportedMediaType('expected a JPEG, PNG or WebP image')
-        // only the decoded pixels are kept: a polyglot does not decode, markup in metadata or after the image is
-        // dropped
-        let image: Buffer
-        try {
-          image = await reencodeImage(data, type)
-        } catch (err) {
-          if (err instanceof ImageRefused) throw invalidField('body.file', err.message)
-          throw err
-        }
-
-        const key = newCoverKey(auth.tenantId, root, type.ext)
-        // stored before the event row is locked: no lock or connection is held while the store works
-        await fromStore(request.log, 'put', () => storage.put(key, image, type.mime))
-        let written: { event: Awaited<ReturnType<typeof withSpaces>>; previous: string | null; locked: EventRow }
-        try {
-          written = await withTenant(db, auth, async trx => {
-            const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch: ifMatchOf(request) })
-            // the published event's address: a draft clone's id no longer answers once the draft is published
-            const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${rootOf(row)}/cover`
-            const cover = {
-              key,
-              url,
-              content_type: type.mime,
-              size: image.length,
-              sha256: crypto.createHash('sha256').update(image).digest('hex')
-            }
-            const updated = await setEventCover(trx, auth.tenantId, row.id, key, cover)
-            await emit(trx, eventEvent(auth, rootOf(row), 'event.cover_updated', {
-              event_id: rootOf(row),
-              template: row.template,
-              cover_image_key: key,
-              content_type: type.mime,
-              size: image.length
-            }))
-            return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
-          })
-        } catch (err) {
-          // nothing is kept of a failed upload
-          await forget(request.log, storage, key)
-          throw err
-        }
-        // the replaced cover goes only if nothing refers to it any more (the published event keeps a key its draft
-        // clone replaced)
-        await releaseCovers(request.log, db, storage, auth, written.locked, written.previous, key)
-        setEtag(reply, written.event.revision)
-        return written.event
-      }
-    )
-
-    app.get(
-      '/api/v1/events/:id/cover',
-      {
-        schema: {
-          operationId: 'get-event-cover',
-          summary: 'The cover image of an event (its bytes)',
-          tags,
-          params: EventParams,
-          // the stored type: one of these (the document lists each, with the image bytes as body)
-          produces: [...new Set(Object.values(COVER_TYPES))],
-          response: {
-            200: Type.Unsafe<Buffer>({
+    app.put('/api/v1/events/:id/cover', {
+      schema: operation('upload-event-cover', `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`, {
+        consumes: ['multipart/form-data'],
+        // documentation only: the handler reads the part itself (@fastify/multipart streams it)
+        ...multipartBody(
+          {
+            file: {
               type: 'string',
               format: 'binary',
-              description: 'The image bytes: JPEG, PNG or WebP'
-            })
-          }
-        },
-        onRequest: requirePolicy('cover', 'read')
-      },
-      async (request, reply) => {
-        const auth = request.auth
-        const key = await withTenant(db, auth, async trx => {
-          const row = await readEvent(trx, auth, request.params.id)
-          if (row.cover_image_key === null) return null
-          if (await coverKeyBelongs(trx, auth.tenantId, row, row.cover_image_key)) return row.cover_image_key
-          request.log.warn(
-            { key: row.cover_image_key, event: row.id },
-            'the cover key is not of this tenant and event: not read'
-          )
-          return null
-        })
-        const object = key === null ? undefined : await fromStore(request.log, 'get', () => storage.get(key))
-        if (key === null || object === undefined) throw error404NotFound('the event has no cover image')
-        // the type stored with the object when it is an image type; else the one the key's extension stands for
-        const ext = parseCoverKey(key)?.ext ?? 'png'
-        const contentType = (Object.values(COVER_TYPES) as string[]).includes(object.contentType)
-          ? object.contentType
-          : COVER_TYPES[ext]
-        return await reply.headers({ ...COVER_HEADERS, 'content-type': contentType }).send(object.data)
+              contentMediaType: 'application/octet-stream',
+              description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
+            }
+          },
+          { file: Object.values(COVER_TYPES).join(', ') }
+        ),
+        params: EventParams,
+        response: { 200: Event }
+      }),
+      onRequest: requirePolicy('cover', 'write')
+    }, async (request, reply) => {
+      const auth = request.auth
+      const id = request.params.id
+      // who may upload is known before the upload is read
+      const root = await withTenant(db, auth, async trx => {
+        const row = await readEvent(trx, auth, id)
+        if (!(await hasEventPermission(trx, auth, row, 'event:edit'))) {
+          throw error403Forbidden('missing event permission event:edit')
+        }
+        return rootOf(row)
+      })
+      const data = await readFilePart(request)
+      const type = sniffImage(data)
+      if (type === undefined) throw error415UnsupportedMediaType('expected a JPEG, PNG or WebP image')
+      // only the decoded pixels are kept: a polyglot does not decode, markup in metadata or after the image is
+      // dropped
+      let image: Buffer
+      try {
+        image = await reencodeImage(data, type)
+      } catch (err) {
+        if (err instanceof ImageRefused) throw invalidField('body.file', err.message)
+        throw err
       }
-    )
+
+      const key = newCoverKey(auth.tenantId, root, type.ext)
+      // stored before the event row is locked: no lock or connection is held while the store works
+      await fromStore(request.log, 'put', () => storage.put(key, image, type.mime))
+      let written: { event: Awaited<ReturnType<typeof withSpaces>>; previous: string | null; locked: EventRow }
+      try {
+        written = await withTenant(db, auth, async trx => {
+          const row = await lockEventForWrite(trx, auth, id, 'event:edit', { ifMatch: ifMatchOf(request) })
+          // the published event's address: a draft clone's id no longer answers once the draft is published
+          const url = storage.publicUrl(key) ?? `${config.baseUrl}/api/v1/events/${rootOf(row)}/cover`
+          const cover = {
+            key,
+            url,
+            content_type: type.mime,
+            size: image.length,
+            sha256: crypto.createHash('sha256').update(image).digest('hex')
+          }
+          const updated = await setEventCover(trx, auth.tenantId, row.id, key, cover)
+          await emit(trx, eventEvent(auth, rootOf(row), 'event.cover_updated', {
+            event_id: rootOf(row),
+            template: row.template,
+            cover_image_key: key,
+            content_type: type.mime,
+            size: image.length
+          }))
+          return { event: await withSpaces(trx, auth.tenantId, updated), previous: row.cover_image_key, locked: row }
+        })
+      } catch (err) {
+        // nothing is kept of a failed upload
+        await forget(request.log, storage, key)
+        throw err
+      }
+      // the replaced cover goes only if nothing refers to it any more (the published event keeps a key its draft
+      // clone replaced)
+      await releaseCovers(request.log, db, storage, auth, written.locked, written.previous, key)
+      setEtag(reply, written.event.revision)
+      return written.event
+    })
+
+    app.get('/api/v1/events/:id/cover', {
+      schema: operation('get-event-cover', 'The cover image of an event (its bytes)', {
+        params: EventParams,
+        // the stored type: one of these (the document lists each, with the image bytes as body)
+        produces: [...new Set(Object.values(COVER_TYPES))],
+        response: {
+          200: Type.Unsafe<Buffer>({
+            type: 'string',
+            format: 'binary',
+            description: 'The image bytes: JPEG, PNG or WebP'
+          })
+        }
+      }),
+      onRequest: requirePolicy('cover', 'read')
+    }, async (request, reply) => {
+      const auth = request.auth
+      const key = await withTenant(db, auth, async trx => {
+        const row = await readEvent(trx, auth, request.params.id)
+        if (row.cover_image_key === null) return null
+        if (await coverKeyBelongs(trx, auth.tenantId, row, row.cover_image_key)) return row.cover_image_key
+        request.log.warn(
+          { key: row.cover_image_key, event: row.id },
+          'the cover key is not of this tenant and event: not read'
+        )
+        return null
+      })
+      const object = key === null ? undefined : await fromStore(request.log, 'get', () => storage.get(key))
+      if (key === null || object === undefined) throw error404NotFound('the event has no cover image')
+      // the type stored with the object when it is an image type; else the one the key's extension stands for
+      const ext = parseCoverKey(key)?.ext ?? 'png'
+      const contentType = (Object.values(COVER_TYPES) as string[]).includes(object.contentType)
+        ? object.contentType
+        : COVER_TYPES[ext]
+      return await reply.headers({ ...COVER_HEADERS, 'content-type': contentType }).send(object.data)
+    })
   })
 }

@@ -18,7 +18,7 @@ import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField 
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
-import { answerPage, noContentRoute } from '../../platform/http/routes.ts'
+import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
@@ -44,7 +44,7 @@ import { maskInvitees, OUTRANKS, refuseSelf } from '../../platform/manager-grant
 import { assertInviteRecipient, normalizeEmail } from '../../platform/invite-tokens.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-const tags = ['Event managers']
+const operation = operationsTagged('Event managers')
 
 /** The stored grant: a role bundle replaces the permissions (stored expanded, for display). */
 function grantOf (b: { permissions?: string[] | null | undefined; role?: string | null | undefined }): {
@@ -115,342 +115,283 @@ async function emitManager (
 }
 
 export async function managersRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get(
-    '/api/v1/events/managers/pending',
-    {
-      schema: {
-        operationId: 'list-pending-event-manager-invites',
-        summary: "Unexpired pending manager invites (events and series) addressed to the caller's e-mail",
-        tags,
-        response: { 200: PendingInvitesBody }
-      },
-      onRequest: requirePolicy('manager', 'pending')
-    },
-    async request => {
-      const auth = request.auth
-      if (auth.email === null || normalizeEmail(auth.email) === '') return { items: [] }
-      const email = normalizeEmail(auth.email)
-      const items = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await repo.withDisplayNames(trx, auth.tenantId, await repo.pendingInvitesFor(trx, auth.tenantId, email))
-      )
-      return { items }
-    }
-  )
+  app.get('/api/v1/events/managers/pending', {
+    schema: operation('list-pending-event-manager-invites', "Unexpired pending manager invites (events and series) addressed to the caller's e-mail", {
+      response: { 200: PendingInvitesBody }
+    }),
+    onRequest: requirePolicy('manager', 'pending')
+  }, async request => {
+    const auth = request.auth
+    if (auth.email === null || normalizeEmail(auth.email) === '') return { items: [] }
+    const email = normalizeEmail(auth.email)
+    const items = await withTenant(
+      db,
+      auth,
+      async trx =>
+        await repo.withDisplayNames(trx, auth.tenantId, await repo.pendingInvitesFor(trx, auth.tenantId, email))
+    )
+    return { items }
+  })
 
-  app.post(
-    '/api/v1/events/managers/accept',
-    {
-      schema: {
-        operationId: 'accept-event-manager-invite',
-        summary:
-          'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail',
-        tags,
-        body: AcceptInviteBody,
-        response: { 200: EventManager }
-      },
-      onRequest: requirePolicy('manager', 'accept'),
-      config: { idempotency: 'transaction' }
-    },
-    async request => {
-      const auth = request.auth
-      return await idempotentWrite(db, request, async trx => {
-        const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
-        if (invite === undefined) throw error404NotFound('unknown invite token')
-        if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
-        if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
-        if (invite.expired) {
-          throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
-        }
-        await assertInviteRecipient(trx, auth, invite.invited_email)
-        if (
-          await repo.hasGrant(
-            trx,
-            auth.tenantId,
-            { eventId: invite.event_id, seriesId: invite.series_id },
-            auth.userId,
-            invite.id
-          )
-        ) {
-          throw error409Conflict('you already manage this event or series')
-        }
-        const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
-        const aggregate =
-          row.event_id !== null ? { type: 'event', id: row.event_id } : { type: 'series', id: row.series_id ?? 0 }
-        await emit(trx, {
-          tenantId: auth.tenantId,
-          topic: `${aggregate.type}.manager_accepted`,
-          aggregateType: aggregate.type,
-          aggregateId: aggregate.id,
-          actorId: auth.userId,
-          payload: { event_id: row.event_id, series_id: row.series_id, user_id: auth.userId, manager_id: row.id }
-        })
-        return await repo.withDisplayName(trx, auth.tenantId, row)
-      })
-    }
-  )
-
-  app.get(
-    '/api/v1/events/:id/managers',
-    {
-      schema: {
-        operationId: 'list-event-managers',
-        summary: 'List the managers of an event (active and pending)',
-        tags,
-        params: EventParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodyEventManager }
-      },
-      onRequest: requirePolicy('manager', 'read')
-    },
-    async request => {
-      const q = request.query
-      const auth = request.auth
-      return await answerPage(db, request, async trx => {
-        const event = await readEvent(trx, auth, request.params.id)
-        const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q)
-        return {
-          ...page,
-          items: await maskInvitees(
-            await repo.withDisplayNames(trx, auth.tenantId, page.items),
-            managesManagers(trx, auth, event)
-          )
-        }
-      })
-    }
-  )
-
-  app.get(
-    '/api/v1/events/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'get-event-manager',
-        summary: 'Get a manager of an event',
-        tags,
-        params: ManagerParams,
-        response: { 200: EventManager }
-      },
-      onRequest: requirePolicy('manager', 'read')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      return await withTenant(db, auth, async trx => {
-        const event = await readEvent(trx, auth, request.params.id)
-        const row = await repo.findManager(trx, auth.tenantId, rootOf(event), request.params.user_id)
-        if (row === undefined) throw error404NotFound('manager not found')
-        void reply.header('etag', repo.managerEtag(row))
-        const named = await repo.withDisplayName(trx, auth.tenantId, row)
-        const [shown] = await maskInvitees([named], managesManagers(trx, auth, event))
-        return shown
-      })
-    }
-  )
-
-  app.post(
-    '/api/v1/events/:id/managers',
-    {
-      schema: {
-        operationId: 'add-event-manager',
-        summary: 'Add an active manager (a role replaces permissions; optional notification)',
-        tags,
-        params: EventParams,
-        body: AddManagerBody,
-        response: { 201: EventManager }
-      },
-      onRequest: requirePolicy('manager', 'grant'),
-      config: { idempotency: 'transaction' }
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const b = request.body
-      const row = await idempotentWrite(db, request, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-        const grant = grantOf(b)
-        if (event.creator_id === b.user_id) {
-          throw error409Conflict('the creator already has every permission on the event', [
-            fieldError('body.user_id', "the event's creator", b.user_id)
-          ])
-        }
-        refuseSelf(auth, b.user_id, 'body.user_id')
-        assertWithin(
-          grant.permissions,
-          await heldOnEvent(trx, auth, event),
-          b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions',
-          EXCEEDS
+  app.post('/api/v1/events/managers/accept', {
+    schema: operation('accept-event-manager-invite', 'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail', {
+      body: AcceptInviteBody,
+      response: { 200: EventManager }
+    }),
+    onRequest: requirePolicy('manager', 'accept'),
+    config: { idempotency: 'transaction' }
+  }, async request => {
+    const auth = request.auth
+    return await idempotentWrite(db, request, async trx => {
+      const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
+      if (invite === undefined) throw error404NotFound('unknown invite token')
+      if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
+      if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
+      if (invite.expired) {
+        throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
+      }
+      await assertInviteRecipient(trx, auth, invite.invited_email)
+      if (
+        await repo.hasGrant(
+          trx,
+          auth.tenantId,
+          { eventId: invite.event_id, seriesId: invite.series_id },
+          auth.userId,
+          invite.id
         )
-        if ((await repo.findManager(trx, auth.tenantId, rootOf(event), b.user_id, true)) !== undefined) {
-          throw error409Conflict('the user already manages this event', [
-            fieldError('body.user_id', 'already a manager', b.user_id)
-          ])
-        }
-        const created = await repo.insertManager(trx, {
+      ) {
+        throw error409Conflict('you already manage this event or series')
+      }
+      const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
+      const aggregate =
+        row.event_id !== null ? { type: 'event', id: row.event_id } : { type: 'series', id: row.series_id ?? 0 }
+      await emit(trx, {
+        tenantId: auth.tenantId,
+        topic: `${aggregate.type}.manager_accepted`,
+        aggregateType: aggregate.type,
+        aggregateId: aggregate.id,
+        actorId: auth.userId,
+        payload: { event_id: row.event_id, series_id: row.series_id, user_id: auth.userId, manager_id: row.id }
+      })
+      return await repo.withDisplayName(trx, auth.tenantId, row)
+    })
+  })
+
+  app.get('/api/v1/events/:id/managers', {
+    schema: operation('list-event-managers', 'List the managers of an event (active and pending)', {
+      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventManager }
+    }),
+    onRequest: requirePolicy('manager', 'read')
+  }, async request => {
+    const { auth, query: q } = request
+    return await answerPage(db, request, async trx => {
+      const event = await readEvent(trx, auth, request.params.id)
+      const page = await repo.listManagers(trx, auth.tenantId, rootOf(event), q)
+      return {
+        ...page,
+        items: await maskInvitees(
+          await repo.withDisplayNames(trx, auth.tenantId, page.items),
+          managesManagers(trx, auth, event)
+        )
+      }
+    })
+  })
+
+  app.get('/api/v1/events/:id/managers/:user_id', {
+    schema: operation('get-event-manager', 'Get a manager of an event', {
+      params: ManagerParams, response: { 200: EventManager }
+    }),
+    onRequest: requirePolicy('manager', 'read')
+  }, async (request, reply) => {
+    const auth = request.auth
+    return await withTenant(db, auth, async trx => {
+      const event = await readEvent(trx, auth, request.params.id)
+      const row = await repo.findManager(trx, auth.tenantId, rootOf(event), request.params.user_id)
+      if (row === undefined) throw error404NotFound('manager not found')
+      void reply.header('etag', repo.managerEtag(row))
+      const named = await repo.withDisplayName(trx, auth.tenantId, row)
+      const [shown] = await maskInvitees([named], managesManagers(trx, auth, event))
+      return shown
+    })
+  })
+
+  app.post('/api/v1/events/:id/managers', {
+    schema: operation('add-event-manager', 'Add an active manager (a role replaces permissions; optional notification)', {
+      params: EventParams,
+      body: AddManagerBody,
+      response: { 201: EventManager }
+    }),
+    onRequest: requirePolicy('manager', 'grant'),
+    config: { idempotency: 'transaction' }
+  }, async (request, reply) => {
+    const { auth, body: b } = request
+    const row = await idempotentWrite(db, request, async trx => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      const grant = grantOf(b)
+      if (event.creator_id === b.user_id) {
+        throw error409Conflict('the creator already has every permission on the event', [
+          fieldError('body.user_id', "the event's creator", b.user_id)
+        ])
+      }
+      refuseSelf(auth, b.user_id, 'body.user_id')
+      assertWithin(
+        grant.permissions,
+        await heldOnEvent(trx, auth, event),
+        b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions',
+        EXCEEDS
+      )
+      if ((await repo.findManager(trx, auth.tenantId, rootOf(event), b.user_id, true)) !== undefined) {
+        throw error409Conflict('the user already manages this event', [
+          fieldError('body.user_id', 'already a manager', b.user_id)
+        ])
+      }
+      const created = await repo.insertManager(trx, {
+        tenantId: auth.tenantId,
+        eventId: rootOf(event),
+        orgId: event.org_id,
+        userId: b.user_id,
+        ...grant,
+        invitedBy: auth.userId
+      })
+      await emitManager(trx, auth, event, 'event.manager_added', {
+        user_id: b.user_id,
+        role: grant.role,
+        permissions: grant.permissions
+      })
+      if (b.notify === true) {
+        await notifyUser(trx, {
           tenantId: auth.tenantId,
-          eventId: rootOf(event),
-          orgId: event.org_id,
           userId: b.user_id,
-          ...grant,
-          invitedBy: auth.userId
-        })
-        await emitManager(trx, auth, event, 'event.manager_added', {
-          user_id: b.user_id,
-          role: grant.role,
-          permissions: grant.permissions
-        })
-        if (b.notify === true) {
-          await notifyUser(trx, {
-            tenantId: auth.tenantId,
+          channels: b.channels ?? ['email'],
+          template: managerAdded({
+            on: 'event',
+            id: rootOf(event),
             userId: b.user_id,
-            channels: b.channels ?? ['email'],
-            template: managerAdded({
-              on: 'event',
-              id: rootOf(event),
-              userId: b.user_id,
-              title: event.title,
-              message: b.message
-            }),
-            priority: b.priority ?? 'normal',
-            payload: { actor_id: auth.userId }
-          })
-        }
-        void reply.header('etag', repo.managerEtag(created))
-        return await repo.withDisplayName(trx, auth.tenantId, created)
-      })
-      return await reply.code(201).send(row)
-    }
-  )
-
-  app.post(
-    '/api/v1/events/:id/managers/invite',
-    {
-      schema: {
-        operationId: 'invite-event-manager',
-        summary: `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it`,
-        tags,
-        params: EventParams,
-        body: InviteManagerBody,
-        response: { 201: EventManager }
-      },
-      onRequest: requirePolicy('manager', 'grant'),
-      config: { idempotency: 'transaction' }
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const b = request.body
-      const row = await idempotentWrite(db, request, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-        const eventId = rootOf(event)
-        const grant = grantOf(b)
-        const grantAt = b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions'
-        const held = await heldOnEvent(trx, auth, event)
-        assertWithin(grant.permissions, held, grantAt, EXCEEDS)
-        if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
-          throw error409Conflict('a user with this e-mail already manages the event', [
-            fieldError('body.email', 'already a manager', b.email)
-          ])
-        }
-        const { token, hash } = repo.newInviteToken()
-        const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
-        if (existing !== undefined) {
-          // refreshing replaces that invite's grant and token: the caller must outrank it, and a
-          // series invite (series_id set) needs series-level rights
-          if (existing.series_id !== null) {
-            await assertSeriesGrant(trx, auth, existing.series_id, grantedPermissions(existing), 'body.email')
-            await assertSeriesGrant(trx, auth, existing.series_id, grant.permissions, grantAt)
-          } else {
-            assertWithin(
-              grantedPermissions(existing),
-              held,
-              'body.email',
-              'a pending invite to this address grants permissions you do not hold, so you may not replace it'
-            )
-          }
-        }
-        const invite =
-          existing === undefined
-            ? await repo.insertInvite(trx, {
-              tenantId: auth.tenantId,
-              eventId,
-              orgId: event.org_id,
-              email: b.email,
-              ...grant,
-              invitedBy: auth.userId,
-              tokenHash: hash
-            })
-            : await repo.refreshInvite(trx, auth.tenantId, existing.id, {
-              ...grant,
-              invitedBy: auth.userId,
-              tokenHash: hash
-            })
-        await emitManager(trx, auth, event, 'event.manager_invited', {
-          manager_id: invite.id,
-          email: b.email,
-          role: grant.role,
-          permissions: grant.permissions,
-          renewed: existing !== undefined
-        })
-        await queueNotification(trx, {
-          tenantId: auth.tenantId,
-          channel: 'email',
-          recipient: b.email,
-          ...managerInvitation({ on: 'event', title: event.title, token, days: INVITE_TTL_DAYS, message: b.message }),
+            title: event.title,
+            message: b.message
+          }),
           priority: b.priority ?? 'normal',
-          payload: { kind: 'event.manager_invited', event_id: eventId, manager_id: invite.id, actor_id: auth.userId }
+          payload: { actor_id: auth.userId }
         })
-        return { ...invite, display_name: null, invite_token: token }
-      })
-      return await reply.code(201).send(row)
-    }
-  )
+      }
+      void reply.header('etag', repo.managerEtag(created))
+      return await repo.withDisplayName(trx, auth.tenantId, created)
+    })
+    return await reply.code(201).send(row)
+  })
 
-  app.put(
-    '/api/v1/events/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'update-event-manager',
-        summary: 'Replace the permissions of a manager (a role, when given, replaces them)',
-        tags,
-        params: ManagerParams,
-        body: UpdateManagerBody,
-        response: { 200: EventManager }
-      },
-      onRequest: requirePolicy('manager', 'grant')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const userId = request.params.user_id
-      return await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
-        refuseCreator(event, userId)
-        refuseSelf(auth, userId, 'path.user_id')
-        const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
-        if (current === undefined) throw error404NotFound('manager not found')
-        checkIfMatchTag(ifMatchOf(request), repo.managerEtag(current))
-        const grant =
-          request.body.role !== undefined && request.body.role !== null
-            ? grantOf(request.body)
-            : { permissions: request.body.permissions, role: null }
-        await assertMayTouch(trx, auth, event, current, grant.permissions)
-        const updated = await repo.updatePermissions(trx, auth.tenantId, current.id, grant.permissions, grant.role)
-        await emitManager(trx, auth, event, 'event.manager_updated', {
-          user_id: userId,
-          role: grant.role,
-          permissions: grant.permissions
-        })
-        void reply.header('etag', repo.managerEtag(updated))
-        return await repo.withDisplayName(trx, auth.tenantId, updated)
+  app.post('/api/v1/events/:id/managers/invite', {
+    schema: operation('invite-event-manager', `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it`, {
+      params: EventParams,
+      body: InviteManagerBody,
+      response: { 201: EventManager }
+    }),
+    onRequest: requirePolicy('manager', 'grant'),
+    config: { idempotency: 'transaction' }
+  }, async (request, reply) => {
+    const { auth, body: b } = request
+    const row = await idempotentWrite(db, request, async trx => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      const eventId = rootOf(event)
+      const grant = grantOf(b)
+      const grantAt = b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions'
+      const held = await heldOnEvent(trx, auth, event)
+      assertWithin(grant.permissions, held, grantAt, EXCEEDS)
+      if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
+        throw error409Conflict('a user with this e-mail already manages the event', [
+          fieldError('body.email', 'already a manager', b.email)
+        ])
+      }
+      const { token, hash } = repo.newInviteToken()
+      const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
+      if (existing !== undefined) {
+        // refreshing replaces that invite's grant and token: the caller must outrank it, and a
+        // series invite (series_id set) needs series-level rights
+        if (existing.series_id !== null) {
+          await assertSeriesGrant(trx, auth, existing.series_id, grantedPermissions(existing), 'body.email')
+          await assertSeriesGrant(trx, auth, existing.series_id, grant.permissions, grantAt)
+        } else {
+          assertWithin(
+            grantedPermissions(existing),
+            held,
+            'body.email',
+            'a pending invite to this address grants permissions you do not hold, so you may not replace it'
+          )
+        }
+      }
+      const invite =
+        existing === undefined
+          ? await repo.insertInvite(trx, {
+            tenantId: auth.tenantId,
+            eventId,
+            orgId: event.org_id,
+            email: b.email,
+            ...grant,
+            invitedBy: auth.userId,
+            tokenHash: hash
+          })
+          : await repo.refreshInvite(trx, auth.tenantId, existing.id, {
+            ...grant,
+            invitedBy: auth.userId,
+            tokenHash: hash
+          })
+      await emitManager(trx, auth, event, 'event.manager_invited', {
+        manager_id: invite.id,
+        email: b.email,
+        role: grant.role,
+        permissions: grant.permissions,
+        renewed: existing !== undefined
       })
-    }
-  )
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
+        channel: 'email',
+        recipient: b.email,
+        ...managerInvitation({ on: 'event', title: event.title, token, days: INVITE_TTL_DAYS, message: b.message }),
+        priority: b.priority ?? 'normal',
+        payload: { kind: 'event.manager_invited', event_id: eventId, manager_id: invite.id, actor_id: auth.userId }
+      })
+      return { ...invite, display_name: null, invite_token: token }
+    })
+    return await reply.code(201).send(row)
+  })
+
+  app.put('/api/v1/events/:id/managers/:user_id', {
+    schema: operation('update-event-manager', 'Replace the permissions of a manager (a role, when given, replaces them)', {
+      params: ManagerParams,
+      body: UpdateManagerBody,
+      response: { 200: EventManager }
+    }),
+    onRequest: requirePolicy('manager', 'grant')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const userId = request.params.user_id
+    return await withTenant(db, auth, async trx => {
+      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+      refuseCreator(event, userId)
+      refuseSelf(auth, userId, 'path.user_id')
+      const current = await repo.findManager(trx, auth.tenantId, rootOf(event), userId, true)
+      if (current === undefined) throw error404NotFound('manager not found')
+      checkIfMatchTag(ifMatchOf(request), repo.managerEtag(current))
+      const grant =
+        request.body.role !== undefined && request.body.role !== null
+          ? grantOf(request.body)
+          : { permissions: request.body.permissions, role: null }
+      await assertMayTouch(trx, auth, event, current, grant.permissions)
+      const updated = await repo.updatePermissions(trx, auth.tenantId, current.id, grant.permissions, grant.role)
+      await emitManager(trx, auth, event, 'event.manager_updated', {
+        user_id: userId,
+        role: grant.role,
+        permissions: grant.permissions
+      })
+      void reply.header('etag', repo.managerEtag(updated))
+      return await repo.withDisplayName(trx, auth.tenantId, updated)
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/managers/:user_id', {
-    schema: {
-      operationId: 'remove-event-manager',
-      summary: 'Remove a manager (revokes the grant; never the creator)',
-      tags,
+    schema: operation('remove-event-manager', 'Remove a manager (revokes the grant; never the creator)', {
       params: ManagerParams
-    },
+    }),
     onRequest: requirePolicy('manager', 'grant')
   }, async (trx, request) => {
     const auth = request.auth

@@ -8,7 +8,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
-import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
+import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
@@ -37,7 +37,7 @@ import { requirePolicy } from '../policy/policy.ts'
 import { seriesEvent, eventEvent } from '../events/events.events.ts'
 import { LONE_SURROGATE } from '../../platform/http/validation.ts'
 
-const tags = ['Event references']
+const operation = operationsTagged('Event references')
 const METADATA_MAX_DEPTH = 16
 
 /** A domain event about `event` (its published row): the event id first and its template last in the payload. */
@@ -84,63 +84,48 @@ function checkMetadata (value: Record<string, unknown>): void {
 export async function referencesRoutes (app: App, { db }: AppContext): Promise<void> {
   // ---- documents
 
-  app.get(
-    '/api/v1/events/:id/documents',
-    {
-      schema: {
-        operationId: 'list-event-documents',
-        summary: `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`,
-        tags,
-        params: EventParams,
-        response: { 200: EventDocumentList }
-      },
-      onRequest: requirePolicy('link', 'read')
-    },
-    async request =>
-      await withTenant(db, request.auth, async trx => {
-        const event = await readEvent(trx, request.auth, request.params.id)
-        return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
-      })
+  app.get('/api/v1/events/:id/documents', {
+    schema: operation('list-event-documents', `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
+      params: EventParams,
+      response: { 200: EventDocumentList }
+    }),
+    onRequest: requirePolicy('link', 'read')
+  }, async request =>
+    await withTenant(db, request.auth, async trx => {
+      const event = await readEvent(trx, request.auth, request.params.id)
+      return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
+    })
   )
 
-  app.post(
-    '/api/v1/events/:id/documents/:document_id',
-    {
-      schema: {
-        operationId: 'link-event-document',
-        summary: 'Link a document to an event (201, no body; 409 when already linked)',
-        tags,
-        params: DocumentParams,
-        response: { 201: NoContent }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { id, document_id: documentId } = request.params
-      await withTenant(db, auth, async trx => {
-        const event = await writeEvent(trx, auth, id, 'documents:manage')
-        const row = await repo.insertDocument(trx, {
-          tenantId: auth.tenantId,
-          eventId: rootOf(event),
-          orgId: event.org_id,
-          documentId,
-          createdBy: auth.userId
-        })
-        if (row === undefined) {
-          throw error409Conflict('the document is already linked to this event', [
-            fieldError('path.document_id', 'already linked', documentId)
-          ])
-        }
-        await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
+  app.post('/api/v1/events/:id/documents/:document_id', {
+    schema: operation('link-event-document', 'Link a document to an event (201, no body; 409 when already linked)', {
+      params: DocumentParams, response: { 201: NoContent }
+    }),
+    onRequest: requirePolicy('link', 'write')
+  }, async (request, reply) => {
+    const { auth, params: { id, document_id: documentId } } = request
+    await withTenant(db, auth, async trx => {
+      const event = await writeEvent(trx, auth, id, 'documents:manage')
+      const row = await repo.insertDocument(trx, {
+        tenantId: auth.tenantId,
+        eventId: rootOf(event),
+        orgId: event.org_id,
+        documentId,
+        createdBy: auth.userId
       })
-      // Created with no body (upstream): an empty payload, not the JSON null of the schema
-      return await reply.code(201).send(undefined as never)
-    }
-  )
+      if (row === undefined) {
+        throw error409Conflict('the document is already linked to this event', [
+          fieldError('path.document_id', 'already linked', documentId)
+        ])
+      }
+      await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
+    })
+    // Created with no body (upstream): an empty payload, not the JSON null of the schema
+    return await reply.code(201).send(undefined as never)
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', {
-    schema: { operationId: 'unlink-event-document', summary: 'Unlink a document', tags, params: DocumentParams },
+    schema: operation('unlink-event-document', 'Unlink a document', { params: DocumentParams }),
     onRequest: requirePolicy('link', 'write')
   }, async (trx, { auth, params: { id, document_id: documentId } }) => {
     const event = await writeEvent(trx, auth, id, 'documents:manage')
@@ -152,78 +137,64 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- attachments
 
-  app.get(
-    '/api/v1/events/:event_id/attachments',
-    {
-      schema: {
-        operationId: 'list-event-attachments',
-        summary: `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`,
-        tags,
-        params: EventIdParams,
-        querystring: ListAttachmentsQuery,
-        response: { 200: AttachmentListBody }
-      },
-      onRequest: requirePolicy('link', 'read')
-    },
-    async request => {
-      const items = await withTenant(db, request.auth, async trx => {
-        const event = await readEvent(trx, request.auth, request.params.event_id)
-        return await repo.listAttachments(
-          trx,
-          request.auth.tenantId,
-          { id: rootOf(event), seriesId: event.series_id },
-          request.query.kind,
-          LIST_MAX
-        )
-      })
-      return { items }
-    }
-  )
+  app.get('/api/v1/events/:event_id/attachments', {
+    schema: operation('list-event-attachments', `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
+      params: EventIdParams,
+      querystring: ListAttachmentsQuery,
+      response: { 200: AttachmentListBody }
+    }),
+    onRequest: requirePolicy('link', 'read')
+  }, async request => {
+    const items = await withTenant(db, request.auth, async trx => {
+      const event = await readEvent(trx, request.auth, request.params.event_id)
+      return await repo.listAttachments(
+        trx,
+        request.auth.tenantId,
+        { id: rootOf(event), seriesId: event.series_id },
+        request.query.kind,
+        LIST_MAX
+      )
+    })
+    return { items }
+  })
 
-  app.post(
-    '/api/v1/events/:event_id/attachments',
-    {
-      schema: {
-        operationId: 'add-event-attachment',
-        summary: "Attach a file or reference (kind must be allowed by the event's template)",
-        tags,
-        params: EventIdParams,
-        body: AddAttachmentBody,
-        response: { 201: Attachment }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const b = request.body
-      const metadata = b.metadata ?? {}
-      checkMetadata(metadata)
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
-        if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
-          const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
-          throw invalidField(
-            'body.kind',
-            `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
-            b.kind
-          )
-        }
-        const created = await repo.insertAttachment(trx, {
-          tenantId: auth.tenantId,
-          eventId: rootOf(event),
-          orgId: event.org_id,
-          kind: b.kind,
-          ref: b.ref,
-          metadata,
-          createdBy: auth.userId
-        })
-        await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
-        return created
+  app.post('/api/v1/events/:event_id/attachments', {
+    schema: operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
+      params: EventIdParams,
+      body: AddAttachmentBody,
+      response: { 201: Attachment }
+    }),
+    onRequest: requirePolicy('link', 'write')
+  }, async (request, reply) => {
+    const b = request.body
+    const metadata = b.metadata ?? {}
+    checkMetadata(metadata)
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
+      if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
+        const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
+        throw invalidField(
+          'body.kind',
+          `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
+          b.kind
+        )
+      }
+      const created = await repo.insertAttachment(trx, {
+        tenantId: auth.tenantId,
+        eventId: rootOf(event),
+        orgId: event.org_id,
+        kind: b.kind,
+        ref: b.ref,
+        metadata,
+        createdBy: auth.userId
       })
-    }
-  )
+      await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
+      return created
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', {
-    schema: { operationId: 'delete-attachment', summary: 'Remove an attachment', tags, params: AttachmentParams },
+    schema: operation('delete-attachment', 'Remove an attachment', { params: AttachmentParams }),
     onRequest: requirePolicy('link', 'write')
   }, async (trx, { auth, params }) => {
     const row = await repo.findAttachment(trx, auth.tenantId, params.id)
@@ -244,73 +215,60 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- links
 
-  app.get(
-    '/api/v1/events/:id/links',
-    {
-      schema: {
-        operationId: 'list-event-links',
-        summary: `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`,
-        tags,
-        params: EventParams,
-        response: { 200: LinkList }
-      },
-      onRequest: requirePolicy('link', 'read')
-    },
-    async request =>
-      await withTenant(db, request.auth, async trx => {
-        const event = await readEvent(trx, request.auth, request.params.id)
-        return await repo.listLinks(
-          trx,
-          request.auth.tenantId,
-          { id: rootOf(event), seriesId: event.series_id },
-          LIST_MAX
-        )
-      })
+  app.get('/api/v1/events/:id/links', {
+    schema: operation('list-event-links', `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
+      params: EventParams,
+      response: { 200: LinkList }
+    }),
+    onRequest: requirePolicy('link', 'read')
+  }, async request =>
+    await withTenant(db, request.auth, async trx => {
+      const event = await readEvent(trx, request.auth, request.params.id)
+      return await repo.listLinks(
+        trx,
+        request.auth.tenantId,
+        { id: rootOf(event), seriesId: event.series_id },
+        LIST_MAX
+      )
+    })
   )
 
-  app.post(
-    '/api/v1/events/:id/links',
-    {
-      schema: {
-        operationId: 'add-event-link',
-        summary: 'Link another visible event of the tenant (no self link; 409 when already linked)',
-        tags,
-        params: EventParams,
-        body: AddLinkBody,
-        response: { 201: Link }
-      },
-      onRequest: requirePolicy('link', 'write')
-    },
-    async (request, reply) => {
-      const targetId = request.body.target_id
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
-        const eventId = rootOf(event)
-        if (targetId === eventId || targetId === event.id) {
-          throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
-        }
-        const target = await findVisibleEvent(trx, auth, targetId, ['id'])
-        if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
-        const created = await repo.insertLink(trx, {
-          tenantId: auth.tenantId,
-          eventId,
-          targetId,
-          orgId: event.org_id,
-          createdBy: auth.userId
-        })
-        if (created === undefined) {
-          throw error409Conflict('the events are already linked', [
-            fieldError('body.target_id', 'already linked', targetId)
-          ])
-        }
-        await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
-        return created
+  app.post('/api/v1/events/:id/links', {
+    schema: operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
+      params: EventParams,
+      body: AddLinkBody,
+      response: { 201: Link }
+    }),
+    onRequest: requirePolicy('link', 'write')
+  }, async (request, reply) => {
+    const targetId = request.body.target_id
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
+      const eventId = rootOf(event)
+      if (targetId === eventId || targetId === event.id) {
+        throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
+      }
+      const target = await findVisibleEvent(trx, auth, targetId, ['id'])
+      if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
+      const created = await repo.insertLink(trx, {
+        tenantId: auth.tenantId,
+        eventId,
+        targetId,
+        orgId: event.org_id,
+        createdBy: auth.userId
       })
-    }
-  )
+      if (created === undefined) {
+        throw error409Conflict('the events are already linked', [
+          fieldError('body.target_id', 'already linked', targetId)
+        ])
+      }
+      await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
+      return created
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', {
-    schema: { operationId: 'remove-event-link', summary: 'Remove a cross-reference link', tags, params: LinkParams },
+    schema: operation('remove-event-link', 'Remove a cross-reference link', { params: LinkParams }),
     onRequest: requirePolicy('link', 'write')
   }, async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeEvent(trx, auth, id, 'links:manage')
@@ -321,13 +279,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', {
-    schema: {
-      operationId: 'remove-series-link',
-      summary:
-        'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)',
-      tags,
+    schema: operation('remove-series-link', 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', {
       params: LinkParams
-    },
+    }),
     onRequest: requirePolicy('series', 'links')
   }, async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeSeries(trx, auth, id, 'links:manage')

@@ -12,7 +12,7 @@ import { ifMatchOf } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, searchedPageOf } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
-import { answerCreated, answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { answerCreated, answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -55,7 +55,8 @@ import { applyScopedEdit } from '../series/series.service.ts'
 import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './events.templates.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-const tags = ['Events']
+const operation = operationsTagged('Events')
+const templateOperation = operationsTagged('Event templates')
 
 function templateView (t: TemplateVersion) {
   const m = t.state_machine
@@ -120,397 +121,258 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   }
 
-  app.get(
-    '/api/v1/event-templates',
-    {
-      schema: {
-        operationId: 'list-event-templates',
-        summary: 'List registered event templates (latest versions)',
-        tags: ['Event templates'],
-        response: { 200: EventTemplateList }
-      },
-      onRequest: requirePolicy('event', 'list')
-    },
-    async () => ({
-      items: TEMPLATE_IDS.map(id => latestTemplate(id))
-        .filter(t => t !== undefined)
-        .map(templateView)
-    })
+  app.get('/api/v1/event-templates', {
+    schema: templateOperation('list-event-templates', 'List registered event templates (latest versions)', {
+      response: { 200: EventTemplateList }
+    }),
+    onRequest: requirePolicy('event', 'list')
+  }, async () => ({
+    items: TEMPLATE_IDS.map(id => latestTemplate(id))
+      .filter(t => t !== undefined)
+      .map(templateView)
+  })
   )
 
-  app.get(
-    '/api/v1/event-templates/:id',
-    {
-      schema: {
-        operationId: 'get-event-template',
-        summary: 'Latest version of one template (or the version asked for)',
-        tags: ['Event templates'],
-        params: TemplateParams,
-        querystring: TemplateQuery,
-        response: { 200: EventTemplate }
-      },
-      onRequest: requirePolicy('event', 'list')
-    },
-    async request => {
-      const { id } = request.params
-      const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
-      if (t === undefined) throw error404NotFound('template not found')
-      return templateView(t)
-    }
+  app.get('/api/v1/event-templates/:id', {
+    schema: templateOperation('get-event-template', 'Latest version of one template (or the version asked for)', {
+      params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
+    }),
+    onRequest: requirePolicy('event', 'list')
+  }, async request => {
+    const { id } = request.params
+    const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
+    if (t === undefined) throw error404NotFound('template not found')
+    return templateView(t)
+  })
+
+  app.get('/api/v1/events/manager-permissions', {
+    schema: operation('list-event-manager-permissions', 'Assignable event manager permissions and role bundles', {
+      response: { 200: ManagerPermissionsBody }
+    }),
+    onRequest: requirePolicy('manager', 'catalogue')
+  }, async () => ({
+    permissions: [...EVENT_PERMISSIONS],
+    roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
+  })
   )
 
-  app.get(
-    '/api/v1/events/manager-permissions',
-    {
-      schema: {
-        operationId: 'list-event-manager-permissions',
-        summary: 'Assignable event manager permissions and role bundles',
-        tags,
-        response: { 200: ManagerPermissionsBody }
-      },
-      onRequest: requirePolicy('manager', 'catalogue')
-    },
-    async () => ({
-      permissions: [...EVENT_PERMISSIONS],
-      roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
-    })
-  )
+  app.post('/api/v1/events', {
+    schema: operation('create-event', 'Create an event (a draft)', {
+      body: CreateEventBody, response: { 201: Event }
+    }),
+    onRequest: requirePolicy('event', 'create')
+  }, async (request, reply) => {
+    const event = await answerEvent(request, reply, (trx, auth) => service.createEvent(trx, auth, request.body))
+    return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
+  })
 
-  app.post(
-    '/api/v1/events',
-    {
-      schema: {
-        operationId: 'create-event',
-        summary: 'Create an event (a draft)',
-        tags,
-        body: CreateEventBody,
-        response: { 201: Event }
-      },
-      onRequest: requirePolicy('event', 'create')
-    },
-    async (request, reply) => {
-      const event = await answerEvent(request, reply, (trx, auth) => service.createEvent(trx, auth, request.body))
-      return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
-    }
-  )
-
-  app.get(
-    '/api/v1/events',
-    {
-      schema: {
-        operationId: 'list-events',
-        summary: 'List events',
-        tags,
-        querystring: ListEventsQuery,
-        response: { 200: PagedBodyEvent }
-      },
-      onRequest: requirePolicy('event', 'list')
-    },
-    async (request, reply) => {
-      const q = request.query
-      const auth = request.auth
-      const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
-      // before the transaction: PGlite has one connection, which the transaction holds
-      const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
-      // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
-      const {
-        items,
-        total,
-        page,
-        next_cursor: nextCursor
-      } = await withTenant(db, auth, async trx => {
-        const found = await repo.listEvents(trx, auth, {
-          ...searchedPageOf(q),
-          counting,
-          status: q.status,
-          visibility: q.visibility,
-          startAfter: q.start_dt_after,
-          startBefore: q.start_dt_before,
-          spaceIds: q.space_ids,
-          templates
-        })
-        return { ...found, items: await renderEvents(trx, ctx.eventBodies, auth.tenantId, found.items) }
+  app.get('/api/v1/events', {
+    schema: operation('list-events', 'List events', {
+      querystring: ListEventsQuery, response: { 200: PagedBodyEvent }
+    }),
+    onRequest: requirePolicy('event', 'list')
+  }, async (request, reply) => {
+    const { auth, query: q } = request
+    const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
+    // before the transaction: PGlite has one connection, which the transaction holds
+    const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
+    // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
+    const {
+      items,
+      total,
+      page,
+      next_cursor: nextCursor
+    } = await withTenant(db, auth, async trx => {
+      const found = await repo.listEvents(trx, auth, {
+        ...searchedPageOf(q),
+        counting,
+        status: q.status,
+        visibility: q.visibility,
+        startAfter: q.start_dt_after,
+        startBefore: q.start_dt_before,
+        spaceIds: q.space_ids,
+        templates
       })
-      return await sendJsonFields(request, reply, {
-        items,
-        page: String(page),
-        size: String(q.size),
-        total: String(total),
-        next_cursor: JSON.stringify(nextCursor)
-      })
-    }
-  )
+      return { ...found, items: await renderEvents(trx, ctx.eventBodies, auth.tenantId, found.items) }
+    })
+    return await sendJsonFields(request, reply, {
+      items,
+      page: String(page),
+      size: String(q.size),
+      total: String(total),
+      next_cursor: JSON.stringify(nextCursor)
+    })
+  })
 
-  app.get(
-    '/api/v1/events/calendar',
-    {
-      schema: {
-        operationId: 'get-events-calendar',
-        summary: `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`,
-        tags,
-        querystring: CalendarQuery,
-        response: { 200: CalendarBody }
-      },
-      onRequest: requirePolicy('event', 'list')
-    },
-    async (request, reply) => {
-      const q = request.query
-      const auth = request.auth
-      const { from, to } = calendarRange(q)
-      // rendered JSON (events.bodies.repository.ts): a month is some 400 events
-      const items = await withTenant(
-        db,
-        auth,
-        async trx =>
-          await renderEvents(
+  app.get('/api/v1/events/calendar', {
+    schema: operation('get-events-calendar', `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, {
+      querystring: CalendarQuery, response: { 200: CalendarBody }
+    }),
+    onRequest: requirePolicy('event', 'list')
+  }, async (request, reply) => {
+    const { auth, query: q } = request
+    const { from, to } = calendarRange(q)
+    // rendered JSON (events.bodies.repository.ts): a month is some 400 events
+    const items = await withTenant(
+      db,
+      auth,
+      async trx =>
+        await renderEvents(
+          trx,
+          ctx.eventBodies,
+          auth.tenantId,
+          await repo.calendarEvents(
             trx,
-            ctx.eventBodies,
-            auth.tenantId,
-            await repo.calendarEvents(
-              trx,
-              auth,
-              from,
-              to,
-              q.sort_by ?? 'start_dt',
-              q.sort_order ?? 'asc',
-              CALENDAR_MAX_ITEMS
-            )
+            auth,
+            from,
+            to,
+            q.sort_by ?? 'start_dt',
+            q.sort_order ?? 'asc',
+            CALENDAR_MAX_ITEMS
           )
-      )
-      return await sendJsonFields(request, reply, { items, next_cursor: 'null' })
-    }
-  )
+        )
+    )
+    return await sendJsonFields(request, reply, { items, next_cursor: 'null' })
+  })
 
   app.get('/api/v1/events/:id', {
-    schema: { operationId: 'get-event', summary: 'Get an event', tags, params: EventParams, response: { 200: Event } },
+    schema: operation('get-event', 'Get an event', { params: EventParams, response: { 200: Event } }),
     onRequest: requirePolicy('event', 'read')
   }, async (request, reply) =>
     await answerWithEtag(db, request, reply, (trx, auth) => service.getEvent(trx, auth, request.params.id)))
 
-  app.put(
-    '/api/v1/events/:id',
-    {
-      schema: {
-        operationId: 'replace-event',
-        summary: 'Replace the writable fields of an event (its draft when one is open)',
-        tags,
-        params: EventParams,
-        body: ReplaceEventBody,
-        response: { 200: Event }
-      },
-      onRequest: requirePolicy('event', 'edit')
-    },
-    async (request, reply) =>
-      await answerEvent(request, reply, (trx, auth) =>
-        service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
-      )
+  app.put('/api/v1/events/:id', {
+    schema: operation('replace-event', 'Replace the writable fields of an event (its draft when one is open)', {
+      params: EventParams, body: ReplaceEventBody, response: { 200: Event }
+    }),
+    onRequest: requirePolicy('event', 'edit')
+  }, async (request, reply) =>
+    await answerEvent(request, reply, (trx, auth) =>
+      service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
+    )
   )
 
-  app.patch(
-    '/api/v1/events/:id',
-    {
-      schema: {
-        operationId: 'patch-event',
-        summary: 'Merge-patch an event (RFC 7396; its draft when one is open)',
-        tags,
-        params: EventParams,
-        querystring: PatchEventQuery,
-        body: PatchEventBody,
-        response: { 200: Event }
-      },
-      onRequest: requirePolicy('event', 'edit')
-    },
-    async (request, reply) =>
-      await answerEvent(request, reply, (trx, auth) =>
-        request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
-          ? applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
-          : service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
-      )
+  app.patch('/api/v1/events/:id', {
+    schema: operation('patch-event', 'Merge-patch an event (RFC 7396; its draft when one is open)', {
+      params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event }
+    }),
+    onRequest: requirePolicy('event', 'edit')
+  }, async (request, reply) =>
+    await answerEvent(request, reply, (trx, auth) =>
+      request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
+        ? applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
+        : service.patchEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
+    )
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id', {
-    schema: { operationId: 'delete-event', summary: 'Delete an event (soft delete)', tags, params: EventParams },
+    schema: operation('delete-event', 'Delete an event (soft delete)', { params: EventParams }),
     onRequest: requirePolicy('event', 'delete')
   }, (trx, request) => service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', {
-    schema: {
-      operationId: 'archive-event',
-      summary: 'Archive an event (read-only afterwards)',
-      tags,
-      params: EventParams
-    },
+    schema: operation('archive-event', 'Archive an event (read-only afterwards)', { params: EventParams }),
     onRequest: requirePolicy('event', 'archive')
   }, (trx, request) => service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', {
-    schema: {
-      operationId: 'publish-event',
-      summary: 'Publish an event, or promote its draft',
-      tags,
-      params: EventParams,
-      body: PublishEventBody
-    },
+    schema: operation('publish-event', 'Publish an event, or promote its draft', {
+      params: EventParams, body: PublishEventBody
+    }),
     onRequest: requirePolicy('event', 'publish'),
     optionalBody: true
   }, (trx, request) => service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/events/:id/edit',
-    {
-      schema: {
-        operationId: 'edit-event',
-        summary: 'Start editing a published event: returns its draft clone',
-        tags,
-        params: EventParams,
-        response: { 200: Event }
-      },
-      onRequest: requirePolicy('event', 'edit')
-    },
-    async (request, reply) =>
-      await answerEvent(request, reply, (trx, auth) =>
-        service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
-      )
+  app.post('/api/v1/events/:id/edit', {
+    schema: operation('edit-event', 'Start editing a published event: returns its draft clone', {
+      params: EventParams, response: { 200: Event }
+    }),
+    onRequest: requirePolicy('event', 'edit')
+  }, async (request, reply) =>
+    await answerEvent(request, reply, (trx, auth) =>
+      service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
+    )
   )
 
-  app.get(
-    '/api/v1/events/:id/draft',
-    {
-      schema: {
-        operationId: 'get-event-draft',
-        summary: 'Get the draft clone of a published event',
-        tags,
-        params: EventParams,
-        response: { 200: Event }
-      },
-      onRequest: requirePolicy('draft', 'read')
-    },
-    async (request, reply) =>
-      await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
+  app.get('/api/v1/events/:id/draft', {
+    schema: operation('get-event-draft', 'Get the draft clone of a published event', {
+      params: EventParams, response: { 200: Event }
+    }),
+    onRequest: requirePolicy('draft', 'read')
+  }, async (request, reply) =>
+    await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
   )
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', {
-    schema: {
-      operationId: 'discard-event-draft',
-      summary: 'Discard the draft, keep the published version',
-      tags,
-      params: EventParams
-    },
+    schema: operation('discard-event-draft', 'Discard the draft, keep the published version', { params: EventParams }),
     onRequest: requirePolicy('draft', 'edit')
   }, (trx, request) => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/events/:id/transition',
-    {
-      schema: {
-        operationId: 'transition-event',
-        summary: 'Move an event along its template state machine',
-        tags,
-        params: EventParams,
-        body: TransitionBody,
-        response: { 200: Event }
-      },
-      onRequest: requirePolicy('event', 'edit')
-    },
-    async (request, reply) => {
-      const b = request.body
-      return await answerEvent(request, reply, (trx, auth) =>
-        service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
-          ifMatch: ifMatchOf(request)
-        })
+  app.post('/api/v1/events/:id/transition', {
+    schema: operation('transition-event', 'Move an event along its template state machine', {
+      params: EventParams, body: TransitionBody, response: { 200: Event }
+    }),
+    onRequest: requirePolicy('event', 'edit')
+  }, async (request, reply) => {
+    const b = request.body
+    return await answerEvent(request, reply, (trx, auth) =>
+      service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
+        ifMatch: ifMatchOf(request)
+      })
+    )
+  })
+
+  app.get('/api/v1/events/:event_id/activity', {
+    schema: operation('list-event-activity', 'Activity rows of an event, newest first', {
+      params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody }
+    }),
+    onRequest: requirePolicy('link', 'read')
+  }, async request => {
+    return await withTenant(db, request.auth, trx =>
+      service.listActivity(
+        trx,
+        request.auth,
+        request.params.event_id,
+        request.query.kind,
+        request.query.limit,
+        request.query.cursor
       )
-    }
+    )
+  })
+
+  app.post('/api/v1/events/:event_id/activity', {
+    schema: operation('create-event-activity', 'Append an activity row', {
+      params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
+    }),
+    onRequest: requirePolicy('event', 'edit')
+  }, async (request, reply) =>
+    await answerCreated(db, request, reply, (trx, auth) =>
+      service.appendActivity(trx, auth, request.params.event_id, request.body.kind, request.body.payload ?? {})
+    )
   )
 
-  app.get(
-    '/api/v1/events/:event_id/activity',
-    {
-      schema: {
-        operationId: 'list-event-activity',
-        summary: 'Activity rows of an event, newest first',
-        tags,
-        params: EventIdParams,
-        querystring: ActivityQuery,
-        response: { 200: ActivityListBody }
-      },
-      onRequest: requirePolicy('link', 'read')
-    },
-    async request => {
-      return await withTenant(db, request.auth, trx =>
-        service.listActivity(
-          trx,
-          request.auth,
-          request.params.event_id,
-          request.query.kind,
-          request.query.limit,
-          request.query.cursor
-        )
-      )
-    }
+  app.get('/api/v1/events/:id/spaces', {
+    schema: operation('list-event-spaces', 'Spaces the event belongs to', {
+      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace }
+    }),
+    onRequest: requirePolicy('event', 'read')
+  }, async request =>
+    await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
   )
 
-  app.post(
-    '/api/v1/events/:event_id/activity',
-    {
-      schema: {
-        operationId: 'create-event-activity',
-        summary: 'Append an activity row',
-        tags,
-        params: EventIdParams,
-        body: CreateActivityBody,
-        response: { 201: ActivityRow }
-      },
-      onRequest: requirePolicy('event', 'edit')
-    },
-    async (request, reply) =>
-      await answerCreated(db, request, reply, (trx, auth) =>
-        service.appendActivity(trx, auth, request.params.event_id, request.body.kind, request.body.payload ?? {})
-      )
-  )
-
-  app.get(
-    '/api/v1/events/:id/spaces',
-    {
-      schema: {
-        operationId: 'list-event-spaces',
-        summary: 'Spaces the event belongs to',
-        tags,
-        params: EventParams,
-        querystring: KeysetPageQuery,
-        response: { 200: PagedBodyEventSpace }
-      },
-      onRequest: requirePolicy('event', 'read')
-    },
-    async request =>
-      await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
-  )
-
-  app.post(
-    '/api/v1/events/:id/spaces',
-    {
-      schema: {
-        operationId: 'add-event-space',
-        summary: 'Add the event to a space',
-        tags,
-        params: EventParams,
-        body: AddEventSpaceBody,
-        response: { 201: EventSpace }
-      },
-      onRequest: requirePolicy('event', 'link_space')
-    },
-    async (request, reply) =>
-      await answerCreated(db, request, reply, (trx, auth) =>
-        service.addSpace(trx, auth, request.params.id, request.body.space_id, ifMatchOf(request))
-      )
+  app.post('/api/v1/events/:id/spaces', {
+    schema: operation('add-event-space', 'Add the event to a space', {
+      params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace }
+    }),
+    onRequest: requirePolicy('event', 'link_space')
+  }, async (request, reply) =>
+    await answerCreated(db, request, reply, (trx, auth) =>
+      service.addSpace(trx, auth, request.params.id, request.body.space_id, ifMatchOf(request))
+    )
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', {
-    schema: {
-      operationId: 'remove-event-space',
-      summary: 'Remove the event from a space',
-      tags,
-      params: EventSpaceParams
-    },
+    schema: operation('remove-event-space', 'Remove the event from a space', { params: EventSpaceParams }),
     onRequest: requirePolicy('event', 'link_space')
   }, (trx, request) =>
     service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))

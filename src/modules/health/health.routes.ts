@@ -10,6 +10,7 @@ import { defineModule } from '../../platform/app-context.ts'
 import { ping } from '../../platform/db/database.ts'
 import { model, StringEnum } from '../../platform/http/schema.ts'
 import { error503ServiceUnavailable } from '../../platform/http/errors.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
 import { sendProblem } from '../../platform/http/error-handler.ts'
 
 export const SERVICE_NAME = 'collaboration-service'
@@ -26,58 +27,41 @@ export const ReadinessOutputBody = model('ReadinessOutputBody', {
 })
 
 const READY_TIMEOUT_MS = 2_000
+const operation = operationsTagged('Health')
 
 export const healthModule = defineModule(async (app, ctx) => {
-  app.get(
-    '/health',
-    {
-      schema: {
-        operationId: 'get-health',
-        summary: 'Liveness check',
-        tags: ['Health'],
-        response: { 200: LivenessOutputBody }
-      }
-    },
-    async () => ({ service: SERVICE_NAME, status: 'ok' as const })
-  )
+  app.get('/health', {
+    schema: operation('get-health', 'Liveness check', { response: { 200: LivenessOutputBody } })
+  }, async () => ({ service: SERVICE_NAME, status: 'ok' as const }))
 
-  app.get(
-    '/ready',
-    {
-      schema: {
-        operationId: 'get-ready',
-        summary: 'Readiness check (database reachable)',
-        tags: ['Health'],
-        response: { 200: ReadinessOutputBody }
-      }
-    },
-    async (_request, reply) => {
-      let timer: NodeJS.Timeout | undefined
-      try {
-        await Promise.race([
-          ping(ctx.db),
-          new Promise((_resolve, reject) => {
-            timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS)
-          })
-        ])
-      } catch {
-        throw error503ServiceUnavailable('database unreachable')
-      } finally {
-        clearTimeout(timer)
-      }
-      const provider = app.identityProvider
-      if (provider !== null) {
-        const state = await provider.check(READY_TIMEOUT_MS)
-        if (state.kind !== 'ready') {
-          // its changes are logged once by the auth plugin: not an error line at every probe
-          return sendProblem(
-            reply,
-            error503ServiceUnavailable(`identity provider ${state.kind} (${provider.issuer}): ${state.reason}`),
-            ctx.config.baseUrl
-          )
-        }
-      }
-      return { service: SERVICE_NAME, status: 'ok' as const, database: ctx.dbKind }
+  app.get('/ready', {
+    schema: operation('get-ready', 'Readiness check (database reachable)', { response: { 200: ReadinessOutputBody } })
+  }, async (_request, reply) => {
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        ping(ctx.db),
+        new Promise((_resolve, reject) => {
+          timer = setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS)
+        })
+      ])
+    } catch {
+      throw error503ServiceUnavailable('database unreachable')
+    } finally {
+      clearTimeout(timer)
     }
-  )
+    const provider = app.identityProvider
+    if (provider !== null) {
+      const state = await provider.check(READY_TIMEOUT_MS)
+      if (state.kind !== 'ready') {
+        // its changes are logged once by the auth plugin: not an error line at every probe
+        return sendProblem(
+          reply,
+          error503ServiceUnavailable(`identity provider ${state.kind} (${provider.issuer}): ${state.reason}`),
+          ctx.config.baseUrl
+        )
+      }
+    }
+    return { service: SERVICE_NAME, status: 'ok' as const, database: ctx.dbKind }
+  })
 })

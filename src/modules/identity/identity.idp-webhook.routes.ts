@@ -9,6 +9,7 @@
  */
 import { defineModule } from '../../platform/app-context.ts'
 import { ApiError, error503ServiceUnavailable, ErrorModel } from '../../platform/http/errors.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
 import { IDP_WEBHOOK_BODY_LIMIT, IdpWebhookResult } from './identity.schemas.ts'
 import { applyDelivery, parseEvent } from './identity.idp-webhook.ts'
 import { SIGNATURE_HEADERS, verifySignature } from './identity.idp-signature.ts'
@@ -27,49 +28,42 @@ export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app
     }
   )
 
-  app.post(
-    '/api/v1/integrations/idp/webhook',
-    {
-      schema: {
-        operationId: 'post-idp-webhook',
-        summary: 'Receive a lifecycle event of the identity provider',
-        description:
-          'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
-          'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
-          'A delivery seen before answers 200 without effect.',
-        tags: ['Identity'],
-        response: {
-          200: IdpWebhookResult,
-          401: { ...ErrorModel, description: 'Missing, malformed, wrong or stale signature' }
-        }
-      },
-      bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
-      config: { auth: 'none' }
-    },
-    async request => {
-      const secrets = [config.idpWebhookSecret, config.idpWebhookSecretPrevious].filter(
-        (s): s is string => s !== undefined
-      )
-      if (config.idpWebhookSecret === undefined) {
-        throw error503ServiceUnavailable('the identity-provider webhook is not configured (IDP_WEBHOOK_SECRET)')
+  app.post('/api/v1/integrations/idp/webhook', {
+    schema: operationsTagged('Identity')('post-idp-webhook', 'Receive a lifecycle event of the identity provider', {
+      description:
+        'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
+        'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
+        'A delivery seen before answers 200 without effect.',
+      response: {
+        200: IdpWebhookResult,
+        401: { ...ErrorModel, description: 'Missing, malformed, wrong or stale signature' }
       }
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
-      const check = verifySignature(
-        SIGNATURE_HEADERS.map(h => headerValue(request.headers[h])),
-        raw,
-        secrets,
-        Date.now() / 1000
-      )
-      if (!check.ok) throw new ApiError(401, check.reason)
-
-      const event = parseEvent(raw)
-      const delivery = await applyDelivery(db, event)
-      if (delivery.status !== 'duplicate') gate.invalidate(delivery.tenantId, delivery.userId)
-      request.log.info(
-        { event_type: event.event_type, sequence: event.sequence, status: delivery.status },
-        'identity-provider delivery'
-      )
-      return { status: delivery.status }
+    }),
+    bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
+    config: { auth: 'none' }
+  }, async request => {
+    const secrets = [config.idpWebhookSecret, config.idpWebhookSecretPrevious].filter(
+      (s): s is string => s !== undefined
+    )
+    if (config.idpWebhookSecret === undefined) {
+      throw error503ServiceUnavailable('the identity-provider webhook is not configured (IDP_WEBHOOK_SECRET)')
     }
-  )
+    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0)
+    const check = verifySignature(
+      SIGNATURE_HEADERS.map(h => headerValue(request.headers[h])),
+      raw,
+      secrets,
+      Date.now() / 1000
+    )
+    if (!check.ok) throw new ApiError(401, check.reason)
+
+    const event = parseEvent(raw)
+    const delivery = await applyDelivery(db, event)
+    if (delivery.status !== 'duplicate') gate.invalidate(delivery.tenantId, delivery.userId)
+    request.log.info(
+      { event_type: event.event_type, sequence: event.sequence, status: delivery.status },
+      'identity-provider delivery'
+    )
+    return { status: delivery.status }
+  })
 })

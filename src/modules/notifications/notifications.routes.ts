@@ -7,22 +7,19 @@
  */
 import { defineModule } from '../../platform/app-context.ts'
 import { invalidField } from '../../platform/http/errors.ts'
-import { answerPage } from '../../platform/http/routes.ts'
+import { answerPage, operationsTagged } from '../../platform/http/routes.ts'
 import { listNotifications } from './notifications.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { ListNotificationsQuery, PagedBodyNotification } from './notifications.schemas.ts'
 
-const tags = ['Notifications']
+const operation = operationsTagged('Notifications')
 
 export const notificationsModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/notifications', {
-    schema: {
-      operationId: 'list-notifications',
-      summary: 'List the tenant\'s notifications, newest first, by status, channel and time (tenant admins)',
-      tags,
+    schema: operation('list-notifications', 'List the tenant\'s notifications, newest first, by status, channel and time (tenant admins)', {
       querystring: ListNotificationsQuery,
       response: { 200: PagedBodyNotification }
-    },
+    }),
     onRequest: requirePolicy('notification', 'read')
   }, async (request) => {
     const q = request.query

@@ -9,7 +9,7 @@
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
-import { answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { Event } from '../events/events.schemas.ts'
 import {
@@ -30,7 +30,7 @@ import {
 import * as service from './series.service.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-const tags = ['Series']
+const operation = operationsTagged('Series')
 /** How often the window job runs when workers are on. */
 const WINDOW_JOB_MS = 60 * 60 * 1000
 const FIRST_RUN_MS = 10_000
@@ -38,68 +38,49 @@ const FIRST_RUN_MS = 10_000
 export const seriesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post(
-    '/api/v1/events/with-series',
-    {
-      schema: {
-        operationId: 'create-event-with-series',
-        summary:
-          'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences',
-        tags,
-        body: CreateEventWithSeriesBody,
-        response: { 201: EventWithSeries }
-      },
-      onRequest: requirePolicy('series', 'create')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
-      return await reply
-        .code(201)
-        .header('location', `/api/v1/events/${result.event?.id ?? ''}`)
-        .send(result)
-    }
-  )
+  app.post('/api/v1/events/with-series', {
+    schema: operation('create-event-with-series', 'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences', {
+      body: CreateEventWithSeriesBody,
+      response: { 201: EventWithSeries }
+    }),
+    onRequest: requirePolicy('series', 'create')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
+    return await reply
+      .code(201)
+      .header('location', `/api/v1/events/${result.event?.id ?? ''}`)
+      .send(result)
+  })
 
-  app.post(
-    '/api/v1/events/:id/series',
-    {
-      schema: {
-        operationId: 'create-event-series',
-        summary:
-          'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)',
-        tags,
-        params: SeriesParams,
-        body: CreateSeriesBody,
-        response: { 201: Type.Array(Event) }
-      },
-      onRequest: requirePolicy('series', 'create')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { items, total, limit } = await withTenant(db, auth, trx =>
-        service.convertToSeries(trx, auth, request.params.id, request.body)
+  app.post('/api/v1/events/:id/series', {
+    schema: operation('create-event-series', 'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)', {
+      params: SeriesParams,
+      body: CreateSeriesBody,
+      response: { 201: Type.Array(Event) }
+    }),
+    onRequest: requirePolicy('series', 'create')
+  }, async (request, reply) => {
+    const auth = request.auth
+    const { items, total, limit } = await withTenant(db, auth, trx =>
+      service.convertToSeries(trx, auth, request.params.id, request.body)
+    )
+    void reply.header('x-total-count', String(total))
+    if (total > items.length) {
+      void reply.header(
+        'link',
+        `</api/v1/events/${request.params.id}/series/occurrences?page=2&limit=${limit}>; rel="next"`
       )
-      void reply.header('x-total-count', String(total))
-      if (total > items.length) {
-        void reply.header(
-          'link',
-          `</api/v1/events/${request.params.id}/series/occurrences?page=2&limit=${limit}>; rel="next"`
-        )
-      }
-      return await reply.code(201).send(items)
     }
-  )
+    return await reply.code(201).send(items)
+  })
 
   app.get('/api/v1/events/:id/series', {
-    schema: {
-      operationId: 'get-event-series',
-      summary: 'The series of an occurrence with a page of occurrences and attendee counts',
-      tags,
+    schema: operation('get-event-series', 'The series of an occurrence with a page of occurrences and attendee counts', {
       params: SeriesParams,
       querystring: OccurrencesQuery,
       response: { 200: SeriesWithOccurrences }
-    },
+    }),
     onRequest: requirePolicy('series', 'read')
   }, async (request, reply) => {
     const q = request.query
@@ -111,14 +92,9 @@ export const seriesModule = defineModule(async (app, ctx) => {
   })
 
   app.get('/api/v1/events/:id/series/occurrences', {
-    schema: {
-      operationId: 'list-series-occurrences',
-      summary: 'Occurrences of the series of an event, by start',
-      tags,
-      params: SeriesParams,
-      querystring: OccurrencesQuery,
-      response: { 200: PagedOccurrences }
-    },
+    schema: operation('list-series-occurrences', 'Occurrences of the series of an event, by start', {
+      params: SeriesParams, querystring: OccurrencesQuery, response: { 200: PagedOccurrences }
+    }),
     onRequest: requirePolicy('series', 'read')
   }, async (request) => {
     const q = request.query
@@ -127,68 +103,47 @@ export const seriesModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.patch(
-    '/api/v1/events/:id/series',
-    {
-      schema: {
-        operationId: 'patch-event-series',
-        summary:
-          'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences',
-        tags,
-        params: SeriesParams,
-        body: PatchSeriesBody,
-        response: { 200: EventSeriesUpdate }
-      },
-      onRequest: requirePolicy('series', 'edit_all')
-    },
-    async (request, reply) =>
-      await answerWithEtag(db, request, reply, (trx, auth) =>
-        service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request))
-      )
+  app.patch('/api/v1/events/:id/series', {
+    schema: operation('patch-event-series', 'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences', {
+      params: SeriesParams,
+      body: PatchSeriesBody,
+      response: { 200: EventSeriesUpdate }
+    }),
+    onRequest: requirePolicy('series', 'edit_all')
+  }, async (request, reply) =>
+    await answerWithEtag(db, request, reply, (trx, auth) =>
+      service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request))
+    )
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/series', {
-    schema: {
-      operationId: 'delete-event-series',
-      summary: 'Delete this occurrence, this and the following, or the whole series',
-      tags,
-      params: SeriesParams,
-      querystring: DeleteSeriesQuery
-    },
+    schema: operation('delete-event-series', 'Delete this occurrence, this and the following, or the whole series', {
+      params: SeriesParams, querystring: DeleteSeriesQuery
+    }),
     onRequest: requirePolicy('series', 'delete_all')
   }, (trx, request) =>
     service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/series/publish', {
-    schema: {
-      operationId: 'publish-event-series',
-      summary: 'Publish the series and every occurrence (one transaction)',
-      tags,
-      params: SeriesParams,
-      body: PublishSeriesBody
-    },
+    schema: operation('publish-event-series', 'Publish the series and every occurrence (one transaction)', {
+      params: SeriesParams, body: PublishSeriesBody
+    }),
     onRequest: requirePolicy('series', 'publish'),
     optionalBody: true
   }, (trx, request) =>
     service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
-  app.post(
-    '/api/v1/events/:id/series/manager',
-    {
-      schema: {
-        operationId: 'invite-series-manager',
-        summary: 'Invite a manager of every occurrence by e-mail (pending for 7 days)',
-        tags,
-        params: SeriesParams,
-        body: SeriesManagerBody,
-        response: { 200: EventSeries }
-      },
-      onRequest: requirePolicy('series', 'managers')
-    },
-    async request =>
-      await withTenant(db, request.auth, trx =>
-        service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)
-      )
+  app.post('/api/v1/events/:id/series/manager', {
+    schema: operation('invite-series-manager', 'Invite a manager of every occurrence by e-mail (pending for 7 days)', {
+      params: SeriesParams,
+      body: SeriesManagerBody,
+      response: { 200: EventSeries }
+    }),
+    onRequest: requirePolicy('series', 'managers')
+  }, async request =>
+    await withTenant(db, request.auth, trx =>
+      service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)
+    )
   )
 
   if (ctx.config.workers) {

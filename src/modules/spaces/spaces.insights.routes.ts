@@ -11,7 +11,7 @@ import {
   error409Conflict,
   invalidField
 } from '../../platform/http/errors.ts'
-import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
+import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { lockEventForWrite } from '../events/events.access.repository.ts'
 import { activeManager } from './spaces.access.repository.ts'
@@ -30,7 +30,7 @@ import { requirePolicy } from '../policy/policy.ts'
 import { spaceEvent } from './spaces.events.ts'
 import { spacePageRoute } from './spaces.pages.routes.ts'
 
-const tags = ['Spaces']
+const operation = operationsTagged('Spaces')
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'activity', {
@@ -39,36 +39,28 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     page: PagedBodySpaceActivity
   }, (trx, auth, space, q) => insights.listActivity(trx, auth, space.id, q))
 
-  app.get(
-    '/api/v1/spaces/:id/analytics',
-    {
-      schema: {
-        operationId: 'get-space-analytics',
-        summary: 'Attendance, RSVPs and member growth of a space (for its managers)',
-        tags,
-        params: SpaceParams,
-        response: { 200: SpaceAnalyticsResult }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const auth = request.auth
-      return await withTenant(db, auth, async trx => {
-        const space = await visibleOr404(trx, auth, request.params.id)
-        const manages =
-          auth.permissions.has('tenant:admin') ||
-          space.creator_id === auth.userId ||
-          (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
-        if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
-        const [events, growth, members] = [
-          await insights.eventFigures(trx, auth.tenantId, space.id),
-          await insights.memberGrowth(trx, auth.tenantId, space.id),
-          await insights.activeMemberCount(trx, auth.tenantId, space.id)
-        ]
-        return insights.analyticsOf(events, growth, members)
-      })
-    }
-  )
+  app.get('/api/v1/spaces/:id/analytics', {
+    schema: operation('get-space-analytics', 'Attendance, RSVPs and member growth of a space (for its managers)', {
+      params: SpaceParams, response: { 200: SpaceAnalyticsResult }
+    }),
+    onRequest: requirePolicy('space', 'read')
+  }, async request => {
+    const auth = request.auth
+    return await withTenant(db, auth, async trx => {
+      const space = await visibleOr404(trx, auth, request.params.id)
+      const manages =
+        auth.permissions.has('tenant:admin') ||
+        space.creator_id === auth.userId ||
+        (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
+      if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
+      const [events, growth, members] = [
+        await insights.eventFigures(trx, auth.tenantId, space.id),
+        await insights.memberGrowth(trx, auth.tenantId, space.id),
+        await insights.activeMemberCount(trx, auth.tenantId, space.id)
+      ]
+      return insights.analyticsOf(events, growth, members)
+    })
+  })
 
   spacePageRoute(app, db, 'events', {
     operationId: 'list-space-events',
@@ -76,52 +68,38 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     page: PagedBodySpaceEvent
   }, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
-  app.post(
-    '/api/v1/spaces/:id/events',
-    {
-      schema: {
-        operationId: 'add-space-event',
-        summary: 'Add an event the caller can see to a space they manage',
-        tags,
-        params: SpaceParams,
-        body: AddSpaceEventBody,
-        response: { 201: SpaceEventLink }
-      },
-      onRequest: requirePolicy('space', 'events')
-    },
-    async (request, reply) => {
-      const eventId = request.body.event_id
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const space = await lockManageable(trx, auth, request.params.id, 'space:events')
-        if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
-        // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
-        const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
-          (err: unknown) => {
-            if (err instanceof ApiError && err.status === 404) {
-              throw invalidField('body.event_id', 'event not found', eventId)
-            }
-            throw err
+  app.post('/api/v1/spaces/:id/events', {
+    schema: operation('add-space-event', 'Add an event the caller can see to a space they manage', {
+      params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
+    }),
+    onRequest: requirePolicy('space', 'events')
+  }, async (request, reply) => {
+    const eventId = request.body.event_id
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:events')
+      if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
+      // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
+      const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
+        (err: unknown) => {
+          if (err instanceof ApiError && err.status === 404) {
+            throw invalidField('body.event_id', 'event not found', eventId)
           }
-        )
-        const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
-        if (created === undefined) {
-          throw error409Conflict('the event already belongs to this space', [
-            { location: 'body.event_id', message: 'already linked', value: eventId }
-          ])
+          throw err
         }
-        await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
-        return created
-      })
-    }
-  )
+      )
+      const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
+      if (created === undefined) {
+        throw error409Conflict('the event already belongs to this space', [
+          { location: 'body.event_id', message: 'already linked', value: eventId }
+        ])
+      }
+      await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
+      return created
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', {
-    schema: {
-      operationId: 'remove-space-event',
-      summary: 'Remove an event from a space',
-      tags,
-      params: SpaceEventParams
-    },
+    schema: operation('remove-space-event', 'Remove an event from a space', { params: SpaceEventParams }),
     onRequest: requirePolicy('space', 'events')
   }, async (trx, { auth, params: { id, event_id: eventId } }) => {
     await lockManageable(trx, auth, id, 'space:events')

@@ -8,13 +8,13 @@ import type { App } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { answerPage } from '../../platform/http/routes.ts'
+import { answerPage, operationsTagged } from '../../platform/http/routes.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { SpaceParams } from './spaces.schemas.ts'
 import { visibleOr404 } from './spaces.service.ts'
 
-const tags = ['Spaces']
+const operation = operationsTagged('Spaces')
 
 /** A space the caller sees. */
 export type VisibleSpace = Awaited<ReturnType<typeof visibleOr404>>
@@ -27,12 +27,13 @@ export function spacePageRoute (
   app: App,
   db: Kysely<Database>,
   what: string,
-  operation: { operationId: string, summary: string, page: TSchema },
+  { operationId, summary, page }: { operationId: string, summary: string, page: TSchema },
   list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery) => Promise<object>
 ): void {
-  const { operationId, summary, page } = operation
   app.get(`/api/v1/spaces/:id/${what}`, {
-    schema: { operationId, summary, tags, params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page } },
+    schema: operation(operationId, summary, {
+      params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page }
+    }),
     onRequest: requirePolicy('space', 'read')
   }, async request =>
     await answerPage(db, request, async trx =>

@@ -12,7 +12,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
-import { answerCreated, noContentRoute } from '../../platform/http/routes.ts'
+import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
@@ -50,7 +50,7 @@ import { requirePolicy } from '../policy/policy.ts'
 import { spacePageRoute, type VisibleSpace } from './spaces.pages.routes.ts'
 import { spaceEvent } from './spaces.events.ts'
 
-const tags = ['Spaces']
+const operation = operationsTagged('Spaces')
 
 /** Locks a space by id for an invitee (who may not see it yet); 404 when deleted. */
 async function lockLiveSpace (trx: Tx, spaceId: number, auth: AuthContext): Promise<void> {
@@ -110,56 +110,43 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     page: PagedBodySpaceMember
   }, (trx, auth, space, q) => repo.listMembers(trx, auth.tenantId, space.id, q))
 
-  app.post(
-    '/api/v1/spaces/:id/members',
-    {
-      schema: {
-        operationId: 'add-space-member',
-        summary: 'Add a member (201), or change the role of an active one (200)',
-        tags,
-        params: SpaceParams,
-        body: AddMemberBody,
-        response: { 200: SpaceMember, 201: SpaceMember }
-      },
-      onRequest: requirePolicy('space', 'members')
-    },
-    async (request, reply) => {
-      const auth = request.auth
-      const { user_id: userId, role } = request.body
-      const { row, joined } = await withTenant(db, auth, async trx => {
-        const space = await lockManageable(trx, auth, request.params.id, 'space:members')
-        const before = await repo.findMember(trx, auth.tenantId, space.id, userId)
-        const joined = before === undefined || !before.is_active
-        await repo.upsertMember(trx, auth.tenantId, space.id, userId, role)
-        if (joined) {
-          await repo.recordSpaceActivity(trx, {
-            tenantId: auth.tenantId,
-            spaceId: space.id,
-            type: 'member',
-            resourceId: userId,
-            title: await userName(trx, auth.tenantId, userId),
-            message: 'joined the space',
-            actorId: auth.userId
-          })
-          await emit(trx, spaceEvent(auth, space.id, 'space.member_added', { space_id: space.id, user_id: userId, role }))
-        } else if (before.role !== role) {
-          await emit(trx, spaceEvent(auth, space.id, 'space.member_updated', { space_id: space.id, user_id: userId, role, previous_role: before.role }))
-        }
-        const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
-        if (row === undefined) throw new Error('member vanished')
-        return { row, joined }
-      })
-      return await reply.code(joined ? 201 : 200).send(row)
-    }
-  )
+  app.post('/api/v1/spaces/:id/members', {
+    schema: operation('add-space-member', 'Add a member (201), or change the role of an active one (200)', {
+      params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember }
+    }),
+    onRequest: requirePolicy('space', 'members')
+  }, async (request, reply) => {
+    const { auth, body: { user_id: userId, role } } = request
+    const { row, joined } = await withTenant(db, auth, async trx => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:members')
+      const before = await repo.findMember(trx, auth.tenantId, space.id, userId)
+      const joined = before === undefined || !before.is_active
+      await repo.upsertMember(trx, auth.tenantId, space.id, userId, role)
+      if (joined) {
+        await repo.recordSpaceActivity(trx, {
+          tenantId: auth.tenantId,
+          spaceId: space.id,
+          type: 'member',
+          resourceId: userId,
+          title: await userName(trx, auth.tenantId, userId),
+          message: 'joined the space',
+          actorId: auth.userId
+        })
+        await emit(trx, spaceEvent(auth, space.id, 'space.member_added', { space_id: space.id, user_id: userId, role }))
+      } else if (before.role !== role) {
+        await emit(trx, spaceEvent(auth, space.id, 'space.member_updated', { space_id: space.id, user_id: userId, role, previous_role: before.role }))
+      }
+      const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
+      if (row === undefined) throw new Error('member vanished')
+      return { row, joined }
+    })
+    return await reply.code(joined ? 201 : 200).send(row)
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', {
-    schema: {
-      operationId: 'remove-space-member',
-      summary: 'Remove a member (a member may leave on their own)',
-      tags,
+    schema: operation('remove-space-member', 'Remove a member (a member may leave on their own)', {
       params: SpaceUserParams
-    },
+    }),
     onRequest: requirePolicy('space', 'members')
   }, async (trx, { auth, params: { id, user_id: userId } }) => {
     await lockForPeople(trx, auth, id, 'space:members', userId)
@@ -169,19 +156,12 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   /* Managers */
 
-  app.get(
-    '/api/v1/spaces/manager-permissions',
-    {
-      schema: {
-        operationId: 'list-space-manager-permissions',
-        summary: 'Permissions that can be granted to a space manager',
-        tags,
-        response: { 200: ManagerPermissionsList }
-      },
-      onRequest: requirePolicy('space', 'list')
-    },
-    async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] })
-  )
+  app.get('/api/v1/spaces/manager-permissions', {
+    schema: operation('list-space-manager-permissions', 'Permissions that can be granted to a space manager', {
+      response: { 200: ManagerPermissionsList }
+    }),
+    onRequest: requirePolicy('space', 'list')
+  }, async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
   spacePageRoute(app, db, 'managers', {
     operationId: 'list-space-managers',
@@ -192,232 +172,180 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
   })
 
-  app.post(
-    '/api/v1/spaces/:id/managers',
-    {
-      schema: {
-        operationId: 'add-space-manager',
-        summary: 'Add an active manager (role, when given, replaces permissions)',
-        tags,
-        params: SpaceParams,
-        body: AddManagerBody,
-        response: { 201: SpaceManager }
-      },
-      onRequest: requirePolicy('space', 'managers')
-    },
-    async (request, reply) => {
-      const b = request.body
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-        refuseSelf(auth, b.user_id, 'body.user_id')
-        await assertGrantHeld(trx, auth, space, b)
-        if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
-          throw error409Conflict('the user already manages this space', [
-            { location: 'body.user_id', message: 'already a manager', value: b.user_id }
-          ])
-        }
-        const { role, permissions } = storedGrant(b)
-        const created = await repo.insertManager(trx, {
+  app.post('/api/v1/spaces/:id/managers', {
+    schema: operation('add-space-manager', 'Add an active manager (role, when given, replaces permissions)', {
+      params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
+    }),
+    onRequest: requirePolicy('space', 'managers')
+  }, async (request, reply) => {
+    const b = request.body
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+      refuseSelf(auth, b.user_id, 'body.user_id')
+      await assertGrantHeld(trx, auth, space, b)
+      if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
+        throw error409Conflict('the user already manages this space', [
+          { location: 'body.user_id', message: 'already a manager', value: b.user_id }
+        ])
+      }
+      const { role, permissions } = storedGrant(b)
+      const created = await repo.insertManager(trx, {
+        tenantId: auth.tenantId,
+        spaceId: space.id,
+        orgId: space.org_id,
+        userId: b.user_id,
+        permissions,
+        role,
+        invitedBy: auth.userId
+      })
+      await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
+      if (b.notify === true) {
+        await notifyUser(trx, {
           tenantId: auth.tenantId,
-          spaceId: space.id,
-          orgId: space.org_id,
           userId: b.user_id,
-          permissions,
-          role,
-          invitedBy: auth.userId
-        })
-        await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
-        if (b.notify === true) {
-          await notifyUser(trx, {
-            tenantId: auth.tenantId,
+          channels: b.channels ?? ['email'],
+          template: managerAdded({
+            on: 'space',
+            id: space.id,
             userId: b.user_id,
-            channels: b.channels ?? ['email'],
-            template: managerAdded({
-              on: 'space',
-              id: space.id,
-              userId: b.user_id,
-              title: space.title,
-              message: b.message
-            }),
-            priority: b.priority ?? 'normal',
-            payload: { actor_id: auth.userId }
-          })
-        }
-        return created
-      })
-    }
-  )
-
-  app.post(
-    '/api/v1/spaces/:id/managers/invite',
-    {
-      schema: {
-        operationId: 'invite-space-manager',
-        summary: 'Invite a manager by e-mail (pending for 7 days until accepted)',
-        tags,
-        params: SpaceParams,
-        body: InviteManagerBody,
-        response: { 201: SpaceManager }
-      },
-      onRequest: requirePolicy('space', 'managers')
-    },
-    async (request, reply) => {
-      const b = request.body
-      const email = b.email.toLowerCase()
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-        await assertGrantHeld(trx, auth, space, b)
-        if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
-          throw error409Conflict('an invite to this address is already pending', [
-            { location: 'body.email', message: 'already invited', value: b.email }
-          ])
-        }
-        const { token, hash } = newInviteToken()
-        const { role, permissions } = storedGrant(b)
-        const created = await repo.insertInvite(trx, {
-          tenantId: auth.tenantId,
-          spaceId: space.id,
-          orgId: space.org_id,
-          email,
-          permissions,
-          role,
-          invitedBy: auth.userId,
-          tokenHash: hash,
-          days: INVITE_DAYS
+            title: space.title,
+            message: b.message
+          }),
+          priority: b.priority ?? 'normal',
+          payload: { actor_id: auth.userId }
         })
-        await queueNotification(trx, {
-          tenantId: auth.tenantId,
-          channel: 'email',
-          recipient: email,
-          ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
-          payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
-        })
-        await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
-        return created
+      }
+      return created
+    })
+  })
+
+  app.post('/api/v1/spaces/:id/managers/invite', {
+    schema: operation('invite-space-manager', 'Invite a manager by e-mail (pending for 7 days until accepted)', {
+      params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
+    }),
+    onRequest: requirePolicy('space', 'managers')
+  }, async (request, reply) => {
+    const b = request.body
+    const email = b.email.toLowerCase()
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
+      await assertGrantHeld(trx, auth, space, b)
+      if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
+        throw error409Conflict('an invite to this address is already pending', [
+          { location: 'body.email', message: 'already invited', value: b.email }
+        ])
+      }
+      const { token, hash } = newInviteToken()
+      const { role, permissions } = storedGrant(b)
+      const created = await repo.insertInvite(trx, {
+        tenantId: auth.tenantId,
+        spaceId: space.id,
+        orgId: space.org_id,
+        email,
+        permissions,
+        role,
+        invitedBy: auth.userId,
+        tokenHash: hash,
+        days: INVITE_DAYS
       })
-    }
+      await queueNotification(trx, {
+        tenantId: auth.tenantId,
+        channel: 'email',
+        recipient: email,
+        ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
+        payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
+      })
+      await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
+      return created
+    })
+  })
+
+  app.post('/api/v1/spaces/managers/accept', {
+    schema: operation('accept-space-manager-invite', 'Accept a manager invite: the caller becomes an active manager', {
+      body: AcceptInviteBody,
+      response: { 200: SpaceManager }
+    }),
+    onRequest: requirePolicy('space', 'accept')
+  }, async request => {
+    const auth = request.auth
+    return await withTenant(db, auth, async trx => {
+      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
+      if (invite === undefined) throw error404NotFound('invite not found')
+      if (invite.expired) throw error409Conflict('the invite has expired')
+      await assertInviteRecipient(trx, auth, invite.invited_email)
+      await lockLiveSpace(trx, invite.space_id, auth)
+      if ((await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
+        throw error409Conflict('the caller already manages this space')
+      }
+      const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
+      await emit(trx, spaceEvent(auth, invite.space_id, 'space.manager_added', {
+        space_id: invite.space_id,
+        user_id: auth.userId,
+        role: accepted.role,
+        permissions: accepted.permissions,
+        invite_id: invite.id
+      }))
+      return accepted
+    })
+  })
+
+  app.get('/api/v1/spaces/managers/pending', {
+    schema: operation('list-pending-space-manager-invites', "Pending manager invites sent to the caller's e-mail address", {
+      response: { 200: PendingInvites }
+    }),
+    onRequest: requirePolicy('manager', 'pending')
+  }, async request => {
+    const email = request.auth.email
+    if (email === null || normalizeEmail(email) === '') return { items: [] }
+    const items = await withTenant(db, request.auth, trx =>
+      repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email))
+    )
+    return { items }
+  })
+
+  app.get('/api/v1/spaces/:id/managers/:user_id', {
+    schema: operation('get-space-manager', 'Get a manager of a space', {
+      params: SpaceUserParams, response: { 200: SpaceManager }
+    }),
+    onRequest: requirePolicy('space', 'read')
+  }, async request =>
+    await withTenant(db, request.auth, async trx => {
+      const space = await visibleOr404(trx, request.auth, request.params.id)
+      const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
+      if (row === undefined) throw error404NotFound('manager not found')
+      const [shown] = await maskInvitees([row], managesManagers(trx, request.auth, space))
+      return shown
+    })
   )
 
-  app.post(
-    '/api/v1/spaces/managers/accept',
-    {
-      schema: {
-        operationId: 'accept-space-manager-invite',
-        summary: 'Accept a manager invite: the caller becomes an active manager',
-        tags,
-        body: AcceptInviteBody,
-        response: { 200: SpaceManager }
-      },
-      onRequest: requirePolicy('space', 'accept')
-    },
-    async request => {
-      const auth = request.auth
-      return await withTenant(db, auth, async trx => {
-        const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
-        if (invite === undefined) throw error404NotFound('invite not found')
-        if (invite.expired) throw error409Conflict('the invite has expired')
-        await assertInviteRecipient(trx, auth, invite.invited_email)
-        await lockLiveSpace(trx, invite.space_id, auth)
-        if ((await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
-          throw error409Conflict('the caller already manages this space')
-        }
-        const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
-        await emit(trx, spaceEvent(auth, invite.space_id, 'space.manager_added', {
-          space_id: invite.space_id,
-          user_id: auth.userId,
-          role: accepted.role,
-          permissions: accepted.permissions,
-          invite_id: invite.id
-        }))
-        return accepted
+  app.put('/api/v1/spaces/:id/managers/:user_id', {
+    schema: operation('update-space-manager', 'Replace the permissions of a manager (clears the role bundle)', {
+      params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager }
+    }),
+    onRequest: requirePolicy('space', 'managers')
+  }, async request => {
+    const { auth, params: { id, user_id: userId } } = request
+    return await withTenant(db, auth, async trx => {
+      const space = await lockManageable(trx, auth, id, 'space:managers')
+      refuseSelf(auth, userId, 'path.user_id')
+      const current = await repo.findManager(trx, auth.tenantId, id, userId)
+      if (current === undefined) throw error404NotFound('manager not found')
+      const held = await heldOnSpace(trx, auth, space)
+      assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
+      assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
+      const updated = await repo.updateManager(trx, auth.tenantId, current.id, {
+        permissions: request.body.permissions,
+        role: null
       })
-    }
-  )
-
-  app.get(
-    '/api/v1/spaces/managers/pending',
-    {
-      schema: {
-        operationId: 'list-pending-space-manager-invites',
-        summary: "Pending manager invites sent to the caller's e-mail address",
-        tags,
-        response: { 200: PendingInvites }
-      },
-      onRequest: requirePolicy('manager', 'pending')
-    },
-    async request => {
-      const email = request.auth.email
-      if (email === null || normalizeEmail(email) === '') return { items: [] }
-      const items = await withTenant(db, request.auth, trx =>
-        repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email))
-      )
-      return { items }
-    }
-  )
-
-  app.get(
-    '/api/v1/spaces/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'get-space-manager',
-        summary: 'Get a manager of a space',
-        tags,
-        params: SpaceUserParams,
-        response: { 200: SpaceManager }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request =>
-      await withTenant(db, request.auth, async trx => {
-        const space = await visibleOr404(trx, request.auth, request.params.id)
-        const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
-        if (row === undefined) throw error404NotFound('manager not found')
-        const [shown] = await maskInvitees([row], managesManagers(trx, request.auth, space))
-        return shown
-      })
-  )
-
-  app.put(
-    '/api/v1/spaces/:id/managers/:user_id',
-    {
-      schema: {
-        operationId: 'update-space-manager',
-        summary: 'Replace the permissions of a manager (clears the role bundle)',
-        tags,
-        params: SpaceUserParams,
-        body: UpdateManagerBody,
-        response: { 200: SpaceManager }
-      },
-      onRequest: requirePolicy('space', 'managers')
-    },
-    async request => {
-      const auth = request.auth
-      const { id, user_id: userId } = request.params
-      return await withTenant(db, auth, async trx => {
-        const space = await lockManageable(trx, auth, id, 'space:managers')
-        refuseSelf(auth, userId, 'path.user_id')
-        const current = await repo.findManager(trx, auth.tenantId, id, userId)
-        if (current === undefined) throw error404NotFound('manager not found')
-        const held = await heldOnSpace(trx, auth, space)
-        assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
-        assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
-        const updated = await repo.updateManager(trx, auth.tenantId, current.id, {
-          permissions: request.body.permissions,
-          role: null
-        })
-        await emit(trx, spaceEvent(auth, id, 'space.manager_updated', { space_id: id, user_id: userId, permissions: updated.permissions }))
-        return updated
-      })
-    }
-  )
+      await emit(trx, spaceEvent(auth, id, 'space.manager_updated', { space_id: id, user_id: userId, permissions: updated.permissions }))
+      return updated
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', {
-    schema: {
-      operationId: 'remove-space-manager',
-      summary: 'Remove a manager (never the last active one; a manager may step down)',
-      tags,
+    schema: operation('remove-space-manager', 'Remove a manager (never the last active one; a manager may step down)', {
       params: SpaceUserParams
-    },
+    }),
     onRequest: requirePolicy('space', 'managers')
   }, async (trx, { auth, params: { id, user_id: userId } }) => {
     const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
@@ -443,54 +371,40 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     page: PagedBodySpaceContact
   }, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
 
-  app.post(
-    '/api/v1/spaces/:id/contacts',
-    {
-      schema: {
-        operationId: 'add-space-contact',
-        summary: 'Link a contact the caller can see to a space',
-        tags,
-        params: SpaceParams,
-        body: AddContactBody,
-        response: { 201: SpaceContact }
-      },
-      onRequest: requirePolicy('space', 'contacts')
-    },
-    async (request, reply) => {
-      const contactId = request.body.contact_id
-      return await answerCreated(db, request, reply, async (trx, auth) => {
-        const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
-        const contact = await contacts.findVisible(trx, auth, contactId)
-        if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
-        const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
-        if (created === undefined) {
-          throw error409Conflict('the contact is already linked to this space', [
-            { location: 'body.contact_id', message: 'already linked', value: contactId }
-          ])
-        }
-        const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
-        await repo.recordSpaceActivity(trx, {
-          tenantId: auth.tenantId,
-          spaceId: space.id,
-          type: 'contact',
-          resourceId: contactId,
-          title: name,
-          message: 'contact added to the space',
-          actorId: auth.userId
-        })
-        await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
-        return created
+  app.post('/api/v1/spaces/:id/contacts', {
+    schema: operation('add-space-contact', 'Link a contact the caller can see to a space', {
+      params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
+    }),
+    onRequest: requirePolicy('space', 'contacts')
+  }, async (request, reply) => {
+    const contactId = request.body.contact_id
+    return await answerCreated(db, request, reply, async (trx, auth) => {
+      const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
+      const contact = await contacts.findVisible(trx, auth, contactId)
+      if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
+      const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
+      if (created === undefined) {
+        throw error409Conflict('the contact is already linked to this space', [
+          { location: 'body.contact_id', message: 'already linked', value: contactId }
+        ])
+      }
+      const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
+      await repo.recordSpaceActivity(trx, {
+        tenantId: auth.tenantId,
+        spaceId: space.id,
+        type: 'contact',
+        resourceId: contactId,
+        title: name,
+        message: 'contact added to the space',
+        actorId: auth.userId
       })
-    }
-  )
+      await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
+      return created
+    })
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', {
-    schema: {
-      operationId: 'remove-space-contact',
-      summary: 'Unlink a contact from a space',
-      tags,
-      params: SpaceContactParams
-    },
+    schema: operation('remove-space-contact', 'Unlink a contact from a space', { params: SpaceContactParams }),
     onRequest: requirePolicy('space', 'contacts')
   }, async (trx, { auth, params: { id, contact_id: contactId } }) => {
     await lockManageable(trx, auth, id, 'space:contacts')

@@ -15,8 +15,9 @@ import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
 import * as pub from './spaces.public.repository.ts'
 import * as repo from './spaces.repository.ts'
 import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
 
-const tags = ['Spaces']
+const operation = operationsTagged('Spaces')
 /**
  * What the anonymous page's Cache-Control allows any cache: seconds fresh (and five times that stale while
  * revalidating)
@@ -167,13 +168,9 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   writes.on(tenantId => { cache.drop(tenantId) })
 
   app.get('/api/v1/public/spaces/:id', {
-    schema: {
-      operationId: 'get-public-space',
-      summary: 'Public page of a published public space (no credential needed)',
-      tags,
-      params: PublicSpaceParams,
-      response: { 200: SpacePage, 304: NoContent }
-    },
+    schema: operation('get-public-space', 'Public page of a published public space (no credential needed)', {
+      params: PublicSpaceParams, response: { 200: SpacePage, 304: NoContent }
+    }),
     config: { auth: 'optional' }
   }, async (request, reply) => {
     const auth = request.optionalAuth

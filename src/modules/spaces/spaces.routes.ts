@@ -8,7 +8,7 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf } from '../../platform/http/conditional.ts'
 import { error404NotFound, error422UnprocessableEntity } from '../../platform/http/errors.ts'
-import { answerPage, answerWithEtag, noContentRoute } from '../../platform/http/routes.ts'
+import { answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { searchedPageOf } from '../../platform/http/schema.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import * as repo from './spaces.repository.ts'
@@ -23,7 +23,7 @@ import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
-export const tags = ['Spaces']
+const operation = operationsTagged('Spaces')
 
 type Node = ReturnType<typeof repo.toSpace> & { children: Node[] }
 
@@ -66,149 +66,89 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
 export const spacesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post(
-    '/api/v1/spaces',
-    {
-      schema: {
-        operationId: 'create-space',
-        summary: 'Create a space (a new draft; the caller becomes its first manager)',
-        tags,
-        body: CreateSpaceBody,
-        response: { 201: Space }
-      },
-      onRequest: requirePolicy('space', 'create')
-    },
-    async (request, reply) => {
-      const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
-      return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
-    }
+  app.post('/api/v1/spaces', {
+    schema: operation('create-space', 'Create a space (a new draft; the caller becomes its first manager)', {
+      body: CreateSpaceBody, response: { 201: Space }
+    }),
+    onRequest: requirePolicy('space', 'create')
+  }, async (request, reply) => {
+    const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
+    return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
+  })
+
+  app.get('/api/v1/spaces', {
+    schema: operation('list-spaces', 'List the spaces the caller can see', {
+      querystring: ListSpacesQuery, response: { 200: PagedBodySpace }
+    }),
+    onRequest: requirePolicy('space', 'list')
+  }, async request => {
+    const q = request.query
+    return await answerPage(db, request, trx =>
+      repo.listVisible(trx, request.auth, {
+        ...searchedPageOf(q),
+        status: q.status,
+        visibility: q.visibility
+      })
+    )
+  })
+
+  app.get('/api/v1/spaces/tree', {
+    schema: operation('get-space-tree', 'The visible spaces as a multi-root tree', { response: { 200: SpaceTree } }),
+    onRequest: requirePolicy('space', 'list')
+  }, async request => {
+    const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
+    return { items: buildTree(forest) }
+  })
+
+  app.get('/api/v1/spaces/:id', {
+    schema: operation('get-space', 'Get a space (its published form; see /draft for pending changes)', {
+      params: SpaceParams, response: { 200: Space }
+    }),
+    onRequest: requirePolicy('space', 'read')
+  }, async (request, reply) =>
+    repo.toSpace(
+      await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
+    )
   )
 
-  app.get(
-    '/api/v1/spaces',
-    {
-      schema: {
-        operationId: 'list-spaces',
-        summary: 'List the spaces the caller can see',
-        tags,
-        querystring: ListSpacesQuery,
-        response: { 200: PagedBodySpace }
-      },
-      onRequest: requirePolicy('space', 'list')
-    },
-    async request => {
-      const q = request.query
-      return await answerPage(db, request, trx =>
-        repo.listVisible(trx, request.auth, {
-          ...searchedPageOf(q),
-          status: q.status,
-          visibility: q.visibility
-        })
-      )
+  app.put('/api/v1/spaces/:id', {
+    schema: operation('replace-space', 'Replace the writable fields (pending until publish on a published space)', {
+      params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space }
+    }),
+    onRequest: requirePolicy('space', 'edit')
+  }, async (request, reply) => {
+    const b = request.body
+    const changes = {
+      title: b.title,
+      description: b.description ?? '',
+      timezone: b.timezone ?? 'UTC',
+      visibility: b.visibility ?? 20,
+      position: b.position ?? 0
     }
-  )
+    return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
+      service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
+    ))
+  })
 
-  app.get(
-    '/api/v1/spaces/tree',
-    {
-      schema: {
-        operationId: 'get-space-tree',
-        summary: 'The visible spaces as a multi-root tree',
-        tags,
-        response: { 200: SpaceTree }
-      },
-      onRequest: requirePolicy('space', 'list')
-    },
-    async request => {
-      const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
-      return { items: buildTree(forest) }
-    }
-  )
-
-  app.get(
-    '/api/v1/spaces/:id',
-    {
-      schema: {
-        operationId: 'get-space',
-        summary: 'Get a space (its published form; see /draft for pending changes)',
-        tags,
-        params: SpaceParams,
-        response: { 200: Space }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async (request, reply) =>
-      repo.toSpace(
-        await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
-      )
-  )
-
-  app.put(
-    '/api/v1/spaces/:id',
-    {
-      schema: {
-        operationId: 'replace-space',
-        summary: 'Replace the writable fields (pending until publish on a published space)',
-        tags,
-        params: SpaceParams,
-        body: ReplaceSpaceBody,
-        response: { 200: Space }
-      },
-      onRequest: requirePolicy('space', 'edit')
-    },
-    async (request, reply) => {
-      const b = request.body
-      const changes = {
-        title: b.title,
-        description: b.description ?? '',
-        timezone: b.timezone ?? 'UTC',
-        visibility: b.visibility ?? 20,
-        position: b.position ?? 0
-      }
-      return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
-        service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
-      ))
-    }
-  )
-
-  app.patch(
-    '/api/v1/spaces/:id',
-    {
-      schema: {
-        operationId: 'patch-space',
-        summary: 'Merge-patch a space (pending until publish on a published space)',
-        tags,
-        params: SpaceParams,
-        body: PatchSpaceBody,
-        response: { 200: Space }
-      },
-      onRequest: requirePolicy('space', 'edit')
-    },
-    async (request, reply) => {
-      const { $schema: _ignored, ...changes } = request.body
-      return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
-        service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
-      ))
-    }
-  )
+  app.patch('/api/v1/spaces/:id', {
+    schema: operation('patch-space', 'Merge-patch a space (pending until publish on a published space)', {
+      params: SpaceParams, body: PatchSpaceBody, response: { 200: Space }
+    }),
+    onRequest: requirePolicy('space', 'edit')
+  }, async (request, reply) => {
+    const { $schema: _ignored, ...changes } = request.body
+    return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
+      service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
+    ))
+  })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', {
-    schema: {
-      operationId: 'delete-space',
-      summary: 'Delete a space (its children become roots)',
-      tags,
-      params: SpaceParams
-    },
+    schema: operation('delete-space', 'Delete a space (its children become roots)', { params: SpaceParams }),
     onRequest: requirePolicy('space', 'edit')
   }, (trx, request) => service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', {
-    schema: {
-      operationId: 'archive-space',
-      summary: 'Archive a space (read-only, off the public page)',
-      tags,
-      params: SpaceParams
-    },
+    schema: operation('archive-space', 'Archive a space (read-only, off the public page)', { params: SpaceParams }),
     onRequest: requirePolicy('space', 'edit')
   }, (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
 
@@ -226,111 +166,71 @@ export const spacesModule = defineModule(async (app, ctx) => {
       parentId: space.id
     }))
 
-  app.get(
-    '/api/v1/spaces/:id/parents',
-    {
-      schema: {
-        operationId: 'list-space-parents',
-        summary: 'List the visible parents of a space',
-        tags,
-        params: SpaceParams,
-        response: { 200: SpaceList }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const items = await withTenant(db, request.auth, async trx => {
-        const row = await service.visibleOr404(trx, request.auth, request.params.id)
-        const out = []
-        for (const p of row.parent_ids) {
-          const parent = await repo.findVisible(trx, request.auth, p)
-          if (parent !== undefined) out.push(repo.toSpace(parent))
-        }
-        return out
-      })
-      return { items }
-    }
-  )
+  app.get('/api/v1/spaces/:id/parents', {
+    schema: operation('list-space-parents', 'List the visible parents of a space', {
+      params: SpaceParams, response: { 200: SpaceList }
+    }),
+    onRequest: requirePolicy('space', 'read')
+  }, async request => {
+    const items = await withTenant(db, request.auth, async trx => {
+      const row = await service.visibleOr404(trx, request.auth, request.params.id)
+      const out = []
+      for (const p of row.parent_ids) {
+        const parent = await repo.findVisible(trx, request.auth, p)
+        if (parent !== undefined) out.push(repo.toSpace(parent))
+      }
+      return out
+    })
+    return { items }
+  })
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', {
-    schema: {
-      operationId: 'add-space-parent',
-      summary: 'Put a space under another parent (no cycles)',
-      tags,
-      params: SpaceParams,
-      body: AddParentBody
-    },
+    schema: operation('add-space-parent', 'Put a space under another parent (no cycles)', {
+      params: SpaceParams, body: AddParentBody
+    }),
     onRequest: requirePolicy('space', 'edit')
   }, (trx, request) => service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', {
-    schema: {
-      operationId: 'remove-space-parent',
-      summary: 'Take a space out from under a parent',
-      tags,
-      params: SpaceParentParams
-    },
+    schema: operation('remove-space-parent', 'Take a space out from under a parent', { params: SpaceParentParams }),
     onRequest: requirePolicy('space', 'edit')
   }, (trx, request) => service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
 
-  app.post(
-    '/api/v1/spaces/:id/edit',
-    {
-      schema: {
-        operationId: 'edit-space',
-        summary: 'Open a draft of a published space and return it',
-        tags,
-        params: SpaceParams,
-        response: { 200: Space }
-      },
-      onRequest: requirePolicy('space', 'edit')
-    },
-    async request => {
-      const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
-      return repo.toDraftView(row)
-    }
-  )
+  app.post('/api/v1/spaces/:id/edit', {
+    schema: operation('edit-space', 'Open a draft of a published space and return it', {
+      params: SpaceParams, response: { 200: Space }
+    }),
+    onRequest: requirePolicy('space', 'edit')
+  }, async request => {
+    const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
+    return repo.toDraftView(row)
+  })
 
-  app.get(
-    '/api/v1/spaces/:id/draft',
-    {
-      schema: {
-        operationId: 'get-space-draft',
-        summary: 'The draft of a space: pending changes applied to the published form',
-        tags,
-        params: SpaceParams,
-        response: { 200: Space }
-      },
-      onRequest: requirePolicy('space', 'read')
-    },
-    async request => {
-      const row = await withTenant(db, request.auth, async trx => {
-        const r = await service.visibleOr404(trx, request.auth, request.params.id)
-        if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
-        return r
-      })
-      return repo.toDraftView(row)
-    }
-  )
+  app.get('/api/v1/spaces/:id/draft', {
+    schema: operation('get-space-draft', 'The draft of a space: pending changes applied to the published form', {
+      params: SpaceParams, response: { 200: Space }
+    }),
+    onRequest: requirePolicy('space', 'read')
+  }, async request => {
+    const row = await withTenant(db, request.auth, async trx => {
+      const r = await service.visibleOr404(trx, request.auth, request.params.id)
+      if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
+      return r
+    })
+    return repo.toDraftView(row)
+  })
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', {
-    schema: {
-      operationId: 'discard-space-draft',
-      summary: 'Discard the pending changes of a published space',
-      tags,
+    schema: operation('discard-space-draft', 'Discard the pending changes of a published space', {
       params: SpaceParams
-    },
+    }),
     onRequest: requirePolicy('space', 'edit')
   }, (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', {
-    schema: {
-      operationId: 'publish-space',
-      summary: 'Publish a new draft space or promote the pending changes of a published one',
-      tags,
-      params: SpaceParams,
-      body: PublishSpaceBody
-    },
+    schema: operation('publish-space', 'Publish a new draft space or promote the pending changes of a published one', {
+      params: SpaceParams, body: PublishSpaceBody
+    }),
     onRequest: requirePolicy('space', 'publish'),
     optionalBody: true
   }, (trx, request) => {

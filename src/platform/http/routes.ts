@@ -77,6 +77,24 @@ export async function answerCreated<T> (
   return await reply.code(201).send(await withTenant(db, request.auth, trx => write(trx, request.auth)))
 }
 
+/**
+ * The schema of a route as one OpenAPI operation of a tag: its id and summary first, then the
+ * request's and answer's schemas. A routes file makes one for its tag.
+ *
+ * @example
+ *   const operation = operationsTagged('Event milestones')
+ *   app.get('/api/v1/events/:id/milestones', {
+ *     schema: operation('list-event-milestones', 'List the milestones of an event by sequence', {
+ *       params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+ *     }),
+ *     onRequest: requirePolicy('link', 'read')
+ *   }, async request => …)
+ */
+export function operationsTagged (...tags: string[]) {
+  return <S extends Omit<FastifySchema, 'tags' | 'summary'>>(operationId: string, summary: string, parts: S) =>
+    ({ operationId, summary, tags, ...parts })
+}
+
 /** An OpenAPI operation without its responses: the route declares no other. */
 export type Operation = Omit<FastifySchema, 'response'> & { operationId: string, summary: string, tags: string[] }
 
