@@ -8,8 +8,7 @@
 import crypto from 'node:crypto'
 import {
   CONTACT_COLUMNS, EVENT_JSON_COLUMNS, keysetParams, listWindowParams, notFound, PROFILE, PUBLIC_SPACES, SPACE_SELECT,
-  SPACE_VISIBLE,
-  type BaselineAnswer, type Handler, type Query
+  SPACE_VISIBLE, type BaselineAnswer, type Handler, type Query
 } from './baseline-handlers.ts'
 
 /**

@@ -37,30 +37,11 @@ import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/a
 import { runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
-  besideText,
-  budgetText,
-  budgets,
-  errorText,
-  growth,
-  headingOf,
-  referenceText,
-  table,
-  type BudgetLine,
-  type DatabaseKind,
-  type DatabaseRun,
-  type LogEntry,
-  type ScenarioOutcome
+  besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine,
+  type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome
 } from './report.ts'
 import {
-  ADMINS,
-  ADMINS_FROM,
-  MEMBERS_BIG,
-  MEMBERS_OTHER,
-  SCENARIOS,
-  isRead,
-  type BenchContext,
-  type Caller,
-  type Side
+  ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, isRead, type BenchContext, type Caller, type Side
 } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'

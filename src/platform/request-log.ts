@@ -13,11 +13,7 @@
  *   (`RequestLogController`).
  */
 import {
-  LogController,
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest
+  LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest
 } from 'fastify'
 
 type Bindings = Record<string, unknown>

@@ -18,12 +18,7 @@ import { answerPage, noContentRoute, operationsTagged } from '../../platform/htt
 import { findEventForRead } from '../events/events.access.repository.ts'
 import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
-  checkJsonDepth,
-  checkJsonText,
-  CONDITION_OPERATORS,
-  DOMAIN_TRIGGERS,
-  TEMPLATE_QUALIFIED_NOTE,
-  TIME_TRIGGERS
+  checkJsonDepth, checkJsonText, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS
 } from './automation.catalogue.ts'
 import { enqueueExecution, enqueueRetry, startWorkers, type Engine } from './automation.engine.ts'
 import { createJobQueue } from './automation.queue.ts'
@@ -31,26 +26,10 @@ import * as executions from './automation.executions.repository.ts'
 import * as repo from './automation.repository.ts'
 import { canManageRule, executionView } from './automation.run-as.ts'
 import {
-  ActionCatalogue,
-  AutomationExecution,
-  CreateRuleBody,
-  EventAutomation,
-  EventAutomationBody,
-  EventAutomationTemplates,
-  EventRuleExecutionParams,
-  EventRuleParams,
-  ExecuteRuleBody,
-  ListExecutionsQuery,
-  ListRulesQuery,
-  PagedBodyAutomationExecution,
-  PagedBodyEventAutomation,
-  PagedBodyRule,
-  PatchRuleBody,
-  ReplaceRuleBody,
-  Rule,
-  RuleExecutionParams,
-  RuleParams,
-  TriggerCatalogue
+  ActionCatalogue, AutomationExecution, CreateRuleBody, EventAutomation, EventAutomationBody, EventAutomationTemplates,
+  EventRuleExecutionParams, EventRuleParams, ExecuteRuleBody, ListExecutionsQuery, ListRulesQuery,
+  PagedBodyAutomationExecution, PagedBodyEventAutomation, PagedBodyRule, PatchRuleBody, ReplaceRuleBody, Rule,
+  RuleExecutionParams, RuleParams, TriggerCatalogue
 } from './automation.schemas.ts'
 import * as service from './automation.service.ts'
 import type { RuleRow } from './automation.table.ts'
@@ -253,24 +232,21 @@ export const automationModule = defineModule(async (app, ctx) => {
       querystring: ListRulesQuery, response: { 200: PagedBodyRule }
     }),
     onRequest: requirePolicy('rule', 'read')
-  }, async request => {
-    const q = request.query
-    return await answerPage(db, request, async trx => {
-      const found = await repo.listRules(
-        trx,
-        request.auth.tenantId,
-        {
-          scope: q.scope,
-          scopeId: q.scope_id === '' ? undefined : q.scope_id,
-          eventType: q.event_type === '' ? undefined : q.event_type,
-          enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
-        },
-        q,
-        request.auth
-      )
-      return { ...found, items: await service.toRules(trx, request.auth, found.items) }
-    })
-  })
+  }, async request => await answerPage(db, request, async (trx, q) => {
+    const found = await repo.listRules(
+      trx,
+      request.auth.tenantId,
+      {
+        scope: q.scope,
+        scopeId: q.scope_id === '' ? undefined : q.scope_id,
+        eventType: q.event_type === '' ? undefined : q.event_type,
+        enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
+      },
+      q,
+      request.auth
+    )
+    return { ...found, items: await service.toRules(trx, request.auth, found.items) }
+  }))
 
   app.post('/api/v1/automation/rules', {
     schema: operation('create-automation-rule', 'Create an automation rule', {

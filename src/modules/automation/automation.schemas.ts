@@ -1,15 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  body,
-  DateTimeInput,
-  KeysetPageQuery,
-  model,
-  Nullable,
-  pagedBody,
-  StringEnum,
-  Timestamp,
-  UuidString,
-  IntId
+  body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, StringEnum, Timestamp, UuidString, IntId
 } from '../../platform/http/schema.ts'
 import { Actions, ATTENDEE_STATUSES, MAX_ACTIONS } from './automation.actions.ts'
 import { MAX_OFFSET_MINUTES } from './automation.catalogue.ts'

@@ -8,11 +8,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import type { KeysetPageQuery } from '../../platform/http/schema.ts'
 import {
-  ApiError,
-  error403Forbidden,
-  error404NotFound,
-  error409Conflict,
-  invalidField
+  ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.repository.ts'

@@ -114,8 +114,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/contacts/upsert', {
     schema: operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
-      body: UpsertContactsBody,
-      response: { 200: UpsertOutputBody }
+      body: UpsertContactsBody, response: { 200: UpsertOutputBody }
     }),
     config: { cost: UPSERT_COST },
     onRequest: requirePolicy('contact', 'write')

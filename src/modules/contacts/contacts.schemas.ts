@@ -1,15 +1,7 @@
 import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import {
-  body,
-  model,
-  Nullable,
-  KeysetPageQuery,
-  pagedBody,
-  searchAndSort,
-  StringEnum,
-  Timestamp,
-  UuidString
+  body, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
 
 /** Bounds of the spec (part 2.1); notes, linked_user_id and tags are bounded by us (docs/contacts.md). */

@@ -7,11 +7,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import type { EventPermission } from '../events/events.permissions.ts'
 import {
-  findEventForRead,
-  firstVisibleOccurrence,
-  hasEventPermission,
-  lockEventForWrite,
-  rootEventId
+  findEventForRead, firstVisibleOccurrence, hasEventPermission, lockEventForWrite, rootEventId
 } from '../events/events.access.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 

@@ -9,11 +9,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import {
-  error400BadRequest,
-  error404NotFound,
-  error409Conflict,
-  fieldError,
-  invalidField
+  error400BadRequest, error404NotFound, error409Conflict, fieldError, invalidField
 } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
@@ -23,18 +19,8 @@ import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
 import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
-  AddAttendeeBody,
-  Attendee,
-  AttendeeParams,
-  BULK_MAX,
-  BulkAddBody,
-  BulkRemoveBody,
-  BulkStatusBody,
-  CheckInBody,
-  EventParams,
-  ListAttendeesQuery,
-  PagedBodyAttendee,
-  UpdateAttendeeBody
+  AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, CheckInBody,
+  EventParams, ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
 } from './event-collab.schemas.ts'
 import type { AttendeeStatus } from './event-collab.table.ts'
 import { requirePolicy } from '../policy/policy.ts'
@@ -61,18 +47,6 @@ function attendeeEvent (
     actorId: auth.userId,
     payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
   }
-}
-
-async function emitAttendee (
-  trx: Tx,
-  auth: AuthContext,
-  event: EventRow,
-  topic: Topic,
-  contactId: string,
-  status: AttendeeStatus,
-  extra: Record<string, unknown> = {}
-): Promise<void> {
-  await emit(trx, attendeeEvent(auth, event, topic, contactId, status, extra))
 }
 
 /**
@@ -111,18 +85,15 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
     }),
     onRequest: requirePolicy('attendee', 'read')
-  }, async request => {
-    const q = request.query
-    return await answerPage(db, request, async trx => {
-      const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
-      return await repo.listAttendees(
-        trx,
-        request.auth.tenantId,
-        { id: rootOf(event), seriesId: event.series_id },
-        { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
-      )
-    })
-  })
+  }, async request => await answerPage(db, request, async (trx, q) => {
+    const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
+    return await repo.listAttendees(
+      trx,
+      request.auth.tenantId,
+      { id: rootOf(event), seriesId: event.series_id },
+      { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
+    )
+  }))
 
   app.post('/api/v1/events/:id/attendees', {
     schema: operation('add-event-attendee', 'Add a contact as an attendee (409 when already attending)', {
@@ -151,7 +122,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
           fieldError('body.contact_id', 'already an attendee', b.contact_id)
         ])
       }
-      await emitAttendee(trx, auth, event, 'attendee.added', created.contact_id, created.status)
+      await emit(trx, attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status))
       return created
     })
     void reply.header('etag', repo.attendeeEtag(row))
@@ -160,8 +131,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', {
     schema: operation('bulk-add-event-attendees', `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
-      params: EventParams,
-      body: BulkAddBody
+      params: EventParams, body: BulkAddBody
     }),
     onRequest: requirePolicy('attendee', 'write'),
     config: { idempotency: 'transaction' }
@@ -179,8 +149,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', {
     schema: operation('bulk-remove-event-attendees', 'Remove attendees by contact id (optionally only those in a status)', {
-      params: EventParams,
-      body: BulkRemoveBody
+      params: EventParams, body: BulkRemoveBody
     }),
     onRequest: requirePolicy('attendee', 'write')
   }, async (trx, { auth, params, body }) => {
@@ -191,8 +160,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
 
   noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', {
     schema: operation('bulk-update-event-attendee-status', 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
-      params: EventParams,
-      body: BulkStatusBody
+      params: EventParams, body: BulkStatusBody
     }),
     onRequest: requirePolicy('attendee', 'write')
   }, async (trx, { auth, params, body: b }) => {
@@ -243,9 +211,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       )
       if (changed === undefined) throw error404NotFound('attendee not found')
       if (changed.previous !== changed.row.status) {
-        await emitAttendee(trx, auth, event, 'attendee.status_changed', contactId, changed.row.status, {
+        await emit(trx, attendeeEvent(auth, event, 'attendee.status_changed', contactId, changed.row.status, {
           previous_status: changed.previous
-        })
+        }))
       }
       return changed.row
     })
@@ -262,13 +230,12 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
     const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
     if (removed === undefined) throw error404NotFound('attendee not found')
-    await emitAttendee(trx, auth, event, 'attendee.removed', contactId, removed.status)
+    await emit(trx, attendeeEvent(auth, event, 'attendee.removed', contactId, removed.status))
   })
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', {
     schema: operation('check-in-event-attendee', 'Check an attendee in (idempotent: a second check-in changes nothing)', {
-      params: AttendeeParams,
-      body: CheckInBody
+      params: AttendeeParams, body: CheckInBody
     }),
     onRequest: requirePolicy('attendee', 'checkin'),
     optionalBody: true,
@@ -279,10 +246,10 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
     const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
     if (row !== undefined) {
-      await emitAttendee(trx, auth, event, 'attendee.checked_in', contactId, row.status, {
+      await emit(trx, attendeeEvent(auth, event, 'attendee.checked_in', contactId, row.status, {
         previous_status: current.status,
         checked_in_at: row.checked_in_at
-      })
+      }))
     }
   })
 }

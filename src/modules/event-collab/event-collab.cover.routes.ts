@@ -25,13 +25,8 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import {
-  ApiError,
-  error403Forbidden,
-  error404NotFound,
-  error413PayloadTooLarge,
-  error415UnsupportedMediaType,
-  error503ServiceUnavailable,
-  invalidField
+  ApiError, error403Forbidden, error404NotFound, error413PayloadTooLarge, error415UnsupportedMediaType,
+  error503ServiceUnavailable, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { multipartBody } from '../../platform/http/openapi.ts'
@@ -39,13 +34,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { ImageRefused, reencodeImage } from '../../platform/storage/image.ts'
 import {
-  COVER_TYPES,
-  coverPrefix,
-  createObjectStorage,
-  newCoverKey,
-  parseCoverKey,
-  sniffImage,
-  tenantScope,
+  COVER_TYPES, coverPrefix, createObjectStorage, newCoverKey, parseCoverKey, sniffImage, tenantScope,
   type ObjectStorage
 } from '../../platform/storage/storage.ts'
 import type { EventRow } from '../events/events.table.ts'

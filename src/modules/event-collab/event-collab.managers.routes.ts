@@ -11,6 +11,7 @@
  * A manager's ETag is a digest of its row (`managerEtag`), sent by get, add and PUT; PUT and
  * DELETE honour If-Match (412, nothing changed).
  */
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -19,8 +20,8 @@ import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
 import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
-import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
-import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { managerInvitation } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
 import { hasEventPermission } from '../events/events.access.repository.ts'
 import { EVENT_MANAGER_ROLES, grantedPermissions, isEventManagerRole } from '../events/events.permissions.ts'
@@ -28,19 +29,11 @@ import type { EventRow } from '../events/events.table.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
 import { assertSeriesGrant, assertWithin, heldOnEvent } from './event-collab.grants.ts'
 import {
-  AcceptInviteBody,
-  AddManagerBody,
-  EventManager,
-  EventParams,
-  INVITE_TTL_DAYS,
-  InviteManagerBody,
-  ManagerParams,
-  PagedBodyEventManager,
-  PendingInvitesBody,
-  UpdateManagerBody
+  AcceptInviteBody, AddManagerBody, EventManager, EventParams, INVITE_TTL_DAYS, InviteManagerBody, ManagerParams,
+  PagedBodyEventManager, PendingInvitesBody, UpdateManagerBody
 } from './event-collab.schemas.ts'
 import * as repo from './event-collab.managers.repository.ts'
-import { maskInvitees, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
+import { maskInvitees, notifyManagerAdded, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, normalizeEmail } from '../../platform/invite-tokens.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
@@ -115,6 +108,21 @@ async function emitManager (
 }
 
 export async function managersRoutes (app: App, { db }: AppContext): Promise<void> {
+  /**
+   * Answers 201 with the grant `write` makes on the event of the path (event permission managers:manage), written in
+   * the transaction that claims the Idempotency-Key.
+   */
+  async function answerGrant<T> (
+    request: FastifyRequest & { params: { id: number } },
+    reply: FastifyReply,
+    write: (trx: Tx, event: EventRow) => Promise<T>
+  ): Promise<FastifyReply> {
+    const row = await idempotentWrite(db, request, async trx =>
+      await write(trx, await writeEvent(trx, request.auth, request.params.id, 'managers:manage'))
+    )
+    return await reply.code(201).send(row)
+  }
+
   app.get('/api/v1/events/managers/pending', {
     schema: operation('list-pending-event-manager-invites', "Unexpired pending manager invites (events and series) addressed to the caller's e-mail", {
       response: { 200: PendingInvitesBody }
@@ -135,8 +143,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.post('/api/v1/events/managers/accept', {
     schema: operation('accept-event-manager-invite', 'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail', {
-      body: AcceptInviteBody,
-      response: { 200: EventManager }
+      body: AcceptInviteBody, response: { 200: EventManager }
     }),
     onRequest: requirePolicy('manager', 'accept'),
     config: { idempotency: 'transaction' }
@@ -217,16 +224,13 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.post('/api/v1/events/:id/managers', {
     schema: operation('add-event-manager', 'Add an active manager (a role replaces permissions; optional notification)', {
-      params: EventParams,
-      body: AddManagerBody,
-      response: { 201: EventManager }
+      params: EventParams, body: AddManagerBody, response: { 201: EventManager }
     }),
     onRequest: requirePolicy('manager', 'grant'),
     config: { idempotency: 'transaction' }
   }, async (request, reply) => {
     const { auth, body: b } = request
-    const row = await idempotentWrite(db, request, async trx => {
-      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+    return await answerGrant(request, reply, async (trx, event) => {
       const grant = grantOf(b)
       if (event.creator_id === b.user_id) {
         throw error409Conflict('the creator already has every permission on the event', [
@@ -258,40 +262,21 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
         role: grant.role,
         permissions: grant.permissions
       })
-      if (b.notify === true) {
-        await notifyUser(trx, {
-          tenantId: auth.tenantId,
-          userId: b.user_id,
-          channels: b.channels ?? ['email'],
-          template: managerAdded({
-            on: 'event',
-            id: rootOf(event),
-            userId: b.user_id,
-            title: event.title,
-            message: b.message
-          }),
-          priority: b.priority ?? 'normal',
-          payload: { actor_id: auth.userId }
-        })
-      }
+      await notifyManagerAdded(trx, auth, { on: 'event', id: rootOf(event), title: event.title }, b)
       void reply.header('etag', repo.managerEtag(created))
       return await repo.withDisplayName(trx, auth.tenantId, created)
     })
-    return await reply.code(201).send(row)
   })
 
   app.post('/api/v1/events/:id/managers/invite', {
     schema: operation('invite-event-manager', `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it`, {
-      params: EventParams,
-      body: InviteManagerBody,
-      response: { 201: EventManager }
+      params: EventParams, body: InviteManagerBody, response: { 201: EventManager }
     }),
     onRequest: requirePolicy('manager', 'grant'),
     config: { idempotency: 'transaction' }
   }, async (request, reply) => {
     const { auth, body: b } = request
-    const row = await idempotentWrite(db, request, async trx => {
-      const event = await writeEvent(trx, auth, request.params.id, 'managers:manage')
+    return await answerGrant(request, reply, async (trx, event) => {
       const eventId = rootOf(event)
       const grant = grantOf(b)
       const grantAt = b.role !== undefined && b.role !== null ? 'body.role' : 'body.permissions'
@@ -352,14 +337,11 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
       })
       return { ...invite, display_name: null, invite_token: token }
     })
-    return await reply.code(201).send(row)
   })
 
   app.put('/api/v1/events/:id/managers/:user_id', {
     schema: operation('update-event-manager', 'Replace the permissions of a manager (a role, when given, replaces them)', {
-      params: ManagerParams,
-      body: UpdateManagerBody,
-      response: { 200: EventManager }
+      params: ManagerParams, body: UpdateManagerBody, response: { 200: EventManager }
     }),
     onRequest: requirePolicy('manager', 'grant')
   }, async (request, reply) => {

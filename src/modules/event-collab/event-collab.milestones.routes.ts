@@ -12,12 +12,7 @@ import { emit } from '../../platform/outbox.ts'
 import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
 import {
-  AddMilestoneBody,
-  EventParams,
-  Milestone,
-  MilestoneParams,
-  PagedBodyMilestone,
-  PatchMilestoneBody,
+  AddMilestoneBody, EventParams, Milestone, MilestoneParams, PagedBodyMilestone, PatchMilestoneBody,
   UpdateMilestoneSequenceBody
 } from './event-collab.schemas.ts'
 import * as repo from './event-collab.milestones.repository.ts'
@@ -38,13 +33,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
       params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
     }),
     onRequest: requirePolicy('link', 'read')
-  }, async request => {
-    const q = request.query
-    return await answerPage(db, request, async trx => {
-      const event = await readEvent(trx, request.auth, request.params.id)
-      return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
-    })
-  })
+  }, async request => await answerPage(db, request, async (trx, q) => {
+    const event = await readEvent(trx, request.auth, request.params.id)
+    return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
+  }))
 
   app.post('/api/v1/events/:id/milestones', {
     schema: operation('add-event-milestone', 'Add another event as a milestone (no self, no duplicate, no cycle)', {
@@ -112,9 +104,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.patch('/api/v1/events/:id/milestones/:milestone_event_id', {
     schema: operation('update-event-milestone-status', 'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', {
-      params: MilestoneParams,
-      body: PatchMilestoneBody,
-      response: { 200: Milestone }
+      params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone }
     }),
     onRequest: requirePolicy('link', 'write')
   }, async request => {

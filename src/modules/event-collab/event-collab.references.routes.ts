@@ -16,20 +16,8 @@ import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/events.templates.ts'
 import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {
-  AddAttachmentBody,
-  AddLinkBody,
-  Attachment,
-  ATTACHMENT_METADATA_MAX_BYTES,
-  AttachmentListBody,
-  AttachmentParams,
-  DocumentParams,
-  EventDocumentList,
-  EventIdParams,
-  EventParams,
-  Link,
-  LinkList,
-  LinkParams,
-  LIST_MAX,
+  AddAttachmentBody, AddLinkBody, Attachment, ATTACHMENT_METADATA_MAX_BYTES, AttachmentListBody, AttachmentParams,
+  DocumentParams, EventDocumentList, EventIdParams, EventParams, Link, LinkList, LinkParams, LIST_MAX,
   ListAttachmentsQuery
 } from './event-collab.schemas.ts'
 import * as repo from './event-collab.references.repository.ts'
@@ -86,8 +74,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/documents', {
     schema: operation('list-event-documents', `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
-      params: EventParams,
-      response: { 200: EventDocumentList }
+      params: EventParams, response: { 200: EventDocumentList }
     }),
     onRequest: requirePolicy('link', 'read')
   }, async request =>
@@ -139,9 +126,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:event_id/attachments', {
     schema: operation('list-event-attachments', `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
-      params: EventIdParams,
-      querystring: ListAttachmentsQuery,
-      response: { 200: AttachmentListBody }
+      params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody }
     }),
     onRequest: requirePolicy('link', 'read')
   }, async request => {
@@ -160,9 +145,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:event_id/attachments', {
     schema: operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
-      params: EventIdParams,
-      body: AddAttachmentBody,
-      response: { 201: Attachment }
+      params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
     }),
     onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {
@@ -217,8 +200,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/links', {
     schema: operation('list-event-links', `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
-      params: EventParams,
-      response: { 200: LinkList }
+      params: EventParams, response: { 200: LinkList }
     }),
     onRequest: requirePolicy('link', 'read')
   }, async request =>
@@ -235,9 +217,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:id/links', {
     schema: operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
-      params: EventParams,
-      body: AddLinkBody,
-      response: { 201: Link }
+      params: EventParams, body: AddLinkBody, response: { 201: Link }
     }),
     onRequest: requirePolicy('link', 'write')
   }, async (request, reply) => {

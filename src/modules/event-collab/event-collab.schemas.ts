@@ -1,14 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  body,
-  IntId,
-  model,
-  Nullable,
-  KeysetPageQuery,
-  pagedBody,
-  StringEnum,
-  Timestamp,
-  UuidString
+  body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/events.permissions.ts'
 import { ATTENDEE_STATUSES, MILESTONE_STATUSES } from './event-collab.table.ts'

@@ -21,34 +21,10 @@ import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
 import { renderEvents } from './events.bodies.repository.ts'
 import {
-  ActivityListBody,
-  ActivityQuery,
-  ActivityRow,
-  AddEventSpaceBody,
-  CALENDAR_MAX_DAYS,
-  CALENDAR_MAX_ITEMS,
-  CalendarBody,
-  CalendarQuery,
-  CreateActivityBody,
-  CreateEventBody,
-  Event,
-  EventIdParams,
-  EventParams,
-  EventSpace,
-  EventSpaceParams,
-  EventTemplate,
-  EventTemplateList,
-  ListEventsQuery,
-  ManagerPermissionsBody,
-  PagedBodyEvent,
-  PagedBodyEventSpace,
-  PatchEventBody,
-  PatchEventQuery,
-  PublishEventBody,
-  ReplaceEventBody,
-  TemplateParams,
-  TemplateQuery,
-  TransitionBody
+  ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody,
+  CalendarQuery, CreateActivityBody, CreateEventBody, Event, EventIdParams, EventParams, EventSpace, EventSpaceParams,
+  EventTemplate, EventTemplateList, ListEventsQuery, ManagerPermissionsBody, PagedBodyEvent, PagedBodyEventSpace,
+  PatchEventBody, PatchEventQuery, PublishEventBody, ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'

@@ -1,16 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import {
-  body,
-  DateTimeInput,
-  IntId,
-  model,
-  Nullable,
-  KeysetPageQuery,
-  pagedBody,
-  searchAndSort,
-  StringEnum,
-  Timestamp
+  body, DateTimeInput, IntId, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp
 } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './events.permissions.ts'
 

@@ -8,11 +8,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import {
-  error404NotFound,
-  error409Conflict,
-  error422UnprocessableEntity,
-  fieldError,
-  invalidField
+  error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { checkTimezone } from '../../platform/http/validation.ts'
@@ -28,12 +24,7 @@ import {
 } from './events.schemas.ts'
 import type { EventRow } from './events.table.ts'
 import {
-  DEFAULT_TEMPLATE,
-  findTemplate,
-  latestTemplate,
-  SYSTEM_ACTIVITY_KINDS,
-  templateAllows,
-  TEMPLATE_IDS
+  DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS
 } from './events.templates.ts'
 import { eventEvent } from './events.events.ts'
 

@@ -17,8 +17,7 @@ const operation = operationsTagged('Notifications')
 export const notificationsModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/notifications', {
     schema: operation('list-notifications', 'List the tenant\'s notifications, newest first, by status, channel and time (tenant admins)', {
-      querystring: ListNotificationsQuery,
-      response: { 200: PagedBodyNotification }
+      querystring: ListNotificationsQuery, response: { 200: PagedBodyNotification }
     }),
     onRequest: requirePolicy('notification', 'read')
   }, async (request) => {

@@ -1,12 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  DateTimeInput,
-  model,
-  Nullable,
-  KeysetPageQuery,
-  pagedBody,
-  StringEnum,
-  Timestamp
+  DateTimeInput, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp
 } from '../../platform/http/schema.ts'
 import { NOTIFICATION_CHANNELS, NOTIFICATION_STATUSES } from '../../platform/notifications/notifications.ts'
 

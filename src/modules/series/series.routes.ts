@@ -13,18 +13,8 @@ import { answerWithEtag, noContentRoute, operationsTagged } from '../../platform
 import { withTenant } from '../../platform/db/tenant.ts'
 import { Event } from '../events/events.schemas.ts'
 import {
-  CreateEventWithSeriesBody,
-  CreateSeriesBody,
-  DeleteSeriesQuery,
-  EventSeries,
-  EventSeriesUpdate,
-  EventWithSeries,
-  OccurrencesQuery,
-  PagedOccurrences,
-  PatchSeriesBody,
-  PublishSeriesBody,
-  SeriesManagerBody,
-  SeriesParams,
+  CreateEventWithSeriesBody, CreateSeriesBody, DeleteSeriesQuery, EventSeries, EventSeriesUpdate, EventWithSeries,
+  OccurrencesQuery, PagedOccurrences, PatchSeriesBody, PublishSeriesBody, SeriesManagerBody, SeriesParams,
   SeriesWithOccurrences
 } from './series.schemas.ts'
 import * as service from './series.service.ts'
@@ -40,8 +30,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/events/with-series', {
     schema: operation('create-event-with-series', 'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences', {
-      body: CreateEventWithSeriesBody,
-      response: { 201: EventWithSeries }
+      body: CreateEventWithSeriesBody, response: { 201: EventWithSeries }
     }),
     onRequest: requirePolicy('series', 'create')
   }, async (request, reply) => {
@@ -55,9 +44,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/events/:id/series', {
     schema: operation('create-event-series', 'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)', {
-      params: SeriesParams,
-      body: CreateSeriesBody,
-      response: { 201: Type.Array(Event) }
+      params: SeriesParams, body: CreateSeriesBody, response: { 201: Type.Array(Event) }
     }),
     onRequest: requirePolicy('series', 'create')
   }, async (request, reply) => {
@@ -77,9 +64,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/events/:id/series', {
     schema: operation('get-event-series', 'The series of an occurrence with a page of occurrences and attendee counts', {
-      params: SeriesParams,
-      querystring: OccurrencesQuery,
-      response: { 200: SeriesWithOccurrences }
+      params: SeriesParams, querystring: OccurrencesQuery, response: { 200: SeriesWithOccurrences }
     }),
     onRequest: requirePolicy('series', 'read')
   }, async (request, reply) => {
@@ -105,9 +90,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   app.patch('/api/v1/events/:id/series', {
     schema: operation('patch-event-series', 'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences', {
-      params: SeriesParams,
-      body: PatchSeriesBody,
-      response: { 200: EventSeriesUpdate }
+      params: SeriesParams, body: PatchSeriesBody, response: { 200: EventSeriesUpdate }
     }),
     onRequest: requirePolicy('series', 'edit_all')
   }, async (request, reply) =>
@@ -135,9 +118,7 @@ export const seriesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/events/:id/series/manager', {
     schema: operation('invite-series-manager', 'Invite a manager of every occurrence by e-mail (pending for 7 days)', {
-      params: SeriesParams,
-      body: SeriesManagerBody,
-      response: { 200: EventSeries }
+      params: SeriesParams, body: SeriesManagerBody, response: { 200: EventSeries }
     }),
     onRequest: requirePolicy('series', 'managers')
   }, async request =>

@@ -381,22 +381,14 @@ export function seriesPatchFrom (
   ] as const) {
     if (f in patch) out[f] = patch[f]
   }
-  const zone = s.timezone
+  // the occurrence's own time moves as the series' time moves, in the series' wall clock
+  const shifted = (field: 'start_dt' | 'end_dt', to: string, at: Date | string) =>
+    shiftWallClock(new Date(s[field]), s.timezone, new Date(at), new Date(to)).toISOString()
   if (patch.start_dt !== undefined && patch.start_dt !== null && occurrence.start_dt !== null) {
-    out.start_dt = shiftWallClock(
-      new Date(s.start_dt),
-      zone,
-      new Date(occurrence.start_dt),
-      new Date(patch.start_dt)
-    ).toISOString()
+    out.start_dt = shifted('start_dt', patch.start_dt, occurrence.start_dt)
   }
   if (patch.end_dt !== undefined && patch.end_dt !== null && occurrence.end_dt !== null) {
-    out.end_dt = shiftWallClock(
-      new Date(s.end_dt),
-      zone,
-      new Date(occurrence.end_dt),
-      new Date(patch.end_dt)
-    ).toISOString()
+    out.end_dt = shifted('end_dt', patch.end_dt, occurrence.end_dt)
   } else if (out.start_dt !== undefined) {
     out.end_dt = new Date(new Date(out.start_dt as string).getTime() + ms(s.end_dt) - ms(s.start_dt)).toISOString()
   }

@@ -2,16 +2,8 @@ import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import {
-  CreateEventBody,
-  Event,
-  PublishEventBody,
-  TITLE_MAX,
-  DESCRIPTION_MAX,
-  ADDRESS_MAX,
-  TIMEZONE_MAX,
-  KEYWORDS_MAX,
-  KEYWORD_MAX,
-  METADATA_MAX_KEYS
+  CreateEventBody, Event, PublishEventBody, TITLE_MAX, DESCRIPTION_MAX, ADDRESS_MAX, TIMEZONE_MAX, KEYWORDS_MAX,
+  KEYWORD_MAX, METADATA_MAX_KEYS
 } from '../events/events.schemas.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
 

@@ -5,11 +5,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import {
-  ApiError,
-  error403Forbidden,
-  error404NotFound,
-  error409Conflict,
-  invalidField
+  ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
 import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
@@ -17,13 +13,8 @@ import { lockEventForWrite } from '../events/events.access.repository.ts'
 import { activeManager } from './spaces.access.repository.ts'
 import * as insights from './spaces.insights.repository.ts'
 import {
-  AddSpaceEventBody,
-  PagedBodySpaceActivity,
-  PagedBodySpaceEvent,
-  SpaceAnalyticsResult,
-  SpaceEventLink,
-  SpaceEventParams,
-  SpaceParams
+  AddSpaceEventBody, PagedBodySpaceActivity, PagedBodySpaceEvent, SpaceAnalyticsResult, SpaceEventLink,
+  SpaceEventParams, SpaceParams
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
 import { requirePolicy } from '../policy/policy.ts'

@@ -14,35 +14,19 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
-import { notifyUser, queueNotification } from '../../platform/notifications/notifications.ts'
-import { managerAdded, managerInvitation } from '../../platform/notifications/templates.ts'
-import { maskInvitees, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
+import { queueNotification } from '../../platform/notifications/notifications.ts'
+import { managerInvitation } from '../../platform/notifications/templates.ts'
+import { maskInvitees, notifyManagerAdded, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail } from '../../platform/invite-tokens.ts'
 import * as contacts from '../contacts/contacts.repository.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
 import { findProfile } from '../identity/identity.repository.ts'
 import {
-  AcceptInviteBody,
-  AddContactBody,
-  AddManagerBody,
-  AddMemberBody,
-  FULL_ROLE,
-  INVITE_DAYS,
-  InviteManagerBody,
-  PendingInvites,
-  ManagerPermissionsList,
-  PagedBodySpaceContact,
-  PagedBodySpaceManager,
-  PagedBodySpaceMember,
-  SPACE_MANAGER_PERMISSIONS,
-  UpdateManagerBody,
-  SpaceContact,
-  SpaceContactParams,
-  SpaceManager,
-  SpaceMember,
-  SpaceParams,
-  SpaceUserParams
+  AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody,
+  PendingInvites, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager, PagedBodySpaceMember,
+  SPACE_MANAGER_PERMISSIONS, UpdateManagerBody, SpaceContact, SpaceContactParams, SpaceManager, SpaceMember,
+  SpaceParams, SpaceUserParams
 } from './spaces.schemas.ts'
 import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.repository.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
@@ -199,22 +183,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         invitedBy: auth.userId
       })
       await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
-      if (b.notify === true) {
-        await notifyUser(trx, {
-          tenantId: auth.tenantId,
-          userId: b.user_id,
-          channels: b.channels ?? ['email'],
-          template: managerAdded({
-            on: 'space',
-            id: space.id,
-            userId: b.user_id,
-            title: space.title,
-            message: b.message
-          }),
-          priority: b.priority ?? 'normal',
-          payload: { actor_id: auth.userId }
-        })
-      }
+      await notifyManagerAdded(trx, auth, { on: 'space', id: space.id, title: space.title }, b)
       return created
     })
   })
@@ -262,8 +231,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/managers/accept', {
     schema: operation('accept-space-manager-invite', 'Accept a manager invite: the caller becomes an active manager', {
-      body: AcceptInviteBody,
-      response: { 200: SpaceManager }
+      body: AcceptInviteBody, response: { 200: SpaceManager }
     }),
     onRequest: requirePolicy('space', 'accept')
   }, async request => {

@@ -1,15 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  body,
-  IntId,
-  model,
-  Nullable,
-  KeysetPageQuery,
-  pagedBody,
-  PageQuery,
-  searchAndSort,
-  StringEnum,
-  Timestamp
+  body, IntId, model, Nullable, KeysetPageQuery, pagedBody, PageQuery, searchAndSort, StringEnum, Timestamp
 } from '../../platform/http/schema.ts'
 
 /** Upstream visibility enum (upstream-api-facts §1): 10 private, 20 members-only, 30 organization, 40 public. */

@@ -15,12 +15,7 @@ import { spacePublished } from '../../platform/notifications/templates.ts'
 import { canManageSpace } from './spaces.access.repository.ts'
 import * as repo from './spaces.repository.ts'
 import {
-  FULL_ROLE,
-  PUBLIC,
-  type CreateSpaceBody,
-  type NotificationOptions,
-  type SpaceChanges,
-  type SpaceManagerPermission
+  FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission
 } from './spaces.schemas.ts'
 import type { SpaceDraft } from './spaces.table.ts'
 import { spaceEvent } from './spaces.events.ts'

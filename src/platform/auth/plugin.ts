@@ -19,11 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { error401Unauthorized } from '../http/errors.ts'
 import { sendProblem } from '../http/error-handler.ts'
 import {
-  ProviderUnavailable,
-  TokenRefused,
-  type AuthContext,
-  type IdentityProvider,
-  type TokenVerifier
+  ProviderUnavailable, TokenRefused, type AuthContext, type IdentityProvider, type TokenVerifier
 } from './verify.ts'
 
 export type AuthMode = 'required' | 'optional' | 'none'

@@ -21,12 +21,7 @@
  * request or by `/ready`. Meanwhile the keys fetched before it went away still verify their tokens.
  */
 import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  decodeJwt,
-  decodeProtectedHeader,
-  jwtVerify,
-  type JWTPayload,
+  createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload,
   type JWTVerifyGetKey
 } from 'jose'
 import { ConfigError, type Config } from '../../config.ts'

@@ -4,13 +4,8 @@
  * and its policy hook where it is registered; what these helpers add is the plumbing around it.
  */
 import type {
-  FastifyReply,
-  FastifyRequest,
-  FastifySchema,
-  onRequestAsyncHookHandler,
-  preValidationAsyncHookHandler,
-  RawServerDefault,
-  RouteGenericInterface
+  FastifyReply, FastifyRequest, FastifySchema, onRequestAsyncHookHandler, preValidationAsyncHookHandler,
+  RawServerDefault, RouteGenericInterface
 } from 'fastify'
 import type { FastifyContextConfig } from 'fastify/types/context.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -34,18 +29,18 @@ export type RequestOf<S extends FastifySchema> = FastifyRequest<
 >
 
 /**
- * Answers a page of a list: `list` runs in one transaction of the caller's tenant, and the answer
- * echoes the page size asked for (`size`).
+ * Answers a page of a list: `list` runs in one transaction of the caller's tenant with the request's
+ * query, and the answer echoes the page size asked for (`size`).
  *
  * @example
- *   async request => await answerPage(db, request, trx => repo.listVisible(trx, request.auth, request.query))
+ *   async request => await answerPage(db, request, (trx, q, auth) => repo.listVisible(trx, auth, q))
  */
-export async function answerPage<P extends object> (
+export async function answerPage<P extends object, Q extends { size: number }> (
   db: Kysely<Database>,
-  request: { auth: AuthContext, query: { size: number } },
-  list: (trx: Tx) => Promise<P>
+  request: { auth: AuthContext, query: Q },
+  list: (trx: Tx, query: Q, auth: AuthContext) => Promise<P>
 ): Promise<P & { size: number }> {
-  const found = await withTenant(db, request.auth, list)
+  const found = await withTenant(db, request.auth, trx => list(trx, request.query, request.auth))
   return { ...found, size: request.query.size }
 }
 

@@ -7,12 +7,7 @@
  * retry with backoff). Errors are thrown as they come; the caller decides what a client sees.
  */
 import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig
+  DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig
 } from '@aws-sdk/client-s3'
 import type { S3Config } from '../../config.ts'
 import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './storage.ts'
