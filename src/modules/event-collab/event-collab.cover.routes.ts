@@ -199,26 +199,25 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     await instance.register(multipart, { limits: { fileSize: COVER_MAX_BYTES, files: 1 } })
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
 
-    app.put('/api/v1/events/:id/cover', {
-      schema: operation('upload-event-cover', `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`, {
-        consumes: ['multipart/form-data'],
-        // documentation only: the handler reads the part itself (@fastify/multipart streams it)
-        ...multipartBody(
-          {
-            file: {
-              type: 'string',
-              format: 'binary',
-              contentMediaType: 'application/octet-stream',
-              description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
-            }
-          },
-          { file: Object.values(COVER_TYPES).join(', ') }
-        ),
-        params: EventParams,
-        response: { 200: Event }
-      }),
-      onRequest: requirePolicy('cover', 'write')
-    }, async (request, reply) => {
+    app.put('/api/v1/events/:id/cover', operation('upload-event-cover', {
+      summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
+      consumes: ['multipart/form-data'],
+      // documentation only: the handler reads the part itself (@fastify/multipart streams it)
+      ...multipartBody(
+        {
+          file: {
+            type: 'string',
+            format: 'binary',
+            contentMediaType: 'application/octet-stream',
+            description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
+          }
+        },
+        { file: Object.values(COVER_TYPES).join(', ') }
+      ),
+      params: EventParams,
+      response: { 200: Event },
+      policy: requirePolicy('cover', 'write')
+    }), async (request, reply) => {
       const auth = request.auth
       const id = request.params.id
       // who may upload is known before the upload is read
@@ -280,21 +279,20 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
       return written.event
     })
 
-    app.get('/api/v1/events/:id/cover', {
-      schema: operation('get-event-cover', 'The cover image of an event (its bytes)', {
-        params: EventParams,
-        // the stored type: one of these (the document lists each, with the image bytes as body)
-        produces: [...new Set(Object.values(COVER_TYPES))],
-        response: {
-          200: Type.Unsafe<Buffer>({
-            type: 'string',
-            format: 'binary',
-            description: 'The image bytes: JPEG, PNG or WebP'
-          })
-        }
-      }),
-      onRequest: requirePolicy('cover', 'read')
-    }, async (request, reply) => {
+    app.get('/api/v1/events/:id/cover', operation('get-event-cover', {
+      summary: 'The cover image of an event (its bytes)',
+      params: EventParams,
+      // the stored type: one of these (the document lists each, with the image bytes as body)
+      produces: [...new Set(Object.values(COVER_TYPES))],
+      response: {
+        200: Type.Unsafe<Buffer>({
+          type: 'string',
+          format: 'binary',
+          description: 'The image bytes: JPEG, PNG or WebP'
+        })
+      },
+      policy: requirePolicy('cover', 'read')
+    }), async (request, reply) => {
       const auth = request.auth
       const key = await withTenant(db, auth, async trx => {
         const row = await readEvent(trx, auth, request.params.id)

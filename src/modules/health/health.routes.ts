@@ -10,7 +10,6 @@ import { defineModule } from '../../platform/app-context.ts'
 import { ping } from '../../platform/db/database.ts'
 import { model, StringEnum } from '../../platform/http/schema.ts'
 import { error503ServiceUnavailable } from '../../platform/http/errors.ts'
-import { operationsTagged } from '../../platform/http/routes.ts'
 import { sendProblem } from '../../platform/http/error-handler.ts'
 
 export const SERVICE_NAME = 'collaboration-service'
@@ -27,15 +26,17 @@ export const ReadinessOutputBody = model('ReadinessOutputBody', {
 })
 
 const READY_TIMEOUT_MS = 2_000
-const operation = operationsTagged('Health')
+const tags = ['Health']
 
 export const healthModule = defineModule(async (app, ctx) => {
   app.get('/health', {
-    schema: operation('get-health', 'Liveness check', { response: { 200: LivenessOutputBody } })
+    schema: { operationId: 'get-health', summary: 'Liveness check', tags, response: { 200: LivenessOutputBody } }
   }, async () => ({ service: SERVICE_NAME, status: 'ok' as const }))
 
   app.get('/ready', {
-    schema: operation('get-ready', 'Readiness check (database reachable)', { response: { 200: ReadinessOutputBody } })
+    schema: {
+      operationId: 'get-ready', summary: 'Readiness check (database reachable)', tags, response: { 200: ReadinessOutputBody }
+    }
   }, async (_request, reply) => {
     let timer: NodeJS.Timeout | undefined
     try {

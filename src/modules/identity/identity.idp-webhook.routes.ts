@@ -9,7 +9,6 @@
  */
 import { defineModule } from '../../platform/app-context.ts'
 import { ApiError, error503ServiceUnavailable, ErrorModel } from '../../platform/http/errors.ts'
-import { operationsTagged } from '../../platform/http/routes.ts'
 import { IDP_WEBHOOK_BODY_LIMIT, IdpWebhookResult } from './identity.schemas.ts'
 import { applyDelivery, parseEvent } from './identity.idp-webhook.ts'
 import { SIGNATURE_HEADERS, verifySignature } from './identity.idp-signature.ts'
@@ -29,7 +28,10 @@ export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app
   )
 
   app.post('/api/v1/integrations/idp/webhook', {
-    schema: operationsTagged('Identity')('post-idp-webhook', 'Receive a lifecycle event of the identity provider', {
+    schema: {
+      operationId: 'post-idp-webhook',
+      summary: 'Receive a lifecycle event of the identity provider',
+      tags: ['Identity'],
       description:
         'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
         'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
@@ -38,7 +40,7 @@ export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app
         200: IdpWebhookResult,
         401: { ...ErrorModel, description: 'Missing, malformed, wrong or stale signature' }
       }
-    }),
+    },
     bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
     config: { auth: 'none' }
   }, async request => {

@@ -6,7 +6,6 @@
  */
 import { defineModule } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { operationsTagged } from '../../platform/http/routes.ts'
 import { findUser } from './identity.repository.ts'
 import { AuthContext } from './identity.schemas.ts'
 import { idpWebhookRoutes } from './identity.idp-webhook.routes.ts'
@@ -17,9 +16,12 @@ export const identityModule = defineModule(async (app, ctx) => {
   ctx.userGate.current = gate.check
 
   app.get('/api/v1/auth/me', {
-    schema: operationsTagged('Identity')('get-auth-me', 'Identity and permissions of the caller', {
+    schema: {
+      operationId: 'get-auth-me',
+      summary: 'Identity and permissions of the caller',
+      tags: ['Identity'],
       response: { 200: AuthContext }
-    })
+    }
   }, async (request) => {
     const a = request.auth
     // A token without an e-mail claim (machine users, some providers) takes the profile's.

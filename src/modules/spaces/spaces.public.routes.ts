@@ -15,9 +15,7 @@ import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
 import * as pub from './spaces.public.repository.ts'
 import * as repo from './spaces.repository.ts'
 import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
-import { operationsTagged } from '../../platform/http/routes.ts'
 
-const operation = operationsTagged('Spaces')
 /**
  * What the anonymous page's Cache-Control allows any cache: seconds fresh (and five times that stale while
  * revalidating)
@@ -168,9 +166,13 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   writes.on(tenantId => { cache.drop(tenantId) })
 
   app.get('/api/v1/public/spaces/:id', {
-    schema: operation('get-public-space', 'Public page of a published public space (no credential needed)', {
-      params: PublicSpaceParams, response: { 200: SpacePage, 304: NoContent }
-    }),
+    schema: {
+      operationId: 'get-public-space',
+      summary: 'Public page of a published public space (no credential needed)',
+      tags: ['Spaces'],
+      params: PublicSpaceParams,
+      response: { 200: SpacePage, 304: NoContent }
+    },
     config: { auth: 'optional' }
   }, async (request, reply) => {
     const auth = request.optionalAuth

@@ -1,7 +1,8 @@
 /**
  * Route-definition helpers of the modules' routes files: the shapes many routes share, each
- * written once. A route still spells out its operation (operationId, summary, tags, params, body)
- * and its policy hook where it is registered; what these helpers add is the plumbing around it.
+ * written once. A route still spells out its operation (operationId, summary, params, body,
+ * response) and its policy where it is registered, through `operation()`; what these helpers add is
+ * the plumbing around it.
  */
 import type {
   FastifyReply, FastifyRequest, FastifySchema, onRequestAsyncHookHandler, preValidationAsyncHookHandler,
@@ -72,22 +73,39 @@ export async function answerCreated<T> (
   return await reply.code(201).send(await withTenant(db, request.auth, trx => write(trx, request.auth)))
 }
 
+/** What a route declares besides its OpenAPI schema. */
+export interface RouteDeclaration {
+  /** the authorization policy's hook (`requirePolicy(resource, action)`): no operation goes without one */
+  policy: onRequestAsyncHookHandler
+  config?: FastifyContextConfig
+  /** (noContentRoute) the body's fields are all optional: no body at all means `{}` */
+  optionalBody?: true
+}
+
 /**
- * The schema of a route as one OpenAPI operation of a tag: its id and summary first, then the
- * request's and answer's schemas. A routes file makes one for its tag.
+ * A route's options from its OpenAPI operation: the id, its summary, the tag of the routes file, the
+ * request's and answer's schemas, and the policy that authorizes the caller. A routes file makes one
+ * `operation` for its tag.
  *
  * @example
  *   const operation = operationsTagged('Event milestones')
- *   app.get('/api/v1/events/:id/milestones', {
- *     schema: operation('list-event-milestones', 'List the milestones of an event by sequence', {
- *       params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
- *     }),
- *     onRequest: requirePolicy('link', 'read')
- *   }, async request => …)
+ *   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', {
+ *     summary: 'List the milestones of an event by sequence',
+ *     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone },
+ *     policy: requirePolicy('link', 'read')
+ *   }), async request => …)
  */
 export function operationsTagged (...tags: string[]) {
-  return <S extends Omit<FastifySchema, 'tags' | 'summary'>>(operationId: string, summary: string, parts: S) =>
-    ({ operationId, summary, tags, ...parts })
+  return <P extends Omit<FastifySchema, 'tags' | 'operationId'> & RouteDeclaration & { summary: string }>(
+    operationId: string,
+    { summary, policy, config, optionalBody, ...parts }: P
+  ) => ({
+    schema: { operationId, summary, tags, ...parts } as
+      { operationId: string, summary: string, tags: string[] } & Omit<P, keyof RouteDeclaration>,
+    onRequest: policy,
+    ...(config === undefined ? {} : { config }),
+    ...(optionalBody === undefined ? {} : { optionalBody })
+  })
 }
 
 /** An OpenAPI operation without its responses: the route declares no other. */
@@ -116,10 +134,9 @@ export interface NoContentRoute<S extends Operation> {
  * is sent with no body.
  *
  * @example
- *   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', {
- *     schema: { operationId: 'delete-space', summary: 'Delete a space', tags, params: SpaceParams },
- *     onRequest: requirePolicy('space', 'edit')
- *   }, (trx, request) => service.deleteSpace(trx, request.auth, request.params.id))
+ *   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', {
+ *     summary: 'Delete a space', params: SpaceParams, policy: requirePolicy('space', 'edit')
+ *   }), (trx, request) => service.deleteSpace(trx, request.auth, request.params.id))
  */
 export function noContentRoute<S extends Operation> (
   app: App,
