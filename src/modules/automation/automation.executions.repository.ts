@@ -7,6 +7,7 @@ import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
 import { listPage } from '../../platform/db/list-page.ts'
+import { updateRows } from '../../platform/db/match.ts'
 import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import type { ExecutionRow, ExecutionStatus } from './automation.table.ts'
 
@@ -61,10 +62,7 @@ export interface ExecutionFilter {
   to?: Date | undefined
 }
 
-const EXECUTION_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'desc', type: 'time' },
-  { ref: 'id', dir: 'desc', type: 'uuid' }
-]
+const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'uuid' }]
 
 /** The trigger that keeps the executions' counts in row_counts (absent on Citus) */
 export const EXECUTION_COUNTS_TRIGGER = 'executions_counts_insert'
@@ -159,8 +157,7 @@ export async function claimExecutionRow (
   id: string,
   c: ExecutionClaim
 ): Promise<ExecutionRow> {
-  return await trx
-    .updateTable('automation_executions')
+  return await updateRows(trx, 'automation_executions', { tenant_id: tenantId, id })
     .set({
       status: 'running',
       attempts: c.attempts,
@@ -169,8 +166,6 @@ export async function claimExecutionRow (
       started_at: c.startedAt,
       error: null
     })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
 }
@@ -187,8 +182,7 @@ export interface ExecutionEnd {
 
 /** Records the end of an execution the caller holds (claim token checked by the caller), releasing its claim. */
 export async function finishExecution (trx: Tx, tenantId: string, id: string, end: ExecutionEnd): Promise<void> {
-  await trx
-    .updateTable('automation_executions')
+  await updateRows(trx, 'automation_executions', { tenant_id: tenantId, id })
     .set({
       status: end.status,
       finished_at: end.finishedAt,
@@ -199,8 +193,6 @@ export async function finishExecution (trx: Tx, tenantId: string, id: string, en
       action_results: end.actionResults === undefined ? null : JSON.stringify(end.actionResults),
       error: end.error ?? null
     })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .execute()
 }
 
@@ -211,11 +203,8 @@ export async function replaceTriggerPayload (
   id: string,
   payload: Record<string, unknown>
 ): Promise<void> {
-  await trx
-    .updateTable('automation_executions')
+  await updateRows(trx, 'automation_executions', { tenant_id: tenantId, id })
     .set({ trigger_payload: JSON.stringify(payload) })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .execute()
 }
 
@@ -239,8 +228,7 @@ export async function failAttempt (
   claimToken: string,
   f: AttemptFailure
 ): Promise<{ rule_id: string } | undefined> {
-  return await trx
-    .updateTable('automation_executions')
+  return await updateRows(trx, 'automation_executions', { tenant_id: tenantId, id, claim_token: claimToken })
     .set({
       status: f.giveUp ? 'failed' : 'queued',
       finished_at: f.giveUp ? f.finishedAt : null,
@@ -251,9 +239,6 @@ export async function failAttempt (
         ? { action_results: JSON.stringify(f.actionResults), conditions_met: true }
         : {})
     })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('claim_token', '=', claimToken)
     .returning('rule_id')
     .executeTakeFirst()
 }

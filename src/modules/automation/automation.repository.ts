@@ -11,15 +11,11 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'
+import { selectRows } from '../../platform/db/match.ts'
 import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import { CRON_TRIGGER, RELATIVE_TRIGGERS } from './automation.catalogue.ts'
 import type {
-  AutomationRulesTable,
-  RuleAction,
-  RuleRow,
-  RuleSchedule,
-  RuleScope,
-  RuleVersionRow
+  AutomationRulesTable, RuleAction, RuleRow, RuleSchedule, RuleScope, RuleVersionRow
 } from './automation.table.ts'
 
 const jsonb = (v: unknown) => JSON.stringify(v)
@@ -88,12 +84,8 @@ export async function findRuleVersion (
   ruleId: string,
   version: number
 ): Promise<RuleVersionRow | undefined> {
-  return await trx
-    .selectFrom('automation_rule_versions')
+  return await selectRows(trx, 'automation_rule_versions', { tenant_id: tenantId, rule_id: ruleId, version })
     .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('rule_id', '=', ruleId)
-    .where('version', '=', version)
     .executeTakeFirst()
 }
 
@@ -156,15 +148,12 @@ export interface RuleFilter {
   enabled?: boolean | undefined
 }
 
+const RULE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'uuid' }]
+
 /**
  * Rules of a tenant, newest first. With `auth`, rules of events the caller cannot see are left
  * out (tenant admins see all).
  */
-const RULE_KEYS: KeyColumn[] = [
-  { ref: 'created_at', dir: 'desc', type: 'time' },
-  { ref: 'id', dir: 'asc', type: 'uuid' }
-]
-
 export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: PageParams, auth?: AuthContext) {
   const window = pageWindow(q, listScope('rules', { ...f }), RULE_KEYS)
   const base = trx
@@ -197,11 +186,8 @@ export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: Pa
 
 /** A tenant's enabled rules that one of the trigger types fires, in the order they run. */
 export async function enabledRulesOfTypes (trx: Tx, tenantId: string, types: string[]): Promise<RuleRow[]> {
-  return await trx
-    .selectFrom('automation_rules')
+  return await selectRows(trx, 'automation_rules', { tenant_id: tenantId, enabled: true })
     .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('enabled', '=', true)
     .where('event_type', 'in', types)
     .orderBy('priority', 'desc')
     .orderBy('created_at')

@@ -6,7 +6,7 @@
  */
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { rowExists } from '../../platform/db/match.ts'
+import { rowExists, selectRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
 import type { RuleRow } from './automation.table.ts'
@@ -107,12 +107,8 @@ export async function contactExists (trx: Tx, tenantId: string, contactId: strin
 
 /** The users who actively manage an event. */
 export async function activeManagerIds (trx: Tx, tenantId: string, eventId: number): Promise<string[]> {
-  const managers = await trx
-    .selectFrom('event_managers')
+  const managers = await selectRows(trx, 'event_managers', { tenant_id: tenantId, event_id: eventId, status: 'active' })
     .select('user_id')
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('status', '=', 'active')
     .where('user_id', 'is not', null)
     .execute()
   return managers.map(m => m.user_id as string)

@@ -6,6 +6,8 @@ import { sql, type InsertObject } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'
+import { selectRows, updateRows } from '../../platform/db/match.ts'
+import { liveGrants } from '../../platform/db/grants.ts'
 import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
 import { displayProfiles } from '../identity/identity.repository.ts'
@@ -55,23 +57,14 @@ const CREATED_KEYS = creationOrder('asc')
 /** Active and pending managers of an event (revoked rows are history), oldest first; the next page's cursor. */
 export async function listManagers (trx: Tx, tenantId: string, eventId: number, q: PageParams) {
   const window = pageWindow(q, listScope('event-managers', { eventId }), CREATED_KEYS)
-  const base = trx
-    .selectFrom('event_managers')
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('status', '<>', 'revoked')
+  const base = liveGrants(trx, 'event_managers', { tenant_id: tenantId, event_id: eventId })
   return await listPage(base, qb => qb.select(MANAGER_COLUMNS), CREATED_KEYS, window)
 }
 
 /** The active or pending manager row of a user on an event. */
 export async function findManager (trx: Tx, tenantId: string, eventId: number, userId: string, lock = false) {
-  return await trx
-    .selectFrom('event_managers')
+  return await liveGrants(trx, 'event_managers', { tenant_id: tenantId, event_id: eventId, user_id: userId })
     .select(MANAGER_COLUMNS)
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where('user_id', '=', userId)
-    .where('status', '<>', 'revoked')
     .$if(lock, qb => qb.forUpdate())
     .executeTakeFirst()
 }
@@ -115,11 +108,8 @@ export async function updatePermissions (
   permissions: string[],
   role: string | null
 ) {
-  return await trx
-    .updateTable('event_managers')
+  return await updateRows(trx, 'event_managers', { tenant_id: tenantId, id })
     .set({ permissions, role, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
 }
@@ -176,8 +166,7 @@ export async function refreshInvite (
   id: number,
   v: { permissions: string[]; role: string | null; invitedBy: string; tokenHash: string }
 ) {
-  return await trx
-    .updateTable('event_managers')
+  return await updateRows(trx, 'event_managers', { tenant_id: tenantId, id })
     .set({
       permissions: v.permissions,
       role: v.role,
@@ -187,8 +176,6 @@ export async function refreshInvite (
       expires_at: expiry,
       updated_at: sql`now()`
     })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
 }
@@ -209,12 +196,8 @@ export async function hasGrant (
   userId: string,
   exceptId: number
 ): Promise<boolean> {
-  const row = await trx
-    .selectFrom('event_managers')
+  const row = await selectRows(trx, 'event_managers', { tenant_id: tenantId, user_id: userId, status: 'active' })
     .select('id')
-    .where('tenant_id', '=', tenantId)
-    .where('user_id', '=', userId)
-    .where('status', '=', 'active')
     .where('id', '<>', exceptId)
     .where(eb =>
       scope.eventId !== null
@@ -226,9 +209,8 @@ export async function hasGrant (
 }
 
 export async function activateInvite (trx: Tx, tenantId: string, id: number, userId: string) {
-  return await trx.updateTable('event_managers')
+  return await updateRows(trx, 'event_managers', { tenant_id: tenantId, id })
     .set({ status: 'active', user_id: userId, accepted_at: sql`now()`, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returning(MANAGER_COLUMNS).executeTakeFirstOrThrow()
 }
 

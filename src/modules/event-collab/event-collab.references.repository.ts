@@ -2,7 +2,7 @@
  * SQL of what an event refers to: linked documents, attachments and cross-reference links (event-
  * collab.references.routes.ts).
  */
-import { deleteRows } from '../../platform/db/match.ts'
+import { deleteRows, selectRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ofEventOrSeries, type OccurrenceRef } from './event-collab.attendees.repository.ts'
 
@@ -11,11 +11,8 @@ import { ofEventOrSeries, type OccurrenceRef } from './event-collab.attendees.re
 const DOCUMENT_COLUMNS = ['id', 'event_id', 'document_id', 'org_id', 'created_by', 'created_at'] as const
 
 export async function listDocuments (trx: Tx, tenantId: string, eventId: number, limit: number) {
-  return await trx
-    .selectFrom('event_documents')
+  return await selectRows(trx, 'event_documents', { tenant_id: tenantId, event_id: eventId })
     .select(DOCUMENT_COLUMNS)
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
     .orderBy('created_at')
     .orderBy('id')
     .limit(limit)

@@ -15,6 +15,7 @@
 import { expressionBuilder, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
+import { selectRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound, error409Conflict } from '../../platform/http/errors.ts'
@@ -345,11 +346,8 @@ export async function lockEventForWrite (
 ): Promise<EventRow> {
   // the lock by key alone, then the row as the caller may see it: a lock taken in the same statement as
   // the audience's subqueries cannot be routed to one shard on Citus, which refuses it
-  const locked = await trx
-    .selectFrom('events')
+  const locked = await selectRows(trx, 'events', { tenant_id: auth.tenantId, id })
     .select('id')
-    .where('tenant_id', '=', auth.tenantId)
-    .where('id', '=', id)
     .forUpdate()
     .executeTakeFirst()
   const row =

@@ -3,19 +3,14 @@
  * transaction first and names the tenant; visibility comes from events.access.repository.ts.
  */
 import {
-  expressionBuilder,
-  sql,
-  type Expression,
-  type ExpressionBuilder,
-  type Insertable,
-  type Kysely,
-  type SelectQueryBuilder,
-  type SqlBool,
-  type Updateable
+  expressionBuilder, sql, type Expression, type ExpressionBuilder, type Insertable, type Kysely,
+  type SelectQueryBuilder, type SqlBool, type Updateable
 } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
-import { creationOrder, listScope, pageOf, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
+import {
+  creationOrder, listScope, pageOf, pageWindow, type KeyColumn, type PageParams
+} from '../../platform/http/cursor.ts'
 import { fromCursor, listPage, orderByKeys, sumOf, totalOf } from '../../platform/db/list-page.ts'
 import { deleteRows } from '../../platform/db/match.ts'
 import { planList, type Tx } from '../../platform/db/tenant.ts'
@@ -393,19 +388,12 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       .$if(o.templates !== undefined && o.templates.length > 0, qb =>
         qb.where('events.template', 'in', o.templates ?? [])
       )
-      .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb =>
-        qb.where(eb =>
-          eb.exists(
-            eb
-              .selectFrom('event_spaces as es')
-              .select(sql`1`.as('one'))
-              .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
-              .whereRef('es.tenant_id', '=', 'events.tenant_id')
-              .whereRef('es.event_id', '=', 'events.id')
-              .where('es.space_id', 'in', o.spaceIds ?? [])
-          )
-        )
-      )
+      .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(
+        eb.selectFrom('event_spaces as es').select(sql`1`.as('one'))
+          .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
+          .whereRef('es.tenant_id', '=', 'events.tenant_id').whereRef('es.event_id', '=', 'events.id')
+          .where('es.space_id', 'in', o.spaceIds ?? [])
+      )))
   // which rows, which version of each (the bodies come from the row cache or PostgreSQL: events.service.ts,
   // renderEvents), and the sort value for the next cursor
   const columns = [

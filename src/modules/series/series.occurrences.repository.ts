@@ -9,6 +9,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { selectRows } from '../../platform/db/match.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
@@ -27,12 +28,8 @@ export async function lockOccurrenceRows (
   seriesId: number,
   fromIndex = 0
 ): Promise<EventRow[]> {
-  return await trx
-    .selectFrom('events')
+  return await selectRows(trx, 'events', { tenant_id: tenantId, series_id: seriesId, is_deleted: false })
     .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('series_id', '=', seriesId)
-    .where('is_deleted', '=', false)
     .where('published_id', 'is', null)
     .$if(fromIndex > 0, qb =>
       qb.where(eb => eb.or([eb('series_index', '>=', fromIndex), eb('series_index', 'is', null)]))

@@ -8,6 +8,7 @@ import type { Insertable, Updateable } from 'kysely'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { selectRows } from '../../platform/db/match.ts'
 import type { EventManagersTable } from '../events/events.table.ts'
 import type { EventSeriesTable, SeriesRow } from './series.table.ts'
 import { ATTENDEE_STATUSES } from './series.schemas.ts'
@@ -33,12 +34,8 @@ export async function updateSeries (trx: Tx, tenantId: string, id: number, value
 export async function findSeries (
   trx: Tx, tenantId: string, id: number, lock: boolean
 ): Promise<SeriesRow | undefined> {
-  return await trx
-    .selectFrom('event_series')
+  return await selectRows(trx, 'event_series', { tenant_id: tenantId, id, is_deleted: false })
     .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('is_deleted', '=', false)
     .$if(lock, qb => qb.forUpdate())
     .executeTakeFirst()
 }

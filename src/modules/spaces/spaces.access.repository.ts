@@ -16,7 +16,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
-import { rowExists } from '../../platform/db/match.ts'
+import { rowExists, selectRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError, fieldError } from '../../platform/http/errors.ts'
 import { FULL_ROLE, SPACE_MANAGER_PERMISSIONS, type SpaceManagerPermission } from './spaces.schemas.ts'
@@ -80,14 +80,9 @@ export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number,
 
 /** The active manager row of the user, if any. */
 export async function activeManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
-  return await trx
-    .selectFrom('space_managers')
-    .select(['id', 'role', 'permissions'])
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('user_id', '=', userId)
-    .where('status', '=', 'active')
-    .executeTakeFirst()
+  return await selectRows(trx, 'space_managers', {
+    tenant_id: tenantId, space_id: spaceId, user_id: userId, status: 'active'
+  }).select(['id', 'role', 'permissions']).executeTakeFirst()
 }
 
 /** Whether the user is an active manager of the space (optionally holding `permission`). */

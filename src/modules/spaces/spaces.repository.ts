@@ -2,12 +2,13 @@
  * All SQL of spaces, their hierarchy and their people. Every function takes the request's
  * transaction first and names the tenant.
  */
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely'
+import { sql, type ExpressionBuilder, type InsertObject, type SelectQueryBuilder } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'
-import { deleteRows, rowExists } from '../../platform/db/match.ts'
+import { deleteRows, rowExists, selectRows, updateRows } from '../../platform/db/match.ts'
+import { liveGrants } from '../../platform/db/grants.ts'
 import { creationOrder, listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
 import { spaceVisibleTo } from './spaces.access.repository.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
@@ -198,19 +199,12 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     )
     .$if(o.status !== undefined, qb => qb.where('spaces.status', '=', o.status ?? 'draft'))
     .$if(o.visibility !== undefined && o.visibility !== 0, qb => qb.where('spaces.visibility', '=', o.visibility ?? 0))
-    .$if(o.parentId !== undefined, qb =>
-      qb.where(eb =>
-        eb.exists(
-          eb
-            .selectFrom('space_parents as sp')
-            .select(sql`1`.as('one'))
-            .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
-            .whereRef('sp.tenant_id', '=', 'spaces.tenant_id')
-            .whereRef('sp.space_id', '=', 'spaces.id')
-            .where('sp.parent_id', '=', o.parentId ?? 0)
-        )
-      )
-    )
+    .$if(o.parentId !== undefined, qb => qb.where(eb => eb.exists(
+      eb.selectFrom('space_parents as sp').select(sql`1`.as('one'))
+        .where('sp.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
+        .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id')
+        .where('sp.parent_id', '=', o.parentId ?? 0)
+    )))
   const page = await listPage(base, qb => spaceColumns(qb, auth.tenantId), keys, window)
   return { ...page, items: page.items.map(toSpace) }
 }
@@ -371,36 +365,31 @@ const MANAGER_KEYS = creationOrder('asc')
 /** A page of a space's active and pending managers, oldest first; the total and the next page's cursor. */
 export async function listManagers (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
-  const base = trx
-    .selectFrom('space_managers')
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('status', '<>', 'revoked')
+  const base = liveGrants(trx, 'space_managers', { tenant_id: tenantId, space_id: spaceId })
   return await listPage(base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
 }
 
 export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
-  return await trx
-    .selectFrom('space_managers')
+  return await liveGrants(trx, 'space_managers', { tenant_id: tenantId, space_id: spaceId, user_id: userId })
     .select(MANAGER_COLUMNS)
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('user_id', '=', userId)
-    .where('status', '<>', 'revoked')
     .executeTakeFirst()
 }
 
-export async function insertManager (
+/** What a manager is granted on a space, and by whom: given at once or as an invite. */
+interface GrantValues {
+  tenantId: string
+  spaceId: number
+  orgId: string | null
+  permissions: string[]
+  role: string | null
+  invitedBy: string
+}
+
+/** Inserts a manager row of a space: the grant, whose it is (`userId`: none for an invite), and how it is held. */
+async function insertGrant (
   trx: Tx,
-  v: {
-    tenantId: string
-    spaceId: number
-    orgId: string | null
-    userId: string
-    permissions: string[]
-    role: string | null
-    invitedBy: string
-  }
+  v: GrantValues & { userId: string | null },
+  held: Partial<InsertObject<Database, 'space_managers'>>
 ) {
   return await trx
     .insertInto('space_managers')
@@ -411,12 +400,14 @@ export async function insertManager (
       user_id: v.userId,
       permissions: v.permissions,
       role: v.role,
-      status: 'active',
-      invited_by: v.invitedBy,
-      accepted_at: sql<Date>`now()`
+      ...held
     })
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
+}
+
+export async function insertManager (trx: Tx, v: GrantValues & { userId: string }) {
+  return await insertGrant(trx, v, { status: 'active', invited_by: v.invitedBy, accepted_at: sql<Date>`now()` })
 }
 
 export async function updateManager (
@@ -425,11 +416,8 @@ export async function updateManager (
   id: number,
   values: { permissions: string[]; role: string | null }
 ) {
-  return await trx
-    .updateTable('space_managers')
+  return await updateRows(trx, 'space_managers', { tenant_id: tenantId, id })
     .set({ ...values, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
 }
@@ -469,12 +457,8 @@ export async function insertContactLink (trx: Tx, tenantId: string, spaceId: num
 }
 
 export async function findContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string) {
-  return await trx
-    .selectFrom('space_contacts')
+  return await selectRows(trx, 'space_contacts', { tenant_id: tenantId, space_id: spaceId, contact_id: contactId })
     .select(CONTACT_LINK_COLUMNS)
-    .where('tenant_id', '=', tenantId)
-    .where('space_id', '=', spaceId)
-    .where('contact_id', '=', contactId)
     .executeTakeFirst()
 }
 
@@ -547,38 +531,15 @@ export async function findLiveInviteByEmail (trx: Tx, tenantId: string, spaceId:
     .executeTakeFirst()
 }
 
-export async function insertInvite (
-  trx: Tx,
-  v: {
-    tenantId: string
-    spaceId: number
-    orgId: string | null
-    email: string
-    permissions: string[]
-    role: string | null
-    invitedBy: string
-    tokenHash: string
-    days: number
-  }
-) {
-  return await trx
-    .insertInto('space_managers')
-    .values({
-      tenant_id: v.tenantId,
-      space_id: v.spaceId,
-      org_id: v.orgId,
-      user_id: null,
-      permissions: v.permissions,
-      role: v.role,
-      status: 'pending',
-      invited_email: v.email,
-      invited_by: v.invitedBy,
-      invited_at: sql<Date>`now()`,
-      invite_token_hash: v.tokenHash,
-      expires_at: sql<Date>`now() + make_interval(days => ${v.days})`
-    })
-    .returning(MANAGER_COLUMNS)
-    .executeTakeFirstOrThrow()
+export async function insertInvite (trx: Tx, v: GrantValues & { email: string; tokenHash: string; days: number }) {
+  return await insertGrant(trx, { ...v, userId: null }, {
+    status: 'pending',
+    invited_email: v.email,
+    invited_by: v.invitedBy,
+    invited_at: sql<Date>`now()`,
+    invite_token_hash: v.tokenHash,
+    expires_at: sql<Date>`now() + make_interval(days => ${v.days})`
+  })
 }
 
 export async function lockInviteByHash (trx: Tx, tenantId: string, tokenHash: string) {
@@ -593,17 +554,8 @@ export async function lockInviteByHash (trx: Tx, tenantId: string, tokenHash: st
 }
 
 export async function acceptInvite (trx: Tx, tenantId: string, id: number, userId: string) {
-  return await trx
-    .updateTable('space_managers')
-    .set({
-      user_id: userId,
-      status: 'active',
-      accepted_at: sql`now()`,
-      invite_token_hash: null,
-      updated_at: sql`now()`
-    })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
+  return await updateRows(trx, 'space_managers', { tenant_id: tenantId, id })
+    .set({ user_id: userId, status: 'active', accepted_at: sql`now()`, invite_token_hash: null, updated_at: sql`now()` })
     .returning(MANAGER_COLUMNS)
     .executeTakeFirstOrThrow()
 }
