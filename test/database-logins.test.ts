@@ -22,9 +22,7 @@ import { createDatabase } from '../src/platform/db/database.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
 import { withTenant } from '../src/platform/db/tenant.ts'
 import {
-  deliverPendingNotifications,
-  queueNotification,
-  type Notification
+  deliverPendingNotifications, queueNotification, type Notification
 } from '../src/platform/notifications/notifications.ts'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runExecution } from '../src/modules/automation/automation.engine.ts'

@@ -20,14 +20,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { databases, useTestApp } from './helpers/build-app.ts'
 import { apiRoutes, fillPath, isWrite, type ApiRoute } from './helpers/routes.ts'
 import {
-  isGlobal,
-  isPrivate,
-  missingFixtures,
-  newWorld,
-  pathValues,
-  requiredQuery,
-  validBody,
-  type World
+  isGlobal, isPrivate, missingFixtures, newWorld, pathValues, requiredQuery, validBody, type World
 } from './helpers/fixtures.ts'
 import { badTokens } from './helpers/tokens.ts'
 import { problemIssues } from './helpers/problem.ts'

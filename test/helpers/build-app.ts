@@ -23,10 +23,7 @@ import { buildApp, type BuildOptions } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { createDatabase, type DatabaseHandle, type DatabaseKind } from '../../src/platform/db/database.ts'
 import {
-  loadOrCreateDevKeys,
-  signDevToken,
-  type DevKeys,
-  type DevTokenClaims
+  loadOrCreateDevKeys, signDevToken, type DevKeys, type DevTokenClaims
 } from '../../src/platform/auth/dev-keys.ts'
 import type { AppContext } from '../../src/platform/app-context.ts'
 import { createDistributedDatabase, dropDistributedDatabase } from './citus-cluster.ts'

@@ -14,27 +14,12 @@ import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { queuedNotifications } from '../../../test/helpers/outbox.ts'
 import {
-  addAttendee,
-  addContact,
-  drain,
-  engineAt,
-  eventAutomation,
-  eventRule,
-  executeRule,
-  executions,
-  rule
+  addAttendee, addContact, drain, engineAt, eventAutomation, eventRule, executeRule, executions, rule
 } from './automation.fixtures.ts'
 import { TenantWorkError } from '../../platform/tenant-batches.ts'
 import {
-  claimExecution,
-  dispatchOutbox,
-  handleJob,
-  MAX_DEPTH,
-  runExecution,
-  sweepExecutions,
-  tickSchedules,
-  type DispatchResult,
-  type Engine
+  claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules,
+  type DispatchResult, type Engine
 } from './automation.engine.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 

@@ -15,15 +15,7 @@ import { addManager, createEvent, insertSpace, publishEvent, type Json } from '.
 import { idpEvent, idpWebhook } from '../identity/identity.fixtures.ts'
 import { tickSchedules, type Engine } from './automation.engine.ts'
 import { automationEngineOf } from './automation.routes.ts'
-import {
-  addAttendee,
-  addContact,
-  drain,
-  eventAutomation,
-  eventRule,
-  executions,
-  rule
-} from './automation.fixtures.ts'
+import { addAttendee, addContact, drain, eventAutomation, eventRule, executions, rule } from './automation.fixtures.ts'
 
 const IDP_SECRET = 'automation-run-as-idp-secret'
 

@@ -10,13 +10,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import {
-  addressAllowed,
-  allowListOf,
-  isSpecialAddress,
-  postWebhook,
-  signBody,
-  v4Inside,
-  WebhookError
+  addressAllowed, allowListOf, isSpecialAddress, postWebhook, signBody, v4Inside, WebhookError
 } from './automation.webhook.ts'
 
 const none = allowListOf([])

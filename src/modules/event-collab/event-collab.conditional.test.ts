@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { databases, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { updateRows } from '../../../test/helpers/rows.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'
 import { createContact, type Json } from './event-collab.fixtures.ts'
 
@@ -62,14 +62,7 @@ for (const kind of databases()) {
       assert.deepEqual(await attendee(t, alice, id, contact), seen)
 
       // a change made by another path (automation, SQL) makes the tag stale too
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx
-          .updateTable('attendees')
-          .set({ status: 'tentative' })
-          .where('tenant_id', '=', tenant.id)
-          .where('contact_id', '=', contact)
-          .execute()
-      })
+      await updateRows(t, tenant.id, 'attendees', { status: 'tentative' }, { contact_id: contact })
       assert412(
         await t.as(alice, { method: 'PATCH', url, headers: { 'if-match': second }, payload: { status: 'declined' } })
       )

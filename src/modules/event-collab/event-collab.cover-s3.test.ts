@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
 import { startS3Emulator, type S3Emulator } from '../../../test/helpers/s3.ts'
-import { GIF, JPEG, JPEG_CARRYING_HTML, PNG, sha256, TOO_LARGE, uploadExpecting, WEBP } from './event-collab.cover.fixtures.ts'
+import {
+  GIF, JPEG, JPEG_CARRYING_HTML, PNG, sha256, TOO_LARGE, uploadExpecting, WEBP
+} from './event-collab.cover.fixtures.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'
 import { createEvent, getEvent, outboxTopics, publishEvent } from './event-collab.fixtures.ts'

@@ -5,17 +5,7 @@ import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import {
-  GIF,
-  HTML,
-  JPEG,
-  JPEG_CARRYING_HTML,
-  JPEG_HEADER_HTML,
-  PNG,
-  sha256,
-  TOO_LARGE,
-  upload,
-  uploadExpecting,
-  WEBP
+  GIF, HTML, JPEG, JPEG_CARRYING_HTML, JPEG_HEADER_HTML, PNG, sha256, TOO_LARGE, upload, uploadExpecting, WEBP
 } from './event-collab.cover.fixtures.ts'
 import { SWEEP_GRACE_MS } from './event-collab.cover.routes.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'

@@ -1,6 +1,7 @@
 /** Test fixtures of the collaboration tests (events, contacts and managers through the API or SQL). */
 import assert from 'node:assert/strict'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
+import { insertRow, insertRowId } from '../../../test/helpers/rows.ts'
 import { hashInviteToken } from '../../platform/invite-tokens.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 
@@ -34,17 +35,11 @@ export async function insertAttendee (
     status: 'invited' | 'confirmed' | 'declined' | 'tentative' | 'checked_in'
   }
 ): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async trx => {
-    await trx
-      .insertInto('attendees')
-      .values({
-        tenant_id: tenantId,
-        event_id: row.event_id ?? null,
-        series_id: row.series_id ?? null,
-        contact_id: row.contact_id,
-        status: row.status
-      })
-      .execute()
+  await insertRow(t, tenantId, 'attendees', {
+    event_id: row.event_id ?? null,
+    series_id: row.series_id ?? null,
+    contact_id: row.contact_id,
+    status: row.status
   })
 }
 
@@ -83,20 +78,12 @@ export async function insertSeriesInvite (
   invite: { series_id: number; event_id?: number; invited_email: string; permissions?: string[]; role?: string },
   token: string
 ): Promise<number> {
-  return await withTenant(t.ctx.db, { tenantId }, async trx => {
-    const row = await trx
-      .insertInto('event_managers')
-      .values({
-        tenant_id: tenantId,
-        ...invite,
-        status: 'pending',
-        invited_by: 'alice',
-        invited_at: new Date(),
-        invite_token_hash: hashInviteToken(token),
-        expires_at: new Date(Date.now() + 86_400_000)
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    return row.id
+  return await insertRowId(t, tenantId, 'event_managers', {
+    ...invite,
+    status: 'pending',
+    invited_by: 'alice',
+    invited_at: new Date(),
+    invite_token_hash: hashInviteToken(token),
+    expires_at: new Date(Date.now() + 86_400_000)
   })
 }

@@ -3,28 +3,18 @@ import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import {
-  assertInvitedEmailShown,
-  assertUnheldPermissionsRefused,
-  INVITEE,
-  managerRoutes
+  assertInvitedEmailShown, assertUnheldPermissionsRefused, INVITEE, managerRoutes
 } from '../../../test/helpers/managers.ts'
 import { makeNotificationsDue, queuedNotifications } from '../../../test/helpers/outbox.ts'
 import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import {
-  deliverPendingNotifications,
-  MAX_ATTEMPTS,
-  type Notification
+  deliverPendingNotifications, MAX_ATTEMPTS, type Notification
 } from '../../platform/notifications/notifications.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'
 import {
-  addManager,
-  createEvent,
-  insertContacts,
-  insertSeriesInvite,
-  outboxTopics,
-  type Json
+  addManager, createEvent, insertContacts, insertSeriesInvite, outboxTopics, type Json
 } from './event-collab.fixtures.ts'
 import { dailyStandup, withSeries } from '../series/series.fixtures.ts'
 import { hashInviteToken } from './event-collab.managers.repository.ts'
@@ -148,15 +138,12 @@ for (const kind of databases()) {
       assert.equal(invitation.user_id, null)
       assert.match(invitation.invite_token, /^[A-Za-z0-9_-]{43}$/)
       assert.equal(Date.parse(invitation.expires_at) - Date.parse(invitation.invited_at), 7 * 86_400_000)
-      const stored = await withTenant(
-        t.ctx.db,
-        { tenantId: tenant.id },
-        async trx =>
-          await trx
-            .selectFrom('event_managers')
-            .select('invite_token_hash')
-            .where('id', '=', invitation.id)
-            .executeTakeFirstOrThrow()
+      const stored = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx =>
+        await trx
+          .selectFrom('event_managers')
+          .select('invite_token_hash')
+          .where('id', '=', invitation.id)
+          .executeTakeFirstOrThrow()
       )
       assert.equal(stored.invite_token_hash, hashInviteToken(invitation.invite_token))
       const sent = await queuedNotifications(t, tenant.id)

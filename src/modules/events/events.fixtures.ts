@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { newTenant, type TestApp } from '../../../test/helpers/build-app.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { insertRow, insertRowId } from '../../../test/helpers/rows.ts'
 
 export { outboxTopics } from '../../../test/helpers/outbox.ts'
 
@@ -35,25 +35,15 @@ export async function insertSpace (
   tenantId: string,
   values: { title?: string; creator_id?: string; is_deleted?: boolean } = {}
 ): Promise<number> {
-  return await withTenant(t.ctx.db, { tenantId }, async trx => {
-    const row = await trx
-      .insertInto('spaces')
-      .values({
-        tenant_id: tenantId,
-        creator_id: values.creator_id ?? 'owner',
-        title: values.title ?? 'Space',
-        ...(values.is_deleted !== undefined ? { is_deleted: values.is_deleted } : {})
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    return row.id
+  return await insertRowId(t, tenantId, 'spaces', {
+    creator_id: values.creator_id ?? 'owner',
+    title: values.title ?? 'Space',
+    ...(values.is_deleted !== undefined ? { is_deleted: values.is_deleted } : {})
   })
 }
 
 export async function addMember (t: TestApp, tenantId: string, spaceId: number, userId: string): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async (trx) => {
-    await trx.insertInto('space_members').values({ tenant_id: tenantId, space_id: spaceId, user_id: userId }).execute()
-  })
+  await insertRow(t, tenantId, 'space_members', { space_id: spaceId, user_id: userId })
 }
 
 /** A manager of an event (of its whole series too, with `series_id`), through SQL. */
@@ -64,19 +54,13 @@ export async function addManager (
   userId: string,
   grant: { permissions?: string[]; role?: string; status?: 'pending' | 'active' | 'revoked'; series_id?: number }
 ): Promise<void> {
-  await withTenant(t.ctx.db, { tenantId }, async trx => {
-    await trx
-      .insertInto('event_managers')
-      .values({
-        tenant_id: tenantId,
-        event_id: eventId,
-        user_id: userId,
-        permissions: grant.permissions ?? [],
-        role: grant.role ?? null,
-        status: grant.status ?? 'active',
-        ...(grant.series_id !== undefined ? { series_id: grant.series_id } : {})
-      })
-      .execute()
+  await insertRow(t, tenantId, 'event_managers', {
+    event_id: eventId,
+    user_id: userId,
+    permissions: grant.permissions ?? [],
+    role: grant.role ?? null,
+    status: grant.status ?? 'active',
+    ...(grant.series_id !== undefined ? { series_id: grant.series_id } : {})
   })
 }
 

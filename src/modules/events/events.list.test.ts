@@ -1,14 +1,19 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
+import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { itemsByCursor } from '../../../test/helpers/pages.ts'
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
+import { updateRows } from '../../../test/helpers/rows.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { eventVisibilityFilter } from './events.access.repository.ts'
 import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
 
 const ids = (body: Json): number[] => (body.items as Json[]).map(i => i.id)
+
+/** An event of `token`'s titled `title` that starts at `start` (and ends at `end`). */
+const datedEvent = async (t: TestApp, token: string, title: string, start: string, end?: string): Promise<Json> =>
+  await createEvent(t, token, { title, start_dt: start, ...(end !== undefined ? { end_dt: end } : {}) })
 
 for (const kind of databases()) {
   void describe(`${kind}: event lists, calendar and spaces`, () => {
@@ -139,20 +144,17 @@ for (const kind of databases()) {
         permissions: new Set(permissionsOf(['member'])),
         exp: 0
       }
-      const joined = await withTenant(
-        t.ctx.db,
-        { tenantId: tenant.id },
-        async trx =>
-          await trx
-            .selectFrom('event_activity')
-            .innerJoin('events', j =>
-              j
-                .onRef('events.tenant_id', '=', 'event_activity.tenant_id')
-                .onRef('events.id', '=', 'event_activity.event_id')
-            )
-            .select('events.id')
-            .where(eventVisibilityFilter(bobAuth))
-            .execute()
+      const joined = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx =>
+        await trx
+          .selectFrom('event_activity')
+          .innerJoin('events', j =>
+            j
+              .onRef('events.tenant_id', '=', 'event_activity.tenant_id')
+              .onRef('events.id', '=', 'event_activity.event_id')
+          )
+          .select('events.id')
+          .where(eventVisibilityFilter(bobAuth))
+          .execute()
       )
       assert.deepEqual(joined.map(r => r.id), [pub.id])
     })
@@ -160,17 +162,9 @@ for (const kind of databases()) {
     void it('shows in the calendar an event that started months before the range and is still running', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const season = await createEvent(t, alice, {
-        title: 'season',
-        start_dt: '2026-03-01T09:00:00Z',
-        end_dt: '2026-09-30T18:00:00Z'
-      })
-      const short = await createEvent(t, alice, {
-        title: 'short',
-        start_dt: '2026-07-10T09:00:00Z',
-        end_dt: '2026-07-10T10:00:00Z'
-      })
-      await createEvent(t, alice, { title: 'spring', start_dt: '2026-04-01T09:00:00Z', end_dt: '2026-04-02T09:00:00Z' })
+      const season = await datedEvent(t, alice, 'season', '2026-03-01T09:00:00Z', '2026-09-30T18:00:00Z')
+      const short = await datedEvent(t, alice, 'short', '2026-07-10T09:00:00Z', '2026-07-10T10:00:00Z')
+      await datedEvent(t, alice, 'spring', '2026-04-01T09:00:00Z', '2026-04-02T09:00:00Z')
       const res = await t.as(alice, {
         method: 'GET',
         url: '/api/v1/events/calendar?start_date=2026-07-01&end_date=2026-07-31'
@@ -218,14 +212,7 @@ for (const kind of databases()) {
       for (const space of [two, gone, one]) {
         await expectStatus(t, alice, 'POST', `/api/v1/events/${String(linked.id)}/spaces`, 201, { space_id: space })
       }
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx
-          .updateTable('spaces')
-          .set({ is_deleted: true })
-          .where('tenant_id', '=', tenant.id)
-          .where('id', '=', gone)
-          .execute()
-      })
+      await updateRows(t, tenant.id, 'spaces', { is_deleted: true }, { id: gone })
       // published, with an open draft whose changes the calendar does not show
       await publishEvent(t, alice, linked.id)
       const draft = await expectStatus(t, alice, 'POST', `/api/v1/events/${String(linked.id)}/edit`, 200)
@@ -281,19 +268,8 @@ for (const kind of databases()) {
         [alice, 'PATCH', `/api/v1/events/${String(full.id)}`, 200, { title: 'renamed', metadata: { b: 2 } }],
         [alice, 'POST', `/api/v1/events/${String(linked.id)}/publish`, 204]
       ])
-      await withTenant(t.ctx.db, { tenantId: tenant.id }, async (trx) => {
-        await trx
-          .updateTable('spaces')
-          .set({ title: 'One, renamed' })
-          .where('tenant_id', '=', tenant.id)
-          .where('id', '=', one)
-          .execute()
-        await trx
-          .updateTable('event_series')
-          .set({ title: 'Weekly, renamed' })
-          .where('tenant_id', '=', tenant.id)
-          .execute()
-      })
+      await updateRows(t, tenant.id, 'spaces', { title: 'One, renamed' }, { id: one })
+      await updateRows(t, tenant.id, 'event_series', { title: 'Weekly, renamed' })
       items = await calendarAsReads()
       assert.equal(item(items, full.id)?.title, 'renamed')
       assert.equal(item(items, full.id)?.metadata.b, 2)
@@ -305,19 +281,11 @@ for (const kind of databases()) {
     void it('answers the calendar: overlap, inclusive end, time zone, sort, limits', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      const before = await createEvent(t, alice, {
-        title: 'before',
-        start_dt: '2026-06-30T20:00:00Z',
-        end_dt: '2026-06-30T21:00:00Z'
-      })
-      const spans = await createEvent(t, alice, {
-        title: 'spans',
-        start_dt: '2026-06-30T22:00:00Z',
-        end_dt: '2026-07-01T02:00:00Z'
-      })
-      const inside = await createEvent(t, alice, { title: 'inside', start_dt: '2026-07-15T10:00:00Z' })
-      const lastDay = await createEvent(t, alice, { title: 'last day', start_dt: '2026-07-31T23:30:00Z' })
-      const after = await createEvent(t, alice, { title: 'after', start_dt: '2026-08-01T00:00:00Z' })
+      const before = await datedEvent(t, alice, 'before', '2026-06-30T20:00:00Z', '2026-06-30T21:00:00Z')
+      const spans = await datedEvent(t, alice, 'spans', '2026-06-30T22:00:00Z', '2026-07-01T02:00:00Z')
+      const inside = await datedEvent(t, alice, 'inside', '2026-07-15T10:00:00Z')
+      const lastDay = await datedEvent(t, alice, 'last day', '2026-07-31T23:30:00Z')
+      const after = await datedEvent(t, alice, 'after', '2026-08-01T00:00:00Z')
       await createEvent(t, alice, { title: 'undated' })
       const cal = async (q: string) => {
         const res = await t.as(alice, { method: 'GET', url: `/api/v1/events/calendar?${q}` })

@@ -6,15 +6,7 @@ import { expectStatus, expectStatuses, TITLED_BODY_REFUSALS, writeIfMatch } from
 import { sql } from 'kysely'
 import { withTenant } from '../../platform/db/tenant.ts'
 import {
-  activityKinds,
-  addManager,
-  addMember,
-  createEvent,
-  getEvent,
-  insertSpace,
-  outboxTopics,
-  publishEvent,
-  type Json
+  activityKinds, addManager, addMember, createEvent, getEvent, insertSpace, outboxTopics, publishEvent, type Json
 } from './events.fixtures.ts'
 
 for (const kind of databases()) {

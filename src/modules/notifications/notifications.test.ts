@@ -13,9 +13,7 @@ import { startSmtpServer, type SmtpCatcher } from '../../../test/helpers/smtp.ts
 import { loadConfig } from '../../config.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import {
-  deliverPendingNotifications,
-  queueNotification,
-  type Notification
+  deliverPendingNotifications, queueNotification, type Notification
 } from '../../platform/notifications/notifications.ts'
 import { createNotificationSender } from '../../platform/notifications/senders.ts'
 

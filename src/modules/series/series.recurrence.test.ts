@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { DateTime } from 'luxon'
-import { expand, intervalText, shiftWallClock, wallTime, weekdayIn, type Anchor, type Rule } from './series.recurrence.ts'
+import {
+  expand, intervalText, shiftWallClock, wallTime, weekdayIn, type Anchor, type Rule
+} from './series.recurrence.ts'
 
 const HOUR = 3_600_000
 const ZONES = [

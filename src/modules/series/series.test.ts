@@ -185,12 +185,8 @@ for (const kind of databases()) {
       assert.deepEqual(
         before.occurrences.map((o: Json) => local(o.start_dt)),
         [
-          '2027-03-15T09:00',
-          '2027-03-17T09:00',
-          '2027-03-22T11:00',
-          '2027-03-24T09:00',
-          '2027-03-29T09:00',
-          '2027-03-31T09:00'
+          '2027-03-15T09:00', '2027-03-17T09:00', '2027-03-22T11:00',
+          '2027-03-24T09:00', '2027-03-29T09:00', '2027-03-31T09:00'
         ]
       )
       const after = await getJson(t, alice, `/api/v1/events/${ids[6]}/series`)
@@ -492,12 +488,8 @@ for (const kind of databases()) {
       assert.deepEqual(
         after.occurrences.map((o: Json) => local(o.start_dt)),
         [
-          '2027-03-15T09:00',
-          '2027-03-22T09:00',
-          '2027-03-29T09:00',
-          '2027-04-05T09:00',
-          '2027-04-12T09:00',
-          '2027-04-19T09:00'
+          '2027-03-15T09:00', '2027-03-22T09:00', '2027-03-29T09:00',
+          '2027-04-05T09:00', '2027-04-12T09:00', '2027-04-19T09:00'
         ]
       )
       assert.deepEqual(

@@ -174,23 +174,16 @@ for (const kind of databases()) {
       const soon = await createEvent(t, alice, { title: 'Soon', start_dt: '2099-01-01T10:00:00Z' })
       const later = await createEvent(t, alice, { title: 'Later', start_dt: '2099-06-01T10:00:00Z' })
       for (const e of [past1, past2, soon, later]) await link(t, alice, s.id, e)
-      // Past 1: confirmed+checked in, checked_in, tentative, confirmed, declined, invited → 4 RSVPs, 2 attended, rate
-      // 0.5
+      // Past 1: confirmed+checked in, checked_in, tentative, confirmed, declined, invited → 4 RSVPs, 2 attended,
+      // rate 0.5
       // Past 2: confirmed+checked in, confirmed, confirmed, declined → 3 RSVPs, 1 attended, rate 0.3333
       // Soon: 2 confirmed → needs attention (2 < 5); Later: 6 confirmed → fine
       const plan: Array<[number, string, boolean]> = [
-        [past1, 'confirmed', true],
-        [past1, 'checked_in', true],
-        [past1, 'tentative', false],
-        [past1, 'confirmed', false],
-        [past1, 'declined', false],
-        [past1, 'invited', false],
-        [past2, 'confirmed', true],
-        [past2, 'confirmed', false],
-        [past2, 'confirmed', false],
-        [past2, 'declined', false],
-        [soon, 'confirmed', false],
-        [soon, 'confirmed', false],
+        [past1, 'confirmed', true], [past1, 'checked_in', true], [past1, 'tentative', false],
+        [past1, 'confirmed', false], [past1, 'declined', false], [past1, 'invited', false],
+        [past2, 'confirmed', true], [past2, 'confirmed', false],
+        [past2, 'confirmed', false], [past2, 'declined', false],
+        [soon, 'confirmed', false], [soon, 'confirmed', false],
         ...Array.from({ length: 6 }, (): [number, string, boolean] => [later, 'confirmed', false])
       ]
       for (const [i, [eventId, status, checkedIn]] of plan.entries()) {

@@ -3,10 +3,7 @@ import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
 import {
-  assertInvitedEmailShown,
-  assertUnheldPermissionsRefused,
-  INVITEE,
-  managerRoutes
+  assertInvitedEmailShown, assertUnheldPermissionsRefused, INVITEE, managerRoutes
 } from '../../../test/helpers/managers.ts'
 import { outboxTopics, queuedNotifications } from '../../../test/helpers/outbox.ts'
 import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
@@ -133,12 +130,7 @@ for (const kind of databases()) {
 
       const perms = await t.as(bob, { method: 'GET', url: '/api/v1/spaces/manager-permissions' })
       assert.deepEqual(perms.json().permissions, [
-        'space:edit',
-        'space:publish',
-        'space:members',
-        'space:managers',
-        'space:events',
-        'space:contacts'
+        'space:edit', 'space:publish', 'space:members', 'space:managers', 'space:events', 'space:contacts'
       ])
 
       await expectStatuses(t, [

@@ -3,7 +3,9 @@ import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { assertBadRequestAt } from '../../../test/helpers/problem.ts'
-import { expectStatus, expectStatuses, getJson, TITLED_BODY_REFUSALS, writeIfMatch } from '../../../test/helpers/requests.ts'
+import {
+  expectStatus, expectStatuses, getJson, TITLED_BODY_REFUSALS, writeIfMatch
+} from '../../../test/helpers/requests.ts'
 import { alicePublishedSpace, createSpace, publish } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>

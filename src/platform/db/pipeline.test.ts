@@ -48,6 +48,7 @@ void describe('the pg versions the pipelined pool supports', () => {
 })
 
 const pgUrl = databases().includes('pg') ? process.env.TEST_DATABASE_URL ?? '' : ''
+const skip = pgUrl === '' ? 'needs TEST_DATABASE_URL (and pg in TEST_DATABASES)' : false
 
 /** Polls `done` until it holds (5 s at most). */
 async function until (done: () => Promise<boolean>): Promise<void> {
@@ -58,127 +59,123 @@ async function until (done: () => Promise<boolean>): Promise<void> {
   assert.fail('not within 5 s')
 }
 
-void describe(
-  'pg: the pipelined pool',
-  { skip: pgUrl === '' ? 'needs TEST_DATABASE_URL (and pg in TEST_DATABASES)' : false },
-  () => {
-    const suffix = crypto.randomBytes(5).toString('hex')
-    const rows = `pipeline_rows_${suffix}`
-    const plans = `pipeline_plans_${suffix}`
-    let admin: pg.Client
-    let pool: pg.Pool
-    let pipelined: PostgresPool
-    let db: Kysely<unknown>
+void describe('pg: the pipelined pool', { skip }, () => {
+  const suffix = crypto.randomBytes(5).toString('hex')
+  const rows = `pipeline_rows_${suffix}`
+  const plans = `pipeline_plans_${suffix}`
+  let admin: pg.Client
+  let pool: pg.Pool
+  let pipelined: PostgresPool
+  let db: Kysely<unknown>
 
-    before(async () => {
-      admin = new pg.Client({ connectionString: pgUrl })
-      await admin.connect()
-      await admin.query(`create table ${rows} (id int primary key)`)
-      await admin.query(`create table ${plans} (id int primary key)`)
-      await admin.query(`insert into ${plans} (id) values (1)`)
-      pool = new pg.Pool({ connectionString: pgUrl, max: 1, pipeline: true })
-      pool.on('error', () => {})
-      pipelined = pipelinedPool(pool)
-      db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: pipelined }) })
-    })
+  before(async () => {
+    admin = new pg.Client({ connectionString: pgUrl })
+    await admin.connect()
+    await admin.query(`create table ${rows} (id int primary key)`)
+    await admin.query(`create table ${plans} (id int primary key)`)
+    await admin.query(`insert into ${plans} (id) values (1)`)
+    pool = new pg.Pool({ connectionString: pgUrl, max: 1, pipeline: true })
+    pool.on('error', () => {})
+    pipelined = pipelinedPool(pool)
+    db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: pipelined }) })
+  })
 
-    after(async () => {
-      await db.destroy()
-      await admin.query(`drop table if exists ${rows}, ${plans}`)
-      await admin.end()
-    })
+  after(async () => {
+    await db.destroy()
+    await admin.query(`drop table if exists ${rows}, ${plans}`)
+    await admin.end()
+  })
 
-    void it('a scope statement that fails makes the query behind it fail, and that query never runs', async () => {
-      const role = `collab_missing_${suffix}`
-      let queried = false
-      await assert.rejects(
-        db.transaction().execute(async (trx) => {
-          await sql.raw("set local app.tenant_id = 'tenant-a'").execute(trx)
-          // answered at once; PostgreSQL refuses it with the insert
-          await sql.raw(`set local role ${role}`).execute(trx)
-          queried = true
-          await sql`insert into ${sql.table(rows)} (id) values (${1})`.execute(trx)
-        }),
-        // the scope statement's own error, not the 25P02 of the insert behind it
-        (err: { code?: string, message: string }) => err.code === '22023' && err.message.includes(role)
+  void it('a scope statement that fails makes the query behind it fail, and that query never runs', async () => {
+    const role = `collab_missing_${suffix}`
+    let queried = false
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await sql.raw("set local app.tenant_id = 'tenant-a'").execute(trx)
+        // answered at once; PostgreSQL refuses it with the insert
+        await sql.raw(`set local role ${role}`).execute(trx)
+        queried = true
+        await sql`insert into ${sql.table(rows)} (id) values (${1})`.execute(trx)
+      }),
+      // the scope statement's own error, not the 25P02 of the insert behind it
+      (err: { code?: string, message: string }) => err.code === '22023' && err.message.includes(role)
+    )
+    assert.equal(queried, true)
+    const { rows: found } = await admin.query(`select count(*)::int as n from ${rows}`)
+    assert.equal(found[0].n, 0)
+  })
+
+  void it('a client Kysely discards (a failed rollback) is dropped, not reused', async () => {
+    const client = await pipelined.connect()
+    const { rows: [first] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid', [])
+    ;(client.release as (discard?: boolean) => void)(true)
+    assert.equal(pool.totalCount, 0)
+    const next = await pipelined.connect()
+    try {
+      const { rows: [seen] } = await next.query<{ pid: number }>('select pg_backend_pid() as pid', [])
+      assert.notEqual(seen?.pid, first?.pid)
+    } finally {
+      next.release()
+    }
+  })
+
+  void it('a client released with statements queued is dropped, and the next sees no transaction', async () => {
+    const first = await pipelined.connect()
+    const { rows: [before] } = await first.query<{ pid: number }>('select pg_backend_pid() as pid', [])
+    const pid = before?.pid
+    await first.query('begin', [])
+    await first.query("set local app.tenant_id = 'left-behind'", [])
+    first.release()
+    assert.equal(pool.totalCount, 0)
+
+    let raw: pg.PoolClient | undefined
+    pool.once('acquire', (client: pg.PoolClient) => { raw = client })
+    const next = await pipelined.connect()
+    try {
+      const { rows: [seen] } = await next.query<{ pid: number, tenant: string | null }>(
+        "select pg_backend_pid() as pid, current_setting('app.tenant_id', true) as tenant", []
       )
-      assert.equal(queried, true)
-      const { rows: found } = await admin.query(`select count(*)::int as n from ${rows}`)
-      assert.equal(found[0].n, 0)
-    })
-
-    void it('a client Kysely discards (a failed rollback) is dropped, not reused', async () => {
-      const client = await pipelined.connect()
-      const { rows: [first] } = await client.query<{ pid: number }>('select pg_backend_pid() as pid', [])
-      ;(client.release as (discard?: boolean) => void)(true)
-      assert.equal(pool.totalCount, 0)
-      const next = await pipelined.connect()
-      try {
-        const { rows: [seen] } = await next.query<{ pid: number }>('select pg_backend_pid() as pid', [])
-        assert.notEqual(seen?.pid, first?.pid)
-      } finally {
-        next.release()
-      }
-    })
-
-    void it('a client released with statements queued is dropped, and the next sees no transaction', async () => {
-      const first = await pipelined.connect()
-      const { rows: [before] } = await first.query<{ pid: number }>('select pg_backend_pid() as pid', [])
-      const pid = before?.pid
-      await first.query('begin', [])
-      await first.query("set local app.tenant_id = 'left-behind'", [])
-      first.release()
-      assert.equal(pool.totalCount, 0)
-
-      let raw: pg.PoolClient | undefined
-      pool.once('acquire', (client: pg.PoolClient) => { raw = client })
-      const next = await pipelined.connect()
-      try {
-        const { rows: [seen] } = await next.query<{ pid: number, tenant: string | null }>(
-          "select pg_backend_pid() as pid, current_setting('app.tenant_id', true) as tenant", []
-        )
-        assert.notEqual(seen?.pid, pid)
-        assert.notEqual(seen?.tenant, 'left-behind')
-        assert.equal(raw?.getTransactionStatus(), 'I')
-      } finally {
-        next.release()
-      }
-      // and its session ends on the server
-      await until(async () =>
-        (await admin.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n === 0)
-    })
-
-    void it('a statement whose cached plan changed result type fails once, then is prepared under a new name', async () => {
-      const query = sql<Record<string, unknown>>`select * from ${sql.table(plans)} where id = ${1}`
-      const read = async (): Promise<unknown[]> => (await query.execute(db)).rows
-      assert.deepEqual(await read(), [{ id: 1 }])
-      await admin.query(`alter table ${plans} add column note text not null default 'added'`)
-      await assert.rejects(read(), (err: { code?: string }) => err.code === '0A000')
-      assert.deepEqual(await read(), [{ id: 1, note: 'added' }])
-      const { rows: names } = await sql<{ name: string }>`
-        select name from pg_prepared_statements where statement = ${query.compile(db).sql} order by prepare_time
-      `.execute(db)
-      assert.equal(names.length, 2)
-      assert.notEqual(names[0]?.name, names[1]?.name)
-    })
-
-    void it('BEGIN and the scope wait in the corked socket and leave with the first query, which sees them', async () => {
-      let raw: pg.PoolClient | undefined
-      pool.once('acquire', (client: pg.PoolClient) => { raw = client })
-      const seen = await db.transaction().execute(async (trx) => {
-        await sql.raw("set local app.tenant_id = 'tenant-d'").execute(trx)
-        await sql.raw("set local app.user_id = 'user-d'").execute(trx)
-        const socket = socketOf(raw!) as Socket
-        assert.equal(socket.writableCorked, 1)
-        assert.ok(socket.writableLength > 0, 'BEGIN and the scope are written, not sent')
-        const { rows: [row] } = await sql<{ tenant: string, user: string }>`
-          select current_setting('app.tenant_id') as tenant, current_setting('app.user_id') as "user"
-        `.execute(trx)
-        assert.equal(socket.writableCorked, 0)
-        return row
-      })
-      assert.deepEqual(seen, { tenant: 'tenant-d', user: 'user-d' })
+      assert.notEqual(seen?.pid, pid)
+      assert.notEqual(seen?.tenant, 'left-behind')
       assert.equal(raw?.getTransactionStatus(), 'I')
+    } finally {
+      next.release()
+    }
+    // and its session ends on the server
+    await until(async () =>
+      (await admin.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n === 0)
+  })
+
+  void it('a statement whose cached plan changed result type fails once, then is prepared under a new name', async () => {
+    const query = sql<Record<string, unknown>>`select * from ${sql.table(plans)} where id = ${1}`
+    const read = async (): Promise<unknown[]> => (await query.execute(db)).rows
+    assert.deepEqual(await read(), [{ id: 1 }])
+    await admin.query(`alter table ${plans} add column note text not null default 'added'`)
+    await assert.rejects(read(), (err: { code?: string }) => err.code === '0A000')
+    assert.deepEqual(await read(), [{ id: 1, note: 'added' }])
+    const { rows: names } = await sql<{ name: string }>`
+        select name from pg_prepared_statements where statement = ${query.compile(db).sql} order by prepare_time
+    `.execute(db)
+    assert.equal(names.length, 2)
+    assert.notEqual(names[0]?.name, names[1]?.name)
+  })
+
+  void it('BEGIN and the scope wait in the corked socket and leave with the first query, which sees them', async () => {
+    let raw: pg.PoolClient | undefined
+    pool.once('acquire', (client: pg.PoolClient) => { raw = client })
+    const seen = await db.transaction().execute(async (trx) => {
+      await sql.raw("set local app.tenant_id = 'tenant-d'").execute(trx)
+      await sql.raw("set local app.user_id = 'user-d'").execute(trx)
+      const socket = socketOf(raw!) as Socket
+      assert.equal(socket.writableCorked, 1)
+      assert.ok(socket.writableLength > 0, 'BEGIN and the scope are written, not sent')
+      const { rows: [row] } = await sql<{ tenant: string, user: string }>`
+          select current_setting('app.tenant_id') as tenant, current_setting('app.user_id') as "user"
+      `.execute(trx)
+      assert.equal(socket.writableCorked, 0)
+      return row
     })
-  }
-)
+    assert.deepEqual(seen, { tenant: 'tenant-d', user: 'user-d' })
+    assert.equal(raw?.getTransactionStatus(), 'I')
+  })
+})

@@ -4,14 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { describe, it } from 'node:test'
 import {
-  assertSafeKey,
-  coverPrefix,
-  localStorage,
-  newCoverKey,
-  newObjectKey,
-  parseCoverKey,
-  sniffImage,
-  tenantScope
+  assertSafeKey, coverPrefix, localStorage, newCoverKey, newObjectKey, parseCoverKey, sniffImage, tenantScope
 } from './storage.ts'
 
 void describe('object storage', () => {
