@@ -25,7 +25,9 @@ import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batche
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { automationMessage } from '../../platform/notifications/templates.ts'
 import { findVisible as findVisibleContact } from '../contacts/contacts.repository.ts'
-import { findEventForRead, hasEventPermission, isTenantAdmin, lockEventForWrite } from '../events/events.access.repository.ts'
+import {
+  findEventForRead, hasEventPermission, isTenantAdmin, lockEventForWrite
+} from '../events/events.access.repository.ts'
 import { insertActivity } from '../events/events.repository.ts'
 import { transitionEvent } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'

@@ -112,13 +112,9 @@ export const automationModule = defineModule(async (app, ctx) => {
     { operationId, summary, params }: { operationId: string, summary: string, params: P },
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>
   ): void {
-    app.get(url, operation(operationId, {
-      summary,
-      params,
-      querystring: ListExecutionsQuery,
-      response: { 200: PagedBodyAutomationExecution },
-      policy: requirePolicy('execution', 'read')
-    }), async request => {
+    app.get(url, operation(operationId, summary, {
+      params, querystring: ListExecutionsQuery, response: { 200: PagedBodyAutomationExecution }
+    }, requirePolicy('execution', 'read')), async request => {
       const { auth, query: q } = request
       const path = request.params as Static<P>
       const filter = executionFilter(q)
@@ -165,12 +161,9 @@ export const automationModule = defineModule(async (app, ctx) => {
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>,
     execution: (path: Static<P>) => string
   ): void {
-    app.post(url, operation(operationId, {
-      summary,
-      params,
-      response: { 202: AutomationExecution },
-      policy: requirePolicy('execution', 'retry')
-    }), async (request, reply) => {
+    app.post(url, operation(operationId, summary, {
+      params, response: { 202: AutomationExecution }
+    }, requirePolicy('execution', 'retry')), async (request, reply) => {
       const auth = request.auth
       const path = request.params as Static<P>
       await engine.queue.ready()
@@ -195,9 +188,9 @@ export const automationModule = defineModule(async (app, ctx) => {
     app.route({
       method,
       url: '/api/v1/automation/rules/:rule_id',
-      ...operation(operationId, {
-        summary, params: RuleParams, body, response: { 200: Rule }, policy: requirePolicy('rule', 'write')
-      }),
+      ...operation(operationId, summary, {
+        params: RuleParams, body, response: { 200: Rule }
+      }, requirePolicy('rule', 'write')),
       handler: async (request, reply) => {
         const row = await withTenant(db, request.auth, trx =>
           change(trx, request.auth, request.params.rule_id, request.body, ifMatchOf(request))
@@ -210,31 +203,24 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   // ---- catalogues
 
-  app.get('/api/v1/automation/triggers', operation('list-automation-triggers', {
-    summary: 'Trigger catalogue: types, payload fields, condition operators',
-    response: { 200: TriggerCatalogue },
-    policy: requirePolicy('rule', 'catalogue')
-  }), async () => ({
+  app.get('/api/v1/automation/triggers', operation('list-automation-triggers', 'Trigger catalogue: types, payload fields, condition operators', {
+    response: { 200: TriggerCatalogue }
+  }, requirePolicy('rule', 'catalogue')), async () => ({
     triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
     template_qualified: TEMPLATE_QUALIFIED_NOTE,
     condition_operators: [...CONDITION_OPERATORS],
     attendee_statuses: [...ATTENDEE_STATUSES]
   }))
 
-  app.get('/api/v1/automation/actions', operation('list-automation-actions', {
-    summary: 'Action catalogue: types and their fields',
-    response: { 200: ActionCatalogue },
-    policy: requirePolicy('rule', 'catalogue')
-  }), async () => ({ actions: ACTIONS }))
+  app.get('/api/v1/automation/actions', operation('list-automation-actions', 'Action catalogue: types and their fields', {
+    response: { 200: ActionCatalogue }
+  }, requirePolicy('rule', 'catalogue')), async () => ({ actions: ACTIONS }))
 
   // ---- rules
 
-  app.get('/api/v1/automation/rules', operation('list-automation-rules', {
-    summary: 'List automation rules',
-    querystring: ListRulesQuery,
-    response: { 200: PagedBodyRule },
-    policy: requirePolicy('rule', 'read')
-  }), async request => await answerPage(db, request, async (trx, q) => {
+  app.get('/api/v1/automation/rules', operation('list-automation-rules', 'List automation rules', {
+    querystring: ListRulesQuery, response: { 200: PagedBodyRule }
+  }, requirePolicy('rule', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const found = await repo.listRules(
       trx,
       request.auth.tenantId,
@@ -250,12 +236,9 @@ export const automationModule = defineModule(async (app, ctx) => {
     return { ...found, items: await service.toRules(trx, request.auth, found.items) }
   }))
 
-  app.post('/api/v1/automation/rules', operation('create-automation-rule', {
-    summary: 'Create an automation rule',
-    body: CreateRuleBody,
-    response: { 201: Rule },
-    policy: requirePolicy('rule', 'create')
-  }), async (request, reply) => {
+  app.post('/api/v1/automation/rules', operation('create-automation-rule', 'Create an automation rule', {
+    body: CreateRuleBody, response: { 201: Rule }
+  }, requirePolicy('rule', 'create')), async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
     setEtag(reply, row.version)
     return await reply
@@ -264,12 +247,9 @@ export const automationModule = defineModule(async (app, ctx) => {
       .send(service.toRule(row, true))
   })
 
-  app.get('/api/v1/automation/rules/:rule_id', operation('get-automation-rule', {
-    summary: 'Get an automation rule',
-    params: RuleParams,
-    response: { 200: Rule },
-    policy: requirePolicy('rule', 'read')
-  }), async (request, reply) => {
+  app.get('/api/v1/automation/rules/:rule_id', operation('get-automation-rule', 'Get an automation rule', {
+    params: RuleParams, response: { 200: Rule }
+  }, requirePolicy('rule', 'read')), async (request, reply) => {
     const { row, full } = await withTenant(db, request.auth, async trx => {
       const row = await service.findRuleForRead(trx, request.auth, request.params.rule_id)
       return { row, full: await canManageRule(trx, request.auth, row) }
@@ -288,19 +268,14 @@ export const automationModule = defineModule(async (app, ctx) => {
     service.patchRule
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', operation('delete-automation-rule', {
-    summary: 'Delete an automation rule and its history',
-    params: RuleParams,
-    policy: requirePolicy('rule', 'write')
-  }), (trx, request) => service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
+  noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', operation('delete-automation-rule', 'Delete an automation rule and its history', {
+    params: RuleParams
+  }, requirePolicy('rule', 'write')), (trx, request) =>
+    service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
 
-  app.post('/api/v1/automation/rules/:rule_id/execute', operation('execute-automation-rule', {
-    summary: 'Run a rule now (queued; the execution is returned at once)',
-    params: RuleParams,
-    body: ExecuteRuleBody,
-    response: { 202: AutomationExecution },
-    policy: requirePolicy('rule', 'execute')
-  }), async (request, reply) => {
+  app.post('/api/v1/automation/rules/:rule_id/execute', operation('execute-automation-rule', 'Run a rule now (queued; the execution is returned at once)', {
+    params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution }
+  }, requirePolicy('rule', 'execute')), async (request, reply) => {
     const context = request.body?.trigger_context ?? {}
     checkJsonDepth(context, 'body.trigger_context', CONTEXT_MAX_DEPTH)
     checkJsonText(request.body ?? {}, 'body')
@@ -332,25 +307,17 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   // ---- per-event automations
 
-  app.get('/api/v1/events/:id/automations', operation('list-event-automations', {
-    summary: 'List the automations of an event',
-    params: IdParams,
-    querystring: KeysetPageQuery,
-    response: { 200: PagedBodyEventAutomation },
-    policy: requirePolicy('rule', 'read')
-  }), async request =>
+  app.get('/api/v1/events/:id/automations', operation('list-event-automations', 'List the automations of an event', {
+    params: IdParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventAutomation }
+  }, requirePolicy('rule', 'read')), async request =>
     await withTenant(db, request.auth, trx =>
       service.listEventAutomations(trx, request.auth, request.params.id, request.query)
     )
   )
 
-  app.post('/api/v1/events/:id/automations', operation('create-event-automation', {
-    summary: 'Create an automation of an event',
-    params: IdParams,
-    body: EventAutomationBody,
-    response: { 201: EventAutomation },
-    policy: requirePolicy('event', 'automate')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/automations', operation('create-event-automation', 'Create an automation of an event', {
+    params: IdParams, body: EventAutomationBody, response: { 201: EventAutomation }
+  }, requirePolicy('event', 'automate')), async (request, reply) => {
     const row = await withTenant(db, request.auth, trx =>
       service.createEventAutomation(trx, request.auth, request.params.id, request.body)
     )
@@ -360,35 +327,25 @@ export const automationModule = defineModule(async (app, ctx) => {
       .send(service.toEventAutomation(row, true))
   })
 
-  app.get('/api/v1/events/:id/automations/templates', operation('list-event-automation-templates', {
-    summary: "Ready-made automations for the event's template",
-    params: IdParams,
-    response: { 200: EventAutomationTemplates },
-    policy: requirePolicy('rule', 'catalogue')
-  }), async request => {
+  app.get('/api/v1/events/:id/automations/templates', operation('list-event-automation-templates', "Ready-made automations for the event's template", {
+    params: IdParams, response: { 200: EventAutomationTemplates }
+  }, requirePolicy('rule', 'catalogue')), async request => {
     const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
     return service.automationTemplates(event.template)
   })
 
-  app.get('/api/v1/events/:id/automations/:rule_id', operation('get-event-automation', {
-    summary: 'Get an automation of an event',
-    params: EventRuleParams,
-    response: { 200: EventAutomation },
-    policy: requirePolicy('rule', 'read')
-  }), async request =>
+  app.get('/api/v1/events/:id/automations/:rule_id', operation('get-event-automation', 'Get an automation of an event', {
+    params: EventRuleParams, response: { 200: EventAutomation }
+  }, requirePolicy('rule', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const row = await service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
       return service.toEventAutomation(row, await canManageRule(trx, request.auth, row))
     })
   )
 
-  app.put('/api/v1/events/:id/automations/:rule_id', operation('replace-event-automation', {
-    summary: 'Replace an automation of an event',
-    params: EventRuleParams,
-    body: EventAutomationBody,
-    response: { 200: EventAutomation },
-    policy: requirePolicy('event', 'automate')
-  }), async request =>
+  app.put('/api/v1/events/:id/automations/:rule_id', operation('replace-event-automation', 'Replace an automation of an event', {
+    params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation }
+  }, requirePolicy('event', 'automate')), async request =>
     service.toEventAutomation(
       await withTenant(db, request.auth, trx =>
         service.replaceEventAutomation(trx, request.auth, request.params.id, request.params.rule_id, request.body)
@@ -397,19 +354,14 @@ export const automationModule = defineModule(async (app, ctx) => {
     )
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', operation('delete-event-automation', {
-    summary: 'Delete an automation of an event',
-    params: EventRuleParams,
-    policy: requirePolicy('event', 'automate')
-  }), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', operation('delete-event-automation', 'Delete an automation of an event', {
+    params: EventRuleParams
+  }, requirePolicy('event', 'automate')), (trx, request) =>
     service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
 
-  app.post('/api/v1/events/:id/automations/:rule_id/execute', operation('execute-event-automation', {
-    summary: 'Run an automation of an event now (queued)',
-    params: EventRuleParams,
-    response: { 202: NoContent },
-    policy: requirePolicy('rule', 'execute')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/automations/:rule_id/execute', operation('execute-event-automation', 'Run an automation of an event now (queued)', {
+    params: EventRuleParams, response: { 202: NoContent }
+  }, requirePolicy('rule', 'execute')), async (request, reply) => {
     await engine.queue.ready()
     await withTenant(db, request.auth, async trx => {
       const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)

@@ -11,7 +11,9 @@ import {
   ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/events.access.repository.ts'
+import {
+  findEventForRead, hasEventPermission, lockEventForWrite, rootEventId
+} from '../events/events.access.repository.ts'
 import { checkActions, maskActions, type Action, type AttendeeStatus } from './automation.actions.ts'
 import { checkJsonText, RELATIVE_TRIGGERS, validateConditions, validateSchedule } from './automation.catalogue.ts'
 import { ruleCreated, ruleDeleted, ruleUpdated } from './automation.events.ts'

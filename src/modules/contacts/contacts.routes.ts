@@ -60,9 +60,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     app.route({
       method,
       url: `/api/v1/contacts/:id${path}`,
-      ...operation(operationId, {
-        summary, params: ContactParams, body, response: { 200: Contact }, policy: requirePolicy('contact', 'write')
-      }),
+      ...operation(operationId, summary, {
+        params: ContactParams, body, response: { 200: Contact }
+      }, requirePolicy('contact', 'write')),
       handler: async (request, reply) =>
         await answerWithEtag(db, request, reply, async (trx, auth) =>
           await change(trx, auth, await lockManageable(trx, auth, request.params.id, ifMatchOf(request)), request.body)
@@ -70,12 +70,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     })
   }
 
-  app.post('/api/v1/contacts', operation('create-contact', {
-    summary: 'Create a contact',
-    body: CreateContactBody,
-    response: { 201: Contact },
-    policy: requirePolicy('contact', 'create')
-  }), async (request, reply) => {
+  app.post('/api/v1/contacts', operation('create-contact', 'Create a contact', {
+    body: CreateContactBody, response: { 201: Contact }
+  }, requirePolicy('contact', 'create')), async (request, reply) => {
     const row = await answerWithEtag(db, request, reply, async (trx, auth) => {
       const created = await repo.insertContact(trx, auth, toValues(request.body))
       await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
@@ -84,12 +81,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
   })
 
-  app.get('/api/v1/contacts', operation('list-contacts', {
-    summary: 'List contacts',
-    querystring: ListContactsQuery,
-    response: { 200: PagedBodyContact },
-    policy: requirePolicy('contact', 'read')
-  }), async request => {
+  app.get('/api/v1/contacts', operation('list-contacts', 'List contacts', {
+    querystring: ListContactsQuery, response: { 200: PagedBodyContact }
+  }, requirePolicy('contact', 'read')), async request => {
     const q = request.query
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
@@ -102,12 +96,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     )
   })
 
-  app.get('/api/v1/contacts/search', operation('search-contacts', {
-    summary: 'Search contacts by name, e-mail and company',
-    querystring: SearchContactsQuery,
-    response: { 200: SearchOutputBody },
-    policy: requirePolicy('contact', 'read')
-  }), async request => {
+  app.get('/api/v1/contacts/search', operation('search-contacts', 'Search contacts by name, e-mail and company', {
+    querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
+  }, requirePolicy('contact', 'read')), async request => {
     const { query, limit, cursor } = request.query
     const found = await withTenant(db, request.auth, trx =>
       repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor)
@@ -115,20 +106,15 @@ export const contactsModule = defineModule(async (app, { db }) => {
     return { ...found, query }
   })
 
-  app.post('/api/v1/contacts/upsert', operation('upsert-contacts', {
-    summary: 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)',
-    body: UpsertContactsBody,
-    response: { 200: UpsertOutputBody },
-    config: { cost: UPSERT_COST },
-    policy: requirePolicy('contact', 'write')
+  app.post('/api/v1/contacts/upsert', operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
+    body: UpsertContactsBody, response: { 200: UpsertOutputBody }
+  }, requirePolicy('contact', 'write'), {
+    config: { cost: UPSERT_COST }
   }), async (request) => await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
 
-  app.get('/api/v1/contacts/:id', operation('get-contact', {
-    summary: 'Get a contact',
-    params: ContactParams,
-    response: { 200: Contact },
-    policy: requirePolicy('contact', 'read')
-  }), async (request, reply) =>
+  app.get('/api/v1/contacts/:id', operation('get-contact', 'Get a contact', {
+    params: ContactParams, response: { 200: Contact }
+  }, requirePolicy('contact', 'read')), async (request, reply) =>
     await answerWithEtag(db, request, reply, async (trx, auth) => {
       const row = await repo.findVisible(trx, auth, request.params.id)
       if (row === undefined) throw error404NotFound('contact not found')
@@ -147,11 +133,9 @@ export const contactsModule = defineModule(async (app, { db }) => {
     (trx, auth, current, input) =>
       repo.updateContact(trx, auth.tenantId, current.id, { is_favorite: input.is_favorite }))
 
-  noContentRoute(app, db, 'delete', '/api/v1/contacts/:id', operation('delete-contact', {
-    summary: 'Delete a contact',
-    params: ContactParams,
-    policy: requirePolicy('contact', 'write')
-  }), async (trx, request) => {
+  noContentRoute(app, db, 'delete', '/api/v1/contacts/:id', operation('delete-contact', 'Delete a contact', {
+    params: ContactParams
+  }, requirePolicy('contact', 'write')), async (trx, request) => {
     const auth = request.auth
     const row = await lockManageable(trx, auth, request.params.id, ifMatchOf(request))
     await repo.deleteContact(trx, auth.tenantId, row.id)

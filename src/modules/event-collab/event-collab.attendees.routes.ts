@@ -80,13 +80,9 @@ async function lockForWrite (
 }
 
 export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', {
-    summary: 'List attendees (event permission attendees:read)',
-    params: EventParams,
-    querystring: ListAttendeesQuery,
-    response: { 200: PagedBodyAttendee },
-    policy: requirePolicy('attendee', 'read')
-  }), async request => await answerPage(db, request, async (trx, q) => {
+  app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
+    params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
+  }, requirePolicy('attendee', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
     return await repo.listAttendees(
       trx,
@@ -96,14 +92,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     )
   }))
 
-  app.post('/api/v1/events/:id/attendees', operation('add-event-attendee', {
-    summary: 'Add a contact as an attendee (409 when already attending)',
-    params: EventParams,
-    body: AddAttendeeBody,
-    response: { 201: Attendee },
-    policy: requirePolicy('attendee', 'write'),
-    config: { idempotency: 'transaction' }
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/attendees', operation('add-event-attendee', 'Add a contact as an attendee (409 when already attending)', {
+    params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }
+  }, requirePolicy('attendee', 'write'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     const row = await idempotentWrite(db, request, async trx => {
       const event = await writeEvent(trx, auth, request.params.id, 'attendees:write')
@@ -131,11 +122,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     return await reply.code(201).send(row)
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', operation('bulk-add-event-attendees', {
-    summary: `Add up to ${BULK_MAX} contacts; those already attending are left as they are`,
-    params: EventParams,
-    body: BulkAddBody,
-    policy: requirePolicy('attendee', 'write'),
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', operation('bulk-add-event-attendees', `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
+    params: EventParams, body: BulkAddBody
+  }, requirePolicy('attendee', 'write'), {
     config: { idempotency: 'transaction' }
   }), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
@@ -149,23 +138,17 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     await emitMany(trx, created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status)))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees', {
-    summary: 'Remove attendees by contact id (optionally only those in a status)',
-    params: EventParams,
-    body: BulkRemoveBody,
-    policy: requirePolicy('attendee', 'write')
-  }), async (trx, { auth, params, body }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees', 'Remove attendees by contact id (optionally only those in a status)', {
+    params: EventParams, body: BulkRemoveBody
+  }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
     const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, body.status)
     await emitMany(trx, removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status)))
   })
 
-  noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation('bulk-update-event-attendee-status', {
-    summary: 'Set the status of attendees (every contact must attend; else 400 and nothing changes)',
-    params: EventParams,
-    body: BulkStatusBody,
-    policy: requirePolicy('attendee', 'write')
-  }), async (trx, { auth, params, body: b }) => {
+  noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation('bulk-update-event-attendee-status', 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
+    params: EventParams, body: BulkStatusBody
+  }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body: b }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, b.contact_ids)
     const changed = await repo.setStatus(trx, auth.tenantId, rootOf(event), ids, b.status)
     const attending = new Set(changed.map(c => c.row.contact_id))
@@ -193,13 +176,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     )
   })
 
-  app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee', {
-    summary: 'Set the status of an attendee (sets responded_at)',
-    params: AttendeeParams,
-    body: UpdateAttendeeBody,
-    response: { 200: Attendee },
-    policy: requirePolicy('attendee', 'write')
-  }), async (request, reply) => {
+  app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee', 'Set the status of an attendee (sets responded_at)', {
+    params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee }
+  }, requirePolicy('attendee', 'write')), async (request, reply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const row = await withTenant(db, auth, async trx => {
       const event = await writeEvent(trx, auth, id, 'attendees:write')
@@ -224,11 +203,9 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     return row
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', operation('remove-event-attendee', {
-    summary: 'Remove an attendee',
-    params: AttendeeParams,
-    policy: requirePolicy('attendee', 'write')
-  }), async (trx, request) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', operation('remove-event-attendee', 'Remove an attendee', {
+    params: AttendeeParams
+  }, requirePolicy('attendee', 'write')), async (trx, request) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const event = await writeEvent(trx, auth, id, 'attendees:write')
     await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
@@ -237,13 +214,10 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     await emit(trx, attendeeEvent(auth, event, 'attendee.removed', contactId, removed.status))
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', operation('check-in-event-attendee', {
-    summary: 'Check an attendee in (idempotent: a second check-in changes nothing)',
-    params: AttendeeParams,
-    body: CheckInBody,
-    policy: requirePolicy('attendee', 'checkin'),
-    optionalBody: true,
-    config: { idempotency: 'transaction' }
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', operation('check-in-event-attendee', 'Check an attendee in (idempotent: a second check-in changes nothing)', {
+    params: AttendeeParams, body: CheckInBody
+  }, requirePolicy('attendee', 'checkin'), {
+    config: { idempotency: 'transaction' }, optionalBody: true
   }), async (trx, request) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const event = await writeEvent(trx, auth, id, 'attendees:checkin')

@@ -199,8 +199,7 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     await instance.register(multipart, { limits: { fileSize: COVER_MAX_BYTES, files: 1 } })
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
 
-    app.put('/api/v1/events/:id/cover', operation('upload-event-cover', {
-      summary: `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`,
+    app.put('/api/v1/events/:id/cover', operation('upload-event-cover', `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`, {
       consumes: ['multipart/form-data'],
       // documentation only: the handler reads the part itself (@fastify/multipart streams it)
       ...multipartBody(
@@ -215,9 +214,8 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
         { file: Object.values(COVER_TYPES).join(', ') }
       ),
       params: EventParams,
-      response: { 200: Event },
-      policy: requirePolicy('cover', 'write')
-    }), async (request, reply) => {
+      response: { 200: Event }
+    }, requirePolicy('cover', 'write')), async (request, reply) => {
       const auth = request.auth
       const id = request.params.id
       // who may upload is known before the upload is read
@@ -279,8 +277,7 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
       return written.event
     })
 
-    app.get('/api/v1/events/:id/cover', operation('get-event-cover', {
-      summary: 'The cover image of an event (its bytes)',
+    app.get('/api/v1/events/:id/cover', operation('get-event-cover', 'The cover image of an event (its bytes)', {
       params: EventParams,
       // the stored type: one of these (the document lists each, with the image bytes as body)
       produces: [...new Set(Object.values(COVER_TYPES))],
@@ -290,9 +287,8 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
           format: 'binary',
           description: 'The image bytes: JPEG, PNG or WebP'
         })
-      },
-      policy: requirePolicy('cover', 'read')
-    }), async (request, reply) => {
+      }
+    }, requirePolicy('cover', 'read')), async (request, reply) => {
       const auth = request.auth
       const key = await withTenant(db, auth, async trx => {
         const row = await readEvent(trx, auth, request.params.id)

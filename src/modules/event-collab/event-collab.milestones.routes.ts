@@ -28,24 +28,16 @@ async function milestoneOr404 (...args: Parameters<typeof repo.findMilestone>) {
 }
 
 export async function milestonesRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', {
-    summary: 'List the milestones of an event by sequence',
-    params: EventParams,
-    querystring: KeysetPageQuery,
-    response: { 200: PagedBodyMilestone },
-    policy: requirePolicy('link', 'read')
-  }), async request => await answerPage(db, request, async (trx, q) => {
+  app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', 'List the milestones of an event by sequence', {
+    params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+  }, requirePolicy('link', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const event = await readEvent(trx, request.auth, request.params.id)
     return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
   }))
 
-  app.post('/api/v1/events/:id/milestones', operation('add-event-milestone', {
-    summary: 'Add another event as a milestone (no self, no duplicate, no cycle)',
-    params: EventParams,
-    body: AddMilestoneBody,
-    response: { 201: Milestone },
-    policy: requirePolicy('link', 'write')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/milestones', operation('add-event-milestone', 'Add another event as a milestone (no self, no duplicate, no cycle)', {
+    params: EventParams, body: AddMilestoneBody, response: { 201: Milestone }
+  }, requirePolicy('link', 'write')), async (request, reply) => {
     const b = request.body
     return await answerCreated(db, request, reply, async (trx, auth) => {
       const base = await writeEvent(trx, auth, request.params.id, 'milestones:manage')
@@ -80,13 +72,9 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence', {
-    summary: 'Set the sequence of a milestone',
-    params: MilestoneParams,
-    body: UpdateMilestoneSequenceBody,
-    response: { 200: Milestone },
-    policy: requirePolicy('link', 'write')
-  }), async request => {
+  app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence', 'Set the sequence of a milestone', {
+    params: MilestoneParams, body: UpdateMilestoneSequenceBody, response: { 200: Milestone }
+  }, requirePolicy('link', 'write')), async request => {
     const { auth, params: { id, milestone_event_id: milestoneId } } = request
     return await withTenant(db, auth, async trx => {
       const base = await writeEvent(trx, auth, id, 'milestones:manage')
@@ -105,13 +93,9 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  app.patch('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-status', {
-    summary: 'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)',
-    params: MilestoneParams,
-    body: PatchMilestoneBody,
-    response: { 200: Milestone },
-    policy: requirePolicy('link', 'write')
-  }), async request => {
+  app.patch('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-status', 'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', {
+    params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone }
+  }, requirePolicy('link', 'write')), async request => {
     const { auth, body: b, params: { id, milestone_event_id: milestoneId } } = request
     if (b.status !== undefined && b.reset_to_derived === true) {
       throw invalidField('body.reset_to_derived', 'expected either status or reset_to_derived, not both', true)
@@ -137,11 +121,9 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation('remove-event-milestone', {
-    summary: 'Remove a milestone (the milestone event itself stays)',
-    params: MilestoneParams,
-    policy: requirePolicy('link', 'write')
-  }), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation('remove-event-milestone', 'Remove a milestone (the milestone event itself stays)', {
+    params: MilestoneParams
+  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
     const base = await writeEvent(trx, auth, id, 'milestones:manage')
     if (!(await repo.deleteMilestone(trx, auth.tenantId, rootOf(base), milestoneId))) {
       throw error404NotFound('milestone not found')

@@ -72,24 +72,18 @@ function checkMetadata (value: Record<string, unknown>): void {
 export async function referencesRoutes (app: App, { db }: AppContext): Promise<void> {
   // ---- documents
 
-  app.get('/api/v1/events/:id/documents', operation('list-event-documents', {
-    summary: `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`,
-    params: EventParams,
-    response: { 200: EventDocumentList },
-    policy: requirePolicy('link', 'read')
-  }), async request =>
+  app.get('/api/v1/events/:id/documents', operation('list-event-documents', `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
+    params: EventParams, response: { 200: EventDocumentList }
+  }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
       return await repo.listDocuments(trx, request.auth.tenantId, rootOf(event), LIST_MAX)
     })
   )
 
-  app.post('/api/v1/events/:id/documents/:document_id', operation('link-event-document', {
-    summary: 'Link a document to an event (201, no body; 409 when already linked)',
-    params: DocumentParams,
-    response: { 201: NoContent },
-    policy: requirePolicy('link', 'write')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/documents/:document_id', operation('link-event-document', 'Link a document to an event (201, no body; 409 when already linked)', {
+    params: DocumentParams, response: { 201: NoContent }
+  }, requirePolicy('link', 'write')), async (request, reply) => {
     const { auth, params: { id, document_id: documentId } } = request
     await withTenant(db, auth, async trx => {
       const event = await writeEvent(trx, auth, id, 'documents:manage')
@@ -111,11 +105,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return await reply.code(201).send(undefined as never)
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document', {
-    summary: 'Unlink a document',
-    params: DocumentParams,
-    policy: requirePolicy('link', 'write')
-  }), async (trx, { auth, params: { id, document_id: documentId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document', 'Unlink a document', {
+    params: DocumentParams
+  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, document_id: documentId } }) => {
     const event = await writeEvent(trx, auth, id, 'documents:manage')
     if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) {
       throw error404NotFound('document not linked')
@@ -125,13 +117,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- attachments
 
-  app.get('/api/v1/events/:event_id/attachments', operation('list-event-attachments', {
-    summary: `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`,
-    params: EventIdParams,
-    querystring: ListAttachmentsQuery,
-    response: { 200: AttachmentListBody },
-    policy: requirePolicy('link', 'read')
-  }), async request => {
+  app.get('/api/v1/events/:event_id/attachments', operation('list-event-attachments', `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
+    params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody }
+  }, requirePolicy('link', 'read')), async request => {
     const items = await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.event_id)
       return await repo.listAttachments(
@@ -145,13 +133,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return { items }
   })
 
-  app.post('/api/v1/events/:event_id/attachments', operation('add-event-attachment', {
-    summary: "Attach a file or reference (kind must be allowed by the event's template)",
-    params: EventIdParams,
-    body: AddAttachmentBody,
-    response: { 201: Attachment },
-    policy: requirePolicy('link', 'write')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:event_id/attachments', operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
+    params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
+  }, requirePolicy('link', 'write')), async (request, reply) => {
     const b = request.body
     const metadata = b.metadata ?? {}
     checkMetadata(metadata)
@@ -179,11 +163,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', operation('delete-attachment', {
-    summary: 'Remove an attachment',
-    params: AttachmentParams,
-    policy: requirePolicy('link', 'write')
-  }), async (trx, { auth, params }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', operation('delete-attachment', 'Remove an attachment', {
+    params: AttachmentParams
+  }, requirePolicy('link', 'write')), async (trx, { auth, params }) => {
     const row = await repo.findAttachment(trx, auth.tenantId, params.id)
     if (row === undefined) throw error404NotFound('attachment not found')
     const event =
@@ -202,12 +184,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- links
 
-  app.get('/api/v1/events/:id/links', operation('list-event-links', {
-    summary: `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`,
-    params: EventParams,
-    response: { 200: LinkList },
-    policy: requirePolicy('link', 'read')
-  }), async request =>
+  app.get('/api/v1/events/:id/links', operation('list-event-links', `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
+    params: EventParams, response: { 200: LinkList }
+  }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
       return await repo.listLinks(
@@ -219,13 +198,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     })
   )
 
-  app.post('/api/v1/events/:id/links', operation('add-event-link', {
-    summary: 'Link another visible event of the tenant (no self link; 409 when already linked)',
-    params: EventParams,
-    body: AddLinkBody,
-    response: { 201: Link },
-    policy: requirePolicy('link', 'write')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/links', operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
+    params: EventParams, body: AddLinkBody, response: { 201: Link }
+  }, requirePolicy('link', 'write')), async (request, reply) => {
     const targetId = request.body.target_id
     return await answerCreated(db, request, reply, async (trx, auth) => {
       const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
@@ -252,11 +227,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link', {
-    summary: 'Remove a cross-reference link',
-    params: LinkParams,
-    policy: requirePolicy('link', 'write')
-  }), async (trx, { auth, params: { id, target_id: targetId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link', 'Remove a cross-reference link', {
+    params: LinkParams
+  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeEvent(trx, auth, id, 'links:manage')
     if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) {
       throw error404NotFound('link not found')
@@ -264,11 +237,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', operation('remove-series-link', {
-    summary: 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)',
-    params: LinkParams,
-    policy: requirePolicy('series', 'links')
-  }), async (trx, { auth, params: { id, target_id: targetId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', operation('remove-series-link', 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', {
+    params: LinkParams
+  }, requirePolicy('series', 'links')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeSeries(trx, auth, id, 'links:manage')
     if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
       throw error404NotFound('link not found')

@@ -12,7 +12,9 @@ import { ifMatchOf } from '../../platform/http/conditional.ts'
 import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, searchedPageOf } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
-import { answerCreated, answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import {
+  answerCreated, answerPage, answerWithEtag, noContentRoute, operationsTagged
+} from '../../platform/http/routes.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -28,7 +30,9 @@ import {
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'
-import { findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion } from './events.templates.ts'
+import {
+  findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion
+} from './events.templates.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
 const operation = operationsTagged('Events')
@@ -97,56 +101,42 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   }
 
-  app.get('/api/v1/event-templates', templateOperation('list-event-templates', {
-    summary: 'List registered event templates (latest versions)',
-    response: { 200: EventTemplateList },
-    policy: requirePolicy('event', 'list')
-  }), async () => ({
+  app.get('/api/v1/event-templates', templateOperation('list-event-templates', 'List registered event templates (latest versions)', {
+    response: { 200: EventTemplateList }
+  }, requirePolicy('event', 'list')), async () => ({
     items: TEMPLATE_IDS.map(id => latestTemplate(id))
       .filter(t => t !== undefined)
       .map(templateView)
   })
   )
 
-  app.get('/api/v1/event-templates/:id', templateOperation('get-event-template', {
-    summary: 'Latest version of one template (or the version asked for)',
-    params: TemplateParams,
-    querystring: TemplateQuery,
-    response: { 200: EventTemplate },
-    policy: requirePolicy('event', 'list')
-  }), async request => {
+  app.get('/api/v1/event-templates/:id', templateOperation('get-event-template', 'Latest version of one template (or the version asked for)', {
+    params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
+  }, requirePolicy('event', 'list')), async request => {
     const { id } = request.params
     const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
     if (t === undefined) throw error404NotFound('template not found')
     return templateView(t)
   })
 
-  app.get('/api/v1/events/manager-permissions', operation('list-event-manager-permissions', {
-    summary: 'Assignable event manager permissions and role bundles',
-    response: { 200: ManagerPermissionsBody },
-    policy: requirePolicy('manager', 'catalogue')
-  }), async () => ({
+  app.get('/api/v1/events/manager-permissions', operation('list-event-manager-permissions', 'Assignable event manager permissions and role bundles', {
+    response: { 200: ManagerPermissionsBody }
+  }, requirePolicy('manager', 'catalogue')), async () => ({
     permissions: [...EVENT_PERMISSIONS],
     roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
   })
   )
 
-  app.post('/api/v1/events', operation('create-event', {
-    summary: 'Create an event (a draft)',
-    body: CreateEventBody,
-    response: { 201: Event },
-    policy: requirePolicy('event', 'create')
-  }), async (request, reply) => {
+  app.post('/api/v1/events', operation('create-event', 'Create an event (a draft)', {
+    body: CreateEventBody, response: { 201: Event }
+  }, requirePolicy('event', 'create')), async (request, reply) => {
     const event = await answerEvent(request, reply, (trx, auth) => service.createEvent(trx, auth, request.body))
     return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
   })
 
-  app.get('/api/v1/events', operation('list-events', {
-    summary: 'List events',
-    querystring: ListEventsQuery,
-    response: { 200: PagedBodyEvent },
-    policy: requirePolicy('event', 'list')
-  }), async (request, reply) => {
+  app.get('/api/v1/events', operation('list-events', 'List events', {
+    querystring: ListEventsQuery, response: { 200: PagedBodyEvent }
+  }, requirePolicy('event', 'list')), async (request, reply) => {
     const { auth, query: q } = request
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
     // before the transaction: PGlite has one connection, which the transaction holds
@@ -179,12 +169,9 @@ export const eventsModule = defineModule(async (app, ctx) => {
     })
   })
 
-  app.get('/api/v1/events/calendar', operation('get-events-calendar', {
-    summary: `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`,
-    querystring: CalendarQuery,
-    response: { 200: CalendarBody },
-    policy: requirePolicy('event', 'list')
-  }), async (request, reply) => {
+  app.get('/api/v1/events/calendar', operation('get-events-calendar', `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, {
+    querystring: CalendarQuery, response: { 200: CalendarBody }
+  }, requirePolicy('event', 'list')), async (request, reply) => {
     const { auth, query: q } = request
     const { from, to } = calendarRange(q)
     // rendered JSON (events.bodies.repository.ts): a month is some 400 events
@@ -210,34 +197,22 @@ export const eventsModule = defineModule(async (app, ctx) => {
     return await sendJsonFields(request, reply, { items, next_cursor: 'null' })
   })
 
-  app.get('/api/v1/events/:id', operation('get-event', {
-    summary: 'Get an event',
-    params: EventParams,
-    response: { 200: Event },
-    policy: requirePolicy('event', 'read')
-  }), async (request, reply) =>
+  app.get('/api/v1/events/:id', operation('get-event', 'Get an event', {
+    params: EventParams, response: { 200: Event }
+  }, requirePolicy('event', 'read')), async (request, reply) =>
     await answerWithEtag(db, request, reply, (trx, auth) => service.getEvent(trx, auth, request.params.id)))
 
-  app.put('/api/v1/events/:id', operation('replace-event', {
-    summary: 'Replace the writable fields of an event (its draft when one is open)',
-    params: EventParams,
-    body: ReplaceEventBody,
-    response: { 200: Event },
-    policy: requirePolicy('event', 'edit')
-  }), async (request, reply) =>
+  app.put('/api/v1/events/:id', operation('replace-event', 'Replace the writable fields of an event (its draft when one is open)', {
+    params: EventParams, body: ReplaceEventBody, response: { 200: Event }
+  }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
     )
   )
 
-  app.patch('/api/v1/events/:id', operation('patch-event', {
-    summary: 'Merge-patch an event (RFC 7396; its draft when one is open)',
-    params: EventParams,
-    querystring: PatchEventQuery,
-    body: PatchEventBody,
-    response: { 200: Event },
-    policy: requirePolicy('event', 'edit')
-  }), async (request, reply) =>
+  app.patch('/api/v1/events/:id', operation('patch-event', 'Merge-patch an event (RFC 7396; its draft when one is open)', {
+    params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event }
+  }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
         ? applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
@@ -245,59 +220,44 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id', operation('delete-event', {
-    summary: 'Delete an event (soft delete)',
-    params: EventParams,
-    policy: requirePolicy('event', 'delete')
-  }), (trx, request) => service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id', operation('delete-event', 'Delete an event (soft delete)', {
+    params: EventParams
+  }, requirePolicy('event', 'delete')), (trx, request) =>
+    service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', operation('archive-event', {
-    summary: 'Archive an event (read-only afterwards)',
-    params: EventParams,
-    policy: requirePolicy('event', 'archive')
-  }), (trx, request) => service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', operation('archive-event', 'Archive an event (read-only afterwards)', {
+    params: EventParams
+  }, requirePolicy('event', 'archive')), (trx, request) =>
+    service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event', {
-    summary: 'Publish an event, or promote its draft',
-    params: EventParams,
-    body: PublishEventBody,
-    policy: requirePolicy('event', 'publish'),
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event', 'Publish an event, or promote its draft', {
+    params: EventParams, body: PublishEventBody
+  }, requirePolicy('event', 'publish'), {
     optionalBody: true
   }), (trx, request) => service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/edit', operation('edit-event', {
-    summary: 'Start editing a published event: returns its draft clone',
-    params: EventParams,
-    response: { 200: Event },
-    policy: requirePolicy('event', 'edit')
-  }), async (request, reply) =>
+  app.post('/api/v1/events/:id/edit', operation('edit-event', 'Start editing a published event: returns its draft clone', {
+    params: EventParams, response: { 200: Event }
+  }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
     )
   )
 
-  app.get('/api/v1/events/:id/draft', operation('get-event-draft', {
-    summary: 'Get the draft clone of a published event',
-    params: EventParams,
-    response: { 200: Event },
-    policy: requirePolicy('draft', 'read')
-  }), async (request, reply) =>
+  app.get('/api/v1/events/:id/draft', operation('get-event-draft', 'Get the draft clone of a published event', {
+    params: EventParams, response: { 200: Event }
+  }, requirePolicy('draft', 'read')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
   )
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', operation('discard-event-draft', {
-    summary: 'Discard the draft, keep the published version',
-    params: EventParams,
-    policy: requirePolicy('draft', 'edit')
-  }), (trx, request) => service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', operation('discard-event-draft', 'Discard the draft, keep the published version', {
+    params: EventParams
+  }, requirePolicy('draft', 'edit')), (trx, request) =>
+    service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/transition', operation('transition-event', {
-    summary: 'Move an event along its template state machine',
-    params: EventParams,
-    body: TransitionBody,
-    response: { 200: Event },
-    policy: requirePolicy('event', 'edit')
-  }), async (request, reply) => {
+  app.post('/api/v1/events/:id/transition', operation('transition-event', 'Move an event along its template state machine', {
+    params: EventParams, body: TransitionBody, response: { 200: Event }
+  }, requirePolicy('event', 'edit')), async (request, reply) => {
     const b = request.body
     return await answerEvent(request, reply, (trx, auth) =>
       service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
@@ -306,13 +266,9 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.get('/api/v1/events/:event_id/activity', operation('list-event-activity', {
-    summary: 'Activity rows of an event, newest first',
-    params: EventIdParams,
-    querystring: ActivityQuery,
-    response: { 200: ActivityListBody },
-    policy: requirePolicy('link', 'read')
-  }), async request => {
+  app.get('/api/v1/events/:event_id/activity', operation('list-event-activity', 'Activity rows of an event, newest first', {
+    params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody }
+  }, requirePolicy('link', 'read')), async request => {
     return await withTenant(db, request.auth, trx =>
       service.listActivity(
         trx,
@@ -325,44 +281,30 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.post('/api/v1/events/:event_id/activity', operation('create-event-activity', {
-    summary: 'Append an activity row',
-    params: EventIdParams,
-    body: CreateActivityBody,
-    response: { 201: ActivityRow },
-    policy: requirePolicy('event', 'edit')
-  }), async (request, reply) =>
+  app.post('/api/v1/events/:event_id/activity', operation('create-event-activity', 'Append an activity row', {
+    params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
+  }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerCreated(db, request, reply, (trx, auth) =>
       service.appendActivity(trx, auth, request.params.event_id, request.body.kind, request.body.payload ?? {})
     )
   )
 
-  app.get('/api/v1/events/:id/spaces', operation('list-event-spaces', {
-    summary: 'Spaces the event belongs to',
-    params: EventParams,
-    querystring: KeysetPageQuery,
-    response: { 200: PagedBodyEventSpace },
-    policy: requirePolicy('event', 'read')
-  }), async request =>
+  app.get('/api/v1/events/:id/spaces', operation('list-event-spaces', 'Spaces the event belongs to', {
+    params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace }
+  }, requirePolicy('event', 'read')), async request =>
     await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
   )
 
-  app.post('/api/v1/events/:id/spaces', operation('add-event-space', {
-    summary: 'Add the event to a space',
-    params: EventParams,
-    body: AddEventSpaceBody,
-    response: { 201: EventSpace },
-    policy: requirePolicy('event', 'link_space')
-  }), async (request, reply) =>
+  app.post('/api/v1/events/:id/spaces', operation('add-event-space', 'Add the event to a space', {
+    params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace }
+  }, requirePolicy('event', 'link_space')), async (request, reply) =>
     await answerCreated(db, request, reply, (trx, auth) =>
       service.addSpace(trx, auth, request.params.id, request.body.space_id, ifMatchOf(request))
     )
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space', {
-    summary: 'Remove the event from a space',
-    params: EventSpaceParams,
-    policy: requirePolicy('event', 'link_space')
-  }), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space', 'Remove the event from a space', {
+    params: EventSpaceParams
+  }, requirePolicy('event', 'link_space')), (trx, request) =>
     service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
 })

@@ -35,7 +35,10 @@ export const healthModule = defineModule(async (app, ctx) => {
 
   app.get('/ready', {
     schema: {
-      operationId: 'get-ready', summary: 'Readiness check (database reachable)', tags, response: { 200: ReadinessOutputBody }
+      operationId: 'get-ready',
+      summary: 'Readiness check (database reachable)',
+      tags,
+      response: { 200: ReadinessOutputBody }
     }
   }, async (_request, reply) => {
     let timer: NodeJS.Timeout | undefined

@@ -24,18 +24,12 @@ import { spacePageRoute } from './spaces.pages.routes.ts'
 const operation = operationsTagged('Spaces')
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
-  spacePageRoute(app, db, 'activity', {
-    operationId: 'list-space-activity',
-    summary: 'Recent activity of a space, newest first',
-    page: PagedBodySpaceActivity
-  }, (trx, auth, space, q) => insights.listActivity(trx, auth, space.id, q))
+  spacePageRoute(app, db, 'activity', 'list-space-activity', 'Recent activity of a space, newest first',
+    PagedBodySpaceActivity, (trx, auth, space, q) => insights.listActivity(trx, auth, space.id, q))
 
-  app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics', {
-    summary: 'Attendance, RSVPs and member growth of a space (for its managers)',
-    params: SpaceParams,
-    response: { 200: SpaceAnalyticsResult },
-    policy: requirePolicy('space', 'read')
-  }), async request => {
+  app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics', 'Attendance, RSVPs and member growth of a space (for its managers)', {
+    params: SpaceParams, response: { 200: SpaceAnalyticsResult }
+  }, requirePolicy('space', 'read')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
       const space = await visibleOr404(trx, auth, request.params.id)
@@ -53,19 +47,12 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  spacePageRoute(app, db, 'events', {
-    operationId: 'list-space-events',
-    summary: 'Events of a space the caller can see, latest start first',
-    page: PagedBodySpaceEvent
-  }, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
+  spacePageRoute(app, db, 'events', 'list-space-events', 'Events of a space the caller can see, latest start first',
+    PagedBodySpaceEvent, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
-  app.post('/api/v1/spaces/:id/events', operation('add-space-event', {
-    summary: 'Add an event the caller can see to a space they manage',
-    params: SpaceParams,
-    body: AddSpaceEventBody,
-    response: { 201: SpaceEventLink },
-    policy: requirePolicy('space', 'events')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/events', operation('add-space-event', 'Add an event the caller can see to a space they manage', {
+    params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
+  }, requirePolicy('space', 'events')), async (request, reply) => {
     const eventId = request.body.event_id
     return await answerCreated(db, request, reply, async (trx, auth) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:events')
@@ -90,11 +77,9 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event', {
-    summary: 'Remove an event from a space',
-    params: SpaceEventParams,
-    policy: requirePolicy('space', 'events')
-  }), async (trx, { auth, params: { id, event_id: eventId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event', 'Remove an event from a space', {
+    params: SpaceEventParams
+  }, requirePolicy('space', 'events')), async (trx, { auth, params: { id, event_id: eventId } }) => {
     await lockManageable(trx, auth, id, 'space:events')
     await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
     if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {

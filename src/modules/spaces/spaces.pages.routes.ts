@@ -27,16 +27,14 @@ export function spacePageRoute (
   app: App,
   db: Kysely<Database>,
   what: string,
-  { operationId, summary, page }: { operationId: string, summary: string, page: TSchema },
+  operationId: string,
+  summary: string,
+  page: TSchema,
   list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery) => Promise<object>
 ): void {
-  app.get(`/api/v1/spaces/:id/${what}`, operation(operationId, {
-    summary,
-    params: SpaceParams,
-    querystring: KeysetPageQuery,
-    response: { 200: page },
-    policy: requirePolicy('space', 'read')
-  }), async request =>
+  app.get(`/api/v1/spaces/:id/${what}`, operation(operationId, summary, {
+    params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page }
+  }, requirePolicy('space', 'read')), async request =>
     await answerPage(db, request, async trx =>
       await list(trx, request.auth, await visibleOr404(trx, request.auth, request.params.id), request.query)
     )

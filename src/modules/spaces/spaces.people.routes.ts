@@ -88,19 +88,12 @@ function storedGrant (b: RequestedGrant) {
 export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
-  spacePageRoute(app, db, 'members', {
-    operationId: 'list-space-members',
-    summary: 'List the active members of a space',
-    page: PagedBodySpaceMember
-  }, (trx, auth, space, q) => repo.listMembers(trx, auth.tenantId, space.id, q))
+  spacePageRoute(app, db, 'members', 'list-space-members', 'List the active members of a space',
+    PagedBodySpaceMember, (trx, auth, space, q) => repo.listMembers(trx, auth.tenantId, space.id, q))
 
-  app.post('/api/v1/spaces/:id/members', operation('add-space-member', {
-    summary: 'Add a member (201), or change the role of an active one (200)',
-    params: SpaceParams,
-    body: AddMemberBody,
-    response: { 200: SpaceMember, 201: SpaceMember },
-    policy: requirePolicy('space', 'members')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/members', operation('add-space-member', 'Add a member (201), or change the role of an active one (200)', {
+    params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember }
+  }, requirePolicy('space', 'members')), async (request, reply) => {
     const { auth, body: { user_id: userId, role } } = request
     const { row, joined } = await withTenant(db, auth, async trx => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:members')
@@ -128,11 +121,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     return await reply.code(joined ? 201 : 200).send(row)
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', operation('remove-space-member', {
-    summary: 'Remove a member (a member may leave on their own)',
-    params: SpaceUserParams,
-    policy: requirePolicy('space', 'members')
-  }), async (trx, { auth, params: { id, user_id: userId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', operation('remove-space-member', 'Remove a member (a member may leave on their own)', {
+    params: SpaceUserParams
+  }, requirePolicy('space', 'members')), async (trx, { auth, params: { id, user_id: userId } }) => {
     await lockForPeople(trx, auth, id, 'space:members', userId)
     if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
     await emit(trx, spaceEvent(auth, id, 'space.member_removed', { space_id: id, user_id: userId }))
@@ -140,28 +131,19 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   /* Managers */
 
-  app.get('/api/v1/spaces/manager-permissions', operation('list-space-manager-permissions', {
-    summary: 'Permissions that can be granted to a space manager',
-    response: { 200: ManagerPermissionsList },
-    policy: requirePolicy('space', 'list')
-  }), async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
+  app.get('/api/v1/spaces/manager-permissions', operation('list-space-manager-permissions', 'Permissions that can be granted to a space manager', {
+    response: { 200: ManagerPermissionsList }
+  }, requirePolicy('space', 'list')), async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
-  spacePageRoute(app, db, 'managers', {
-    operationId: 'list-space-managers',
-    summary: 'List the managers of a space (active and pending)',
-    page: PagedBodySpaceManager
-  }, async (trx, auth, space, q) => {
-    const page = await repo.listManagers(trx, auth.tenantId, space.id, q)
-    return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
-  })
+  spacePageRoute(app, db, 'managers', 'list-space-managers', 'List the managers of a space (active and pending)',
+    PagedBodySpaceManager, async (trx, auth, space, q) => {
+      const page = await repo.listManagers(trx, auth.tenantId, space.id, q)
+      return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
+    })
 
-  app.post('/api/v1/spaces/:id/managers', operation('add-space-manager', {
-    summary: 'Add an active manager (role, when given, replaces permissions)',
-    params: SpaceParams,
-    body: AddManagerBody,
-    response: { 201: SpaceManager },
-    policy: requirePolicy('space', 'managers')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/managers', operation('add-space-manager', 'Add an active manager (role, when given, replaces permissions)', {
+    params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
+  }, requirePolicy('space', 'managers')), async (request, reply) => {
     const b = request.body
     return await answerCreated(db, request, reply, async (trx, auth) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
@@ -188,13 +170,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  app.post('/api/v1/spaces/:id/managers/invite', operation('invite-space-manager', {
-    summary: 'Invite a manager by e-mail (pending for 7 days until accepted)',
-    params: SpaceParams,
-    body: InviteManagerBody,
-    response: { 201: SpaceManager },
-    policy: requirePolicy('space', 'managers')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/managers/invite', operation('invite-space-manager', 'Invite a manager by e-mail (pending for 7 days until accepted)', {
+    params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
+  }, requirePolicy('space', 'managers')), async (request, reply) => {
     const b = request.body
     const email = b.email.toLowerCase()
     return await answerCreated(db, request, reply, async (trx, auth) => {
@@ -230,12 +208,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite', {
-    summary: 'Accept a manager invite: the caller becomes an active manager',
-    body: AcceptInviteBody,
-    response: { 200: SpaceManager },
-    policy: requirePolicy('space', 'accept')
-  }), async request => {
+  app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite', 'Accept a manager invite: the caller becomes an active manager', {
+    body: AcceptInviteBody, response: { 200: SpaceManager }
+  }, requirePolicy('space', 'accept')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
       const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
@@ -258,11 +233,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  app.get('/api/v1/spaces/managers/pending', operation('list-pending-space-manager-invites', {
-    summary: "Pending manager invites sent to the caller's e-mail address",
-    response: { 200: PendingInvites },
-    policy: requirePolicy('manager', 'pending')
-  }), async request => {
+  app.get('/api/v1/spaces/managers/pending', operation('list-pending-space-manager-invites', "Pending manager invites sent to the caller's e-mail address", {
+    response: { 200: PendingInvites }
+  }, requirePolicy('manager', 'pending')), async request => {
     const email = request.auth.email
     if (email === null || normalizeEmail(email) === '') return { items: [] }
     const items = await withTenant(db, request.auth, trx =>
@@ -271,12 +244,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     return { items }
   })
 
-  app.get('/api/v1/spaces/:id/managers/:user_id', operation('get-space-manager', {
-    summary: 'Get a manager of a space',
-    params: SpaceUserParams,
-    response: { 200: SpaceManager },
-    policy: requirePolicy('space', 'read')
-  }), async request =>
+  app.get('/api/v1/spaces/:id/managers/:user_id', operation('get-space-manager', 'Get a manager of a space', {
+    params: SpaceUserParams, response: { 200: SpaceManager }
+  }, requirePolicy('space', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const space = await visibleOr404(trx, request.auth, request.params.id)
       const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
@@ -286,13 +256,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   )
 
-  app.put('/api/v1/spaces/:id/managers/:user_id', operation('update-space-manager', {
-    summary: 'Replace the permissions of a manager (clears the role bundle)',
-    params: SpaceUserParams,
-    body: UpdateManagerBody,
-    response: { 200: SpaceManager },
-    policy: requirePolicy('space', 'managers')
-  }), async request => {
+  app.put('/api/v1/spaces/:id/managers/:user_id', operation('update-space-manager', 'Replace the permissions of a manager (clears the role bundle)', {
+    params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager }
+  }, requirePolicy('space', 'managers')), async request => {
     const { auth, params: { id, user_id: userId } } = request
     return await withTenant(db, auth, async trx => {
       const space = await lockManageable(trx, auth, id, 'space:managers')
@@ -311,11 +277,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', operation('remove-space-manager', {
-    summary: 'Remove a manager (never the last active one; a manager may step down)',
-    params: SpaceUserParams,
-    policy: requirePolicy('space', 'managers')
-  }), async (trx, { auth, params: { id, user_id: userId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', operation('remove-space-manager', 'Remove a manager (never the last active one; a manager may step down)', {
+    params: SpaceUserParams
+  }, requirePolicy('space', 'managers')), async (trx, { auth, params: { id, user_id: userId } }) => {
     const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
     const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
     const current = await repo.findManager(trx, auth.tenantId, id, userId)
@@ -333,19 +297,12 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   /* Contacts */
 
-  spacePageRoute(app, db, 'contacts', {
-    operationId: 'list-space-contacts',
-    summary: 'List the contacts linked to a space',
-    page: PagedBodySpaceContact
-  }, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
+  spacePageRoute(app, db, 'contacts', 'list-space-contacts', 'List the contacts linked to a space',
+    PagedBodySpaceContact, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
 
-  app.post('/api/v1/spaces/:id/contacts', operation('add-space-contact', {
-    summary: 'Link a contact the caller can see to a space',
-    params: SpaceParams,
-    body: AddContactBody,
-    response: { 201: SpaceContact },
-    policy: requirePolicy('space', 'contacts')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/contacts', operation('add-space-contact', 'Link a contact the caller can see to a space', {
+    params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
+  }, requirePolicy('space', 'contacts')), async (request, reply) => {
     const contactId = request.body.contact_id
     return await answerCreated(db, request, reply, async (trx, auth) => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
@@ -372,11 +329,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact', {
-    summary: 'Unlink a contact from a space',
-    params: SpaceContactParams,
-    policy: requirePolicy('space', 'contacts')
-  }), async (trx, { auth, params: { id, contact_id: contactId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact', 'Unlink a contact from a space', {
+    params: SpaceContactParams
+  }, requirePolicy('space', 'contacts')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     await lockManageable(trx, auth, id, 'space:contacts')
     if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
       throw error404NotFound('contact not linked to this space')

@@ -66,22 +66,16 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
 export const spacesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post('/api/v1/spaces', operation('create-space', {
-    summary: 'Create a space (a new draft; the caller becomes its first manager)',
-    body: CreateSpaceBody,
-    response: { 201: Space },
-    policy: requirePolicy('space', 'create')
-  }), async (request, reply) => {
+  app.post('/api/v1/spaces', operation('create-space', 'Create a space (a new draft; the caller becomes its first manager)', {
+    body: CreateSpaceBody, response: { 201: Space }
+  }, requirePolicy('space', 'create')), async (request, reply) => {
     const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
     return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
   })
 
-  app.get('/api/v1/spaces', operation('list-spaces', {
-    summary: 'List the spaces the caller can see',
-    querystring: ListSpacesQuery,
-    response: { 200: PagedBodySpace },
-    policy: requirePolicy('space', 'list')
-  }), async request => {
+  app.get('/api/v1/spaces', operation('list-spaces', 'List the spaces the caller can see', {
+    querystring: ListSpacesQuery, response: { 200: PagedBodySpace }
+  }, requirePolicy('space', 'list')), async request => {
     const q = request.query
     return await answerPage(db, request, trx =>
       repo.listVisible(trx, request.auth, {
@@ -92,33 +86,24 @@ export const spacesModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.get('/api/v1/spaces/tree', operation('get-space-tree', {
-    summary: 'The visible spaces as a multi-root tree',
-    response: { 200: SpaceTree },
-    policy: requirePolicy('space', 'list')
-  }), async request => {
+  app.get('/api/v1/spaces/tree', operation('get-space-tree', 'The visible spaces as a multi-root tree', {
+    response: { 200: SpaceTree }
+  }, requirePolicy('space', 'list')), async request => {
     const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
     return { items: buildTree(forest) }
   })
 
-  app.get('/api/v1/spaces/:id', operation('get-space', {
-    summary: 'Get a space (its published form; see /draft for pending changes)',
-    params: SpaceParams,
-    response: { 200: Space },
-    policy: requirePolicy('space', 'read')
-  }), async (request, reply) =>
+  app.get('/api/v1/spaces/:id', operation('get-space', 'Get a space (its published form; see /draft for pending changes)', {
+    params: SpaceParams, response: { 200: Space }
+  }, requirePolicy('space', 'read')), async (request, reply) =>
     repo.toSpace(
       await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
     )
   )
 
-  app.put('/api/v1/spaces/:id', operation('replace-space', {
-    summary: 'Replace the writable fields (pending until publish on a published space)',
-    params: SpaceParams,
-    body: ReplaceSpaceBody,
-    response: { 200: Space },
-    policy: requirePolicy('space', 'edit')
-  }), async (request, reply) => {
+  app.put('/api/v1/spaces/:id', operation('replace-space', 'Replace the writable fields (pending until publish on a published space)', {
+    params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space }
+  }, requirePolicy('space', 'edit')), async (request, reply) => {
     const b = request.body
     const changes = {
       title: b.title,
@@ -132,51 +117,38 @@ export const spacesModule = defineModule(async (app, ctx) => {
     ))
   })
 
-  app.patch('/api/v1/spaces/:id', operation('patch-space', {
-    summary: 'Merge-patch a space (pending until publish on a published space)',
-    params: SpaceParams,
-    body: PatchSpaceBody,
-    response: { 200: Space },
-    policy: requirePolicy('space', 'edit')
-  }), async (request, reply) => {
+  app.patch('/api/v1/spaces/:id', operation('patch-space', 'Merge-patch a space (pending until publish on a published space)', {
+    params: SpaceParams, body: PatchSpaceBody, response: { 200: Space }
+  }, requirePolicy('space', 'edit')), async (request, reply) => {
     const { $schema: _ignored, ...changes } = request.body
     return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
       service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
     ))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', {
-    summary: 'Delete a space (its children become roots)',
-    params: SpaceParams,
-    policy: requirePolicy('space', 'edit')
-  }), (trx, request) => service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', 'Delete a space (its children become roots)', {
+    params: SpaceParams
+  }, requirePolicy('space', 'edit')), (trx, request) =>
+    service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', operation('archive-space', {
-    summary: 'Archive a space (read-only, off the public page)',
-    params: SpaceParams,
-    policy: requirePolicy('space', 'edit')
-  }), (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', operation('archive-space', 'Archive a space (read-only, off the public page)', {
+    params: SpaceParams
+  }, requirePolicy('space', 'edit')), (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
 
-  spacePageRoute(app, db, 'children', {
-    operationId: 'list-space-children',
-    summary: 'List the visible children of a space',
-    page: PagedBodySpace
-  }, (trx, auth, space, q) =>
-    repo.listVisible(trx, auth, {
-      page: q.page,
-      size: q.size,
-      cursor: q.cursor,
-      sortBy: 'position',
-      sortDir: 'asc',
-      parentId: space.id
-    }))
+  spacePageRoute(app, db, 'children', 'list-space-children', 'List the visible children of a space',
+    PagedBodySpace, (trx, auth, space, q) =>
+      repo.listVisible(trx, auth, {
+        page: q.page,
+        size: q.size,
+        cursor: q.cursor,
+        sortBy: 'position',
+        sortDir: 'asc',
+        parentId: space.id
+      }))
 
-  app.get('/api/v1/spaces/:id/parents', operation('list-space-parents', {
-    summary: 'List the visible parents of a space',
-    params: SpaceParams,
-    response: { 200: SpaceList },
-    policy: requirePolicy('space', 'read')
-  }), async request => {
+  app.get('/api/v1/spaces/:id/parents', operation('list-space-parents', 'List the visible parents of a space', {
+    params: SpaceParams, response: { 200: SpaceList }
+  }, requirePolicy('space', 'read')), async request => {
     const items = await withTenant(db, request.auth, async trx => {
       const row = await service.visibleOr404(trx, request.auth, request.params.id)
       const out = []
@@ -189,35 +161,26 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return { items }
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', operation('add-space-parent', {
-    summary: 'Put a space under another parent (no cycles)',
-    params: SpaceParams,
-    body: AddParentBody,
-    policy: requirePolicy('space', 'edit')
-  }), (trx, request) => service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', operation('add-space-parent', 'Put a space under another parent (no cycles)', {
+    params: SpaceParams, body: AddParentBody
+  }, requirePolicy('space', 'edit')), (trx, request) =>
+    service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', operation('remove-space-parent', {
-    summary: 'Take a space out from under a parent',
-    params: SpaceParentParams,
-    policy: requirePolicy('space', 'edit')
-  }), (trx, request) => service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', operation('remove-space-parent', 'Take a space out from under a parent', {
+    params: SpaceParentParams
+  }, requirePolicy('space', 'edit')), (trx, request) =>
+    service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
 
-  app.post('/api/v1/spaces/:id/edit', operation('edit-space', {
-    summary: 'Open a draft of a published space and return it',
-    params: SpaceParams,
-    response: { 200: Space },
-    policy: requirePolicy('space', 'edit')
-  }), async request => {
+  app.post('/api/v1/spaces/:id/edit', operation('edit-space', 'Open a draft of a published space and return it', {
+    params: SpaceParams, response: { 200: Space }
+  }, requirePolicy('space', 'edit')), async request => {
     const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
     return repo.toDraftView(row)
   })
 
-  app.get('/api/v1/spaces/:id/draft', operation('get-space-draft', {
-    summary: 'The draft of a space: pending changes applied to the published form',
-    params: SpaceParams,
-    response: { 200: Space },
-    policy: requirePolicy('space', 'read')
-  }), async request => {
+  app.get('/api/v1/spaces/:id/draft', operation('get-space-draft', 'The draft of a space: pending changes applied to the published form', {
+    params: SpaceParams, response: { 200: Space }
+  }, requirePolicy('space', 'read')), async request => {
     const row = await withTenant(db, request.auth, async trx => {
       const r = await service.visibleOr404(trx, request.auth, request.params.id)
       if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
@@ -226,19 +189,13 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return repo.toDraftView(row)
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', operation('discard-space-draft', {
-    summary: 'Discard the pending changes of a published space',
-    params: SpaceParams,
-    policy: requirePolicy('space', 'edit')
-  }), (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', operation('discard-space-draft', 'Discard the pending changes of a published space', {
+    params: SpaceParams
+  }, requirePolicy('space', 'edit')), (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', operation('publish-space', {
-    summary: 'Publish a new draft space or promote the pending changes of a published one',
-    params: SpaceParams,
-    body: PublishSpaceBody,
-    policy: requirePolicy('space', 'publish'),
-    optionalBody: true
-  }), (trx, request) => {
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', operation('publish-space', 'Publish a new draft space or promote the pending changes of a published one', {
+    params: SpaceParams, body: PublishSpaceBody
+  }, requirePolicy('space', 'publish'), { optionalBody: true }), (trx, request) => {
     const { $schema: _ignored, ...options } = request.body ?? {}
     return service.publishSpace(trx, request.auth, request.params.id, options)
   })

@@ -73,39 +73,33 @@ export async function answerCreated<T> (
   return await reply.code(201).send(await withTenant(db, request.auth, trx => write(trx, request.auth)))
 }
 
-/** What a route declares besides its OpenAPI schema. */
-export interface RouteDeclaration {
-  /** the authorization policy's hook (`requirePolicy(resource, action)`): no operation goes without one */
-  policy: onRequestAsyncHookHandler
+/** What a route may declare besides its operation and its policy. */
+export interface RouteOptions {
   config?: FastifyContextConfig
   /** (noContentRoute) the body's fields are all optional: no body at all means `{}` */
   optionalBody?: true
 }
 
 /**
- * A route's options from its OpenAPI operation: the id, its summary, the tag of the routes file, the
- * request's and answer's schemas, and the policy that authorizes the caller. A routes file makes one
+ * A route's options from its OpenAPI operation and its policy: the id, the summary, the tag of the
+ * routes file, the request's and answer's schemas, and the authorization policy's hook
+ * (`requirePolicy(resource, action)`), which no operation goes without. A routes file makes one
  * `operation` for its tag.
  *
  * @example
  *   const operation = operationsTagged('Event milestones')
- *   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', {
- *     summary: 'List the milestones of an event by sequence',
- *     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone },
- *     policy: requirePolicy('link', 'read')
- *   }), async request => …)
+ *   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', 'List the milestones by sequence', {
+ *     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+ *   }, requirePolicy('link', 'read')), async request => …)
  */
 export function operationsTagged (...tags: string[]) {
-  return <P extends Omit<FastifySchema, 'tags' | 'operationId'> & RouteDeclaration & { summary: string }>(
+  return <S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'>>(
     operationId: string,
-    { summary, policy, config, optionalBody, ...parts }: P
-  ) => ({
-    schema: { operationId, summary, tags, ...parts } as
-      { operationId: string, summary: string, tags: string[] } & Omit<P, keyof RouteDeclaration>,
-    onRequest: policy,
-    ...(config === undefined ? {} : { config }),
-    ...(optionalBody === undefined ? {} : { optionalBody })
-  })
+    summary: string,
+    schema: S,
+    policy: onRequestAsyncHookHandler,
+    options: RouteOptions = {}
+  ) => ({ schema: { operationId, summary, tags, ...schema }, onRequest: policy, ...options })
 }
 
 /** An OpenAPI operation without its responses: the route declares no other. */
@@ -134,9 +128,9 @@ export interface NoContentRoute<S extends Operation> {
  * is sent with no body.
  *
  * @example
- *   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', {
- *     summary: 'Delete a space', params: SpaceParams, policy: requirePolicy('space', 'edit')
- *   }), (trx, request) => service.deleteSpace(trx, request.auth, request.params.id))
+ *   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', 'Delete a space', {
+ *     params: SpaceParams
+ *   }, requirePolicy('space', 'edit')), (trx, request) => service.deleteSpace(trx, request.auth, request.params.id))
  */
 export function noContentRoute<S extends Operation> (
   app: App,
