@@ -27,6 +27,11 @@ function ok<T> (result: { data?: T, error?: unknown, response: Response }, what:
   return result.data
 }
 
+/** The fields of an event of the journey: its title and times, on London's clock. */
+function londonEvent (title: string, start: string, end: string) {
+  return { title, start_dt: start, end_dt: end, timezone: 'Europe/London' }
+}
+
 /** The ErrorModel of a failed call, failing the test when it succeeded or has another status. */
 function failed (result: { error?: ErrorModel, response: Response }, status: number, what: string): ErrorModel {
   assert.equal(result.response.status, status, what)
@@ -209,13 +214,7 @@ for (const kind of databases()) {
       // events: create, link to the space, publish, read
       const event = ok(
         await api.POST('/api/v1/events', {
-          body: {
-            title: 'Lecture',
-            start_dt: '2027-05-03T09:00:00Z',
-            end_dt: '2027-05-03T10:00:00Z',
-            timezone: 'Europe/London',
-            visibility: 30
-          }
+          body: { ...londonEvent('Lecture', '2027-05-03T09:00:00Z', '2027-05-03T10:00:00Z'), visibility: 30 }
         }),
         'create event'
       )
@@ -282,10 +281,7 @@ for (const kind of databases()) {
       const series = ok(
         await api.POST('/api/v1/events/with-series', {
           body: {
-            title: 'Seminar',
-            start_dt: '2027-06-07T14:00:00Z',
-            end_dt: '2027-06-07T15:00:00Z',
-            timezone: 'Europe/London',
+            ...londonEvent('Seminar', '2027-06-07T14:00:00Z', '2027-06-07T15:00:00Z'),
             series: { freq: 'weekly', repeat_days: [1], ends_on: 'after_n', end_count: 4 }
           }
         }),

@@ -43,6 +43,23 @@ export async function writeEvent (
 export const rootOf = rootEventId
 
 /**
+ * Removes a sub-resource of an event as `writeEvent` allows it: `remove` deletes it from the event's root and says
+ * whether there was one (404 `missing` otherwise). The event, for the domain event the removal writes.
+ */
+export async function removeFromEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  permission: EventPermission,
+  missing: string,
+  remove: (root: number) => Promise<boolean>
+): Promise<EventRow> {
+  const event = await writeEvent(trx, auth, id, permission)
+  if (!(await remove(rootOf(event)))) throw error404NotFound(missing)
+  return event
+}
+
+/**
  * Write access to something held by a series (series links, series attachments): the caller must
  * hold `permission` on the first occurrence of the series they can see. 404 when they see none.
  */

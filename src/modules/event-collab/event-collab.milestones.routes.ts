@@ -7,10 +7,10 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
-import { answerCreated, answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { answerPage, createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { findVisibleEvent } from '../events/events.access.repository.ts'
-import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
+import { readEvent, removeFromEvent, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddMilestoneBody, EventParams, Milestone, MilestoneParams, PagedBodyMilestone, PatchMilestoneBody,
   UpdateMilestoneSequenceBody
@@ -35,41 +35,38 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     return await repo.listMilestones(trx, request.auth.tenantId, rootOf(event), q)
   }))
 
-  app.post('/api/v1/events/:id/milestones', operation('add-event-milestone', 'Add another event as a milestone (no self, no duplicate, no cycle)', {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/milestones', operation('add-event-milestone', 'Add another event as a milestone (no self, no duplicate, no cycle)', {
     params: EventParams, body: AddMilestoneBody, response: { 201: Milestone }
-  }, requirePolicy('link', 'write')), async (request, reply) => {
-    const b = request.body
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const base = await writeEvent(trx, auth, request.params.id, 'milestones:manage')
-      const baseId = rootOf(base)
-      const target = await findVisibleEvent(trx, auth, b.milestone_event_id, ['id', 'start_dt', 'end_dt', 'status'])
-      if (target === undefined) throw invalidField('body.milestone_event_id', 'unknown event', b.milestone_event_id)
-      if (target.id === baseId) {
-        throw invalidField('body.milestone_event_id', 'an event cannot be its own milestone', b.milestone_event_id)
-      }
-      await repo.lockMilestoneGraph(trx, auth.tenantId)
-      if (await repo.reaches(trx, auth.tenantId, target.id, baseId)) {
-        throw error409Conflict(
-          'the base event is already a milestone (directly or not) of this event: that would be a cycle',
-          [fieldError('body.milestone_event_id', 'would create a cycle', b.milestone_event_id)]
-        )
-      }
-      const created = await repo.insertMilestone(trx, {
-        tenantId: auth.tenantId,
-        baseId,
-        milestoneId: target.id,
-        orgId: base.org_id,
-        sequence: b.sequence ?? 0,
-        status: repo.derivedStatus(target)
-      })
-      if (created === undefined) {
-        throw error409Conflict('the event is already a milestone of this event', [
-          fieldError('body.milestone_event_id', 'already a milestone', b.milestone_event_id)
-        ])
-      }
-      await emit(trx, eventEvent(auth, baseId, 'milestone.added', { event_id: baseId, milestone_event_id: target.id, template: base.template }))
-      return await milestoneOr404(trx, auth.tenantId, baseId, target.id)
+  }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
+    const base = await writeEvent(trx, auth, params.id, 'milestones:manage')
+    const baseId = rootOf(base)
+    const target = await findVisibleEvent(trx, auth, b.milestone_event_id, ['id', 'start_dt', 'end_dt', 'status'])
+    if (target === undefined) throw invalidField('body.milestone_event_id', 'unknown event', b.milestone_event_id)
+    if (target.id === baseId) {
+      throw invalidField('body.milestone_event_id', 'an event cannot be its own milestone', b.milestone_event_id)
+    }
+    await repo.lockMilestoneGraph(trx, auth.tenantId)
+    if (await repo.reaches(trx, auth.tenantId, target.id, baseId)) {
+      throw error409Conflict(
+        'the base event is already a milestone (directly or not) of this event: that would be a cycle',
+        [fieldError('body.milestone_event_id', 'would create a cycle', b.milestone_event_id)]
+      )
+    }
+    const created = await repo.insertMilestone(trx, {
+      tenantId: auth.tenantId,
+      baseId,
+      milestoneId: target.id,
+      orgId: base.org_id,
+      sequence: b.sequence ?? 0,
+      status: repo.derivedStatus(target)
     })
+    if (created === undefined) {
+      throw error409Conflict('the event is already a milestone of this event', [
+        fieldError('body.milestone_event_id', 'already a milestone', b.milestone_event_id)
+      ])
+    }
+    await emit(trx, eventEvent(auth, baseId, 'milestone.added', { event_id: baseId, milestone_event_id: target.id, template: base.template }))
+    return await milestoneOr404(trx, auth.tenantId, baseId, target.id)
   })
 
   app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence', 'Set the sequence of a milestone', {
@@ -124,10 +121,8 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation('remove-event-milestone', 'Remove a milestone (the milestone event itself stays)', {
     params: MilestoneParams
   }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
-    const base = await writeEvent(trx, auth, id, 'milestones:manage')
-    if (!(await repo.deleteMilestone(trx, auth.tenantId, rootOf(base), milestoneId))) {
-      throw error404NotFound('milestone not found')
-    }
+    const base = await removeFromEvent(trx, auth, id, 'milestones:manage', 'milestone not found', root =>
+      repo.deleteMilestone(trx, auth.tenantId, root, milestoneId))
     await emit(trx, eventEvent(auth, rootOf(base), 'milestone.removed', { event_id: rootOf(base), milestone_event_id: milestoneId, template: base.template }))
   })
 }

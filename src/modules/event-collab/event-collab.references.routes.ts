@@ -8,13 +8,13 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
-import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { findVisibleEvent } from '../events/events.access.repository.ts'
 import { findTemplate, latestTemplate, templateAllows } from '../events/events.templates.ts'
-import { readEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
+import { readEvent, removeFromEvent, rootOf, writeEvent, writeSeries } from './event-collab.access.ts'
 import {
   AddAttachmentBody, AddLinkBody, Attachment, ATTACHMENT_METADATA_MAX_BYTES, AttachmentListBody, AttachmentParams,
   DocumentParams, EventDocumentList, EventIdParams, EventParams, Link, LinkList, LinkParams, LIST_MAX,
@@ -108,10 +108,8 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document', 'Unlink a document', {
     params: DocumentParams
   }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, document_id: documentId } }) => {
-    const event = await writeEvent(trx, auth, id, 'documents:manage')
-    if (!(await repo.deleteDocument(trx, auth.tenantId, rootOf(event), documentId))) {
-      throw error404NotFound('document not linked')
-    }
+    const event = await removeFromEvent(trx, auth, id, 'documents:manage', 'document not linked', root =>
+      repo.deleteDocument(trx, auth.tenantId, root, documentId))
     await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
   })
 
@@ -133,34 +131,31 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return { items }
   })
 
-  app.post('/api/v1/events/:event_id/attachments', operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
+  createdRoute(app, db, 'post', '/api/v1/events/:event_id/attachments', operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
     params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
-  }, requirePolicy('link', 'write')), async (request, reply) => {
-    const b = request.body
+  }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
     const metadata = b.metadata ?? {}
     checkMetadata(metadata)
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const event = await writeEvent(trx, auth, request.params.event_id, 'attachments:manage')
-      if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
-        const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
-        throw invalidField(
-          'body.kind',
-          `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
-          b.kind
-        )
-      }
-      const created = await repo.insertAttachment(trx, {
-        tenantId: auth.tenantId,
-        eventId: rootOf(event),
-        orgId: event.org_id,
-        kind: b.kind,
-        ref: b.ref,
-        metadata,
-        createdBy: auth.userId
-      })
-      await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
-      return created
+    const event = await writeEvent(trx, auth, params.event_id, 'attachments:manage')
+    if (!templateAllows(event.template, event.template_version, 'attachment', b.kind)) {
+      const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
+      throw invalidField(
+        'body.kind',
+        `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
+        b.kind
+      )
+    }
+    const created = await repo.insertAttachment(trx, {
+      tenantId: auth.tenantId,
+      eventId: rootOf(event),
+      orgId: event.org_id,
+      kind: b.kind,
+      ref: b.ref,
+      metadata,
+      createdBy: auth.userId
     })
+    await emit(trx, eventChange(auth, event, 'attachment.added', { attachment_id: created.id, kind: b.kind }))
+    return created
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', operation('delete-attachment', 'Remove an attachment', {
@@ -198,42 +193,38 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     })
   )
 
-  app.post('/api/v1/events/:id/links', operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/links', operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
     params: EventParams, body: AddLinkBody, response: { 201: Link }
-  }, requirePolicy('link', 'write')), async (request, reply) => {
-    const targetId = request.body.target_id
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const event = await writeEvent(trx, auth, request.params.id, 'links:manage')
-      const eventId = rootOf(event)
-      if (targetId === eventId || targetId === event.id) {
-        throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
-      }
-      const target = await findVisibleEvent(trx, auth, targetId, ['id'])
-      if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
-      const created = await repo.insertLink(trx, {
-        tenantId: auth.tenantId,
-        eventId,
-        targetId,
-        orgId: event.org_id,
-        createdBy: auth.userId
-      })
-      if (created === undefined) {
-        throw error409Conflict('the events are already linked', [
-          fieldError('body.target_id', 'already linked', targetId)
-        ])
-      }
-      await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
-      return created
+  }, requirePolicy('link', 'write')), async (trx, { auth, params, body }) => {
+    const targetId = body.target_id
+    const event = await writeEvent(trx, auth, params.id, 'links:manage')
+    const eventId = rootOf(event)
+    if (targetId === eventId || targetId === event.id) {
+      throw invalidField('body.target_id', 'an event cannot link to itself', targetId)
+    }
+    const target = await findVisibleEvent(trx, auth, targetId, ['id'])
+    if (target === undefined) throw invalidField('body.target_id', 'unknown event', targetId)
+    const created = await repo.insertLink(trx, {
+      tenantId: auth.tenantId,
+      eventId,
+      targetId,
+      orgId: event.org_id,
+      createdBy: auth.userId
     })
+    if (created === undefined) {
+      throw error409Conflict('the events are already linked', [
+        fieldError('body.target_id', 'already linked', targetId)
+      ])
+    }
+    await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
+    return created
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link', 'Remove a cross-reference link', {
     params: LinkParams
   }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, target_id: targetId } }) => {
-    const event = await writeEvent(trx, auth, id, 'links:manage')
-    if (!(await repo.deleteLink(trx, auth.tenantId, rootOf(event), targetId))) {
-      throw error404NotFound('link not found')
-    }
+    const event = await removeFromEvent(trx, auth, id, 'links:manage', 'link not found', root =>
+      repo.deleteLink(trx, auth.tenantId, root, targetId))
     await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
   })
 

@@ -13,7 +13,7 @@ import { error404NotFound, invalidField } from '../../platform/http/errors.ts'
 import { KeysetPageQuery, searchedPageOf } from '../../platform/http/schema.ts'
 import { sendJsonFields } from '../../platform/http/schema-links.ts'
 import {
-  answerCreated, answerPage, answerWithEtag, noContentRoute, operationsTagged
+  answerPage, answerWithEtag, createdRoute, noContentRoute, operationsTagged
 } from '../../platform/http/routes.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -281,13 +281,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.post('/api/v1/events/:event_id/activity', operation('create-event-activity', 'Append an activity row', {
+  createdRoute(app, db, 'post', '/api/v1/events/:event_id/activity', operation('create-event-activity', 'Append an activity row', {
     params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
-  }, requirePolicy('event', 'edit')), async (request, reply) =>
-    await answerCreated(db, request, reply, (trx, auth) =>
-      service.appendActivity(trx, auth, request.params.event_id, request.body.kind, request.body.payload ?? {})
-    )
-  )
+  }, requirePolicy('event', 'edit')), async (trx, { auth, params, body }) =>
+    await service.appendActivity(trx, auth, params.event_id, body.kind, body.payload ?? {}))
 
   app.get('/api/v1/events/:id/spaces', operation('list-event-spaces', 'Spaces the event belongs to', {
     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace }
@@ -295,13 +292,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
     await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
   )
 
-  app.post('/api/v1/events/:id/spaces', operation('add-event-space', 'Add the event to a space', {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/spaces', operation('add-event-space', 'Add the event to a space', {
     params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace }
-  }, requirePolicy('event', 'link_space')), async (request, reply) =>
-    await answerCreated(db, request, reply, (trx, auth) =>
-      service.addSpace(trx, auth, request.params.id, request.body.space_id, ifMatchOf(request))
-    )
-  )
+  }, requirePolicy('event', 'link_space')), async (trx, request) =>
+    await service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space', 'Remove the event from a space', {
     params: EventSpaceParams

@@ -7,7 +7,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import {
   ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
-import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { lockEventForWrite } from '../events/events.access.repository.ts'
 import { activeManager } from './spaces.access.repository.ts'
@@ -50,31 +50,29 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'events', 'list-space-events', 'Events of a space the caller can see, latest start first',
     PagedBodySpaceEvent, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
-  app.post('/api/v1/spaces/:id/events', operation('add-space-event', 'Add an event the caller can see to a space they manage', {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/events', operation('add-space-event', 'Add an event the caller can see to a space they manage', {
     params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
-  }, requirePolicy('space', 'events')), async (request, reply) => {
-    const eventId = request.body.event_id
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:events')
-      if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
-      // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
-      const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
-        (err: unknown) => {
-          if (err instanceof ApiError && err.status === 404) {
-            throw invalidField('body.event_id', 'event not found', eventId)
-          }
-          throw err
+  }, requirePolicy('space', 'events')), async (trx, { auth, params, body }) => {
+    const eventId = body.event_id
+    const space = await lockManageable(trx, auth, params.id, 'space:events')
+    if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
+    // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
+    const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
+      (err: unknown) => {
+        if (err instanceof ApiError && err.status === 404) {
+          throw invalidField('body.event_id', 'event not found', eventId)
         }
-      )
-      const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
-      if (created === undefined) {
-        throw error409Conflict('the event already belongs to this space', [
-          { location: 'body.event_id', message: 'already linked', value: eventId }
-        ])
+        throw err
       }
-      await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
-      return created
-    })
+    )
+    const created = await insights.insertSpaceEvent(trx, auth.tenantId, space.id, event.id, space.org_id)
+    if (created === undefined) {
+      throw error409Conflict('the event already belongs to this space', [
+        { location: 'body.event_id', message: 'already linked', value: eventId }
+      ])
+    }
+    await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
+    return created
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event', 'Remove an event from a space', {

@@ -12,7 +12,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
-import { answerCreated, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerInvitation } from '../../platform/notifications/templates.ts'
@@ -141,71 +141,65 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
     })
 
-  app.post('/api/v1/spaces/:id/managers', operation('add-space-manager', 'Add an active manager (role, when given, replaces permissions)', {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers', operation('add-space-manager', 'Add an active manager (role, when given, replaces permissions)', {
     params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
-  }, requirePolicy('space', 'managers')), async (request, reply) => {
-    const b = request.body
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-      refuseSelf(auth, b.user_id, 'body.user_id')
-      await assertGrantHeld(trx, auth, space, b)
-      if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
-        throw error409Conflict('the user already manages this space', [
-          { location: 'body.user_id', message: 'already a manager', value: b.user_id }
-        ])
-      }
-      const { role, permissions } = storedGrant(b)
-      const created = await repo.insertManager(trx, {
-        tenantId: auth.tenantId,
-        spaceId: space.id,
-        orgId: space.org_id,
-        userId: b.user_id,
-        permissions,
-        role,
-        invitedBy: auth.userId
-      })
-      await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
-      await notifyManagerAdded(trx, auth, { on: 'space', id: space.id, title: space.title }, b)
-      return created
+  }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
+    const space = await lockManageable(trx, auth, params.id, 'space:managers')
+    refuseSelf(auth, b.user_id, 'body.user_id')
+    await assertGrantHeld(trx, auth, space, b)
+    if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
+      throw error409Conflict('the user already manages this space', [
+        { location: 'body.user_id', message: 'already a manager', value: b.user_id }
+      ])
+    }
+    const { role, permissions } = storedGrant(b)
+    const created = await repo.insertManager(trx, {
+      tenantId: auth.tenantId,
+      spaceId: space.id,
+      orgId: space.org_id,
+      userId: b.user_id,
+      permissions,
+      role,
+      invitedBy: auth.userId
     })
+    await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
+    await notifyManagerAdded(trx, auth, { on: 'space', id: space.id, title: space.title }, b)
+    return created
   })
 
-  app.post('/api/v1/spaces/:id/managers/invite', operation('invite-space-manager', 'Invite a manager by e-mail (pending for 7 days until accepted)', {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers/invite', operation('invite-space-manager', 'Invite a manager by e-mail (pending for 7 days until accepted)', {
     params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
-  }, requirePolicy('space', 'managers')), async (request, reply) => {
-    const b = request.body
+  }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
     const email = b.email.toLowerCase()
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:managers')
-      await assertGrantHeld(trx, auth, space, b)
-      if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
-        throw error409Conflict('an invite to this address is already pending', [
-          { location: 'body.email', message: 'already invited', value: b.email }
-        ])
-      }
-      const { token, hash } = newInviteToken()
-      const { role, permissions } = storedGrant(b)
-      const created = await repo.insertInvite(trx, {
-        tenantId: auth.tenantId,
-        spaceId: space.id,
-        orgId: space.org_id,
-        email,
-        permissions,
-        role,
-        invitedBy: auth.userId,
-        tokenHash: hash,
-        days: INVITE_DAYS
-      })
-      await queueNotification(trx, {
-        tenantId: auth.tenantId,
-        channel: 'email',
-        recipient: email,
-        ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
-        payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
-      })
-      await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
-      return created
+    const space = await lockManageable(trx, auth, params.id, 'space:managers')
+    await assertGrantHeld(trx, auth, space, b)
+    if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
+      throw error409Conflict('an invite to this address is already pending', [
+        { location: 'body.email', message: 'already invited', value: b.email }
+      ])
+    }
+    const { token, hash } = newInviteToken()
+    const { role, permissions } = storedGrant(b)
+    const created = await repo.insertInvite(trx, {
+      tenantId: auth.tenantId,
+      spaceId: space.id,
+      orgId: space.org_id,
+      email,
+      permissions,
+      role,
+      invitedBy: auth.userId,
+      tokenHash: hash,
+      days: INVITE_DAYS
     })
+    await queueNotification(trx, {
+      tenantId: auth.tenantId,
+      channel: 'email',
+      recipient: email,
+      ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
+      payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
+    })
+    await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
+    return created
   })
 
   app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite', 'Accept a manager invite: the caller becomes an active manager', {
@@ -300,33 +294,31 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'contacts', 'list-space-contacts', 'List the contacts linked to a space',
     PagedBodySpaceContact, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
 
-  app.post('/api/v1/spaces/:id/contacts', operation('add-space-contact', 'Link a contact the caller can see to a space', {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/contacts', operation('add-space-contact', 'Link a contact the caller can see to a space', {
     params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
-  }, requirePolicy('space', 'contacts')), async (request, reply) => {
-    const contactId = request.body.contact_id
-    return await answerCreated(db, request, reply, async (trx, auth) => {
-      const space = await lockManageable(trx, auth, request.params.id, 'space:contacts')
-      const contact = await contacts.findVisible(trx, auth, contactId)
-      if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
-      const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
-      if (created === undefined) {
-        throw error409Conflict('the contact is already linked to this space', [
-          { location: 'body.contact_id', message: 'already linked', value: contactId }
-        ])
-      }
-      const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
-      await repo.recordSpaceActivity(trx, {
-        tenantId: auth.tenantId,
-        spaceId: space.id,
-        type: 'contact',
-        resourceId: contactId,
-        title: name,
-        message: 'contact added to the space',
-        actorId: auth.userId
-      })
-      await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
-      return created
+  }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => {
+    const contactId = body.contact_id
+    const space = await lockManageable(trx, auth, params.id, 'space:contacts')
+    const contact = await contacts.findVisible(trx, auth, contactId)
+    if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
+    const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
+    if (created === undefined) {
+      throw error409Conflict('the contact is already linked to this space', [
+        { location: 'body.contact_id', message: 'already linked', value: contactId }
+      ])
+    }
+    const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
+    await repo.recordSpaceActivity(trx, {
+      tenantId: auth.tenantId,
+      spaceId: space.id,
+      type: 'contact',
+      resourceId: contactId,
+      title: name,
+      message: 'contact added to the space',
+      actorId: auth.userId
     })
+    await emit(trx, spaceEvent(auth, space.id, 'space.contact_added', { space_id: space.id, contact_id: contactId }))
+    return created
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact', 'Unlink a contact from a space', {

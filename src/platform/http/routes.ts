@@ -63,16 +63,6 @@ export async function answerWithEtag<T extends { revision: number }> (
   return row
 }
 
-/** Answers 201 Created with the resource `write` creates in one transaction of the caller's tenant. */
-export async function answerCreated<T> (
-  db: Kysely<Database>,
-  request: { auth: AuthContext },
-  reply: FastifyReply,
-  write: (trx: Tx, auth: AuthContext) => Promise<T>
-): Promise<FastifyReply> {
-  return await reply.code(201).send(await withTenant(db, request.auth, trx => write(trx, request.auth)))
-}
-
 /** What a route may declare besides its operation and its policy. */
 export interface RouteOptions {
   config?: FastifyContextConfig
@@ -113,13 +103,45 @@ const emptyBodyAsObject: preValidationAsyncHookHandler = async request => {
   request.body ??= {}
 }
 
-export interface NoContentRoute<S extends Operation> {
+/** A write route's options: those `operation()` returns. */
+export interface WriteRoute<S extends FastifySchema> {
   schema: S
   onRequest: onRequestAsyncHookHandler
   /** the body's fields are all optional: no body at all means `{}` */
   optionalBody?: true
   /** `{ idempotency: 'transaction' }`: the Idempotency-Key is claimed in the write's own transaction */
   config?: FastifyContextConfig
+}
+
+/**
+ * Registers a write whose work runs in one transaction of the caller's tenant (through `idempotent()` when the route
+ * claims its Idempotency-Key there), answered with `status` and what the work returns (no body for 204).
+ */
+function writeRoute<S extends FastifySchema> (
+  app: App,
+  db: Kysely<Database>,
+  method: 'delete' | 'patch' | 'post' | 'put',
+  url: string,
+  route: WriteRoute<S>,
+  status: 201 | 204,
+  work: (trx: Tx, request: RequestOf<S>) => Promise<unknown>
+): void {
+  const { optionalBody, ...options } = route
+  app.route({
+    method,
+    url,
+    ...options,
+    // registered untyped (the schema is generic here); `work` gets the request typed by it
+    schema: route.schema as FastifySchema,
+    ...(optionalBody === true ? { preValidation: emptyBodyAsObject } : {}),
+    handler: async (request, reply) => {
+      const write = async (trx: Tx) => await work(trx, request as unknown as RequestOf<S>)
+      const result = route.config?.idempotency === 'transaction'
+        ? await idempotentWrite(db, request, write)
+        : await withTenant(db, request.auth, write)
+      return await reply.code(status).send(status === 204 ? null : result)
+    }
+  })
 }
 
 /**
@@ -137,23 +159,28 @@ export function noContentRoute<S extends Operation> (
   db: Kysely<Database>,
   method: 'delete' | 'patch' | 'post',
   url: string,
-  route: NoContentRoute<S>,
+  route: WriteRoute<S>,
   change: (trx: Tx, request: RequestOf<S>) => Promise<unknown>
 ): void {
-  const { optionalBody, ...options } = route
-  // registered untyped (the schema is generic here); `change` gets the request typed by it
-  const schema: FastifySchema = { ...route.schema, response: { 204: NoContent } }
-  app.route({
-    method,
-    url,
-    ...options,
-    schema,
-    ...(optionalBody === true ? { preValidation: emptyBodyAsObject } : {}),
-    handler: async (request, reply) => {
-      const write = async (trx: Tx) => await change(trx, request as unknown as RequestOf<S>)
-      if (route.config?.idempotency === 'transaction') await idempotentWrite(db, request, write)
-      else await withTenant(db, request.auth, write)
-      return await reply.code(204).send(null)
-    }
-  })
+  writeRoute(app, db, method, url, { ...route, schema: { ...route.schema, response: { 204: NoContent } } }, 204, change)
+}
+
+/**
+ * Registers a write that answers 201 Created with what `create` returns, run in one transaction of the caller's
+ * tenant (through `idempotent()` when the route claims its Idempotency-Key there).
+ *
+ * @example
+ *   createdRoute(app, db, 'post', '/api/v1/spaces/:id/contacts', operation('add-space-contact', 'Link a contact', {
+ *     params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
+ *   }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => …)
+ */
+export function createdRoute<S extends FastifySchema> (
+  app: App,
+  db: Kysely<Database>,
+  method: 'post' | 'put',
+  url: string,
+  route: WriteRoute<S>,
+  create: (trx: Tx, request: RequestOf<S>) => Promise<unknown>
+): void {
+  writeRoute(app, db, method, url, route, 201, create)
 }
