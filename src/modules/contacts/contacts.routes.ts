@@ -108,9 +108,8 @@ export const contactsModule = defineModule(async (app, { db }) => {
 
   app.post('/api/v1/contacts/upsert', operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
     body: UpsertContactsBody, response: { 200: UpsertOutputBody }
-  }, requirePolicy('contact', 'write'), {
-    config: { cost: UPSERT_COST }
-  }), async (request) => await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
+  }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }), async (request) =>
+    await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
 
   app.get('/api/v1/contacts/:id', operation('get-contact', 'Get a contact', {
     params: ContactParams, response: { 200: Contact }

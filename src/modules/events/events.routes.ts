@@ -107,8 +107,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
     items: TEMPLATE_IDS.map(id => latestTemplate(id))
       .filter(t => t !== undefined)
       .map(templateView)
-  })
-  )
+  }))
 
   app.get('/api/v1/event-templates/:id', templateOperation('get-event-template', 'Latest version of one template (or the version asked for)', {
     params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
@@ -124,8 +123,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
   }, requirePolicy('manager', 'catalogue')), async () => ({
     permissions: [...EVENT_PERMISSIONS],
     roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
-  })
-  )
+  }))
 
   app.post('/api/v1/events', operation('create-event', 'Create an event (a draft)', {
     body: CreateEventBody, response: { 201: Event }
@@ -232,9 +230,8 @@ export const eventsModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event', 'Publish an event, or promote its draft', {
     params: EventParams, body: PublishEventBody
-  }, requirePolicy('event', 'publish'), {
-    optionalBody: true
-  }), (trx, request) => service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
+  }, requirePolicy('event', 'publish'), { optionalBody: true }), (trx, request) =>
+    service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
   app.post('/api/v1/events/:id/edit', operation('edit-event', 'Start editing a published event: returns its draft clone', {
     params: EventParams, response: { 200: Event }

@@ -65,8 +65,9 @@ export async function answerWithEtag<T extends { revision: number }> (
 
 /** What a route may declare besides its operation and its policy. */
 export interface RouteOptions {
+  /** `{ idempotency: 'transaction' }`: the Idempotency-Key is claimed in the write's own transaction; `cost` */
   config?: FastifyContextConfig
-  /** (noContentRoute) the body's fields are all optional: no body at all means `{}` */
+  /** (noContentRoute, createdRoute) the body's fields are all optional: no body at all means `{}` */
   optionalBody?: true
 }
 
@@ -104,13 +105,9 @@ const emptyBodyAsObject: preValidationAsyncHookHandler = async request => {
 }
 
 /** A write route's options: those `operation()` returns. */
-export interface WriteRoute<S extends FastifySchema> {
+export interface WriteRoute<S extends FastifySchema> extends RouteOptions {
   schema: S
   onRequest: onRequestAsyncHookHandler
-  /** the body's fields are all optional: no body at all means `{}` */
-  optionalBody?: true
-  /** `{ idempotency: 'transaction' }`: the Idempotency-Key is claimed in the write's own transaction */
-  config?: FastifyContextConfig
 }
 
 /**
