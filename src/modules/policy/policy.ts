@@ -268,7 +268,9 @@ export function policyOf<K extends ResourceKind> (kind: K, action: ActionOf<K>):
  * names the row in the route table (`x-policy` in OpenAPI), so every write says what it enforces.
  *
  * @example
- *   app.patch('/api/v1/events/:id', { onRequest: requirePolicy('event', 'edit') }, handler)
+ *   app.patch('/api/v1/events/:id', operation('patch-event', 'Merge-patch an event', {
+ *     params: EventParams, body: PatchEventBody, response: { 200: Event }
+ *   }, requirePolicy('event', 'edit')), handler)
  */
 export function requirePolicy<K extends ResourceKind> (kind: K, action: ActionOf<K>): onRequestAsyncHookHandler {
   return requirePermission(policyOf(kind, action).tenant, `${kind}:${action}`)
