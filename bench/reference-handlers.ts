@@ -187,7 +187,8 @@ export const REFERENCES: Record<string, Handler> = {
     )
   },
 
-  // Each source of the feed read from its index newest first up to the page's end, merged; the total as three counts
+  // Each source of the feed read from its index newest first up to the page's end, merged; the total as the stored
+  // items' kept count (row_counts, migration 0021) and two counts
   async 'space-activity' (q, p, c) {
     const id = Number(p.get('id'))
     const size = Number(p.get('size') ?? 20)
@@ -213,7 +214,8 @@ export const REFERENCES: Record<string, Handler> = {
             'title', f.title, 'type', f.type) order by f.created_at desc, f.src desc, f.seq desc), '[]'::json)
           from (select * from feed order by created_at desc, src desc, seq desc limit $6) f),
         'page', 1,
-        'total', (select count(*) from space_activity a where a.tenant_id = $1 and a.space_id = $4) + (select count(*) from added) + (select count(*) from published)
+        'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = $4::text)
+          + (select count(*) from added) + (select count(*) from published)
       )::text as json from space`,
       [c.tenant, c.user, c.org, id, size + 1, size]
     )

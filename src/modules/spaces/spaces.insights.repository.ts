@@ -8,6 +8,7 @@ import type { Database } from '../../platform/db/database.ts'
 import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { keptSum, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.repository.ts'
 import { deleteEventSpace, insertEventSpace } from '../events/events.repository.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
@@ -110,7 +111,10 @@ interface FeedRow {
 /** one source of the feed, whatever tables it reads */
 interface FeedSource { as: (alias: 'x') => AliasedSelectQueryBuilder<FeedRow, 'x'> }
 
-export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: PageParams) {
+/** The trigger that keeps the count of a space's stored activity items (migration 0021; none on Citus). */
+export const ACTIVITY_COUNTS_TRIGGER = 'space_activity_counts_insert'
+
+export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number, q: PageParams, counting: Counting) {
   const window = pageWindow(q, listScope('space-activity', { spaceId }), ACTIVITY_KEYS)
   const t = auth.tenantId
   const storedRows = trx
@@ -184,9 +188,12 @@ export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number,
     .$call(qb => orderByKeys(qb, ACTIVITY_KEYS))
     .limit(window.limit)
     .offset(window.offset)
-  // the total: each source's rows counted, without the columns of the items
+  // the total: each source's rows counted, without the columns of the items; the stored items from their kept
+  // count (every caller who sees the space sees them all)
   const counted = [
-    storedRows.select(eb => eb.fn.countAll<number>().as('n')),
+    counting === 'kept'
+      ? keptSum(t, 'space_activity', sql<boolean>`k1 = ${String(spaceId)}`)
+      : storedRows.select(eb => eb.fn.countAll<number>().as('n')),
     addedRows.select(eb => eb.fn.countAll<number>().as('n')),
     publishedRows.select(eb => eb.fn.countAll<number>().as('n'))
   ]

@@ -25,7 +25,8 @@ const operation = operationsTagged('Spaces')
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'activity', 'list-space-activity', 'Recent activity of a space, newest first',
-    PagedBodySpaceActivity, (trx, auth, space, q) => insights.listActivity(trx, auth, space.id, q))
+    PagedBodySpaceActivity, (trx, auth, space, q, counting) => insights.listActivity(trx, auth, space.id, q, counting),
+    insights.ACTIVITY_COUNTS_TRIGGER)
 
   app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics', 'Attendance, RSVPs and member growth of a space (for its managers)', {
     params: SpaceParams, response: { 200: SpaceAnalyticsResult }

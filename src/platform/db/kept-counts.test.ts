@@ -1,8 +1,8 @@
 /**
- * The totals of the contacts list and of a rule's execution history against their own items: the
- * totals come from the counts kept by triggers (migrations/0020_row_counts.sql; row by row on Citus),
- * the items from the rows. After every kind of change, for callers who see different contacts, every
- * total must equal the number of items a walk of the list finds.
+ * The totals of the contacts list, of a rule's execution history and of a space's activity feed against their
+ * own items: the totals come from the counts kept by triggers (migrations/0020_row_counts.sql,
+ * 0021_space_activity_counts.sql; row by row on Citus), the items from the rows. After every kind of change, for
+ * callers who see different items, every total must equal the number of items a walk of the list finds.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -10,16 +10,21 @@ import { sql } from 'kysely'
 import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { pagesByCursor } from '../../../test/helpers/pages.ts'
 import { rule } from '../../modules/automation/automation.fixtures.ts'
+import { alicePublishedSpace, createSpace, publish } from '../../modules/spaces/spaces.fixtures.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
 import { compactRowCounts } from './kept-counts.ts'
 import { withSystem } from './tenant.ts'
 
 type Json = Record<string, any>
 
+/** An item's identity: its id, or what tells apart the items of an activity feed (which have none). */
+const idOf = (x: Json): string => String(x.id ?? `${x.type as string} ${x.resource_id as string} ${x.message as string}`)
+
 /** Every item of a list, walked by cursor (4 a page), and the totals the pages reported. */
 async function walk (t: TestApp, token: string, path: string): Promise<{ ids: string[], totals: Set<number> }> {
   const pages = await pagesByCursor(t, token, `${path}${path.includes('?') ? '&' : '?'}size=4`)
   return {
-    ids: pages.flatMap(p => (p.items as Json[]).map(x => x.id as string)),
+    ids: pages.flatMap(p => (p.items as Json[]).map(idOf)),
     totals: new Set(pages.map(p => p.total as number))
   }
 }
@@ -39,7 +44,7 @@ async function checkTotals (t: TestApp, step: string, callers: Record<string, st
 }
 
 for (const kind of databases()) {
-  void describe(`${kind}: kept totals of the contacts list and the execution history`, () => {
+  void describe(`${kind}: kept totals of the contacts list, the execution history and the space activity`, () => {
     const t = useTestApp(kind)
 
     void it('contacts: the total matches the items after creates, favourites, upserts, deletes and folding, for every caller', async () => {
@@ -161,6 +166,50 @@ for (const kind of databases()) {
       await checkTotals(t, 'folded', { admin }, paths)
       const all = (await t.as(admin, { method: 'GET', url: paths[0] ?? '' })).json()
       assert.equal(all.total, 12, 'fifteen executions, three skipped ones removed')
+    })
+
+    void it('space activity: the total matches the items as members join and leave, events are linked, items are pruned, moved and folded', async () => {
+      const { tenant, alice, s } = await alicePublishedSpace(t, { visibility: 40 })
+      const other = await createSpace(t, alice, { visibility: 40 })
+      await publish(t, alice, other.id)
+      const bob = await tenant.user('bob')
+      const callers = { alice, bob }
+      const paths = [`/api/v1/spaces/${s.id as number}/activity`, `/api/v1/spaces/${other.id as number}/activity`]
+      for (const user of ['m1', 'm2', 'm3', 'm4', 'm5', 'bob']) {
+        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/members`, 201, { user_id: user, role: 'space_member' })
+      }
+      // alice's private event is in her feed only: the events' part of the total differs by caller
+      let publicEvent = 0
+      for (const visibility of [40, 10]) {
+        const event = await expectStatus(t, alice, 'POST', '/api/v1/events', 201, { title: `V${visibility}`, visibility })
+        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/events`, 201, { event_id: event.json().id })
+        if (visibility === 40) publicEvent = event.json().id
+      }
+      await checkTotals(t, 'joined and linked', callers, paths)
+      assert.deepEqual(
+        [(await walk(t, alice, paths[0] ?? '')).ids.length, (await walk(t, bob, paths[0] ?? '')).ids.length],
+        [8, 7]
+      )
+
+      // a member leaves (one more item); items are pruned and one moves to the other space, in single statements
+      await expectStatus(t, alice, 'DELETE', `/api/v1/spaces/${s.id as number}/members/m5`, 204)
+      await withSystem(t.ctx.db, async trx => {
+        await sql`delete from space_activity where tenant_id = ${tenant.id} and space_id = ${s.id} and resource_id in ('m1', 'm2')`
+          .execute(trx)
+        await sql`update space_activity set space_id = ${other.id} where tenant_id = ${tenant.id} and resource_id = 'm3'`
+          .execute(trx)
+      })
+      await checkTotals(t, 'pruned and moved', callers, paths)
+      assert.equal((await walk(t, bob, paths[1] ?? '')).ids.length, 1)
+
+      await compactRowCounts(t.ctx.db)
+      await checkTotals(t, 'folded', callers, paths)
+      const feed = (await t.as(bob, { method: 'GET', url: paths[0] ?? '' })).json()
+      assert.deepEqual(
+        [feed.total, (feed.items as Json[]).map(idOf).sort()],
+        [4, ['event ' + String(publicEvent) + ' event added to the space', 'member bob joined the space',
+          'member m4 joined the space', 'member m5 joined the space']]
+      )
     })
   })
 }

@@ -1,8 +1,8 @@
 /**
  * Totals kept by triggers instead of counted row by row (docs/performance.md, "Lists at scale"):
- * the event list's counts (migration 0019, events.repository.ts) and `row_counts` (migration 0020)
- * for the contacts list and a rule's execution history. On a Citus cluster those triggers are not
- * created, and the lists count row by row.
+ * the event list's counts (migration 0019, events.repository.ts) and `row_counts` (migrations 0020, 0021)
+ * for the contacts list, a rule's execution history and the stored items of a space's activity feed. On a
+ * Citus cluster those triggers are not created, and the lists count row by row.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { Database } from './database.ts'
@@ -30,6 +30,12 @@ export async function countingOf (db: Kysely<Database>, trigger: string): Promis
     answer.catch(() => { byTrigger.delete(trigger) })
   }
   return await answer
+}
+
+/** The sum of the kept rows of one list that match `where`, as an expression (a part of a total, `totalOf`). */
+export function keptSum (tenantId: string, list: string, where: RawBuilder<boolean>): RawBuilder<number> {
+  return sql<number>`(select coalesce(sum(n), 0) from row_counts
+    where tenant_id = ${tenantId} and list = ${list} and ${where})`
 }
 
 /** The sum of the kept rows of one list that match `where` (row_counts, migration 0020). */
