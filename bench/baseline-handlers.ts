@@ -317,7 +317,7 @@ export const HANDLERS: Record<string, Handler> = {
         [c.tenant, c.user, c.org, id, size + 1]
       ),
       q<{ total: number }>(
-        `select (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = $4::text)
+        `select (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = ($4::bigint)::text)
           + (select count(*) from (${events}) x) as total`,
         [c.tenant, c.user, c.org, id]
       )

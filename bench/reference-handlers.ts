@@ -214,7 +214,7 @@ export const REFERENCES: Record<string, Handler> = {
             'title', f.title, 'type', f.type) order by f.created_at desc, f.src desc, f.seq desc), '[]'::json)
           from (select * from feed order by created_at desc, src desc, seq desc limit $6) f),
         'page', 1,
-        'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = $4::text)
+        'total', (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = ($4::bigint)::text)
           + (select count(*) from added) + (select count(*) from published)
       )::text as json from space`,
       [c.tenant, c.user, c.org, id, size + 1, size]

@@ -11,6 +11,11 @@
 -- The feed's other items (events linked to the space, their publishes) depend on what the caller sees and are
 -- still counted row by row. On a Citus cluster the trigger is not created and the stored items are counted row
 -- by row too (pg_trigger tells the service which).
+--
+-- The feed's "event added to the space" items are the space's links newest first: read from an index in that
+-- order up to the page's end (without it PostgreSQL read every link of the tenant and sorted those of the space).
+
+create index event_spaces_recent on event_spaces (tenant_id, space_id, created_at desc, id desc);
 
 create function space_activity_count_changes() returns trigger language plpgsql as $fn$
 begin
