@@ -137,6 +137,14 @@ for (const kind of databases()) {
         `/api/v1/events?size=2&cursor=${cursor}`)
     })
 
+    it('the events list of a member by start since a date, by cursor (the bench\'s deep pages)', async () => {
+      const url = '/api/v1/events?status=published&start_dt_after=2031-03-01T00:00:00Z&sort_by=start_dt&sort_dir=asc&size=2'
+      const first = (await t.as(member, { method: 'GET', url })).json()
+      assert.ok(typeof first.next_cursor === 'string')
+      await read('events-list-member-start-cursor', 'GET /api/v1/events?start_dt_after=…&sort_by=start_dt&cursor=… as a member',
+        member, `${url}&cursor=${encodeURIComponent(first.next_cursor as string)}`)
+    })
+
     it('the events list of a member, searched and by start', async () => {
       await read('events-list-member-search', 'GET /api/v1/events?search=…&start_dt_after=… as a member of an organization',
         member, '/api/v1/events?search=launch&start_dt_after=2031-03-02T00:00:00Z&size=5')

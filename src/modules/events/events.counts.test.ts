@@ -26,7 +26,9 @@ const QUERIES = [
   '?start_dt_after=2026-03-02T00:00:00Z&start_dt_before=2026-03-20T00:00:00Z',
   '?start_dt_after=2026-02-10T00:00:00Z&start_dt_before=2027-04-20T00:00:00Z&status=published',
   '?search=gig',
-  '?sort_by=start_dt&sort_dir=asc&status=published&start_dt_after=2026-01-01T00:00:00Z'
+  '?sort_by=start_dt&sort_dir=asc&status=published&start_dt_after=2026-01-01T00:00:00Z',
+  '?sort_by=start_dt&sort_dir=desc&start_dt_after=2026-01-01T00:00:00Z',
+  '?sort_by=start_dt&sort_dir=desc&start_dt_before=2027-01-01T00:00:00Z'
 ]
 
 /** Every item of a list, walked by page and by cursor (3 a page); the totals each page reported. */
