@@ -3,7 +3,7 @@
  * events module), its activity feed and its analytics. Event titles only appear for events the
  * caller may see (`eventVisibleTo` of the events module).
  */
-import { sql, type AliasedSelectQueryBuilder, type ExpressionBuilder } from 'kysely'
+import { sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type SqlBool } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'
 import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -134,19 +134,20 @@ export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number,
   // visibility filter naming `events` unaliased; its hashed subplans of the caller's spaces and managed events
   // computed once); `in (every event the caller sees)` hashed the whole tenant's events, and a plain join let
   // the planner scan them
-  const visibleEvent = (eb: ExpressionBuilder<Database & { es: EventSpacesTable }, 'es'>) =>
-    eb
-      .selectFrom('events')
-      .select(['events.id', 'events.title'])
-      .where('events.tenant_id', '=', t)
-      .whereRef('events.id', '=', 'es.event_id')
-      .where(eventVisibilityFilter(auth))
-      // at most one row by key; the limit also keeps PostgreSQL from folding the lateral read into a join
-      .limit(1)
-      .as('v')
+  const visibleEvent = (eventId: 'es.event_id' | 'ea.event_id') =>
+    (eb: ExpressionBuilder<Database & { es: EventSpacesTable }, 'es'>) =>
+      eb
+        .selectFrom('events')
+        .select(['events.id', 'events.title'])
+        .where('events.tenant_id', '=', t)
+        .where(sql<SqlBool>`${sql.ref('events.id')} = ${sql.ref(eventId)}`)
+        .where(eventVisibilityFilter(auth))
+        // at most one row by key; the limit also keeps PostgreSQL from folding the lateral read into a join
+        .limit(1)
+        .as('v')
   const addedRows = trx
     .selectFrom('event_spaces as es')
-    .innerJoinLateral(visibleEvent, j => j.onTrue())
+    .innerJoinLateral(visibleEvent('es.event_id'), j => j.onTrue())
     .where('es.tenant_id', '=', t)
     .where('es.space_id', '=', spaceId)
   // the columns of an item about a linked event (`v`) between its time and its sequence: its message and source
@@ -158,12 +159,14 @@ export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number,
     sql<number>`${sql.lit(src)}`.as('src')
   ] as const
   const added = addedRows.select(['es.created_at', ...eventItem('event added to the space', 1), 'es.id as seq'])
+  // the publishes of the space's events, then the event if the caller sees it: the lateral read names the
+  // publish's event, so it runs for each publish found, not for each link (most links have none)
   const publishedRows = trx
     .selectFrom('event_spaces as es')
-    .innerJoinLateral(visibleEvent, j => j.onTrue())
     .innerJoin('event_activity as ea', j =>
       j.onRef('ea.tenant_id', '=', 'es.tenant_id').onRef('ea.event_id', '=', 'es.event_id')
     )
+    .innerJoinLateral(visibleEvent('ea.event_id'), j => j.onTrue())
     .where('es.tenant_id', '=', t)
     .where('es.space_id', '=', spaceId)
     .where('ea.kind', '=', 'published')

@@ -178,17 +178,19 @@ for (const kind of databases()) {
       for (const user of ['m1', 'm2', 'm3', 'm4', 'm5', 'bob']) {
         await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/members`, 201, { user_id: user, role: 'space_member' })
       }
-      // alice's private event is in her feed only: the events' part of the total differs by caller
+      // alice's private event, linked and published, is in her feed only (both its items): the events' part of the
+      // total differs by caller
       let publicEvent = 0
       for (const visibility of [40, 10]) {
         const event = await expectStatus(t, alice, 'POST', '/api/v1/events', 201, { title: `V${visibility}`, visibility })
         await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/events`, 201, { event_id: event.json().id })
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${event.json().id as number}/publish`, 204)
         if (visibility === 40) publicEvent = event.json().id
       }
-      await checkTotals(t, 'joined and linked', callers, paths)
+      await checkTotals(t, 'joined, linked and published', callers, paths)
       assert.deepEqual(
         [(await walk(t, alice, paths[0] ?? '')).ids.length, (await walk(t, bob, paths[0] ?? '')).ids.length],
-        [8, 7]
+        [10, 8]
       )
 
       // a member leaves (one more item); items are pruned and one moves to the other space, in single statements
@@ -207,8 +209,8 @@ for (const kind of databases()) {
       const feed = (await t.as(bob, { method: 'GET', url: paths[0] ?? '' })).json()
       assert.deepEqual(
         [feed.total, (feed.items as Json[]).map(idOf).sort()],
-        [4, ['event ' + String(publicEvent) + ' event added to the space', 'member bob joined the space',
-          'member m4 joined the space', 'member m5 joined the space']]
+        [5, [`event ${publicEvent} event added to the space`, `event ${publicEvent} event published`,
+          'member bob joined the space', 'member m4 joined the space', 'member m5 joined the space']]
       )
     })
   })
