@@ -32,7 +32,9 @@ export function pgRunner (url: string, max = 20): SqlRunner {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>
       oid === INT8 || oid === NUMERIC ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)
   }
-  const pool = new pg.Pool({ connectionString: url, max, types: types as pg.CustomTypesConfig })
+  // without JIT compilation, as the service's sessions (src/platform/db/database.ts): the baseline and the reference
+  // run on the same terms
+  const pool = new pg.Pool({ connectionString: url, max, types: types as pg.CustomTypesConfig, options: '-c jit=off' })
   pool.on('error', () => {})
   return {
     kind: 'pg',

@@ -115,6 +115,10 @@ function pgDatabase (connectionString: string, max: number): Kysely<Database> {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     statement_timeout: 30_000,
+    // No JIT compilation: the planner's costs of the lists' reads by key (a visibility check per linked event, under
+    // row-level security) pass jit_above_cost, and compiling took 500 ms of a 530 ms statement (docs/performance.md,
+    // "Lists at scale, third pass"). An `options` parameter of the URL takes precedence.
+    options: '-c jit=off',
     // BEGIN and the tenant scope travel with the first query (pipeline.ts)
     pipeline: true
   })
