@@ -297,28 +297,33 @@ export const HANDLERS: Record<string, Handler> = {
   },
 
   // spaces.insights.repository.ts, listActivity: the space (visible to the caller), then the feed: stored items,
-  // "event added" from the links and "event published" from event_activity, of events the caller sees; the stored
-  // items' total from the kept counts (row_counts, migration 0021)
+  // "event added" from the space's links newest first, each link's event read by key if the caller sees it, and
+  // "event published" from the publishes of the space's events, each publish's event read by key the same way;
+  // each source up to the page's end, then the page from the three. The total: the stored items' kept count
+  // (row_counts, migration 0021) and the two event sources counted.
   async 'space-activity' (q, p, c) {
     const id = Number(p.get('id'))
     const size = Number(p.get('size') ?? 20)
     const space = await q(`${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`, [id, c.tenant, c.user, c.org])
     if (space[0] === undefined) return notFound
-    const visible = `select events.id from events where ${EVENT_VISIBLE}`
-    const stored = 'select a.created_at, a.message, a.resource_id, a.title, a.type, 0 as src, a.id as seq from space_activity a where a.tenant_id = $1 and a.space_id = $4'
-    const events = `select es.created_at, 'event added to the space', e.id::text, e.title, 'event', 1, es.id from event_spaces es
-        join events e on e.tenant_id = es.tenant_id and e.id = es.event_id where es.tenant_id = $1 and es.space_id = $4 and es.event_id in (${visible})
-      union all select ea.at, 'event published', e.id::text, e.title, 'event', 2, ea.id from event_activity ea
-        join event_spaces es on es.tenant_id = ea.tenant_id and es.event_id = ea.event_id join events e on e.tenant_id = ea.tenant_id and e.id = ea.event_id
-        where ea.tenant_id = $1 and es.space_id = $4 and ea.kind = 'published' and ea.event_id in (${visible})`
+    const visibleOf = (eventId: string) =>
+      `select events.id, events.title from events where events.tenant_id = $1 and events.id = ${eventId} and ${EVENT_VISIBLE} limit 1`
+    const added = `from event_spaces es join lateral (${visibleOf('es.event_id')}) v on true where es.tenant_id = $1 and es.space_id = $4`
+    const published = `from event_spaces es join event_activity ea on ea.tenant_id = es.tenant_id and ea.event_id = es.event_id
+      join lateral (${visibleOf('ea.event_id')}) v on true where es.tenant_id = $1 and es.space_id = $4 and ea.kind = 'published'`
+    const first = (select: string, order: string) => `(select * from (${select} order by ${order} limit $5) f)`
     const [rows, [count]] = await Promise.all([
       q(
-        `select x.created_at, x.message, x.resource_id, x.title, x.type from (${stored} union all ${events}) x order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
+        `select x.created_at, x.message, x.resource_id, x.title, x.type from (
+          ${first('select a.created_at, a.message, a.resource_id, a.title, a.type, 0 as src, a.id as seq from space_activity a where a.tenant_id = $1 and a.space_id = $4', 'created_at desc, src desc, seq desc')}
+          union all ${first(`select es.created_at, 'event added to the space' as message, v.id::text as resource_id, v.title, 'event' as type, 1 as src, es.id as seq ${added}`, 'created_at desc, src desc, seq desc')}
+          union all ${first(`select ea.at as created_at, 'event published' as message, v.id::text as resource_id, v.title, 'event' as type, 2 as src, ea.id as seq ${published}`, 'created_at desc, src desc, seq desc')}
+        ) x order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
         [c.tenant, c.user, c.org, id, size + 1]
       ),
       q<{ total: number }>(
         `select (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = ($4::bigint)::text)
-          + (select count(*) from (${events}) x) as total`,
+          + (select count(*) ${added}) + (select count(*) ${published}) as total`,
         [c.tenant, c.user, c.org, id]
       )
     ])
