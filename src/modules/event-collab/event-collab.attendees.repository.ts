@@ -11,11 +11,13 @@ import { digestEtag } from '../../platform/http/conditional.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
-import type { AttendeeStatus, EventCollabTables } from './event-collab.table.ts'
+import { ATTENDEE_STATUSES, type AttendeeStatus, type EventCollabTables } from './event-collab.table.ts'
 
 export const ATTENDEE_COLUMNS = [
   'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
-  'invited_at', 'responded_at', 'created_at', 'updated_at'
+  'invited_at', 'responded_at', 'created_at', 'updated_at', 'waitlist_position', 'approved_at', 'approved_by',
+  'checked_in_by', 'check_in_method', 'checked_out_at', 'checked_out_by', 'check_in_token_issued_at',
+  'check_in_token_revoked_at'
 ] as const
 
 /** The ETag of an attendee (no revision column): a digest of its stored values (conditional.ts). */
@@ -76,7 +78,7 @@ export async function countByStatus (
     .where('event_id', '=', eventId)
     .groupBy('status')
     .execute()
-  const out: Record<AttendeeStatus, number> = { invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0 }
+  const out = Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, 0])) as Record<AttendeeStatus, number>
   for (const r of rows) out[r.status] = Number(r.n)
   return out
 }

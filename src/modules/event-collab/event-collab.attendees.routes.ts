@@ -213,21 +213,4 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     if (removed === undefined) throw error404NotFound('attendee not found')
     await emit(trx, attendeeEvent(auth, event, 'attendee.removed', contactId, removed.status))
   })
-
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in', operation('check-in-event-attendee', 'Check an attendee in (idempotent: a second check-in changes nothing)', {
-    params: AttendeeParams, body: CheckInBody
-  }, requirePolicy('attendee', 'checkin'), {
-    config: { idempotency: 'transaction' }, optionalBody: true
-  }), async (trx, request) => {
-    const { auth, params: { id, contact_id: contactId } } = request
-    const event = await writeEvent(trx, auth, id, 'attendees:checkin')
-    const current = await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
-    const row = await repo.checkIn(trx, auth.tenantId, rootOf(event), contactId)
-    if (row !== undefined) {
-      await emit(trx, attendeeEvent(auth, event, 'attendee.checked_in', contactId, row.status, {
-        previous_status: current.status,
-        checked_in_at: row.checked_in_at
-      }))
-    }
-  })
 }

@@ -3,7 +3,7 @@ import {
   body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/events.permissions.ts'
-import { ATTENDEE_STATUSES, MILESTONE_STATUSES } from './event-collab.table.ts'
+import { ATTENDEE_STATUSES, CHECK_IN_METHODS, MILESTONE_STATUSES } from './event-collab.table.ts'
 
 /** Bounds chosen by us (docs/event-collaboration.md). */
 export const BULK_MAX = 1000
@@ -35,7 +35,9 @@ export const AttachmentParams = Type.Object({ id: IntId })
 // ---- attendees
 
 const AttendeeStatus = StringEnum(ATTENDEE_STATUSES, {
-  description: 'invited, confirmed, declined, tentative or checked_in'
+  description:
+    'invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) ' +
+    'or no_show (docs/event-collaboration.md, "Attendee states")'
 })
 
 export const Attendee = model('Attendee', {
@@ -51,7 +53,16 @@ export const Attendee = model('Attendee', {
   invited_at: Timestamp(),
   responded_at: Nullable(Timestamp('Last status change by PATCH')),
   created_at: Timestamp(),
-  updated_at: Timestamp()
+  updated_at: Timestamp(),
+  waitlist_position: Nullable(Type.Integer({ minimum: 1, description: 'Place on the waitlist (1 = next); null unless waitlisted' })),
+  approved_at: Nullable(Timestamp('When a manager approved the registration')),
+  approved_by: Nullable(Type.String({ description: 'Who approved the registration' })),
+  checked_in_by: Nullable(Type.String({ description: 'Who checked the attendee in' })),
+  check_in_method: Nullable(StringEnum(CHECK_IN_METHODS, { description: 'manual, scan or api' })),
+  checked_out_at: Nullable(Timestamp('When the attendee was checked out (null while inside)')),
+  checked_out_by: Nullable(Type.String({ description: 'Who checked the attendee out' })),
+  check_in_token_issued_at: Nullable(Timestamp('When the current check-in token was issued')),
+  check_in_token_revoked_at: Nullable(Timestamp('When the check-in token was revoked'))
 })
 export const PagedBodyAttendee = pagedBody(Attendee, 'PagedBodyAttendee')
 

@@ -2,8 +2,14 @@ import type { Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
 import type { JsonWithDefault } from '../events/events.table.ts'
 
-export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
+export const ATTENDEE_STATUSES = [
+  'invited', 'confirmed', 'declined', 'tentative', 'checked_in', 'pending', 'waitlisted', 'no_show'
+] as const
 export type AttendeeStatus = typeof ATTENDEE_STATUSES[number]
+/** Statuses that hold a seat of the event's capacity. */
+export const SEATED_STATUSES = ['confirmed', 'checked_in'] as const satisfies readonly AttendeeStatus[]
+export const CHECK_IN_METHODS = ['manual', 'scan', 'api'] as const
+export type CheckInMethod = typeof CHECK_IN_METHODS[number]
 
 export const MILESTONE_STATUSES = ['planned', 'ready', 'active', 'completed', 'skipped'] as const
 export type MilestoneStatus = typeof MILESTONE_STATUSES[number]
@@ -25,6 +31,18 @@ export interface AttendeesTable {
   responded_at: Timestamp | null
   created_at: Timestamp
   updated_at: Timestamp
+  /** 1.. while `waitlisted`, else null (unique per event, no gaps) */
+  waitlist_position: number | null
+  approved_at: Timestamp | null
+  approved_by: string | null
+  checked_in_by: string | null
+  check_in_method: CheckInMethod | null
+  status_before_check_in: AttendeeStatus | null
+  checked_out_at: Timestamp | null
+  checked_out_by: string | null
+  check_in_token_hash: string | null
+  check_in_token_issued_at: Timestamp | null
+  check_in_token_revoked_at: Timestamp | null
 }
 
 export interface EventMilestonesTable {

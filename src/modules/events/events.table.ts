@@ -48,6 +48,14 @@ export interface EventsTable extends EventContentColumns {
   is_locked: Generated<boolean>
   is_deleted: Generated<boolean>
   cover_image_key: string | null
+  /** registration settings (migration 0022); an occurrence follows its series' while registration_inherited */
+  capacity: number | null
+  waitlist_enabled: Generated<boolean>
+  requires_approval: Generated<boolean>
+  registration_inherited: Generated<boolean>
+  cancelled_at: Timestamp | null
+  cancelled_by: string | null
+  cancellation_reason: string | null
   version: Generated<number>
   revision: Generated<number>
   created_at: Timestamp
@@ -137,7 +145,8 @@ export const EVENT_COLUMNS = [
   'end_dt', 'timezone', 'keywords', 'metadata', 'visibility', 'status', 'template', 'template_version', 'state',
   'priority', 'series_id', 'series_index', 'title_override', 'description_override', 'metadata_override',
   'parent_event_id', 'published_id', 'published_at', 'created_dt', 'is_locked', 'is_deleted', 'cover_image_key',
-  'version', 'revision', 'created_at', 'updated_at'
+  'capacity', 'waitlist_enabled', 'requires_approval', 'registration_inherited', 'cancelled_at', 'cancelled_by',
+  'cancellation_reason', 'version', 'revision', 'created_at', 'updated_at'
 ] as const satisfies ReadonlyArray<keyof EventRow>
 export type EventActivityRow = Selectable<EventActivityTable>
 export type EventSpaceRow = Selectable<EventSpacesTable>

@@ -32,6 +32,10 @@ export interface EventSeriesTable extends EventContentColumns {
   series_manager_invited_at: Timestamp | null
   series_manager_accepted_at: Timestamp | null
   series_manager_expires_at: Timestamp | null
+  /** registration settings its occurrences follow unless they set their own (migration 0022) */
+  capacity: number | null
+  waitlist_enabled: Generated<boolean>
+  requires_approval: Generated<boolean>
   version: Generated<number>
   revision: Generated<number>
   created_at: Generated<Date>
