@@ -11,7 +11,9 @@ import { digestEtag } from '../../platform/http/conditional.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
-import { ATTENDEE_STATUSES, type AttendeeStatus, type EventCollabTables } from './event-collab.table.ts'
+import {
+  ATTENDEE_STATUSES, type AttendeeRow, type AttendeeStatus, type EventCollabTables
+} from './event-collab.table.ts'
 
 export const ATTENDEE_COLUMNS = [
   'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
@@ -98,38 +100,10 @@ export async function visibleContactIds (trx: Tx, auth: AuthContext, ids: readon
   return new Set(rows.map(r => r.id))
 }
 
-export async function insertAttendee (
-  trx: Tx,
-  v: {
-    tenantId: string
-    eventId: number
-    orgId: string | null
-    contactId: string
-    status: AttendeeStatus
-    notes: string | null
-  }
-) {
-  const checkedIn = v.status === 'checked_in'
-  return await trx
-    .insertInto('attendees')
-    .values({
-      tenant_id: v.tenantId,
-      event_id: v.eventId,
-      org_id: v.orgId,
-      contact_id: v.contactId,
-      status: v.status,
-      notes: v.notes,
-      is_checked_in: checkedIn,
-      checked_in_at: checkedIn ? sql`now()` : null
-    })
-    .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
-    .returning(ATTENDEE_COLUMNS)
-    .executeTakeFirst()
-}
-
 /**
  * Adds the contacts not attending yet (one already attending, or named twice, is left as it is:
- * ON CONFLICT DO NOTHING); returns the rows created, in the order of `contactIds`. Multi-row
+ * ON CONFLICT DO NOTHING), each with the status (and waitlist position) registration gave it;
+ * returns the rows created, in the order given. Multi-row
  * `INSERT … VALUES`, one row per contact in request order, one statement per chunk of rows that
  * fits PostgreSQL's 65 535 bind parameters (one for any list a request may bring). VALUES rather
  * than INSERT…SELECT from `unnest` of the ids: the service runs on Citus, where INSERT…SELECT from
@@ -137,89 +111,107 @@ export async function insertAttendee (
  */
 export async function insertAttendees (
   trx: Tx,
-  v: { tenantId: string; eventId: number; orgId: string | null; contactIds: string[]; status: AttendeeStatus }
-) {
-  const checkedIn = v.status === 'checked_in'
-  const rows = v.contactIds.map(contactId => ({
+  v: {
+    tenantId: string
+    eventId: number
+    orgId: string | null
+    attendees: Array<{ contactId: string, status: AttendeeStatus, position: number | null }>
+    notes?: string | null
+  }
+): Promise<AttendeeRowCreated[]> {
+  const rows = v.attendees.map(a => ({
     tenant_id: v.tenantId,
     event_id: v.eventId,
     org_id: v.orgId,
-    contact_id: contactId,
-    status: v.status,
-    is_checked_in: checkedIn,
-    checked_in_at: checkedIn ? sql<Date>`now()` : null
+    contact_id: a.contactId,
+    status: a.status,
+    waitlist_position: a.position,
+    notes: v.notes ?? null,
+    is_checked_in: a.status === 'checked_in',
+    checked_in_at: a.status === 'checked_in' ? sql<Date>`now()` : null
   }))
-  const created: Array<{ contact_id: string; status: AttendeeStatus }> = []
-  // 7 columns, each at most one bind parameter
-  for (const chunk of rowChunks(rows, 7)) {
+  const created: AttendeeRowCreated[] = []
+  // 9 columns, each at most one bind parameter
+  for (const chunk of rowChunks(rows, 9)) {
     created.push(
       ...(await trx
         .insertInto('attendees')
         .values(chunk)
         .onConflict(oc => oc.columns(['tenant_id', 'event_id', 'contact_id']).doNothing())
-        .returning(['contact_id', 'status'])
+        .returning(ATTENDEE_COLUMNS)
         .execute())
     )
   }
   return created
 }
+export type AttendeeRowCreated = Pick<AttendeeRow, (typeof ATTENDEE_COLUMNS)[number]>
 
-/**
- * Sets the status of attendees (and responded_at); checked_in also sets is_checked_in and keeps
- * the first checked_in_at, any other status clears them. Returns each updated row with the
- * status it had before.
- */
-export async function setStatus (
-  trx: Tx,
-  tenantId: string,
-  eventId: number,
-  contactIds: string[],
-  status: AttendeeStatus,
-  notes?: string | null
-) {
-  if (contactIds.length === 0) return []
-  const before = await trx
+/** The attendees of an event among `contactIds`, locked for a change (in id order), by contact. */
+export async function lockAttendees (trx: Tx, tenantId: string, eventId: number, contactIds: readonly string[]) {
+  if (contactIds.length === 0) return new Map<string, LockedAttendee>()
+  const rows = await trx
     .selectFrom('attendees')
-    .select(['contact_id', 'status'])
+    .select(['contact_id', 'status', 'waitlist_position', 'approved_at'])
     .where('tenant_id', '=', tenantId)
     .where('event_id', '=', eventId)
     .where(anyContact(contactIds))
     .orderBy('id')
     .forUpdate()
     .execute()
-  if (before.length === 0) return []
-  const checkedIn = status === 'checked_in'
-  const rows = await trx
-    .updateTable('attendees')
-    .set({
-      status,
-      is_checked_in: checkedIn,
-      checked_in_at: checkedIn ? sql`coalesce(checked_in_at, now())` : null,
-      responded_at: sql`now()`,
-      updated_at: sql`now()`,
-      ...(notes !== undefined ? { notes } : {})
-    })
-    .where('tenant_id', '=', tenantId)
-    .where('event_id', '=', eventId)
-    .where(anyContact(before.map(b => b.contact_id)))
-    .returning(ATTENDEE_COLUMNS)
-    .execute()
-  const previous = new Map(before.map(b => [b.contact_id, b.status]))
-  return rows.map(r => ({ row: r, previous: previous.get(r.contact_id) ?? r.status }))
+  return new Map(rows.map(r => [r.contact_id, r]))
+}
+export interface LockedAttendee {
+  contact_id: string
+  status: AttendeeStatus
+  waitlist_position: number | null
+  approved_at: Date | null
+}
+
+/** One attendee's new status, as registration placed it. */
+export interface StatusWrite { contactId: string, status: AttendeeStatus, position: number | null }
+
+/**
+ * Writes the statuses registration decided (one statement per chunk of 1 000 attendees) and sets responded_at.
+ * `checked_in` sets is_checked_in and keeps the first checked_in_at; any other status clears the check-in and
+ * check-out fields. `approvedBy` records an approval. Returns the rows written.
+ */
+export async function writeStatuses (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  writes: readonly StatusWrite[],
+  o: { notes?: string | null | undefined, approvedBy?: string | undefined } = {}
+) {
+  const out = []
+  for (let i = 0; i < writes.length; i += 1000) {
+    const values = sql.join(writes.slice(i, i + 1000).map(w =>
+      sql`(${w.contactId}::uuid, ${w.status}::text, ${w.position}::int)`))
+    const inside = sql<boolean>`v.status = 'checked_in'`
+    const rows = await sql<AttendeeRow>`
+      update attendees a set
+        status = v.status, waitlist_position = v.pos, is_checked_in = ${inside},
+        checked_in_at = case when ${inside} then coalesce(a.checked_in_at, now()) end,
+        checked_in_by = case when ${inside} then a.checked_in_by end,
+        check_in_method = case when ${inside} then a.check_in_method end,
+        status_before_check_in = case when ${inside} then coalesce(a.status_before_check_in,
+          case when a.status = 'checked_in' then null else a.status end) end,
+        checked_out_at = case when ${inside} then a.checked_out_at end,
+        checked_out_by = case when ${inside} then a.checked_out_by end,
+        responded_at = now(), updated_at = now()
+        ${o.approvedBy !== undefined ? sql`, approved_at = now(), approved_by = ${o.approvedBy}` : sql``}
+        ${o.notes !== undefined ? sql`, notes = ${o.notes}` : sql``}
+      from (values ${values}) v(contact_id, status, pos)
+      where a.tenant_id = ${tenantId} and a.event_id = ${eventId} and a.contact_id = v.contact_id
+      returning ${sql.join(ATTENDEE_COLUMNS.map(c => sql.ref(`a.${c}`)))}`.execute(trx)
+    out.push(...rows.rows)
+  }
+  return out
 }
 
 export async function findAttendee (trx: Tx, tenantId: string, eventId: number, contactId: string) {
   return await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
     .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
     .executeTakeFirst()
-}
-
-export async function checkIn (trx: Tx, tenantId: string, eventId: number, contactId: string) {
-  return await trx.updateTable('attendees')
-    .set({ status: 'checked_in', is_checked_in: true, checked_in_at: sql`now()`, updated_at: sql`now()` })
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
-    .where('is_checked_in', '=', false)
-    .returning(ATTENDEE_COLUMNS).executeTakeFirst()
 }
 
 /** Deletes attendees (optionally only those in a status); returns the rows removed. */
@@ -238,5 +230,12 @@ export async function deleteAttendees (
     .where(anyContact(contactIds))
     .$if(status !== undefined, qb => qb.where('status', '=', status ?? 'invited'))
     .returning(['contact_id', 'status'])
+    .execute()
+}
+
+/** The attendees of an event among `contactIds`, as they are now. */
+export async function attendeesOf (trx: Tx, tenantId: string, eventId: number, contactIds: readonly string[]) {
+  return await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where(anyContact(contactIds))
     .execute()
 }

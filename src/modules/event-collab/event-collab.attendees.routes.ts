@@ -1,9 +1,10 @@
 /**
  * Attendees of an event: list, add, status, remove, bulk add/remove/status (up to BULK_MAX contact
- * ids, one transaction, all or nothing) and check-in. Reading needs the event permission
- * `attendees:read`, writes `attendees:write`, check-in `attendees:checkin`. An attendee's ETag is
- * a digest of its row (`attendeeEtag`), sent by add and PATCH; PATCH, DELETE and check-in of one
- * attendee honour If-Match (412, nothing changed).
+ * ids, one transaction, all or nothing). Reading needs the event permission `attendees:read`,
+ * writes `attendees:write`. Statuses asked for pass through registration (capacity, waitlist,
+ * approval: event-collab.registration.ts). An attendee's ETag is a digest of its row
+ * (`attendeeEtag`), sent by add and PATCH; PATCH and DELETE of one attendee honour If-Match (412,
+ * nothing changed). Check-in: event-collab.checkin.routes.ts.
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -19,18 +20,19 @@ import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
 import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
-  AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, CheckInBody,
-  EventParams, ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
+  AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, EventParams,
+  ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
 } from './event-collab.schemas.ts'
 import type { AttendeeStatus } from './event-collab.table.ts'
+import { addAttendees, changeStatuses, settleWaitlist, type Changed } from './event-collab.registration.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
 const operation = operationsTagged('Event attendees')
 const MAX_ERRORS = 100
 
-type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.checked_in' | 'attendee.removed'
+type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.removed'
 
-function attendeeEvent (
+export function attendeeEvent (
   auth: AuthContext,
   event: EventRow,
   topic: Topic,
@@ -47,6 +49,26 @@ function attendeeEvent (
     actorId: auth.userId,
     payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
   }
+}
+
+/** The waitlist position of a waitlisted attendee, for its domain event. */
+const positionOf = (row: { waitlist_position: number | null }): Record<string, unknown> =>
+  row.waitlist_position === null ? {} : { waitlist_position: row.waitlist_position }
+
+/** `attendee.status_changed` for every attendee whose status a change moved. */
+export async function emitChanges (
+  trx: Tx,
+  auth: AuthContext,
+  event: EventRow,
+  changed: readonly Changed[]
+): Promise<void> {
+  await emitMany(trx, changed.flatMap(c =>
+    c.previous === c.row.status
+      ? []
+      : [attendeeEvent(auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, {
+          previous_status: c.previous,
+          ...positionOf(c.row)
+        })]))
 }
 
 /**
@@ -101,21 +123,17 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
       if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
         throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
       }
-      const status = b.status ?? 'invited'
-      const created = await repo.insertAttendee(trx, {
-        tenantId: auth.tenantId,
-        eventId: rootOf(event),
-        orgId: event.org_id,
-        contactId: b.contact_id,
-        status,
-        notes: b.notes ?? null
-      })
-      if (created === undefined) {
+      if ((await repo.findAttendee(trx, auth.tenantId, rootOf(event), b.contact_id)) !== undefined) {
         throw error409Conflict('the contact already attends this event', [
           fieldError('body.contact_id', 'already an attendee', b.contact_id)
         ])
       }
-      await emit(trx, attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status))
+      const [created] = await addAttendees(trx, event, [{ contactId: b.contact_id, status: b.status ?? 'invited' }], {
+        at: () => 'body.status',
+        notes: b.notes ?? null
+      })
+      if (created === undefined) throw error409Conflict('the contact already attends this event')
+      await emit(trx, attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status, positionOf(created)))
       return created
     })
     void reply.header('etag', repo.attendeeEtag(row))
@@ -128,14 +146,13 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     config: { idempotency: 'transaction' }
   }), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
-    const created = await repo.insertAttendees(trx, {
-      tenantId: auth.tenantId,
-      eventId: rootOf(event),
-      orgId: event.org_id,
-      contactIds: ids,
-      status: body.status ?? 'invited'
+    const status = body.status ?? 'invited'
+    const firstIndex = new Map(body.contact_ids.map((id, i) => [id, i] as const).reverse())
+    const created = await addAttendees(trx, event, ids.map(contactId => ({ contactId, status })), {
+      at: i => `body.contact_ids[${firstIndex.get(ids[i] ?? '') ?? i}]`
     })
-    await emitMany(trx, created.map(c => attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status)))
+    await emitMany(trx, created.map(c =>
+      attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status, positionOf(c))))
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees', 'Remove attendees by contact id (optionally only those in a status)', {
@@ -144,36 +161,18 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
     const removed = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), ids, body.status)
     await emitMany(trx, removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status)))
+    await settleWaitlist(trx, event)
   })
 
   noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation('bulk-update-event-attendee-status', 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
     params: EventParams, body: BulkStatusBody
   }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body: b }) => {
-    const { event, ids } = await bulkTargets(trx, auth, params.id, b.contact_ids)
-    const changed = await repo.setStatus(trx, auth.tenantId, rootOf(event), ids, b.status)
-    const attending = new Set(changed.map(c => c.row.contact_id))
-    const missing = b.contact_ids.flatMap((id, i) =>
-      attending.has(id) ? [] : [fieldError(`body.contact_ids[${i}]`, 'not an attendee of this event', id)]
-    )
-    // throwing rolls the whole update back
-    if (missing.length > 0) {
-      throw error400BadRequest(
-        `${missing.length} contact(s) do not attend this event; nothing was applied`,
-        missing.slice(0, MAX_ERRORS)
-      )
-    }
-    await emitMany(
-      trx,
-      changed.flatMap(c =>
-        c.previous === c.row.status
-          ? []
-          : [
-              attendeeEvent(auth, event, 'attendee.status_changed', c.row.contact_id, c.row.status, {
-                previous_status: c.previous
-              })
-            ]
-      )
-    )
+    const { event } = await bulkTargets(trx, auth, params.id, b.contact_ids)
+    const requests = b.contact_ids.map(contactId => ({ contactId, status: b.status }))
+    const { changed } = await changeStatuses(trx, event, requests, {
+      at: i => `body.contact_ids[${i}]`
+    })
+    await emitChanges(trx, auth, event, changed)
   })
 
   app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee', 'Set the status of an attendee (sets responded_at)', {
@@ -183,21 +182,14 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     const row = await withTenant(db, auth, async trx => {
       const event = await writeEvent(trx, auth, id, 'attendees:write')
       await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
-      const [changed] = await repo.setStatus(
-        trx,
-        auth.tenantId,
-        rootOf(event),
-        [contactId],
-        request.body.status,
-        request.body.notes
-      )
-      if (changed === undefined) throw error404NotFound('attendee not found')
-      if (changed.previous !== changed.row.status) {
-        await emit(trx, attendeeEvent(auth, event, 'attendee.status_changed', contactId, changed.row.status, {
-          previous_status: changed.previous
-        }))
-      }
-      return changed.row
+      const { changed } = await changeStatuses(trx, event, [{ contactId, status: request.body.status }], {
+        at: () => 'body.status',
+        notes: request.body.notes
+      })
+      const [one] = changed
+      if (one === undefined) throw error404NotFound('attendee not found')
+      await emitChanges(trx, auth, event, changed)
+      return one.row
     })
     void reply.header('etag', repo.attendeeEtag(row))
     return row
@@ -212,5 +204,6 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
     const [removed] = await repo.deleteAttendees(trx, auth.tenantId, rootOf(event), [contactId])
     if (removed === undefined) throw error404NotFound('attendee not found')
     await emit(trx, attendeeEvent(auth, event, 'attendee.removed', contactId, removed.status))
+    await settleWaitlist(trx, event)
   })
 }

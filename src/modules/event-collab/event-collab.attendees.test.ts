@@ -35,7 +35,16 @@ for (const kind of databases()) {
         invited_at: '',
         responded_at: null,
         created_at: '',
-        updated_at: ''
+        updated_at: '',
+        waitlist_position: null,
+        approved_at: null,
+        approved_by: null,
+        checked_in_by: null,
+        check_in_method: null,
+        checked_out_at: null,
+        checked_out_by: null,
+        check_in_token_issued_at: null,
+        check_in_token_revoked_at: null
       })
 
       const dup = await expectStatus(t, alice, 'POST', url, 409, { contact_id: contact, status: 'confirmed' })

@@ -226,3 +226,52 @@ export function automationMessage (a: {
     }
   }
 }
+
+/** What an attendee or the event's managers are told about a registration. */
+export type RegistrationNoticeKind =
+  | 'attendee.promoted'
+  | 'attendee.approved'
+  | 'attendee.waitlisted'
+  | 'attendee.declined'
+  | 'registration.pending'
+  | 'event.cancelled'
+
+/**
+ * A registration notice (docs/event-collaboration.md, "Registration"): to the attendee's contact (a seat freed and
+ * was given to them, their registration was approved, waitlisted or declined, the event was cancelled), or to the
+ * event's creator and managers (`count` registrations await approval).
+ */
+export function registrationNotice (n: {
+  kind: RegistrationNoticeKind
+  eventId: number
+  title: string
+  count?: number
+  position?: number | null
+  reason?: string | null
+}): Template {
+  const quoted = `"${n.title}"`
+  const texts: Record<RegistrationNoticeKind, [string, string]> = {
+    'attendee.promoted': [`A seat is yours: ${n.title}`, `A seat freed up for ${quoted} and is now yours: you are confirmed.`],
+    'attendee.approved': [`Registration confirmed: ${n.title}`, `Your registration for ${quoted} was approved.`],
+    'attendee.waitlisted': [
+      `On the waitlist: ${n.title}`,
+      `Your registration for ${quoted} was approved, but the event is full: you are number ${n.position ?? '?'} on the waitlist.`
+    ],
+    'attendee.declined': [`Registration declined: ${n.title}`, `Your registration for ${quoted} was declined.`],
+    'registration.pending': [
+      `${n.count ?? 1} registration(s) to approve: ${n.title}`,
+      `${n.count ?? 1} registration(s) for ${quoted} await your approval.`
+    ],
+    'event.cancelled': [
+      `Cancelled: ${n.title}`,
+      `${quoted} was cancelled.${n.reason !== undefined && n.reason !== null && n.reason.trim() !== '' ? `\n\nReason: ${n.reason}` : ''}`
+    ]
+  }
+  const [subject, body] = texts[n.kind]
+  return {
+    subject: oneLine(subject),
+    body,
+    link: { label: 'Open the event', path: `/events/${n.eventId}` },
+    payload: { kind: n.kind, event_id: n.eventId }
+  }
+}
