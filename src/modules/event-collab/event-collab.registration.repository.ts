@@ -5,6 +5,14 @@
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
 
+/** The stored registration settings of an event row. */
+export async function eventRegistration (trx: Tx, tenantId: string, eventId: number) {
+  return await trx.selectFrom('events')
+    .select(['series_id', 'capacity', 'waitlist_enabled', 'requires_approval', 'registration_inherited'])
+    .where('tenant_id', '=', tenantId).where('id', '=', eventId)
+    .executeTakeFirst()
+}
+
 export async function seriesRegistration (trx: Tx, tenantId: string, seriesId: number) {
   return await trx.selectFrom('event_series')
     .select(['capacity', 'waitlist_enabled', 'requires_approval'])
@@ -36,14 +44,19 @@ export async function seatCounts (trx: Tx, tenantId: string, eventId: number): P
 
 /** Confirms the first `n` waitlisted attendees of an event, in position order; each with the position it had. */
 export async function promoteWaitlisted (trx: Tx, tenantId: string, eventId: number, n: number) {
-  const r = await sql<{ contact_id: string, previous_position: number }>`
-    update attendees a set status = 'confirmed', waitlist_position = null, updated_at = now()
-    from (select id, waitlist_position from attendees
-          where tenant_id = ${tenantId} and event_id = ${eventId} and status = 'waitlisted'
-          order by waitlist_position limit ${n} for update) w
-    where a.tenant_id = ${tenantId} and a.id = w.id
-    returning a.contact_id::text as contact_id, w.waitlist_position as previous_position`.execute(trx)
-  return r.rows
+  const first = await trx.selectFrom('attendees').select(['id', 'waitlist_position'])
+    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('status', '=', 'waitlisted')
+    .orderBy('waitlist_position').limit(n)
+    .forUpdate()
+    .execute()
+  if (first.length === 0) return []
+  const rows = await trx.updateTable('attendees')
+    .set({ status: 'confirmed', waitlist_position: null, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${first.map(f => f.id)}::bigint[])`)
+    .returning(['id', 'contact_id'])
+    .execute()
+  const position = new Map(first.map(f => [String(f.id), f.waitlist_position ?? 0]))
+  return rows.map(r => ({ contact_id: r.contact_id, previous_position: position.get(String(r.id)) ?? 0 }))
 }
 
 /**
@@ -86,4 +99,98 @@ export async function activeManagerIds (trx: Tx, tenantId: string, eventId: numb
     .where('user_id', 'is not', null)
     .execute()
   return rows.flatMap(r => r.user_id === null ? [] : [r.user_id])
+}
+
+/** Confirmed attendees of an event who never checked in become no-shows; their contacts. */
+export async function markNoShows (trx: Tx, tenantId: string, eventId: number): Promise<string[]> {
+  const r = await sql<{ contact_id: string }>`
+    update attendees set status = 'no_show', is_checked_in = false, responded_at = now(), updated_at = now()
+    where tenant_id = ${tenantId} and event_id = ${eventId} and status = 'confirmed'
+    returning contact_id::text as contact_id`.execute(trx)
+  return r.rows.map(x => x.contact_id)
+}
+
+/** The contacts attending events (any status but declined), each once. */
+export async function contactsToTell (trx: Tx, tenantId: string, eventIds: readonly number[]): Promise<string[]> {
+  const r = await sql<{ contact_id: string }>`
+    select distinct contact_id::text as contact_id from attendees
+    where tenant_id = ${tenantId} and event_id = any(${[...eventIds]}::bigint[]) and status <> 'declined'`.execute(trx)
+  return r.rows.map(x => x.contact_id)
+}
+
+/** Marks events cancelled (a new revision of each). */
+export async function cancelEvents (
+  trx: Tx,
+  tenantId: string,
+  eventIds: readonly number[],
+  by: string,
+  reason: string
+): Promise<void> {
+  await trx.updateTable('events')
+    .set({
+      cancelled_at: sql`now()`,
+      cancelled_by: by,
+      cancellation_reason: reason,
+      revision: sql`revision + 1`,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${[...eventIds]}::bigint[])`)
+    .execute()
+}
+
+/** The live, published, not yet cancelled occurrences of a series (from `fromIndex` on), in index order. */
+export async function occurrencesToCancel (trx: Tx, tenantId: string, seriesId: number, fromIndex: number | null) {
+  return await trx.selectFrom('events').select('id')
+    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
+    .where('published_id', 'is', null).where('is_deleted', '=', false).where('status', '=', 'published')
+    .where('cancelled_at', 'is', null)
+    .$if(fromIndex !== null, qb => qb.where('series_index', '>=', fromIndex ?? 0))
+    .orderBy('series_index').orderBy('id')
+    .execute()
+}
+
+/** Sets an event's stored registration settings (a new revision). */
+export async function writeEventRegistration (
+  trx: Tx,
+  tenantId: string,
+  eventId: number,
+  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean, inherited: boolean }
+): Promise<void> {
+  await trx.updateTable('events')
+    .set({
+      ...v.capacity !== undefined ? { capacity: v.capacity } : {},
+      ...v.waitlist_enabled !== undefined ? { waitlist_enabled: v.waitlist_enabled } : {},
+      ...v.requires_approval !== undefined ? { requires_approval: v.requires_approval } : {},
+      registration_inherited: v.inherited,
+      revision: sql`revision + 1`,
+      updated_at: sql`now()`
+    })
+    .where('tenant_id', '=', tenantId).where('id', '=', eventId)
+    .execute()
+}
+
+/** Sets a series' registration settings; the series as it is now. */
+export async function writeSeriesRegistration (
+  trx: Tx,
+  tenantId: string,
+  seriesId: number,
+  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean }
+) {
+  return await trx.updateTable('event_series')
+    .set({ ...v, revision: sql`revision + 1`, updated_at: sql`now()` })
+    .where('tenant_id', '=', tenantId).where('id', '=', seriesId)
+    .returning(['id', 'capacity', 'waitlist_enabled', 'requires_approval'])
+    .executeTakeFirstOrThrow()
+}
+
+/** Live occurrences of a series that follow its settings: all of them, and those with a waitlist (in id order). */
+export async function followingOccurrences (trx: Tx, tenantId: string, seriesId: number) {
+  const r = await sql<{ id: number, waiting: boolean }>`
+    select e.id, exists (select 1 from attendees a where a.tenant_id = e.tenant_id and a.event_id = e.id
+                         and a.status = 'waitlisted') as waiting
+    from events e
+    where e.tenant_id = ${tenantId} and e.series_id = ${seriesId} and e.published_id is null
+      and not e.is_deleted and e.registration_inherited
+    order by e.id`.execute(trx)
+  return r.rows
 }

@@ -25,7 +25,11 @@ export interface Registration {
   inherited: boolean
 }
 
-export async function registrationOf (trx: Tx, event: EventRow): Promise<Registration> {
+export async function registrationOf (
+  trx: Tx,
+  event: Pick<EventRow, 'tenant_id' | 'series_id' | 'registration_inherited' | 'capacity' | 'waitlist_enabled' |
+  'requires_approval'>
+): Promise<Registration> {
   if (event.series_id !== null && event.registration_inherited) {
     const s = await regRepo.seriesRegistration(trx, event.tenant_id, event.series_id)
     if (s !== undefined) return { ...s, inherited: true }
@@ -45,10 +49,13 @@ export const seatCounts = regRepo.seatCounts
 export const seatsLeft = (reg: Registration, counts: SeatCounts): number | null =>
   reg.capacity === null ? null : Math.max(0, reg.capacity - counts.confirmed)
 
-/** The counts GET /events/{id} and the registration routes report. */
-export async function registrationFigures (trx: Tx, event: EventRow) {
-  const reg = await registrationOf(trx, event)
-  const counts = await seatCounts(trx, event.tenant_id, rootEventId(event))
+/** The settings in force and the counts GET /events/{id} and the registration routes report (of the published row). */
+export async function registrationFigures (trx: Tx, event: Pick<EventRow, 'tenant_id' | 'id' | 'published_id'>) {
+  const root = rootEventId(event)
+  const stored = await regRepo.eventRegistration(trx, event.tenant_id, root)
+  if (stored === undefined) throw new Error(`event ${root} vanished while locked or read`)
+  const reg = await registrationOf(trx, { ...stored, tenant_id: event.tenant_id })
+  const counts = await seatCounts(trx, event.tenant_id, root)
   return {
     capacity: reg.capacity,
     waitlist_enabled: reg.waitlist_enabled,
@@ -338,4 +345,55 @@ export async function addAttendees (
   })
   await notifyManagersPending(trx, event, created.filter(c => c.status === 'pending').length)
   return created
+}
+
+/**
+ * Approves or declines pending registrations of the locked event, in request order: every contact must be pending
+ * (409 otherwise, naming each: a declined registration cannot be approved); approval places the attendee as a
+ * confirmation (a seat, else the waitlist, else 409 when full without one). Each attendee is told by e-mail.
+ */
+export async function decide (
+  trx: Tx,
+  event: EventRow,
+  contactIds: readonly string[],
+  decision: 'approve' | 'decline',
+  o: { by: string, at: (i: number) => string }
+): Promise<Changed[]> {
+  const locked = await repo.lockAttendees(trx, event.tenant_id, rootEventId(event), contactIds)
+  const refused = contactIds.flatMap((id, index) => {
+    const status = locked.get(id)?.status
+    if (status === undefined || status === 'pending') return []
+    const detail = status === 'declined' && decision === 'approve'
+      ? 'a declined registration cannot be approved (add the contact again or set a status)'
+      : `not awaiting approval (status ${status})`
+    return [{ index, refusal: { status: 409 as const, detail }, value: id }]
+  })
+  throwRefusals(refused, o.at)
+  const { changed } = await changeStatuses(
+    trx,
+    event,
+    contactIds.map(contactId => ({ contactId, status: decision === 'approve' ? 'confirmed' : 'declined' })),
+    { at: o.at, ...(decision === 'approve' ? { approvedBy: o.by } : {}) }
+  )
+  for (const c of changed) {
+    const kind = c.row.status === 'waitlisted'
+      ? 'attendee.waitlisted'
+      : decision === 'approve' ? 'attendee.approved' : 'attendee.declined'
+    await notifyContacts(trx, event, [c.row.contact_id], { kind, position: c.row.waitlist_position })
+  }
+  return changed
+}
+
+/**
+ * Marks every confirmed attendee of the locked event who never checked in as `no_show`; 409 before the event has
+ * ended (its end, else its start; an event without dates never ends). The contacts marked.
+ */
+export async function markNoShows (trx: Tx, event: EventRow, now: Date = new Date()): Promise<string[]> {
+  const end = endOf(event)
+  if (end === null || end.getTime() > now.getTime()) {
+    throw error409Conflict('no-shows can be marked once the event has ended', [
+      fieldError('path.id', end === null ? 'the event has no start or end' : `the event ends ${end.toISOString()}`)
+    ])
+  }
+  return await regRepo.markNoShows(trx, event.tenant_id, rootEventId(event))
 }

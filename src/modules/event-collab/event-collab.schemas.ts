@@ -236,3 +236,72 @@ export const Link = model('Link', {
 })
 export const LinkList = Type.Array(Link)
 export const AddLinkBody = body({ target_id: IntId })
+
+// ---- registration (event-collab.registration.routes.ts)
+
+export const CAPACITY_MAX = 1_000_000
+const Capacity = Type.Integer({ minimum: 1, maximum: CAPACITY_MAX, description: `Seats, 1 to ${CAPACITY_MAX}; null = unlimited` })
+
+export const EventRegistration = model('EventRegistration', {
+  capacity: Nullable(Type.Integer({ description: 'Seats in force; null = unlimited' })),
+  waitlist_enabled: Type.Boolean(),
+  requires_approval: Type.Boolean(),
+  registration_inherited: Type.Boolean({ description: "true while an occurrence follows its series' settings" }),
+  confirmed_count: Type.Integer({ description: 'Attendees holding a seat (confirmed, checked in)' }),
+  waitlist_count: Type.Integer(),
+  pending_count: Type.Integer(),
+  no_show_count: Type.Integer(),
+  seats_left: Nullable(Type.Integer({ description: 'null = unlimited' })),
+  over_capacity: Type.Integer({ description: 'Seats held beyond capacity (capacity lowered below the confirmed count)' }),
+  promoted: Type.Integer({ description: 'Waitlisted attendees this change confirmed (0 on GET)' }),
+  notice: Nullable(Type.String({ description: 'What the change did not do, e.g. nobody demoted below capacity' }))
+})
+export type EventRegistration = Static<typeof EventRegistration>
+
+export const PatchRegistrationBody = body({
+  capacity: Type.Optional(Nullable(Capacity)),
+  waitlist_enabled: Type.Optional(Type.Boolean()),
+  requires_approval: Type.Optional(Type.Boolean()),
+  inherit: Type.Optional(Type.Literal(true, {
+    description: "An occurrence: follow the series' settings again (alone in the body)"
+  }))
+}, { minProperties: 1 })
+export type PatchRegistrationBody = Static<typeof PatchRegistrationBody>
+
+export const PatchSeriesRegistrationBody = body({
+  capacity: Type.Optional(Nullable(Capacity)),
+  waitlist_enabled: Type.Optional(Type.Boolean()),
+  requires_approval: Type.Optional(Type.Boolean())
+}, { minProperties: 1 })
+export type PatchSeriesRegistrationBody = Static<typeof PatchSeriesRegistrationBody>
+
+export const SeriesRegistration = model('SeriesRegistration', {
+  series_id: Type.Integer(),
+  capacity: Nullable(Type.Integer()),
+  waitlist_enabled: Type.Boolean(),
+  requires_approval: Type.Boolean(),
+  occurrences_following: Type.Integer({ description: "Live occurrences that follow the series' settings" }),
+  promoted: Type.Integer({ description: 'Waitlisted attendees of those occurrences this change confirmed' })
+})
+
+export const AttendeeList = model('AttendeeList', { items: Type.Array(Attendee) })
+export const BulkDecisionBody = body({ contact_ids: ContactIds })
+
+export const NoShowsResult = model('NoShowsResult', {
+  marked: Type.Integer({ description: 'Confirmed attendees who never checked in, now no_show' })
+})
+
+export const CANCEL_SCOPES = ['this', 'future', 'all'] as const
+export const CancelEventBody = body({
+  reason: Type.String({ minLength: 1, maxLength: 1000, description: 'Why (sent to the attendees)' }),
+  scope: Type.Optional(StringEnum(CANCEL_SCOPES, {
+    description: 'An occurrence: this one (default), this and the following ones, or every occurrence of the series'
+  })),
+  notify: Type.Optional(Type.Boolean({ description: 'E-mail every attendee once (default true)' }))
+})
+export type CancelEventBody = Static<typeof CancelEventBody>
+
+export const CancelResult = model('CancelResult', {
+  cancelled: Type.Array(Type.Integer(), { description: 'Events cancelled by this request' }),
+  notified: Type.Integer({ description: 'Attendees (contacts) notified, once each' })
+})

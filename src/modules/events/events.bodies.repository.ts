@@ -40,7 +40,16 @@ if (joinedLast.join() !== EVENT_JOINED_FIELDS.join()) {
   throw new Error(`Event schema: ${EVENT_JOINED_FIELDS.join(', ')} must be its last fields (events.bodies.repository)`)
 }
 
-const EVENT_JSON_FIELDS = jsonFields(Event, 'events', EVENT_JOINED_FIELDS)
+/**
+ * Fields of GET /events/{id} alone: registration settings in force and attendee counts (event-collab.registration.ts),
+ * read on each request; lists leave them out.
+ */
+export const EVENT_DETAIL_FIELDS = [
+  'capacity', 'waitlist_enabled', 'requires_approval', 'registration_inherited', 'confirmed_count', 'waitlist_count',
+  'pending_count', 'no_show_count', 'seats_left'
+] as const
+
+const EVENT_JSON_FIELDS = jsonFields(Event, 'events', [...EVENT_JOINED_FIELDS, ...EVENT_DETAIL_FIELDS])
 
 /** The cache of rendered Event bodies, one per app (AppContext.eventBodies); 16 MiB holds some 18 000 events. */
 export const newEventBodyCache = (): RowJsonCache => new RowJsonCache(16 << 20)

@@ -30,6 +30,7 @@ import {
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import { applyScopedEdit } from '../series/series.service.ts'
+import { registrationFigures } from '../event-collab/event-collab.registration.ts'
 import {
   findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion
 } from './events.templates.ts'
@@ -198,7 +199,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
   app.get('/api/v1/events/:id', operation('get-event', 'Get an event', {
     params: EventParams, response: { 200: Event }
   }, requirePolicy('event', 'read')), async (request, reply) =>
-    await answerWithEtag(db, request, reply, (trx, auth) => service.getEvent(trx, auth, request.params.id)))
+    await answerWithEtag(db, request, reply, async (trx, auth) => {
+      const event = await service.getEvent(trx, auth, request.params.id)
+      return Object.assign(event, await registrationFigures(trx, event))
+    }))
 
   app.put('/api/v1/events/:id', operation('replace-event', 'Replace the writable fields of an event (its draft when one is open)', {
     params: EventParams, body: ReplaceEventBody, response: { 200: Event }

@@ -51,7 +51,15 @@ export function toEvent (
   spaces: repo.SpaceRef[],
   seriesTitle: string | null = null
 ): EventRow & { series_title: string | null; spaces: repo.SpaceRef[] } {
-  return Object.assign(row, { series_title: row.series_id === null ? null : seriesTitle, spaces })
+  // the registration fields are GET /events/{id}'s alone, in force rather than stored (EVENT_DETAIL_FIELDS)
+  return Object.assign(row, {
+    series_title: row.series_id === null ? null : seriesTitle,
+    spaces,
+    capacity: undefined,
+    waitlist_enabled: undefined,
+    requires_approval: undefined,
+    registration_inherited: undefined
+  }) as EventRow & { series_title: string | null; spaces: repo.SpaceRef[] }
 }
 
 /**

@@ -113,6 +113,11 @@ export const POLICY = {
     publish: event('events:publish', 'event:publish'),
     archive: event('events:write', 'event:publish'),
     delete: event('events:write', 'event:delete'),
+    cancel: event(
+      'events:write',
+      'event:edit',
+      'scopes `future` and `all`: `event:edit` at series level; every attendee is told once'
+    ),
     link_space: event(
       'events:write',
       'event:edit',
