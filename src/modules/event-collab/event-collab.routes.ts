@@ -9,17 +9,23 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import { attendeesRoutes } from './event-collab.attendees.routes.ts'
+import { checkInRoutes } from './event-collab.checkin.routes.ts'
 import { coverRoutes } from './event-collab.cover.routes.ts'
+import { exportRoutes } from './event-collab.export.routes.ts'
 import { managersRoutes } from './event-collab.managers.routes.ts'
 import { milestonesRoutes } from './event-collab.milestones.routes.ts'
 import { referencesRoutes } from './event-collab.references.routes.ts'
+import { registrationRoutes } from './event-collab.registration.routes.ts'
 
 export const eventCollabModule = defineModule(async (app, ctx) => {
   await attendeesRoutes(app, ctx)
+  await registrationRoutes(app, ctx)
+  await checkInRoutes(app, ctx)
   await managersRoutes(app, ctx)
   await milestonesRoutes(app, ctx)
   await referencesRoutes(app, ctx)
   await coverRoutes(app, ctx)
+  await exportRoutes(app, ctx)
 
   if (ctx.config.workers) {
     const loop = startNotificationDelivery(ctx, { log: app.log })

@@ -1,0 +1,41 @@
+/** Wire schemas of check-in, check-out and check-in tokens (docs/check-in.md). */
+import { Type } from '@sinclair/typebox'
+import { body, model, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { Attendee } from './event-collab.schemas.ts'
+import { CHECK_IN_METHODS } from './event-collab.table.ts'
+
+/** Bound of the scanned text: a token is 43 characters, its QR payload about 80 (docs/check-in.md). */
+export const SCANNED_TOKEN_MAX = 200
+
+/** What a QR payload starts with: `collab-checkin:v1:<event id>:<token>`. */
+export const QR_PREFIX = 'collab-checkin:v1:'
+
+const Method = (fallback: string) => StringEnum(CHECK_IN_METHODS, {
+  description: `How the attendee was checked in: manual, scan or api (default ${fallback})`
+})
+
+export const CheckInBody = body({ method: Type.Optional(Method('manual')) })
+
+export const CheckInResult = model('CheckInResult', {
+  already_checked_in: Type.Boolean({
+    description: 'True when the attendee was inside already: nothing was changed'
+  }),
+  attendee: Attendee
+})
+
+export const CheckInToken = model('CheckInToken', {
+  token: Type.String({ description: 'The plain token, shown once (only its SHA-256 is stored)' }),
+  qr_payload: Type.String({
+    description: `What the badge's QR code carries: ${QR_PREFIX}<event id>:<token>`
+  }),
+  issued_at: Timestamp('When the token was issued; any earlier token of the attendee no longer checks in')
+})
+
+export const CheckInByTokenBody = body({
+  token: Type.String({
+    minLength: 1,
+    maxLength: SCANNED_TOKEN_MAX,
+    description: `A check-in token, or the whole QR payload (${QR_PREFIX}<event id>:<token>)`
+  }),
+  method: Type.Optional(Method('scan'))
+})
