@@ -43,7 +43,9 @@ const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {
 function request (route: ApiRoute, url: string, body: unknown): InjectOptions {
   const opts: InjectOptions = { method: route.method, url }
   if (body !== undefined && route.bodyType !== 'multipart/form-data') {
-    opts.payload = JSON.stringify(body)
+    // JSON bodies are encoded; a text body of another type (text/csv) is sent as it is
+    const json = route.bodyType === undefined || route.bodyType.includes('json')
+    opts.payload = typeof body === 'string' && !json ? body : JSON.stringify(body)
     opts.headers = { 'content-type': route.bodyType ?? 'application/json' }
   }
   return opts

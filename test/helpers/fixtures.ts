@@ -270,6 +270,8 @@ export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unkno
   'POST /api/v1/contacts/upsert': w => ({
     contacts: [{ email: `${w.marker}-upsert@example.test`, first_name: w.marker }]
   }),
+  // a text/csv body: sent as it is
+  'POST /api/v1/contacts/import': w => `email,first_name\r\n${w.marker}-import@example.test,${w.marker}\r\n`,
   'POST /api/v1/events/:id/automations': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
   'PUT /api/v1/events/:id/automations/:rule_id': w => ({
     name: w.marker,

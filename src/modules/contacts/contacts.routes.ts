@@ -1,12 +1,13 @@
 /**
- * Contacts: create, list, search, batch upsert, and read/replace/patch/favorite/delete one.
+ * Contacts: create, list, search, batch upsert, CSV import, and read/replace/patch/favorite/delete one.
  * Owns the `contacts` table. Attendance of contacts at events belongs to the events modules.
  */
 import type { Static, TSchema } from '@sinclair/typebox'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { checkIfMatch, ifMatchOf } from '../../platform/http/conditional.ts'
-import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
+import { error403Forbidden, error404NotFound, ErrorModel } from '../../platform/http/errors.ts'
 import { answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { searchedPageOf } from '../../platform/http/schema.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
@@ -14,16 +15,20 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import * as repo from './contacts.repository.ts'
 import {
-  Contact, ContactParams, CreateContactBody, FavoriteBody, ListContactsQuery, PagedBodyContact, PatchContactBody,
-  ReplaceContactBody, SearchContactsQuery, SearchOutputBody, UpsertContactsBody, UpsertOutputBody
+  Contact, ContactParams, CreateContactBody, FavoriteBody, IMPORT_MAX_BYTES, ImportContactsBody, ImportContactsQuery,
+  ImportOutputBody, ListContactsQuery, PagedBodyContact, PatchContactBody, ReplaceContactBody, SearchContactsQuery,
+  SearchOutputBody, UpsertContactsBody, UpsertOutputBody
 } from './contacts.schemas.ts'
-import { upsertContacts } from './contacts.service.ts'
+import { importContacts, upsertContacts } from './contacts.service.ts'
+import { checkCharset, decodeCsvBody, parseContactsCsv, tooLarge } from './contacts.import.ts'
 import { replacementValues, toValues } from './contacts.values.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
 
 const operation = operationsTagged('Contacts')
 const UPSERT_COST = 5
+/** heavier than an upsert's 5: one request may write up to 50 000 rows (100 upserts' worth) */
+const IMPORT_COST = 20
 
 type LockedContact = Awaited<ReturnType<typeof lockManageable>>
 
@@ -110,6 +115,49 @@ export const contactsModule = defineModule(async (app, { db }) => {
     body: UpsertContactsBody, response: { 200: UpsertOutputBody }
   }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }), async (request) =>
     await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
+
+  // Its own scope: the text/csv parser and its 16 MiB limit serve this route alone (every other route keeps JSON and
+  // the 1 MiB BODY_LIMIT_BYTES).
+  await app.register(async (instance) => {
+    const scope = instance.withTypeProvider<TypeBoxTypeProvider>()
+    scope.removeAllContentTypeParsers()
+    // the bytes are checked (UTF-8, line lengths) before the text is handed on
+    scope.addContentTypeParser('text/csv', { parseAs: 'buffer', bodyLimit: IMPORT_MAX_BYTES }, (request, raw, done) => {
+      try {
+        checkCharset(request.headers['content-type'])
+        done(null, decodeCsvBody(raw as Buffer))
+      } catch (err) {
+        done(err as Error, undefined)
+      }
+    })
+    scope.setErrorHandler(err => {
+      // Fastify's own error names no limit; everything else goes to the application's handler as it is
+      throw (err as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? tooLarge() : err
+    })
+
+    scope.post('/api/v1/contacts/import', operation('import-contacts', 'Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens)', {
+      consumes: ['text/csv'],
+      querystring: ImportContactsQuery,
+      body: ImportContactsBody,
+      response: {
+        200: ImportOutputBody,
+        413: { ...ErrorModel, description: 'A body over 16 MiB, or over 50 000 data rows: nothing written' },
+        422: {
+          ...ErrorModel,
+          description: 'Rows in error (`errors`: `body.line[<line>].<field>`, the column named in `message`): nothing written'
+        }
+      }
+    }, requirePolicy('contact', 'write'), { config: { cost: IMPORT_COST } }), async (request) => {
+      const q = request.query
+      // parsed and validated before the transaction: no connection is held for it
+      const parsed = parseContactsCsv(request.body, {
+        delimiter: q.delimiter === 'tab' ? '\t' : q.delimiter ?? ',',
+        mapping: q.mapping,
+        ignoreUnknown: q.ignore_unknown === 'true'
+      })
+      return await withTenant(db, request.auth, trx => importContacts(trx, request.auth, parsed, q.dry_run === 'true'))
+    })
+  })
 
   app.get('/api/v1/contacts/:id', operation('get-contact', 'Get a contact', {
     params: ContactParams, response: { 200: Contact }

@@ -121,8 +121,12 @@ export const SearchOutputBody = model('SearchOutputBody', {
 
 export const UPSERT_MAX = 500
 
+/** One contact of an upsert (and one data row of a CSV import): `email` required, the rest as in create. */
+export const UpsertContactItem = body({ ...optionalNullable(writable), email: writable.email })
+export type UpsertContactItem = Static<typeof UpsertContactItem>
+
 export const UpsertContactsBody = body({
-  contacts: Type.Array(body({ ...optionalNullable(writable), email: writable.email }), {
+  contacts: Type.Array(UpsertContactItem, {
     minItems: 1,
     maxItems: UPSERT_MAX,
     description: 'Contacts matched by e-mail (case-insensitive) within the caller\'s scope'
@@ -159,3 +163,56 @@ export const UpsertOutputBody = model('UpsertOutputBody', {
 })
 
 export const ContactParams = Type.Object({ id: UuidString })
+
+/** Bounds of the CSV import (docs/contacts.md, "CSV import"). */
+export const IMPORT_MAX_BYTES = 16 * 1024 * 1024
+export const IMPORT_MAX_ROWS = 50_000
+export const IMPORT_MAX_LINE_BYTES = 64 * 1024
+export const IMPORT_MAX_ERRORS = 1_000
+
+export const ImportContactsBody = Type.String({
+  description:
+    'RFC 4180 CSV in UTF-8 (a leading BOM is ignored), at most 16 MiB, 50 000 data rows and 64 KiB per line. ' +
+    'The first record names the columns: contact fields (case-insensitive) or headers renamed by `mapping`. ' +
+    'Tags are separated by `;` within their cell; an empty cell leaves its field as it is.',
+  examples: [
+    'email,first_name,last_name,company,tags\r\n' +
+    'ada@example.org,Ada,Lovelace,Analytical Engines,math;history\r\n' +
+    'grace@example.org,Grace,Hopper,,navy\r\n'
+  ]
+})
+
+const yesNo = (description: string) =>
+  Type.Optional(StringEnum(['true', 'false'] as const, { description, default: 'false' }))
+
+export const ImportContactsQuery = Type.Object({
+  delimiter: Type.Optional(StringEnum([',', ';', '\t', 'tab'] as const, {
+    description: 'Field delimiter: `,` (default), `;`, or a tab (`%09` or `tab`)',
+    default: ','
+  })),
+  mapping: Type.Optional(Type.String({
+    maxLength: 4_000,
+    description:
+      'Comma-separated `Header Name=field` pairs naming the contact field of a column whose header is not the ' +
+      "field's name, e.g. `E-mail Address=email,Given=first_name` (header names compared case-insensitively)"
+  })),
+  ignore_unknown: yesNo('`true`: columns that name no contact field are ignored (otherwise 400)'),
+  dry_run: yesNo('`true`: answers what the import would do, and writes nothing')
+})
+export type ImportContactsQuery = Static<typeof ImportContactsQuery>
+
+export const ImportResultItem = Type.Object({
+  line: Type.Integer({ description: 'The line of the file where the row starts (line 1 is the header)' }),
+  status: StringEnum(['created', 'updated', 'unchanged'] as const, {
+    description: 'unchanged = the e-mail matched a contact whose fields already hold the row\'s values (nothing written)'
+  }),
+  contact_id: Nullable(Type.String({ format: 'uuid', description: 'The contact; null for a row a dry run would create' }))
+})
+
+export const ImportOutputBody = model('ImportOutputBody', {
+  created: Type.Integer({ description: 'Rows that created a contact (a dry run: would create)' }),
+  updated: Type.Integer({ description: 'Rows that changed the contact their e-mail matched' }),
+  unchanged: Type.Integer({ description: 'Rows whose matched contact already held their values' }),
+  results: Type.Array(ImportResultItem, { description: 'One entry per data row, in file order' })
+})
+export type ImportOutputBody = Static<typeof ImportOutputBody>
