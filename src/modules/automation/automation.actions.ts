@@ -90,6 +90,12 @@ export const SetAttendeeStatusAction = actionSchema('set_attendee_status', 'SetA
   )
 })
 
+export const MarkNoShowsAction = actionSchema('mark_no_shows', 'MarkNoShows', {
+  description:
+    "After the event ends: mark every confirmed attendee who never checked in as no_show (as POST /events/{id}/attendees/no-shows; fails before the event's end). Pair it with event.ends_in",
+  needsEvent: true
+}, {})
+
 export const WebhookAction = actionSchema('webhook', 'Webhook', {
   description:
     'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
@@ -104,7 +110,9 @@ export const WebhookAction = actionSchema('webhook', 'Webhook', {
   )
 })
 
-const ACTION_SCHEMAS = [NotifyAction, ActivityAction, TransitionAction, SetAttendeeStatusAction, WebhookAction]
+const ACTION_SCHEMAS = [
+  NotifyAction, ActivityAction, TransitionAction, SetAttendeeStatusAction, MarkNoShowsAction, WebhookAction
+]
 export const ACTION_TYPES = ACTION_SCHEMAS.map(s => s.properties.type.const)
 
 export type Action =
@@ -112,6 +120,7 @@ export type Action =
   | Static<typeof ActivityAction>
   | Static<typeof TransitionAction>
   | Static<typeof SetAttendeeStatusAction>
+  | Static<typeof MarkNoShowsAction>
   | Static<typeof WebhookAction>
 
 /**
@@ -187,6 +196,7 @@ function checkAction (a: Action, at: string, previous: readonly RuleAction[]): R
       }
       return { ...a }
     case 'set_attendee_status':
+    case 'mark_no_shows':
       return { ...a }
     case 'webhook':
       return checkWebhook(a, at, previous)

@@ -30,7 +30,7 @@ const EVENT_FIELDS = {
 const ATTENDEE_FIELDS = {
   event_id: 'integer',
   contact_id: 'string (uuid)',
-  status: 'string: invited, confirmed, declined, tentative, checked_in',
+  status: 'string: invited, confirmed, declined, tentative, checked_in, pending, waitlisted, no_show',
   template: 'string'
 }
 
@@ -65,6 +65,12 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   domainEvent('event.published', 'An event was published', EVENT_FIELDS),
   domainEvent('event.archived', 'An event was archived', EVENT_FIELDS),
   domainEvent('event.deleted', 'An event was deleted', EVENT_FIELDS),
+  domainEvent('event.cancelled', 'An event was cancelled (one event, or each occurrence a series cancellation reached)', {
+    ...EVENT_FIELDS,
+    reason: 'string',
+    scope: 'string: this, future or all',
+    cancelled_by: 'string'
+  }),
   domainEvent('event.transitioned', 'An event moved to another template state', {
     ...EVENT_FIELDS,
     from_state: 'string or null',
@@ -79,11 +85,34 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   domainEvent('event.draft_discarded', 'A draft was discarded', { ...EVENT_FIELDS, draft_id: 'integer' }),
   domainEvent('event.space_added', 'An event was added to a space', { ...EVENT_FIELDS, space_id: 'integer' }),
   domainEvent('event.space_removed', 'An event was removed from a space', { ...EVENT_FIELDS, space_id: 'integer' }),
-  domainEvent('attendee.added', 'A contact was added to an event', ATTENDEE_FIELDS),
-  domainEvent('attendee.status_changed', "An attendee's status changed",
-    { ...ATTENDEE_FIELDS, previous_status: 'string' }),
-  domainEvent('attendee.checked_in', 'An attendee checked in',
-    { ...ATTENDEE_FIELDS, previous_status: 'string', checked_in_at: 'string (ISO 8601)' }),
+  domainEvent('attendee.added', 'A contact was added to an event (past capacity: waitlisted; with approval: pending)',
+    { ...ATTENDEE_FIELDS, waitlist_position: 'integer, when waitlisted' }),
+  domainEvent('attendee.status_changed', "An attendee's status changed (approval, decline, no-show included)",
+    { ...ATTENDEE_FIELDS, previous_status: 'string', waitlist_position: 'integer, when waitlisted' }),
+  domainEvent('attendee.promoted', 'A seat freed up and the first waitlisted attendee got it (now confirmed)', {
+    ...ATTENDEE_FIELDS,
+    previous_status: 'string: waitlisted',
+    previous_position: 'integer: the place on the waitlist it had'
+  }),
+  domainEvent('attendee.checked_in', 'An attendee checked in (or came back in after a check-out: re_entry)', {
+    ...ATTENDEE_FIELDS,
+    previous_status: 'string',
+    checked_in_at: 'string (ISO 8601): the arrival',
+    method: 'string: manual, scan or api',
+    checked_in_by: 'string: who let the attendee in',
+    re_entry: 'boolean: present (true) only on a re-entry after a check-out'
+  }),
+  domainEvent('attendee.check_in_undone', 'A check-in was undone: the attendee is back in the status they had', {
+    ...ATTENDEE_FIELDS,
+    previous_status: 'string: checked_in',
+    checked_in_at: 'string (ISO 8601): the undone check-in'
+  }),
+  domainEvent('attendee.checked_out', 'A checked-in attendee was checked out (the status stays checked_in)', {
+    ...ATTENDEE_FIELDS,
+    checked_in_at: 'string (ISO 8601)',
+    checked_out_at: 'string (ISO 8601)',
+    checked_out_by: 'string'
+  }),
   domainEvent('attendee.removed', 'A contact was removed from an event', ATTENDEE_FIELDS),
   domainEvent('event.cover_updated', 'The cover image of an event was replaced',
     { event_id: 'integer', template: 'string', cover_image_key: 'string', content_type: 'string', size: 'integer' }),

@@ -204,6 +204,42 @@ for (const kind of databases()) {
       )
     })
 
+    void it('confirms attendees through registration (capacity, waitlist) and marks no-shows after the end', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const engine = engineAt(t, clock)
+      const over = { start_dt: '2020-01-01T10:00:00Z', end_dt: '2020-01-01T12:00:00Z' }
+      const event = await createEvent(t, alice, { title: 'Seats', ...over })
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${event.id}/registration`, 200,
+        { capacity: 1, waitlist_enabled: true })
+      const ann = await addContact(t, alice, 'ann@example.test')
+      const bob = await addContact(t, alice, 'bob@example.test')
+      await addAttendee(t, tenant.id, event.id, ann, 'invited')
+      await addAttendee(t, tenant.id, event.id, bob, 'invited')
+      const a = await eventAutomation(t, alice, event.id, {
+        name: 'Confirm all',
+        trigger: { type: 'event.updated' },
+        actions: [{ type: 'set_attendee_status', from_status: ['invited'], status: 'confirmed' }]
+      })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id}/automations/${a.id}/execute`, 202)
+      await drain(engine)
+      // one seat: the first added gets it, the second waits (not two confirmed past capacity)
+      assert.deepEqual(await attendeeStatuses(t, alice, event.id), { [ann]: 'confirmed', [bob]: 'waitlisted' })
+
+      const n = await eventAutomation(t, alice, event.id, {
+        name: 'No-shows',
+        trigger: { type: 'event.updated' },
+        actions: [{ type: 'mark_no_shows' }]
+      })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id}/automations/${n.id}/execute`, 202)
+      await drain(engine)
+      const runs = (await t.as(alice, {
+        method: 'GET', url: `/api/v1/events/${event.id}/automations/${n.id}/executions`
+      })).json().items as Json[]
+      assert.deepEqual(runs.map(r => [r.status, (r.action_results as Json[])[0]?.marked]), [['succeeded', 1]])
+      assert.deepEqual(await attendeeStatuses(t, alice, event.id), { [ann]: 'no_show', [bob]: 'waitlisted' })
+    })
+
     void it('transitions the event through its state machine, and fails at once on an illegal move', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')

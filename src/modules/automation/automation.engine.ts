@@ -31,6 +31,8 @@ import {
 import { insertActivity } from '../events/events.repository.ts'
 import { transitionEvent } from '../events/events.service.ts'
 import type { EventRow } from '../events/events.table.ts'
+import { changeStatuses, markNoShows, type Changed } from '../event-collab/event-collab.registration.ts'
+import type { AttendeeStatus } from '../event-collab/event-collab.table.ts'
 import { findUser } from '../identity/identity.repository.ts'
 import { CRON_TRIGGER, evaluateConditions, triggerTypesOf } from './automation.catalogue.ts'
 import { activityAdded, attendeeStatusChanged, ruleDisabled, type ActionSource } from './automation.events.ts'
@@ -457,20 +459,46 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
       'the trigger names no attendee (payload.contact_id); set from_status to address attendees by status'
     )
   }
-  const status = String(a.status)
-  const changed = await targets.setAttendeeStatus(
-    c.trx,
-    c.tenantId,
-    event.id,
-    status,
-    from !== undefined ? { fromStatus: from } : { contactId: contactId as string }
-  )
+  const status = String(a.status) as AttendeeStatus
+  // the same registration rules as PATCH /events/{id}/attendees: capacity, waitlist, approval, promotions
+  const contactIds = from !== undefined
+    ? await targets.attendeesInStatuses(c.trx, c.tenantId, event.id, from, status)
+    : [contactId as string]
+  let changed: Changed[]
+  try {
+    ({ changed } = await changeStatuses(c.trx, event, contactIds.map(id => ({ contactId: id, status })), {
+      at: i => `contact ${contactIds[i] ?? ''}`
+    }))
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 400 || err.status === 409)) {
+      throw new PermanentError(`${err.detail ?? err.message}${err.errors[0] !== undefined ? ` (${err.errors[0].location})` : ''}`)
+    }
+    throw err
+  }
+  const moved = changed.filter(r => r.previous !== r.row.status)
   await emitMany(
     c.trx,
-    changed.map(r =>
-      attendeeStatusChanged(sourceOf(c), event.id, { contactId: r.contact_id, status, previous: r.previous }))
+    moved.map(r => attendeeStatusChanged(sourceOf(c), event.id, {
+      contactId: r.row.contact_id,
+      status: r.row.status,
+      previous: r.previous
+    }))
   )
-  return { updated: changed.length }
+  return { updated: moved.length }
+}
+
+async function markEventNoShows (c: Ctx, a: RuleAction): Promise<Json> {
+  const event = await targetEvent(c, a, true)
+  let marked: string[]
+  try {
+    marked = await markNoShows(c.trx, event, c.engine.now())
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 409) throw new PermanentError(err.detail ?? err.message)
+    throw err
+  }
+  await emitMany(c.trx, marked.map(contactId =>
+    attendeeStatusChanged(sourceOf(c), event.id, { contactId, status: 'no_show', previous: 'confirmed' })))
+  return { marked: marked.length }
 }
 
 async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
@@ -496,7 +524,7 @@ async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
 }
 
 const RUNNERS: Record<string, (c: Ctx, a: RuleAction) => Promise<Json>> = {
-  notify, activity, transition, set_attendee_status: setAttendeeStatus, webhook
+  notify, activity, transition, set_attendee_status: setAttendeeStatus, mark_no_shows: markEventNoShows, webhook
 }
 
 class ActionFailed extends Error {

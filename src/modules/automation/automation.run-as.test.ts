@@ -414,6 +414,7 @@ for (const kind of databases()) {
       const SAMPLES: Record<string, Json[]> = {
         notify: [{ type: 'notify', to: 'attendees', subject: 'from bob', body: 'about {{title}}' }],
         set_attendee_status: [{ type: 'set_attendee_status', from_status: ['invited'], status: 'declined' }],
+        mark_no_shows: [{ type: 'mark_no_shows' }],
         activity: [{ type: 'activity', message: 'bob was here' }],
         transition: TO_TRANSIT,
         webhook: [] // names no event: it sends what the creator's rule was triggered with, which he sees
@@ -431,8 +432,10 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
-      const hers = await createEvent(t, alice, { title: 'Hers', template: 'delivery', visibility: 40 })
-      const his = await createEvent(t, bob, { title: 'His', template: 'delivery', visibility: 40 })
+      // both over, so that marking no-shows may run
+      const over = { start_dt: '2020-01-01T10:00:00Z', end_dt: '2020-01-01T12:00:00Z' }
+      const hers = await createEvent(t, alice, { title: 'Hers', template: 'delivery', visibility: 40, ...over })
+      const his = await createEvent(t, bob, { title: 'His', template: 'delivery', visibility: 40, ...over })
       await addAttendee(t, tenant.id, hers.id, await addContact(t, alice, 'ann@example.test'), 'invited')
       await addAttendee(t, tenant.id, his.id, await addContact(t, bob, 'ben@example.test'), 'invited')
       await drain(engine())

@@ -139,27 +139,18 @@ export async function attendeeRecipients (
   return rows.rows.map(r => r.recipient)
 }
 
-/** The attendees a status change addresses: those of some statuses, or one contact. */
-export type AttendeeSelection = { fromStatus: string[] } | { contactId: string }
-
-/**
- * Sets the status of an event's attendees (those not in it already), locking them; the changed
- * attendees with their previous status.
- */
-export async function setAttendeeStatus (
+/** The contacts of an event's attendees in some statuses (not already `except`), in the order they were added. */
+export async function attendeesInStatuses (
   trx: Tx,
   tenantId: string,
   eventId: number,
-  status: string,
-  which: AttendeeSelection
-): Promise<Array<{ contact_id: string; previous: string }>> {
-  const changed = await sql<{ contact_id: string; previous: string }>`
-    update attendees a set status = ${status}, updated_at = now()
-    from (select id, status as previous from attendees
-          where tenant_id = ${tenantId} and event_id = ${eventId} and status <> ${status}
-          ${'fromStatus' in which ? sql`and status in (${sql.join(which.fromStatus)})` : sql`and contact_id = ${which.contactId}::uuid`}
-          for update) old
-    where a.tenant_id = ${tenantId} and a.id = old.id
-    returning a.contact_id::text as contact_id, old.previous`.execute(trx)
-  return changed.rows
+  statuses: readonly string[],
+  except: string
+): Promise<string[]> {
+  const rows = await sql<{ contact_id: string }>`
+    select contact_id::text as contact_id from attendees
+    where tenant_id = ${tenantId} and event_id = ${eventId} and status <> ${except}
+      and status in (${sql.join([...statuses])})
+    order by id`.execute(trx)
+  return rows.rows.map(r => r.contact_id)
 }

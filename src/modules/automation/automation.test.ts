@@ -311,7 +311,7 @@ for (const kind of databases()) {
       const actions = await t.as(alice, { method: 'GET', url: '/api/v1/automation/actions' })
       assert.deepEqual(
         actions.json().actions.map((x: Json) => x.type),
-        ['notify', 'activity', 'transition', 'set_attendee_status', 'webhook']
+        ['notify', 'activity', 'transition', 'set_attendee_status', 'mark_no_shows', 'webhook']
       )
     })
   })

@@ -97,8 +97,6 @@ export const BulkRemoveBody = body({
 })
 export const BulkStatusBody = body({ contact_ids: ContactIds, status: AttendeeStatus })
 
-export const CheckInBody = body({})
-
 // ---- managers
 
 const Permissions = Type.Array(StringEnum(EVENT_PERMISSIONS), {

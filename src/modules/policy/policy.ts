@@ -198,7 +198,7 @@ export const POLICY = {
     act_attendee_status: event(
       'events:write',
       'attendees:write',
-      'action `set_attendee_status`, as PATCH /events/{id}/attendees'
+      'actions `set_attendee_status` and `mark_no_shows`, as PATCH /events/{id}/attendees and POST …/no-shows'
     ),
     act_notify_attendees: event(
       'events:read',

@@ -129,7 +129,15 @@ export const TAGS = [
     description: 'Events with drafts, publishing, state transitions, the calendar, activity and spaces.'
   },
   { name: 'Series', description: 'Recurring series of events: the rule, its occurrences, edits by scope, publishing.' },
-  { name: 'Event attendees', description: 'Contacts attending an event: add (one or in bulk), status, check-in.' },
+  {
+    name: 'Event attendees',
+    description: 'Contacts attending an event: add (one or in bulk), status, check-in and check-out, check-in tokens.'
+  },
+  {
+    name: 'Event registration',
+    description:
+      'Capacity, waitlist and approval of an event or a series; approving registrations, no-shows, cancellation.'
+  },
   { name: 'Event managers', description: 'Who manages an event, with which permissions; invitations by e-mail.' },
   { name: 'Event milestones', description: 'Events that are milestones of another event, in sequence.' },
   { name: 'Event references', description: 'Documents, attachments and links between events and series.' },
