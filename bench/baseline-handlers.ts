@@ -434,9 +434,10 @@ export const HANDLERS: Record<string, Handler> = {
     const counts =
       att?.ok === true
         ? `select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
-           count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
+           count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended,
+           count(*) filter (where a.status = 'no_show')::int as no_shows
          from attendees a where a.tenant_id = $1 and a.event_id in (select event_id from linked) group by a.event_id`
-        : 'select null::bigint as event_id, 0 as rsvps, 0 as attended where false'
+        : 'select null::bigint as event_id, 0 as rsvps, 0 as attended, 0 as no_shows where false'
     const events = await q(
       `with linked as (
         select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt from event_spaces es
@@ -444,7 +445,8 @@ export const HANDLERS: Record<string, Handler> = {
         where es.tenant_id = $1 and es.space_id = $2 and not e.is_deleted and e.published_id is null and e.status <> 'draft'
       ), counts as (${counts})
       select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at, coalesce(l.start_dt > now(), false) as upcoming,
-             coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended
+             coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended,
+             coalesce(c.no_shows, 0)::int as no_shows
       from linked l left join counts c on c.event_id = l.event_id order by l.start_dt desc nulls last, l.event_id desc`,
       [c.tenant, id]
     )

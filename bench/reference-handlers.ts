@@ -169,10 +169,11 @@ export const REFERENCES: Record<string, Handler> = {
         join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
         where es.tenant_id = $2 and es.space_id = $1 and not e.is_deleted and e.published_id is null and e.status <> 'draft'),
       counts as (select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
-          count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended
+          count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended,
+          count(*) filter (where a.status = 'no_show')::int as no_shows
         from attendees a where a.tenant_id = $2 and a.event_id in (select event_id from linked) group by a.event_id),
       perf as (select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at, coalesce(l.start_dt > now(), false) as upcoming,
-          coalesce(k.rsvps, 0) as rsvps, coalesce(k.attended, 0) as attended
+          coalesce(k.rsvps, 0) as rsvps, coalesce(k.attended, 0) as attended, coalesce(k.no_shows, 0) as no_shows
         from linked l left join counts k on k.event_id = l.event_id),
       weeks as (select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start from generate_series(11, 0, -1) g)
       select json_build_object(

@@ -44,6 +44,8 @@ import {
   ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, isRead, type BenchContext, type Caller, type Side
 } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
+import { EXPORT_SCENARIOS, exportText, type ExportRun } from './export.ts'
+import { IMPORT_SCENARIOS } from './contacts-import.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
 
@@ -714,12 +716,29 @@ async function measureOn (
           `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`
       )
     }
+    // opt-in scenarios of their own shape (one request measured, not a load): only when named in --only
+    for (const s of [...EXPORT_SCENARIOS, ...IMPORT_SCENARIOS]) {
+      if (only === undefined || !only.includes(s.name)) continue
+      const runs = await s.run({
+        kind,
+        databaseUrl: kind !== 'pglite' ? oursEnv.DATABASE_URL : undefined,
+        url: ours.url,
+        pid: ours.pid,
+        token: tokens.token,
+        log
+      })
+      exportRuns.push({ kind, scale, title: s.title, runs })
+      for (const e of logs.take()) log(`${kind}: ${s.name}: service log: ${e.count} x ${e.text}`)
+    }
   } finally {
     await stop(ours)
     await stop(base)
   }
   return { kind, scale, startMs: ours.startMs, outcomes }
 }
+
+/** The export scenarios' runs (bench/export.ts), listed after the tables of the report. */
+const exportRuns: Array<{ kind: DatabaseKind, scale: number, title: string, runs: ExportRun[] }> = []
 
 const started = new Date()
 // the service runs as production runs it: the bundle `npm start` builds, made from the current sources
@@ -770,6 +789,9 @@ for (const r of runs) {
   if (besides !== '') out.push(besides, '')
   const errors = errorText(r)
   if (errors !== '') out.push(errors, '')
+}
+for (const e of exportRuns.filter(x => x.runs.length > 0)) {
+  out.push(`## ${e.title} (${headingOf(e.kind)}, scale ${e.scale})`, '', ...e.runs.map(r => `- ${exportText(r)}`), '')
 }
 const grown = growth(runs)
 if (grown.text !== '') {

@@ -328,7 +328,7 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
           from bench_attending a
           cross join lateral generate_series(0, a.n - 1) k
           join bench_contacts c on c.rn = (a.en * 101 + k) % (select count(*) from bench_contacts)
-          on conflict do nothing;
+          on conflict (tenant_id, event_id, contact_id) do nothing;
           drop table bench_contacts;
           drop table bench_attending;`)
         }
@@ -368,7 +368,7 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
         from events e cross join generate_series(0, 19) k
         join bench_contacts c on c.rn = (e.id * 37 + k) % (select count(*) from bench_contacts)
         where e.tenant_id = '${BIG_TENANT}' and e.series_id is not null
-        on conflict do nothing;
+        on conflict (tenant_id, event_id, contact_id) do nothing;
         drop table bench_contacts;`)
       }
     )

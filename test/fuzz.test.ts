@@ -203,6 +203,11 @@ for (const kind of databases()) {
               assert.equal(res.body, '', `${where}: a body on a bodiless success`)
               return
             }
+            if (String(res.headers['content-type'] ?? '').startsWith('text/csv')) {
+              // a CSV answer (exports) is a string schema; its content is checked by the exports' own tests
+              assert.equal((schema as { type?: string }).type, 'string', `${where}: a CSV answer needs a string schema`)
+              return
+            }
             const validate = validatorFor(schema)
             const body: unknown = JSON.parse(res.body)
             assert.ok(validate(body), `${where}: body does not match its schema: ${ajv.errorsText(validate.errors)}`)

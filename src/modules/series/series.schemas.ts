@@ -6,6 +6,7 @@ import {
   KEYWORD_MAX, METADATA_MAX_KEYS
 } from '../events/events.schemas.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
+import { ATTENDEE_STATUSES } from '../event-collab/event-collab.table.ts'
 
 /** Bounds chosen by us (docs/series.md). */
 export const MAX_OCCURRENCES = 500
@@ -22,7 +23,8 @@ export const MAX_PAST_MONTHS = 12
  * cascaded.
  */
 export const STORAGE_METADATA_KEYS = ['cover_image'] as const
-export const ATTENDEE_STATUSES = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
+/** Every attendee status (the event-collaboration module's): `attendee_counts` has a key for each, 0 when absent. */
+export { ATTENDEE_STATUSES }
 export const SERIES_STATUSES = ['draft', 'published', 'archived'] as const
 
 const RepeatDays = Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), {
@@ -169,7 +171,7 @@ export const EventSeriesUpdate = model('EventSeriesUpdate', {
 })
 
 const AttendeeCounts = Type.Object(Object.fromEntries(ATTENDEE_STATUSES.map(s => [s, Type.Integer()])), {
-  description: 'Attendees by status (occurrence rows and series-level rows)'
+  description: 'Attendees by status (occurrence rows and series-level rows): every status, 0 when none'
 })
 
 export const SeriesWithOccurrences = model('SeriesWithOccurrences', {

@@ -97,7 +97,9 @@ for (const kind of databases()) {
         page1.occurrences.map((o: Json) => o.id),
         ids.slice(0, 4)
       )
-      assert.deepEqual(page1.attendee_counts, { invited: 1, confirmed: 1, declined: 0, tentative: 1, checked_in: 0 })
+      assert.deepEqual(page1.attendee_counts, {
+        invited: 1, confirmed: 1, declined: 0, tentative: 1, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+      })
       assert.equal(page1.total_attendees, 2)
       const s = page1.series
       assert.deepEqual(
@@ -264,7 +266,9 @@ for (const kind of databases()) {
         Array.from({ length: 7 }, async (_, i) => await addContact(t, alice, `c${i}@example.test`))
       )
       const statuses = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
-      const expected = { invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0 }
+      const expected = {
+        invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+      }
       for (const [i, id] of ids.entries()) {
         const status = statuses[i % 5] ?? 'invited'
         const res = await t.as(alice, {
@@ -298,7 +302,9 @@ for (const kind of databases()) {
       const page = await getJson(t, alice, `/api/v1/events/${ids[12]}/series?page=2&limit=5`)
       assert.equal(page.occurrences.length, 5)
       assert.deepEqual(page.attendee_counts, expected)
-      assert.deepEqual(expected, { invited: 12, confirmed: 12, declined: 10, tentative: 13, checked_in: 12 })
+      assert.deepEqual(expected, {
+        invited: 12, confirmed: 12, declined: 10, tentative: 13, checked_in: 12, pending: 0, waitlisted: 0, no_show: 0
+      })
       assert.equal(page.total_attendees, 6)
       const elsewhere = await getJson(t, alice, `/api/v1/events/${String(other.event.id)}/series`)
       assert.deepEqual(elsewhere.attendee_counts, {
@@ -306,7 +312,10 @@ for (const kind of databases()) {
         confirmed: 1,
         declined: 1,
         tentative: 0,
-        checked_in: 0
+        checked_in: 0,
+        pending: 0,
+        waitlisted: 0,
+        no_show: 0
       })
       assert.equal(elsewhere.total_attendees, 1)
     })
@@ -496,7 +505,9 @@ for (const kind of databases()) {
         after.occurrences.slice(0, 3).map((o: Json) => o.id),
         [ids[0], ids[2], ids[4]]
       )
-      assert.deepEqual(after.attendee_counts, { invited: 0, confirmed: 1, declined: 0, tentative: 0, checked_in: 0 })
+      assert.deepEqual(after.attendee_counts, {
+        invited: 0, confirmed: 1, declined: 0, tentative: 0, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+      })
       await expectStatus(t, alice, 'GET', `/api/v1/events/${ids[3]}`, 404)
 
       // moving the time of day keeps every row (and its id)

@@ -3,8 +3,8 @@
  * events module), its activity feed and its analytics. Event titles only appear for events the
  * caller may see (`eventVisibleTo` of the events module).
  */
-import { sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type SqlBool } from 'kysely'
-import type { Database } from '../../platform/db/database.ts'
+import { expressionBuilder, sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { exactTimestamp, type Database } from '../../platform/db/database.ts'
 import type { EventSpacesTable } from '../events/events.table.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -13,7 +13,9 @@ import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.r
 import { deleteEventSpace, insertEventSpace } from '../events/events.repository.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
 import { fromCursor, listPage, orderByKeys, totalOf } from '../../platform/db/list-page.ts'
-import { listScope, pageOf, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
+import {
+  afterKey, listScope, pageOf, pageWindow, type KeyColumn, type KeyValue, type PageParams
+} from '../../platform/http/cursor.ts'
 
 /* Linked events */
 
@@ -223,6 +225,7 @@ export interface EventFigures {
   upcoming: boolean
   rsvps: number
   attended: number
+  no_shows: number
 }
 
 /** Whether the attendees table exists yet (it belongs to the event-collaboration module). */
@@ -231,18 +234,35 @@ async function hasAttendees (trx: Tx): Promise<boolean> {
   return r.rows[0]?.ok === true
 }
 
+/** The order of the figures (latest start first, no start last, then higher id): the key of the export's chunks. */
+export const FIGURES_KEYS: KeyColumn[] = [
+  { ref: 'e.start_dt', dir: 'desc', type: 'time', nullable: true },
+  { ref: 'e.id', dir: 'desc', type: 'int' }
+]
+
+/** The key of a row of figures in FIGURES_KEYS' order. */
+export const figuresKey = (f: EventFigures): KeyValue[] =>
+  [f.start_at === null ? null : exactTimestamp(f.start_at), f.event_id]
+
 /**
  * Per linked event (not deleted, not a draft clone, not a never-published draft): RSVPs (attendees
- * confirmed, tentative or checked in, or flagged checked in) and attended (checked in), counted
- * in one pass over the attendees of those events.
+ * confirmed, tentative or checked in, or flagged checked in; never pending, waitlisted or no-shows), attended
+ * (checked in) and no-shows (status no_show), counted in one pass over the attendees of those events. With `chunk`,
+ * only the `limit` events after the key `after` (FIGURES_KEYS), for the export, which reads them chunk by chunk.
  */
-export async function eventFigures (trx: Tx, tenantId: string, spaceId: number): Promise<EventFigures[]> {
+export async function eventFigures (
+  trx: Tx,
+  tenantId: string,
+  spaceId: number,
+  chunk?: { after: KeyValue[] | undefined, limit: number }
+): Promise<EventFigures[]> {
   // Attendees of an occurrence: its own rows, plus the rows of its series (event_id null, "attends
   // every occurrence") for contacts without a row of their own for that occurrence.
   const counts = (await hasAttendees(trx))
     ? sql`select r.event_id,
              count(*) filter (where r.status in ('confirmed', 'tentative', 'checked_in') or r.is_checked_in)::int as rsvps,
-             count(*) filter (where r.is_checked_in or r.status = 'checked_in')::int as attended
+             count(*) filter (where r.is_checked_in or r.status = 'checked_in')::int as attended,
+             count(*) filter (where r.status = 'no_show')::int as no_shows
            from (
              select a.event_id, a.status, a.is_checked_in
              from attendees a
@@ -255,7 +275,11 @@ export async function eventFigures (trx: Tx, tenantId: string, spaceId: number):
                and not exists (select 1 from attendees o where o.tenant_id = ${tenantId} and o.event_id = l.event_id and o.contact_id = a.contact_id)
            ) r
            group by r.event_id`
-    : sql`select null::bigint as event_id, 0 as rsvps, 0 as attended where false`
+    : sql`select null::bigint as event_id, 0 as rsvps, 0 as attended, 0 as no_shows where false`
+  const window = chunk === undefined
+    ? sql``
+    : sql`and ${chunk.after === undefined ? sql`true` : afterKey(expressionBuilder<Database, 'events'>(), FIGURES_KEYS, chunk.after)}
+        order by e.start_dt desc nulls last, e.id desc limit ${chunk.limit}`
   const r = await sql<EventFigures>`
     with linked as (
       select e.id as event_id, e.series_id, e.title, e.status, e.start_dt, e.end_dt
@@ -263,10 +287,12 @@ export async function eventFigures (trx: Tx, tenantId: string, spaceId: number):
       join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
       where es.tenant_id = ${tenantId} and es.space_id = ${spaceId}
         and not e.is_deleted and e.published_id is null and e.status <> 'draft'
+        ${window}
     ), counts as (${counts})
     select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at,
            coalesce(l.start_dt > now(), false) as upcoming,
-           coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended
+           coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended,
+           coalesce(c.no_shows, 0)::int as no_shows
     from linked l left join counts c on c.event_id = l.event_id
     order by l.start_dt desc nulls last, l.event_id desc`.execute(trx)
   return r.rows
@@ -307,16 +333,13 @@ export async function activeMemberCount (trx: Tx, tenantId: string, spaceId: num
 const rateOf = (attended: number, rsvps: number): number =>
   rsvps === 0 ? 0 : Math.round((attended / rsvps) * 10_000) / 10_000
 
-/** Shapes the figures into SpaceAnalyticsResult (definitions in docs/spaces.md). */
-export function analyticsOf (
-  events: EventFigures[],
-  growth: Awaited<ReturnType<typeof memberGrowth>>,
-  activeMembers: number
-) {
-  const perf = (e: EventFigures) => ({
+/** The figures of one event as `events_performance` shows them (and the analytics export writes them). */
+export function performanceOf (e: EventFigures) {
+  return {
     attended: e.attended,
     event_id: e.event_id,
     needs_care: e.upcoming && e.status === 'published' && e.rsvps < ATTENTION_THRESHOLD,
+    no_shows: e.no_shows,
     rate: rateOf(e.attended, e.rsvps),
     rsvps: e.rsvps,
     status: e.status,
@@ -324,7 +347,16 @@ export function analyticsOf (
     upcoming: e.upcoming,
     ...(e.start_at !== null ? { start_at: e.start_at } : {}),
     ...(e.end_at !== null ? { end_at: e.end_at } : {})
-  })
+  }
+}
+
+/** Shapes the figures into SpaceAnalyticsResult (definitions in docs/spaces.md). */
+export function analyticsOf (
+  events: EventFigures[],
+  growth: Awaited<ReturnType<typeof memberGrowth>>,
+  activeMembers: number
+) {
+  const perf = performanceOf
   const started = events.filter(e => e.start_at !== null && !e.upcoming)
   const upcoming = events.filter(e => e.upcoming && e.status === 'published')
   const pastRsvps = started.reduce((n, e) => n + e.rsvps, 0)
@@ -365,6 +397,7 @@ export function analyticsOf (
       active_members: activeMembers,
       avg_attendance_rate: rateOf(pastAttended, pastRsvps),
       events_published: events.filter(e => e.status === 'published').length,
+      no_shows: events.reduce((n, e) => n + e.no_shows, 0),
       total_rsvps: events.reduce((n, e) => n + e.rsvps, 0),
       upcoming_events: upcoming.length
     }

@@ -3,7 +3,10 @@
  * space), and the events linked to it (links live in the events module's `event_spaces`).
  */
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { CSV_CHUNK_ROWS, csvBody, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
+import type { KeyValue } from '../../platform/http/cursor.ts'
 import {
   ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
@@ -23,6 +26,32 @@ import { spacePageRoute } from './spaces.pages.routes.ts'
 
 const operation = operationsTagged('Spaces')
 
+/** The space whose analytics the caller asks for: 404 unless visible, 403 unless creator, space manager or admin. */
+async function analyticsSpace (trx: Tx, auth: AuthContext, id: number) {
+  const space = await visibleOr404(trx, auth, id)
+  const manages =
+    auth.permissions.has('tenant:admin') ||
+    space.creator_id === auth.userId ||
+    (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
+  if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
+  return space
+}
+
+/** The columns of the analytics export: the figures of `events_performance`, in order. */
+const ANALYTICS_CSV_COLUMNS: ReadonlyArray<CsvColumn<insights.EventFigures>> = [
+  { header: 'event_id', cell: e => e.event_id },
+  { header: 'title', cell: e => e.title },
+  { header: 'status', cell: e => e.status },
+  { header: 'start_at', cell: e => e.start_at },
+  { header: 'end_at', cell: e => e.end_at },
+  { header: 'upcoming', cell: e => e.upcoming },
+  { header: 'rsvps', cell: e => e.rsvps },
+  { header: 'attended', cell: e => e.attended },
+  { header: 'no_shows', cell: e => e.no_shows },
+  { header: 'rate', cell: e => insights.performanceOf(e).rate },
+  { header: 'needs_care', cell: e => insights.performanceOf(e).needs_care }
+]
+
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'activity', 'list-space-activity', 'Recent activity of a space, newest first',
     PagedBodySpaceActivity, (trx, auth, space, q, counting) => insights.listActivity(trx, auth, space.id, q, counting),
@@ -33,12 +62,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
   }, requirePolicy('space', 'read')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
-      const space = await visibleOr404(trx, auth, request.params.id)
-      const manages =
-        auth.permissions.has('tenant:admin') ||
-        space.creator_id === auth.userId ||
-        (await activeManager(trx, auth.tenantId, space.id, auth.userId)) !== undefined
-      if (!manages) throw error403Forbidden('only the creator, a space manager or an admin may read the analytics')
+      const space = await analyticsSpace(trx, auth, request.params.id)
       const [events, growth, members] = [
         await insights.eventFigures(trx, auth.tenantId, space.id),
         await insights.memberGrowth(trx, auth.tenantId, space.id),
@@ -46,6 +70,32 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
       ]
       return insights.analyticsOf(events, growth, members)
     })
+  })
+
+  app.get('/api/v1/spaces/:id/analytics/export', operation('export-space-analytics', 'The per-event analytics figures of a space as CSV (for its managers)', {
+    params: SpaceParams,
+    produces: ['text/csv'],
+    response: {
+      200: csvBody(
+        'RFC 4180 CSV (CRLF, header row): one line per linked event with the figures of events_performance ' +
+          '(every linked event, not only the first 50), latest start first. Text beginning with = + - @ tab or CR ' +
+          'is prefixed with \'. A failure after the first byte cuts the transfer short (docs/exports.md)',
+        `${ANALYTICS_CSV_COLUMNS.map(c => c.header).join(',')}\r\n` +
+          '41,Spring meetup,published,2026-04-02T17:00:00.000Z,2026-04-02T19:00:00.000Z,false,12,9,2,0.75,false\r\n'
+      )
+    }
+  }, requirePolicy('space', 'read')), async (request, reply) => {
+    const auth = request.auth
+    const space = await withTenant(db, auth, trx => analyticsSpace(trx, auth, request.params.id))
+    return await sendCsv(
+      reply,
+      `space-${space.id}-analytics.csv`,
+      ANALYTICS_CSV_COLUMNS,
+      async (after: KeyValue[] | undefined) => await withTenant(db, auth, trx =>
+        insights.eventFigures(trx, auth.tenantId, space.id, { after, limit: CSV_CHUNK_ROWS })
+      ),
+      insights.figuresKey
+    )
   })
 
   spacePageRoute(app, db, 'events', 'list-space-events', 'Events of a space the caller can see, latest start first',

@@ -157,6 +157,7 @@ for (const kind of databases()) {
         active_members: 2,
         avg_attendance_rate: 0,
         events_published: 2,
+        no_shows: 0,
         total_rsvps: 0,
         upcoming_events: 1
       })
@@ -176,13 +177,14 @@ for (const kind of databases()) {
       for (const e of [past1, past2, soon, later]) await link(t, alice, s.id, e)
       // Past 1: confirmed+checked in, checked_in, tentative, confirmed, declined, invited → 4 RSVPs, 2 attended,
       // rate 0.5
-      // Past 2: confirmed+checked in, confirmed, confirmed, declined → 3 RSVPs, 1 attended, rate 0.3333
+      // Past 2: confirmed+checked in, confirmed, confirmed, declined, 2 no-shows → 3 RSVPs, 1 attended, rate 0.3333
+      // (a no-show is counted apart, never as an RSVP)
       // Soon: 2 confirmed → needs attention (2 < 5); Later: 6 confirmed → fine
       const plan: Array<[number, string, boolean]> = [
         [past1, 'confirmed', true], [past1, 'checked_in', true], [past1, 'tentative', false],
         [past1, 'confirmed', false], [past1, 'declined', false], [past1, 'invited', false],
         [past2, 'confirmed', true], [past2, 'confirmed', false],
-        [past2, 'confirmed', false], [past2, 'declined', false],
+        [past2, 'confirmed', false], [past2, 'declined', false], [past2, 'no_show', false], [past2, 'no_show', false],
         [soon, 'confirmed', false], [soon, 'confirmed', false],
         ...Array.from({ length: 6 }, (): [number, string, boolean] => [later, 'confirmed', false])
       ]
@@ -211,11 +213,16 @@ for (const kind of databases()) {
           ['Soon', 2]
         ]
       )
+      assert.deepEqual(
+        a.top_by_rsvp.map((x: Json) => [x.title, x.no_shows]),
+        [['Later', 0], ['Past 1', 0], ['Past 2', 2], ['Soon', 0]]
+      )
       // avg_attendance_rate = (2 + 1) / (4 + 3) = 0.4286
       assert.deepEqual(a.summary, {
         active_members: 0,
         avg_attendance_rate: 0.4286,
         events_published: 4,
+        no_shows: 2,
         total_rsvps: 15,
         upcoming_events: 2
       })

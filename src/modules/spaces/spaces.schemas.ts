@@ -348,8 +348,11 @@ const EventPerformance = Type.Object({
   attended: Type.Integer({ description: 'Attendees checked in' }),
   event_id: Type.Integer(),
   needs_care: Type.Boolean({ description: 'Upcoming with fewer RSVPs than the threshold' }),
+  no_shows: Type.Integer({ description: 'Attendees marked no_show (confirmed, never checked in); not RSVPs' }),
   rate: Type.Number({ description: 'attended / rsvps as a fraction 0..1 (0 without RSVPs)' }),
-  rsvps: Type.Integer({ description: 'Attendees who answered confirmed, tentative or checked in' }),
+  rsvps: Type.Integer({
+    description: 'Attendees who answered confirmed, tentative or checked in (never pending, waitlisted or no_show)'
+  }),
   status: Type.String(),
   title: Type.String(),
   upcoming: Type.Boolean({ description: 'Starts after now' }),
@@ -406,6 +409,7 @@ export const SpaceAnalyticsResult = model('SpaceAnalyticsResult', {
         description: 'Sum of attended / sum of RSVPs over events that have started, fraction 0..1'
       }),
       events_published: Type.Number(),
+      no_shows: Type.Integer({ description: 'Attendees marked no_show, over all linked events' }),
       total_rsvps: Type.Number(),
       upcoming_events: Type.Number()
     },
