@@ -278,7 +278,10 @@ export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unkno
     trigger: { type: 'event.updated' },
     actions: []
   }),
-  'PATCH /api/v1/events/:id/milestones/:milestone_event_id': () => ({ reset_to_derived: true })
+  'PATCH /api/v1/events/:id/milestones/:milestone_event_id': () => ({ reset_to_derived: true }),
+  // `inherit` (the schema's sample) is refused on an event without a series before any tenant check could show
+  'PATCH /api/v1/events/:id/registration': () => ({ capacity: 10 }),
+  'PATCH /api/v1/events/:id/series/registration': () => ({ capacity: 10 })
 }
 
 /** The query string a route requires (its required query parameters with valid values), or ''. */

@@ -32,7 +32,7 @@ for (const kind of databases()) {
       if (registration !== undefined) {
         await expectStatus(t, alice, 'PATCH', `/api/v1/events/${event.id}/registration`, 200, registration)
       }
-      const contacts = await insertContacts(t, tenant.id, `alice`, n)
+      const contacts = await insertContacts(t, tenant.id, 'alice', n)
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
         await sql`update contacts set email = 'c' || first_name || '@example.test' where tenant_id = ${tenant.id}`
           .execute(trx)
