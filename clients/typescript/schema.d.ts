@@ -128,6 +128,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/contacts/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens) */
+        post: operations["import-contacts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/contacts/{id}": {
         parameters: {
             query?: never;
@@ -558,6 +575,23 @@ export interface paths {
         };
         /** Attendance, RSVPs and member growth of a space (for its managers) */
         get: operations["get-space-analytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{id}/analytics/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The per-event analytics figures of a space as CSV (for its managers) */
+        get: operations["export-space-analytics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1038,6 +1072,143 @@ export interface paths {
         patch: operations["update-event-attendee"];
         trace?: never;
     };
+    "/api/v1/events/{id}/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Registration settings in force and seat counts of an event */
+        get: operations["get-event-registration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set capacity, waitlist and approval of an event (an occurrence stops following its series; `inherit` follows it again); frees seats to the waitlist at once */
+        patch: operations["patch-event-registration"];
+        trace?: never;
+    };
+    "/api/v1/events/{id}/series/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them (and frees seats to its waitlist at once) */
+        patch: operations["patch-series-registration"];
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/{contact_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a pending registration (409 unless pending) */
+        post: operations["approve-event-attendee"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/bulk/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve pending registrations in request order (all or nothing) */
+        post: operations["bulk-approve-event-attendees"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/{contact_id}/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decline a pending registration (409 unless pending) */
+        post: operations["decline-event-attendee"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/bulk/decline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decline pending registrations in request order (all or nothing) */
+        post: operations["bulk-decline-event-attendees"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/no-shows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** After the event: every confirmed attendee who never checked in becomes no_show */
+        post: operations["mark-event-no-shows"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, and every attendee is told once */
+        post: operations["cancel-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/{id}/attendees/{contact_id}/check-in": {
         parameters: {
             query?: never;
@@ -1047,9 +1218,62 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check an attendee in (idempotent: a second check-in changes nothing) */
+        /** Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult) */
         post: operations["check-in-event-attendee"];
+        /** Undo a check-in: the attendee returns to the status they had (409 when not checked in) */
+        delete: operations["undo-event-attendee-check-in"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/check-in/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check in the attendee of this event holding a check-in token (the token or the QR payload) */
+        post: operations["check-in-event-attendee-by-token"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/{contact_id}/check-out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check an attendee out (409 when not checked in; a repeat changes nothing) */
+        post: operations["check-out-event-attendee"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/{contact_id}/check-in-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Issue a check-in token for an attendee (replaces any earlier one; shown once) */
+        post: operations["issue-event-attendee-check-in-token"];
+        /** Revoke the check-in token of an attendee (404 when none was issued) */
+        delete: operations["revoke-event-attendee-check-in-token"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1313,6 +1537,40 @@ export interface paths {
         get: operations["get-event-cover"];
         /** Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most 5 MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded) */
         put: operations["upload-event-cover"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The attendees as CSV, oldest first (event permission attendees:read) */
+        get: operations["export-event-attendees"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/series/attendees/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The attendees of every occurrence of the event's series as CSV (those the caller holds attendees:read on) */
+        get: operations["export-event-series-attendees"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -1897,6 +2155,24 @@ export interface components {
             state: string | null;
             priority: number;
             cover_image_key: string | null;
+            cancelled_at: string | null;
+            cancellation_reason: string | null;
+            capacity?: number | null;
+            /** @description Confirmations past capacity join a waitlist (else 409) */
+            waitlist_enabled?: boolean;
+            /** @description Registrations wait for a manager's approval (pending) */
+            requires_approval?: boolean;
+            /** @description An occurrence following its series' settings */
+            registration_inherited?: boolean;
+            /** @description Attendees holding a seat (confirmed, checked in) */
+            confirmed_count?: number;
+            /** @description Attendees on the waitlist */
+            waitlist_count?: number;
+            /** @description Registrations awaiting approval */
+            pending_count?: number;
+            /** @description Attendees marked no-show */
+            no_show_count?: number;
+            seats_left?: number | null;
             series_title: string | null;
             /** @description Spaces the event belongs to */
             spaces: {
@@ -2013,10 +2289,10 @@ export interface components {
             contact_id: string;
             org_id: string | null;
             /**
-             * @description invited, confirmed, declined, tentative or checked_in
+             * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
              * @enum {string}
              */
-            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
             notes: string | null;
             is_checked_in: boolean;
             checked_in_at: string | null;
@@ -2027,6 +2303,15 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            waitlist_position: number | null;
+            approved_at: string | null;
+            approved_by: string | null;
+            checked_in_by: string | null;
+            check_in_method: ("manual" | "scan" | "api") | null;
+            checked_out_at: string | null;
+            checked_out_by: string | null;
+            check_in_token_issued_at: string | null;
+            check_in_token_revoked_at: string | null;
         };
         EventManager: {
             /**
@@ -2172,8 +2457,8 @@ export interface components {
         /** @description An action, by its type (GET /api/v1/automation/actions); actions run in order */
         AutomationAction: {
             /** @enum {string} */
-            type: "notify" | "activity" | "transition" | "set_attendee_status" | "webhook";
-        } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationWebhookAction"]);
+            type: "notify" | "activity" | "transition" | "set_attendee_status" | "mark_no_shows" | "webhook";
+        } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationMarkNoShowsAction"] | components["schemas"]["AutomationWebhookAction"]);
         /** @description Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field. */
         AutomationNotifyAction: {
             /**
@@ -2248,6 +2533,14 @@ export interface components {
             status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
             /** @description array of attendee statuses: apply to every attendee of these statuses instead of the trigger's one */
             from_status?: ("invited" | "confirmed" | "declined" | "tentative" | "checked_in")[];
+        };
+        /** @description After the event ends: mark every confirmed attendee who never checked in as no_show (as POST /events/{id}/attendees/no-shows; fails before the event's end). Pair it with event.ends_in */
+        AutomationMarkNoShowsAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "mark_no_shows";
         };
         /** @description POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it */
         AutomationWebhookAction: {
@@ -2487,6 +2780,30 @@ export interface components {
             /** @description Items left unchanged because the matched contact is not the caller's to change */
             skipped: number;
         };
+        ImportOutputBody: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Rows that created a contact (a dry run: would create) */
+            created: number;
+            /** @description Rows that changed the contact their e-mail matched */
+            updated: number;
+            /** @description Rows whose matched contact already held their values */
+            unchanged: number;
+            /** @description One entry per data row, in file order */
+            results: {
+                /** @description The line of the file where the row starts (line 1 is the header) */
+                line: number;
+                /**
+                 * @description unchanged = the e-mail matched a contact whose fields already hold the row's values (nothing written)
+                 * @enum {string}
+                 */
+                status: "created" | "updated" | "unchanged";
+                contact_id: string | null;
+            }[];
+        };
         PagedBodySpace: {
             /**
              * Format: uri
@@ -2645,9 +2962,11 @@ export interface components {
                 event_id: number;
                 /** @description Upcoming with fewer RSVPs than the threshold */
                 needs_care: boolean;
+                /** @description Attendees marked no_show (confirmed, never checked in); not RSVPs */
+                no_shows: number;
                 /** @description attended / rsvps as a fraction 0..1 (0 without RSVPs) */
                 rate: number;
-                /** @description Attendees who answered confirmed, tentative or checked in */
+                /** @description Attendees who answered confirmed, tentative or checked in (never pending, waitlisted or no_show) */
                 rsvps: number;
                 status: string;
                 title: string;
@@ -2665,9 +2984,11 @@ export interface components {
                 event_id: number;
                 /** @description Upcoming with fewer RSVPs than the threshold */
                 needs_care: boolean;
+                /** @description Attendees marked no_show (confirmed, never checked in); not RSVPs */
+                no_shows: number;
                 /** @description attended / rsvps as a fraction 0..1 (0 without RSVPs) */
                 rate: number;
-                /** @description Attendees who answered confirmed, tentative or checked in */
+                /** @description Attendees who answered confirmed, tentative or checked in (never pending, waitlisted or no_show) */
                 rsvps: number;
                 status: string;
                 title: string;
@@ -2695,6 +3016,8 @@ export interface components {
                 /** @description Sum of attended / sum of RSVPs over events that have started, fraction 0..1 */
                 avg_attendance_rate: number;
                 events_published: number;
+                /** @description Attendees marked no_show, over all linked events */
+                no_shows: number;
                 total_rsvps: number;
                 upcoming_events: number;
             };
@@ -2953,6 +3276,24 @@ export interface components {
                 state: string | null;
                 priority: number;
                 cover_image_key: string | null;
+                cancelled_at: string | null;
+                cancellation_reason: string | null;
+                capacity?: number | null;
+                /** @description Confirmations past capacity join a waitlist (else 409) */
+                waitlist_enabled?: boolean;
+                /** @description Registrations wait for a manager's approval (pending) */
+                requires_approval?: boolean;
+                /** @description An occurrence following its series' settings */
+                registration_inherited?: boolean;
+                /** @description Attendees holding a seat (confirmed, checked in) */
+                confirmed_count?: number;
+                /** @description Attendees on the waitlist */
+                waitlist_count?: number;
+                /** @description Registrations awaiting approval */
+                pending_count?: number;
+                /** @description Attendees marked no-show */
+                no_show_count?: number;
+                seats_left?: number | null;
                 series_title: string | null;
                 /** @description Spaces the event belongs to */
                 spaces: {
@@ -2979,13 +3320,16 @@ export interface components {
             readonly $schema?: string;
             series: components["schemas"]["EventSeries"];
             occurrences: components["schemas"]["Event"][];
-            /** @description Attendees by status (occurrence rows and series-level rows) */
+            /** @description Attendees by status (occurrence rows and series-level rows): every status, 0 when none */
             attendee_counts: {
                 invited: number;
                 confirmed: number;
                 declined: number;
                 tentative: number;
                 checked_in: number;
+                pending: number;
+                waitlisted: number;
+                no_show: number;
             };
             /** @description Unique contacts attending any occurrence */
             total_attendees: number;
@@ -3094,6 +3438,98 @@ export interface components {
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
+        };
+        EventRegistration: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            capacity: number | null;
+            waitlist_enabled: boolean;
+            requires_approval: boolean;
+            /** @description true while an occurrence follows its series' settings */
+            registration_inherited: boolean;
+            /** @description Attendees holding a seat (confirmed, checked in) */
+            confirmed_count: number;
+            waitlist_count: number;
+            pending_count: number;
+            no_show_count: number;
+            seats_left: number | null;
+            /** @description Seats held beyond capacity (capacity lowered below the confirmed count) */
+            over_capacity: number;
+            /** @description Waitlisted attendees this change confirmed (0 on GET) */
+            promoted: number;
+            notice: string | null;
+        };
+        SeriesRegistration: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            series_id: number;
+            capacity: number | null;
+            waitlist_enabled: boolean;
+            requires_approval: boolean;
+            /** @description Live occurrences that follow the series' settings */
+            occurrences_following: number;
+            /** @description Waitlisted attendees of those occurrences this change confirmed */
+            promoted: number;
+        };
+        AttendeeList: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            items: components["schemas"]["Attendee"][];
+        };
+        NoShowsResult: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Confirmed attendees who never checked in, now no_show */
+            marked: number;
+        };
+        CancelResult: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Events cancelled by this request */
+            cancelled: number[];
+            /** @description Attendees (contacts) notified, once each */
+            notified: number;
+        };
+        CheckInResult: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description True when the attendee was inside already: nothing was changed */
+            already_checked_in: boolean;
+            attendee: components["schemas"]["Attendee"];
+        };
+        CheckInToken: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description The plain token, shown once (only its SHA-256 is stored) */
+            token: string;
+            /** @description What the badge's QR code carries: collab-checkin:v1:<event id>:<token> */
+            qr_payload: string;
+            /**
+             * Format: date-time
+             * @description When the token was issued; any earlier token of the attendee no longer checks in
+             */
+            issued_at: string;
         };
         PendingManagerInvites: {
             /**
@@ -3701,6 +4137,64 @@ export interface operations {
             409: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "import-contacts": {
+        parameters: {
+            query?: {
+                /** @description Field delimiter: `,` (default), `;`, or a tab (`%09` or `tab`) */
+                delimiter?: "," | ";" | "\t" | "tab";
+                /** @description Comma-separated `Header Name=field` pairs naming the contact field of a column whose header is not the field's name, e.g. `E-mail Address=email,Given=first_name` (header names compared case-insensitively) */
+                mapping?: string;
+                /** @description `true`: columns that name no contact field are ignored (otherwise 400) */
+                ignore_unknown?: "true" | "false";
+                /** @description `true`: answers what the import would do, and writes nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description RFC 4180 CSV in UTF-8 (a leading BOM is ignored), at most 16 MiB, 50 000 data rows and 64 KiB per line. The first record names the columns: contact fields (case-insensitive) or headers renamed by `mapping`. Tags are separated by `;` within their cell; an empty cell leaves its field as it is. */
+        requestBody: {
+            content: {
+                /**
+                 * @example email,first_name,last_name,company,tags
+                 *     ada@example.org,Ada,Lovelace,Analytical Engines,math;history
+                 *     grace@example.org,Grace,Hopper,,navy
+                 */
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportOutputBody"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            /** @description A body over 16 MiB, or over 50 000 data rows: nothing written */
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            /** @description Rows in error (`errors`: `body.line[<line>].<field>`, the column named in `message`): nothing written */
+            422: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
@@ -5395,6 +5889,43 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "export-space-analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF, header row): one line per linked event with the figures of events_performance (every linked event, not only the first 50), latest start first. Text beginning with = + - @ tab or CR is prefixed with '. A failure after the first byte cuts the transfer short (docs/exports.md) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example event_id,title,status,start_at,end_at,upcoming,rsvps,attended,no_shows,rate,needs_care
+                     *     41,Spring meetup,published,2026-04-02T17:00:00.000Z,2026-04-02T19:00:00.000Z,false,12,9,2,0.75,false
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "list-space-events": {
         parameters: {
             query?: {
@@ -7010,8 +7541,8 @@ export interface operations {
                 size?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
-                /** @description invited, confirmed, declined, tentative or checked_in */
-                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                /** @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states") */
+                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
             };
             header?: never;
             path: {
@@ -7066,10 +7597,10 @@ export interface operations {
                     /** Format: uuid */
                     contact_id: string;
                     /**
-                     * @description invited, confirmed, declined, tentative or checked_in
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
                     notes?: string | null;
                 };
             };
@@ -7124,10 +7655,10 @@ export interface operations {
                     /** @description Contact ids (1 to 1000; repeats are ignored) */
                     contact_ids: string[];
                     /**
-                     * @description invited, confirmed, declined, tentative or checked_in
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
                 };
             };
         };
@@ -7178,7 +7709,7 @@ export interface operations {
                      * @description Only remove attendees currently in this status
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
                 };
             };
         };
@@ -7226,10 +7757,10 @@ export interface operations {
                     /** @description Contact ids (1 to 1000; repeats are ignored) */
                     contact_ids: string[];
                     /**
-                     * @description invited, confirmed, declined, tentative or checked_in
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
                 };
             };
         };
@@ -7316,10 +7847,10 @@ export interface operations {
                      */
                     readonly $schema?: string;
                     /**
-                     * @description invited, confirmed, declined, tentative or checked_in
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in";
+                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
                     notes?: string | null;
                 };
             };
@@ -7352,6 +7883,415 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "get-event-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-event-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    capacity?: number | null;
+                    waitlist_enabled?: boolean;
+                    requires_approval?: boolean;
+                    /**
+                     * @description An occurrence: follow the series' settings again (alone in the body)
+                     * @enum {boolean}
+                     */
+                    inherit?: true;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-series-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    capacity?: number | null;
+                    waitlist_enabled?: boolean;
+                    requires_approval?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeriesRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "approve-event-attendee": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attendee"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "bulk-approve-event-attendees": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Contact ids (1 to 1000; repeats are ignored) */
+                    contact_ids: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttendeeList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "decline-event-attendee": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attendee"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "bulk-decline-event-attendees": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Contact ids (1 to 1000; repeats are ignored) */
+                    contact_ids: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AttendeeList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "mark-event-no-shows": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoShowsResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "cancel-event": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Why (sent to the attendees) */
+                    reason: string;
+                    /**
+                     * @description An occurrence: this one (default), this and the following ones, or every occurrence of the series
+                     * @enum {string}
+                     */
+                    scope?: "this" | "future" | "all";
+                    /** @description E-mail every attendee once (default true) */
+                    notify?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "check-in-event-attendee": {
         parameters: {
             query?: never;
@@ -7375,10 +8315,27 @@ export interface operations {
                      * @description A URL to the JSON Schema for this object.
                      */
                     readonly $schema?: string;
+                    /**
+                     * @description How the attendee was checked in: manual, scan or api (default manual)
+                     * @enum {string}
+                     */
+                    method?: "manual" | "scan" | "api";
                 };
             };
         };
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckInResult"];
+                };
+            };
             /** @description No Content */
             204: {
                 headers: {
@@ -7397,6 +8354,202 @@ export interface operations {
             412: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "undo-event-attendee-check-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "check-in-event-attendee-by-token": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description A check-in token, or the whole QR payload (collab-checkin:v1:<event id>:<token>) */
+                    token: string;
+                    /**
+                     * @description How the attendee was checked in: manual, scan or api (default scan)
+                     * @enum {string}
+                     */
+                    method?: "manual" | "scan" | "api";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckInResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "check-out-event-attendee": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "issue-event-attendee-check-in-token": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckInToken"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "revoke-event-attendee-check-in-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
@@ -8451,6 +9604,83 @@ export interface operations {
             412: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "export-event-attendees": {
+        parameters: {
+            query?: {
+                /** @description Only attendees in this status */
+                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF, header row): the event's attendees and those of its series, oldest first. Contact fields are empty for contacts the caller may not see; text beginning with = + - @ tab or CR is prefixed with '. A failure after the first byte cuts the transfer short (docs/exports.md) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at
+                     *     12,,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,Ann,Lee,ann@example.org,"Acme, Inc.",confirmed,,'=not a formula,2026-11-02T09:00:00.000Z,2026-11-03T10:15:00.000Z,,,,,
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "export-event-series-attendees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (CRLF, header row): for each live occurrence of the series the caller sees and holds attendees:read on, by start, its attendees (its own and the series-wide ones) by id, each line naming the occurrence. Contact fields and formulas as in export-event-attendees */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example occurrence_event_id,occurrence_start,event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at
+                     *     12,2026-11-20T18:00:00.000Z,,7,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,,,,,invited,,,2026-11-02T09:00:00.000Z,,,,,,
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
