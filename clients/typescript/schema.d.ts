@@ -7903,6 +7903,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "capacity": 40,
+                     *       "waitlist_enabled": true,
+                     *       "requires_approval": false,
+                     *       "registration_inherited": false,
+                     *       "confirmed_count": 40,
+                     *       "waitlist_count": 3,
+                     *       "pending_count": 0,
+                     *       "no_show_count": 0,
+                     *       "seats_left": 0,
+                     *       "over_capacity": 0,
+                     *       "promoted": 2,
+                     *       "notice": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventRegistration"];
                 };
             };
@@ -7954,6 +7970,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "capacity": 40,
+                     *       "waitlist_enabled": true,
+                     *       "requires_approval": false,
+                     *       "registration_inherited": false,
+                     *       "confirmed_count": 40,
+                     *       "waitlist_count": 3,
+                     *       "pending_count": 0,
+                     *       "no_show_count": 0,
+                     *       "seats_left": 0,
+                     *       "over_capacity": 0,
+                     *       "promoted": 2,
+                     *       "notice": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventRegistration"];
                 };
             };
@@ -7981,6 +8013,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "capacity": 12,
+                 *       "requires_approval": true
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8071,6 +8109,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contact_ids": [
+                 *         "0b9f2c1e-7d4a-4c55-9a7e-3f1c2d4b5a69",
+                 *         "6a1e8f3d-2b7c-4e19-8d5a-9c0b1a2e3f47"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8160,6 +8206,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "contact_ids": [
+                 *         "0b9f2c1e-7d4a-4c55-9a7e-3f1c2d4b5a69",
+                 *         "6a1e8f3d-2b7c-4e19-8d5a-9c0b1a2e3f47"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8248,6 +8302,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "The venue is flooded",
+                 *       "scope": "this"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8276,6 +8336,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "cancelled": [
+                     *         42
+                     *       ],
+                     *       "notified": 118
+                     *     }
+                     */
                     "application/json": components["schemas"]["CancelResult"];
                 };
             };
@@ -8309,6 +8377,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "method": "manual"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8407,6 +8480,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "collab-checkin:v1:42:q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P",
+                 *       "method": "scan"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uri
@@ -8509,6 +8588,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "token": "q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P",
+                     *       "qr_payload": "collab-checkin:v1:42:q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P",
+                     *       "issued_at": "2026-11-27T09:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CheckInToken"];
                 };
             };

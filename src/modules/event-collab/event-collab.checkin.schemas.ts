@@ -14,7 +14,7 @@ const Method = (fallback: string) => StringEnum(CHECK_IN_METHODS, {
   description: `How the attendee was checked in: manual, scan or api (default ${fallback})`
 })
 
-export const CheckInBody = body({ method: Type.Optional(Method('manual')) })
+export const CheckInBody = body({ method: Type.Optional(Method('manual')) }, { examples: [{ method: 'manual' }] })
 
 export const CheckInResult = model('CheckInResult', {
   already_checked_in: Type.Boolean({
@@ -29,6 +29,12 @@ export const CheckInToken = model('CheckInToken', {
     description: `What the badge's QR code carries: ${QR_PREFIX}<event id>:<token>`
   }),
   issued_at: Timestamp('When the token was issued; any earlier token of the attendee no longer checks in')
+}, {
+  examples: [{
+    token: 'q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P',
+    qr_payload: 'collab-checkin:v1:42:q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P',
+    issued_at: '2026-11-27T09:00:00.000Z'
+  }]
 })
 
 export const CheckInByTokenBody = body({
@@ -38,4 +44,4 @@ export const CheckInByTokenBody = body({
     description: `A check-in token, or the whole QR payload (${QR_PREFIX}<event id>:<token>)`
   }),
   method: Type.Optional(Method('scan'))
-})
+}, { examples: [{ token: 'collab-checkin:v1:42:q3Hk0yXn2bVtR8wL5mZp7sA1cD4eF6gH9jK0lM2nO3P', method: 'scan' }] })

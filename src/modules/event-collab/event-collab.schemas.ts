@@ -253,6 +253,21 @@ export const EventRegistration = model('EventRegistration', {
   over_capacity: Type.Integer({ description: 'Seats held beyond capacity (capacity lowered below the confirmed count)' }),
   promoted: Type.Integer({ description: 'Waitlisted attendees this change confirmed (0 on GET)' }),
   notice: Nullable(Type.String({ description: 'What the change did not do, e.g. nobody demoted below capacity' }))
+}, {
+  examples: [{
+    capacity: 40,
+    waitlist_enabled: true,
+    requires_approval: false,
+    registration_inherited: false,
+    confirmed_count: 40,
+    waitlist_count: 3,
+    pending_count: 0,
+    no_show_count: 0,
+    seats_left: 0,
+    over_capacity: 0,
+    promoted: 2,
+    notice: null
+  }]
 })
 export type EventRegistration = Static<typeof EventRegistration>
 
@@ -263,14 +278,14 @@ export const PatchRegistrationBody = body({
   inherit: Type.Optional(Type.Literal(true, {
     description: "An occurrence: follow the series' settings again (alone in the body)"
   }))
-}, { minProperties: 1 })
+}, { minProperties: 1, examples: [{ capacity: 40, waitlist_enabled: true }, { inherit: true }] })
 export type PatchRegistrationBody = Static<typeof PatchRegistrationBody>
 
 export const PatchSeriesRegistrationBody = body({
   capacity: Type.Optional(Nullable(Capacity)),
   waitlist_enabled: Type.Optional(Type.Boolean()),
   requires_approval: Type.Optional(Type.Boolean())
-}, { minProperties: 1 })
+}, { minProperties: 1, examples: [{ capacity: 12, requires_approval: true }] })
 export type PatchSeriesRegistrationBody = Static<typeof PatchSeriesRegistrationBody>
 
 export const SeriesRegistration = model('SeriesRegistration', {
@@ -283,7 +298,9 @@ export const SeriesRegistration = model('SeriesRegistration', {
 })
 
 export const AttendeeList = model('AttendeeList', { items: Type.Array(Attendee) })
-export const BulkDecisionBody = body({ contact_ids: ContactIds })
+export const BulkDecisionBody = body({ contact_ids: ContactIds }, {
+  examples: [{ contact_ids: ['0b9f2c1e-7d4a-4c55-9a7e-3f1c2d4b5a69', '6a1e8f3d-2b7c-4e19-8d5a-9c0b1a2e3f47'] }]
+})
 
 export const NoShowsResult = model('NoShowsResult', {
   marked: Type.Integer({ description: 'Confirmed attendees who never checked in, now no_show' })
@@ -296,10 +313,10 @@ export const CancelEventBody = body({
     description: 'An occurrence: this one (default), this and the following ones, or every occurrence of the series'
   })),
   notify: Type.Optional(Type.Boolean({ description: 'E-mail every attendee once (default true)' }))
-})
+}, { examples: [{ reason: 'The venue is flooded', scope: 'this' }] })
 export type CancelEventBody = Static<typeof CancelEventBody>
 
 export const CancelResult = model('CancelResult', {
   cancelled: Type.Array(Type.Integer(), { description: 'Events cancelled by this request' }),
   notified: Type.Integer({ description: 'Attendees (contacts) notified, once each' })
-})
+}, { examples: [{ cancelled: [42], notified: 118 }] })

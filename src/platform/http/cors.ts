@@ -23,7 +23,11 @@ const EXPOSED_HEADERS = [
   'Idempotent-Replayed',
   'RateLimit-Limit',
   'RateLimit-Remaining',
-  'RateLimit-Reset'
+  'RateLimit-Reset',
+  // check-in and check-out say whether they changed anything (docs/check-in.md)
+  'Check-In-Result',
+  'Check-Out-Result',
+  'Preference-Applied'
 ]
 
 export async function registerCors (app: FastifyInstance, origins: readonly string[]): Promise<void> {
