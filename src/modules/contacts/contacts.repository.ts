@@ -16,6 +16,7 @@ import type { ContactRow, ContactsTable } from './contacts.table.ts'
 import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -83,6 +84,100 @@ export async function updateContact (trx: Tx, tenantId: string, id: string, valu
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returning(COLUMNS)
     .executeTakeFirstOrThrow()
+}
+
+/** A contact as the repository returns it (COLUMNS). */
+export type ContactRowOut = Pick<ContactRow, typeof COLUMNS[number]>
+
+/**
+ * Creates contacts of the caller (as `insertContact`, a field absent from an item taking the column's default);
+ * returns the rows created. Multi-row `INSERT … VALUES`, one row per contact in the order given, one statement per
+ * chunk of rows that fits PostgreSQL's 65 535 bind parameters (one for any upsert batch). VALUES rather than
+ * INSERT…SELECT from `unnest` of arrays: the service runs on Citus (platform/db/chunks.ts).
+ */
+export async function insertContacts (
+  trx: Tx,
+  auth: AuthContext,
+  list: readonly ContactValues[]
+): Promise<ContactRowOut[]> {
+  const rows = list.map(values => ({ ...values, tenant_id: auth.tenantId, owner_id: auth.userId, org_id: auth.orgId }))
+  // the columns of the statement: every key of any row (a row without one has DEFAULT there, no parameter)
+  const columns = new Set(rows.flatMap(r => Object.keys(r))).size
+  const created: ContactRowOut[] = []
+  for (const chunk of rowChunks(rows, columns)) {
+    created.push(...await trx.insertInto('contacts').values(chunk).returning(COLUMNS).execute())
+  }
+  return created
+}
+
+/** The column type of each writable field: the parameters of a VALUES list carry none (`updateContacts`). */
+const FIELD_TYPES: Record<keyof ContactValues, 'text' | 'text[]' | 'boolean'> = {
+  is_favorite: 'boolean',
+  first_name: 'text',
+  middle_name: 'text',
+  last_name: 'text',
+  nickname: 'text',
+  email: 'text',
+  phone_primary: 'text',
+  phone_secondary: 'text',
+  phone_work: 'text',
+  company: 'text',
+  job_title: 'text',
+  address_line1: 'text',
+  address_line2: 'text',
+  city: 'text',
+  state_province: 'text',
+  postal_code: 'text',
+  country: 'text',
+  website: 'text',
+  avatar_url: 'text',
+  notes: 'text',
+  linked_user_id: 'text',
+  tags: 'text[]'
+}
+const FIELDS = Object.keys(FIELD_TYPES) as Array<keyof ContactValues>
+
+/**
+ * Writes to each contact (by id, of the tenant) the fields present in its values, as `updateContact` does one by
+ * one: fields present replace, absent ones stay, the revision and `updated_at` move on (`bumpRevision`); returns the
+ * rows written. One `UPDATE contacts c SET … FROM (VALUES …) v WHERE c.id = v.id` per chunk of rows that fits
+ * PostgreSQL's 65 535 bind parameters (one for any upsert batch), whatever mix of fields the rows carry: a field
+ * present in every row of the chunk is set from `v`; one present in some only is set under a bit of the row's
+ * `present` mask (`case when (v.present & bit) <> 0 then v.field else c.field end`: an absent field is written back
+ * unchanged). The kept counts (row_counts) follow from the statement-level update trigger, as for any update.
+ */
+export async function updateContacts (
+  trx: Tx,
+  tenantId: string,
+  rows: ReadonlyArray<{ id: string, values: ContactValues }>
+): Promise<ContactRowOut[]> {
+  const has = (r: { values: ContactValues }, f: keyof ContactValues) => Object.hasOwn(r.values, f)
+  const anyFields = FIELDS.filter(f => rows.some(r => has(r, f)))
+  const updated: ContactRowOut[] = []
+  // per row: its id, its mask and a value per field (the tenant and the array of ids: one parameter each)
+  for (const chunk of rowChunks(rows, anyFields.length + 3)) {
+    const fields = anyFields.filter(f => chunk.some(r => has(r, f)))
+    const always = new Set(fields.filter(f => chunk.every(r => has(r, f))))
+    const sometimes = fields.filter(f => !always.has(f))
+    const bit = (f: keyof ContactValues) => 2 ** sometimes.indexOf(f)
+    const tuples = chunk.map(r => {
+      const present = sometimes.reduce((mask, f) => has(r, f) ? mask + bit(f) : mask, 0)
+      const cells = fields.map(f => sql`${r.values[f] ?? null}::${sql.raw(FIELD_TYPES[f])}`)
+      return sql`(${sql.join([sql`${r.id}::uuid`, sql`${present}::int`, ...cells])})`
+    })
+    const sets = [
+      ...fields.map(f => always.has(f)
+        ? sql`${sql.id(f)} = v.${sql.id(f)}`
+        : sql`${sql.id(f)} = case when (v.present & ${sql.lit(bit(f))}) <> 0 then v.${sql.id(f)} else c.${sql.id(f)} end`),
+      ...Object.entries(bumpRevision()).map(([column, value]) => sql`${sql.id(column)} = ${value}`)
+    ]
+    const { rows: written } = await sql<ContactRowOut>`update contacts as c set ${sql.join(sets)}
+      from (values ${sql.join(tuples)}) as v (id, present${sql.join(fields.map(f => sql`, ${sql.id(f)}`), sql``)})
+      where c.tenant_id = ${tenantId} and c.id = any(${chunk.map(r => r.id)}::uuid[]) and c.id = v.id
+      returning ${sql.join(COLUMNS.map(col => sql`c.${sql.id(col)}`))}`.execute(trx)
+    updated.push(...written)
+  }
+  return updated
 }
 
 export async function deleteContact (trx: Tx, tenantId: string, id: string): Promise<void> {

@@ -6,7 +6,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import {
   error400BadRequest, error409Conflict, error422UnprocessableEntity, fieldError
 } from '../../platform/http/errors.ts'
-import { emit } from '../../platform/outbox.ts'
+import { emitMany } from '../../platform/outbox.ts'
 import * as repo from './contacts.repository.ts'
 import {
   IMPORT_MAX_ERRORS, UPSERT_MAX, type ImportOutputBody, type UpsertContactItem, type UpsertContactsBody
@@ -52,6 +52,9 @@ export async function lockUpsertMatches (trx: Tx, auth: AuthContext, emails: str
  * the caller may change none of them, the item is `skipped` (the oldest match returned unchanged,
  * with `error.status` 403) and nothing is written to it: never a silent rewrite of another member's
  * contact, and no second contact with the same e-mail in the scope.
+ *
+ * Set-based: the items are planned first, then one insert of the created contacts, one update of the updated ones
+ * (`repo.insertContacts`, `repo.updateContacts`) and one `emitMany` of their events in item order.
  */
 export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertContactsBody) {
   const seen = new Map<string, number>()
@@ -68,38 +71,57 @@ export async function upsertContacts (trx: Tx, auth: AuthContext, input: UpsertC
   await repo.lockUpsertScope(trx, auth)
   const { writable, refused } = await lockUpsertMatches(trx, auth, [...seen.keys()])
 
-  const items = []
-  let created = 0
-  let updated = 0
-  let skipped = 0
-  for (const c of input.contacts) {
+  // the plan of each item, in input order; the writes are then made set-based (one statement per kind and chunk)
+  type Planned =
+    | { action: 'skipped', contact: MatchedRow }
+    | { action: 'created', values: repo.ContactValues }
+    | { action: 'updated', id: string, values: repo.ContactValues }
+  const plan: Planned[] = input.contacts.map(c => {
     const key = c.email.toLowerCase()
     const match = writable.get(key)
     const other = refused.get(key)
-    const values = toValues(c)
-    if (match === undefined && other !== undefined) {
+    if (match === undefined && other !== undefined) return { action: 'skipped', contact: other }
+    if (match === undefined) return { action: 'created', values: toValues(c) }
+    return { action: 'updated', id: match.id, values: toValues(c) }
+  })
+  const creates = plan.filter(p => p.action === 'created')
+  const updates = plan.filter(p => p.action === 'updated')
+  // the created rows by e-mail (as given: unique in the batch), the updated ones by id
+  const createdRows = new Map(
+    (creates.length > 0 ? await repo.insertContacts(trx, auth, creates.map(p => p.values)) : []).map(r => [r.email, r])
+  )
+  const updatedRows = new Map(
+    (updates.length > 0 ? await repo.updateContacts(trx, auth.tenantId, updates) : []).map(r => [r.id, r])
+  )
+
+  const items = []
+  const events = []
+  for (const p of plan) {
+    if (p.action === 'skipped') {
       items.push({
         action: 'skipped' as const,
-        contact: other,
+        contact: p.contact,
         error: {
           status: 403,
           detail: 'the e-mail matches a contact only its owner or an admin may change; nothing was written'
         }
       })
-      skipped++
-    } else if (match === undefined) {
-      const row = await repo.insertContact(trx, auth, values)
-      await emit(trx, contactEvent(auth, row.id, 'contact.created', { contact_id: row.id, email: row.email, source: 'upsert' }))
+    } else if (p.action === 'created') {
+      const row = createdRows.get(p.values.email ?? null)
+      if (row === undefined) throw new Error('a created contact was not returned by its insert')
+      events.push(contactEvent(auth, row.id, 'contact.created', { contact_id: row.id, email: row.email, source: 'upsert' }))
       items.push({ action: 'created' as const, contact: row })
-      created++
     } else {
-      const row = await repo.updateContact(trx, auth.tenantId, match.id, values)
-      await emit(trx, contactEvent(auth, row.id, 'contact.updated', { contact_id: row.id, fields: Object.keys(values), source: 'upsert' }))
+      const row = updatedRows.get(p.id)
+      if (row === undefined) throw new Error('an updated contact was not returned by its update')
+      events.push(contactEvent(auth, row.id, 'contact.updated', { contact_id: row.id, fields: Object.keys(p.values), source: 'upsert' }))
       items.push({ action: 'updated' as const, contact: row })
-      updated++
     }
   }
-  return { items, created, updated, skipped }
+  // one outbox row per created or updated item, in input order (as one `emit` after each write gave them)
+  await emitMany(trx, events)
+  const skipped = plan.length - creates.length - updates.length
+  return { items, created: creates.length, updated: updates.length, skipped }
 }
 
 /** Whether writing `values` to the contact would change none of its fields. */

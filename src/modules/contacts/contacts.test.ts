@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { outboxEvents } from '../../../test/helpers/outbox.ts'
 import { pagesByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 
@@ -308,6 +309,58 @@ for (const kind of databases()) {
         assert.equal(read.json().last_name, 'Name', 'fields absent from the item are kept')
         const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
         assert.equal(list.json().total, 2)
+      })
+
+      it('writes a mix of created and updated contacts, each its own fields, events in item order', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const a = await createContact(t, alice, { email: 'a@x.io', first_name: 'Old', last_name: 'Keep', tags: ['t'] })
+        const b = await createContact(t, alice, { email: 'b@x.io', first_name: 'Bea', company: 'B', is_favorite: true })
+        const before = (await outboxEvents(t, tenant.id, 'contact.')).length
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
+          contacts: [
+            { email: 'n1@x.io', first_name: 'N1' },
+            { email: 'A@X.io', company: 'New Co', tags: null },
+            { email: 'n2@x.io', company: 'C2', is_favorite: true, tags: ['x', 'y'] },
+            { email: 'b@x.io', first_name: null, is_favorite: false }
+          ]
+        })
+        const body = res.json()
+        assert.deepEqual([body.created, body.updated, body.skipped], [2, 2, 0])
+        assert.deepEqual(body.items.map((i: Json) => i.action), ['created', 'updated', 'created', 'updated'])
+        assert.deepEqual([body.items[1].contact.id, body.items[3].contact.id], [a.id, b.id])
+        const read = async (id: string): Promise<Json> => await getJson(t, alice, `/api/v1/contacts/${id}`)
+        const etag = async (id: string) => (await expectStatus(t, alice, 'GET', `/api/v1/contacts/${id}`, 200)).headers.etag
+        const [n1, a2, n2, b2] = await Promise.all(body.items.map((i: Json) => read(i.contact.id)))
+        for (const [i, { $schema: _, ...c }] of [n1, a2, n2, b2].map(r => r ?? {}).entries()) {
+          assert.deepEqual(c, body.items[i].contact, 'the item answers the contact as stored')
+        }
+        assert.deepEqual([n1?.first_name, n1?.company, n1?.tags, n1?.is_favorite], ['N1', null, [], false])
+        assert.deepEqual([n2?.first_name, n2?.company, n2?.tags, n2?.is_favorite], [null, 'C2', ['x', 'y'], true])
+        assert.deepEqual(
+          [a2?.email, a2?.first_name, a2?.last_name, a2?.company, a2?.tags, await etag(a.id)],
+          ['A@X.io', 'Old', 'Keep', 'New Co', [], '"2"'],
+          'present fields replace, absent ones stay'
+        )
+        assert.deepEqual(
+          [b2?.first_name, b2?.company, b2?.is_favorite, await etag(b.id)],
+          [null, 'B', false, '"2"']
+        )
+        assert.ok((a2?.updated_at ?? '') > a.updated_at)
+        const list = async (query: string) => (await getJson(t, alice, `/api/v1/contacts${query}`)).total
+        assert.deepEqual([await list(''), await list('?is_favorite=true'), await list('?search=new%20co')], [4, 1, 1])
+
+        const events = (await outboxEvents(t, tenant.id, 'contact.')).slice(before)
+        assert.deepEqual(events.map(e => [e.topic, e.aggregate_id]), [
+          ['contact.created', n1?.id], ['contact.updated', a.id], ['contact.created', n2?.id], ['contact.updated', b.id]
+        ])
+        const payload = (p: unknown) => typeof p === 'string' ? JSON.parse(p) : p
+        assert.deepEqual(events.map(e => payload(e.payload)), [
+          { contact_id: n1?.id, email: 'n1@x.io', source: 'upsert' },
+          { contact_id: a.id, fields: ['email', 'company', 'tags'], source: 'upsert' },
+          { contact_id: n2?.id, email: 'n2@x.io', source: 'upsert' },
+          { contact_id: b.id, fields: ['is_favorite', 'first_name', 'email'], source: 'upsert' }
+        ])
       })
 
       it('refuses a batch with a duplicate e-mail and applies nothing', async () => {
