@@ -129,7 +129,9 @@ export const EVENT_JSON_COLUMNS = [
   'template_version',
   'state',
   'priority',
-  'cover_image_key'
+  'cover_image_key',
+  iso('cancelled_at'),
+  'cancellation_reason'
 ]
   .map(c => (c.startsWith('to_char') ? c : `events.${c}`))
   .join(', ')

@@ -178,8 +178,13 @@ export const EXPORT_SCENARIOS: ExportScenario[] = [
 
 /** One run as a line of the report. */
 export function exportText (r: ExportRun): string {
-  return `${r.label}: ${r.rows.toLocaleString('en')} rows, ${(r.bytes / 2 ** 20).toFixed(1)} MiB in ` +
-    `${(r.ms / 1000).toFixed(2)} s, ${Math.round(r.rowsPerSecond).toLocaleString('en')} rows/s; service RSS ` +
+  // bytes 0: a run of requests (bench/race.ts), not a download
+  const amount = r.bytes === 0
+    ? `${r.rows.toLocaleString('en')} requests in ${(r.ms / 1000).toFixed(2)} s, ` +
+      `${Math.round(r.rowsPerSecond).toLocaleString('en')} requests/s`
+    : `${r.rows.toLocaleString('en')} rows, ${(r.bytes / 2 ** 20).toFixed(1)} MiB in ` +
+      `${(r.ms / 1000).toFixed(2)} s, ${Math.round(r.rowsPerSecond).toLocaleString('en')} rows/s`
+  return `${r.label}: ${amount}; service RSS ` +
     `${r.rssBeforeMb.toFixed(0)} MB before, ${r.rssPeakMb.toFixed(0)} MB peak (sampled every 50 ms)` +
     `${r.hwmMb !== undefined ? `, VmHWM ${r.hwmMb.toFixed(0)} MB` : ''}`
 }
