@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { newTenant, type TestApp } from '../../../test/helpers/build-app.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { insertRow, insertRowId } from '../../../test/helpers/rows.ts'
+import { EVENT_DETAIL_FIELDS } from './events.bodies.repository.ts'
 
 export { outboxTopics } from '../../../test/helpers/outbox.ts'
 
@@ -25,6 +26,11 @@ export async function aliceWithEvent (t: TestApp, body: Json = {}) {
   const alice = await tenant.user('alice')
   const event = await createEvent(t, alice, body)
   return { tenant, alice, event }
+}
+
+/** An Event body of GET /events/{id} without the fields only that route shows (registration: EVENT_DETAIL_FIELDS). */
+export function withoutDetail (event: Json): Json {
+  return Object.fromEntries(Object.entries(event).filter(([k]) => !(EVENT_DETAIL_FIELDS as readonly string[]).includes(k)))
 }
 
 export const getEvent = async (t: TestApp, token: string, id: number) =>

@@ -7,7 +7,7 @@ import { updateRows } from '../../../test/helpers/rows.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { eventVisibilityFilter } from './events.access.repository.ts'
-import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
+import { addMember, createEvent, insertSpace, publishEvent, withoutDetail, type Json } from './events.fixtures.ts'
 
 const ids = (body: Json): number[] => (body.items as Json[]).map(i => i.id)
 
@@ -241,9 +241,10 @@ for (const kind of databases()) {
         const body = res.json()
         assert.deepEqual(Object.keys(body), ['$schema', 'items', 'next_cursor'])
         for (const item of body.items as Json[]) {
-          const { $schema: _schema, ...expected } = (
+          // GET /events/{id} alone adds the registration figures (counted per request)
+          const { $schema: _schema, ...expected } = withoutDetail((
             await t.as(alice, { method: 'GET', url: `/api/v1/events/${String(item.id)}` })
-          ).json()
+          ).json())
           assert.deepEqual(item, expected)
         }
         return body.items
