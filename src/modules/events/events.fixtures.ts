@@ -30,7 +30,8 @@ export async function aliceWithEvent (t: TestApp, body: Json = {}) {
 
 /** An Event body of GET /events/{id} without the fields only that route shows (registration: EVENT_DETAIL_FIELDS). */
 export function withoutDetail (event: Json): Json {
-  return Object.fromEntries(Object.entries(event).filter(([k]) => !(EVENT_DETAIL_FIELDS as readonly string[]).includes(k)))
+  const detail: readonly string[] = EVENT_DETAIL_FIELDS
+  return Object.fromEntries(Object.entries(event).filter(([k]) => !detail.includes(k)))
 }
 
 export const getEvent = async (t: TestApp, token: string, id: number) =>
