@@ -98,6 +98,31 @@ for (const kind of databases()) {
         { capacity: 3, confirmed: 3, waitlist: 0, pending: 0, seats_left: 0 })
     })
 
+    void it('promotes on a bulk decline, queues a newcomer behind whoever waits, keeps the place on a PATCH of notes', async () => {
+      const { alice, event, contacts, url } = await setup(3, { capacity: 1, waitlist_enabled: true })
+      const [c0, c1, c2] = contacts as [string, string, string]
+      await expectStatus(t, alice, 'POST', `${url}/bulk`, 204, { contact_ids: [c0, c1], status: 'confirmed' })
+      await expectStatus(t, alice, 'POST', url, 201, { contact_id: c2 })
+      await expectStatus(t, alice, 'PATCH', `${url}/bulk/status`, 204, { contact_ids: [c0], status: 'declined' })
+      let rows = byContact(await attendees(alice, event.id))
+      assert.deepEqual([rows.get(c1)?.status, rows.get(c1)?.waitlist_position], ['confirmed', null])
+
+      await expectStatus(t, alice, 'PATCH', `${url}/${c2}`, 200, { status: 'confirmed' })
+      await expectStatus(t, alice, 'PATCH', `${url}/${c0}`, 200, { status: 'confirmed' })
+      rows = byContact(await attendees(alice, event.id))
+      assert.deepEqual([c2, c0].map(c => [rows.get(c)?.status, rows.get(c)?.waitlist_position]),
+        [['waitlisted', 1], ['waitlisted', 2]])
+
+      // the notes of a waitlisted attendee change with the status it has; its place is kept
+      const noted = (await expectStatus(t, alice, 'PATCH', `${url}/${c0}`, 200,
+        { status: 'waitlisted', notes: 'aisle seat' })).json()
+      assert.deepEqual([noted.status, noted.waitlist_position, noted.notes], ['waitlisted', 2, 'aisle seat'])
+      // leaving the line closes the gap
+      await expectStatus(t, alice, 'PATCH', `${url}/${c2}`, 200, { status: 'tentative' })
+      rows = byContact(await attendees(alice, event.id))
+      assert.deepEqual([rows.get(c0)?.status, rows.get(c0)?.waitlist_position], ['waitlisted', 1])
+    })
+
     void it('refuses a confirmation past capacity without a waitlist, and a bulk add that does not fit, applying nothing', async () => {
       const { alice, event, contacts, url } = await setup(4, { capacity: 2 })
       const [c0, c1, c2, c3] = contacts as [string, string, string, string]

@@ -86,8 +86,8 @@ export interface Placement { status: AttendeeStatus, position: number | null }
 export class SeatPlan {
   private confirmed: number
   private lastPosition: number
-  /** seats freed by earlier requests (promotions happen after the whole batch: `settleWaitlist`) */
-  freed = 0
+  /** attendees on the waitlist: while anyone waits, a seat that frees is theirs, not a newcomer's */
+  private waiting: number
 
   constructor (
     readonly reg: Registration,
@@ -97,6 +97,7 @@ export class SeatPlan {
   ) {
     this.confirmed = counts.confirmed
     this.lastPosition = counts.last_position
+    this.waiting = counts.waitlisted
   }
 
   /**
@@ -110,6 +111,8 @@ export class SeatPlan {
     currentPosition: number | null = null
   ): Placement | Refusal {
     if (requested === 'waitlisted' || requested === 'pending') {
+      // kept as it is (a PATCH of the notes names the status the attendee has), never asked for
+      if (current === requested) return { status: requested, position: currentPosition }
       return { status: 400, detail: `${requested} is given by the service (capacity, approval), not asked for` }
     }
     const seated = current === 'confirmed' || current === 'checked_in'
@@ -132,11 +135,12 @@ export class SeatPlan {
       if (seated) return { status: 'confirmed', position: null }
       if (current === 'waitlisted') return { status: 'waitlisted', position: currentPosition }
       if (this.reg.requires_approval && !approved) return { status: 'pending', position: null }
-      if (this.reg.capacity !== null && this.confirmed >= this.reg.capacity) {
+      if (this.reg.capacity !== null && (this.confirmed >= this.reg.capacity || this.waiting > 0)) {
         if (!this.reg.waitlist_enabled) {
           return { status: 409, detail: `the event is full (capacity ${this.reg.capacity}) and has no waitlist` }
         }
         this.lastPosition += 1
+        this.waiting += 1
         return { status: 'waitlisted', position: this.lastPosition }
       }
       this.confirmed += 1
@@ -145,16 +149,16 @@ export class SeatPlan {
     if (requested === 'checked_in') {
       // a check-in by status is what happened at the door: it takes a seat even past capacity
       if (!seated) this.confirmed += 1
+      if (current === 'waitlisted') this.waiting -= 1
       return { status: 'checked_in', position: null }
     }
     return this.leave(current, requested)
   }
 
   private leave (current: AttendeeStatus | undefined, to: AttendeeStatus): Placement {
-    if (current === 'confirmed' || current === 'checked_in') {
-      this.confirmed -= 1
-      this.freed += 1
-    }
+    // the seat freed goes to the waitlist after the whole batch (`settleWaitlist`)
+    if (current === 'confirmed' || current === 'checked_in') this.confirmed -= 1
+    if (current === 'waitlisted') this.waiting -= 1
     return { status: to, position: null }
   }
 }
