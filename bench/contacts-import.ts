@@ -12,33 +12,13 @@
  *
  *   npm run bench -- --db pg --only contacts-import
  */
-import fs from 'node:fs'
 import http from 'node:http'
 import { BIG_TENANT, userId } from './seed.ts'
 import type { Caller } from './scenarios.ts'
-import type { ExportRun, ExportScenario } from './export.ts'
+import { measuredRun, type ExportRun, type ExportScenario } from './export.ts'
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 50_000)
 const CALLER: Caller = { tenant: BIG_TENANT, user: userId(1) }
-
-function status (pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return m?.[1] !== undefined ? Number(m[1]) / 1024 : 0
-  } catch {
-    return 0
-  }
-}
-
-/** Resets the process's VmHWM to its current RSS (Linux ≥ 4.0, same user); false where not allowed. */
-function resetPeak (pid: number): boolean {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5')
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** The CSV of ROWS contacts, unique e-mails of this run (`run`), `title` the job title of every row. */
 function csvOf (run: string, title: string): Buffer {
@@ -86,37 +66,15 @@ async function importOnce (
   body: Buffer,
   expect: ImportAnswer
 ): Promise<ExportRun> {
-  // a moment for the work of the previous phase to settle
-  await new Promise(resolve => setTimeout(resolve, 300))
-  const rssBeforeMb = status(env.pid, 'VmRSS')
-  const reset = resetPeak(env.pid)
-  let peak = rssBeforeMb
-  const sampler = setInterval(() => { peak = Math.max(peak, status(env.pid, 'VmRSS')) }, 50)
-  const t0 = performance.now()
-  let answer: { status: number, json: unknown }
-  try {
-    answer = await post(env.url, env.token(CALLER), body)
-  } finally {
-    clearInterval(sampler)
-  }
-  const ms = performance.now() - t0
-  peak = Math.max(peak, status(env.pid, 'VmRSS'))
+  const { run, result: answer } = await measuredRun(env.pid, label, async () =>
+    await post(env.url, env.token(CALLER), body), () => ({ rows: ROWS, bytes: body.length }))
   const got = answer.json as Partial<ImportAnswer>
   if (answer.status !== 200 || got.created !== expect.created || got.updated !== expect.updated ||
     got.unchanged !== expect.unchanged) {
     const shown = JSON.stringify(answer.json).slice(0, 500)
     throw new Error(`contacts-import (${label}): answered ${answer.status} ${shown}, expected ${JSON.stringify(expect)}`)
   }
-  return {
-    label,
-    rows: ROWS,
-    bytes: body.length,
-    ms,
-    rowsPerSecond: ROWS / (ms / 1000),
-    rssBeforeMb,
-    rssPeakMb: peak,
-    hwmMb: reset ? status(env.pid, 'VmHWM') : undefined
-  }
+  return run
 }
 
 export const IMPORT_SCENARIOS: ExportScenario[] = [

@@ -50,7 +50,8 @@ const ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 100_000)
 const SLOW_KBS = Number(process.env.BENCH_EXPORT_SLOW_KBS ?? 2048)
 const CALLER: Caller = { tenant: BIG_TENANT, user: userId(1) }
 
-function status (pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/** A field of /proc/<pid>/status in MB (0 where it cannot be read). */
+export function status (pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
     const m = new RegExp(`${field}:\\s+(\\d+)\\s+kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))
     return m?.[1] !== undefined ? Number(m[1]) / 1024 : 0
@@ -60,12 +61,52 @@ function status (pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 /** Resets the process's VmHWM to its current RSS (Linux ≥ 4.0, same user); false where not allowed. */
-function resetPeak (pid: number): boolean {
+export function resetPeak (pid: number): boolean {
   try {
     fs.writeFileSync(`/proc/${pid}/clear_refs`, '5')
     return true
   } catch {
     return false
+  }
+}
+
+/**
+ * Runs `work` (one measured request) after a moment for earlier work to settle, sampling the service's RSS every
+ * 50 ms; `rows` and `bytes` of the run come from its result. The figures of the run, as the report lists them.
+ */
+export async function measuredRun<T> (
+  pid: number,
+  label: string,
+  work: (t0: number) => Promise<T>,
+  size: (result: T) => { rows: number, bytes: number }
+): Promise<{ run: ExportRun, result: T }> {
+  await new Promise(resolve => setTimeout(resolve, 300))
+  const rssBeforeMb = status(pid, 'VmRSS')
+  const reset = resetPeak(pid)
+  let peak = rssBeforeMb
+  const sampler = setInterval(() => { peak = Math.max(peak, status(pid, 'VmRSS')) }, 50)
+  const t0 = performance.now()
+  let result: T
+  try {
+    result = await work(t0)
+  } finally {
+    clearInterval(sampler)
+  }
+  const ms = performance.now() - t0
+  peak = Math.max(peak, status(pid, 'VmRSS'))
+  const { rows, bytes } = size(result)
+  return {
+    result,
+    run: {
+      label,
+      rows,
+      bytes,
+      ms,
+      rowsPerSecond: rows / (ms / 1000),
+      rssBeforeMb,
+      rssPeakMb: peak,
+      hwmMb: reset ? status(pid, 'VmHWM') : undefined
+    }
   }
 }
 
@@ -110,16 +151,9 @@ async function seedExport (databaseUrl: string, log: (line: string) => void): Pr
 
 /** One export read to its end, at most `kbs` kB/s when given; the figures of the run. */
 async function exportOnce (env: ExportEnv, eventId: number, label: string, kbs?: number): Promise<ExportRun> {
-  // a moment for the work of the previous run to settle
-  await new Promise(resolve => setTimeout(resolve, 300))
-  const rssBeforeMb = status(env.pid, 'VmRSS')
-  const reset = resetPeak(env.pid)
-  let peak = rssBeforeMb
-  const sampler = setInterval(() => { peak = Math.max(peak, status(env.pid, 'VmRSS')) }, 50)
-  const t0 = performance.now()
-  let bytes = 0
-  let lines = 0
-  try {
+  const { run } = await measuredRun(env.pid, label, async t0 => {
+    let bytes = 0
+    let lines = 0
     const res = await fetch(`${env.url}/api/v1/events/${eventId}/attendees/export`, {
       headers: { authorization: `Bearer ${env.token(CALLER)}` }
     })
@@ -136,22 +170,9 @@ async function exportOnce (env: ExportEnv, eventId: number, label: string, kbs?:
         if (due > 0) await new Promise(resolve => setTimeout(resolve, due))
       }
     }
-  } finally {
-    clearInterval(sampler)
-  }
-  const ms = performance.now() - t0
-  peak = Math.max(peak, status(env.pid, 'VmRSS'))
-  const rows = lines - 1
-  return {
-    label,
-    rows,
-    bytes,
-    ms,
-    rowsPerSecond: rows / (ms / 1000),
-    rssBeforeMb,
-    rssPeakMb: peak,
-    hwmMb: reset ? status(env.pid, 'VmHWM') : undefined
-  }
+    return { rows: lines - 1, bytes }
+  }, r => r)
+  return run
 }
 
 export const EXPORT_SCENARIOS: ExportScenario[] = [

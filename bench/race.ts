@@ -12,23 +12,13 @@
  */
 import { BIG_TENANT, ORG, userId } from './seed.ts'
 import type { Caller } from './scenarios.ts'
-import type { ExportRun, ExportScenario } from './export.ts'
+import { measuredRun, type ExportRun, type ExportScenario } from './export.ts'
 import { pgRunner } from './sql-runner.ts'
-import fs from 'node:fs'
 
 const CLIENTS = 50
 const CAPACITY = 10
 const ROUNDS = 5
 const CALLER: Caller = { tenant: BIG_TENANT, user: userId(1) }
-
-const rss = (pid: number): number => {
-  try {
-    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return m?.[1] !== undefined ? Number(m[1]) / 1024 : 0
-  } catch {
-    return 0
-  }
-}
 
 const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))] ?? 0
@@ -62,13 +52,8 @@ export const RACE_SCENARIOS: ExportScenario[] = [
              from generate_series(1, $5::int) g returning id`,
             [BIG_TENANT, ORG, CALLER.user, event.id, CLIENTS]
           )
-          await new Promise(resolve => setTimeout(resolve, 300))
-          const before = rss(env.pid)
-          let peak = before
-          const sampler = setInterval(() => { peak = Math.max(peak, rss(env.pid)) }, 50)
           const latencies: number[] = []
-          const t0 = performance.now()
-          try {
+          const { run } = await measuredRun(env.pid, `round ${round}`, async () => {
             const statuses = await Promise.all(contacts.map(async c => {
               const s0 = performance.now()
               const res = await fetch(`${env.url}/api/v1/events/${event.id}/attendees`, {
@@ -82,10 +67,7 @@ export const RACE_SCENARIOS: ExportScenario[] = [
             }))
             const refused = statuses.filter(s => s !== 201)
             if (refused.length > 0) throw new Error(`confirmation-race: answers ${JSON.stringify(refused)}`)
-          } finally {
-            clearInterval(sampler)
-          }
-          const ms = performance.now() - t0
+          }, () => ({ rows: CLIENTS, bytes: 0 }))
           const [outcome] = await db.query<{ confirmed: number, positions: number[] }>(
             `select count(*) filter (where status = 'confirmed')::int as confirmed,
                     coalesce(array_agg(waitlist_position order by waitlist_position)
@@ -99,18 +81,12 @@ export const RACE_SCENARIOS: ExportScenario[] = [
           }
           latencies.sort((a, b) => a - b)
           const r: ExportRun = {
+            ...run,
             label: `round ${round}: ${CAPACITY} confirmed, ${CLIENTS - CAPACITY} waitlisted at 1..${CLIENTS - CAPACITY}; ` +
               `request latency p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p95 ${percentile(latencies, 0.95).toFixed(1)} ms, ` +
-              `max ${(latencies.at(-1) ?? 0).toFixed(1)} ms;`,
-            rows: CLIENTS,
-            bytes: 0,
-            ms,
-            rowsPerSecond: CLIENTS / (ms / 1000),
-            rssBeforeMb: before,
-            rssPeakMb: peak,
-            hwmMb: undefined
+              `max ${(latencies.at(-1) ?? 0).toFixed(1)} ms;`
           }
-          env.log(`${env.kind}: confirmation-race: ${r.label} ${CLIENTS} in ${ms.toFixed(0)} ms`)
+          env.log(`${env.kind}: confirmation-race: ${r.label} ${CLIENTS} in ${r.ms.toFixed(0)} ms`)
           runs.push(r)
         }
       } finally {

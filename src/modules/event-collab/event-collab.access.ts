@@ -3,6 +3,7 @@
  * off the published row: a draft clone's id addresses its published event (`rootEventId`).
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { DomainEvent } from '../../platform/outbox.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import type { EventPermission } from '../events/events.permissions.ts'
@@ -41,6 +42,24 @@ export async function writeEvent (
 }
 
 export const rootOf = rootEventId
+
+/** A domain event about an event (its published row), by the caller: `event_id` first in the payload. */
+export function eventDomainEvent (
+  auth: AuthContext,
+  event: EventRow,
+  topic: string,
+  payload: Record<string, unknown>
+): DomainEvent {
+  const eventId = rootOf(event)
+  return {
+    tenantId: auth.tenantId,
+    topic,
+    aggregateType: 'event',
+    aggregateId: eventId,
+    actorId: auth.userId,
+    payload: { event_id: eventId, ...payload }
+  }
+}
 
 /**
  * Removes a sub-resource of an event as `writeEvent` allows it: `remove` deletes it from the event's root and says

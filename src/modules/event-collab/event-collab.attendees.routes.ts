@@ -18,7 +18,7 @@ import { answerPage, noContentRoute, operationsTagged } from '../../platform/htt
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
-import { readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
+import { eventDomainEvent, readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, EventParams,
   ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody
@@ -30,7 +30,13 @@ import { requirePolicy } from '../policy/policy.ts'
 const operation = operationsTagged('Event attendees')
 const MAX_ERRORS = 100
 
-type Topic = 'attendee.added' | 'attendee.status_changed' | 'attendee.removed'
+type Topic =
+  | 'attendee.added'
+  | 'attendee.status_changed'
+  | 'attendee.removed'
+  | 'attendee.checked_in'
+  | 'attendee.check_in_undone'
+  | 'attendee.checked_out'
 
 export function attendeeEvent (
   auth: AuthContext,
@@ -40,15 +46,7 @@ export function attendeeEvent (
   status: AttendeeStatus,
   extra: Record<string, unknown> = {}
 ): DomainEvent {
-  const eventId = rootOf(event)
-  return {
-    tenantId: auth.tenantId,
-    topic,
-    aggregateType: 'event',
-    aggregateId: eventId,
-    actorId: auth.userId,
-    payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
-  }
+  return eventDomainEvent(auth, event, topic, { contact_id: contactId, status, template: event.template, ...extra })
 }
 
 /** The waitlist position of a waitlisted attendee, for its domain event. */

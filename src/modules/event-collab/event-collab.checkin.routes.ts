@@ -15,41 +15,22 @@ import { ApiError, error404NotFound, error409Conflict, fieldError } from '../../
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
 import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
-import { emit, type DomainEvent } from '../../platform/outbox.ts'
+import { emit } from '../../platform/outbox.ts'
 import { insertActivity } from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { rootOf, writeEvent } from './event-collab.access.ts'
 import { ATTENDEE_COLUMNS, attendeeEtag } from './event-collab.attendees.repository.ts'
+import { attendeeEvent } from './event-collab.attendees.routes.ts'
 import * as repo from './event-collab.checkin.repository.ts'
 import { CheckInBody, CheckInByTokenBody, CheckInResult, CheckInToken, QR_PREFIX } from './event-collab.checkin.schemas.ts'
 import { settleWaitlist } from './event-collab.registration.ts'
 import { AttendeeParams, EventParams } from './event-collab.schemas.ts'
-import type { AttendeeStatus, CheckInMethod } from './event-collab.table.ts'
+import type { CheckInMethod } from './event-collab.table.ts'
 
 const operation = operationsTagged('Event attendees')
 
 type Topic = 'attendee.checked_in' | 'attendee.check_in_undone' | 'attendee.checked_out'
-
-/** A domain event of an attendee, shaped as in the attendee routes: `event_id, contact_id, status, template`. */
-function attendeeEvent (
-  auth: AuthContext,
-  event: EventRow,
-  topic: Topic,
-  contactId: string,
-  status: AttendeeStatus,
-  extra: Record<string, unknown>
-): DomainEvent {
-  const eventId = rootOf(event)
-  return {
-    tenantId: auth.tenantId,
-    topic,
-    aggregateType: 'event',
-    aggregateId: eventId,
-    actorId: auth.userId,
-    payload: { event_id: eventId, contact_id: contactId, status, template: event.template, ...extra }
-  }
-}
 
 /** One row of the event's activity, by the caller; the activity kind is the domain event's topic. */
 async function recordActivity (

@@ -14,7 +14,7 @@ import * as events from '../events/events.repository.ts'
 import type { EventRow } from '../events/events.table.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { lockForSeriesWrite } from '../series/series.access.ts'
-import { readEvent, rootOf, writeEvent } from './event-collab.access.ts'
+import { eventDomainEvent, readEvent, writeEvent } from './event-collab.access.ts'
 import { attendeeEvent, emitChanges } from './event-collab.attendees.routes.ts'
 import {
   decide, markNoShows, notifyContacts, registrationFigures, settleWaitlist
@@ -37,25 +37,16 @@ async function registrationBody (trx: Tx, event: EventRow, promoted: number): Pr
   return { ...f, promoted, notice }
 }
 
-function eventChanged (auth: AuthContext, event: EventRow, topic: string, extra: Record<string, unknown>): DomainEvent {
-  const eventId = rootOf(event)
-  return {
-    tenantId: auth.tenantId,
-    topic,
-    aggregateType: 'event',
-    aggregateId: eventId,
-    actorId: auth.userId,
-    payload: {
-      event_id: eventId,
-      template: event.template,
-      template_version: event.template_version,
-      state: event.state,
-      title: event.title,
-      status: event.status,
-      ...extra
-    }
-  }
-}
+/** A domain event about the event itself, with the fields every event topic carries (automation catalogue). */
+const eventChanged = (auth: AuthContext, event: EventRow, topic: string, extra: Record<string, unknown>): DomainEvent =>
+  eventDomainEvent(auth, event, topic, {
+    template: event.template,
+    template_version: event.template_version,
+    state: event.state,
+    title: event.title,
+    status: event.status,
+    ...extra
+  })
 
 export async function registrationRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/registration', operation('get-event-registration', 'Registration settings in force and seat counts of an event', {
