@@ -84,7 +84,7 @@ export const RACE_SCENARIOS: ExportScenario[] = [
             ...run,
             label: `round ${round}: ${CAPACITY} confirmed, ${CLIENTS - CAPACITY} waitlisted at 1..${CLIENTS - CAPACITY}; ` +
               `request latency p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p95 ${percentile(latencies, 0.95).toFixed(1)} ms, ` +
-              `max ${(latencies.at(-1) ?? 0).toFixed(1)} ms;`
+              `max ${(latencies.at(-1) ?? 0).toFixed(1)} ms`
           }
           env.log(`${env.kind}: confirmation-race: ${r.label} ${CLIENTS} in ${r.ms.toFixed(0)} ms`)
           runs.push(r)
