@@ -513,11 +513,12 @@ export function automationTemplates (template: string): EventAutomationBody[] {
       ]
     },
     {
-      name: 'Log check-ins',
-      description: 'Appends an activity row for every check-in',
+      // check-ins write their own activity rows (docs/check-in.md): what a door leaves undone is the no-shows
+      name: 'Mark no-shows when the event ends',
+      description: 'Marks every confirmed attendee who never checked in as no_show, when the event ends',
       enabled: true,
-      trigger: { type: 'attendee.checked_in' },
-      actions: [{ type: 'activity', kind: 'automation', message: 'Contact {{contact_id}} checked in' }]
+      trigger: { type: 'event.ends_in', offset_minutes: 0 },
+      actions: [{ type: 'mark_no_shows' }]
     }
   ]
   const byTemplate: Record<string, EventAutomationBody[]> = {
