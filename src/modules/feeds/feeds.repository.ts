@@ -1,0 +1,196 @@
+/**
+ * SQL of the calendar feeds: feed tokens (only their SHA-256 is stored) and the events a feed shows. A feed request
+ * carries no bearer token: `findLiveToken` runs on the system login (withSystem) to find the token's tenant, and
+ * everything else in that tenant's scope as the token's user.
+ */
+import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kysely'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
+import type { Tx } from '../../platform/db/tenant.ts'
+import { eventVisibleTo } from '../events/events.access.repository.ts'
+import type { FeedsTables, NewFeedToken } from './feeds.table.ts'
+
+/** The window of a feed: events that end at most this many days ago… */
+export const FEED_DAYS_BACK = 90
+/** …and start at most this many days ahead (two years). */
+export const FEED_DAYS_AHEAD = 730
+/** At most this many events in one feed, the soonest first (from the start of the window). */
+export const FEED_MAX_EVENTS = 5000
+/** Live feed tokens one user may hold. */
+export const FEED_TOKENS_MAX = 50
+
+const tokens = (trx: Tx) => trx.withTables<FeedsTables>()
+
+const SHOWN = ['id', 'scope', 'space_id', 'created_at', 'last_used_at'] as const
+
+export async function insertToken (trx: Tx, values: NewFeedToken) {
+  return await tokens(trx).insertInto('feed_tokens').values(values).returning(SHOWN).executeTakeFirstOrThrow()
+}
+
+export async function countLiveTokens (trx: Tx, tenantId: string, userId: string): Promise<number> {
+  const row = await tokens(trx).selectFrom('feed_tokens')
+    .select(eb => eb.fn.countAll<string>().as('n'))
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** The user's live tokens, oldest first. */
+export async function listTokens (trx: Tx, tenantId: string, userId: string) {
+  return await tokens(trx).selectFrom('feed_tokens').select(SHOWN)
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('revoked_at', 'is', null)
+    .orderBy('id').limit(FEED_TOKENS_MAX)
+    .execute()
+}
+
+/** Revokes a live token of the user; false when there is none with that id. */
+export async function revokeToken (trx: Tx, tenantId: string, userId: string, id: number): Promise<boolean> {
+  const rows = await tokens(trx).updateTable('feed_tokens').set({ revoked_at: sql<Date>`now()` })
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .returning('id').execute()
+  return rows.length > 0
+}
+
+/** Replaces the hash of a live token of the user (the old token stops at once); undefined when there is none. */
+export async function rotateToken (trx: Tx, tenantId: string, userId: string, id: number, tokenHash: string) {
+  return await tokens(trx).updateTable('feed_tokens')
+    .set({ token_hash: tokenHash, created_at: sql<Date>`now()`, last_used_at: null })
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .returning(SHOWN).executeTakeFirst()
+}
+
+/** A live token by its hash, in any tenant: run on the system login (withSystem). */
+export async function findLiveToken (trx: Tx, tokenHash: string) {
+  return await tokens(trx).selectFrom('feed_tokens')
+    .select(['tenant_id', 'id', 'user_id', 'scope', 'space_id', 'org_id'])
+    .where('token_hash', '=', tokenHash).where('revoked_at', 'is', null)
+    .executeTakeFirst()
+}
+
+/** Records a use of a token, at most once an hour (a feed is polled often: no write per poll). */
+export async function touchToken (trx: Tx, tenantId: string, id: number): Promise<void> {
+  await tokens(trx).updateTable('feed_tokens').set({ last_used_at: sql<Date>`date_trunc('hour', now())` })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .where(eb => eb.or([
+      eb('last_used_at', 'is', null),
+      eb('last_used_at', '<', sql<Date>`date_trunc('hour', now())`)
+    ]))
+    .execute()
+}
+
+/** Whether the identity provider removed or deactivated the user (a user never synced is not refused). */
+export async function userRefused (trx: Tx, tenantId: string, userId: string): Promise<boolean> {
+  const row = await trx.selectFrom('users').select('state')
+    .where('tenant_id', '=', tenantId).where('id', '=', userId)
+    .executeTakeFirst()
+  return row !== undefined && row.state !== 'active'
+}
+
+/** The title of a space (for the feed's name). */
+export async function spaceTitle (trx: Tx, tenantId: string, id: number): Promise<string | undefined> {
+  const row = await trx.selectFrom('spaces').select('title')
+    .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+  return row?.title
+}
+
+/** The name a personal feed is titled with. */
+export async function userName (trx: Tx, tenantId: string, userId: string): Promise<string | undefined> {
+  const row = await trx.selectFrom('users').select(['display_name', 'first_name', 'last_name', 'username'])
+    .where('tenant_id', '=', tenantId).where('id', '=', userId).executeTakeFirst()
+  if (row === undefined) return undefined
+  const full = [row.first_name, row.last_name].filter(p => p !== null && p.trim() !== '').join(' ')
+  return row.display_name ?? (full !== '' ? full : row.username ?? undefined)
+}
+
+export interface FeedEvent {
+  id: number
+  title: string
+  description: string | null
+  address: string | null
+  latitude: number | null
+  longitude: number | null
+  start_dt: Date
+  end_dt: Date | null
+  timezone: string
+  cancelled_at: Date | null
+  is_deleted: boolean
+  revision: number
+  created_at: Date
+  updated_at: Date
+}
+
+type Eb = ExpressionBuilder<Database, 'events'>
+
+/** Who a feed is read as: a user (through a token), or anyone (the public feed of a public space). */
+export type FeedReader = { kind: 'user', auth: AuthContext } | { kind: 'anyone', tenantId: string }
+
+/**
+ * Whom an event is shown to in a feed. Live events: `eventVisibleTo` (the rules of every other read). Deleted events
+ * stay in the window as cancelled, to whom the rules show them without asking live links: the creator, everyone for
+ * a public event (40), the callers of its organization (30). Anyone reads public events only.
+ */
+function shown (eb: Eb, reader: FeedReader): Expression<SqlBool> {
+  if (reader.kind === 'anyone') {
+    return eb.and([eb('events.tenant_id', '=', reader.tenantId), eb('events.visibility', '=', 40)])
+  }
+  const { auth } = reader
+  const deletedTo: Array<Expression<SqlBool>> = [
+    eb('events.creator_id', '=', auth.userId),
+    eb('events.visibility', '=', 40)
+  ]
+  if (auth.orgId !== null) {
+    deletedTo.push(eb.and([eb('events.visibility', '=', 30), eb('events.org_id', '=', auth.orgId)]))
+  }
+  return eb.or([
+    eventVisibleTo(eb, auth),
+    eb.and([eb('events.tenant_id', '=', auth.tenantId), eb('events.is_deleted', '=', true), eb.or(deletedTo)])
+  ])
+}
+
+/** What a feed reads: the events of a space, or those a user created or manages. */
+export type FeedSource = { kind: 'space', spaceId: number } | { kind: 'personal', userId: string }
+
+function sourceOf (eb: Eb, tenantId: string, source: FeedSource): Expression<SqlBool> {
+  if (source.kind === 'space') {
+    return eb('events.id', 'in', eb.selectFrom('event_spaces as es').select('es.event_id')
+      .where('es.tenant_id', '=', tenantId).where('es.space_id', '=', source.spaceId))
+  }
+  const managed = (column: 'event_id' | 'series_id') => eb.selectFrom('event_managers as em')
+    .select(`em.${column}`)
+    .where('em.tenant_id', '=', tenantId).where('em.user_id', '=', source.userId)
+    .where('em.status', '=', 'active').where(`em.${column}`, 'is not', null)
+  return eb.or([
+    eb('events.creator_id', '=', source.userId),
+    eb('events.id', 'in', managed('event_id')),
+    eb('events.series_id', 'in', managed('series_id'))
+  ])
+}
+
+/**
+ * The events of a feed: published (or archived) rows, never draft clones, that end at most FEED_DAYS_BACK days ago
+ * and start at most FEED_DAYS_AHEAD days ahead, soonest first, at most FEED_MAX_EVENTS.
+ */
+export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSource): Promise<FeedEvent[]> {
+  const tenantId = reader.kind === 'user' ? reader.auth.tenantId : reader.tenantId
+  const rows = await trx.selectFrom('events')
+    .select([
+      'events.id', 'events.title', 'events.description', 'events.address', 'events.latitude', 'events.longitude',
+      'events.start_dt', 'events.end_dt', 'events.timezone', 'events.cancelled_at', 'events.is_deleted',
+      'events.revision', 'events.created_at', 'events.updated_at'
+    ])
+    .where('events.tenant_id', '=', tenantId)
+    .where('events.status', 'in', ['published', 'archived'])
+    .where('events.published_id', 'is', null)
+    .where('events.start_dt', 'is not', null)
+    .where('events.start_dt', '<=', sql<Date>`now() + make_interval(days => ${FEED_DAYS_AHEAD})`)
+    .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=',
+      sql<Date>`now() - make_interval(days => ${FEED_DAYS_BACK})`)
+    .where(eb => sourceOf(eb, tenantId, source))
+    .where(eb => shown(eb, reader))
+    .orderBy('events.start_dt').orderBy('events.id')
+    .limit(FEED_MAX_EVENTS)
+    .execute()
+  return rows.map(r => ({ ...r, start_dt: r.start_dt as Date }))
+}

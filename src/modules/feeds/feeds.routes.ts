@@ -1,0 +1,234 @@
+/**
+ * Calendar feeds (RFC 5545) and their tokens (docs/integrations.md, "Calendar feeds (RFC 5545)").
+ *
+ * - `GET /api/v1/spaces/{id}/calendar.ics`: the events of a space. Without `token`, only for a published public
+ *   space (its public events); with a space token of that space, as the token's user sees the space and its events.
+ * - `GET /api/v1/me/calendar.ics?token=…`: the events the token's user created or manages (event or series manager).
+ * - `/api/v1/feed-tokens`: a caller makes, lists, revokes and rotates their own tokens; a token is shown once.
+ *
+ * A calendar app sends no bearer token: the feed routes declare `auth: 'none'` and are rate-limited per address like
+ * the other anonymous routes. Each fetch re-checks everything (the token is live, its user not removed or
+ * deactivated, the space still visible to them, each event's visibility): an unknown, revoked or other-tenant token,
+ * a space the user no longer sees and a private space without a token all answer the same 404.
+ */
+import crypto from 'node:crypto'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { defineModule } from '../../platform/app-context.ts'
+import { permissionsOf } from '../../platform/auth/permissions.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { withSystem, withTenant } from '../../platform/db/tenant.ts'
+import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { NoContent } from '../../platform/http/schema.ts'
+import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
+import { requirePolicy } from '../policy/policy.ts'
+import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
+import { findPublicSpace } from '../spaces/spaces.public.repository.ts'
+import { resolvePublic } from '../spaces/spaces.repository.ts'
+import { renderCalendar } from './feeds.calendar.ts'
+import * as repo from './feeds.repository.ts'
+import {
+  CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
+} from './feeds.schemas.ts'
+import { SpaceParams } from '../spaces/spaces.schemas.ts'
+
+const operation = operationsTagged('Calendar feeds')
+
+/** How long a calendar app may keep a feed before asking again (seconds). */
+export const FEED_MAX_AGE = 300
+
+const CALENDAR_EXAMPLE = [
+  'BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//Collab//Calendar feeds//EN', 'X-WR-CALNAME:Reading club',
+  'BEGIN:VTIMEZONE', 'TZID:Europe/Berlin', '…', 'END:VTIMEZONE',
+  'BEGIN:VEVENT', 'UID:event-42@collab.example.org', 'SEQUENCE:3', 'DTSTAMP:20261101T090000Z',
+  'DTSTART;TZID=Europe/Berlin:20261105T190000', 'DTEND;TZID=Europe/Berlin:20261105T210000',
+  'SUMMARY:Book night', 'LOCATION:Main street 1', 'GEO:52.52;13.405', 'STATUS:CONFIRMED',
+  'URL;VALUE=URI:https://app.example.org/events/42', 'END:VEVENT', 'END:VCALENDAR', ''
+].join('\r\n')
+
+/** The documented 200 of a feed: iCalendar text (mirrors csvBody). */
+const calendarBody = (description: string) =>
+  ({ type: 'string', description, examples: [CALENDAR_EXAMPLE] }) as const
+
+const FEED_RESPONSES = {
+  200: calendarBody('The feed (RFC 5545, `text/calendar; charset=utf-8`)'),
+  304: NoContent
+}
+
+/** Who a feed token reads as: its user with read permissions only (never a tenant admin's reach). */
+function readerOf (token: { tenant_id: string, user_id: string, org_id: string | null }): AuthContext {
+  return {
+    userId: token.user_id,
+    tenantId: token.tenant_id,
+    email: null,
+    orgId: token.org_id,
+    roles: ['viewer'],
+    effectiveRole: 'viewer',
+    permissions: new Set(permissionsOf(['viewer'])),
+    exp: 0
+  }
+}
+
+function matches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false
+  const raw = Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch
+  const bare = etag.replace(/^W\//, '')
+  return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
+}
+
+/** Sends a feed with its ETag (the hash of the text), or 304 when If-None-Match names it. */
+async function sendFeed (request: FastifyRequest, reply: FastifyReply, text: string): Promise<FastifyReply> {
+  const etag = `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`
+  void reply
+    .header('etag', etag)
+    .header('cache-control', `private, max-age=${FEED_MAX_AGE}`)
+    .header('x-content-type-options', 'nosniff')
+  if (matches(request.headers['if-none-match'], etag)) return await reply.code(304).send(null)
+  return await reply.header('content-type', 'text/calendar; charset=utf-8').send(text)
+}
+
+const notFound = () => error404NotFound('feed not found')
+
+export const feedsModule = defineModule(async (app, { db, config }) => {
+  const host = new URL(config.baseUrl).hostname
+  const feedUrl = (scope: 'space' | 'personal', spaceId: number | null, token: string): string =>
+    scope === 'space'
+      ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
+      : `${config.baseUrl}/api/v1/me/calendar.ics?token=${token}`
+
+  /** The live token of a feed address, in any tenant, with its user still allowed in; else 404. */
+  async function liveToken (token: string) {
+    const found = await withSystem(db, trx => repo.findLiveToken(trx, hashInviteToken(token)))
+    if (found === undefined) throw notFound()
+    return found
+  }
+
+  app.get('/api/v1/spaces/:id/calendar.ics', {
+    schema: {
+      operationId: 'get-space-calendar-feed',
+      summary: 'Calendar feed of a space (a public space without token, else with a space feed token)',
+      tags: ['Calendar feeds'],
+      params: SpaceParams,
+      querystring: SpaceFeedQuery,
+      produces: ['text/calendar'],
+      response: FEED_RESPONSES
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    const id = request.params.id
+    const token = request.query.token
+    if (token === undefined) {
+      const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
+      if (entry === undefined) throw notFound()
+      const tenantId = entry.tenant_id
+      const text = await withTenant(db, { tenantId }, async trx => {
+        const space = await findPublicSpace(trx, tenantId, id)
+        if (space === undefined) return undefined
+        const events = await repo.feedEvents(trx, { kind: 'anyone', tenantId }, { kind: 'space', spaceId: id })
+        return renderCalendar({ name: space.title, host, appUrl: config.appUrl, events })
+      })
+      if (text === undefined) throw notFound()
+      return await sendFeed(request, reply, text)
+    }
+    const found = await liveToken(token)
+    if (found.scope !== 'space' || found.space_id !== id) throw notFound()
+    const auth = readerOf(found)
+    const text = await withTenant(db, auth, async trx => {
+      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
+      if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
+      const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
+      const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'space', spaceId: id })
+      await repo.touchToken(trx, auth.tenantId, found.id)
+      return renderCalendar({ name, host, appUrl: config.appUrl, events })
+    })
+    if (text === undefined) throw notFound()
+    return await sendFeed(request, reply, text)
+  })
+
+  app.get('/api/v1/me/calendar.ics', {
+    schema: {
+      operationId: 'get-personal-calendar-feed',
+      summary: 'Personal calendar feed: the events the token\'s user created or manages',
+      tags: ['Calendar feeds'],
+      querystring: PersonalFeedQuery,
+      produces: ['text/calendar'],
+      response: FEED_RESPONSES
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    const found = await liveToken(request.query.token)
+    if (found.scope !== 'personal') throw notFound()
+    const auth = readerOf(found)
+    const text = await withTenant(db, auth, async trx => {
+      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
+      const who = await repo.userName(trx, auth.tenantId, auth.userId)
+      const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
+      await repo.touchToken(trx, auth.tenantId, found.id)
+      return renderCalendar({
+        name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl, events
+      })
+    })
+    if (text === undefined) throw notFound()
+    return await sendFeed(request, reply, text)
+  })
+
+  app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
+    body: CreateFeedTokenBody, response: { 201: CreatedFeedToken }
+  }, requirePolicy('feed', 'create')), async (request, reply) => {
+    const { scope, space_id: spaceId } = request.body
+    if (scope === 'space' && spaceId === undefined) {
+      throw invalidField('body.space_id', 'required with scope space')
+    }
+    if (scope === 'personal' && spaceId !== undefined) {
+      throw invalidField('body.space_id', 'only with scope space', spaceId)
+    }
+    const auth = request.auth
+    const created = await withTenant(db, auth, async trx => {
+      if (spaceId !== undefined && await findVisibleSpace(trx, auth, spaceId) === undefined) {
+        throw error404NotFound('space not found')
+      }
+      if (await repo.countLiveTokens(trx, auth.tenantId, auth.userId) >= repo.FEED_TOKENS_MAX) {
+        throw error409Conflict(`at most ${repo.FEED_TOKENS_MAX} live feed tokens per user: revoke one first`, [
+          fieldError('body', 'too many feed tokens')
+        ])
+      }
+      const { token, hash } = newInviteToken()
+      const row = await repo.insertToken(trx, {
+        tenant_id: auth.tenantId,
+        user_id: auth.userId,
+        scope,
+        space_id: spaceId ?? null,
+        org_id: auth.orgId,
+        token_hash: hash
+      })
+      return { ...row, token, url: feedUrl(row.scope, row.space_id, token) }
+    })
+    return await reply.code(201).send(created)
+  })
+
+  app.get('/api/v1/feed-tokens', operation('list-feed-tokens', 'The caller\'s live calendar feed tokens', {
+    response: { 200: FeedTokenList }
+  }, requirePolicy('feed', 'read')), async request => {
+    const items = await withTenant(db, request.auth, trx =>
+      repo.listTokens(trx, request.auth.tenantId, request.auth.userId))
+    return { items }
+  })
+
+  noContentRoute(app, db, 'delete', '/api/v1/feed-tokens/:id', operation('revoke-feed-token',
+    'Revoke a calendar feed token (its feeds answer 404 from now on)', {
+      params: FeedTokenParams
+    }, requirePolicy('feed', 'revoke')), async (trx, { auth, params }) => {
+    if (!await repo.revokeToken(trx, auth.tenantId, auth.userId, params.id)) throw error404NotFound('feed token not found')
+  })
+
+  app.post('/api/v1/feed-tokens/:id/rotate', operation('rotate-feed-token',
+    'Replace the secret of a calendar feed token (the old one stops at once; shown once)', {
+      params: FeedTokenParams, response: { 200: CreatedFeedToken }
+    }, requirePolicy('feed', 'rotate')), async request => {
+    const { auth, params } = request
+    const { token, hash } = newInviteToken()
+    const row = await withTenant(db, auth, trx => repo.rotateToken(trx, auth.tenantId, auth.userId, params.id, hash))
+    if (row === undefined) throw error404NotFound('feed token not found')
+    return { ...row, token, url: feedUrl(row.scope, row.space_id, token) }
+  })
+})
