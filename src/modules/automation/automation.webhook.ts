@@ -17,6 +17,8 @@ import { webhookDeliveries } from '../../platform/metrics.ts'
 
 export const WEBHOOK_TIMEOUT_MS = 10_000
 export const SIGNATURE_HEADER = 'automation-signature'
+/** The most of a response body read (and discarded); a longer answer is cut off there. */
+export const RESPONSE_CAP_BYTES = 64 * 1024
 
 /**
  * IPv4 ranges no webhook may reach (RFC 6890 special-purpose registry): "this network",
@@ -121,7 +123,7 @@ export function allowListOf (entries: readonly string[]): AllowList {
 }
 
 /** Whether AUTOMATION_WEBHOOK_ALLOW lists an address, as written or as the IPv4 address it stands for. */
-function allowListed (address: string, allow: AllowList): boolean {
+export function allowListed (address: string, allow: AllowList): boolean {
   const family = net.isIP(address)
   if (family === 0) return false
   const plain = address.split('%')[0] as string
@@ -139,7 +141,12 @@ export function addressAllowed (address: string, host: string, allow: AllowList)
 
 export interface WebhookResult { status: number }
 
-export class WebhookError extends Error {}
+export class WebhookError extends Error {
+  /** the receiver's HTTP status, when it answered */
+  status?: number
+}
+
+const answered = (status: number, message: string): WebhookError => Object.assign(new WebhookError(message), { status })
 
 /**
  * POSTs `body` to `url`. Throws WebhookError on a refused destination, a timeout, a network error
@@ -206,17 +213,27 @@ export async function postWebhook (
         timeout: timeoutMs
       },
       res => {
-        res.resume()
         const status = res.statusCode ?? 0
-        res.on('end', () => {
-          webhookDeliveries.inc({ outcome: status >= 200 && status < 300 ? 'delivered' : 'failed' })
-          if (status >= 200 && status < 300) resolve({ status })
-          else reject(new WebhookError(`webhook answered ${status}`))
+        let settled = false
+        const done = (err?: Error): void => {
+          if (settled) return
+          settled = true
+          const ok = err === undefined && status >= 200 && status < 300
+          webhookDeliveries.inc({ outcome: ok ? 'delivered' : 'failed' })
+          if (ok) resolve({ status })
+          else reject(answered(status, err === undefined ? `webhook answered ${status}` : `webhook response failed: ${err.message}`))
+        }
+        // the body is read up to RESPONSE_CAP_BYTES and discarded; past it the connection is closed
+        let read = 0
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length
+          if (read > RESPONSE_CAP_BYTES && !settled) {
+            done()
+            req.destroy()
+          }
         })
-        res.on('error', err => {
-          webhookDeliveries.inc({ outcome: 'failed' })
-          reject(new WebhookError(`webhook response failed: ${err.message}`))
-        })
+        res.on('end', () => { done() })
+        res.on('error', err => { done(err) })
       }
     )
     req.on('timeout', () => {

@@ -1,0 +1,186 @@
+/**
+ * Outbound webhooks (Standard Webhooks): a tenant's subscriptions to the domain events of the
+ * outbox, their signing secrets (shown once; rotation keeps the old one signing for a day), the
+ * delivery log, redelivery and a ping. Tenant admins only (`webhook:*` → `tenant:admin`). The
+ * deliveries themselves happen in the worker (webhooks.delivery.ts), never in the request that
+ * caused the event. docs/integrations.md, "Outbound webhooks".
+ */
+import { Type } from '@sinclair/typebox'
+import { defineModule } from '../../platform/app-context.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { error404NotFound } from '../../platform/http/errors.ts'
+import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
+import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { allowListOf } from '../automation/automation.webhook.ts'
+import { requirePolicy } from '../policy/policy.ts'
+import {
+  newMessageId, newSecret, PING_TYPE, ROTATION_OVERLAP_SECONDS, startWebhookWorker, type WebhookEngine
+} from './webhooks.delivery.ts'
+import * as repo from './webhooks.repository.ts'
+import {
+  CreateWebhookBody, DeliveryParams, PagedBodyWebhookDelivery, PagedBodyWebhookSubscription, PatchWebhookBody,
+  WebhookDelivery, WebhookParams, WebhookSubscription, WebhookSubscriptionWithSecret
+} from './webhooks.schemas.ts'
+import { checkEventTypes, checkUrl } from './webhooks.service.ts'
+import { WEBHOOK_EVENT_SCHEMAS } from './webhooks.event-schemas.ts'
+
+const operation = operationsTagged('Webhooks')
+
+/** The engine of an app (tests drive its workers step by step). */
+export const webhookEngines = new WeakMap<object, WebhookEngine>()
+
+async function existing (trx: Tx, tenantId: string, id: string) {
+  const row = await repo.lockSubscription(trx, tenantId, id)
+  if (row === undefined) throw error404NotFound('webhook subscription not found')
+  return row
+}
+
+export const webhooksModule = defineModule(async (app, ctx) => {
+  const { db } = ctx
+  const allow = allowListOf(ctx.config.automationWebhookAllow)
+  const engine: WebhookEngine = { db, allow }
+  webhookEngines.set(ctx, engine)
+  if (ctx.config.workers) {
+    const stop = startWebhookWorker(engine, app.log)
+    app.addHook('onClose', async () => { await stop() })
+  }
+
+  // the versioned payload schema of each event type (webhooks.event-schemas.ts): public and outside the OpenAPI
+  // document, like /schemas/{name}
+  app.get('/schemas/webhooks/:name', {
+    schema: {
+      hide: true,
+      operationId: 'get-webhook-event-schema',
+      summary: 'JSON Schema of a webhook event type: WebhookEvent.<type>.v1.json',
+      tags: ['Meta'],
+      params: Type.Object({ name: Type.String({ pattern: '^WebhookEvent\\.[a-z0-9_.]+\\.v1\\.json$', maxLength: 200 }) })
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    const type = request.params.name.replace(/^WebhookEvent\./, '').replace(/\.v1\.json$/, '')
+    const schema = WEBHOOK_EVENT_SCHEMAS.get(type)
+    if (schema === undefined) throw error404NotFound(`no webhook event type ${type}`)
+    return await reply.type('application/schema+json').send(JSON.stringify({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      $id: `${ctx.config.baseUrl}/schemas/webhooks/${request.params.name}`,
+      ...schema
+    }))
+  })
+
+  app.post('/api/v1/webhooks', operation('create-webhook', 'Subscribe a URL to domain events; the secret is shown only here', {
+    body: CreateWebhookBody, response: { 201: WebhookSubscriptionWithSecret }
+  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+    const b = request.body
+    const url = await checkUrl(b.url, allow, 'body.url')
+    const eventTypes = checkEventTypes(b.event_types, 'body.event_types')
+    const secret = newSecret()
+    const auth = request.auth
+    const row = await withTenant(db, auth, trx => repo.insertSubscription(trx, auth.tenantId, {
+      url,
+      event_types: eventTypes,
+      description: b.description ?? null,
+      enabled: b.enabled ?? true,
+      secret,
+      created_by: auth.userId,
+      created_by_email: auth.email
+    }))
+    return await reply.code(201).header('location', `/api/v1/webhooks/${row.id}`).send({ ...row, secret })
+  })
+
+  app.get('/api/v1/webhooks', operation('list-webhooks', "List the tenant's webhook subscriptions, newest first", {
+    querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookSubscription }
+  }, requirePolicy('webhook', 'read')), async request =>
+    await answerPage(db, request, (trx, q, auth) => repo.listSubscriptions(trx, auth.tenantId, q)))
+
+  app.get('/api/v1/webhooks/:id', operation('get-webhook', 'Get a webhook subscription', {
+    params: WebhookParams, response: { 200: WebhookSubscription }
+  }, requirePolicy('webhook', 'read')), async request => {
+    const row = await withTenant(db, request.auth, trx =>
+      repo.findSubscription(trx, request.auth.tenantId, request.params.id))
+    if (row === undefined) throw error404NotFound('webhook subscription not found')
+    return row
+  })
+
+  app.patch('/api/v1/webhooks/:id', operation('patch-webhook', 'Merge-patch a webhook subscription (enabled: true re-enables it)', {
+    params: WebhookParams, body: PatchWebhookBody, response: { 200: WebhookSubscription }
+  }, requirePolicy('webhook', 'write')), async request => {
+    const b = request.body
+    const auth = request.auth
+    // 404 before any check of the body
+    if (await withTenant(db, auth, trx => repo.findSubscription(trx, auth.tenantId, request.params.id)) === undefined) {
+      throw error404NotFound('webhook subscription not found')
+    }
+    const url = b.url === undefined ? undefined : await checkUrl(b.url, allow, 'body.url')
+    const eventTypes = b.event_types === undefined ? undefined : checkEventTypes(b.event_types, 'body.event_types')
+    return await withTenant(db, auth, async trx => {
+      await existing(trx, auth.tenantId, request.params.id)
+      return await repo.updateSubscription(trx, auth.tenantId, request.params.id, {
+        ...(url !== undefined ? { url } : {}),
+        ...(eventTypes !== undefined ? { event_types: eventTypes } : {}),
+        ...(b.description !== undefined ? { description: b.description } : {}),
+        ...(b.enabled !== undefined ? { enabled: b.enabled } : {})
+      })
+    })
+  })
+
+  noContentRoute(app, db, 'delete', '/api/v1/webhooks/:id', operation('delete-webhook', 'Delete a webhook subscription and its delivery log', {
+    params: WebhookParams
+  }, requirePolicy('webhook', 'write')), async (trx, request) => {
+    if (!(await repo.deleteSubscription(trx, request.auth.tenantId, request.params.id))) {
+      throw error404NotFound('webhook subscription not found')
+    }
+  })
+
+  app.post('/api/v1/webhooks/:id/rotate-secret', operation('rotate-webhook-secret', 'Replace the signing secret; the old one keeps signing for 24 hours', {
+    params: WebhookParams, response: { 200: WebhookSubscriptionWithSecret }
+  }, requirePolicy('webhook', 'write')), async request => {
+    const auth = request.auth
+    const secret = newSecret()
+    const row = await withTenant(db, auth, async trx => {
+      await existing(trx, auth.tenantId, request.params.id)
+      return await repo.rotateSecret(trx, auth.tenantId, request.params.id, secret, ROTATION_OVERLAP_SECONDS)
+    })
+    return { ...row, secret }
+  })
+
+  app.get('/api/v1/webhooks/:id/deliveries', operation('list-webhook-deliveries', 'The delivery log of a subscription, newest first', {
+    params: WebhookParams, querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookDelivery }
+  }, requirePolicy('webhook', 'read')), async request =>
+    await answerPage(db, request, async (trx, q, auth) => {
+      if (await repo.findSubscription(trx, auth.tenantId, request.params.id) === undefined) {
+        throw error404NotFound('webhook subscription not found')
+      }
+      return await repo.listDeliveries(trx, auth.tenantId, request.params.id, q)
+    }))
+
+  app.post('/api/v1/webhooks/:id/deliveries/:delivery_id/redeliver', operation('redeliver-webhook', 'Deliver again now, with the same webhook-id (a fresh run of attempts)', {
+    params: DeliveryParams, response: { 202: WebhookDelivery }
+  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+    const auth = request.auth
+    const row = await withTenant(db, auth, async trx => {
+      await existing(trx, auth.tenantId, request.params.id)
+      return await repo.redeliver(trx, auth.tenantId, request.params.id, request.params.delivery_id)
+    })
+    if (row === undefined) throw error404NotFound('webhook delivery not found')
+    return await reply.code(202).send(row)
+  })
+
+  app.post('/api/v1/webhooks/:id/ping', operation('ping-webhook', 'Queue a `webhook.ping` test event to the subscription', {
+    params: WebhookParams, response: { 202: WebhookDelivery }
+  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+    const auth = request.auth
+    const row = await withTenant(db, auth, async trx => {
+      const sub = await existing(trx, auth.tenantId, request.params.id)
+      return await repo.insertDelivery(trx, {
+        tenantId: auth.tenantId,
+        subscriptionId: sub.id,
+        outboxId: null,
+        msgId: newMessageId(),
+        eventType: PING_TYPE,
+        body: { type: PING_TYPE, timestamp: new Date().toISOString(), data: { subscription_id: sub.id } }
+      })
+    })
+    if (row === undefined) throw new Error('ping delivery not created')
+    return await reply.code(202).send(row)
+  })
+})
