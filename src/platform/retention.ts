@@ -10,6 +10,8 @@
  * - executions: succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS; never queued and running
  *   ones, the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule, nor a relative-time trigger's until the
  *   scheduler can no longer fire it.
+ * - changes (the log of incremental sync, migration 0026): written before now − the sync window and a day
+ *   (CHANGES_KEPT_MS, platform/sync/sync.ts); a token older than the window answers 410.
  *
  * Every statement deletes at most `batchSize` rows of one tenant, each in its own short
  * transaction on the worker login (`withSystem`); rows are claimed with `for update skip locked`,
@@ -28,8 +30,11 @@ import { withSystem } from './db/tenant.ts'
 import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
 import { compactListCounts } from '../modules/events/events.repository.ts'
 import { compactRowCounts } from './db/kept-counts.ts'
+import { CHANGES_KEPT_MS } from './sync/sync.ts'
 
-export const RETENTION_KINDS = ['outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions'] as const
+export const RETENTION_KINDS = [
+  'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'changes'
+] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
 
 export interface KindResult {
@@ -64,7 +69,7 @@ interface Batch { deleted: number, full: boolean }
 /** Tenants one look-up answers at most; a pass walks the tenants in order (`tenant_id > the last`), each once. */
 export const TENANTS_PER_LOOKUP = 500
 
-type PrunedTable = 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries'
+type PrunedTable = 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries' | 'changes'
 
 /** What may go of each kind but executions: its table and the rows that may go (old and done). */
 const EXPIRED: Record<
@@ -79,7 +84,9 @@ const EXPIRED: Record<
     where: (cutoff, now) => sql`expires_at < ${now} and created_at < ${cutoff}`
   },
   // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
-  idpDeliveries: { table: 'idp_deliveries', where: cutoff => sql`received_at < ${cutoff}` }
+  idpDeliveries: { table: 'idp_deliveries', where: cutoff => sql`received_at < ${cutoff}` },
+  // the log of changes of incremental sync: a token older than SYNC_WINDOW_MS answers 410, so nothing reads these
+  changes: { table: 'changes', where: cutoff => sql`at < ${cutoff}` }
 }
 
 /** Finished executions older than the cutoff: the candidates of executionsBatch. */
@@ -217,7 +224,8 @@ async function executionsBatch (
 }
 
 function periodOf (retention: RetentionConfig, kind: RetentionKind): number | null {
-  return retention[kind]
+  // not a setting: the sync window is the service's (platform/sync/sync.ts), and the log is kept a day longer
+  return kind === 'changes' ? CHANGES_KEPT_MS : retention[kind]
 }
 
 /**

@@ -227,6 +227,67 @@ async function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean |
   return shared + mine
 }
 
+/** The contacts of the list: those the caller sees, of the search and the favorite filter. */
+function listBase (trx: Tx, auth: AuthContext, o: { search?: string | undefined, favorite?: boolean | undefined }) {
+  return trx.selectFrom('contacts')
+    .where(eb => visibleTo(eb, auth))
+    .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
+    .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
+}
+
+/** What a page of changes of the contacts list reads (`listChanges`). */
+export interface ChangesOptions {
+  search?: string | undefined
+  favorite?: boolean | undefined
+  /** the xmin of the token: changes of transactions from it on */
+  since: string
+  /** the last seq of the previous page of changes */
+  after: string | undefined
+  size: number
+}
+
+/**
+ * A page of the changes of the contacts list since a sync point (docs/integrations.md, "Incremental sync"): the
+ * contacts changed by transactions from `since` on that the caller could see at one of those changes (its owner
+ * and organization then, as visibleTo reads them now), each once at its latest change, in the order of that change
+ * (`seq`); those in the list now (listBase) as rows, the others as tombstones. Their total, and the seq of the last.
+ */
+export async function listChanges (trx: Tx, auth: AuthContext, o: ChangesOptions) {
+  if (o.search !== undefined && o.search !== '') await planForValues(trx)
+  const shared = auth.permissions.has('tenant:admin')
+    ? sql`org_id is not null`
+    : auth.orgId !== null ? sql`org_id = ${auth.orgId}` : sql`false`
+  const changed = sql`select key, max(seq) as seq from changes
+    where tenant_id = ${auth.tenantId} and kind = 'contact' and xid >= ${o.since}::xid8
+      and (owner_id = ${auth.userId} or ${shared})
+    group by key`
+  const { rows: keys } = await sql<{ key: string, seq: string, total: string }>`select key, seq::text as seq,
+      count(*) over () as total
+    from (${changed}) c where c.seq > ${o.after ?? '0'}::bigint
+    order by c.seq limit ${o.size + 1}`.execute(trx)
+  const page = keys.slice(0, o.size)
+  const ids = page.map(k => k.key)
+  const rows = ids.length === 0
+    ? []
+    : await listBase(trx, auth, o).select(COLUMNS).where('id', 'in', ids).execute()
+  const byId = new Map(rows.map(r => [r.id, r]))
+  const items: ContactRowOut[] = []
+  const deleted: Array<{ id: string, deleted: true }> = []
+  for (const id of ids) {
+    const row = byId.get(id)
+    if (row !== undefined) items.push(row)
+    else deleted.push({ id, deleted: true })
+  }
+  // the total counts from this page on; the pages before it are added by the caller's page number
+  return {
+    items,
+    deleted,
+    remaining: Number(keys[0]?.total ?? 0),
+    last: page[page.length - 1]?.seq,
+    more: keys.length > o.size
+  }
+}
+
 /** A page of the contacts the caller sees, its total, and the cursor of the next page (docs/pagination.md). */
 export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
   if (o.search !== undefined && o.search !== '') await planForValues(trx)
@@ -240,10 +301,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
     listScope('contacts', { sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, favorite: o.favorite }),
     keys
   )
-  const base = trx.selectFrom('contacts')
-    .where(eb => visibleTo(eb, auth))
-    .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
-    .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
+  const base = listBase(trx, auth, o)
   type Page = typeof base
   // after the cursor in the keys' order; `nulls last` only for the names, so the newest-first order is the indexes'
   const ordered = (qb: Page): Page => fromCursor(qb, keys, window)

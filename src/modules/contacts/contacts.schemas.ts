@@ -1,5 +1,6 @@
 import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnion } from '@sinclair/typebox'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
+import { DeletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../platform/sync/sync.ts'
 import {
   body, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
@@ -99,12 +100,19 @@ export const ListContactsQuery = Type.Intersect([
     ...searchAndSort('name, e-mail and company', CONTACT_SORT_FIELDS),
     is_favorite: Type.Optional(
       StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' })
-    )
+    ),
+    sync: SyncStartParam,
+    sync_token: SyncParam
   })
 ])
 export type ListContactsQuery = Static<typeof ListContactsQuery>
 
-export const PagedBodyContact = pagedBody(Contact, 'PagedBodyContact')
+/** A page of the list; with `sync=true` or `sync_token`, the fields of an incremental sync (docs/integrations.md). */
+export const PagedBodyContact = model('PagedBodyContact', {
+  ...pagedBody(Contact, 'PagedBodyContact').properties,
+  deleted: DeletedField,
+  sync_token: SyncTokenField
+})
 
 export const SearchContactsQuery = Type.Object({
   query: Type.String({ minLength: 1, maxLength: 200, description: 'Search text' }),

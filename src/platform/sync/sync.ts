@@ -1,0 +1,170 @@
+/**
+ * Incremental sync of a list (docs/integrations.md, "Incremental sync"): a list read with `sync=true` answers, on
+ * its last page, a `sync_token`; the same list read with that token answers only what changed since, the changed
+ * rows the caller sees now in `items` and the others as tombstones `{id, deleted: true}` in `deleted`.
+ *
+ * Changes are logged by triggers in `changes` (migration 0026) with the id of the transaction that wrote them. A
+ * token holds the xmin of a snapshot taken before the read it closes: every change that read may have missed was
+ * written by a transaction of that id or later, so a delta reads `xid >= x` (some changes come twice; a client
+ * applies them idempotently). A token also holds when it was issued (older than SYNC_WINDOW_MS: 410, the log may
+ * have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant, the caller and
+ * what the caller sees by: organization, admin), so it answers only the same list and caller: otherwise 410.
+ *
+ * The token's digest is an integrity check, not a secret: the service has no signing key, and, like a cursor, a
+ * token grants nothing (the delta is read with the caller's own visibility; a forged position only re-reads or
+ * skips the caller's own changes).
+ *
+ * @example
+ *   const scope = syncScope('contacts', auth, { search, favorite })
+ *   const since = q.sync_token !== undefined ? readSyncToken(q.sync_token, scope, new Date()) : undefined
+ */
+import crypto from 'node:crypto'
+import { Type } from '@sinclair/typebox'
+import { sql } from 'kysely'
+import type { AuthContext } from '../auth/verify.ts'
+import type { Tx } from '../db/tenant.ts'
+import { ApiError, invalidField } from '../http/errors.ts'
+import { listScope } from '../http/cursor.ts'
+
+/** How long a sync token answers: the log of changes is kept this long and a day more (retention.ts). */
+export const SYNC_WINDOW_MS = 30 * 24 * 3600_000
+/** What the retention job keeps of `changes`: the window and a day, for transactions running across its edge. */
+export const CHANGES_KEPT_MS = SYNC_WINDOW_MS + 24 * 3600_000
+
+/** 410 Gone (problem+json): the token cannot answer this list any more; read the full list again. */
+export const error410Gone = (detail: string): ApiError => new ApiError(410, detail)
+
+export const SyncParam = Type.Optional(Type.String({
+  minLength: 1,
+  maxLength: 512,
+  description: 'A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true`'
+}))
+
+export const SyncStartParam = Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], {
+  description: 'true: the last page carries a `sync_token`'
+}))
+
+export const SyncTokenField = Type.Optional(Type.String({
+  description: 'On the last page of a sync: send it as `sync_token`'
+}))
+
+export const Tombstone = Type.Object({
+  id: Type.String(),
+  deleted: Type.Literal(true)
+}, { additionalProperties: false })
+
+export const DeletedField = Type.Optional(Type.Array(Tombstone, {
+  description: 'With `sync_token`: rows gone from the list'
+}))
+
+/** The digest a token of one list, filters and caller carries. */
+export function syncScope (list: string, auth: AuthContext, filters: Record<string, unknown>): string {
+  return listScope(`sync:${list}`, {
+    ...filters,
+    '@tenant': auth.tenantId,
+    '@user': auth.userId,
+    '@org': auth.orgId,
+    '@admin': auth.permissions.has('tenant:admin')
+  })
+}
+
+/** What a token holds: the snapshot xmin (an xid8 as text) and when it was issued (ms). */
+export interface SyncPoint { x: string, t: number }
+
+// a constant key: an integrity digest (see above), so a truncated or edited token is told from a valid one
+const KEY = 'collab-sync-token-v1'
+const mac = (payload: string) => crypto.createHmac('sha256', KEY).update(payload).digest('base64url').slice(0, 22)
+const XID = /^\d{1,20}$/
+
+function seal (body: Record<string, unknown>): string {
+  const payload = Buffer.from(JSON.stringify(body)).toString('base64url')
+  return `${payload}.${mac(payload)}`
+}
+
+function unseal (token: string): Record<string, unknown> | undefined {
+  const [payload, digest, extra] = token.split('.')
+  if (payload === undefined || digest === undefined || extra !== undefined) return undefined
+  const expected = mac(payload)
+  if (digest.length !== expected.length || !crypto.timingSafeEqual(Buffer.from(digest), Buffer.from(expected))) {
+    return undefined
+  }
+  try {
+    const body: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+    return typeof body === 'object' && body !== null ? body as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export function issueSyncToken (point: SyncPoint, scope: string): string {
+  return seal({ v: 1, x: point.x, t: point.t, s: scope })
+}
+
+/** The point a token names; 410 when it is not this service's, of another list or caller, or too old at `now`. */
+export function readSyncToken (token: string, scope: string, now: Date): SyncPoint {
+  const body = unseal(token)
+  const { v, x, t, s } = body ?? {}
+  if (v !== 1 || typeof x !== 'string' || !XID.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
+    throw error410Gone('not a sync token of this service: read the full list again with sync=true')
+  }
+  if (s !== scope) {
+    throw error410Gone('the sync token belongs to another list, other filters or another caller: read the full list again with sync=true')
+  }
+  if (now.getTime() - t > SYNC_WINDOW_MS) {
+    throw error410Gone('the sync token is older than the sync window (30 days): read the full list again with sync=true')
+  }
+  return { x, t }
+}
+
+/** The position of a page of changes: the token's point, the point of the new token, the last seq read, the page. */
+export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: string, page: number }
+
+export function deltaCursor (p: DeltaPosition, scope: string): string {
+  return seal({ v: 1, f: p.from, n: p.to, a: p.after, p: p.page, s: scope })
+}
+
+const point = (v: unknown): SyncPoint | undefined => {
+  if (typeof v !== 'object' || v === null) return undefined
+  const { x, t } = v as Record<string, unknown>
+  return typeof x === 'string' && XID.test(x) && typeof t === 'number' && Number.isSafeInteger(t) ? { x, t } : undefined
+}
+
+/** The position a cursor of changes names, read with the token it follows; 400 (field `cursor`) otherwise. */
+export function readDeltaCursor (cursor: string, scope: string, since: SyncPoint): DeltaPosition {
+  const body = unseal(cursor)
+  const from = point(body?.f)
+  const to = point(body?.n)
+  const after = body?.a
+  const page = body?.p
+  if (body === undefined || from === undefined || to === undefined || typeof after !== 'string' || !XID.test(after) ||
+    typeof page !== 'number' || !Number.isSafeInteger(page) || page < 2) {
+    throw invalidField('query.cursor', 'not a cursor of changes of this service')
+  }
+  if (body.s !== scope || from.x !== since.x || from.t !== since.t) {
+    throw invalidField('query.cursor', 'the cursor belongs to another sync_token, list or caller')
+  }
+  return { from, to, after, page }
+}
+
+/**
+ * A full list read with `sync=true`: its `next_cursor` carries the token of its first page (`<list cursor>~<token>`),
+ * so the token its last page answers was taken before the first page was read.
+ */
+export const carryToken = (listCursor: string, token: string): string => `${listCursor}~${token}`
+
+/** The list cursor and the token a cursor of a `sync=true` read carries (no token: a cursor of a plain read). */
+export function splitCarried (cursor: string): { cursor: string, token?: string } {
+  const at = cursor.indexOf('~')
+  return at < 0 ? { cursor } : { cursor: cursor.slice(0, at), token: cursor.slice(at + 1) }
+}
+
+/** The sync point now: the xmin of a snapshot (every transaction that may write later is at or after it). */
+export async function syncPoint (trx: Tx, now: Date): Promise<SyncPoint> {
+  const { rows } = await sql<{ x: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as x`.execute(trx)
+  const x = rows[0]?.x
+  if (x === undefined) throw new Error('no snapshot xmin')
+  return { x, t: now.getTime() }
+}
+
+/** The trigger that logs contact changes (absent on Citus: no sync there). */
+export const CONTACT_CHANGES_TRIGGER = 'contacts_changes_insert'
