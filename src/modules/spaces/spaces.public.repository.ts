@@ -96,6 +96,10 @@ export interface PublicEvent {
   description: string | null
   start_dt: Date | null
   end_dt: Date | null
+  /** for the HTML page (schema.org eventStatus, geo): not in the JSON page's schema, which leaves them out */
+  cancelled_at: Date | null
+  latitude: number | null
+  longitude: number | null
 }
 
 /** Published public events linked to the space: their count, and those that have not ended, soonest first. */
@@ -115,7 +119,10 @@ export async function publicEvents (
     .where('e.published_id', 'is', null)
   const [items, count] = await Promise.all([
     base
-      .select(['e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt'])
+      .select([
+        'e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt',
+        'e.cancelled_at', 'e.latitude', 'e.longitude'
+      ])
       .where(sql<boolean>`coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now()`)
       .orderBy(sql`e.start_dt asc nulls last`)
       .orderBy('e.id')

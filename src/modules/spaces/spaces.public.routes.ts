@@ -3,8 +3,14 @@
  * numeric space id or the space's public handle; either is looked up in the public directory
  * (`public_spaces`), which holds only published public spaces, to find the tenant. Only public data
  * leaves: people appear as previews (display name, initials, avatar), never e-mails or ids.
+ *
+ * The same page as HTML (spaces.public-html.ts): answered by this route when `Accept` prefers
+ * `text/html` to JSON, and always by `GET /api/v1/public/spaces/{id}/page.html`; rendered from the
+ * same page data and cache entry (the HTML of an entry is rendered once).
  */
 import crypto from 'node:crypto'
+import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -12,6 +18,9 @@ import { error404NotFound } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { activeManager, canManageSpace, isSpaceMember } from './spaces.access.repository.ts'
 import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
+import {
+  HTML_HEADERS, htmlEtag, prefersHtml, renderPublicPage, type PublicPageData
+} from './spaces.public-html.ts'
 import * as pub from './spaces.public.repository.ts'
 import * as repo from './spaces.repository.ts'
 import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
@@ -22,7 +31,9 @@ import { PublicSpaceParams, SpacePage } from './spaces.schemas.ts'
  */
 const MAX_AGE = 60
 
-interface CachedPage { tenantId: string, page: SpacePage, etag: string, expires: number }
+/** A page: its data (the JSON page, its events with the HTML's extra fields), its ETag, its HTML once rendered. */
+interface PageEntry { tenantId: string, page: PublicPageData, etag: string, html?: string }
+interface CachedPage extends PageEntry { expires: number }
 
 /**
  * Anonymous pages, by the reference asked (id or handle): the same answer for every caller without
@@ -43,14 +54,15 @@ class PublicPageCache {
     return undefined
   }
 
-  set (ref: string, entry: Omit<CachedPage, 'expires'>): void {
+  /** Keeps the entry itself (so that HTML rendered into it later is kept too). */
+  set (ref: string, entry: PageEntry): void {
     if (this.ttlMs === 0) return
     this.entries.delete(ref)
     if (this.entries.size >= this.max) {
       const oldest = this.entries.keys().next().value
       if (oldest !== undefined) this.entries.delete(oldest)
     }
-    this.entries.set(ref, { ...entry, expires: Date.now() + this.ttlMs })
+    this.entries.set(ref, Object.assign(entry, { expires: Date.now() + this.ttlMs }))
   }
 
   /** Drops the pages of a tenant (null: of every tenant). */
@@ -96,7 +108,7 @@ async function buildPage (
   tenantId: string,
   id: number,
   auth: AuthContext | null
-): Promise<SpacePage | undefined> {
+): Promise<PublicPageData | undefined> {
   const space = await pub.findPublicSpace(trx, tenantId, id)
   if (space === undefined) return undefined
   const [children, managers, members, events, owner] = [
@@ -151,7 +163,8 @@ async function buildPage (
   }
 }
 
-const etagOf = (page: SpacePage): string =>
+/** A hash of the page data (the events' extra fields of the HTML included) */
+const etagOf = (page: PublicPageData): string =>
   `W/"${crypto.createHash('sha256').update(JSON.stringify(page)).digest('base64url').slice(0, 27)}"`
 
 function matches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
@@ -161,9 +174,46 @@ function matches (ifNoneMatch: string | string[] | undefined, etag: string): boo
   return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
 }
 
+const cacheControl = (auth: AuthContext | null): string =>
+  auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache'
+
+const HTML_EXAMPLE = '<!doctype html>\n<html lang="en"><head>…</head><body><header><h1>Open Garden</h1>…</html>\n'
+
+const jsonPath = (ref: string): string => `/api/v1/public/spaces/${encodeURIComponent(ref)}`
+
 export function registerPublicRoutes (app: App, { db, config, writes }: AppContext): void {
   const cache = new PublicPageCache(config.publicPageCacheMs)
   writes.on(tenantId => { cache.drop(tenantId) })
+
+  /** The page of a reference as a caller (null: anonymous) sees it; anonymous pages come from and go to the cache. */
+  async function pageFor (ref: string, auth: AuthContext | null): Promise<PageEntry> {
+    const cached = auth === null ? cache.get(ref) : undefined
+    if (cached !== undefined) return cached
+    const parsed = parseRef(ref)
+    const entry = parsed === undefined ? undefined : await withSystem(db, trx => repo.resolvePublic(trx, parsed))
+    if (entry === undefined) throw error404NotFound('space not found')
+    const scope = { tenantId: entry.tenant_id, userId: auth?.tenantId === entry.tenant_id ? auth.userId : undefined }
+    const page = await withTenant(db, scope, trx => buildPage(trx, entry.tenant_id, entry.space_id, auth))
+    if (page === undefined) throw error404NotFound('space not found')
+    const result: PageEntry = { tenantId: entry.tenant_id, page, etag: etagOf(page) }
+    // only the page every anonymous caller gets (a caller with a token also gets `viewer`)
+    if (auth === null) cache.set(ref, result)
+    return result
+  }
+
+  /** The page as HTML (rendered once per cache entry), with its own ETag and the HTML's security headers. */
+  function sendHtml (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    ref: string,
+    entry: PageEntry,
+    auth: AuthContext | null
+  ) {
+    entry.html ??= renderPublicPage(entry.page, { baseUrl: config.baseUrl, selfPath: jsonPath(ref) })
+    const etag = htmlEtag(entry.etag)
+    void reply.headers(HTML_HEADERS).header('etag', etag).header('cache-control', cacheControl(auth))
+    return matches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : reply.send(entry.html)
+  }
 
   app.get('/api/v1/public/spaces/:id', {
     schema: {
@@ -176,27 +226,38 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     config: { auth: 'optional' }
   }, async (request, reply) => {
     const auth = request.optionalAuth
-    const send = (page: SpacePage, etag: string) => {
-      void reply
-        .header('etag', etag)
-        .header('vary', 'Authorization')
-        .header(
-          'cache-control',
-          auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache'
-        )
-      return matches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : page
-    }
-    const cached = auth === null ? cache.get(request.params.id) : undefined
-    if (cached !== undefined) return await send(cached.page, cached.etag)
-    const ref = parseRef(request.params.id)
-    const entry = ref === undefined ? undefined : await withSystem(db, trx => repo.resolvePublic(trx, ref))
-    if (entry === undefined) throw error404NotFound('space not found')
-    const scope = { tenantId: entry.tenant_id, userId: auth?.tenantId === entry.tenant_id ? auth.userId : undefined }
-    const page = await withTenant(db, scope, trx => buildPage(trx, entry.tenant_id, entry.space_id, auth))
-    if (page === undefined) throw error404NotFound('space not found')
-    const etag = etagOf(page)
-    // only the page every anonymous caller gets (a caller with a token also gets `viewer`)
-    if (auth === null) cache.set(request.params.id, { tenantId: entry.tenant_id, page, etag })
-    return await send(page, etag)
+    const entry = await pageFor(request.params.id, auth)
+    void reply.header('vary', 'Authorization, Accept')
+    if (prefersHtml(request.headers.accept)) return sendHtml(request, reply, request.params.id, entry, auth)
+    void reply.header('etag', entry.etag).header('cache-control', cacheControl(auth))
+    return matches(request.headers['if-none-match'], entry.etag) ? reply.code(304).send(null) : entry.page
+  })
+
+  // The HTML page at an address of its own: the link to share, whatever the client's Accept. Anonymous always (a
+  // browser sends no token), so every caller gets the kept page.
+  app.get('/api/v1/public/spaces/:id/page.html', {
+    schema: {
+      operationId: 'get-public-space-html',
+      summary: 'The public space page as HTML (no credential needed)',
+      tags: ['Spaces'],
+      params: PublicSpaceParams,
+      headers: Type.Object({
+        'if-none-match': Type.Optional(Type.String({ maxLength: 1000, description: 'ETag held: 304 if current' }))
+      }),
+      produces: ['text/html'],
+      response: {
+        200: Type.Unsafe<string>({
+          type: 'string',
+          description: 'One HTML document with schema.org Event JSON-LD (docs/integrations.md)',
+          examples: [HTML_EXAMPLE],
+          headers: { ETag: { type: 'string' } }
+        }),
+        304: NoContent
+      }
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    const entry = await pageFor(request.params.id, null)
+    return sendHtml(request, reply, request.params.id, entry, null)
   })
 }
