@@ -37,6 +37,8 @@ import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
 import { automationModule } from './modules/automation/automation.routes.ts'
 import { notificationsModule } from './modules/notifications/notifications.routes.ts'
+import { feedsModule } from './modules/feeds/feeds.routes.ts'
+import { webhooksModule } from './modules/webhooks/webhooks.routes.ts'
 
 /** The feature modules, in the order their routes are registered. */
 const MODULES: Module[] = [
@@ -48,7 +50,9 @@ const MODULES: Module[] = [
   seriesModule,
   eventCollabModule,
   automationModule,
-  notificationsModule
+  notificationsModule,
+  webhooksModule,
+  feedsModule
 ]
 
 export interface BuildOptions {

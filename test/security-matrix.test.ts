@@ -30,14 +30,21 @@ const AUDIENCE = 'urn:collab:api'
 
 /** Routes that need no token, and why (runtime contract, "Authentication"). */
 const PUBLIC_ROUTES: Record<string, string> = {
-  'POST /api/v1/integrations/idp/webhook': 'signed by the identity provider (HMAC), no bearer token'
+  'POST /api/v1/integrations/idp/webhook': 'signed by the identity provider (HMAC), no bearer token',
+  'GET /api/v1/spaces/:id/calendar.ics':
+    'calendar apps send no bearer token: a public space, or a secret feed token in the query (docs/integrations.md)',
+  'GET /api/v1/me/calendar.ics': 'calendar apps send no bearer token: a secret feed token in the query'
 }
 const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
 
 /** Write routes that every role may call, and why. */
 const WRITES_OPEN_TO_VIEWERS: Record<string, string> = {
   'POST /api/v1/spaces/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role',
-  'POST /api/v1/events/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role'
+  'POST /api/v1/events/managers/accept': 'the invited person accepts with the invite token, whatever their tenant role',
+  // a feed token reads only what its user already reads: viewers subscribe to calendars too
+  'POST /api/v1/feed-tokens': 'a feed token opens a read-only feed of what the caller sees: viewers may subscribe',
+  'DELETE /api/v1/feed-tokens/:id': "the caller's own feed token, whatever their tenant role",
+  'POST /api/v1/feed-tokens/:id/rotate': "the caller's own feed token, whatever their tenant role"
 }
 
 function request (route: ApiRoute, url: string, body: unknown): InjectOptions {

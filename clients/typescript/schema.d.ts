@@ -652,6 +652,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/spaces/{id}/page.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The public space page as HTML (no credential needed) */
+        get: operations["get-public-space-html"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/event-templates": {
         parameters: {
             query?: never;
@@ -1823,6 +1840,197 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's webhook subscriptions, newest first */
+        get: operations["list-webhooks"];
+        put?: never;
+        /** Subscribe a URL to domain events; the secret is shown only here */
+        post: operations["create-webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a webhook subscription */
+        get: operations["get-webhook"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook subscription and its delivery log */
+        delete: operations["delete-webhook"];
+        options?: never;
+        head?: never;
+        /** Merge-patch a webhook subscription (enabled: true re-enables it) */
+        patch: operations["patch-webhook"];
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace the signing secret; the old one keeps signing for 24 hours */
+        post: operations["rotate-webhook-secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log of a subscription, newest first */
+        get: operations["list-webhook-deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver again now, with the same webhook-id (a fresh run of attempts) */
+        post: operations["redeliver-webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a `webhook.ping` test event to the subscription */
+        post: operations["ping-webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{id}/calendar.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Calendar feed of a space (a public space without token, else with a space feed token) */
+        get: operations["get-space-calendar-feed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/calendar.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Personal calendar feed: the events the token's user created or manages */
+        get: operations["get-personal-calendar-feed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/feed-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's live calendar feed tokens */
+        get: operations["list-feed-tokens"];
+        put?: never;
+        /** Make a calendar feed token (shown once) */
+        post: operations["create-feed-token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/feed-tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a calendar feed token (its feeds answer 404 from now on) */
+        delete: operations["revoke-feed-token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/feed-tokens/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace the secret of a calendar feed token (the old one stops at once; shown once) */
+        post: operations["rotate-feed-token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2656,6 +2864,100 @@ export interface components {
             sent_at: string | null;
             next_attempt_at: string | null;
         };
+        WebhookSubscription: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /**
+             * Format: uuid
+             * @description Subscription id
+             */
+            id: string;
+            /** @description Where deliveries are POSTed */
+            url: string;
+            /** @description Topics delivered, or `*` */
+            event_types: string[];
+            description: string | null;
+            /** @description Whether events are delivered */
+            enabled: boolean;
+            disabled_reason: string | null;
+            disabled_at: string | null;
+            /** @description Failed attempts since the last success */
+            consecutive_failures: number;
+            previous_secret_expires_at: string | null;
+            /** @description The user who created it (notified when it is disabled) */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WebhookDelivery: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /**
+             * Format: uuid
+             * @description Delivery id
+             */
+            id: string;
+            /** Format: uuid */
+            subscription_id: string;
+            outbox_id: number | null;
+            /** @description The webhook-id header: the same on every attempt and redelivery */
+            msg_id: string;
+            /** @description The topic (`webhook.ping` for a ping) */
+            event_type: string;
+            /**
+             * @description pending (due, or waiting for a retry), succeeded, failed
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed";
+            /** @description Attempts so far */
+            attempts: number;
+            next_attempt_at: string | null;
+            last_status_code: number | null;
+            last_duration_ms: number | null;
+            last_error: string | null;
+            last_attempt_at: string | null;
+            delivered_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "id": 7,
+         *       "scope": "space",
+         *       "space_id": 42,
+         *       "created_at": "2026-11-01T09:00:00Z",
+         *       "last_used_at": null
+         *     }
+         */
+        FeedToken: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Id of the feed token */
+            id: number;
+            /**
+             * @description space: the feed of one space; personal: the events the caller created or manages
+             * @enum {string}
+             */
+            scope: "space" | "personal";
+            space_id: number | null;
+            /**
+             * Format: date-time
+             * @description When the token was made (or last rotated: the id stays)
+             */
+            created_at: string;
+            last_used_at: string | null;
+        };
         LivenessOutputBody: {
             /**
              * Format: uri
@@ -2738,6 +3040,14 @@ export interface components {
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
+            /** @description With `sync_token`: rows gone from the list */
+            deleted?: {
+                id: string;
+                /** @enum {boolean} */
+                deleted: true;
+            }[];
+            /** @description On the last page of a sync: send it as `sync_token` */
+            sync_token?: string;
         };
         SearchOutputBody: {
             /**
@@ -3683,6 +3993,106 @@ export interface components {
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
         };
+        WebhookSubscriptionWithSecret: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /**
+             * Format: uuid
+             * @description Subscription id
+             */
+            id: string;
+            /** @description Where deliveries are POSTed */
+            url: string;
+            /** @description Topics delivered, or `*` */
+            event_types: string[];
+            description: string | null;
+            /** @description Whether events are delivered */
+            enabled: boolean;
+            disabled_reason: string | null;
+            disabled_at: string | null;
+            /** @description Failed attempts since the last success */
+            consecutive_failures: number;
+            previous_secret_expires_at: string | null;
+            /** @description The user who created it (notified when it is disabled) */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The signing secret, `whsec_<base64>`: shown only in this answer (creation, rotation) */
+            secret: string;
+        };
+        PagedBodyWebhookSubscription: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["WebhookSubscription"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
+        PagedBodyWebhookDelivery: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["WebhookDelivery"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
+        CreatedFeedToken: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Id of the feed token */
+            id: number;
+            /**
+             * @description space: the feed of one space; personal: the events the caller created or manages
+             * @enum {string}
+             */
+            scope: "space" | "personal";
+            space_id: number | null;
+            /**
+             * Format: date-time
+             * @description When the token was made (or last rotated: the id stays)
+             */
+            created_at: string;
+            last_used_at: string | null;
+            /** @description The secret, shown this once: only its SHA-256 is kept */
+            token: string;
+            /** @description The feed address with the token, for a calendar app to subscribe to */
+            url: string;
+        };
+        FeedTokenList: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description The caller's live feed tokens, oldest first */
+            items: components["schemas"]["FeedToken"][];
+        };
         ErrorModel: {
             /**
              * Format: uri
@@ -3926,6 +4336,10 @@ export interface operations {
                 sort_dir?: "asc" | "desc";
                 /** @description Favorite filter; empty = no filter */
                 is_favorite?: "true" | "false" | "";
+                /** @description true: the last page carries a `sync_token` */
+                sync?: "true" | "false";
+                /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
+                sync_token?: string;
             };
             header?: never;
             path?: never;
@@ -6090,6 +6504,56 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-public-space-html": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag held: 304 if current */
+                "if-none-match"?: string;
+            };
+            path: {
+                /** @description Numeric space id or public handle */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One HTML document with schema.org Event JSON-LD (docs/integrations.md) */
+            200: {
+                headers: {
+                    ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example <!doctype html>
+                     *     <html lang="en"><head>…</head><body><header><h1>Open Garden</h1>…</html>
+                     */
+                    "text/html": string;
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
             404: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -10786,6 +11250,680 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-webhooks": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyWebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-webhook": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Where deliveries are POSTed: an https URL of a public address (AUTOMATION_WEBHOOK_ALLOW may allow others) */
+                    url: string;
+                    /** @description Outbox topics (`GET /api/v1/automation/triggers`, kind domain_event), or `*` for every one */
+                    event_types: string[];
+                    description?: string | null;
+                    /** @default true */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionWithSecret"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "delete-webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Where deliveries are POSTed: an https URL of a public address (AUTOMATION_WEBHOOK_ALLOW may allow others) */
+                    url?: string;
+                    /** @description Outbox topics (`GET /api/v1/automation/triggers`, kind domain_event), or `*` for every one */
+                    event_types?: string[];
+                    description?: string | null;
+                    /** @description true enables it again and clears the reason it was disabled */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscription"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "rotate-webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSubscriptionWithSecret"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-webhook-deliveries": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyWebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "redeliver-webhook": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "ping-webhook": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-space-calendar-feed": {
+        parameters: {
+            query?: {
+                /** @description The feed token */
+                token?: string;
+            };
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed (RFC 5545, `text/calendar; charset=utf-8`) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BEGIN:VCALENDAR
+                     *     VERSION:2.0
+                     *     PRODID:-//Collab//Calendar feeds//EN
+                     *     X-WR-CALNAME:Reading club
+                     *     BEGIN:VTIMEZONE
+                     *     TZID:Europe/Berlin
+                     *     …
+                     *     END:VTIMEZONE
+                     *     BEGIN:VEVENT
+                     *     UID:event-42@collab.example.org
+                     *     SEQUENCE:3
+                     *     DTSTAMP:20261101T090000Z
+                     *     DTSTART;TZID=Europe/Berlin:20261105T190000
+                     *     DTEND;TZID=Europe/Berlin:20261105T210000
+                     *     SUMMARY:Book night
+                     *     LOCATION:Main street 1
+                     *     GEO:52.52;13.405
+                     *     STATUS:CONFIRMED
+                     *     URL;VALUE=URI:https://app.example.org/events/42
+                     *     END:VEVENT
+                     *     END:VCALENDAR
+                     */
+                    "text/calendar": string;
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-personal-calendar-feed": {
+        parameters: {
+            query: {
+                /** @description The feed token */
+                token: string;
+            };
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed (RFC 5545, `text/calendar; charset=utf-8`) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BEGIN:VCALENDAR
+                     *     VERSION:2.0
+                     *     PRODID:-//Collab//Calendar feeds//EN
+                     *     X-WR-CALNAME:Reading club
+                     *     BEGIN:VTIMEZONE
+                     *     TZID:Europe/Berlin
+                     *     …
+                     *     END:VTIMEZONE
+                     *     BEGIN:VEVENT
+                     *     UID:event-42@collab.example.org
+                     *     SEQUENCE:3
+                     *     DTSTAMP:20261101T090000Z
+                     *     DTSTART;TZID=Europe/Berlin:20261105T190000
+                     *     DTEND;TZID=Europe/Berlin:20261105T210000
+                     *     SUMMARY:Book night
+                     *     LOCATION:Main street 1
+                     *     GEO:52.52;13.405
+                     *     STATUS:CONFIRMED
+                     *     URL;VALUE=URI:https://app.example.org/events/42
+                     *     END:VEVENT
+                     *     END:VCALENDAR
+                     */
+                    "text/calendar": string;
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-feed-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedTokenList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-feed-token": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * @description space (then `space_id`) or personal
+                     * @enum {string}
+                     */
+                    scope: "space" | "personal";
+                    space_id?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "scope": "personal",
+                     *       "space_id": null,
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "last_used_at": null,
+                     *       "token": "q4c1mX3v…",
+                     *       "url": "https://collab.example.org/api/v1/me/calendar.ics?token=q4c1mX3v…"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedFeedToken"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "revoke-feed-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "rotate-feed-token": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "scope": "personal",
+                     *       "space_id": null,
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "last_used_at": null,
+                     *       "token": "q4c1mX3v…",
+                     *       "url": "https://collab.example.org/api/v1/me/calendar.ics?token=q4c1mX3v…"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedFeedToken"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];

@@ -252,6 +252,36 @@ export const FIXTURES: Record<string, Fixture> = {
     }
   },
 
+  // a webhook subscription (tenant admins only) to a public address (no delivery runs in tests)
+  'webhooks/:id': {
+    create: async w => {
+      const res = await w.call(w.tokens.admin, {
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        payload: { url: `https://93.184.215.14/hooks/${w.marker}`, event_types: ['event.created'], description: w.marker }
+      })
+      if (res.statusCode !== 201) throw new Error(`fixture webhooks/:id: ${res.statusCode} ${res.body}`)
+      return res.json<{ id: string }>().id
+    }
+  },
+  // a delivery of that subscription: a queued ping
+  'deliveries/:delivery_id': {
+    create: async w => {
+      const res = await w.call(w.tokens.admin, {
+        method: 'POST',
+        url: `/api/v1/webhooks/${await w.need('webhooks/:id')}/ping`
+      })
+      if (res.statusCode !== 202) throw new Error(`fixture deliveries/:delivery_id: ${res.statusCode} ${res.body}`)
+      return res.json<{ id: string }>().id
+    }
+  },
+
+  // alice's personal calendar feed token: hers alone (another member's token list never shows it)
+  'feed-tokens/:id': {
+    private: true,
+    create: async w => String((await w.post('/api/v1/feed-tokens', { scope: 'personal' })).id)
+  },
+
   // a published public space: its page needs no token
   'public/spaces/:id': {
     create: async w => {
@@ -281,7 +311,11 @@ export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unkno
   'PATCH /api/v1/events/:id/milestones/:milestone_event_id': () => ({ reset_to_derived: true }),
   // `inherit` (the schema's sample) is refused on an event without a series before any tenant check could show
   'PATCH /api/v1/events/:id/registration': () => ({ capacity: 10 }),
-  'PATCH /api/v1/events/:id/series/registration': () => ({ capacity: 10 })
+  'PATCH /api/v1/events/:id/series/registration': () => ({ capacity: 10 }),
+  'POST /api/v1/webhooks': w => ({
+    url: `https://93.184.215.14/hooks/${w.marker}`, event_types: ['event.created', 'contact.created']
+  }),
+  'PATCH /api/v1/webhooks/:id': w => ({ description: w.marker, event_types: ['*'] })
 }
 
 /** The query string a route requires (its required query parameters with valid values), or ''. */

@@ -45,7 +45,9 @@ export const RESOURCE_KINDS = [
   'manager',
   'cover',
   'link',
-  'notification'
+  'notification',
+  'webhook',
+  'feed'
 ] as const
 export type ResourceKind = typeof RESOURCE_KINDS[number]
 
@@ -256,6 +258,23 @@ export const POLICY = {
       'tenant:admin',
       "the tenant's notification outbox: status, recipient, subject and the reason of a failure, never the text"
     )
+  },
+  webhook: {
+    read: tenantOnly('tenant:admin', 'subscriptions and their delivery log; never a secret after creation or rotation'),
+    write: tenantOnly(
+      'tenant:admin',
+      'create, change, delete, rotate the secret, ping, redeliver; the URL must be https and public unless AUTOMATION_WEBHOOK_ALLOW lists it'
+    )
+  },
+  // calendar feed tokens: the caller's own (another's answers 404); a feed read with one sees what its user sees
+  feed: {
+    create: tenantOnly(
+      'events:read',
+      'a space token needs the caller to see the space; the feed re-checks it at every fetch, as its user sees it now'
+    ),
+    read: tenantOnly('events:read', "the caller's own live tokens, never the token itself"),
+    revoke: tenantOnly('events:read', "the caller's own tokens (404 otherwise)"),
+    rotate: tenantOnly('events:read', "the caller's own tokens (404 otherwise); the old token stops at once")
   }
 } as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
 

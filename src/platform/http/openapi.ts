@@ -92,6 +92,8 @@ export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
   'add-event-manager',
   'update-event-manager',
   'get-public-space',
+  'get-space-calendar-feed',
+  'get-personal-calendar-feed',
   'create-automation-rule',
   'get-automation-rule',
   'replace-automation-rule',
@@ -105,7 +107,9 @@ export const LOCATION_OPERATIONS: ReadonlySet<string> = new Set([
   'create-automation-rule',
   'create-event-automation'
 ])
-export const IF_NONE_MATCH_OPERATIONS: ReadonlySet<string> = new Set(['get-public-space'])
+export const IF_NONE_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
+  'get-public-space', 'get-space-calendar-feed', 'get-personal-calendar-feed'
+])
 
 /** The tags of the document, in the order Swagger UI shows them; every operation's tag is one of these. */
 export const TAGS = [
@@ -150,6 +154,15 @@ export const TAGS = [
   {
     name: 'Notifications',
     description: "The tenant's notification outbox as administrators see it: what was sent, what waits, what failed."
+  },
+  {
+    name: 'Webhooks',
+    description:
+      'Outbound webhooks (Standard Webhooks): subscriptions to domain events, signing secrets, deliveries and retries.'
+  },
+  {
+    name: 'Calendar feeds',
+    description: 'iCalendar (RFC 5545) feeds of a space and of a user, and the secret feed tokens that open them.'
   }
 ]
 
