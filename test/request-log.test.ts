@@ -88,6 +88,17 @@ for (const kind of databases()) {
       }
     })
 
+    it("keeps a calendar feed's token out of the completion line, and the rest of the URL in it", async () => {
+      const secret = crypto.randomBytes(32).toString('base64url')
+      const res = await t.app.inject({ method: 'GET', url: `/api/v1/me/calendar.ics?token=${secret}` })
+      assert.equal(res.statusCode, 404)
+      const mine = linesOf(reqIdOf(res.json().instance as string))
+      assert.ok(mine.every(l => !JSON.stringify(l).includes(secret)), JSON.stringify(mine))
+      const done = mine.at(-1) as { req?: { url?: string, method?: string } }
+      assert.equal(done.req?.url, '/api/v1/me/calendar.ics?token=%5Bredacted%5D')
+      assert.equal(done.req?.method, 'GET')
+    })
+
     it('no route matched: route is "unmatched"; without a valid token there is no tenant', async () => {
       const res = await t.app.inject({
         method: 'GET',

@@ -10,7 +10,8 @@
  *   `request.log` and `reply.log` alike.
  * - Fastify's "incoming request" line is not written: it comes before authentication, so it could
  *   not name the tenant. "request completed" carries the request (method, URL, address) instead
- *   (`RequestLogController`).
+ *   (`RequestLogController`), with the value of a `token` query parameter (a calendar feed's secret,
+ *   docs/integrations.md) replaced by `[redacted]`.
  */
 import {
   LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest
@@ -48,6 +49,23 @@ export async function bindTenant (request: FastifyRequest, reply: FastifyReply):
   reply.log = log
 }
 
+/** A URL with the value of every `token` query parameter replaced: secrets stay out of the logs. */
+export function redactedUrl (url: string): string {
+  const q = url.indexOf('?')
+  if (q < 0 || !/(^|[?&])token=/.test(url.slice(q))) return url
+  const params = new URLSearchParams(url.slice(q + 1))
+  for (const key of new Set(params.keys())) {
+    if (key === 'token') params.set(key, '[redacted]')
+  }
+  return `${url.slice(0, q)}?${params.toString()}`
+}
+
+/** The request as its log line shows it: the request itself, or a view of it whose URL is redacted. */
+function loggedRequest (request: FastifyRequest): FastifyRequest {
+  const url = redactedUrl(request.url)
+  return url === request.url ? request : Object.create(request, { url: { value: url } }) as FastifyRequest
+}
+
 /** Fastify's request lines, less "incoming request"; "request completed" names the request. */
 export class RequestLogController extends LogController {
   override incomingRequest (): void {}
@@ -55,7 +73,8 @@ export class RequestLogController extends LogController {
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return
     if (error !== null && error !== undefined) {
-      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
-    } else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+      const req = loggedRequest(request)
+      reply.log.error({ req, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    } else reply.log.info({ req: loggedRequest(request), res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }
