@@ -17,6 +17,7 @@ import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
+import { readChanges } from '../../platform/sync/sync.repository.ts'
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -257,35 +258,16 @@ export async function listChanges (trx: Tx, auth: AuthContext, o: ChangesOptions
   const shared = auth.permissions.has('tenant:admin')
     ? sql`org_id is not null`
     : auth.orgId !== null ? sql`org_id = ${auth.orgId}` : sql`false`
-  const changed = sql`select key, max(seq) as seq from changes
-    where tenant_id = ${auth.tenantId} and kind = 'contact' and xid >= ${o.since}::xid8
-      and (owner_id = ${auth.userId} or ${shared})
-    group by key`
-  const { rows: keys } = await sql<{ key: string, seq: string, total: string }>`select key, seq::text as seq,
-      count(*) over () as total
-    from (${changed}) c where c.seq > ${o.after ?? '0'}::bigint
-    order by c.seq limit ${o.size + 1}`.execute(trx)
-  const page = keys.slice(0, o.size)
-  const ids = page.map(k => k.key)
-  const rows = ids.length === 0
-    ? []
-    : await listBase(trx, auth, o).select(COLUMNS).where('id', 'in', ids).execute()
-  const byId = new Map(rows.map(r => [r.id, r]))
-  const items: ContactRowOut[] = []
-  const deleted: Array<{ id: string, deleted: true }> = []
-  for (const id of ids) {
-    const row = byId.get(id)
-    if (row !== undefined) items.push(row)
-    else deleted.push({ id, deleted: true })
-  }
-  // the total counts from this page on; the pages before it are added by the caller's page number
-  return {
-    items,
-    deleted,
-    remaining: Number(keys[0]?.total ?? 0),
-    last: page[page.length - 1]?.seq,
-    more: keys.length > o.size
-  }
+  return await readChanges(trx, {
+    tenantId: auth.tenantId,
+    kind: 'contact',
+    since: o.since,
+    after: o.after,
+    size: o.size,
+    where: sql<SqlBool>`(owner_id = ${auth.userId} or ${shared})`,
+    id: key => key,
+    rows: async ids => await listBase(trx, auth, o).select(COLUMNS).where('id', 'in', ids).execute()
+  })
 }
 
 /** A page of the contacts the caller sees, its total, and the cursor of the next page (docs/pagination.md). */

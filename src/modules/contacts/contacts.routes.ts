@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { defineModule } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { checkIfMatch, ifMatchOf } from '../../platform/http/conditional.ts'
-import { error403Forbidden, error404NotFound, ErrorModel, invalidField } from '../../platform/http/errors.ts'
+import { error403Forbidden, error404NotFound, ErrorModel } from '../../platform/http/errors.ts'
 import { answerPage, answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { searchedPageOf } from '../../platform/http/schema.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
@@ -24,10 +24,7 @@ import { checkCharset, decodeCsvBody, parseContactsCsv, tooLarge } from './conta
 import { replacementValues, toValues } from './contacts.values.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
-import {
-  carryToken, CONTACT_CHANGES_TRIGGER, deltaCursor, error410Gone, issueSyncToken, readDeltaCursor, readSyncToken,
-  splitCarried, syncPoint, syncScope, type SyncPoint
-} from '../../platform/sync/sync.ts'
+import { CONTACT_CHANGES_TRIGGER, isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 
 const operation = operationsTagged('Contacts')
 const UPSERT_COST = 5
@@ -50,39 +47,6 @@ async function updateValues (trx: Tx, auth: AuthContext, id: string, values: rep
   const updated = await repo.updateContact(trx, auth.tenantId, id, values)
   await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
   return updated
-}
-
-/** What a page of changes of the contacts list reads: the list's filters, the token, the cursor. */
-interface ChangesQuery {
-  search: string | undefined
-  favorite: boolean | undefined
-  size: number
-  since: SyncPoint
-  cursor: string | undefined
-  scope: string
-}
-
-/**
- * A page of the changes of the contacts list since a sync token: the first from the token, the next from the
- * `next_cursor` of the previous one; the last page answers the new token, taken before the first page was read.
- */
-async function contactChanges (trx: Tx, auth: AuthContext, o: ChangesQuery) {
-  const position = o.cursor === undefined
-    ? { from: o.since, to: await syncPoint(trx, new Date()), after: undefined, page: 1 }
-    : readDeltaCursor(o.cursor, o.scope, o.since)
-  const found = await repo.listChanges(trx, auth, {
-    search: o.search, favorite: o.favorite, since: o.since.x, after: position.after, size: o.size
-  })
-  const last = found.last
-  const more = found.more && last !== undefined
-  return {
-    items: found.items,
-    deleted: found.deleted,
-    page: position.page,
-    total: (position.page - 1) * o.size + found.remaining,
-    next_cursor: more ? deltaCursor({ ...position, after: last, page: position.page + 1 }, o.scope) : null,
-    ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope) })
-  }
 }
 
 export const contactsModule = defineModule(async (app, { db }) => {
@@ -130,7 +94,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
     const favorite = q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
-    if (q.sync_token === undefined && q.sync !== 'true') {
+    if (!isSyncRead(q)) {
       return await answerPage(db, request, trx =>
         repo.listVisible(trx, request.auth, { counting, ...searchedPageOf(q), favorite })
       )
@@ -140,33 +104,14 @@ export const contactsModule = defineModule(async (app, { db }) => {
     const filters = { search: paged.search === '' ? undefined : paged.search, favorite }
     const scope = syncScope('contacts', request.auth, filters)
     const logged = (await countingOf(db, CONTACT_CHANGES_TRIGGER)) === 'kept'
-    const now = new Date()
-    if (q.sync_token !== undefined) {
-      // no log of changes (Citus): no token was issued here, and none can answer
-      if (!logged) throw error410Gone('this database keeps no log of changes: read the full list again')
-      const since = readSyncToken(q.sync_token, scope, now)
-      return await answerPage(db, request, trx =>
-        contactChanges(trx, request.auth, { ...filters, size: q.size, since, cursor: q.cursor, scope }))
-    }
-    if (q.cursor === undefined && q.page > 1) {
-      throw invalidField('query.page', 'a read with sync=true pages by next_cursor from its first page')
-    }
-    const carried = q.cursor === undefined ? undefined : splitCarried(q.cursor)
-    if (logged && carried !== undefined && carried.token === undefined) {
-      throw invalidField('query.cursor', 'a read with sync=true goes on with the next_cursor of its own pages')
-    }
-    return await answerPage(db, request, async trx => {
-      // the token is taken before the first page is read, and carried by the cursors to the last page
-      if (carried?.token !== undefined) readSyncToken(carried.token, scope, now)
-      const token = !logged
-        ? undefined
-        : carried?.token ?? issueSyncToken(await syncPoint(trx, now), scope)
-      const page = await repo.listVisible(trx, request.auth, { counting, ...paged, cursor: carried?.cursor, favorite })
-      if (token === undefined) return page
-      return page.next_cursor !== null
-        ? { ...page, next_cursor: carryToken(page.next_cursor, token) }
-        : { ...page, sync_token: token }
-    })
+    return await answerPage(db, request, async (trx, _q, auth) => await syncedRead(trx, {
+      query: q,
+      scope,
+      logged,
+      now: new Date(),
+      full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, favorite }),
+      changes: async (since, after, size) => await repo.listChanges(trx, auth, { ...filters, since, after, size })
+    }))
   })
 
   app.get('/api/v1/contacts/search', operation('search-contacts', 'Search contacts by name, e-mail and company', {

@@ -13,76 +13,19 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { CHANGES_KEPT_MS, issueSyncToken, readSyncToken, SYNC_WINDOW_MS } from '../../platform/sync/sync.ts'
 import { pruneRetention } from '../../platform/retention.ts'
 import { ApiError } from '../../platform/http/errors.ts'
+import { fullRead, Replica, sorted, tokenBody } from '../../../test/helpers/sync-replica.ts'
 
 type Json = Record<string, any>
 
 const NUM_RUNS = 15
 
-/** A client's copy of a list, kept by sync. */
-class Replica {
-  rows = new Map<string, Json>()
-  token: string | undefined
-  constructor (readonly t: TestApp, readonly caller: string, readonly query = '') {}
-
-  /** One sync: a full read the first time, a delta after; `between` runs after each page but the last. */
-  async sync (size = 3, between?: () => Promise<void>): Promise<void> {
-    const full = this.token === undefined
-    const fresh = new Map<string, Json>()
-    let cursor: string | undefined
-    for (;;) {
-      const params = new URLSearchParams(this.query)
-      params.set('size', String(size))
-      if (full) params.set('sync', 'true')
-      else params.set('sync_token', this.token ?? '')
-      if (cursor !== undefined) params.set('cursor', cursor)
-      const res = await this.t.as(this.caller, { method: 'GET', url: `/api/v1/contacts?${params.toString()}` })
-      assert.equal(res.statusCode, 200, res.body)
-      const body = res.json()
-      for (const row of body.items as Json[]) (full ? fresh : this.rows).set(row.id, row)
-      for (const gone of (body.deleted ?? []) as Json[]) {
-        assert.equal(gone.deleted, true)
-        this.rows.delete(gone.id)
-      }
-      if (body.next_cursor === null) {
-        assert.equal(typeof body.sync_token, 'string', 'the last page carries the token')
-        this.token = body.sync_token
-        break
-      }
-      assert.equal(body.sync_token, undefined, 'only the last page carries the token')
-      cursor = body.next_cursor
-      await between?.()
-    }
-    if (full) this.rows = fresh
-  }
-}
-
-/** Every contact of the list as a full read answers it, by id. */
-async function fullRead (t: TestApp, caller: string, query = ''): Promise<Map<string, Json>> {
-  const out = new Map<string, Json>()
-  let cursor: string | undefined
-  for (;;) {
-    const params = new URLSearchParams(query)
-    params.set('size', '100')
-    if (cursor !== undefined) params.set('cursor', cursor)
-    const res = await t.as(caller, { method: 'GET', url: `/api/v1/contacts?${params.toString()}` })
-    assert.equal(res.statusCode, 200, res.body)
-    const body = res.json()
-    for (const row of body.items as Json[]) out.set(row.id, row)
-    if (body.next_cursor === null) return out
-    cursor = body.next_cursor
-  }
-}
-
-const sorted = (m: Map<string, Json>) => [...m.values()].sort((a, b) => String(a.id).localeCompare(String(b.id)))
+const CONTACTS = '/api/v1/contacts'
 
 async function createContact (t: TestApp, caller: string, name: string): Promise<Json> {
   const res = await t.as(caller, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: name } })
   assert.equal(res.statusCode, 201, res.body)
   return res.json()
 }
-
-const tokenBody = (token: string): Json =>
-  JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8'))
 
 for (const kind of databases()) {
   // no log of changes on Citus (migration 0026): no token is issued there
@@ -98,9 +41,9 @@ for (const kind of databases()) {
       const erin = await tenant.user('erin', ['member'])
       const a1 = await createContact(t, alice, 'A1')
       const a2 = await createContact(t, alice, 'A2')
-      const replica = new Replica(t, alice)
+      const replica = new Replica(t, alice, CONTACTS)
       await replica.sync()
-      assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice)))
+      assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice, CONTACTS)))
 
       const b1 = await createContact(t, bob, 'B1')
       await createContact(t, carol, 'C1')
@@ -130,7 +73,7 @@ for (const kind of databases()) {
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const c = await createContact(t, alice, 'Fav')
       await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: true } })
-      const replica = new Replica(t, alice, 'is_favorite=true')
+      const replica = new Replica(t, alice, CONTACTS, 'is_favorite=true')
       await replica.sync()
       assert.deepEqual([...replica.rows.keys()], [c.id])
       await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: false } })
@@ -192,7 +135,7 @@ for (const kind of databases()) {
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
       const made: Json[] = []
       for (let i = 0; i < 12; i++) made.push(await createContact(t, alice, `P${i}`))
-      const replica = new Replica(t, alice)
+      const replica = new Replica(t, alice, CONTACTS)
       let step = 0
       const writes = async () => {
         step++
@@ -208,7 +151,7 @@ for (const kind of databases()) {
       assert.ok(step >= 3, 'writes ran between the pages')
       await replica.sync(2, writes)
       await replica.sync(2)
-      assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice)))
+      assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice, CONTACTS)))
     })
 
     void it('a replica applying deltas equals a full read, whatever the interleaving (property)', async () => {
@@ -237,8 +180,8 @@ for (const kind of databases()) {
         ]
         const admin = await tenant.user('root', ['admin'], { orgId: 'org-a' })
         const viewers = [...callers, admin]
-        const replicas = viewers.map(c => new Replica(t, c))
-        const favorites = new Replica(t, callers[0] ?? '', 'is_favorite=true')
+        const replicas = viewers.map(c => new Replica(t, c, CONTACTS))
+        const favorites = new Replica(t, callers[0] ?? '', CONTACTS, 'is_favorite=true')
         const ids: string[] = []
         const write = async (s: Exclude<Step, { op: 'sync' }>) => {
           const caller = callers[s.who] ?? ''
@@ -271,7 +214,7 @@ for (const kind of databases()) {
         // one more sync of each, with no write meanwhile: every replica equals a full read
         for (const r of [...replicas, favorites]) {
           await r.sync(3)
-          assert.deepEqual(sorted(r.rows), sorted(await fullRead(t, r.caller, r.query)))
+          assert.deepEqual(sorted(r.rows), sorted(await fullRead(t, r.caller, CONTACTS, r.query)))
         }
       }), { numRuns: NUM_RUNS })
     })

@@ -10,6 +10,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { digestEtag } from '../../platform/http/conditional.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
+import { readChanges } from '../../platform/sync/sync.repository.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
 import {
   ATTENDEE_STATUSES, type AttendeeRow, type AttendeeStatus, type EventCollabTables
@@ -65,6 +66,39 @@ export async function listAttendees (
     .where(ofEventOrSeries(event))
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
   return await listPage(base, qb => qb.select(ATTENDEE_COLUMNS), ATTENDEE_KEYS, window)
+}
+
+/** The trigger that logs attendee changes (migrations/0027_sync_events_attendees.sql; absent on Citus). */
+export const ATTENDEE_CHANGES_TRIGGER = 'attendees_changes_insert'
+
+/**
+ * A page of the changes of an event's attendees list since a sync point (docs/integrations.md, "Incremental
+ * sync"): the attendees of the occurrence and of its series changed by transactions from `since` on, each once at
+ * its latest change, by seq; those in the list now (its status filter) as rows, the others as tombstones. The
+ * caller may read the event's attendees (checked before), so every change of the list is theirs to learn.
+ */
+export async function listAttendeeChanges (
+  trx: Tx,
+  tenantId: string,
+  event: OccurrenceRef,
+  o: { status?: AttendeeStatus | undefined, since: string, after: string | undefined, size: number }
+) {
+  const parents = [`event:${event.id}`, ...(event.seriesId !== null ? [`series:${event.seriesId}`] : [])]
+  return await readChanges(trx, {
+    tenantId,
+    kind: 'attendee',
+    since: o.since,
+    after: o.after,
+    size: o.size,
+    where: sql<SqlBool>`parent = any(${parents}::text[])`,
+    id: Number,
+    rows: async ids => await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
+      .where('tenant_id', '=', tenantId)
+      .where(ofEventOrSeries(event))
+      .where('id', 'in', ids)
+      .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
+      .execute()
+  })
 }
 
 /** Attendee counts of an event by status (index attendees_event_status). */

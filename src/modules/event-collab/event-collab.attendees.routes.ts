@@ -18,6 +18,8 @@ import { answerPage, noContentRoute, operationsTagged } from '../../platform/htt
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
+import { countingOf } from '../../platform/db/kept-counts.ts'
+import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { eventDomainEvent, readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, EventParams,
@@ -102,15 +104,26 @@ async function lockForWrite (
 export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
     params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
-  }, requirePolicy('attendee', 'read')), async request => await answerPage(db, request, async (trx, q) => {
-    const event = await readEventWith(trx, request.auth, request.params.id, 'attendees:read')
-    return await repo.listAttendees(
-      trx,
-      request.auth.tenantId,
-      { id: rootOf(event), seriesId: event.series_id },
-      { page: q.page, size: q.size, cursor: q.cursor, status: q.status }
-    )
-  }))
+  }, requirePolicy('attendee', 'read')), async request => {
+    const logged = isSyncRead(request.query) && (await countingOf(db, repo.ATTENDEE_CHANGES_TRIGGER)) === 'kept'
+    return await answerPage(db, request, async (trx, q, auth) => {
+      const event = await readEventWith(trx, auth, request.params.id, 'attendees:read')
+      const of = { id: rootOf(event), seriesId: event.series_id }
+      const full = async (cursor: string | undefined) =>
+        await repo.listAttendees(trx, auth.tenantId, of, { page: q.page, size: q.size, cursor, status: q.status })
+      if (!isSyncRead(q)) return await full(q.cursor)
+      // incremental sync (docs/integrations.md): the token binds the event, its series, the filter and the caller
+      return await syncedRead(trx, {
+        query: q,
+        scope: syncScope('attendees', auth, { event: of.id, series: of.seriesId, status: q.status }),
+        logged,
+        now: new Date(),
+        full,
+        changes: async (since, after, size) =>
+          await repo.listAttendeeChanges(trx, auth.tenantId, of, { status: q.status, since, after, size })
+      })
+    })
+  })
 
   app.post('/api/v1/events/:id/attendees', operation('add-event-attendee', 'Add a contact as an attendee (409 when already attending)', {
     params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import {
   body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
+import { deletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../platform/sync/sync.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from '../events/events.permissions.ts'
 import { ATTENDEE_STATUSES, CHECK_IN_METHODS, MILESTONE_STATUSES } from './event-collab.table.ts'
 
@@ -64,10 +65,17 @@ export const Attendee = model('Attendee', {
   check_in_token_issued_at: Nullable(Timestamp('When the current check-in token was issued')),
   check_in_token_revoked_at: Nullable(Timestamp('When the check-in token was revoked'))
 })
-export const PagedBodyAttendee = pagedBody(Attendee, 'PagedBodyAttendee')
+/** A page of the list; with `sync=true` or `sync_token`, the fields of an incremental sync (docs/integrations.md). */
+export const PagedBodyAttendee = model('PagedBodyAttendee', {
+  ...pagedBody(Attendee, 'PagedBodyAttendee').properties,
+  deleted: deletedField(Type.Integer()),
+  sync_token: SyncTokenField
+})
 
 export const ListAttendeesQuery = Type.Intersect([KeysetPageQuery, Type.Object({
-  status: Type.Optional(AttendeeStatus)
+  status: Type.Optional(AttendeeStatus),
+  sync: SyncStartParam,
+  sync_token: SyncParam
 })])
 
 export const AddAttendeeBody = body({

@@ -327,6 +327,40 @@ const SORT_TYPES: Record<(typeof EVENT_SORT_FIELDS)[number], KeyColumn['type']> 
 
 type EventsQuery<O> = SelectQueryBuilder<Database, 'events', O>
 
+/** What the events list is filtered by (ListOptions without its order and page). */
+export type ListFilters = Pick<ListOptions,
+  'search' | 'status' | 'visibility' | 'startAfter' | 'startBefore' | 'spaceIds' | 'templates'>
+
+/** The events list's filters on a query over `events`: the tenant, listed rows, and the query's filters. */
+export function listFilter (auth: AuthContext, o: ListFilters) {
+  // `not is_deleted` as written, not a parameter: a generic plan then matches the partial list indexes
+  return <O>(qb: EventsQuery<O>): EventsQuery<O> =>
+    qb
+      .where('events.tenant_id', '=', auth.tenantId)
+      .where(sql<SqlBool>`not events.is_deleted`)
+      .where('events.published_id', 'is', null)
+      .where(eb =>
+        o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published'])
+      )
+      .$if(o.visibility !== undefined && o.visibility !== 0, qb =>
+        qb.where('events.visibility', '=', o.visibility ?? 0)
+      )
+      .$if(o.search !== undefined && o.search !== '', qb =>
+        qb.where('events.search_text', 'like', likePattern(o.search ?? ''))
+      )
+      .$if(o.startAfter !== undefined, qb => qb.where('events.start_dt', '>=', new Date(o.startAfter ?? 0)))
+      .$if(o.startBefore !== undefined, qb => qb.where('events.start_dt', '<=', new Date(o.startBefore ?? 0)))
+      .$if(o.templates !== undefined && o.templates.length > 0, qb =>
+        qb.where('events.template', 'in', o.templates ?? [])
+      )
+      .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(
+        eb.selectFrom('event_spaces as es').select(sql`1`.as('one'))
+          .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
+          .whereRef('es.tenant_id', '=', 'events.tenant_id').whereRef('es.event_id', '=', 'events.id')
+          .where('es.space_id', 'in', o.spaceIds ?? [])
+      )))
+}
+
 /**
  * A page of the events a caller sees, its exact total and the cursor of the next page.
  *
@@ -372,32 +406,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     templates: o.templates
   })
   const window = pageWindow(o, scope, keys)
-  // `not is_deleted` as written, not a parameter: a generic plan then matches the partial list indexes
-  const filtered = <O>(qb: EventsQuery<O>): EventsQuery<O> =>
-    qb
-      .where('events.tenant_id', '=', auth.tenantId)
-      .where(sql<SqlBool>`not events.is_deleted`)
-      .where('events.published_id', 'is', null)
-      .where(eb =>
-        o.status !== undefined ? eb('events.status', '=', o.status) : eb('events.status', 'in', ['draft', 'published'])
-      )
-      .$if(o.visibility !== undefined && o.visibility !== 0, qb =>
-        qb.where('events.visibility', '=', o.visibility ?? 0)
-      )
-      .$if(o.search !== undefined && o.search !== '', qb =>
-        qb.where('events.search_text', 'like', likePattern(o.search ?? ''))
-      )
-      .$if(o.startAfter !== undefined, qb => qb.where('events.start_dt', '>=', new Date(o.startAfter ?? 0)))
-      .$if(o.startBefore !== undefined, qb => qb.where('events.start_dt', '<=', new Date(o.startBefore ?? 0)))
-      .$if(o.templates !== undefined && o.templates.length > 0, qb =>
-        qb.where('events.template', 'in', o.templates ?? [])
-      )
-      .$if(o.spaceIds !== undefined && o.spaceIds.length > 0, qb => qb.where(eb => eb.exists(
-        eb.selectFrom('event_spaces as es').select(sql`1`.as('one'))
-          .where('es.tenant_id', '=', auth.tenantId) // as a value too: one shard on Citus
-          .whereRef('es.tenant_id', '=', 'events.tenant_id').whereRef('es.event_id', '=', 'events.id')
-          .where('es.space_id', 'in', o.spaceIds ?? [])
-      )))
+  const filtered = listFilter(auth, o)
   // which rows, which version of each (the bodies come from the row cache or PostgreSQL: events.service.ts,
   // renderEvents), and the sort value for the next cursor
   const columns = [

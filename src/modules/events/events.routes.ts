@@ -21,6 +21,8 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { EventRow } from './events.table.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
+import { EVENT_CHANGES_TRIGGER, listEventChanges, reachDigest } from './events.sync.repository.ts'
+import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { renderEvents } from './events.bodies.repository.ts'
 import {
   ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody,
@@ -140,31 +142,42 @@ export const eventsModule = defineModule(async (app, ctx) => {
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
+    const paged = searchedPageOf(q)
+    const filters: repo.ListFilters = {
+      search: paged.search === '' ? undefined : paged.search,
+      status: q.status,
+      visibility: q.visibility,
+      startAfter: q.start_dt_after,
+      startBefore: q.start_dt_before,
+      spaceIds: q.space_ids,
+      templates
+    }
+    const logged = isSyncRead(q) && (await countingOf(db, EVENT_CHANGES_TRIGGER)) === 'kept'
     // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
-    const {
-      items,
-      total,
-      page,
-      next_cursor: nextCursor
-    } = await withTenant(db, auth, async trx => {
-      const found = await repo.listEvents(trx, auth, {
-        ...searchedPageOf(q),
-        counting,
-        status: q.status,
-        visibility: q.visibility,
-        startAfter: q.start_dt_after,
-        startBefore: q.start_dt_before,
-        spaceIds: q.space_ids,
-        templates
-      })
+    const found = await withTenant(db, auth, async trx => {
+      const full = async (cursor: string | undefined) =>
+        await repo.listEvents(trx, auth, { ...paged, ...filters, cursor, counting })
+      // incremental sync (docs/integrations.md): the token binds the filters, the caller and the caller's reach
+      const found = !isSyncRead(q)
+        ? await full(q.cursor)
+        : await syncedRead(trx, {
+          query: q,
+          scope: syncScope('events', auth, { ...filters, '@reach': await reachDigest(trx, auth) }),
+          logged,
+          now: new Date(),
+          full,
+          changes: async (since, after, size) => await listEventChanges(trx, auth, { ...filters, since, after, size })
+        })
       return { ...found, items: await renderEvents(trx, ctx.eventBodies, auth.tenantId, found.items) }
     })
     return await sendJsonFields(request, reply, {
-      items,
-      page: String(page),
+      items: found.items,
+      page: String(found.page),
       size: String(q.size),
-      total: String(total),
-      next_cursor: JSON.stringify(nextCursor)
+      total: String(found.total),
+      next_cursor: JSON.stringify(found.next_cursor),
+      ...('deleted' in found && found.deleted !== undefined ? { deleted: JSON.stringify(found.deleted) } : {}),
+      ...('sync_token' in found && found.sync_token !== undefined ? { sync_token: JSON.stringify(found.sync_token) } : {})
     })
   })
 

@@ -3,6 +3,7 @@ import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import {
   body, DateTimeInput, IntId, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp
 } from '../../platform/http/schema.ts'
+import { deletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../platform/sync/sync.ts'
 import { EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS } from './events.permissions.ts'
 
 /** Bounds chosen by us (docs/events.md). */
@@ -195,12 +196,19 @@ export const ListEventsQuery = Type.Intersect([
     template: Type.Optional(TemplateId),
     template_in: Type.Optional(
       Type.Array(TemplateId, { maxItems: 50, description: 'Template in this list (repeatable), OR-ed with template' })
-    )
+    ),
+    sync: SyncStartParam,
+    sync_token: SyncParam
   })
 ])
 export type ListEventsQuery = Static<typeof ListEventsQuery>
 
-export const PagedBodyEvent = pagedBody(Event, 'PagedBodyEvent')
+/** A page of the list; with `sync=true` or `sync_token`, the fields of an incremental sync (docs/integrations.md). */
+export const PagedBodyEvent = model('PagedBodyEvent', {
+  ...pagedBody(Event, 'PagedBodyEvent').properties,
+  deleted: deletedField(Type.Integer()),
+  sync_token: SyncTokenField
+})
 
 export const CalendarQuery = Type.Object({
   start_date: Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'First day (YYYY-MM-DD)' }),

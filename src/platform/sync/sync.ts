@@ -19,7 +19,7 @@
  *   const since = q.sync_token !== undefined ? readSyncToken(q.sync_token, scope, new Date()) : undefined
  */
 import crypto from 'node:crypto'
-import { Type } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
 import { sql } from 'kysely'
 import type { AuthContext } from '../auth/verify.ts'
 import type { Tx } from '../db/tenant.ts'
@@ -48,14 +48,13 @@ export const SyncTokenField = Type.Optional(Type.String({
   description: 'On the last page of a sync: send it as `sync_token`'
 }))
 
-export const Tombstone = Type.Object({
-  id: Type.String(),
-  deleted: Type.Literal(true)
-}, { additionalProperties: false })
+/** The tombstones of a list whose rows have ids of the schema `id` (a uuid string, an integer). */
+export const deletedField = (id: TSchema) => Type.Optional(Type.Array(
+  Type.Object({ id, deleted: Type.Literal(true) }, { additionalProperties: false }),
+  { description: 'With `sync_token`: rows gone from the list (or out of the caller\'s sight): drop them by `id`' }
+))
 
-export const DeletedField = Type.Optional(Type.Array(Tombstone, {
-  description: 'With `sync_token`: rows gone from the list'
-}))
+export const DeletedField = deletedField(Type.String())
 
 /** The digest a token of one list, filters and caller carries. */
 export function syncScope (list: string, auth: AuthContext, filters: Record<string, unknown>): string {
@@ -168,3 +167,91 @@ export async function syncPoint (trx: Tx, now: Date): Promise<SyncPoint> {
 
 /** The trigger that logs contact changes (absent on Citus: no sync there). */
 export const CONTACT_CHANGES_TRIGGER = 'contacts_changes_insert'
+
+/** A tombstone: a row gone from the list since the token. */
+export interface Tombstone<K> { id: K, deleted: true }
+
+/** A page of changes a list's repository reads: rows in the list now, tombstones for the others. */
+export interface ChangesPage<T, K> {
+  items: T[]
+  deleted: Array<Tombstone<K>>
+  /** the changes from this page on */
+  remaining: number
+  /** the seq of the page's last change */
+  last: string | undefined
+  more: boolean
+}
+
+/** What a list's read answers: a page of the full list. */
+export interface FullPage<T> { items: T[], total: number, page: number, next_cursor: string | null }
+
+/** The query fields of a list that syncs. */
+export interface SyncQuery {
+  sync?: 'true' | 'false' | undefined
+  sync_token?: string | undefined
+  cursor?: string | undefined
+  page: number
+  size: number
+}
+
+/** Whether a list read is a sync (a full read with `sync=true`, or a delta with `sync_token`). */
+export const isSyncRead = (q: SyncQuery): boolean => q.sync_token !== undefined || q.sync === 'true'
+
+export interface SyncedRead<T, K> {
+  query: SyncQuery
+  /** syncScope of the list, its filters and the caller */
+  scope: string
+  /** whether the list's changes are logged here (no triggers on Citus: no token is issued, none answers) */
+  logged: boolean
+  now: Date
+  /** a page of the full list from its cursor (undefined: the first page) */
+  full: (cursor: string | undefined) => Promise<FullPage<T>>
+  /** a page of the changes by transactions from `since` (an xid8) after the change `after` (a seq) */
+  changes: (since: string, after: string | undefined, size: number) => Promise<ChangesPage<T, K>>
+}
+
+export type SyncedPage<T, K> = FullPage<T> & { deleted?: Array<Tombstone<K>>, sync_token?: string }
+
+/**
+ * A list read with `sync=true` or `sync_token`, in the caller's transaction: 410 for a token that cannot answer, 400
+ * for a page number or a cursor that is not of this sync; the full list with its token on its last page, or a page
+ * of the changes since the token, the last with the next token (taken before the first page was read).
+ */
+export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<SyncedPage<T, K>> {
+  const q = o.query
+  if (q.sync_token !== undefined) {
+    if (!o.logged) throw error410Gone('this database keeps no log of changes: read the full list again')
+    const since = readSyncToken(q.sync_token, o.scope, o.now)
+    const position = q.cursor === undefined
+      ? { from: since, to: await syncPoint(trx, o.now), after: undefined, page: 1 }
+      : readDeltaCursor(q.cursor, o.scope, since)
+    const found = await o.changes(since.x, position.after, q.size)
+    const more = found.more && found.last !== undefined
+    return {
+      items: found.items,
+      deleted: found.deleted,
+      page: position.page,
+      // the total counts from this page on; the pages before it are added by the page number
+      total: (position.page - 1) * q.size + found.remaining,
+      next_cursor: more && found.last !== undefined
+        ? deltaCursor({ ...position, after: found.last, page: position.page + 1 }, o.scope)
+        : null,
+      ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope) })
+    }
+  }
+  if (q.cursor === undefined && q.page > 1) {
+    throw invalidField('query.page', 'a read with sync=true pages by next_cursor from its first page')
+  }
+  const carried = q.cursor === undefined ? undefined : splitCarried(q.cursor)
+  if (o.logged && carried !== undefined && carried.token === undefined) {
+    throw invalidField('query.cursor', 'a read with sync=true goes on with the next_cursor of its own pages')
+  }
+  // the token is taken before the first page is read, and carried by the cursors to the last page
+  if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now)
+  const token = !o.logged ? undefined : carried?.token ?? issueSyncToken(await syncPoint(trx, o.now), o.scope)
+  const page = await o.full(carried?.cursor)
+  if (token === undefined) return page
+  return page.next_cursor !== null
+    ? { ...page, next_cursor: carryToken(page.next_cursor, token) }
+    : { ...page, sync_token: token }
+}
