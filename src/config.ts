@@ -7,6 +7,7 @@
  */
 import net from 'node:net'
 import path from 'node:path'
+import { isSupportedCountry, type CountryCode } from 'libphonenumber-js/min'
 
 export interface Config {
   readonly port: number
@@ -72,6 +73,11 @@ export interface Config {
   readonly corsOrigins: readonly string[]
   /** How long finished rows are kept (RETENTION_*; docs/retention.md). */
   readonly retention: RetentionConfig
+  /**
+   * How long a sync token answers, in milliseconds: RETENTION_CHANGES less a day (`syncWindowMs(retention)`; 30 days
+   * by default); null when RETENTION_CHANGES is `off` (a token is never too old).
+   */
+  readonly syncWindowMs: number | null
   /** Bearer token of `GET /metrics` (METRICS_TOKEN); undefined = no metrics route (404). */
   readonly metricsToken: string | undefined
   /**
@@ -79,6 +85,12 @@ export interface Config {
    * default 5 000, at most the 60 s the page's Cache-Control allows any cache; 0 = off).
    */
   readonly publicPageCacheMs: number
+  /**
+   * The region of contacts' phone numbers typed without a country code (PHONE_DEFAULT_REGION: an ISO 3166-1 alpha-2
+   * code such as FR); a request's `phone_region` overrides it. Undefined: such numbers are kept as typed and flagged
+   * invalid (docs/contacts.md, "Phone numbers").
+   */
+  readonly phoneDefaultRegion: CountryCode | undefined
 }
 
 export interface S3Config {
@@ -111,8 +123,34 @@ export interface RetentionConfig {
   readonly executions: number | null
   /** the newest executions of each rule kept whatever their age (RETENTION_EXECUTIONS_KEEP_PER_RULE, 100) */
   readonly executionsKeepPerRule: number
+  /**
+   * finished outbound webhook deliveries (succeeded, or failed after their last retry), from their last attempt
+   * (RETENTION_WEBHOOK_DELIVERIES, 30d); pending ones (due, waiting for a retry, in flight) never
+   */
+  readonly webhookDeliveries: number | null
+  /** revoked calendar feed tokens, from revoked_at (RETENTION_FEED_TOKENS, 30d); live tokens never */
+  readonly feedTokens: number | null
+  /**
+   * the log of changes of incremental sync, from when a change was written (RETENTION_CHANGES, 31d, at least 2d);
+   * a sync token answers for this period less a day (`syncWindowMs`); null (`off`): kept forever
+   */
+  readonly changes: number | null
   /** rows deleted by one statement at most (RETENTION_BATCH_SIZE, 1000) */
   readonly batchSize: number
+}
+
+/**
+ * What the log of changes is kept beyond the sync window: a day, for transactions that run across the window's edge
+ * (a token's snapshot may precede the changes it must still answer).
+ */
+export const SYNC_WINDOW_MARGIN_MS = 86_400_000
+
+/**
+ * How long a sync token answers: RETENTION_CHANGES less SYNC_WINDOW_MARGIN_MS (30 days by default); null when the
+ * log is kept forever (`off`): a token is then never too old.
+ */
+export function syncWindowMs (retention: RetentionConfig): number | null {
+  return retention.changes === null ? null : retention.changes - SYNC_WINDOW_MARGIN_MS
 }
 
 export class ConfigError extends Error {
@@ -331,6 +369,16 @@ function retention (env: Env): RetentionConfig {
     idpDeliveries: retentionPeriod(env, 'RETENTION_IDP_DELIVERIES', '90d'),
     executions: retentionPeriod(env, 'RETENTION_EXECUTIONS', '90d'),
     executionsKeepPerRule: int(env, 'RETENTION_EXECUTIONS_KEEP_PER_RULE', 100, 0, 100_000),
+    webhookDeliveries: retentionPeriod(env, 'RETENTION_WEBHOOK_DELIVERIES', '30d'),
+    feedTokens: retentionPeriod(env, 'RETENTION_FEED_TOKENS', '30d'),
+    // a sync token answers for this period less a day (syncWindowMs): at least a day of window
+    changes: retentionPeriod(
+      env,
+      'RETENTION_CHANGES',
+      '31d',
+      2 * 86_400_000,
+      '2d (the sync window is this period less a day)'
+    ),
     batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000, 1, 100_000)
   })
 }
@@ -345,6 +393,20 @@ function metricsToken (env: Env): string | undefined {
     )
   }
   return token
+}
+
+/** PHONE_DEFAULT_REGION: a region with phone numbers, ISO 3166-1 alpha-2 in any case (stored upper case); unset = none. */
+function phoneDefaultRegion (env: Env): CountryCode | undefined {
+  const raw = str(env, 'PHONE_DEFAULT_REGION')?.trim()
+  if (raw === undefined || raw === '') return undefined
+  const region = raw.toUpperCase()
+  if (!/^[A-Z]{2}$/.test(region) || !isSupportedCountry(region)) {
+    throw new ConfigError(
+      'PHONE_DEFAULT_REGION',
+      `must be an ISO 3166-1 alpha-2 region that has phone numbers, such as FR, DE or US, got "${raw}"`
+    )
+  }
+  return region
 }
 
 /**
@@ -366,6 +428,7 @@ export function loadConfig (env: Env = {}): Config {
     capacity: int(env, 'RATE_LIMIT_CAPACITY', 1000, 1, 10_000_000),
     refillPerSec: int(env, 'RATE_LIMIT_REFILL_PER_SEC', 20, 1, 1_000_000)
   }
+  const retentionConfig = retention(env)
   const config: Config = {
     port,
     host,
@@ -405,8 +468,10 @@ export function loadConfig (env: Env = {}): Config {
     publicPageCacheMs: int(env, 'PUBLIC_PAGE_CACHE_MS', 5000, 0, 60_000),
     s3: s3(env),
     corsOrigins: corsOrigins(env),
-    retention: retention(env),
-    metricsToken: metricsToken(env)
+    retention: retentionConfig,
+    syncWindowMs: syncWindowMs(retentionConfig),
+    metricsToken: metricsToken(env),
+    phoneDefaultRegion: phoneDefaultRegion(env)
   }
   if (config.databaseAppUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('DATABASE_APP_URL', 'needs DATABASE_URL to be set as well')

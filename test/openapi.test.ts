@@ -19,10 +19,13 @@ import { missingFixtures, newWorld, pathValues, requiredQuery, validBody, type W
 type Json = Record<string, unknown>
 
 /**
- * The served document is 1 822 298 bytes without shared responses (docs/api-conventions.md); well below a third of that
- * now.
+ * Why a bound: every generated client, Swagger UI at `/docs` and `npm run openapi:lint` read the whole document, and
+ * its size is where a regression of `completeDocument` shows first: errors inlined again per status (1 822 298 bytes
+ * without the shared responses, docs/api-conventions.md) or a named schema copied into each operation instead of
+ * referenced. Growth from new routes is expected: 480 kB (raised from 400 kB at 399 kB) leaves room for the routes
+ * coming and is still about a quarter of the inlined document, so either regression fails here.
  */
-const MAX_DOCUMENT_BYTES = 400_000
+const MAX_DOCUMENT_BYTES = 480_000
 
 function operations (doc: Json): Array<{ path: string, method: string, op: Json }> {
   const out: Array<{ path: string, method: string, op: Json }> = []
@@ -153,6 +156,19 @@ void describe('the served OpenAPI document', () => {
     const content = ((get.responses as Record<string, Json>)['200'] as Json).content as Record<string, Json>
     assert.deepEqual(Object.keys(content).sort(), ['image/jpeg', 'image/png', 'image/webp'])
     for (const c of Object.values(content)) assert.equal((c.schema as Json).format, 'binary')
+  })
+
+  void it('documents the public space page as JSON and, for Accept: text/html, as an HTML string', () => {
+    const contentOf = (path: string): Record<string, Json> =>
+      (((pointer(doc, `#/paths/${path}/get`) as Json).responses as Record<string, Json>)['200'] as Json)
+        .content as Record<string, Json>
+    const page = contentOf('~1api~1v1~1public~1spaces~1{id}')
+    assert.deepEqual(Object.keys(page).sort(), ['application/json', 'text/html'])
+    assert.deepEqual(page['application/json']?.schema, { $ref: '#/components/schemas/SpacePage' })
+    const html = page['text/html']?.schema as Json
+    assert.equal((pointer(doc, String(html.$ref)) as Json).type, 'string')
+    // the same schema as the HTML page's own address answers
+    assert.deepEqual(contentOf('~1api~1v1~1public~1spaces~1{id}~1page.html')['text/html']?.schema, html)
   })
 })
 

@@ -3,7 +3,7 @@ import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { databases, newTenant, useTestApp, type TestApp } from '../../test/helpers/build-app.ts'
-import { ConfigError, loadConfig, type RetentionConfig } from '../config.ts'
+import { ConfigError, loadConfig, SYNC_WINDOW_MARGIN_MS, syncWindowMs, type RetentionConfig } from '../config.ts'
 import { withSystem } from './db/tenant.ts'
 import { pruneRetention, RETENTION_KINDS, startRetention } from './retention.ts'
 
@@ -21,7 +21,38 @@ void describe('retention configuration', () => {
       idpDeliveries: 90 * DAY,
       executions: 90 * DAY,
       executionsKeepPerRule: 100,
+      webhookDeliveries: 30 * DAY,
+      feedTokens: 30 * DAY,
+      changes: 31 * DAY,
       batchSize: 1000
+    })
+    // a sync token answers for the log's period less a day: 30 days
+    assert.equal(SYNC_WINDOW_MARGIN_MS, DAY)
+    assert.equal(loadConfig().syncWindowMs, 30 * DAY)
+  })
+
+  void it('reads the periods of webhook deliveries, feed tokens and the log of changes', () => {
+    const r = retentionOf({
+      RETENTION_WEBHOOK_DELIVERIES: '12h',
+      RETENTION_FEED_TOKENS: ' 7d ',
+      RETENTION_CHANGES: '2d'
+    })
+    assert.equal(r.webhookDeliveries, 12 * HOUR)
+    assert.equal(r.feedTokens, 7 * DAY)
+    assert.equal(r.changes, 2 * DAY)
+    assert.equal(syncWindowMs(r), DAY, 'the window is the period less a day')
+    assert.equal(loadConfig({ RETENTION_CHANGES: '90d' }).syncWindowMs, 89 * DAY)
+    assert.equal(loadConfig({ RETENTION_CHANGES: '48h' }).syncWindowMs, DAY)
+    const off = loadConfig({ RETENTION_WEBHOOK_DELIVERIES: 'off', RETENTION_FEED_TOKENS: 'off', RETENTION_CHANGES: 'off' })
+    assert.equal(off.retention.webhookDeliveries, null)
+    assert.equal(off.retention.feedTokens, null)
+    assert.equal(off.retention.changes, null)
+    assert.equal(off.syncWindowMs, null, 'a log kept forever: a token is never too old')
+  })
+
+  void it('refuses RETENTION_CHANGES under two days, naming the variable and why', () => {
+    assert.throws(() => loadConfig({ RETENTION_CHANGES: '47h' }), {
+      message: 'invalid configuration: RETENTION_CHANGES must be at least 2d (the sync window is this period less a day), got "47h"'
     })
   })
 
@@ -60,6 +91,18 @@ void describe('retention configuration', () => {
     ['RETENTION_EXECUTIONS_KEEP_PER_RULE', '-1'],
     ['RETENTION_EXECUTIONS_KEEP_PER_RULE', 'many'],
     ['RETENTION_EXECUTIONS_KEEP_PER_RULE', '100001'],
+    ['RETENTION_WEBHOOK_DELIVERIES', '0'],
+    ['RETENTION_WEBHOOK_DELIVERIES', '30'],
+    ['RETENTION_WEBHOOK_DELIVERIES', '3651d'],
+    ['RETENTION_FEED_TOKENS', '-1d'],
+    ['RETENTION_FEED_TOKENS', '1w'],
+    ['RETENTION_FEED_TOKENS', 'never'],
+    ['RETENTION_CHANGES', '0'],
+    ['RETENTION_CHANGES', '1d'],
+    ['RETENTION_CHANGES', '47h'],
+    ['RETENTION_CHANGES', '2879m'],
+    ['RETENTION_CHANGES', '31'],
+    ['RETENTION_CHANGES', '3651d'],
     ['RETENTION_BATCH_SIZE', '0'],
     ['RETENTION_BATCH_SIZE', '1e3'],
     ['RETENTION_BATCH_SIZE', '100001']
@@ -328,6 +371,143 @@ for (const kind of databases()) {
       assert.equal(await count(t, 'automation_executions', tid), executionsLeft)
       assert.equal(await count(t, 'notification_outbox', tid), 2, 'only the pending notifications are left')
       assert.equal(await count(t, 'idp_deliveries', tid), 0)
+    })
+
+    void it('prunes finished webhook deliveries and revoked feed tokens past their periods', async () => {
+      const tenant = newTenant(t)
+      const tid = tenant.id
+      const admin = await tenant.user('root', ['admin'])
+      const alice = await tenant.user('alice')
+      const now = new Date()
+
+      // a subscription through the API (no worker delivers here), its delivery log with SQL
+      const created = await t.as(admin, {
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        payload: { url: 'https://93.184.215.14/hook', event_types: ['contact.created'] }
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      const subId = created.json().id as string
+      const delivery = (status: string, o: { created: Date, last: Date | null, next: Date | null }): Row => ({
+        tenant_id: tid,
+        id: crypto.randomUUID(),
+        subscription_id: subId,
+        msg_id: `msg_${crypto.randomUUID().replaceAll('-', '')}`,
+        event_type: 'contact.created',
+        body: '{}',
+        status,
+        attempts: o.last === null ? 0 : 1,
+        last_attempt_at: o.last,
+        next_attempt_at: o.next,
+        created_at: o.created
+      })
+      const old = ago(now, 40 * DAY)
+      const gone = [
+        delivery('succeeded', { created: old, last: old, next: null }),
+        // given up after its last retry
+        delivery('failed', { created: ago(now, 45 * DAY), last: ago(now, 35 * DAY), next: null })
+      ]
+      const stay = [
+        // waiting for a retry, and due (never attempted): whatever their age
+        delivery('pending', { created: old, last: old, next: new Date(now.getTime() + HOUR) }),
+        delivery('pending', { created: old, last: null, next: old }),
+        // redelivered: created long ago, its last attempt recent
+        delivery('failed', { created: ago(now, 60 * DAY), last: ago(now, 2 * DAY), next: null }),
+        delivery('succeeded', { created: ago(now, DAY), last: ago(now, DAY), next: null })
+      ]
+      await insert(t, 'webhook_deliveries', [...gone, ...stay])
+
+      // feed tokens through the API: one revoked long ago, one revoked now, one live for a year
+      const token = async (): Promise<{ id: number, url: string }> => {
+        const res = await t.as(alice, { method: 'POST', url: '/api/v1/feed-tokens', payload: { scope: 'personal' } })
+        assert.equal(res.statusCode, 201, res.body)
+        return res.json()
+      }
+      const [revokedLongAgo, revokedNow, live] = [await token(), await token(), await token()]
+      for (const { id } of [revokedLongAgo, revokedNow]) {
+        assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/feed-tokens/${id}` })).statusCode, 204)
+      }
+      await withSystem(t.ctx.db, async trx => {
+        await sql`update feed_tokens set revoked_at = ${ago(now, 31 * DAY)}
+          where tenant_id = ${tid} and id = ${revokedLongAgo.id}`.execute(trx)
+        await sql`update feed_tokens set created_at = ${ago(now, 365 * DAY)}
+          where tenant_id = ${tid} and id = ${live.id}`.execute(trx)
+      })
+      const feed = async (url: string): Promise<number> =>
+        (await t.app.inject({ method: 'GET', url: url.replace(/^https?:\/\/[^/]+/, '') })).statusCode
+      // a revoked token answers as an unknown one, before it is pruned and after
+      assert.equal(await feed(revokedLongAgo.url), 404)
+
+      const retention = retentionOf()
+      const r = await pruneRetention(t.ctx.db, { retention, now })
+      assert.equal(r.complete, true)
+      assert.equal(r.kinds.webhookDeliveries.deleted, gone.length)
+      assert.equal(r.kinds.feedTokens.deleted, 1)
+
+      // the delivery log the API shows holds what is left; a pruned delivery is unknown
+      const log = await t.as(admin, { method: 'GET', url: `/api/v1/webhooks/${subId}/deliveries?size=100` })
+      assert.equal(log.statusCode, 200, log.body)
+      const ids = (log.json().items as Array<{ id: string }>).map(d => d.id).sort()
+      assert.deepEqual(ids, stay.map(d => d.id as string).sort())
+      const redeliver = await t.as(admin, {
+        method: 'POST',
+        url: `/api/v1/webhooks/${subId}/deliveries/${gone[0]?.id as string}/redeliver`
+      })
+      assert.equal(redeliver.statusCode, 404, redeliver.body)
+
+      const tokenIds = async (): Promise<number[]> =>
+        (await withSystem(t.ctx.db, async trx =>
+          await sql<{ id: string }>`select id from feed_tokens where tenant_id = ${tid} order by id`.execute(trx)))
+          .rows.map(row => Number(row.id))
+      assert.deepEqual(await tokenIds(), [revokedNow.id, live.id])
+      assert.equal(await feed(revokedLongAgo.url), 404)
+      assert.equal(await feed(revokedNow.url), 404)
+      assert.equal(await feed(live.url), 200, 'a live token is never pruned, however old')
+
+      // 31 days later: the token revoked now and the finished deliveries go; pending deliveries and the live token stay
+      const later = new Date(now.getTime() + 31 * DAY)
+      const r2 = await pruneRetention(t.ctx.db, { retention, now: later })
+      assert.equal(r2.kinds.webhookDeliveries.deleted, 2)
+      assert.equal(r2.kinds.feedTokens.deleted, 1)
+      assert.equal(await count(t, 'webhook_deliveries', tid), 2)
+      assert.equal(await count(t, 'webhook_deliveries', tid, sql`status = 'pending'`), 2)
+      assert.deepEqual(await tokenIds(), [live.id])
+      assert.equal(await feed(live.url), 200)
+
+      // off: kept forever
+      await insert(t, 'webhook_deliveries', [delivery('succeeded', { created: old, last: old, next: null })])
+      const r3 = await pruneRetention(t.ctx.db, {
+        retention: { ...retention, webhookDeliveries: null, feedTokens: null },
+        now: new Date(now.getTime() + 365 * DAY)
+      })
+      assert.equal(r3.kinds.webhookDeliveries.statements, 0)
+      assert.equal(r3.kinds.feedTokens.statements, 0)
+      assert.equal(await count(t, 'webhook_deliveries', tid), 3)
+    })
+
+    void it('prunes the log of changes after RETENTION_CHANGES', async () => {
+      const now = new Date()
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      // a contact written through the API logs a change (PostgreSQL and PGlite: migration 0026's triggers)
+      const contact = await t.as(alice, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { first_name: 'Grace', email: 'grace@example.org' }
+      })
+      assert.equal(contact.statusCode, 201, contact.body)
+      const logged = await count(t, 'changes', tenant.id)
+      assert.ok(logged >= 1)
+      const retention = retentionOf({ RETENTION_CHANGES: '10d' })
+      // nine days on: inside the period, kept
+      await pruneRetention(t.ctx.db, { retention, now: new Date(now.getTime() + 9 * DAY) })
+      assert.equal(await count(t, 'changes', tenant.id), logged)
+      // the default (31 days) keeps them ten days on; RETENTION_CHANGES=10d does not
+      await pruneRetention(t.ctx.db, { retention: retentionOf(), now: new Date(now.getTime() + 10 * DAY + HOUR) })
+      assert.equal(await count(t, 'changes', tenant.id), logged)
+      const r = await pruneRetention(t.ctx.db, { retention, now: new Date(now.getTime() + 10 * DAY + HOUR) })
+      assert.ok(r.kinds.changes.deleted >= logged)
+      assert.equal(await count(t, 'changes', tenant.id), 0)
     })
 
     void it('keeps the newest executions of each rule whatever their age', async () => {

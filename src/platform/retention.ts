@@ -10,8 +10,12 @@
  * - executions: succeeded, failed or skipped, created before now − RETENTION_EXECUTIONS; never queued and running
  *   ones, the newest RETENTION_EXECUTIONS_KEEP_PER_RULE of each rule, nor a relative-time trigger's until the
  *   scheduler can no longer fire it.
- * - changes (the log of incremental sync, migration 0026): written before now − the sync window and a day
- *   (CHANGES_KEPT_MS, platform/sync/sync.ts); a token older than the window answers 410.
+ * - webhookDeliveries: succeeded or failed (given up), last attempted before now − RETENTION_WEBHOOK_DELIVERIES;
+ *   pending deliveries (due, waiting for a retry, in flight) never.
+ * - feedTokens: revoked before now − RETENTION_FEED_TOKENS; live tokens never. A revoked token and an unknown one
+ *   both answer 404, so pruning one changes nothing a calendar app sees.
+ * - changes (the log of incremental sync, migration 0026): written before now − RETENTION_CHANGES (the sync window
+ *   and a day, `syncWindowMs` of config.ts); a token older than the window answers 410.
  *
  * Every statement deletes at most `batchSize` rows of one tenant, each in its own short
  * transaction on the worker login (`withSystem`); rows are claimed with `for update skip locked`,
@@ -30,10 +34,10 @@ import { withSystem } from './db/tenant.ts'
 import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
 import { compactListCounts } from '../modules/events/events.repository.ts'
 import { compactRowCounts } from './db/kept-counts.ts'
-import { CHANGES_KEPT_MS } from './sync/sync.ts'
 
 export const RETENTION_KINDS = [
-  'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'changes'
+  'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'feedTokens',
+  'changes'
 ] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
 
@@ -69,7 +73,9 @@ interface Batch { deleted: number, full: boolean }
 /** Tenants one look-up answers at most; a pass walks the tenants in order (`tenant_id > the last`), each once. */
 export const TENANTS_PER_LOOKUP = 500
 
-type PrunedTable = 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries' | 'changes'
+type PrunedTable =
+  | 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries' | 'webhook_deliveries' | 'feed_tokens'
+  | 'changes'
 
 /** What may go of each kind but executions: its table and the rows that may go (old and done). */
 const EXPIRED: Record<
@@ -85,7 +91,18 @@ const EXPIRED: Record<
   },
   // a provider's late repeat of a delivery forgotten here changes nothing: users.idp_sequence makes it stale
   idpDeliveries: { table: 'idp_deliveries', where: cutoff => sql`received_at < ${cutoff}` },
-  // the log of changes of incremental sync: a token older than SYNC_WINDOW_MS answers 410, so nothing reads these
+  // finished deliveries (succeeded, or failed: retries used up), from their last attempt, which every finished one
+  // had (a redelivery starts the period again); a pending one is due, waits for a retry or is in flight (its lease),
+  // and a row the deliverer holds is skipped (skip locked). The dispatcher never adds a pruned delivery again: its
+  // outbox row is marked seen, then below the tenant's floor.
+  webhookDeliveries: {
+    table: 'webhook_deliveries',
+    where: cutoff => sql`status <> 'pending' and last_attempt_at < ${cutoff}`
+  },
+  // a revoked token answers 404 like an unknown one (feeds.routes.ts): its row only keeps its hash
+  feedTokens: { table: 'feed_tokens', where: cutoff => sql`revoked_at < ${cutoff}` },
+  // the log of changes of incremental sync: a token older than the window (RETENTION_CHANGES less a day) answers 410,
+  // so nothing reads these
   changes: { table: 'changes', where: cutoff => sql`at < ${cutoff}` }
 }
 
@@ -223,11 +240,6 @@ async function executionsBatch (
   }
 }
 
-function periodOf (retention: RetentionConfig, kind: RetentionKind): number | null {
-  // not a setting: the sync window is the service's (platform/sync/sync.ts), and the log is kept a day longer
-  return kind === 'changes' ? CHANGES_KEPT_MS : retention[kind]
-}
-
 /**
  * Deletes, kind after kind, what retention allows at `now`: tenant after tenant (those with rows
  * to delete, found TENANTS_PER_LOOKUP at a time, in tenant order), a batch per statement, until a
@@ -246,7 +258,7 @@ export async function pruneRetention (db: Kysely<Database>, options: PruneOption
   let complete = true
   const max = options.maxStatements ?? Number.POSITIVE_INFINITY
   for (const kind of RETENTION_KINDS) {
-    const period = periodOf(options.retention, kind)
+    const period = options.retention[kind]
     if (period === null) continue // off: kept forever
     const cutoff = new Date(options.now.getTime() - period)
     const r = kinds[kind]

@@ -49,7 +49,7 @@ async function updateValues (trx: Tx, auth: AuthContext, id: string, values: rep
   return updated
 }
 
-export const contactsModule = defineModule(async (app, { db }) => {
+export const contactsModule = defineModule(async (app, { db, config }) => {
   /**
    * A change of a contact (PUT, PATCH, favorite at `/api/v1/contacts/{id}<path>`): the contact locked for it (404 when
    * invisible, 403 when not the caller's, 412 when If-Match names another revision), then `change`; answered with the
@@ -109,6 +109,7 @@ export const contactsModule = defineModule(async (app, { db }) => {
       scope,
       logged,
       now: new Date(),
+      windowMs: config.syncWindowMs,
       full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, favorite }),
       changes: async (since, after, size) => await repo.listChanges(trx, auth, { ...filters, since, after, size })
     }))

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { CHANGES_KEPT_MS, issueSyncToken, readSyncToken, SYNC_WINDOW_MS } from '../../platform/sync/sync.ts'
+import { issueSyncToken, readSyncToken } from '../../platform/sync/sync.ts'
 import { pruneRetention } from '../../platform/retention.ts'
 import { ApiError } from '../../platform/http/errors.ts'
 import { fullRead, Replica, sorted, tokenBody } from '../../../test/helpers/sync-replica.ts'
@@ -95,7 +95,8 @@ for (const kind of databases()) {
       const token = first.json().sync_token as string
       const body = tokenBody(token)
       const forgedBody = Buffer.from(JSON.stringify({ ...body, x: '1' })).toString('base64url')
-      const old = issueSyncToken({ x: body.x, t: Date.now() - SYNC_WINDOW_MS - 60_000 }, body.s)
+      const window = t.config.syncWindowMs ?? 0
+      const old = issueSyncToken({ x: body.x, t: Date.now() - window - 60_000 }, body.s)
       const cases: Array<[string, string, string]> = [
         ['forged', alice, `${forgedBody}.${token.split('.')[1] ?? ''}`],
         ['truncated', alice, token.slice(0, -3)],
@@ -112,7 +113,7 @@ for (const kind of databases()) {
       // the same token, within its window, answers
       const ok = await t.as(alice, { method: 'GET', url: `/api/v1/contacts?sync_token=${token}` })
       assert.equal(ok.statusCode, 200, ok.body)
-      assert.throws(() => readSyncToken(token, body.s, new Date(Date.now() + SYNC_WINDOW_MS + 1000)),
+      assert.throws(() => readSyncToken(token, body.s, new Date(Date.now() + window + 1000), window),
         (e: unknown) => e instanceof ApiError && e.status === 410)
       // pages of a sync=true read go by cursor
       const paged = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?sync=true&page=2' })
@@ -224,11 +225,11 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice', ['member'], { orgId: 'org-a' })
       await createContact(t, alice, 'Old')
       const within = await pruneRetention(t.ctx.db, {
-        retention: t.config.retention, now: new Date(Date.now() + SYNC_WINDOW_MS)
+        retention: t.config.retention, now: new Date(Date.now() + (t.config.syncWindowMs ?? 0))
       })
       assert.equal(within.kinds.changes.deleted, 0)
       const past = await pruneRetention(t.ctx.db, {
-        retention: t.config.retention, now: new Date(Date.now() + CHANGES_KEPT_MS + 60_000)
+        retention: t.config.retention, now: new Date(Date.now() + (t.config.retention.changes ?? 0) + 60_000)
       })
       assert.ok(past.kinds.changes.deleted >= 1, JSON.stringify(past.kinds.changes))
     })

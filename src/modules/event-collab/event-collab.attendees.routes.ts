@@ -101,7 +101,7 @@ async function lockForWrite (
   return current
 }
 
-export async function attendeesRoutes (app: App, { db }: AppContext): Promise<void> {
+export async function attendeesRoutes (app: App, { db, config }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
     params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
   }, requirePolicy('attendee', 'read')), async request => {
@@ -118,6 +118,7 @@ export async function attendeesRoutes (app: App, { db }: AppContext): Promise<vo
         scope: syncScope('attendees', auth, { event: of.id, series: of.seriesId, status: q.status }),
         logged,
         now: new Date(),
+        windowMs: config.syncWindowMs,
         full,
         changes: async (since, after, size) =>
           await repo.listAttendeeChanges(trx, auth.tenantId, of, { status: q.status, since, after, size })

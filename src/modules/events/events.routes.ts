@@ -165,6 +165,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
           scope: syncScope('events', auth, { ...filters, '@reach': await reachDigest(trx, auth) }),
           logged,
           now: new Date(),
+          windowMs: ctx.config.syncWindowMs,
           full,
           changes: async (since, after, size) => await listEventChanges(trx, auth, { ...filters, since, after, size })
         })

@@ -10,7 +10,7 @@
  */
 import crypto from 'node:crypto'
 import { Type } from '@sinclair/typebox'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -179,6 +179,40 @@ const cacheControl = (auth: AuthContext | null): string =>
 
 const HTML_EXAMPLE = '<!doctype html>\n<html lang="en"><head>…</head><body><header><h1>Open Garden</h1>…</html>\n'
 
+/**
+ * The page as HTML, as the OpenAPI document shows it: a string (never serialized: Fastify sends a string answer of a
+ * type other than JSON as it is). Named, so that both operations that answer it refer to one schema.
+ */
+const PageHtml = Type.Unsafe<string>({
+  $id: 'SpacePageHtml',
+  type: 'string',
+  description: 'One HTML document with schema.org Event JSON-LD (docs/integrations.md)',
+  examples: [HTML_EXAMPLE]
+})
+
+/**
+ * The document of `get-public-space`: its 200 shows the HTML answer (Accept preferring `text/html`) beside the JSON
+ * page. Only the document: the route's own response schema stays the JSON page, which serializes the answer, names
+ * its `$schema` and is hoisted to `components.schemas.SpacePage` (platform/http/openapi.ts); the HTML is a reference
+ * to the schema of `get-public-space-html` (hoisted from that route as `SpacePageHtml`), which the hoisting leaves as
+ * it is.
+ */
+function withHtmlAnswer (schema: FastifySchema): FastifySchema {
+  return {
+    ...schema,
+    response: {
+      ...(schema.response as Record<string, unknown>),
+      200: {
+        description: 'The page; the same page as HTML when `Accept` prefers `text/html` to JSON (`Vary: Accept`)',
+        content: {
+          'application/json': { schema: SpacePage },
+          'text/html': { schema: { $ref: '#/components/schemas/SpacePageHtml' } }
+        }
+      }
+    }
+  }
+}
+
 const jsonPath = (ref: string): string => `/api/v1/public/spaces/${encodeURIComponent(ref)}`
 
 export function registerPublicRoutes (app: App, { db, config, writes }: AppContext): void {
@@ -223,7 +257,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
       params: PublicSpaceParams,
       response: { 200: SpacePage, 304: NoContent }
     },
-    config: { auth: 'optional' }
+    config: { auth: 'optional', swaggerTransform: ({ schema, url }) => ({ url, schema: withHtmlAnswer(schema) }) }
   }, async (request, reply) => {
     const auth = request.optionalAuth
     const entry = await pageFor(request.params.id, auth)
@@ -246,12 +280,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
       }),
       produces: ['text/html'],
       response: {
-        200: Type.Unsafe<string>({
-          type: 'string',
-          description: 'One HTML document with schema.org Event JSON-LD (docs/integrations.md)',
-          examples: [HTML_EXAMPLE],
-          headers: { ETag: { type: 'string' } }
-        }),
+        200: Type.Unsafe<string>({ ...PageHtml, headers: { ETag: { type: 'string' } } }),
         304: NoContent
       }
     },

@@ -6,9 +6,10 @@
  * Changes are logged by triggers in `changes` (migration 0026) with the id of the transaction that wrote them. A
  * token holds the xmin of a snapshot taken before the read it closes: every change that read may have missed was
  * written by a transaction of that id or later, so a delta reads `xid >= x` (some changes come twice; a client
- * applies them idempotently). A token also holds when it was issued (older than SYNC_WINDOW_MS: 410, the log may
- * have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant, the caller and
- * what the caller sees by: organization, admin), so it answers only the same list and caller: otherwise 410.
+ * applies them idempotently). A token also holds when it was issued (older than the window, `config.syncWindowMs`:
+ * 410, the log may have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant,
+ * the caller and what the caller sees by: organization, admin, for events their reach), so it answers only the same
+ * list and caller: otherwise 410. `syncedRead` is the whole flow of a list read with `sync=true` or `sync_token`.
  *
  * The token's digest is an integrity check, not a secret: the service has no signing key, and, like a cursor, a
  * token grants nothing (the delta is read with the caller's own visibility; a forged position only re-reads or
@@ -16,7 +17,7 @@
  *
  * @example
  *   const scope = syncScope('contacts', auth, { search, favorite })
- *   const since = q.sync_token !== undefined ? readSyncToken(q.sync_token, scope, new Date()) : undefined
+ *   return await syncedRead(trx, { query: q, scope, logged, now, windowMs: config.syncWindowMs, full, changes })
  */
 import crypto from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
@@ -25,11 +26,6 @@ import type { AuthContext } from '../auth/verify.ts'
 import type { Tx } from '../db/tenant.ts'
 import { ApiError, invalidField } from '../http/errors.ts'
 import { listScope } from '../http/cursor.ts'
-
-/** How long a sync token answers: the log of changes is kept this long and a day more (retention.ts). */
-export const SYNC_WINDOW_MS = 30 * 24 * 3600_000
-/** What the retention job keeps of `changes`: the window and a day, for transactions running across its edge. */
-export const CHANGES_KEPT_MS = SYNC_WINDOW_MS + 24 * 3600_000
 
 /** 410 Gone (problem+json): the token cannot answer this list any more; read the full list again. */
 export const error410Gone = (detail: string): ApiError => new ApiError(410, detail)
@@ -99,8 +95,11 @@ export function issueSyncToken (point: SyncPoint, scope: string): string {
   return seal({ v: 1, x: point.x, t: point.t, s: scope })
 }
 
-/** The point a token names; 410 when it is not this service's, of another list or caller, or too old at `now`. */
-export function readSyncToken (token: string, scope: string, now: Date): SyncPoint {
+/**
+ * The point a token names; 410 when it is not this service's, of another list or caller, or older at `now` than
+ * `windowMs` (RETENTION_CHANGES less a day, `config.syncWindowMs`; null: the log is kept forever).
+ */
+export function readSyncToken (token: string, scope: string, now: Date, windowMs: number | null): SyncPoint {
   const body = unseal(token)
   const { v, x, t, s } = body ?? {}
   if (v !== 1 || typeof x !== 'string' || !XID.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
@@ -109,8 +108,9 @@ export function readSyncToken (token: string, scope: string, now: Date): SyncPoi
   if (s !== scope) {
     throw error410Gone('the sync token belongs to another list, other filters or another caller: read the full list again with sync=true')
   }
-  if (now.getTime() - t > SYNC_WINDOW_MS) {
-    throw error410Gone('the sync token is older than the sync window (30 days): read the full list again with sync=true')
+  if (windowMs !== null && now.getTime() - t > windowMs) {
+    const days = Math.floor(windowMs / 86_400_000)
+    throw error410Gone(`the sync token is older than the sync window (${days} days): read the full list again with sync=true`)
   }
   return { x, t }
 }
@@ -204,6 +204,8 @@ export interface SyncedRead<T, K> {
   /** whether the list's changes are logged here (no triggers on Citus: no token is issued, none answers) */
   logged: boolean
   now: Date
+  /** how long a token answers (`config.syncWindowMs`) */
+  windowMs: number | null
   /** a page of the full list from its cursor (undefined: the first page) */
   full: (cursor: string | undefined) => Promise<FullPage<T>>
   /** a page of the changes by transactions from `since` (an xid8) after the change `after` (a seq) */
@@ -221,7 +223,7 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
   const q = o.query
   if (q.sync_token !== undefined) {
     if (!o.logged) throw error410Gone('this database keeps no log of changes: read the full list again')
-    const since = readSyncToken(q.sync_token, o.scope, o.now)
+    const since = readSyncToken(q.sync_token, o.scope, o.now, o.windowMs)
     const position = q.cursor === undefined
       ? { from: since, to: await syncPoint(trx, o.now), after: undefined, page: 1 }
       : readDeltaCursor(q.cursor, o.scope, since)
@@ -247,7 +249,7 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
     throw invalidField('query.cursor', 'a read with sync=true goes on with the next_cursor of its own pages')
   }
   // the token is taken before the first page is read, and carried by the cursors to the last page
-  if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now)
+  if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now, o.windowMs)
   const token = !o.logged ? undefined : carried?.token ?? issueSyncToken(await syncPoint(trx, o.now), o.scope)
   const page = await o.full(carried?.cursor)
   if (token === undefined) return page
