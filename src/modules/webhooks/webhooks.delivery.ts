@@ -30,6 +30,9 @@ export const DISABLE_AFTER_SECONDS = 24 * 3600
 const LEASE_SECONDS = 120
 /** An outbox row is taken as settled (no lower id still to appear) this long after the dispatcher saw a higher one. */
 const SETTLE_SECONDS = 3600
+/** Outbox rows one dispatch round fans out, and deliveries one round attempts (shared among tenants). */
+const DISPATCH_BATCH = 200
+const DELIVER_BATCH = 50
 /** How long the secret before a rotation still signs. */
 export const ROTATION_OVERLAP_SECONDS = 24 * 3600
 export const PING_TYPE = 'webhook.ping'
@@ -61,7 +64,7 @@ export interface DispatchResult { events: number, deliveries: number }
  * Fans up to `limit` unseen outbox rows (shared among the tenants with enabled subscriptions) out
  * into deliveries. Each tenant in a system transaction of its own, holding its cursor row.
  */
-export async function dispatchWebhooks (engine: WebhookEngine, limit = 200): Promise<DispatchResult> {
+export async function dispatchWebhooks (engine: WebhookEngine, limit = DISPATCH_BATCH): Promise<DispatchResult> {
   const result: DispatchResult = { events: 0, deliveries: 0 }
   const tenants = await withSystem(engine.db, async trx => await repo.tenantsWithSubscriptions(trx, limit))
   const failures = await shareAmongTenants(tenants, limit, async (tenantId, n) => {
@@ -75,7 +78,7 @@ export async function dispatchWebhooks (engine: WebhookEngine, limit = 200): Pro
 }
 
 async function dispatchTenant (trx: Tx, tenantId: string, limit: number): Promise<DispatchResult> {
-  const floor = await repo.lockCursor(trx, tenantId)
+  const floor = await repo.lockCursor(trx, tenantId, SETTLE_SECONDS)
   const rows = await repo.unseenOutboxRows(trx, tenantId, floor, limit)
   const result: DispatchResult = { events: rows.length, deliveries: 0 }
   if (rows.length > 0) {
@@ -119,7 +122,7 @@ export function signedHeaders (
 export interface DeliverResult { attempted: number, succeeded: number, failed: number, disabled: number }
 
 /** Attempts up to `limit` due deliveries (shared among tenants), all of a tenant's at once. */
-export async function deliverDue (engine: WebhookEngine, limit = 50): Promise<DeliverResult> {
+export async function deliverDue (engine: WebhookEngine, limit = DELIVER_BATCH): Promise<DeliverResult> {
   const result: DeliverResult = { attempted: 0, succeeded: 0, failed: 0, disabled: 0 }
   const tenants = await withSystem(engine.db, async trx => await repo.tenantsWithDueDeliveries(trx, limit))
   const failures = await shareAmongTenants(tenants, limit, async (tenantId, n) => {
@@ -202,8 +205,9 @@ async function notifyDisabled (
 }
 
 /**
- * The background loop when workers run: dispatch, then deliver, every `intervalMs`; a failed round
- * is logged and the next one tries again. Answers a stop function.
+ * The background loop when workers run: dispatch, then deliver; the next round at once while a round found a full
+ * batch (a backlog: one round every `intervalMs` capped a process at 50 deliveries per round), else after
+ * `intervalMs`. A failed round is logged and the next one tries again. Answers a stop function.
  */
 export function startWebhookWorker (
   engine: WebhookEngine,
@@ -213,25 +217,28 @@ export function startWebhookWorker (
   let stopped = false
   let running: Promise<void> = Promise.resolve()
   let timer: NodeJS.Timeout | undefined
-  const round = async (): Promise<void> => {
+  /** whether the round found full batches: more is waiting */
+  const round = async (): Promise<boolean> => {
+    let more = false
     try {
-      await dispatchWebhooks(engine)
+      more = (await dispatchWebhooks(engine, DISPATCH_BATCH)).events >= DISPATCH_BATCH
     } catch (err) {
       log.error({ err }, 'webhook dispatch failed')
     }
     try {
-      await deliverDue(engine)
+      more = (await deliverDue(engine, DELIVER_BATCH)).attempted >= DELIVER_BATCH || more
     } catch (err) {
       log.error({ err }, 'webhook delivery failed')
     }
+    return more
   }
-  const schedule = (): void => {
+  const schedule = (delayMs: number): void => {
     if (stopped) return
     timer = setTimeout(() => {
-      running = round().finally(schedule)
-    }, intervalMs)
+      running = round().then(more => { schedule(more ? 0 : intervalMs) }, () => { schedule(intervalMs) })
+    }, delayMs)
   }
-  schedule()
+  schedule(intervalMs)
   return async () => {
     stopped = true
     if (timer !== undefined) clearTimeout(timer)

@@ -182,10 +182,19 @@ export async function tenantsWithSubscriptions (trx: Tx, limit: number): Promise
   return rows.map(r => r.tenant_id)
 }
 
-/** The tenant's dispatcher cursor, locked: one dispatcher per tenant at a time. */
-export async function lockCursor (trx: Tx, tenantId: string): Promise<number> {
-  await t(trx).insertInto('webhook_cursors').values({ tenant_id: tenantId })
-    .onConflict(oc => oc.column('tenant_id').doNothing()).execute()
+/**
+ * The tenant's dispatcher cursor, locked: one dispatcher per tenant at a time. A new cursor starts above the outbox
+ * rows written `settleSeconds` before the tenant's first enabled subscription: a subscription takes the events from
+ * its creation on, so the rows before are never delivered, and walking them (a week of history, RETENTION_OUTBOX)
+ * would hold the tenant's first deliveries back for minutes. `settleSeconds` is the floor's own bound on how long a
+ * transaction that wrote an outbox row stays open (advanceFloor).
+ */
+export async function lockCursor (trx: Tx, tenantId: string, settleSeconds: number): Promise<number> {
+  await sql`insert into webhook_cursors (tenant_id, floor_id)
+    select ${tenantId}, coalesce((select max(o.id) from outbox o where o.tenant_id = ${tenantId}
+      and o.created_at < (select min(s.created_at) from webhook_subscriptions s
+        where s.tenant_id = ${tenantId} and s.enabled) - make_interval(secs => ${settleSeconds})), 0)
+    on conflict (tenant_id) do nothing`.execute(trx)
   const row = await t(trx).selectFrom('webhook_cursors').select('floor_id')
     .where('tenant_id', '=', tenantId).forUpdate().executeTakeFirstOrThrow()
   return Number(row.floor_id)

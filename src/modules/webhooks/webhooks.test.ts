@@ -132,6 +132,28 @@ for (const kind of databases()) {
       assert.ok(!read.body.includes(secret))
     })
 
+    void it('delivers a new subscription\'s first event in the first round, however much history the tenant has', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const member = await tenant.user('mia')
+      // two rounds' worth of events from before the subscription (an hour and more before it: settled)
+      await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
+        await sql`insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, payload, created_at, processed_at)
+          select ${tenant.id}, 'contact.created', 'contact', gen_random_uuid()::text, '{}',
+            now() - interval '2 hours', now() from generate_series(1, 450)`.execute(trx)
+      })
+      const res = await t.as(admin, {
+        method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url('/history'), event_types: ['contact.created'] }
+      })
+      assert.equal(res.statusCode, 201, res.body)
+      const contactId = await contactCreated(member)
+      await dispatchWebhooks(engine())
+      const log = await deliveries(admin, res.json<Json>().id)
+      assert.equal(log.length, 1, 'the new event, not a walk through the history first')
+      await deliverDue(engine())
+      assert.equal((JSON.parse(on('/history')[0]?.body ?? '{}') as Json).data?.contact_id, contactId)
+    })
+
     void it('signs with both secrets during a rotation', async () => {
       const { admin, member, sub, secret } = await setup('/ok-2', ['*'])
       const rotated = await t.as(admin, { method: 'POST', url: `/api/v1/webhooks/${String(sub.id)}/rotate-secret` })
