@@ -48,6 +48,7 @@ import { EXPORT_SCENARIOS, exportText, type ExportRun } from './export.ts'
 import { IMPORT_SCENARIOS } from './contacts-import.ts'
 import { RACE_SCENARIOS } from './race.ts'
 import { WEBHOOK_SCENARIOS } from './webhooks.ts'
+import { INTEGRATION_SCENARIOS } from './integrations.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
 
@@ -719,7 +720,9 @@ async function measureOn (
       )
     }
     // opt-in scenarios of their own shape (one request measured, not a load): only when named in --only
-    for (const s of [...EXPORT_SCENARIOS, ...IMPORT_SCENARIOS, ...RACE_SCENARIOS, ...WEBHOOK_SCENARIOS]) {
+    for (const s of [
+      ...EXPORT_SCENARIOS, ...IMPORT_SCENARIOS, ...RACE_SCENARIOS, ...WEBHOOK_SCENARIOS, ...INTEGRATION_SCENARIOS
+    ]) {
       if (only === undefined || !only.includes(s.name)) continue
       const runs = await s.run({
         kind,

@@ -11,7 +11,6 @@
  * deactivated, the space still visible to them, each event's visibility): an unknown, revoked or other-tenant token,
  * a space the user no longer sees and a private space without a token all answer the same 404.
  */
-import crypto from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
@@ -25,7 +24,8 @@ import { requirePolicy } from '../policy/policy.ts'
 import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import { findPublicSpace } from '../spaces/spaces.public.repository.ts'
 import { resolvePublic } from '../spaces/spaces.repository.ts'
-import { renderCalendar } from './feeds.calendar.ts'
+import { feedVersion, renderCalendar, type FeedCalendar } from './feeds.calendar.ts'
+import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import * as repo from './feeds.repository.ts'
 import {
   CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
@@ -76,14 +76,29 @@ function matches (ifNoneMatch: string | string[] | undefined, etag: string): boo
   return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
 }
 
-/** Sends a feed with its ETag (the hash of the text), or 304 when If-None-Match names it. */
-async function sendFeed (request: FastifyRequest, reply: FastifyReply, text: string): Promise<FastifyReply> {
-  const etag = `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`
+/**
+ * Sends a feed with its ETag (`feedVersion`, known before the text is written), or 304 when If-None-Match names it.
+ * The text comes from `cache` when it holds this version under `key` (the feed and its reader), else is rendered and
+ * kept: subscribers of one public space share it.
+ */
+async function sendFeed (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  cache: RowJsonCache,
+  key: string,
+  feed: FeedCalendar
+): Promise<FastifyReply> {
+  const version = feedVersion(feed)
   void reply
-    .header('etag', etag)
+    .header('etag', `"${version}"`)
     .header('cache-control', `private, max-age=${FEED_MAX_AGE}`)
     .header('x-content-type-options', 'nosniff')
-  if (matches(request.headers['if-none-match'], etag)) return await reply.code(304).send(null)
+  if (matches(request.headers['if-none-match'], `"${version}"`)) return await reply.code(304).send(null)
+  let text = cache.get(key, version)
+  if (text === undefined) {
+    text = Buffer.from(renderCalendar(feed))
+    cache.set(key, version, text)
+  }
   return await reply.header('content-type', 'text/calendar; charset=utf-8').send(text)
 }
 
@@ -91,6 +106,8 @@ const notFound = () => error404NotFound('feed not found')
 
 export const feedsModule = defineModule(async (app, { db, config }) => {
   const host = new URL(config.baseUrl).hostname
+  // rendered feeds by feed and reader, checked against their version (32 MiB: some 15 feeds of 5 000 events)
+  const rendered = new RowJsonCache(32 << 20)
   const feedUrl = (scope: 'space' | 'personal', spaceId: number | null, token: string): string =>
     scope === 'space'
       ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
@@ -121,28 +138,28 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
       if (entry === undefined) throw notFound()
       const tenantId = entry.tenant_id
-      const text = await withTenant(db, { tenantId }, async trx => {
+      const feed = await withTenant(db, { tenantId }, async trx => {
         const space = await findPublicSpace(trx, tenantId, id)
         if (space === undefined) return undefined
         const events = await repo.feedEvents(trx, { kind: 'anyone', tenantId }, { kind: 'space', spaceId: id })
-        return renderCalendar({ name: space.title, host, appUrl: config.appUrl, events })
+        return { name: space.title, host, appUrl: config.appUrl, events }
       })
-      if (text === undefined) throw notFound()
-      return await sendFeed(request, reply, text)
+      if (feed === undefined) throw notFound()
+      return await sendFeed(request, reply, rendered, `${tenantId}:space:${String(id)}:anyone`, feed)
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
     const auth = readerOf(found)
-    const text = await withTenant(db, auth, async trx => {
+    const feed = await withTenant(db, auth, async trx => {
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
       const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
       const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'space', spaceId: id })
       await repo.touchToken(trx, auth.tenantId, found.id)
-      return renderCalendar({ name, host, appUrl: config.appUrl, events })
+      return { name, host, appUrl: config.appUrl, events }
     })
-    if (text === undefined) throw notFound()
-    return await sendFeed(request, reply, text)
+    if (feed === undefined) throw notFound()
+    return await sendFeed(request, reply, rendered, `${auth.tenantId}:token:${found.id}`, feed)
   })
 
   app.get('/api/v1/me/calendar.ics', {
@@ -159,17 +176,15 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     const found = await liveToken(request.query.token)
     if (found.scope !== 'personal') throw notFound()
     const auth = readerOf(found)
-    const text = await withTenant(db, auth, async trx => {
+    const feed = await withTenant(db, auth, async trx => {
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       const who = await repo.userName(trx, auth.tenantId, auth.userId)
       const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
       await repo.touchToken(trx, auth.tenantId, found.id)
-      return renderCalendar({
-        name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl, events
-      })
+      return { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl, events }
     })
-    if (text === undefined) throw notFound()
-    return await sendFeed(request, reply, text)
+    if (feed === undefined) throw notFound()
+    return await sendFeed(request, reply, rendered, `${auth.tenantId}:token:${found.id}`, feed)
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
