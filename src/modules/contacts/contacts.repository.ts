@@ -18,6 +18,7 @@ import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { readChanges } from '../../platform/sync/sync.repository.ts'
+import type { ChangesWindow } from '../../platform/sync/sync.ts'
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -237,14 +238,9 @@ function listBase (trx: Tx, auth: AuthContext, o: { search?: string | undefined,
 }
 
 /** What a page of changes of the contacts list reads (`listChanges`). */
-export interface ChangesOptions {
+export interface ChangesOptions extends ChangesWindow {
   search?: string | undefined
   favorite?: boolean | undefined
-  /** the xmin of the token: changes of transactions from it on */
-  since: string
-  /** the last seq of the previous page of changes */
-  after: string | undefined
-  size: number
 }
 
 /**
@@ -263,6 +259,7 @@ export async function listChanges (trx: Tx, auth: AuthContext, o: ChangesOptions
     kind: 'contact',
     since: o.since,
     after: o.after,
+    upto: o.upto,
     size: o.size,
     where: sql<SqlBool>`(owner_id = ${auth.userId} or ${shared})`,
     id: key => key,

@@ -111,7 +111,7 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       now: new Date(),
       windowMs: config.syncWindowMs,
       full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, favorite }),
-      changes: async (since, after, size) => await repo.listChanges(trx, auth, { ...filters, since, after, size })
+      changes: async window => await repo.listChanges(trx, auth, { ...filters, ...window })
     }))
   })
 

@@ -11,6 +11,7 @@ import { digestEtag } from '../../platform/http/conditional.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { creationOrder, listScope, pageWindow, type PageParams } from '../../platform/http/cursor.ts'
 import { readChanges } from '../../platform/sync/sync.repository.ts'
+import type { ChangesWindow } from '../../platform/sync/sync.ts'
 import { visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
 import {
   ATTENDEE_STATUSES, type AttendeeRow, type AttendeeStatus, type EventCollabTables
@@ -81,7 +82,7 @@ export async function listAttendeeChanges (
   trx: Tx,
   tenantId: string,
   event: OccurrenceRef,
-  o: { status?: AttendeeStatus | undefined, since: string, after: string | undefined, size: number }
+  o: ChangesWindow & { status?: AttendeeStatus | undefined }
 ) {
   const parents = [`event:${event.id}`, ...(event.seriesId !== null ? [`series:${event.seriesId}`] : [])]
   return await readChanges(trx, {
@@ -89,6 +90,7 @@ export async function listAttendeeChanges (
     kind: 'attendee',
     since: o.since,
     after: o.after,
+    upto: o.upto,
     size: o.size,
     where: sql<SqlBool>`parent = any(${parents}::text[])`,
     id: Number,

@@ -120,8 +120,7 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
         now: new Date(),
         windowMs: config.syncWindowMs,
         full,
-        changes: async (since, after, size) =>
-          await repo.listAttendeeChanges(trx, auth.tenantId, of, { status: q.status, since, after, size })
+        changes: async window => await repo.listAttendeeChanges(trx, auth.tenantId, of, { ...window, status: q.status })
       })
     })
   })

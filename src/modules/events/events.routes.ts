@@ -167,7 +167,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
           now: new Date(),
           windowMs: ctx.config.syncWindowMs,
           full,
-          changes: async (since, after, size) => await listEventChanges(trx, auth, { ...filters, since, after, size })
+          changes: async window => await listEventChanges(trx, auth, { ...filters, ...window })
         })
       return { ...found, items: await renderEvents(trx, ctx.eventBodies, auth.tenantId, found.items) }
     })

@@ -5,7 +5,7 @@
 import { sql, type RawBuilder, type SqlBool } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import type { ChangesPage } from '../../platform/sync/sync.ts'
+import type { ChangesPage, ChangesWindow } from '../../platform/sync/sync.ts'
 import { readChanges } from '../../platform/sync/sync.repository.ts'
 import { eventVisibleTo, isTenantAdmin } from './events.access.repository.ts'
 import { listFilter, type ListFilters, type VersionedEvent } from './events.repository.ts'
@@ -48,13 +48,7 @@ function couldSee (auth: AuthContext): RawBuilder<SqlBool> {
     or parent = any(array(select 'series:' || series_id ${grants} and series_id is not null)))`
 }
 
-export interface EventChangesOptions extends ListFilters {
-  /** the xmin of the token: changes of transactions from it on */
-  since: string
-  /** the last seq of the previous page of changes */
-  after: string | undefined
-  size: number
-}
+export interface EventChangesOptions extends ListFilters, ChangesWindow {}
 
 /**
  * A page of the changes of the events list since a sync point: the events changed by transactions from `since`
@@ -72,6 +66,7 @@ export async function listEventChanges (
     kind: 'event',
     since: o.since,
     after: o.after,
+    upto: o.upto,
     size: o.size,
     where: couldSee(auth),
     id: Number,

@@ -4,16 +4,11 @@
  */
 import { sql, type RawBuilder, type SqlBool } from 'kysely'
 import type { Tx } from '../db/tenant.ts'
-import type { ChangesPage } from './sync.ts'
+import type { ChangesPage, ChangesWindow } from './sync.ts'
 
-export interface ChangesRead<T, K> {
+export interface ChangesRead<T, K> extends ChangesWindow {
   tenantId: string
   kind: 'contact' | 'event' | 'attendee'
-  /** the xmin of the token: changes of transactions from it on */
-  since: string
-  /** the last seq of the previous page of changes */
-  after: string | undefined
-  size: number
   /** which logged changes the caller may learn of (the list's parent, who could see the row then) */
   where: RawBuilder<SqlBool>
   /** a logged key as the list's id */
@@ -24,11 +19,15 @@ export interface ChangesRead<T, K> {
 
 /**
  * A page of changes: the keys of `kind` changed by transactions from `since` on that `where` admits, each once at
- * its latest change, by seq; those `rows` finds as rows, the others as tombstones.
+ * its latest change up to `upto`, by seq; those `rows` finds as rows, the others as tombstones. Without `upto` (a
+ * delta's first page), the tenant's highest seq now: a delta then ends, however many writes come while it is read.
  */
 export async function readChanges<T, K> (trx: Tx, o: ChangesRead<T, K>): Promise<ChangesPage<T & { id: K }, K>> {
+  const upto = o.upto ?? (await sql<{ upto: string }>`select coalesce(max(seq), 0)::text as upto from changes
+    where tenant_id = ${o.tenantId}`.execute(trx)).rows[0]?.upto ?? '0'
   const changed = sql`select key, max(seq) as seq from changes
-    where tenant_id = ${o.tenantId} and kind = ${o.kind} and xid >= ${o.since}::xid8 and ${o.where}
+    where tenant_id = ${o.tenantId} and kind = ${o.kind} and xid >= ${o.since}::xid8 and seq <= ${upto}::bigint
+      and ${o.where}
     group by key`
   const { rows: keys } = await sql<{ key: string, seq: string, total: string }>`select key, seq::text as seq,
       count(*) over () as total
@@ -50,6 +49,7 @@ export async function readChanges<T, K> (trx: Tx, o: ChangesRead<T, K>): Promise
     deleted,
     remaining: Number(keys[0]?.total ?? 0),
     last: page[page.length - 1]?.seq,
+    upto,
     more: keys.length > o.size
   }
 }

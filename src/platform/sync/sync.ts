@@ -115,11 +115,15 @@ export function readSyncToken (token: string, scope: string, now: Date, windowMs
   return { x, t }
 }
 
-/** The position of a page of changes: the token's point, the point of the new token, the last seq read, the page. */
-export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: string, page: number }
+/**
+ * The position of a page of changes: the token's point, the point of the new token, the last seq read, the last seq
+ * the delta reads (the highest at its first page: changes written while the client pages come with the next token,
+ * so a delta ends however fast writes go on), the page.
+ */
+export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: string, upto: string, page: number }
 
 export function deltaCursor (p: DeltaPosition, scope: string): string {
-  return seal({ v: 1, f: p.from, n: p.to, a: p.after, p: p.page, s: scope })
+  return seal({ v: 1, f: p.from, n: p.to, a: p.after, u: p.upto, p: p.page, s: scope })
 }
 
 const point = (v: unknown): SyncPoint | undefined => {
@@ -134,15 +138,17 @@ export function readDeltaCursor (cursor: string, scope: string, since: SyncPoint
   const from = point(body?.f)
   const to = point(body?.n)
   const after = body?.a
+  const upto = body?.u
   const page = body?.p
   if (body === undefined || from === undefined || to === undefined || typeof after !== 'string' || !XID.test(after) ||
+    typeof upto !== 'string' || !XID.test(upto) ||
     typeof page !== 'number' || !Number.isSafeInteger(page) || page < 2) {
     throw invalidField('query.cursor', 'not a cursor of changes of this service')
   }
   if (body.s !== scope || from.x !== since.x || from.t !== since.t) {
     throw invalidField('query.cursor', 'the cursor belongs to another sync_token, list or caller')
   }
-  return { from, to, after, page }
+  return { from, to, after, upto, page }
 }
 
 /**
@@ -179,6 +185,8 @@ export interface ChangesPage<T, K> {
   remaining: number
   /** the seq of the page's last change */
   last: string | undefined
+  /** the highest seq the delta reads (ChangesWindow) */
+  upto: string
   more: boolean
 }
 
@@ -197,6 +205,17 @@ export interface SyncQuery {
 /** Whether a list read is a sync (a full read with `sync=true`, or a delta with `sync_token`). */
 export const isSyncRead = (q: SyncQuery): boolean => q.sync_token !== undefined || q.sync === 'true'
 
+/**
+ * Which changes a page of a delta reads: of transactions from `since` (an xid8, the token's), after the change
+ * `after` and up to `upto` (seqs; both undefined on the first page, which takes `upto` as the highest now).
+ */
+export interface ChangesWindow {
+  since: string
+  after: string | undefined
+  upto: string | undefined
+  size: number
+}
+
 export interface SyncedRead<T, K> {
   query: SyncQuery
   /** syncScope of the list, its filters and the caller */
@@ -208,8 +227,8 @@ export interface SyncedRead<T, K> {
   windowMs: number | null
   /** a page of the full list from its cursor (undefined: the first page) */
   full: (cursor: string | undefined) => Promise<FullPage<T>>
-  /** a page of the changes by transactions from `since` (an xid8) after the change `after` (a seq) */
-  changes: (since: string, after: string | undefined, size: number) => Promise<ChangesPage<T, K>>
+  /** a page of the changes of the window */
+  changes: (window: ChangesWindow) => Promise<ChangesPage<T, K>>
 }
 
 export type SyncedPage<T, K> = FullPage<T> & { deleted?: Array<Tombstone<K>>, sync_token?: string }
@@ -225,9 +244,9 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
     if (!o.logged) throw error410Gone('this database keeps no log of changes: read the full list again')
     const since = readSyncToken(q.sync_token, o.scope, o.now, o.windowMs)
     const position = q.cursor === undefined
-      ? { from: since, to: await syncPoint(trx, o.now), after: undefined, page: 1 }
+      ? { from: since, to: await syncPoint(trx, o.now), after: undefined, upto: undefined, page: 1 }
       : readDeltaCursor(q.cursor, o.scope, since)
-    const found = await o.changes(since.x, position.after, q.size)
+    const found = await o.changes({ since: since.x, after: position.after, upto: position.upto, size: q.size })
     const more = found.more && found.last !== undefined
     return {
       items: found.items,
@@ -236,7 +255,7 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
       // the total counts from this page on; the pages before it are added by the page number
       total: (position.page - 1) * q.size + found.remaining,
       next_cursor: more && found.last !== undefined
-        ? deltaCursor({ ...position, after: found.last, page: position.page + 1 }, o.scope)
+        ? deltaCursor({ ...position, after: found.last, upto: found.upto, page: position.page + 1 }, o.scope)
         : null,
       ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope) })
     }
