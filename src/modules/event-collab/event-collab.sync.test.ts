@@ -353,12 +353,9 @@ for (const kind of databases()) {
         await patch(c1, pages % 2 === 0 ? 'tentative' : 'declined')
         await patch(c2, pages % 2 === 0 ? 'tentative' : 'declined')
       }
-      // BUG (src/platform/sync/sync.repository.ts, readChanges, line ~30): the changes a delta reads have no upper
-      // bound (only `xid >= since` and `seq > after`), so every change written while the client pages comes after its
-      // cursor and the delta goes on: with two attendees changed between pages of size 1 it never reaches
-      // `next_cursor: null` and the client never gets its next token. The changes after the delta's first page
-      // (its `to` point, taken then) could wait for the next token, e.g. the seq reached at the first page carried
-      // by the cursor as an upper bound. This assertion fails until then.
+      // a delta reads the changes up to the highest at its first page (readChanges, `upto`): those written while the
+      // client pages come with the next token, so the delta ends; without the bound it never reached
+      // `next_cursor: null` with two attendees changed between pages of size 1
       assert.equal(typeof next, 'string', `the delta ended (no next token after ${pages} pages of size 1)`)
     })
 
