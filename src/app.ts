@@ -186,7 +186,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   })
   if (config.workers) {
     // retention of finished rows (docs/retention.md); registered last, so it stops before the database closes
-    const retention = startRetention(handle.db, config.retention, app.log)
+    const retention = startRetention(handle.db, config.retention, app.log, undefined, {
+      phoneRegion: config.phoneDefaultRegion
+    })
     app.addHook('onClose', async () => { await retention.stop() })
   }
   return { app, ctx, database: handle }

@@ -395,7 +395,7 @@ function metricsToken (env: Env): string | undefined {
   return token
 }
 
-/** PHONE_DEFAULT_REGION: a region with phone numbers, ISO 3166-1 alpha-2 in any case (stored upper case); unset = none. */
+/** PHONE_DEFAULT_REGION: a region that has phone numbers, ISO 3166-1 alpha-2 in any case (kept upper case). */
 function phoneDefaultRegion (env: Env): CountryCode | undefined {
   const raw = str(env, 'PHONE_DEFAULT_REGION')?.trim()
   if (raw === undefined || raw === '') return undefined

@@ -101,7 +101,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search contacts by name, e-mail and company */
+        /** Search contacts by name, e-mail, company or phone number */
         get: operations["search-contacts"];
         put?: never;
         post?: never;
@@ -163,6 +163,57 @@ export interface paths {
         head?: never;
         /** Merge-patch a contact (RFC 7396) */
         patch: operations["patch-contact"];
+        trace?: never;
+    };
+    "/api/v1/contacts/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Merge up to 20 contacts into this one: their attendances, tags, links and activity move here, and their ids redirect here (costs 5 rate-limit tokens) */
+        post: operations["merge-contacts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/contacts/duplicates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Groups of likely duplicate contacts: the same e-mail, E.164 number, or name and company */
+        get: operations["list-contact-duplicates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/contacts/{id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A contact's events, its linked user's manager roles and the automation runs that named it, newest first */
+        get: operations["list-contact-timeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/contacts/{id}/favorite": {
@@ -2085,6 +2136,12 @@ export interface components {
             linked_user_id: string | null;
             /** @description Tags */
             tags: string[];
+            phone_primary_e164?: string | null;
+            phone_secondary_e164?: string | null;
+            phone_work_e164?: string | null;
+            invalid_phones?: ("phone_primary" | "phone_secondary" | "phone_work")[] | null;
+            /** @description Only in the answer of create (empty when none): other contacts the caller can see with the same e-mail (case-insensitive, trimmed) or the same phone number (its digits, at least 6), oldest first, at most 50. The contact is created all the same */
+            possible_duplicates?: string[];
         };
         Space: {
             /**
@@ -3040,7 +3097,7 @@ export interface components {
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
-            /** @description With `sync_token`: rows gone from the list */
+            /** @description With `sync_token`: rows gone from the list (or out of the caller's sight): drop them by `id` */
             deleted?: {
                 id: string;
                 /** @enum {boolean} */
@@ -3072,10 +3129,10 @@ export interface components {
             /** @description One entry per input contact, in input order */
             items: {
                 /**
-                 * @description What happened to this contact; skipped = the e-mail matched a contact the caller may not change (nothing written)
+                 * @description What happened to this contact; unchanged = it already held the item's values (nothing written); skipped = the e-mail matched a contact the caller may not change (nothing written)
                  * @enum {string}
                  */
-                action: "created" | "updated" | "skipped";
+                action: "created" | "updated" | "unchanged" | "skipped";
                 contact: components["schemas"]["Contact"];
                 /** @description Present only on a skipped item */
                 error?: {
@@ -3087,6 +3144,8 @@ export interface components {
             }[];
             created: number;
             updated: number;
+            /** @description Items whose contact already held their values: not written */
+            unchanged: number;
             /** @description Items left unchanged because the matched contact is not the caller's to change */
             skipped: number;
         };
@@ -3107,12 +3166,111 @@ export interface components {
                 /** @description The line of the file where the row starts (line 1 is the header) */
                 line: number;
                 /**
-                 * @description unchanged = the e-mail matched a contact whose fields already hold the row's values (nothing written)
+                 * @description updated = the row changed the contact its e-mail matched, or the one an earlier row of the file created; unchanged = that contact already held the row's values (nothing written)
                  * @enum {string}
                  */
                 status: "created" | "updated" | "unchanged";
                 contact_id: string | null;
+                /** @description Present when the contact has phone fields whose text is not a valid number (stored as typed) */
+                invalid_phones?: ("phone_primary" | "phone_secondary" | "phone_work")[];
             }[];
+        };
+        ErrorModel: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            $schema?: string;
+            /**
+             * @description HTTP status code
+             * @example 400
+             */
+            status: number;
+            /**
+             * @description A short, human-readable summary of the problem type.
+             * @example Bad Request
+             */
+            title: string;
+            /** @description A human-readable explanation specific to this occurrence of the problem. */
+            detail?: string;
+            /**
+             * @description A URI reference to human-readable documentation for the error.
+             * @default about:blank
+             */
+            type: string;
+            /** @description A URI reference that identifies the specific occurrence of the problem. */
+            instance?: string;
+            /** @description Optional list of individual error details */
+            errors?: components["schemas"]["ErrorDetail"][];
+        };
+        DuplicatesOutputBody: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Groups ordered by key, then reason */
+            items: {
+                /**
+                 * @description email: the same e-mail (case and surrounding spaces ignored); phone: the same E.164 number in any of the three phone fields; name_company: the same first and last name and company (case, spaces ignored)
+                 * @enum {string}
+                 */
+                reason: "email" | "phone" | "name_company";
+                /** @description What the contacts share, normalised: the e-mail lower-cased, the E.164 number, or "<first last> | <company>" lower-cased with runs of spaces made one */
+                key: string;
+                /** @description How many contacts the caller can see share the key */
+                count: number;
+                /** @description The group's first 10 contacts, oldest first */
+                contacts: components["schemas"]["Contact"][];
+            }[];
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
+        TimelineOutputBody: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Newest first (then kind and id, descending) */
+            items: {
+                /**
+                 * Format: date-time
+                 * @description When it happened (see docs/contacts.md, "Timeline", per kind and status)
+                 */
+                at: string;
+                /**
+                 * @description attendance: the contact at an event; manager: the linked user as an event manager; automation: a run whose trigger named the contact
+                 * @enum {string}
+                 */
+                kind: "attendance" | "manager" | "automation";
+                /** @description The row: an attendee, manager or execution id */
+                id: string;
+                /** @description attendance: the attendee status (checked_in, no_show, declined, confirmed, …); manager: active or revoked; automation: the execution status (queued, running, succeeded, failed) */
+                status: string;
+                /** @description The event (an occurrence, for a series that the contact attends or manages as a whole: absent) */
+                event?: {
+                    id: number;
+                    title: string;
+                    start_dt: string | null;
+                };
+                /** @description The series, for a row of the whole series (no event) */
+                series?: {
+                    id: number;
+                    title: string;
+                };
+                role?: string | null;
+                /** @description The automation rule that ran */
+                rule?: {
+                    /** Format: uuid */
+                    id: string;
+                    name: string;
+                };
+                /** @description automation: what triggered the run */
+                trigger_type?: string;
+            }[];
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
         };
         PagedBodySpace: {
             /**
@@ -3442,6 +3600,8 @@ export interface components {
                 can_request_join: boolean;
             };
         };
+        /** @description One HTML document with schema.org Event JSON-LD (docs/integrations.md) */
+        SpacePageHtml: string;
         EventTemplateList: {
             /**
              * Format: uri
@@ -3478,6 +3638,14 @@ export interface components {
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
+            /** @description With `sync_token`: rows gone from the list (or out of the caller's sight): drop them by `id` */
+            deleted?: {
+                id: number;
+                /** @enum {boolean} */
+                deleted: true;
+            }[];
+            /** @description On the last page of a sync: send it as `sync_token` */
+            sync_token?: string;
         };
         CalendarBody: {
             /**
@@ -3748,6 +3916,14 @@ export interface components {
             total: number;
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
+            /** @description With `sync_token`: rows gone from the list (or out of the caller's sight): drop them by `id` */
+            deleted?: {
+                id: number;
+                /** @enum {boolean} */
+                deleted: true;
+            }[];
+            /** @description On the last page of a sync: send it as `sync_token` */
+            sync_token?: string;
         };
         EventRegistration: {
             /**
@@ -4093,34 +4269,6 @@ export interface components {
             /** @description The caller's live feed tokens, oldest first */
             items: components["schemas"]["FeedToken"][];
         };
-        ErrorModel: {
-            /**
-             * Format: uri
-             * @description A URL to the JSON Schema for this object.
-             */
-            $schema?: string;
-            /**
-             * @description HTTP status code
-             * @example 400
-             */
-            status: number;
-            /**
-             * @description A short, human-readable summary of the problem type.
-             * @example Bad Request
-             */
-            title: string;
-            /** @description A human-readable explanation specific to this occurrence of the problem. */
-            detail?: string;
-            /**
-             * @description A URI reference to human-readable documentation for the error.
-             * @default about:blank
-             */
-            type: string;
-            /** @description A URI reference that identifies the specific occurrence of the problem. */
-            instance?: string;
-            /** @description Optional list of individual error details */
-            errors?: components["schemas"]["ErrorDetail"][];
-        };
     };
     responses: {
         /** @description Error (RFC 9457 problem details) */
@@ -4328,7 +4476,7 @@ export interface operations {
                 size?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
-                /** @description Matched against name, e-mail and company */
+                /** @description Matched against name, e-mail and company; a search that looks like a phone number (6 digits or more) also matches phone numbers, in any spelling, or by their last digits */
                 search?: string;
                 /** @description Sort field */
                 sort_by?: "created_at" | "updated_at" | "first_name" | "last_name" | "email" | "company";
@@ -4336,6 +4484,8 @@ export interface operations {
                 sort_dir?: "asc" | "desc";
                 /** @description Favorite filter; empty = no filter */
                 is_favorite?: "true" | "false" | "";
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
                 /** @description true: the last page carries a `sync_token` */
                 sync?: "true" | "false";
                 /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
@@ -4370,7 +4520,10 @@ export interface operations {
     };
     "create-contact": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
+            };
             header?: {
                 /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
@@ -4442,12 +4595,14 @@ export interface operations {
     "search-contacts": {
         parameters: {
             query: {
-                /** @description Search text */
+                /** @description Search text; one that looks like a phone number (6 digits or more) also matches phone numbers, in any spelling, or by their last digits */
                 query: string;
                 /** @description Maximum number of results */
                 limit?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
             };
             header?: never;
             path?: never;
@@ -4478,7 +4633,10 @@ export interface operations {
     };
     "upsert-contacts": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
+            };
             header?: {
                 /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
                 "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
@@ -4494,7 +4652,7 @@ export interface operations {
                      * @description A URL to the JSON Schema for this object.
                      */
                     readonly $schema?: string;
-                    /** @description Contacts matched by e-mail (case-insensitive) within the caller's scope */
+                    /** @description Contacts matched by e-mail (case-insensitive, trimmed) within the caller's scope; an e-mail given again applies to the contact its first item matched or created */
                     contacts: {
                         /**
                          * Format: uri
@@ -4509,7 +4667,7 @@ export interface operations {
                         nickname?: string | null;
                         /**
                          * Format: email
-                         * @description E-mail address
+                         * @description E-mail address; spaces around it are dropped (it is stored trimmed and matched case-insensitively)
                          */
                         email: string;
                         phone_primary?: string | null;
@@ -4568,6 +4726,8 @@ export interface operations {
                 ignore_unknown?: "true" | "false";
                 /** @description `true`: answers what the import would do, and writes nothing */
                 dry_run?: "true" | "false";
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
             };
             header?: {
                 /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
@@ -4639,6 +4799,18 @@ export interface operations {
                     "application/json": components["schemas"]["Contact"];
                 };
             };
+            /** @description The contact was merged into another: `Location` names it (docs/contacts.md, "Merge") */
+            308: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorModel"];
+                };
+            };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Error"];
@@ -4651,7 +4823,10 @@ export interface operations {
     };
     "replace-contact": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
+            };
             header?: {
                 /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
                 "If-Match"?: components["parameters"]["If-Match"];
@@ -4761,7 +4936,10 @@ export interface operations {
     };
     "patch-contact": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
+                phone_region?: string;
+            };
             header?: {
                 /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
                 "If-Match"?: components["parameters"]["If-Match"];
@@ -4827,6 +5005,183 @@ export interface operations {
             412: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "merge-contacts": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The contacts merged into this one (1–20): deleted afterwards, each redirecting here */
+                    absorb: string[];
+                    /** @description Per field, the contact (this one or an absorbed one) whose value the merged contact keeps, empty or not. A field not named keeps this contact's value unless it is empty, else takes the value of the most recently updated absorbed contact that has one. Tags are always the union. */
+                    fields?: {
+                        /** Format: uuid */
+                        is_favorite?: string;
+                        /** Format: uuid */
+                        first_name?: string;
+                        /** Format: uuid */
+                        middle_name?: string;
+                        /** Format: uuid */
+                        last_name?: string;
+                        /** Format: uuid */
+                        nickname?: string;
+                        /** Format: uuid */
+                        email?: string;
+                        /** Format: uuid */
+                        phone_primary?: string;
+                        /** Format: uuid */
+                        phone_secondary?: string;
+                        /** Format: uuid */
+                        phone_work?: string;
+                        /** Format: uuid */
+                        company?: string;
+                        /** Format: uuid */
+                        job_title?: string;
+                        /** Format: uuid */
+                        address_line1?: string;
+                        /** Format: uuid */
+                        address_line2?: string;
+                        /** Format: uuid */
+                        city?: string;
+                        /** Format: uuid */
+                        state_province?: string;
+                        /** Format: uuid */
+                        postal_code?: string;
+                        /** Format: uuid */
+                        country?: string;
+                        /** Format: uuid */
+                        website?: string;
+                        /** Format: uuid */
+                        avatar_url?: string;
+                        /** Format: uuid */
+                        notes?: string;
+                        /** Format: uuid */
+                        linked_user_id?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-contact-duplicates": {
+        parameters: {
+            query?: {
+                /** @description Only groups of this reason; absent = all three */
+                reason?: "email" | "phone" | "name_company";
+                /** @description Groups per page (1 to 50); a page may hold fewer while next_cursor is not null */
+                limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DuplicatesOutputBody"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-contact-timeline": {
+        parameters: {
+            query?: {
+                /** @description Only items of this kind; absent = all */
+                kind?: "attendance" | "manager" | "automation";
+                /** @description Items per page (1 to 100), newest first */
+                limit?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineOutputBody"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
@@ -6478,7 +6833,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description The page; the same page as HTML when `Accept` prefers `text/html` to JSON (`Vary: Accept`) */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -6489,6 +6844,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SpacePage"];
+                    "text/html": components["schemas"]["SpacePageHtml"];
                 };
             };
             /** @description No Content */
@@ -6540,7 +6896,7 @@ export interface operations {
                      * @example <!doctype html>
                      *     <html lang="en"><head>…</head><body><header><h1>Open Garden</h1>…</html>
                      */
-                    "text/html": string;
+                    "text/html": components["schemas"]["SpacePageHtml"];
                 };
             };
             /** @description No Content */
@@ -6686,6 +7042,10 @@ export interface operations {
                 template?: string;
                 /** @description Template in this list (repeatable), OR-ed with template */
                 template_in?: string[];
+                /** @description true: the last page carries a `sync_token` */
+                sync?: "true" | "false";
+                /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
+                sync_token?: string;
             };
             header?: never;
             path?: never;
@@ -8007,6 +8367,10 @@ export interface operations {
                 cursor?: string;
                 /** @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states") */
                 status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                /** @description true: the last page carries a `sync_token` */
+                sync?: "true" | "false";
+                /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
+                sync_token?: string;
             };
             header?: never;
             path: {

@@ -34,6 +34,8 @@ import { withSystem } from './db/tenant.ts'
 import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
 import { compactListCounts } from '../modules/events/events.repository.ts'
 import { compactRowCounts } from './db/kept-counts.ts'
+import { readUnreadPhones } from '../modules/contacts/contacts.service.ts'
+import type { CountryCode } from '../modules/contacts/contacts.phones.ts'
 
 export const RETENTION_KINDS = [
   'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'feedTokens',
@@ -322,14 +324,16 @@ export interface RetentionLoop {
 
 /**
  * Runs `pruneRetention` shortly after the start and then every INTERVAL_MS, each pass until
- * nothing is left; a pass still running when the next is due is not doubled. Stopped (between two
- * statements) when the app closes.
+ * nothing is left, then the upkeep beside it (kept counts folded; the phone numbers of contacts
+ * written before they were read, with `upkeep.phoneRegion`); a pass still running when the next is
+ * due is not doubled. Stopped (between two statements) when the app closes.
  */
 export function startRetention (
   db: Kysely<Database>,
   retention: RetentionConfig,
   log: FastifyBaseLogger,
-  now: () => Date = () => new Date()
+  now: () => Date = () => new Date(),
+  upkeep: { phoneRegion?: CountryCode | undefined } = {}
 ): RetentionLoop {
   const abort = new AbortController()
   let running: Promise<PruneResult | undefined> | undefined
@@ -350,6 +354,9 @@ export function startRetention (
         if (compacted > 0) log.info({ tenants: compacted }, 'retention: event list counts folded')
         const folded = await compactRowCounts(db, abort.signal)
         if (folded > 0) log.info({ tenants: folded }, 'retention: contact and execution counts folded')
+        // contacts written before their phone numbers were read (migration 0028)
+        const phones = await readUnreadPhones(db, upkeep.phoneRegion, abort.signal)
+        if (phones > 0) log.info({ contacts: phones }, 'upkeep: phone numbers of older contacts read')
         return r
       } catch (err) {
         log.error({ err }, 'retention pass failed')

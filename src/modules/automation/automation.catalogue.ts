@@ -186,6 +186,11 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
     { contact_id: 'string (uuid)', email: 'string or null', source: 'string: api or upsert' }),
   domainEvent('contact.updated', 'A contact was edited', { contact_id: 'string (uuid)', fields: 'array of string' }),
   domainEvent('contact.deleted', 'A contact was deleted', { contact_id: 'string (uuid)' }),
+  domainEvent('contact.merged', 'Contacts were merged into one: the absorbed ones are deleted and redirect to it', {
+    contact_id: 'string (uuid): the contact kept, which the absorbed ones became',
+    absorbed_ids: 'array of string: the absorbed contacts (uuids), deleted; a read of one answers 308 to contact_id',
+    fields: 'array of string: the fields whose value the merge changed (taken from an absorbed contact; tags: union)'
+  }),
   domainEvent('user.added', 'A user was added by the identity provider',
     { ...USER_FIELDS, email: 'string', display_name: 'string' }),
   domainEvent('user.changed', "A user's profile changed", USER_FIELDS),

@@ -241,11 +241,64 @@ for (const kind of databases()) {
       assert.match(res.errors[3].message, /^column "Tags" \(tags\)/)
       assert.match(res.errors[4].message, /expected required property email/)
       assert.equal((await contactsByEmail(t, alice)).size, 0)
+    })
 
-      const dup = await expectImport(t, alice, 422, 'email\na@example.org\nb@example.org\nA@Example.org\n')
-      assert.deepEqual(dup.errors.map((e: Json) => e.location), ['body.line[4].email'])
-      assert.match(dup.errors[0].message, /line 2/)
+    it('applies a row repeating an e-mail (another case, spaces) to the contact an earlier row created', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const csv = 'email,first_name,company\n' +
+        'ann@example.org,Ann,\n' +
+        'bo@example.org,Bo,\n' +
+        ' ANN@Example.org ,Ann,Acme\n' +
+        'ANN@Example.org,Ann,\n' +
+        'ann@example.org,,Acme\n'
+      const dry = await expectImport(t, alice, 200, csv, '?dry_run=true')
+      const expected = [[2, 'created'], [3, 'created'], [4, 'updated'], [5, 'unchanged'], [6, 'updated']]
+      assert.deepEqual(dry.results.map((r: Json) => [r.line, r.status]), expected)
+      assert.deepEqual(dry.results.map((r: Json) => r.contact_id), [null, null, null, null, null])
       assert.equal((await contactsByEmail(t, alice)).size, 0)
+      const before = (await outboxTopics(t, tenant.id, 'contact.')).length
+
+      const body = await expectImport(t, alice, 200, csv)
+      assert.deepEqual(body.results.map((r: Json) => [r.line, r.status]), expected)
+      assert.deepEqual([body.created, body.updated, body.unchanged], [2, 2, 1])
+      const ann = body.results[0].contact_id
+      assert.deepEqual(body.results.map((r: Json) => r.contact_id === ann), [true, false, true, true, true])
+      const seen = await contactsByEmail(t, alice)
+      assert.equal(seen.size, 2, 'one contact per e-mail')
+      assert.deepEqual([seen.get('ann@example.org')?.id, seen.get('ann@example.org')?.company], [ann, 'Acme'])
+      assert.deepEqual(
+        (await outboxTopics(t, tenant.id, 'contact.')).slice(before),
+        ['contact.created', 'contact.created', 'contact.updated', 'contact.updated']
+      )
+      const again = await expectImport(t, alice, 200, 'email,first_name,company\nANN@example.org , Ann,Acme\n')
+      assert.deepEqual([again.results[0].status, again.results[0].contact_id], ['updated', ann], 'the spelling changed')
+      const same = await expectImport(t, alice, 200, 'email,first_name,company\nANN@example.org , Ann,Acme\n')
+      assert.deepEqual([same.results[0].status, same.results[0].contact_id], ['unchanged', ann])
+    })
+
+    it('reads phone numbers with the request\'s region, keeps an invalid one as typed and flags its row', async () => {
+      const alice = await newTenant(t).user('alice')
+      const csv = 'email,phone_primary,phone_work\n' +
+        'ann@example.org,06 28 23 04 55,\n' +
+        'bo@example.org,030 1234567,not a number\n'
+      const bad = await expectImport(t, alice, 400, csv, '?phone_region=XX')
+      assert.deepEqual(bad.errors.map((e: Json) => e.location), ['query.phone_region'])
+      assert.equal((await contactsByEmail(t, alice)).size, 0)
+
+      const body = await expectImport(t, alice, 200, csv, '?phone_region=fr')
+      assert.deepEqual(body.results.map((r: Json) => r.invalid_phones), [undefined, ['phone_work']])
+      const seen = await contactsByEmail(t, alice)
+      const ann = seen.get('ann@example.org')
+      const bo = seen.get('bo@example.org')
+      assert.deepEqual([ann?.phone_primary, ann?.phone_primary_e164, ann?.invalid_phones], ['06 28 23 04 55', '+33628230455', []])
+      assert.deepEqual([bo?.phone_primary_e164, bo?.phone_work, bo?.phone_work_e164], ['+33301234567', 'not a number', null])
+      // the same numbers, read as German ones: the second row's primary number is another one now
+      const de = await expectImport(t, alice, 200, csv, '?phone_region=DE')
+      assert.deepEqual(de.results.map((r: Json) => r.status), ['updated', 'updated'])
+      assert.equal((await contactsByEmail(t, alice)).get('bo@example.org')?.phone_primary_e164, '+49301234567')
+      const found = await getJson(t, alice, '/api/v1/contacts/search?query=%2B49%2030%201234567')
+      assert.deepEqual(found.items.map((c: Json) => c.email), ['bo@example.org'])
     })
 
     it('lists at most 1000 row errors', async () => {

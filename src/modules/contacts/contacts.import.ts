@@ -251,8 +251,8 @@ function otherDelimiter (header: string[] | undefined, options: ImportOptions): 
 /**
  * The data rows of a decoded CSV body as upsert items. A problem of the file (malformed CSV, its header, over 50 000
  * data rows) is thrown (400, 413); a problem of a row is kept in `rowErrors`, naming its line, the column and the
- * contact field (the import answers 422 with them): a value the upsert item's schema refuses, or an e-mail
- * (case-insensitive) that an earlier row has.
+ * contact field (the import answers 422 with them): a value the upsert item's schema refuses. A row may repeat the
+ * e-mail of an earlier row: it then applies to that row's contact (`importContacts`).
  */
 export function parseContactsCsv (text: string, options: ImportOptions): ParsedImport {
   const bytes = Buffer.from(text, 'utf8')
@@ -292,7 +292,6 @@ export function parseContactsCsv (text: string, options: ImportOptions): ParsedI
 
   const rows: ImportRow[] = []
   const rowErrors: RowError[] = []
-  const firstLineOf = new Map<string, number>()
   for (const [r, cells] of records.entries()) {
     if (r === 0) continue
     const line = lines.recordStart(starts[r] ?? 0)
@@ -324,22 +323,7 @@ export function parseContactsCsv (text: string, options: ImportOptions): ParsedI
       }
       continue
     }
-    const valid = item as UpsertContactItem
-    const key = valid.email.toLowerCase()
-    const first = firstLineOf.get(key)
-    if (first !== undefined) {
-      rowErrors.push({
-        line,
-        error: fieldError(
-          `${lineLocation(line)}.email`,
-          `column "${columnOf.email ?? 'email'}" (email): the e-mail of line ${first} again`,
-          valid.email
-        )
-      })
-      continue
-    }
-    firstLineOf.set(key, line)
-    rows.push({ line, item: valid })
+    rows.push({ line, item: item as UpsertContactItem })
   }
   return { rows, rowErrors, total: records.length - 1 }
 }

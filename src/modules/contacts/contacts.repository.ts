@@ -14,6 +14,7 @@ import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { ContactRow, ContactsTable } from './contacts.table.ts'
 import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
+import { E164_COLUMNS, PHONE_FIELDS, REV_COLUMNS, type PhoneField, type PhoneSearch } from './contacts.phones.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
@@ -38,7 +39,7 @@ const COLUMNS = [
   'id', 'org_id', 'owner_id', 'created_at', 'updated_at', 'is_favorite', 'first_name', 'middle_name', 'last_name',
   'nickname', 'email', 'phone_primary', 'phone_secondary', 'phone_work', 'company', 'job_title', 'address_line1',
   'address_line2', 'city', 'state_province', 'postal_code', 'country', 'website', 'avatar_url', 'notes',
-  'linked_user_id', 'tags', 'revision'
+  'linked_user_id', 'tags', 'revision', 'phone_primary_e164', 'phone_secondary_e164', 'phone_work_e164', 'invalid_phones'
 ] as const
 
 export type ContactValues = Partial<
@@ -52,6 +53,7 @@ export type ContactValues = Partial<
     | 'created_at'
     | 'updated_at'
     | 'search_text'
+    | typeof REV_COLUMNS[PhoneField]
     | 'tags'
     | 'is_favorite'
   >
@@ -135,7 +137,11 @@ const FIELD_TYPES: Record<keyof ContactValues, 'text' | 'text[]' | 'boolean'> = 
   avatar_url: 'text',
   notes: 'text',
   linked_user_id: 'text',
-  tags: 'text[]'
+  tags: 'text[]',
+  phone_primary_e164: 'text',
+  phone_secondary_e164: 'text',
+  phone_work_e164: 'text',
+  invalid_phones: 'text[]'
 }
 const FIELDS = Object.keys(FIELD_TYPES) as Array<keyof ContactValues>
 
@@ -186,16 +192,38 @@ export async function deleteContact (trx: Tx, tenantId: string, id: string): Pro
   await trx.deleteFrom('contacts').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
 }
 
-/** `%`, `_` and `\` are literal in a search term. */
-
 /** Text fields sort case-insensitively, as people expect of names. */
 const TEXT_SORT = new Set(['first_name', 'last_name', 'email', 'company'])
+
+/**
+ * What a search matches: the term anywhere in the text of names, e-mail and company (`%`, `_` and `\` literal; the
+ * trigram index), or, for a term that looks like a phone number (`phone`, contacts.phones.ts), the reversed digits of
+ * one of the three numbers (the `contacts_phone_*` indexes): those of a number (equal to its E.164 form's, or, for a
+ * number kept as typed, starting with its national number's) or of a suffix (starting with it). One `or`, which
+ * PostgreSQL answers with a bitmap OR of the four indexes (the `e164 is null` of a number typed is checked on the rows
+ * the index found).
+ */
+function searchMatch (eb: Eb, term: string, phone: PhoneSearch | undefined): Expression<SqlBool> {
+  const text = eb('search_text', 'like', likePattern(term))
+  if (phone === undefined) return text
+  return eb.or([text, ...PHONE_FIELDS.map(field => {
+    const rev = REV_COLUMNS[field]
+    if ('suffix' in phone) return eb(rev, 'like', `${phone.suffix}%`)
+    if (phone.national === undefined) return eb(rev, '=', phone.number)
+    return eb.and([
+      eb(rev, 'like', `${phone.national}%`),
+      eb.or([eb(rev, '=', phone.number), eb(E164_COLUMNS[field], 'is', null)])
+    ])
+  })])
+}
 
 export interface ListOptions {
   page: number
   size: number
   cursor?: string | undefined
   search?: string | undefined
+  /** the phone match of `search`, when it looks like a phone number */
+  phone?: PhoneSearch | undefined
   sortBy: typeof CONTACT_SORT_FIELDS[number]
   sortDir: 'asc' | 'desc'
   favorite?: boolean | undefined
@@ -230,16 +258,21 @@ async function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean |
 }
 
 /** The contacts of the list: those the caller sees, of the search and the favorite filter. */
-function listBase (trx: Tx, auth: AuthContext, o: { search?: string | undefined, favorite?: boolean | undefined }) {
+function listBase (
+  trx: Tx,
+  auth: AuthContext,
+  o: { search?: string | undefined, phone?: PhoneSearch | undefined, favorite?: boolean | undefined }
+) {
   return trx.selectFrom('contacts')
     .where(eb => visibleTo(eb, auth))
-    .$if(o.search !== undefined && o.search !== '', qb => qb.where('search_text', 'like', likePattern(o.search ?? '')))
+    .$if(o.search !== undefined && o.search !== '', qb => qb.where(eb => searchMatch(eb, o.search ?? '', o.phone)))
     .$if(o.favorite !== undefined, qb => qb.where('is_favorite', '=', o.favorite ?? false))
 }
 
 /** What a page of changes of the contacts list reads (`listChanges`). */
 export interface ChangesOptions extends ChangesWindow {
   search?: string | undefined
+  phone?: PhoneSearch | undefined
   favorite?: boolean | undefined
 }
 
@@ -277,7 +310,14 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
   ]
   const window = pageWindow(
     o,
-    listScope('contacts', { sortBy: o.sortBy, sortDir: o.sortDir, search: o.search, favorite: o.favorite }),
+    // the phone match only when there is one: the cursors of other lists keep their scope
+    listScope('contacts', {
+      sortBy: o.sortBy,
+      sortDir: o.sortDir,
+      search: o.search,
+      favorite: o.favorite,
+      ...(o.phone !== undefined ? { phone: o.phone } : {})
+    }),
     keys
   )
   const base = listBase(trx, auth, o)
@@ -328,15 +368,23 @@ const SEARCH_KEYS: KeyColumn[] = [
   { ref: 'm.id', dir: 'asc', type: 'uuid' }
 ]
 
-export async function searchVisible (trx: Tx, auth: AuthContext, query: string, limit: number, cursor?: string) {
+export async function searchVisible (
+  trx: Tx,
+  auth: AuthContext,
+  query: string,
+  limit: number,
+  cursor?: string,
+  phone?: PhoneSearch
+) {
   await planForValues(trx)
-  const window = pageWindow({ size: limit, cursor }, listScope('contact-search', { query }), SEARCH_KEYS)
+  const scope = listScope('contact-search', { query, ...(phone !== undefined ? { phone } : {}) })
+  const window = pageWindow({ size: limit, cursor }, scope, SEARCH_KEYS)
   const matches = trx.selectFrom('contacts')
     .select(['id', 'last_name', 'first_name'])
     .select(sql<number>`similarity(search_text, ${query.toLowerCase()})`.as('rank'))
     .select(sql<string>`count(*) over ()`.as('total'))
     .where(eb => visibleTo(eb, auth))
-    .where('search_text', 'like', likePattern(query))
+    .where(eb => searchMatch(eb, query, phone))
   // every match is ranked and counted (the total), then the page is taken (after the cursor's match when there is one)
   const ranked = trx.selectFrom(matches.as('m')).selectAll('m')
     .$if(window.after !== undefined, qb => qb.where(eb => afterKey(eb, SEARCH_KEYS, window.after ?? [])))
@@ -351,15 +399,41 @@ export async function searchVisible (trx: Tx, auth: AuthContext, query: string, 
   return {
     items: page.items.map(({ total: _total, rank: _rank, ...contact }) => contact),
     // past the last match the page is empty: the total of an empty page is counted again
-    total: rows[0] !== undefined ? Number(rows[0].total) : await countMatches(trx, auth, query),
+    total: rows[0] !== undefined ? Number(rows[0].total) : await countMatches(trx, auth, query, phone),
     next_cursor: page.next_cursor
   }
 }
 
-async function countMatches (trx: Tx, auth: AuthContext, query: string): Promise<number> {
+async function countMatches (trx: Tx, auth: AuthContext, query: string, phone?: PhoneSearch): Promise<number> {
   const row = await trx.selectFrom('contacts').select(eb => eb.fn.countAll<number>().as('n'))
-    .where(eb => visibleTo(eb, auth)).where('search_text', 'like', likePattern(query)).executeTakeFirstOrThrow()
+    .where(eb => visibleTo(eb, auth)).where(eb => searchMatch(eb, query, phone)).executeTakeFirstOrThrow()
   return Number(row.n)
+}
+
+/**
+ * Other contacts the caller sees with the e-mail key (trimmed and lower-cased; e-mails are stored trimmed, so
+ * `lower(email)` and the index contacts_email answer it) or a number with the same digits (reversed, as the generated
+ * columns hold them: equality on the `contacts_phone_*` indexes), oldest first: the possible duplicates of a contact
+ * just created.
+ */
+export async function findPossibleDuplicates (
+  trx: Tx,
+  auth: AuthContext,
+  of: { id: string, emailKey: string | null, phoneKeys: string[] },
+  limit: number
+): Promise<string[]> {
+  if (of.emailKey === null && of.phoneKeys.length === 0) return []
+  const rows = await trx.selectFrom('contacts').select('id')
+    .where(eb => visibleTo(eb, auth))
+    .where('id', '<>', of.id)
+    .where(eb => eb.or([
+      ...(of.emailKey !== null ? [eb(sql<string>`lower(email)`, '=', of.emailKey)] : []),
+      ...(of.phoneKeys.length > 0 ? PHONE_FIELDS.map(field => eb(REV_COLUMNS[field], 'in', of.phoneKeys)) : [])
+    ]))
+    .orderBy('created_at').orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map(r => r.id)
 }
 
 /** Contacts in the caller's upsert scope (their organization's, or their personal ones) by e-mail. */
@@ -379,4 +453,20 @@ export async function lockByEmails (trx: Tx, auth: AuthContext, emails: string[]
 export async function lockUpsertScope (trx: Tx, auth: AuthContext): Promise<void> {
   const scope = `contacts-upsert|${auth.tenantId}|${auth.orgId ?? `user:${auth.userId}`}`
   await sql`select pg_advisory_xact_lock(hashtextextended(${scope}, 0))`.execute(trx)
+}
+
+/** Tenants with contacts whose numbers were never read (migration 0028), after `after`, in order (worker login). */
+export async function tenantsWithUnreadPhones (trx: Tx, after: string, limit: number): Promise<string[]> {
+  const { rows } = await sql<{ tenant_id: string }>`select distinct tenant_id from contacts
+    where invalid_phones is null and tenant_id > ${after} order by tenant_id limit ${limit}`.execute(trx)
+  return rows.map(r => r.tenant_id)
+}
+
+/** Up to `limit` contacts of the tenant whose numbers were never read, locked (others' locks skipped). */
+export async function lockUnreadPhones (trx: Tx, tenantId: string, limit: number) {
+  return await trx.selectFrom('contacts')
+    .select(['id', ...PHONE_FIELDS, ...PHONE_FIELDS.map(f => E164_COLUMNS[f]), 'invalid_phones'])
+    .where('tenant_id', '=', tenantId).where('invalid_phones', 'is', null)
+    .limit(limit).forUpdate().skipLocked()
+    .execute()
 }

@@ -16,15 +16,20 @@ import { emit } from '../../platform/outbox.ts'
 import * as repo from './contacts.repository.ts'
 import {
   Contact, ContactParams, CreateContactBody, FavoriteBody, IMPORT_MAX_BYTES, ImportContactsBody, ImportContactsQuery,
-  ImportOutputBody, ListContactsQuery, PagedBodyContact, PatchContactBody, ReplaceContactBody, SearchContactsQuery,
-  SearchOutputBody, UpsertContactsBody, UpsertOutputBody
+  ImportOutputBody, ListContactsQuery, PagedBodyContact, PatchContactBody, PhoneRegionQuery, ReplaceContactBody,
+  SearchContactsQuery, SearchOutputBody, UpsertContactsBody, UpsertOutputBody
 } from './contacts.schemas.ts'
-import { importContacts, upsertContacts } from './contacts.service.ts'
+import { createContact, importContacts, upsertContacts } from './contacts.service.ts'
 import { checkCharset, decodeCsvBody, parseContactsCsv, tooLarge } from './contacts.import.ts'
-import { replacementValues, toValues } from './contacts.values.ts'
+import { replacementValues, toValues, trimEmails } from './contacts.values.ts'
+import { PHONE_FIELDS, phoneSearch, requestRegion, withPhones, type CountryCode } from './contacts.phones.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
 import { CONTACT_CHANGES_TRIGGER, isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
+import { mergedOrNotFound } from './contacts.merge.ts'
+import { mergeRoutes } from './contacts.merge.routes.ts'
+import { duplicatesRoutes } from './contacts.duplicates.routes.ts'
+import { timelineRoutes } from './contacts.timeline.routes.ts'
 
 const operation = operationsTagged('Contacts')
 const UPSERT_COST = 5
@@ -42,9 +47,14 @@ async function lockManageable (trx: Tx, auth: AuthContext, id: string, ifMatch: 
   return row
 }
 
-/** Stores changed values of a contact and writes its `contact.updated` event. */
-async function updateValues (trx: Tx, auth: AuthContext, id: string, values: repo.ContactValues) {
-  const updated = await repo.updateContact(trx, auth.tenantId, id, values)
+/**
+ * Stores changed values of a contact, its phone numbers read with `region` (`withPhones`), and writes its
+ * `contact.updated` event (`fields`: those of the body).
+ */
+async function updateValues (
+  trx: Tx, auth: AuthContext, current: LockedContact, values: repo.ContactValues, region: CountryCode | undefined
+) {
+  const updated = await repo.updateContact(trx, auth.tenantId, current.id, withPhones(values, current, region))
   await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
   return updated
 }
@@ -61,29 +71,37 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
     operationId: string,
     summary: string,
     body: B,
-    change: (trx: Tx, auth: AuthContext, current: LockedContact, input: Static<B>) => Promise<LockedContact>
+    change: (
+      trx: Tx, auth: AuthContext, current: LockedContact, input: Static<B>, region: CountryCode | undefined
+    ) => Promise<LockedContact>
   ): void {
+    // a body that can carry a phone number takes `phone_region`, the region its numbers are read with
+    const phones = PHONE_FIELDS.some(f => Object.hasOwn((body as { properties?: object }).properties ?? {}, f))
     app.route({
       method,
       url: `/api/v1/contacts/:id${path}`,
       ...operation(operationId, summary, {
-        params: ContactParams, body, response: { 200: Contact }
+        params: ContactParams, ...(phones ? { querystring: PhoneRegionQuery } : {}), body, response: { 200: Contact }
       }, requirePolicy('contact', 'write')),
-      handler: async (request, reply) =>
-        await answerWithEtag(db, request, reply, async (trx, auth) =>
-          await change(trx, auth, await lockManageable(trx, auth, request.params.id, ifMatchOf(request)), request.body)
-        )
+      preValidation: trimEmails,
+      handler: async (request, reply) => {
+        const query = request.query as { phone_region?: string }
+        const region = requestRegion(query.phone_region, config.phoneDefaultRegion)
+        return await answerWithEtag(db, request, reply, async (trx, auth) => await change(
+          trx, auth, await lockManageable(trx, auth, request.params.id, ifMatchOf(request)), request.body, region
+        ))
+      }
     })
   }
 
-  app.post('/api/v1/contacts', operation('create-contact', 'Create a contact', {
-    body: CreateContactBody, response: { 201: Contact }
-  }, requirePolicy('contact', 'create')), async (request, reply) => {
-    const row = await answerWithEtag(db, request, reply, async (trx, auth) => {
-      const created = await repo.insertContact(trx, auth, toValues(request.body))
-      await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
-      return created
-    })
+  app.post('/api/v1/contacts', {
+    ...operation('create-contact', 'Create a contact', {
+      querystring: PhoneRegionQuery, body: CreateContactBody, response: { 201: Contact }
+    }, requirePolicy('contact', 'create')),
+    preValidation: trimEmails
+  }, async (request, reply) => {
+    const region = requestRegion(request.query.phone_region, config.phoneDefaultRegion)
+    const row = await answerWithEtag(db, request, reply, (trx, auth) => createContact(trx, auth, request.body, region))
     return await reply.code(201).header('location', `/api/v1/contacts/${row.id}`).send(row)
   })
 
@@ -92,16 +110,20 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
   }, requirePolicy('contact', 'read')), async request => {
     const q = request.query
     const favorite = q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
+    const paged = searchedPageOf(q)
+    // a search that looks like a phone number matches numbers too (read with the request's region)
+    const phone = phoneSearch(paged.search, requestRegion(q.phone_region, config.phoneDefaultRegion))
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = await countingOf(db, repo.CONTACT_COUNTS_TRIGGER)
     if (!isSyncRead(q)) {
       return await answerPage(db, request, trx =>
-        repo.listVisible(trx, request.auth, { counting, ...searchedPageOf(q), favorite })
+        repo.listVisible(trx, request.auth, { counting, ...paged, phone, favorite })
       )
     }
     // incremental sync (docs/integrations.md): the token binds the list's filters, the tenant and the caller
-    const paged = searchedPageOf(q)
-    const filters = { search: paged.search === '' ? undefined : paged.search, favorite }
+    const filters = {
+      search: paged.search === '' ? undefined : paged.search, favorite, ...(phone !== undefined ? { phone } : {})
+    }
     const scope = syncScope('contacts', request.auth, filters)
     const logged = (await countingOf(db, CONTACT_CHANGES_TRIGGER)) === 'kept'
     return await answerPage(db, request, async (trx, _q, auth) => await syncedRead(trx, {
@@ -110,25 +132,31 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       logged,
       now: new Date(),
       windowMs: config.syncWindowMs,
-      full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, favorite }),
+      full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, phone, favorite }),
       changes: async window => await repo.listChanges(trx, auth, { ...filters, ...window })
     }))
   })
 
-  app.get('/api/v1/contacts/search', operation('search-contacts', 'Search contacts by name, e-mail and company', {
+  app.get('/api/v1/contacts/search', operation('search-contacts', 'Search contacts by name, e-mail, company or phone number', {
     querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
   }, requirePolicy('contact', 'read')), async request => {
     const { query, limit, cursor } = request.query
+    const phone = phoneSearch(query, requestRegion(request.query.phone_region, config.phoneDefaultRegion))
     const found = await withTenant(db, request.auth, trx =>
-      repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor)
+      repo.searchVisible(trx, request.auth, query.trim() || query, limit, cursor, phone)
     )
     return { ...found, query }
   })
 
-  app.post('/api/v1/contacts/upsert', operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
-    body: UpsertContactsBody, response: { 200: UpsertOutputBody }
-  }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }), async (request) =>
-    await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body)))
+  app.post('/api/v1/contacts/upsert', {
+    ...operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
+      querystring: PhoneRegionQuery, body: UpsertContactsBody, response: { 200: UpsertOutputBody }
+    }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }),
+    preValidation: trimEmails
+  }, async (request) => {
+    const region = requestRegion(request.query.phone_region, config.phoneDefaultRegion)
+    return await withTenant(db, request.auth, trx => upsertContacts(trx, request.auth, request.body, region))
+  })
 
   // Its own scope: the text/csv parser and its 16 MiB limit serve this route alone (every other route keeps JSON and
   // the 1 MiB BODY_LIMIT_BYTES).
@@ -163,32 +191,43 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       }
     }, requirePolicy('contact', 'write'), { config: { cost: IMPORT_COST } }), async (request) => {
       const q = request.query
+      const region = requestRegion(q.phone_region, config.phoneDefaultRegion)
       // parsed and validated before the transaction: no connection is held for it
       const parsed = parseContactsCsv(request.body, {
         delimiter: q.delimiter === 'tab' ? '\t' : q.delimiter ?? ',',
         mapping: q.mapping,
         ignoreUnknown: q.ignore_unknown === 'true'
       })
-      return await withTenant(db, request.auth, trx => importContacts(trx, request.auth, parsed, q.dry_run === 'true'))
+      return await withTenant(db, request.auth, trx =>
+        importContacts(trx, request.auth, parsed, q.dry_run === 'true', region))
     })
   })
 
   app.get('/api/v1/contacts/:id', operation('get-contact', 'Get a contact', {
-    params: ContactParams, response: { 200: Contact }
+    params: ContactParams,
+    response: {
+      200: Contact,
+      308: { ...ErrorModel, description: 'The contact was merged into another: `Location` names it (docs/contacts.md, "Merge")' }
+    }
   }, requirePolicy('contact', 'read')), async (request, reply) =>
     await answerWithEtag(db, request, reply, async (trx, auth) => {
       const row = await repo.findVisible(trx, auth, request.params.id)
-      if (row === undefined) throw error404NotFound('contact not found')
+      // an absorbed id answers 308 to the contact it is now, when the caller sees that one
+      if (row === undefined) throw await mergedOrNotFound(trx, auth, request.params.id)
       return row
     })
   )
 
+  await mergeRoutes(app, { db })
+  await duplicatesRoutes(app, { db })
+  await timelineRoutes(app, { db })
+
   contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact', ReplaceContactBody,
-    (trx, auth, current, input) => updateValues(trx, auth, current.id, replacementValues(input)))
+    (trx, auth, current, input, region) => updateValues(trx, auth, current, replacementValues(input), region))
   contactChangeRoute('patch', '', 'patch-contact', 'Merge-patch a contact (RFC 7396)', PatchContactBody,
-    async (trx, auth, current, input) => {
+    async (trx, auth, current, input, region) => {
       const values = toValues(input)
-      return Object.keys(values).length === 0 ? current : await updateValues(trx, auth, current.id, values)
+      return Object.keys(values).length === 0 ? current : await updateValues(trx, auth, current, values, region)
     })
   contactChangeRoute('patch', '/favorite', 'set-contact-favorite', 'Set or clear the favorite flag', FavoriteBody,
     (trx, auth, current, input) =>

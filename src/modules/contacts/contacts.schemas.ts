@@ -4,6 +4,7 @@ import { DeletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../p
 import {
   body, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
+import { PHONE_DIGITS_MIN, PHONE_FIELDS } from './contacts.phones.ts'
 
 /** Bounds of the spec (part 2.1); notes, linked_user_id and tags are bounded by us (docs/contacts.md). */
 const text = (maxLength: number, description: string) => Type.String({ maxLength, description })
@@ -21,10 +22,14 @@ const writable = {
   middle_name: text(255, 'Middle name'),
   last_name: text(255, 'Last name'),
   nickname: text(255, 'Nickname'),
-  email: Type.String({ maxLength: 255, format: 'email', description: 'E-mail address' }),
-  phone_primary: text(50, 'Primary phone'),
-  phone_secondary: text(50, 'Secondary phone'),
-  phone_work: text(50, 'Work phone'),
+  email: Type.String({
+    maxLength: 255,
+    format: 'email',
+    description: 'E-mail address; spaces around it are dropped (it is stored trimmed and matched case-insensitively)'
+  }),
+  phone_primary: text(50, 'Primary phone, as typed (its E.164 form is stored beside it)'),
+  phone_secondary: text(50, 'Secondary phone, as typed (its E.164 form is stored beside it)'),
+  phone_work: text(50, 'Work phone, as typed (its E.164 form is stored beside it)'),
   company: text(255, 'Company'),
   job_title: text(255, 'Job title'),
   address_line1: text(255, 'Address line 1'),
@@ -49,6 +54,26 @@ function optionalNullable<T extends Record<string, TSchema>> (props: T) {
   for (const [k, v] of Object.entries(props)) out[k] = Type.Optional(k === 'is_favorite' ? v : Nullable(v))
   return out as { [K in keyof T]: TOptional<TUnion<[T[K], TNull]>> }
 }
+
+/** The ids of possible duplicates a create answers, at most. */
+export const POSSIBLE_DUPLICATES_MAX = 50
+
+/** The E.164 form of a phone field in a Contact. */
+const e164 = (field: string) => Type.Optional(Nullable(Type.String({
+  description: `The E.164 form of ${field} (e.g. +33628230455); null when it is empty or not a valid number`
+})))
+
+/**
+ * `phone_region`: the region of phone numbers typed without their country code, for the numbers a request writes or
+ * searches; checked against the regions libphonenumber-js knows (a 400 naming `query.phone_region` otherwise).
+ */
+const PhoneRegionParam = Type.Optional(Type.String({
+  pattern: '^[A-Za-z]{2}$',
+  description:
+    'ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; ' +
+    'default: the deployment\'s PHONE_DEFAULT_REGION'
+}))
+export const PhoneRegionQuery = Type.Object({ phone_region: PhoneRegionParam })
 
 export const Contact = model('Contact', {
   id: Type.String({ format: 'uuid', description: 'Contact id' }),
@@ -77,7 +102,23 @@ export const Contact = model('Contact', {
   avatar_url: Nullable(Type.String({ description: 'Avatar URL' })),
   notes: Nullable(writable.notes),
   linked_user_id: Nullable(writable.linked_user_id),
-  tags: Type.Array(Type.String(), { description: 'Tags' })
+  tags: Type.Array(Type.String(), { description: 'Tags' }),
+  phone_primary_e164: e164('phone_primary'),
+  phone_secondary_e164: e164('phone_secondary'),
+  phone_work_e164: e164('phone_work'),
+  invalid_phones: Type.Optional(Nullable(Type.Array(StringEnum(PHONE_FIELDS), {
+    maxItems: PHONE_FIELDS.length,
+    description:
+      'Phone fields whose text is not a valid number: stored as typed, not refused (empty: none). Null: not read ' +
+      'yet: the contact was last written before phone numbers were read (its next write of fields reads them)'
+  }))),
+  possible_duplicates: Type.Optional(Type.Array(Type.String({ format: 'uuid' }), {
+    maxItems: POSSIBLE_DUPLICATES_MAX,
+    description:
+      'Only in the answer of create (empty when none): other contacts the caller can see with the same e-mail ' +
+      `(case-insensitive, trimmed) or the same phone number (its digits, at least ${PHONE_DIGITS_MIN}), oldest ` +
+      `first, at most ${POSSIBLE_DUPLICATES_MAX}. The contact is created all the same`
+  }))
 })
 export type Contact = Static<typeof Contact>
 
@@ -97,10 +138,15 @@ export const CONTACT_SORT_FIELDS = ['created_at', 'updated_at', 'first_name', 'l
 export const ListContactsQuery = Type.Intersect([
   KeysetPageQuery,
   Type.Object({
-    ...searchAndSort('name, e-mail and company', CONTACT_SORT_FIELDS),
+    ...searchAndSort(
+      `name, e-mail and company; a search that looks like a phone number (${PHONE_DIGITS_MIN} digits or more) also ` +
+        'matches phone numbers, in any spelling, or by their last digits',
+      CONTACT_SORT_FIELDS
+    ),
     is_favorite: Type.Optional(
       StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' })
     ),
+    phone_region: PhoneRegionParam,
     sync: SyncStartParam,
     sync_token: SyncParam
   })
@@ -115,9 +161,16 @@ export const PagedBodyContact = model('PagedBodyContact', {
 })
 
 export const SearchContactsQuery = Type.Object({
-  query: Type.String({ minLength: 1, maxLength: 200, description: 'Search text' }),
+  query: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description:
+      `Search text; one that looks like a phone number (${PHONE_DIGITS_MIN} digits or more) also matches phone ` +
+      'numbers, in any spelling, or by their last digits'
+  }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of results' }),
-  cursor: CursorParam
+  cursor: CursorParam,
+  phone_region: PhoneRegionParam
 })
 
 export const SearchOutputBody = model('SearchOutputBody', {
@@ -137,7 +190,9 @@ export const UpsertContactsBody = body({
   contacts: Type.Array(UpsertContactItem, {
     minItems: 1,
     maxItems: UPSERT_MAX,
-    description: 'Contacts matched by e-mail (case-insensitive) within the caller\'s scope'
+    description:
+      'Contacts matched by e-mail (case-insensitive, trimmed) within the caller\'s scope; an e-mail given again ' +
+      'applies to the contact its first item matched or created'
   })
 })
 export type UpsertContactsBody = Static<typeof UpsertContactsBody>
@@ -153,9 +208,10 @@ export const UpsertItemError = Type.Object(
 )
 
 export const UpsertResultItem = Type.Object({
-  action: StringEnum(['created', 'updated', 'skipped'] as const, {
+  action: StringEnum(['created', 'updated', 'unchanged', 'skipped'] as const, {
     description:
-      'What happened to this contact; skipped = the e-mail matched a contact the caller may not change (nothing written)'
+      'What happened to this contact; unchanged = it already held the item\'s values (nothing written); ' +
+      'skipped = the e-mail matched a contact the caller may not change (nothing written)'
   }),
   contact: Contact,
   error: Type.Optional(UpsertItemError)
@@ -165,6 +221,7 @@ export const UpsertOutputBody = model('UpsertOutputBody', {
   items: Type.Array(UpsertResultItem, { description: 'One entry per input contact, in input order' }),
   created: Type.Integer(),
   updated: Type.Integer(),
+  unchanged: Type.Integer({ description: 'Items whose contact already held their values: not written' }),
   skipped: Type.Integer({
     description: "Items left unchanged because the matched contact is not the caller's to change"
   })
@@ -205,16 +262,23 @@ export const ImportContactsQuery = Type.Object({
       "field's name, e.g. `E-mail Address=email,Given=first_name` (header names compared case-insensitively)"
   })),
   ignore_unknown: yesNo('`true`: columns that name no contact field are ignored (otherwise 400)'),
-  dry_run: yesNo('`true`: answers what the import would do, and writes nothing')
+  dry_run: yesNo('`true`: answers what the import would do, and writes nothing'),
+  phone_region: PhoneRegionParam
 })
 export type ImportContactsQuery = Static<typeof ImportContactsQuery>
 
 export const ImportResultItem = Type.Object({
   line: Type.Integer({ description: 'The line of the file where the row starts (line 1 is the header)' }),
   status: StringEnum(['created', 'updated', 'unchanged'] as const, {
-    description: 'unchanged = the e-mail matched a contact whose fields already hold the row\'s values (nothing written)'
+    description:
+      'updated = the row changed the contact its e-mail matched, or the one an earlier row of the file created; ' +
+      'unchanged = that contact already held the row\'s values (nothing written)'
   }),
-  contact_id: Nullable(Type.String({ format: 'uuid', description: 'The contact; null for a row a dry run would create' }))
+  contact_id: Nullable(Type.String({ format: 'uuid', description: 'The contact; null for a row a dry run would create' })),
+  invalid_phones: Type.Optional(Type.Array(StringEnum(PHONE_FIELDS), {
+    maxItems: PHONE_FIELDS.length,
+    description: 'Present when the contact has phone fields whose text is not a valid number (stored as typed)'
+  }))
 })
 
 export const ImportOutputBody = model('ImportOutputBody', {

@@ -1,5 +1,6 @@
-import type { Generated, Selectable } from 'kysely'
+import type { Generated, GeneratedAlways, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
+import type { PhoneField } from './contacts.phones.ts'
 
 export interface ContactsTable {
   tenant_id: string
@@ -15,6 +16,16 @@ export interface ContactsTable {
   phone_primary: string | null
   phone_secondary: string | null
   phone_work: string | null
+  /** E.164 form of each phone field, written by the service (contacts.phones.ts); null when empty or invalid */
+  phone_primary_e164: string | null
+  phone_secondary_e164: string | null
+  phone_work_e164: string | null
+  /** the phone fields whose text is not a valid number; null: not read yet (written before migration 0028) */
+  invalid_phones: PhoneField[] | null
+  /** the digits of the E.164 form, else of the text, reversed: the phone search's keys (migration 0028) */
+  phone_primary_rev: GeneratedAlways<string | null>
+  phone_secondary_rev: GeneratedAlways<string | null>
+  phone_work_rev: GeneratedAlways<string | null>
   company: string | null
   job_title: string | null
   address_line1: string | null

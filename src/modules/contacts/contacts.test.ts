@@ -1,14 +1,14 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
+import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { outboxEvents } from '../../../test/helpers/outbox.ts'
 import { pagesByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 
 type Json = Record<string, any>
 
-async function createContact (t: TestApp, token: string, body: Json): Promise<Json> {
-  const res = await expectStatus(t, token, 'POST', '/api/v1/contacts', 201, body)
+async function createContact (t: TestApp, token: string, body: Json, query = ''): Promise<Json> {
+  const res = await expectStatus(t, token, 'POST', `/api/v1/contacts${query}`, 201, body)
   return res.json()
 }
 
@@ -60,8 +60,74 @@ for (const kind of databases()) {
         assert.equal(res.headers.location, `/api/v1/contacts/${c.id}`)
         assert.equal(c.tenant_id, undefined)
 
+        assert.deepEqual(c.possible_duplicates, [])
+
         const read = await expectStatus(t, alice, 'GET', `/api/v1/contacts/${c.id}`, 200)
-        assert.deepEqual({ ...(read.json() as Json), $schema: undefined }, { ...c, $schema: undefined })
+        const { $schema: _created, possible_duplicates: _duplicates, ...stored } = c
+        const { $schema: _read, ...readBack } = read.json() as Json
+        assert.deepEqual(readBack, stored, 'create alone answers possible_duplicates')
+      })
+
+      it('stores an e-mail trimmed, and names possible duplicates by e-mail (any case, spaces) or phone', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
+        const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
+        const ann = await createContact(t, alice, { first_name: 'Ann', email: 'ann@example.com' })
+        const phone = await createContact(t, bob, { first_name: 'Desk', phone_work: '+33 6 28 23 04 55' })
+        assert.deepEqual([ann.possible_duplicates, phone.possible_duplicates], [[], []])
+
+        const again = await createContact(t, alice, { first_name: 'Ann again', email: ' Ann@Example.COM ' })
+        assert.equal(again.email, 'Ann@Example.COM', 'stored trimmed, its case kept')
+        assert.deepEqual(again.possible_duplicates, [ann.id])
+        const byPhone = await createContact(t, alice, {
+          first_name: 'Ann mobile', email: 'ANN@example.com', phone_secondary: '06.28.23.04.55'
+        }, '?phone_region=FR')
+        assert.deepEqual(byPhone.possible_duplicates, [ann.id, phone.id, again.id], 'oldest first')
+        const nothing = await createContact(t, alice, { first_name: 'Nobody', email: 'ann@example.org', phone_primary: '04 55' })
+        assert.deepEqual(nothing.possible_duplicates, [])
+
+        const read = await getJson(t, alice, `/api/v1/contacts/${again.id}`)
+        assert.equal(read.email, 'Ann@Example.COM')
+        assert.equal(read.possible_duplicates, undefined)
+        // search finds the address in either spelling, spaces around the term dropped
+        for (const term of [' Ann@Example.COM ', 'ann@example.com']) {
+          const q = encodeURIComponent(term)
+          const listed = await getJson(t, alice, `/api/v1/contacts?search=${q}&sort_by=created_at&sort_dir=asc`)
+          assert.deepEqual(listed.items.map((c: Json) => c.id), [ann.id, again.id, byPhone.id], term)
+          const found = await getJson(t, alice, `/api/v1/contacts/search?query=${q}`)
+          assert.equal(found.total, 3, term)
+        }
+        // PUT and PATCH store the e-mail trimmed too
+        const patched = await expectStatus(t, alice, 'PATCH', `/api/v1/contacts/${nothing.id}`, 200, { email: '  x@example.org ' })
+        assert.equal(patched.json().email, 'x@example.org')
+        const put = await expectStatus(t, alice, 'PUT', `/api/v1/contacts/${nothing.id}`, 200, {
+          is_favorite: false, email: '\ty@example.org '
+        })
+        assert.equal(put.json().email, 'y@example.org')
+        const bad = await expectStatus(t, alice, 'POST', '/api/v1/contacts', 400, { email: ' not an e-mail ' })
+        assert.equal(bad.json().errors[0].location, 'body.email')
+      })
+
+      it('never names a contact the caller cannot see as a possible duplicate', async () => {
+        const tenant = newTenant(t)
+        const callers = await orgCallers(tenant)
+        const body = { email: 'same@example.com', phone_primary: '+33 6 28 23 04 55' }
+        // erin's personal contact (made before she joined org-a), carol's of org-b, and another tenant's
+        const personal = await createContact(t, callers.erinBefore, { ...body, first_name: 'Erin\'s own' })
+        const orgB = await createContact(t, callers.carol, { ...body, first_name: 'Org B' })
+        await createContact(t, await newTenant(t).user('alice', ['admin']), { ...body, first_name: 'Elsewhere' })
+        const first = await createContact(t, callers.alice, { ...body, first_name: 'First' })
+        assert.deepEqual(first.possible_duplicates, [], 'none of those is visible to alice')
+        const second = await createContact(t, callers.bob, { email: 'SAME@example.com', first_name: 'Second' })
+        assert.deepEqual(second.possible_duplicates, [first.id], 'an organization contact is')
+        const hers = await createContact(t, callers.erin, { phone_work: '+33628230455', first_name: 'Third' })
+        assert.deepEqual(hers.possible_duplicates, [personal.id, first.id], 'her own personal contact is hers to see')
+        const admin = await createContact(t, callers.admin, { ...body, first_name: 'Admin' })
+        assert.deepEqual(
+          admin.possible_duplicates,
+          [orgB.id, first.id, second.id, hers.id],
+          'an admin sees every organization\'s contacts, not another member\'s personal one'
+        )
       })
 
       it('takes org_id from the caller\'s organization', async () => {
@@ -363,14 +429,57 @@ for (const kind of databases()) {
         ])
       })
 
-      it('refuses a batch with a duplicate e-mail and applies nothing', async () => {
-        const alice = await newTenant(t).user('alice')
-        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 400, {
-          contacts: [{ email: 'a@x.io' }, { email: 'b@x.io' }, { email: 'A@x.io' }]
+      it('applies an e-mail given again in the batch (another case, spaces) to the contact its first item created', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const before = (await outboxEvents(t, tenant.id, 'contact.')).length
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
+          contacts: [
+            { email: 'ann@example.com', first_name: 'Ann' },
+            { email: 'b@x.io' },
+            { email: ' ann@example.com ', company: 'Acme' },
+            { email: 'ann@example.com', first_name: 'Ann' },
+            { email: 'ANN@example.com', first_name: 'Ann', company: 'Acme' }
+          ]
         })
-        assert.equal(res.json().errors[0].location, 'body.contacts[2].email')
-        const list = await t.as(alice, { method: 'GET', url: '/api/v1/contacts' })
-        assert.equal(list.json().total, 0)
+        const body = res.json()
+        assert.deepEqual(body.items.map((i: Json) => i.action), ['created', 'created', 'updated', 'unchanged', 'updated'])
+        assert.deepEqual([body.created, body.updated, body.unchanged, body.skipped], [2, 2, 1, 0])
+        const ids = body.items.map((i: Json) => i.contact.id)
+        assert.equal(new Set([ids[0], ids[2], ids[3], ids[4]]).size, 1, 'one contact for the one e-mail')
+        const list = await getJson(t, alice, '/api/v1/contacts')
+        assert.equal(list.total, 2)
+        const ann = await getJson(t, alice, `/api/v1/contacts/${ids[0] as string}`)
+        assert.deepEqual([ann.email, ann.first_name, ann.company], ['ANN@example.com', 'Ann', 'Acme'], 'later items win')
+        const { $schema: _schema, ...annBody } = ann
+        for (const i of [0, 2, 3, 4]) assert.deepEqual(body.items[i].contact, annBody, 'each item answers the contact as left')
+        const events = (await outboxEvents(t, tenant.id, 'contact.')).slice(before)
+        assert.deepEqual(events.map(e => [e.topic, e.aggregate_id]), [
+          ['contact.created', ids[0]], ['contact.created', ids[1]], ['contact.updated', ids[0]], ['contact.updated', ids[0]]
+        ])
+      })
+
+      it('answers unchanged, writing nothing, for an item whose contact already holds its values', async () => {
+        const tenant = newTenant(t)
+        const alice = await tenant.user('alice')
+        const c = await createContact(t, alice, { email: 'ann@example.com', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55' })
+        const before = (await outboxEvents(t, tenant.id, 'contact.')).length
+        const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
+          contacts: [
+            { email: ' Ann@Example.COM ', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55' },
+            { email: 'Ann@Example.COM', first_name: 'Ann' }
+          ]
+        })
+        const body = res.json()
+        assert.deepEqual(body.items.map((i: Json) => i.action), ['updated', 'unchanged'], 'the e-mail\'s spelling is a value')
+        const again = (await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
+          contacts: [{ email: 'Ann@Example.COM', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55' }]
+        })).json()
+        assert.deepEqual([again.created, again.updated, again.unchanged, again.items[0].action], [0, 0, 1, 'unchanged'])
+        assert.equal(again.items[0].contact.id, c.id)
+        const read = await expectStatus(t, alice, 'GET', `/api/v1/contacts/${c.id as string}`, 200)
+        assert.equal(read.headers.etag, '"2"', 'written once: by the first item that changed it')
+        assert.equal((await outboxEvents(t, tenant.id, 'contact.')).length, before + 1)
       })
 
       it('names the item and field of a bad entry', async () => {

@@ -101,7 +101,7 @@ export const POLICY = {
       'visible',
       'visible: the owner; an organization contact also to every caller of that organization'
     ),
-    write: contact('contacts:write', 'owner', 'PUT, PATCH, favorite, DELETE and every contact the upsert matches'),
+    write: contact('contacts:write', 'owner', 'PUT, PATCH, favorite, DELETE, every contact the upsert matches and every contact a merge names'),
     create: tenantOnly('contacts:write', 'the caller becomes the owner')
   },
   event: {

@@ -36,6 +36,7 @@ const ERROR_STATUSES = ['400', '401', '403', '404', '409', '412', '413', '415', 
  * these answer 412, and the client journey checks every `ETag` and `Location` it receives.
  */
 export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
+  'merge-contacts',
   'replace-contact',
   'patch-contact',
   'set-contact-favorite',
@@ -67,6 +68,7 @@ export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'delete-automation-rule'
 ])
 export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
+  'merge-contacts',
   'create-contact',
   'get-contact',
   'replace-contact',

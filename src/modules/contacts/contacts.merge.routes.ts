@@ -1,0 +1,50 @@
+/**
+ * Merging contacts: `POST /api/v1/contacts/{id}/merge` (contacts.merge.ts; docs/contacts.md, "Merge"). Registered by
+ * the contacts module (contacts.routes.ts), which also answers a read of an absorbed id (`mergedOrNotFound`).
+ */
+import { Type } from '@sinclair/typebox'
+import type { App, AppContext } from '../../platform/app-context.ts'
+import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
+import { idempotentWrite } from '../../platform/http/idempotency.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
+import { body, UuidString } from '../../platform/http/schema.ts'
+import { requirePolicy } from '../policy/policy.ts'
+import { Contact, ContactParams } from './contacts.schemas.ts'
+import { checkMergeInput, MERGE_FIELDS, MERGE_MAX, mergeContacts } from './contacts.merge.ts'
+
+const operation = operationsTagged('Contacts')
+/** as an upsert's: one request may move many rows (every attendance of up to MERGE_MAX contacts) */
+const MERGE_COST = 5
+
+export const MergeContactsBody = body({
+  absorb: Type.Array(Type.String({ format: 'uuid' }), {
+    minItems: 1,
+    maxItems: MERGE_MAX,
+    description: `The contacts merged into this one (1–${MERGE_MAX}): deleted afterwards, each redirecting here`
+  }),
+  fields: Type.Optional(Type.Object(
+    Object.fromEntries(MERGE_FIELDS.map(f => [f, Type.Optional(UuidString)])),
+    {
+      additionalProperties: false,
+      description:
+        'Per field, the contact (this one or an absorbed one) whose value the merged contact keeps, empty or not. ' +
+        'A field not named keeps this contact\'s value unless it is empty, else takes the value of the most ' +
+        'recently updated absorbed contact that has one. Tags are always the union.'
+    }
+  ))
+})
+
+/** Registers the merge route (the contacts module passes its database). */
+export async function mergeRoutes (app: App, ctx: Pick<AppContext, 'db'>): Promise<void> {
+  const { db } = ctx
+  app.post('/api/v1/contacts/:id/merge', operation('merge-contacts', `Merge up to ${MERGE_MAX} contacts into this one: their attendances, tags, links and activity move here, and their ids redirect here (costs ${MERGE_COST} rate-limit tokens)`, {
+    params: ContactParams, body: MergeContactsBody, response: { 200: Contact }
+  }, requirePolicy('contact', 'write'), { config: { cost: MERGE_COST, idempotency: 'transaction' } }), async (request, reply) => {
+    // the body's own mistakes answer before a connection is taken
+    const input = checkMergeInput(request.params.id, request.body)
+    const ifMatch = ifMatchOf(request)
+    const merged = await idempotentWrite(db, request, trx => mergeContacts(trx, request.auth, input, ifMatch))
+    setEtag(reply, merged.revision)
+    return merged
+  })
+}

@@ -1,0 +1,34 @@
+/**
+ * `GET /api/v1/contacts/{id}/timeline`: a contact's attendance, its linked user's manager roles and the automation
+ * runs that named it, newest first (docs/contacts.md, "Timeline").
+ */
+import type { App, AppContext } from '../../platform/app-context.ts'
+import { withTenant } from '../../platform/db/tenant.ts'
+import { error404NotFound } from '../../platform/http/errors.ts'
+import { operationsTagged } from '../../platform/http/routes.ts'
+import { requirePolicy } from '../policy/policy.ts'
+import { findVisible } from './contacts.repository.ts'
+import { ContactParams } from './contacts.schemas.ts'
+import { listTimeline } from './contacts.timeline.repository.ts'
+import { TimelineOutputBody, TimelineQuery } from './contacts.timeline.schemas.ts'
+
+const operation = operationsTagged('Contacts')
+
+export async function timelineRoutes (app: App, { db }: Pick<AppContext, 'db'>): Promise<void> {
+  app.get('/api/v1/contacts/:id/timeline', operation(
+    'list-contact-timeline',
+    "A contact's events, its linked user's manager roles and the automation runs that named it, newest first",
+    { params: ContactParams, querystring: TimelineQuery, response: { 200: TimelineOutputBody } },
+    requirePolicy('contact', 'read')
+  ), async request => {
+    const { kind, limit, cursor } = request.query
+    return await withTenant(db, request.auth, async trx => {
+      // 404 for a contact the caller cannot see, as GET /contacts/{id}, before anything of it is read
+      const contact = await findVisible(trx, request.auth, request.params.id)
+      if (contact === undefined) throw error404NotFound('contact not found')
+      return await listTimeline(trx, request.auth, { id: contact.id, linkedUserId: contact.linked_user_id }, {
+        kind, limit, cursor
+      })
+    })
+  })
+}
