@@ -337,64 +337,52 @@ async function walk (env: ExportEnv, list: string, label: string, path: string) 
 /** Rows of a list changed with SQL (as the API's writes would be logged) and how to give them their columns back. */
 interface Changed { ids: string[], restore: () => Promise<void> }
 
-/** CHANGES contacts of ORG in the largest tenant: job title, revision and updated_at, ten statements. */
-async function changeContacts (db: SqlRunner): Promise<Changed> {
-  const rows = await db.query<{ id: string, job_title: string | null, revision: number, updated_at: string }>(
-    `select id::text, job_title, revision, updated_at::text from contacts
-     where tenant_id = $1 and org_id = $2 order by id limit $3`,
+/**
+ * CHANGES rows of `table` in the largest tenant, picked by `where` (rows of ORG every member lists), changed in ten
+ * statements: `column` gets " (changed)" appended, revision and updated_at move on as an API write's would.
+ */
+async function changeRows (
+  db: SqlRunner,
+  table: 'contacts' | 'events',
+  column: 'job_title' | 'description',
+  where: string,
+  order: string
+): Promise<Changed> {
+  const idType = table === 'contacts' ? 'uuid' : 'bigint'
+  const rows = await db.query<{ id: string, value: string | null, revision: number, updated_at: string }>(
+    `select id::text, ${column} as value, revision, updated_at::text from ${table}
+     where tenant_id = $1 and org_id = $2 and ${where} order by ${order} limit $3`,
     [BIG_TENANT, ORG, CHANGES]
   )
   const ids = rows.map(r => r.id)
-  for (let i = 0; i < ids.length; i += Math.ceil(CHANGES / 10)) {
+  const step = Math.ceil(CHANGES / 10)
+  for (let i = 0; i < ids.length; i += step) {
     await db.query(
-      `update contacts set job_title = coalesce(job_title, '') || ' (changed)', revision = revision + 1, updated_at = now()
-       where tenant_id = $1 and id = any($2::uuid[])`,
-      [BIG_TENANT, ids.slice(i, i + Math.ceil(CHANGES / 10))]
+      `update ${table} set ${column} = coalesce(${column}, '') || ' (changed)', revision = revision + 1,
+              updated_at = now()
+       where tenant_id = $1 and id = any($2::${idType}[])`,
+      [BIG_TENANT, ids.slice(i, i + step)]
     )
   }
   return {
     ids,
     restore: async () => {
       await db.query(
-        `update contacts c set job_title = o.job_title, revision = o.revision, updated_at = o.updated_at
-         from unnest($2::uuid[], $3::text[], $4::int[], $5::timestamptz[]) as o(id, job_title, revision, updated_at)
-         where c.tenant_id = $1 and c.id = o.id`,
-        [BIG_TENANT, ids, rows.map(r => r.job_title), rows.map(r => r.revision), rows.map(r => r.updated_at)]
+        `update ${table} t set ${column} = o.value, revision = o.revision, updated_at = o.updated_at
+         from unnest($2::${idType}[], $3::text[], $4::int[], $5::timestamptz[]) as o(id, value, revision, updated_at)
+         where t.tenant_id = $1 and t.id = o.id`,
+        [BIG_TENANT, ids, rows.map(r => r.value), rows.map(r => r.revision), rows.map(r => r.updated_at)]
       )
     }
   }
 }
 
+/** CHANGES contacts of ORG in the largest tenant: their job title. */
+const changeContacts = async (db: SqlRunner) => await changeRows(db, 'contacts', 'job_title', 'true', 'id')
+
 /** CHANGES published organization or public events of ORG in the largest tenant (in every member's list). */
-async function changeEvents (db: SqlRunner): Promise<Changed> {
-  const rows = await db.query<{ id: number, description: string | null, revision: number, updated_at: string }>(
-    `select id, description, revision, updated_at::text from events
-     where tenant_id = $1 and org_id = $2 and published_id is null and not is_deleted and status = 'published'
-       and visibility in (30, 40)
-     order by id desc limit $3`,
-    [BIG_TENANT, ORG, CHANGES]
-  )
-  const ids = rows.map(r => r.id)
-  for (let i = 0; i < ids.length; i += Math.ceil(CHANGES / 10)) {
-    await db.query(
-      `update events set description = coalesce(description, '') || ' (changed)', revision = revision + 1,
-              updated_at = now()
-       where tenant_id = $1 and id = any($2::bigint[])`,
-      [BIG_TENANT, ids.slice(i, i + Math.ceil(CHANGES / 10))]
-    )
-  }
-  return {
-    ids: ids.map(String),
-    restore: async () => {
-      await db.query(
-        `update events e set description = o.description, revision = o.revision, updated_at = o.updated_at
-         from unnest($2::bigint[], $3::text[], $4::int[], $5::timestamptz[]) as o(id, description, revision, updated_at)
-         where e.tenant_id = $1 and e.id = o.id`,
-        [BIG_TENANT, ids, rows.map(r => r.description), rows.map(r => r.revision), rows.map(r => r.updated_at)]
-      )
-    }
-  }
-}
+const changeEvents = async (db: SqlRunner) => await changeRows(db, 'events', 'description',
+  "published_id is null and not is_deleted and status = 'published' and visibility in (30, 40)", 'id desc')
 
 /** The last seq of the log of changes: the rows a scenario's writes add are those past it. */
 async function changesMark (db: SqlRunner): Promise<string> {

@@ -1,7 +1,7 @@
 /** Wire schemas of `GET /api/v1/contacts/duplicates` (docs/contacts.md, "Duplicates"). */
 import { Type, type Static } from '@sinclair/typebox'
-import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
-import { model, StringEnum } from '../../platform/http/schema.ts'
+import { NextCursorField } from '../../platform/http/cursor.ts'
+import { limitAndCursor, model, StringEnum } from '../../platform/http/schema.ts'
 import { Contact } from './contacts.schemas.ts'
 
 /** Why contacts are grouped, in the order a key of each sorts among equal keys (the cursor's second column). */
@@ -15,13 +15,8 @@ export const GROUP_CONTACTS_MAX = 10
 
 export const DuplicatesQuery = Type.Object({
   reason: Type.Optional(StringEnum(DUPLICATE_REASONS, { description: 'Only groups of this reason; absent = all three' })),
-  limit: Type.Integer({
-    minimum: 1,
-    maximum: DUPLICATES_LIMIT_MAX,
-    default: 20,
-    description: `Groups per page (1 to ${DUPLICATES_LIMIT_MAX}); a page may hold fewer while next_cursor is not null`
-  }),
-  cursor: CursorParam
+  // a page may hold fewer groups while next_cursor is not null (docs/contacts.md, "Duplicates")
+  ...limitAndCursor(DUPLICATES_LIMIT_MAX, 'Groups')
 })
 export type DuplicatesQuery = Static<typeof DuplicatesQuery>
 

@@ -1,7 +1,7 @@
 /** Wire schemas of `GET /api/v1/contacts/{id}/timeline` (docs/contacts.md, "Timeline"). */
 import { Type, type Static } from '@sinclair/typebox'
-import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
-import { model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { NextCursorField } from '../../platform/http/cursor.ts'
+import { limitAndCursor, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 
 export const TIMELINE_KINDS = ['attendance', 'manager', 'automation'] as const
 export type TimelineKind = typeof TIMELINE_KINDS[number]
@@ -10,13 +10,7 @@ export const TIMELINE_LIMIT_MAX = 100
 
 export const TimelineQuery = Type.Object({
   kind: Type.Optional(StringEnum(TIMELINE_KINDS, { description: 'Only items of this kind; absent = all' })),
-  limit: Type.Integer({
-    minimum: 1,
-    maximum: TIMELINE_LIMIT_MAX,
-    default: 20,
-    description: `Items per page (1 to ${TIMELINE_LIMIT_MAX}), newest first`
-  }),
-  cursor: CursorParam
+  ...limitAndCursor(TIMELINE_LIMIT_MAX, 'Items')
 })
 export type TimelineQuery = Static<typeof TimelineQuery>
 

@@ -56,6 +56,15 @@ export const PageQuery = Type.Object({
 })
 export type PageQuery = Static<typeof PageQuery>
 
+/**
+ * The `limit` and `cursor` of a list paged by cursor alone (no page numbers, no total): `limit` 1 to `max`, 20 by
+ * default, and what one item of the list is (`what`).
+ */
+export const limitAndCursor = (max: number, what: string) => ({
+  limit: Type.Integer({ minimum: 1, maximum: max, default: 20, description: `${what} per page (1 to ${max})` }),
+  cursor: CursorParam
+})
+
 /** page/size and the keyset cursor (docs/pagination.md): the query of every paged list. */
 export const KeysetPageQuery = Type.Object({ ...PageQuery.properties, cursor: CursorParam })
 export type KeysetPageQuery = Static<typeof KeysetPageQuery>
