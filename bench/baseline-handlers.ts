@@ -5,6 +5,7 @@
  * writes that the service makes atomic run in one plain transaction here as well.
  */
 import crypto from 'node:crypto'
+import { phoneRegionOf, phoneSearch } from '../src/modules/contacts/contacts.phones.ts'
 
 /** a statement on the request's connection; with a `name`, prepared once per connection (the references use it) */
 export type Query = <R = Record<string, unknown>>(text: string, params?: unknown[], name?: string) => Promise<R[]>
@@ -170,6 +171,58 @@ export function keysetParams (p: URLSearchParams): unknown[] {
   const ks = p.get('ks')
   return ks !== null ? [ks, Number(p.get('ki'))] : []
 }
+
+/** The columns of a contact as the service answers it since migration 0028 (its numbers' E.164 forms and flags). */
+export const CONTACT_PHONE_COLUMNS =
+  `${CONTACT_COLUMNS}, phone_primary_e164, phone_secondary_e164, phone_work_e164, invalid_phones`
+
+/**
+ * A contacts search's condition (contacts.repository.ts, searchMatch) and its parameters, numbered from `first`: the
+ * term in the text of names, e-mail and company, or, for a term that looks like a phone number (the service's own
+ * `phoneSearch`, with the request's region), one of the three numbers' reversed digits: equal to the number's, or
+ * starting with its national number's for a number kept as typed, or with a suffix's.
+ */
+function contactSearch (term: string, region: string | null, first: number): { where: string, params: unknown[] } {
+  const like = `%${term.toLowerCase().replace(/[\\%_]/g, m => `\\${m}`)}%`
+  const phone = phoneSearch(term, region !== null ? phoneRegionOf(region) : undefined)
+  const text = `search_text like $${first}`
+  if (phone === undefined) return { where: text, params: [like] }
+  const fields = [['phone_primary_rev', 'phone_primary_e164'], ['phone_secondary_rev', 'phone_secondary_e164'],
+    ['phone_work_rev', 'phone_work_e164']]
+  const [a, b] = [`$${first + 1}`, `$${first + 2}`]
+  if ('suffix' in phone) {
+    return { where: `(${text} or ${fields.map(([rev]) => `${rev} like ${a}`).join(' or ')})`, params: [like, `${phone.suffix}%`] }
+  }
+  if (phone.national === undefined) {
+    return { where: `(${text} or ${fields.map(([rev]) => `${rev} = ${a}`).join(' or ')})`, params: [like, phone.number] }
+  }
+  return {
+    where: `(${text} or ${fields.map(([rev, e164]) => `(${rev} like ${a} and (${rev} = ${b} or ${e164} is null))`).join(' or ')})`,
+    params: [like, `${phone.national}%`, phone.number]
+  }
+}
+
+/**
+ * The duplicates' keys (contacts.duplicates.repository.ts, KEY_COLUMNS): per reason, its rank among equal keys and
+ * its indexed columns, each with what makes a contact count once (a number held in two fields counts in the first).
+ */
+const DUPLICATE_KEYS: Record<string, { rank: number, columns: Array<[string, string]> }> = {
+  email: { rank: 1, columns: [['email_key', 'true']] },
+  phone: {
+    rank: 2,
+    columns: [
+      ['phone_primary_e164', 'true'],
+      ['phone_secondary_e164', 'phone_secondary_e164 is distinct from phone_primary_e164'],
+      ['phone_work_e164',
+        'phone_work_e164 is distinct from phone_primary_e164 and phone_work_e164 is distinct from phone_secondary_e164']
+    ]
+  },
+  name_company: { rank: 3, columns: [['name_company_key', 'true']] }
+}
+/** SCAN_BUDGET, FEW_CONTACTS and GROUP_CONTACTS_MAX of the service */
+const DUPLICATES_BUDGET = 20_000
+const DUPLICATES_FEW = 5_000
+const GROUP_CONTACTS = 10
 
 export const HANDLERS: Record<string, Handler> = {
   // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
@@ -373,6 +426,143 @@ export const HANDLERS: Record<string, Handler> = {
         items: rows.map(({ total: _total, ...contact }) => contact),
         query: term,
         total: Number(rows[0]?.total ?? 0)
+      }
+    }
+  },
+
+  // contacts.repository.ts, searchVisible, for a term that looks like a phone number: the matches by text or by
+  // number ranked and counted in one pass, the page's full rows by key
+  async 'search-contacts-phone' (q, p, c) {
+    const term = p.get('query') ?? ''
+    const limit = Number(p.get('limit') ?? 20)
+    const match = contactSearch(term, p.get('region'), 6)
+    const rows = await q<{ total: string }>(
+      `select ${CONTACT_PHONE_COLUMNS.split(', ').map(col => `c.${col}`).join(', ')}, m.total from (
+        select id, last_name, first_name, similarity(search_text, $4) as rank, count(*) over () as total from contacts
+        where (tenant_id = $1 and (owner_id = $2 or org_id = $3)) and ${match.where}
+        order by rank desc, last_name, first_name, id limit $5) m
+      join contacts c on c.tenant_id = $1 and c.id = m.id
+      order by m.rank desc, m.last_name, m.first_name, m.id`,
+      [c.tenant, c.user, c.org, term.toLowerCase(), limit + 1, ...match.params]
+    )
+    return {
+      status: 200,
+      body: {
+        items: rows.slice(0, limit).map(({ total: _total, ...contact }) => contact),
+        query: term,
+        total: Number(rows[0]?.total ?? 0)
+      }
+    }
+  },
+
+  // contacts.repository.ts, listVisible with a search that looks like a phone number, newest first: the page of the
+  // matches and their count, two statements
+  async 'list-contacts-phone' (q, p, c) {
+    const size = Number(p.get('size') ?? 20)
+    const page = Number(p.get('page') ?? 1)
+    const match = contactSearch((p.get('query') ?? '').trim(), p.get('region'), 4)
+    const where = `tenant_id = $1 and (owner_id = $2 or org_id = $3) and ${match.where}`
+    const paging = 4 + match.params.length
+    const [rows, [count]] = await Promise.all([
+      q(
+        `select ${CONTACT_PHONE_COLUMNS}, created_at as sort_key from contacts where ${where}
+          order by created_at desc, id desc limit $${paging} offset $${paging + 1}`,
+        [c.tenant, c.user, c.org, ...match.params, size + 1, (page - 1) * size]
+      ),
+      q<{ total: string }>(`select count(*) as total from contacts where ${where}`,
+        [c.tenant, c.user, c.org, ...match.params])
+    ])
+    return {
+      status: 200,
+      body: {
+        items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r),
+        page,
+        size,
+        total: Number(count?.total ?? 0)
+      }
+    }
+  },
+
+  // contacts.duplicates.repository.ts, listDuplicates, first page: whether the caller sees few contacts; the walk of
+  // the key indexes (merged in key order, grouped as it streams, at most DUPLICATES_BUDGET entries); the groups of the
+  // key where the walk stopped counted whole; the first contacts of each group, oldest first, from its key's index
+  async 'contact-duplicates' (q, p, c) {
+    const limit = Number(p.get('limit') ?? 20)
+    const reason = p.get('reason')
+    const reasons = reason !== null ? [reason] : Object.keys(DUPLICATE_KEYS)
+    const visible = '(tenant_id = $1 and (owner_id = $2 or org_id = $3))'
+    const params = [c.tenant, c.user, c.org]
+    const [few] = await q<{ n: string }>(
+      `select (select count(*) from (select from contacts where tenant_id = $1 and owner_id = $2 limit ${DUPLICATES_FEW + 1}) as own)
+        + (select count(*) from (select from contacts where tenant_id = $1 and org_id = $3 limit ${DUPLICATES_FEW + 1}) as shared) as n`,
+      params
+    )
+    const columns = reasons.flatMap(r => (DUPLICATE_KEYS[r]?.columns ?? []).map(([column, once]) =>
+      ({ column, once, rank: DUPLICATE_KEYS[r]?.rank ?? 0, reason: r })))
+    const entries = Number(few?.n ?? 0) <= DUPLICATES_FEW
+      ? `select k.key, k.reason, true as seen from contacts cross join lateral (values ${columns.map(k =>
+          `(case when ${k.once} then ${k.column} end, ${k.rank})`).join(', ')}) as k (key, reason)
+        where ${visible} and k.key is not null`
+      : columns.map(k => `(select ${k.column} as key, ${k.rank} as reason, ${visible} as seen from contacts
+          where tenant_id = $1 and ${k.column} is not null and ${k.once} order by ${k.column})`).join(' union all ')
+    const keys = await q<{ key: string, n1: string, n2: string, n3: string, last: string }>(
+      `select key, n1, n2, n3, last from (
+        select key, count(*) filter (where seen and reason = 1) as n1, count(*) filter (where seen and reason = 2) as n2,
+               count(*) filter (where seen and reason = 3) as n3, max(at) as last
+        from (
+          select key, reason, seen, row_number() over (order by key) as at from (${entries}) as entries
+          order by key limit ${DUPLICATES_BUDGET}
+        ) as walked
+        group by key
+      ) as keys
+      where n1 >= 2 or n2 >= 2 or n3 >= 2 or last = ${DUPLICATES_BUDGET}
+      order by key limit $4`,
+      [...params, limit + 1]
+    )
+    const groupsOf = (k: { key: string, n1: string, n2: string, n3: string }) => Object.keys(DUPLICATE_KEYS)
+      .map((r, i) => ({ reason: r, key: k.key, count: Number([k.n1, k.n2, k.n3][i]) }))
+      .filter(g => g.count >= 2)
+    const edge = keys.find(k => Number(k.last) === DUPLICATES_BUDGET)
+    const groups = keys.filter(k => k !== edge).flatMap(groupsOf)
+    let resume: [string, number] | undefined
+    if (edge !== undefined) {
+      for (const r of reasons) {
+        const held = (DUPLICATE_KEYS[r]?.columns ?? []).map(([column, once]) =>
+          `(select id from contacts where ${column} = $4 and ${visible} and ${once})`)
+        const [n] = await q<{ n: string }>(`select count(*) as n from (${held.join(' union all ')}) as held`,
+          [...params, edge.key])
+        if (Number(n?.n ?? 0) >= 2) groups.push({ reason: r, key: edge.key, count: Number(n?.n) })
+      }
+      resume = [edge.key, Math.max(...reasons.map(r => DUPLICATE_KEYS[r]?.rank ?? 0))]
+    }
+    const items = groups.slice(0, limit)
+    const last = items[items.length - 1]
+    const next = groups.length > limit && last !== undefined ? [last.key, DUPLICATE_KEYS[last.reason]?.rank] : resume
+    const contacts: Array<Array<Record<string, unknown>>> = items.map(() => [])
+    if (items.length > 0) {
+      const values = items.map((g, i) => `(${i}::int, $${4 + 2 * i}::text, $${5 + 2 * i}::int)`)
+      const branches = Object.values(DUPLICATE_KEYS).map(({ rank, columns: cols }) =>
+        `(select id, created_at from (${cols.map(([column, once]) => `(select id, created_at from contacts
+          where ${column} = g.key and ${visible} and ${once} and g.reason = ${rank}
+          order by created_at, id limit ${GROUP_CONTACTS})`).join(' union all ')}) as held)`)
+      const rows = await q<{ ord: number }>(
+        `select g.ord, ${CONTACT_PHONE_COLUMNS.split(', ').map(col => `c.${col}`).join(', ')}
+        from (values ${values.join(', ')}) as g (ord, key, reason)
+        cross join lateral (
+          select id, created_at from (${branches.join(' union all ')}) as held
+          order by created_at, id limit ${GROUP_CONTACTS}
+        ) as first
+        join contacts c on c.tenant_id = $1 and c.id = first.id
+        order by g.ord, first.created_at, first.id`,
+        [...params, ...items.flatMap(g => [g.key, DUPLICATE_KEYS[g.reason]?.rank])]
+      )
+      for (const { ord, ...contact } of rows) contacts[ord]?.push(contact)
+    }
+    return {
+      status: 200,
+      body: {
+        items: items.map((g, i) => ({ ...g, key: g.key.replaceAll('\u001f', ' | '), contacts: contacts[i] ?? [] })),
+        next_cursor: next === undefined ? null : Buffer.from(JSON.stringify(next)).toString('base64url')
       }
     }
   },

@@ -3,6 +3,7 @@
  * percentiles, autocannon's histogram has 1 ms resolution and no p95), and the resident set size of
  * the server processes sampled from /proc every 200 ms.
  */
+import net from 'node:net'
 import fs from 'node:fs'
 import autocannon from 'autocannon'
 
@@ -170,4 +171,17 @@ export async function runLoad (options: {
   } finally {
     clearInterval(sampler)
   }
+}
+
+/** A TCP port free on 127.0.0.1 now (the kernel's pick), for a service the bench starts. */
+export async function freePort (): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = net.createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address()
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0
+      srv.close(() => { resolve(port) })
+    })
+    srv.on('error', reject)
+  })
 }

@@ -15,6 +15,8 @@ export interface Manifest {
   patchable: Array<{ tenant: string, id: number, creator: string, revision: number }>
   /** last names present in the largest tenant */
   searchTerms: string[]
+  /** E.164 numbers (`phone_primary_e164`) of contacts of the largest tenant, for the phone searches */
+  phones: string[]
   showcase: { id: number, tenant: string, handle: string, creator: string }
   /** one occurrence of each seeded series (GET …/series) */
   seriesEvents: number[]
@@ -51,6 +53,11 @@ export async function buildManifest (db: SqlRunner): Promise<Manifest> {
     select last_name from contacts where tenant_id = $1 group by last_name order by md5(last_name) limit 400`,
     [BIG_TENANT]
   )
+  const phones = await db.query<{ phone: string }>(
+    `select phone_primary_e164 as phone from contacts where tenant_id = $1 and phone_primary_e164 is not null
+    order by md5(id::text) limit 400`,
+    [BIG_TENANT]
+  )
   const show = await db.query<{ id: number, tenant_id: string, creator_id: string }>(
     'select id, tenant_id, creator_id from spaces where public_handle = $1', [SHOWCASE_HANDLE])
   const s = show[0]
@@ -80,6 +87,7 @@ export async function buildManifest (db: SqlRunner): Promise<Manifest> {
     contacts,
     patchable: patchable.map(p => ({ ...p, id: Number(p.id), revision: Number(p.revision) })),
     searchTerms: terms.map(t => t.last_name.toLowerCase()),
+    phones: phones.map(p => p.phone),
     seriesEvents,
     bulkContacts,
     showcase: { id: Number(s.id), tenant: s.tenant_id, handle: SHOWCASE_HANDLE, creator: s.creator_id },

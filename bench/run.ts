@@ -20,11 +20,13 @@
  *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof
  * dir]
  *                    [--citus-shards 32]
+ *
+ * `--only` takes scenario names and the names of sets of them (SCENARIO_SETS: `contacts-crm`, the phone searches and
+ * the duplicates of issue #23).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -34,14 +36,15 @@ import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
 import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
-import { runLoad, type LoadResult } from './load.ts'
+import { freePort, runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
   besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine,
   type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome
 } from './report.ts'
 import {
-  ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIOS, isRead, type BenchContext, type Caller, type Side
+  ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIO_SETS, SCENARIOS, isRead, type BenchContext, type Caller,
+  type Side
 } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { EXPORT_SCENARIOS, exportText, type ExportRun } from './export.ts'
@@ -82,7 +85,7 @@ const CONNECTIONS = Number(args.connections)
 const LIGHT_CONNECTIONS = Number(args['light-connections'])
 const LIGHT_DURATION = Number(args['light-duration'])
 const WEBHOOK_SECRET = 'bench-webhook-secret'
-const only = args.only?.split(',').map(s => s.trim()).filter(Boolean)
+const only = args.only?.split(',').map(s => s.trim()).filter(Boolean).flatMap(s => SCENARIO_SETS[s] ?? [s])
 const KINDS: readonly DatabaseKind[] = ['pg', 'pglite', 'citus']
 const kinds = args.db.split(',').map(s => s.trim()).filter(Boolean) as DatabaseKind[]
 for (const k of kinds) if (!KINDS.includes(k)) throw new Error(`--db ${k}: expected one or more of ${KINDS.join(', ')}`)
@@ -119,24 +122,16 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
   })
 }
 
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0
-      srv.close(() => { resolve(port) })
-    })
-    srv.on('error', reject)
-  })
-}
-
-/** Seeds a fresh database unless DATA_DIR already holds one seeded at this scale with these migrations. */
+/**
+ * Seeds a fresh database unless DATA_DIR already holds one seeded at this scale with these migrations, this seed and
+ * this manifest (built once after the seed and kept beside it: a scenario that needs a new field of it needs a reseed).
+ */
 function seedStamp (scale: number): string {
   const migrations = fs.readdirSync(path.join(ROOT, 'migrations')).sort()
   const hash = crypto.createHash('sha256')
   for (const m of migrations) hash.update(m).update(fs.readFileSync(path.join(ROOT, 'migrations', m)))
   hash.update(fs.readFileSync(path.join(ROOT, 'bench', 'seed.ts')))
+  hash.update(fs.readFileSync(path.join(ROOT, 'bench', 'manifest.ts')))
   return `${scale}:${hash.digest('hex').slice(0, 16)}`
 }
 

@@ -180,6 +180,56 @@ function cursorList (ctx: BenchContext, deep: boolean): RequestFactory {
   }
 }
 
+/**
+ * A number of the largest tenant (E.164, `+4144` and 7 digits) as a caller types it in a search, one of three ways
+ * in turn (docs/contacts.md, "Phone numbers"): international (`+41 44 123 45 67`: that number, equal to its reversed
+ * digits), national with the request's region (`044 123 45 67`, `phone_region=CH`: the same number, read with the
+ * region), or its last 6 digits (`234567`: the end of numbers, a prefix of the reversed digits). Each also runs the
+ * text search of names, e-mail and company. The last 6 digits are taken from numbers where they do not start with 0:
+ * the service drops a term's leading zeros before it counts 6 digits, so `001234` is a text search only. A data set
+ * too small to hold such numbers (below scale 0.25) searches the national number without its 0 (`441234567`).
+ */
+let phoneForm = 0
+function phoneTerm (phones: readonly string[]): { query: string, region?: string } {
+  const form = phoneForm++ % 3
+  if (form === 2) {
+    const suffixed = phones.filter(p => p.at(-6) !== '0')
+    return { query: suffixed.length > 0 ? pick(suffixed).slice(-6) : pick(phones).slice(3) }
+  }
+  const d = pick(phones).slice(-7)
+  const spaced = `${d.slice(0, 3)} ${d.slice(3, 5)} ${d.slice(5)}`
+  return form === 0 ? { query: `+41 44 ${spaced}` } : { query: `044 ${spaced}`, region: 'CH' }
+}
+
+/** A phone search of the list (`search`) or of search (`query`), for a member of the largest tenant. */
+function phoneSearchRequest (ctx: BenchContext, list: boolean): RequestSpec {
+  const c = someCaller(BIG_TENANT)
+  const { query, region } = phoneTerm(ctx.manifest.phones)
+  const withRegion = region !== undefined ? `&phone_region=${region}` : ''
+  const path = list
+    ? `/api/v1/contacts?search=${encodeURIComponent(query)}&page=1&size=20${withRegion}`
+    : `/api/v1/contacts/search?query=${encodeURIComponent(query)}&limit=20${withRegion}`
+  return request(ctx, list ? 'list-contacts-phone' : 'search-contacts-phone', c, { method: 'GET', path },
+    { query, ...(list ? { page: 1, size: 20 } : { limit: 20 }), ...(region !== undefined ? { region } : {}) })
+}
+
+/**
+ * GET /contacts/duplicates, first page, for a member of the largest tenant (who sees its 400 000 contacts); the
+ * baseline's handler `contact-duplicates` takes the reason as the service does.
+ */
+function duplicatesRequest (ctx: BenchContext, reason?: string): RequestSpec {
+  const c = someCaller(BIG_TENANT)
+  return request(ctx, 'contact-duplicates', c,
+    { method: 'GET', path: `/api/v1/contacts/duplicates?limit=20${reason !== undefined ? `&reason=${reason}` : ''}` },
+    { limit: 20, ...(reason !== undefined ? { reason } : {}) })
+}
+
+/** Names `--only` takes for several scenarios at once. */
+export const SCENARIO_SETS: Record<string, string[]> = {
+  // issue #23: phone search and duplicates (docs/contacts.md)
+  'contacts-crm': ['search-contacts-phone', 'list-contacts-phone', 'contact-duplicates', 'contact-duplicates-email']
+}
+
 export const SCENARIOS: Scenario[] = [
   {
     name: 'get-event',
@@ -279,6 +329,38 @@ export const SCENARIOS: Scenario[] = [
         { query: term, limit: 20 }
       )
     }
+  },
+  {
+    name: 'search-contacts-phone',
+    title: 'Contacts search by phone number (international, national, last 6 digits; largest tenant)',
+    group: 'list',
+    route: 'GET /api/v1/contacts/search',
+    p95BudgetMs: 20,
+    build: ctx => () => phoneSearchRequest(ctx, false)
+  },
+  {
+    name: 'list-contacts-phone',
+    title: 'List contacts searched by phone number (page 1 of 20, largest tenant)',
+    group: 'list',
+    route: 'GET /api/v1/contacts',
+    p95BudgetMs: 20,
+    build: ctx => () => phoneSearchRequest(ctx, true)
+  },
+  {
+    name: 'contact-duplicates',
+    title: 'Duplicate contacts, first page of 20 groups (all reasons, largest tenant)',
+    group: 'list',
+    route: 'GET /api/v1/contacts/duplicates',
+    p95BudgetMs: 35,
+    build: ctx => () => duplicatesRequest(ctx)
+  },
+  {
+    name: 'contact-duplicates-email',
+    title: 'Duplicate contacts by e-mail, first page (walks its 20 000-entry budget)',
+    group: 'list',
+    route: 'GET /api/v1/contacts/duplicates',
+    p95BudgetMs: 100,
+    build: ctx => () => duplicatesRequest(ctx, 'email')
   },
   {
     name: 'calendar-month',

@@ -1,6 +1,7 @@
 /**
  * Seeds the benchmark data set with the service's own tables and SQL (generate_series, no HTTP):
- * 100 tenants; 1 000 000 contacts (40 % in the largest tenant, `bench-t000`); 100 000 events in the
+ * 100 tenants; 1 000 000 contacts (40 % in the largest tenant, `bench-t000`; numbers with their E.164 form, as the
+ * service writes them; 1 % sharing a number and 0.05 % an e-mail with another contact); 100 000 events in the
  * largest tenant spread over eight years (six past, two ahead) plus 300 in each other tenant; a
  * public showcase space with 1 000 linked events and every user of the largest tenant as a member;
  * attendees (100 000 in the showcase's events) and weekly series when those tables exist. Every
@@ -238,24 +239,58 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
   })
 
   const restoreContacts = await withoutSecondaryIndexes(db, 'contacts')
-  await step(log, `contacts (${z.contacts})`, async () => {
+  // Each contact's number is written as the service writes one (contacts.phones.ts, withPhones): the text as typed,
+  // its E.164 form, and `invalid_phones` '{}' (every field read, none invalid); not null, "not read yet", which the
+  // service's worker would read later and which duplicates by phone and an exact phone search do not see.
+  // Likely duplicates beside the name + company groups (every name key of the largest tenant is held by 50 contacts,
+  // as the key repeats with g mod 8 000): contact g shares something with a partner g - 99 k (the same tenant):
+  //   - 1 % share a number (k = 1): g mod 200 = 50 has its partner's number as primary, typed the national way
+  //     ('044 000 12 34'); g mod 200 = 150 keeps its own primary and has its partner's number as work phone;
+  //   - 0.05 % share an e-mail that differs in case only: g mod 2 000 = 1 000 has `initcap` of the e-mail of
+  //     g - 99 k, k = 1 … 40 from one block of 2 000 to the next, so that the pairs spread over every first name (the
+  //     e-mail key's first part; with k = 1 they all fell on one). Sparse on purpose: a page of e-mail groups walks
+  //     its whole budget of key entries (SCAN_BUDGET, 20 000) and finds about ten, the worst case of
+  //     GET /contacts/duplicates?reason=email. Not surrounding spaces: the service trims an e-mail before storing it
+  //     (docs/contacts.md, "E-mail"), so a stored one never has them.
+  const digits = (n: string) => `lpad((${n} % 10000000)::text, 7, '0')`
+  const international = (n: string) => `'+41 44 ' || ${digits(n)}`
+  const national = (n: string) =>
+    `'044 ' || substr(${digits(n)}, 1, 3) || ' ' || substr(${digits(n)}, 4, 2) || ' ' || substr(${digits(n)}, 6, 2)`
+  const e164 = (n: string) => `'+4144' || ${digits(n)}`
+  const lastName = (h: string) =>
+    `initcap((${arr(SYLLABLES)})[1 + ${h} % 20] || (${arr(SYLLABLES)})[1 + (${h} / 20) % 20] || (${arr(SYLLABLES)})[1 + (${h} / 400) % 20])`
+  const hashOf = (n: string) => `((${n}::bigint * 2654435761) % 8000)::int`
+  await step(log, `contacts (${z.contacts}; 1 % sharing a number, 0.05 % an e-mail)`, async () => {
     await db.exec(`
-      insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title, phone_primary, city, country, tags, created_at, updated_at)
+      insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title, phone_primary,
+                            phone_primary_e164, phone_work, phone_work_e164, invalid_phones, city, country, tags, created_at, updated_at)
       select tid, '${ORG}', 'u' || lpad((1 + g % users)::text, 4, '0'), fn, ln,
-             lower(fn) || '.' || lower(ln) || g || '@' || lower(co) || '.example', co,
+             case when e = g then email else initcap(email) end, co,
              (array['Engineer','Manager','Designer','Sales','Founder','Teacher'])[1 + g % 6],
-             '+41 44 ' || lpad((g % 10000000)::text, 7, '0'),
+             case when shared = 'primary' then ${national('g - 99')} else ${international('g')} end,
+             case when shared = 'primary' then ${e164('g - 99')} else ${e164('g')} end,
+             case when shared = 'work' then ${international('g - 99')} end,
+             case when shared = 'work' then ${e164('g - 99')} end,
+             '{}',
              (array['Zurich','Berlin','Lyon','Porto','Oslo','Brno','Graz','Turin'])[1 + g % 8], 'CH',
              case when g % 5 = 0 then array['vip'] else '{}' end,
              now() - (g % 1500) * interval '1 day', now() - (g % 700) * interval '1 day'
       from (
-        select g,
+        select g, e, shared,
                case when g <= ${z.bigContacts} then '${BIG_TENANT}' else 'bench-t' || lpad((1 + g % ${TENANTS - 1})::text, 3, '0') end as tid,
                case when g <= ${z.bigContacts} then ${BIG_USERS} else ${OTHER_USERS} end as users,
                (${arr(FIRST_NAMES)})[1 + (g * 31) % ${FIRST_NAMES.length}] as fn,
-               initcap((${arr(SYLLABLES)})[1 + h % 20] || (${arr(SYLLABLES)})[1 + (h / 20) % 20] || (${arr(SYLLABLES)})[1 + (h / 400) % 20]) as ln,
-               (${arr(COMPANIES)})[1 + g % ${COMPANIES.length}] as co
-        from (select g, ((g::bigint * 2654435761) % 8000)::int as h from generate_series(1, ${z.contacts}) g) x
+               ${lastName('h')} as ln,
+               (${arr(COMPANIES)})[1 + g % ${COMPANIES.length}] as co,
+               -- the e-mail of contact e: its own (e = g) or its partner's
+               lower((${arr(FIRST_NAMES)})[1 + (e * 31) % ${FIRST_NAMES.length}]) || '.' || lower(${lastName(hashOf('e'))}) || e
+                 || '@' || lower((${arr(COMPANIES)})[1 + e % ${COMPANIES.length}]) || '.example' as email
+        from (
+          select g, ${hashOf('g')} as h,
+                 case when g > 4000 and g % 2000 = 1000 then g - 99 * (1 + (g / 2000) % 40) else g end as e,
+                 case when g > 99 and g % 200 = 50 then 'primary' when g > 99 and g % 200 = 150 then 'work' end as shared
+          from generate_series(1, ${z.contacts}) g
+        ) x
       ) c`)
   })
   await step(log, 'contacts indexes', restoreContacts)

@@ -41,6 +41,7 @@ import path from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { measuredRun, type ExportEnv, type ExportRun } from './export.ts'
+import { freePort } from './load.ts'
 import { ADMINS_FROM } from './scenarios.ts'
 import { BIG_TENANT, ORG, userId } from './seed.ts'
 import { pgRunner, type SqlRunner } from './sql-runner.ts'
@@ -79,18 +80,6 @@ const sleep = async (ms: number) => await new Promise(resolve => setTimeout(reso
 const percentile = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))] ?? 0
 const ascending = (xs: number[]): number[] => [...xs].sort((a, b) => a - b)
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address()
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0
-      srv.close(() => { resolve(port) })
-    })
-    srv.on('error', reject)
-  })
-}
 
 interface Service {
   url: string

@@ -151,8 +151,9 @@ const PHONE_LIKE = /^\+?[0-9\s.\-/()]+$/
  *   55`, `0033628230455`, `0628230455` and `06.28.23.04.55` (region FR) all find +33628230455, and a number stored
  *   as typed that ends with 6 28 23 04 55 (a contact written before numbers were read, or under no region). Not a
  *   number of another country that has the same national number.
- * - Any other term is the end of numbers: its digits, leading zeros dropped (a trunk `0`, an international `00`), so
- *   `230455` finds +33628230455 and `0628230455` with no region finds every number ending in 628230455.
+ * - Any other term is the end of numbers: its digits, leading zeros dropped (a trunk `0`, an international `00`) while
+ *   `PHONE_DIGITS_MIN` digits remain, so `230455` finds +33628230455, `0628230455` with no region finds every number
+ *   ending in 628230455, and `001234` every number ending in 001234.
  */
 export function phoneSearch (term: string | undefined, region: CountryCode | undefined): PhoneSearch | undefined {
   const text = term?.trim() ?? ''
@@ -165,6 +166,10 @@ export function phoneSearch (term: string | undefined, region: CountryCode | und
       national: national.length >= PHONE_DIGITS_MIN ? reversed(national) : undefined
     }
   }
-  const significant = text.replace(/[^0-9]/g, '').replace(/^0+/, '')
-  return significant.length >= PHONE_DIGITS_MIN ? { suffix: reversed(significant) } : undefined
+  const digits = text.replace(/[^0-9]/g, '')
+  // zeros that start a longer term are a trunk `0` or an international `00`; in a short one they are part of the
+  // number's end (`001234`: the numbers ending in 001234)
+  const significant = digits.replace(/^0+/, '')
+  const suffix = significant.length >= PHONE_DIGITS_MIN ? significant : digits
+  return suffix.length >= PHONE_DIGITS_MIN ? { suffix: reversed(suffix) } : undefined
 }
