@@ -40,6 +40,14 @@ export const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
 
 export const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
 
+/** A page of the contacts list as the service answers it: the rows without their sort key, the page and total. */
+function contactsPage (rows: Array<Record<string, unknown>>, page: number, size: number, total: unknown) {
+  return {
+    status: 200,
+    body: { items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r), page, size, total: Number(total ?? 0) }
+  }
+}
+
 async function spacesOf (
   q: Query,
   tenant: string,
@@ -340,15 +348,7 @@ export const HANDLERS: Record<string, Handler> = {
         c.user
       ])
     ])
-    return {
-      status: 200,
-      body: {
-        items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r),
-        page,
-        size,
-        total: Number(count?.total ?? 0)
-      }
-    }
+    return contactsPage(rows, page, size, count?.total)
   },
 
   // spaces.insights.repository.ts, listActivity: the space (visible to the caller), then the feed: stored items,
@@ -472,15 +472,7 @@ export const HANDLERS: Record<string, Handler> = {
       q<{ total: string }>(`select count(*) as total from contacts where ${where}`,
         [c.tenant, c.user, c.org, ...match.params])
     ])
-    return {
-      status: 200,
-      body: {
-        items: rows.slice(0, size).map(({ sort_key: _k, ...r }) => r),
-        page,
-        size,
-        total: Number(count?.total ?? 0)
-      }
-    }
+    return contactsPage(rows, page, size, count?.total)
   },
 
   // contacts.duplicates.repository.ts, listDuplicates, first page: whether the caller sees few contacts; the walk of
