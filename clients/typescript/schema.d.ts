@@ -5116,7 +5116,7 @@ export interface operations {
             query?: {
                 /** @description Only groups of this reason; absent = all three */
                 reason?: "email" | "phone" | "name_company";
-                /** @description Groups per page (1 to 50) */
+                /** @description Groups per page (1 to 50); a page may hold fewer while next_cursor is not null */
                 limit?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
@@ -5153,7 +5153,7 @@ export interface operations {
             query?: {
                 /** @description Only items of this kind; absent = all */
                 kind?: "attendance" | "manager" | "automation";
-                /** @description Items per page (1 to 100) */
+                /** @description Items per page (1 to 100); newest first */
                 limit?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;

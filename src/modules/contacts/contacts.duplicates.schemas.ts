@@ -15,8 +15,7 @@ export const GROUP_CONTACTS_MAX = 10
 
 export const DuplicatesQuery = Type.Object({
   reason: Type.Optional(StringEnum(DUPLICATE_REASONS, { description: 'Only groups of this reason; absent = all three' })),
-  // a page may hold fewer groups while next_cursor is not null (docs/contacts.md, "Duplicates")
-  ...limitAndCursor(DUPLICATES_LIMIT_MAX, 'Groups')
+  ...limitAndCursor(DUPLICATES_LIMIT_MAX, 'Groups', 'a page may hold fewer while next_cursor is not null')
 })
 export type DuplicatesQuery = Static<typeof DuplicatesQuery>
 

@@ -10,7 +10,7 @@ export const TIMELINE_LIMIT_MAX = 100
 
 export const TimelineQuery = Type.Object({
   kind: Type.Optional(StringEnum(TIMELINE_KINDS, { description: 'Only items of this kind; absent = all' })),
-  ...limitAndCursor(TIMELINE_LIMIT_MAX, 'Items')
+  ...limitAndCursor(TIMELINE_LIMIT_MAX, 'Items', 'newest first')
 })
 export type TimelineQuery = Static<typeof TimelineQuery>
 

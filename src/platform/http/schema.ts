@@ -58,10 +58,12 @@ export type PageQuery = Static<typeof PageQuery>
 
 /**
  * The `limit` and `cursor` of a list paged by cursor alone (no page numbers, no total): `limit` 1 to `max`, 20 by
- * default, and what one item of the list is (`what`).
+ * default, what one item of the list is (`what`), and what more a client should know of a page (`note`).
  */
-export const limitAndCursor = (max: number, what: string) => ({
-  limit: Type.Integer({ minimum: 1, maximum: max, default: 20, description: `${what} per page (1 to ${max})` }),
+export const limitAndCursor = (max: number, what: string, note = '') => ({
+  limit: Type.Integer({
+    minimum: 1, maximum: max, default: 20, description: `${what} per page (1 to ${max})${note === '' ? '' : `; ${note}`}`
+  }),
   cursor: CursorParam
 })
 
