@@ -1,5 +1,6 @@
 import neostandard from 'neostandard'
 import tseslint from 'typescript-eslint'
+import citus from './eslint-rules/index.js'
 
 export default [
   ...neostandard({ ts: true, ignores: ['node_modules', 'data', 'coverage', '.bench', 'dist'] }),
@@ -48,5 +49,12 @@ export default [
         message: 'SQL belongs in a *.repository.ts file of the module (docs/architecture.md).'
       }]
     }
+  },
+  {
+    // Statement shapes a Citus cluster refuses (docs/architecture.md, "Statements Citus accepts").
+    files: ['src/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/*.fixtures.ts'],
+    plugins: { citus },
+    rules: { 'citus/statement-shapes': 'error' }
   }
 ]

@@ -236,7 +236,7 @@ for (const kind of databases()) {
         assert.deepEqual(again.applied, [])
         assert.ok(again.skipped >= 4)
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-mig-'))
-        for (const f of fs.readdirSync('migrations')) fs.copyFileSync(path.join('migrations', f), path.join(dir, f))
+        fs.cpSync('migrations', dir, { recursive: true })
         fs.appendFileSync(path.join(dir, '0002_contacts.sql'), '\n-- edited\n')
         await assert.rejects(migrate(t.database, dir), /0002_contacts.sql was changed after it was applied/)
         fs.rmSync(dir, { recursive: true, force: true })

@@ -9,6 +9,7 @@
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { eventVisibleTo } from '../events/events.access.repository.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { selectRows } from '../../platform/db/match.ts'
@@ -59,22 +60,45 @@ export async function insertRule (trx: Tx, tenantId: string, creator: RuleWriter
     creator_roles: creator.roles
   } as Insertable<AutomationRulesTable>
   const row = await trx.insertInto('automation_rules').values(values).returningAll().executeTakeFirstOrThrow()
-  await snapshotRule(trx, tenantId, row.id)
+  await snapshotRules(trx, tenantId, [row.id])
   return row
 }
 
 /**
- * Keeps the rule's current version as an immutable snapshot (what it runs, whom it acts as). Every
- * statement that creates a version of a rule calls it in the same transaction.
+ * Keeps the current version of each rule `ids` names as an immutable snapshot (what it runs, whom it acts as). Every
+ * statement that creates a version of a rule calls it in the same transaction. The rules are read, then written as
+ * multi-row VALUES: an INSERT … SELECT is a COPY into the shards on Citus, which row-level security refuses.
  */
-async function snapshotRule (trx: Tx, tenantId: string, id: string): Promise<void> {
-  await sql`
-    insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions, actions,
-      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id)
-    select tenant_id, id, version, name, event_type, schedule, conditions, actions,
-      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id
-    from automation_rules where tenant_id = ${tenantId} and id = ${id}::uuid
-    on conflict (tenant_id, rule_id, version) do nothing`.execute(trx)
+export async function snapshotRules (trx: Tx, tenantId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return
+  const rules = await trx.selectFrom('automation_rules')
+    .select(['id', 'version', 'name', 'event_type', 'schedule', 'conditions', 'actions', 'scope', 'scope_id',
+      'created_by_kind', 'creator_id', 'creator_roles', 'org_id'])
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${[...ids]}::uuid[])`)
+    .orderBy('id')
+    .execute()
+  for (const chunk of rowChunks(rules, 14)) {
+    await trx.insertInto('automation_rule_versions')
+      .values(chunk.map(r => ({
+        tenant_id: tenantId,
+        rule_id: r.id,
+        version: r.version,
+        name: r.name,
+        event_type: r.event_type,
+        // JSON as text: an array would otherwise travel as a PostgreSQL array
+        schedule: JSON.stringify(r.schedule),
+        conditions: JSON.stringify(r.conditions),
+        actions: JSON.stringify(r.actions),
+        scope: r.scope,
+        scope_id: r.scope_id,
+        created_by_kind: r.created_by_kind,
+        creator_id: r.creator_id,
+        creator_roles: r.creator_roles,
+        org_id: r.org_id
+      })))
+      .onConflict(oc => oc.columns(['tenant_id', 'rule_id', 'version']).doNothing())
+      .execute()
+  }
 }
 
 /** The snapshot of one version of a rule. */
@@ -113,7 +137,7 @@ export async function updateRule (
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirstOrThrow()
-  await snapshotRule(trx, tenantId, id)
+  await snapshotRules(trx, tenantId, [id])
   return row
 }
 
@@ -126,7 +150,7 @@ export async function disableRule (trx: Tx, tenantId: string, id: string, reason
     .set({ enabled: false, disabled_reason: reason, version: sql`version + 1`, updated_at: sql`now()` })
     .where('tenant_id', '=', tenantId).where('id', '=', id).where('enabled', '=', true)
     .returning('id').executeTakeFirst()
-  if (changed !== undefined) await snapshotRule(trx, tenantId, id)
+  if (changed !== undefined) await snapshotRules(trx, tenantId, [id])
   return changed !== undefined
 }
 

@@ -11,6 +11,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { EVENT_COLUMNS, type EventRow } from '../events/events.table.ts'
 import type { AttendeeRow, AttendeesTable } from '../event-collab/event-collab.table.ts'
+import { snapshotRules } from '../automation/automation.repository.ts'
 import { visibleTo } from './contacts.repository.ts'
 
 /**
@@ -214,14 +215,7 @@ export async function moveContactRules (
     where tenant_id = ${tenantId} and scope = 'CONTACT' and scope_id = any(${[...absorbed]}::text[])
     returning id::text as id`.execute(trx)
   const ids = moved.rows.map(x => x.id)
-  if (ids.length === 0) return []
-  await sql`
-    insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions, actions,
-      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id)
-    select tenant_id, id, version, name, event_type, schedule, conditions, actions,
-      scope, scope_id, created_by_kind, creator_id, creator_roles, org_id
-    from automation_rules where tenant_id = ${tenantId} and id = any(${ids}::uuid[])
-    on conflict (tenant_id, rule_id, version) do nothing`.execute(trx)
+  await snapshotRules(trx, tenantId, ids)
   return ids
 }
 

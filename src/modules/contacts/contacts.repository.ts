@@ -70,7 +70,7 @@ export async function findVisible (trx: Tx, auth: AuthContext, id: string) {
 
 export async function lockVisible (trx: Tx, auth: AuthContext, id: string) {
   return await trx.selectFrom('contacts').select(COLUMNS)
-    .where('id', '=', id).where(eb => visibleTo(eb, auth))
+    .where('tenant_id', '=', auth.tenantId).where('id', '=', id).where(eb => visibleTo(eb, auth))
     .forUpdate()
     .executeTakeFirst()
 }
@@ -278,9 +278,9 @@ export interface ChangesOptions extends ChangesWindow {
 
 /**
  * A page of the changes of the contacts list since a sync point (docs/integrations.md, "Incremental sync"): the
- * contacts changed by transactions from `since` on that the caller could see at one of those changes (its owner
- * and organization then, as visibleTo reads them now), each once at its latest change, in the order of that change
- * (`seq`); those in the list now (listBase) as rows, the others as tombstones. Their total, and the seq of the last.
+ * contacts changed above the position `since` that the caller could see at one of those changes (its owner and
+ * organization then, as visibleTo reads them now), each once at its latest change, in the order of that change
+ * (its position); those in the list now (listBase) as rows, the others as tombstones. Their total, and the last.
  */
 export async function listChanges (trx: Tx, auth: AuthContext, o: ChangesOptions) {
   if (o.search !== undefined && o.search !== '') await planForValues(trx)

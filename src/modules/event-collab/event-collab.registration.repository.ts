@@ -3,6 +3,7 @@
  * waitlist, and the e-mails to attendees' contacts.
  */
 import { sql } from 'kysely'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 
 /** The stored registration settings of an event row. */
@@ -72,8 +73,9 @@ export async function renumberWaitlist (trx: Tx, tenantId: string, eventId: numb
 }
 
 /**
- * Queues one e-mail per contact, to its address (stored undeliverable, with the reason, when it has none): one
- * statement whatever the number of contacts.
+ * Queues one e-mail per contact, to its address (stored undeliverable, with the reason, when it has none): the
+ * contacts read in one statement, the mails written as multi-row VALUES (an INSERT … SELECT would be a COPY into
+ * the shards on Citus, which row-level security refuses: docs/architecture.md, "Statements Citus accepts").
  */
 export async function queueContactEmails (
   trx: Tx,
@@ -81,15 +83,28 @@ export async function queueContactEmails (
   contactIds: readonly string[],
   m: { subject: string, body: string, payload: Record<string, unknown> }
 ): Promise<number> {
-  const r = await sql`
-    insert into notification_outbox (tenant_id, channel, recipient, subject, body, priority, payload, status, last_error)
-    select c.tenant_id, 'email', coalesce(nullif(trim(c.email), ''), 'contact:' || c.id::text), ${m.subject},
-           ${m.body}, 'normal', ${JSON.stringify(m.payload)}::jsonb,
-           case when nullif(trim(c.email), '') is null then 'undeliverable' else 'pending' end,
-           case when nullif(trim(c.email), '') is null then 'the contact ' || c.id::text || ' has no e-mail address' end
-    from contacts c
-    where c.tenant_id = ${tenantId} and c.id = any(${[...new Set(contactIds)]}::uuid[])`.execute(trx)
-  return Number(r.numAffectedRows ?? 0)
+  const contacts = await trx.selectFrom('contacts').select(['id', 'email'])
+    .where('tenant_id', '=', tenantId).where(sql<boolean>`id = any(${[...new Set(contactIds)]}::uuid[])`)
+    .orderBy('id')
+    .execute()
+  const payload = JSON.stringify(m.payload)
+  for (const chunk of rowChunks(contacts, 9)) {
+    await trx.insertInto('notification_outbox').values(chunk.map(c => {
+      const email = c.email?.trim() ?? ''
+      return {
+        tenant_id: tenantId,
+        channel: 'email',
+        recipient: email === '' ? `contact:${c.id}` : email,
+        subject: m.subject,
+        body: m.body,
+        priority: 'normal',
+        payload: sql`${payload}::jsonb`,
+        status: email === '' ? 'undeliverable' : 'pending',
+        last_error: email === '' ? `the contact ${c.id} has no e-mail address` : null
+      }
+    })).execute()
+  }
+  return contacts.length
 }
 
 /** The users who actively manage an event. */

@@ -225,8 +225,8 @@ export async function settleWaitlist (trx: Tx, event: EventRow): Promise<Promote
 }
 
 /**
- * Queues one e-mail per contact (to its address, or stored undeliverable when it has none), in one statement
- * whatever the number of contacts: the cancellation of a large event notifies every attendee.
+ * Queues one e-mail per contact (to its address, or stored undeliverable when it has none), in a bounded number of
+ * statements whatever the number of contacts: the cancellation of a large event notifies every attendee.
  */
 export async function notifyContacts (
   trx: Tx,

@@ -290,7 +290,7 @@ export async function eventFigures (
         ${window}
     ), counts as (${counts})
     select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at,
-           coalesce(l.start_dt > now(), false) as upcoming,
+           (l.start_dt is not null and l.start_dt > now()) as upcoming,
            coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended,
            coalesce(c.no_shows, 0)::int as no_shows
     from linked l left join counts c on c.event_id = l.event_id

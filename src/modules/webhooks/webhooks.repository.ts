@@ -190,11 +190,17 @@ export async function tenantsWithSubscriptions (trx: Tx, limit: number): Promise
  * transaction that wrote an outbox row stays open (advanceFloor).
  */
 export async function lockCursor (trx: Tx, tenantId: string, settleSeconds: number): Promise<number> {
-  await sql`insert into webhook_cursors (tenant_id, floor_id)
-    select ${tenantId}, coalesce((select max(o.id) from outbox o where o.tenant_id = ${tenantId}
-      and o.created_at < (select min(s.created_at) from webhook_subscriptions s
-        where s.tenant_id = ${tenantId} and s.enabled) - make_interval(secs => ${settleSeconds})), 0)
-    on conflict (tenant_id) do nothing`.execute(trx)
+  const exists = await t(trx).selectFrom('webhook_cursors').select('floor_id')
+    .where('tenant_id', '=', tenantId).executeTakeFirst()
+  if (exists === undefined) {
+    // read, then written as VALUES: an INSERT … SELECT is a COPY into the shards on Citus, which RLS refuses
+    const { rows } = await sql<{ floor: string }>`select coalesce((select max(o.id) from outbox o
+      where o.tenant_id = ${tenantId} and o.created_at < (select min(s.created_at) from webhook_subscriptions s
+        where s.tenant_id = ${tenantId} and s.enabled) - make_interval(secs => ${settleSeconds})), 0)::text as floor`
+      .execute(trx)
+    await t(trx).insertInto('webhook_cursors').values({ tenant_id: tenantId, floor_id: Number(rows[0]?.floor ?? 0) })
+      .onConflict(oc => oc.column('tenant_id').doNothing()).execute()
+  }
   const row = await t(trx).selectFrom('webhook_cursors').select('floor_id')
     .where('tenant_id', '=', tenantId).forUpdate().executeTakeFirstOrThrow()
   return Number(row.floor_id)
@@ -330,16 +336,18 @@ export async function recordAttempt (
   return await t(trx).updateTable('webhook_subscriptions')
     .set(r.ok
       ? { consecutive_failures: 0, failing_since: null }
-      : { consecutive_failures: sql`consecutive_failures + 1`, failing_since: sql`coalesce(failing_since, now())` })
+      // the service's clock, as a parameter: Citus refuses now() inside a COALESCE of a write (docs/architecture.md)
+      : { consecutive_failures: sql`consecutive_failures + 1`, failing_since: sql`coalesce(failing_since, ${new Date()})` })
     .where('tenant_id', '=', tenantId).where('id', '=', delivery.subscription_id)
     .returningAll()
     .executeTakeFirst()
 }
 
-/** Whether a subscription's run of failures has lasted `minSeconds` (by the database's clock). */
+/** Whether a subscription's run of failures has lasted `minSeconds` (by the service's clock, which set it). */
 export async function failingFor (trx: Tx, tenantId: string, id: string, minSeconds: number): Promise<boolean> {
+  const since = new Date(Date.now() - minSeconds * 1000)
   const row = await t(trx).selectFrom('webhook_subscriptions')
-    .select(sql<boolean>`failing_since <= now() - make_interval(secs => ${minSeconds})`.as('long'))
+    .select(sql<boolean>`failing_since <= ${since}`.as('long'))
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .executeTakeFirst()
   return row?.long === true

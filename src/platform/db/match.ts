@@ -65,6 +65,7 @@ export async function rowExists<T extends TenantTable> (
 ): Promise<boolean> {
   const row = await selectRows(trx, table, match)
     .select(sql<number>`1`.as('found'))
+    // eslint-disable-next-line citus/statement-shapes -- selectRows filters by the match's tenant_id (RowMatch)
     .$if(options.lock === true, qb => qb.forUpdate())
     .executeTakeFirst()
   return row !== undefined

@@ -80,6 +80,7 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
         String(r.checksum)
       ])
     )
+    const citus = (await runner.query("select 1 from pg_extension where extname = 'citus'")).rows.length > 0
     for (const file of files) {
       const text = fs.readFileSync(path.join(dir, file), 'utf8')
       const checksum = crypto.createHash('sha256').update(text).digest('hex')
@@ -92,9 +93,12 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
       }
       await runner.exec('begin')
       try {
+        // on Citus, a migration that writes rows on every shard and then creates a function (which Citus propagates
+        // over one connection per node) is refused after parallel multi-shard work: one connection per node throughout
+        if (citus) await runner.exec("set local citus.multi_shard_modify_mode to 'sequential'")
         // statement by statement: on a Citus cluster, DDL that must reach the shards is refused inside a
         // multi-statement query
-        for (const statement of splitSql(text)) await runner.exec(statement)
+        for (const statement of splitSql(citus ? citusVariant(dir, file) ?? text : text)) await runner.exec(statement)
         await runner.query('insert into schema_migrations (name, checksum) values ($1, $2)', [file, checksum])
         await runner.exec('commit')
       } catch (err) {
@@ -114,6 +118,16 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
     await runner.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {})
     await runner.close()
   }
+}
+
+/**
+ * The Citus variant of a migration (`<dir>/citus/<file>`), if it has one: the same schema in DDL that a cluster
+ * accepts on tables already distributed (a database that moved to Citus before the migration came). It is applied
+ * in the main file's place and recorded under the main file's name and checksum: one migration, two spellings.
+ */
+function citusVariant (dir: string, file: string): string | undefined {
+  const variant = path.join(dir, 'citus', file)
+  return fs.existsSync(variant) ? fs.readFileSync(variant, 'utf8') : undefined
 }
 
 /** Tables that stay on the coordinator alone: the migrations' own bookkeeping. */
@@ -146,6 +160,8 @@ async function distribute (runner: Runner): Promise<string[]> {
   if (roles.superuser === true) {
     await runner.exec("select run_command_on_workers('alter function textlike(text, text) leakproof')")
   }
+  // the log of changes' row triggers (migration 0032) go to the shards with their tables
+  await runner.exec('set citus.enable_unsafe_triggers = on')
   const tables = (
     await runner.query(`
     select c.relname as name,

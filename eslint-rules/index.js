@@ -1,0 +1,4 @@
+// Local ESLint rules of this repository, registered in eslint.config.js.
+import statementShapes from './citus-statement-shapes.js'
+
+export default { rules: { 'statement-shapes': statementShapes } }
