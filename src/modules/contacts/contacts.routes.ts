@@ -25,7 +25,7 @@ import { replacementValues, toValues, trimEmails } from './contacts.values.ts'
 import { PHONE_FIELDS, phoneSearch, requestRegion, withPhones, type CountryCode } from './contacts.phones.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
-import { CONTACT_CHANGES_TRIGGER, isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
+import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { mergedOrNotFound } from './contacts.merge.ts'
 import { mergeRoutes } from './contacts.merge.routes.ts'
 import { duplicatesRoutes } from './contacts.duplicates.routes.ts'
@@ -125,11 +125,10 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       search: paged.search === '' ? undefined : paged.search, favorite, ...(phone !== undefined ? { phone } : {})
     }
     const scope = syncScope('contacts', request.auth, filters)
-    const logged = (await countingOf(db, CONTACT_CHANGES_TRIGGER)) === 'kept'
     return await answerPage(db, request, async (trx, _q, auth) => await syncedRead(trx, {
       query: q,
       scope,
-      logged,
+      tenantId: request.auth.tenantId,
       now: new Date(),
       windowMs: config.syncWindowMs,
       full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, phone, favorite }),

@@ -69,13 +69,10 @@ export async function listAttendees (
   return await listPage(base, qb => qb.select(ATTENDEE_COLUMNS), ATTENDEE_KEYS, window)
 }
 
-/** The trigger that logs attendee changes (migrations/0027_sync_events_attendees.sql; absent on Citus). */
-export const ATTENDEE_CHANGES_TRIGGER = 'attendees_changes_insert'
-
 /**
  * A page of the changes of an event's attendees list since a sync point (docs/integrations.md, "Incremental
- * sync"): the attendees of the occurrence and of its series changed by transactions from `since` on, each once at
- * its latest change, by seq; those in the list now (its status filter) as rows, the others as tombstones. The
+ * sync"): the attendees of the occurrence and of its series changed above the position `since`, each once at
+ * its latest change, by position; those in the list now (its status filter) as rows, the others as tombstones. The
  * caller may read the event's attendees (checked before), so every change of the list is theirs to learn.
  */
 export async function listAttendeeChanges (
@@ -219,6 +216,8 @@ export async function writeStatuses (
   o: { notes?: string | null | undefined, approvedBy?: string | undefined } = {}
 ) {
   const out = []
+  // the time of a first check-in is a parameter: Citus refuses now() inside a CASE of a write (docs/architecture.md)
+  const at = new Date()
   for (let i = 0; i < writes.length; i += 1000) {
     const values = sql.join(writes.slice(i, i + 1000).map(w =>
       sql`(${w.contactId}::uuid, ${w.status}::text, ${w.position}::int)`))
@@ -226,7 +225,7 @@ export async function writeStatuses (
     const rows = await sql<AttendeeRow>`
       update attendees a set
         status = v.status, waitlist_position = v.pos, is_checked_in = ${inside},
-        checked_in_at = case when ${inside} then coalesce(a.checked_in_at, now()) end,
+        checked_in_at = case when ${inside} then coalesce(a.checked_in_at, ${at}::timestamptz) end,
         checked_in_by = case when ${inside} then a.checked_in_by end,
         check_in_method = case when ${inside} then a.check_in_method end,
         status_before_check_in = case when ${inside} then coalesce(a.status_before_check_in,

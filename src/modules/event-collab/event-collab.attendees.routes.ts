@@ -18,7 +18,6 @@ import { answerPage, noContentRoute, operationsTagged } from '../../platform/htt
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
-import { countingOf } from '../../platform/db/kept-counts.ts'
 import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { eventDomainEvent, readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
@@ -105,7 +104,6 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
   app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
     params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
   }, requirePolicy('attendee', 'read')), async request => {
-    const logged = isSyncRead(request.query) && (await countingOf(db, repo.ATTENDEE_CHANGES_TRIGGER)) === 'kept'
     return await answerPage(db, request, async (trx, q, auth) => {
       const event = await readEventWith(trx, auth, request.params.id, 'attendees:read')
       const of = { id: rootOf(event), seriesId: event.series_id }
@@ -116,7 +114,7 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
       return await syncedRead(trx, {
         query: q,
         scope: syncScope('attendees', auth, { event: of.id, series: of.seriesId, status: q.status }),
-        logged,
+        tenantId: auth.tenantId,
         now: new Date(),
         windowMs: config.syncWindowMs,
         full,

@@ -88,8 +88,6 @@ function assertDelta (t: TestApp, body: Json, held: Map<string, Json>, changed: 
 }
 
 for (const kind of databases()) {
-  // no log of changes on Citus (migration 0027): no token is issued there
-  if (kind === 'citus') continue
   void describe(`${kind}: event attendees incremental sync`, () => {
     const t = useTestApp(kind)
 
@@ -199,7 +197,7 @@ for (const kind of databases()) {
       assert.equal(first.statusCode, 200, first.body)
       const token = first.json().sync_token as string
       const body = tokenBody(token)
-      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: '1' })).toString('base64url')
+      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
       // the window is RETENTION_CHANGES less a day (config.syncWindowMs)
       const window = t.config.syncWindowMs ?? 0
       assert.ok(window > 0)

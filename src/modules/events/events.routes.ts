@@ -21,7 +21,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { EventRow } from './events.table.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
-import { EVENT_CHANGES_TRIGGER, listEventChanges, reachDigest } from './events.sync.repository.ts'
+import { listEventChanges, reachDigest } from './events.sync.repository.ts'
 import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { renderEvents } from './events.bodies.repository.ts'
 import {
@@ -152,7 +152,6 @@ export const eventsModule = defineModule(async (app, ctx) => {
       spaceIds: q.space_ids,
       templates
     }
-    const logged = isSyncRead(q) && (await countingOf(db, EVENT_CHANGES_TRIGGER)) === 'kept'
     // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
     const found = await withTenant(db, auth, async trx => {
       const full = async (cursor: string | undefined) =>
@@ -163,7 +162,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
         : await syncedRead(trx, {
           query: q,
           scope: syncScope('events', auth, { ...filters, '@reach': await reachDigest(trx, auth) }),
-          logged,
+          tenantId: auth.tenantId,
           now: new Date(),
           windowMs: ctx.config.syncWindowMs,
           full,

@@ -10,9 +10,6 @@ import { readChanges } from '../../platform/sync/sync.repository.ts'
 import { eventVisibleTo, isTenantAdmin } from './events.access.repository.ts'
 import { listFilter, type ListFilters, type VersionedEvent } from './events.repository.ts'
 
-/** The trigger that logs event changes (absent on Citus: no sync there). */
-export const EVENT_CHANGES_TRIGGER = 'events_changes_insert'
-
 /**
  * What decides which events a member sees besides the events themselves: the spaces they are an active member
  * of and the events and series they manage, as a digest (empty for a tenant admin, who sees every event). A
@@ -51,9 +48,9 @@ function couldSee (auth: AuthContext): RawBuilder<SqlBool> {
 export interface EventChangesOptions extends ListFilters, ChangesWindow {}
 
 /**
- * A page of the changes of the events list since a sync point: the events changed by transactions from `since`
- * on that the caller could see at one of those changes, each once at its latest change, in the order of that
- * change (`seq`); those in the list now (its filters, the caller's visibility) as rows to render, the others as
+ * A page of the changes of the events list since a sync point: the events changed above the position `since`
+ * that the caller could see at one of those changes, each once at its latest change, in the order of that
+ * change (its position); those in the list now (its filters, the caller's visibility) as rows to render, the others as
  * tombstones.
  */
 export async function listEventChanges (

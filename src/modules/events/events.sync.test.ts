@@ -24,8 +24,6 @@ const delta = async (t: TestApp, caller: string, token: string, query = '') => {
 const ids = (rows: Json[]): number[] => rows.map(r => r.id as number).sort((a, b) => a - b)
 
 for (const kind of databases()) {
-  // no log of changes on Citus (migration 0027): no token is issued there
-  if (kind === 'citus') continue
   void describe(`${kind}: events incremental sync`, () => {
     const t = useTestApp(kind)
 
@@ -136,7 +134,7 @@ for (const kind of databases()) {
       assert.equal(first.statusCode, 200, first.body)
       const token = first.json().sync_token as string
       const body = tokenBody(token)
-      const forged = Buffer.from(JSON.stringify({ ...body, x: '1' })).toString('base64url')
+      const forged = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
       const cases: Array<[string, string, string, string]> = [
         ['forged', bob, 'status=draft', `${forged}.${token.split('.')[1] ?? ''}`],
         ['truncated', bob, 'status=draft', token.slice(0, -2)],

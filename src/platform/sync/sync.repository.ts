@@ -1,5 +1,5 @@
 /**
- * The reading of the log of changes (migrations 0026 and 0027) that every synced list shares: which rows of a
+ * The reading of the log of changes (migrations 0026, 0027 and 0032) that every synced list shares: which rows of a
  * kind changed since a token, each once at its latest change, a page of them in the order of those changes.
  */
 import { sql, type RawBuilder, type SqlBool } from 'kysely'
@@ -18,21 +18,21 @@ export interface ChangesRead<T, K> extends ChangesWindow {
 }
 
 /**
- * A page of changes: the keys of `kind` changed by transactions from `since` on that `where` admits, each once at
- * its latest change up to `upto`, by seq; those `rows` finds as rows, the others as tombstones. Without `upto` (a
- * delta's first page), the tenant's highest seq now: a delta then ends, however many writes come while it is read.
+ * A page of changes: the keys of `kind` whose latest change (in the window `since` < position <= `upto`) `where`
+ * admits, each once, in the order of (position, key) after `after`; those `rows` finds as rows, the others as
+ * tombstones. `upto` is the tenant's position when the delta began (syncedRead): a delta ends however many writes
+ * come while it is read.
  */
 export async function readChanges<T, K> (trx: Tx, o: ChangesRead<T, K>): Promise<ChangesPage<T & { id: K }, K>> {
-  const upto = o.upto ?? (await sql<{ upto: string }>`select coalesce(max(seq), 0)::text as upto from changes
-    where tenant_id = ${o.tenantId}`.execute(trx)).rows[0]?.upto ?? '0'
-  const changed = sql`select key, max(seq) as seq from changes
-    where tenant_id = ${o.tenantId} and kind = ${o.kind} and xid >= ${o.since}::xid8 and seq <= ${upto}::bigint
+  const changed = sql`select key, max(pos) as pos from changes
+    where tenant_id = ${o.tenantId} and kind = ${o.kind} and pos > ${o.since}::bigint and pos <= ${o.upto}::bigint
       and ${o.where}
     group by key`
-  const { rows: keys } = await sql<{ key: string, seq: string, total: string }>`select key, seq::text as seq,
+  const after = o.after === undefined ? sql`true` : sql`(c.pos, c.key) > (${o.after.pos}::bigint, ${o.after.key})`
+  const { rows: keys } = await sql<{ key: string, pos: string, total: string }>`select key, pos::text as pos,
       count(*) over () as total
-    from (${changed}) c where c.seq > ${o.after ?? '0'}::bigint
-    order by c.seq limit ${o.size + 1}`.execute(trx)
+    from (${changed}) c where ${after}
+    order by c.pos, c.key limit ${o.size + 1}`.execute(trx)
   const page = keys.slice(0, o.size)
   const ids = page.map(k => o.id(k.key))
   const byId = new Map((ids.length === 0 ? [] : await o.rows(ids)).map(r => [r.id, r]))
@@ -43,13 +43,13 @@ export async function readChanges<T, K> (trx: Tx, o: ChangesRead<T, K>): Promise
     if (row !== undefined) items.push(row)
     else deleted.push({ id, deleted: true })
   }
+  const last = page[page.length - 1]
   // the total counts from this page on; the pages before it are added by the page number (syncedRead)
   return {
     items,
     deleted,
     remaining: Number(keys[0]?.total ?? 0),
-    last: page[page.length - 1]?.seq,
-    upto,
+    last: last === undefined ? undefined : { pos: last.pos, key: last.key },
     more: keys.length > o.size
   }
 }

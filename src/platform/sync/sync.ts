@@ -3,13 +3,15 @@
  * its last page, a `sync_token`; the same list read with that token answers only what changed since, the changed
  * rows the caller sees now in `items` and the others as tombstones `{id, deleted: true}` in `deleted`.
  *
- * Changes are logged by triggers in `changes` (migration 0026) with the id of the transaction that wrote them. A
- * token holds the xmin of a snapshot taken before the read it closes: every change that read may have missed was
- * written by a transaction of that id or later, so a delta reads `xid >= x` (some changes come twice; a client
- * applies them idempotently). A token also holds when it was issued (older than the window, `config.syncWindowMs`:
- * 410, the log may have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant,
- * the caller and what the caller sees by: organization, admin, for events their reach), so it answers only the same
- * list and caller: otherwise 410. `syncedRead` is the whole flow of a list read with `sync=true` or `sync_token`.
+ * Changes are logged by row triggers in `changes` (migrations 0026, 0027, 0032), each with its tenant's position:
+ * one number per writing transaction, given in commit order at commit, so whoever reads the tenant's position n
+ * has every change at or below n committed, on PostgreSQL, PGlite and a Citus cluster alike. A token holds the
+ * position read before the read it closes, and a delta reads the changes above it (a change committed between that
+ * position and the read comes twice at most: in the read, and in the next delta; a client applies them
+ * idempotently). A token also holds when it was issued (older than the window, `config.syncWindowMs`: 410, the log
+ * may have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant, the caller and
+ * what the caller sees by: organization, admin, for events their reach), so it answers only the same list and
+ * caller: otherwise 410. `syncedRead` is the whole flow of a list read with `sync=true` or `sync_token`.
  *
  * The token's digest is an integrity check, not a secret: the service has no signing key, and, like a cursor, a
  * token grants nothing (the delta is read with the caller's own visibility; a forged position only re-reads or
@@ -17,7 +19,7 @@
  *
  * @example
  *   const scope = syncScope('contacts', auth, { search, favorite })
- *   return await syncedRead(trx, { query: q, scope, logged, now, windowMs: config.syncWindowMs, full, changes })
+ *   return await syncedRead(trx, { query: q, tenantId, scope, now, windowMs: config.syncWindowMs, full, changes })
  */
 import crypto from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
@@ -63,13 +65,14 @@ export function syncScope (list: string, auth: AuthContext, filters: Record<stri
   })
 }
 
-/** What a token holds: the snapshot xmin (an xid8 as text) and when it was issued (ms). */
+/** What a token holds: the tenant's position in its log of changes (a bigint as text) and when it was issued (ms). */
 export interface SyncPoint { x: string, t: number }
 
 // a constant key: an integrity digest (see above), so a truncated or edited token is told from a valid one
-const KEY = 'collab-sync-token-v1'
-const mac = (payload: string) => crypto.createHmac('sha256', KEY).update(payload).digest('base64url').slice(0, 22)
-const XID = /^\d{1,20}$/
+const SECRET = 'collab-sync-token-v1'
+const mac = (payload: string) => crypto.createHmac('sha256', SECRET).update(payload).digest('base64url').slice(0, 22)
+const POSITION = /^\d{1,19}$/
+const KEY = /^[0-9a-f-]{1,64}$/
 
 function seal (body: Record<string, unknown>): string {
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url')
@@ -92,7 +95,7 @@ function unseal (token: string): Record<string, unknown> | undefined {
 }
 
 export function issueSyncToken (point: SyncPoint, scope: string): string {
-  return seal({ v: 1, x: point.x, t: point.t, s: scope })
+  return seal({ v: 2, x: point.x, t: point.t, s: scope })
 }
 
 /**
@@ -102,7 +105,7 @@ export function issueSyncToken (point: SyncPoint, scope: string): string {
 export function readSyncToken (token: string, scope: string, now: Date, windowMs: number | null): SyncPoint {
   const body = unseal(token)
   const { v, x, t, s } = body ?? {}
-  if (v !== 1 || typeof x !== 'string' || !XID.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
+  if (v !== 2 || typeof x !== 'string' || !POSITION.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
     throw error410Gone('not a sync token of this service: read the full list again with sync=true')
   }
   if (s !== scope) {
@@ -115,21 +118,35 @@ export function readSyncToken (token: string, scope: string, now: Date, windowMs
   return { x, t }
 }
 
+/** Where a page of changes goes on: after the last (position, key) read. */
+export interface ChangeMark { pos: string, key: string }
+
 /**
- * The position of a page of changes: the token's point, the point of the new token, the last seq read, the last seq
- * the delta reads (the highest at its first page: changes written while the client pages come with the next token,
- * so a delta ends however fast writes go on), the page.
+ * The position of a page of changes: the token's point, the point of the new token (the tenant's position when the
+ * delta began, and the highest the delta reads: changes written while the client pages come with the next token, so
+ * a delta ends however fast writes go on), the last change read, the page.
  */
-export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: string, upto: string, page: number }
+export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: ChangeMark | undefined, page: number }
 
 export function deltaCursor (p: DeltaPosition, scope: string): string {
-  return seal({ v: 1, f: p.from, n: p.to, a: p.after, u: p.upto, p: p.page, s: scope })
+  const after = p.after === undefined ? null : [p.after.pos, p.after.key]
+  return seal({ v: 2, f: p.from, n: p.to, a: after, p: p.page, s: scope })
 }
 
 const point = (v: unknown): SyncPoint | undefined => {
   if (typeof v !== 'object' || v === null) return undefined
   const { x, t } = v as Record<string, unknown>
-  return typeof x === 'string' && XID.test(x) && typeof t === 'number' && Number.isSafeInteger(t) ? { x, t } : undefined
+  return typeof x === 'string' && POSITION.test(x) && typeof t === 'number' && Number.isSafeInteger(t)
+    ? { x, t }
+    : undefined
+}
+
+const mark = (v: unknown): ChangeMark | undefined => {
+  if (!Array.isArray(v) || v.length !== 2) return undefined
+  const [pos, key] = v as unknown[]
+  return typeof pos === 'string' && POSITION.test(pos) && typeof key === 'string' && KEY.test(key)
+    ? { pos, key }
+    : undefined
 }
 
 /** The position a cursor of changes names, read with the token it follows; 400 (field `cursor`) otherwise. */
@@ -137,18 +154,16 @@ export function readDeltaCursor (cursor: string, scope: string, since: SyncPoint
   const body = unseal(cursor)
   const from = point(body?.f)
   const to = point(body?.n)
-  const after = body?.a
-  const upto = body?.u
+  const after = mark(body?.a)
   const page = body?.p
-  if (body === undefined || from === undefined || to === undefined || typeof after !== 'string' || !XID.test(after) ||
-    typeof upto !== 'string' || !XID.test(upto) ||
+  if (body === undefined || body.v !== 2 || from === undefined || to === undefined || after === undefined ||
     typeof page !== 'number' || !Number.isSafeInteger(page) || page < 2) {
     throw invalidField('query.cursor', 'not a cursor of changes of this service')
   }
   if (body.s !== scope || from.x !== since.x || from.t !== since.t) {
     throw invalidField('query.cursor', 'the cursor belongs to another sync_token, list or caller')
   }
-  return { from, to, after, upto, page }
+  return { from, to, after, page }
 }
 
 /**
@@ -163,16 +178,15 @@ export function splitCarried (cursor: string): { cursor: string, token?: string 
   return at < 0 ? { cursor } : { cursor: cursor.slice(0, at), token: cursor.slice(at + 1) }
 }
 
-/** The sync point now: the xmin of a snapshot (every transaction that may write later is at or after it). */
-export async function syncPoint (trx: Tx, now: Date): Promise<SyncPoint> {
-  const { rows } = await sql<{ x: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as x`.execute(trx)
-  const x = rows[0]?.x
-  if (x === undefined) throw new Error('no snapshot xmin')
-  return { x, t: now.getTime() }
+/**
+ * The sync point now: the tenant's position in its log of changes (migration 0032). Positions are given at commit in
+ * commit order, so every change at or below it is committed and seen by a read that follows.
+ */
+export async function syncPoint (trx: Tx, tenantId: string, now: Date): Promise<SyncPoint> {
+  const { rows } = await sql<{ x: string }>`select coalesce((select pos from change_positions
+    where tenant_id = ${tenantId}), 0)::text as x`.execute(trx)
+  return { x: rows[0]?.x ?? '0', t: now.getTime() }
 }
-
-/** The trigger that logs contact changes (absent on Citus: no sync there). */
-export const CONTACT_CHANGES_TRIGGER = 'contacts_changes_insert'
 
 /** A tombstone: a row gone from the list since the token. */
 export interface Tombstone<K> { id: K, deleted: true }
@@ -183,10 +197,8 @@ export interface ChangesPage<T, K> {
   deleted: Array<Tombstone<K>>
   /** the changes from this page on */
   remaining: number
-  /** the seq of the page's last change */
-  last: string | undefined
-  /** the highest seq the delta reads (ChangesWindow) */
-  upto: string
+  /** the page's last change */
+  last: ChangeMark | undefined
   more: boolean
 }
 
@@ -206,22 +218,21 @@ export interface SyncQuery {
 export const isSyncRead = (q: SyncQuery): boolean => q.sync_token !== undefined || q.sync === 'true'
 
 /**
- * Which changes a page of a delta reads: of transactions from `since` (an xid8, the token's), after the change
- * `after` and up to `upto` (seqs; both undefined on the first page, which takes `upto` as the highest now).
+ * Which changes a page of a delta reads: above the position `since` (the token's) and up to `upto` (the tenant's
+ * position when the delta began), after the change `after` (undefined on the first page).
  */
 export interface ChangesWindow {
   since: string
-  after: string | undefined
-  upto: string | undefined
+  after: ChangeMark | undefined
+  upto: string
   size: number
 }
 
 export interface SyncedRead<T, K> {
   query: SyncQuery
+  tenantId: string
   /** syncScope of the list, its filters and the caller */
   scope: string
-  /** whether the list's changes are logged here (no triggers on Citus: no token is issued, none answers) */
-  logged: boolean
   now: Date
   /** how long a token answers (`config.syncWindowMs`) */
   windowMs: number | null
@@ -241,12 +252,11 @@ export type SyncedPage<T, K> = FullPage<T> & { deleted?: Array<Tombstone<K>>, sy
 export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<SyncedPage<T, K>> {
   const q = o.query
   if (q.sync_token !== undefined) {
-    if (!o.logged) throw error410Gone('this database keeps no log of changes: read the full list again')
     const since = readSyncToken(q.sync_token, o.scope, o.now, o.windowMs)
     const position = q.cursor === undefined
-      ? { from: since, to: await syncPoint(trx, o.now), after: undefined, upto: undefined, page: 1 }
+      ? { from: since, to: await syncPoint(trx, o.tenantId, o.now), after: undefined, page: 1 }
       : readDeltaCursor(q.cursor, o.scope, since)
-    const found = await o.changes({ since: since.x, after: position.after, upto: position.upto, size: q.size })
+    const found = await o.changes({ since: since.x, after: position.after, upto: position.to.x, size: q.size })
     const more = found.more && found.last !== undefined
     return {
       items: found.items,
@@ -255,7 +265,7 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
       // the total counts from this page on; the pages before it are added by the page number
       total: (position.page - 1) * q.size + found.remaining,
       next_cursor: more && found.last !== undefined
-        ? deltaCursor({ ...position, after: found.last, upto: found.upto, page: position.page + 1 }, o.scope)
+        ? deltaCursor({ ...position, after: found.last, page: position.page + 1 }, o.scope)
         : null,
       ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope) })
     }
@@ -264,14 +274,13 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
     throw invalidField('query.page', 'a read with sync=true pages by next_cursor from its first page')
   }
   const carried = q.cursor === undefined ? undefined : splitCarried(q.cursor)
-  if (o.logged && carried !== undefined && carried.token === undefined) {
+  if (carried !== undefined && carried.token === undefined) {
     throw invalidField('query.cursor', 'a read with sync=true goes on with the next_cursor of its own pages')
   }
   // the token is taken before the first page is read, and carried by the cursors to the last page
   if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now, o.windowMs)
-  const token = !o.logged ? undefined : carried?.token ?? issueSyncToken(await syncPoint(trx, o.now), o.scope)
+  const token = carried?.token ?? issueSyncToken(await syncPoint(trx, o.tenantId, o.now), o.scope)
   const page = await o.full(carried?.cursor)
-  if (token === undefined) return page
   return page.next_cursor !== null
     ? { ...page, next_cursor: carryToken(page.next_cursor, token) }
     : { ...page, sync_token: token }
