@@ -14,7 +14,10 @@
  *    (attempts 1, one activity row each); an event manager invite created through A is mailed, seen and
  *    accepted through B by the invitee, and read back through A; a cover uploaded through A is served by B
  *    from the bucket (same bytes, same ETag); notifications queued through both are each mailed exactly
- *    once although both instances run the delivery loop;
+ *    once although both instances run the delivery loop; registrations confirmed at once through both fill the
+ *    seats exactly and queue the rest in order; webhook deliveries of writes through both reach a receiver once
+ *    each, verified with `standardwebhooks`, a failed one tried again; a sync token taken through A answers a
+ *    delta through B with what changed since, and nothing more after;
  * 4. SIGTERM stops both, each exiting 0.
  */
 import assert from 'node:assert/strict'
@@ -170,6 +173,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
       RATE_LIMIT_ANON_CAPACITY: '10000',
       SMTP_URL: smtp.url,
       SMTP_FROM: FROM,
+      // the webhook receiver of (8) listens on this machine
+      AUTOMATION_WEBHOOK_ALLOW: '127.0.0.1',
       ...s3.env,
       LOG_LEVEL: 'info'
     }
@@ -522,6 +527,137 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
       rows?.rows.map(r => [r.recipient, r.status, r.attempts]),
       [...addresses].sort().map(a => [a, 'sent', 1])
     )
+  })
+
+  void it('(7) registrations confirmed at once through both instances fill the seats exactly: the rest wait in order', async () => {
+    const tenant = `tenant-reg-${suffix}`
+    const olga = await tokenFor('olga', tenant, ['admin'])
+    const eventId = await createEvent(A(), olga, `Workshop ${suffix}`)
+    const SEATS = 5
+    const GUESTS = 16
+    await expectJson(await call(B(), 'PATCH', `/api/v1/events/${eventId}/registration`, olga,
+      { capacity: SEATS, waitlist_enabled: true }), 200, 'registration settings through B')
+    // contacts without an e-mail: the confirmations are stored undeliverable, and the SMTP server of (6) sees none
+    const contacts: string[] = []
+    for (let n = 0; n < GUESTS; n++) {
+      const made = await expectJson(await call(instance(n), 'POST', '/api/v1/contacts', olga,
+        { first_name: `Guest${n}`, last_name: suffix }), 201, 'a guest contact')
+      contacts.push(made.id as string)
+    }
+    const url = `/api/v1/events/${eventId}/attendees`
+    await expectJson(await call(A(), 'POST', `${url}/bulk`, olga, { contact_ids: contacts, status: 'invited' }), 204,
+      'the guests invited')
+    // every guest is confirmed at the same moment, alternately through A and B, each by another administrator (one
+    // rate-limit bucket each)
+    const admins = await Promise.all(contacts.map(async (_, n) => await tokenFor(`desk${n}`, tenant, ['admin'])))
+    const answers = await Promise.all(contacts.map(async (id, n) => {
+      const res = await call(instance(n), 'PATCH', `${url}/${id}`, admins[n] ?? olga, { status: 'confirmed' })
+      return { id, status: res.status, body: await res.json() as Json }
+    }))
+    assert.deepEqual(answers.filter(a => a.status !== 200).map(a => [a.status, a.body]), [], logs())
+    const list = await expectJson(await call(B(), 'GET', `${url}?size=100`, olga), 200, 'the attendees through B')
+    const confirmed = list.items.filter((r: Json) => r.status === 'confirmed')
+    const waiting = list.items.filter((r: Json) => r.status === 'waitlisted')
+      .sort((a: Json, b: Json) => Number(a.waitlist_position) - Number(b.waitlist_position))
+    assert.equal(confirmed.length, SEATS)
+    const positions = Array.from({ length: GUESTS - SEATS }, (_, i) => i + 1)
+    assert.deepEqual(waiting.map((r: Json) => r.waitlist_position), positions)
+    // each answer said where its guest landed, as the list reads now
+    for (const a of answers) {
+      const row = list.items.find((r: Json) => r.contact_id === a.id)
+      assert.deepEqual([a.body.status, a.body.waitlist_position], [row?.status, row?.waitlist_position])
+    }
+    // a seat freed through A goes to the first in line, read back through B
+    const first = waiting[0]?.contact_id as string
+    await expectJson(await call(A(), 'PATCH', `${url}/${confirmed[0].contact_id as string}`, olga,
+      { status: 'declined' }), 200, 'a confirmed guest declines through A')
+    const after = await expectJson(await call(B(), 'GET', `${url}?size=100`, olga), 200, 'the attendees through B')
+    assert.equal(after.items.find((r: Json) => r.contact_id === first)?.status, 'confirmed')
+    assert.equal(after.items.filter((r: Json) => r.status === 'confirmed').length, SEATS)
+  })
+
+  void it('(8) webhooks: deliveries of writes through both instances reach the receiver once each, signed; a failed one is retried', async () => {
+    const { Webhook } = await import('standardwebhooks')
+    const received: Array<{ id: string, path: string, body: string, headers: Record<string, string> }> = []
+    let failOnce = true
+    const http = await import('node:http')
+    const receiver = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (c: Buffer) => { body += c.toString() })
+      req.on('end', () => {
+        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]))
+        received.push({ id: headers['webhook-id'] ?? '', path: req.url ?? '', body, headers })
+        // the first delivery to /flaky fails: the worker must try it again
+        if (req.url === '/flaky' && failOnce) {
+          failOnce = false
+          res.writeHead(500).end()
+          return
+        }
+        res.writeHead(204).end()
+      })
+    })
+    await new Promise<void>(resolve => receiver.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (receiver.address() as import('node:net').AddressInfo).port
+      const tenant = `tenant-hooks-${suffix}`
+      const root = await tokenFor('root', tenant, ['admin'])
+      const sub = await expectJson(await call(A(), 'POST', '/api/v1/webhooks', root,
+        { url: `http://127.0.0.1:${port}/hooks`, event_types: ['contact.created'] }), 201, 'a subscription through A')
+      const flaky = await expectJson(await call(B(), 'POST', '/api/v1/webhooks', root,
+        { url: `http://127.0.0.1:${port}/flaky`, event_types: ['contact.created'] }), 201, 'a subscription through B')
+      const N = 8
+      const ids: string[] = []
+      for (let n = 0; n < N; n++) {
+        const made = await expectJson(await call(instance(n), 'POST', '/api/v1/contacts', root,
+          { first_name: `Hook${n}` }), 201, 'a contact')
+        ids.push(made.id as string)
+      }
+      await waitFor(`${N} deliveries to /hooks`, 60_000,
+        () => received.filter(r => r.path === '/hooks').length >= N ? true : undefined,
+        () => `received: ${received.length}\n${logs()}`)
+      const hooks = received.filter(r => r.path === '/hooks')
+      const verifier = new Webhook((sub.secret as string).replace(/^whsec_/, ''))
+      const contactIds = hooks.map(r => (verifier.verify(r.body, r.headers) as Json).data?.contact_id as string)
+      assert.deepEqual(contactIds.sort(), [...ids].sort(), 'every contact once')
+      assert.equal(new Set(hooks.map(r => r.id)).size, N, 'no webhook-id twice')
+      // the first delivery to /flaky failed; made due now (its back-off's first step is 30 s), one of the two
+      // workers tries it again with the same webhook-id, and every contact reached /flaky once with success
+      const flakyOf = () => received.filter(r => r.path === '/flaky')
+      await waitFor(`${N} attempts to /flaky`, 60_000, () => flakyOf().length >= N ? true : undefined, logs)
+      const failedId = flakyOf()[0]?.id
+      await superDb?.query(
+        "update webhook_deliveries set next_attempt_at = now() where tenant_id = $1 and status = 'pending'", [tenant])
+      await waitFor('the retry of the failed delivery', 60_000,
+        () => flakyOf().length >= N + 1 ? true : undefined, logs)
+      assert.equal(flakyOf().length, N + 1, 'one retry, no other repeat')
+      assert.equal(flakyOf()[N]?.id, failedId, 'the retry carries the webhook-id of the failed attempt')
+      assert.equal(new Set(flakyOf().map(r => r.id)).size, N)
+      const log = await expectJson(await call(A(), 'GET', `/api/v1/webhooks/${flaky.id as string}/deliveries`, root),
+        200, 'the delivery log through A')
+      assert.deepEqual(log.items.map((d: Json) => d.status), Array.from({ length: N }, () => 'succeeded'))
+    } finally {
+      await new Promise(resolve => receiver.close(resolve))
+    }
+  })
+
+  void it('(9) incremental sync on the cluster: a delta through B brings what was written through A since a token', async () => {
+    const tenant = `tenant-sync-${suffix}`
+    const sam = await tokenFor('sam', tenant, ['admin'])
+    const first = await expectJson(await call(A(), 'POST', '/api/v1/contacts', sam, { first_name: 'Before' }), 201,
+      'a contact')
+    const full = await expectJson(await call(A(), 'GET', '/api/v1/contacts?sync=true', sam), 200,
+      'a full read with sync=true')
+    assert.equal(typeof full.sync_token, 'string', 'the cluster issues sync tokens')
+    const later = await expectJson(await call(A(), 'POST', '/api/v1/contacts', sam, { first_name: 'After' }), 201,
+      'a contact')
+    await expectJson(await call(A(), 'DELETE', `/api/v1/contacts/${first.id as string}`, sam), 204, 'a delete')
+    const delta = await expectJson(await call(B(), 'GET',
+      `/api/v1/contacts?sync_token=${encodeURIComponent(full.sync_token as string)}`, sam), 200, 'a delta through B')
+    assert.deepEqual(delta.items.map((c: Json) => c.id), [later.id])
+    assert.deepEqual(delta.deleted, [{ id: first.id, deleted: true }])
+    const next = await expectJson(await call(A(), 'GET',
+      `/api/v1/contacts?sync_token=${encodeURIComponent(delta.sync_token as string)}`, sam), 200, 'the next delta')
+    assert.deepEqual([next.items, next.deleted], [[], []], 'nothing repeated')
   })
 
   void it('stops both instances on SIGTERM, each exiting 0', async () => {
