@@ -25,6 +25,7 @@ import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLog
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
 import { startRetention } from './platform/retention.ts'
+import { TOKEN_SECRET_WARNING, withTokenSecret } from './platform/secrets.ts'
 import type { AppContext, Module } from './platform/app-context.ts'
 import path from 'node:path'
 import { healthModule } from './modules/health/health.routes.ts'
@@ -74,6 +75,8 @@ function trustProxyOption (trust: Config['trustProxy']): FastifyServerOptions['t
 }
 
 export async function buildApp (config: Config, options: BuildOptions = {}) {
+  // before anything opens: the modules' config carries TOKEN_SECRET, or the secret kept in DATA_DIR (secrets.ts)
+  const sealed = withTokenSecret(config)
   const handle = options.database ?? await createDatabase({
     databaseUrl: config.databaseUrl,
     databaseAppUrl: config.databaseAppUrl,
@@ -147,7 +150,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   await registerCors(app, config.corsOrigins)
 
   const ctx: AppContext = {
-    config,
+    config: sealed,
     db: handle.db,
     systemDb: handle.systemDb,
     dbKind: handle.kind,
@@ -155,6 +158,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     writes: new TenantWrites(),
     eventBodies: newEventBodyCache()
   }
+  // PostgreSQL without TOKEN_SECRET: instances that do not share DATA_DIR would refuse each other's sync tokens
+  if (config.tokenSecret === undefined && config.databaseUrl !== undefined) app.log.warn(TOKEN_SECRET_WARNING)
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {
     app.log.warn(

@@ -32,6 +32,14 @@ export interface Config {
   }
   readonly idpWebhookSecret: string | undefined
   readonly idpWebhookSecretPrevious: string | undefined
+  /**
+   * The key that seals sync tokens and delta cursors (TOKEN_SECRET, at least 32 characters). Undefined when unset:
+   * `buildApp` then reads, or creates once, a random secret kept under `dataDir` (src/platform/secrets.ts), and its
+   * modules get a config that carries it (`ctx.config`).
+   */
+  readonly tokenSecret: string | undefined
+  /** The previous key (TOKEN_SECRET_PREVIOUS): what it sealed is still accepted, so a rotation answers no 410. */
+  readonly tokenSecretPrevious: string | undefined
   readonly redisUrl: string | undefined
   readonly rateLimit: { readonly capacity: number, readonly refillPerSec: number }
   /** The bucket of each client address, for requests without a valid token. */
@@ -159,6 +167,9 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
   }
 }
+
+/** The shortest TOKEN_SECRET and TOKEN_SECRET_PREVIOUS accepted. */
+export const TOKEN_SECRET_MIN_LENGTH = 32
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -383,6 +394,19 @@ function retention (env: Env): RetentionConfig {
   })
 }
 
+/** TOKEN_SECRET, TOKEN_SECRET_PREVIOUS: a key of at least TOKEN_SECRET_MIN_LENGTH characters (never echoed). */
+function tokenSecret (env: Env, name: string): string | undefined {
+  const secret = str(env, name)
+  if (secret !== undefined && secret.length < TOKEN_SECRET_MIN_LENGTH) {
+    throw new ConfigError(
+      name,
+      `must be at least ${TOKEN_SECRET_MIN_LENGTH} characters (such as the output of "openssl rand -base64 32"), ` +
+        `got ${secret.length}`
+    )
+  }
+  return secret
+}
+
 /** METRICS_TOKEN: what a scraper sends as `Authorization: Bearer <token>`; unset = no metrics route. */
 function metricsToken (env: Env): string | undefined {
   const token = str(env, 'METRICS_TOKEN')
@@ -446,6 +470,8 @@ export function loadConfig (env: Env = {}): Config {
     },
     idpWebhookSecret: str(env, 'IDP_WEBHOOK_SECRET'),
     idpWebhookSecretPrevious: str(env, 'IDP_WEBHOOK_SECRET_PREVIOUS'),
+    tokenSecret: tokenSecret(env, 'TOKEN_SECRET'),
+    tokenSecretPrevious: tokenSecret(env, 'TOKEN_SECRET_PREVIOUS'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     rateLimit,
     // by default as generous as one caller's bucket: set lower where many anonymous clients are not expected
@@ -478,6 +504,10 @@ export function loadConfig (env: Env = {}): Config {
   }
   if (config.databaseWorkerUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('DATABASE_WORKER_URL', 'needs DATABASE_URL to be set as well')
+  }
+  // a previous key means nothing alone (leaving the secret kept in DATA_DIR: TOKEN_SECRET=new, PREVIOUS=the file's)
+  if (config.tokenSecretPrevious !== undefined && config.tokenSecret === undefined) {
+    throw new ConfigError('TOKEN_SECRET_PREVIOUS', 'needs TOKEN_SECRET to be set as well')
   }
   if (config.oidc.jwksUrl !== undefined && config.oidc.issuer === undefined) {
     throw new ConfigError('OIDC_JWKS_URL', 'needs OIDC_ISSUER to be set as well')

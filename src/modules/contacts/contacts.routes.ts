@@ -25,7 +25,7 @@ import { replacementValues, toValues, trimEmails } from './contacts.values.ts'
 import { PHONE_FIELDS, phoneSearch, requestRegion, withPhones, type CountryCode } from './contacts.phones.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { contactEvent } from './contacts.events.ts'
-import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
+import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { mergedOrNotFound } from './contacts.merge.ts'
 import { mergeRoutes } from './contacts.merge.routes.ts'
 import { duplicatesRoutes } from './contacts.duplicates.routes.ts'
@@ -131,6 +131,7 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       tenantId: request.auth.tenantId,
       now: new Date(),
       windowMs: config.syncWindowMs,
+      keys: sealKeys(config),
       full: async cursor => await repo.listVisible(trx, auth, { counting, ...paged, cursor, phone, favorite }),
       changes: async window => await repo.listChanges(trx, auth, { ...filters, ...window })
     }))

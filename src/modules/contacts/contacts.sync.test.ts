@@ -1,16 +1,21 @@
 /**
  * Incremental sync of the contacts list (docs/integrations.md, "Incremental sync"): a client that applies the
  * deltas (rows upserted, tombstones dropped) ends equal to a full read, whatever writes interleave with its reads;
- * a token of another list, filter, caller, a forged one and one older than the window answer 410; nothing of
- * another member or tenant reaches a delta.
+ * a token of another list, filter, caller, a forged one, one older than the window, one issued in the future and
+ * one sealed with a key that is neither TOKEN_SECRET nor TOKEN_SECRET_PREVIOUS answer 410; nothing of another member
+ * or tenant reaches a delta.
  *
  * The property test runs NUM_RUNS random sequences of up to 14 steps (a few seconds per database).
  */
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { issueSyncToken, readSyncToken } from '../../platform/sync/sync.ts'
+import {
+  deltaCursor, issueSyncToken, readDeltaCursor, readSyncToken, sealKeys, SYNC_CLOCK_SKEW_MS, type SealKeys
+} from '../../platform/sync/sync.ts'
+import { loadConfig } from '../../config.ts'
 import { pruneRetention } from '../../platform/retention.ts'
 import { ApiError } from '../../platform/http/errors.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
@@ -21,6 +26,16 @@ type Json = Record<string, any>
 const NUM_RUNS = 15
 
 const CONTACTS = '/api/v1/contacts'
+
+const DAY = 86_400_000
+
+/** A 410 of a token that is not this service's (not sealed with its keys). */
+const notOurs = (e: unknown): boolean => e instanceof ApiError && e.status === 410 && /^not a sync token/.test(e.detail)
+
+/** A 400 naming the cursor. */
+const badCursor = (e: unknown): boolean => e instanceof ApiError && e.status === 400 && e.errors[0]?.location === 'query.cursor'
+
+const randomSecret = (): string => crypto.randomBytes(32).toString('base64url')
 
 async function createContact (t: TestApp, caller: string, name: string): Promise<Json> {
   const res = await t.as(caller, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: name } })
@@ -121,7 +136,9 @@ for (const kind of databases()) {
       const body = tokenBody(token)
       const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
       const window = t.config.syncWindowMs ?? 0
-      const old = issueSyncToken({ x: body.x, t: Date.now() - window - 60_000 }, body.s)
+      // sealed with the app's key (TOKEN_SECRET, or the secret buildApp keeps in DATA_DIR): only its age is wrong
+      const keys = sealKeys(t.ctx.config)
+      const old = issueSyncToken({ x: body.x, t: Date.now() - window - 60_000 }, body.s, keys)
       const cases: Array<[string, string, string]> = [
         ['forged', alice, `${forgedBody}.${token.split('.')[1] ?? ''}`],
         ['truncated', alice, token.slice(0, -3)],
@@ -138,7 +155,7 @@ for (const kind of databases()) {
       // the same token, within its window, answers
       const ok = await t.as(alice, { method: 'GET', url: `/api/v1/contacts?sync_token=${token}` })
       assert.equal(ok.statusCode, 200, ok.body)
-      assert.throws(() => readSyncToken(token, body.s, new Date(Date.now() + window + 1000), window),
+      assert.throws(() => readSyncToken(token, body.s, new Date(Date.now() + window + 1000), window, keys),
         (e: unknown) => e instanceof ApiError && e.status === 410)
       // pages of a sync=true read go by cursor
       const paged = await t.as(alice, { method: 'GET', url: '/api/v1/contacts?sync=true&page=2' })
@@ -153,6 +170,54 @@ for (const kind of databases()) {
       })
       assert.equal(mixed.statusCode, 400, mixed.body)
       assert.equal(mixed.json().errors[0].location, 'query.cursor')
+    })
+
+    void it('answers 410 to a token issued in the future or sealed with another key, 400 to such a cursor', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
+      const first = await t.as(alice, { method: 'GET', url: `${CONTACTS}?sync=true` })
+      assert.equal(first.statusCode, 200, first.body)
+      const token = first.json().sync_token as string
+      const body = tokenBody(token)
+      const keys = sealKeys(t.ctx.config)
+      const other: SealKeys = { current: randomSecret() }
+      const sealed = (at: number, k = keys): string => issueSyncToken({ x: body.x, t: at }, body.s, k)
+      const get = async (query: string) => await t.as(alice, { method: 'GET', url: `${CONTACTS}?${query}` })
+      // the review's forgery: a year ahead, sealed as before this fix, with the key the source held
+      const payload = Buffer.from(JSON.stringify({ ...body, t: Date.now() + 365 * DAY })).toString('base64url')
+      const legacyMac = crypto.createHmac('sha256', 'collab-sync-token-v1').update(payload).digest('base64url')
+      const [head, digest] = token.split('.') as [string, string]
+      const cases: Array<[string, string]> = [
+        ['a year in the future, sealed with the app\'s key', sealed(Date.now() + 365 * DAY)],
+        ['past the clock-skew allowance', sealed(Date.now() + SYNC_CLOCK_SKEW_MS + 60_000)],
+        ['sealed with another key', sealed(Date.now(), other)],
+        ['sealed with the key the source held', `${payload}.${legacyMac.slice(0, 22)}`],
+        // as many characters as the digest, but more bytes: refused, not a 500
+        ['a digest with a character that is not ASCII', `${head}.\u00e9${digest.slice(1)}`]
+      ]
+      for (const [name, sent] of cases) {
+        const res = await get(`sync_token=${encodeURIComponent(sent)}`)
+        assert.equal(res.statusCode, 410, `${name}: ${res.body}`)
+        assert.match(res.headers['content-type'] as string, /application\/problem\+json/)
+        // a fixed text: nothing of a key or of the digest expected
+        assert.match(res.json().detail, /^(not a sync token of this service|the sync token is outside the sync window)/)
+        assert.ok(!res.body.includes(keys.current), name)
+      }
+      // a year ahead is refused with the log kept forever too (no window)
+      assert.throws(() => readSyncToken(sealed(Date.now() + 365 * DAY), body.s, new Date(), null, keys),
+        (e: unknown) => e instanceof ApiError && e.status === 410)
+      // sealed with the app's key, ahead within the allowance (another instance's clock): answers
+      const ahead = await get(`sync_token=${encodeURIComponent(sealed(Date.now() + 60_000))}`)
+      assert.equal(ahead.statusCode, 200, ahead.body)
+
+      // a cursor of changes sealed with another key: 400 naming the cursor; the same sealed with the app's key reads on
+      const since = { x: String(body.x), t: Number(body.t) }
+      const position = { from: since, to: since, after: { pos: '0', key: '0' }, page: 2 }
+      const forged = await get(`sync_token=${encodeURIComponent(token)}&cursor=${deltaCursor(position, body.s, other)}`)
+      assert.equal(forged.statusCode, 400, forged.body)
+      assert.equal(forged.json().errors[0].location, 'query.cursor')
+      const genuine = await get(`sync_token=${encodeURIComponent(token)}&cursor=${deltaCursor(position, body.s, keys)}`)
+      assert.equal(genuine.statusCode, 200, genuine.body)
     })
 
     void it('keeps paging stable while writes go on: the next delta brings what the pages missed', async () => {
@@ -260,3 +325,41 @@ for (const kind of databases()) {
     })
   })
 }
+
+void describe('sync tokens: the keys of TOKEN_SECRET and TOKEN_SECRET_PREVIOUS', () => {
+  const point = { x: '42', t: Date.now() }
+  const now = new Date(point.t)
+  const scope = 'sync:contacts:test'
+
+  void it('accepts what the previous key sealed during a rotation, and nothing a third key sealed', () => {
+    const [old, next, third] = [randomSecret(), randomSecret(), randomSecret()]
+    const before = sealKeys(loadConfig({ TOKEN_SECRET: old }))
+    const during = sealKeys(loadConfig({ TOKEN_SECRET: next, TOKEN_SECRET_PREVIOUS: old }))
+    const after = sealKeys(loadConfig({ TOKEN_SECRET: next }))
+    const stranger: SealKeys = { current: third }
+    const read = (token: string, keys: SealKeys) => readSyncToken(token, scope, now, 30 * DAY, keys)
+    // during the rotation: tokens of the old key and of the new one answer, a third key's do not
+    assert.deepEqual(read(issueSyncToken(point, scope, before), during), point)
+    assert.deepEqual(read(issueSyncToken(point, scope, during), during), point)
+    assert.throws(() => read(issueSyncToken(point, scope, stranger), during), notOurs)
+    // what is sealed during the rotation is sealed with the new key: it still answers once the old key is dropped
+    assert.deepEqual(read(issueSyncToken(point, scope, during), after), point)
+    assert.throws(() => read(issueSyncToken(point, scope, before), after), notOurs)
+    // cursors of changes alike, refused as a 400 naming the cursor
+    const position = { from: point, to: point, after: { pos: '7', key: 'a1' }, page: 2 }
+    assert.deepEqual(readDeltaCursor(deltaCursor(position, scope, before), scope, point, during), position)
+    assert.throws(() => readDeltaCursor(deltaCursor(position, scope, stranger), scope, point, during), badCursor)
+  })
+
+  void it('refuses a key shorter than 32 characters, naming the variable and not echoing the value', () => {
+    const short = 'too-short-a-secret-of-31-chars!'
+    for (const name of ['TOKEN_SECRET', 'TOKEN_SECRET_PREVIOUS']) {
+      assert.throws(() => loadConfig({ TOKEN_SECRET: randomSecret(), [name]: short }), (e: unknown) =>
+        e instanceof Error && e.message.startsWith(`invalid configuration: ${name} must be at least 32 characters`) &&
+        !e.message.includes(short))
+    }
+    assert.throws(() => loadConfig({ TOKEN_SECRET_PREVIOUS: randomSecret() }),
+      /^ConfigError: invalid configuration: TOKEN_SECRET_PREVIOUS needs TOKEN_SECRET to be set as well$/)
+    assert.equal(loadConfig({ TOKEN_SECRET: 'x'.repeat(32) }).tokenSecret, 'x'.repeat(32))
+  })
+})

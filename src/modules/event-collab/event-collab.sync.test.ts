@@ -14,7 +14,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { fullRead, Replica, sorted, tokenBody } from '../../../test/helpers/sync-replica.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { issueSyncToken } from '../../platform/sync/sync.ts'
+import { issueSyncToken, sealKeys } from '../../platform/sync/sync.ts'
 import { dailyStandup, withSeries } from '../series/series.fixtures.ts'
 import { addManager, createEvent, insertAttendee, insertContacts, type Json } from './event-collab.fixtures.ts'
 
@@ -201,7 +201,7 @@ for (const kind of databases()) {
       // the window is RETENTION_CHANGES less a day (config.syncWindowMs)
       const window = t.config.syncWindowMs ?? 0
       assert.ok(window > 0)
-      const old = issueSyncToken({ x: body.x, t: Date.now() - window - 60_000 }, body.s)
+      const old = issueSyncToken({ x: body.x, t: Date.now() - window - 60_000 }, body.s, sealKeys(t.ctx.config))
       const cases: Array<[string, string, number, string]> = [
         ['forged', alice, event.id, `${forgedBody}.${token.split('.')[1] ?? ''}`],
         ['truncated', alice, event.id, token.slice(0, -3)],

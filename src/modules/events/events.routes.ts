@@ -22,7 +22,7 @@ import type { EventRow } from './events.table.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
 import * as repo from './events.repository.ts'
 import { listEventChanges, reachDigest } from './events.sync.repository.ts'
-import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
+import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { renderEvents } from './events.bodies.repository.ts'
 import {
   ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody,
@@ -165,6 +165,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
           tenantId: auth.tenantId,
           now: new Date(),
           windowMs: ctx.config.syncWindowMs,
+          keys: sealKeys(ctx.config),
           full,
           changes: async window => await listEventChanges(trx, auth, { ...filters, ...window })
         })

@@ -2,6 +2,7 @@
  * Dev mode signing key: created once in DATA_DIR when OIDC_ISSUER is unset, trusted only then,
  * and used by `npm run token`. Never trusted when an issuer is configured.
  */
+import { writeOnce } from '../write-once.ts'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -36,16 +37,7 @@ export async function loadOrCreateDevKeys (dataDir: string): Promise<DevKeys> {
     privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256', use: 'sig' },
     publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' }
   }
-  fs.mkdirSync(dataDir, { recursive: true })
-  const tmp = `${file}.${process.pid}.tmp`
-  fs.writeFileSync(tmp, JSON.stringify(keys), { mode: 0o600 })
-  try {
-    fs.linkSync(tmp, file) // another process may have won the race: keep theirs
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-  } finally {
-    fs.unlinkSync(tmp)
-  }
+  writeOnce(file, JSON.stringify(keys))
   return JSON.parse(fs.readFileSync(file, 'utf8')) as DevKeys
 }
 

@@ -9,21 +9,31 @@
  * position read before the read it closes, and a delta reads the changes above it (a change committed between that
  * position and the read comes twice at most: in the read, and in the next delta; a client applies them
  * idempotently). A token also holds when it was issued (older than the window, `config.syncWindowMs`: 410, the log
- * may have been pruned) and the digest of its list (`listScope` of the list, its filters, the tenant, the caller and
- * what the caller sees by: organization, admin, for events their reach), so it answers only the same list and
- * caller: otherwise 410. `syncedRead` is the whole flow of a list read with `sync=true` or `sync_token`.
+ * may have been pruned; issued in the future: 410 too) and the digest of its list (`listScope` of the list, its
+ * filters, the tenant, the caller and what the caller sees by: organization, admin, for events their reach), so it
+ * answers only the same list and caller: otherwise 410. `syncedRead` is the whole flow of a list read with
+ * `sync=true` or `sync_token`.
  *
- * The token's digest is an integrity check, not a secret: the service has no signing key, and, like a cursor, a
- * token grants nothing (the delta is read with the caller's own visibility; a forged position only re-reads or
- * skips the caller's own changes).
+ * A token and a delta cursor are sealed: `<base64url JSON>.<MAC>`, the MAC an HMAC-SHA-256 keyed with the
+ * deployment's secret (`SealKeys`: TOKEN_SECRET, or the secret kept under DATA_DIR, src/platform/secrets.ts),
+ * truncated to 22 base64url characters (132 bits: a forger has only online guesses, one request each, and tokens
+ * keep their length under the 512 characters of `sync_token`). Only the service can issue one: a token not sealed
+ * with the current key or the previous one (TOKEN_SECRET_PREVIOUS, during a rotation) answers 410, a cursor 400. So
+ * the issue time a token holds is the service's own, and the window applies: a token older than the window, or
+ * issued later than now (more than SYNC_CLOCK_SKEW_MS, for instances whose clocks differ), answers 410. A token
+ * grants nothing beyond that either: a delta is read with the caller's own visibility. Problem details never say
+ * which key was tried or what digest was expected.
  *
  * @example
  *   const scope = syncScope('contacts', auth, { search, favorite })
- *   return await syncedRead(trx, { query: q, tenantId, scope, now, windowMs: config.syncWindowMs, full, changes })
+ *   return await syncedRead(trx, {
+ *     query: q, tenantId, scope, now, windowMs: config.syncWindowMs, keys: sealKeys(config), full, changes
+ *   })
  */
 import crypto from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { sql } from 'kysely'
+import type { Config } from '../../config.ts'
 import type { AuthContext } from '../auth/verify.ts'
 import type { Tx } from '../db/tenant.ts'
 import { ApiError, invalidField } from '../http/errors.ts'
@@ -68,24 +78,52 @@ export function syncScope (list: string, auth: AuthContext, filters: Record<stri
 /** What a token holds: the tenant's position in its log of changes (a bigint as text) and when it was issued (ms). */
 export interface SyncPoint { x: string, t: number }
 
-// a constant key: an integrity digest (see above), so a truncated or edited token is told from a valid one
-const SECRET = 'collab-sync-token-v1'
-const mac = (payload: string) => crypto.createHmac('sha256', SECRET).update(payload).digest('base64url').slice(0, 22)
+/**
+ * The keys that seal tokens and cursors: `current` seals; unsealing tries it, then `previous` (TOKEN_SECRET_PREVIOUS,
+ * so a rotation does not answer 410 to every client at once).
+ */
+export interface SealKeys { readonly current: string, readonly previous?: string | undefined }
+
+/**
+ * The sealing keys of an app's configuration (`ctx.config`: buildApp resolves TOKEN_SECRET there, from the
+ * environment or from DATA_DIR).
+ */
+export function sealKeys (config: Pick<Config, 'tokenSecret' | 'tokenSecretPrevious'>): SealKeys {
+  if (config.tokenSecret === undefined) {
+    throw new Error('no token secret: read the keys from the app context\'s config, where buildApp resolves TOKEN_SECRET')
+  }
+  return { current: config.tokenSecret, previous: config.tokenSecretPrevious }
+}
+
+/** How far ahead of this process's clock a token's issue time may be (another instance's clock): 5 minutes. */
+export const SYNC_CLOCK_SKEW_MS = 5 * 60_000
+
+/** 132 bits of the HMAC (see above); the label keeps these MACs apart from any other use of the secret. */
+const MAC_LENGTH = 22
+const MAC_LABEL = 'collab-sync-seal-v1\n'
+const mac = (key: string, payload: string): Buffer => Buffer.from(
+  crypto.createHmac('sha256', key).update(MAC_LABEL).update(payload).digest('base64url').slice(0, MAC_LENGTH)
+)
 const POSITION = /^\d{1,19}$/
 const KEY = /^[0-9a-f-]{1,64}$/
 
-function seal (body: Record<string, unknown>): string {
+function seal (body: Record<string, unknown>, keys: SealKeys): string {
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url')
-  return `${payload}.${mac(payload)}`
+  return `${payload}.${mac(keys.current, payload).toString()}`
 }
 
-function unseal (token: string): Record<string, unknown> | undefined {
+/** The body of a token or cursor sealed with the current or the previous key; undefined otherwise. */
+function unseal (token: string, keys: SealKeys): Record<string, unknown> | undefined {
   const [payload, digest, extra] = token.split('.')
   if (payload === undefined || digest === undefined || extra !== undefined) return undefined
-  const expected = mac(payload)
-  if (digest.length !== expected.length || !crypto.timingSafeEqual(Buffer.from(digest), Buffer.from(expected))) {
-    return undefined
+  const given = Buffer.from(digest)
+  const sealedWith = (key: string | undefined): boolean => {
+    if (key === undefined) return false
+    const expected = mac(key, payload)
+    // lengths in bytes: a digest of as many characters, some of them not ASCII, is longer
+    return given.length === expected.length && crypto.timingSafeEqual(given, expected)
   }
+  if (!sealedWith(keys.current) && !sealedWith(keys.previous)) return undefined
   try {
     const body: unknown = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
     return typeof body === 'object' && body !== null ? body as Record<string, unknown> : undefined
@@ -94,16 +132,25 @@ function unseal (token: string): Record<string, unknown> | undefined {
   }
 }
 
-export function issueSyncToken (point: SyncPoint, scope: string): string {
-  return seal({ v: 2, x: point.x, t: point.t, s: scope })
+export function issueSyncToken (point: SyncPoint, scope: string, keys: SealKeys): string {
+  return seal({ v: 2, x: point.x, t: point.t, s: scope }, keys)
+}
+
+/** The one 410 of a token outside the window: older than it, or issued in the future. */
+function outsideWindow (windowMs: number | null): ApiError {
+  const days = windowMs === null ? '' : ` (${Math.floor(windowMs / 86_400_000)} days)`
+  return error410Gone(`the sync token is outside the sync window${days}: read the full list again with sync=true`)
 }
 
 /**
- * The point a token names; 410 when it is not this service's, of another list or caller, or older at `now` than
- * `windowMs` (RETENTION_CHANGES less a day, `config.syncWindowMs`; null: the log is kept forever).
+ * The point a token names; 410 when it is not sealed with `keys` (not this service's), of another list or caller,
+ * older at `now` than `windowMs` (RETENTION_CHANGES less a day, `config.syncWindowMs`; null: the log is kept
+ * forever), or issued more than SYNC_CLOCK_SKEW_MS after `now`.
  */
-export function readSyncToken (token: string, scope: string, now: Date, windowMs: number | null): SyncPoint {
-  const body = unseal(token)
+export function readSyncToken (
+  token: string, scope: string, now: Date, windowMs: number | null, keys: SealKeys
+): SyncPoint {
+  const body = unseal(token, keys)
   const { v, x, t, s } = body ?? {}
   if (v !== 2 || typeof x !== 'string' || !POSITION.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
     throw error410Gone('not a sync token of this service: read the full list again with sync=true')
@@ -111,10 +158,8 @@ export function readSyncToken (token: string, scope: string, now: Date, windowMs
   if (s !== scope) {
     throw error410Gone('the sync token belongs to another list, other filters or another caller: read the full list again with sync=true')
   }
-  if (windowMs !== null && now.getTime() - t > windowMs) {
-    const days = Math.floor(windowMs / 86_400_000)
-    throw error410Gone(`the sync token is older than the sync window (${days} days): read the full list again with sync=true`)
-  }
+  if (t - now.getTime() > SYNC_CLOCK_SKEW_MS) throw outsideWindow(windowMs)
+  if (windowMs !== null && now.getTime() - t > windowMs) throw outsideWindow(windowMs)
   return { x, t }
 }
 
@@ -128,9 +173,9 @@ export interface ChangeMark { pos: string, key: string }
  */
 export interface DeltaPosition { from: SyncPoint, to: SyncPoint, after: ChangeMark | undefined, page: number }
 
-export function deltaCursor (p: DeltaPosition, scope: string): string {
+export function deltaCursor (p: DeltaPosition, scope: string, keys: SealKeys): string {
   const after = p.after === undefined ? null : [p.after.pos, p.after.key]
-  return seal({ v: 2, f: p.from, n: p.to, a: after, p: p.page, s: scope })
+  return seal({ v: 2, f: p.from, n: p.to, a: after, p: p.page, s: scope }, keys)
 }
 
 const point = (v: unknown): SyncPoint | undefined => {
@@ -149,9 +194,12 @@ const mark = (v: unknown): ChangeMark | undefined => {
     : undefined
 }
 
-/** The position a cursor of changes names, read with the token it follows; 400 (field `cursor`) otherwise. */
-export function readDeltaCursor (cursor: string, scope: string, since: SyncPoint): DeltaPosition {
-  const body = unseal(cursor)
+/**
+ * The position a cursor of changes names, read with the token it follows; 400 (field `cursor`) otherwise, and for a
+ * cursor not sealed with `keys`.
+ */
+export function readDeltaCursor (cursor: string, scope: string, since: SyncPoint, keys: SealKeys): DeltaPosition {
+  const body = unseal(cursor, keys)
   const from = point(body?.f)
   const to = point(body?.n)
   const after = mark(body?.a)
@@ -236,6 +284,8 @@ export interface SyncedRead<T, K> {
   now: Date
   /** how long a token answers (`config.syncWindowMs`) */
   windowMs: number | null
+  /** the keys that seal its tokens and cursors (`sealKeys(config)`) */
+  keys: SealKeys
   /** a page of the full list from its cursor (undefined: the first page) */
   full: (cursor: string | undefined) => Promise<FullPage<T>>
   /** a page of the changes of the window */
@@ -252,10 +302,10 @@ export type SyncedPage<T, K> = FullPage<T> & { deleted?: Array<Tombstone<K>>, sy
 export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<SyncedPage<T, K>> {
   const q = o.query
   if (q.sync_token !== undefined) {
-    const since = readSyncToken(q.sync_token, o.scope, o.now, o.windowMs)
+    const since = readSyncToken(q.sync_token, o.scope, o.now, o.windowMs, o.keys)
     const position = q.cursor === undefined
       ? { from: since, to: await syncPoint(trx, o.tenantId, o.now), after: undefined, page: 1 }
-      : readDeltaCursor(q.cursor, o.scope, since)
+      : readDeltaCursor(q.cursor, o.scope, since, o.keys)
     const found = await o.changes({ since: since.x, after: position.after, upto: position.to.x, size: q.size })
     const more = found.more && found.last !== undefined
     return {
@@ -265,9 +315,9 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
       // the total counts from this page on; the pages before it are added by the page number
       total: (position.page - 1) * q.size + found.remaining,
       next_cursor: more && found.last !== undefined
-        ? deltaCursor({ ...position, after: found.last, page: position.page + 1 }, o.scope)
+        ? deltaCursor({ ...position, after: found.last, page: position.page + 1 }, o.scope, o.keys)
         : null,
-      ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope) })
+      ...(more ? {} : { sync_token: issueSyncToken(position.to, o.scope, o.keys) })
     }
   }
   if (q.cursor === undefined && q.page > 1) {
@@ -278,8 +328,8 @@ export async function syncedRead<T, K> (trx: Tx, o: SyncedRead<T, K>): Promise<S
     throw invalidField('query.cursor', 'a read with sync=true goes on with the next_cursor of its own pages')
   }
   // the token is taken before the first page is read, and carried by the cursors to the last page
-  if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now, o.windowMs)
-  const token = carried?.token ?? issueSyncToken(await syncPoint(trx, o.tenantId, o.now), o.scope)
+  if (carried?.token !== undefined) readSyncToken(carried.token, o.scope, o.now, o.windowMs, o.keys)
+  const token = carried?.token ?? issueSyncToken(await syncPoint(trx, o.tenantId, o.now), o.scope, o.keys)
   const page = await o.full(carried?.cursor)
   return page.next_cursor !== null
     ? { ...page, next_cursor: carryToken(page.next_cursor, token) }
