@@ -243,12 +243,6 @@ export async function writeStatuses (
   return out
 }
 
-export async function findAttendee (trx: Tx, tenantId: string, eventId: number, contactId: string) {
-  return await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
-    .where('tenant_id', '=', tenantId).where('event_id', '=', eventId).where('contact_id', '=', contactId)
-    .executeTakeFirst()
-}
-
 /** Deletes attendees (optionally only those in a status); returns the rows removed. */
 export async function deleteAttendees (
   trx: Tx,

@@ -1,8 +1,9 @@
 /**
  * Attendees of an event: list, add, status, remove, bulk add/remove/status (up to BULK_MAX contact
  * ids, one transaction, all or nothing). Reading needs the event permission `attendees:read`,
- * writes `attendees:write`. Statuses asked for pass through registration (capacity, waitlist,
- * approval: event-collab.registration.ts). An attendee's ETag is a digest of its row
+ * writes `attendees:write`. Statuses asked for pass through the transition table
+ * (event-collab.transitions.ts) and registration (capacity, waitlist, approval:
+ * event-collab.registration.ts). An attendee's ETag is a digest of its row
  * (`attendeeEtag`), sent by add and PATCH; PATCH and DELETE of one attendee honour If-Match (412,
  * nothing changed). Check-in: event-collab.checkin.routes.ts.
  */
@@ -10,7 +11,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import {
-  error400BadRequest, error404NotFound, error409Conflict, fieldError, invalidField
+  error400BadRequest, error404NotFound, fieldError, invalidField
 } from '../../platform/http/errors.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
@@ -18,7 +19,7 @@ import { answerPage, noContentRoute, operationsTagged } from '../../platform/htt
 import { emit, emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import type { EventRow } from '../events/events.table.ts'
 import * as repo from './event-collab.attendees.repository.ts'
-import { isSyncRead, syncedRead, syncScope } from '../../platform/sync/sync.ts'
+import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { eventDomainEvent, readEventWith, rootOf, writeEvent } from './event-collab.access.ts'
 import {
   AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, EventParams,
@@ -117,6 +118,7 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
         tenantId: auth.tenantId,
         now: new Date(),
         windowMs: config.syncWindowMs,
+        keys: sealKeys(config),
         full,
         changes: async window => await repo.listAttendeeChanges(trx, auth.tenantId, of, { ...window, status: q.status })
       })
@@ -132,16 +134,14 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
       if ((await repo.visibleContactIds(trx, auth, [b.contact_id])).size === 0) {
         throw invalidField('body.contact_id', 'unknown contact', b.contact_id)
       }
-      if ((await repo.findAttendee(trx, auth.tenantId, rootOf(event), b.contact_id)) !== undefined) {
-        throw error409Conflict('the contact already attends this event', [
-          fieldError('body.contact_id', 'already an attendee', b.contact_id)
-        ])
-      }
+      // already attending: 409 naming body.contact_id (addAttendees says so, the one place that checks)
       const [created] = await addAttendees(trx, event, [{ contactId: b.contact_id, status: b.status ?? 'invited' }], {
         at: () => 'body.status',
+        who: () => 'body.contact_id',
+        attending: 'refuse',
         notes: b.notes ?? null
       })
-      if (created === undefined) throw error409Conflict('the contact already attends this event')
+      if (created === undefined) throw new Error('an add that refused nothing created no attendee')
       await emit(trx, attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status, positionOf(created)))
       return created
     })
@@ -191,8 +191,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
     const row = await withTenant(db, auth, async trx => {
       const event = await writeEvent(trx, auth, id, 'attendees:write')
       await lockForWrite(trx, auth, rootOf(event), contactId, ifMatchOf(request))
+      // a refusal of the transition table answers the problem check-in answers for the same move
       const { changed } = await changeStatuses(trx, event, [{ contactId, status: request.body.status }], {
         at: () => 'body.status',
+        who: () => 'path.contact_id',
         notes: request.body.notes
       })
       const [one] = changed

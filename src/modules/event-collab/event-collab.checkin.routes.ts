@@ -4,14 +4,16 @@
  * event (`writeEvent`), then the attendee row. A real change appends an event activity row and a domain event; a
  * repeat changes nothing and says so. A check-in takes a seat even past capacity (what happened at the door, as
  * registration has it); an undo that frees a seat settles the waitlist. Check-in, undo, check-out and by-token need
- * the event permission `attendees:checkin`, tokens `attendees:write`. Rules and decisions: docs/check-in.md.
+ * the event permission `attendees:checkin`, tokens `attendees:write`. Which moves check-in and undo take is the
+ * transition table's (event-collab.transitions.ts), which a check-in by status (PATCH, bulk status, add) asks too:
+ * the two cannot differ. Rules and decisions: docs/check-in.md.
  */
 import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatchTag, ifMatchOf } from '../../platform/http/conditional.ts'
-import { ApiError, error404NotFound, error409Conflict, fieldError } from '../../platform/http/errors.ts'
+import { ApiError, error404NotFound, fieldError } from '../../platform/http/errors.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
 import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
@@ -27,6 +29,9 @@ import { CheckInBody, CheckInByTokenBody, CheckInResult, CheckInToken, QR_PREFIX
 import { settleWaitlist } from './event-collab.registration.ts'
 import { AttendeeParams, EventParams } from './event-collab.schemas.ts'
 import type { CheckInMethod } from './event-collab.table.ts'
+import {
+  eventState, NOT_CHECKED_IN, refusalProblem, restoredStatus, transition, UNDO_CHECK_IN
+} from './event-collab.transitions.ts'
 
 const operation = operationsTagged('Event attendees')
 
@@ -60,8 +65,9 @@ interface Target { location: string, value?: string }
 
 /**
  * Checks in a locked attendee of a locked event. Inside already: nothing changes (`already_checked_in`). Checked out:
- * back in (re-entry), the first check-in kept. 409 on a cancelled event and for an attendee who holds no seat
- * (waitlisted) or awaits approval (pending).
+ * back in (re-entry), the first check-in kept. 409 when the transition table refuses the move to `checked_in`: on a
+ * cancelled event (naming `path.id`) and for an attendee who holds no seat (waitlisted) or awaits approval (pending),
+ * naming the target.
  */
 async function checkIn (
   trx: Tx,
@@ -71,20 +77,9 @@ async function checkIn (
   method: CheckInMethod,
   target: Target
 ): Promise<CheckInOutcome> {
-  if (event.cancelled_at !== null) {
-    throw error409Conflict('the event was cancelled: nobody checks in', [
-      fieldError('path.id', 'event cancelled', event.id)
-    ])
-  }
-  if (current.status === 'waitlisted') {
-    throw error409Conflict('the attendee is waitlisted and holds no seat: confirm them before checking them in', [
-      fieldError(target.location, 'waitlisted: holds no seat', target.value)
-    ])
-  }
-  if (current.status === 'pending') {
-    throw error409Conflict('the attendee awaits approval: approve the registration before checking them in', [
-      fieldError(target.location, 'pending: awaits approval', target.value)
-    ])
+  const refused = transition(eventState(event), current.status, 'checked_in')
+  if (refused !== undefined) {
+    throw refusalProblem(refused, refused.on === 'event' ? { location: 'path.id', value: event.id } : target)
   }
   if (current.is_checked_in && current.checked_out_at === null) {
     return { already_checked_in: true, attendee: shown(current) }
@@ -111,7 +106,7 @@ async function lockAttendee (trx: Tx, auth: AuthContext, event: EventRow, contac
 }
 
 const notCheckedIn = (contactId: string) =>
-  error409Conflict('the attendee is not checked in', [fieldError('path.contact_id', 'not checked in', contactId)])
+  refusalProblem(NOT_CHECKED_IN, { location: 'path.contact_id', value: contactId })
 
 /** 404 naming the token: unknown, of another event or of another tenant alike, never saying which. */
 const unknownToken = () =>
@@ -190,10 +185,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
   }, requirePolicy('attendee', 'checkin')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     const event = await writeEvent(trx, auth, id, 'attendees:checkin')
     const current = await lockAttendee(trx, auth, event, contactId)
-    if (!current.is_checked_in) throw notCheckedIn(contactId)
-    const before = current.status_before_check_in
-    // a waitlisted attendee needs a place on the waitlist, which a check-in does not keep
-    const restored = before === null || before === 'checked_in' || before === 'waitlisted' ? 'confirmed' : before
+    // inside is what counts (`is_checked_in`): the table takes an undo of a checked-in attendee only
+    const refused = transition(eventState(event), current.is_checked_in ? 'checked_in' : current.status, UNDO_CHECK_IN)
+    if (refused !== undefined) throw refusalProblem(refused, { location: 'path.contact_id', value: contactId })
+    const restored = restoredStatus(current.status_before_check_in)
     const row = await repo.undoCheckIn(trx, auth.tenantId, current.id, restored)
     await recordActivity(trx, auth, event, 'attendee.check_in_undone', {
       contact_id: contactId, restored_status: restored, checked_in_at: current.checked_in_at

@@ -1,10 +1,11 @@
 /**
  * Check-in as a door uses it (docs/check-in.md): who, how and when, seen through the attendee list; one activity row
- * and one domain event per real change, none for a repeat; refusals; undo; check-out and re-entry; check-in tokens
- * and their QR payload; who may do what.
+ * and one domain event per real change, none for a repeat; refusals, the same by status (PATCH, bulk status, add:
+ * one transition table); undo; check-out and re-entry; check-in tokens and their QR payload; who may do what.
  */
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
+import fs from 'node:fs'
 import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { databases, newTenant, useTestApp } from '../../../test/helpers/build-app.ts'
@@ -13,7 +14,8 @@ import { expectStatus, expectStatuses } from '../../../test/helpers/requests.ts'
 import { insertRow, updateRows } from '../../../test/helpers/rows.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'
-import { addManager, createContact, createEvent, type Json } from './event-collab.fixtures.ts'
+import { addManager, createContact, createEvent, publishEvent, type Json } from './event-collab.fixtures.ts'
+import { transitionsMarkdown } from './event-collab.transitions.ts'
 
 type Status = 'invited' | 'confirmed' | 'declined' | 'tentative' | 'checked_in' | 'pending' | 'waitlisted' | 'no_show'
 
@@ -182,6 +184,121 @@ for (const kind of databases()) {
 
       assert.deepEqual(await activity(alice, id, 'attendee.checked_in'), [])
       assert.deepEqual(await outboxEvents(t, tenant.id, 'attendee.checked_in'), [])
+    })
+
+    /** The answer to a PATCH of one attendee's status. */
+    const patchStatus = async (token: string, eventId: number, contactId: string, status: Status) =>
+      await t.as(token, { method: 'PATCH', url: `${base(eventId)}/${contactId}`, payload: { status } })
+
+    /** Asserts two refusals are the same problem: status, detail and errors. */
+    function sameProblem (byStatus: LightMyRequestResponse, byDoor: LightMyRequestResponse): void {
+      assert.equal(byStatus.statusCode, 409, byStatus.body)
+      assert.equal(byDoor.statusCode, 409, byDoor.body)
+      const [a, b] = [byStatus.json(), byDoor.json()]
+      assert.deepEqual([a.status, a.detail], [b.status, b.detail])
+      assert.deepEqual(a.errors, b.errors)
+    }
+
+    void it('refuses a check-in by PATCH of a pending or waitlisted attendee as check-in does (409, unchanged)', async () => {
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
+      const id = event.id as number
+      const pending = await attendingAs(tenant.id, alice, id, 'pending')
+      const waitlisted = await attendingAs(tenant.id, alice, id, 'waitlisted')
+      const before = await attendees(alice, id)
+
+      const p = await patchStatus(alice, id, pending, 'checked_in')
+      sameProblem(p, await checkIn(alice, id, pending))
+      assert.equal(p.json().detail, 'the attendee awaits approval: approve the registration before checking them in')
+      assert.deepEqual(p.json().errors, [{ location: 'path.contact_id', message: 'pending: awaits approval', value: pending }])
+      const w = await patchStatus(alice, id, waitlisted, 'checked_in')
+      sameProblem(w, await checkIn(alice, id, waitlisted))
+      assert.equal(w.json().detail, 'the attendee is waitlisted and holds no seat: confirm them before checking them in')
+      assert.deepEqual(w.json().errors, [{ location: 'path.contact_id', message: 'waitlisted: holds no seat', value: waitlisted }])
+
+      const after = await attendees(alice, id)
+      assert.deepEqual(after, before)
+      assert.deepEqual([after.get(pending)?.status, after.get(waitlisted)?.status], ['pending', 'waitlisted'])
+      assert.deepEqual(await outboxEvents(t, tenant.id, 'attendee.status_changed'), [])
+    })
+
+    void it('refuses a bulk status checked_in naming the pending or waitlisted attendee among valid ones; applies nothing', async () => {
+      const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
+      const id = event.id as number
+      const confirmed = await attending(alice, id, 'confirmed')
+      const invited = await attending(alice, id, 'invited')
+      const pending = await attendingAs(tenant.id, alice, id, 'pending')
+      const waitlisted = await attendingAs(tenant.id, alice, id, 'waitlisted')
+      // full, with a waitlist: the waitlisted attendee keeps waiting throughout
+      await updateRows(t, tenant.id, 'events', { capacity: 1, waitlist_enabled: true }, { id })
+      const before = await attendees(alice, id)
+      const bulk = `${base(id)}/bulk/status`
+
+      const one = await expectStatus(t, alice, 'PATCH', bulk, 409, {
+        contact_ids: [confirmed, pending, invited], status: 'checked_in'
+      })
+      assert.deepEqual(one.json().errors, [
+        { location: 'body.contact_ids[1]', message: 'pending: awaits approval', value: pending }
+      ])
+      assert.equal(one.json().detail,
+        'the attendee awaits approval: approve the registration before checking them in; nothing was applied')
+      const two = await expectStatus(t, alice, 'PATCH', bulk, 409, {
+        contact_ids: [waitlisted, confirmed, pending], status: 'checked_in'
+      })
+      assert.deepEqual(two.json().errors, [
+        { location: 'body.contact_ids[0]', message: 'waitlisted: holds no seat', value: waitlisted },
+        { location: 'body.contact_ids[2]', message: 'pending: awaits approval', value: pending }
+      ])
+      assert.match(two.json().detail, /^2 request\(s\) refused \(the attendee is waitlisted.*nothing was applied$/)
+
+      assert.deepEqual(await attendees(alice, id), before)
+      assert.deepEqual(await outboxEvents(t, tenant.id, 'attendee.status_changed'), [])
+      // the valid ones alone: checked in (past capacity: they are at the door)
+      await expectStatus(t, alice, 'PATCH', bulk, 204, { contact_ids: [confirmed, invited], status: 'checked_in' })
+      const after = await attendees(alice, id)
+      assert.deepEqual([confirmed, invited, pending, waitlisted].map(c => after.get(c)?.status),
+        ['checked_in', 'checked_in', 'pending', 'waitlisted'])
+    })
+
+    void it('refuses a check-in by status on a cancelled event as check-in does: PATCH, bulk status, add', async () => {
+      const { alice, event } = await aliceWithEvent(t, { template: 'generic' })
+      const id = event.id as number
+      await publishEvent(t, alice, id)
+      const confirmed = await attending(alice, id, 'confirmed')
+      const invited = await attending(alice, id, 'invited')
+      const inside = await attending(alice, id, 'confirmed')
+      await expectStatus(t, alice, 'POST', `${base(id)}/${inside}/check-in`, 204)
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/cancel`, 200, { reason: 'Storm', notify: false })
+      const before = await attendees(alice, id)
+
+      const patched = await patchStatus(alice, id, confirmed, 'checked_in')
+      sameProblem(patched, await checkIn(alice, id, confirmed))
+      assert.equal(patched.json().detail, 'the event was cancelled: nobody checks in')
+      assert.deepEqual(patched.json().errors, [{ location: 'path.id', message: 'event cancelled', value: id }])
+      // a repeat by status is refused as a repeat at the door is
+      sameProblem(await patchStatus(alice, id, inside, 'checked_in'), await checkIn(alice, id, inside))
+
+      const bulk = await expectStatus(t, alice, 'PATCH', `${base(id)}/bulk/status`, 409, {
+        contact_ids: [invited, confirmed], status: 'checked_in'
+      })
+      assert.deepEqual(bulk.json().errors, [{ location: 'path.id', message: 'event cancelled', value: id }])
+      assert.match(bulk.json().detail, /nobody checks in.*nothing was applied/)
+      const walkIn = await createContact(t, alice)
+      const added = await t.as(alice, { method: 'POST', url: base(id), payload: { contact_id: walkIn, status: 'checked_in' } })
+      sameProblem(added, await checkIn(alice, id, confirmed))
+      const bulkAdd = await expectStatus(t, alice, 'POST', `${base(id)}/bulk`, 409, {
+        contact_ids: [walkIn], status: 'checked_in'
+      })
+      assert.equal(bulkAdd.json().detail, 'the event was cancelled: nobody checks in')
+
+      assert.deepEqual(await attendees(alice, id), before)
+      assert.equal((await attendee(alice, id, confirmed)).status, 'confirmed')
+      assert.equal((await attendees(alice, id)).has(walkIn), false)
+      assert.equal((await activity(alice, id, 'attendee.checked_in')).length, 1)
+      // what a cancelled event still takes: a decline, the undo of a check-in
+      await expectStatus(t, alice, 'PATCH', `${base(id)}/${confirmed}`, 200, { status: 'declined' })
+      await expectStatus(t, alice, 'DELETE', `${base(id)}/${inside}/check-in`, 204)
+      const after = await attendees(alice, id)
+      assert.deepEqual([confirmed, inside].map(c => after.get(c)?.status), ['declined', 'confirmed'])
     })
 
     void it('checks in walk-ins and late arrivals (no_show, declined, invited, tentative); undo restores each', async () => {
@@ -479,3 +596,11 @@ for (const kind of databases()) {
     })
   })
 }
+
+void describe('attendee transition table', () => {
+  void it('is the table docs/event-collaboration.md shows', () => {
+    const doc = fs.readFileSync(new URL('../../../docs/event-collaboration.md', import.meta.url), 'utf8')
+    const shown = doc.split('<!-- transition-table:start -->')[1]?.split('<!-- transition-table:end -->')[0]?.trim()
+    assert.equal(shown, transitionsMarkdown(), 'regenerate the table of docs/event-collaboration.md from transitionsMarkdown()')
+  })
+})

@@ -1,9 +1,11 @@
 /**
  * Registration: the one place that decides an attendee's status when something asks for one (add, PATCH, bulk
  * status, approval, automation actions), and what happens to the waitlist after any change (removals, declines,
- * capacity changes). Every caller holds the event's row lock (`writeEvent` / `lockEventForWrite`), so the seat count
- * read here cannot change before the transaction commits: confirmations of one event are serialized, on every
- * database and on every instance. State model: docs/event-collaboration.md, "Attendee states".
+ * capacity changes). Which moves are taken at all is the transition table's (event-collab.transitions.ts), asked
+ * first for every request (`SeatPlan.place`, `markNoShows`). Every caller holds the event's row lock (`writeEvent` /
+ * `lockEventForWrite`), so the seat count read here cannot change before the transaction commits: confirmations of
+ * one event are serialized, on every database and on every instance. State model: docs/event-collaboration.md,
+ * "Attendee states".
  */
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error400BadRequest, error409Conflict, fieldError, type ErrorDetail } from '../../platform/http/errors.ts'
@@ -15,6 +17,11 @@ import { rootEventId } from '../events/events.access.repository.ts'
 import * as repo from './event-collab.attendees.repository.ts'
 import * as regRepo from './event-collab.registration.repository.ts'
 import type { AttendeeRow, AttendeeStatus } from './event-collab.table.ts'
+import {
+  endOf, eventState, refusalError, refusalProblem, transition, type EventState, type Place, type Refusal
+} from './event-collab.transitions.ts'
+
+export { endOf, type Refusal }
 
 /** The registration settings in force for an event: its own, or its series' while it follows them. */
 export interface Registration {
@@ -70,12 +77,6 @@ export async function registrationFigures (trx: Tx, event: Pick<EventRow, 'tenan
   }
 }
 
-/** When an event is over: its end, else its start; null when it has neither. */
-export const endOf = (event: EventRow): Date | null => event.end_dt ?? event.start_dt
-
-/** A refusal of one request of a batch: where it points and why (409: the event's state; 400: the request). */
-export interface Refusal { status: 400 | 409, detail: string }
-
 /** What a planned change gives one attendee. */
 export interface Placement { status: AttendeeStatus, position: number | null }
 
@@ -88,6 +89,7 @@ export class SeatPlan {
   private lastPosition: number
   /** attendees on the waitlist: while anyone waits, a seat that frees is theirs, not a newcomer's */
   private waiting: number
+  private readonly state: EventState
 
   constructor (
     readonly reg: Registration,
@@ -98,11 +100,13 @@ export class SeatPlan {
     this.confirmed = counts.confirmed
     this.lastPosition = counts.last_position
     this.waiting = counts.waitlisted
+    this.state = eventState(event, now)
   }
 
   /**
    * The status an attendee gets when `requested` is asked for: `current` is its status (undefined: not an attendee
-   * yet), `approved` whether a manager approved it before (or approves it now).
+   * yet), `approved` whether a manager approved it before (or approves it now). A move the transition table refuses
+   * is refused before anything is counted.
    */
   place (
     current: AttendeeStatus | undefined,
@@ -110,25 +114,14 @@ export class SeatPlan {
     approved: boolean,
     currentPosition: number | null = null
   ): Placement | Refusal {
-    if (requested === 'waitlisted' || requested === 'pending') {
-      // kept as it is (a PATCH of the notes names the status the attendee has), never asked for
-      if (current === requested) return { status: requested, position: currentPosition }
-      return { status: 400, detail: `${requested} is given by the service (capacity, approval), not asked for` }
-    }
+    const refused = transition(this.state, current, requested)
+    if (refused !== undefined) return refused
+    // the table takes these only as they are (a PATCH of the notes names the status the attendee has)
+    if (requested === 'waitlisted' || requested === 'pending') return { status: requested, position: currentPosition }
     const seated = current === 'confirmed' || current === 'checked_in'
-    if (this.event.cancelled_at !== null && (current === undefined || requested === 'confirmed') && !seated) {
-      return { status: 409, detail: 'the event is cancelled and takes no registrations' }
-    }
     if (requested === 'no_show') {
-      if (current === 'no_show') return { status: 'no_show', position: null }
-      if (current !== 'confirmed') {
-        return { status: 409, detail: `only a confirmed attendee who did not check in can be a no-show (status ${current ?? 'none'})` }
-      }
-      const end = endOf(this.event)
-      if (end === null || end.getTime() > this.now.getTime()) {
-        return { status: 409, detail: 'no-shows can be marked once the event has ended' }
-      }
-      return this.leave(current, 'no_show')
+      // the table took it: from confirmed after the end, or no_show kept
+      return current === 'no_show' ? { status: 'no_show', position: null } : this.leave(current, 'no_show')
     }
     if (requested === 'confirmed') {
       // a checked-in attendee set back to confirmed keeps the seat
@@ -147,9 +140,9 @@ export class SeatPlan {
       return { status: 'confirmed', position: null }
     }
     if (requested === 'checked_in') {
-      // a check-in by status is what happened at the door: it takes a seat even past capacity
+      // a check-in by status is what happened at the door: it takes a seat even past capacity (never from the
+      // waitlist or a pending registration: the table refuses those)
       if (!seated) this.confirmed += 1
-      if (current === 'waitlisted') this.waiting -= 1
       return { status: 'checked_in', position: null }
     }
     return this.leave(current, requested)
@@ -165,18 +158,45 @@ export class SeatPlan {
 
 export const isRefusal = (p: Placement | Refusal): p is Refusal => typeof p.status === 'number'
 
+/** A refused request of a call: its index, why, the contact it names and the status it asks for. */
+export interface Refused { index: number, refusal: Refusal, contactId: string, requested: string }
+
 /**
- * Throws the refusals of a batch as one problem, nothing applied: 409 when any is about the event's state (full,
- * cancelled, not ended), else 400. `at(i)` names the field of the i-th request.
+ * Where the refusals of a call point: `at(i)` is the field of the i-th request's status, `who(i)` where it names its
+ * attendee (default `at`); a refusal by the event's state names `path.id`.
+ */
+export interface RefusalPlaces { at: (i: number) => string, who?: ((i: number) => string) | undefined }
+
+/**
+ * Throws the refusals of a call of `of` requests as one problem; nothing is applied. A call of one request answers
+ * its refusal as it is (for a check-in by status, the very problem check-in answers). A batch answers 409 when any
+ * refusal is about the state of the event or of an attendee (full, cancelled, not ended, waitlisted…), else 400,
+ * with one `errors` entry per refused request (first 100; a refusal by the event once).
  */
 export function throwRefusals (
-  refused: Array<{ index: number, refusal: Refusal, value: string }>,
-  at: (i: number) => string
+  refused: readonly Refused[],
+  of: number,
+  event: Pick<EventRow, 'id'>,
+  o: RefusalPlaces
 ): void {
-  if (refused.length === 0) return
-  const errors: ErrorDetail[] = refused.slice(0, 100).map(r => fieldError(at(r.index), r.refusal.detail, r.value))
-  const first = refused[0]?.refusal.detail ?? ''
-  const detail = refused.length === 1 ? `${first}; nothing was applied` : `${refused.length} request(s) refused (${first}…); nothing was applied`
+  const [first] = refused
+  if (first === undefined) return
+  const placeOf = (r: Refused): Place => {
+    switch (r.refusal.on ?? 'request') {
+      case 'event': return { location: 'path.id', value: event.id }
+      case 'attendee': return { location: (o.who ?? o.at)(r.index), value: r.contactId }
+      case 'request': return { location: o.at(r.index), value: r.requested }
+    }
+  }
+  if (of === 1) throw refusalProblem(first.refusal, placeOf(first))
+  const seen = new Set<string>()
+  const errors: ErrorDetail[] = refused.map(r => refusalError(r.refusal, placeOf(r))).filter(e => {
+    const key = JSON.stringify([e.location, e.message, e.value])
+    return seen.has(key) ? false : Boolean(seen.add(key))
+  }).slice(0, 100)
+  const detail = refused.length === 1
+    ? `${first.refusal.detail}; nothing was applied`
+    : `${refused.length} request(s) refused (${first.refusal.detail}…); nothing was applied`
   if (refused.some(r => r.refusal.status === 409)) throw error409Conflict(detail, errors)
   throw error400BadRequest(detail, errors)
 }
@@ -195,9 +215,9 @@ export async function settleWaitlist (trx: Tx, event: EventRow): Promise<Promote
   const counts = await seatCounts(trx, tenantId, eventId)
   let promoted: Promoted[] = []
   const free = reg.capacity === null ? counts.waitlisted : Math.max(0, reg.capacity - counts.confirmed)
-  const end = endOf(event)
   // nobody is promoted into an event that is cancelled or over
-  const open = event.cancelled_at === null && (end === null || end.getTime() > Date.now())
+  const state = eventState(event)
+  const open = !state.cancelled && !state.ended
   if (free > 0 && counts.waitlisted > 0 && open) {
     const rows = await regRepo.promoteWaitlisted(trx, tenantId, eventId, free)
     promoted = rows.sort((x, y) => x.previous_position - y.previous_position)
@@ -260,16 +280,17 @@ export interface StatusRequest { contactId: string, status: AttendeeStatus }
 export interface Changed { row: AttendeeRow, previous: AttendeeStatus }
 
 /**
- * Sets the statuses asked for on attendees of the locked event, in request order, as registration places them
- * (pending, waitlisted, refused); then settles the waitlist. Every contact must attend (400 at `at(i)` otherwise);
- * any refusal throws and nothing is applied. `approvedBy` approves the requests (approval routes). Managers are told
- * about registrations that now await approval.
+ * Sets the statuses asked for on attendees of the locked event, in request order, as the transition table takes them
+ * and registration places them (pending, waitlisted, refused); then settles the waitlist. Every contact must attend
+ * (400 at `at(i)` otherwise); any refusal throws and nothing is applied (`throwRefusals`: `who(i)` names the
+ * attendee of a refusal about it). `approvedBy` approves the requests (approval routes). Managers are told about
+ * registrations that now await approval.
  */
 export async function changeStatuses (
   trx: Tx,
   event: EventRow,
   requests: readonly StatusRequest[],
-  o: { at: (i: number) => string, notes?: string | null | undefined, approvedBy?: string | undefined }
+  o: RefusalPlaces & { notes?: string | null | undefined, approvedBy?: string | undefined }
 ): Promise<{ changed: Changed[], promoted: Promoted[] }> {
   const eventId = rootEventId(event)
   const locked = await repo.lockAttendees(trx, event.tenant_id, eventId, requests.map(r => r.contactId))
@@ -282,7 +303,7 @@ export async function changeStatuses (
   }
   const plan = new SeatPlan(await registrationOf(trx, event), await seatCounts(trx, event.tenant_id, eventId), event)
   const writes = new Map<string, repo.StatusWrite>()
-  const refused: Array<{ index: number, refusal: Refusal, value: string }> = []
+  const refused: Refused[] = []
   requests.forEach((r, index) => {
     const before = locked.get(r.contactId)
     if (before === undefined) return
@@ -293,10 +314,10 @@ export async function changeStatuses (
       o.approvedBy !== undefined || before.approved_at !== null,
       current?.position ?? before.waitlist_position
     )
-    if (isRefusal(p)) refused.push({ index, refusal: p, value: r.status })
+    if (isRefusal(p)) refused.push({ index, refusal: p, contactId: r.contactId, requested: r.status })
     else writes.set(r.contactId, { contactId: r.contactId, status: p.status, position: p.position })
   })
-  throwRefusals(refused, o.at)
+  throwRefusals(refused, requests.length, event, o)
   const rows = await repo.writeStatuses(trx, event.tenant_id, eventId, [...writes.values()], {
     notes: o.notes,
     approvedBy: o.approvedBy
@@ -316,30 +337,46 @@ async function rereadPromoted (trx: Tx, event: EventRow, changed: Changed[], pro
   return changed.map(c => ({ ...c, row: { ...c.row, ...byContact.get(c.row.contact_id) } }))
 }
 
+/** A contact added who attends the event already: the one place that says so (`addAttendees`). */
+export const ALREADY_ATTENDS: Refusal = {
+  status: 409,
+  detail: 'the contact already attends this event',
+  on: 'attendee',
+  message: 'already an attendee'
+}
+
 /**
- * Adds contacts as attendees of the locked event in request order, each with the status registration places it in;
- * contacts already attending (or named twice) are left as they are. Any refusal throws, nothing applied.
+ * Adds contacts as attendees of the locked event in request order, each with the status registration places it in
+ * (the move from no status to the one asked for, through the transition table). A contact named twice is added once;
+ * one already attending is left as it is (`attending: 'skip'`, bulk add) or refused (`'refuse'`, the add of one
+ * contact: 409 `ALREADY_ATTENDS` at `who(i)`). Any refusal throws, nothing applied.
  */
 export async function addAttendees (
   trx: Tx,
   event: EventRow,
   requests: readonly StatusRequest[],
-  o: { at: (i: number) => string, notes?: string | null }
+  o: RefusalPlaces & { notes?: string | null, attending?: 'skip' | 'refuse' }
 ): Promise<repo.AttendeeRowCreated[]> {
   const eventId = rootEventId(event)
   const attending = await repo.lockAttendees(trx, event.tenant_id, eventId, requests.map(r => r.contactId))
   const plan = new SeatPlan(await registrationOf(trx, event), await seatCounts(trx, event.tenant_id, eventId), event)
   const seen = new Set<string>()
-  const placed: Array<{ contactId: string, status: AttendeeStatus, position: number | null }> = []
-  const refused: Array<{ index: number, refusal: Refusal, value: string }> = []
+  const placed: Array<{ index: number, contactId: string, status: AttendeeStatus, position: number | null }> = []
+  const refused: Refused[] = []
+  const refuse = (index: number, refusal: Refusal, r: StatusRequest) =>
+    refused.push({ index, refusal, contactId: r.contactId, requested: r.status })
   requests.forEach((r, index) => {
-    if (attending.has(r.contactId) || seen.has(r.contactId)) return
+    if (seen.has(r.contactId)) return
     seen.add(r.contactId)
+    if (attending.has(r.contactId)) {
+      if (o.attending === 'refuse') refuse(index, ALREADY_ATTENDS, r)
+      return
+    }
     const p = plan.place(undefined, r.status, false)
-    if (isRefusal(p)) refused.push({ index, refusal: p, value: r.status })
-    else placed.push({ contactId: r.contactId, status: p.status, position: p.position })
+    if (isRefusal(p)) refuse(index, p, r)
+    else placed.push({ index, contactId: r.contactId, status: p.status, position: p.position })
   })
-  throwRefusals(refused, o.at)
+  throwRefusals(refused, requests.length, event, o)
   const created = await repo.insertAttendees(trx, {
     tenantId: event.tenant_id,
     eventId,
@@ -347,6 +384,12 @@ export async function addAttendees (
     attendees: placed,
     notes: o.notes ?? null
   })
+  if (o.attending === 'refuse' && created.length < placed.length) {
+    // a row that came meanwhile (ON CONFLICT DO NOTHING left it): it attends already
+    const made = new Set(created.map(c => c.contact_id))
+    for (const p of placed) if (!made.has(p.contactId)) refuse(p.index, ALREADY_ATTENDS, p)
+    throwRefusals(refused, requests.length, event, o)
+  }
   await notifyManagersPending(trx, event, created.filter(c => c.status === 'pending').length)
   return created
 }
@@ -370,9 +413,10 @@ export async function decide (
     const detail = status === 'declined' && decision === 'approve'
       ? 'a declined registration cannot be approved (add the contact again or set a status)'
       : `not awaiting approval (status ${status})`
-    return [{ index, refusal: { status: 409 as const, detail }, value: id }]
+    const refusal: Refusal = { status: 409, detail, on: 'attendee' }
+    return [{ index, refusal, contactId: id, requested: decision === 'approve' ? 'confirmed' : 'declined' }]
   })
-  throwRefusals(refused, o.at)
+  throwRefusals(refused, contactIds.length, event, o)
   const { changed } = await changeStatuses(
     trx,
     event,
@@ -389,15 +433,18 @@ export async function decide (
 }
 
 /**
- * Marks every confirmed attendee of the locked event who never checked in as `no_show`; 409 before the event has
- * ended (its end, else its start; an event without dates never ends). The contacts marked.
+ * Marks every confirmed attendee of the locked event who never checked in as `no_show`: the move `confirmed` →
+ * `no_show` of the transition table, for all of them at once; 409 before the event has ended (its end, else its
+ * start; an event without dates never ends). The contacts marked.
  */
 export async function markNoShows (trx: Tx, event: EventRow, now: Date = new Date()): Promise<string[]> {
-  const end = endOf(event)
-  if (end === null || end.getTime() > now.getTime()) {
-    throw error409Conflict('no-shows can be marked once the event has ended', [
-      fieldError('path.id', end === null ? 'the event has no start or end' : `the event ends ${end.toISOString()}`)
-    ])
+  const refused = transition(eventState(event, now), 'confirmed', 'no_show')
+  if (refused !== undefined) {
+    const end = endOf(event)
+    const why = refused.code !== 'E'
+      ? refused.message
+      : end === null ? 'the event has no start or end' : `the event ends ${end.toISOString()}`
+    throw refusalProblem(why === undefined ? refused : { ...refused, message: why }, { location: 'path.id' })
   }
   return await regRepo.markNoShows(trx, event.tenant_id, rootEventId(event))
 }
