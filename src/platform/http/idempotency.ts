@@ -4,6 +4,22 @@
  * path and body (`Idempotent-Replayed: true`). The same key with another body answers 409. A
  * concurrent repeat waits for the first answer and then replays it, so the write applies once.
  *
+ * A replay re-checks. The stored answer goes back only to the caller who made the request (the row's
+ * key holds the user), and only while that caller may still make it: the route's policy hook
+ * (`requirePolicy`, the tenant permission) runs before any replay, and then the grant on the resource:
+ *
+ * - a route that claims in its transaction runs its own handler up to its first write, in its own
+ *   transaction, rolled back (`idempotent()`): the refusal it throws there (403, 404) is the answer,
+ *   else the stored answer is sent. Its authorization is what precedes its first change (policy.ts);
+ * - any other POST re-checks its policy row on the resource its path names (`ownReplayCheck`), in
+ *   the transaction that finds the stored answer. A POST whose policy this cannot re-check is
+ *   refused when it is registered (`registerIdempotency`'s onRoute hook), so no route forgets it.
+ *
+ * A refused replay answers as the request itself would now (403 or 404, problem+json), and stores
+ * and changes nothing. Stored answers carrying a secret shown once (check-in and invite tokens,
+ * webhook secrets, feed tokens) follow the same rule: to the caller who still may, the stored
+ * answer; to anyone else, nothing of it (docs/api-conventions.md, "Idempotency-Key").
+ *
  * Two ways to claim:
  *
  * - **In the write's transaction** (routes with `config: { idempotency: 'transaction' }`, whose
@@ -15,19 +31,34 @@
  *   answer (status, headers, bytes) replaces the stored result; should that step not happen, a
  *   repeat gets the stored result through the route's serializer (same body, without ETag/Location).
  *   A repeat arriving while the first is in flight waits on the uncommitted claim (up to WAIT_MS,
- *   then 409) before its handler runs, then replays the answer.
+ *   then 409) before its handler runs; its handler then re-checks and the answer is replayed.
  * - **In a transaction of its own** (every other POST): claimed before the handler, the answer
  *   stored after it. A 5xx answer releases the key so the client can retry; a claim whose request
  *   died before it answered is taken over after CLAIM_TIMEOUT_MS, and a process dying between the
  *   write's commit and the storing of its answer lets a retry run again.
  */
 import crypto from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod, RouteOptions } from 'fastify'
+import type {
+  Kysely, KyselyPlugin, OperationNode, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult,
+  RootOperationNode, UnknownRow
+} from 'kysely'
 import { sql } from 'kysely'
+import { findRuleForRead, findRuleForRun, eventRuleForRun } from '../../modules/automation/automation.service.ts'
+import {
+  canManage as ownsContact, findVisible as findVisibleContact
+} from '../../modules/contacts/contacts.repository.ts'
+import { findEventForRead, hasEventPermission } from '../../modules/events/events.access.repository.ts'
+import type { EventPermission } from '../../modules/events/events.permissions.ts'
+import { policyOf, type Grant, type ResourceKind } from '../../modules/policy/policy.ts'
+import { hasSeriesPermission, seriesOfRow } from '../../modules/series/series.access.ts'
+import { canManageSpace, findVisibleSpace } from '../../modules/spaces/spaces.access.repository.ts'
+import { declaredPolicy } from '../auth/permissions.ts'
+import { routeAuthMode } from '../auth/plugin.ts'
+import type { AuthContext } from '../auth/verify.ts'
 import type { Database } from '../db/database.ts'
 import { withTenant, type Tx } from '../db/tenant.ts'
-import { ApiError, error409Conflict, invalidField } from './errors.ts'
+import { ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField } from './errors.ts'
 
 const TTL_HOURS = 24
 const CLAIM_TIMEOUT_MS = 60_000
@@ -51,6 +82,8 @@ interface IdempotencyClaim {
   mode: 'own' | 'transaction'
   /** transaction mode: the claim and the handler's result were written in the write's transaction */
   stored: boolean
+  /** transaction mode: the committed answer of an earlier request, sent once the route's authorization passed */
+  replay?: StoredAnswer
 }
 
 class ProbeFree extends Error {}
@@ -70,10 +103,74 @@ function successStatus (request: FastifyRequest): number {
 
 const whereKey = (tenantId: string, userId: string, key: string) => ({ tenantId, userId, key })
 
+/** Thrown at the first statement of a replay's re-check that would change something: the authorization passed. */
+class FirstWrite extends Error {}
+
+const WRITE_NODES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode', 'MergeQueryNode'])
+
+/** Whether a statement changes rows: an insert, update, delete or merge, raw or in a CTE. */
+function writes (node: OperationNode): boolean {
+  if (WRITE_NODES.has(node.kind)) return true
+  if (node.kind === 'RawNode') {
+    const text = (node as { sqlFragments?: readonly string[] }).sqlFragments?.[0] ?? ''
+    return /^\s*(insert|update|delete|merge|truncate)\b/i.test(text)
+  }
+  const ctes = (node as { with?: { expressions: ReadonlyArray<{ expression: OperationNode }> } }).with?.expressions
+  return ctes?.some(c => writes(c.expression)) ?? false
+}
+
+/** Stops a replay's re-check at its first write (FirstWrite); everything before it ran, in the route's transaction. */
+class StopAtFirstWrite implements KyselyPlugin {
+  reached = false
+
+  transformQuery (args: PluginTransformQueryArgs): RootOperationNode {
+    if (writes(args.node)) {
+      this.reached = true
+      throw new FirstWrite()
+    }
+    return args.node
+  }
+
+  async transformResult (args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return args.result
+  }
+}
+
+/** The stored answer a replay may send: the route's authorization passed (caught by the route's handler wrapper). */
+class AuthorizedReplay extends Error {
+  constructor (readonly answer: StoredAnswer) {
+    super('an Idempotency-Key replay, authorized')
+  }
+}
+
+/** A refusal: the caller no longer sees the resource (404) or holds no grant on it (403). */
+const isRefusal = (err: unknown): boolean => err instanceof ApiError && (err.status === 403 || err.status === 404)
+
+/**
+ * The re-check of a replay of a route claiming in its transaction: `fn`, the route's own write, runs in its
+ * transaction up to its first write, and the transaction is rolled back whatever happens (this always throws).
+ * A refusal thrown before that write (403, 404) is the answer; a write reached, `fn` done, or another 4xx
+ * (a state the first request made: 409 already attending, 410, 412) means the caller still may: AuthorizedReplay.
+ * Any other failure is thrown as it is (nothing is replayed, nothing stored).
+ */
+async function recheckThenReplay<T> (trx: Tx, fn: (trx: Tx) => Promise<T>, answer: StoredAnswer): Promise<never> {
+  const guard = new StopAtFirstWrite()
+  try {
+    await fn(trx.withPlugin(guard))
+  } catch (err) {
+    if (!guard.reached && !(err instanceof FirstWrite)) {
+      if (isRefusal(err) || !(err instanceof ApiError) || err.status >= 500) throw err
+    }
+  }
+  throw new AuthorizedReplay(answer)
+}
+
 /**
  * Runs `fn` as the write of a request whose route claims its Idempotency-Key in the transaction
  * (`config: { idempotency: 'transaction' }`): the claim is the first write, the result the last,
- * both in `trx`. Without a key it is `fn` itself.
+ * both in `trx`. Without a key it is `fn` itself. A repeat of a committed request runs `fn` up to its
+ * first write (its authorization) and is answered the stored answer, or the refusal `fn` throws now;
+ * either way the transaction is rolled back.
  *
  * @example
  *   const row = await withTenant(db, auth, idempotent(request, async (trx) => { … return created }))
@@ -83,6 +180,7 @@ export function idempotent<T> (request: FastifyRequest, fn: (trx: Tx) => Promise
     const claim = request.idempotencyClaim
     const auth = request.optionalAuth ?? null
     if (claim === null || claim.mode !== 'transaction' || auth === null) return await fn(trx)
+    if (claim.replay !== undefined) return await recheckThenReplay(trx, fn, claim.replay)
     const k = whereKey(auth.tenantId, auth.userId, claim.key)
     // a concurrent repeat holding an uncommitted claim makes this wait until it ends
     const inserted = await trx.insertInto('idempotency_keys').values({
@@ -148,6 +246,30 @@ const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>): void {
   app.decorateRequest('idempotencyClaim', null)
 
+  // every POST gets the re-check of its replays when it is registered, or is refused then
+  const ownReplayChecks = new Map<string, ReplayCheck>()
+  app.addHook('onRoute', route => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!methods.includes('POST')) return
+    if (route.config?.idempotency === 'transaction') {
+      route.handler = answeringReplays(route.handler)
+      return
+    }
+    ownReplayChecks.set(route.url, ownReplayCheck(route))
+  })
+  /**
+   * The re-check of a replay of a route claiming in a transaction of its own: a refusal (403, 404) is thrown;
+   * another 4xx is a state, not a refusal, and the stored answer goes (as `recheckThenReplay` has it).
+   */
+  const recheckOwn = async (trx: Tx, request: FastifyRequest, auth: AuthContext): Promise<void> => {
+    const url = request.routeOptions.url ?? ''
+    const check = ownReplayChecks.get(url)
+    if (check === undefined) throw new Error(`no Idempotency-Key replay check for POST ${url}`)
+    await check(trx, auth, request.params as Params).catch((err: unknown) => {
+      if (isRefusal(err) || !(err instanceof ApiError) || err.status >= 500) throw err
+    })
+  }
+
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST') return
     const raw = request.headers['idempotency-key']
@@ -170,7 +292,9 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
       if (found.status_code === null) {
         throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
       }
-      return await replay(reply, found)
+      // replayed by `idempotent()`, once the route's own authorization has run in its transaction
+      request.idempotencyClaim = { key, hash, mode: 'transaction', stored: false, replay: found }
+      return
     }
     const deadline = Date.now() + WAIT_MS
     for (;;) {
@@ -200,9 +324,12 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>)
           expires_at: sql<Date>`now() + make_interval(hours => ${TTL_HOURS})`
         }).onConflict(oc => oc.doNothing()).returning('key').executeTakeFirst()
         if (inserted !== undefined) return null
-        return await trx.selectFrom('idempotency_keys').selectAll()
+        const row = await trx.selectFrom('idempotency_keys').selectAll()
           .where('tenant_id', '=', auth.tenantId).where('user_id', '=', auth.userId).where('key', '=', key)
           .executeTakeFirst()
+        // a replay: the caller must still be allowed the request (a refusal rolls back, storing nothing)
+        if (row?.request_hash === hash && row.status_code !== null) await recheckOwn(trx, request, auth)
+        return row
       })
       if (claimed === null) {
         request.idempotencyClaim = { key, hash, mode: 'own', stored: false }
@@ -362,5 +489,167 @@ async function probe (
       throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
     }
     throw err
+  }
+}
+
+/**
+ * A route handler that answers the stored answer when `idempotent()` found its caller still allowed
+ * (AuthorizedReplay, thrown out of the route's rolled-back transaction); every other outcome is the handler's own.
+ */
+function answeringReplays (handler: RouteHandlerMethod): RouteHandlerMethod {
+  return async function (this: FastifyInstance, request, reply) {
+    const claim = request.idempotencyClaim
+    let answer: unknown
+    try {
+      answer = await handler.call(this, request, reply)
+    } catch (err) {
+      if (err instanceof AuthorizedReplay) return await replay(reply, err.answer)
+      throw err
+    }
+    // a repeat always ends in `idempotent()` (answered or refused): this route wrote without it
+    if (claim?.replay !== undefined) {
+      throw new Error(`POST ${request.routeOptions.url ?? ''} answered a repeat without idempotent()`)
+    }
+    return answer
+  }
+}
+
+type Params = Record<string, unknown>
+
+/** What a replay of a route claiming in a transaction of its own re-checks; a refusal throws 403 or 404. */
+type ReplayCheck = (trx: Tx, auth: AuthContext, params: Params) => Promise<void>
+
+/**
+ * POSTs whose policy grants on a resource their path does not name (the body names it, or the request creates
+ * it): their replay re-checks the tenant permission, and here is why that is enough. A new route of that kind is
+ * refused at registration until it is listed here.
+ */
+const NAMED_BY_BODY: Readonly<Record<string, string>> = {
+  '/api/v1/events/with-series': 'it creates the event and its series, whose creator the caller is, for good',
+  '/api/v1/contacts/upsert': 'the body names the contacts: the answer holds the rows the caller wrote, as written then',
+  '/api/v1/contacts/import': 'the body names the contacts: the answer holds the rows the caller wrote, as written then'
+}
+
+/**
+ * Rows whose routes ask for the event permission of their sub-resource rather than the one the row names
+ * (link:write: milestones, documents, attachments and links each have theirs): a replay accepts any of them, so
+ * it never refuses what the route allows.
+ */
+const EVENT_PERMISSIONS_OF: Readonly<Record<string, readonly EventPermission[]>> = {
+  'link:write': ['links:manage', 'milestones:manage', 'documents:manage', 'attachments:manage']
+}
+
+type ResourceGrant = Exclude<Grant, { on: 'none' | 'invite' }>
+
+/** The path parameter naming the resource a grant is on (the event of `/events/{id}/…`), if the path has it. */
+function resourceParam (url: string, on: ResourceGrant['on']): string | undefined {
+  switch (on) {
+    case 'event':
+    case 'series':
+      return /^\/api\/v1\/events\/:event_id\//.test(url)
+        ? 'event_id'
+        : /^\/api\/v1\/events\/:id(\/|$)/.test(url) ? 'id' : undefined
+    case 'space': return /^\/api\/v1\/spaces\/:id(\/|$)/.test(url) ? 'id' : undefined
+    case 'contact': return /^\/api\/v1\/contacts\/:id(\/|$)/.test(url) ? 'id' : undefined
+    case 'rule': return /\/:rule_id(\/|$)/.test(url) ? 'rule_id' : undefined
+  }
+}
+
+/**
+ * The grant of a policy row, checked on the resource of the path as the module's resolvers check it: 404 when
+ * the caller no longer sees it, 403 when they see it without the grant. Read only: nothing is locked.
+ */
+function grantCheck (policy: string, grant: ResourceGrant, url: string, param: string): ReplayCheck {
+  switch (grant.on) {
+    case 'event': {
+      const any = grant.permission === 'see' ? [] : EVENT_PERMISSIONS_OF[policy] ?? [grant.permission]
+      return async (trx, auth, params) => {
+        const event = await findEventForRead(trx, auth, Number(params[param]), { includeDraftClones: true })
+        for (const p of any) if (await hasEventPermission(trx, auth, event, p)) return
+        if (any.length > 0) throw error403Forbidden(`missing event permission ${any.join(' or ')}`)
+      }
+    }
+    case 'series': {
+      const permission = grant.permission
+      return async (trx, auth, params) => {
+        const row = await findEventForRead(trx, auth, Number(params[param]), { includeDraftClones: true })
+        const occurrence = row.published_id === null ? row : await findEventForRead(trx, auth, row.published_id)
+        const series = await seriesOfRow(trx, auth.tenantId, occurrence, false)
+        if (!(await hasEventPermission(trx, auth, row, permission)) ||
+          !(await hasSeriesPermission(trx, auth, series, permission))) {
+          throw error403Forbidden(`missing series permission ${permission}`)
+        }
+      }
+    }
+    case 'space': {
+      const permission = grant.permission
+      return async (trx, auth, params) => {
+        const space = await findVisibleSpace(trx, auth, Number(params[param]))
+        if (space === undefined) throw error404NotFound('space not found')
+        if (permission !== 'see' && !(await canManageSpace(trx, auth, space, permission))) {
+          throw error403Forbidden(`missing space permission ${permission}`)
+        }
+      }
+    }
+    case 'contact': {
+      const who = grant.who
+      return async (trx, auth, params) => {
+        const contact = await findVisibleContact(trx, auth, String(params[param]))
+        if (contact === undefined) throw error404NotFound('contact not found')
+        if (who === 'owner' && !ownsContact(contact, auth)) {
+          throw error403Forbidden('only the owner or an admin may change this contact')
+        }
+      }
+    }
+    case 'rule': {
+      // the resolvers of the rule routes: an event's automation, or a rule the caller may see (and run)
+      const ofEvent = /^\/api\/v1\/events\/:id\//.test(url)
+      const permission = grant.permission
+      return async (trx, auth, params) => {
+        const ruleId = String(params[param])
+        if (ofEvent) await eventRuleForRun(trx, auth, Number(params.id), ruleId)
+        else if (permission === 'manage') await findRuleForRun(trx, auth, ruleId)
+        else await findRuleForRead(trx, auth, ruleId)
+      }
+    }
+  }
+}
+
+/**
+ * The re-check of a replay of a POST claiming in a transaction of its own, from its policy hook (`requirePolicy`):
+ * the row's tenant permission, then its grant on the resource the path names. Throws (refusing the route) when
+ * the route declares no policy, or when its grant is on a resource its path does not name and NAMED_BY_BODY
+ * does not say why the tenant permission is enough.
+ */
+function ownReplayCheck (route: RouteOptions): ReplayCheck {
+  const url = route.url
+  const policy = declaredPolicy(route.onRequest)
+  if (policy === undefined) {
+    // no caller, so no key is ever claimed (the identity provider's webhook)
+    if (routeAuthMode(url, route.config?.auth) === 'none') return async () => {}
+    throw new Error(
+      `POST ${url} declares no policy (requirePolicy): an Idempotency-Key replay could not re-check its caller`
+    )
+  }
+  const [kind = '', action = ''] = policy.split(':')
+  const row = policyOf(kind as ResourceKind, action as never)
+  const tenant: ReplayCheck = async (_trx, auth) => {
+    if (!auth.permissions.has(row.tenant)) throw error403Forbidden(`missing permission ${row.tenant}`)
+  }
+  const grant = row.grant
+  if (grant.on === 'none' || grant.on === 'invite') return tenant
+  const param = resourceParam(url, grant.on)
+  if (param === undefined) {
+    if (NAMED_BY_BODY[url] !== undefined) return tenant
+    throw new Error(
+      `POST ${url} (${policy}): its path names no ${grant.on} whose grant an Idempotency-Key replay could re-check; ` +
+      'name it in the path, claim the key in the transaction, or say in NAMED_BY_BODY (idempotency.ts) why the ' +
+      'tenant permission is enough'
+    )
+  }
+  const resource = grantCheck(policy, grant, url, param)
+  return async (trx, auth, params) => {
+    await tenant(trx, auth, params)
+    await resource(trx, auth, params)
   }
 }
