@@ -2902,7 +2902,7 @@ export interface components {
             id: number;
             /** @description email, push or sms */
             channel: string;
-            /** @description The address (email), the user id (push, sms), or `user:<id>` / `contact:<id>` when no address was known */
+            /** @description The address (email), the user id (push, sms), or `user:<id>` / `contact:<id>` when no address was known; `withheld` for the address of a contact the caller may not read (docs/security.md) */
             recipient: string;
             subject: string;
             kind: string | null;

@@ -42,6 +42,7 @@ import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } fro
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
+import { mayLearnOf } from '../policy/disclosure.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
 
@@ -169,8 +170,9 @@ async function dispatchTenant (
     const types = triggerTypesOf(row.topic, payload)
     const rules = await repo.enabledRulesOfTypes(trx, tenantId, types)
     for (const rule of rules.filter(r => scopeMatches(r, payload))) {
-      // a rule acts as its creator: what they may not see does not trigger it (nor enter its history)
-      if (!(await visibleToCreator(trx, rule, { ...payload, topic: row.topic }, seen))) continue
+      // a rule acts as its creator: what they may not be told of (the outbound rule, policy/disclosure.ts) does not
+      // trigger it, nor enter its history
+      if (!(await mayLearnOf(trx, subjectOf(rule, null), row.topic, payload, seen))) continue
       const tooDeep = row.depth >= MAX_DEPTH
       const created = await enqueueExecution(trx, engine, tenantId, rule, {
         triggerKey: `outbox:${row.id}`,
@@ -588,27 +590,6 @@ function withheldPayload (payload: Json): Json {
 }
 
 /**
- * Whether a domain event may trigger a rule: not when it names an event or contact the rule's
- * creator may not see (the execution would record its payload in the creator's history). Answers
- * are cached per (rule, event or contact) for one dispatch.
- */
-async function visibleToCreator (trx: Tx, rule: RuleRow, payload: Json, cache: Map<string, boolean>): Promise<boolean> {
-  const eventId = eventIdOf(payload.event_id)
-  const contact =
-    typeof payload.topic === 'string' && payload.topic.startsWith('contact.') ? payload.contact_id : undefined
-  if (eventId === undefined && contact === undefined) return true
-  const key = `${rule.tenant_id}\u0000${rule.id}\u0000${eventId ?? ''}\u0000${String(contact)}`
-  const cached = cache.get(key)
-  if (cached !== undefined) return cached
-  const subject = subjectOf(rule, null)
-  const visible =
-    (eventId === undefined || (await eventSeenBy(trx, subject, eventId)) !== null) &&
-    (await hiddenContact(trx, subject, payload)) === undefined
-  cache.set(key, visible)
-  return visible
-}
-
-/**
  * Why an event is not a target of the rule's actions, or undefined: EVENT rules act on their event, SPACE rules on
  * events of their space.
  */
@@ -788,7 +769,12 @@ export async function runExecution (
       // the trigger's event and contact: never looked at (conditions, templates, webhooks) unless the creator may see
       // them
       const event = eventId === undefined ? undefined : await eventSeenBy(trx, subject, eventId)
-      const hidden = event === null ? `event ${eventId}` : await hiddenContact(trx, subject, payload)
+      // a domain event is told of to the creator as they are now (they may have lost sight of it since the dispatch)
+      const untold = typeof payload.topic === 'string' && payload.manual !== true &&
+        !(await mayLearnOf(trx, subject, payload.topic, payload))
+      const hidden = event === null
+        ? `event ${eventId}`
+        : untold ? `what the ${payload.topic} names` : await hiddenContact(trx, subject, payload)
       if (hidden !== undefined || event === null) {
         // the stored payload is cut down too: the history shows no more of it than the creator may see
         await executions.replaceTriggerPayload(trx, tenantId, executionId, withheldPayload(payload))

@@ -31,6 +31,14 @@ export function visibleTo (eb: Eb, auth: AuthContext): Expression<SqlBool> {
   return eb.and([eb('tenant_id', '=', auth.tenantId), eb.or([eb('owner_id', '=', auth.userId), shared])])
 }
 
+/**
+ * `visibleTo` over a contact's owner and organization as a row holds them (a contact gone, as its last logged change
+ * kept them): the same rule, for what no longer is a row of `contacts`.
+ */
+export const visibleAsRow = (row: { owner_id: string | null, org_id: string | null }, auth: AuthContext): boolean =>
+  row.owner_id === auth.userId ||
+  (row.org_id !== null && (auth.permissions.has('tenant:admin') || row.org_id === auth.orgId))
+
 /** Whether a visible contact may be changed by the caller: its owner, or an admin. */
 export const canManage = (row: Pick<ContactRow, 'owner_id'>, auth: AuthContext): boolean =>
   row.owner_id === auth.userId || auth.permissions.has('tenant:admin')

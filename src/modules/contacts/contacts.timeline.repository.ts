@@ -45,13 +45,15 @@ interface TimelineRow {
   rule_id: string | null
   rule_name: string | null
   trigger_type: string | null
+  /** automation: the run's trigger payload, for the outbound rule (never shown) */
+  trigger: Record<string, unknown> | null
 }
 
 /** The columns every branch selects, in this order; a branch names those it has and leaves the others null. */
 const COLUMNS = [
   ['id', 'text'], ['kind', 'text'], ['at', 'timestamptz'], ['status', 'text'], ['event_id', 'bigint'],
   ['event_title', 'text'], ['event_start', 'timestamptz'], ['series_id', 'bigint'], ['series_title', 'text'],
-  ['role', 'text'], ['rule_id', 'uuid'], ['rule_name', 'text'], ['trigger_type', 'text']
+  ['role', 'text'], ['rule_id', 'uuid'], ['rule_name', 'text'], ['trigger_type', 'text'], ['trigger', 'jsonb']
 ] as const
 type Column = typeof COLUMNS[number][0]
 
@@ -130,7 +132,7 @@ function rowsOf (
       where tenant_id = ${t} and user_id = ${linkedUserId ?? ''} and status <> 'pending'
         and ${on(wanted('manager') && linkedUserId !== null)}),
     run as materialized (
-      select x.id, x.status, x.created_at, x.trigger_type, r.id as rule_id, r.name as rule_name,
+      select x.id, x.status, x.created_at, x.trigger_type, x.trigger_payload, r.id as rule_id, r.name as rule_name,
         ${eventIdIn(sql`x.trigger_payload ->> 'event_id'`)} as event_id,
         x.trigger_payload ->> 'event_id' is not null as names_event,
         case when r.scope = 'EVENT' and r.scope_id is not null then ${eventIdIn(sql`r.scope_id`)} end as rule_event,
@@ -181,7 +183,8 @@ const ITEMS = sql.join([
     ...eventColumns,
     rule_id: sql`run.rule_id`,
     rule_name: sql`run.rule_name`,
-    trigger_type: sql`run.trigger_type`
+    trigger_type: sql`run.trigger_type`,
+    trigger: sql`run.trigger_payload`
   })} from run left join ev on ev.id = run.event_id
     where (not run.names_event or ev.id is not null)
       and (not run.event_rule or run.rule_event in (select id from ev))`
@@ -217,7 +220,8 @@ export async function listTimeline (
     select * from (${ITEMS}) as items
     where ${after} order by at desc, kind desc, id desc limit ${window.limit}`.execute(trx)
   const page = pageOf(rows, window, r => [r.at, r.kind, r.id])
-  return { items: page.items.map(toItem), next_cursor: page.next_cursor }
+  // an automation run comes with the trigger it ran on, for the outbound rule (contacts.timeline.routes.ts)
+  return { items: page.items.map(r => ({ item: toItem(r), trigger: r.trigger })), next_cursor: page.next_cursor }
 }
 
 /** A row as the answer shows it: only the fields its kind has. */

@@ -6,6 +6,7 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
+import { mayLearnOf } from '../policy/disclosure.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { findVisible } from './contacts.repository.ts'
 import { ContactParams } from './contacts.schemas.ts'
@@ -26,9 +27,19 @@ export async function timelineRoutes (app: App, { db }: Pick<AppContext, 'db'>):
       // 404 for a contact the caller cannot see, as GET /contacts/{id}, before anything of it is read
       const contact = await findVisible(trx, request.auth, request.params.id)
       if (contact === undefined) throw error404NotFound('contact not found')
-      return await listTimeline(trx, request.auth, { id: contact.id, linkedUserId: contact.linked_user_id }, {
+      const page = await listTimeline(trx, request.auth, { id: contact.id, linkedUserId: contact.linked_user_id }, {
         kind, limit, cursor
       })
+      // a run is shown only where the caller may be told of what triggered it (the outbound rule: an attendee topic
+      // needs attendees:read on its event, as the attendance items do); a page may then hold fewer items
+      const told = new Map<string, boolean>()
+      const items = []
+      for (const { item, trigger } of page.items) {
+        const topic = trigger?.topic
+        if (typeof topic === 'string' && !(await mayLearnOf(trx, request.auth, topic, trigger ?? {}, told))) continue
+        items.push(item)
+      }
+      return { items, next_cursor: page.next_cursor }
     })
   })
 }

@@ -15,11 +15,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { withSystem, withTenant } from '../../platform/db/tenant.ts'
+import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
+import { latestClaims } from '../identity/identity.repository.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import { findPublicSpace } from '../spaces/spaces.public.repository.ts'
@@ -55,13 +56,21 @@ const FEED_RESPONSES = {
   304: NoContent
 }
 
-/** Who a feed token reads as: its user with read permissions only (never a tenant admin's reach). */
-function readerOf (token: { tenant_id: string, user_id: string, org_id: string | null }): AuthContext {
+/**
+ * Who a feed token reads as: its user with read permissions only (never a tenant admin's reach), in the organization
+ * their token last carried (`user_claims`, recorded by the user gate: the user as they are now), else the one of when
+ * the feed token was made.
+ */
+async function readerOf (
+  trx: Tx,
+  token: { tenant_id: string, user_id: string, org_id: string | null }
+): Promise<AuthContext> {
+  const claims = await latestClaims(trx, token.tenant_id, token.user_id)
   return {
     userId: token.user_id,
     tenantId: token.tenant_id,
     email: null,
-    orgId: token.org_id,
+    orgId: claims === undefined ? token.org_id : claims.org_id,
     roles: ['viewer'],
     effectiveRole: 'viewer',
     permissions: new Set(permissionsOf(['viewer'])),
@@ -149,8 +158,9 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
-    const auth = readerOf(found)
-    const feed = await withTenant(db, auth, async trx => {
+    const scope = { tenantId: found.tenant_id, userId: found.user_id }
+    const feed = await withTenant(db, scope, async trx => {
+      const auth = await readerOf(trx, found)
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
       const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
@@ -159,7 +169,7 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       return { name, host, appUrl: config.appUrl, events }
     })
     if (feed === undefined) throw notFound()
-    return await sendFeed(request, reply, rendered, `${auth.tenantId}:token:${found.id}`, feed)
+    return await sendFeed(request, reply, rendered, `${found.tenant_id}:token:${found.id}`, feed)
   })
 
   app.get('/api/v1/me/calendar.ics', {
@@ -175,8 +185,9 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
   }, async (request, reply) => {
     const found = await liveToken(request.query.token)
     if (found.scope !== 'personal') throw notFound()
-    const auth = readerOf(found)
-    const feed = await withTenant(db, auth, async trx => {
+    const scope = { tenantId: found.tenant_id, userId: found.user_id }
+    const feed = await withTenant(db, scope, async trx => {
+      const auth = await readerOf(trx, found)
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       const who = await repo.userName(trx, auth.tenantId, auth.userId)
       const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
@@ -184,7 +195,7 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       return { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl, events }
     })
     if (feed === undefined) throw notFound()
-    return await sendFeed(request, reply, rendered, `${auth.tenantId}:token:${found.id}`, feed)
+    return await sendFeed(request, reply, rendered, `${found.tenant_id}:token:${found.id}`, feed)
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {

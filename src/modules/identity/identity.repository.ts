@@ -39,6 +39,31 @@ export async function userState (trx: Tx, tenantId: string, userId: string): Pro
 }
 
 /**
+ * Records the organization and roles a user's token carries, when they differ from the ones recorded (one upsert;
+ * nothing written when equal).
+ */
+export async function recordClaims (
+  trx: Tx,
+  c: { tenantId: string, userId: string, orgId: string | null, roles: readonly string[] }
+): Promise<void> {
+  await trx.insertInto('user_claims')
+    .values({ tenant_id: c.tenantId, user_id: c.userId, org_id: c.orgId, roles: sql`${[...c.roles]}::text[]` as never })
+    .onConflict(oc => oc.columns(['tenant_id', 'user_id']).doUpdateSet(eb => ({
+      org_id: eb.ref('excluded.org_id'),
+      roles: eb.ref('excluded.roles'),
+      seen_at: eb.ref('excluded.seen_at')
+    })).where(sql<boolean>`(user_claims.org_id, user_claims.roles) is distinct from (excluded.org_id, excluded.roles)`))
+    .execute()
+}
+
+/** The organization and roles a user's token last carried, if any was seen. */
+export async function latestClaims (trx: Tx, tenantId: string, userId: string) {
+  return await trx.selectFrom('user_claims').select(['org_id', 'roles'])
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId)
+    .executeTakeFirst()
+}
+
+/**
  * Serializes every change of one user (webhook deliveries, resync) until the transaction ends,
  * including the first one, when there is no row to lock yet.
  */

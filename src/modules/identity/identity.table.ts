@@ -34,7 +34,17 @@ export interface IdpDeliveriesTable {
   received_at: Timestamp
 }
 
+/** The organization and roles a user's token last carried (migration 0033; recorded by the user gate). */
+export interface UserClaimsTable {
+  tenant_id: string
+  user_id: string
+  org_id: string | null
+  roles: string[]
+  seen_at: Generated<Date>
+}
+
 export interface IdentityTables {
   users: UsersTable
   idp_deliveries: IdpDeliveriesTable
+  user_claims: UserClaimsTable
 }

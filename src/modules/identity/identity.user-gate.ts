@@ -4,14 +4,15 @@
  * (dev tokens, users from before the webhook existed).
  *
  * Each (tenant, user) answer is cached for CACHE_TTL_MS, so a busy user costs one small query every
- * few seconds. A lifecycle change applied by this process invalidates its entry at once; another
- * instance sees the change within CACHE_TTL_MS.
+ * few seconds. The gate also records the organization and roles an active user's token carries (`user_claims`,
+ * written only when they change): feeds read as the user is now (docs/security.md). A lifecycle change applied by
+ * this process invalidates its entry at once; another instance sees the change within CACHE_TTL_MS.
  */
 import type { Kysely } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { userState } from './identity.repository.ts'
+import { recordClaims, userState } from './identity.repository.ts'
 
 export const CACHE_TTL_MS = 5_000
 const CACHE_MAX = 10_000
@@ -27,6 +28,8 @@ const keyOf = (tenantId: string, userId: string): string => `${tenantId}\u0000${
 
 export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_MS): UserGateCache {
   const cache = new Map<string, { allowed: boolean, until: number }>()
+  // the claims this process recorded per user (written again only when a token carries others)
+  const seen = new Map<string, string>()
   // A lookup that started before an invalidation must not store its (older) answer afterwards.
   let generation = 0
 
@@ -35,12 +38,27 @@ export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_
       const key = keyOf(auth.tenantId, auth.userId)
       const now = Date.now()
       const hit = cache.get(key)
-      if (hit !== undefined && hit.until > now) return hit.allowed
+      const claims = `${auth.orgId ?? ''}\u0000${[...auth.roles].sort().join(',')}`
+      // a token with other claims than the ones recorded (a move to another organization) is looked at again now
+      if (hit !== undefined && hit.until > now && (!hit.allowed || seen.get(key) === claims)) return hit.allowed
       const started = generation
-      const state = await withTenant(db, { tenantId: auth.tenantId, userId: auth.userId }, trx =>
-        userState(trx, auth.tenantId, auth.userId)
-      )
+      const state = await withTenant(db, { tenantId: auth.tenantId, userId: auth.userId }, async trx => {
+        const found = await userState(trx, auth.tenantId, auth.userId)
+        // the organization and roles this token carries, for what reads as the user without a request (feeds)
+        if (seen.get(key) !== claims && (found === undefined || found === 'active')) {
+          const c = { tenantId: auth.tenantId, userId: auth.userId, orgId: auth.orgId, roles: auth.roles }
+          await recordClaims(trx, c)
+        }
+        return found
+      })
       const allowed = state === undefined || state === 'active'
+      if (allowed) {
+        if (seen.size >= CACHE_MAX && !seen.has(key)) {
+          const oldest = seen.keys().next().value
+          if (oldest !== undefined) seen.delete(oldest)
+        }
+        seen.set(key, claims)
+      }
       if (started === generation) {
         if (cache.size >= CACHE_MAX && !cache.has(key)) {
           const oldest = cache.keys().next().value

@@ -26,6 +26,6 @@ export const notificationsModule = defineModule(async (app, { db }) => {
     ) {
       throw invalidField('query.created_before', 'expected created_before >= created_after', q.created_before)
     }
-    return await answerPage(db, request, trx => listNotifications(trx, request.auth.tenantId, q))
+    return await answerPage(db, request, trx => listNotifications(trx, request.auth, q))
   })
 })

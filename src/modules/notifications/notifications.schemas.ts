@@ -10,7 +10,8 @@ export const Notification = model('Notification', {
   channel: Type.String({ description: 'email, push or sms' }),
   recipient: Type.String({
     description:
-      'The address (email), the user id (push, sms), or `user:<id>` / `contact:<id>` when no address was known'
+      'The address (email), the user id (push, sms), or `user:<id>` / `contact:<id>` when no address was known; ' +
+      '`withheld` for the address of a contact the caller may not read (docs/security.md)'
   }),
   subject: Type.String(),
   kind: Nullable(

@@ -252,10 +252,11 @@ export const figuresKey = (f: EventFigures): KeyValue[] =>
  */
 export async function eventFigures (
   trx: Tx,
-  tenantId: string,
+  auth: AuthContext,
   spaceId: number,
   chunk?: { after: KeyValue[] | undefined, limit: number }
 ): Promise<EventFigures[]> {
+  const tenantId = auth.tenantId
   // Attendees of an occurrence: its own rows, plus the rows of its series (event_id null, "attends
   // every occurrence") for contacts without a row of their own for that occurrence.
   const counts = (await hasAttendees(trx))
@@ -287,6 +288,9 @@ export async function eventFigures (
       join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
       where es.tenant_id = ${tenantId} and es.space_id = ${spaceId}
         and not e.is_deleted and e.published_id is null and e.status <> 'draft'
+        -- only the events the caller sees, by the events' own rule (the outbound rule: docs/security.md)
+        and exists (select from events where events.tenant_id = ${tenantId} and events.id = e.id
+          and ${eventVisibilityFilter(auth)})
         ${window}
     ), counts as (${counts})
     select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at,

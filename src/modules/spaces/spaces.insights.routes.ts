@@ -64,7 +64,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     return await withTenant(db, auth, async trx => {
       const space = await analyticsSpace(trx, auth, request.params.id)
       const [events, growth, members] = [
-        await insights.eventFigures(trx, auth.tenantId, space.id),
+        await insights.eventFigures(trx, auth, space.id),
         await insights.memberGrowth(trx, auth.tenantId, space.id),
         await insights.activeMemberCount(trx, auth.tenantId, space.id)
       ]
@@ -92,7 +92,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
       `space-${space.id}-analytics.csv`,
       ANALYTICS_CSV_COLUMNS,
       async (after: KeyValue[] | undefined) => await withTenant(db, auth, trx =>
-        insights.eventFigures(trx, auth.tenantId, space.id, { after, limit: CSV_CHUNK_ROWS })
+        insights.eventFigures(trx, auth, space.id, { after, limit: CSV_CHUNK_ROWS })
       ),
       insights.figuresKey
     )

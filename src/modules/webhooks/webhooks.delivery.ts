@@ -16,6 +16,8 @@ import { withSystem, type Tx } from '../../platform/db/tenant.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
 import { postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../automation/automation.webhook.ts'
+import { subjectOf } from '../automation/automation.run-as.ts'
+import { mayLearnOf } from '../policy/disclosure.ts'
 import * as repo from './webhooks.repository.ts'
 
 /** Seconds to wait after the 1st, 2nd… failed attempt: about 17 hours in all. */
@@ -83,11 +85,20 @@ async function dispatchTenant (trx: Tx, tenantId: string, limit: number): Promis
   const result: DispatchResult = { events: rows.length, deliveries: 0 }
   if (rows.length > 0) {
     const subs = await repo.enabledSubscriptions(trx, tenantId)
+    const told = new Map<string, boolean>()
     for (const row of rows) {
       const createdAt = new Date(row.created_at)
       for (const sub of subs) {
         // a subscription takes the events from its creation on
         if (!takes(sub.event_types, row.topic) || new Date(sub.created_at) > createdAt) continue
+        // and only what its creator may be told of, as they are now (the outbound rule, policy/disclosure.ts)
+        const reader = subjectOf({
+          tenant_id: tenantId,
+          creator_id: sub.created_by,
+          creator_roles: sub.created_by_roles,
+          org_id: sub.created_by_org
+        }, null)
+        if (!(await mayLearnOf(trx, reader, row.topic, row.payload as Record<string, unknown>, told))) continue
         const created = await repo.insertDelivery(trx, {
           tenantId,
           subscriptionId: sub.id,

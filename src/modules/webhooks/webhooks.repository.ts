@@ -33,11 +33,18 @@ export interface NewSubscription {
   secret: string
   created_by: string
   created_by_email: string | null
+  created_by_roles: string[]
+  created_by_org: string | null
 }
 
 export async function insertSubscription (trx: Tx, tenantId: string, s: NewSubscription): Promise<SubscriptionView> {
   return await t(trx).insertInto('webhook_subscriptions')
-    .values({ tenant_id: tenantId, ...s, event_types: sql`${s.event_types}::text[]` as never })
+    .values({
+      tenant_id: tenantId,
+      ...s,
+      event_types: sql`${s.event_types}::text[]` as never,
+      created_by_roles: sql`${s.created_by_roles}::text[]` as never
+    })
     .returning(SUBSCRIPTION_COLUMNS)
     .executeTakeFirstOrThrow()
 }
@@ -222,7 +229,8 @@ export async function unseenOutboxRows (trx: Tx, tenantId: string, floor: number
 }
 
 export async function enabledSubscriptions (trx: Tx, tenantId: string) {
-  return await t(trx).selectFrom('webhook_subscriptions').select(['id', 'event_types', 'created_at'])
+  return await t(trx).selectFrom('webhook_subscriptions')
+    .select(['id', 'event_types', 'created_at', 'created_by', 'created_by_roles', 'created_by_org'])
     .where('tenant_id', '=', tenantId).where('enabled', '=', true)
     .execute()
 }

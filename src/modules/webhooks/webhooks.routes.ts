@@ -11,6 +11,7 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
 import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
+import { writerOf } from '../automation/automation.run-as.ts'
 import { allowListOf } from '../automation/automation.webhook.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import {
@@ -82,7 +83,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
       enabled: b.enabled ?? true,
       secret,
       created_by: auth.userId,
-      created_by_email: auth.email
+      created_by_email: auth.email,
+      // whom the subscription reads as (the outbound rule): the creator's roles and organization of now
+      created_by_roles: writerOf(auth).roles,
+      created_by_org: auth.orgId
     }))
     return await reply.code(201).header('location', `/api/v1/webhooks/${row.id}`).send({ ...row, secret })
   })

@@ -17,6 +17,9 @@ export type WebhookSubscriptionsTable = {
   previous_secret_expires_at: Date | null
   created_by: string
   created_by_email: string | null
+  /** the roles and organization the creator's token carried (migration 0033): whom the subscription reads as */
+  created_by_roles: Generated<string[]>
+  created_by_org: string | null
   consecutive_failures: Generated<number>
   failing_since: Date | null
   disabled_reason: string | null
