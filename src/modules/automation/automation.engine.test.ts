@@ -551,10 +551,12 @@ for (const kind of databases()) {
     async function twoTenants (engine: Engine) {
       const a = newTenant(t)
       const b = newTenant(t)
-      const alice = await a.user('alice')
-      const bob = await b.user('bob')
-      const ra = await rule(t, alice, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
-      const rb = await rule(t, bob, { schedule: { event_type: 'contact.created' }, actions: [{ type: 'activity' }] })
+      // tenant admins with rules on user.changed: they are told of every user (the outbound rule), so the rows
+      // below need no user, and these tests see the dispatch alone
+      const alice = await a.user('alice', ['admin'])
+      const bob = await b.user('bob', ['admin'])
+      const ra = await rule(t, alice, { schedule: { event_type: 'user.changed' }, actions: [{ type: 'activity' }] })
+      const rb = await rule(t, bob, { schedule: { event_type: 'user.changed' }, actions: [{ type: 'activity' }] })
       for (let round = 0; round < 50 && (await dispatchOutbox(engine)).events > 0; round++);
       return {
         a: { id: a.id, token: alice, rule: ra.id as string },
@@ -562,17 +564,17 @@ for (const kind of databases()) {
       }
     }
 
-    /** `n` contact.created domain events of a tenant (one emit each). */
-    async function emitContacts (tenantId: string, n: number, prefix = 'c'): Promise<void> {
+    /** `n` user.changed domain events of a tenant (one emit each). */
+    async function emitUsers (tenantId: string, n: number, prefix = 'c'): Promise<void> {
       await withTenant(t.ctx.db, { tenantId }, async (trx) => {
         for (let i = 0; i < n; i++) {
           await emit(trx, {
             tenantId,
-            topic: 'contact.created',
-            aggregateType: 'contact',
+            topic: 'user.changed',
+            aggregateType: 'user',
             aggregateId: `${prefix}${i}`,
             actorId: 'someone',
-            payload: { contact_id: `${prefix}${i}` }
+            payload: { user_id: `${prefix}${i}` }
           })
         }
       })
@@ -596,26 +598,26 @@ for (const kind of databases()) {
     void it('dispatches per tenant: one call shares its limit among the tenants with pending rows, each in id order', async () => {
       const engine = engineAt(t, clock)
       const { a, b } = await twoTenants(engine)
-      await emitContacts(a.id, 6)
-      await emitContacts(b.id, 2)
+      await emitUsers(a.id, 6)
+      await emitUsers(b.id, 2)
       // a limit of 4: a (the oldest pending row) gets 2, b its 2; b's turn is not taken by a's backlog
       assert.deepEqual(await dispatchOutbox(engine, 4), { events: 4, executions: 4, skipped: 0 })
       const firstA = await executions(t, a.token, a.rule)
-      assert.deepEqual(firstA.map(e => e.trigger.contact_id).sort(), ['c0', 'c1'])
+      assert.deepEqual(firstA.map(e => e.trigger.user_id).sort(), ['c0', 'c1'])
       assert.equal((await executions(t, b.token, b.rule)).length, 2)
       // the rest of a's backlog, in id order; then nothing is left
       assert.deepEqual(await dispatchOutbox(engine, 4), { events: 4, executions: 4, skipped: 0 })
       assert.deepEqual(await dispatchOutbox(engine, 4), { events: 0, executions: 0, skipped: 0 })
       const all = await executions(t, a.token, a.rule)
       const byOutboxId = all
-        .map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.contact_id] as const)
+        .map(e => [Number(String(e.trigger_key).replace('outbox:', '')), e.trigger.user_id] as const)
         .sort((x, y) => x[0] - y[0])
       assert.deepEqual(
-        byOutboxId.map(([, contact]) => contact),
+        byOutboxId.map(([, user]) => user),
         ['c0', 'c1', 'c2', 'c3', 'c4', 'c5']
       )
       // a limit above the pending rows: one tenant alone gets the whole limit
-      await emitContacts(b.id, 5, 'd')
+      await emitUsers(b.id, 5, 'd')
       assert.deepEqual(await dispatchOutbox(engine, 100), { events: 5, executions: 5, skipped: 0 })
       assert.equal((await unprocessed(a.id)) + (await unprocessed(b.id)), 0)
     })
@@ -623,8 +625,8 @@ for (const kind of databases()) {
     void it('two dispatches at once process every row once: each execution is created once', async () => {
       const engine = engineAt(t, clock)
       const { a, b } = await twoTenants(engine)
-      await emitContacts(a.id, 40)
-      await emitContacts(b.id, 40)
+      await emitUsers(a.id, 40)
+      await emitUsers(b.id, 40)
       const results: DispatchResult[] = []
       for (let round = 0; round < 20; round++) {
         const pair = await Promise.all([dispatchOutbox(engine, 15), dispatchOutbox(engine, 15)])
@@ -645,8 +647,8 @@ for (const kind of databases()) {
     void it('a tenant whose dispatch fails holds up no other: the others are dispatched, then the failure is thrown', async () => {
       const engine = engineAt(t, clock)
       const { a, b } = await twoTenants(engine)
-      await emitContacts(a.id, 3)
-      await emitContacts(b.id, 3)
+      await emitUsers(a.id, 3)
+      await emitUsers(b.id, 3)
       const failing: Engine = {
         ...engine,
         queue: {
