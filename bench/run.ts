@@ -127,7 +127,9 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
  * this manifest (built once after the seed and kept beside it: a scenario that needs a new field of it needs a reseed).
  */
 function seedStamp (scale: number): string {
-  const migrations = fs.readdirSync(path.join(ROOT, 'migrations')).sort()
+  // every file, the Citus variants under migrations/citus included
+  const migrations = (fs.readdirSync(path.join(ROOT, 'migrations'), { recursive: true }) as string[])
+    .filter(m => m.endsWith('.sql')).sort()
   const hash = crypto.createHash('sha256')
   for (const m of migrations) hash.update(m).update(fs.readFileSync(path.join(ROOT, 'migrations', m)))
   hash.update(fs.readFileSync(path.join(ROOT, 'bench', 'seed.ts')))

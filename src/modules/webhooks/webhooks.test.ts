@@ -69,7 +69,9 @@ for (const kind of databases()) {
     async function setup (path: string, eventTypes: string[] = ['contact.created']) {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
-      const member = await tenant.user('mia')
+      // a member of an organization: her contacts are the organization's, which an admin's subscription is told
+      // of (a personal contact of hers would not be: docs/security.md, "What leaves the service")
+      const member = await tenant.user('mia', ['member'], { orgId: 'org-a' })
       const res = await t.as(admin, {
         method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url(path), event_types: eventTypes }
       })
@@ -136,7 +138,7 @@ for (const kind of databases()) {
     void it('delivers a new subscription\'s first event in the first round, however much history the tenant has', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
-      const member = await tenant.user('mia')
+      const member = await tenant.user('mia', ['member'], { orgId: 'org-a' })
       // two rounds' worth of events from before the subscription (an hour and more before it: settled)
       // multi-row VALUES: an INSERT … SELECT is a COPY into the shards on Citus, which row-level security refuses
       const rows = Array.from({ length: 450 }, () => sql`(${tenant.id}, 'contact.created', 'contact',
