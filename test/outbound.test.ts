@@ -15,6 +15,7 @@ import { insertRow } from './helpers/rows.ts'
 import { createEvent, publishEvent } from '../src/modules/events/events.fixtures.ts'
 import { createSpace, publish } from '../src/modules/spaces/spaces.fixtures.ts'
 import { drain, executions, rule } from '../src/modules/automation/automation.fixtures.ts'
+import { dispatchOutbox } from '../src/modules/automation/automation.engine.ts'
 import { automationEngineOf } from '../src/modules/automation/automation.routes.ts'
 import { allowListOf } from '../src/modules/automation/automation.webhook.ts'
 import { deliverDue, dispatchWebhooks } from '../src/modules/webhooks/webhooks.delivery.ts'
@@ -189,6 +190,35 @@ for (const kind of databases()) {
       await expectStatus(t, moved, 'GET', `/api/v1/events/${event.id as number}`, 404)
       const later = await t.app.inject({ method: 'GET', url })
       assert.ok(!later.body.includes(secret), later.body.slice(0, 400))
+    })
+    void it('a run re-checks: a rule whose creator lost sight of its event between dispatch and run neither runs nor keeps what it was told', async () => {
+      const tenant = newTenant(t)
+      const olga = await tenant.user('olga', ['member'], { orgId: 'org-a' })
+      const mallory = await tenant.user('mallory', ['member'], { orgId: 'org-a' })
+      const r = await rule(t, mallory, {
+        schedule: { event_type: 'event.updated' },
+        actions: [{ type: 'webhook', url: receiverUrl() }]
+      })
+      const event = await createEvent(t, olga, { title: 'Board', visibility: 30 })
+      await publishEvent(t, olga, event.id as number)
+      const engine = automationEngineOf(t.ctx)
+      await drain(engine, { tenantId: tenant.id })
+      const secret = marker()
+      await expectStatus(t, olga, 'PATCH', `/api/v1/events/${event.id as number}`, 200,
+        { title: `Board ${secret}`, description: secret })
+      // dispatched while mallory sees the event: a run is queued with what the domain event said
+      await dispatchOutbox(engine)
+      // then she moves to org-b (her next request carries it) before the run
+      const moved = await tenant.user('mallory', ['member'], { orgId: 'org-b' })
+      await expectStatus(t, moved, 'GET', `/api/v1/events/${event.id as number}`, 404)
+      const sent = received.length
+      await drain(engine, { tenantId: tenant.id })
+      const history = await executions(t, moved, r.id)
+      const run = history.find(x => x.trigger_type === 'event.updated')
+      assert.equal(run?.status, 'skipped', JSON.stringify(history))
+      assert.equal(run?.trigger?.withheld, true, JSON.stringify(run))
+      assert.ok(!JSON.stringify(history).includes(secret), JSON.stringify(history))
+      assert.ok(!received.slice(sent).some(b => b.includes(secret)), 'the webhook action never posted it')
     })
   })
 }

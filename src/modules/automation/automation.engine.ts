@@ -42,7 +42,7 @@ import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } fro
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
-import { mayLearnOf } from '../policy/disclosure.ts'
+import { asTheyAreNow, mayLearnOf } from '../policy/disclosure.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
 
@@ -165,6 +165,7 @@ async function dispatchTenant (
 ): Promise<DispatchResult> {
   const rows = await outbox.claimOutboxRows(trx, tenantId, limit)
   const result: DispatchResult = { events: rows.length, executions: 0, skipped: 0 }
+  const readers = new Map<string, AuthContext>()
   for (const row of rows) {
     const payload = row.payload
     const types = triggerTypesOf(row.topic, payload)
@@ -172,7 +173,8 @@ async function dispatchTenant (
     for (const rule of rules.filter(r => scopeMatches(r, payload))) {
       // a rule acts as its creator: what they may not be told of (the outbound rule, policy/disclosure.ts) does not
       // trigger it, nor enter its history
-      if (!(await mayLearnOf(trx, subjectOf(rule, null), row.topic, payload, seen))) continue
+      const reader = await asTheyAreNow(trx, subjectOf(rule, null), readers)
+      if (!(await mayLearnOf(trx, reader, row.topic, payload, seen))) continue
       const tooDeep = row.depth >= MAX_DEPTH
       const created = await enqueueExecution(trx, engine, tenantId, rule, {
         triggerKey: `outbox:${row.id}`,
@@ -255,7 +257,7 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
       const offset = rule.schedule.offset_minutes ?? 0
       const events = await targets.dueEvents(trx, {
         rule,
-        subject: subjectOf(rule, null),
+        subject: await asTheyAreNow(trx, subjectOf(rule, null)),
         column,
         offsetMinutes: offset,
         graceMinutes: RELATIVE_GRACE_MINUTES,
@@ -760,7 +762,7 @@ export async function runExecution (
         await disableForCreator(trx, rule, reason)
         return await finish('failed', { error: reason })
       }
-      const subject = subjectOf(rule, creator?.email ?? null)
+      const subject = await asTheyAreNow(trx, subjectOf(rule, creator?.email ?? null))
 
       const payload = row.trigger_payload
       const eventId = eventIdOf(

@@ -20,7 +20,7 @@ import { error404NotFound, error409Conflict, fieldError, invalidField } from '..
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
-import { latestClaims } from '../identity/identity.repository.ts'
+import { asTheyAreNow } from '../policy/disclosure.ts'
 import { requirePolicy } from '../policy/policy.ts'
 import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import { findPublicSpace } from '../spaces/spaces.public.repository.ts'
@@ -57,25 +57,23 @@ const FEED_RESPONSES = {
 }
 
 /**
- * Who a feed token reads as: its user with read permissions only (never a tenant admin's reach), in the organization
- * their token last carried (`user_claims`, recorded by the user gate: the user as they are now), else the one of when
- * the feed token was made.
+ * Who a feed token reads as: its user with read permissions only (never a tenant admin's reach), as they are now
+ * (`asTheyAreNow`: the organization their latest token carried), else in the organization of when the token was made.
  */
 async function readerOf (
   trx: Tx,
   token: { tenant_id: string, user_id: string, org_id: string | null }
 ): Promise<AuthContext> {
-  const claims = await latestClaims(trx, token.tenant_id, token.user_id)
-  return {
+  return await asTheyAreNow(trx, {
     userId: token.user_id,
     tenantId: token.tenant_id,
     email: null,
-    orgId: claims === undefined ? token.org_id : claims.org_id,
+    orgId: token.org_id,
     roles: ['viewer'],
     effectiveRole: 'viewer',
     permissions: new Set(permissionsOf(['viewer'])),
     exp: 0
-  }
+  })
 }
 
 function matches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {

@@ -11,12 +11,14 @@
  * @example
  *   if (!(await mayLearnOf(trx, subjectOf(rule, null), row.topic, row.payload, cache))) continue
  */
+import { effectiveRole, permissionsOf, ROLES } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError } from '../../platform/http/errors.ts'
 import { findEventForRead, hasEventPermission, isTenantAdmin } from '../events/events.access.repository.ts'
 import type { EventPermission } from '../events/events.permissions.ts'
 import type { EventRow } from '../events/events.table.ts'
+import { latestClaims } from '../identity/identity.repository.ts'
 import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import { deletedEventCreator, seesContact, seesSeries, spaceCreator } from './disclosure.repository.ts'
 
@@ -128,6 +130,43 @@ export function disclosureMarkdown (): string {
     lines.push(`| \`${topic}\` | ${names} | ${audienceText(a)} |`)
   }
   return lines.join('\n')
+}
+
+/** The rank of a role list: its effective role's place in ROLES (admin 0, member 1, viewer 2, none 3). */
+const rank = (roles: readonly string[]): number => {
+  const role = effectiveRole(roles)
+  return role === 'none' ? ROLES.length : ROLES.indexOf(role)
+}
+
+/**
+ * A stored reader (a rule's writer, a subscription's creator, a feed token's user) as they are now: in the
+ * organization their latest token carried (`user_claims`, recorded by the user gate), with the lesser of the roles
+ * stored and the roles that token carried (a demotion narrows what they are told; a promotion never widens what a
+ * thing written before it does). A user no token of whom was seen since keeps what was stored. `cache` keeps one
+ * answer per user for a pass over many rows.
+ */
+export async function asTheyAreNow (
+  trx: Tx,
+  reader: AuthContext,
+  cache?: Map<string, AuthContext>
+): Promise<AuthContext> {
+  const key = `${reader.tenantId}\u0000${reader.userId}\u0000${reader.orgId ?? ''}\u0000${reader.roles.join(',')}`
+  const kept = cache?.get(key)
+  if (kept !== undefined) return kept
+  const claims = await latestClaims(trx, reader.tenantId, reader.userId)
+  let now = reader
+  if (claims !== undefined) {
+    const roles = rank(claims.roles) > rank(reader.roles) ? [...claims.roles] : [...reader.roles]
+    now = {
+      ...reader,
+      orgId: claims.org_id,
+      roles,
+      effectiveRole: effectiveRole(roles),
+      permissions: new Set(permissionsOf(roles))
+    }
+  }
+  cache?.set(key, now)
+  return now
 }
 
 const idOf = (raw: unknown): number | undefined => {

@@ -17,7 +17,8 @@ import { queueNotification, recipientFor } from '../../platform/notifications/no
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
 import { postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../automation/automation.webhook.ts'
 import { subjectOf } from '../automation/automation.run-as.ts'
-import { mayLearnOf } from '../policy/disclosure.ts'
+import type { AuthContext } from '../../platform/auth/verify.ts'
+import { asTheyAreNow, mayLearnOf } from '../policy/disclosure.ts'
 import * as repo from './webhooks.repository.ts'
 
 /** Seconds to wait after the 1st, 2nd… failed attempt: about 17 hours in all. */
@@ -86,18 +87,19 @@ async function dispatchTenant (trx: Tx, tenantId: string, limit: number): Promis
   if (rows.length > 0) {
     const subs = await repo.enabledSubscriptions(trx, tenantId)
     const told = new Map<string, boolean>()
+    const readers = new Map<string, AuthContext>()
     for (const row of rows) {
       const createdAt = new Date(row.created_at)
       for (const sub of subs) {
         // a subscription takes the events from its creation on
         if (!takes(sub.event_types, row.topic) || new Date(sub.created_at) > createdAt) continue
         // and only what its creator may be told of, as they are now (the outbound rule, policy/disclosure.ts)
-        const reader = subjectOf({
+        const reader = await asTheyAreNow(trx, subjectOf({
           tenant_id: tenantId,
           creator_id: sub.created_by,
           creator_roles: sub.created_by_roles,
           org_id: sub.created_by_org
-        }, null)
+        }, null), readers)
         if (!(await mayLearnOf(trx, reader, row.topic, row.payload as Record<string, unknown>, told))) continue
         const created = await repo.insertDelivery(trx, {
           tenantId,

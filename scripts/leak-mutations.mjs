@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// The proof that the generated leak test (test/leak.test.ts) can fail: each mutation drops one channel's check of the
+// outbound rule from a copy of the tree, runs the leak test there on PGlite, and expects it to fail on that channel.
+// A mutation the test survives, or one whose text is no longer in the source, fails this script.
+//   npm run test:mutation            every mutation
+//   npm run test:mutation -- webhook the mutations whose name contains "webhook"
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+const MUTATIONS = [
+  {
+    // the dispatch and the run-time re-check (docs/security.md): each alone keeps the payload out of the history
+    name: "automation tells a rule's creator of everything",
+    edits: [
+      {
+        file: 'src/modules/automation/automation.engine.ts',
+        find: 'if (!(await mayLearnOf(trx, reader, row.topic, payload, seen))) continue',
+        replace: 'void reader'
+      },
+      {
+        file: 'src/modules/automation/automation.engine.ts',
+        find: '!(await mayLearnOf(trx, subject, payload.topic, payload))',
+        replace: 'false'
+      }
+    ],
+    channel: "a rule's run history"
+  },
+  {
+    name: "a webhook subscription's creator is told of everything",
+    file: 'src/modules/webhooks/webhooks.delivery.ts',
+    find: 'if (!(await mayLearnOf(trx, reader, row.topic, row.payload as Record<string, unknown>, told))) continue',
+    replace: 'void reader',
+    channel: "an outbound webhook subscription's deliveries"
+  },
+  {
+    name: 'a stored reader keeps the organization of when it was stored',
+    file: 'src/modules/policy/disclosure.ts',
+    find: 'orgId: claims.org_id,',
+    replace: '',
+    channel: 'calendar feeds'
+  },
+  {
+    name: 'space analytics count every linked event',
+    file: 'src/modules/spaces/spaces.insights.repository.ts',
+    // the source's own SQL template text, in plain quotes
+    find: ['and $', '{eventVisibilityFilter(auth)})\n        $', '{window}'].join(''),
+    replace: [')\n        $', '{window}'].join(''),
+    channel: 'space analytics'
+  },
+  {
+    name: "a timeline's automation items are not checked",
+    file: 'src/modules/contacts/contacts.timeline.routes.ts',
+    find: "if (typeof topic === 'string' && !(await mayLearnOf(trx, request.auth, topic, trigger ?? {}, told))) continue",
+    replace: 'void told',
+    channel: "a contact's timeline"
+  },
+  {
+    name: 'the notifications list shows every address',
+    file: 'src/modules/notifications/notifications.repository.ts',
+    find: "return { ...r, recipient: 'withheld', last_error: error }",
+    replace: 'return r',
+    channel: 'the notifications list'
+  }
+]
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
+const only = process.argv[2]
+const chosen = MUTATIONS.filter(m => only === undefined || m.name.includes(only))
+let failed = 0
+for (const m of chosen) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'leak-mutation-'))
+  try {
+    for (const entry of ['src', 'test', 'migrations', 'package.json', 'tsconfig.json']) {
+      fs.cpSync(path.join(root, entry), path.join(dir, entry), { recursive: true })
+    }
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'))
+    const gone = (m.edits ?? [m]).filter(e => {
+      const file = path.join(dir, e.file)
+      const text = fs.readFileSync(file, 'utf8')
+      if (!text.includes(e.find)) return true
+      fs.writeFileSync(file, text.replace(e.find, e.replace))
+      return false
+    })
+    if (gone.length > 0) {
+      console.log(`✖ ${m.name}: the text to mutate is gone from ${gone[0].file} (update scripts/leak-mutations.mjs)`)
+      failed++
+      continue
+    }
+    const started = Date.now()
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', 'test/leak.test.ts'], {
+      cwd: dir,
+      env: { ...process.env, TEST_DATABASES: 'pglite' },
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024
+    })
+    const seconds = ((Date.now() - started) / 1000).toFixed(1)
+    const caught = run.stdout.split('\n').filter(l => l.includes('✖') && l.includes(m.channel) && l.includes('never carries'))
+    if (run.status !== 0 && caught.length > 0) {
+      console.log(`✔ ${m.name}: the leak test fails (${caught.length} cases of "${m.channel}", ${seconds} s)`)
+    } else {
+      console.log(`✖ ${m.name}: the leak test ${run.status === 0 ? 'passes' : `fails elsewhere (exit ${run.status})`} (${seconds} s)`)
+      console.log(run.stdout.split('\n').filter(l => l.includes('✖')).slice(0, 10).join('\n'))
+      failed++
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+console.log(`${chosen.length - failed} of ${chosen.length} mutations caught`)
+process.exit(failed === 0 && chosen.length > 0 ? 0 : 1)
