@@ -18,6 +18,7 @@ import { serializerCompiler } from './platform/http/serialization.ts'
 import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
 import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
+import { replayCheckOf } from './modules/policy/replay-checks.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
 import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
@@ -175,7 +176,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   registerAuth(app, verifier, ctx.userGate, refusalCharge(anonymousLimiter))
   app.addHook('onRequest', bindTenant)
   registerRateLimit(app, limiter, anonymousLimiter)
-  registerIdempotency(app, handle.db)
+  registerIdempotency(app, handle.db, replayCheckOf)
   registerTenantWrites(app, ctx.writes)
   // GET /metrics and the request metrics, only with METRICS_TOKEN
   if (config.metricsToken !== undefined) {

@@ -178,7 +178,8 @@ for (const kind of databases()) {
       const space = await createSpace(t, olga, { title: 'Org space', visibility: 30 })
       await publish(t, olga, space.id as number)
       await expectStatus(t, olga, 'POST', `/api/v1/spaces/${space.id as number}/events`, 201, { event_id: event.id })
-      const vic = await tenant.user('vic', ['member'], { orgId: 'org-a' })
+      // his first token was issued a minute before the one that moves him
+      const vic = await tenant.user('vic', ['member'], { orgId: 'org-a', issuedAt: Math.floor(Date.now() / 1000) - 60 })
       const token = (await expectStatus(t, vic, 'POST', '/api/v1/feed-tokens', 201,
         { scope: 'space', space_id: space.id })).json().token as string
       const url = `/api/v1/spaces/${space.id as number}/calendar.ics?token=${token}`
@@ -190,6 +191,10 @@ for (const kind of databases()) {
       await expectStatus(t, moved, 'GET', `/api/v1/events/${event.id as number}`, 404)
       const later = await t.app.inject({ method: 'GET', url })
       assert.ok(!later.body.includes(secret), later.body.slice(0, 400))
+      // his older token, still within its lifetime, does not move him back
+      await expectStatus(t, vic, 'GET', '/api/v1/auth/me', 200)
+      const again = await t.app.inject({ method: 'GET', url })
+      assert.ok(!again.body.includes(secret), again.body.slice(0, 400))
     })
     void it('a run re-checks: a rule whose creator lost sight of its event between dispatch and run neither runs nor keeps what it was told', async () => {
       const tenant = newTenant(t)

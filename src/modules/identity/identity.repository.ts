@@ -39,20 +39,29 @@ export async function userState (trx: Tx, tenantId: string, userId: string): Pro
 }
 
 /**
- * Records the organization and roles a user's token carries, when they differ from the ones recorded (one upsert;
- * nothing written when equal).
+ * Records the organization and roles a user's token carries, when they differ from the ones recorded and the token
+ * was issued no earlier than the one recorded (`tokenTime`: its `iat`, else its `exp`, unix seconds): an older token
+ * still within its lifetime does not bring back claims a newer one replaced. One upsert; nothing written otherwise.
  */
 export async function recordClaims (
   trx: Tx,
-  c: { tenantId: string, userId: string, orgId: string | null, roles: readonly string[] }
+  c: { tenantId: string, userId: string, orgId: string | null, roles: readonly string[], tokenTime: number }
 ): Promise<void> {
   await trx.insertInto('user_claims')
-    .values({ tenant_id: c.tenantId, user_id: c.userId, org_id: c.orgId, roles: sql`${[...c.roles]}::text[]` as never })
+    .values({
+      tenant_id: c.tenantId,
+      user_id: c.userId,
+      org_id: c.orgId,
+      roles: sql`${[...c.roles]}::text[]` as never,
+      token_time: new Date(c.tokenTime * 1000)
+    })
     .onConflict(oc => oc.columns(['tenant_id', 'user_id']).doUpdateSet(eb => ({
       org_id: eb.ref('excluded.org_id'),
       roles: eb.ref('excluded.roles'),
-      seen_at: eb.ref('excluded.seen_at')
-    })).where(sql<boolean>`(user_claims.org_id, user_claims.roles) is distinct from (excluded.org_id, excluded.roles)`))
+      seen_at: eb.ref('excluded.seen_at'),
+      token_time: eb.ref('excluded.token_time')
+    })).where(sql<boolean>`(user_claims.org_id, user_claims.roles) is distinct from (excluded.org_id, excluded.roles)
+      and (user_claims.token_time is null or excluded.token_time >= user_claims.token_time)`))
     .execute()
 }
 

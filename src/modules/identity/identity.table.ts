@@ -41,6 +41,8 @@ export interface UserClaimsTable {
   org_id: string | null
   roles: string[]
   seen_at: Generated<Date>
+  /** the issue time (else the expiry) of the token whose claims these are */
+  token_time: Date | null
 }
 
 export interface IdentityTables {

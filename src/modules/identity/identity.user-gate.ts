@@ -46,7 +46,13 @@ export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_
         const found = await userState(trx, auth.tenantId, auth.userId)
         // the organization and roles this token carries, for what reads as the user without a request (feeds)
         if (seen.get(key) !== claims && (found === undefined || found === 'active')) {
-          const c = { tenantId: auth.tenantId, userId: auth.userId, orgId: auth.orgId, roles: auth.roles }
+          const c = {
+            tenantId: auth.tenantId,
+            userId: auth.userId,
+            orgId: auth.orgId,
+            roles: auth.roles,
+            tokenTime: auth.iat ?? auth.exp
+          }
           await recordClaims(trx, c)
         }
         return found

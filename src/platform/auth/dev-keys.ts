@@ -49,6 +49,8 @@ export interface DevTokenClaims {
   orgId?: string
   /** seconds of validity, default one hour */
   ttl?: number
+  /** the issue time (`iat`), unix seconds; default now */
+  issuedAt?: number
   tenantClaim?: string
   rolesClaim?: string
 }
@@ -71,7 +73,7 @@ export async function signDevToken (keys: DevKeys, claims: DevTokenClaims): Prom
     .setProtectedHeader({ alg: 'ES256', kid: keys.kid, typ: 'JWT' })
     .setIssuer(DEV_ISSUER)
     .setSubject(claims.sub)
-    .setIssuedAt()
+    .setIssuedAt(claims.issuedAt)
     .setExpirationTime(Math.floor(Date.now() / 1000) + (claims.ttl ?? 3600))
     .sign(key)
 }

@@ -39,6 +39,8 @@ export interface AuthContext {
   readonly permissions: ReadonlySet<Permission>
   /** token expiry, unix seconds */
   readonly exp: number
+  /** token issue time (`iat`), unix seconds, when the token says */
+  readonly iat?: number
 }
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
@@ -260,7 +262,8 @@ export function contextFromClaims (payload: JWTPayload, config: Pick<Config, 'oi
     roles,
     effectiveRole: effectiveRole(roles),
     permissions: new Set(permissionsOf(roles)),
-    exp: typeof payload.exp === 'number' ? payload.exp : 0
+    exp: typeof payload.exp === 'number' ? payload.exp : 0,
+    ...(typeof payload.iat === 'number' && Number.isFinite(payload.iat) ? { iat: payload.iat } : {})
   }
 }
 

@@ -21,6 +21,7 @@ import { withSeries } from '../../modules/series/series.fixtures.ts'
 import type { Database } from '../db/database.ts'
 import { withTenant } from '../db/tenant.ts'
 import { registerIdempotency } from './idempotency.ts'
+import { replayCheckOf } from '../../modules/policy/replay-checks.ts'
 
 const NEXT_YEAR = '2027-03-15T09:00:00.000Z'
 
@@ -246,7 +247,7 @@ for (const kind of databases()) {
 void describe('a POST whose replay the idempotency layer could not re-check is refused at registration', () => {
   const bare = () => {
     const app = Fastify()
-    registerIdempotency(app, {} as unknown as Kysely<Database>)
+    registerIdempotency(app, {} as unknown as Kysely<Database>, replayCheckOf)
     return app
   }
 
