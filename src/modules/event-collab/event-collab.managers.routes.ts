@@ -144,7 +144,9 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     const auth = request.auth
     return await idempotentWrite(db, request, async trx => {
       const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
-      if (invite === undefined) throw error404NotFound('unknown invite token')
+      if (invite === undefined) {
+        throw new ApiError(404, 'unknown invite token', [fieldError('body.token', 'unknown invite token')])
+      }
       if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
       if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
       if (invite.expired) {

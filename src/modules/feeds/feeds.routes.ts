@@ -16,7 +16,7 @@ import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
@@ -123,7 +123,7 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
   /** The live token of a feed address, in any tenant, with its user still allowed in; else 404. */
   async function liveToken (token: string) {
     const found = await withSystem(db, trx => repo.findLiveToken(trx, hashInviteToken(token)))
-    if (found === undefined) throw notFound()
+    if (found === undefined) throw new ApiError(404, 'feed not found', [fieldError('query.token', 'unknown or revoked feed token')])
     return found
   }
 

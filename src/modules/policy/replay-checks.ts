@@ -17,6 +17,7 @@ import type { EventPermission } from '../events/events.permissions.ts'
 import { hasSeriesPermission, seriesOfRow } from '../series/series.access.ts'
 import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.repository.ts'
 import { policyOf, type Grant, type ResourceKind } from './policy.ts'
+
 /**
  * POSTs whose policy grants on a resource their path does not name (the body names it, or the request creates
  * it): their replay re-checks the tenant permission, and here is why that is enough. A new route of that kind is

@@ -11,7 +11,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
 import { queueNotification } from '../../platform/notifications/notifications.ts'
@@ -208,7 +208,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
       const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
-      if (invite === undefined) throw error404NotFound('invite not found')
+      if (invite === undefined) throw new ApiError(404, 'invite not found', [fieldError('body.token', 'unknown invite token')])
       if (invite.expired) throw error409Conflict('the invite has expired')
       await assertInviteRecipient(trx, auth, invite.invited_email)
       await lockLiveSpace(trx, invite.space_id, auth)

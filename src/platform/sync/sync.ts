@@ -36,11 +36,12 @@ import { sql } from 'kysely'
 import type { Config } from '../../config.ts'
 import type { AuthContext } from '../auth/verify.ts'
 import type { Tx } from '../db/tenant.ts'
-import { ApiError, invalidField } from '../http/errors.ts'
+import { ApiError, fieldError, invalidField } from '../http/errors.ts'
 import { listScope } from '../http/cursor.ts'
 
-/** 410 Gone (problem+json): the token cannot answer this list any more; read the full list again. */
-export const error410Gone = (detail: string): ApiError => new ApiError(410, detail)
+/** 410 Gone (problem+json, naming `query.sync_token`): the token cannot answer this list any more; read it again. */
+export const error410Gone = (detail: string): ApiError =>
+  new ApiError(410, detail, [fieldError('query.sync_token', detail)])
 
 export const SyncParam = Type.Optional(Type.String({
   minLength: 1,
