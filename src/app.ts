@@ -25,7 +25,6 @@ import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
 import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLogger } from './platform/request-log.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
-import { startRetention } from './platform/retention.ts'
 import { TOKEN_SECRET_WARNING, withTokenSecret } from './platform/secrets.ts'
 import type { AppContext, Module } from './platform/app-context.ts'
 import path from 'node:path'
@@ -38,9 +37,12 @@ import { newEventBodyCache } from './modules/events/events.bodies.repository.ts'
 import { seriesModule } from './modules/series/series.routes.ts'
 import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
 import { automationModule } from './modules/automation/automation.routes.ts'
+import { createAutomationEngine } from './modules/automation/automation.engine.ts'
 import { notificationsModule } from './modules/notifications/notifications.routes.ts'
 import { feedsModule } from './modules/feeds/feeds.routes.ts'
 import { webhooksModule } from './modules/webhooks/webhooks.routes.ts'
+import { createWebhookEngine } from './modules/webhooks/webhooks.delivery.ts'
+import { startBackgroundWork } from './workers.ts'
 
 /** The feature modules, in the order their routes are registered. */
 const MODULES: Module[] = [
@@ -157,7 +159,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     dbKind: handle.kind,
     userGate: { current: undefined },
     writes: new TenantWrites(),
-    eventBodies: newEventBodyCache()
+    eventBodies: newEventBodyCache(),
+    engines: {
+      automation: createAutomationEngine(handle.db, handle.systemDb, sealed),
+      webhooks: createWebhookEngine(handle.db, sealed.automationWebhookAllow)
+    }
   }
   // PostgreSQL without TOKEN_SECRET: instances that do not share DATA_DIR would refuse each other's sync tokens
   if (config.tokenSecret === undefined && config.databaseUrl !== undefined) app.log.warn(TOKEN_SECRET_WARNING)
@@ -186,16 +192,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   for (const mod of MODULES) await app.register(mod(ctx))
 
   app.addHook('onClose', async () => {
+    await ctx.engines.automation.queue.stop().catch(() => {})
     await limiter.close()
     await anonymousLimiter.close()
     if (options.database === undefined) await handle.close()
   })
-  if (config.workers) {
-    // retention of finished rows (docs/retention.md); registered last, so it stops before the database closes
-    const retention = startRetention(handle.db, config.retention, app.log, undefined, {
-      phoneRegion: config.phoneDefaultRegion
-    })
-    app.addHook('onClose', async () => { await retention.stop() })
-  }
+  // every background loop (src/workers.ts), registered last, so they stop before the queue and the database close
+  startBackgroundWork(app, ctx)
   return { app, ctx, database: handle }
 }

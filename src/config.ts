@@ -57,7 +57,10 @@ export interface Config {
   readonly smtpFrom: string
   /** Maximum JSON body size in bytes (413 above it). */
   readonly bodyLimit: number
-  /** Start background workers (automation jobs, series window extension) in this process. */
+  /**
+   * Start every background loop in this process (src/workers.ts: automation, webhook deliveries, notifications,
+   * series windows, retention).
+   */
   readonly workers: boolean
   /**
    * Apply pending migrations at start (MIGRATE_AT_START, default true); false when a separate step

@@ -26,7 +26,6 @@ import {
 } from '../src/platform/notifications/notifications.ts'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { runExecution } from '../src/modules/automation/automation.engine.ts'
-import { automationEngineOf } from '../src/modules/automation/automation.routes.ts'
 
 const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 
@@ -214,7 +213,7 @@ void describe(
           assert.equal(page.statusCode, 200, page.body)
 
           // the automation job queue starts on the worker login, takes a request's job and runs it
-          const engine = automationEngineOf(ctx)
+          const engine = ctx.engines.automation
           await engine.queue.ready()
           const event = await asAlice('POST', '/api/v1/events', 201, { title: 'Logged', visibility: 40 })
           const rule = await asAlice('POST', '/api/v1/automation/rules', 201, {

@@ -25,9 +25,8 @@ import { Replica } from './helpers/sync-replica.ts'
 import { addManager, createEvent, publishEvent } from '../src/modules/events/events.fixtures.ts'
 import { createSpace, publish } from '../src/modules/spaces/spaces.fixtures.ts'
 import { drain, rule } from '../src/modules/automation/automation.fixtures.ts'
-import { automationEngineOf } from '../src/modules/automation/automation.routes.ts'
 import { TOPIC_AUDIENCE } from '../src/modules/policy/disclosure.ts'
-import { allowListOf } from '../src/modules/automation/automation.webhook.ts'
+import { allowListOf } from '../src/platform/http/outbound.ts'
 import { deliverDue, dispatchWebhooks } from '../src/modules/webhooks/webhooks.delivery.ts'
 
 type Json = Record<string, any>
@@ -349,7 +348,7 @@ async function buildWorld (t: TestApp, received: World['received'], hookUrl: (wh
     series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
   })
 
-  await drain(automationEngineOf(t.ctx), { tenantId: tenant.id })
+  await drain(t.ctx.engines.automation, { tenantId: tenant.id })
   const engine = { db: t.ctx.db, allow: allowListOf(['127.0.0.1']), timeoutMs: 2000 }
   await dispatchWebhooks(engine)
   await deliverDue(engine)

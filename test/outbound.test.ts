@@ -16,8 +16,7 @@ import { createEvent, publishEvent } from '../src/modules/events/events.fixtures
 import { createSpace, publish } from '../src/modules/spaces/spaces.fixtures.ts'
 import { drain, executions, rule } from '../src/modules/automation/automation.fixtures.ts'
 import { dispatchOutbox } from '../src/modules/automation/automation.engine.ts'
-import { automationEngineOf } from '../src/modules/automation/automation.routes.ts'
-import { allowListOf } from '../src/modules/automation/automation.webhook.ts'
+import { allowListOf } from '../src/platform/http/outbound.ts'
 import { deliverDue, dispatchWebhooks } from '../src/modules/webhooks/webhooks.delivery.ts'
 
 type Json = Record<string, any>
@@ -51,7 +50,7 @@ for (const kind of databases()) {
       const personal = await contact(bob, { first_name: `Personal ${secret}` })
       await expectStatus(t, bob, 'POST', `/api/v1/spaces/${draft.id as number}/contacts`, 201,
         { contact_id: personal.id })
-      await drain(automationEngineOf(t.ctx), { tenantId: tenant.id })
+      await drain(t.ctx.engines.automation, { tenantId: tenant.id })
       await expectStatus(t, mallory, 'GET', `/api/v1/spaces/${draft.id as number}`, 404)
       const history = [...await executions(t, mallory, created.id), ...await executions(t, mallory, linked.id)]
       assert.deepEqual(history, [], 'no run of what mallory may not read')
@@ -69,7 +68,7 @@ for (const kind of databases()) {
       const guest = await contact(olga, { first_name: 'Guest' })
       await expectStatus(t, olga, 'POST', `/api/v1/events/${event.id as number}/attendees`, 201,
         { contact_id: guest.id, status: 'confirmed' })
-      await drain(automationEngineOf(t.ctx), { tenantId: tenant.id })
+      await drain(t.ctx.engines.automation, { tenantId: tenant.id })
       await expectStatus(t, mallory, 'GET', `/api/v1/events/${event.id as number}`, 200)
       await expectStatus(t, mallory, 'GET', `/api/v1/events/${event.id as number}/attendees`, 403)
       const history = await executions(t, mallory, r.id)
@@ -90,7 +89,7 @@ for (const kind of databases()) {
       const shared = await contact(olga, { first_name: 'Shared' })
       await expectStatus(t, olga, 'POST', `/api/v1/events/${event.id as number}/attendees`, 201,
         { contact_id: shared.id, status: 'confirmed' })
-      await drain(automationEngineOf(t.ctx), { tenantId: tenant.id })
+      await drain(t.ctx.engines.automation, { tenantId: tenant.id })
       // mia sees the organization's contact and the event, but not who attends it
       await expectStatus(t, mia, 'GET', `/api/v1/events/${event.id as number}/attendees`, 403)
       const theirs = (await expectStatus(t, mia, 'GET', `/api/v1/contacts/${shared.id as string}/timeline`, 200)).json()
@@ -206,7 +205,7 @@ for (const kind of databases()) {
       })
       const event = await createEvent(t, olga, { title: 'Board', visibility: 30 })
       await publishEvent(t, olga, event.id as number)
-      const engine = automationEngineOf(t.ctx)
+      const engine = t.ctx.engines.automation
       await drain(engine, { tenantId: tenant.id })
       const secret = marker()
       await expectStatus(t, olga, 'PATCH', `/api/v1/events/${event.id as number}`, 200,

@@ -29,7 +29,15 @@ export interface AppContext {
   readonly writes: TenantWrites
   /** Event bodies rendered by PostgreSQL, per row version (src/modules/events/events.bodies.repository.ts) */
   readonly eventBodies: RowJsonCache
+  /** the engines of the background work (made in app.ts, started by src/workers.ts; tests drive them step by step) */
+  readonly engines: Engines
 }
+
+/**
+ * The engines the modules keep, each declared by its module (`declare module` of this file, so the platform names
+ * no module): `automation` (automation.engine.ts), `webhooks` (webhooks.delivery.ts).
+ */
+export interface Engines {}
 
 /** A Fastify instance typed by TypeBox schemas. */
 export type App = FastifyInstance<

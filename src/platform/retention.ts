@@ -31,11 +31,25 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { RetentionConfig } from '../config.ts'
 import type { Database } from './db/database.ts'
 import { withSystem } from './db/tenant.ts'
-import { RELATIVE_GRACE_MINUTES } from '../modules/automation/automation.engine.ts'
-import { compactListCounts } from '../modules/events/events.repository.ts'
 import { compactRowCounts } from './db/kept-counts.ts'
-import { readUnreadPhones } from '../modules/contacts/contacts.service.ts'
-import type { CountryCode } from '../modules/contacts/contacts.phones.ts'
+
+/**
+ * How long after its moment a relative-time automation trigger (`event.starts_in`, `event.ends_in`) may still
+ * fire: the automation scheduler fires it within this grace, and retention keeps its executions until it is over
+ * (their unique trigger key is what keeps it from firing twice).
+ */
+export const RELATIVE_GRACE_MINUTES = 60
+
+/**
+ * A step of upkeep a module registers with the retention pass (src/workers.ts): it runs after each pass, in
+ * batches, until done or `signal` aborts, and answers how many `unit`s it handled (logged when more than none).
+ */
+export interface UpkeepStep {
+  /** what the log line says it did */
+  readonly done: string
+  readonly unit: string
+  run (db: Kysely<Database>, signal: AbortSignal): Promise<number>
+}
 
 export const RETENTION_KINDS = [
   'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'feedTokens',
@@ -324,16 +338,17 @@ export interface RetentionLoop {
 
 /**
  * Runs `pruneRetention` shortly after the start and then every INTERVAL_MS, each pass until
- * nothing is left, then the upkeep beside it (kept counts folded; the phone numbers of contacts
- * written before they were read, with `upkeep.phoneRegion`); a pass still running when the next is
- * due is not doubled. Stopped (between two statements) when the app closes.
+ * nothing is left, then the upkeep beside it: the platform's kept counts folded, then the modules' steps
+ * (`upkeep`, registered by src/workers.ts: the event list's kept counts, the phone numbers of contacts written
+ * before they were read); a pass still running when the next is due is not doubled. Stopped (between two
+ * statements) when the app closes.
  */
 export function startRetention (
   db: Kysely<Database>,
   retention: RetentionConfig,
   log: FastifyBaseLogger,
   now: () => Date = () => new Date(),
-  upkeep: { phoneRegion?: CountryCode | undefined } = {}
+  upkeep: readonly UpkeepStep[] = []
 ): RetentionLoop {
   const abort = new AbortController()
   let running: Promise<PruneResult | undefined> | undefined
@@ -349,14 +364,12 @@ export function startRetention (
             'retention: pruned old rows'
           )
         }
-        // the event list's kept counts: their delta rows folded, so that a count reads one row per bucket
-        const compacted = await compactListCounts(db, abort.signal)
-        if (compacted > 0) log.info({ tenants: compacted }, 'retention: event list counts folded')
         const folded = await compactRowCounts(db, abort.signal)
         if (folded > 0) log.info({ tenants: folded }, 'retention: contact and execution counts folded')
-        // contacts written before their phone numbers were read (migration 0028)
-        const phones = await readUnreadPhones(db, upkeep.phoneRegion, abort.signal)
-        if (phones > 0) log.info({ contacts: phones }, 'upkeep: phone numbers of older contacts read')
+        for (const step of upkeep) {
+          const n = await step.run(db, abort.signal)
+          if (n > 0) log.info({ [step.unit]: n }, step.done)
+        }
         return r
       } catch (err) {
         log.error({ err }, 'retention pass failed')

@@ -16,9 +16,11 @@ import crypto from 'node:crypto'
 import { Cron } from 'croner'
 import type { Kysely } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Config } from '../../config.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { automationExecutions } from '../../platform/metrics.ts'
+import { RELATIVE_GRACE_MINUTES } from '../../platform/retention.ts'
 import { ApiError, error403Forbidden } from '../../platform/http/errors.ts'
 import { emit, emitMany } from '../../platform/outbox.ts'
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
@@ -38,18 +40,17 @@ import { CRON_TRIGGER, evaluateConditions, triggerTypesOf } from './automation.c
 import { activityAdded, attendeeStatusChanged, ruleDisabled, type ActionSource } from './automation.events.ts'
 import * as executions from './automation.executions.repository.ts'
 import * as outbox from './automation.outbox.repository.ts'
-import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } from './automation.queue.ts'
+import { createJobQueue, EXPIRE_SEC, MAX_ATTEMPTS, QUEUE, type ExecutionJob, type JobQueue } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
 import { asTheyAreNow, mayLearnOf } from '../policy/disclosure.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleSchedule, RuleVersionRow } from './automation.table.ts'
-import { postWebhook, signBody, WebhookError, type AllowList } from './automation.webhook.ts'
+import { allowListOf, postWebhook, WebhookError, type AllowList } from '../../platform/http/outbound.ts'
+import { signBody } from './automation.signature.ts'
 
 /** Domain events caused by automation carry depth + 1; a trigger at this depth runs nothing (skipped). */
 export const MAX_DEPTH = 3
-/** A relative-time trigger missed while no worker ran still fires until this long after the event's start (or end). */
-export const RELATIVE_GRACE_MINUTES = 60
 
 export interface Engine {
   db: Kysely<Database>
@@ -63,6 +64,31 @@ export interface Engine {
 
 /** Failed executions in a row after which a rule is paused, unless the deployment says otherwise. */
 export const PAUSE_AFTER_FAILURES = 5
+
+declare module '../../platform/app-context.ts' {
+  interface Engines {
+    /** the automation engine: dispatcher, scheduler and runner (`ctx.engines.automation`) */
+    automation: Engine
+  }
+}
+
+/**
+ * The engine of an app: the job queue keeps its own schema and works across tenants, so it uses the worker login
+ * (`systemDb`), never the request login.
+ */
+export function createAutomationEngine (
+  db: Kysely<Database>,
+  systemDb: Kysely<Database>,
+  config: Pick<Config, 'automationWebhookAllow' | 'automationPauseAfterFailures'>
+): Engine {
+  return {
+    db,
+    queue: createJobQueue(systemDb),
+    allow: allowListOf(config.automationWebhookAllow),
+    now: () => new Date(),
+    pauseAfterFailures: config.automationPauseAfterFailures
+  }
+}
 
 type Json = Record<string, unknown>
 

@@ -7,13 +7,12 @@ import type { TestApp } from '../../../test/helpers/build-app.ts'
 import { insertAttendee } from '../event-collab/event-collab.fixtures.ts'
 import type { Json } from '../events/events.fixtures.ts'
 import { dispatchOutbox, runExecution, type Engine } from './automation.engine.ts'
-import { automationEngineOf } from './automation.routes.ts'
 
 export { addContact } from '../event-collab/event-collab.fixtures.ts'
 
 /** The app's engine with a clock the test moves. */
 export function engineAt (t: TestApp, clock: { now: Date }): Engine {
-  return { ...automationEngineOf(t.ctx), now: () => clock.now }
+  return { ...t.ctx.engines.automation, now: () => clock.now }
 }
 
 /**

@@ -1,13 +1,14 @@
 /**
  * Automation: rules (`/api/v1/automation/rules`), per-event automations
  * (`/api/v1/events/{id}/automations`, a view over EVENT-scoped rules), execution history, manual
- * runs, the trigger and action catalogues, and the background engine (docs/automation.md).
+ * runs, the trigger and action catalogues (docs/automation.md). The engine is made in app.ts (`ctx.engines`) and its
+ * workers started by src/workers.ts.
  * Owns `automation_rules`, `automation_executions`, `automation_schedule_state` and the pg-boss
  * queue `automation-execution`.
  */
 import crypto from 'node:crypto'
 import type { Static, TObject, TSchema } from '@sinclair/typebox'
-import { defineModule, type AppContext } from '../../platform/app-context.ts'
+import { defineModule } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { countingOf } from '../../platform/db/kept-counts.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -20,8 +21,7 @@ import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
   checkJsonDepth, checkJsonText, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS
 } from './automation.catalogue.ts'
-import { enqueueExecution, enqueueRetry, startWorkers, type Engine } from './automation.engine.ts'
-import { createJobQueue } from './automation.queue.ts'
+import { enqueueExecution, enqueueRetry } from './automation.engine.ts'
 import * as executions from './automation.executions.repository.ts'
 import * as repo from './automation.repository.ts'
 import { canManageRule, executionView } from './automation.run-as.ts'
@@ -33,24 +33,12 @@ import {
 } from './automation.schemas.ts'
 import * as service from './automation.service.ts'
 import type { RuleRow } from './automation.table.ts'
-import { allowListOf } from './automation.webhook.ts'
 import { requirePolicy } from '../policy/policy.ts'
 
 const operation = operationsTagged('Automation')
 const CONTEXT_MAX_BYTES = 16_384
 /** Nesting levels of a manual run's trigger_context (checked before it is measured or stored). */
 const CONTEXT_MAX_DEPTH = 16
-
-const engines = new WeakMap<AppContext, Engine>()
-
-/** The engine of an app (tests drive its dispatcher, scheduler and runner directly). */
-export function automationEngineOf (ctx: AppContext): Engine {
-  const engine = engines.get(ctx)
-  if (engine === undefined) throw new Error('automation module not registered')
-  return engine
-}
-
-const WORKER_RETRY_MS = 5_000
 
 /** The history filters of a list request; `to` before `from` is a 400 naming `query.to`. */
 function executionFilter (q: ListExecutionsQuery): executions.ExecutionFilter {
@@ -70,38 +58,7 @@ function executionFilter (q: ListExecutionsQuery): executions.ExecutionFilter {
 
 export const automationModule = defineModule(async (app, ctx) => {
   const { db } = ctx
-  // the job queue keeps its own schema and works across tenants: the worker login, never the request login
-  const engine: Engine = {
-    db,
-    queue: createJobQueue(ctx.systemDb),
-    allow: allowListOf(ctx.config.automationWebhookAllow),
-    now: () => new Date(),
-    pauseAfterFailures: ctx.config.automationPauseAfterFailures
-  }
-  engines.set(ctx, engine)
-  let stopWorkers: (() => Promise<void>) | undefined
-  let retry: NodeJS.Timeout | undefined
-  let closing = false
-  if (ctx.config.workers) {
-    // The database may be away when the process starts: the API serves (and /ready says 503)
-    // while the workers keep trying to start in the background.
-    const start = async (): Promise<void> => {
-      try {
-        stopWorkers = await startWorkers(engine, app.log)
-      } catch (err) {
-        if (closing) return
-        app.log.warn({ err }, `automation workers could not start; retrying in ${WORKER_RETRY_MS / 1000} s`)
-        retry = setTimeout(() => { void start() }, WORKER_RETRY_MS)
-      }
-    }
-    app.addHook('onReady', async () => { void start() })
-  }
-  app.addHook('onClose', async () => {
-    closing = true
-    clearTimeout(retry)
-    await stopWorkers?.()
-    await engine.queue.stop().catch(() => {})
-  })
+  const engine = ctx.engines.automation
 
   /**
    * `GET <url>`: the execution history of the rule `findRule` finds from the path, newest first (filters checked

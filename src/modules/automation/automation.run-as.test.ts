@@ -14,7 +14,6 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { addManager, createEvent, insertSpace, publishEvent, type Json } from '../events/events.fixtures.ts'
 import { idpEvent, idpWebhook } from '../identity/identity.fixtures.ts'
 import { tickSchedules, type Engine } from './automation.engine.ts'
-import { automationEngineOf } from './automation.routes.ts'
 import { addAttendee, addContact, drain, eventAutomation, eventRule, executions, rule } from './automation.fixtures.ts'
 
 const IDP_SECRET = 'automation-run-as-idp-secret'
@@ -60,7 +59,7 @@ const ATTACK = [
 for (const kind of databases()) {
   void describe(`${kind}: automation runs as its creator`, () => {
     const t = useTestApp(kind, { env: { IDP_WEBHOOK_SECRET: IDP_SECRET } })
-    const engine = (): Engine => automationEngineOf(t.ctx)
+    const engine = (): Engine => t.ctx.engines.automation
     /** A manual run of a rule naming an event as what triggered it: asserts `status`; the answer. */
     const runOn = async (token: string, ruleId: string, eventId: number | string, status: number) =>
       await expectStatus(t, token, 'POST', `/api/v1/automation/rules/${ruleId}/execute`, status, {

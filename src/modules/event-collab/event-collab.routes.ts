@@ -3,11 +3,10 @@
  * attachments, cross-reference links (of events and series) and the cover image. Owns the tables
  * `attendees`, `event_milestones`, `event_documents`, `event_attachments` and `event_links`, and
  * the rows of `event_managers` (the table belongs to the events module; access rules live in
- * events.access.repository.ts). Runs the notification delivery loop when workers are on. Decisions:
+ * events.access.repository.ts). Decisions:
  * docs/event-collaboration.md.
  */
 import { defineModule } from '../../platform/app-context.ts'
-import { startNotificationDelivery } from '../../platform/notifications/delivery.ts'
 import { attendeesRoutes } from './event-collab.attendees.routes.ts'
 import { checkInRoutes } from './event-collab.checkin.routes.ts'
 import { coverRoutes } from './event-collab.cover.routes.ts'
@@ -26,9 +25,4 @@ export const eventCollabModule = defineModule(async (app, ctx) => {
   await referencesRoutes(app, ctx)
   await coverRoutes(app, ctx)
   await exportRoutes(app, ctx)
-
-  if (ctx.config.workers) {
-    const loop = startNotificationDelivery(ctx, { log: app.log })
-    app.addHook('onClose', async () => { await loop.stop() })
-  }
 })

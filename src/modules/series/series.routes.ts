@@ -4,7 +4,8 @@
  * occurrences by scope, publish it, invite a series manager. Owns the tables `event_series` and
  * `series_windows`; occurrences are rows of `events` (series_id, series_index), and the scoped
  * `PATCH /events/{id}?scope=` of the events module calls `applyScopedEdit` of this module.
- * With `config.workers`, a timer extends the rolling windows of ends_on=never series.
+ * The rolling windows of ends_on=never series are extended in the background (`startSeriesWindows`, started by
+ * src/workers.ts).
  */
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
@@ -22,8 +23,6 @@ import { requirePolicy } from '../policy/policy.ts'
 
 const operation = operationsTagged('Series')
 /** How often the window job runs when workers are on. */
-const WINDOW_JOB_MS = 60 * 60 * 1000
-const FIRST_RUN_MS = 10_000
 
 export const seriesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
@@ -101,24 +100,4 @@ export const seriesModule = defineModule(async (app, ctx) => {
       service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)
     )
   )
-
-  if (ctx.config.workers) {
-    let running = false
-    const tick = () => {
-      if (running) return
-      running = true
-      service.extendSeriesWindows(db, new Date())
-        .catch((err: unknown) => { app.log.error({ err }, 'series window extension failed') })
-        .finally(() => { running = false })
-    }
-    // once shortly after the start (windows may have fallen due while the service was down), then hourly
-    const first = setTimeout(tick, FIRST_RUN_MS)
-    const timer = setInterval(tick, WINDOW_JOB_MS)
-    first.unref()
-    timer.unref()
-    app.addHook('onClose', async () => {
-      clearTimeout(first)
-      clearInterval(timer)
-    })
-  }
 })

@@ -461,3 +461,33 @@ export async function extendSeriesWindows (db: Kysely<Database>, now: Date = new
   }
   return created
 }
+
+const WINDOW_JOB_MS = 60 * 60 * 1000
+const FIRST_RUN_MS = 10_000
+
+/**
+ * Extends the rolling windows in the background (src/workers.ts): once shortly after the start (windows may have
+ * fallen due while the service was down), then hourly; a pass still running when the next is due is not doubled.
+ * Answers the stop.
+ */
+export function startSeriesWindows (
+  db: Kysely<Database>,
+  log: { error: (obj: unknown, msg: string) => void }
+): () => Promise<void> {
+  let running: Promise<void> | undefined
+  const tick = (): void => {
+    if (running !== undefined) return
+    running = extendSeriesWindows(db, new Date())
+      .then(() => {}, (err: unknown) => { log.error({ err }, 'series window extension failed') })
+      .finally(() => { running = undefined })
+  }
+  const first = setTimeout(tick, FIRST_RUN_MS)
+  const timer = setInterval(tick, WINDOW_JOB_MS)
+  first.unref()
+  timer.unref()
+  return async () => {
+    clearTimeout(first)
+    clearInterval(timer)
+    await running
+  }
+}

@@ -4,7 +4,7 @@
  * topic (its own record of what it has seen: the outbox's processed_at belongs to the automation
  * dispatcher). The deliverer claims due deliveries, signs them per the Standard Webhooks
  * specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and POSTs them through the
- * automation webhook's outbound client (SSRF checks, no redirects, timeout, capped response), then
+ * platform's outbound client (src/platform/http/outbound.ts: SSRF checks, no redirects, timeout, capped response), then
  * records the outcome: succeeded, due again after a back-off, or failed once the attempts are used up.
  * A subscription whose deliveries keep failing is disabled and its creator notified.
  */
@@ -15,7 +15,7 @@ import type { Database } from '../../platform/db/database.ts'
 import { withSystem, type Tx } from '../../platform/db/tenant.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
-import { postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../automation/automation.webhook.ts'
+import { allowListOf, postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../../platform/http/outbound.ts'
 import { subjectOf } from '../automation/automation.run-as.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { asTheyAreNow, mayLearnOf } from '../policy/disclosure.ts'
@@ -44,6 +44,18 @@ export interface WebhookEngine {
   readonly db: Kysely<Database>
   readonly allow: AllowList
   readonly timeoutMs?: number
+}
+
+declare module '../../platform/app-context.ts' {
+  interface Engines {
+    /** the deliveries of webhook subscriptions (`ctx.engines.webhooks`) */
+    webhooks: WebhookEngine
+  }
+}
+
+/** The engine of an app: the request login for its tenants' rows, and the outbound allow list. */
+export function createWebhookEngine (db: Kysely<Database>, allowEntries: readonly string[]): WebhookEngine {
+  return { db, allow: allowListOf(allowEntries) }
 }
 
 /** A new signing secret: `whsec_` and the base64 of 32 random bytes. */

@@ -12,11 +12,8 @@ import { error404NotFound } from '../../platform/http/errors.ts'
 import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
 import { writerOf } from '../automation/automation.run-as.ts'
-import { allowListOf } from '../automation/automation.webhook.ts'
 import { requirePolicy } from '../policy/policy.ts'
-import {
-  newMessageId, newSecret, PING_TYPE, ROTATION_OVERLAP_SECONDS, startWebhookWorker, type WebhookEngine
-} from './webhooks.delivery.ts'
+import { newMessageId, newSecret, PING_TYPE, ROTATION_OVERLAP_SECONDS } from './webhooks.delivery.ts'
 import * as repo from './webhooks.repository.ts'
 import {
   CreateWebhookBody, DeliveryParams, PagedBodyWebhookDelivery, PagedBodyWebhookSubscription, PatchWebhookBody,
@@ -27,9 +24,6 @@ import { WEBHOOK_EVENT_SCHEMAS } from './webhooks.event-schemas.ts'
 
 const operation = operationsTagged('Webhooks')
 
-/** The engine of an app (tests drive its workers step by step). */
-export const webhookEngines = new WeakMap<object, WebhookEngine>()
-
 async function existing (trx: Tx, tenantId: string, id: string) {
   const row = await repo.lockSubscription(trx, tenantId, id)
   if (row === undefined) throw error404NotFound('webhook subscription not found')
@@ -38,13 +32,7 @@ async function existing (trx: Tx, tenantId: string, id: string) {
 
 export const webhooksModule = defineModule(async (app, ctx) => {
   const { db } = ctx
-  const allow = allowListOf(ctx.config.automationWebhookAllow)
-  const engine: WebhookEngine = { db, allow }
-  webhookEngines.set(ctx, engine)
-  if (ctx.config.workers) {
-    const stop = startWebhookWorker(engine, app.log)
-    app.addHook('onClose', async () => { await stop() })
-  }
+  const { allow } = ctx.engines.webhooks
 
   // the versioned payload schema of each event type (webhooks.event-schemas.ts): public and outside the OpenAPI
   // document, like /schemas/{name}

@@ -8,7 +8,7 @@ import dns from 'node:dns/promises'
 import net from 'node:net'
 import { invalidField } from '../../platform/http/errors.ts'
 import { DOMAIN_TRIGGERS } from '../automation/automation.catalogue.ts'
-import { addressAllowed, allowListed, type AllowList } from '../automation/automation.webhook.ts'
+import { addressAllowed, allowListed, type AllowList } from '../../platform/http/outbound.ts'
 
 /** The topics a subscription may name, besides `*`. */
 export const WEBHOOK_EVENT_TYPES: readonly string[] = DOMAIN_TRIGGERS.map(t => t.type)

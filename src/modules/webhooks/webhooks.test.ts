@@ -15,7 +15,7 @@ import { Webhook } from 'standardwebhooks'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { queuedNotifications } from '../../../test/helpers/outbox.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { allowListOf } from '../automation/automation.webhook.ts'
+import { allowListOf } from '../../platform/http/outbound.ts'
 import { DISABLE_AFTER_FAILURES, deliverDue, dispatchWebhooks, type WebhookEngine } from './webhooks.delivery.ts'
 import type { WebhooksTables } from './webhooks.table.ts'
 

@@ -9,9 +9,8 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import {
-  addressAllowed, allowListOf, isSpecialAddress, postWebhook, signBody, v4Inside, WebhookError
-} from './automation.webhook.ts'
+import { addressAllowed, allowListOf, isSpecialAddress, postWebhook, v4Inside, WebhookError } from './outbound.ts'
+import { signBody } from '../../modules/automation/automation.signature.ts'
 
 const none = allowListOf([])
 

@@ -1,6 +1,5 @@
 /**
- * Outbound webhooks of the `webhook` action: a JSON POST signed like the inbound identity webhook
- * (`t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`, header `Automation-Signature`), with a
+ * The outbound HTTP client that automation's `webhook` action and webhook subscriptions share: a JSON POST with a
  * timeout, no redirects, HTTPS unless the host is allow-listed, and no connection to a private,
  * loopback, link-local or otherwise special address unless AUTOMATION_WEBHOOK_ALLOW lists it. Every
  * spelling of an address is judged by what it reaches: IPv6 forms that carry an IPv4 address
@@ -8,15 +7,13 @@
  * check is on every address DNS resolved to, and the connection goes to that checked address (a
  * custom `lookup`), so a name that re-resolves elsewhere cannot slip through.
  */
-import crypto from 'node:crypto'
 import dns from 'node:dns'
 import http from 'node:http'
 import https from 'node:https'
 import net from 'node:net'
-import { webhookDeliveries } from '../../platform/metrics.ts'
+import { webhookDeliveries } from '../metrics.ts'
 
 export const WEBHOOK_TIMEOUT_MS = 10_000
-export const SIGNATURE_HEADER = 'automation-signature'
 /** The most of a response body read (and discarded); a longer answer is cut off there. */
 export const RESPONSE_CAP_BYTES = 64 * 1024
 
@@ -93,13 +90,6 @@ export function isSpecialAddress (address: string): boolean {
   if (v4 !== undefined) return SPECIAL_V4.check(v4, 'ipv4')
   const plain = address.split('%')[0] as string
   return !GLOBAL_V6.check(plain, 'ipv6') || SPECIAL_V6.check(plain, 'ipv6')
-}
-
-/** The signature header value for a body at a time. */
-export function signBody (secret: string, body: string, nowSec: number): string {
-  const t = String(Math.floor(nowSec))
-  const v1 = crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${t}.`).update(body).digest('hex')
-  return `t=${t},v1=${v1}`
 }
 
 export interface AllowList {
