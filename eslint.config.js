@@ -56,5 +56,13 @@ export default [
     ignores: ['**/*.test.ts', '**/*.fixtures.ts'],
     plugins: { citus },
     rules: { 'citus/statement-shapes': 'error' }
+  },
+  {
+    // A module's public face is its index.ts; the platform imports no module (docs/architecture.md, "Modules and
+    // their public faces").
+    files: ['src/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/*.fixtures.ts'],
+    plugins: { modules: citus },
+    rules: { 'modules/index-only': 'error' }
   }
 ]

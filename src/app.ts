@@ -18,7 +18,7 @@ import { serializerCompiler } from './platform/http/serialization.ts'
 import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
 import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
-import { replayCheckOf } from './modules/policy/replay-checks.ts'
+import { replayCheckOf } from './modules/policy/index.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
 import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
@@ -28,20 +28,19 @@ import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter }
 import { TOKEN_SECRET_WARNING, withTokenSecret } from './platform/secrets.ts'
 import type { AppContext, Module } from './platform/app-context.ts'
 import path from 'node:path'
-import { healthModule } from './modules/health/health.routes.ts'
-import { identityModule } from './modules/identity/identity.routes.ts'
-import { contactsModule } from './modules/contacts/contacts.routes.ts'
-import { spacesModule } from './modules/spaces/spaces.routes.ts'
-import { eventsModule } from './modules/events/events.routes.ts'
-import { newEventBodyCache } from './modules/events/events.bodies.repository.ts'
-import { seriesModule } from './modules/series/series.routes.ts'
-import { eventCollabModule } from './modules/event-collab/event-collab.routes.ts'
-import { automationModule } from './modules/automation/automation.routes.ts'
-import { createAutomationEngine } from './modules/automation/automation.engine.ts'
-import { notificationsModule } from './modules/notifications/notifications.routes.ts'
-import { feedsModule } from './modules/feeds/feeds.routes.ts'
-import { webhooksModule } from './modules/webhooks/webhooks.routes.ts'
-import { createWebhookEngine } from './modules/webhooks/webhooks.delivery.ts'
+import { healthModule } from './modules/health/index.ts'
+import { identityModule } from './modules/identity/index.ts'
+import { contactsModule } from './modules/contacts/index.ts'
+import { spacesModule } from './modules/spaces/index.ts'
+import { eventsModule, newEventBodyCache } from './modules/events/index.ts'
+import { seriesModule } from './modules/series/index.ts'
+import { attendeeExportsModule, attendeesModule } from './modules/attendees/index.ts'
+import { eventContentModule } from './modules/event-content/index.ts'
+import { eventManagersModule } from './modules/event-managers/index.ts'
+import { automationModule, createAutomationEngine } from './modules/automation/index.ts'
+import { notificationsModule } from './modules/notifications/index.ts'
+import { feedsModule } from './modules/feeds/index.ts'
+import { createWebhookEngine, webhooksModule } from './modules/webhooks/index.ts'
 import { startBackgroundWork } from './workers.ts'
 
 /** The feature modules, in the order their routes are registered. */
@@ -52,7 +51,11 @@ const MODULES: Module[] = [
   spacesModule,
   eventsModule,
   seriesModule,
-  eventCollabModule,
+  attendeesModule,
+  eventManagersModule,
+  eventContentModule,
+  // after the event content: the routes' order is the OpenAPI document's
+  attendeeExportsModule,
   automationModule,
   notificationsModule,
   webhooksModule,

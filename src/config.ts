@@ -97,6 +97,11 @@ export interface Config {
    */
   readonly publicPageCacheMs: number
   /**
+   * How long this process keeps whether a user may use their token (USER_GATE_CACHE_MS, default 5 s): a deactivation
+   * by the identity provider applied by another instance refuses their token within this time.
+   */
+  readonly userGateCacheMs: number
+  /**
    * The region of contacts' phone numbers typed without a country code (PHONE_DEFAULT_REGION: an ISO 3166-1 alpha-2
    * code such as FR); a request's `phone_region` overrides it. Undefined: such numbers are kept as typed and flagged
    * invalid (docs/contacts.md, "Phone numbers").
@@ -495,6 +500,7 @@ export function loadConfig (env: Env = {}): Config {
       .filter(s => s !== ''),
     automationPauseAfterFailures: int(env, 'AUTOMATION_PAUSE_AFTER_FAILURES', 5, 0, 1000),
     publicPageCacheMs: int(env, 'PUBLIC_PAGE_CACHE_MS', 5000, 0, 60_000),
+    userGateCacheMs: int(env, 'USER_GATE_CACHE_MS', 5000, 0, 3_600_000),
     s3: s3(env),
     corsOrigins: corsOrigins(env),
     retention: retentionConfig,

@@ -16,11 +16,11 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from './platform/app-context.ts'
 import { startNotificationDelivery } from './platform/notifications/delivery.ts'
 import { startRetention, type UpkeepStep } from './platform/retention.ts'
-import { startWorkers as startAutomationWorkers } from './modules/automation/automation.engine.ts'
-import { readUnreadPhones } from './modules/contacts/contacts.service.ts'
-import { compactListCounts } from './modules/events/events.repository.ts'
-import { startSeriesWindows } from './modules/series/series.service.ts'
-import { startWebhookWorker } from './modules/webhooks/webhooks.delivery.ts'
+import { startWorkers as startAutomationWorkers } from './modules/automation/index.ts'
+import { readUnreadPhones } from './modules/contacts/index.ts'
+import { compactListCounts } from './modules/events/index.ts'
+import { startSeriesWindows } from './modules/series/index.ts'
+import { startWebhookWorker } from './modules/webhooks/index.ts'
 
 const WORKER_RETRY_MS = 5_000
 

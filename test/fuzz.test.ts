@@ -29,9 +29,6 @@ const SEED = process.env.FUZZ_SEED === 'random'
   : Number(process.env.FUZZ_SEED !== undefined && process.env.FUZZ_SEED !== '' ? process.env.FUZZ_SEED : 20_261_122)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12)
 
-/** Open, reported bugs found by the fuzzer: these routes run as `todo` until they are fixed. */
-const KNOWN_ISSUES: Record<string, string> = {}
-
 interface FuzzRequest {
   method: string
   url: string
@@ -179,8 +176,7 @@ for (const kind of databases()) {
       for (const route of fuzzable) fixturesOf.set(route, await pathValues(w, route))
       const order = (r: ApiRoute): number => r.method === 'GET' ? 0 : r.method === 'DELETE' ? 10 - r.params.length : 1
       for (const route of [...fuzzable].sort((x, y) => order(x) - order(y))) {
-        const known = KNOWN_ISSUES[route.name]
-        await ctx.test(route.name, known !== undefined ? { todo: `reported: ${known}` } : {}, async () => {
+        await ctx.test(route.name, async () => {
           const fixtures = fixturesOf.get(route) ?? {}
           const success = successSchemas(route)
           const details = await fc.check(fc.asyncProperty(requestArb(route, w, fixtures), async (req) => {

@@ -10,7 +10,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import { verifySignature } from '../identity/identity.idp-signature.ts'
 import { addManager, createEvent, publishEvent, type Json } from '../events/events.fixtures.ts'
-import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
+import { insertContacts } from '../attendees/attendees.fixtures.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { queuedNotifications } from '../../../test/helpers/outbox.ts'
 import {

@@ -4,11 +4,11 @@
  */
 import assert from 'node:assert/strict'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
-import { insertAttendee } from '../event-collab/event-collab.fixtures.ts'
+import { insertAttendee } from '../attendees/attendees.fixtures.ts'
 import type { Json } from '../events/events.fixtures.ts'
 import { dispatchOutbox, runExecution, type Engine } from './automation.engine.ts'
 
-export { addContact } from '../event-collab/event-collab.fixtures.ts'
+export { addContact } from '../attendees/attendees.fixtures.ts'
 
 /** The app's engine with a clock the test moves. */
 export function engineAt (t: TestApp, clock: { now: Date }): Engine {

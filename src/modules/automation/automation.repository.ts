@@ -8,7 +8,7 @@
  */
 import { sql, type Insertable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { eventVisibleTo } from '../events/events.access.repository.ts'
+import { eventVisibleTo } from '../events/index.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'

@@ -16,7 +16,7 @@ import { invalidField } from '../../platform/http/errors.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { IdParams, KeysetPageQuery, NoContent } from '../../platform/http/schema.ts'
 import { answerPage, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
-import { findEventForRead } from '../events/events.access.repository.ts'
+import { findEventForRead } from '../events/index.ts'
 import { ACTIONS, ATTENDEE_STATUSES } from './automation.actions.ts'
 import {
   checkJsonDepth, checkJsonText, CONDITION_OPERATORS, DOMAIN_TRIGGERS, TEMPLATE_QUALIFIED_NOTE, TIME_TRIGGERS
@@ -33,7 +33,7 @@ import {
 } from './automation.schemas.ts'
 import * as service from './automation.service.ts'
 import type { RuleRow } from './automation.table.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Automation')
 const CONTEXT_MAX_BYTES = 16_384

@@ -7,10 +7,9 @@
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { effectiveRole, permissionsOf, ROLES, type Permission } from '../../platform/auth/permissions.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { findEventForRead, hasEventPermission, isTenantAdmin } from '../events/events.access.repository.ts'
-import type { EventPermission } from '../events/events.permissions.ts'
+import { type EventPermission, findEventForRead, hasEventPermission, isTenantAdmin } from '../events/index.ts'
 import type { RuleWriter } from './automation.repository.ts'
-import { policyOf, type ActionOf } from '../policy/policy.ts'
+import { type ActionOf, policyOf } from '../policy/index.ts'
 import type { ExecutionRow, RuleAction, RuleRow } from './automation.table.ts'
 
 /** The writer of a rule, stored on it: the rule then acts as them. Only known role names are kept. */

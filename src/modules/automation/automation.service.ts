@@ -11,9 +11,7 @@ import {
   ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import {
-  findEventForRead, hasEventPermission, lockEventForWrite, rootEventId
-} from '../events/events.access.repository.ts'
+import { type EventRow, findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from '../events/index.ts'
 import { checkActions, maskActions, type Action, type AttendeeStatus } from './automation.actions.ts'
 import { checkJsonText, RELATIVE_TRIGGERS, validateConditions, validateSchedule } from './automation.catalogue.ts'
 import { ruleCreated, ruleDeleted, ruleUpdated } from './automation.events.ts'
@@ -22,7 +20,6 @@ import * as repo from './automation.repository.ts'
 import { actionNeeds, canManageRule, writerOf } from './automation.run-as.ts'
 import { eventInSpace } from './automation.targets.repository.ts'
 import type { CreateRuleBody, EventAutomationBody, PatchRuleBody } from './automation.schemas.ts'
-import type { EventRow } from '../events/events.table.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleScope } from './automation.table.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

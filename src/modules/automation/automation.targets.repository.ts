@@ -8,7 +8,7 @@ import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowExists, selectRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { eventVisibleTo } from '../events/events.access.repository.ts'
+import { eventVisibleTo } from '../events/index.ts'
 import type { RuleRow } from './automation.table.ts'
 
 export interface DueEventsQuery {
@@ -114,7 +114,7 @@ export async function activeManagerIds (trx: Tx, tenantId: string, eventId: numb
   return managers.map(m => m.user_id as string)
 }
 
-/** Whether this deployment has attendees (the table of the event-collab module). */
+/** Whether this deployment has attendees (the table of the attendees module). */
 export async function attendeesAvailable (trx: Tx): Promise<boolean> {
   const r = await sql<{ t: string | null }>`select to_regclass('attendees')::text as t`.execute(trx)
   return r.rows[0]?.t !== null && r.rows[0]?.t !== undefined

@@ -5,7 +5,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { listDuplicates } from './contacts.duplicates.repository.ts'
 import { DuplicatesOutputBody, DuplicatesQuery } from './contacts.duplicates.schemas.ts'
 

@@ -9,9 +9,9 @@
 import { sql, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { EVENT_COLUMNS, type EventRow } from '../events/events.table.ts'
-import type { AttendeeRow, AttendeesTable } from '../event-collab/event-collab.table.ts'
-import { snapshotRules } from '../automation/automation.repository.ts'
+import { EVENT_COLUMNS, type EventRow } from '../events/index.ts'
+import type { AttendeeRow, AttendeesTable } from '../attendees/index.ts'
+import { snapshotRules } from '../automation/index.ts'
 import { visibleTo } from './contacts.repository.ts'
 
 /**
@@ -96,7 +96,7 @@ export async function lockAttendeeRows (trx: Tx, tenantId: string, ids: readonly
 
 /**
  * Events by id, locked (`for update`) in id order, as registration's callers lock an event before they change its
- * attendees (event-collab.registration.ts): seat counts and waitlist positions read under the lock stay true.
+ * attendees (attendees.registration.ts): seat counts and waitlist positions read under the lock stay true.
  */
 export async function lockEvents (trx: Tx, tenantId: string, ids: readonly number[]): Promise<EventRow[]> {
   if (ids.length === 0) return []

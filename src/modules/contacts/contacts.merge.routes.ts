@@ -8,7 +8,7 @@ import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { idempotentWrite } from '../../platform/http/idempotency.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
 import { body, UuidString } from '../../platform/http/schema.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { Contact, ContactParams } from './contacts.schemas.ts'
 import { checkMergeInput, MERGE_FIELDS, MERGE_MAX, mergeContacts } from './contacts.merge.ts'
 

@@ -20,7 +20,7 @@ import { fullRead, Replica, sorted } from '../../../test/helpers/sync-replica.ts
 import { withTenant } from '../../platform/db/tenant.ts'
 import { createEvent } from '../events/events.fixtures.ts'
 import { withSeries, dailyStandup } from '../series/series.fixtures.ts'
-import type { AttendeeStatus } from '../event-collab/event-collab.table.ts'
+import type { AttendeeStatus } from '../attendees/attendees.table.ts'
 import { MERGE_MAX } from './contacts.merge.ts'
 
 type Json = Record<string, any>

@@ -16,8 +16,7 @@ import {
   ApiError, error400BadRequest, error403Forbidden, error404NotFound, error409Conflict, fieldError, type ErrorDetail
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { settleWaitlist } from '../event-collab/event-collab.registration.ts'
-import type { AttendeeRow, AttendeeStatus } from '../event-collab/event-collab.table.ts'
+import { type AttendeeRow, type AttendeeStatus, settleWaitlist } from '../attendees/index.ts'
 import * as repo from './contacts.repository.ts'
 import * as mergeRepo from './contacts.merge.repository.ts'
 import { TAGS_MAX, WRITABLE_FIELDS, type WritableField } from './contacts.schemas.ts'

@@ -23,7 +23,7 @@ import { createContact, importContacts, upsertContacts } from './contacts.servic
 import { checkCharset, decodeCsvBody, parseContactsCsv, tooLarge } from './contacts.import.ts'
 import { replacementValues, toValues, trimEmails } from './contacts.values.ts'
 import { PHONE_FIELDS, phoneSearch, requestRegion, withPhones, type CountryCode } from './contacts.phones.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { contactEvent } from './contacts.events.ts'
 import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { mergedOrNotFound } from './contacts.merge.ts'

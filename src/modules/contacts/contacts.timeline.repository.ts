@@ -20,8 +20,7 @@ import { sql, type RawBuilder } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { eventVisibilityFilter, isTenantAdmin } from '../events/events.access.repository.ts'
-import { EVENT_MANAGER_ROLE_NAMES, grantedPermissions } from '../events/events.permissions.ts'
+import { EVENT_MANAGER_ROLE_NAMES, eventVisibilityFilter, grantedPermissions, isTenantAdmin } from '../events/index.ts'
 import type { TimelineKind } from './contacts.timeline.schemas.ts'
 
 /** Newest first; among items of one instant by kind, then row id (text: the ids of three tables in one order). */

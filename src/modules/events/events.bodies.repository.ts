@@ -41,7 +41,7 @@ if (joinedLast.join() !== EVENT_JOINED_FIELDS.join()) {
 }
 
 /**
- * Fields of GET /events/{id} alone: registration settings in force and attendee counts (event-collab.registration.ts),
+ * Fields of GET /events/{id} alone: registration settings in force and attendee counts (attendees.registration.ts),
  * read on each request; lists leave them out.
  */
 export const EVENT_DETAIL_FIELDS = [

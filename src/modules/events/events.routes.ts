@@ -31,12 +31,12 @@ import {
   PatchEventBody, PatchEventQuery, PublishEventBody, ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
-import { applyScopedEdit } from '../series/series.service.ts'
-import { registrationFigures } from '../event-collab/event-collab.registration.ts'
+import { applyScopedEdit } from '../series/index.ts'
+import { registrationFigures } from '../attendees/index.ts'
 import {
   findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion
 } from './events.templates.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Events')
 const templateOperation = operationsTagged('Event templates')

@@ -131,11 +131,6 @@ export const MANAGER_GRANT_COLUMNS = [
   'accepted_at', 'created_at', 'updated_at'
 ] as const satisfies ReadonlyArray<keyof ManagerGrantColumns>
 
-export interface EventManagersTable extends ManagerGrantColumns {
-  event_id: number | null
-  series_id: number | null
-}
-
 /** An event as the service reads it: every column but `search_text` (an index input, never shown). */
 export type EventRow = Omit<Selectable<EventsTable>, 'search_text'>
 
@@ -150,12 +145,10 @@ export const EVENT_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof EventRow>
 export type EventActivityRow = Selectable<EventActivityTable>
 export type EventSpaceRow = Selectable<EventSpacesTable>
-export type EventManagerRow = Selectable<EventManagersTable>
 
 export interface EventsTables {
   events: EventsTable
   event_activity: EventActivityTable
   event_spaces: EventSpacesTable
-  event_managers: EventManagersTable
   event_list_counts: EventListCountsTable
 }

@@ -7,7 +7,7 @@ import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kyse
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { eventVisibleTo } from '../events/events.access.repository.ts'
+import { eventVisibleTo } from '../events/index.ts'
 import type { FeedsTables, NewFeedToken } from './feeds.table.ts'
 
 /** The window of a feed: events that end at most this many days ago… */

@@ -20,18 +20,14 @@ import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField 
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
-import { asTheyAreNow } from '../policy/disclosure.ts'
-import { requirePolicy } from '../policy/policy.ts'
-import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
-import { findPublicSpace } from '../spaces/spaces.public.repository.ts'
-import { resolvePublic } from '../spaces/spaces.repository.ts'
+import { asTheyAreNow, requirePolicy } from '../policy/index.ts'
+import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
 import { feedVersion, renderCalendar, type FeedCalendar } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import * as repo from './feeds.repository.ts'
 import {
   CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
 } from './feeds.schemas.ts'
-import { SpaceParams } from '../spaces/spaces.schemas.ts'
 
 const operation = operationsTagged('Calendar feeds')
 

@@ -12,7 +12,7 @@ import { idpWebhookRoutes } from './identity.idp-webhook.routes.ts'
 import { createUserGate } from './identity.user-gate.ts'
 
 export const identityModule = defineModule(async (app, ctx) => {
-  const gate = createUserGate(ctx.db)
+  const gate = createUserGate(ctx.db, ctx.config.userGateCacheMs)
   ctx.userGate.current = gate.check
 
   app.get('/api/v1/auth/me', {

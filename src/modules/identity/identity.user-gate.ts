@@ -3,10 +3,11 @@
  * deactivated is refused even before it expires. A user the users table does not know is allowed
  * (dev tokens, users from before the webhook existed).
  *
- * Each (tenant, user) answer is cached for CACHE_TTL_MS, so a busy user costs one small query every
- * few seconds. The gate also records the organization and roles an active user's token carries (`user_claims`,
- * written only when they change): feeds read as the user is now (docs/security.md). A lifecycle change applied by
- * this process invalidates its entry at once; another instance sees the change within CACHE_TTL_MS.
+ * Each (tenant, user) answer is cached for `ttlMs` (USER_GATE_CACHE_MS, 5 s by default), so a busy user costs one
+ * small query every few seconds. The gate also records the organization and roles an active user's token carries
+ * (`user_claims`, written only when they change): what reads as the user without a request reads as they are now
+ * (docs/security.md). A lifecycle change applied by this process invalidates its entry at once; another instance
+ * sees the change within `ttlMs`.
  */
 import type { Kysely } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'

@@ -5,7 +5,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { NotificationStatus } from '../../platform/notifications/notifications.ts'
-import { visibleTo } from '../contacts/contacts.repository.ts'
+import { visibleTo } from '../contacts/index.ts'
 import type { ListNotificationsQuery } from './notifications.schemas.ts'
 
 const COLUMNS = [

@@ -9,7 +9,7 @@ import { defineModule } from '../../platform/app-context.ts'
 import { invalidField } from '../../platform/http/errors.ts'
 import { answerPage, operationsTagged } from '../../platform/http/routes.ts'
 import { listNotifications } from './notifications.repository.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { ListNotificationsQuery, PagedBodyNotification } from './notifications.schemas.ts'
 
 const operation = operationsTagged('Notifications')

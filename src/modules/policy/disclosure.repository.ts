@@ -5,8 +5,8 @@
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { visibleAsRow, visibleTo as contactVisibleTo } from '../contacts/contacts.repository.ts'
-import { eventVisibleTo } from '../events/events.access.repository.ts'
+import { visibleAsRow, visibleTo as contactVisibleTo } from '../contacts/index.ts'
+import { eventVisibleTo } from '../events/index.ts'
 
 /** Whether the reader sees one occurrence of the series (a series is read through an event of it). */
 export async function seesSeries (trx: Tx, reader: AuthContext, seriesId: number): Promise<boolean> {

@@ -15,11 +15,11 @@ import { effectiveRole, permissionsOf, ROLES } from '../../platform/auth/permiss
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { ApiError } from '../../platform/http/errors.ts'
-import { findEventForRead, hasEventPermission, isTenantAdmin } from '../events/events.access.repository.ts'
-import type { EventPermission } from '../events/events.permissions.ts'
-import type { EventRow } from '../events/events.table.ts'
-import { latestClaims } from '../identity/identity.repository.ts'
-import { findVisibleSpace } from '../spaces/spaces.access.repository.ts'
+import {
+  type EventPermission, type EventRow, findEventForRead, hasEventPermission, isTenantAdmin
+} from '../events/index.ts'
+import { latestClaims } from '../identity/index.ts'
+import { findVisibleSpace } from '../spaces/index.ts'
 import { deletedEventCreator, seesContact, seesSeries, spaceCreator } from './disclosure.repository.ts'
 
 type Json = Record<string, unknown>

@@ -24,11 +24,8 @@ import { requirePermission, type Permission } from '../../platform/auth/permissi
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import type { EventPermission } from '../events/events.permissions.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.repository.ts'
-import type { EventRow } from '../events/events.table.ts'
-import { canManageSpace, findVisibleSpace } from '../spaces/spaces.access.repository.ts'
-import type { SpaceManagerPermission } from '../spaces/spaces.schemas.ts'
+import { type EventPermission, type EventRow, findEventForRead, lockEventForWrite } from '../events/index.ts'
+import { canManageSpace, findVisibleSpace, type SpaceManagerPermission } from '../spaces/index.ts'
 
 /** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */
 export type Subject = AuthContext

@@ -6,10 +6,10 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import { grantedPermissions, type EventPermission } from '../events/events.permissions.ts'
-import { activeSeriesGrants, isTenantAdmin, lockEventForWrite } from '../events/events.access.repository.ts'
-import * as events from '../events/events.repository.ts'
-import type { EventRow } from '../events/events.table.ts'
+import {
+  activeSeriesGrants, type EventPermission, type EventRow, grantedPermissions, isTenantAdmin,
+  lockById as lockEventById, lockEventForWrite
+} from '../events/index.ts'
 import * as repo from './series.repository.ts'
 import type { SeriesRow } from './series.table.ts'
 
@@ -65,7 +65,7 @@ export async function lockForSeriesWrite (
   ifMatch?: string
 ) {
   const row = await lockEventForWrite(trx, auth, eventId, permission, { includeDraftClones: true })
-  const occurrence = row.published_id === null ? row : await events.lockById(trx, auth.tenantId, row.published_id)
+  const occurrence = row.published_id === null ? row : await lockEventById(trx, auth.tenantId, row.published_id)
   const series = await seriesOfRow(trx, auth.tenantId, occurrence, true)
   if (level === 'series') await requireSeriesPermission(trx, auth, series, permission)
   checkIfMatch(ifMatch, series.revision)

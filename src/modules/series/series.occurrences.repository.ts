@@ -7,14 +7,12 @@
 import { sql } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
-import { bumpRevision } from '../../platform/db/revision.ts'
+import { bumpRevision, bumpRevisionSql } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { selectRows } from '../../platform/db/match.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { eventVisibleTo } from '../events/events.access.repository.ts'
-import type { EventInsert, EventUpdate } from '../events/events.repository.ts'
-import type { EventRow } from '../events/events.table.ts'
+import { type EventInsert, type EventRow, type EventUpdate, eventVisibleTo } from '../events/index.ts'
 import type { Occurrence } from './series.recurrence.ts'
 import { STORAGE_METADATA_KEYS } from './series.schemas.ts'
 
@@ -115,8 +113,7 @@ export async function moveOccurrences (trx: Tx, tenantId: string, moves: readonl
       start_dt = case when m.retime then m.start_dt else e.start_dt end,
       end_dt = case when m.retime then m.end_dt else e.end_dt end,
       timezone = case when m.retime then m.timezone else e.timezone end,
-      revision = e.revision + 1,
-      updated_at = now()
+      ${bumpRevisionSql('e')}
     from unnest(${moves.map(m => m.id)}::bigint[], ${moves.map(m => m.seriesIndex)}::int[], ${moves.map(m => m.times !== undefined)}::boolean[],
                 ${moves.map(m => m.times?.start.toISOString() ?? null)}::timestamptz[], ${moves.map(m => m.times?.end.toISOString() ?? null)}::timestamptz[],
                 ${moves.map(m => m.times?.timezone ?? null)}::text[])

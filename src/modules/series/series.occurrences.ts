@@ -4,9 +4,7 @@
  * and positions is decided in series.rule.ts; the statements are series.occurrences.repository.ts.
  */
 import type { Tx } from '../../platform/db/tenant.ts'
-import type { EventUpdate } from '../events/events.repository.ts'
-import type { EventRow } from '../events/events.table.ts'
-import { findTemplate, latestTemplate } from '../events/events.templates.ts'
+import { type EventRow, type EventUpdate, findTemplate, latestTemplate } from '../events/index.ts'
 import * as occurrences from './series.occurrences.repository.ts'
 import { matchRows, syncTargets, withoutStorageKeys, type RemovedOccurrence } from './series.rule.ts'
 import type { SeriesRow } from './series.table.ts'

@@ -9,7 +9,7 @@ import { rowChunks } from '../../platform/db/chunks.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { selectRows } from '../../platform/db/match.ts'
-import type { EventManagersTable } from '../events/events.table.ts'
+import type { EventManagersTable } from '../event-managers/index.ts'
 import type { EventSeriesTable, SeriesRow } from './series.table.ts'
 import { ATTENDEE_STATUSES } from './series.schemas.ts'
 

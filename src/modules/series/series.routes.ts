@@ -12,14 +12,14 @@ import { defineModule } from '../../platform/app-context.ts'
 import { ifMatchOf, setEtag } from '../../platform/http/conditional.ts'
 import { answerWithEtag, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { Event } from '../events/events.schemas.ts'
+import { Event } from '../events/index.ts'
 import {
   CreateEventWithSeriesBody, CreateSeriesBody, DeleteSeriesQuery, EventSeries, EventSeriesUpdate, EventWithSeries,
   OccurrencesQuery, PagedOccurrences, PatchSeriesBody, PublishSeriesBody, SeriesManagerBody, SeriesParams,
   SeriesWithOccurrences
 } from './series.schemas.ts'
 import * as service from './series.service.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Series')
 /** How often the window job runs when workers are on. */

@@ -7,10 +7,9 @@
 import { DateTime } from 'luxon'
 import { error409Conflict, invalidField } from '../../platform/http/errors.ts'
 import { checkTimezone, loneSurrogateAt } from '../../platform/http/validation.ts'
-import type { EventUpdate } from '../events/events.repository.ts'
-import { METADATA_MAX_BYTES, type PatchEventBody } from '../events/events.schemas.ts'
-import { mergePatch } from '../events/events.service.ts'
-import type { EventRow } from '../events/events.table.ts'
+import {
+  type EventRow, type EventUpdate, mergePatch, METADATA_MAX_BYTES, type PatchEventBody
+} from '../events/index.ts'
 import {
   customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule
 } from './series.recurrence.ts'

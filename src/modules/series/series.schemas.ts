@@ -2,11 +2,11 @@ import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import {
-  CreateEventBody, Event, PublishEventBody, TITLE_MAX, DESCRIPTION_MAX, ADDRESS_MAX, TIMEZONE_MAX, KEYWORDS_MAX,
-  KEYWORD_MAX, METADATA_MAX_KEYS
-} from '../events/events.schemas.ts'
+  ADDRESS_MAX, CreateEventBody, DESCRIPTION_MAX, Event, KEYWORD_MAX, KEYWORDS_MAX, METADATA_MAX_KEYS,
+  PublishEventBody, TIMEZONE_MAX, TITLE_MAX
+} from '../events/index.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
-import { ATTENDEE_STATUSES } from '../event-collab/event-collab.table.ts'
+import { ATTENDEE_STATUSES } from '../attendees/index.ts'
 
 /** Bounds chosen by us (docs/series.md). */
 export const MAX_OCCURRENCES = 500

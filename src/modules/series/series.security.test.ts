@@ -11,7 +11,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { assertBadRequestAt } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { PNG, uploadExpecting } from '../event-collab/event-collab.cover.fixtures.ts'
+import { PNG, uploadExpecting } from '../event-content/event-content.cover.fixtures.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
 import { withSeries } from './series.fixtures.ts'
 import { extendSeriesWindows } from './series.service.ts'

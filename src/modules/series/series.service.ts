@@ -16,13 +16,11 @@ import { newInviteToken } from '../../platform/invite-tokens.ts'
 import { notifyOnPublish, queueNotification } from '../../platform/notifications/notifications.ts'
 import { managerInvitation, seriesPublished } from '../../platform/notifications/templates.ts'
 import { emit } from '../../platform/outbox.ts'
-import { assertSeriesGrant } from '../event-collab/event-collab.grants.ts'
-import { EVENT_MANAGER_ROLES } from '../events/events.permissions.ts'
-import { findEventForRead, lockEventForWrite } from '../events/events.access.repository.ts'
-import * as events from '../events/events.repository.ts'
-import type { PatchEventBody } from '../events/events.schemas.ts'
-import { createEvent, patchEvent, withSpacesAll } from '../events/events.service.ts'
-import type { EventRow } from '../events/events.table.ts'
+import { assertSeriesGrant } from '../event-managers/index.ts'
+import {
+  createEvent, EVENT_MANAGER_ROLES, type EventRow, findEventForRead, lockById as lockEventById, lockEventForWrite,
+  patchEvent, type PatchEventBody, updateEvent, withSpacesAll
+} from '../events/index.ts'
 import { hasSeriesPermission, lockForSeriesWrite, requireSeriesPermission, seriesOfRow } from './series.access.ts'
 import * as domain from './series.events.ts'
 import { cascadeContent, syncOccurrences, type SyncResult } from './series.occurrences.ts'
@@ -95,7 +93,7 @@ async function seriesFromAnchor (
 ) {
   const row = newSeriesRow(anchor, input, prefix, now)
   const s = await repo.insertSeries(trx, auth.tenantId, row)
-  await events.updateEvent(trx, auth.tenantId, anchor.id, {
+  await updateEvent(trx, auth.tenantId, anchor.id, {
     series_id: s.id,
     series_index: 0,
     ...(anchor.end_dt === null ? { end_dt: row.end_dt } : {})
@@ -265,14 +263,14 @@ export async function applyScopedEdit (
   now = new Date()
 ): Promise<EventRow> {
   const first = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: true })
-  const occurrence = first.published_id === null ? first : await events.lockById(trx, auth.tenantId, first.published_id)
+  const occurrence = first.published_id === null ? first : await lockEventById(trx, auth.tenantId, first.published_id)
   if (occurrence.series_id === null) return await patchEvent(trx, auth, eventId, patch, ifMatch)
   const reach = effectiveScope(scope, positionOf(occurrence))
   if (reach === 'this') {
     const before = await patchEvent(trx, auth, eventId, patch, ifMatch)
     const overrides = occurrenceOverrides(patch, before.metadata_override)
     if (Object.keys(overrides).length === 0) return before
-    return await events.updateEvent(trx, auth.tenantId, before.id, overrides)
+    return await updateEvent(trx, auth.tenantId, before.id, overrides)
   }
   if ('template' in patch) {
     throw error409Conflict('the template of an event is immutable', [
@@ -284,7 +282,7 @@ export async function applyScopedEdit (
   await requireSeriesPermission(trx, auth, s, 'event:edit')
   checkIfMatch(ifMatch, first.revision)
   if (reach === 'future') s = await splitAt(trx, auth, s, positionOf(occurrence))
-  const current = await events.lockById(trx, auth.tenantId, occurrence.id)
+  const current = await lockEventById(trx, auth.tenantId, occurrence.id)
   await applySeriesPatch(trx, auth, s, seriesPatchFrom(s, current, patch), now)
   // scope all/future: the edited fields win over the occurrences' own values
   const clear = clearedOverrides(patch)
@@ -299,7 +297,7 @@ export async function applyScopedEdit (
   if (patch.priority !== undefined) {
     await occurrences.updateLiveOccurrences(trx, auth.tenantId, s.id, { priority: patch.priority })
   }
-  return await events.lockById(trx, auth.tenantId, occurrence.id)
+  return await lockEventById(trx, auth.tenantId, occurrence.id)
 }
 
 // ---- delete
@@ -325,7 +323,7 @@ export async function deleteSeries (
   if (reach === 'this') {
     await repo.updateSeries(trx, auth.tenantId, s.id, { exdates: exdatesAfterDelete(s, occurrence) })
     await occurrences.deleteDraftClone(trx, auth.tenantId, occurrence.id)
-    await events.updateEvent(trx, auth.tenantId, occurrence.id, { is_deleted: true })
+    await updateEvent(trx, auth.tenantId, occurrence.id, { is_deleted: true })
   } else if (reach === 'future') {
     await endBefore(trx, s, k)
     await occurrences.deleteOccurrencesFrom(trx, auth.tenantId, s.id, k)

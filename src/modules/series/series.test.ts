@@ -9,7 +9,7 @@ import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/req
 import { assertBadRequestAt, problemIssues } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { createEvent, type Json } from '../events/events.fixtures.ts'
-import { addContact, insertAttendee } from '../event-collab/event-collab.fixtures.ts'
+import { addContact, insertAttendee } from '../attendees/attendees.fixtures.ts'
 import { withSeries } from './series.fixtures.ts'
 import { extendSeriesWindows } from './series.service.ts'
 

@@ -5,12 +5,12 @@
  */
 import { expressionBuilder, sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { exactTimestamp, type Database } from '../../platform/db/database.ts'
-import type { EventSpacesTable } from '../events/events.table.ts'
+import {
+  deleteEventSpace, type EventSpacesTable, eventVisibilityFilter, eventVisibleTo, insertEventSpace
+} from '../events/index.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { keptSum, type Counting } from '../../platform/db/kept-counts.ts'
-import { eventVisibilityFilter, eventVisibleTo } from '../events/events.access.repository.ts'
-import { deleteEventSpace, insertEventSpace } from '../events/events.repository.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
 import { fromCursor, listPage, orderByKeys, totalOf } from '../../platform/db/list-page.ts'
 import {
@@ -228,7 +228,7 @@ export interface EventFigures {
   no_shows: number
 }
 
-/** Whether the attendees table exists yet (it belongs to the event-collaboration module). */
+/** Whether the attendees table exists yet (it belongs to the attendees module). */
 async function hasAttendees (trx: Tx): Promise<boolean> {
   const r = await sql<{ ok: boolean }>`select to_regclass('attendees') is not null as ok`.execute(trx)
   return r.rows[0]?.ok === true

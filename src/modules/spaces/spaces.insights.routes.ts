@@ -12,7 +12,7 @@ import {
 } from '../../platform/http/errors.ts'
 import { createdRoute, noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { emit } from '../../platform/outbox.ts'
-import { lockEventForWrite } from '../events/events.access.repository.ts'
+import { lockEventForWrite } from '../events/index.ts'
 import { activeManager } from './spaces.access.repository.ts'
 import * as insights from './spaces.insights.repository.ts'
 import {
@@ -20,7 +20,7 @@ import {
   SpaceEventParams, SpaceParams
 } from './spaces.schemas.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { spaceEvent } from './spaces.events.ts'
 import { spacePageRoute } from './spaces.pages.routes.ts'
 

@@ -11,7 +11,7 @@ import { countingOf, type Counting } from '../../platform/db/kept-counts.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { answerPage, operationsTagged } from '../../platform/http/routes.ts'
 import { KeysetPageQuery } from '../../platform/http/schema.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { SpaceParams } from './spaces.schemas.ts'
 import { visibleOr404 } from './spaces.service.ts'
 

@@ -18,10 +18,10 @@ import { queueNotification } from '../../platform/notifications/notifications.ts
 import { managerInvitation } from '../../platform/notifications/templates.ts'
 import { maskInvitees, notifyManagerAdded, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail } from '../../platform/invite-tokens.ts'
-import * as contacts from '../contacts/contacts.repository.ts'
+import { findVisible as findVisibleContact } from '../contacts/index.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
-import { findProfile } from '../identity/identity.repository.ts'
+import { findProfile } from '../identity/index.ts'
 import {
   AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody,
   PendingInvites, ManagerPermissionsList, PagedBodySpaceContact, PagedBodySpaceManager, PagedBodySpaceMember,
@@ -30,7 +30,7 @@ import {
 } from './spaces.schemas.ts'
 import { assertGrantWithin, canManageSpace, heldOnSpace, spaceGrantOf } from './spaces.access.repository.ts'
 import { lockManageable, visibleOr404 } from './spaces.service.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { spacePageRoute, type VisibleSpace } from './spaces.pages.routes.ts'
 import { spaceEvent } from './spaces.events.ts'
 
@@ -299,7 +299,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => {
     const contactId = body.contact_id
     const space = await lockManageable(trx, auth, params.id, 'space:contacts')
-    const contact = await contacts.findVisible(trx, auth, contactId)
+    const contact = await findVisibleContact(trx, auth, contactId)
     if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
     const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
     if (created === undefined) {

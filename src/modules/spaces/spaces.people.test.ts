@@ -9,7 +9,7 @@ import { outboxTopics, queuedNotifications } from '../../../test/helpers/outbox.
 import { itemsByCursor, refusedCursor } from '../../../test/helpers/pages.ts'
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { insertContacts } from '../event-collab/event-collab.fixtures.ts'
+import { insertContacts } from '../attendees/attendees.fixtures.ts'
 import { alicePublishedSpace, createSpace } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>

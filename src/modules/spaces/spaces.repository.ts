@@ -13,7 +13,7 @@ import { creationOrder, listScope, pageWindow, type KeyColumn, type PageParams }
 import { spaceVisibleTo } from './spaces.access.repository.ts'
 import type { SPACE_SORT_FIELDS } from './spaces.schemas.ts'
 import type { SpaceActivityType, SpaceDraft, SpaceRole } from './spaces.table.ts'
-import { MANAGER_GRANT_COLUMNS } from '../events/events.table.ts'
+import { MANAGER_GRANT_COLUMNS } from '../events/index.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 

@@ -21,7 +21,7 @@ import { registerPeopleRoutes } from './spaces.people.routes.ts'
 import { spacePageRoute } from './spaces.pages.routes.ts'
 import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
-import { requirePolicy } from '../policy/policy.ts'
+import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Spaces')
 

@@ -16,9 +16,9 @@ import { withSystem, type Tx } from '../../platform/db/tenant.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
 import { allowListOf, postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../../platform/http/outbound.ts'
-import { subjectOf } from '../automation/automation.run-as.ts'
+import { subjectOf } from '../automation/index.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { asTheyAreNow, mayLearnOf } from '../policy/disclosure.ts'
+import { asTheyAreNow, mayLearnOf } from '../policy/index.ts'
 import * as repo from './webhooks.repository.ts'
 
 /** Seconds to wait after the 1st, 2nd… failed attempt: about 17 hours in all. */

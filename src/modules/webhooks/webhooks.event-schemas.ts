@@ -5,7 +5,7 @@
  * description where it names one (integer, string, boolean, array, object, "… or null"); `data` allows
  * fields the catalogue does not list (receivers must ignore unknown fields). A new version is a new name.
  */
-import { DOMAIN_TRIGGERS } from '../automation/automation.catalogue.ts'
+import { DOMAIN_TRIGGERS } from '../automation/index.ts'
 import { PING_TYPE } from './webhooks.delivery.ts'
 
 type Json = Record<string, unknown>

@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { bumpRevision } from '../../platform/db/revision.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { KeysetPageQuery } from '../../platform/http/schema.ts'
@@ -90,8 +91,7 @@ export async function updateSubscription (
       ...(change.enabled === true
         ? { disabled_reason: null, disabled_at: null, consecutive_failures: 0, failing_since: null }
         : {}),
-      revision: sql`revision + 1`,
-      updated_at: sql`now()`
+      ...bumpRevision()
     })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returning(SUBSCRIPTION_COLUMNS)
@@ -118,8 +118,7 @@ export async function rotateSecret (
       previous_secret: sql`secret`,
       previous_secret_expires_at: sql`now() + make_interval(secs => ${overlapSeconds})`,
       secret,
-      revision: sql`revision + 1`,
-      updated_at: sql`now()`
+      ...bumpRevision()
     })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .returning(SUBSCRIPTION_COLUMNS)

@@ -7,7 +7,7 @@
 import dns from 'node:dns/promises'
 import net from 'node:net'
 import { invalidField } from '../../platform/http/errors.ts'
-import { DOMAIN_TRIGGERS } from '../automation/automation.catalogue.ts'
+import { DOMAIN_TRIGGERS } from '../automation/index.ts'
 import { addressAllowed, allowListed, type AllowList } from '../../platform/http/outbound.ts'
 
 /** The topics a subscription may name, besides `*`. */

@@ -18,7 +18,9 @@ import type { IdentityTables } from '../../modules/identity/identity.table.ts'
 import type { SpacesTables } from '../../modules/spaces/spaces.table.ts'
 import type { EventsTables } from '../../modules/events/events.table.ts'
 import type { SeriesTables } from '../../modules/series/series.table.ts'
-import type { EventCollabTables } from '../../modules/event-collab/event-collab.table.ts'
+import type { AttendeesTables } from '../../modules/attendees/attendees.table.ts'
+import type { EventManagersTables } from '../../modules/event-managers/event-managers.table.ts'
+import type { EventContentTables } from '../../modules/event-content/event-content.table.ts'
 import type { AutomationTables } from '../../modules/automation/automation.table.ts'
 
 /** Every table, composed from the modules' table files (one line per module). */
@@ -29,7 +31,9 @@ export interface Database extends
   SpacesTables,
   EventsTables,
   SeriesTables,
-  EventCollabTables,
+  AttendeesTables,
+  EventManagersTables,
+  EventContentTables,
   AutomationTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test'
 import { databases, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { outboxTopics } from '../../../test/helpers/outbox.ts'
 import { withTenant } from '../db/tenant.ts'
-import { createContact, type Json } from '../../modules/event-collab/event-collab.fixtures.ts'
+import { createContact, type Json } from '../../modules/attendees/attendees.fixtures.ts'
 import { aliceWithEvent } from '../../modules/events/events.fixtures.ts'
 
 async function stored (t: TestApp, tenantId: string, key: string) {

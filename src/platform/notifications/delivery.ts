@@ -1,6 +1,6 @@
 /**
  * The delivery loop of the notification outbox: every `intervalMs` it delivers what is due
- * (`deliverPendingNotifications`). Started by the event-collaboration module when
+ * (`deliverPendingNotifications`). Started by src/workers.ts when
  * `config.workers` is true and stopped when the app closes.
  */
 import type { AppContext } from '../app-context.ts'

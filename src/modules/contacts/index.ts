@@ -1,0 +1,8 @@
+/**
+ * The public face of the contacts module: what other modules, src/app.ts and src/workers.ts may use of it. Contacts:
+ * the CRM, its visibility rule and upkeep. Another module imports only this file (the lint rule `modules/index-only`,
+ * docs/architecture.md).
+ */
+export { canManage, findVisible, visibleAsRow, visibleTo } from './contacts.repository.ts'
+export { contactsModule } from './contacts.routes.ts'
+export { readUnreadPhones } from './contacts.service.ts'
