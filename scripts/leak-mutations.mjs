@@ -4,7 +4,7 @@
 // A mutation the test survives, or one whose text is no longer in the source, fails this script.
 //   npm run test:mutation            every mutation
 //   npm run test:mutation -- webhook the mutations whose name contains "webhook"
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -15,12 +15,12 @@ const MUTATIONS = [
     name: "automation tells a rule's creator of everything",
     edits: [
       {
-        file: 'src/modules/automation/automation.engine.ts',
+        file: 'src/modules/automation/automation.dispatcher.ts',
         find: 'if (!(await mayLearnOf(trx, reader, row.topic, payload, seen))) continue',
         replace: 'void reader'
       },
       {
-        file: 'src/modules/automation/automation.engine.ts',
+        file: 'src/modules/automation/automation.runner.ts',
         find: '!(await mayLearnOf(trx, subject, payload.topic, payload))',
         replace: 'false'
       }
@@ -68,8 +68,11 @@ const MUTATIONS = [
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const only = process.argv[2]
 const chosen = MUTATIONS.filter(m => only === undefined || m.name.includes(only))
-let failed = 0
-for (const m of chosen) {
+// two at a time: each run is one process on PGlite, and the machine has two cores
+const CONCURRENCY = Number(process.env.MUTATION_CONCURRENCY ?? 2)
+
+/** Runs the leak test on a copy of the tree with one mutation applied; the line to print, and whether it was caught. */
+async function tryMutation (m) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'leak-mutation-'))
   try {
     for (const entry of ['src', 'test', 'migrations', 'package.json', 'tsconfig.json']) {
@@ -84,29 +87,41 @@ for (const m of chosen) {
       return false
     })
     if (gone.length > 0) {
-      console.log(`✖ ${m.name}: the text to mutate is gone from ${gone[0].file} (update scripts/leak-mutations.mjs)`)
-      failed++
-      continue
+      return { caught: false, line: `✖ ${m.name}: the text to mutate is gone from ${gone[0].file} (update scripts/leak-mutations.mjs)` }
     }
     const started = Date.now()
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', 'test/leak.test.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', 'test/leak.test.ts'], {
       cwd: dir,
       env: { ...process.env, TEST_DATABASES: 'pglite' },
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024
+      stdio: ['ignore', 'pipe', 'pipe']
     })
+    let stdout = ''
+    child.stdout.on('data', chunk => { stdout += chunk })
+    child.stderr.resume()
+    const status = await new Promise(resolve => child.on('close', resolve))
     const seconds = ((Date.now() - started) / 1000).toFixed(1)
-    const caught = run.stdout.split('\n').filter(l => l.includes('✖') && l.includes(m.channel) && l.includes('never carries'))
-    if (run.status !== 0 && caught.length > 0) {
-      console.log(`✔ ${m.name}: the leak test fails (${caught.length} cases of "${m.channel}", ${seconds} s)`)
-    } else {
-      console.log(`✖ ${m.name}: the leak test ${run.status === 0 ? 'passes' : `fails elsewhere (exit ${run.status})`} (${seconds} s)`)
-      console.log(run.stdout.split('\n').filter(l => l.includes('✖')).slice(0, 10).join('\n'))
-      failed++
+    const caught = stdout.split('\n').filter(l => l.includes('✖') && l.includes(m.channel) && l.includes('never carries'))
+    if (status !== 0 && caught.length > 0) {
+      return { caught: true, line: `✔ ${m.name}: the leak test fails (${caught.length} cases of "${m.channel}", ${seconds} s)` }
     }
+    const why = status === 0 ? 'passes' : `fails elsewhere (exit ${status})`
+    const failing = stdout.split('\n').filter(l => l.includes('✖')).slice(0, 10).join('\n')
+    return { caught: false, line: `✖ ${m.name}: the leak test ${why} (${seconds} s)\n${failing}` }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
 }
-console.log(`${chosen.length - failed} of ${chosen.length} mutations caught`)
-process.exit(failed === 0 && chosen.length > 0 ? 0 : 1)
+
+const results = []
+let next = 0
+await Promise.all(Array.from({ length: Math.max(1, CONCURRENCY) }, async () => {
+  while (next < chosen.length) {
+    const m = chosen[next++]
+    const r = await tryMutation(m)
+    console.log(r.line)
+    results.push(r)
+  }
+}))
+const caught = results.filter(r => r.caught).length
+console.log(`${caught} of ${chosen.length} mutations caught`)
+process.exit(caught === chosen.length && chosen.length > 0 ? 0 : 1)

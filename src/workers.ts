@@ -2,7 +2,7 @@
  * Every background loop of the service, started from here and only when `config.workers` (WORKERS) is true:
  *
  * 1. automation: the job queue's workers (runs of rules) and the dispatcher and scheduler beside them
- *    (`startWorkers` of automation.engine.ts), tried again every WORKER_RETRY_MS while the database is away;
+ *    (`startWorkers` of automation.workers.ts), tried again every WORKER_RETRY_MS while the database is away;
  * 2. webhook subscriptions: dispatch and delivery (`startWebhookWorker` of webhooks.delivery.ts);
  * 3. notifications: delivery of the notification outbox (src/platform/notifications/delivery.ts);
  * 4. series: the rolling windows of series that never end (`startSeriesWindows` of series.service.ts);

@@ -25,7 +25,7 @@ import {
   deliverPendingNotifications, queueNotification, type Notification
 } from '../src/platform/notifications/notifications.ts'
 import { loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
-import { runExecution } from '../src/modules/automation/automation.engine.ts'
+import { runExecution } from '../src/modules/automation/automation.runner.ts'
 
 const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 

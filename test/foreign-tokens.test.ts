@@ -30,6 +30,31 @@ interface Kind {
   make: (t: TestApp) => Promise<{ token: string, foreign?: string, use: (token: string) => Promise<Answer> }>
 }
 
+/**
+ * A manager invitation of an event or a space, to dana, accepted by her. Its token: in the answer of an event's
+ * invite, by mail only for a space's.
+ */
+function invitation (kind: 'events' | 'spaces', permissions: string[]): Kind {
+  return {
+    location: 'body.token',
+    status: 404,
+    make: async t => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const dana = await tenant.user('dana', ['member'], { email: 'dana@example.test' })
+      const made = kind === 'events' ? await createEvent(t, alice, { title: 'Board' }) : await createSpace(t, alice)
+      if (kind === 'spaces') await publish(t, alice, made.id as number)
+      const invite = (await expectStatus(t, alice, 'POST', `/api/v1/${kind}/${made.id as number}/managers/invite`, 201,
+        { email: 'dana@example.test', permissions })).json()
+      const [mail] = await queuedNotifications(t, tenant.id)
+      return {
+        token: (invite.invite_token ?? (mail?.payload as Json).invite_token) as string,
+        use: async token => await t.as(dana, { method: 'POST', url: `/api/v1/${kind}/managers/accept`, payload: { token } })
+      }
+    }
+  }
+}
+
 const KINDS: Record<string, Kind> = {
   'a sync token': {
     location: 'query.sync_token',
@@ -60,41 +85,8 @@ const KINDS: Record<string, Kind> = {
       }
     }
   },
-  "an event's manager invitation": {
-    location: 'body.token',
-    status: 404,
-    make: async t => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const dana = await tenant.user('dana', ['member'], { email: 'dana@example.test' })
-      const event = await createEvent(t, alice, { title: 'Board' })
-      const invite = (await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id as number}/managers/invite`, 201,
-        { email: 'dana@example.test', permissions: ['attendees:read'] })).json()
-      return {
-        token: invite.invite_token as string,
-        use: async token => await t.as(dana, { method: 'POST', url: '/api/v1/events/managers/accept', payload: { token } })
-      }
-    }
-  },
-  "a space's manager invitation": {
-    location: 'body.token',
-    status: 404,
-    make: async t => {
-      const tenant = newTenant(t)
-      const alice = await tenant.user('alice')
-      const dana = await tenant.user('dana', ['member'], { email: 'dana@example.test' })
-      const space = await createSpace(t, alice, { title: 'Club' })
-      await publish(t, alice, space.id as number)
-      await expectStatus(t, alice, 'POST', `/api/v1/spaces/${space.id as number}/managers/invite`, 201,
-        { email: 'dana@example.test', permissions: ['space:members'] })
-      // a space's invitation token goes by mail only
-      const [mail] = await queuedNotifications(t, tenant.id)
-      return {
-        token: (mail?.payload as Json).invite_token as string,
-        use: async token => await t.as(dana, { method: 'POST', url: '/api/v1/spaces/managers/accept', payload: { token } })
-      }
-    }
-  },
+  "an event's manager invitation": invitation('events', ['attendees:read']),
+  "a space's manager invitation": invitation('spaces', ['space:members']),
   'a check-in token': {
     location: 'body.token',
     status: 404,

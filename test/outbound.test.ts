@@ -15,7 +15,7 @@ import { insertRow } from './helpers/rows.ts'
 import { createEvent, publishEvent } from '../src/modules/events/events.fixtures.ts'
 import { createSpace, publish } from '../src/modules/spaces/spaces.fixtures.ts'
 import { drain, executions, rule } from '../src/modules/automation/automation.fixtures.ts'
-import { dispatchOutbox } from '../src/modules/automation/automation.engine.ts'
+import { dispatchOutbox } from '../src/modules/automation/automation.dispatcher.ts'
 import { allowListOf } from '../src/platform/http/outbound.ts'
 import { deliverDue, dispatchWebhooks } from '../src/modules/webhooks/webhooks.delivery.ts'
 

@@ -17,10 +17,10 @@ import {
   addAttendee, addContact, drain, engineAt, eventAutomation, eventRule, executeRule, executions, rule
 } from './automation.fixtures.ts'
 import { TenantWorkError } from '../../platform/tenant-batches.ts'
-import {
-  claimExecution, dispatchOutbox, handleJob, MAX_DEPTH, runExecution, sweepExecutions, tickSchedules,
-  type DispatchResult, type Engine
-} from './automation.engine.ts'
+import { claimExecution, handleJob, runExecution, sweepExecutions } from './automation.runner.ts'
+import { dispatchOutbox, type DispatchResult } from './automation.dispatcher.ts'
+import { MAX_DEPTH, type Engine } from './automation.engine.ts'
+import { tickSchedules } from './automation.scheduler.ts'
 import { EXPIRE_SEC, MAX_ATTEMPTS, QUEUE } from './automation.queue.ts'
 
 interface Hook { status: number, received: Array<{ headers: http.IncomingHttpHeaders, body: string }> }

@@ -6,7 +6,9 @@ import assert from 'node:assert/strict'
 import type { TestApp } from '../../../test/helpers/build-app.ts'
 import { insertAttendee } from '../attendees/attendees.fixtures.ts'
 import type { Json } from '../events/events.fixtures.ts'
-import { dispatchOutbox, runExecution, type Engine } from './automation.engine.ts'
+import { dispatchOutbox } from './automation.dispatcher.ts'
+import { runExecution } from './automation.runner.ts'
+import { type Engine } from './automation.engine.ts'
 
 export { addContact } from '../attendees/attendees.fixtures.ts'
 

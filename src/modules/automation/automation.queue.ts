@@ -83,7 +83,7 @@ export function createJobQueue (db: Kysely<Database>): JobQueue {
   let starting: Promise<PgBoss> | undefined
   let boss: PgBoss | undefined
   const start = async (): Promise<PgBoss> => {
-    // no timers of its own: the worker loop calls maintain() (automation.engine.ts), tests call it directly
+    // no timers of its own: the worker loop calls maintain() (automation.workers.ts), tests call it directly
     const b = new PgBoss({ db: bossDb(db), schema: BOSS_SCHEMA, supervise: false, schedule: false, migrate: true })
     b.on('error', () => {})
     await b.start()

@@ -15,7 +15,8 @@ import { errorLocations, problemIssues } from '../../../test/helpers/problem.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { emit } from '../../platform/outbox.ts'
 import { addManager, createEvent, type Json } from '../events/events.fixtures.ts'
-import { claimExecution, dispatchOutbox, handleJob, runExecution } from './automation.engine.ts'
+import { claimExecution, handleJob, runExecution } from './automation.runner.ts'
+import { dispatchOutbox } from './automation.dispatcher.ts'
 import { drain, engineAt, eventAutomation, executeRule, executions, rule } from './automation.fixtures.ts'
 
 const PAUSE_AFTER = 3

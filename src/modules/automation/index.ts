@@ -4,8 +4,9 @@
  * (the lint rule `modules/index-only`, docs/architecture.md).
  */
 export { DOMAIN_TRIGGERS } from './automation.catalogue.ts'
-export { createAutomationEngine, startWorkers } from './automation.engine.ts'
+export { createAutomationEngine } from './automation.engine.ts'
 export { snapshotRules } from './automation.repository.ts'
 export { automationModule } from './automation.routes.ts'
 export { subjectOf, writerOf } from './automation.run-as.ts'
 export { eventRuleForRun, findRuleForRead, findRuleForRun } from './automation.service.ts'
+export { startWorkers } from './automation.workers.ts'
