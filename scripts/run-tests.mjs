@@ -29,7 +29,8 @@ if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) 
   const control = citusControl()
   if (control === undefined || !fs.existsSync(control)) {
     console.log(
-      `citus: not installed (${control ?? 'no PostgreSQL under /usr/lib/postgresql'}): no Citus cluster, the suites run on PGlite${process.env.TEST_DATABASE_URL ? ' and PostgreSQL' : ''} (docs/scale-out.md)`
+      `citus: not installed (${control ?? 'no PostgreSQL under /usr/lib/postgresql'}): no Citus cluster, ` +
+      `the suites run on PGlite${process.env.TEST_DATABASE_URL ? ' and PostgreSQL' : ''} (docs/scale-out.md)`
     )
   } else {
     cluster = await startCluster()
@@ -37,16 +38,42 @@ if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) 
     env.TEST_CITUS_WORKERS = JSON.stringify(cluster.info.workerUrls)
     env.TEST_CITUS_TEMPLATE = cluster.info.template
     console.log(
-      `citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: the suites run on Citus too`
+      `citus: a coordinator and ${cluster.info.workerUrls.length} workers at ${cluster.info.coordinatorUrl}: ` +
+      'the suites run on Citus too'
     )
   }
 }
 
+// PostgreSQL: one migrated template database per run, each suite's database a copy of it (test/helpers/pg-template.ts)
+let pgTemplate
+if (env.TEST_DATABASE_URL !== undefined && env.TEST_DATABASE_URL !== '' && env.TEST_PG_TEMPLATE === undefined &&
+    (env.TEST_DATABASES === undefined || env.TEST_DATABASES.split(',').includes('pg'))) {
+  pgTemplate = helper('create', env.TEST_DATABASE_URL)
+  env.TEST_PG_TEMPLATE = pgTemplate
+}
+
+// TEST_FILE_TIMES=<path>: each file's time written there, slowest first (scripts/test-file-times.mjs)
+const fileTimes = process.env.TEST_FILE_TIMES === undefined
+  ? []
+  : ['--test-reporter-destination=stdout', '--test-reporter=./scripts/test-file-times.mjs',
+      `--test-reporter-destination=${process.env.TEST_FILE_TIMES}`]
+
 const result = spawnSync(process.execPath, [
-  '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...options, ...files
+  '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...fileTimes, ...options,
+  ...files
 ], { stdio: 'inherit', env })
 if (cluster !== undefined) await cluster.stop()
+if (pgTemplate !== undefined) helper('drop', env.TEST_DATABASE_URL, pgTemplate)
 process.exit(result.status ?? 1)
+
+/** Runs test/helpers/pg-template.ts with the arguments; its output (a template's name) trimmed. */
+function helper (...args) {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/pg-template.ts', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8'
+  })
+  if (run.status !== 0) throw new Error(`test/helpers/pg-template.ts ${args[0]} failed (exit ${run.status})`)
+  return run.stdout.trim()
+}
 
 function citusControl () {
   const root = '/usr/lib/postgresql'

@@ -58,9 +58,9 @@ export function citusNodes ():
 }
 
 /**
- * A fresh database of the given kind; `drop` removes it. On Citus it is a copy of the run's migrated
- * template, unless `empty` asks for one with nothing but the extension and the workers (for tests of
- * the migrations themselves).
+ * A fresh database of the given kind; `drop` removes it. On PostgreSQL and Citus it is a copy of the
+ * run's migrated template (when scripts/run-tests.mjs made one), unless `empty` asks for one with
+ * nothing but, on Citus, the extension and the workers (for tests of the migrations themselves).
  */
 export async function freshDatabase (
   kind: TestDatabaseKind,
@@ -83,9 +83,11 @@ export async function freshDatabase (
       options.empty === true ? undefined : citus.template
     )
   } else {
+    // a copy of the run's migrated template (scripts/run-tests.mjs, test/helpers/pg-template.ts) unless `empty`
+    const template = options.empty === true ? '' : process.env.TEST_PG_TEMPLATE ?? ''
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()
-    await admin.query(`create database ${name}`)
+    await admin.query(`create database ${name}${template === '' ? '' : ` template ${template}`}`)
     await admin.end()
     const u = new URL(adminUrl)
     u.pathname = `/${name}`
