@@ -24,7 +24,8 @@ export type Handler = (q: Query, p: URLSearchParams, caller: Caller, body: unkno
 
 export const CONTACT_COLUMNS =
   'id, org_id, owner_id, created_at, updated_at, is_favorite, first_name, middle_name, last_name, nickname, email, ' +
-  'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, state_province, postal_code, ' +
+  'phone_primary, phone_secondary, phone_work, company, job_title, address_line1, address_line2, city, ' +
+  'state_province, postal_code, ' +
   'country, website, avatar_url, notes, linked_user_id, tags, revision'
 
 /** The events a member of an organization sees ($1 tenant, $2 user, $3 org), as events.access.repository.ts has it. */
@@ -33,12 +34,15 @@ export const EVENT_AUDIENCE = `(events.creator_id = $2 or events.visibility = 40
     select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(array(
       select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true))))
   or coalesce(events.published_id, events.id) in (
-    select em.event_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.event_id is not null)
+    select em.event_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active'
+      and em.event_id is not null)
   or events.series_id in (
-    select em.series_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.series_id is not null)
+    select em.series_id from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active'
+      and em.series_id is not null)
   or (events.visibility = 30 and events.org_id = $3))`
 
-export const EVENT_VISIBLE = `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
+export const EVENT_VISIBLE =
+  `events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and ${EVENT_AUDIENCE}`
 
 /** A page of the contacts list as the service answers it: the rows without their sort key, the page and total. */
 function contactsPage (rows: Array<Record<string, unknown>>, page: number, size: number, total: unknown) {
@@ -56,7 +60,8 @@ async function spacesOf (
   const out = new Map<number, Array<{ id: number; title: string }>>()
   if (ids.length === 0) return out
   const rows = await q<{ event_id: number; id: number; title: string }>(
-    `with es as materialized (select event_id, space_id from event_spaces where tenant_id = $1 and event_id = any($2::bigint[]))
+    `with es as materialized (select event_id, space_id from event_spaces where tenant_id = $1
+      and event_id = any($2::bigint[]))
      select es.event_id, s.id, s.title from es inner join spaces as s on s.tenant_id = $1 and s.id = es.space_id
      where s.is_deleted = $3 order by es.event_id, s.id`,
     [tenant, ids, false]
@@ -147,18 +152,23 @@ export const EVENT_JSON_COLUMNS = [
 
 export const notFound: BaselineAnswer = { status: 404, body: { status: 404, title: 'Not Found' } }
 
-export const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility, spaces.status, spaces.org_id,
-  spaces.creator_id, spaces.position, spaces.published_at, spaces.version, spaces.is_deleted, spaces.public_handle, spaces.revision,
+export const SPACE_SELECT = `select spaces.id, spaces.title, spaces.description, spaces.timezone, spaces.visibility,
+  spaces.status, spaces.org_id,
+  spaces.creator_id, spaces.position, spaces.published_at, spaces.version, spaces.is_deleted, spaces.public_handle,
+    spaces.revision,
   spaces.draft, spaces.created_at, spaces.updated_at,
-  coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted
+  coalesce((select json_agg(p.parent_id order by p.parent_id) from space_parents p join spaces ps
+    on ps.tenant_id = p.tenant_id and ps.id = p.parent_id and not ps.is_deleted
     where p.tenant_id = spaces.tenant_id and p.space_id = spaces.id), '[]'::json) as parent_ids,
   spaces.draft is not null as has_draft
   from spaces`
 
 export const SPACE_VISIBLE = `spaces.tenant_id = $2 and spaces.is_deleted = false and (spaces.creator_id = $3
-  or exists (select 1 from space_managers m where m.tenant_id = spaces.tenant_id and m.space_id = spaces.id and m.user_id = $3 and m.status = 'active')
+  or exists (select 1 from space_managers m where m.tenant_id = spaces.tenant_id and m.space_id = spaces.id
+    and m.user_id = $3 and m.status = 'active')
   or (spaces.status <> 'draft' and (spaces.visibility = 40 or (spaces.visibility = 30 and spaces.org_id = $4)
-      or (spaces.visibility in (20, 30) and exists (select 1 from space_members sm where sm.tenant_id = spaces.tenant_id and sm.space_id = spaces.id and sm.user_id = $3 and sm.is_active = true)))))`
+      or (spaces.visibility in (20, 30) and exists (select 1 from space_members sm where sm.tenant_id = spaces.tenant_id
+        and sm.space_id = spaces.id and sm.user_id = $3 and sm.is_active = true)))))`
 
 export const PROFILE = 'u.display_name, u.first_name, u.last_name, u.username, u.avatar_url'
 export const PUBLIC_SPACES =
@@ -199,13 +209,20 @@ function contactSearch (term: string, region: string | null, first: number): { w
     ['phone_work_rev', 'phone_work_e164']]
   const [a, b] = [`$${first + 1}`, `$${first + 2}`]
   if ('suffix' in phone) {
-    return { where: `(${text} or ${fields.map(([rev]) => `${rev} like ${a}`).join(' or ')})`, params: [like, `${phone.suffix}%`] }
+    return {
+      where: `(${text} or ${fields.map(([rev]) => `${rev} like ${a}`).join(' or ')})`,
+      params: [like, `${phone.suffix}%`]
+    }
   }
   if (phone.national === undefined) {
-    return { where: `(${text} or ${fields.map(([rev]) => `${rev} = ${a}`).join(' or ')})`, params: [like, phone.number] }
+    return {
+      where: `(${text} or ${fields.map(([rev]) => `${rev} = ${a}`).join(' or ')})`, params: [like, phone.number]
+    }
   }
   return {
-    where: `(${text} or ${fields.map(([rev, e164]) => `(${rev} like ${a} and (${rev} = ${b} or ${e164} is null))`).join(' or ')})`,
+    where:
+      `(${text} or ` +
+      `${fields.map(([rev, e164]) => `(${rev} like ${a} and (${rev} = ${b} or ${e164} is null))`).join(' or ')})`,
     params: [like, `${phone.national}%`, phone.number]
   }
 }
@@ -239,8 +256,10 @@ export const HANDLERS: Record<string, Handler> = {
       `select events.*,
         (select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
           from event_spaces es join spaces s on s.tenant_id = $1 and s.id = es.space_id
-          where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.event_id = coalesce(events.published_id, events.id) and not s.is_deleted) as spaces,
-        (select es.title from event_series es where es.tenant_id = $1 and es.tenant_id = events.tenant_id and es.id = events.series_id) as series_title
+          where es.tenant_id = $1 and es.tenant_id = events.tenant_id
+            and es.event_id = coalesce(events.published_id, events.id) and not s.is_deleted) as spaces,
+        (select es.title from event_series es where es.tenant_id = $1 and es.tenant_id = events.tenant_id
+          and es.id = events.series_id) as series_title
       from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
       [c.tenant, c.user, c.org, Number(p.get('id'))]
     )
@@ -259,7 +278,7 @@ export const HANDLERS: Record<string, Handler> = {
     return { status: 200, body: row, headers: { etag: `"${row.revision}"` } }
   },
 
-  // the service's statements for a member (events.repository.ts, listEvents, with the kept counts of
+  // the service's statements for a member (events.list.repository.ts, listEvents, with the kept counts of
   // migration 0019): each visibility branch read apart in the list's order (members-only from the links'
   // copy), the page from their union; the total from the buckets of whole months, the partial month from
   // the index, the members-only class from the links' copy, and the caller's own rows (a union of their
@@ -270,12 +289,16 @@ export const HANDLERS: Record<string, Handler> = {
     const after = new Date(p.get('after') ?? 0)
     const nextMonth = new Date(Date.UTC(after.getUTCFullYear(), after.getUTCMonth() + 1, 1))
     const listed =
-      'events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and events.status = $4 and events.start_dt >= $5'
+      'events.tenant_id = $1 and events.is_deleted = false and events.published_id is null and events.status = $4 ' +
+      'and events.start_dt >= $5'
     const mySpaces =
-      'array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 and sm.is_active = true)'
-    const myLinks = `select es.event_id from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20`
+      'array(select sm.space_id from space_members sm where sm.tenant_id = $1 and sm.user_id = $2 ' +
+      'and sm.is_active = true)'
+    const myLinks = 'select es.event_id from event_spaces es where es.tenant_id = $1 ' +
+      `and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20`
     const managed = (column: string) =>
-      `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 and em.status = 'active' and em.${column} is not null`
+      `select em.${column} from event_managers em where em.tenant_id = $1 and em.user_id = $2 ` +
+      `and em.status = 'active' and em.${column} is not null`
     const classes = [
       'events.visibility = 40',
       `events.visibility = 20 and coalesce(events.id in (${myLinks}), false)`,
@@ -284,23 +307,28 @@ export const HANDLERS: Record<string, Handler> = {
     const owned = [
       'events.creator_id = $2',
       `events.id = any(array(${managed('event_id')}))`,
-      `events.id = any(array(select o.id from events o where o.tenant_id = $1 and o.series_id in (${managed('series_id')})))`
+      'events.id = any(array(select o.id from events o where o.tenant_id = $1 ' +
+      `and o.series_id in (${managed('series_id')})))`
     ]
     const order = 'order by events.start_dt asc nulls last, events.id asc'
     // by cursor: the rows after the key (start, id) of the previous page's last row, no offset
     const ks = p.get('ks')
     const keyset = ks !== null ? ' and (events.start_dt, events.id) > ($9::timestamptz, $10::bigint)' : ''
     // members-only from the links' copy of their event's start, grouped by event, in the list's order
-    const linked = `select b.id from (select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es
-      where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20 and es.event_status = $4
-      and es.event_start_dt >= $5 group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''}
+    const linked = `select b.id
+      from (select l.id from (select es.event_id as id, min(es.event_start_dt) as start_dt from event_spaces es
+      where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed and es.event_visibility = 20
+        and es.event_status = $4
+      and es.event_start_dt >= $5
+        group by es.event_id) l${ks !== null ? ' where (l.start_dt, l.id) > ($9::timestamptz, $10::bigint)' : ''}
       order by l.start_dt, l.id limit $6) b`
     const branches = [...classes.filter(b => !b.startsWith('events.visibility = 20')), ...owned].map(
       b => `select b.id from (select events.id from events where ${listed}${keyset} and (${b}) ${order} limit $6) b`
     )
     branches.push(linked)
     const items = await q(
-      `select events.* from events where events.tenant_id = $1 and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
+      'select events.* from events where events.tenant_id = $1 ' +
+      `and events.id in (${branches.join(' union ')}) ${order} limit $7 offset $8`,
       [...listWindowParams(c, after, page, size, ks), ...keysetParams(p)]
     )
     const buckets = (
@@ -309,13 +337,16 @@ export const HANDLERS: Record<string, Handler> = {
     ) => `(select coalesce(sum(c.n), 0) from event_list_counts c where c.tenant_id = $1 and c.status = $4
       and c.visibility = ${visibility} ${org} and c.month >= $6::date)`
     const partial = (where: string) =>
-      `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') and ${where})`
+      `(select count(*) from events where ${listed} and events.start_dt < ($6::date::timestamp at time zone 'UTC') ` +
+      `and ${where})`
     const [count] = await q<{ total: number }>(
       `select ${buckets(40, '')} + ${partial('events.visibility = 40')}
       + ${buckets(30, 'and c.org_id = $3')} + ${partial('events.visibility = 30 and events.org_id = $3')}
-      + (select count(distinct es.event_id) from event_spaces es where es.tenant_id = $1 and es.space_id = any(${mySpaces}) and es.event_listed
+      + (select count(distinct es.event_id) from event_spaces es where es.tenant_id = $1
+        and es.space_id = any(${mySpaces}) and es.event_listed
           and es.event_visibility = 20 and es.event_status = $4 and es.event_start_dt >= $5)
-      + (select count(*) from events where events.tenant_id = $1 and events.id in (${owned.map(o => `select events.id from events where ${listed} and ${o}`).join(' union ')})
+      + (select count(*) from events where events.tenant_id = $1
+        and events.id in (${owned.map(o => `select events.id from events where ${listed} and ${o}`).join(' union ')})
           and not coalesce(${classes.map(x => `(${x})`).join(' or ')}, false)) as total`,
       [c.tenant, c.user, c.org, 'published', after, nextMonth.toISOString().slice(0, 10)]
     )
@@ -333,13 +364,15 @@ export const HANDLERS: Record<string, Handler> = {
     const page = Number(p.get('page') ?? 1)
     const visible = 'contacts.tenant_id = $1 and (contacts.owner_id = $2 or contacts.org_id = $3)'
     const branch = (where: string) =>
-      `select b.id from (select id from contacts where ${visible} and ${where} order by created_at desc, id desc limit $4) b`
+      `select b.id from (select id from contacts where ${visible} and ${where} ` +
+      'order by created_at desc, id desc limit $4) b'
     const kept = (where: string) =>
       `(select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'contacts' and ${where})`
     const [rows, [count]] = await Promise.all([
       q(
         `select ${CONTACT_COLUMNS}, created_at as sort_key from contacts where ${visible}
-          and id in (${branch('owner_id = $2')} union ${branch('org_id = $3')}) order by created_at desc, id desc limit $5 offset $6`,
+          and id in (${branch('owner_id = $2')} union ${branch('org_id = $3')}) order by created_at desc, id desc
+            limit $5 offset $6`,
         [c.tenant, c.user, c.org, page * size + 1, size + 1, (page - 1) * size]
       ),
       q<{ total: number }>(`select ${kept('k1 = $2')} + ${kept('k2 = $3 and k1 <> $2')} as total`, [
@@ -362,22 +395,32 @@ export const HANDLERS: Record<string, Handler> = {
     const space = await q(`${SPACE_SELECT} where spaces.id = $1 and ${SPACE_VISIBLE}`, [id, c.tenant, c.user, c.org])
     if (space[0] === undefined) return notFound
     const visibleOf = (eventId: string) =>
-      `select events.id, events.title from events where events.tenant_id = $1 and events.id = ${eventId} and ${EVENT_VISIBLE} limit 1`
-    const added = `from event_spaces es join lateral (${visibleOf('es.event_id')}) v on true where es.tenant_id = $1 and es.space_id = $4`
-    const published = `from event_spaces es join event_activity ea on ea.tenant_id = es.tenant_id and ea.event_id = es.event_id
-      join lateral (${visibleOf('ea.event_id')}) v on true where es.tenant_id = $1 and es.space_id = $4 and ea.kind = 'published'`
+      `select events.id, events.title from events where events.tenant_id = $1 and events.id = ${eventId} ` +
+      `and ${EVENT_VISIBLE} limit 1`
+    const added = `from event_spaces es join lateral (${visibleOf('es.event_id')}) v on true where es.tenant_id = $1 ` +
+      'and es.space_id = $4'
+    const published = `from event_spaces es join event_activity ea on ea.tenant_id = es.tenant_id
+      and ea.event_id = es.event_id
+      join lateral (${visibleOf('ea.event_id')}) v on true where es.tenant_id = $1 and es.space_id = $4
+        and ea.kind = 'published'`
     const first = (select: string, order: string) => `(select * from (${select} order by ${order} limit $5) f)`
     const [rows, [count]] = await Promise.all([
       q(
         `select x.created_at, x.message, x.resource_id, x.title, x.type from (
-          ${first('select a.created_at, a.message, a.resource_id, a.title, a.type, 0 as src, a.id as seq from space_activity a where a.tenant_id = $1 and a.space_id = $4', 'created_at desc, src desc, seq desc')}
-          union all ${first(`select es.created_at, 'event added to the space' as message, v.id::text as resource_id, v.title, 'event' as type, 1 as src, es.id as seq ${added}`, 'created_at desc, src desc, seq desc')}
-          union all ${first(`select ea.at as created_at, 'event published' as message, v.id::text as resource_id, v.title, 'event' as type, 2 as src, ea.id as seq ${published}`, 'created_at desc, src desc, seq desc')}
+          ${first('select a.created_at, a.message, a.resource_id, a.title, a.type, 0 as src, a.id as seq ' +
+            'from space_activity a where a.tenant_id = $1 and a.space_id = $4', 'created_at desc, src desc, seq desc')}
+          union all ${first("select es.created_at, 'event added to the space' as message, " +
+            `v.id::text as resource_id, v.title, 'event' as type, 1 as src, es.id as seq ${added}`,
+            'created_at desc, src desc, seq desc')}
+          union all ${first("select ea.at as created_at, 'event published' as message, " +
+            `v.id::text as resource_id, v.title, 'event' as type, 2 as src, ea.id as seq ${published}`,
+            'created_at desc, src desc, seq desc')}
         ) x order by x.created_at desc, x.src desc, x.seq desc limit $5 offset 0`,
         [c.tenant, c.user, c.org, id, size + 1]
       ),
       q<{ total: number }>(
-        `select (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity' and k1 = ($4::bigint)::text)
+        `select (select coalesce(sum(n), 0) from row_counts where tenant_id = $1 and list = 'space_activity'
+          and k1 = ($4::bigint)::text)
           + (select count(*) ${added}) + (select count(*) ${published}) as total`,
         [c.tenant, c.user, c.org, id]
       )
@@ -393,7 +436,8 @@ export const HANDLERS: Record<string, Handler> = {
     if (rule === undefined) return notFound
     const [rows, [count]] = await Promise.all([
       q(
-        'select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc limit $3 offset 0',
+        'select * from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at desc, id desc ' +
+        'limit $3 offset 0',
         [c.tenant, id, size + 1]
       ),
       // the total from the kept counts (row_counts, migration 0020)
@@ -485,8 +529,10 @@ export const HANDLERS: Record<string, Handler> = {
     const visible = '(tenant_id = $1 and (owner_id = $2 or org_id = $3))'
     const params = [c.tenant, c.user, c.org]
     const [few] = await q<{ n: string }>(
-      `select (select count(*) from (select from contacts where tenant_id = $1 and owner_id = $2 limit ${DUPLICATES_FEW + 1}) as own)
-        + (select count(*) from (select from contacts where tenant_id = $1 and org_id = $3 limit ${DUPLICATES_FEW + 1}) as shared) as n`,
+      `select (select count(*)
+        from (select from contacts where tenant_id = $1 and owner_id = $2 limit ${DUPLICATES_FEW + 1}) as own)
+        + (select count(*)
+          from (select from contacts where tenant_id = $1 and org_id = $3 limit ${DUPLICATES_FEW + 1}) as shared) as n`,
       params
     )
     const columns = reasons.flatMap(r => (DUPLICATE_KEYS[r]?.columns ?? []).map(([column, once]) =>
@@ -499,7 +545,8 @@ export const HANDLERS: Record<string, Handler> = {
           where tenant_id = $1 and ${k.column} is not null and ${k.once} order by ${k.column})`).join(' union all ')
     const keys = await q<{ key: string, n1: string, n2: string, n3: string, last: string }>(
       `select key, n1, n2, n3, last from (
-        select key, count(*) filter (where seen and reason = 1) as n1, count(*) filter (where seen and reason = 2) as n2,
+        select key, count(*) filter (where seen and reason = 1) as n1,
+          count(*) filter (where seen and reason = 2) as n2,
                count(*) filter (where seen and reason = 3) as n3, max(at) as last
         from (
           select key, reason, seen, row_number() over (order by key) as at from (${entries}) as entries
@@ -569,8 +616,10 @@ export const HANDLERS: Record<string, Handler> = {
       `select events.id, events.xmin::text as version, events.series_id
       from events where ${EVENT_VISIBLE} and events.status in ('draft', 'published')
       and events.start_dt is not null and events.start_dt < $4
-      and events.start_dt >= (select $5::timestamptz - coalesce(max(coalesce(longest.end_dt, longest.start_dt) - longest.start_dt), interval '0') from events longest
-        where longest.tenant_id = $1 and not longest.is_deleted and longest.published_id is null and longest.start_dt is not null)
+      and events.start_dt >= (select $5::timestamptz - coalesce(max(coalesce(longest.end_dt,
+        longest.start_dt) - longest.start_dt), interval '0') from events longest
+        where longest.tenant_id = $1 and not longest.is_deleted and longest.published_id is null
+          and longest.start_dt is not null)
       and coalesce(events.end_dt, events.start_dt) >= $5
       order by events.start_dt asc, events.id asc limit $6`,
       [c.tenant, c.user, c.org, to, from, 5000]
@@ -595,7 +644,9 @@ export const HANDLERS: Record<string, Handler> = {
     const json = new Map(rendered.map(r => [r.id, r.json]))
     const items = rows.map(
       r =>
-        `${json.get(r.id)?.slice(0, -1) ?? '{'},"series_title":${JSON.stringify(r.series_id === null ? null : (title.get(r.series_id) ?? null))},"spaces":${JSON.stringify(spaces.get(r.id) ?? [])}}`
+        `${json.get(r.id)?.slice(0, -1) ?? '{'},"series_title":` +
+        `${JSON.stringify(r.series_id === null ? null : (title.get(r.series_id) ?? null))},"spaces":` +
+        `${JSON.stringify(spaces.get(r.id) ?? [])}}`
     )
     return { status: 200, json: `{"items":[${items.join(',')}],"next_cursor":null}` }
   },
@@ -609,7 +660,8 @@ export const HANDLERS: Record<string, Handler> = {
     if (space[0] === undefined) return notFound
     if (space[0].creator_id !== c.user) {
       const m = await q(
-        "select id, role, permissions from space_managers where tenant_id = $1 and space_id = $2 and user_id = $3 and status = 'active'",
+        'select id, role, permissions from space_managers where tenant_id = $1 and space_id = $2 and user_id = $3 ' +
+        "and status = 'active'",
         [c.tenant, id, c.user]
       )
       if (m.length === 0) return { status: 403 }
@@ -617,7 +669,8 @@ export const HANDLERS: Record<string, Handler> = {
     const [att] = await q<{ ok: boolean }>("select to_regclass('attendees') is not null as ok")
     const counts =
       att?.ok === true
-        ? `select a.event_id, count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
+        ? `select a.event_id,
+          count(*) filter (where a.status in ('confirmed', 'tentative', 'checked_in') or a.is_checked_in)::int as rsvps,
            count(*) filter (where a.is_checked_in or a.status = 'checked_in')::int as attended,
            count(*) filter (where a.status = 'no_show')::int as no_shows
          from attendees a where a.tenant_id = $1 and a.event_id in (select event_id from linked) group by a.event_id`
@@ -626,9 +679,11 @@ export const HANDLERS: Record<string, Handler> = {
       `with linked as (
         select e.id as event_id, e.title, e.status, e.start_dt, e.end_dt from event_spaces es
         join events e on e.tenant_id = es.tenant_id and e.id = es.event_id
-        where es.tenant_id = $1 and es.space_id = $2 and not e.is_deleted and e.published_id is null and e.status <> 'draft'
+        where es.tenant_id = $1 and es.space_id = $2 and not e.is_deleted and e.published_id is null
+          and e.status <> 'draft'
       ), counts as (${counts})
-      select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at, coalesce(l.start_dt > now(), false) as upcoming,
+      select l.event_id, l.title, l.status, l.start_dt as start_at, l.end_dt as end_at,
+        coalesce(l.start_dt > now(), false) as upcoming,
              coalesce(c.rsvps, 0)::int as rsvps, coalesce(c.attended, 0)::int as attended,
              coalesce(c.no_shows, 0)::int as no_shows
       from linked l left join counts c on c.event_id = l.event_id order by l.start_dt desc nulls last, l.event_id desc`,
@@ -636,10 +691,12 @@ export const HANDLERS: Record<string, Handler> = {
     )
     const growth = await q(
       `with weeks as (
-        select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
+        select (date_trunc('week',
+          now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
         from generate_series($3::int, 0, -1) g)
       select w.week_start as date, (select count(*)::int from space_members m where m.tenant_id = $1 and m.space_id = $2
-          and m.created_at < w.week_start + interval '7 days' and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
+          and m.created_at < w.week_start + interval '7 days'
+            and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
       from weeks w order by w.week_start`,
       [c.tenant, id, 11]
     )
@@ -672,11 +729,13 @@ export const HANDLERS: Record<string, Handler> = {
     )
     if (space === undefined) return notFound
     const parent = await q(
-      `select spaces.id from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.parent_id = spaces.id
+      `select spaces.id from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id
+        and p.parent_id = spaces.id
       where ${PUBLIC_SPACES} and p.space_id = $2 order by spaces.id limit 1`,
       [t, id]
     )
-    const childBase = `from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id and p.space_id = spaces.id where ${PUBLIC_SPACES} and p.parent_id = $2`
+    const childBase = 'from spaces inner join space_parents as p on p.tenant_id = spaces.tenant_id ' +
+      `and p.space_id = spaces.id where ${PUBLIC_SPACES} and p.parent_id = $2`
     const children = await q(`select ${shown} ${childBase} order by spaces.position, spaces.id limit 50`, [t, id])
     const [childCount] = await q<{ total: number }>(`select count(*) as total ${childBase}`, [t, id])
     const mgrBase = `from space_managers as m left join users as u on u.tenant_id = m.tenant_id and u.id = m.user_id
@@ -684,14 +743,17 @@ export const HANDLERS: Record<string, Handler> = {
     const managers = await q(`select ${PROFILE} ${mgrBase} order by m.created_at, m.id limit 12`, [t, id])
     const [mgrCount] = await q<{ total: number }>(`select count(*) as total ${mgrBase}`, [t, id])
     const memBase = `from space_members as sm left join users as u on u.tenant_id = sm.tenant_id and u.id = sm.user_id
-      where sm.tenant_id = $1 and sm.space_id = $2 and sm.is_active = true and (u.state is null or u.state <> 'removed')`
+      where sm.tenant_id = $1 and sm.space_id = $2 and sm.is_active = true
+        and (u.state is null or u.state <> 'removed')`
     const members = await q(`select ${PROFILE} ${memBase} order by sm.created_at, sm.user_id limit 24`, [t, id])
     const [memCount] = await q<{ total: number }>(`select count(*) as total ${memBase}`, [t, id])
     const evBase = `from event_spaces as es inner join events as e on e.tenant_id = es.tenant_id and e.id = es.event_id
-      where es.tenant_id = $1 and es.space_id = $2 and e.status = 'published' and e.visibility = 40 and e.is_deleted = false and e.published_id is null`
+      where es.tenant_id = $1 and es.space_id = $2 and e.status = 'published' and e.visibility = 40
+        and e.is_deleted = false and e.published_id is null`
     const events = await q(
       `select e.id, e.title, e.timezone, e.address, e.description, e.start_dt, e.end_dt ${evBase}
-      and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now() order by e.start_dt asc nulls last, e.id limit 10`,
+      and coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now()
+        order by e.start_dt asc nulls last, e.id limit 10`,
       [t, id]
     )
     const [evCount] = await q<{ total: number }>(`select count(*) as total ${evBase}`, [t, id])
@@ -725,11 +787,13 @@ export const HANDLERS: Record<string, Handler> = {
     await q('begin')
     try {
       const [row] = await q<{ id: string; email: string; revision: number }>(
-        `insert into contacts (first_name, last_name, email, company, tenant_id, owner_id, org_id) values ($1, $2, $3, $4, $5, $6, $7) returning ${CONTACT_COLUMNS}`,
+        'insert into contacts (first_name, last_name, email, company, tenant_id, owner_id, org_id) ' +
+        `values ($1, $2, $3, $4, $5, $6, $7) returning ${CONTACT_COLUMNS}`,
         [b.first_name, b.last_name, b.email, b.company, c.tenant, c.user, c.org]
       )
       await q(
-        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) ' +
+        'values ($1, $2, $3, $4, $5, $6, $7)',
         [
           c.tenant,
           'contact.created',
@@ -783,11 +847,13 @@ export const HANDLERS: Record<string, Handler> = {
       if (updated === undefined) throw new Error('update lost its row')
       const payload = { fields: ['title'], draft: updated.published_id !== null }
       await q(
-        'insert into event_activity (tenant_id, event_id, org_id, actor_id, kind, payload) values ($1, $2, $3, $4, $5, $6) returning id, event_id, org_id, actor_id, kind, payload, at',
+        'insert into event_activity (tenant_id, event_id, org_id, actor_id, kind, payload) ' +
+        'values ($1, $2, $3, $4, $5, $6) returning id, event_id, org_id, actor_id, kind, payload, at',
         [c.tenant, id, updated.org_id, c.user, 'edited', JSON.stringify(payload)]
       )
       await q(
-        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) ' +
+        'values ($1, $2, $3, $4, $5, $6, $7)',
         [
           c.tenant,
           'event.updated',
@@ -827,7 +893,8 @@ export const HANDLERS: Record<string, Handler> = {
     try {
       await q('select pg_advisory_xact_lock(hashtext($1), hashtext($2))', [`users:${t}`, e.aggregateID])
       const seen = await q(
-        'select outcome from idp_deliveries where tenant_id = $1 and instance_id = $2 and aggregate_id = $3 and sequence = $4',
+        'select outcome from idp_deliveries where tenant_id = $1 and instance_id = $2 and aggregate_id = $3 ' +
+        'and sequence = $4',
         [t, e.instanceID, e.aggregateID, e.sequence]
       )
       if (seen.length > 0) { await q('commit'); return { status: 200, body: { status: 'duplicate' } } }
@@ -836,12 +903,15 @@ export const HANDLERS: Record<string, Handler> = {
       // the update takes its time from the inserted row (`excluded`): Citus refuses now() in DO UPDATE SET on a
       // distributed table
       await q(
-        `insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at, updated_at) values ($1, 'active', $2, $3, $4, null, now())
-        on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6, removed_at = null, updated_at = excluded.updated_at returning *`,
+        `insert into users (display_name, state, idp_sequence, tenant_id, id, removed_at, updated_at)
+          values ($1, 'active', $2, $3, $4, null, now())
+        on conflict (tenant_id, id) do update set display_name = $5, state = 'active', idp_sequence = $6,
+          removed_at = null, updated_at = excluded.updated_at returning *`,
         [e.event_payload.displayName, e.sequence, t, e.aggregateID, e.event_payload.displayName, e.sequence]
       )
       await q(
-        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) ' +
+        'values ($1, $2, $3, $4, $5, $6, $7)',
         [
           t,
           'user.updated',
@@ -853,7 +923,8 @@ export const HANDLERS: Record<string, Handler> = {
         ]
       )
       await q(
-        'insert into idp_deliveries (tenant_id, instance_id, aggregate_id, sequence, event_type, outcome) values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning sequence',
+        'insert into idp_deliveries (tenant_id, instance_id, aggregate_id, sequence, event_type, outcome) ' +
+        'values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning sequence',
         [t, e.instanceID, e.aggregateID, e.sequence, e.event_type, 'applied']
       )
       await q('commit')
@@ -868,7 +939,8 @@ export const HANDLERS: Record<string, Handler> = {
     const id = Number(p.get('id'))
     const limit = Number(p.get('limit') ?? 200)
     const [row] = await q<{ series_id: number | null }>(
-      `select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
+      'select * from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false ' +
+      `and ${EVENT_AUDIENCE}`,
       [c.tenant, c.user, c.org, id]
     )
     if (row?.series_id == null) return notFound
@@ -883,7 +955,8 @@ export const HANDLERS: Record<string, Handler> = {
     )
     const where = `${EVENT_VISIBLE.replace('events.published_id is null and ', '')} and events.series_id = $4`
     const items = await q<Record<string, unknown>>(
-      `select events.* from events where ${where} order by events.start_dt, events.series_index, events.id limit $5 offset $6`,
+      `select events.* from events where ${where} order by events.start_dt, events.series_index, events.id ` +
+      'limit $5 offset $6',
       [c.tenant, c.user, c.org, row.series_id, limit, 0]
     )
     const [count] = await q<{ total: number }>(`select count(*) as total from events where ${where}`, [
@@ -895,7 +968,8 @@ export const HANDLERS: Record<string, Handler> = {
     const occurrences = await withSpaces(q, c.tenant, items)
     const attendees = await q<{ status: string; contact_id: string }>(
       `select a.status, a.contact_id from attendees as a where a.tenant_id = $1 and
-      ((a.series_id = $2 and a.event_id is null) or a.event_id in (select events.id from events where events.tenant_id = $1 and events.series_id = $2
+      ((a.series_id = $2 and a.event_id is null)
+        or a.event_id in (select events.id from events where events.tenant_id = $1 and events.series_id = $2
         and events.is_deleted = false and events.published_id is null))`,
       [c.tenant, row.series_id]
     )
@@ -926,8 +1000,10 @@ export const HANDLERS: Record<string, Handler> = {
     await q('begin')
     try {
       const [series] = await q<{ id: number }>(
-        `insert into event_series (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, freq, interval, repeat_days,
-        ends_on, end_count, duration) values ($1, $2, $3, $4, $5, $6, $7, 'weekly', 1, $8, 'after_n', $9, $10) returning *`,
+        `insert into event_series (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, freq, interval,
+          repeat_days,
+        ends_on, end_count, duration) values ($1, $2, $3, $4, $5, $6, $7, 'weekly', 1, $8, 'after_n', $9, $10)
+          returning *`,
         [
           c.tenant,
           c.org,
@@ -953,14 +1029,16 @@ export const HANDLERS: Record<string, Handler> = {
           rows.push(`(${Array.from({ length: 9 }, (_, j) => `$${i + j + 1}`).join(', ')})`)
         }
         const inserted = await q<{ id: number }>(
-          `insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, series_id, series_index)
+          `insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, series_id,
+            series_index)
           values ${rows.join(', ')} returning *`,
           values
         )
         ids.push(...inserted.map(r => r.id))
       }
       await q(
-        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) ' +
+        'values ($1, $2, $3, $4, $5, $6, $7)',
         [
           c.tenant,
           'series.created',
@@ -999,7 +1077,8 @@ export const HANDLERS: Record<string, Handler> = {
         [c.tenant, id, event.org_id, found.map(f => f.id)]
       )
       await q(
-        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) values ($1, $2, $3, $4, $5, $6, $7)',
+        'insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, depth) ' +
+        'values ($1, $2, $3, $4, $5, $6, $7)',
         [
           c.tenant,
           'attendees.added',

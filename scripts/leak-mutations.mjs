@@ -36,7 +36,7 @@ const MUTATIONS = [
   },
   {
     name: 'a stored reader keeps the organization of when it was stored',
-    file: 'src/modules/policy/disclosure.ts',
+    file: 'src/modules/disclosure/disclosure.ts',
     find: 'orgId: claims.org_id,',
     replace: '',
     channel: 'calendar feeds'
@@ -52,7 +52,8 @@ const MUTATIONS = [
   {
     name: "a timeline's automation items are not checked",
     file: 'src/modules/contacts/contacts.timeline.routes.ts',
-    find: "if (typeof topic === 'string' && !(await mayLearnOf(trx, request.auth, topic, trigger ?? {}, told))) continue",
+    find:
+      "if (typeof topic === 'string' && !(await mayLearnOf(trx, request.auth, topic, trigger ?? {}, told))) continue",
     replace: 'void told',
     channel: "a contact's timeline"
   },
@@ -87,7 +88,10 @@ async function tryMutation (m) {
       return false
     })
     if (gone.length > 0) {
-      return { caught: false, line: `✖ ${m.name}: the text to mutate is gone from ${gone[0].file} (update scripts/leak-mutations.mjs)` }
+      return {
+        caught: false,
+        line: `✖ ${m.name}: the text to mutate is gone from ${gone[0].file} (update scripts/leak-mutations.mjs)`
+      }
     }
     const started = Date.now()
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', 'test/leak.test.ts'], {
@@ -100,9 +104,12 @@ async function tryMutation (m) {
     child.stderr.resume()
     const status = await new Promise(resolve => child.on('close', resolve))
     const seconds = ((Date.now() - started) / 1000).toFixed(1)
-    const caught = stdout.split('\n').filter(l => l.includes('✖') && l.includes(m.channel) && l.includes('never carries'))
+    const caught = stdout.split('\n')
+      .filter(l => l.includes('✖') && l.includes(m.channel) && l.includes('never carries'))
     if (status !== 0 && caught.length > 0) {
-      return { caught: true, line: `✔ ${m.name}: the leak test fails (${caught.length} cases of "${m.channel}", ${seconds} s)` }
+      return {
+        caught: true, line: `✔ ${m.name}: the leak test fails (${caught.length} cases of "${m.channel}", ${seconds} s)`
+      }
     }
     const why = status === 0 ? 'passes' : `fails elsewhere (exit ${status})`
     const failing = stdout.split('\n').filter(l => l.includes('✖')).slice(0, 10).join('\n')

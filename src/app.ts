@@ -18,7 +18,7 @@ import { serializerCompiler } from './platform/http/serialization.ts'
 import { findTextProblem, validatorCompiler } from './platform/http/validation.ts'
 import { ApiError, invalidField } from './platform/http/errors.ts'
 import { registerIdempotency } from './platform/http/idempotency.ts'
-import { replayCheckOf } from './modules/policy/index.ts'
+import { replayCheckOf } from './modules/replay-checks/index.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
 import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
@@ -31,25 +31,32 @@ import path from 'node:path'
 import { healthModule } from './modules/health/index.ts'
 import { identityModule } from './modules/identity/index.ts'
 import { contactsModule } from './modules/contacts/index.ts'
-import { spacesModule } from './modules/spaces/index.ts'
+import { spaceForEventLink, spacesModule } from './modules/spaces/index.ts'
 import { eventsModule, newEventBodyCache } from './modules/events/index.ts'
-import { seriesModule } from './modules/series/index.ts'
-import { attendeeExportsModule, attendeesModule } from './modules/attendees/index.ts'
+import { applyScopedEdit, seriesModule } from './modules/series/index.ts'
+import {
+  attendeeExportsModule, attendeesModule, registrationFigures, settleWaitlist
+} from './modules/attendees/index.ts'
 import { eventContentModule } from './modules/event-content/index.ts'
 import { eventManagersModule } from './modules/event-managers/index.ts'
-import { automationModule, createAutomationEngine } from './modules/automation/index.ts'
+import { automationModule, createAutomationEngine, snapshotRules } from './modules/automation/index.ts'
+import { mayLearnOf } from './modules/disclosure/index.ts'
 import { notificationsModule } from './modules/notifications/index.ts'
 import { feedsModule } from './modules/feeds/index.ts'
 import { createWebhookEngine, webhooksModule } from './modules/webhooks/index.ts'
 import { startBackgroundWork } from './workers.ts'
 
-/** The feature modules, in the order their routes are registered. */
+/**
+ * The feature modules, in the order their routes are registered. A module that needs something of a module built on
+ * it (which imports it, so it cannot import that one back) is given it here (its `*.needs.ts`; docs/architecture.md,
+ * "Who calls whom").
+ */
 const MODULES: Module[] = [
   healthModule,
   identityModule,
-  contactsModule,
+  contactsModule({ mayLearnOf, settleWaitlist, snapshotRules }),
   spacesModule,
-  eventsModule,
+  eventsModule({ registrationFigures, applyScopedEdit, spaceForEventLink }),
   seriesModule,
   attendeesModule,
   eventManagersModule,
@@ -173,7 +180,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   const verifier = options.verifier ?? await createTokenVerifier(config)
   if (verifier.devMode) {
     app.log.warn(
-      `DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with "npm run token". Never run this in production.`
+      `DEV MODE: OIDC_ISSUER is unset, so only the dev signing key in ${config.dataDir} is trusted. Mint tokens with ` +
+      '"npm run token". Never run this in production.'
     )
   }
   const limiter = options.rateLimiter ?? createRateLimiter({ ...config.rateLimit, redisUrl: config.redisUrl })

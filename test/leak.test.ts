@@ -25,7 +25,7 @@ import { Replica } from './helpers/sync-replica.ts'
 import { addManager, createEvent, publishEvent } from '../src/modules/events/events.fixtures.ts'
 import { createSpace, publish } from '../src/modules/spaces/spaces.fixtures.ts'
 import { drain, rule } from '../src/modules/automation/automation.fixtures.ts'
-import { TOPIC_AUDIENCE } from '../src/modules/policy/disclosure.ts'
+import { TOPIC_AUDIENCE } from '../src/modules/disclosure/disclosure.ts'
 import { allowListOf } from '../src/platform/http/outbound.ts'
 import { deliverDue, dispatchWebhooks } from '../src/modules/webhooks/webhooks.delivery.ts'
 
@@ -294,7 +294,9 @@ async function buildWorld (t: TestApp, received: World['received'], hookUrl: (wh
   await linkToSpace(shownEvent.id as number)
   await attend(bob, shownEvent.id as number, vera, 'plain')
   await attend(member, mine.id as number, vera, `Notes ${seen.attendance}`)
-  const shownSpace = await createSpace(t, olga, { title: `Space ${seen.space}`, description: seen.space, visibility: 40 })
+  const shownSpace = await createSpace(t, olga, {
+    title: `Space ${seen.space}`, description: seen.space, visibility: 40
+  })
   await publish(t, olga, shownSpace.id as number)
   await expectStatus(t, olga, 'POST', `/api/v1/spaces/${shownSpace.id as number}/contacts`, 201, { contact_id: vera })
   await expectStatus(t, bob, 'POST', '/api/v1/events/with-series', 201, {
@@ -412,7 +414,8 @@ for (const kind of databases()) {
         const text = await channelText(name, channel)
         const w = world as World
         for (const twin of channel.carries) {
-          assert.ok(text.includes(w.seen[twin].toLowerCase()), `${name}: the ${twin} twin is missing\n${text.slice(0, 2000)}`)
+          assert.ok(text.includes(w.seen[twin].toLowerCase()),
+            `${name}: the ${twin} twin is missing\n${text.slice(0, 2000)}`)
         }
       })
       for (const [k, readers] of Object.entries(KINDS) as Array<[Kind, readonly Reader[]]>) {

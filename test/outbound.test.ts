@@ -1,6 +1,6 @@
 /**
  * What leaves the service shows only what its reader may read (docs/security.md, "What leaves the service"; the
- * outbound rule, src/modules/policy/disclosure.ts). Each case is a finding of the second attack pass, played by a
+ * outbound rule, src/modules/disclosure/disclosure.ts). Each case is a finding of the second attack pass, played by a
  * member of the same tenant with fewer rights: a resource they may not read is created and changed with a marker in
  * its text, and the channel they read (a rule's history, a webhook receiver, a contact's timeline, space analytics
  * and their CSV, the notifications list, a calendar feed) must not carry it.
@@ -58,7 +58,8 @@ for (const kind of databases()) {
       assert.ok(!JSON.stringify(history).includes(personal.id as string))
     })
 
-    void it('(2) a GLOBAL rule on attendee.added never runs for an event whose attendees its creator may not read', async () => {
+    void it('(2) a GLOBAL rule on attendee.added never runs for an event whose attendees its creator ' +
+      'may not read', async () => {
       const tenant = newTenant(t)
       const mallory = await tenant.user('mallory')
       const olga = await tenant.user('olga')
@@ -95,7 +96,8 @@ for (const kind of databases()) {
       const theirs = (await expectStatus(t, mia, 'GET', `/api/v1/contacts/${shared.id as string}/timeline`, 200)).json()
       assert.deepEqual(theirs.items, [], JSON.stringify(theirs))
       // the admin's timeline still shows the attendance and the run
-      const admins = (await expectStatus(t, admin, 'GET', `/api/v1/contacts/${shared.id as string}/timeline`, 200)).json()
+      const admins =
+        (await expectStatus(t, admin, 'GET', `/api/v1/contacts/${shared.id as string}/timeline`, 200)).json()
       assert.deepEqual(admins.items.map((i: Json) => i.kind).sort(), ['attendance', 'automation'])
     })
 
@@ -115,7 +117,8 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'POST', `/api/v1/spaces/${space.id as number}/events`, 201, { event_id: shown.id })
       await expectStatus(t, alice, 'GET', `/api/v1/events/${hidden.id as number}`, 404)
       const json = (await expectStatus(t, alice, 'GET', `/api/v1/spaces/${space.id as number}/analytics`, 200)).body
-      const csv = (await expectStatus(t, alice, 'GET', `/api/v1/spaces/${space.id as number}/analytics/export`, 200)).body
+      const csv =
+        (await expectStatus(t, alice, 'GET', `/api/v1/spaces/${space.id as number}/analytics/export`, 200)).body
       for (const text of [json, csv]) {
         assert.ok(!text.includes(secret), text.slice(0, 500))
         assert.ok(text.includes('Open evening'))
@@ -140,7 +143,8 @@ for (const kind of databases()) {
       const mine = received.filter(b => b.includes(secret))
       assert.equal(mine.length, 1, 'the organization contact only')
       assert.ok(mine[0]?.includes(shared.id as string), mine[0])
-      assert.ok(!received.some(b => b.includes(personal.id as string) || b.includes(`"${secret}@`)), received.join('\n'))
+      assert.ok(!received.some(b => b.includes(personal.id as string) || b.includes(`"${secret}@`)),
+        received.join('\n'))
     })
 
     void it('(6) the notifications list withholds the address of a contact the admin may not read', async () => {
@@ -163,7 +167,8 @@ for (const kind of databases()) {
       assert.ok(list.items.some((n: Json) => n.recipient === 'withheld'))
     })
 
-    void it('(7) a calendar feed reads as its user is now: a move to another organization hides the first one\'s events', async () => {
+    void it('(7) a calendar feed reads as its user is now: a move to another organization hides the first ' +
+      'one\'s events', async () => {
       const tenant = newTenant(t)
       const olga = await tenant.user('olga', ['member'], { orgId: 'org-a' })
       const secret = marker()
@@ -195,7 +200,8 @@ for (const kind of databases()) {
       const again = await t.app.inject({ method: 'GET', url })
       assert.ok(!again.body.includes(secret), again.body.slice(0, 400))
     })
-    void it('a run re-checks: a rule whose creator lost sight of its event between dispatch and run neither runs nor keeps what it was told', async () => {
+    void it('a run re-checks: a rule whose creator lost sight of its event between dispatch and run neither runs nor ' +
+      'keeps what it was told', async () => {
       const tenant = newTenant(t)
       const olga = await tenant.user('olga', ['member'], { orgId: 'org-a' })
       const mallory = await tenant.user('mallory', ['member'], { orgId: 'org-a' })

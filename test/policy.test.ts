@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { describe, it } from 'node:test'
 import { policyMarkdown, policyOf, POLICY, RESOURCE_KINDS, type ResourceKind } from '../src/modules/policy/policy.ts'
-import { disclosureMarkdown, TOPIC_AUDIENCE } from '../src/modules/policy/disclosure.ts'
+import { disclosureMarkdown, TOPIC_AUDIENCE } from '../src/modules/disclosure/disclosure.ts'
 import { DOMAIN_TRIGGERS } from '../src/modules/automation/automation.catalogue.ts'
 import { useTestApp } from './helpers/build-app.ts'
 import { apiRoutes } from './helpers/routes.ts'
@@ -24,7 +24,8 @@ describe('authorization policy', () => {
     const shown = doc.split('<!-- disclosure-table:start -->')[1]?.split('<!-- disclosure-table:end -->')[0]?.trim()
     assert.equal(shown, disclosureMarkdown(), 'regenerate the table of docs/authorization.md from disclosureMarkdown()')
     const missing = DOMAIN_TRIGGERS.map(t => t.type).filter(topic => TOPIC_AUDIENCE[topic] === undefined)
-    assert.deepEqual(missing, [], 'every topic of the catalogue needs a row in TOPIC_AUDIENCE (policy/disclosure.ts)')
+    assert.deepEqual(missing, [],
+      'every topic of the catalogue needs a row in TOPIC_AUDIENCE (disclosure/disclosure.ts)')
     const unknown = Object.keys(TOPIC_AUDIENCE).filter(topic => !DOMAIN_TRIGGERS.some(t => t.type === topic))
     assert.deepEqual(unknown, [], 'a row of TOPIC_AUDIENCE names no topic of the catalogue')
   })

@@ -1,10 +1,9 @@
 import type { Generated, Selectable } from 'kysely'
+import type { AttendeeStatus } from '../../platform/db/columns.ts'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
 
-export const ATTENDEE_STATUSES = [
-  'invited', 'confirmed', 'declined', 'tentative', 'checked_in', 'pending', 'waitlisted', 'no_show'
-] as const
-export type AttendeeStatus = typeof ATTENDEE_STATUSES[number]
+export { ATTENDEE_STATUSES, type AttendeeStatus } from '../../platform/db/columns.ts'
+
 /** Statuses that hold a seat of the event's capacity. */
 export const SEATED_STATUSES = ['confirmed', 'checked_in'] as const satisfies readonly AttendeeStatus[]
 export const CHECK_IN_METHODS = ['manual', 'scan', 'api'] as const

@@ -9,7 +9,7 @@ import { triggerTypesOf } from './automation.catalogue.ts'
 import * as outbox from './automation.outbox.repository.ts'
 import * as repo from './automation.repository.ts'
 import { subjectOf } from './automation.run-as.ts'
-import { asTheyAreNow, mayLearnOf } from '../policy/index.ts'
+import { asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
 import { MAX_DEPTH, type Engine, scopeMatches, enqueueExecution } from './automation.engine.ts'
 
 export interface DispatchResult { events: number, executions: number, skipped: number }
@@ -59,7 +59,7 @@ async function dispatchTenant (
     const types = triggerTypesOf(row.topic, payload)
     const rules = await repo.enabledRulesOfTypes(trx, tenantId, types)
     for (const rule of rules.filter(r => scopeMatches(r, payload))) {
-      // a rule acts as its creator: what they may not be told of (the outbound rule, policy/disclosure.ts) does not
+      // a rule acts as its creator: what they may not be told of (the outbound rule, disclosure/disclosure.ts) does not
       // trigger it, nor enter its history
       const reader = await asTheyAreNow(trx, subjectOf(rule, null), readers)
       if (!(await mayLearnOf(trx, reader, row.topic, payload, seen))) continue

@@ -24,7 +24,7 @@ import { EXPIRE_SEC, type ExecutionJob } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
-import { asTheyAreNow, mayLearnOf } from '../policy/index.ts'
+import { asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, WebhookError } from '../../platform/http/outbound.ts'
 import { signBody } from './automation.signature.ts'
@@ -218,7 +218,8 @@ async function setAttendeeStatus (c: Ctx, a: RuleAction): Promise<Json> {
     }))
   } catch (err) {
     if (err instanceof ApiError && (err.status === 400 || err.status === 409)) {
-      throw new PermanentError(`${err.detail ?? err.message}${err.errors[0] !== undefined ? ` (${err.errors[0].location})` : ''}`)
+      throw new PermanentError(
+        `${err.detail ?? err.message}${err.errors[0] !== undefined ? ` (${err.errors[0].location})` : ''}`)
     }
     throw err
   }
@@ -399,7 +400,8 @@ async function pauseIfFailing (
 ): Promise<void> {
   const n = engine.pauseAfterFailures ?? PAUSE_AFTER_FAILURES
   if (n <= 0 || !(await executions.failedInARow(trx, tenantId, ruleId, n))) return
-  const reason = `paused after ${n} failed executions in a row (the last, ${executionId}: ${error.slice(0, 500)}); enabling the rule again resumes it`
+  const reason = `paused after ${n} failed executions in a row (the last, ${executionId}: ${error.slice(0, 500)}); ` +
+    'enabling the rule again resumes it'
   if (!(await repo.disableRule(trx, tenantId, ruleId, reason))) return
   const rule = await repo.findRule(trx, tenantId, ruleId)
   if (rule === undefined) return
@@ -411,7 +413,11 @@ async function pauseIfFailing (
     recipient: to.recipient,
     undeliverable: to.undeliverable,
     subject: `Automation rule "${rule.name.replace(/[\r\n]+/g, ' ').slice(0, 150)}" was paused`,
-    body: `Your automation rule "${rule.name}" (${ruleId}) failed ${n} times in a row and was paused.\n\nLast error (execution ${executionId}): ${error.slice(0, 1000)}\n\nFix the cause, then enable the rule again (PATCH /api/v1/automation/rules/${ruleId} with {"enabled": true}); failed executions can be retried (POST /api/v1/automation/rules/${ruleId}/executions/{id}/retry).`,
+    body:
+      `Your automation rule "${rule.name}" (${ruleId}) failed ${n} times in a row and was paused.\n\n` +
+      `Last error (execution ${executionId}): ${error.slice(0, 1000)}\n\nFix the cause, then enable the rule again ` +
+      `(PATCH /api/v1/automation/rules/${ruleId} with {"enabled": true}); failed executions can be retried ` +
+      `(POST /api/v1/automation/rules/${ruleId}/executions/{id}/retry).`,
     priority: 'high',
     payload: { kind: 'automation.rule_paused', source: 'automation', rule_id: ruleId, execution_id: executionId }
   })
@@ -449,7 +455,8 @@ interface Finish {
 }
 /** A step of a run: what it found, or how the run ends there. */
 type Step<T> = { ok: T } | { finish: Finish }
-const ends = (status: Finish['status'], error: string): { finish: Finish } => ({ finish: { status, values: { error } } })
+const ends = (status: Finish['status'], error: string): { finish: Finish } =>
+  ({ finish: { status, values: { error } } })
 
 /**
  * Step 1: the rule at the version the execution was enqueued with (its conditions, actions, scope and writer, not a

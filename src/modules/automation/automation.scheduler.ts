@@ -8,7 +8,7 @@ import { CRON_TRIGGER } from './automation.catalogue.ts'
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { subjectOf } from './automation.run-as.ts'
-import { asTheyAreNow } from '../policy/index.ts'
+import { asTheyAreNow } from '../disclosure/index.ts'
 import type { RuleSchedule } from './automation.table.ts'
 import { type Engine, enqueueExecution } from './automation.engine.ts'
 
@@ -76,7 +76,8 @@ export async function tickSchedules (engine: Engine, now: Date = engine.now()): 
       for (const e of events) {
         const at = (column === 'start_dt' ? e.start_dt : e.end_dt) as Date
         const created = await enqueueExecution(trx, engine, rule.tenant_id, rule, {
-          triggerKey: `${rule.event_type === 'event.starts_in' ? 'starts_in' : 'ends_in'}:${e.id}:${at.toISOString()}:${offset}`,
+          triggerKey:
+            `${rule.event_type === 'event.starts_in' ? 'starts_in' : 'ends_in'}:${e.id}:${at.toISOString()}:${offset}`,
           triggerType: rule.event_type,
           payload: {
             event_id: e.id,

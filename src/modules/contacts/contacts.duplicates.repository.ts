@@ -39,7 +39,8 @@ const KEY_COLUMNS: Record<DuplicateReason, ReadonlyArray<{ column: string, once:
     { column: 'phone_secondary_e164', once: sql`phone_secondary_e164 is distinct from phone_primary_e164` },
     {
       column: 'phone_work_e164',
-      once: sql`phone_work_e164 is distinct from phone_primary_e164 and phone_work_e164 is distinct from phone_secondary_e164`
+      once: sql`phone_work_e164 is distinct from phone_primary_e164
+        and phone_work_e164 is distinct from phone_secondary_e164`
     }
   ],
   name_company: [{ column: 'name_company_key', once: sql`true` }]
@@ -226,7 +227,8 @@ export async function listDuplicates (
   o: DuplicatesOptions,
   bounds: DuplicateBounds = { budget: SCAN_BUDGET, few: FEW_CONTACTS }
 ) {
-  const window = pageWindow({ size: o.limit, cursor: o.cursor }, listScope('contact-duplicates', { reason: o.reason }), KEYS)
+  const window = pageWindow({ size: o.limit, cursor: o.cursor },
+    listScope('contact-duplicates', { reason: o.reason }), KEYS)
   const reasons = o.reason !== undefined ? [o.reason] : DUPLICATE_REASONS
   const after = window.after === undefined
     ? undefined

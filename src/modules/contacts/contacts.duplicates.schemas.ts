@@ -14,7 +14,9 @@ export const DUPLICATES_LIMIT_MAX = 50
 export const GROUP_CONTACTS_MAX = 10
 
 export const DuplicatesQuery = Type.Object({
-  reason: Type.Optional(StringEnum(DUPLICATE_REASONS, { description: 'Only groups of this reason; absent = all three' })),
+  reason: Type.Optional(StringEnum(DUPLICATE_REASONS, {
+    description: 'Only groups of this reason; absent = all three'
+  })),
   ...limitAndCursor(DUPLICATES_LIMIT_MAX, 'Groups', 'a page may hold fewer while next_cursor is not null')
 })
 export type DuplicatesQuery = Static<typeof DuplicatesQuery>

@@ -105,10 +105,13 @@ for (const kind of databases()) {
         ])
       })
 
-      it('groups first and last name with the company: case and spaces ignored, accents kept, a company needed', async () => {
+      it('groups first and last name with the company: case and spaces ignored, accents kept, ' +
+        'a company needed', async () => {
         const tenant = await tenantOf()
         const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
-        const a = await createContact(t, alice, { first_name: 'Ada', last_name: 'Lovelace', company: 'Analytical Engines' })
+        const a = await createContact(t, alice, {
+          first_name: 'Ada', last_name: 'Lovelace', company: 'Analytical Engines'
+        })
         const b = await createContact(t, alice, {
           first_name: ' ada ', middle_name: 'King', last_name: 'LOVELACE', company: 'analytical   engines '
         })
@@ -125,7 +128,8 @@ for (const kind of databases()) {
         assert.deepEqual((await getJson(t, alice, `${URL}?reason=email`)).items, [])
       })
 
-      it('shows only what the caller sees: no other member\'s personal contact, organization or tenant, not even counted', async () => {
+      it('shows only what the caller sees: no other member\'s personal contact, organization or tenant, ' +
+        'not even counted', async () => {
         const tenant = await tenantOf()
         const { admin, alice, bob, carol, erinBefore } = await orgCallers(tenant)
         const shared = { email: 'shared@example.org', first_name: 'Sam', last_name: 'Shared', company: 'Acme' }
@@ -161,13 +165,16 @@ for (const kind of databases()) {
         const tenant = await tenantOf()
         const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
         const ids: string[] = []
-        for (let i = 0; i < 12; i++) ids.push(await createContact(t, alice, { first_name: `N${i}`, email: 'many@example.org' }))
+        for (let i = 0; i < 12; i++) {
+          ids.push(await createContact(t, alice, { first_name: `N${i}`, email: 'many@example.org' }))
+        }
         const [group] = (await getJson(t, alice, URL)).items
         assert.equal(group.count, 12)
         assert.deepEqual(group.contacts.map((c: Json) => c.id), ids.slice(0, 10))
       })
 
-      it('walks every group once by cursor, in the order of one page, and refuses a cursor of another filter', async () => {
+      it('walks every group once by cursor, in the order of one page, ' +
+        'and refuses a cursor of another filter', async () => {
         const tenant = await tenantOf()
         const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
         // seven e-mail groups, three phone groups, two name groups, and contacts that share nothing
@@ -179,7 +186,9 @@ for (const kind of databases()) {
         }
         for (let i = 0; i < 3; i++) {
           for (const field of ['phone_primary_e164', 'phone_work_e164'] as const) {
-            await setE164(t, tenant.id, await createContact(t, alice, { first_name: `P${i}` }), { [field]: `+4144555000${i}` })
+            await setE164(t, tenant.id, await createContact(t, alice, { first_name: `P${i}` }), {
+              [field]: `+4144555000${i}`
+            })
           }
         }
         for (const [first, last] of [['Kim', 'Park'], ['Lee', 'Chan']]) {

@@ -53,7 +53,8 @@ for (const kind of databases()) {
   describe(`${kind}: POST /api/v1/contacts/import`, () => {
     const t = useTestApp(kind)
 
-    it('creates, updates and leaves unchanged by e-mail; a second import of the same file changes nothing', async () => {
+    it('creates, updates and leaves unchanged by e-mail; ' +
+      'a second import of the same file changes nothing', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const ann = (await expectStatus(t, alice, 'POST', '/api/v1/contacts', 201, {
@@ -71,7 +72,8 @@ for (const kind of databases()) {
       const body = await expectImport(t, alice, 200, csv)
       assert.equal(body.$schema, 'http://localhost:8080/schemas/ImportOutputBody.json')
       assert.deepEqual([body.created, body.updated, body.unchanged], [1, 1, 1])
-      assert.deepEqual(body.results.map((r: Json) => [r.line, r.status]), [[2, 'updated'], [3, 'unchanged'], [4, 'created']])
+      assert.deepEqual(body.results.map((r: Json) => [r.line, r.status]),
+        [[2, 'updated'], [3, 'unchanged'], [4, 'created']])
       assert.equal(body.results[0].contact_id, ann.id)
       assert.equal(body.results[1].contact_id, bo.id)
 
@@ -86,7 +88,8 @@ for (const kind of databases()) {
       assert.equal(seen.get('cy@example.org')?.id, body.results[2].contact_id)
       assert.equal(seen.get('cy@example.org')?.company, 'Corp')
       // the upsert's events: one per contact written, none for the unchanged one
-      assert.deepEqual((await outboxTopics(t, tenant.id, 'contact.')).slice(before), ['contact.updated', 'contact.created'])
+      assert.deepEqual((await outboxTopics(t, tenant.id, 'contact.')).slice(before),
+        ['contact.updated', 'contact.created'])
 
       const again = await expectImport(t, alice, 200, csv)
       assert.deepEqual([again.created, again.updated, again.unchanged], [0, 0, 3])
@@ -109,11 +112,13 @@ for (const kind of databases()) {
       assert.equal(still.errors.length, 1)
       assert.equal(still.errors[0].value, 'Shoe size')
 
-      const twice = await expectImport(t, alice, 400, csv, `?mapping=${encodeURIComponent('E-mail Address=email,Given=email')}&ignore_unknown=true`)
+      const twice = await expectImport(t, alice, 400, csv,
+        `?mapping=${encodeURIComponent('E-mail Address=email,Given=email')}&ignore_unknown=true`)
       assert.match(twice.errors[0].message, /both map to email/)
       const notAField = await expectImport(t, alice, 400, csv, `?mapping=${encodeURIComponent('Given=given_name')}`)
       assert.equal(notAField.errors[0].location, 'query.mapping')
-      const noSuchHeader = await expectImport(t, alice, 400, csv, `?mapping=${encodeURIComponent('E-mail Address=email,Surname=last_name')}&ignore_unknown=true`)
+      const noSuchHeader = await expectImport(t, alice, 400, csv,
+        `?mapping=${encodeURIComponent('E-mail Address=email,Surname=last_name')}&ignore_unknown=true`)
       assert.equal(noSuchHeader.errors[0].location, 'query.mapping')
       assert.match(noSuchHeader.errors[0].message, /"Surname"/)
       assert.equal((await contactsByEmail(t, alice)).size, 0)
@@ -172,7 +177,8 @@ for (const kind of databases()) {
 
       const tabs = await expectImport(t, alice, 400, 'email\tfirst_name\ncy@example.org\tCy\n')
       assert.match(tabs.errors[0].message, /a tab/)
-      assert.equal((await expectImport(t, alice, 200, 'email\tfirst_name\ncy@example.org\tCy\n', '?delimiter=tab')).created, 1)
+      assert.equal((await expectImport(t, alice, 200, 'email\tfirst_name\ncy@example.org\tCy\n',
+        '?delimiter=tab')).created, 1)
     })
 
     it('refuses a line longer than 64 KiB, naming it', async () => {
@@ -203,7 +209,8 @@ for (const kind of databases()) {
 
     it('refuses malformed CSV (an unclosed quote, a row of the wrong width), naming the line', async () => {
       const alice = await newTenant(t).user('alice')
-      const unclosed = await expectImport(t, alice, 400, 'email,first_name\na@example.org,Ann\nb@example.org,"Bo\nc@example.org,Cy\n')
+      const unclosed = await expectImport(t, alice, 400,
+        'email,first_name\na@example.org,Ann\nb@example.org,"Bo\nc@example.org,Cy\n')
       assert.deepEqual(unclosed.errors.map((e: Json) => e.location), ['body.line[3]'])
       assert.match(unclosed.errors[0].message, /not closed/)
       const width = await expectImport(t, alice, 400, 'email,first_name\na@example.org,Ann\n\nb@example.org,Bo,extra\n')
@@ -291,8 +298,10 @@ for (const kind of databases()) {
       const seen = await contactsByEmail(t, alice)
       const ann = seen.get('ann@example.org')
       const bo = seen.get('bo@example.org')
-      assert.deepEqual([ann?.phone_primary, ann?.phone_primary_e164, ann?.invalid_phones], ['06 28 23 04 55', '+33628230455', []])
-      assert.deepEqual([bo?.phone_primary_e164, bo?.phone_work, bo?.phone_work_e164], ['+33301234567', 'not a number', null])
+      assert.deepEqual([ann?.phone_primary, ann?.phone_primary_e164, ann?.invalid_phones],
+        ['06 28 23 04 55', '+33628230455', []])
+      assert.deepEqual([bo?.phone_primary_e164, bo?.phone_work, bo?.phone_work_e164],
+        ['+33301234567', 'not a number', null])
       // the same numbers, read as German ones: the second row's primary number is another one now
       const de = await expectImport(t, alice, 200, csv, '?phone_region=DE')
       assert.deepEqual(de.results.map((r: Json) => r.status), ['updated', 'updated'])
@@ -316,7 +325,8 @@ for (const kind of databases()) {
       const theirs = (await expectStatus(t, callers.alice, 'POST', '/api/v1/contacts', 201, {
         email: 'shared@example.org', first_name: 'Alice\'s'
       })).json()
-      const res = await expectImport(t, callers.bob, 422, 'email,first_name\nnew@example.org,New\nshared@example.org,Bob\'s\n')
+      const res = await expectImport(t, callers.bob, 422,
+        'email,first_name\nnew@example.org,New\nshared@example.org,Bob\'s\n')
       assert.deepEqual(res.errors.map((e: Json) => e.location), ['body.line[3].email'])
       const seen = await contactsByEmail(t, callers.bob)
       assert.equal(seen.size, 1)

@@ -45,7 +45,9 @@ export interface ImportOptions {
 
 const LF = 0x0a
 const CR = 0x0d
-const DELIMITER_NAMES: Record<ImportOptions['delimiter'], string> = { ',': 'a comma (,)', ';': 'a semicolon (;)', '\t': 'a tab' }
+const DELIMITER_NAMES: Record<ImportOptions['delimiter'], string> = {
+  ',': 'a comma (,)', ';': 'a semicolon (;)', '\t': 'a tab'
+}
 
 const lineLocation = (line: number): string => `body.line[${line}]`
 

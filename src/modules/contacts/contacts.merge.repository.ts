@@ -6,13 +6,15 @@
  * `contact_redirects` (migration 0029) is read and written with plain SQL, typed per statement: this file is the only
  * code that uses it, so it has no table type in `Database`.
  */
-import { sql, type Updateable } from 'kysely'
+import { sql, type Selectable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { EVENT_COLUMNS, type EventRow } from '../events/index.ts'
-import type { AttendeeRow, AttendeesTable } from '../attendees/index.ts'
-import { snapshotRules } from '../automation/index.ts'
 import { visibleTo } from './contacts.repository.ts'
+
+/** An attendee row (the attendees module's table, as `Database` has it): what a merge moves. */
+export type AttendeeRow = Selectable<Database['attendees']>
 
 /**
  * The contacts of `ids` the caller sees, every column, locked (`for update`) in id order. Two merges that share a
@@ -116,7 +118,7 @@ export async function deleteAttendeeRows (trx: Tx, tenantId: string, ids: readon
     .execute()
 }
 
-export type AttendeeUpdate = Updateable<AttendeesTable>
+export type AttendeeUpdate = Updateable<Database['attendees']>
 
 export async function updateAttendeeRow (trx: Tx, tenantId: string, id: number, values: AttendeeUpdate): Promise<void> {
   await trx.updateTable('attendees')
@@ -200,9 +202,9 @@ export async function moveSpaceActivity (
 }
 
 /**
- * Rules scoped to one of `absorbed` (scope CONTACT) are scoped to the target: a new version of each, snapshotted as
- * every version is (automation.repository.ts, `snapshotRule`: the same columns), written by nobody new (the rule
- * still acts as its creator). The ids of the rules moved.
+ * Rules scoped to one of `absorbed` (scope CONTACT) are scoped to the target, written by nobody new (the rule still
+ * acts as its creator). The ids of the rules moved, whose new version the merge then snapshots as every version is
+ * (the automation module's `snapshotRules`, given to the contacts module: contacts.needs.ts).
  */
 export async function moveContactRules (
   trx: Tx,
@@ -214,9 +216,7 @@ export async function moveContactRules (
     update automation_rules set scope_id = ${targetId}, version = version + 1, updated_at = now()
     where tenant_id = ${tenantId} and scope = 'CONTACT' and scope_id = any(${[...absorbed]}::text[])
     returning id::text as id`.execute(trx)
-  const ids = moved.rows.map(x => x.id)
-  await snapshotRules(trx, tenantId, ids)
-  return ids
+  return moved.rows.map(x => x.id)
 }
 
 export async function deleteContacts (trx: Tx, tenantId: string, ids: readonly string[]): Promise<void> {

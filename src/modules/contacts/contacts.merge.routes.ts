@@ -11,6 +11,7 @@ import { body, UuidString } from '../../platform/http/schema.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { Contact, ContactParams } from './contacts.schemas.ts'
 import { checkMergeInput, MERGE_FIELDS, MERGE_MAX, mergeContacts } from './contacts.merge.ts'
+import type { MergeNeeds } from './contacts.needs.ts'
 
 const operation = operationsTagged('Contacts')
 /** as an upsert's: one request may move many rows (every attendance of up to MERGE_MAX contacts) */
@@ -34,16 +35,20 @@ export const MergeContactsBody = body({
   ))
 })
 
-/** Registers the merge route (the contacts module passes its database). */
-export async function mergeRoutes (app: App, ctx: Pick<AppContext, 'db'>): Promise<void> {
+/** Registers the merge route (the contacts module passes its database and what a merge is given, `MergeNeeds`). */
+export async function mergeRoutes (app: App, ctx: Pick<AppContext, 'db'>, needs: MergeNeeds): Promise<void> {
   const { db } = ctx
-  app.post('/api/v1/contacts/:id/merge', operation('merge-contacts', `Merge up to ${MERGE_MAX} contacts into this one: their attendances, tags, links and activity move here, and their ids redirect here (costs ${MERGE_COST} rate-limit tokens)`, {
-    params: ContactParams, body: MergeContactsBody, response: { 200: Contact }
-  }, requirePolicy('contact', 'write'), { config: { cost: MERGE_COST, idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/contacts/:id/merge', operation('merge-contacts',
+    `Merge up to ${MERGE_MAX} contacts into this one: their attendances, tags, links and activity move here, ` +
+    `and their ids redirect here (costs ${MERGE_COST} rate-limit tokens)`, {
+      params: ContactParams, body: MergeContactsBody, response: { 200: Contact }
+    }, requirePolicy('contact', 'write'), {
+      config: { cost: MERGE_COST, idempotency: 'transaction' }
+    }), async (request, reply) => {
     // the body's own mistakes answer before a connection is taken
     const input = checkMergeInput(request.params.id, request.body)
     const ifMatch = ifMatchOf(request)
-    const merged = await idempotentWrite(db, request, trx => mergeContacts(trx, request.auth, input, ifMatch))
+    const merged = await idempotentWrite(db, request, trx => mergeContacts(trx, request.auth, input, ifMatch, needs))
     setEtag(reply, merged.revision)
     return merged
   })

@@ -80,17 +80,22 @@ for (const kind of databases()) {
       return p
     }
 
-    void it('merges into the target: its non-empty values, then the newest; tags united; 200 with the new ETag', async () => {
+    void it('merges into the target: its non-empty values, then the newest; tags united; ' +
+      '200 with the new ETag', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const target = await createContact(t, alice, { first_name: 'Ada', company: '', tags: ['math', 'vip'] })
       const older = await createContact(t, alice, {
         first_name: 'Augusta', email: 'old@example.org', company: 'Old Co', city: 'London', tags: ['vip', 'history']
       })
-      const newer = await createContact(t, alice, { email: 'new@example.org', company: 'New Co', is_favorite: true, tags: ['poetry'] })
+      const newer = await createContact(t, alice, {
+        email: 'new@example.org', company: 'New Co', is_favorite: true, tags: ['poetry']
+      })
       const before = await expectStatus(t, alice, 'GET', `/api/v1/contacts/${target.id as string}`, 200)
 
-      const res = await merge(alice, target.id, { absorb: [older.id, newer.id] }, { 'if-match': String(before.headers.etag) })
+      const res = await merge(alice, target.id, { absorb: [older.id, newer.id] }, {
+        'if-match': String(before.headers.etag)
+      })
       assert.equal(res.statusCode, 200, res.body)
       const merged = res.json()
       assert.equal(merged.$schema, 'http://localhost:8080/schemas/Contact.json')
@@ -149,23 +154,27 @@ for (const kind of databases()) {
       const alice = await newTenant(t).user('alice')
       const target = await createContact(t, alice, { phone_work: 'call the desk' })
       assert.deepEqual(target.invalid_phones, ['phone_work'])
-      const other = (await createContact(t, alice, { phone_primary: '+33 6 28 23 04 55', phone_work: '+44 20 0000 0002' })).id
+      const other =
+        (await createContact(t, alice, { phone_primary: '+33 6 28 23 04 55', phone_work: '+44 20 0000 0002' })).id
       const kept = await merge(alice, target.id, { absorb: [other] })
       assert.equal(kept.statusCode, 200, kept.body)
       const merged = kept.json()
       assert.deepEqual([merged.phone_primary, merged.phone_primary_e164], ['+33 6 28 23 04 55', '+33628230455'])
-      assert.deepEqual([merged.phone_work, merged.phone_work_e164, merged.invalid_phones], ['call the desk', null, ['phone_work']])
+      assert.deepEqual([merged.phone_work, merged.phone_work_e164, merged.invalid_phones],
+        ['call the desk', null, ['phone_work']])
 
       const next = await createContact(t, alice)
       const third = (await createContact(t, alice, { phone_work: '+44 20 0000 0002' })).id
       const named = await merge(alice, next.id, { absorb: [target.id, third], fields: { phone_work: third } })
       assert.equal(named.statusCode, 200, named.body)
       const both = named.json()
-      assert.deepEqual([both.phone_work, both.phone_work_e164, both.invalid_phones], ['+44 20 0000 0002', '+442000000002', []])
+      assert.deepEqual([both.phone_work, both.phone_work_e164, both.invalid_phones],
+        ['+44 20 0000 0002', '+442000000002', []])
       assert.equal(both.phone_primary_e164, '+33628230455')
     })
 
-    void it('makes two attendances of one event one: the stronger status, the earliest check-in, a seat freed goes to the waitlist', async () => {
+    void it('makes two attendances of one event one: the stronger status, the earliest check-in, ' +
+      'a seat freed goes to the waitlist', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const [target, a, b, x, y] = await contactsNamed(alice, ['T', 'A', 'B', 'X', 'Y'])
@@ -183,8 +192,22 @@ for (const kind of databases()) {
         { event_id: full.id, contact_id: b, status: 'waitlisted', waitlist_position: 2 },
         { event_id: full.id, contact_id: y, status: 'waitlisted', waitlist_position: 3 },
         // Door: A checked in first, T later: the earliest check-in is kept
-        { event_id: door.id, contact_id: target, status: 'checked_in', is_checked_in: true, checked_in_at: late, checked_in_by: 'late' },
-        { event_id: door.id, contact_id: a, status: 'checked_in', is_checked_in: true, checked_in_at: early, checked_in_by: 'early' },
+        {
+          event_id: door.id,
+          contact_id: target,
+          status: 'checked_in',
+          is_checked_in: true,
+          checked_in_at: late,
+          checked_in_by: 'late'
+        },
+        {
+          event_id: door.id,
+          contact_id: a,
+          status: 'checked_in',
+          is_checked_in: true,
+          checked_in_at: early,
+          checked_in_by: 'early'
+        },
         { event_id: door.id, contact_id: b, status: 'declined' },
         // Plain: only B
         { event_id: plain.id, contact_id: b, status: 'tentative' }
@@ -230,7 +253,8 @@ for (const kind of databases()) {
       assert.deepEqual(rows.map(r => [r.contact_id, r.status]), [[target, 'confirmed']])
     })
 
-    void it('moves space links (one per space), activity and contact-scoped rules (a new version, same creator)', async () => {
+    void it('moves space links (one per space), activity and contact-scoped rules (a new version, ' +
+      'same creator)', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const target = (await createContact(t, alice, { first_name: 'T' })).id as string
@@ -243,7 +267,9 @@ for (const kind of databases()) {
       // a check-in records activity that names the contact
       const event = await createEvent(t, alice, { title: 'Door' })
       await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id as number}/publish`, 204)
-      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id as number}/attendees`, 201, { contact_id: other, status: 'confirmed' })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id as number}/attendees`, 201, {
+        contact_id: other, status: 'confirmed'
+      })
       await expectStatus(t, alice, 'POST', `/api/v1/events/${event.id as number}/attendees/${other}/check-in`, 204)
       const rule = (await expectStatus(t, alice, 'POST', '/api/v1/automation/rules', 201, {
         name: 'Watch',
@@ -260,7 +286,8 @@ for (const kind of databases()) {
         assert.deepEqual(links.items.map((l: Json) => l.contact_id), expected)
       }
       const activity = await getJson(t, alice, `/api/v1/spaces/${one}/activity`)
-      assert.ok(activity.items.some((a: Json) => a.type === 'contact' && a.resource_id === target), JSON.stringify(activity))
+      assert.ok(activity.items.some((a: Json) => a.type === 'contact' && a.resource_id === target),
+        JSON.stringify(activity))
       assert.ok(!JSON.stringify(activity).includes(other))
       const checkIns = (await getJson(t, alice, `/api/v1/events/${event.id as number}/activity`)).items
         .filter((a: Json) => a.kind === 'attendee.checked_in')
@@ -293,7 +320,8 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'GET', `/api/v1/contacts/${a}`, 404)
     })
 
-    void it('answers writes to an absorbed id with 404, and a read of one to who cannot see the target with 404', async () => {
+    void it('answers writes to an absorbed id with 404, and a read of one to who cannot see the ' +
+      'target with 404', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
@@ -308,8 +336,11 @@ for (const kind of databases()) {
         assert.equal(read.statusCode, 404, read.body)
         assert.ok(!read.body.includes(personal), 'the target is never named to who cannot see it')
       }
-      for (const [method, payload] of [['PATCH', { first_name: 'x' }], ['PUT', { is_favorite: false }], ['DELETE', undefined]] as const) {
-        const res = await t.as(alice, { method, url: `/api/v1/contacts/${shared}`, ...(payload !== undefined ? { payload } : {}) })
+      for (const [method, payload] of [['PATCH', { first_name: 'x' }], ['PUT', { is_favorite: false }],
+        ['DELETE', undefined]] as const) {
+        const res = await t.as(alice, {
+          method, url: `/api/v1/contacts/${shared}`, ...(payload !== undefined ? { payload } : {})
+        })
         assert.equal(res.statusCode, 404, `${method}: ${res.body}`)
       }
       assert.equal((await t.as(aliceAlone, { method: 'GET', url: `/api/v1/contacts/${shared}` })).statusCode, 308)
@@ -321,12 +352,15 @@ for (const kind of databases()) {
       const target = (await createContact(t, alice, { tags: ['t'] })).id as string
       const other = (await createContact(t, alice, { tags: ['o'] })).id as string
       const outsider = (await createContact(t, alice)).id as string
-      const ids = (n: number) => Array.from({ length: n }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`)
+      const ids = (n: number) =>
+        Array.from({ length: n }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`)
       assertProblem(await merge(alice, target, { absorb: [target] }), 400, 'body.absorb[0]', target)
       assertProblem(await merge(alice, target, { absorb: [other, other.toUpperCase()] }), 400, 'body.absorb[1]')
-      assertProblem(await merge(alice, target, { absorb: [other], fields: { email: outsider } }), 400, 'body.fields.email', outsider)
+      assertProblem(await merge(alice, target, { absorb: [other], fields: { email: outsider } }), 400,
+        'body.fields.email', outsider)
       assertProblem(await merge(alice, target, { absorb: [other], fields: { tags: other } }), 400, 'body.fields.tags')
-      assertProblem(await merge(alice, target, { absorb: [other], fields: { owner_id: other } }), 400, 'body.fields.owner_id')
+      assertProblem(await merge(alice, target, { absorb: [other], fields: { owner_id: other } }), 400,
+        'body.fields.owner_id')
       assertProblem(await merge(alice, target, { absorb: [] }), 400, 'body.absorb')
       assertProblem(await merge(alice, target, { absorb: ids(MERGE_MAX + 1) }), 400, 'body.absorb')
       const thousand = assertProblem(await merge(alice, target, { absorb: ids(1000) }), 400, 'body.absorb')
@@ -340,7 +374,8 @@ for (const kind of databases()) {
       assert.equal((await outboxEvents(t, tenant.id, 'contact.merged')).length, 0)
     })
 
-    void it('refuses contacts the caller may not merge as a PATCH of each would: 404, 403, 412, and moves nothing', async () => {
+    void it('refuses contacts the caller may not merge as a PATCH of each would: 404, 403, 412, ' +
+      'and moves nothing', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
@@ -420,7 +455,9 @@ for (const kind of databases()) {
         // while a transaction elsewhere in the cluster holds the token's xmin back
         const changed = new Map((delta.items as Json[]).map(c => [c.id as string, c]))
         assert.equal(changed.get(target)?.city, 'Paris')
-        for (const id of changed.keys()) assert.ok([target, bystander].includes(id), `only the target, or a repeat: ${id}`)
+        for (const id of changed.keys()) {
+          assert.ok([target, bystander].includes(id), `only the target, or a repeat: ${id}`)
+        }
         assert.deepEqual(delta.deleted.map((d: Json) => d.id).sort(), [a, b].sort())
         await replica.sync()
         assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice, '/api/v1/contacts')))
@@ -429,7 +466,8 @@ for (const kind of databases()) {
     }
 
     if (kind === 'pg') {
-      void it('lets one of two merges of the same contacts at the same moment win; the other answers 409, nothing half-moved', async () => {
+      void it('lets one of two merges of the same contacts at the same moment win; the other answers 409, ' +
+        'nothing half-moved', async () => {
         for (let round = 0; round < 5; round++) {
           const tenant = newTenant(t)
           const alice = await tenant.user('alice')
@@ -446,7 +484,8 @@ for (const kind of databases()) {
           ])
           assert.deepEqual(answers.map(a => a.statusCode).sort(), [200, 409], answers.map(a => a.body).join('\n'))
           const refused = answers.find(a => a.statusCode === 409)?.json()
-          assert.deepEqual(refused.errors, [{ location: 'body.absorb[0]', message: 'already merged into this contact', value: target }])
+          assert.deepEqual(refused.errors,
+            [{ location: 'body.absorb[0]', message: 'already merged into this contact', value: target }])
           const rows = await attendeeRows(t, tenant.id)
           assert.deepEqual(rows.map(r => [r.event_id, r.contact_id, r.status]).sort(),
             events.map(e => [e, target, 'confirmed']).sort())
@@ -455,7 +494,8 @@ for (const kind of databases()) {
         }
       })
 
-      void it('never loses an attendance added to an absorbed contact during its merge: moved, or refused', async () => {
+      void it('never loses an attendance added to an absorbed contact during its merge: ' +
+        'moved, or refused', async () => {
         for (let round = 0; round < 5; round++) {
           const tenant = newTenant(t)
           const alice = await tenant.user('alice')
@@ -481,7 +521,8 @@ for (const kind of databases()) {
         }
       })
 
-      void it('lets one of "A into B" and "B into A" at the same moment win; the other answers 409 naming the survivor', async () => {
+      void it('lets one of "A into B" and "B into A" at the same moment win; ' +
+        'the other answers 409 naming the survivor', async () => {
         for (let round = 0; round < 5; round++) {
           const tenant = newTenant(t)
           const alice = await tenant.user('alice')
@@ -505,7 +546,8 @@ for (const kind of databases()) {
       })
     }
 
-    void it('never loses an attendance or a tag: per event, the contacts after are the persons before (property)', async () => {
+    void it('never loses an attendance or a tag: per event, the contacts after are the persons ' +
+      'before (property)', async () => {
       const statusArb = fc.constantFrom<AttendeeStatus>(
         'invited', 'confirmed', 'declined', 'tentative', 'checked_in', 'pending', 'waitlisted', 'no_show')
       const caseArb = fc.record({
@@ -523,7 +565,9 @@ for (const kind of databases()) {
         const alice = await tenant.user('alice')
         const n = 1 + c.absorbed + c.bystanders
         const ids: string[] = []
-        for (let i = 0; i < n; i++) ids.push((await createContact(t, alice, { first_name: `C${i}`, tags: c.tags[i] })).id)
+        for (let i = 0; i < n; i++) {
+          ids.push((await createContact(t, alice, { first_name: `C${i}`, tags: c.tags[i] })).id)
+        }
         const target = ids[0] as string
         const absorbed = ids.slice(1, 1 + c.absorbed)
         const person = (id: string) => absorbed.includes(id) ? target : id
@@ -587,7 +631,8 @@ for (const kind of databases()) {
               (r.status === best.status && r.status === 'checked_in' && r.checked_in_at < best.checked_in_at)
             if (better) strongest.set(p, r)
           }
-          const seatedNow = [...strongest.values()].filter(r => r.status === 'confirmed' || r.status === 'checked_in').length
+          const seatedNow =
+            [...strongest.values()].filter(r => r.status === 'confirmed' || r.status === 'checked_in').length
           const line = [...strongest.entries()].filter(([, r]) => r.status === 'waitlisted')
             .sort(([, x], [, y]) => x.waitlist_position - y.waitlist_position).map(([p]) => p)
           const free = Math.max(0, event.capacity - seatedNow)

@@ -10,15 +10,16 @@
  * events, spaces or rules they hang off (the rules keep acting as their creators).
  */
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { AttendeeStatus } from '../../platform/db/columns.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import {
   ApiError, error400BadRequest, error403Forbidden, error404NotFound, error409Conflict, fieldError, type ErrorDetail
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
-import { type AttendeeRow, type AttendeeStatus, settleWaitlist } from '../attendees/index.ts'
 import * as repo from './contacts.repository.ts'
 import * as mergeRepo from './contacts.merge.repository.ts'
+import type { MergeNeeds } from './contacts.needs.ts'
 import { TAGS_MAX, WRITABLE_FIELDS, type WritableField } from './contacts.schemas.ts'
 import { E164_COLUMNS, PHONE_FIELDS, type PhoneField } from './contacts.phones.ts'
 import { contactEvent } from './contacts.events.ts'
@@ -45,6 +46,7 @@ export interface CheckedMerge {
 }
 
 type ContactRow = Awaited<ReturnType<typeof mergeRepo.lockContacts>>[number]
+type AttendeeRow = mergeRepo.AttendeeRow
 
 /**
  * The body's own mistakes, all at once, before anything is read: the target among the absorbed, an id named twice,
@@ -58,9 +60,13 @@ export function checkMergeInput (targetId: string, input: MergeInput): CheckedMe
   const first = new Map<string, number>()
   absorb.forEach((id, i) => {
     const seen = first.get(id)
-    if (id === target) problems.push(fieldError(`body.absorb[${i}]`, 'the contact merged into (path.id) cannot absorb itself', id))
-    else if (seen !== undefined) problems.push(fieldError(`body.absorb[${i}]`, `duplicate of body.absorb[${seen}]`, id))
-    else first.set(id, i)
+    if (id === target) {
+      problems.push(fieldError(`body.absorb[${i}]`, 'the contact merged into (path.id) cannot absorb itself', id))
+    } else if (seen !== undefined) {
+      problems.push(fieldError(`body.absorb[${i}]`, `duplicate of body.absorb[${seen}]`, id))
+    } else {
+      first.set(id, i)
+    }
   })
   const fields: Partial<Record<MergeField, string>> = {}
   for (const [field, id] of Object.entries(input.fields ?? {}) as Array<[MergeField, string | undefined]>) {
@@ -118,8 +124,13 @@ async function refuseAbsorbed (
     const row = locked.get(id)
     if (row === undefined) {
       const to = await visibleRedirect(trx, auth, id)
-      if (to === undefined) unknown.push(fieldError(at, 'contact not found', id))
-      else merged.push(fieldError(at, to === target ? 'already merged into this contact' : `merged into contact ${to}`, to))
+      if (to === undefined) {
+        unknown.push(fieldError(at, 'contact not found', id))
+      } else {
+        merged.push(fieldError(at, to === target
+          ? 'already merged into this contact'
+          : `merged into contact ${to}`, to))
+      }
     } else if (!repo.canManage(row, auth)) {
       refused.push(fieldError(at, 'only the owner or an admin may change this contact', id))
     }
@@ -128,7 +139,8 @@ async function refuseAbsorbed (
     throw new ApiError(404, `${unknown.length} contact(s) to absorb not found; nothing was merged`, unknown)
   }
   if (merged.length > 0) {
-    throw error409Conflict(`${merged.length} contact(s) to absorb were merged into another already; nothing was merged`, merged)
+    throw error409Conflict(`${merged.length} contact(s) to absorb were merged into another already; nothing was merged`,
+      merged)
   }
   if (refused.length > 0) {
     throw new ApiError(403, 'only the owner or an admin may change a contact; nothing was merged', refused)
@@ -180,7 +192,8 @@ function mergedValues (
   }
   const tags = [...new Set([target, ...absorbed].flatMap(r => r.tags))]
   if (tags.length > TAGS_MAX) {
-    throw error409Conflict(`the merged contact would have ${tags.length} tags, more than ${TAGS_MAX}: remove some first; nothing was merged`, [
+    throw error409Conflict(`the merged contact would have ${tags.length} tags, more than ${TAGS_MAX}: ` +
+      'remove some first; nothing was merged', [
       fieldError('body.absorb', `${tags.length} distinct tags`)
     ])
   }
@@ -263,7 +276,8 @@ async function mergeAttendances (
   trx: Tx,
   tenantId: string,
   target: string,
-  absorb: readonly string[]
+  absorb: readonly string[],
+  settleWaitlist: MergeNeeds['settleWaitlist']
 ): Promise<number[]> {
   // no row can join these lists meanwhile: an insert naming a locked contact waits for the merge (lockContacts)
   const found = await mergeRepo.sharedAttendances(trx, tenantId, [target, ...absorb])
@@ -298,7 +312,8 @@ export async function mergeContacts (
   trx: Tx,
   auth: AuthContext,
   input: CheckedMerge,
-  ifMatch: string | undefined
+  ifMatch: string | undefined,
+  needs: MergeNeeds
 ) {
   const { target, absorb, fields } = input
   const tenantId = auth.tenantId
@@ -317,11 +332,12 @@ export async function mergeContacts (
   const absorbed = absorb.map(id => locked.get(id)).filter(r => r !== undefined)
   const values = mergedValues(current, absorbed, fields)
 
-  const attended = await mergeAttendances(trx, tenantId, target, absorb)
+  const attended = await mergeAttendances(trx, tenantId, target, absorb, needs.settleWaitlist)
   await mergeRepo.moveEventActivity(trx, tenantId, attended, target, absorb)
   await mergeRepo.moveSpaceLinks(trx, tenantId, target, absorb)
   await mergeRepo.moveSpaceActivity(trx, tenantId, target, absorb)
-  await mergeRepo.moveContactRules(trx, tenantId, target, absorb)
+  const rules = await mergeRepo.moveContactRules(trx, tenantId, target, absorb)
+  await needs.snapshotRules(trx, tenantId, rules)
   await mergeRepo.writeRedirects(trx, tenantId, target, absorb, auth.userId)
   await mergeRepo.deleteContacts(trx, tenantId, absorb)
   // a new revision even when no field changes: the contact's attendances and links did

@@ -13,7 +13,8 @@ import { readUnreadPhones } from './contacts.service.ts'
 type Json = Record<string, any>
 
 /** The spellings of one French mobile number that a search must all resolve to it (region FR). */
-const SPELLINGS = ['+33 6 28 23 04 55', '+33628230455', '0628230455', '06.28.23.04.55', '06 28 23 04 55', '0033628230455']
+const SPELLINGS = ['+33 6 28 23 04 55', '+33628230455', '0628230455', '06.28.23.04.55', '06 28 23 04 55',
+  '0033628230455']
 
 describe('contacts.phones: reading numbers', () => {
   it('stores the E.164 form of a valid number, read with the region when it has no country code', () => {
@@ -52,8 +53,11 @@ describe('contacts.phones: reading numbers', () => {
       phone_secondary_e164: '+49301234567',
       invalid_phones: ['phone_work']
     }, 'a stored number keeps the form of its own region')
-    assert.deepEqual(withPhones({ phone_work: null }, stored, 'DE'), { phone_work: null, phone_work_e164: null, invalid_phones: [] })
-    assert.deepEqual(withPhones({ first_name: 'C' }, { ...stored, phone_primary_e164: null, invalid_phones: null }, 'FR'), {
+    assert.deepEqual(withPhones({ phone_work: null }, stored, 'DE'), {
+      phone_work: null, phone_work_e164: null, invalid_phones: []
+    })
+    assert.deepEqual(withPhones({ first_name: 'C' },
+      { ...stored, phone_primary_e164: null, invalid_phones: null }, 'FR'), {
       first_name: 'C',
       phone_primary_e164: '+33628230455',
       phone_secondary_e164: null,
@@ -116,7 +120,12 @@ async function createContact (t: TestApp, token: string, body: Json, query = '')
 }
 
 /** The ids the list (`?search=`) and the search (`?query=`) find for a term, the list's oldest first. */
-async function found (t: TestApp, token: string, term: string, query = ''): Promise<{ list: string[], search: string[] }> {
+async function found (
+  t: TestApp,
+  token: string,
+  term: string,
+  query = ''
+): Promise<{ list: string[], search: string[] }> {
   const q = encodeURIComponent(term)
   const list = await getJson(t, token, `/api/v1/contacts?search=${q}&sort_dir=asc&size=100${query}`)
   const search = await getJson(t, token, `/api/v1/contacts/search?query=${q}&limit=100${query}`)
@@ -129,7 +138,8 @@ for (const kind of databases()) {
   describe(`${kind}: contact phone numbers (PHONE_DEFAULT_REGION=FR)`, () => {
     const t = useTestApp(kind, { env: { PHONE_DEFAULT_REGION: 'FR' } })
 
-    it('finds a number by every spelling and by a suffix of 6 digits, not of 5, in any of the three fields', async () => {
+    it('finds a number by every spelling and by a suffix of 6 digits, not of 5, ' +
+      'in any of the three fields', async () => {
       const alice = await newTenant(t).user('alice')
       const c = await createContact(t, alice, { first_name: 'Mobile', phone_primary: '06 28 23 04 55' })
       assert.deepEqual(
@@ -163,18 +173,22 @@ for (const kind of databases()) {
       const read = await getJson(t, alice, `/api/v1/contacts/${c.id as string}`)
       for (const body of [c, read]) {
         assert.deepEqual(
-          ['phone_primary', 'phone_primary_e164', 'phone_secondary_e164', 'phone_work', 'phone_work_e164'].map(f => body[f]),
+          ['phone_primary', 'phone_primary_e164', 'phone_secondary_e164', 'phone_work',
+            'phone_work_e164'].map(f => body[f]),
           ['06 28 23 04', null, '+33611223344', 'ask reception', null]
         )
         assert.deepEqual(body.invalid_phones, ['phone_primary', 'phone_work'])
       }
       assert.deepEqual((await found(t, alice, '06 28 23 04')).list, [c.id])
       assert.deepEqual((await found(t, alice, '282304')).list, [c.id])
-      const fixed = await expectStatus(t, alice, 'PATCH', `/api/v1/contacts/${c.id as string}`, 200, { phone_primary: '06 28 23 04 55' })
+      const fixed = await expectStatus(t, alice, 'PATCH', `/api/v1/contacts/${c.id as string}`, 200, {
+        phone_primary: '06 28 23 04 55'
+      })
       assert.deepEqual([fixed.json().phone_primary_e164, fixed.json().invalid_phones], ['+33628230455', ['phone_work']])
     })
 
-    it('reads numbers with the request\'s phone_region, else the default, each stored number with its own', async () => {
+    it('reads numbers with the request\'s phone_region, else the default, ' +
+      'each stored number with its own', async () => {
       const alice = await newTenant(t).user('alice')
       const berlin = await createContact(t, alice, { phone_primary: '030 1234567' }, '?phone_region=de')
       const paris = await createContact(t, alice, { phone_primary: '030 1234567' })
@@ -184,9 +198,12 @@ for (const kind of databases()) {
       assert.deepEqual((await found(t, alice, '03 01 23 45 67')).list, [paris.id])
 
       const url = `/api/v1/contacts/${berlin.id as string}`
-      const patched = (await expectStatus(t, alice, 'PATCH', `${url}?phone_region=GB`, 200, { phone_work: '020 7946 0958' })).json()
+      const patched =
+        (await expectStatus(t, alice, 'PATCH', `${url}?phone_region=GB`, 200, { phone_work: '020 7946 0958' })).json()
       assert.deepEqual([patched.phone_primary_e164, patched.phone_work_e164], ['+49301234567', '+442079460958'])
-      const put = (await expectStatus(t, alice, 'PUT', url, 200, { is_favorite: false, phone_secondary: '06 28 23 04 55' })).json()
+      const put = (await expectStatus(t, alice, 'PUT', url, 200, {
+        is_favorite: false, phone_secondary: '06 28 23 04 55'
+      })).json()
       assert.deepEqual(
         [put.phone_primary, put.phone_primary_e164, put.phone_secondary_e164, put.phone_work_e164, put.invalid_phones],
         [null, null, '+33628230455', null, []],
@@ -225,7 +242,9 @@ for (const kind of databases()) {
     it('reads the numbers of a contact written before they were read at its next write', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      await insertRow(t, tenant.id, 'contacts', { owner_id: 'alice', org_id: null, first_name: 'Legacy', phone_primary: '06 28 23 04 55' })
+      await insertRow(t, tenant.id, 'contacts', {
+        owner_id: 'alice', org_id: null, first_name: 'Legacy', phone_primary: '06 28 23 04 55'
+      })
       const [legacy] = (await getJson(t, alice, '/api/v1/contacts')).items as Json[]
       assert.deepEqual([legacy?.phone_primary_e164, legacy?.invalid_phones], [null, null], 'not read yet')
       // found by the digits it was typed with, and by the national number of any spelling
@@ -238,19 +257,24 @@ for (const kind of databases()) {
       assert.deepEqual([patched.phone_primary_e164, patched.invalid_phones], ['+33628230455', []])
     })
 
-    it('the worker reads the numbers of contacts written before they were read, and leaves read ones alone', async () => {
+    it('the worker reads the numbers of contacts written before they were read, ' +
+      'and leaves read ones alone', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
-      await insertRow(t, tenant.id, 'contacts', { owner_id: 'alice', org_id: null, first_name: 'Old', phone_primary: '06 28 23 04 55', phone_work: '12' })
+      await insertRow(t, tenant.id, 'contacts', {
+        owner_id: 'alice', org_id: null, first_name: 'Old', phone_primary: '06 28 23 04 55', phone_work: '12'
+      })
       const fresh = await createContact(t, alice, { first_name: 'New', phone_primary: '+1 202 555 0100' })
       const [old] = (await getJson(t, alice, '/api/v1/contacts?search=Old')).items as Json[]
       assert.equal(old?.invalid_phones, null)
-      const etagOf = async (id: string) => (await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${id}` })).headers.etag
+      const etagOf = async (id: string) =>
+        (await t.as(alice, { method: 'GET', url: `/api/v1/contacts/${id}` })).headers.etag
       const freshTag = await etagOf(fresh.id)
       const oldTag = await etagOf(old?.id)
       assert.ok(await readUnreadPhones(t.ctx.db, 'FR') >= 1)
       const read = await getJson(t, alice, `/api/v1/contacts/${old?.id as string}`)
-      assert.deepEqual([read.phone_primary_e164, read.phone_work_e164, read.invalid_phones], ['+33628230455', null, ['phone_work']])
+      assert.deepEqual([read.phone_primary_e164, read.phone_work_e164, read.invalid_phones],
+        ['+33628230455', null, ['phone_work']])
       assert.notEqual(await etagOf(old?.id), oldTag, 'a new revision: its body changed')
       assert.equal(await etagOf(fresh.id), freshTag, 'a contact already read is not written again')
       // nothing left: a second pass reads nothing of this tenant (another suite's tenants may still have some)
@@ -265,7 +289,8 @@ for (const kind of databases()) {
     it('keeps a national number as typed and flags it, unless the request names its region', async () => {
       const alice = await newTenant(t).user('alice')
       const typed = await createContact(t, alice, { phone_primary: '06 28 23 04 55', phone_work: '+33 6 11 22 33 44' })
-      assert.deepEqual([typed.phone_primary_e164, typed.phone_work_e164, typed.invalid_phones], [null, '+33611223344', ['phone_primary']])
+      assert.deepEqual([typed.phone_primary_e164, typed.phone_work_e164, typed.invalid_phones],
+        [null, '+33611223344', ['phone_primary']])
       const read = await createContact(t, alice, { phone_primary: '06 28 23 04 55' }, '?phone_region=FR')
       assert.deepEqual([read.phone_primary_e164, read.invalid_phones], ['+33628230455', []])
       // one number: each spelling finds both, the one stored as typed by its national number
@@ -336,7 +361,8 @@ for (const kind of databases().filter(k => k === 'pg')) {
         await c.query('begin')
         try {
           if (withoutPhoneIndexes) await c.query(`drop index ${PHONE_INDEXES.join(', ')}`)
-          await c.query("select set_config('app.tenant_id', $1, true), set_config('app.user_id', 'alice', true)", [tenantId])
+          await c.query("select set_config('app.tenant_id', $1, true), set_config('app.user_id', 'alice', true)",
+            [tenantId])
           await c.query('set local role collab_app')
           const { rows } = await c.query(`explain (analyze, format json) ${statement.text}`, statement.values)
           return (rows[0] as { 'QUERY PLAN': Array<{ Plan: PlanNode }> })['QUERY PLAN'][0]?.Plan as PlanNode
@@ -346,7 +372,8 @@ for (const kind of databases().filter(k => k === 'pg')) {
       })
     }
 
-    it('answers a phone search of the list and of the search by a bitmap OR of the three indexes, not a scan', async () => {
+    it('answers a phone search of the list and of the search by a bitmap OR of the three ' +
+      'indexes, not a scan', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       // one owner's 20 000 contacts, each with two numbers: without the phone indexes every one of them is read
@@ -372,13 +399,16 @@ for (const kind of databases().filter(k => k === 'pg')) {
           const plan = await planOf(tenant.id, statement)
           const nodes = nodesOf(plan)
           const indexes = new Set(nodes.map(n => n['Index Name']))
-          for (const index of PHONE_INDEXES) assert.ok(indexes.has(index), `${url}: ${index} unused: ${JSON.stringify(plan)}`)
+          for (const index of PHONE_INDEXES) {
+            assert.ok(indexes.has(index), `${url}: ${index} unused: ${JSON.stringify(plan)}`)
+          }
           assert.ok(nodes.some(n => n['Node Type'] === 'BitmapOr'), url)
           assert.ok(!nodes.some(n => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'contacts'), url)
           assert.ok(contactRowsRead(plan) < 10, `${url}: ${contactRowsRead(plan)} rows of contacts read`)
           // the same statement without the indexes reads every contact of the owner
           const without = await planOf(tenant.id, statement, true)
-          assert.ok(contactRowsRead(without) >= ROWS, `${url}: ${contactRowsRead(without)} rows read without the indexes`)
+          assert.ok(contactRowsRead(without) >= ROWS,
+            `${url}: ${contactRowsRead(without)} rows read without the indexes`)
         }
       }
     })

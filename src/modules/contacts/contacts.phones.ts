@@ -13,12 +13,10 @@
  */
 import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/min'
 import { error400BadRequest, fieldError } from '../../platform/http/errors.ts'
-import type { ContactValues } from './contacts.repository.ts'
+import { PHONE_FIELDS, type ContactValues, type PhoneField } from './contacts.table.ts'
 
 export type { CountryCode }
-
-export const PHONE_FIELDS = ['phone_primary', 'phone_secondary', 'phone_work'] as const
-export type PhoneField = typeof PHONE_FIELDS[number]
+export { PHONE_FIELDS, type PhoneField }
 
 /** The column of each field's E.164 form. */
 export const E164_COLUMNS = {

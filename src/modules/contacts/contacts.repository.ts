@@ -12,14 +12,16 @@ import { countRows, fromCursor } from '../../platform/db/list-page.ts'
 import { afterKey, keyExpression, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import type { ContactRow, ContactsTable } from './contacts.table.ts'
+import type { ContactRow, ContactValues } from './contacts.table.ts'
 import { CONTACT_SORT_FIELDS } from './contacts.schemas.ts'
-import { E164_COLUMNS, PHONE_FIELDS, REV_COLUMNS, type PhoneField, type PhoneSearch } from './contacts.phones.ts'
+import { E164_COLUMNS, PHONE_FIELDS, REV_COLUMNS, type PhoneSearch } from './contacts.phones.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import { likePattern } from '../../platform/db/like.ts'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { readChanges } from '../../platform/sync/sync.repository.ts'
 import type { ChangesWindow } from '../../platform/sync/sync.ts'
+
+export type { ContactValues }
 
 type Eb = ExpressionBuilder<Database, 'contacts'>
 
@@ -47,28 +49,9 @@ const COLUMNS = [
   'id', 'org_id', 'owner_id', 'created_at', 'updated_at', 'is_favorite', 'first_name', 'middle_name', 'last_name',
   'nickname', 'email', 'phone_primary', 'phone_secondary', 'phone_work', 'company', 'job_title', 'address_line1',
   'address_line2', 'city', 'state_province', 'postal_code', 'country', 'website', 'avatar_url', 'notes',
-  'linked_user_id', 'tags', 'revision', 'phone_primary_e164', 'phone_secondary_e164', 'phone_work_e164', 'invalid_phones'
+  'linked_user_id', 'tags', 'revision', 'phone_primary_e164', 'phone_secondary_e164', 'phone_work_e164',
+  'invalid_phones'
 ] as const
-
-export type ContactValues = Partial<
-  Omit<
-    ContactsTable,
-    | 'tenant_id'
-    | 'id'
-    | 'org_id'
-    | 'owner_id'
-    | 'revision'
-    | 'created_at'
-    | 'updated_at'
-    | 'search_text'
-    | typeof REV_COLUMNS[PhoneField]
-    | 'tags'
-    | 'is_favorite'
-  >
-> & {
-  tags?: string[]
-  is_favorite?: boolean
-}
 
 export async function findVisible (trx: Tx, auth: AuthContext, id: string) {
   return await trx.selectFrom('contacts').select(COLUMNS)
@@ -184,7 +167,8 @@ export async function updateContacts (
     const sets = [
       ...fields.map(f => always.has(f)
         ? sql`${sql.id(f)} = v.${sql.id(f)}`
-        : sql`${sql.id(f)} = case when (v.present & ${sql.lit(bit(f))}) <> 0 then v.${sql.id(f)} else c.${sql.id(f)} end`),
+        : sql`${sql.id(f)} = case when (v.present & ${sql.lit(bit(f))}) <> 0 then v.${sql.id(f)}
+          else c.${sql.id(f)} end`),
       ...Object.entries(bumpRevision()).map(([column, value]) => sql`${sql.id(column)} = ${value}`)
     ]
     const { rows: written } = await sql<ContactRowOut>`update contacts as c set ${sql.join(sets)}

@@ -28,6 +28,7 @@ import { contactEvent } from './contacts.events.ts'
 import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { mergedOrNotFound } from './contacts.merge.ts'
 import { mergeRoutes } from './contacts.merge.routes.ts'
+import type { ContactsNeeds } from './contacts.needs.ts'
 import { duplicatesRoutes } from './contacts.duplicates.routes.ts'
 import { timelineRoutes } from './contacts.timeline.routes.ts'
 
@@ -55,11 +56,14 @@ async function updateValues (
   trx: Tx, auth: AuthContext, current: LockedContact, values: repo.ContactValues, region: CountryCode | undefined
 ) {
   const updated = await repo.updateContact(trx, auth.tenantId, current.id, withPhones(values, current, region))
-  await emit(trx, contactEvent(auth, updated.id, 'contact.updated', { contact_id: updated.id, fields: Object.keys(values) }))
+  await emit(trx, contactEvent(auth, updated.id, 'contact.updated', {
+    contact_id: updated.id, fields: Object.keys(values)
+  }))
   return updated
 }
 
-export const contactsModule = defineModule(async (app, { db, config }) => {
+/** The contacts module; `needs` are what the modules built on it give it (contacts.needs.ts, wired by src/app.ts). */
+export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app, { db, config }) => {
   /**
    * A change of a contact (PUT, PATCH, favorite at `/api/v1/contacts/{id}<path>`): the contact locked for it (404 when
    * invisible, 403 when not the caller's, 412 when If-Match names another revision), then `change`; answered with the
@@ -137,9 +141,10 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
     }))
   })
 
-  app.get('/api/v1/contacts/search', operation('search-contacts', 'Search contacts by name, e-mail, company or phone number', {
-    querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
-  }, requirePolicy('contact', 'read')), async request => {
+  app.get('/api/v1/contacts/search', operation('search-contacts',
+    'Search contacts by name, e-mail, company or phone number', {
+      querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
+    }, requirePolicy('contact', 'read')), async request => {
     const { query, limit, cursor } = request.query
     const phone = phoneSearch(query, requestRegion(request.query.phone_region, config.phoneDefaultRegion))
     const found = await withTenant(db, request.auth, trx =>
@@ -149,9 +154,10 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
   })
 
   app.post('/api/v1/contacts/upsert', {
-    ...operation('upsert-contacts', 'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
-      querystring: PhoneRegionQuery, body: UpsertContactsBody, response: { 200: UpsertOutputBody }
-    }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }),
+    ...operation('upsert-contacts',
+      'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
+        querystring: PhoneRegionQuery, body: UpsertContactsBody, response: { 200: UpsertOutputBody }
+      }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }),
     preValidation: trimEmails
   }, async (request) => {
     const region = requestRegion(request.query.phone_region, config.phoneDefaultRegion)
@@ -177,19 +183,21 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
       throw (err as { code?: unknown }).code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? tooLarge() : err
     })
 
-    scope.post('/api/v1/contacts/import', operation('import-contacts', 'Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens)', {
-      consumes: ['text/csv'],
-      querystring: ImportContactsQuery,
-      body: ImportContactsBody,
-      response: {
-        200: ImportOutputBody,
-        413: { ...ErrorModel, description: 'A body over 16 MiB, or over 50 000 data rows: nothing written' },
-        422: {
-          ...ErrorModel,
-          description: 'Rows in error (`errors`: `body.line[<line>].<field>`, the column named in `message`): nothing written'
+    scope.post('/api/v1/contacts/import', operation('import-contacts',
+      'Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens)', {
+        consumes: ['text/csv'],
+        querystring: ImportContactsQuery,
+        body: ImportContactsBody,
+        response: {
+          200: ImportOutputBody,
+          413: { ...ErrorModel, description: 'A body over 16 MiB, or over 50 000 data rows: nothing written' },
+          422: {
+            ...ErrorModel,
+            description:
+            'Rows in error (`errors`: `body.line[<line>].<field>`, the column named in `message`): nothing written'
+          }
         }
-      }
-    }, requirePolicy('contact', 'write'), { config: { cost: IMPORT_COST } }), async (request) => {
+      }, requirePolicy('contact', 'write'), { config: { cost: IMPORT_COST } }), async (request) => {
       const q = request.query
       const region = requestRegion(q.phone_region, config.phoneDefaultRegion)
       // parsed and validated before the transaction: no connection is held for it
@@ -207,7 +215,10 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
     params: ContactParams,
     response: {
       200: Contact,
-      308: { ...ErrorModel, description: 'The contact was merged into another: `Location` names it (docs/contacts.md, "Merge")' }
+      308: {
+        ...ErrorModel,
+        description: 'The contact was merged into another: `Location` names it (docs/contacts.md, "Merge")'
+      }
     }
   }, requirePolicy('contact', 'read')), async (request, reply) =>
     await answerWithEtag(db, request, reply, async (trx, auth) => {
@@ -218,9 +229,9 @@ export const contactsModule = defineModule(async (app, { db, config }) => {
     })
   )
 
-  await mergeRoutes(app, { db })
+  await mergeRoutes(app, { db }, needs)
   await duplicatesRoutes(app, { db })
-  await timelineRoutes(app, { db })
+  await timelineRoutes(app, { db }, needs)
 
   contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact', ReplaceContactBody,
     (trx, auth, current, input, region) => updateValues(trx, auth, current, replacementValues(input), region))

@@ -274,7 +274,9 @@ export const ImportResultItem = Type.Object({
       'updated = the row changed the contact its e-mail matched, or the one an earlier row of the file created; ' +
       'unchanged = that contact already held the row\'s values (nothing written)'
   }),
-  contact_id: Nullable(Type.String({ format: 'uuid', description: 'The contact; null for a row a dry run would create' })),
+  contact_id: Nullable(Type.String({
+    format: 'uuid', description: 'The contact; null for a row a dry run would create'
+  })),
   invalid_phones: Type.Optional(Type.Array(StringEnum(PHONE_FIELDS), {
     maxItems: PHONE_FIELDS.length,
     description: 'Present when the contact has phone fields whose text is not a valid number (stored as typed)'

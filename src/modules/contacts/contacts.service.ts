@@ -33,7 +33,9 @@ export async function createContact (
   region: CountryCode | undefined
 ): Promise<MatchedRow & { possible_duplicates: string[] }> {
   const created = await repo.insertContact(trx, auth, withPhones(toValues(input), undefined, region))
-  await emit(trx, contactEvent(auth, created.id, 'contact.created', { contact_id: created.id, email: created.email, source: 'api' }))
+  await emit(trx, contactEvent(auth, created.id, 'contact.created', {
+    contact_id: created.id, email: created.email, source: 'api'
+  }))
   const duplicates = await repo.findPossibleDuplicates(trx, auth, {
     id: created.id,
     emailKey: created.email !== null && created.email.trim() !== '' ? emailKey(created.email) : null,

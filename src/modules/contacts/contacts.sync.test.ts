@@ -33,7 +33,8 @@ const DAY = 86_400_000
 const notOurs = (e: unknown): boolean => e instanceof ApiError && e.status === 410 && /^not a sync token/.test(e.detail)
 
 /** A 400 naming the cursor. */
-const badCursor = (e: unknown): boolean => e instanceof ApiError && e.status === 400 && e.errors[0]?.location === 'query.cursor'
+const badCursor = (e: unknown): boolean =>
+  e instanceof ApiError && e.status === 400 && e.errors[0]?.location === 'query.cursor'
 
 const randomSecret = (): string => crypto.randomBytes(32).toString('base64url')
 
@@ -62,9 +63,12 @@ for (const kind of databases()) {
       const b1 = await createContact(t, bob, 'B1')
       await createContact(t, carol, 'C1')
       await createContact(t, erin, 'E1')
-      const patched = await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${a1.id as string}`, payload: { last_name: 'X' } })
+      const patched = await t.as(alice, {
+        method: 'PATCH', url: `/api/v1/contacts/${a1.id as string}`, payload: { last_name: 'X' }
+      })
       assert.equal(patched.statusCode, 200)
-      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${a2.id as string}` })).statusCode, 204)
+      assert.equal((await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${a2.id as string}` })).statusCode,
+        204)
 
       const res = await t.as(alice, { method: 'GET', url: `/api/v1/contacts?sync_token=${replica.token ?? ''}` })
       assert.equal(res.statusCode, 200, res.body)
@@ -76,13 +80,17 @@ for (const kind of databases()) {
       assert.equal(delta.next_cursor, null)
       assert.equal(delta.items.find((c: Json) => c.id === a1.id).last_name, 'X')
 
-      const again = await t.as(alice, { method: 'GET', url: `/api/v1/contacts?sync_token=${delta.sync_token as string}` })
+      const again = await t.as(alice, {
+        method: 'GET', url: `/api/v1/contacts?sync_token=${delta.sync_token as string}`
+      })
       assert.equal(again.statusCode, 200, again.body)
       assert.deepEqual([again.json().items, again.json().deleted], [[], []])
     })
 
     // PGlite has one connection: two transactions cannot overlap there
-    void it('misses no change of a transaction that began before a token and committed after it', { skip: kind === 'pglite' }, async () => {
+    void it('misses no change of a transaction that began before a token and committed after it', {
+      skip: kind === 'pglite'
+    }, async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       let release = (): void => {}
@@ -112,11 +120,15 @@ for (const kind of databases()) {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const c = await createContact(t, alice, 'Fav')
-      await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: true } })
+      await t.as(alice, {
+        method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: true }
+      })
       const replica = new Replica(t, alice, CONTACTS, 'is_favorite=true')
       await replica.sync()
       assert.deepEqual([...replica.rows.keys()], [c.id])
-      await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: false } })
+      await t.as(alice, {
+        method: 'PATCH', url: `/api/v1/contacts/${c.id as string}/favorite`, payload: { is_favorite: false }
+      })
       await replica.sync()
       assert.equal(replica.rows.size, 0)
       // a token of the favorites does not answer the whole list
@@ -134,7 +146,8 @@ for (const kind of databases()) {
       assert.equal(first.statusCode, 200, first.body)
       const token = first.json().sync_token as string
       const body = tokenBody(token)
-      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
+      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) }))
+        .toString('base64url')
       const window = t.config.syncWindowMs ?? 0
       // sealed with the app's key (TOKEN_SECRET, or the secret buildApp keeps in DATA_DIR): only its age is wrong
       const keys = sealKeys(t.ctx.config)
@@ -148,7 +161,9 @@ for (const kind of databases()) {
         ['too old', alice, old]
       ]
       for (const [name, caller, sent] of cases) {
-        const res = await t.as(caller, { method: 'GET', url: `/api/v1/contacts?sync_token=${encodeURIComponent(sent)}` })
+        const res = await t.as(caller, {
+          method: 'GET', url: `/api/v1/contacts?sync_token=${encodeURIComponent(sent)}`
+        })
         assert.equal(res.statusCode, 410, `${name}: ${res.body}`)
         assert.equal(res.json().status, 410)
       }
@@ -172,7 +187,8 @@ for (const kind of databases()) {
       assert.equal(mixed.json().errors[0].location, 'query.cursor')
     })
 
-    void it('answers 410 to a token issued in the future or sealed with another key, 400 to such a cursor', async () => {
+    void it('answers 410 to a token issued in the future or sealed with another key, ' +
+      '400 to such a cursor', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const first = await t.as(alice, { method: 'GET', url: `${CONTACTS}?sync=true` })
@@ -232,10 +248,14 @@ for (const kind of databases()) {
         step++
         await createContact(t, bob, `during-${step}`)
         const victim = made[step]
-        if (victim !== undefined) await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${victim.id as string}` })
+        if (victim !== undefined) {
+          await t.as(alice, { method: 'DELETE', url: `/api/v1/contacts/${victim.id as string}` })
+        }
         const first = made[0]
         if (first !== undefined) {
-          await t.as(alice, { method: 'PATCH', url: `/api/v1/contacts/${first.id as string}`, payload: { nickname: `n${step}` } })
+          await t.as(alice, {
+            method: 'PATCH', url: `/api/v1/contacts/${first.id as string}`, payload: { nickname: `n${step}` }
+          })
         }
       }
       await replica.sync(2, writes)
@@ -282,7 +302,9 @@ for (const kind of databases()) {
           } else if (id !== undefined && s.op === 'patch') {
             await t.as(caller, { method: 'PATCH', url: `/api/v1/contacts/${id}`, payload: { first_name: s.name } })
           } else if (id !== undefined && s.op === 'favorite') {
-            await t.as(caller, { method: 'PATCH', url: `/api/v1/contacts/${id}/favorite`, payload: { is_favorite: s.on } })
+            await t.as(caller, {
+              method: 'PATCH', url: `/api/v1/contacts/${id}/favorite`, payload: { is_favorite: s.on }
+            })
           } else if (id !== undefined && s.op === 'delete') {
             await t.as(caller, { method: 'DELETE', url: `/api/v1/contacts/${id}` })
           }

@@ -1,6 +1,9 @@
 import type { Generated, GeneratedAlways, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
-import type { PhoneField } from './contacts.phones.ts'
+
+/** The phone fields of a contact (contacts.phones.ts): each has its E.164 form and its reversed digits beside it. */
+export const PHONE_FIELDS = ['phone_primary', 'phone_secondary', 'phone_work'] as const
+export type PhoneField = typeof PHONE_FIELDS[number]
 
 export interface ContactsTable {
   tenant_id: string
@@ -46,6 +49,27 @@ export interface ContactsTable {
 }
 
 export type ContactRow = Selectable<ContactsTable>
+
+/** The columns a write of a contact sets (the service's, from a validated body: contacts.values.ts). */
+export type ContactValues = Partial<
+  Omit<
+    ContactsTable,
+    | 'tenant_id'
+    | 'id'
+    | 'org_id'
+    | 'owner_id'
+    | 'revision'
+    | 'created_at'
+    | 'updated_at'
+    | 'search_text'
+    | `${PhoneField}_rev`
+    | 'tags'
+    | 'is_favorite'
+  >
+> & {
+  tags?: string[]
+  is_favorite?: boolean
+}
 
 export interface ContactsTables {
   contacts: ContactsTable

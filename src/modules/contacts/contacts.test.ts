@@ -83,7 +83,9 @@ for (const kind of databases()) {
           first_name: 'Ann mobile', email: 'ANN@example.com', phone_secondary: '06.28.23.04.55'
         }, '?phone_region=FR')
         assert.deepEqual(byPhone.possible_duplicates, [ann.id, phone.id, again.id], 'oldest first')
-        const nothing = await createContact(t, alice, { first_name: 'Nobody', email: 'ann@example.org', phone_primary: '04 55' })
+        const nothing = await createContact(t, alice, {
+          first_name: 'Nobody', email: 'ann@example.org', phone_primary: '04 55'
+        })
         assert.deepEqual(nothing.possible_duplicates, [])
 
         const read = await getJson(t, alice, `/api/v1/contacts/${again.id}`)
@@ -98,7 +100,9 @@ for (const kind of databases()) {
           assert.equal(found.total, 3, term)
         }
         // PUT and PATCH store the e-mail trimmed too
-        const patched = await expectStatus(t, alice, 'PATCH', `/api/v1/contacts/${nothing.id}`, 200, { email: '  x@example.org ' })
+        const patched = await expectStatus(t, alice, 'PATCH', `/api/v1/contacts/${nothing.id}`, 200, {
+          email: '  x@example.org '
+        })
         assert.equal(patched.json().email, 'x@example.org')
         const put = await expectStatus(t, alice, 'PUT', `/api/v1/contacts/${nothing.id}`, 200, {
           is_favorite: false, email: '\ty@example.org '
@@ -396,7 +400,8 @@ for (const kind of databases()) {
         assert.deepEqual(body.items.map((i: Json) => i.action), ['created', 'updated', 'created', 'updated'])
         assert.deepEqual([body.items[1].contact.id, body.items[3].contact.id], [a.id, b.id])
         const read = async (id: string): Promise<Json> => await getJson(t, alice, `/api/v1/contacts/${id}`)
-        const etag = async (id: string) => (await expectStatus(t, alice, 'GET', `/api/v1/contacts/${id}`, 200)).headers.etag
+        const etag = async (id: string) =>
+          (await expectStatus(t, alice, 'GET', `/api/v1/contacts/${id}`, 200)).headers.etag
         const [n1, a2, n2, b2] = await Promise.all(body.items.map((i: Json) => read(i.contact.id)))
         for (const [i, { $schema: _, ...c }] of [n1, a2, n2, b2].map(r => r ?? {}).entries()) {
           assert.deepEqual(c, body.items[i].contact, 'the item answers the contact as stored')
@@ -429,7 +434,8 @@ for (const kind of databases()) {
         ])
       })
 
-      it('applies an e-mail given again in the batch (another case, spaces) to the contact its first item created', async () => {
+      it('applies an e-mail given again in the batch (another case, spaces) ' +
+        'to the contact its first item created', async () => {
         const tenant = newTenant(t)
         const alice = await tenant.user('alice')
         const before = (await outboxEvents(t, tenant.id, 'contact.')).length
@@ -443,26 +449,33 @@ for (const kind of databases()) {
           ]
         })
         const body = res.json()
-        assert.deepEqual(body.items.map((i: Json) => i.action), ['created', 'created', 'updated', 'unchanged', 'updated'])
+        assert.deepEqual(body.items.map((i: Json) => i.action),
+          ['created', 'created', 'updated', 'unchanged', 'updated'])
         assert.deepEqual([body.created, body.updated, body.unchanged, body.skipped], [2, 2, 1, 0])
         const ids = body.items.map((i: Json) => i.contact.id)
         assert.equal(new Set([ids[0], ids[2], ids[3], ids[4]]).size, 1, 'one contact for the one e-mail')
         const list = await getJson(t, alice, '/api/v1/contacts')
         assert.equal(list.total, 2)
         const ann = await getJson(t, alice, `/api/v1/contacts/${ids[0] as string}`)
-        assert.deepEqual([ann.email, ann.first_name, ann.company], ['ANN@example.com', 'Ann', 'Acme'], 'later items win')
+        assert.deepEqual([ann.email, ann.first_name, ann.company], ['ANN@example.com', 'Ann', 'Acme'],
+          'later items win')
         const { $schema: _schema, ...annBody } = ann
-        for (const i of [0, 2, 3, 4]) assert.deepEqual(body.items[i].contact, annBody, 'each item answers the contact as left')
+        for (const i of [0, 2, 3, 4]) {
+          assert.deepEqual(body.items[i].contact, annBody, 'each item answers the contact as left')
+        }
         const events = (await outboxEvents(t, tenant.id, 'contact.')).slice(before)
         assert.deepEqual(events.map(e => [e.topic, e.aggregate_id]), [
-          ['contact.created', ids[0]], ['contact.created', ids[1]], ['contact.updated', ids[0]], ['contact.updated', ids[0]]
+          ['contact.created', ids[0]], ['contact.created', ids[1]], ['contact.updated', ids[0]],
+          ['contact.updated', ids[0]]
         ])
       })
 
       it('answers unchanged, writing nothing, for an item whose contact already holds its values', async () => {
         const tenant = newTenant(t)
         const alice = await tenant.user('alice')
-        const c = await createContact(t, alice, { email: 'ann@example.com', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55' })
+        const c = await createContact(t, alice, {
+          email: 'ann@example.com', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55'
+        })
         const before = (await outboxEvents(t, tenant.id, 'contact.')).length
         const res = await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
           contacts: [
@@ -471,7 +484,8 @@ for (const kind of databases()) {
           ]
         })
         const body = res.json()
-        assert.deepEqual(body.items.map((i: Json) => i.action), ['updated', 'unchanged'], 'the e-mail\'s spelling is a value')
+        assert.deepEqual(body.items.map((i: Json) => i.action), ['updated', 'unchanged'],
+          'the e-mail\'s spelling is a value')
         const again = (await expectStatus(t, alice, 'POST', '/api/v1/contacts/upsert', 200, {
           contacts: [{ email: 'Ann@Example.COM', first_name: 'Ann', tags: ['a'], phone_work: '+33 6 28 23 04 55' }]
         })).json()
@@ -622,7 +636,8 @@ for (const kind of databases()) {
     })
 
     describe('GET /api/v1/contacts by cursor', () => {
-      it('walks every sort by cursor as by page, ties and empty names included, and refuses a cursor of other filters', async () => {
+      it('walks every sort by cursor as by page, ties and empty names included, ' +
+        'and refuses a cursor of other filters', async () => {
         const tenant = newTenant(t)
         const alice = await tenant.user('alice')
         const names = ['ada', 'Ada', 'bob', null, 'Émile', 'zed', 'Ada', null, 'carl', 'Bob', 'dora', 'eve']

@@ -95,7 +95,9 @@ const managerColumns = {
  * A kind left out of the page (the `kind` filter, no linked user, no `automation:read`) reads nothing.
  */
 /** The manager roles whose bundle holds `attendees:read`, and every role that is a bundle (grantedPermissions). */
-const READING_ROLES = EVENT_MANAGER_ROLE_NAMES.filter(r => grantedPermissions({ role: r, permissions: [] }).has('attendees:read'))
+const READING_ROLES = EVENT_MANAGER_ROLE_NAMES.filter(r => grantedPermissions({
+  role: r, permissions: []
+}).has('attendees:read'))
 
 /**
  * Whether the caller may read the attendees of an event or series (the event permission `attendees:read`, as
@@ -141,12 +143,14 @@ function rowsOf (
         and ${on(wanted('automation') && auth.permissions.has('automation:read'))}),
     ev as materialized (
       select events.id, events.title, events.start_dt, events.end_dt,
-        ${attendeesReadable(auth, sql`events.creator_id`, sql`(em.event_id = events.id or em.series_id = events.series_id)`)}
+        ${attendeesReadable(auth, sql`events.creator_id`, sql`(em.event_id = events.id
+          or em.series_id = events.series_id)`)}
           as attendees_readable
       from events
       where events.tenant_id = ${t} and events.id = any(array(${named})) and ${eventVisibilityFilter(auth)}),
     sr as materialized (
-      select s.id, s.title, ${attendeesReadable(auth, sql`s.creator_id`, sql`em.series_id = s.id`)} as attendees_readable
+      select s.id, s.title,
+        ${attendeesReadable(auth, sql`s.creator_id`, sql`em.series_id = s.id`)} as attendees_readable
       from event_series s
       where s.tenant_id = ${t} and not s.is_deleted and s.id = any(array(${namedSeries}))
         and s.id = any(array(select events.series_id from events
@@ -233,6 +237,8 @@ function toItem (r: TimelineRow) {
     ...(r.event_id !== null ? { event: { id: r.event_id, title: r.event_title ?? '', start_dt: r.event_start } } : {}),
     ...(r.series_id !== null ? { series: { id: r.series_id, title: r.series_title ?? '' } } : {}),
     ...(r.kind === 'manager' ? { role: r.role } : {}),
-    ...(r.rule_id !== null ? { rule: { id: r.rule_id, name: r.rule_name ?? '' }, trigger_type: r.trigger_type ?? '' } : {})
+    ...(r.rule_id !== null
+      ? { rule: { id: r.rule_id, name: r.rule_name ?? '' }, trigger_type: r.trigger_type ?? '' }
+      : {})
   }
 }

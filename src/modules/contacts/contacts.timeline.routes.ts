@@ -6,7 +6,8 @@ import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
-import { mayLearnOf, requirePolicy } from '../policy/index.ts'
+import { requirePolicy } from '../policy/index.ts'
+import type { ContactsNeeds } from './contacts.needs.ts'
 import { findVisible } from './contacts.repository.ts'
 import { ContactParams } from './contacts.schemas.ts'
 import { listTimeline } from './contacts.timeline.repository.ts'
@@ -14,7 +15,12 @@ import { TimelineOutputBody, TimelineQuery } from './contacts.timeline.schemas.t
 
 const operation = operationsTagged('Contacts')
 
-export async function timelineRoutes (app: App, { db }: Pick<AppContext, 'db'>): Promise<void> {
+/** Registers the timeline route (the contacts module passes its database and the outbound rule, `mayLearnOf`). */
+export async function timelineRoutes (
+  app: App,
+  { db }: Pick<AppContext, 'db'>,
+  { mayLearnOf }: Pick<ContactsNeeds, 'mayLearnOf'>
+): Promise<void> {
   app.get('/api/v1/contacts/:id/timeline', operation(
     'list-contact-timeline',
     "A contact's events, its linked user's manager roles and the automation runs that named it, newest first",

@@ -28,7 +28,14 @@ async function manage (t: TestApp, tenantId: string, row: Json): Promise<void> {
 }
 
 /** An execution of a rule whose trigger payload is `payload`, recorded at `created`. */
-async function ran (t: TestApp, tenantId: string, ruleId: string, payload: Json, created: string, status = 'succeeded') {
+async function ran (
+  t: TestApp,
+  tenantId: string,
+  ruleId: string,
+  payload: Json,
+  created: string,
+  status = 'succeeded'
+) {
   await insertRow(t, tenantId, 'automation_executions', {
     rule_id: ruleId,
     rule_version: 1,
@@ -64,29 +71,44 @@ for (const kind of databases()) {
       const talk = (await createEvent(t, alice, { title: 'Talk', start_dt: at(5), end_dt: at(6) })).id
       const hidden = (await createEvent(t, carol, { title: 'Hidden', visibility: 10, start_dt: at(7) })).id
       const series = (await withSeries(t, alice, {
-        title: 'Standup', start_dt: at(8), end_dt: at(9), series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
+        title: 'Standup',
+        start_dt: at(8),
+        end_dt: at(9),
+        series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
       })).event.series_id as number
       const hiddenSeries = (await withSeries(t, carol, {
-        title: 'Secret', visibility: 10, start_dt: at(8), end_dt: at(9), series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
+        title: 'Secret',
+        visibility: 10,
+        start_dt: at(8),
+        end_dt: at(9),
+        series: { freq: 'daily', interval: 1, ends_on: 'after_n', end_count: 2 }
       })).event.series_id as number
 
-      await attend(t, tenant.id, { event_id: workshop, contact_id: ann, status: 'checked_in', is_checked_in: true, checked_in_at: at(10) })
+      await attend(t, tenant.id, {
+        event_id: workshop, contact_id: ann, status: 'checked_in', is_checked_in: true, checked_in_at: at(10)
+      })
       await attend(t, tenant.id, { event_id: dinner, contact_id: ann, status: 'declined', responded_at: at(11) })
       // a no-show happened when the event ended (at(6))
       await attend(t, tenant.id, { event_id: talk, contact_id: ann, status: 'no_show', responded_at: at(1) })
       await attend(t, tenant.id, { event_id: hidden, contact_id: ann, status: 'confirmed', responded_at: at(12) })
       await attend(t, tenant.id, { series_id: series, contact_id: ann, status: 'confirmed', responded_at: at(13) })
-      await attend(t, tenant.id, { series_id: hiddenSeries, contact_id: ann, status: 'confirmed', responded_at: at(13) })
+      await attend(t, tenant.id, {
+        series_id: hiddenSeries, contact_id: ann, status: 'confirmed', responded_at: at(13)
+      })
       await attend(t, tenant.id, { event_id: workshop, contact_id: other, status: 'confirmed', responded_at: at(14) })
 
-      await manage(t, tenant.id, { event_id: workshop, user_id: 'ida', role: 'event_manager:attendees', accepted_at: at(15) })
+      await manage(t, tenant.id, {
+        event_id: workshop, user_id: 'ida', role: 'event_manager:attendees', accepted_at: at(15)
+      })
       await manage(t, tenant.id, { event_id: dinner, user_id: 'ida', status: 'revoked', created_at: at(16) })
       await manage(t, tenant.id, { event_id: talk, user_id: 'ida', status: 'pending', created_at: at(17) })
       await manage(t, tenant.id, { event_id: hidden, user_id: 'ida', created_at: at(17) })
       await manage(t, tenant.id, { series_id: series, user_id: 'ida', created_at: at(18) })
       await manage(t, tenant.id, { event_id: workshop, user_id: 'someone-else', created_at: at(19) })
 
-      const notify = { schedule: { event_type: 'attendee.status_changed' }, actions: [{ type: 'activity', message: 'x' }] }
+      const notify = {
+        schedule: { event_type: 'attendee.status_changed' }, actions: [{ type: 'activity', message: 'x' }]
+      }
       const welcome = (await rule(t, alice, { name: 'Welcome', ...notify })).id
       const secret = (await rule(t, carol, { name: 'Secret', scope: 'EVENT', scope_id: String(hidden), ...notify })).id
       await ran(t, tenant.id, welcome, { contact_id: ann, event_id: workshop }, at(20))
@@ -98,7 +120,8 @@ for (const kind of databases()) {
       return { tenant, ...callers, ann, other, workshop, dinner, talk, hidden, series, welcome, secret }
     }
 
-    it('merges attendance, manager roles and automation runs, newest first, without what the caller cannot see', async () => {
+    it('merges attendance, manager roles and automation runs, newest first, ' +
+      'without what the caller cannot see', async () => {
       const s = await story()
       const page = await getJson(t, s.alice, timeline(s.ann, '?limit=100'))
       assert.deepEqual(summary(page.items), [
@@ -146,7 +169,8 @@ for (const kind of databases()) {
       ].map(i => JSON.stringify(i)).sort())
     })
 
-    it('shows an attendance only to whoever may read the event\'s attendees, not to all who see the event', async () => {
+    it('shows an attendance only to whoever may read the event\'s attendees, ' +
+      'not to all who see the event', async () => {
       const tenant = newTenant(t)
       const { alice, bob } = await orgCallers(tenant)
       const ann = await createContact(t, alice)
@@ -156,7 +180,8 @@ for (const kind of databases()) {
       await attend(t, tenant.id, { event_id: seen, contact_id: ann, status: 'declined', responded_at: at(4) })
       // bob sees Ann (an organization contact) and both public events, but not who attends them
       assert.deepEqual(summary((await getJson(t, bob, timeline(ann))).items), [])
-      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${String(open)}/attendees` })).statusCode, 403)
+      assert.equal((await t.as(bob, { method: 'GET', url: `/api/v1/events/${String(open)}/attendees` })).statusCode,
+        403)
       // a check-in desk role holds attendees:read on one event; a role without it (a permissions list) shows nothing
       await manage(t, tenant.id, { event_id: open, user_id: 'bob', role: 'event_manager:checkin' })
       await manage(t, tenant.id, { event_id: seen, user_id: 'bob', permissions: ['event:edit'] })

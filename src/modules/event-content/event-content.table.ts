@@ -1,6 +1,6 @@
 import type { Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
-import type { JsonWithDefault } from '../events/index.ts'
+import type { JsonWithDefault } from '../../platform/db/columns.ts'
 
 export const MILESTONE_STATUSES = ['planned', 'ready', 'active', 'completed', 'skipped'] as const
 export type MilestoneStatus = typeof MILESTONE_STATUSES[number]

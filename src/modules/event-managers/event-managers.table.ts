@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely'
-import type { ManagerGrantColumns } from '../events/index.ts'
+import type { ManagerGrantColumns } from '../../platform/db/columns.ts'
 
 /** A grant on one event (`event_id`) or on every occurrence of a series (`series_id`), or an invitation to one. */
 export interface EventManagersTable extends ManagerGrantColumns {

@@ -29,7 +29,8 @@ import { jsonFields } from '../../platform/db/json-render.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import type { JsonChunks } from '../../platform/http/schema-links.ts'
 import { Event } from './events.schemas.ts'
-import { seriesTitlesOf, spacesOf, type SpaceRef, type VersionedEvent } from './events.repository.ts'
+import { seriesTitlesOf, spacesOf, type SpaceRef } from './events.repository.ts'
+import type { VersionedEvent } from './events.list.repository.ts'
 import type { EventRow } from './events.table.ts'
 
 /** Fields of the Event body that other tables supply; the rendered JSON ends before them. */

@@ -11,7 +11,7 @@ import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../.
 import { pagesByCursor } from '../../../test/helpers/pages.ts'
 import { sql } from 'kysely'
 import { withSystem } from '../../platform/db/tenant.ts'
-import { compactListCounts } from './events.repository.ts'
+import { compactListCounts } from './events.list.repository.ts'
 import { addMember, createEvent, insertSpace, publishEvent, type Json } from './events.fixtures.ts'
 
 const QUERIES = [
@@ -185,7 +185,8 @@ for (const kind of databases()) {
         t.ctx.db,
         async trx =>
           await sql<{ rows: number; buckets: number }>`select count(*)::int as rows,
-        count(distinct (status, visibility, org_id, month))::int as buckets from event_list_counts where tenant_id = ${tenant.id}`.execute(
+        count(distinct (status, visibility, org_id, month))::int as buckets from event_list_counts
+          where tenant_id = ${tenant.id}`.execute(
             trx
           )
       )

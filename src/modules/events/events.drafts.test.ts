@@ -164,7 +164,8 @@ for (const kind of databases()) {
       assert.equal((await getEvent(t, alice, e.id)).json().status, 'draft')
     })
 
-    void it('publishing the draft clone id promotes it too; deleting the published event removes its draft', async () => {
+    void it('publishing the draft clone id promotes it too; ' +
+      'deleting the published event removes its draft', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice)
@@ -181,7 +182,8 @@ for (const kind of databases()) {
       assert.equal((await getEvent(t, alice, e.id)).statusCode, 404)
     })
 
-    void it('republishes a published event without draft (version + 1); deleting a draft clone discards it', async () => {
+    void it('republishes a published event without draft (version + 1); ' +
+      'deleting a draft clone discards it', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice)

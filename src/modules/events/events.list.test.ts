@@ -390,7 +390,8 @@ for (const kind of databases()) {
       assert.deepEqual(((await t.as(viewer, { method: 'GET', url })).json().items as Json[]).map(i => i.space_id), [s2])
     })
 
-    void it("pages an event's spaces and activity by cursor as by page, and refuses another list's cursor", async () => {
+    void it("pages an event's spaces and activity by cursor as by page, " +
+      "and refuses another list's cursor", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, { title: 'Cursor walk' })

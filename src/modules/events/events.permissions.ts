@@ -1,24 +1,13 @@
 /**
- * What an event manager may do: the permission vocabulary and the role bundles, defined once.
+ * What an event manager may do: the permission vocabulary (`EVENT_PERMISSIONS`, defined once in
+ * src/platform/auth/manager-permissions.ts, which the policy reads too) and the role bundles, defined once.
  * `lockEventForWrite` checks them, `GET /events/manager-permissions` serves them, and the managers
  * routes accept only these names. A manager row's `role`, when set, replaces its `permissions`
  * (upstream manager model).
  */
-export const EVENT_PERMISSIONS = [
-  'event:edit',
-  'event:publish',
-  'event:delete',
-  'attendees:read',
-  'attendees:write',
-  'attendees:checkin',
-  'managers:manage',
-  'automations:manage',
-  'milestones:manage',
-  'documents:manage',
-  'attachments:manage',
-  'links:manage'
-] as const
-export type EventPermission = typeof EVENT_PERMISSIONS[number]
+import { EVENT_PERMISSIONS, type EventPermission } from '../../platform/auth/manager-permissions.ts'
+
+export { EVENT_PERMISSIONS, type EventPermission }
 
 export const EVENT_MANAGER_ROLES = {
   'event_manager:full': [...EVENT_PERMISSIONS],

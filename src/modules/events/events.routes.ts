@@ -20,7 +20,7 @@ import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { EventRow } from './events.table.ts'
 import { EVENT_MANAGER_ROLES, EVENT_PERMISSIONS } from './events.permissions.ts'
-import * as repo from './events.repository.ts'
+import * as lists from './events.list.repository.ts'
 import { listEventChanges, reachDigest } from './events.sync.repository.ts'
 import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
 import { renderEvents } from './events.bodies.repository.ts'
@@ -31,8 +31,7 @@ import {
   PatchEventBody, PatchEventQuery, PublishEventBody, ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
-import { applyScopedEdit } from '../series/index.ts'
-import { registrationFigures } from '../attendees/index.ts'
+import type { EventsNeeds } from './events.needs.ts'
 import {
   findTemplate, latestTemplate, TEMPLATE_IDS, templateVersions, type TemplateVersion
 } from './events.templates.ts'
@@ -90,8 +89,10 @@ function calendarRange (q: { start_date: string; end_date: string; timezone?: st
   return { from: start.toJSDate(), to: end.plus({ days: 1 }).toJSDate() }
 }
 
-export const eventsModule = defineModule(async (app, ctx) => {
+/** The events module; `needs` are what the modules built on it give it (events.needs.ts, wired by src/app.ts). */
+export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx) => {
   const { db } = ctx
+  const { applyScopedEdit, registrationFigures, spaceForEventLink } = needs
 
   /** The event `write` returns, with its spaces and series title, as the answer: ETag set. */
   async function answerEvent (
@@ -104,26 +105,29 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   }
 
-  app.get('/api/v1/event-templates', templateOperation('list-event-templates', 'List registered event templates (latest versions)', {
-    response: { 200: EventTemplateList }
-  }, requirePolicy('event', 'list')), async () => ({
+  app.get('/api/v1/event-templates', templateOperation('list-event-templates',
+    'List registered event templates (latest versions)', {
+      response: { 200: EventTemplateList }
+    }, requirePolicy('event', 'list')), async () => ({
     items: TEMPLATE_IDS.map(id => latestTemplate(id))
       .filter(t => t !== undefined)
       .map(templateView)
   }))
 
-  app.get('/api/v1/event-templates/:id', templateOperation('get-event-template', 'Latest version of one template (or the version asked for)', {
-    params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
-  }, requirePolicy('event', 'list')), async request => {
+  app.get('/api/v1/event-templates/:id', templateOperation('get-event-template',
+    'Latest version of one template (or the version asked for)', {
+      params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
+    }, requirePolicy('event', 'list')), async request => {
     const { id } = request.params
     const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
     if (t === undefined) throw error404NotFound('template not found')
     return templateView(t)
   })
 
-  app.get('/api/v1/events/manager-permissions', operation('list-event-manager-permissions', 'Assignable event manager permissions and role bundles', {
-    response: { 200: ManagerPermissionsBody }
-  }, requirePolicy('manager', 'catalogue')), async () => ({
+  app.get('/api/v1/events/manager-permissions', operation('list-event-manager-permissions',
+    'Assignable event manager permissions and role bundles', {
+      response: { 200: ManagerPermissionsBody }
+    }, requirePolicy('manager', 'catalogue')), async () => ({
     permissions: [...EVENT_PERMISSIONS],
     roles: Object.fromEntries(Object.entries(EVENT_MANAGER_ROLES).map(([k, v]) => [k, [...v]]))
   }))
@@ -141,9 +145,9 @@ export const eventsModule = defineModule(async (app, ctx) => {
     const { auth, query: q } = request
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
     // before the transaction: PGlite has one connection, which the transaction holds
-    const counting = await countingOf(db, repo.LIST_COUNTS_TRIGGER)
+    const counting = await countingOf(db, lists.LIST_COUNTS_TRIGGER)
     const paged = searchedPageOf(q)
-    const filters: repo.ListFilters = {
+    const filters: lists.ListFilters = {
       search: paged.search === '' ? undefined : paged.search,
       status: q.status,
       visibility: q.visibility,
@@ -155,7 +159,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
     // the rows, then their bodies from the row cache or rendered by PostgreSQL (events.bodies.repository.ts)
     const found = await withTenant(db, auth, async trx => {
       const full = async (cursor: string | undefined) =>
-        await repo.listEvents(trx, auth, { ...paged, ...filters, cursor, counting })
+        await lists.listEvents(trx, auth, { ...paged, ...filters, cursor, counting })
       // incremental sync (docs/integrations.md): the token binds the filters, the caller and the caller's reach
       const found = !isSyncRead(q)
         ? await full(q.cursor)
@@ -178,13 +182,16 @@ export const eventsModule = defineModule(async (app, ctx) => {
       total: String(found.total),
       next_cursor: JSON.stringify(found.next_cursor),
       ...('deleted' in found && found.deleted !== undefined ? { deleted: JSON.stringify(found.deleted) } : {}),
-      ...('sync_token' in found && found.sync_token !== undefined ? { sync_token: JSON.stringify(found.sync_token) } : {})
+      ...('sync_token' in found && found.sync_token !== undefined
+        ? { sync_token: JSON.stringify(found.sync_token) }
+        : {})
     })
   })
 
-  app.get('/api/v1/events/calendar', operation('get-events-calendar', `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, {
-    querystring: CalendarQuery, response: { 200: CalendarBody }
-  }, requirePolicy('event', 'list')), async (request, reply) => {
+  app.get('/api/v1/events/calendar', operation('get-events-calendar',
+    `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, {
+      querystring: CalendarQuery, response: { 200: CalendarBody }
+    }, requirePolicy('event', 'list')), async (request, reply) => {
     const { auth, query: q } = request
     const { from, to } = calendarRange(q)
     // rendered JSON (events.bodies.repository.ts): a month is some 400 events
@@ -196,7 +203,7 @@ export const eventsModule = defineModule(async (app, ctx) => {
           trx,
           ctx.eventBodies,
           auth.tenantId,
-          await repo.calendarEvents(
+          await lists.calendarEvents(
             trx,
             auth,
             from,
@@ -218,17 +225,19 @@ export const eventsModule = defineModule(async (app, ctx) => {
       return Object.assign(event, await registrationFigures(trx, event))
     }))
 
-  app.put('/api/v1/events/:id', operation('replace-event', 'Replace the writable fields of an event (its draft when one is open)', {
-    params: EventParams, body: ReplaceEventBody, response: { 200: Event }
-  }, requirePolicy('event', 'edit')), async (request, reply) =>
+  app.put('/api/v1/events/:id', operation('replace-event',
+    'Replace the writable fields of an event (its draft when one is open)', {
+      params: EventParams, body: ReplaceEventBody, response: { 200: Event }
+    }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
     )
   )
 
-  app.patch('/api/v1/events/:id', operation('patch-event', 'Merge-patch an event (RFC 7396; its draft when one is open)', {
-    params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event }
-  }, requirePolicy('event', 'edit')), async (request, reply) =>
+  app.patch('/api/v1/events/:id', operation('patch-event',
+    'Merge-patch an event (RFC 7396; its draft when one is open)', {
+      params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event }
+    }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
         ? applyScopedEdit(trx, auth, request.params.id, request.query.scope, request.body, ifMatchOf(request))
@@ -241,19 +250,22 @@ export const eventsModule = defineModule(async (app, ctx) => {
   }, requirePolicy('event', 'delete')), (trx, request) =>
     service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', operation('archive-event', 'Archive an event (read-only afterwards)', {
-    params: EventParams
-  }, requirePolicy('event', 'archive')), (trx, request) =>
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', operation('archive-event',
+    'Archive an event (read-only afterwards)', {
+      params: EventParams
+    }, requirePolicy('event', 'archive')), (trx, request) =>
     service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event', 'Publish an event, or promote its draft', {
-    params: EventParams, body: PublishEventBody
-  }, requirePolicy('event', 'publish'), { optionalBody: true }), (trx, request) =>
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event',
+    'Publish an event, or promote its draft', {
+      params: EventParams, body: PublishEventBody
+    }, requirePolicy('event', 'publish'), { optionalBody: true }), (trx, request) =>
     service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/edit', operation('edit-event', 'Start editing a published event: returns its draft clone', {
-    params: EventParams, response: { 200: Event }
-  }, requirePolicy('event', 'edit')), async (request, reply) =>
+  app.post('/api/v1/events/:id/edit', operation('edit-event',
+    'Start editing a published event: returns its draft clone', {
+      params: EventParams, response: { 200: Event }
+    }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
     )
@@ -265,14 +277,16 @@ export const eventsModule = defineModule(async (app, ctx) => {
     await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
   )
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', operation('discard-event-draft', 'Discard the draft, keep the published version', {
-    params: EventParams
-  }, requirePolicy('draft', 'edit')), (trx, request) =>
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', operation('discard-event-draft',
+    'Discard the draft, keep the published version', {
+      params: EventParams
+    }, requirePolicy('draft', 'edit')), (trx, request) =>
     service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/transition', operation('transition-event', 'Move an event along its template state machine', {
-    params: EventParams, body: TransitionBody, response: { 200: Event }
-  }, requirePolicy('event', 'edit')), async (request, reply) => {
+  app.post('/api/v1/events/:id/transition', operation('transition-event',
+    'Move an event along its template state machine', {
+      params: EventParams, body: TransitionBody, response: { 200: Event }
+    }, requirePolicy('event', 'edit')), async (request, reply) => {
     const b = request.body
     return await answerEvent(request, reply, (trx, auth) =>
       service.transitionEvent(trx, auth, request.params.id, b.to_state, b.payload ?? {}, b.reason ?? null, {
@@ -281,9 +295,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   })
 
-  app.get('/api/v1/events/:event_id/activity', operation('list-event-activity', 'Activity rows of an event, newest first', {
-    params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody }
-  }, requirePolicy('link', 'read')), async request => {
+  app.get('/api/v1/events/:event_id/activity', operation('list-event-activity',
+    'Activity rows of an event, newest first', {
+      params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody }
+    }, requirePolicy('link', 'read')), async request => {
     return await withTenant(db, request.auth, trx =>
       service.listActivity(
         trx,
@@ -296,9 +311,10 @@ export const eventsModule = defineModule(async (app, ctx) => {
     )
   })
 
-  createdRoute(app, db, 'post', '/api/v1/events/:event_id/activity', operation('create-event-activity', 'Append an activity row', {
-    params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
-  }, requirePolicy('event', 'edit')), async (trx, { auth, params, body }) =>
+  createdRoute(app, db, 'post', '/api/v1/events/:event_id/activity', operation('create-event-activity',
+    'Append an activity row', {
+      params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
+    }, requirePolicy('event', 'edit')), async (trx, { auth, params, body }) =>
     await service.appendActivity(trx, auth, params.event_id, body.kind, body.payload ?? {}))
 
   app.get('/api/v1/events/:id/spaces', operation('list-event-spaces', 'Spaces the event belongs to', {
@@ -309,11 +325,12 @@ export const eventsModule = defineModule(async (app, ctx) => {
 
   createdRoute(app, db, 'post', '/api/v1/events/:id/spaces', operation('add-event-space', 'Add the event to a space', {
     params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace }
-  }, requirePolicy('event', 'link_space')), async (trx, request) =>
-    await service.addSpace(trx, request.auth, request.params.id, request.body.space_id, ifMatchOf(request)))
+  }, requirePolicy('event', 'link_space')), async (trx, request) => await service.addSpace(
+    trx, request.auth, request.params.id, request.body.space_id, spaceForEventLink, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space', 'Remove the event from a space', {
-    params: EventSpaceParams
-  }, requirePolicy('event', 'link_space')), (trx, request) =>
-    service.removeSpace(trx, request.auth, request.params.id, request.params.space_id, ifMatchOf(request)))
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space',
+    'Remove the event from a space', {
+      params: EventSpaceParams
+    }, requirePolicy('event', 'link_space')), (trx, request) => service.removeSpace(
+    trx, request.auth, request.params.id, request.params.space_id, spaceForEventLink, ifMatchOf(request)))
 })

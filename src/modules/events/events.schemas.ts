@@ -94,9 +94,15 @@ export const Event = model('Event', {
   cancelled_at: Nullable(Timestamp('When the event was cancelled (POST /events/{id}/cancel); null while it is on')),
   cancellation_reason: Nullable(Type.String({ description: 'Why it was cancelled' })),
   // registration (docs/event-collaboration.md, "Registration"): GET /events/{id} only (EVENT_DETAIL_FIELDS)
-  capacity: Type.Optional(Nullable(Type.Integer({ minimum: 1, description: 'Seats (in force: the series\' while registration_inherited); null = unlimited' }))),
-  waitlist_enabled: Type.Optional(Type.Boolean({ description: 'Confirmations past capacity join a waitlist (else 409)' })),
-  requires_approval: Type.Optional(Type.Boolean({ description: 'Registrations wait for a manager\'s approval (pending)' })),
+  capacity: Type.Optional(Nullable(Type.Integer({
+    minimum: 1, description: 'Seats (in force: the series\' while registration_inherited); null = unlimited'
+  }))),
+  waitlist_enabled: Type.Optional(Type.Boolean({
+    description: 'Confirmations past capacity join a waitlist (else 409)'
+  })),
+  requires_approval: Type.Optional(Type.Boolean({
+    description: 'Registrations wait for a manager\'s approval (pending)'
+  })),
   registration_inherited: Type.Optional(Type.Boolean({ description: 'An occurrence following its series\' settings' })),
   confirmed_count: Type.Optional(Type.Integer({ description: 'Attendees holding a seat (confirmed, checked in)' })),
   waitlist_count: Type.Optional(Type.Integer({ description: 'Attendees on the waitlist' })),

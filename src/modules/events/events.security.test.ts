@@ -26,7 +26,8 @@ for (const kind of databases()) {
   void describe(`${kind}: event security (space links, draft clones)`, () => {
     const t = useTestApp(kind)
 
-    void it('a member cannot link her event to a hidden draft space: 404 without its title, nothing linked, nothing on its public page', async () => {
+    void it('a member cannot link her event to a hidden draft space: 404 without its title, nothing linked, ' +
+      'nothing on its public page', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('ada', ['admin'])
       const alice = await tenant.user('alice')
@@ -149,7 +150,8 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'POST', `/api/v1/events/${e2.id}/spaces`, 409, { space_id: own.id })
     })
 
-    void it('a draft clone is judged by its published row: widening its visibility shows it to no one new', async () => {
+    void it('a draft clone is judged by its published row: ' +
+      'widening its visibility shows it to no one new', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-b' })

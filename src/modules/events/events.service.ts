@@ -14,7 +14,6 @@ import { emit } from '../../platform/outbox.ts'
 import { checkTimezone } from '../../platform/http/validation.ts'
 import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
-import { spaceForEventLink } from '../spaces/index.ts'
 import { decideTransition } from './events.state.ts'
 import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.repository.ts'
 import * as repo from './events.repository.ts'
@@ -22,6 +21,7 @@ import { joinedOf } from './events.bodies.repository.ts'
 import {
   METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
 } from './events.schemas.ts'
+import type { SpaceForEventLink } from './events.needs.ts'
 import type { EventRow } from './events.table.ts'
 import {
   DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS
@@ -462,7 +462,8 @@ export async function transitionEvent (
         throw error409Conflict(`template ${row.template} has no state machine`)
       case 'not_allowed':
         throw error409Conflict(
-          `cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
+          `cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ` +
+          `${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
           [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)]
         )
       case 'guard_failed':
@@ -524,7 +525,9 @@ export async function appendActivity (trx: Tx, auth: AuthContext, eventId: numbe
     kind,
     payload
   })
-  await emit(trx, eventEvent(auth, row.id, 'event.activity_added', eventPayload(row, { activity_id: created.id, kind })))
+  await emit(trx, eventEvent(auth, row.id, 'event.activity_added', eventPayload(row, {
+    activity_id: created.id, kind
+  })))
   return created
 }
 
@@ -540,7 +543,15 @@ export async function listSpaces (
   return await repo.listEventSpaces(trx, auth.tenantId, row.id, q)
 }
 
-export async function addSpace (trx: Tx, auth: AuthContext, eventId: number, spaceId: number, ifMatch?: string) {
+/** Links the event to a space; `spaceForEventLink` (the spaces module's, events.needs.ts) checks the space. */
+export async function addSpace (
+  trx: Tx,
+  auth: AuthContext,
+  eventId: number,
+  spaceId: number,
+  spaceForEventLink: SpaceForEventLink,
+  ifMatch?: string
+) {
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })
   // writing the event is not enough: the space must be visible (404) and take events from the caller (403)
   await spaceForEventLink(trx, auth, spaceId, true)
@@ -560,6 +571,7 @@ export async function removeSpace (
   auth: AuthContext,
   eventId: number,
   spaceId: number,
+  spaceForEventLink: SpaceForEventLink,
   ifMatch?: string
 ): Promise<void> {
   const row = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false, ifMatch })

@@ -8,7 +8,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import type { ChangesPage, ChangesWindow } from '../../platform/sync/sync.ts'
 import { readChanges } from '../../platform/sync/sync.repository.ts'
 import { eventVisibleTo, isTenantAdmin } from './events.access.repository.ts'
-import { listFilter, type ListFilters, type VersionedEvent } from './events.repository.ts'
+import { listFilter, type ListFilters, type VersionedEvent } from './events.list.repository.ts'
 
 /**
  * What decides which events a member sees besides the events themselves: the spaces they are an active member

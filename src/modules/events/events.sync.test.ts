@@ -16,7 +16,9 @@ import { addManager, addMember, createEvent, insertSpace, publishEvent, type Jso
 const EVENTS = '/api/v1/events'
 
 const delta = async (t: TestApp, caller: string, token: string, query = '') => {
-  const res = await t.as(caller, { method: 'GET', url: `${EVENTS}?${query}${query === '' ? '' : '&'}sync_token=${token}` })
+  const res = await t.as(caller, {
+    method: 'GET', url: `${EVENTS}?${query}${query === '' ? '' : '&'}sync_token=${token}`
+  })
   assert.equal(res.statusCode, 200, res.body)
   return res.json()
 }
@@ -134,7 +136,8 @@ for (const kind of databases()) {
       assert.equal(first.statusCode, 200, first.body)
       const token = first.json().sync_token as string
       const body = tokenBody(token)
-      const forged = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
+      const forged = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) }))
+        .toString('base64url')
       const cases: Array<[string, string, string, string]> = [
         ['forged', bob, 'status=draft', `${forged}.${token.split('.')[1] ?? ''}`],
         ['truncated', bob, 'status=draft', token.slice(0, -2)],
@@ -144,7 +147,9 @@ for (const kind of databases()) {
         ['another tenant', outsider, 'status=draft', token]
       ]
       for (const [name, caller, query, sent] of cases) {
-        const res = await t.as(caller, { method: 'GET', url: `${EVENTS}?${query}&sync_token=${encodeURIComponent(sent)}` })
+        const res = await t.as(caller, {
+          method: 'GET', url: `${EVENTS}?${query}&sync_token=${encodeURIComponent(sent)}`
+        })
         assert.equal(res.statusCode, 410, `${name}: ${res.body}`)
         assert.match(String(res.headers['content-type']), /application\/problem\+json/)
       }
@@ -205,7 +210,10 @@ for (const kind of databases()) {
         fc.record({ op: fc.constant('delete' as const), who, pick }),
         fc.record({ op: fc.constant('rename' as const), space, title: fc.string({ minLength: 1, maxLength: 8 }) }),
         fc.record({
-          op: fc.constant('sync' as const), who: fc.integer({ min: 0, max: 4 }), size: fc.integer({ min: 1, max: 4 }), during: fc.boolean()
+          op: fc.constant('sync' as const),
+          who: fc.integer({ min: 0, max: 4 }),
+          size: fc.integer({ min: 1, max: 4 }),
+          during: fc.boolean()
         })
       )
       await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async steps => {

@@ -151,7 +151,8 @@ export const TEMPLATE_REGISTRY: readonly TemplateVersion[] = [
     version: 2,
     name: 'Delivery',
     description:
-      'A shipment from pending through in transit to delivered (proof of delivery required), failed, returned or cancelled.',
+      'A shipment from pending through in transit to delivered (proof of delivery required), failed, ' +
+      'returned or cancelled.',
     state_machine: deliveryV2,
     allowed_attachment_kinds: [...BASE_ATTACHMENTS, 'signature', 'proof_of_delivery'],
     participant_roles: ['sender', 'recipient', 'courier', 'vendor'],

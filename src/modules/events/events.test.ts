@@ -401,9 +401,10 @@ for (const kind of databases()) {
               await sql<{
                 id: number
               }>`insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
-              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'daily', '01:00:00') returning id`.execute(
-                trx
-              )
+              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'daily', '01:00:00')
+                returning id`.execute(
+                  trx
+                )
             ).rows[0]?.id ?? 0)
           : 77
         await trx

@@ -20,7 +20,8 @@ import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField 
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
-import { asTheyAreNow, requirePolicy } from '../policy/index.ts'
+import { asTheyAreNow } from '../disclosure/index.ts'
+import { requirePolicy } from '../policy/index.ts'
 import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
 import { feedVersion, renderCalendar, type FeedCalendar } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
@@ -119,7 +120,9 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
   /** The live token of a feed address, in any tenant, with its user still allowed in; else 404. */
   async function liveToken (token: string) {
     const found = await withSystem(db, trx => repo.findLiveToken(trx, hashInviteToken(token)))
-    if (found === undefined) throw new ApiError(404, 'feed not found', [fieldError('query.token', 'unknown or revoked feed token')])
+    if (found === undefined) {
+      throw new ApiError(404, 'feed not found', [fieldError('query.token', 'unknown or revoked feed token')])
+    }
     return found
   }
 
@@ -238,7 +241,9 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     'Revoke a calendar feed token (its feeds answer 404 from now on)', {
       params: FeedTokenParams
     }, requirePolicy('feed', 'revoke')), async (trx, { auth, params }) => {
-    if (!await repo.revokeToken(trx, auth.tenantId, auth.userId, params.id)) throw error404NotFound('feed token not found')
+    if (!await repo.revokeToken(trx, auth.tenantId, auth.userId, params.id)) {
+      throw error404NotFound('feed token not found')
+    }
   })
 
   app.post('/api/v1/feed-tokens/:id/rotate', operation('rotate-feed-token',

@@ -1,11 +1,12 @@
 /**
  * The authorization policy: may this subject do this action on this resource. One table says it for
- * every resource kind (`POLICY`), and one entry point enforces it (`authorize`). Routes declare the
- * tenant permission of a row with `requirePermission` (checked before the body is read) and then
- * call `authorize` — directly or through the resolver of their module that it names — before they
- * change anything. Services, bulk operations, series cascades and the automation engine call the same
- * resolvers with the same subject type: an automation rule acts as its creator (`runAs`), never as
- * the system. `docs/authorization.md` is this table, and a test keeps the two equal.
+ * every resource kind (`POLICY`). Routes declare their row with `requirePolicy(kind, action)`, which
+ * checks the row's tenant permission before the body is read; the grant on the resource is then checked
+ * by the module's own resolvers (`lockEventForWrite` / `findEventForRead`, `canManageSpace`, the
+ * contact owner rule, the series-level check, the rule checks) before anything changes. Services, bulk
+ * operations, series cascades and the automation engine call the same resolvers with the same subject
+ * type: an automation rule acts as its creator (`runAs`), never as the system. `docs/authorization.md`
+ * is this table, and a test keeps the two equal.
  *
  * Two layers, always both:
  * - the **tenant permission** of the subject's role (`src/platform/auth/permissions.ts`): viewers
@@ -16,19 +17,13 @@
  *
  * A resource the subject cannot see answers 404; one they see but hold no grant on answers 403.
  *
- * @example
- *   const row = await authorize(trx, request.auth, { kind: 'event', id }, 'edit')
+ * The table is data: it names the permission catalogues of the platform (`src/platform/auth/`) and no module, so
+ * every module may declare its rows with it. What re-checks a row on a resource from outside a route (an
+ * Idempotency-Key replay) is the replay-checks module's.
  */
 import type { onRequestAsyncHookHandler } from 'fastify'
+import type { EventPermission, SpaceManagerPermission } from '../../platform/auth/manager-permissions.ts'
 import { requirePermission, type Permission } from '../../platform/auth/permissions.ts'
-import type { AuthContext } from '../../platform/auth/verify.ts'
-import type { Tx } from '../../platform/db/tenant.ts'
-import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
-import { type EventPermission, type EventRow, findEventForRead, lockEventForWrite } from '../events/index.ts'
-import { canManageSpace, findVisibleSpace, type SpaceManagerPermission } from '../spaces/index.ts'
-
-/** Who acts: the caller of a request, or the creator of an automation rule the engine runs as. */
-export type Subject = AuthContext
 
 export const RESOURCE_KINDS = [
   'contact',
@@ -98,7 +93,8 @@ export const POLICY = {
       'visible',
       'visible: the owner; an organization contact also to every caller of that organization'
     ),
-    write: contact('contacts:write', 'owner', 'PUT, PATCH, favorite, DELETE, every contact the upsert matches and every contact a merge names'),
+    write: contact('contacts:write', 'owner',
+      'PUT, PATCH, favorite, DELETE, every contact the upsert matches and every contact a merge names'),
     create: tenantOnly('contacts:write', 'the caller becomes the owner')
   },
   event: {
@@ -159,7 +155,8 @@ export const POLICY = {
     read: space(
       'spaces:read',
       'see',
-      'published spaces by visibility; drafts to the creator and managers; also members, managers, events, contacts, activity, analytics'
+      'published spaces by visibility; drafts to the creator and managers; also members, managers, events, contacts, ' +
+      'activity, analytics'
     ),
     edit: space('spaces:write', 'space:edit', 'PUT, PATCH, edit/discard, archive, delete, parents (on the parent)'),
     publish: space('spaces:publish', 'space:publish'),
@@ -211,7 +208,8 @@ export const POLICY = {
     retry: rule(
       'automation:execute',
       'manage',
-      'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants of the actions of the version it runs'
+      'failed executions only, each once; as a manual run, the caller must see the target event and hold the grants ' +
+      'of the actions of the version it runs'
     )
   },
   attendee: {
@@ -226,7 +224,8 @@ export const POLICY = {
     grant: event(
       'events:write',
       'managers:manage',
-      "a grant never exceeds the granter's own; nobody changes their own grant; series-level grants need series-level rights"
+      "a grant never exceeds the granter's own; nobody changes their own grant; " +
+      'series-level grants need series-level rights'
     ),
     accept: invitee('events:read', "the caller's e-mail (token or stored profile) equal to the invited one")
   },
@@ -260,7 +259,8 @@ export const POLICY = {
     read: tenantOnly('tenant:admin', 'subscriptions and their delivery log; never a secret after creation or rotation'),
     write: tenantOnly(
       'tenant:admin',
-      'create, change, delete, rotate the secret, ping, redeliver; the URL must be https and public unless AUTOMATION_WEBHOOK_ALLOW lists it'
+      'create, change, delete, rotate the secret, ping, redeliver; the URL must be https and public unless ' +
+      'AUTOMATION_WEBHOOK_ALLOW lists it'
     )
   },
   // calendar feed tokens: the caller's own (another's answers 404); a feed read with one sees what its user sees
@@ -295,54 +295,6 @@ export function policyOf<K extends ResourceKind> (kind: K, action: ActionOf<K>):
  */
 export function requirePolicy<K extends ResourceKind> (kind: K, action: ActionOf<K>): onRequestAsyncHookHandler {
   return requirePermission(policyOf(kind, action).tenant, `${kind}:${action}`)
-}
-
-export type Target =
-  | { kind: 'event' | 'draft' | 'attendee' | 'manager' | 'cover' | 'link', id: number }
-  | { kind: 'space', id: number }
-
-/**
- * Enforces an action on an event-held or space resource: the tenant permission of the row, then
- * the grant (404 invisible, 403 without it). Event-held resources come back locked (`for update`)
- * for writes; read actions only check visibility.
- *
- * @example
- *   const row = await authorize(trx, subject, { kind: 'attendee', id: eventId }, 'write')
- */
-export async function authorize (
-  trx: Tx,
-  subject: Subject,
-  target: Target,
-  action: string
-): Promise<EventRow | { id: number }> {
-  const row = policyOf(target.kind, action as never)
-  if (!subject.permissions.has(row.tenant)) throw error403Forbidden(`missing permission ${row.tenant}`)
-  const grant = row.grant
-  if (grant.on === 'event') {
-    if (target.kind === 'space') throw new Error(`policy ${target.kind}:${action} names an event grant`)
-    if (grant.permission === 'see') return await findEventForRead(trx, subject, target.id, { includeDraftClones: true })
-    return await lockEventForWrite(trx, subject, target.id, grant.permission)
-  }
-  if (grant.on === 'space') {
-    const found = await findVisibleSpace(trx, subject, target.id)
-    if (found === undefined) throw error404NotFound('space not found')
-    if (grant.permission !== 'see' && !(await canManageSpace(trx, subject, found, grant.permission))) {
-      throw error403Forbidden(`missing space permission ${grant.permission}`)
-    }
-    return found
-  }
-  throw new Error(`policy ${target.kind}:${action} is enforced by its module's resolver (see docs/authorization.md)`)
-}
-
-/** Whether the subject may do the action (no exception): the same rules as `authorize`. */
-export async function can (trx: Tx, subject: Subject, target: Target, action: string): Promise<boolean> {
-  try {
-    await authorize(trx, subject, target, action)
-    return true
-  } catch (err) {
-    if (err instanceof Error && 'status' in err && (err.status === 403 || err.status === 404)) return false
-    throw err
-  }
 }
 
 function grantText (g: Grant): string {

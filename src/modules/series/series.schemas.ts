@@ -1,3 +1,4 @@
+import { ATTENDEE_STATUSES } from '../../platform/db/columns.ts'
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
@@ -6,7 +7,6 @@ import {
   PublishEventBody, TIMEZONE_MAX, TITLE_MAX
 } from '../events/index.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
-import { ATTENDEE_STATUSES } from '../attendees/index.ts'
 
 /** Bounds chosen by us (docs/series.md). */
 export const MAX_OCCURRENCES = 500
@@ -23,7 +23,7 @@ export const MAX_PAST_MONTHS = 12
  * cascaded.
  */
 export const STORAGE_METADATA_KEYS = ['cover_image'] as const
-/** Every attendee status (the event-collaboration module's): `attendee_counts` has a key for each, 0 when absent. */
+/** Every attendee status (the attendees table's): `attendee_counts` has a key for each, 0 when absent. */
 export { ATTENDEE_STATUSES }
 export const SERIES_STATUSES = ['draft', 'published', 'archived'] as const
 
@@ -38,7 +38,8 @@ const RepeatDays = Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), {
 const ruleFields = {
   freq: StringEnum(FREQS, {
     description:
-      "daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days)"
+      "daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom " +
+      '(every interval days, on repeat_days)'
   }),
   interval: Type.Optional(
     Type.Integer({ minimum: 1, maximum: INTERVAL_MAX, default: 1, description: 'Every N units of freq' })
@@ -200,7 +201,9 @@ const EventItem = Type.Object(Event.properties, { additionalProperties: false, d
 export const EventWithSeries = model('EventWithSeries', {
   event: Event,
   occurrences: Type.Array(EventItem, {
-    description: `The first page of occurrences (at most ${OCCURRENCES_LIMIT_MAX}), the anchor first; empty without a series. The rest: GET /events/{id}/series/occurrences`
+    description:
+      `The first page of occurrences (at most ${OCCURRENCES_LIMIT_MAX}), the anchor first; ` +
+      'empty without a series. The rest: GET /events/{id}/series/occurrences'
   }),
   total: Type.Integer({ description: 'Occurrences the series has (0 without a series)' }),
   page: Type.Integer({ description: 'Always 1' }),

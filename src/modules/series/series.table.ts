@@ -1,6 +1,6 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
-import type { EventContentColumns } from '../events/index.ts'
+import type { EventContentColumns } from '../../platform/db/columns.ts'
 import type { EndsOn, Freq } from './series.recurrence.ts'
 
 export type SeriesStatus = 'draft' | 'published' | 'archived'

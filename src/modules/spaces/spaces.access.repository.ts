@@ -75,7 +75,9 @@ export async function findVisibleSpace (
 
 /** Whether the user is an active member of the space. */
 export async function isSpaceMember (trx: Tx, tenantId: string, spaceId: number, userId: string): Promise<boolean> {
-  return await rowExists(trx, 'space_members', { tenant_id: tenantId, space_id: spaceId, user_id: userId, is_active: true })
+  return await rowExists(trx, 'space_members', {
+    tenant_id: tenantId, space_id: spaceId, user_id: userId, is_active: true
+  })
 }
 
 /** The active manager row of the user, if any. */

@@ -261,7 +261,9 @@ export async function eventFigures (
   // every occurrence") for contacts without a row of their own for that occurrence.
   const counts = (await hasAttendees(trx))
     ? sql`select r.event_id,
-             count(*) filter (where r.status in ('confirmed', 'tentative', 'checked_in') or r.is_checked_in)::int as rsvps,
+             count(*) filter (
+               where r.status in ('confirmed', 'tentative', 'checked_in') or r.is_checked_in
+             )::int as rsvps,
              count(*) filter (where r.is_checked_in or r.status = 'checked_in')::int as attended,
              count(*) filter (where r.status = 'no_show')::int as no_shows
            from (
@@ -273,13 +275,18 @@ export async function eventFigures (
              from linked l
              join attendees a on a.tenant_id = ${tenantId} and a.series_id = l.series_id and a.event_id is null
              where l.series_id is not null
-               and not exists (select 1 from attendees o where o.tenant_id = ${tenantId} and o.event_id = l.event_id and o.contact_id = a.contact_id)
+               and not exists (
+                 select 1 from attendees o
+                 where o.tenant_id = ${tenantId} and o.event_id = l.event_id and o.contact_id = a.contact_id
+               )
            ) r
            group by r.event_id`
     : sql`select null::bigint as event_id, 0 as rsvps, 0 as attended, 0 as no_shows where false`
   const window = chunk === undefined
     ? sql``
-    : sql`and ${chunk.after === undefined ? sql`true` : afterKey(expressionBuilder<Database, 'events'>(), FIGURES_KEYS, chunk.after)}
+    : sql`and ${chunk.after === undefined
+        ? sql`true`
+        : afterKey(expressionBuilder<Database, 'events'>(), FIGURES_KEYS, chunk.after)}
         order by e.start_dt desc nulls last, e.id desc limit ${chunk.limit}`
   const r = await sql<EventFigures>`
     with linked as (

@@ -57,9 +57,10 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     PagedBodySpaceActivity, (trx, auth, space, q, counting) => insights.listActivity(trx, auth, space.id, q, counting),
     insights.ACTIVITY_COUNTS_TRIGGER)
 
-  app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics', 'Attendance, RSVPs and member growth of a space (for its managers)', {
-    params: SpaceParams, response: { 200: SpaceAnalyticsResult }
-  }, requirePolicy('space', 'read')), async request => {
+  app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics',
+    'Attendance, RSVPs and member growth of a space (for its managers)', {
+      params: SpaceParams, response: { 200: SpaceAnalyticsResult }
+    }, requirePolicy('space', 'read')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
       const space = await analyticsSpace(trx, auth, request.params.id)
@@ -72,19 +73,20 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  app.get('/api/v1/spaces/:id/analytics/export', operation('export-space-analytics', 'The per-event analytics figures of a space as CSV (for its managers)', {
-    params: SpaceParams,
-    produces: ['text/csv'],
-    response: {
-      200: csvBody(
-        'RFC 4180 CSV (CRLF, header row): one line per linked event with the figures of events_performance ' +
+  app.get('/api/v1/spaces/:id/analytics/export', operation('export-space-analytics',
+    'The per-event analytics figures of a space as CSV (for its managers)', {
+      params: SpaceParams,
+      produces: ['text/csv'],
+      response: {
+        200: csvBody(
+          'RFC 4180 CSV (CRLF, header row): one line per linked event with the figures of events_performance ' +
           '(every linked event, not only the first 50), latest start first. Text beginning with = + - @ tab or CR ' +
           'is prefixed with \'. A failure after the first byte cuts the transfer short (docs/exports.md)',
         `${ANALYTICS_CSV_COLUMNS.map(c => c.header).join(',')}\r\n` +
           '41,Spring meetup,published,2026-04-02T17:00:00.000Z,2026-04-02T19:00:00.000Z,false,12,9,2,0.75,false\r\n'
-      )
-    }
-  }, requirePolicy('space', 'read')), async (request, reply) => {
+        )
+      }
+    }, requirePolicy('space', 'read')), async (request, reply) => {
     const auth = request.auth
     const space = await withTenant(db, auth, trx => analyticsSpace(trx, auth, request.params.id))
     return await sendCsv(
@@ -101,9 +103,10 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'events', 'list-space-events', 'Events of a space the caller can see, latest start first',
     PagedBodySpaceEvent, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
-  createdRoute(app, db, 'post', '/api/v1/spaces/:id/events', operation('add-space-event', 'Add an event the caller can see to a space they manage', {
-    params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
-  }, requirePolicy('space', 'events')), async (trx, { auth, params, body }) => {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/events', operation('add-space-event',
+    'Add an event the caller can see to a space they manage', {
+      params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
+    }, requirePolicy('space', 'events')), async (trx, { auth, params, body }) => {
     const eventId = body.event_id
     const space = await lockManageable(trx, auth, params.id, 'space:events')
     if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
@@ -126,9 +129,10 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     return created
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event', 'Remove an event from a space', {
-    params: SpaceEventParams
-  }, requirePolicy('space', 'events')), async (trx, { auth, params: { id, event_id: eventId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event',
+    'Remove an event from a space', {
+      params: SpaceEventParams
+    }, requirePolicy('space', 'events')), async (trx, { auth, params: { id, event_id: eventId } }) => {
     await lockManageable(trx, auth, id, 'space:events')
     await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
     if (!(await insights.deleteSpaceEvent(trx, auth.tenantId, id, eventId))) {

@@ -191,7 +191,8 @@ for (const kind of databases()) {
       for (const [i, [eventId, status, checkedIn]] of plan.entries()) {
         const c = await t.as(alice, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: `P${i}` } })
         await sql`insert into attendees (tenant_id, event_id, contact_id, status, is_checked_in, checked_in_at)
-          values (${tenant.id}, ${eventId}, ${c.json().id as string}, ${status}, ${checkedIn}, ${checkedIn ? new Date() : null})`.execute(
+          values (${tenant.id}, ${eventId}, ${c.json().id as string}, ${status}, ${checkedIn},
+            ${checkedIn ? new Date() : null})`.execute(
           t.ctx.db
         )
       }
@@ -228,7 +229,8 @@ for (const kind of databases()) {
       })
     })
 
-    void it("pages a space's events and activity by cursor as by page, events without a start last; another space's cursor is refused", async () => {
+    void it("pages a space's events and activity by cursor as by page, events without a start last; " +
+      "another space's cursor is refused", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)

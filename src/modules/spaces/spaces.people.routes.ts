@@ -21,6 +21,7 @@ import { assertInviteRecipient, hashInviteToken, newInviteToken, normalizeEmail 
 import { findVisible as findVisibleContact } from '../contacts/index.ts'
 import { publicName } from './spaces.names.ts'
 import * as repo from './spaces.repository.ts'
+import * as people from './spaces.people.repository.ts'
 import { findProfile } from '../identity/index.ts'
 import {
   AcceptInviteBody, AddContactBody, AddManagerBody, AddMemberBody, FULL_ROLE, INVITE_DAYS, InviteManagerBody,
@@ -89,17 +90,18 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
   spacePageRoute(app, db, 'members', 'list-space-members', 'List the active members of a space',
-    PagedBodySpaceMember, (trx, auth, space, q) => repo.listMembers(trx, auth.tenantId, space.id, q))
+    PagedBodySpaceMember, (trx, auth, space, q) => people.listMembers(trx, auth.tenantId, space.id, q))
 
-  app.post('/api/v1/spaces/:id/members', operation('add-space-member', 'Add a member (201), or change the role of an active one (200)', {
-    params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember }
-  }, requirePolicy('space', 'members')), async (request, reply) => {
+  app.post('/api/v1/spaces/:id/members', operation('add-space-member',
+    'Add a member (201), or change the role of an active one (200)', {
+      params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember }
+    }, requirePolicy('space', 'members')), async (request, reply) => {
     const { auth, body: { user_id: userId, role } } = request
     const { row, joined } = await withTenant(db, auth, async trx => {
       const space = await lockManageable(trx, auth, request.params.id, 'space:members')
-      const before = await repo.findMember(trx, auth.tenantId, space.id, userId)
+      const before = await people.findMember(trx, auth.tenantId, space.id, userId)
       const joined = before === undefined || !before.is_active
-      await repo.upsertMember(trx, auth.tenantId, space.id, userId, role)
+      await people.upsertMember(trx, auth.tenantId, space.id, userId, role)
       if (joined) {
         await repo.recordSpaceActivity(trx, {
           tenantId: auth.tenantId,
@@ -112,48 +114,53 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
         })
         await emit(trx, spaceEvent(auth, space.id, 'space.member_added', { space_id: space.id, user_id: userId, role }))
       } else if (before.role !== role) {
-        await emit(trx, spaceEvent(auth, space.id, 'space.member_updated', { space_id: space.id, user_id: userId, role, previous_role: before.role }))
+        await emit(trx, spaceEvent(auth, space.id, 'space.member_updated', {
+          space_id: space.id, user_id: userId, role, previous_role: before.role
+        }))
       }
-      const row = await repo.findMember(trx, auth.tenantId, space.id, userId)
+      const row = await people.findMember(trx, auth.tenantId, space.id, userId)
       if (row === undefined) throw new Error('member vanished')
       return { row, joined }
     })
     return await reply.code(joined ? 201 : 200).send(row)
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', operation('remove-space-member', 'Remove a member (a member may leave on their own)', {
-    params: SpaceUserParams
-  }, requirePolicy('space', 'members')), async (trx, { auth, params: { id, user_id: userId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', operation('remove-space-member',
+    'Remove a member (a member may leave on their own)', {
+      params: SpaceUserParams
+    }, requirePolicy('space', 'members')), async (trx, { auth, params: { id, user_id: userId } }) => {
     await lockForPeople(trx, auth, id, 'space:members', userId)
-    if (!(await repo.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
+    if (!(await people.deactivateMember(trx, auth.tenantId, id, userId))) throw error404NotFound('member not found')
     await emit(trx, spaceEvent(auth, id, 'space.member_removed', { space_id: id, user_id: userId }))
   })
 
   /* Managers */
 
-  app.get('/api/v1/spaces/manager-permissions', operation('list-space-manager-permissions', 'Permissions that can be granted to a space manager', {
-    response: { 200: ManagerPermissionsList }
-  }, requirePolicy('space', 'list')), async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
+  app.get('/api/v1/spaces/manager-permissions', operation('list-space-manager-permissions',
+    'Permissions that can be granted to a space manager', {
+      response: { 200: ManagerPermissionsList }
+    }, requirePolicy('space', 'list')), async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
   spacePageRoute(app, db, 'managers', 'list-space-managers', 'List the managers of a space (active and pending)',
     PagedBodySpaceManager, async (trx, auth, space, q) => {
-      const page = await repo.listManagers(trx, auth.tenantId, space.id, q)
+      const page = await people.listManagers(trx, auth.tenantId, space.id, q)
       return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
     })
 
-  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers', operation('add-space-manager', 'Add an active manager (role, when given, replaces permissions)', {
-    params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
-  }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers', operation('add-space-manager',
+    'Add an active manager (role, when given, replaces permissions)', {
+      params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
+    }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
     const space = await lockManageable(trx, auth, params.id, 'space:managers')
     refuseSelf(auth, b.user_id, 'body.user_id')
     await assertGrantHeld(trx, auth, space, b)
-    if ((await repo.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
+    if ((await people.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
       throw error409Conflict('the user already manages this space', [
         { location: 'body.user_id', message: 'already a manager', value: b.user_id }
       ])
     }
     const { role, permissions } = storedGrant(b)
-    const created = await repo.insertManager(trx, {
+    const created = await people.insertManager(trx, {
       tenantId: auth.tenantId,
       spaceId: space.id,
       orgId: space.org_id,
@@ -162,25 +169,28 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       role,
       invitedBy: auth.userId
     })
-    await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', { space_id: space.id, user_id: b.user_id, role, permissions: created.permissions }))
+    await emit(trx, spaceEvent(auth, space.id, 'space.manager_added', {
+      space_id: space.id, user_id: b.user_id, role, permissions: created.permissions
+    }))
     await notifyManagerAdded(trx, auth, { on: 'space', id: space.id, title: space.title }, b)
     return created
   })
 
-  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers/invite', operation('invite-space-manager', 'Invite a manager by e-mail (pending for 7 days until accepted)', {
-    params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
-  }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers/invite', operation('invite-space-manager',
+    'Invite a manager by e-mail (pending for 7 days until accepted)', {
+      params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
+    }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
     const email = b.email.toLowerCase()
     const space = await lockManageable(trx, auth, params.id, 'space:managers')
     await assertGrantHeld(trx, auth, space, b)
-    if ((await repo.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
+    if ((await people.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
       throw error409Conflict('an invite to this address is already pending', [
         { location: 'body.email', message: 'already invited', value: b.email }
       ])
     }
     const { token, hash } = newInviteToken()
     const { role, permissions } = storedGrant(b)
-    const created = await repo.insertInvite(trx, {
+    const created = await people.insertInvite(trx, {
       tenantId: auth.tenantId,
       spaceId: space.id,
       orgId: space.org_id,
@@ -198,24 +208,29 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       ...managerInvitation({ on: 'space', title: space.title, token, days: INVITE_DAYS }),
       payload: { kind: 'space.manager_invited', space_id: space.id, invite_id: created.id, invite_token: token }
     })
-    await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', { space_id: space.id, invite_id: created.id, role, permissions: created.permissions }))
+    await emit(trx, spaceEvent(auth, space.id, 'space.manager_invited', {
+      space_id: space.id, invite_id: created.id, role, permissions: created.permissions
+    }))
     return created
   })
 
-  app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite', 'Accept a manager invite: the caller becomes an active manager', {
-    body: AcceptInviteBody, response: { 200: SpaceManager }
-  }, requirePolicy('space', 'accept')), async request => {
+  app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite',
+    'Accept a manager invite: the caller becomes an active manager', {
+      body: AcceptInviteBody, response: { 200: SpaceManager }
+    }, requirePolicy('space', 'accept')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
-      const invite = await repo.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
-      if (invite === undefined) throw new ApiError(404, 'invite not found', [fieldError('body.token', 'unknown invite token')])
+      const invite = await people.lockInviteByHash(trx, auth.tenantId, hashInviteToken(request.body.token))
+      if (invite === undefined) {
+        throw new ApiError(404, 'invite not found', [fieldError('body.token', 'unknown invite token')])
+      }
       if (invite.expired) throw error409Conflict('the invite has expired')
       await assertInviteRecipient(trx, auth, invite.invited_email)
       await lockLiveSpace(trx, invite.space_id, auth)
-      if ((await repo.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
+      if ((await people.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
         throw error409Conflict('the caller already manages this space')
       }
-      const accepted = await repo.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
+      const accepted = await people.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
       await emit(trx, spaceEvent(auth, invite.space_id, 'space.manager_added', {
         space_id: invite.space_id,
         user_id: auth.userId,
@@ -227,13 +242,14 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     })
   })
 
-  app.get('/api/v1/spaces/managers/pending', operation('list-pending-space-manager-invites', "Pending manager invites sent to the caller's e-mail address", {
-    response: { 200: PendingInvites }
-  }, requirePolicy('manager', 'pending')), async request => {
+  app.get('/api/v1/spaces/managers/pending', operation('list-pending-space-manager-invites',
+    "Pending manager invites sent to the caller's e-mail address", {
+      response: { 200: PendingInvites }
+    }, requirePolicy('manager', 'pending')), async request => {
     const email = request.auth.email
     if (email === null || normalizeEmail(email) === '') return { items: [] }
     const items = await withTenant(db, request.auth, trx =>
-      repo.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email))
+      people.pendingInvitesFor(trx, request.auth.tenantId, normalizeEmail(email))
     )
     return { items }
   })
@@ -243,40 +259,44 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   }, requirePolicy('space', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const space = await visibleOr404(trx, request.auth, request.params.id)
-      const row = await repo.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
+      const row = await people.findManager(trx, request.auth.tenantId, request.params.id, request.params.user_id)
       if (row === undefined) throw error404NotFound('manager not found')
       const [shown] = await maskInvitees([row], managesManagers(trx, request.auth, space))
       return shown
     })
   )
 
-  app.put('/api/v1/spaces/:id/managers/:user_id', operation('update-space-manager', 'Replace the permissions of a manager (clears the role bundle)', {
-    params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager }
-  }, requirePolicy('space', 'managers')), async request => {
+  app.put('/api/v1/spaces/:id/managers/:user_id', operation('update-space-manager',
+    'Replace the permissions of a manager (clears the role bundle)', {
+      params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager }
+    }, requirePolicy('space', 'managers')), async request => {
     const { auth, params: { id, user_id: userId } } = request
     return await withTenant(db, auth, async trx => {
       const space = await lockManageable(trx, auth, id, 'space:managers')
       refuseSelf(auth, userId, 'path.user_id')
-      const current = await repo.findManager(trx, auth.tenantId, id, userId)
+      const current = await people.findManager(trx, auth.tenantId, id, userId)
       if (current === undefined) throw error404NotFound('manager not found')
       const held = await heldOnSpace(trx, auth, space)
       assertGrantWithin(spaceGrantOf(current), held, 'path.user_id', OUTRANKS)
       assertGrantWithin(request.body.permissions, held, 'body.permissions', EXCEEDS)
-      const updated = await repo.updateManager(trx, auth.tenantId, current.id, {
+      const updated = await people.updateManager(trx, auth.tenantId, current.id, {
         permissions: request.body.permissions,
         role: null
       })
-      await emit(trx, spaceEvent(auth, id, 'space.manager_updated', { space_id: id, user_id: userId, permissions: updated.permissions }))
+      await emit(trx, spaceEvent(auth, id, 'space.manager_updated', {
+        space_id: id, user_id: userId, permissions: updated.permissions
+      }))
       return updated
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', operation('remove-space-manager', 'Remove a manager (never the last active one; a manager may step down)', {
-    params: SpaceUserParams
-  }, requirePolicy('space', 'managers')), async (trx, { auth, params: { id, user_id: userId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', operation('remove-space-manager',
+    'Remove a manager (never the last active one; a manager may step down)', {
+      params: SpaceUserParams
+    }, requirePolicy('space', 'managers')), async (trx, { auth, params: { id, user_id: userId } }) => {
     const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
-    const active = await repo.lockActiveManagers(trx, auth.tenantId, id)
-    const current = await repo.findManager(trx, auth.tenantId, id, userId)
+    const active = await people.lockActiveManagers(trx, auth.tenantId, id)
+    const current = await people.findManager(trx, auth.tenantId, id, userId)
     if (current === undefined) throw error404NotFound('manager not found')
     // stepping down is always allowed; removing another needs to hold at least what they hold
     if (userId !== auth.userId) {
@@ -285,23 +305,24 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     if (current.status === 'active' && active.length <= 1) {
       throw error409Conflict('the last manager of a space cannot be removed')
     }
-    await repo.revokeManager(trx, auth.tenantId, current.id)
+    await people.revokeManager(trx, auth.tenantId, current.id)
     await emit(trx, spaceEvent(auth, id, 'space.manager_removed', { space_id: id, user_id: userId }))
   })
 
   /* Contacts */
 
   spacePageRoute(app, db, 'contacts', 'list-space-contacts', 'List the contacts linked to a space',
-    PagedBodySpaceContact, (trx, auth, space, q) => repo.listContacts(trx, auth.tenantId, space.id, q))
+    PagedBodySpaceContact, (trx, auth, space, q) => people.listContacts(trx, auth.tenantId, space.id, q))
 
-  createdRoute(app, db, 'post', '/api/v1/spaces/:id/contacts', operation('add-space-contact', 'Link a contact the caller can see to a space', {
-    params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
-  }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => {
+  createdRoute(app, db, 'post', '/api/v1/spaces/:id/contacts', operation('add-space-contact',
+    'Link a contact the caller can see to a space', {
+      params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
+    }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => {
     const contactId = body.contact_id
     const space = await lockManageable(trx, auth, params.id, 'space:contacts')
     const contact = await findVisibleContact(trx, auth, contactId)
     if (contact === undefined) throw invalidField('body.contact_id', 'contact not found', contactId)
-    const created = await repo.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
+    const created = await people.insertContactLink(trx, auth.tenantId, space.id, contactId, auth.userId)
     if (created === undefined) {
       throw error409Conflict('the contact is already linked to this space', [
         { location: 'body.contact_id', message: 'already linked', value: contactId }
@@ -321,11 +342,12 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     return created
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact', 'Unlink a contact from a space', {
-    params: SpaceContactParams
-  }, requirePolicy('space', 'contacts')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact',
+    'Unlink a contact from a space', {
+      params: SpaceContactParams
+    }, requirePolicy('space', 'contacts')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     await lockManageable(trx, auth, id, 'space:contacts')
-    if (!(await repo.deleteContactLink(trx, auth.tenantId, id, contactId))) {
+    if (!(await people.deleteContactLink(trx, auth.tenantId, id, contactId))) {
       throw error404NotFound('contact not linked to this space')
     }
     await emit(trx, spaceEvent(auth, id, 'space.contact_removed', { space_id: id, contact_id: contactId }))

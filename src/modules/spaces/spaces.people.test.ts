@@ -227,7 +227,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('a space manager with only space:managers grants nobody more than she holds, never changes her own grant, and cannot touch a stronger manager', async () => {
+    void it('a space manager with only space:managers grants nobody more than she holds, ' +
+      'never changes her own grant, and cannot touch a stronger manager', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -291,7 +292,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('only the addressee accepts a manager invite: no token e-mail 403, another e-mail 403, same address in other case accepted', async () => {
+    void it('only the addressee accepts a manager invite: no token e-mail 403, another e-mail 403, ' +
+      'same address in other case accepted', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)
@@ -334,7 +336,8 @@ for (const kind of databases()) {
       await assertInvitedEmailShown(routes, tenant, s.id, alice)
     })
 
-    void it("pages members, managers and linked contacts by cursor as by page (rows added together share created_at); another space's cursor is refused", async () => {
+    void it('pages members, managers and linked contacts by cursor as by page ' +
+      "(rows added together share created_at); another space's cursor is refused", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const s = await createSpace(t, alice)

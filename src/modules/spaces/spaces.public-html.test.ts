@@ -12,7 +12,8 @@ const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/
 
 /** A published public event linked to the space. */
 async function linkedEvent (t: TestApp, token: string, spaceId: number, body: Json): Promise<number> {
-  const id = (await expectStatus(t, token, 'POST', '/api/v1/events', 201, { visibility: 40, ...body })).json().id as number
+  const id =
+    (await expectStatus(t, token, 'POST', '/api/v1/events', 201, { visibility: 40, ...body })).json().id as number
   await expectStatus(t, token, 'POST', `/api/v1/events/${id}/publish`, 204)
   await expectStatus(t, token, 'POST', `/api/v1/spaces/${spaceId}/events`, 201, { event_id: id })
   return id
@@ -40,7 +41,9 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     void it('answers HTML when Accept prefers it, JSON otherwise, escaping what managers typed', async () => {
-      const { tenant, alice, s } = await alicePublishedSpace(t, { title: NASTY, description: `Line ${NASTY}`, visibility: 40 })
+      const { tenant, alice, s } = await alicePublishedSpace(t, {
+        title: NASTY, description: `Line ${NASTY}`, visibility: 40
+      })
       const soon = await linkedEvent(t, alice, s.id, {
         title: `Picnic ${NASTY}`,
         start_dt: '2099-06-01T16:00:00Z',
@@ -50,7 +53,9 @@ for (const kind of databases()) {
         latitude: 48.85,
         longitude: 2.35
       })
-      const off = await linkedEvent(t, alice, s.id, { title: 'Called off', start_dt: '2099-07-01T10:00:00Z', timezone: 'UTC' })
+      const off = await linkedEvent(t, alice, s.id, {
+        title: 'Called off', start_dt: '2099-07-01T10:00:00Z', timezone: 'UTC'
+      })
       await t.ctx.db.updateTable('events').set({ cancelled_at: new Date() })
         .where('tenant_id', '=', tenant.id).where('id', '=', off).execute()
       const url = `/api/v1/public/spaces/${s.id}`
@@ -82,7 +87,8 @@ for (const kind of databases()) {
         assert.ok(html.includes('<h1>&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;</h1>'), html)
         assert.equal((html.match(/<h1>/g) ?? []).length, 1)
         assert.ok(html.includes(`href="/api/v1/spaces/${s.id}/calendar.ics"`))
-        assert.ok(html.includes('<time datetime="2099-06-01T16:00:00.000Z">Mon, 1 Jun 2099, 18:00</time>'), 'in Paris time')
+        assert.ok(html.includes('<time datetime="2099-06-01T16:00:00.000Z">Mon, 1 Jun 2099, 18:00</time>'),
+          'in Paris time')
         assert.equal((html.match(/<script/g) ?? []).length, 1, 'the JSON-LD is the one script element')
 
         const [ld] = jsonLd(html)

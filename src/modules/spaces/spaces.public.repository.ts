@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { firstRows } from '../../platform/db/list-page.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { creationOrder, type KeyColumn } from '../../platform/http/cursor.ts'
-import { memberOrder } from './spaces.repository.ts'
+import { memberOrder } from './spaces.people.repository.ts'
 import { PUBLIC } from './spaces.schemas.ts'
 
 export const PREVIEW_MANAGERS = 12

@@ -207,7 +207,8 @@ for (const kind of databases()) {
   void describe(`${kind}: public space page kept in memory (PUBLIC_PAGE_CACHE_MS=1000)`, () => {
     const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '1000' } })
 
-    void it('serves an anonymous page from memory: a write answered here shows at once, one made elsewhere within PUBLIC_PAGE_CACHE_MS', async () => {
+    void it('serves an anonymous page from memory: a write answered here shows at once, ' +
+      'one made elsewhere within PUBLIC_PAGE_CACHE_MS', async () => {
       const { tenant, alice, s, url } = await publicSpace(t)
       const title = async () => (await t.app.inject({ method: 'GET', url })).json().space.title as string
       assert.equal(await title(), 'Before')

@@ -39,7 +39,8 @@ export const TREE_MAX_NODES = 5000
 function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Node[] {
   const tooLarge = () =>
     error422UnprocessableEntity(
-      `the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): read it level by level with GET /api/v1/spaces/{id}/children`
+      `the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): ` +
+      'read it level by level with GET /api/v1/spaces/{id}/children'
     )
   if (forest.spaces.length > TREE_MAX_NODES) throw tooLarge()
   const byId = new Map(forest.spaces.map(s => [s.id, s]))
@@ -66,9 +67,10 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
 export const spacesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post('/api/v1/spaces', operation('create-space', 'Create a space (a new draft; the caller becomes its first manager)', {
-    body: CreateSpaceBody, response: { 201: Space }
-  }, requirePolicy('space', 'create')), async (request, reply) => {
+  app.post('/api/v1/spaces', operation('create-space',
+    'Create a space (a new draft; the caller becomes its first manager)', {
+      body: CreateSpaceBody, response: { 201: Space }
+    }, requirePolicy('space', 'create')), async (request, reply) => {
     const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
     return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
   })
@@ -93,17 +95,19 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return { items: buildTree(forest) }
   })
 
-  app.get('/api/v1/spaces/:id', operation('get-space', 'Get a space (its published form; see /draft for pending changes)', {
-    params: SpaceParams, response: { 200: Space }
-  }, requirePolicy('space', 'read')), async (request, reply) =>
+  app.get('/api/v1/spaces/:id', operation('get-space',
+    'Get a space (its published form; see /draft for pending changes)', {
+      params: SpaceParams, response: { 200: Space }
+    }, requirePolicy('space', 'read')), async (request, reply) =>
     repo.toSpace(
       await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
     )
   )
 
-  app.put('/api/v1/spaces/:id', operation('replace-space', 'Replace the writable fields (pending until publish on a published space)', {
-    params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space }
-  }, requirePolicy('space', 'edit')), async (request, reply) => {
+  app.put('/api/v1/spaces/:id', operation('replace-space',
+    'Replace the writable fields (pending until publish on a published space)', {
+      params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space }
+    }, requirePolicy('space', 'edit')), async (request, reply) => {
     const b = request.body
     const changes = {
       title: b.title,
@@ -117,23 +121,26 @@ export const spacesModule = defineModule(async (app, ctx) => {
     ))
   })
 
-  app.patch('/api/v1/spaces/:id', operation('patch-space', 'Merge-patch a space (pending until publish on a published space)', {
-    params: SpaceParams, body: PatchSpaceBody, response: { 200: Space }
-  }, requirePolicy('space', 'edit')), async (request, reply) => {
+  app.patch('/api/v1/spaces/:id', operation('patch-space',
+    'Merge-patch a space (pending until publish on a published space)', {
+      params: SpaceParams, body: PatchSpaceBody, response: { 200: Space }
+    }, requirePolicy('space', 'edit')), async (request, reply) => {
     const { $schema: _ignored, ...changes } = request.body
     return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
       service.changeSpace(trx, auth, request.params.id, changes, ifMatchOf(request))
     ))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space', 'Delete a space (its children become roots)', {
-    params: SpaceParams
-  }, requirePolicy('space', 'edit')), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space',
+    'Delete a space (its children become roots)', {
+      params: SpaceParams
+    }, requirePolicy('space', 'edit')), (trx, request) =>
     service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', operation('archive-space', 'Archive a space (read-only, off the public page)', {
-    params: SpaceParams
-  }, requirePolicy('space', 'edit')), (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', operation('archive-space',
+    'Archive a space (read-only, off the public page)', {
+      params: SpaceParams
+    }, requirePolicy('space', 'edit')), (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
 
   spacePageRoute(app, db, 'children', 'list-space-children', 'List the visible children of a space',
     PagedBodySpace, (trx, auth, space, q) =>
@@ -161,14 +168,16 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return { items }
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', operation('add-space-parent', 'Put a space under another parent (no cycles)', {
-    params: SpaceParams, body: AddParentBody
-  }, requirePolicy('space', 'edit')), (trx, request) =>
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', operation('add-space-parent',
+    'Put a space under another parent (no cycles)', {
+      params: SpaceParams, body: AddParentBody
+    }, requirePolicy('space', 'edit')), (trx, request) =>
     service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
 
-  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', operation('remove-space-parent', 'Take a space out from under a parent', {
-    params: SpaceParentParams
-  }, requirePolicy('space', 'edit')), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', operation('remove-space-parent',
+    'Take a space out from under a parent', {
+      params: SpaceParentParams
+    }, requirePolicy('space', 'edit')), (trx, request) =>
     service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
 
   app.post('/api/v1/spaces/:id/edit', operation('edit-space', 'Open a draft of a published space and return it', {
@@ -178,9 +187,10 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return repo.toDraftView(row)
   })
 
-  app.get('/api/v1/spaces/:id/draft', operation('get-space-draft', 'The draft of a space: pending changes applied to the published form', {
-    params: SpaceParams, response: { 200: Space }
-  }, requirePolicy('space', 'read')), async request => {
+  app.get('/api/v1/spaces/:id/draft', operation('get-space-draft',
+    'The draft of a space: pending changes applied to the published form', {
+      params: SpaceParams, response: { 200: Space }
+    }, requirePolicy('space', 'read')), async request => {
     const row = await withTenant(db, request.auth, async trx => {
       const r = await service.visibleOr404(trx, request.auth, request.params.id)
       if (r.status !== 'draft' && r.draft === null) throw error404NotFound('the space has no draft')
@@ -189,13 +199,15 @@ export const spacesModule = defineModule(async (app, ctx) => {
     return repo.toDraftView(row)
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', operation('discard-space-draft', 'Discard the pending changes of a published space', {
-    params: SpaceParams
-  }, requirePolicy('space', 'edit')), (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', operation('discard-space-draft',
+    'Discard the pending changes of a published space', {
+      params: SpaceParams
+    }, requirePolicy('space', 'edit')), (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
 
-  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', operation('publish-space', 'Publish a new draft space or promote the pending changes of a published one', {
-    params: SpaceParams, body: PublishSpaceBody
-  }, requirePolicy('space', 'publish'), { optionalBody: true }), (trx, request) => {
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', operation('publish-space',
+    'Publish a new draft space or promote the pending changes of a published one', {
+      params: SpaceParams, body: PublishSpaceBody
+    }, requirePolicy('space', 'publish'), { optionalBody: true }), (trx, request) => {
     const { $schema: _ignored, ...options } = request.body ?? {}
     return service.publishSpace(trx, request.auth, request.params.id, options)
   })

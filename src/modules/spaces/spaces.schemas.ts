@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { SPACE_MANAGER_PERMISSIONS, type SpaceManagerPermission } from '../../platform/auth/manager-permissions.ts'
 import {
   body, IntId, model, Nullable, KeysetPageQuery, pagedBody, PageQuery, searchAndSort, StringEnum, Timestamp
 } from '../../platform/http/schema.ts'
@@ -161,16 +162,8 @@ export const AddMemberBody = body({
   role: StringEnum(MEMBER_ROLES, { description: 'Role in the space' })
 })
 
-/** Managers (upstream manager model with space_id). */
-export const SPACE_MANAGER_PERMISSIONS = [
-  'space:edit',
-  'space:publish',
-  'space:members',
-  'space:managers',
-  'space:events',
-  'space:contacts'
-] as const
-export type SpaceManagerPermission = typeof SPACE_MANAGER_PERMISSIONS[number]
+/** Managers (upstream manager model with space_id); the permissions' catalogue is the platform's. */
+export { SPACE_MANAGER_PERMISSIONS, type SpaceManagerPermission }
 export const FULL_ROLE = 'space_manager:full'
 export const MANAGER_ROLES = [FULL_ROLE] as const
 

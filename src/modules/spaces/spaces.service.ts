@@ -14,6 +14,7 @@ import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { spacePublished } from '../../platform/notifications/templates.ts'
 import { canManageSpace } from './spaces.access.repository.ts'
 import * as repo from './spaces.repository.ts'
+import { insertManager } from './spaces.people.repository.ts'
 import {
   FULL_ROLE, PUBLIC, type CreateSpaceBody, type NotificationOptions, type SpaceChanges, type SpaceManagerPermission
 } from './spaces.schemas.ts'
@@ -99,7 +100,7 @@ export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpac
     ...(input.visibility !== undefined ? { visibility: input.visibility } : {}),
     ...(input.position !== undefined ? { position: input.position } : {})
   })
-  await repo.insertManager(trx, {
+  await insertManager(trx, {
     tenantId: auth.tenantId,
     spaceId: id,
     orgId: auth.orgId,
@@ -114,7 +115,9 @@ export async function createSpace (trx: Tx, auth: AuthContext, input: CreateSpac
       await attachParent(trx, auth, id, parentId, `body.parent_ids[${i}]`)
     }
   }
-  await emit(trx, spaceEvent(auth, id, 'space.created', { space_id: id, title: input.title, parent_ids: input.parent_ids ?? [] }))
+  await emit(trx, spaceEvent(auth, id, 'space.created', {
+    space_id: id, title: input.title, parent_ids: input.parent_ids ?? []
+  }))
   return await reread(trx, auth.tenantId, id)
 }
 

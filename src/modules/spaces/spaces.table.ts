@@ -1,6 +1,6 @@
 import type { Generated, Selectable } from 'kysely'
 import type { Json, Timestamp } from '../../platform/db/platform.table.ts'
-import type { ManagerGrantColumns } from '../events/index.ts'
+import type { ManagerGrantColumns } from '../../platform/db/columns.ts'
 
 /** The fields a draft of a published space may change (pending until publish). */
 export interface SpaceDraft {

@@ -332,7 +332,8 @@ for (const kind of databases()) {
       assert.deepEqual((await get(t, alice, `/api/v1/spaces/${child.id}`)).json().parent_ids, [])
     })
 
-    void it('bounds the tree: a lattice of 29 spaces that would unfold into 2^14 nodes answers 422 naming the children route', async () => {
+    void it('bounds the tree: a lattice of 29 spaces that would unfold into 2^14 nodes answers 422 naming the ' +
+      'children route', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const top = await createSpace(t, alice, { title: 'top' })
@@ -360,7 +361,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it("pages the spaces and a space's children by cursor as by page, every sort, ties and unpublished last", async () => {
+    void it("pages the spaces and a space's children by cursor as by page, every sort, " +
+      'ties and unpublished last', async () => {
       const alice = await newTenant(t).user('alice')
       const root = await createSpace(t, alice, { title: 'Root' })
       for (let i = 0; i < 8; i++) {

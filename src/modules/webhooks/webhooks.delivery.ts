@@ -15,10 +15,12 @@ import type { Database } from '../../platform/db/database.ts'
 import { withSystem, type Tx } from '../../platform/db/tenant.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batches.ts'
-import { allowListOf, postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList } from '../../platform/http/outbound.ts'
+import {
+  allowListOf, postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList
+} from '../../platform/http/outbound.ts'
 import { subjectOf } from '../automation/index.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { asTheyAreNow, mayLearnOf } from '../policy/index.ts'
+import { asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
 import * as repo from './webhooks.repository.ts'
 
 /** Seconds to wait after the 1st, 2nd… failed attempt: about 17 hours in all. */
@@ -105,7 +107,7 @@ async function dispatchTenant (trx: Tx, tenantId: string, limit: number): Promis
       for (const sub of subs) {
         // a subscription takes the events from its creation on
         if (!takes(sub.event_types, row.topic) || new Date(sub.created_at) > createdAt) continue
-        // and only what its creator may be told of, as they are now (the outbound rule, policy/disclosure.ts)
+        // and only what its creator may be told of, as they are now (the outbound rule, disclosure/disclosure.ts)
         const reader = await asTheyAreNow(trx, subjectOf({
           tenant_id: tenantId,
           creator_id: sub.created_by,

@@ -1,6 +1,6 @@
 /**
  * The managers' grants of the modules that have managers (`event_managers`: events and series; `space_managers`:
- * spaces), tables of the same grant columns (ManagerGrantColumns, events.table.ts) and the same statuses: pending
+ * spaces), tables of the same grant columns (ManagerGrantColumns, columns.ts) and the same statuses: pending
  * (an invite), active, revoked. A revoked row is history: what a list or a lookup of managers reads is the live
  * rows.
  *

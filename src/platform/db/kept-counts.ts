@@ -1,6 +1,6 @@
 /**
  * Totals kept by triggers instead of counted row by row (docs/performance.md, "Lists at scale"):
- * the event list's counts (migration 0019, events.repository.ts) and `row_counts` (migrations 0020, 0021)
+ * the event list's counts (migration 0019, events.list.repository.ts) and `row_counts` (migrations 0020, 0021)
  * for the contacts list, a rule's execution history and the stored items of a space's activity feed. On a
  * Citus cluster those triggers are not created, and the lists count row by row.
  */

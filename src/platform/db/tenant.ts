@@ -10,6 +10,7 @@ import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely'
 import pg from 'pg'
 import { ConfigError } from '../../config.ts'
 import type { Database, DatabaseHandle } from './database.ts'
+import { registeredSystemDatabase } from './system-database.ts'
 
 /** The role that RLS applies to: NOSUPERUSER, NOBYPASSRLS, owns no table (migration 0001). */
 export const APP_ROLE = 'collab_app'
@@ -73,20 +74,13 @@ export async function withTenant<T> (
   }
 }
 
-const systemDatabases = new WeakMap<Kysely<Database>, Kysely<Database>>()
-
-/** Records the system login's database of a request database (createDatabase does). */
-export function registerSystemDatabase (db: Kysely<Database>, systemDb: Kysely<Database>): void {
-  systemDatabases.set(db, systemDb)
-}
-
 /**
  * The database of work that spans tenants for a request database: the login of
  * DATABASE_WORKER_URL (or DATABASE_URL), which passes row-level security. The request login
  * (DATABASE_APP_URL) cannot: every table forces RLS, so there it would see no row at all.
  */
 export function systemDatabase (db: Kysely<Database>): Kysely<Database> {
-  return systemDatabases.get(db) ?? db
+  return registeredSystemDatabase(db) ?? db
 }
 
 /**
@@ -107,7 +101,8 @@ export async function withSystem<T> (db: Kysely<Database>, fn: (trx: Tx) => Prom
 export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
   if (handle.kind !== 'pg' || handle.systemLoginVariable === undefined) return
   const { rows } = await sql<{ login: string; crosses: boolean }>`
-    select current_user as login, (rolsuper or rolbypassrls) as crosses from pg_roles where rolname = current_user`.execute(
+    select current_user as login, (rolsuper or rolbypassrls) as crosses from pg_roles
+      where rolname = current_user`.execute(
       handle.systemDb
     )
   const row = rows[0]
@@ -116,7 +111,8 @@ export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
   const hint = handle.systemLoginVariable === 'DATABASE_URL' ? '; set DATABASE_WORKER_URL to a login that has it' : ''
   throw new ConfigError(
     handle.systemLoginVariable,
-    `logs in as "${login}", which row-level security confines to one tenant: background work and public pages need a login with BYPASSRLS (or a superuser)${hint} (docs/deployment.md)`
+    `logs in as "${login}", which row-level security confines to one tenant: background work and public pages need a ` +
+    `login with BYPASSRLS (or a superuser)${hint} (docs/deployment.md)`
   )
 }
 
@@ -127,7 +123,7 @@ export async function checkSystemLogin (handle: DatabaseHandle): Promise<void> {
  * (400 000 rows, 12 ms) instead of reading the 125 rows the trigrams match. For statements whose
  * plan depends on how selective their values are (text patterns, date ranges); key lookups keep
  * their cached plans, and so does a statement whose generic plan is right for every value (the
- * calendar's, events.repository.ts), since planning for the values costs 1 – 2 ms each time.
+ * calendar's, events.list.repository.ts), since planning for the values costs 1 – 2 ms each time.
  */
 export async function planForValues (trx: Tx): Promise<void> {
   await sql`set local plan_cache_mode = force_custom_plan`.execute(trx)

@@ -21,7 +21,7 @@ import { withSeries } from '../../modules/series/series.fixtures.ts'
 import type { Database } from '../db/database.ts'
 import { withTenant } from '../db/tenant.ts'
 import { registerIdempotency } from './idempotency.ts'
-import { replayCheckOf } from '../../modules/policy/replay-checks.ts'
+import { replayCheckOf } from '../../modules/replay-checks/replay-checks.ts'
 
 const NEXT_YEAR = '2027-03-15T09:00:00.000Z'
 

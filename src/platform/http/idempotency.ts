@@ -12,8 +12,8 @@
  *   transaction, rolled back (`idempotent()`): the refusal it throws there (403, 404) is the answer,
  *   else the stored answer is sent. Its authorization is what precedes its first change (policy.ts);
  * - any other POST re-checks its policy row on the resource its path names, in the transaction that
- *   finds the stored answer: the check is the policy module's (`replayCheckOf`,
- *   src/modules/policy/replay-checks.ts), given to `registerIdempotency`. A POST whose policy it cannot
+ *   finds the stored answer: the check is the replay-checks module's (`replayCheckOf`,
+ *   src/modules/replay-checks/replay-checks.ts), given to `registerIdempotency`. A POST whose policy it cannot
  *   re-check is refused when it is registered (the onRoute hook), so no route forgets it.
  *
  * A refused replay answers as the request itself would now (403 or 404, problem+json), and stores
@@ -85,7 +85,8 @@ function successStatus (request: FastifyRequest): number {
   )
   if (codes.length !== 1) {
     throw new Error(
-      `route ${request.routeOptions.url ?? ''} must declare exactly one 2xx response to claim Idempotency-Key in its transaction`
+      `route ${request.routeOptions.url ?? ''} must declare exactly one 2xx response to claim Idempotency-Key in ` +
+      'its transaction'
     )
   }
   return Number(codes[0])
@@ -508,7 +509,8 @@ type Params = Record<string, unknown>
 
 /**
  * What a replay of a route claiming in a transaction of its own re-checks; a refusal throws 403 or 404. The checks
- * are the policy's (`replayCheckOf` in src/modules/policy/replay-checks.ts), given to `registerIdempotency`.
+ * are the replay-checks module's (`replayCheckOf` in src/modules/replay-checks/replay-checks.ts), given to
+ * `registerIdempotency`.
  */
 export type ReplayCheck = (trx: Tx, auth: AuthContext, params: Params) => Promise<void>
 

@@ -10,7 +10,7 @@ import {
   DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, type S3ClientConfig
 } from '@aws-sdk/client-s3'
 import type { S3Config } from '../../config.ts'
-import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './storage.ts'
+import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './object-storage.ts'
 
 const CONNECT_TIMEOUT_MS = 3_000
 const REQUEST_TIMEOUT_MS = 20_000

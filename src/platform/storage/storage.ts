@@ -12,26 +12,10 @@ import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import type { Config } from '../../config.ts'
+import { assertSafeKey, assertSafePrefix, type ListedObject, type ObjectStorage } from './object-storage.ts'
 
-export interface StoredObject { key: string, size: number, contentType: string }
-
-/** A key found under a prefix, with the time its object was last written. */
-export interface ListedObject { key: string, lastModified: Date }
-
-export interface ObjectStorage {
-  put (key: string, data: Buffer, contentType: string): Promise<StoredObject>
-  get (key: string): Promise<{ data: Buffer, contentType: string } | undefined>
-  delete (key: string): Promise<void>
-  /** the objects whose keys start with `prefix` (a safe key followed by `/`), in no particular order */
-  list (prefix: string): Promise<ListedObject[]>
-  /**
-   * a public URL of the object when the store has one (S3 with a public bucket or CDN); else undefined and the service
-   * serves it
-   */
-  publicUrl (key: string): string | undefined
-  /** releases what the store holds open (connections); absent when there is nothing to release */
-  close?: () => void | Promise<void>
-}
+export { assertSafeKey, assertSafePrefix } from './object-storage.ts'
+export type { ListedObject, ObjectStorage, StoredObject } from './object-storage.ts'
 
 /** The store the configuration names: S3 when `config.s3` is set (the SDK is imported only then), else local files. */
 export async function createObjectStorage (config: Config): Promise<ObjectStorage> {
@@ -40,23 +24,9 @@ export async function createObjectStorage (config: Config): Promise<ObjectStorag
   return s3Storage(config.s3)
 }
 
-const KEY = /^[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$/
-
-export function assertSafeKey (key: string): void {
-  if (!KEY.test(key) || key.split('/').some(p => p === '' || p === '.' || p === '..')) {
-    throw new Error(`unsafe object key ${JSON.stringify(key)}`)
-  }
-}
-
 /** A fresh key under a prefix: `<prefix>/<24 random hex>.<ext>`. */
 export const newObjectKey = (prefix: string, ext: string): string =>
   `${prefix}/${crypto.randomBytes(12).toString('hex')}.${ext}`
-
-/** A prefix given to `list`: a safe key followed by one `/`. */
-export function assertSafePrefix (prefix: string): void {
-  if (!prefix.endsWith('/')) throw new Error(`unsafe object prefix ${JSON.stringify(prefix)}`)
-  assertSafeKey(prefix.slice(0, -1))
-}
 
 /**
  * The tenant part of a cover key: the first 16 hex digits of SHA-256 of the tenant id (a tenant id

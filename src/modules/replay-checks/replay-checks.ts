@@ -15,7 +15,7 @@ import { canManage as ownsContact, findVisible as findVisibleContact } from '../
 import { type EventPermission, findEventForRead, hasEventPermission } from '../events/index.ts'
 import { hasSeriesPermission, seriesOfRow } from '../series/index.ts'
 import { canManageSpace, findVisibleSpace } from '../spaces/index.ts'
-import { policyOf, type Grant, type ResourceKind } from './policy.ts'
+import { policyOf, type Grant, type ResourceKind } from '../policy/index.ts'
 
 /**
  * POSTs whose policy grants on a resource their path does not name (the body names it, or the request creates
@@ -141,7 +141,8 @@ export function replayCheckOf (route: RouteOptions): ReplayCheck {
     if (NAMED_BY_BODY[url] !== undefined) return tenant
     throw new Error(
       `POST ${url} (${policy}): its path names no ${grant.on} whose grant an Idempotency-Key replay could re-check; ` +
-      'name it in the path, claim the key in the transaction, or say in NAMED_BY_BODY (policy/replay-checks.ts) why the ' +
+      'name it in the path, claim the key in the transaction, or say in NAMED_BY_BODY ' +
+      '(replay-checks/replay-checks.ts) why the ' +
       'tenant permission is enough'
     )
   }
