@@ -13,7 +13,11 @@ export default [
     rules: {
       // node:test's describe/it return promises the runner itself awaits.
       '@typescript-eslint/no-floating-promises': ['error', {
-        allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'before', 'after', 'beforeEach', 'afterEach', 'suite'] }]
+        allowForKnownSafeCalls: [{
+          from: 'package',
+          package: 'node:test',
+          name: ['describe', 'it', 'test', 'before', 'after', 'beforeEach', 'afterEach', 'suite']
+        }]
       }],
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
@@ -24,12 +28,13 @@ export default [
       camelcase: ['error', { properties: 'never', ignoreDestructuring: true, ignoreImports: true }],
       'no-void': ['error', { allowAsStatement: true }],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
-      curly: ['error', 'multi-line'],
-      // One line width; long strings and SQL templates may run past it (a broken string is harder to find).
-      '@stylistic/max-len': ['error', {
-        code: 120, ignoreUrls: true, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true
-      }]
+      curly: ['error', 'multi-line']
     }
+  },
+  {
+    // One line width for every file, strings, templates and SQL included (#36): a long string is split into
+    // concatenations at word boundaries; SQL breaks its line before a clause, which changes none of its meaning.
+    rules: { '@stylistic/max-len': ['error', { code: 120, ignoreUrls: true }] }
   },
   {
     // SQL lives in repositories (docs/architecture.md): a module's other files call repository functions.
@@ -45,7 +50,8 @@ export default [
         }]
       }],
       'no-restricted-syntax': ['error', {
-        selector: 'CallExpression[callee.property.name=/^(selectFrom|selectNoFrom|insertInto|updateTable|deleteFrom|mergeInto|replaceInto|with|withRecursive|executeQuery)$/]',
+        selector: 'CallExpression[callee.property.name=/^(selectFrom|selectNoFrom|insertInto|updateTable|deleteFrom|' +
+          'mergeInto|replaceInto|with|withRecursive|executeQuery)$/]',
         message: 'SQL belongs in a *.repository.ts file of the module (docs/architecture.md).'
       }]
     }

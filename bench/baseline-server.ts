@@ -64,7 +64,9 @@ const server = http.createServer((req, res) => {
       .catch((err: Error & { code?: string }) => {
         // one JSON line, as the service logs its failures (bench/run.ts counts them per scenario)
         process.stdout.write(
-          `${JSON.stringify({ level: 50, msg: `baseline ${name} failed`, err: { message: err.message, code: err.code } })}\n`
+          `${JSON.stringify({
+            level: 50, msg: `baseline ${name} failed`, err: { message: err.message, code: err.code }
+          })}\n`
         )
         send(res, 500, { status: 500, detail: err.message })
       })

@@ -24,8 +24,8 @@ const CALLER: Caller = { tenant: BIG_TENANT, user: userId(1) }
 function csvOf (run: string, title: string): Buffer {
   const lines = ['email,first_name,last_name,company,job_title,city,tags']
   for (let i = 1; i <= ROWS; i++) {
-    lines.push(`import${i}.${run}@import.bench.example,First${i},"Last, ${i}",Company ${i % 500},${title},City ${i % 97},` +
-      `imported;batch-${i % 10}`)
+    lines.push(`import${i}.${run}@import.bench.example,First${i},"Last, ${i}",Company ${i % 500},${title},` +
+      `City ${i % 97},imported;batch-${i % 10}`)
   }
   return Buffer.from(`${lines.join('\r\n')}\r\n`)
 }
@@ -72,7 +72,8 @@ async function importOnce (
   if (answer.status !== 200 || got.created !== expect.created || got.updated !== expect.updated ||
     got.unchanged !== expect.unchanged) {
     const shown = JSON.stringify(answer.json).slice(0, 500)
-    throw new Error(`contacts-import (${label}): answered ${answer.status} ${shown}, expected ${JSON.stringify(expect)}`)
+    throw new Error(
+      `contacts-import (${label}): answered ${answer.status} ${shown}, expected ${JSON.stringify(expect)}`)
   }
   return run
 }

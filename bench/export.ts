@@ -116,8 +116,8 @@ async function seedExport (databaseUrl: string, log: (line: string) => void): Pr
   try {
     const t0 = performance.now()
     const [event] = await db.query<{ id: number }>(
-      `insert into events (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone, visibility, status,
-                           published_at, version)
+      `insert into events (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone,
+                           visibility, status, published_at, version)
        values ($1, $2, $3, 'Export bench', 'One event with many attendees', now() + interval '30 days',
                now() + interval '30 days 2 hours', 'Europe/Zurich', 10, 'published', now(), 1)
        returning id`,
@@ -129,12 +129,14 @@ async function seedExport (databaseUrl: string, log: (line: string) => void): Pr
       `with made as (
          insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title)
          select $1, $2, 'u' || lpad((1 + g % 1000)::text, 4, '0'), 'Export' || g, 'Attendee, ' || g,
-                'export' || g || '@bench.example', (array['Acme','Globex','=Initech','Umbrella "U"'])[1 + g % 4], 'Guest'
+                'export' || g || '@bench.example', (array['Acme','Globex','=Initech','Umbrella "U"'])[1 + g % 4],
+                'Guest'
          from generate_series(1, $3::int) g
          returning id, first_name)
        insert into attendees (tenant_id, event_id, contact_id, org_id, status, notes, responded_at)
        select $1, $4, m.id, $2,
-              (array['confirmed','confirmed','tentative','declined','invited','checked_in'])[1 + substr(m.first_name, 7)::int % 6],
+              (array['confirmed','confirmed','tentative','declined','invited','checked_in'])[1 +
+                substr(m.first_name, 7)::int % 6],
               case when substr(m.first_name, 7)::int % 10 = 0 then 'Vegetarian, aisle seat; said "maybe"' end,
               now() - interval '3 days'
        from made m`,
@@ -142,7 +144,8 @@ async function seedExport (databaseUrl: string, log: (line: string) => void): Pr
     )
     await db.query('analyze attendees')
     await db.query('analyze contacts')
-    log(`attendee-export: event ${event.id} with ${ROWS.toLocaleString('en')} attendees seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    log(`attendee-export: event ${event.id} with ${ROWS.toLocaleString('en')} attendees seeded in ` +
+      `${((performance.now() - t0) / 1000).toFixed(1)} s`)
     return Number(event.id)
   } finally {
     await db.close()

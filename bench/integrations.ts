@@ -151,9 +151,12 @@ async function seedFeedSpace (db: SqlRunner, log: (line: string) => void): Promi
                            end_dt, timezone, keywords, visibility, status, published_at, version, revision,
                            cancelled_at, created_at, updated_at)
        select $1, $2, $3, $4 || ' ' || g,
-              'Session ' || g || ' of the programme; bring a laptop, questions, and a friend.\nDoors open 15 min before.',
-              case when g % 2 = 0 then 'Street ' || (g % 500) || ', ' || (array['Zurich','Berlin','Lyon','Porto'])[1 + g % 4] end,
-              case when g % 3 = 0 then 47.37 + (g % 100) / 1000.0 end, case when g % 3 = 0 then 8.54 + (g % 100) / 1000.0 end,
+              'Session ' || g
+                || ' of the programme; bring a laptop, questions, and a friend.\nDoors open 15 min before.',
+              case when g % 2 = 0
+                then 'Street ' || (g % 500) || ', ' || (array['Zurich','Berlin','Lyon','Porto'])[1 + g % 4] end,
+              case when g % 3 = 0 then 47.37 + (g % 100) / 1000.0 end,
+              case when g % 3 = 0 then 8.54 + (g % 100) / 1000.0 end,
               st, st + (1 + g % 3) * interval '1 hour',
               (array['Europe/Zurich','America/New_York','Asia/Tokyo','UTC'])[1 + g % 4], array['kw' || (g % 50)],
               40, 'published', now() - interval '30 days', 1, 1 + g % 3,
@@ -212,7 +215,8 @@ async function measureFeed (env: ExportEnv, label: string, path: string, expectE
   }
   const stable = full.runs.every(r => r.etag === etag) ? 'the same ETag every time' : 'the ETag CHANGED between fetches'
   const ms = median(full.runs.map(r => r.ms))
-  const text = `${label}: ${thousands(events)} VEVENTs, ${kib(full.first.bytes)}; 200 ${timingText(full.first, full.runs)}` +
+  const text = `${label}: ${thousands(events)} VEVENTs, ${kib(full.first.bytes)}; ` +
+    `200 ${timingText(full.first, full.runs)}` +
     ` (headers after ${ms1(median(full.runs.map(r => r.ttfb)))}); If-None-Match: 304 ` +
     `${timingText(cached.first, cached.runs)}; ${stable}`
   env.log(`${env.kind}: calendar-feed: ${text}`)
@@ -383,14 +387,16 @@ const changeEvents = async (db: SqlRunner) => await changeRows(db, 'events', 'de
 
 /** The last seq of the log of changes: the rows a scenario's writes add are those past it. */
 async function changesMark (db: SqlRunner): Promise<string> {
-  const [row] = await db.query<{ seq: string }>('select coalesce(max(seq), 0)::text as seq from changes where tenant_id = $1',
-    [BIG_TENANT])
+  const [row] = await db.query<{ seq: string }>('select coalesce(max(seq), 0)::text as seq from changes ' +
+    'where tenant_id = $1',
+  [BIG_TENANT])
   return row?.seq ?? '0'
 }
 
 async function forgetChanges (db: SqlRunner, mark: string): Promise<number> {
   const [row] = await db.query<{ n: number }>(
-    'with gone as (delete from changes where tenant_id = $1 and seq > $2::bigint returning 1) select count(*)::int as n from gone',
+    'with gone as (delete from changes where tenant_id = $1 and seq > $2::bigint returning 1) ' +
+    'select count(*)::int as n from gone',
     [BIG_TENANT, mark]
   )
   return row?.n ?? 0
@@ -419,10 +425,12 @@ async function syncList (
     env.log(`${env.kind}: sync: ${list}: ${thousands(changed.ids.length)} rows updated with SQL (10 statements) in ` +
       `${ms1(performance.now() - t0)}`)
     const delta = `${base}&sync_token=${encodeURIComponent(full.token)}`
-    runs.push(await measurePage(env, list, `(c) delta after ${thousands(changed.ids.length)} updates, first page`, delta,
-      b => b.items.length === Math.min(PAGE, changed.ids.length) && Number(b.total) >= changed.ids.length
-        ? undefined
-        : `${b.items.length} items of total ${b.total}, expected ${Math.min(PAGE, changed.ids.length)} of at least ${changed.ids.length}`))
+    runs.push(await measurePage(env, list, `(c) delta after ${thousands(changed.ids.length)} ` +
+      'updates, first page', delta,
+    b => b.items.length === Math.min(PAGE, changed.ids.length) && Number(b.total) >= changed.ids.length
+      ? undefined
+      : `${b.items.length} items of total ${b.total}, expected ${Math.min(PAGE, changed.ids.length)} of at least ` +
+          `${changed.ids.length}`))
     const whole = await walk(env, list, '(c) the whole delta, to its next sync_token', delta)
     runs.push(whole.run)
     const missing = changed.ids.length - whole.rows
@@ -437,7 +445,8 @@ async function syncList (
   } finally {
     await changed.restore()
     const forgotten = await forgetChanges(db, mark)
-    env.log(`${env.kind}: sync: ${list}: the updated rows restored; ${thousands(forgotten)} rows of the log of changes ` +
+    env.log(`${env.kind}: sync: ${list}: the updated rows restored; ${thousands(forgotten)} rows of the ` +
+      'log of changes ' +
       'the scenario added deleted')
   }
   return runs
@@ -477,7 +486,8 @@ export const INTEGRATION_SCENARIOS: ExportScenario[] = [
         } finally {
           await removeFeedSpace(db)
           const forgotten = await forgetChanges(db, mark)
-          env.log(`calendar-feed: the space, its events and the feed tokens deleted (and ${thousands(forgotten)} rows ` +
+          env.log('calendar-feed: the space, its events and the feed tokens deleted ' +
+            `(and ${thousands(forgotten)} rows ` +
             'of the log of changes)')
         }
         return runs
@@ -488,7 +498,8 @@ export const INTEGRATION_SCENARIOS: ExportScenario[] = [
   },
   {
     name: 'sync',
-    title: `Incremental sync of the contacts and events lists: plain page, sync=true, delta after ${thousands(CHANGES)} ` +
+    title: 'Incremental sync of the contacts and events lists: plain page, sync=true, ' +
+      `delta after ${thousands(CHANGES)} ` +
       `updates, empty delta (median of ${RUNS})`,
     async run (env) {
       if (env.kind === 'pglite' || env.databaseUrl === undefined) {

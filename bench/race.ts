@@ -37,8 +37,8 @@ export const RACE_SCENARIOS: ExportScenario[] = [
       try {
         for (let round = 1; round <= ROUNDS; round++) {
           const [event] = await db.query<{ id: number }>(
-            `insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, visibility, status, published_at,
-                                 version, capacity, waitlist_enabled, registration_inherited)
+            `insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, visibility, status,
+                                 published_at, version, capacity, waitlist_enabled, registration_inherited)
              values ($1, $2, $3, 'Race bench', now() + interval '7 days', now() + interval '7 days 2 hours', 10,
                      'published', now(), 1, $4, true, false)
              returning id`,
@@ -82,8 +82,10 @@ export const RACE_SCENARIOS: ExportScenario[] = [
           latencies.sort((a, b) => a - b)
           const r: ExportRun = {
             ...run,
-            label: `round ${round}: ${CAPACITY} confirmed, ${CLIENTS - CAPACITY} waitlisted at 1..${CLIENTS - CAPACITY}; ` +
-              `request latency p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p95 ${percentile(latencies, 0.95).toFixed(1)} ms, ` +
+            label: `round ${round}: ${CAPACITY} confirmed, ${CLIENTS - CAPACITY} waitlisted at ` +
+              `1..${CLIENTS - CAPACITY}; ` +
+              `request latency p50 ${percentile(latencies, 0.5).toFixed(1)} ms, ` +
+              `p95 ${percentile(latencies, 0.95).toFixed(1)} ms, ` +
               `max ${(latencies.at(-1) ?? 0).toFixed(1)} ms`
           }
           env.log(`${env.kind}: confirmation-race: ${r.label} ${CLIENTS} in ${r.ms.toFixed(0)} ms`)

@@ -55,8 +55,10 @@ const ms = (n: number): string => n < 10 ? n.toFixed(2) : n.toFixed(1)
 
 export function table (run: DatabaseRun, connections: number, lightConnections: number): string {
   const head =
-    '| scenario | ours req/s | baseline req/s | ours/baseline | reference req/s | ours/reference | ours p50 / p99 ms | baseline p50 / p99 ms | ' +
-    'ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | database CPU ms/req ours / baseline / reference | ' +
+    '| scenario | ours req/s | baseline req/s | ours/baseline | reference req/s | ours/reference | ours p50 / p99 ms ' +
+    '| baseline p50 / p99 ms | ' +
+    'ours peak RSS MB | baseline peak RSS MB | server CPU ms/req ours / baseline | database CPU ms/req ours / ' +
+    'baseline / reference | ' +
     `light-load p95 ms ours / baseline / reference (${lightConnections} conn.) | non-2xx ours / baseline |`
   const rows = [head, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
   const opt = (r: LoadResult | undefined, f: (r: LoadResult) => string) => r === undefined ? '-' : f(r)
@@ -74,10 +76,14 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
     const db = (x: LoadResult | undefined) =>
       opt(x, y => (y.dbCpuMsPerRequest !== undefined ? ms(y.dbCpuMsPerRequest) : '-'))
     rows.push(
-      `| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ${opt(r, x => f0(x.rps))} | ` +
-        `${opt(r, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ${ms(b.p99)} | ${f0(a.peakRssMb)} | ` +
+      `| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ` +
+        `${opt(r, x => f0(x.rps))} | ` +
+        `${opt(r, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ` +
+        `${ms(b.p99)} | ${f0(a.peakRssMb)} | ` +
         `${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${db(a)} / ${db(b)} / ${db(r)} | ` +
-        `${o.light !== undefined ? `${ms(o.light.p95)} / ${opt(o.baselineLight, x => ms(x.p95))} / ${opt(o.referenceLight, x => ms(x.p95))}` : ''} | ${a.non2xx} / ${b.non2xx} |`
+        `${o.light !== undefined
+          ? `${ms(o.light.p95)} / ${opt(o.baselineLight, x => ms(x.p95))} / ${opt(o.referenceLight, x => ms(x.p95))}`
+          : ''} | ${a.non2xx} / ${b.non2xx} |`
     )
   }
   return rows.join('\n')
@@ -97,7 +103,8 @@ export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[
     const large = mine[mine.length - 1]
     if (small === undefined || large === undefined || small === large) continue
     out.push(
-      `Growth on ${headingOf(kind)}, scale ${small.scale} → ${large.scale} (${(large.scale / small.scale).toFixed(0)} x the data):`,
+      `Growth on ${headingOf(kind)}, scale ${small.scale} → ${large.scale} ` +
+      `(${(large.scale / small.scale).toFixed(0)} x the data):`,
       '',
       '| scenario | light-load p95 ms | p95 growth | req/s (50 conn.) | req/s growth | reference p95 growth |',
       '|---|---:|---:|---:|---:|---:|'
@@ -116,8 +123,10 @@ export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[
           ? o.referenceLight.p95 / Math.max(before.referenceLight.p95, 1e-9)
           : undefined
       out.push(
-        `| ${o.scenario.title} | ${p0 !== undefined ? ms(p0) : '-'} → ${p1 !== undefined ? ms(p1) : '-'} | ${pg !== undefined ? `${pg.toFixed(2)} x` : '-'} | ` +
-          `${f0(r0)} → ${f0(r1)} | ${(r0 / Math.max(r1, 1e-9)).toFixed(2)} x slower | ${refGrowth !== undefined ? `${refGrowth.toFixed(2)} x` : '-'} |`
+        `| ${o.scenario.title} | ${p0 !== undefined ? ms(p0) : '-'} → ${p1 !== undefined ? ms(p1) : '-'} | ` +
+          `${pg !== undefined ? `${pg.toFixed(2)} x` : '-'} | ` +
+          `${f0(r0)} → ${f0(r1)} | ${(r0 / Math.max(r1, 1e-9)).toFixed(2)} x slower | ` +
+          `${refGrowth !== undefined ? `${refGrowth.toFixed(2)} x` : '-'} |`
       )
       // a light-load run with no successful answer has no p95 worth the name: it fails, whatever the ratio says
       const answered = (r: LoadResult | undefined) => r !== undefined && r.requests > r.non2xx
@@ -126,7 +135,10 @@ export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[
         lines.push({
           ok: ok && pg <= 1.5,
           enforced: kind === 'pg',
-          text: `growth ${o.scenario.name}: light-load p95 ${ok ? `${pg.toFixed(2)} x` : '- (no successful answer at light load)'} <= 1.5 x for ${(large.scale / small.scale).toFixed(0)} x the data`
+          text:
+            `growth ${o.scenario.name}: ` +
+            `light-load p95 ${ok ? `${pg.toFixed(2)} x` : '- (no successful answer at light load)'} <= 1.5 x for ` +
+            `${(large.scale / small.scale).toFixed(0)} x the data`
         })
       }
     }
@@ -158,7 +170,9 @@ export function besideText (run: DatabaseRun, connections: number): string {
     const a = o.ours as LoadResult
     const b = o.beside as LoadResult
     lines.push(
-      `| ${o.scenario.title} (${o.scenario.connections ?? connections} conn.) | ${f0(a.rps)} | ${ms(a.p50)} / ${ms(a.p95)} / ${ms(a.p99)} | ${f0(b.rps)} | ${ms(b.p50)} / ${ms(b.p95)} / ${ms(b.p99)} | ${o.besideNote ?? ''} |`
+      `| ${o.scenario.title} (${o.scenario.connections ?? connections} conn.) ` +
+      `| ${f0(a.rps)} | ${ms(a.p50)} / ${ms(a.p95)} / ${ms(a.p99)} | ${f0(b.rps)} | ${ms(b.p50)} / ${ms(b.p95)} / ` +
+      `${ms(b.p99)} | ${o.besideNote ?? ''} |`
     )
   }
   return lines.join('\n')
@@ -206,7 +220,8 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
     const r = ratioOf(o)
     add(
       r === undefined ? undefined : r >= 0.6 && !failing(o),
-      `single-row read ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.60 at ${connections} connections${failing(o) ? ' (error answers)' : ''}`
+      `single-row read ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.60 at ${connections} ` +
+      `connections${failing(o) ? ' (error answers)' : ''}`
     )
   }
   // issue #23 adds the phone searches and the duplicates: pages of the same kind, under the same ratio
@@ -228,7 +243,8 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
     add(
       v === undefined ? undefined : v < limit && !failing(o),
       `${label}: p95 ${v !== undefined ? ms(v) : '-'} ms < ${limit} ms` +
-        `${floor !== undefined ? ` (baseline, same SQL: ${ms(floor)} ms)` : ''}${o?.missing === true ? ' (not measured: route missing)' : ''}${failing(o) ? ' (error answers)' : ''}`
+        `${floor !== undefined ? ` (baseline, same SQL: ${ms(floor)} ms)` : ''}` +
+        `${o?.missing === true ? ' (not measured: route missing)' : ''}${failing(o) ? ' (error answers)' : ''}`
     )
   }
   p95(
@@ -257,8 +273,12 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
     const p = o?.light?.p95
     add(
       rps === undefined || p === undefined ? undefined : rps >= 10 * was && p < 15 && !failing(o),
-      `${label}: ${rps !== undefined ? f0(rps) : '-'} req/s >= ${10 * was} (10 x ${was}) at ${connections} connections, light-load p95 ${p !== undefined ? ms(p) : '-'} ms < 15 ms` +
-        `${o?.reference !== undefined ? ` (reference ${f0(o.reference.rps)} req/s, p95 ${o.referenceLight !== undefined ? ms(o.referenceLight.p95) : '-'} ms)` : ''}${failing(o) ? ' (error answers)' : ''}`
+      `${label}: ${rps !== undefined ? f0(rps) : '-'} req/s >= ${10 * was} (10 x ${was}) ` +
+        `at ${connections} connections, light-load p95 ${p !== undefined ? ms(p) : '-'} ms < 15 ms` +
+        `${o?.reference !== undefined
+          ? ` (reference ${f0(o.reference.rps)} req/s, ` +
+            `p95 ${o.referenceLight !== undefined ? ms(o.referenceLight.p95) : '-'} ms)`
+          : ''}${failing(o) ? ' (error answers)' : ''}`
     )
   }
   if (run.scale >= 1) {
@@ -287,7 +307,8 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   const best = reads.length > 0 ? Math.max(...reads) : undefined
   add(
     unauth === undefined || best === undefined ? undefined : unauth >= 2 * best,
-    `401 path: ${unauth !== undefined ? f0(unauth) : '-'} req/s >= 2 x the faster single-row read (${best !== undefined ? f0(best) : '-'} req/s)`
+    `401 path: ${unauth !== undefined ? f0(unauth) : '-'} req/s >= 2 x the faster single-row read ` +
+    `(${best !== undefined ? f0(best) : '-'} req/s)`
   )
   const rss = Math.max(0, ...run.outcomes.map(o => o.ours?.peakRssMb ?? 0))
   add(rss < 250, `RSS under load: peak ${f1(rss)} MB < 250 MB`)

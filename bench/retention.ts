@@ -43,7 +43,8 @@ const pruneBeside: Beside = {
       const t0 = performance.now()
       // a month old, processed: every row is past RETENTION_OUTBOX (7 days); spread over the tenants
       await db.query(
-        `insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, created_at, processed_at)
+        `insert into outbox (tenant_id, topic, aggregate_type, aggregate_id, actor_id, payload, created_at,
+                             processed_at)
         select 'bench-t' || lpad((g % ${TENANTS})::text, 3, '0'), 'event.updated', 'event', g::text, 'u0001',
           jsonb_build_object('event_id', g, 'title', 'Event ' || g, 'template', 'generic', 'state', 'draft'),
           now() - interval '30 days' - make_interval(secs => g % 86400), now() - interval '30 days'
@@ -52,7 +53,8 @@ const pruneBeside: Beside = {
       )
       await db.query('vacuum analyze outbox')
       env.log(
-        `${env.kind}: prune-backlog: ${ROWS.toLocaleString('en')} processed outbox rows of ${tenantId(0)}…${tenantId(TENANTS - 1)} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`
+        `${env.kind}: prune-backlog: ${ROWS.toLocaleString('en')} processed outbox rows of ` +
+        `${tenantId(0)}…${tenantId(TENANTS - 1)} seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`
       )
     } finally {
       await db.close()
@@ -82,8 +84,12 @@ const pruneBeside: Beside = {
         const { kinds: { outbox } } = result
         const rate = outbox.deleted / ((finishedMs ?? ms) / 1000)
         return (
-          `${outbox.deleted.toLocaleString('en')} rows deleted by ${outbox.statements} statements (at most ${outbox.largest} each) in ${((finishedMs ?? ms) / 1000).toFixed(1)} s, ` +
-          `${Math.round(rate).toLocaleString('en')} rows/s${finishedMs === undefined ? ', still pruning when the measurement ended' : ', backlog gone before the measurement ended'}`
+          `${outbox.deleted.toLocaleString('en')} rows deleted by ${outbox.statements} statements ` +
+          `(at most ${outbox.largest} each) in ${((finishedMs ?? ms) / 1000).toFixed(1)} s, ` +
+          `${Math.round(rate).toLocaleString('en')} ` +
+          `rows/s${finishedMs === undefined
+            ? ', still pruning when the measurement ended'
+            : ', backlog gone before the measurement ended'}`
         )
       }
     }

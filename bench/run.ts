@@ -278,7 +278,8 @@ async function prepareCitus (
   const t0 = performance.now()
   const cluster = await startCitusCluster().catch((err: unknown) => {
     throw new Error(
-      `the Citus cluster did not start (is the citus extension installed for the newest PostgreSQL under /usr/lib/postgresql?): ${(err as Error).message}`,
+      'the Citus cluster did not start (is the citus extension installed for the newest PostgreSQL under ' +
+      `/usr/lib/postgresql?): ${(err as Error).message}`,
       { cause: err }
     )
   })
@@ -290,7 +291,9 @@ async function prepareCitus (
   cleanups.add(destroy)
   try {
     log(
-      `Citus: coordinator ${new URL(cluster.coordinatorUrl).port}, workers ${cluster.workerUrls.map(w => new URL(w).port).join(', ')} started in ${((performance.now() - t0) / 1000).toFixed(1)} s`
+      `Citus: coordinator ${new URL(cluster.coordinatorUrl).port}, ` +
+      `workers ${cluster.workerUrls.map(w => new URL(w).port).join(', ')} started in ` +
+      `${((performance.now() - t0) / 1000).toFixed(1)} s`
     )
     const url = await createDistributedDatabase(cluster.coordinatorUrl, cluster.workerUrls, 'collab_bench')
     // shards per distributed table: Citus' default (32) unless --citus-shards, whatever the test cluster's setting
@@ -306,7 +309,8 @@ async function prepareCitus (
     await handle.close()
     const tenantTables = distributed.filter(d => d.startsWith('tenant:')).length
     log(
-      `Citus: migrated; ${tenantTables} tables distributed by tenant_id (${shards} shards each), ${distributed.length - tenantTables} reference tables; seeding at scale ${scale}`
+      `Citus: migrated; ${tenantTables} tables distributed by tenant_id (${shards} shards each), ` +
+      `${distributed.length - tenantTables} reference tables; seeding at scale ${scale}`
     )
     const db = pgRunner(url, 2)
     const t1 = performance.now()
@@ -347,7 +351,8 @@ class LogCollector {
       if ((entry.level ?? 0) < 40) continue
       const code = entry.err?.code ?? entry.code
       const what = entry.err?.message ?? entry.error
-      const key = `${entry.msg ?? ''}${code !== undefined ? ` [${code}]` : ''}${what !== undefined ? `: ${what}` : ''}${entry.pgDetail !== undefined ? ` (${entry.pgDetail})` : ''}`
+      const key = `${entry.msg ?? ''}${code !== undefined ? ` [${code}]` : ''}` +
+        `${what !== undefined ? `: ${what}` : ''}${entry.pgDetail !== undefined ? ` (${entry.pgDetail})` : ''}`
       this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
     }
   }
@@ -611,7 +616,8 @@ async function settle (url: string): Promise<string> {
     while (quiet < 5) {
       if (Date.now() - started > 60_000) return 'the database was still busy after 60 s; light load measured anyway'
       const { rows } = await c.query<{ busy: number }>(`select count(*)::int as busy from pg_stat_activity
-        where datname = current_database() and pid <> pg_backend_pid() and state not in ('idle', 'idle in transaction')`)
+        where datname = current_database() and pid <> pg_backend_pid()
+          and state not in ('idle', 'idle in transaction')`)
       quiet = (rows[0]?.busy ?? 0) === 0 ? quiet + 1 : 0
       await new Promise(resolve => setTimeout(resolve, 100))
     }
@@ -687,8 +693,10 @@ async function measureOn (
         o.beside = await run('ours', ours, connections, DURATION)
         o.besideNote = `${beside.label}: ${await task.stop()}`
         log(
-          `${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
-            ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`
+          `${kind}: ${s.name}: ours alone p50 ${o.ours.p50.toFixed(2)} p95 ${o.ours.p95.toFixed(2)} p99 ` +
+            `${o.ours.p99.toFixed(2)} ms ${o.ours.rps.toFixed(0)} req/s` +
+            ` | beside pruning p50 ${o.beside.p50.toFixed(2)} p95 ${o.beside.p95.toFixed(2)} p99 ` +
+            `${o.beside.p99.toFixed(2)} ms ${o.beside.rps.toFixed(0)} req/s | ${o.besideNote}`
         )
       }
       if (s.p95BudgetMs !== undefined || isRead(s)) {
@@ -708,12 +716,27 @@ async function measureOn (
       const a = o.ours
       const b = o.baseline
       log(
-        `${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
-          ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
-          `${o.reference !== undefined ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}` : ''}` +
-          `${a.dbCpuMsPerRequest !== undefined ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}${o.reference?.dbCpuMsPerRequest !== undefined ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}` : ''} ms/req` : ''}` +
-          `${o.light !== undefined ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})` : ''}` +
-          `${a.non2xx + b.non2xx > 0 ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}` : ''}`
+        `${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ` +
+          `${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
+          ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ` +
+          `${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
+          `${o.reference !== undefined
+            ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ` +
+              `ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}`
+            : ''}` +
+          `${a.dbCpuMsPerRequest !== undefined
+            ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}` +
+              `${o.reference?.dbCpuMsPerRequest !== undefined
+                ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}`
+                : ''} ms/req`
+            : ''}` +
+          `${o.light !== undefined
+            ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ` +
+              `ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})`
+            : ''}` +
+          `${a.non2xx + b.non2xx > 0
+            ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}`
+            : ''}`
       )
     }
     // opt-in scenarios of their own shape (one request measured, not a load): only when named in --only
@@ -760,7 +783,8 @@ try {
   await cleanUp()
 }
 
-const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os
+const machine = `${os.cpus().length} CPU (${os.cpus()[0]?.model ?? 'unknown'}), ` +
+  `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, Node ${process.version}, load average ${os
   .loadavg()
   .map(l => l.toFixed(1))
   .join(' ')}`
@@ -769,7 +793,8 @@ const out: string[] = [
   '',
   machine,
   '',
-  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`,
+  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; ` +
+  `light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`,
   ''
 ]
 let failed = false

@@ -98,7 +98,9 @@ function request (
   const { onResponse, body } = ours
   return {
     method: ours.method,
-    path: `/${ctx.side === 'reference' ? 'r' : 'b'}/${name}?${caller !== undefined ? callerQuery(caller) : ''}${qs !== '' ? `&${qs}` : ''}`,
+    path:
+      `/${ctx.side === 'reference' ? 'r' : 'b'}/${name}?${caller !== undefined ? callerQuery(caller) : ''}` +
+      `${qs !== '' ? `&${qs}` : ''}`,
     headers: body !== undefined ? json : {},
     ...(body !== undefined ? { body } : {}),
     ...(onResponse !== undefined ? { onResponse } : {})
@@ -161,7 +163,8 @@ async function walkToDeepPage (ctx: BenchContext, url: string): Promise<void> {
     if (cursor === null) throw new Error(`list-events-deep: ${caller.user} sees one page only`)
     if (depth < (DEEP_PAGE - 1) * 20) {
       log(
-        `list-events-deep: ${caller.user}'s list ends before page ${DEEP_PAGE}: measuring page ${Math.floor(depth / 20) + 1}`
+        `list-events-deep: ${caller.user}'s list ends before page ${DEEP_PAGE}: ` +
+        `measuring page ${Math.floor(depth / 20) + 1}`
       )
     }
     deepCursors.push({ caller, cursor })
@@ -269,7 +272,9 @@ export const SCENARIOS: Scenario[] = [
         c,
         {
           method: 'GET',
-          path: `/api/v1/events?status=published&start_dt_after=${encodeURIComponent(after)}&sort_by=start_dt&sort_dir=asc&page=${page}&size=20`
+          path:
+            `/api/v1/events?status=published&start_dt_after=${encodeURIComponent(after)}` +
+            `&sort_by=start_dt&sort_dir=asc&page=${page}&size=20`
         },
         { after, page, size: 20 }
       )

@@ -154,7 +154,8 @@ export function lastNameOf (h: number): string {
 }
 
 const TENANTS_CTE = `tenants as (
-  select g as n, 'bench-t' || lpad(g::text, 3, '0') as tid, case when g = 0 then ${BIG_USERS} else ${OTHER_USERS} end as users
+  select g as n, 'bench-t' || lpad(g::text, 3, '0') as tid,
+         case when g = 0 then ${BIG_USERS} else ${OTHER_USERS} end as users
   from generate_series(0, ${TENANTS - 1}) g)`
 
 /** Names of the tables the seed fills, for the "what exists" checks. */
@@ -208,20 +209,27 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
   await step(log, 'spaces, members and managers', async () => {
     await db.exec(`
       with ${TENANTS_CTE}
-      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at, position, created_at)
-      select t.tid, '${ORG}', 'u' || lpad((1 + g % t.users)::text, 4, '0'), 'Space ' || g, 'Where group ' || g || ' meets',
-             case g % 4 when 0 then 40 when 2 then 30 else 20 end, 'published', now() - interval '400 days', g, now() - interval '400 days'
-      from tenants t cross join lateral generate_series(1, case when t.n = 0 then ${z.bigSpaces} else ${z.otherSpaces} end) g;
+      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at,
+                          position, created_at)
+      select t.tid, '${ORG}', 'u' || lpad((1 + g % t.users)::text, 4, '0'), 'Space ' || g,
+             'Where group ' || g || ' meets', case g % 4 when 0 then 40 when 2 then 30 else 20 end, 'published',
+             now() - interval '400 days', g, now() - interval '400 days'
+      from tenants t
+      cross join lateral generate_series(1, case when t.n = 0 then ${z.bigSpaces} else ${z.otherSpaces} end) g;
 
-      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at, public_handle, created_at)
-      values ('${BIG_TENANT}', '${ORG}', 'u0001', 'Showcase', 'The public showcase of the largest tenant', 40, 'published', now() - interval '400 days', '${SHOWCASE_HANDLE}', now() - interval '400 days');
+      insert into spaces (tenant_id, org_id, creator_id, title, description, visibility, status, published_at,
+                          public_handle, created_at)
+      values ('${BIG_TENANT}', '${ORG}', 'u0001', 'Showcase', 'The public showcase of the largest tenant', 40,
+              'published', now() - interval '400 days', '${SHOWCASE_HANDLE}', now() - interval '400 days');
       insert into public_spaces (handle, space_id, tenant_id)
-      select public_handle, id, tenant_id from spaces where tenant_id = '${BIG_TENANT}' and public_handle = '${SHOWCASE_HANDLE}';
+      select public_handle, id, tenant_id from spaces where tenant_id = '${BIG_TENANT}'
+        and public_handle = '${SHOWCASE_HANDLE}';
 
-      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %' group by tenant_id)
+      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %'
+        group by tenant_id)
       insert into space_members (tenant_id, space_id, user_id, role, created_at)
-      select u.tenant_id, sp.ids[1 + ((substr(u.id, 2)::int * 7 + k * 13) % array_length(sp.ids, 1))], u.id, 'space_member',
-             now() - ((substr(u.id, 2)::int * 37 + k * 11) % 380) * interval '1 day'
+      select u.tenant_id, sp.ids[1 + ((substr(u.id, 2)::int * 7 + k * 13) % array_length(sp.ids, 1))], u.id,
+             'space_member', now() - ((substr(u.id, 2)::int * 37 + k * 11) % 380) * interval '1 day'
       from users u join sp using (tenant_id) cross join generate_series(0, 4) k
       on conflict do nothing;
 
@@ -258,12 +266,14 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
     `'044 ' || substr(${digits(n)}, 1, 3) || ' ' || substr(${digits(n)}, 4, 2) || ' ' || substr(${digits(n)}, 6, 2)`
   const e164 = (n: string) => `'+4144' || ${digits(n)}`
   const lastName = (h: string) =>
-    `initcap((${arr(SYLLABLES)})[1 + ${h} % 20] || (${arr(SYLLABLES)})[1 + (${h} / 20) % 20] || (${arr(SYLLABLES)})[1 + (${h} / 400) % 20])`
+    `initcap((${arr(SYLLABLES)})[1 + ${h} % 20] || (${arr(SYLLABLES)})[1 + (${h} / 20) % 20] || ` +
+    `(${arr(SYLLABLES)})[1 + (${h} / 400) % 20])`
   const hashOf = (n: string) => `((${n}::bigint * 2654435761) % 8000)::int`
   await step(log, `contacts (${z.contacts}; 1 % sharing a number, 0.05 % an e-mail)`, async () => {
     await db.exec(`
-      insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title, phone_primary,
-                            phone_primary_e164, phone_work, phone_work_e164, invalid_phones, city, country, tags, created_at, updated_at)
+      insert into contacts (tenant_id, org_id, owner_id, first_name, last_name, email, company, job_title,
+                            phone_primary, phone_primary_e164, phone_work, phone_work_e164, invalid_phones, city,
+                            country, tags, created_at, updated_at)
       select tid, '${ORG}', 'u' || lpad((1 + g % users)::text, 4, '0'), fn, ln,
              case when e = g then email else initcap(email) end, co,
              (array['Engineer','Manager','Designer','Sales','Founder','Teacher'])[1 + g % 6],
@@ -277,18 +287,21 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
              now() - (g % 1500) * interval '1 day', now() - (g % 700) * interval '1 day'
       from (
         select g, e, shared,
-               case when g <= ${z.bigContacts} then '${BIG_TENANT}' else 'bench-t' || lpad((1 + g % ${TENANTS - 1})::text, 3, '0') end as tid,
+               case when g <= ${z.bigContacts} then '${BIG_TENANT}'
+                 else 'bench-t' || lpad((1 + g % ${TENANTS - 1})::text, 3, '0') end as tid,
                case when g <= ${z.bigContacts} then ${BIG_USERS} else ${OTHER_USERS} end as users,
                (${arr(FIRST_NAMES)})[1 + (g * 31) % ${FIRST_NAMES.length}] as fn,
                ${lastName('h')} as ln,
                (${arr(COMPANIES)})[1 + g % ${COMPANIES.length}] as co,
                -- the e-mail of contact e: its own (e = g) or its partner's
-               lower((${arr(FIRST_NAMES)})[1 + (e * 31) % ${FIRST_NAMES.length}]) || '.' || lower(${lastName(hashOf('e'))}) || e
+               lower((${arr(FIRST_NAMES)})[1 + (e * 31) % ${FIRST_NAMES.length}]) || '.'
+                 || lower(${lastName(hashOf('e'))}) || e
                  || '@' || lower((${arr(COMPANIES)})[1 + e % ${COMPANIES.length}]) || '.example' as email
         from (
           select g, ${hashOf('g')} as h,
                  case when g > 4000 and g % 2000 = 1000 then g - 99 * (1 + (g / 2000) % 40) else g end as e,
-                 case when g > 99 and g % 200 = 50 then 'primary' when g > 99 and g % 200 = 150 then 'work' end as shared
+                 case when g > 99 and g % 200 = 50 then 'primary'
+                      when g > 99 and g % 200 = 150 then 'work' end as shared
           from generate_series(1, ${z.contacts}) g
         ) x
       ) c`)
@@ -299,10 +312,11 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
   await step(log, `events (${z.bigEvents} + ${(TENANTS - 1) * z.otherEvents})`, async () => {
     await db.exec(`
       with ${TENANTS_CTE}
-      insert into events (tenant_id, org_id, creator_id, title, description, address, start_dt, end_dt, timezone, keywords, visibility, status,
-                          published_at, version, created_dt, created_at, updated_at)
+      insert into events (tenant_id, org_id, creator_id, title, description, address, start_dt, end_dt, timezone,
+                          keywords, visibility, status, published_at, version, created_dt, created_at, updated_at)
       select t.tid, '${ORG}', 'u' || lpad((1 + g % t.users)::text, 4, '0'),
-             (array['Meetup','Workshop','Talk','Retreat','Hackathon','Dinner','Course','Review'])[1 + g % 8] || ' ' || g,
+             (array['Meetup','Workshop','Talk','Retreat','Hackathon','Dinner','Course','Review'])[1 + g % 8]
+               || ' ' || g,
              'Bring a laptop and questions. Session ' || g || ' of the programme, hosted by the local group.',
              'Street ' || (g % 500) || ', ' || (array['Zurich','Berlin','Lyon','Porto'])[1 + g % 4],
              st, st + (1 + g % 3) * interval '1 hour', 'Europe/Zurich', array['kw' || (g % 50), 'topic' || (g % 7)],
@@ -314,20 +328,24 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
       from tenants t
       cross join lateral generate_series(1, case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) g
       cross join lateral (select now() - interval '6 years'
-                                 + (g::double precision / case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end) * interval '8 years'
+                                 + (g::double precision
+                                    / case when t.n = 0 then ${z.bigEvents} else ${z.otherEvents} end)
+                                   * interval '8 years'
                                  + ((g::bigint * 7919) % 600) * interval '1 minute' as st) s`)
   })
   await step(log, 'events indexes', restoreEvents)
 
   await step(log, `event spaces (showcase: ${z.showcaseEvents} events)`, async () => {
     await db.exec(`
-      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %' group by tenant_id)
+      with sp as (select tenant_id, array_agg(id order by id) as ids from spaces where title like 'Space %'
+        group by tenant_id)
       insert into event_spaces (tenant_id, event_id, space_id, org_id)
       select e.tenant_id, e.id, sp.ids[1 + (e.id % array_length(sp.ids, 1))], '${ORG}'
       from events e join sp using (tenant_id);
 
       with showcase as (select tenant_id, id from spaces where public_handle = '${SHOWCASE_HANDLE}'),
-           picked as (select e.id, row_number() over (order by e.id) as rn from events e where e.tenant_id = '${BIG_TENANT}')
+           picked as (select e.id, row_number() over (order by e.id) as rn from events e
+             where e.tenant_id = '${BIG_TENANT}')
       insert into event_spaces (tenant_id, event_id, space_id, org_id)
       select s.tenant_id, p.id, s.id, '${ORG}'
       from picked p cross join showcase s
@@ -353,12 +371,15 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
                    row_number() over (order by e.id)::int as en
             from events e
             left join event_spaces es on es.tenant_id = e.tenant_id and es.event_id = e.id
-              and es.space_id = (select id from spaces where tenant_id = '${BIG_TENANT}' and public_handle = '${SHOWCASE_HANDLE}')
+              and es.space_id = (select id from spaces
+                                 where tenant_id = '${BIG_TENANT}' and public_handle = '${SHOWCASE_HANDLE}')
             where e.tenant_id = '${BIG_TENANT}' and e.status = 'published';
-          insert into attendees (tenant_id, event_id, contact_id, org_id, status, is_checked_in, checked_in_at, responded_at)
+          insert into attendees (tenant_id, event_id, contact_id, org_id, status, is_checked_in, checked_in_at,
+                                 responded_at)
           select a.tenant_id, a.event_id, c.id, '${ORG}',
                  (array['confirmed','confirmed','tentative','declined','invited','checked_in'])[1 + (a.en + k) % 6],
-                 (a.en + k) % 6 = 5 and a.start_dt < now(), case when (a.en + k) % 6 = 5 and a.start_dt < now() then a.start_dt end,
+                 (a.en + k) % 6 = 5 and a.start_dt < now(),
+                 case when (a.en + k) % 6 = 5 and a.start_dt < now() then a.start_dt end,
                  a.start_dt - interval '7 days'
           from bench_attending a
           cross join lateral generate_series(0, a.n - 1) k
@@ -382,24 +403,29 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
       `weekly series (${z.seriesPerTenant} in the largest tenant, 200 occurrences, 20 attendees each)`,
       async () => {
         await db.exec(`
-        insert into event_series (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone, visibility, status,
-                                  freq, interval, repeat_days, ends_on, end_count, duration, published_at, version)
+        insert into event_series (tenant_id, org_id, creator_id, title, description, start_dt, end_dt, timezone,
+                                  visibility, status, freq, interval, repeat_days, ends_on, end_count, duration,
+                                  published_at, version)
         select '${BIG_TENANT}', '${ORG}', 'u' || lpad((1 + g)::text, 4, '0'), 'Weekly group ' || g, 'Every week',
-               date_trunc('week', now()) - interval '100 weeks' + interval '18 hours', date_trunc('week', now()) - interval '100 weeks' + interval '20 hours',
-               'UTC', 40, 'published', 'weekly', 1, array[1], 'after_n', 200, '02:00:00', now() - interval '100 weeks', 1
+               date_trunc('week', now()) - interval '100 weeks' + interval '18 hours',
+               date_trunc('week', now()) - interval '100 weeks' + interval '20 hours',
+               'UTC', 40, 'published', 'weekly', 1, array[1], 'after_n', 200, '02:00:00',
+               now() - interval '100 weeks', 1
         from generate_series(1, ${z.seriesPerTenant}) g;
 
-        insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, visibility, status, published_at, version,
-                            series_id, series_index)
-        select s.tenant_id, s.org_id, s.creator_id, s.title, s.start_dt + k * interval '1 week', s.end_dt + k * interval '1 week', 'UTC', 40,
-               'published', s.published_at, 1, s.id, k
+        insert into events (tenant_id, org_id, creator_id, title, start_dt, end_dt, timezone, visibility, status,
+                            published_at, version, series_id, series_index)
+        select s.tenant_id, s.org_id, s.creator_id, s.title, s.start_dt + k * interval '1 week',
+               s.end_dt + k * interval '1 week', 'UTC', 40, 'published', s.published_at, 1, s.id, k
         from event_series s cross join generate_series(0, 199) k
         where s.tenant_id = '${BIG_TENANT}';
 
         create temporary table bench_contacts as
           select id, (row_number() over (order by id) - 1)::int as rn from contacts where tenant_id = '${BIG_TENANT}';
         insert into attendees (tenant_id, event_id, contact_id, org_id, status, responded_at)
-        select e.tenant_id, e.id, c.id, '${ORG}', (array['confirmed','tentative','declined','invited','checked_in'])[1 + (e.id + k) % 5], e.start_dt - interval '3 days'
+        select e.tenant_id, e.id, c.id, '${ORG}',
+               (array['confirmed','tentative','declined','invited','checked_in'])[1 + (e.id + k) % 5],
+               e.start_dt - interval '3 days'
         from events e cross join generate_series(0, 19) k
         join bench_contacts c on c.rn = (e.id * 37 + k) % (select count(*) from bench_contacts)
         where e.tenant_id = '${BIG_TENANT}' and e.series_id is not null
@@ -414,29 +440,38 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
   if (await tableExists(db, 'space_activity') && await tableExists(db, 'automation_rule_versions')) {
     await step(
       log,
-      `activity feed (${z.showcaseActivity} rows in the showcase) and one rule's history (${z.ruleExecutions} executions)`,
+      `activity feed (${z.showcaseActivity} rows in the showcase) and one rule's history ` +
+      `(${z.ruleExecutions} executions)`,
       async () => {
         await db.exec(`
         insert into space_activity (tenant_id, space_id, type, resource_id, title, message, actor_id, created_at)
-        select s.tenant_id, s.id, (array['event', 'member', 'announcement', 'contact', 'material'])[1 + g % 5], g::text, 'Item ' || g,
-               'Something happened (' || g || ')', 'u' || lpad((1 + g % 900)::text, 4, '0'), now() - g * interval '7 minutes'
+        select s.tenant_id, s.id, (array['event', 'member', 'announcement', 'contact', 'material'])[1 + g % 5],
+               g::text, 'Item ' || g, 'Something happened (' || g || ')', 'u' || lpad((1 + g % 900)::text, 4, '0'),
+               now() - g * interval '7 minutes'
         from spaces s cross join generate_series(1, ${z.showcaseActivity}) g
         where s.tenant_id = '${BIG_TENANT}' and s.public_handle = '${SHOWCASE_HANDLE}';
 
-        insert into automation_rules (tenant_id, id, org_id, name, scope, event_type, schedule, actions, creator_id, created_at, updated_at)
-        values ('${BIG_TENANT}', '${BENCH_RULE}', '${ORG}', 'Note every new event', 'GLOBAL', 'event.created', '{"event_type": "event.created"}',
-                '[{"type": "activity", "message": "new: {{title}}"}]', 'u0001', now() - interval '400 days', now() - interval '400 days');
-        insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions, actions, scope, scope_id,
-                                              created_by_kind, creator_id, creator_roles, org_id, created_at)
-        select tenant_id, id, version, name, event_type, schedule, conditions, actions, scope, scope_id, created_by_kind, creator_id, creator_roles, org_id, created_at
+        insert into automation_rules (tenant_id, id, org_id, name, scope, event_type, schedule, actions, creator_id,
+                                      created_at, updated_at)
+        values ('${BIG_TENANT}', '${BENCH_RULE}', '${ORG}', 'Note every new event', 'GLOBAL', 'event.created',
+                '{"event_type": "event.created"}', '[{"type": "activity", "message": "new: {{title}}"}]', 'u0001',
+                now() - interval '400 days', now() - interval '400 days');
+        insert into automation_rule_versions (tenant_id, rule_id, version, name, event_type, schedule, conditions,
+                                              actions, scope, scope_id, created_by_kind, creator_id, creator_roles,
+                                              org_id, created_at)
+        select tenant_id, id, version, name, event_type, schedule, conditions, actions, scope, scope_id,
+               created_by_kind, creator_id, creator_roles, org_id, created_at
         from automation_rules where tenant_id = '${BIG_TENANT}' and id = '${BENCH_RULE}';
 
-        insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type, trigger_payload, status, attempts, max_attempts,
-                                           started_at, finished_at, conditions_met, action_results, error, created_at)
+        insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type, trigger_payload,
+                                           status, attempts, max_attempts, started_at, finished_at, conditions_met,
+                                           action_results, error, created_at)
         select '${BIG_TENANT}', '${BENCH_RULE}', 1, 'outbox:' || g, 'event.created', jsonb_build_object('event_id', g),
-               (array['succeeded', 'succeeded', 'succeeded', 'failed', 'skipped'])[1 + g % 5], 1, 3, t, t + interval '40 ms', g % 5 <> 4,
+               (array['succeeded', 'succeeded', 'succeeded', 'failed', 'skipped'])[1 + g % 5], 1, 3, t,
+               t + interval '40 ms', g % 5 <> 4,
                '[]'::jsonb, case when g % 5 = 3 then 'the action failed' end, t
-        from generate_series(1, ${z.ruleExecutions}) g cross join lateral (select now() - g * interval '3 minutes' as t) x;`)
+        from generate_series(1, ${z.ruleExecutions}) g
+          cross join lateral (select now() - g * interval '3 minutes' as t) x;`)
       }
     )
   }

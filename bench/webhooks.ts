@@ -370,12 +370,15 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
         const [others] = await db.query<{ n: number }>(
           'select count(*)::int as n from webhook_subscriptions where enabled'
         )
-        if ((others?.n ?? 0) > 0) env.log(`webhooks: note: ${others?.n ?? 0} other enabled subscriptions in the database`)
+        if ((others?.n ?? 0) > 0) {
+          env.log(`webhooks: note: ${others?.n ?? 0} other enabled subscriptions in the database`)
+        }
         service = await startService(env.databaseUrl, dataDir)
         const svc = service
         const run = Date.now().toString(36)
         const pace = RATE > 0 ? `paced at ${RATE} writes/s` : 'unpaced'
-        const load = `${writes} writes (${writes / 2} contacts created, each then patched; ${CONNECTIONS} clients, ${pace})`
+        const load =
+          `${writes} writes (${writes / 2} contacts created, each then patched; ${CONNECTIONS} clients, ${pace})`
         env.log(`${env.kind}: webhooks: service pid ${svc.pid} (WORKERS=true); warm-up of ${WARMUP_WRITES} writes`)
         await writeLoad(svc.url, members, WARMUP_WRITES, `${run}w`)
 
@@ -402,7 +405,8 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
           const left = await unseen(db)
           if (left === 0) break
           if (performance.now() - subscribedAt > 300_000) {
-            throw new Error(`webhooks: the dispatcher still had ${left} of the tenant's ${history} earlier outbox rows ` +
+            throw new Error(`webhooks: the dispatcher still had ${left} of the tenant's ${history} earlier ` +
+              'outbox rows ' +
               'to walk 300 s after the subscriptions were created')
           }
           await sleep(100)
@@ -434,7 +438,8 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
             if (performance.now() - since > timeoutMs) {
               const missing = [...expected].filter(k => !arrivedOf().has(k))
               throw new Error(`webhooks: ${got} of ${expected.size} deliveries arrived within ${s2(timeoutMs)} after ` +
-                `the last write (BENCH_WEBHOOK_TIMEOUT_S to wait longer); missing e.g. ${missing.slice(0, 3).join(', ')}; ` +
+                'the last write (BENCH_WEBHOOK_TIMEOUT_S to wait longer); ' +
+                `missing e.g. ${missing.slice(0, 3).join(', ')}; ` +
                 `delivery rows: ${await deliveryRows(db)}; receiver refused ${receiver.rejected.length}` +
                 `${receiver.rejected[0] !== undefined ? ` (${receiver.rejected[0]})` : ''}`)
             }
@@ -458,7 +463,8 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
         const unexpected = receiver.arrivals.filter(a => !expected.has(`${a.sub}|${a.event}`)).length
         const duplicates = receiver.arrivals.length - ids.size
         // the same event to the same subscription under two webhook-ids: two delivery rows for one event
-        const expectedIds = new Set(receiver.arrivals.filter(a => expected.has(`${a.sub}|${a.event}`)).map(a => a.msgId))
+        const expectedIds =
+          new Set(receiver.arrivals.filter(a => expected.has(`${a.sub}|${a.event}`)).map(a => a.msgId))
         const twice = expectedIds.size - first.size
         const delivered = [...first.values()]
         const lastAt = Math.max(...delivered.map(a => a.arrivedAt))
@@ -489,10 +495,12 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
             ...drain.run,
             ms: spanMs,
             rowsPerSecond: delivered.length / (spanMs / 1000),
-            label: `deliveries (${SUBSCRIPTIONS} subscriptions × ${writes} events, each verified with standardwebhooks), ` +
+            label: `deliveries (${SUBSCRIPTIONS} subscriptions × ${writes} events, ` +
+              'each verified with standardwebhooks), ' +
               `counted from the first write of the load to the last delivery: ${delivered.length} delivered; lag ` +
               '(arrival minus the payload timestamp, the created_at of the outbox row: when the transaction of the ' +
-              `write began) ${lagText}; from the write's answer ${answerText}; ${receiver.arrivals.length} POSTs received, ` +
+              `write began) ${lagText}; from the write's answer ${answerText}; ` +
+              `${receiver.arrivals.length} POSTs received, ` +
               `${duplicates} duplicates (a webhook-id again), ${twice} events delivered twice under two webhook-ids, ` +
               `${unexpected} unexpected, ${receiver.rejected.length} refused (not verified); in ${bursts.length} ` +
               `bursts (> 0.5 s apart), at most ${Math.max(...bursts)} per burst; delivery rows: ${rows}; ` +
@@ -504,7 +512,8 @@ export const WEBHOOK_SCENARIOS: WebhookScenario[] = [
           `${(delivered.length / (spanMs / 1000)).toFixed(1)}/s; lag ${lagText}; from the answer ${answerText}; ` +
           `${duplicates} duplicates; ${bursts.length} bursts, at most ${Math.max(...bursts)} per burst; rows: ${rows}`)
         if (receiver.rejected.length > 0) {
-          throw new Error(`webhooks: ${receiver.rejected.length} deliveries did not verify: ${receiver.rejected[0] ?? ''}`)
+          throw new Error(
+            `webhooks: ${receiver.rejected.length} deliveries did not verify: ${receiver.rejected[0] ?? ''}`)
         }
         kept = false
         return runs

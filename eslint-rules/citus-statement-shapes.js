@@ -138,13 +138,17 @@ const methodName = (call) => call.callee.type === 'MemberExpression' && call.cal
 export default {
   meta: {
     type: 'problem',
-    docs: { description: 'Statement shapes a Citus cluster refuses (docs/architecture.md, "Statements Citus accepts")' },
+    docs: {
+      description: 'Statement shapes a Citus cluster refuses (docs/architecture.md, "Statements Citus accepts")'
+    },
     schema: [],
     messages: {
-      volatileInCase: '{{fn}} inside {{construct}}: Citus refuses a function that is not IMMUTABLE in CASE or COALESCE ' +
+      volatileInCase: '{{fn}} inside {{construct}}: Citus refuses a function that is not IMMUTABLE in CASE ' +
+        'or COALESCE ' +
         `of a write (${DOCS}). Pass the time as a parameter computed once, take it from the row (excluded.<column>), ` +
         'or move the function out of the CASE/COALESCE.',
-      volatileInConflict: '{{fn}} in ON CONFLICT … DO UPDATE SET: Citus refuses a function that is not IMMUTABLE there ' +
+      volatileInConflict: '{{fn}} in ON CONFLICT … DO UPDATE ' +
+        'SET: Citus refuses a function that is not IMMUTABLE there ' +
         `(${DOCS}). Take the value from the row (excluded.<column>) or pass it as a parameter computed once.`,
       insertSelect: 'INSERT … SELECT: Citus runs it as a COPY into the shards, which row-level security refuses ' +
         `(${DOCS}). Read the rows and write them as multi-row VALUES (src/platform/db/chunks.ts, rowChunks).`,
@@ -190,7 +194,9 @@ export default {
       },
       CallExpression (node) {
         const name = methodName(node)
-        if ((name === 'raw' && rootName(node.callee) === 'sql') || name === 'query') node.arguments.forEach(checkLiteral)
+        if ((name === 'raw' && rootName(node.callee) === 'sql') || name === 'query') {
+          node.arguments.forEach(checkLiteral)
+        }
         if (name === 'expression' && chainMethods(node).includes('insertInto')) {
           context.report({ node: node.callee.property, messageId: 'insertSelect' })
         }

@@ -37,7 +37,8 @@ export async function build (outdir = path.join(ROOT, 'dist')) {
     external: EXTERNAL,
     // CommonJS libraries in an ES module bundle still call require() for Node's own modules
     banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"
+      js: "import { createRequire as __createRequire } from 'node:module'; " +
+        'const require = __createRequire(import.meta.url);'
     },
     logLevel: 'warning'
   })

@@ -23,7 +23,8 @@ function pgdataOf (dataDir: string): string {
   const dir = path.join(dataDir, 'pgdata')
   if (fs.existsSync(path.join(dir, 'postmaster.pid'))) {
     throw new Refusal(
-      `${dir} is open (postmaster.pid): stop the service first. If no process uses it (the service was killed), start and stop the service once, which closes the database cleanly`
+      `${dir} is open (postmaster.pid): stop the service first. If no process uses it (the service was killed), ` +
+      'start and stop the service once, which closes the database cleanly'
     )
   }
   return dir
@@ -49,7 +50,8 @@ async function backup (dataDir: string, file: string): Promise<string> {
     const partial = `${file}.partial`
     fs.writeFileSync(partial, Buffer.from(await tarball.arrayBuffer()))
     fs.renameSync(partial, file)
-    return `backed up ${dir} (${migrations.count} migrations, the last ${migrations.last}) to ${file} (${fs.statSync(file).size} bytes)`
+    return `backed up ${dir} (${migrations.count} migrations, the last ${migrations.last}) to ${file} ` +
+      `(${fs.statSync(file).size} bytes)`
   } finally {
     await db.close()
   }
@@ -83,7 +85,8 @@ async function restore (dataDir: string, file: string): Promise<string> {
     fs.renameSync(dir, kept)
   }
   fs.renameSync(incoming, dir)
-  return `restored ${file} (${migrations.count} migrations, the last ${migrations.last}) into ${dir}${kept !== '' ? `; the database it replaced is in ${kept}` : ''}`
+  return `restored ${file} (${migrations.count} migrations, the last ${migrations.last}) ` +
+    `into ${dir}${kept !== '' ? `; the database it replaced is in ${kept}` : ''}`
 }
 
 const [command, file] = process.argv.slice(2)
@@ -94,7 +97,8 @@ try {
   const config = loadConfig(process.env)
   if (config.databaseUrl !== undefined) {
     throw new Refusal(
-      `DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/deployment.md, "Backups"); db:${command} is for the embedded database`
+      'DATABASE_URL is set: back up PostgreSQL with pg_dump and restore with pg_restore (docs/deployment.md, ' +
+      `"Backups"); db:${command} is for the embedded database`
     )
   }
   const target = path.resolve(file)

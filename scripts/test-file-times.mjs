@@ -15,6 +15,7 @@ export default async function * testFileTimes (source) {
   const cwd = `${process.cwd()}/`
   yield 'seconds\ttop-level tests\tfailed\tfile\n'
   for (const [file, e] of [...files].sort((a, b) => b[1].ms - a[1].ms)) {
-    yield `${(e.ms / 1000).toFixed(1)}\t${e.tests}\t${e.failed}\t${file.startsWith(cwd) ? file.slice(cwd.length) : file}\n`
+    yield `${(e.ms / 1000).toFixed(1)}\t${e.tests}\t${e.failed}\t` +
+      `${file.startsWith(cwd) ? file.slice(cwd.length) : file}\n`
   }
 }

@@ -23,7 +23,8 @@ const { values } = parseArgs({
 
 if (values.sub === undefined || values.tenant === undefined) {
   process.stderr.write(
-    'usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e] [--org o] [--ttl seconds]\n'
+    'usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e] [--org o] ' +
+    '[--ttl seconds]\n'
   )
   process.exit(2)
 }
@@ -53,6 +54,7 @@ const token = await signDevToken(keys, {
   ...(values.org !== undefined ? { orgId: values.org } : {})
 })
 process.stderr.write(
-  `signed with the dev key ${keys.kid} in ${devKeyFile(config.dataDir)} (issuer ${DEV_ISSUER}; a server trusts it when started with this DATA_DIR and no OIDC_ISSUER)\n`
+  `signed with the dev key ${keys.kid} in ${devKeyFile(config.dataDir)} (issuer ${DEV_ISSUER}; ` +
+  'a server trusts it when started with this DATA_DIR and no OIDC_ISSUER)\n'
 )
 process.stdout.write(`${token}\n`)

@@ -244,7 +244,8 @@ function trustProxy (env: Env): boolean | number | readonly string[] {
     if (family === 0 || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
       throw new ConfigError(
         'TRUST_PROXY',
-        `must be true, false, a hop count, or proxy addresses and CIDR ranges (or ${PROXY_NAMES.join(', ')}), got "${e}"`
+        'must be true, false, a hop count, or proxy addresses and CIDR ranges ' +
+        `(or ${PROXY_NAMES.join(', ')}), got "${e}"`
       )
     }
   }

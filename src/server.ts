@@ -55,7 +55,8 @@ try {
   // the schemas not compiled yet, while the first requests are already served
   compilePending().catch((err: unknown) => { app.log.error({ err }, 'a route schema does not compile') })
   app.log.info(
-    `collaboration service listening on ${address} (database: ${config.databaseUrl === undefined ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL'})`
+    `collaboration service listening on ${address} (database: ` +
+    `${config.databaseUrl === undefined ? `embedded PGlite in ${config.dataDir}` : 'PostgreSQL'})`
   )
 } catch (err) {
   app.log.error({ err }, 'could not start')

@@ -55,12 +55,14 @@ void describe(
         await admin.query<Table>(`
       select p.logicalrelid::regclass::text as name,
              (select a.attname from pg_attribute a
-               where a.attrelid = p.logicalrelid and a.attnum > 0 and not a.attisdropped and a.attgenerated = '' and a.attidentity = ''
+               where a.attrelid = p.logicalrelid and a.attnum > 0 and not a.attisdropped and a.attgenerated = ''
+                 and a.attidentity = ''
                  and a.attname <> 'tenant_id'
                  and not exists (select from pg_index i where i.indrelid = p.logicalrelid and a.attnum = any(i.indkey))
                order by a.attnum limit 1) as column,
              (select string_agg(quote_ident(a.attname), ', ' order by a.attnum) from pg_attribute a
-               where a.attrelid = p.logicalrelid and a.attnum > 0 and not a.attisdropped and a.attgenerated = '') as columns
+               where a.attrelid = p.logicalrelid and a.attnum > 0 and not a.attisdropped
+                 and a.attgenerated = '') as columns
       from pg_dist_partition p where p.partmethod = 'h' order by 1`)
       ).rows
       a = await newWorld(t, 'citus-a')
@@ -91,7 +93,8 @@ void describe(
       await admin?.end()
     })
 
-    it('runs on a distributed database: every tenant table distributed by tenant_id on two active workers', async () => {
+    it('runs on a distributed database: every tenant table distributed by tenant_id on two ' +
+      'active workers', async () => {
       const workers = await admin.query<{ n: string }>(
         "select count(*) as n from pg_dist_node where noderole = 'primary' and isactive and groupid <> 0"
       )
@@ -158,7 +161,8 @@ void describe(
       // a row written under B's scope with A's tenant id (routed to A's shard) is refused by the policy's check
       await assert.rejects(
         withTenant(t.ctx.db, { tenantId: b.tenantId }, async trx => {
-          await sql`insert into contacts (tenant_id, owner_id, first_name) values (${a.tenantId}, 'intruder', 'planted')`.execute(
+          await sql`insert into contacts (tenant_id, owner_id, first_name)
+            values (${a.tenantId}, 'intruder', 'planted')`.execute(
             trx
           )
         }),
@@ -177,10 +181,12 @@ void describe(
       assert.ok(contacts.json<{ total: number }>().total >= 1)
     })
 
-    it("forces row-level security on every shard, and B's scope on a worker sees none of the rows its shards hold", async () => {
+    it("forces row-level security on every shard, and B's scope on a worker sees none of the rows " +
+      'its shards hold', async () => {
       for (const table of tables) {
         const r = await admin.query<{ result: string; success: boolean }>(
-          "select result, success from run_command_on_shards($1, $$select relrowsecurity and relforcerowsecurity from pg_class where oid = '%s'::regclass$$)",
+          'select result, success from run_command_on_shards($1, $$select relrowsecurity and relforcerowsecurity ' +
+          "from pg_class where oid = '%s'::regclass$$)",
           [table.name]
         )
         assert.ok(r.rows.length > 0)

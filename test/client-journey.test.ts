@@ -41,7 +41,8 @@ function failed (result: { error?: ErrorModel, response: Response }, status: num
 }
 
 for (const kind of databases()) {
-  void describe(`${kind}: a journey with the generated client, every answer checked against the served document`, () => {
+  void describe(`${kind}: a journey with the generated client, ` +
+    'every answer checked against the served document', () => {
     const t = useTestApp(kind)
     let baseUrl: string
     let validator: OpenApiValidator

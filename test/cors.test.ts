@@ -24,7 +24,8 @@ const preflight = (origin: string, url = '/api/v1/contacts') => ({
 void describe('CORS off (CORS_ORIGINS unset)', () => {
   const t = useTestApp('pglite')
 
-  void it('answers a preflight 405 ErrorModel with Allow (404 on an unknown path), no CORS headers, no 401', async () => {
+  void it('answers a preflight 405 ErrorModel with Allow (404 on an unknown path), ' +
+    'no CORS headers, no 401', async () => {
     const res = await t.app.inject(preflight(APP))
     assert.equal(res.statusCode, 405)
     assert.deepEqual(problemIssues(res), [])
@@ -41,7 +42,8 @@ void describe('CORS off (CORS_ORIGINS unset)', () => {
 void describe('CORS on (CORS_ORIGINS=https://app.example.org)', () => {
   const t = useTestApp('pglite', { env: { CORS_ORIGINS: APP } })
 
-  void it("answers a listed origin's preflight 204 without a token, allowing the API's methods and headers", async () => {
+  void it("answers a listed origin's preflight 204 without a token, " +
+    "allowing the API's methods and headers", async () => {
     const res = await t.app.inject(preflight(APP))
     assert.equal(res.statusCode, 204)
     assert.equal(res.headers['access-control-allow-origin'], APP)

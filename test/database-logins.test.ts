@@ -89,7 +89,8 @@ void describe(
       for (const d of dirs) fs.rmSync(d, { recursive: true, force: true })
     })
 
-    void it('refuses to start, naming DATABASE_WORKER_URL, when the worker login cannot pass row-level security', async () => {
+    void it('refuses to start, naming DATABASE_WORKER_URL, when the worker login cannot pass ' +
+      'row-level security', async () => {
       const config = configWith({ DATABASE_APP_URL: urlAs(roles.app), DATABASE_WORKER_URL: urlAs(roles.weak) })
       await assert.rejects(
         buildApp(config, { logger: false }),
@@ -101,7 +102,8 @@ void describe(
       )
     })
 
-    void it('refuses to start, naming DATABASE_URL, when that login has no BYPASSRLS and no worker login is given', async () => {
+    void it('refuses to start, naming DATABASE_URL, when that login has no BYPASSRLS and no worker ' +
+      'login is given', async () => {
       const config = configWith({ DATABASE_URL: urlAs(roles.weak) })
       await assert.rejects(
         buildApp(config, { logger: false }),
@@ -142,7 +144,8 @@ void describe(
       'a worker login of its own (DATABASE_WORKER_URL)',
       "DATABASE_URL's login (no DATABASE_WORKER_URL)"
     ] as const) {
-      void it(`with an RLS-bound request login, delivers a tenant's notification and finds a public page as ${setup}`, async () => {
+      void it('with an RLS-bound request login, delivers a tenant\'s notification and finds a public ' +
+        `page as ${setup}`, async () => {
         const config = configWith({
           DATABASE_APP_URL: urlAs(roles.app),
           ...(setup.startsWith('a worker') ? { DATABASE_WORKER_URL: urlAs(roles.worker) } : {})

@@ -26,7 +26,9 @@ const adminUrl = process.env.TEST_DATABASE_URL ?? ''
 const redisUrl = process.env.TEST_REDIS_URL ?? ''
 const skip =
   adminUrl === '' || redisUrl === ''
-    ? `needs TEST_DATABASE_URL and TEST_REDIS_URL (set: ${[adminUrl !== '' ? 'TEST_DATABASE_URL' : '', redisUrl !== '' ? 'TEST_REDIS_URL' : ''].filter(Boolean).join(', ') || 'neither'})`
+    ? 'needs TEST_DATABASE_URL and TEST_REDIS_URL (set: ' +
+      `${[adminUrl !== '' ? 'TEST_DATABASE_URL' : '', redisUrl !== '' ? 'TEST_REDIS_URL' : ''].filter(Boolean)
+        .join(', ') || 'neither'})`
     : false
 if (skip !== false) console.log(`deployment test skipped: it ${skip}`)
 
@@ -179,7 +181,8 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
   })
 
   const tokenFor = async (sub: string, tenant: string): Promise<Record<string, string>> => ({
-    authorization: `Bearer ${await signDevToken(await loadOrCreateDevKeys(dataDir), { sub, tenant, roles: ['member'] })}`
+    authorization:
+      `Bearer ${await signDevToken(await loadOrCreateDevKeys(dataDir), { sub, tenant, roles: ['member'] })}`
   })
   const call = async (
     i: ServerProcess | undefined,
@@ -228,7 +231,8 @@ void describe('pg + redis: docs/deployment.md followed with two instances', { sk
     )
   })
 
-  void it("shares Idempotency-Key answers: a repeat sent to B replays A's answer, and the contact is created once", async () => {
+  void it("shares Idempotency-Key answers: a repeat sent to B replays A's answer, " +
+    'and the contact is created once', async () => {
     const tenant = `tenant-idem-${suffix}`
     const auth = { ...(await tokenFor('writer', tenant)), 'idempotency-key': `key-${suffix}` }
     const body = { first_name: 'Ada', email: `ada-${suffix}@example.test` }

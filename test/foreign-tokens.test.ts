@@ -49,7 +49,9 @@ function invitation (kind: 'events' | 'spaces', permissions: string[]): Kind {
       const [mail] = await queuedNotifications(t, tenant.id)
       return {
         token: (invite.invite_token ?? (mail?.payload as Json).invite_token) as string,
-        use: async token => await t.as(dana, { method: 'POST', url: `/api/v1/${kind}/managers/accept`, payload: { token } })
+        use: async token => await t.as(dana, {
+          method: 'POST', url: `/api/v1/${kind}/managers/accept`, payload: { token }
+        })
       }
     }
   }
@@ -65,7 +67,9 @@ const KINDS: Record<string, Kind> = {
       const first = (await expectStatus(t, alice, 'GET', '/api/v1/events?sync=true&size=100', 200)).json()
       return {
         token: first.sync_token as string,
-        use: async token => await t.as(alice, { method: 'GET', url: `/api/v1/events?sync_token=${encodeURIComponent(token)}` })
+        use: async token => await t.as(alice, {
+          method: 'GET', url: `/api/v1/events?sync_token=${encodeURIComponent(token)}`
+        })
       }
     }
   },
@@ -81,7 +85,9 @@ const KINDS: Record<string, Kind> = {
       return {
         token: feed.token as string,
         foreign: gone.token as string,
-        use: async token => await t.app.inject({ method: 'GET', url: `/api/v1/me/calendar.ics?token=${encodeURIComponent(token)}` })
+        use: async token => await t.app.inject({
+          method: 'GET', url: `/api/v1/me/calendar.ics?token=${encodeURIComponent(token)}`
+        })
       }
     }
   },
@@ -112,15 +118,18 @@ for (const kind of databases()) {
   void describe(`${kind}: forged, tampered and foreign tokens of every kind`, () => {
     const t = useTestApp(kind)
     for (const [name, k] of Object.entries(KINDS)) {
-      void it(`${name}: a forged, a tampered and another tenant's token answer ${k.status} naming ${k.location}; the real one still works`, async () => {
+      void it(`${name}: a forged, a tampered and another tenant's token answer ${k.status} naming ${k.location}; ` +
+        'the real one still works', async () => {
         const mine = await k.make(t)
         const theirs = await k.make(t)
-        const tries: Array<[string, string]> = [['forged', forged()], ['tampered', tampered(mine.token)], ['foreign', mine.foreign ?? theirs.token]]
+        const tries: Array<[string, string]> = [['forged', forged()], ['tampered', tampered(mine.token)],
+          ['foreign', mine.foreign ?? theirs.token]]
         for (const [what, token] of tries) {
           const res = await mine.use(token)
           assert.equal(res.statusCode, k.status, `${what}: ${res.body}`)
           const problem = JSON.parse(res.body) as Json
-          assert.ok((problem.errors as Json[] | undefined)?.some(e => e.location === k.location), `${what}: ${res.body}`)
+          assert.ok((problem.errors as Json[] | undefined)?.some(e => e.location === k.location),
+            `${what}: ${res.body}`)
           assert.ok(!res.body.includes(token), `${what}: the answer repeats the token`)
         }
         // nothing changed: the real tokens still answer whom they were made for

@@ -219,7 +219,8 @@ for (const kind of databases()) {
             const cause =
               details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
             assert.fail(
-              `${route.name}: property failed (seed ${details.seed}, path ${String(details.counterexamplePath)}; replay with FUZZ_SEED=${SEED})\n${cause.slice(0, 1_500)}\nrequest: ${shown}`
+              `${route.name}: property failed (seed ${details.seed}, path ${String(details.counterexamplePath)}; ` +
+              `replay with FUZZ_SEED=${SEED})\n${cause.slice(0, 1_500)}\nrequest: ${shown}`
             )
           }
         })

@@ -88,7 +88,8 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it("refuses every string over its maxLength and every array over its maxItems with the field's location, and accepts them at the bound", async () => {
+    void it("refuses every string over its maxLength and every array over its maxItems with the field's location, " +
+      'and accepts them at the bound', async () => {
       const failures: string[] = []
       let checked = 0
       for (const r of routes.filter(x => isJsonBody(x) && !isGlobal(x))) {
@@ -136,7 +137,8 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it("refuses query values outside their bounds (page sizes, limits, lengths) with the field's location", async () => {
+    void it('refuses query values outside their bounds (page sizes, limits, lengths) ' +
+      "with the field's location", async () => {
       const failures: string[] = []
       let checked = 0
       for (const r of routes.filter(x => !isGlobal(x))) {
@@ -207,7 +209,8 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it('answers a lone UTF-16 surrogate in any free-form JSON object with a located 400 or accepts it, never a 400 without location', async () => {
+    void it('answers a lone UTF-16 surrogate in any free-form JSON object with a located 400 or accepts it, ' +
+      'never a 400 without location', async () => {
       const failures: string[] = []
       for await (const { r, base, name } of freeFormObjects()) {
         const payload = JSON.stringify({ ...base, [name]: { k: 'PLACEHOLDER' } }).replace('"PLACEHOLDER"', '"\\ud800"')
@@ -242,7 +245,8 @@ for (const kind of databases()) {
       assert.deepEqual(problemIssues(res), [])
     })
 
-    void it('answers a path parameter over 500 characters, and a broken percent-encoding, with an ErrorModel', async () => {
+    void it('answers a path parameter over 500 characters, and a broken percent-encoding, ' +
+      'with an ErrorModel', async () => {
       for (const url of [`/api/v1/contacts/${'a'.repeat(501)}`, '/api/v1/contacts/%E0%A4%A']) {
         const res = await asAdmin({ method: 'GET', url })
         assert.ok(res.statusCode >= 400 && res.statusCode < 500, `${url.slice(0, 40)}: ${res.statusCode}`)

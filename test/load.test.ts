@@ -48,8 +48,10 @@ async function listen (t: TestApp): Promise<string> {
 }
 
 const figures = (r: AcResult): string =>
-  `${r.requests.total} requests in ${r.duration} s (${Math.round(r.requests.average)} req/s), latency p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms max ${r.latency.max} ms, ` +
-  `${Math.round(r.throughput.average / 1024)} KiB/s, errors ${r.errors}, timeouts ${r.timeouts}, non-2xx ${r.non2xx}, statuses ${Object.entries(
+  `${r.requests.total} requests in ${r.duration} s (${Math.round(r.requests.average)} req/s), ` +
+  `latency p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms max ${r.latency.max} ms, ` +
+  `${Math.round(r.throughput.average / 1024)} KiB/s, errors ${r.errors}, timeouts ${r.timeouts}, ` +
+  `non-2xx ${r.non2xx}, statuses ${Object.entries(
     r.statusCodeStats
   )
     .map(([s, v]) => `${s}×${v.count}`)

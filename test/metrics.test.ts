@@ -101,7 +101,8 @@ for (const kind of databases()) {
       }
     })
 
-    it('counts requests by route template and status, refusals, deliveries and backlog, with no id or URL as a label', async () => {
+    it('counts requests by route template and status, refusals, deliveries and backlog, ' +
+      'with no id or URL as a label', async () => {
       const tenant = `tenant-${MARK}-${crypto.randomUUID()}`
       const user = `user-${MARK}-${crypto.randomUUID()}`
       const token = await t.token({ sub: user, tenant, roles: ['admin'], email: `${user}@example.test` })

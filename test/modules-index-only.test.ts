@@ -25,12 +25,27 @@ void describe('modules/index-only', () => {
   void it('accepts imports of another module through its index, within a module, and from tests and fixtures', () => {
     tester.run('modules/index-only', rule, {
       valid: [
-        { filename: at('src/modules/attendees/attendees.routes.ts'), code: "import { lockEventForWrite } from '../events/index.ts'" },
-        { filename: at('src/modules/attendees/attendees.routes.ts'), code: "import { BULK_MAX } from './attendees.schemas.ts'" },
-        { filename: at('src/modules/attendees/attendees.test.ts'), code: "import { insertSpace } from '../events/events.fixtures.ts'" },
-        { filename: at('src/modules/series/series.fixtures.ts'), code: "import { createEvent } from '../events/events.fixtures.ts'" },
+        {
+          filename: at('src/modules/attendees/attendees.routes.ts'),
+          code: "import { lockEventForWrite } from '../events/index.ts'"
+        },
+        {
+          filename: at('src/modules/attendees/attendees.routes.ts'),
+          code: "import { BULK_MAX } from './attendees.schemas.ts'"
+        },
+        {
+          filename: at('src/modules/attendees/attendees.test.ts'),
+          code: "import { insertSpace } from '../events/events.fixtures.ts'"
+        },
+        {
+          filename: at('src/modules/series/series.fixtures.ts'),
+          code: "import { createEvent } from '../events/events.fixtures.ts'"
+        },
         { filename: at('src/app.ts'), code: "import { attendeesModule } from './modules/attendees/index.ts'" },
-        { filename: at('src/platform/db/database.ts'), code: "import type { EventsTables } from '../../modules/events/events.table.ts'" },
+        {
+          filename: at('src/platform/db/database.ts'),
+          code: "import type { EventsTables } from '../../modules/events/events.table.ts'"
+        },
         { filename: at('src/platform/http/errors.ts'), code: "import { x } from './schema.ts'" }
       ],
       invalid: []

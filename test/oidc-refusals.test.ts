@@ -158,7 +158,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
   const me = async (a: FastifyInstance, tok: string) =>
     await a.inject({ method: 'GET', url: '/api/v1/auth/me', headers: { authorization: `Bearer ${tok}` } })
 
-  void it('logs why a token is refused (audience, issuer, unknown kid, expiry) at info, a repeat at debug, never the token; the 401 stays as before', async () => {
+  void it('logs why a token is refused (audience, issuer, unknown kid, expiry) at info, a repeat at debug, ' +
+    'never the token; the 401 stays as before', async () => {
     const a = await app(true)
     assert.equal((await me(a, await token(k1))).statusCode, 200, 'the provider works')
     const cases: Array<[string, string, Record<string, unknown>]> = [
@@ -212,7 +213,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
     assert.ok(String(line.refusal?.token?.aud).length < 200, 'bounded')
   })
 
-  void it('answers 503 + Retry-After while the provider is away, with the keys it gave before still working; /ready names it', async () => {
+  void it('answers 503 + Retry-After while the provider is away, with the keys it gave before still working; ' +
+    '/ready names it', async () => {
     const a = apps[0] as FastifyInstance
     mock.timers.enable({ apis: ['Date'], now: Date.now() })
     try {
@@ -295,7 +297,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       assert.equal(ready.statusCode, 503)
       assert.match(
         ready.json<{ detail: string }>().detail,
-        /^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): OIDC discovery at http:\/\/127\.0\.0\.1:\d+\/\.well-known\/openid-configuration: /
+        new RegExp(String.raw`^identity provider unreachable \(http:\/\/127\.0\.0\.1:\d+\): OIDC discovery at ` +
+          String.raw`http:\/\/127\.0\.0\.1:\d+\/\.well-known\/openid-configuration: `)
       )
       assert.equal((await a.inject({ method: 'GET', url: '/health' })).statusCode, 200, 'alive all the same')
 
@@ -309,7 +312,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
     }
   })
 
-  void it('stops the start when discovery names another issuer than OIDC_ISSUER (a trailing slash), naming both', async () => {
+  void it('stops the start when discovery names another issuer than OIDC_ISSUER ' +
+    '(a trailing slash), naming both', async () => {
     provider.issuerSuffix = '/'
     try {
       await assert.rejects(createTokenVerifier(configFor(provider)), (err: unknown) => {
@@ -327,7 +331,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
     }
   })
 
-  void it('says misconfigured on /ready and answers 503 when the issuer differs only once the provider answers after the start', async () => {
+  void it('says misconfigured on /ready and answers 503 when the issuer differs only once the provider answers ' +
+    'after the start', async () => {
     provider.down = true
     const a = await app()
     mock.timers.enable({ apis: ['Date'], now: Date.now() })
@@ -339,7 +344,8 @@ void describe('pglite: authentication refusals explained, an unreachable identit
       assert.equal(ready.statusCode, 503)
       assert.match(
         ready.json<{ detail: string }>().detail,
-        /^identity provider misconfigured \(.*\): OIDC_ISSUER is ".*" but the provider's discovery document .* names ".*\/"/
+        new RegExp(String.raw`^identity provider misconfigured \(.*\): OIDC_ISSUER is ".*" ` +
+          String.raw`but the provider's discovery document .* names ".*\/"`)
       )
       assert.equal((await me(a, await token(k1, { sub: 'user-mis' }))).statusCode, 503)
     } finally {

@@ -62,7 +62,8 @@ void describe('the served OpenAPI document', () => {
     doc = res.json<Json>()
   })
 
-  void it(`is under ${MAX_DOCUMENT_BYTES} bytes, every error a $ref to a shared problem+json response, every $ref resolvable`, () => {
+  void it(`is under ${MAX_DOCUMENT_BYTES} bytes, every error a $ref to a shared problem+json response, ` +
+    'every $ref resolvable', () => {
     assert.ok(size < MAX_DOCUMENT_BYTES, `${size} bytes`)
     for (const { path, method, op } of operations(doc)) {
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
@@ -121,7 +122,8 @@ void describe('the served OpenAPI document', () => {
     assert.deepEqual(security('/api/v1/contacts', 'post'), [{ bearerAuth: [] }])
   })
 
-  void it('declares Idempotency-Key on every POST that takes a token, RateLimit-* on every success, Retry-After on 429 and 503', () => {
+  void it('declares Idempotency-Key on every POST that takes a token, RateLimit-* on every success, ' +
+    'Retry-After on 429 and 503', () => {
     for (const { path, method, op } of operations(doc)) {
       const params = refs(op.parameters)
       const authenticated = (op.security as unknown[]).length > 0
@@ -178,7 +180,8 @@ async function coverUpload (): Promise<{ payload: Buffer, type: string }> {
   const boundary = 'openapi-test-boundary'
   const payload = Buffer.concat([
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.png"\r\nContent-Type: image/png\r\n\r\n`
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="c.png"\r\n` +
+      'Content-Type: image/png\r\n\r\n'
     ),
     png,
     Buffer.from(`\r\n--${boundary}--\r\n`)
@@ -267,7 +270,8 @@ for (const kind of databases()) {
         if (documents(route, 'If-Match')) documented++
         if ((res.statusCode === 412) !== documents(route, 'If-Match')) {
           wrong.push(
-            `${route.name} (${route.operationId}): ${res.statusCode}, If-Match ${documents(route, 'If-Match') ? '' : 'not '}documented`
+            `${route.name} (${route.operationId}): ${res.statusCode}, ` +
+            `If-Match ${documents(route, 'If-Match') ? '' : 'not '}documented`
           )
         }
       }

@@ -39,7 +39,9 @@ void describe('the public space page in headless Chromium', { skip, timeout: 60_
   let spaceId: number
 
   before(async () => {
-    const { alice, s } = await alicePublishedSpace(t, { title: 'Open <Garden>', description: 'All welcome', visibility: 40 })
+    const { alice, s } = await alicePublishedSpace(t, {
+      title: 'Open <Garden>', description: 'All welcome', visibility: 40
+    })
     spaceId = s.id as number
     for (const [title, start, cancelled] of [
       ['Seed swap', '2099-04-01T08:00:00Z', false],
@@ -50,7 +52,9 @@ void describe('the public space page in headless Chromium', { skip, timeout: 60_
       })).json().id as number
       await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/publish`, 204)
       await expectStatus(t, alice, 'POST', `/api/v1/spaces/${spaceId}/events`, 201, { event_id: id })
-      if (cancelled) await t.ctx.db.updateTable('events').set({ cancelled_at: new Date() }).where('id', '=', id).execute()
+      if (cancelled) {
+        await t.ctx.db.updateTable('events').set({ cancelled_at: new Date() }).where('id', '=', id).execute()
+      }
     }
     await t.app.listen({ host: '127.0.0.1', port: 0 })
     const { port } = t.app.server.address() as AddressInfo

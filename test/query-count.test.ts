@@ -124,7 +124,8 @@ for (const kind of databases()) {
       assert.equal(counter.count - mid, small)
     })
 
-    it('bulk add of attendees: as many statements for 25 contacts as for 5 (one insert of attendees, one of their domain events)', async () => {
+    it('bulk add of attendees: as many statements for 25 contacts as for 5 (one insert of attendees, ' +
+      'one of their domain events)', async () => {
       /** Statements of a bulk add of `n` contacts to a new event (the fewest of two tries). */
       async function statementsOfBulkAdd (n: number): Promise<number> {
         let fewest = Infinity
@@ -154,7 +155,8 @@ for (const kind of databases()) {
       assert.equal(large, small, `${small} statements for 5 contacts, ${large} for 25`)
     })
 
-    it('series: as many statements to create 60 occurrences as 6, and to regenerate them on a rule change', async () => {
+    it('series: as many statements to create 60 occurrences as 6, ' +
+      'and to regenerate them on a rule change', async () => {
       /**
        * Statements of creating a weekly Mon/Wed series of `n` and of changing its days to Tue/Thu/Fri (the fewest of
        * two tries).
@@ -199,7 +201,8 @@ for (const kind of databases()) {
     })
 
     it(
-      "a single-row read on PostgreSQL: BEGIN, the scope's SET LOCALs, the query and COMMIT (all but COMMIT leave in one write: src/platform/db/pipeline.ts)",
+      "a single-row read on PostgreSQL: BEGIN, the scope's SET LOCALs, the query and COMMIT " +
+      '(all but COMMIT leave in one write: src/platform/db/pipeline.ts)',
       { skip: kind === 'pglite' },
       async () => {
         const contact = (await t.as(token, { method: 'GET', url: '/api/v1/contacts?size=1' })).json().items[0]

@@ -48,7 +48,8 @@ for (const kind of databases()) {
     }
     const reqIdOf = (instance: string): string => instance.split('#')[1] ?? ''
 
-    it("a 500: the handler's line, the error handler's and the completion line carry reqId, tenant and route", async () => {
+    it("a 500: the handler's line, the error handler's and the completion line carry reqId, " +
+      'tenant and route', async () => {
       const res = await t.app.inject({
         method: 'GET',
         url: '/api/v1/test-log-failure/42',

@@ -41,7 +41,8 @@ const redisUrl = process.env.TEST_REDIS_URL ?? ''
 const missing = [citus === undefined ? 'TEST_CITUS_URL' : '', redisUrl === '' ? 'TEST_REDIS_URL' : ''].filter(Boolean)
 const skip =
   missing.length > 0
-    ? `needs TEST_CITUS_URL and TEST_REDIS_URL (unset: ${missing.join(', ')}; npm test sets TEST_CITUS_URL when the citus extension is installed)`
+    ? `needs TEST_CITUS_URL and TEST_REDIS_URL (unset: ${missing.join(', ')}; npm test sets TEST_CITUS_URL when the ` +
+      'citus extension is installed)'
     : false
 if (skip !== false) console.log(`scale-out test skipped: it ${skip}`)
 
@@ -149,11 +150,14 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
       )
     ).id as number
 
-  void it('starts two instances on the coordinator: WORKERS=true, one Redis, the S3 store, the SMTP server', async () => {
+  void it('starts two instances on the coordinator: WORKERS=true, one Redis, the S3 store, ' +
+    'the SMTP server', async () => {
     assert.ok(s3 !== undefined && smtp !== undefined && superDb !== undefined)
     // the database is really distributed: a tenant table is hash-distributed, and the workers hold its shards
     const layout = await superDb.query<{ method: string; workers: number }>(
-      "select p.partmethod as method, (select count(distinct nodename || ':' || nodeport)::int from pg_dist_shard_placement sp join pg_dist_shard s using (shardid) where s.logicalrelid = p.logicalrelid) as workers from pg_dist_partition p where p.logicalrelid = 'contacts'::regclass"
+      "select p.partmethod as method, (select count(distinct nodename || ':' || nodeport)::int " +
+      'from pg_dist_shard_placement sp join pg_dist_shard s using (shardid) where s.logicalrelid = p.logicalrelid) ' +
+      "as workers from pg_dist_partition p where p.logicalrelid = 'contacts'::regclass"
     )
     assert.deepEqual(layout.rows, [{ method: 'h', workers: citus?.workerUrls.length }])
     const env: NodeJS.ProcessEnv = {
@@ -198,7 +202,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     }
   })
 
-  void it('(1) shares one rate-limit bucket per caller: requests alternated between A and B drain it once', async () => {
+  void it('(1) shares one rate-limit bucket per caller: requests alternated between A and B ' +
+    'drain it once', async () => {
     const token = await tokenFor('limited', `tenant-rl-${suffix}`)
     const started = Date.now()
     const answers: Array<{ instance: string; status: number }> = []
@@ -239,7 +244,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     assert.ok(again.includes(429), `after the run: ${again.join(', ')}`)
   })
 
-  void it("(2) shares Idempotency-Key answers: a repeat sent to B replays A's answer, and the contact exists once", async () => {
+  void it("(2) shares Idempotency-Key answers: a repeat sent to B replays A's answer, " +
+    'and the contact exists once', async () => {
     const tenant = `tenant-idem-${suffix}`
     const token = await tokenFor('writer', tenant)
     const key = { 'idempotency-key': `key-${suffix}` }
@@ -297,7 +303,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
       rows =
         (
           await superDb?.query<Row>(
-            'select id, status, attempts from automation_executions where tenant_id = $1 and rule_id = $2 order by created_at',
+            'select id, status, attempts from automation_executions where tenant_id = $1 and rule_id = $2 ' +
+            'order by created_at',
             [tenant, ruleId]
           )
         )?.rows ?? []
@@ -327,7 +334,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
 
   let inviteMailAddress = ''
 
-  void it('(4) an event manager invite created through A is mailed, seen and accepted through B by the invitee, and read back through A', async () => {
+  void it('(4) an event manager invite created through A is mailed, seen and accepted through B by the invitee, ' +
+    'and read back through A', async () => {
     const tenant = `tenant-inv-${suffix}`
     const alice = await tokenFor('alice', tenant)
     const kim = await tokenFor('kim', tenant)
@@ -397,7 +405,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     await expectJson(await accept(A()), 409, 'a second accept through A')
   })
 
-  void it('(5) a cover uploaded through A is stored in the S3 bucket and served by B: same bytes, same ETag', async () => {
+  void it('(5) a cover uploaded through A is stored in the S3 bucket and served by B: ' +
+    'same bytes, same ETag', async () => {
     assert.ok(s3 !== undefined)
     const tenant = `tenant-cover-${suffix}`
     const carol = await tokenFor('carol', tenant)
@@ -463,7 +472,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     assert.deepEqual(eventBody.metadata.cover_image, cover)
   })
 
-  void it('(6) notifications queued through both instances are each mailed exactly once, although both run the delivery loop', async () => {
+  void it('(6) notifications queued through both instances are each mailed exactly once, ' +
+    'although both run the delivery loop', async () => {
     assert.ok(smtp !== undefined)
     const tenant = `tenant-mail-${suffix}`
     const dora = await tokenFor('dora', tenant, ['admin'])
@@ -529,7 +539,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     )
   })
 
-  void it('(7) registrations confirmed at once through both instances fill the seats exactly: the rest wait in order', async () => {
+  void it('(7) registrations confirmed at once through both instances fill the seats exactly: ' +
+    'the rest wait in order', async () => {
     const tenant = `tenant-reg-${suffix}`
     const olga = await tokenFor('olga', tenant, ['admin'])
     const eventId = await createEvent(A(), olga, `Workshop ${suffix}`)
@@ -576,7 +587,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     assert.equal(after.items.filter((r: Json) => r.status === 'confirmed').length, SEATS)
   })
 
-  void it('(8) webhooks: deliveries of writes through both instances reach the receiver once each, signed; a failed one is retried', async () => {
+  void it('(8) webhooks: deliveries of writes through both instances reach the receiver once each, signed; ' +
+    'a failed one is retried', async () => {
     const { Webhook } = await import('standardwebhooks')
     const received: Array<{ id: string, path: string, body: string, headers: Record<string, string> }> = []
     let failOnce = true
@@ -640,7 +652,8 @@ void describe('citus + redis + s3 + smtp: two API instances on a Citus cluster',
     }
   })
 
-  void it('(9) incremental sync on the cluster: a delta through B brings what was written through A since a token', async () => {
+  void it('(9) incremental sync on the cluster: a delta through B brings what was written through A ' +
+    'since a token', async () => {
     const tenant = `tenant-sync-${suffix}`
     const sam = await tokenFor('sam', tenant, ['admin'])
     const first = await expectJson(await call(A(), 'POST', '/api/v1/contacts', sam, { first_name: 'Before' }), 201,

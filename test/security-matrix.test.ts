@@ -146,7 +146,8 @@ for (const kind of databases()) {
         }
       }
       console.log(
-        `401 matrix: ${checked} requests over ${covered.filter(x => x.auth === 'required').length} routes × ${Object.keys(tokens).length} credentials`
+        `401 matrix: ${checked} requests over ${covered.filter(x => x.auth === 'required').length} routes × ` +
+        `${Object.keys(tokens).length} credentials`
       )
       assert.deepEqual(failures, [])
     })
@@ -317,7 +318,8 @@ for (const kind of databases()) {
       }
     }
 
-    void it('refuses every write on a resource a member sees but holds no right on, while he holds them on his own, and changes nothing', async () => {
+    void it('refuses every write on a resource a member sees but holds no right on, while he holds them on his own, ' +
+      'and changes nothing', async () => {
       const C = await newWorld(t, 'tenant-c', { orgId: `org-${crypto.randomUUID()}` })
       for (const r of covered) await resolve(C, r)
       await shareWithTenant(C)
@@ -347,7 +349,8 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
-    void it("changes nothing of alice's when a member points a write on his own resource at hers (links, spaces, parents, milestones)", async () => {
+    void it("changes nothing of alice's when a member points a write on his own resource at hers (links, spaces, " +
+      'parents, milestones)', async () => {
       const C = await newWorld(t, 'tenant-c', { orgId: `org-${crypto.randomUUID()}` })
       for (const r of covered) await resolve(C, r)
       await shareWithTenant(C)

@@ -65,7 +65,8 @@ for (const kind of databases()) {
           (
             await one(
               db,
-              "insert into events (tenant_id, creator_id, title, series_id) values (?, 'alice', 'Standup', ?) returning id",
+              "insert into events (tenant_id, creator_id, title, series_id) values (?, 'alice', 'Standup', ?) " +
+              'returning id',
               t,
               sid
             )
@@ -103,28 +104,32 @@ for (const kind of databases()) {
         // managers: a sound series manager, one whose series is missing (keeps its event), one of no event
         await one(
           db,
-          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'sam', 'active')",
+          'insert into event_managers (tenant_id, event_id, series_id, user_id, status) ' +
+          "values (?, ?, ?, 'sam', 'active')",
           t,
           occurrence,
           sid
         )
         await one(
           db,
-          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'olga', 'active')",
+          'insert into event_managers (tenant_id, event_id, series_id, user_id, status) ' +
+          "values (?, ?, ?, 'olga', 'active')",
           t,
           plain,
           missing
         )
         await one(
           db,
-          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, null, ?, 'nora', 'active')",
+          'insert into event_managers (tenant_id, event_id, series_id, user_id, status) ' +
+          "values (?, null, ?, 'nora', 'active')",
           t,
           missing
         )
         // another tenant naming this tenant's series: an orphan under the composite key
         await one(
           db,
-          "insert into event_managers (tenant_id, event_id, series_id, user_id, status) values (?, ?, ?, 'mallory', 'active')",
+          'insert into event_managers (tenant_id, event_id, series_id, user_id, status) ' +
+          "values (?, ?, ?, 'mallory', 'active')",
           u,
           foreign,
           sid
@@ -132,7 +137,8 @@ for (const kind of databases()) {
         // milestones
         await one(
           db,
-          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)',
+          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) ' +
+          'values (?, null, ?, ?)',
           t,
           sid,
           other
@@ -147,7 +153,8 @@ for (const kind of databases()) {
         )
         await one(
           db,
-          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) values (?, null, ?, ?)',
+          'insert into event_milestones (tenant_id, base_event_id, series_id, milestone_event_id) ' +
+          'values (?, null, ?, ?)',
           t,
           missing,
           other
@@ -232,7 +239,8 @@ for (const kind of databases()) {
           relname: string
           relforcerowsecurity: boolean
         }>`select relname, relforcerowsecurity from pg_class
-          where relname in ('event_managers', 'event_milestones', 'event_attachments', 'event_links') order by relname`.execute(
+          where relname in ('event_managers', 'event_milestones', 'event_attachments', 'event_links')
+            order by relname`.execute(
             db
           )
         assert.deepEqual(forced.rows.map(r => [r.relname, r.relforcerowsecurity]), [
@@ -304,7 +312,8 @@ for (const kind of databases()) {
   void describe(`${kind}: series operations under the series foreign keys`, () => {
     const t = useTestApp(kind)
 
-    void it('invite a series manager, share an attachment and a link, delete the series (soft): rows stay', async () => {
+    void it('invite a series manager, share an attachment and a link, delete the series ' +
+      '(soft): rows stay', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const created = await withSeries(t, alice, dailyStandup(3))

@@ -150,7 +150,8 @@ for (const kind of databases()) {
     })
 
     it('the events list of a member, first page and by cursor', async () => {
-      await read('events-list-member', 'GET /api/v1/events as a member of an organization', member, '/api/v1/events?size=2')
+      await read('events-list-member', 'GET /api/v1/events as a member of an organization', member,
+        '/api/v1/events?size=2')
       const first = (await t.as(member, { method: 'GET', url: '/api/v1/events?size=2' })).json()
       assert.ok(typeof first.next_cursor === 'string')
       const cursor = encodeURIComponent(first.next_cursor as string)
@@ -159,16 +160,19 @@ for (const kind of databases()) {
     })
 
     it('the events list of a member by start since a date, by cursor (the bench\'s deep pages)', async () => {
-      const url = '/api/v1/events?status=published&start_dt_after=2031-03-01T00:00:00Z&sort_by=start_dt&sort_dir=asc&size=2'
+      const url =
+        '/api/v1/events?status=published&start_dt_after=2031-03-01T00:00:00Z&sort_by=start_dt&sort_dir=asc&size=2'
       const first = (await t.as(member, { method: 'GET', url })).json()
       assert.ok(typeof first.next_cursor === 'string')
-      await read('events-list-member-start-cursor', 'GET /api/v1/events?start_dt_after=…&sort_by=start_dt&cursor=… as a member',
-        member, `${url}&cursor=${encodeURIComponent(first.next_cursor as string)}`)
+      await read('events-list-member-start-cursor', 'GET /api/v1/events?start_dt_after=…&sort_by=start_dt&cursor=… ' +
+        'as a member',
+      member, `${url}&cursor=${encodeURIComponent(first.next_cursor as string)}`)
     })
 
     it('the events list of a member, searched and by start', async () => {
-      await read('events-list-member-search', 'GET /api/v1/events?search=…&start_dt_after=… as a member of an organization',
-        member, '/api/v1/events?search=launch&start_dt_after=2031-03-02T00:00:00Z&size=5')
+      await read('events-list-member-search', 'GET /api/v1/events?search=…&start_dt_after=… as a member of an ' +
+        'organization',
+      member, '/api/v1/events?search=launch&start_dt_after=2031-03-02T00:00:00Z&size=5')
     })
 
     it('the events list of an administrator', async () => {
@@ -176,7 +180,8 @@ for (const kind of databases()) {
     })
 
     it('contact search and the searched contacts list', async () => {
-      await read('contacts-search', 'GET /api/v1/contacts/search?q=… as a member', member, '/api/v1/contacts/search?query=ann')
+      await read('contacts-search', 'GET /api/v1/contacts/search?q=… as a member', member,
+        '/api/v1/contacts/search?query=ann')
       await read('contacts-list-search', 'GET /api/v1/contacts?search=… as a member', member,
         '/api/v1/contacts?search=ann&size=10')
     })

@@ -73,7 +73,8 @@ void describe(
 
         const [h, b] = await Promise.all([slowHeaders, slowBody])
         console.log(
-          `timeouts: slow headers answered ${JSON.stringify(h.received.split('\r\n')[0] ?? '')}, slow body answered ${JSON.stringify(b.received.split('\r\n')[0] ?? '')}`
+          `timeouts: slow headers answered ${JSON.stringify(h.received.split('\r\n')[0] ?? '')}, ` +
+          `slow body answered ${JSON.stringify(b.received.split('\r\n')[0] ?? '')}`
         )
         for (const r of [h, b]) {
           assert.ok(r.received === '' || r.received.startsWith('HTTP/1.1 408'), r.received.slice(0, 200))

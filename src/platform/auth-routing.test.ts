@@ -115,7 +115,8 @@ for (const kind of databases()) {
       assert.ok(refused > routes.length, 'the encoded spellings reach their routes and are refused 401')
     })
 
-    void it('keeps the public routes public: health, readiness, documents, the public page and the webhook', async () => {
+    void it('keeps the public routes public: health, readiness, documents, ' +
+      'the public page and the webhook', async () => {
       for (const url of [
         '/health',
         '/ready',
@@ -210,7 +211,8 @@ void describe('rate limit of requests without a valid token', () => {
   before(async () => { b = await appWith({ RATE_LIMIT_ANON_CAPACITY: '3', RATE_LIMIT_ANON_REFILL_PER_SEC: '1' }) })
   after(async () => { await b.close() })
 
-  void it('limits the public page per client address: 429 ErrorModel with Retry-After, other addresses unaffected', async () => {
+  void it('limits the public page per client address: 429 ErrorModel with Retry-After, ' +
+    'other addresses unaffected', async () => {
     const address = randomAddress()
     const statuses: number[] = []
     let limited
@@ -289,7 +291,8 @@ void describe('TRUST_PROXY', () => {
   })
   after(async () => { await b.close() })
 
-  void it('keys the bucket by the client X-Forwarded-For names when the peer is a trusted proxy, and by the peer otherwise', async () => {
+  void it('keys the bucket by the client X-Forwarded-For names when the peer is a trusted proxy, ' +
+    'and by the peer otherwise', async () => {
     const client = randomAddress()
     const viaProxy = await statusesOf(b, 5, () => health('192.0.2.7', client))
     assert.ok(viaProxy.includes(429), viaProxy.join(','))

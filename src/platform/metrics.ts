@@ -56,7 +56,8 @@ export const transactionConflicts = counter(
 /** Notification delivery attempts by outcome (the delivery loop, src/platform/notifications/delivery.ts). */
 export const notificationDeliveries = counter(
   'notification_deliveries_total',
-  'Notification delivery attempts by outcome (sent, retry: failed and due again, failed: given up, undeliverable: no usable recipient)',
+  'Notification delivery attempts by outcome (sent, retry: failed and due again, failed: given up, undeliverable: ' +
+  'no usable recipient)',
   'outcome',
   ['sent', 'retry', 'failed', 'undeliverable']
 )
@@ -72,7 +73,8 @@ export function countNotificationDeliveries (r: DeliveryResult): void {
 /** Calls of the automation `webhook` action by outcome. */
 export const webhookDeliveries = counter(
   'automation_webhook_deliveries_total',
-  'Automation webhook calls by outcome (delivered: 2xx; failed: other status, network error or timeout; refused: destination not allowed)',
+  'Automation webhook calls by outcome (delivered: 2xx; failed: other status, network error or timeout; refused: ' +
+  'destination not allowed)',
   'outcome',
   ['delivered', 'failed', 'refused']
 )
@@ -88,7 +90,8 @@ export const automationExecutions = counter(
 /** Identity-provider webhook deliveries by outcome. */
 export const idpWebhookDeliveries = counter(
   'idp_webhook_deliveries_total',
-  'Identity-provider webhook deliveries by outcome (applied, stale, ignored, duplicate; refused: answered 4xx or 5xx, e.g. a bad signature)',
+  'Identity-provider webhook deliveries by outcome (applied, stale, ignored, duplicate; refused: ' +
+  'answered 4xx or 5xx, e.g. a bad signature)',
   'outcome',
   ['applied', 'stale', 'ignored', 'duplicate', 'refused']
 )
@@ -213,7 +216,8 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
   // eslint-disable-next-line no-new
   new client.Gauge({
     name: 'db_pool_connections',
-    help: 'Connections of each database pool (login: request, worker) by state: in use, idle, and requests waiting for one',
+    help: 'Connections of each database pool (login: request, worker) by state: in use, idle, ' +
+      'and requests waiting for one',
     labelNames: ['login', 'state'],
     registers: [registry],
     collect () {
@@ -236,7 +240,8 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
   // eslint-disable-next-line no-new
   new client.Counter({
     name: 'db_transaction_retries_total',
-    help: 'Transactions run again after a serialization failure or a deadlock (withTenant retries up to three attempts)',
+    help:
+      'Transactions run again after a serialization failure or a deadlock (withTenant retries up to three attempts)',
     registers: [registry],
     collect () {
       const now = transactionRetries.count

@@ -35,7 +35,8 @@ for (const kind of databases()) {
         .where('tenant_id', '=', tenantId).orderBy('id').execute())
     }
 
-    void it('emitMany writes one row per event in the order given, as many emits would, beyond the bind parameters of one VALUES statement', async () => {
+    void it('emitMany writes one row per event in the order given, as many emits would, ' +
+      'beyond the bind parameters of one VALUES statement', async () => {
       const tenant = newTenant(t)
       // 7 columns: a VALUES list of 10 000 rows would need 70 000 bind parameters (PostgreSQL takes 65 535)
       const n = 10_000

@@ -284,7 +284,8 @@ describe('readiness without a database', () => {
 })
 
 describe('rate limits', () => {
-  it('answers 429 with Retry-After and an ErrorModel when the bucket is empty; other callers are unaffected', async () => {
+  it('answers 429 with Retry-After and an ErrorModel when the bucket is empty; ' +
+    'other callers are unaffected', async () => {
     const db = await freshDatabase('pglite')
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-rl-'))
     const config = loadConfig({ DATA_DIR: dataDir, RATE_LIMIT_CAPACITY: '5', RATE_LIMIT_REFILL_PER_SEC: '1' })

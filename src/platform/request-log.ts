@@ -75,6 +75,8 @@ export class RequestLogController extends LogController {
     if (error !== null && error !== undefined) {
       const req = loggedRequest(request)
       reply.log.error({ req, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
-    } else reply.log.info({ req: loggedRequest(request), res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    } else {
+      reply.log.info({ req: loggedRequest(request), res: reply, responseTime: reply.elapsedTime }, 'request completed')
+    }
   }
 }

@@ -43,7 +43,9 @@ void describe('retention configuration', () => {
     assert.equal(syncWindowMs(r), DAY, 'the window is the period less a day')
     assert.equal(loadConfig({ RETENTION_CHANGES: '90d' }).syncWindowMs, 89 * DAY)
     assert.equal(loadConfig({ RETENTION_CHANGES: '48h' }).syncWindowMs, DAY)
-    const off = loadConfig({ RETENTION_WEBHOOK_DELIVERIES: 'off', RETENTION_FEED_TOKENS: 'off', RETENTION_CHANGES: 'off' })
+    const off = loadConfig({
+      RETENTION_WEBHOOK_DELIVERIES: 'off', RETENTION_FEED_TOKENS: 'off', RETENTION_CHANGES: 'off'
+    })
     assert.equal(off.retention.webhookDeliveries, null)
     assert.equal(off.retention.feedTokens, null)
     assert.equal(off.retention.changes, null)
@@ -52,7 +54,8 @@ void describe('retention configuration', () => {
 
   void it('refuses RETENTION_CHANGES under two days, naming the variable and why', () => {
     assert.throws(() => loadConfig({ RETENTION_CHANGES: '47h' }), {
-      message: 'invalid configuration: RETENTION_CHANGES must be at least 2d (the sync window is this period less a day), got "47h"'
+      message: 'invalid configuration: RETENTION_CHANGES must be at least 2d (the sync window is this period less a ' +
+        'day), got "47h"'
     })
   })
 
@@ -144,7 +147,8 @@ async function copyExecution (t: TestApp, tenantId: string, fromId: string, chan
     t.ctx.db,
     async trx =>
       await sql`insert into automation_executions
-    select (json_populate_record(e, ${JSON.stringify({ ...changes, id, trigger_key: changes.trigger_key ?? `test:${id}` })}::json)).*
+    select (json_populate_record(e,
+      ${JSON.stringify({ ...changes, id, trigger_key: changes.trigger_key ?? `test:${id}` })}::json)).*
     from automation_executions e where e.tenant_id = ${tenantId} and e.id = ${fromId}::uuid`.execute(trx)
   )
   return id
@@ -518,7 +522,8 @@ for (const kind of databases()) {
       await withSystem(
         t.ctx.db,
         async trx =>
-          await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(
+          await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)}
+            where id = ${executionId}::uuid`.execute(
             trx
           )
       )
@@ -623,7 +628,8 @@ for (const kind of databases()) {
         await withSystem(
           t.ctx.db,
           async trx =>
-            await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)} where id = ${executionId}::uuid`.execute(
+            await sql`update automation_executions set status = 'succeeded', created_at = ${ago(now, 200 * DAY)}
+              where id = ${executionId}::uuid`.execute(
               trx
             )
         )

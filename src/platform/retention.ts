@@ -225,7 +225,8 @@ async function executionsBatch (
       -- per rule of the batch: the creation time of its keep-th newest execution (null: it has fewer)
       select r.rule_id, ${
         keep > 0
-          ? sql`(select k.created_at from automation_executions k where k.tenant_id = ${tenantId} and k.rule_id = r.rule_id
+          ? sql`(select k.created_at from automation_executions k where k.tenant_id = ${tenantId}
+            and k.rule_id = r.rule_id
             order by k.created_at desc offset ${keep - 1} limit 1)`
           : sql`'infinity'::timestamptz`
       } as kept_from

@@ -18,7 +18,8 @@ export class TenantWorkError<R> extends AggregateError {
     const reason = first instanceof Error ? first.message : String(first)
     super(
       failures.map(f => f.error),
-      `${what} failed for ${failures.length === 1 ? 'tenant' : `${failures.length} tenants`} ${failures.map(f => f.tenantId).join(', ')}: ${reason}${failures.length > 1 ? ' (and more)' : ''}`
+      `${what} failed for ${failures.length === 1 ? 'tenant' : `${failures.length} tenants`} ` +
+      `${failures.map(f => f.tenantId).join(', ')}: ${reason}${failures.length > 1 ? ' (and more)' : ''}`
     )
     this.name = 'TenantWorkError'
   }

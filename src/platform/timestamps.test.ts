@@ -31,11 +31,13 @@ for (const kind of databases()) {
         '-infinity'
       ]
       const rows = await sql<{ tz: unknown; ts: unknown; d: unknown; tzs: unknown[] }>`
-        select x::timestamptz as tz, (x::timestamptz at time zone 'UTC') as ts, (x::timestamptz at time zone 'UTC')::date as d,
+        select x::timestamptz as tz, (x::timestamptz at time zone 'UTC') as ts,
+          (x::timestamptz at time zone 'UTC')::date as d,
                array[x::timestamptz, '0042-05-01 10:00:00+00'::timestamptz] as tzs
         from unnest(${texts}::text[]) with ordinality as u(x, n) order by n`.execute(t.ctx.db)
       const tzText = await sql<{ tz: string; ts: string; d: string }>`
-        select x::timestamptz::text as tz, (x::timestamptz at time zone 'UTC')::text as ts, (x::timestamptz at time zone 'UTC')::date::text as d
+        select x::timestamptz::text as tz, (x::timestamptz at time zone 'UTC')::text as ts,
+          (x::timestamptz at time zone 'UTC')::date::text as d
         from unnest(${texts}::text[]) with ordinality as u(x, n) order by n`.execute(t.ctx.db)
       const parse = (oid: number, v: string): unknown => pg.types.getTypeParser(oid, 'text')(v)
       const same = (a: unknown, b: unknown): boolean =>
@@ -84,7 +86,8 @@ for (const kind of databases()) {
       assert.equal(after.end_dt, '0042-05-01T12:30:00.000Z')
       const stored = await sql<{
         s: string
-      }>`select to_char(start_dt at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as s from events where id = ${e.id}`.execute(
+      }>`select to_char(start_dt at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as s from events
+        where id = ${e.id}`.execute(
         t.ctx.db
       )
       assert.equal(stored.rows[0]?.s, '0042-05-01 10:00:00')

@@ -243,7 +243,8 @@ export const FIXTURES: Record<string, Fixture> = {
   'events/:id/automations/:rule_id/executions/:execution_id': {
     private: true,
     create: async w => {
-      const base = `/api/v1/events/${await w.need('events/:id')}/automations/${await w.need('events/:id/automations/:rule_id')}`
+      const base =
+        `/api/v1/events/${await w.need('events/:id')}/automations/${await w.need('events/:id/automations/:rule_id')}`
       await w.post(`${base}/execute`)
       const res = await w.call(w.tokens.alice, { method: 'GET', url: `${base}/executions` })
       const id = res.json<{ items: Array<{ id: string }> }>().items[0]?.id

@@ -23,8 +23,10 @@ export function responseAjv (): Ajv {
 const ajv = responseAjv()
 const validateError: ValidateFunction = ajv.compile({ ...ErrorModel, $id: undefined })
 
-const LEAKS =
-  /\bat [\w.<>]+ \(|node_modules|\bselect\b.*\bfrom\b|\binsert into\b|\bupdate \w+ set\b|violates .* constraint|relation "|syntax error at/i
+const LEAKS = new RegExp([
+  String.raw`\bat [\w.<>]+ \(`, 'node_modules', String.raw`\bselect\b.*\bfrom\b`, String.raw`\binsert into\b`,
+  String.raw`\bupdate \w+ set\b`, 'violates .* constraint', 'relation "', 'syntax error at'
+].join('|'), 'i')
 
 /** Problems with an error response, empty when it is a proper ErrorModel. */
 export function problemIssues (

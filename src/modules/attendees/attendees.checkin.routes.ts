@@ -137,9 +137,10 @@ const bodyOrEmpty: preValidationAsyncHookHandler = async request => {
 
 export async function checkInRoutes (app: App, { db }: AppContext): Promise<void> {
   app.post('/api/v1/events/:id/attendees/:contact_id/check-in', {
-    ...operation('check-in-event-attendee', 'Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult)', {
-      params: AttendeeParams, body: CheckInBody, response: { 200: CheckInResult, 204: NoContent }
-    }, requirePolicy('attendee', 'checkin')),
+    ...operation('check-in-event-attendee',
+      'Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult)', {
+        params: AttendeeParams, body: CheckInBody, response: { 200: CheckInResult, 204: NoContent }
+      }, requirePolicy('attendee', 'checkin')),
     preValidation: bodyOrEmpty
   }, async (request, reply: FastifyReply) => {
     const { auth, params: { id, contact_id: contactId } } = request
@@ -158,9 +159,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
     return await reply.code(200).send(outcome)
   })
 
-  app.post('/api/v1/events/:id/check-in/token', operation('check-in-event-attendee-by-token', 'Check in the attendee of this event holding a check-in token (the token or the QR payload)', {
-    params: EventParams, body: CheckInByTokenBody, response: { 200: CheckInResult }
-  }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/events/:id/check-in/token', operation('check-in-event-attendee-by-token',
+    'Check in the attendee of this event holding a check-in token (the token or the QR payload)', {
+      params: EventParams, body: CheckInByTokenBody, response: { 200: CheckInResult }
+    }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body } = request
     const outcome = await idempotentWrite(db, request, async trx => {
       const event = await lockEventForWrite(trx, auth, request.params.id, 'attendees:checkin')
@@ -178,9 +180,11 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
     return outcome
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in', operation('undo-event-attendee-check-in', 'Undo a check-in: the attendee returns to the status they had (409 when not checked in)', {
-    params: AttendeeParams
-  }, requirePolicy('attendee', 'checkin')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in', operation(
+    'undo-event-attendee-check-in',
+    'Undo a check-in: the attendee returns to the status they had (409 when not checked in)', {
+      params: AttendeeParams
+    }, requirePolicy('attendee', 'checkin')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     const event = await lockEventForWrite(trx, auth, id, 'attendees:checkin')
     const current = await lockAttendee(trx, auth, event, contactId)
     // inside is what counts (`is_checked_in`): the table takes an undo of a checked-in attendee only
@@ -198,9 +202,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
     if (restored !== 'confirmed') await settleWaitlist(trx, event)
   })
 
-  app.post('/api/v1/events/:id/attendees/:contact_id/check-out', operation('check-out-event-attendee', 'Check an attendee out (409 when not checked in; a repeat changes nothing)', {
-    params: AttendeeParams, response: { 204: NoContent }
-  }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/events/:id/attendees/:contact_id/check-out', operation('check-out-event-attendee',
+    'Check an attendee out (409 when not checked in; a repeat changes nothing)', {
+      params: AttendeeParams, response: { 204: NoContent }
+    }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const already = await idempotentWrite(db, request, async trx => {
       const event = await lockEventForWrite(trx, auth, id, 'attendees:checkin')
@@ -220,9 +225,13 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
     return await reply.code(204).send(null)
   })
 
-  createdRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation('issue-event-attendee-check-in-token', 'Issue a check-in token for an attendee (replaces any earlier one; shown once)', {
-    params: AttendeeParams, response: { 201: CheckInToken }
-  }, requirePolicy('attendee', 'write'), { config: { idempotency: 'transaction' } }), async (trx, { auth, params }) => {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation(
+    'issue-event-attendee-check-in-token',
+    'Issue a check-in token for an attendee (replaces any earlier one; shown once)', {
+      params: AttendeeParams, response: { 201: CheckInToken }
+    }, requirePolicy('attendee', 'write'), {
+      config: { idempotency: 'transaction' }
+    }), async (trx, { auth, params }) => {
     const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')
     const current = await lockAttendee(trx, auth, event, params.contact_id)
     const { token, hash } = repo.newCheckInToken()
@@ -230,9 +239,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
     return { token, qr_payload: `${QR_PREFIX}${rootEventId(event)}:${token}`, issued_at: issuedAt }
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation('revoke-event-attendee-check-in-token', 'Revoke the check-in token of an attendee (404 when none was issued)', {
-    params: AttendeeParams
-  }, requirePolicy('attendee', 'write')), async (trx, { auth, params }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation(
+    'revoke-event-attendee-check-in-token', 'Revoke the check-in token of an attendee (404 when none was issued)', {
+      params: AttendeeParams
+    }, requirePolicy('attendee', 'write')), async (trx, { auth, params }) => {
     const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')
     const current = await lockAttendee(trx, auth, event, params.contact_id)
     if (current.check_in_token_hash === null) throw error404NotFound('no check-in token was issued to this attendee')

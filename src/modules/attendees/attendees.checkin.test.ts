@@ -199,7 +199,8 @@ for (const kind of databases()) {
       assert.deepEqual(a.errors, b.errors)
     }
 
-    void it('refuses a check-in by PATCH of a pending or waitlisted attendee as check-in does (409, unchanged)', async () => {
+    void it('refuses a check-in by PATCH of a pending or waitlisted attendee as check-in does ' +
+      '(409, unchanged)', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const id = event.id as number
       const pending = await attendingAs(tenant.id, alice, id, 'pending')
@@ -209,11 +210,14 @@ for (const kind of databases()) {
       const p = await patchStatus(alice, id, pending, 'checked_in')
       sameProblem(p, await checkIn(alice, id, pending))
       assert.equal(p.json().detail, 'the attendee awaits approval: approve the registration before checking them in')
-      assert.deepEqual(p.json().errors, [{ location: 'path.contact_id', message: 'pending: awaits approval', value: pending }])
+      assert.deepEqual(p.json().errors,
+        [{ location: 'path.contact_id', message: 'pending: awaits approval', value: pending }])
       const w = await patchStatus(alice, id, waitlisted, 'checked_in')
       sameProblem(w, await checkIn(alice, id, waitlisted))
-      assert.equal(w.json().detail, 'the attendee is waitlisted and holds no seat: confirm them before checking them in')
-      assert.deepEqual(w.json().errors, [{ location: 'path.contact_id', message: 'waitlisted: holds no seat', value: waitlisted }])
+      assert.equal(w.json().detail,
+        'the attendee is waitlisted and holds no seat: confirm them before checking them in')
+      assert.deepEqual(w.json().errors,
+        [{ location: 'path.contact_id', message: 'waitlisted: holds no seat', value: waitlisted }])
 
       const after = await attendees(alice, id)
       assert.deepEqual(after, before)
@@ -221,7 +225,8 @@ for (const kind of databases()) {
       assert.deepEqual(await outboxEvents(t, tenant.id, 'attendee.status_changed'), [])
     })
 
-    void it('refuses a bulk status checked_in naming the pending or waitlisted attendee among valid ones; applies nothing', async () => {
+    void it('refuses a bulk status checked_in naming the pending or waitlisted attendee among valid ones; ' +
+      'applies nothing', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const id = event.id as number
       const confirmed = await attending(alice, id, 'confirmed')
@@ -283,7 +288,9 @@ for (const kind of databases()) {
       assert.deepEqual(bulk.json().errors, [{ location: 'path.id', message: 'event cancelled', value: id }])
       assert.match(bulk.json().detail, /nobody checks in.*nothing was applied/)
       const walkIn = await createContact(t, alice)
-      const added = await t.as(alice, { method: 'POST', url: base(id), payload: { contact_id: walkIn, status: 'checked_in' } })
+      const added = await t.as(alice, {
+        method: 'POST', url: base(id), payload: { contact_id: walkIn, status: 'checked_in' }
+      })
       sameProblem(added, await checkIn(alice, id, confirmed))
       const bulkAdd = await expectStatus(t, alice, 'POST', `${base(id)}/bulk`, 409, {
         contact_ids: [walkIn], status: 'checked_in'
@@ -301,7 +308,8 @@ for (const kind of databases()) {
       assert.deepEqual([confirmed, inside].map(c => after.get(c)?.status), ['declined', 'confirmed'])
     })
 
-    void it('checks in walk-ins and late arrivals (no_show, declined, invited, tentative); undo restores each', async () => {
+    void it('checks in walk-ins and late arrivals (no_show, declined, invited, tentative); ' +
+      'undo restores each', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const id = event.id as number
       const statuses: Status[] = ['no_show', 'declined', 'invited', 'tentative']
@@ -335,7 +343,8 @@ for (const kind of databases()) {
       // undo of what is not checked in: 409, nothing recorded
       const not = await t.as(alice, { method: 'DELETE', url: `${base(id)}/${contacts[0] ?? ''}/check-in` })
       assert.equal(not.statusCode, 409, not.body)
-      assert.deepEqual(not.json().errors, [{ location: 'path.contact_id', message: 'not checked in', value: contacts[0] }])
+      assert.deepEqual(not.json().errors,
+        [{ location: 'path.contact_id', message: 'not checked in', value: contacts[0] }])
       assert.equal((await activity(alice, id, 'attendee.check_in_undone')).length, 4)
       await expectStatus(t, alice, 'DELETE', `${base(id)}/${crypto.randomUUID()}/check-in`, 404)
 
@@ -381,7 +390,8 @@ for (const kind of databases()) {
       const out = `${base(id)}/${contact}/check-out`
 
       const early = await expectStatus(t, alice, 'POST', out, 409)
-      assert.deepEqual(early.json().errors, [{ location: 'path.contact_id', message: 'not checked in', value: contact }])
+      assert.deepEqual(early.json().errors,
+        [{ location: 'path.contact_id', message: 'not checked in', value: contact }])
 
       await expectStatus(t, alice, 'POST', `${base(id)}/${contact}/check-in`, 204, { method: 'api' })
       const arrived = await attendee(alice, id, contact)
@@ -475,9 +485,11 @@ for (const kind of databases()) {
 
       // a QR payload naming another event, a malformed one, an unknown token, one too long
       await expectStatuses(t, [
-        [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 404, { token: `collab-checkin:v1:${id + 1000}:${issued.token}` }],
+        [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 404,
+          { token: `collab-checkin:v1:${id + 1000}:${issued.token}` }],
         [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 404, { token: `collab-checkin:v1:x:${issued.token}` }],
-        [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 404, { token: crypto.randomBytes(32).toString('base64url') }],
+        [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 404,
+          { token: crypto.randomBytes(32).toString('base64url') }],
         [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 400, { token: 'x'.repeat(201) }],
         [alice, 'POST', `/api/v1/events/${id}/check-in/token`, 400, { token: '' }]
       ])
@@ -601,6 +613,7 @@ void describe('attendee transition table', () => {
   void it('is the table docs/event-collaboration.md shows', () => {
     const doc = fs.readFileSync(new URL('../../../docs/event-collaboration.md', import.meta.url), 'utf8')
     const shown = doc.split('<!-- transition-table:start -->')[1]?.split('<!-- transition-table:end -->')[0]?.trim()
-    assert.equal(shown, transitionsMarkdown(), 'regenerate the table of docs/event-collaboration.md from transitionsMarkdown()')
+    assert.equal(shown, transitionsMarkdown(),
+      'regenerate the table of docs/event-collaboration.md from transitionsMarkdown()')
   })
 })

@@ -58,7 +58,8 @@ export async function attendeeChunk (
   await planForValues(trx)
   return await trx
     .selectFrom('attendees as a')
-    .leftJoin(visibleContacts.as('vc'), j => j.onRef('vc.tenant_id', '=', 'a.tenant_id').onRef('vc.id', '=', 'a.contact_id'))
+    .leftJoin(visibleContacts.as('vc'),
+      j => j.onRef('vc.tenant_id', '=', 'a.tenant_id').onRef('vc.id', '=', 'a.contact_id'))
     .select([
       'a.id', 'a.event_id', 'a.series_id', 'a.contact_id', 'vc.first_name', 'vc.last_name', 'vc.email', 'vc.company',
       'a.status', 'a.waitlist_position', 'a.notes', 'a.invited_at', 'a.responded_at', 'a.approved_at',
@@ -88,7 +89,8 @@ export async function readableOccurrences (trx: Tx, auth: AuthContext, seriesId:
     .orderBy('events.id')
     .execute()
   if (isTenantAdmin(auth)) return visible
-  const seriesWide = (await activeSeriesGrants(trx, auth, seriesId)).some(g => grantedPermissions(g).has('attendees:read'))
+  const seriesWide = (await activeSeriesGrants(trx, auth, seriesId)).some(g =>
+    grantedPermissions(g).has('attendees:read'))
   if (seriesWide) return visible
   const readable: EventRow[] = []
   for (const occurrence of visible) {

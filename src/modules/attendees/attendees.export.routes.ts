@@ -64,19 +64,20 @@ const ExportAttendeesQuery = Type.Object({
 })
 
 export async function exportRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/attendees/export', operation('export-event-attendees', 'The attendees as CSV, oldest first (event permission attendees:read)', {
-    params: EventParams,
-    querystring: ExportAttendeesQuery,
-    produces: ['text/csv'],
-    response: {
-      200: csvBody(
-        'RFC 4180 CSV (CRLF, header row): the event\'s attendees and those of its series, oldest first. Contact ' +
+  app.get('/api/v1/events/:id/attendees/export', operation('export-event-attendees',
+    'The attendees as CSV, oldest first (event permission attendees:read)', {
+      params: EventParams,
+      querystring: ExportAttendeesQuery,
+      produces: ['text/csv'],
+      response: {
+        200: csvBody(
+          'RFC 4180 CSV (CRLF, header row): the event\'s attendees and those of its series, oldest first. Contact ' +
           'fields are empty for contacts the caller may not see; text beginning with = + - @ tab or CR is prefixed ' +
           'with \'. A failure after the first byte cuts the transfer short (docs/exports.md)',
-        ATTENDEES_EXAMPLE
-      )
-    }
-  }, requirePolicy('attendee', 'read')), async (request, reply) => {
+          ATTENDEES_EXAMPLE
+        )
+      }
+    }, requirePolicy('attendee', 'read')), async (request, reply) => {
     const { auth, query } = request
     const event = await withTenant(db, auth, trx => readEventWith(trx, auth, request.params.id, 'attendees:read'))
     const ref = { id: rootEventId(event), seriesId: event.series_id }
@@ -91,18 +92,19 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
     )
   })
 
-  app.get('/api/v1/events/:id/series/attendees/export', operation('export-event-series-attendees', 'The attendees of every occurrence of the event\'s series as CSV (those the caller holds attendees:read on)', {
-    params: EventParams,
-    produces: ['text/csv'],
-    response: {
-      200: csvBody(
-        'RFC 4180 CSV (CRLF, header row): for each live occurrence of the series the caller sees and holds ' +
+  app.get('/api/v1/events/:id/series/attendees/export', operation('export-event-series-attendees',
+    'The attendees of every occurrence of the event\'s series as CSV (those the caller holds attendees:read on)', {
+      params: EventParams,
+      produces: ['text/csv'],
+      response: {
+        200: csvBody(
+          'RFC 4180 CSV (CRLF, header row): for each live occurrence of the series the caller sees and holds ' +
           'attendees:read on, by start, its attendees (its own and the series-wide ones) by id, each line naming ' +
           'the occurrence. Contact fields and formulas as in export-event-attendees',
-        SERIES_EXAMPLE
-      )
-    }
-  }, requirePolicy('attendee', 'read')), async (request, reply) => {
+          SERIES_EXAMPLE
+        )
+      }
+    }, requirePolicy('attendee', 'read')), async (request, reply) => {
     const { auth } = request
     const occurrences = await withTenant(db, auth, async trx => {
       const event = await readEvent(trx, auth, request.params.id)

@@ -73,7 +73,8 @@ for (const kind of databases()) {
     const exportOf = async (token: string, id: number, query = '') =>
       await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/attendees/export${query}` })
 
-    void it('exports what the attendee list shows, neutralises formulas, round-trips commas, quotes and line breaks, hides invisible contacts', async () => {
+    void it('exports what the attendee list shows, neutralises formulas, round-trips commas, quotes and line breaks, ' +
+      'hides invisible contacts', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       // no organization: his contacts are personal, his alone
@@ -94,7 +95,9 @@ for (const kind of databases()) {
         notes: 'a, b "c"\nd\re\tf'
       })
       // bob's personal contact: alice manages the event but must not learn who it is
-      const hidden = await createContact(t, bob, { first_name: 'Secret', last_name: 'Person', email: 'secret@bob.test' })
+      const hidden = await createContact(t, bob, {
+        first_name: 'Secret', last_name: 'Person', email: 'secret@bob.test'
+      })
       await insertRow(t, tenant.id, 'attendees', { event_id: event.id, contact_id: hidden, status: 'tentative' })
       await insertRow(t, tenant.id, 'attendees', {
         event_id: event.id,
@@ -103,7 +106,8 @@ for (const kind of databases()) {
         waitlist_position: 1
       })
 
-      const rows = csvOf(await exportOf(alice, event.id), new RegExp(`^attachment; filename="event-${event.id}-attendees\\.csv"$`))
+      const rows = csvOf(await exportOf(alice, event.id),
+        new RegExp(`^attachment; filename="event-${event.id}-attendees\\.csv"$`))
       assert.deepEqual(rows[0], ATTENDEE_HEADER)
       const records = asRecords(rows)
       const listed = await itemsByCursor(t, alice, `${url}?size=2`)
@@ -116,7 +120,8 @@ for (const kind of databases()) {
         [first?.first_name, first?.last_name, first?.email, first?.company, first?.notes],
         ['Ann, "the first"', 'Lee\r\nSecond line', 'ann@example.org', "'-Acme; Inc.", '\'=HYPERLINK("http://x.test","go")']
       )
-      assert.deepEqual([second?.first_name, second?.company, second?.notes], ["'@home", "'+41 Ltd", 'a, b "c"\nd\re\tf'])
+      assert.deepEqual([second?.first_name, second?.company, second?.notes],
+        ["'@home", "'+41 Ltd", 'a, b "c"\nd\re\tf'])
       assert.equal(second?.status, 'confirmed')
       assert.deepEqual(
         [third?.contact_id, third?.first_name, third?.last_name, third?.email, third?.company, third?.status],
@@ -166,7 +171,8 @@ for (const kind of databases()) {
       assert.deepEqual(csvOf(await exportOf(alice, empty.id), /\.csv/), [ATTENDEE_HEADER])
     })
 
-    void it('exports the attendees of every occurrence of a series, by start, each line naming its occurrence', async () => {
+    void it('exports the attendees of every occurrence of a series, by start, ' +
+      'each line naming its occurrence', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const anchor = await createEvent(t, alice, {
@@ -216,7 +222,8 @@ for (const kind of databases()) {
       await expectStatus(t, bob, 'GET', `/api/v1/events/${String(o1?.id)}/series/attendees/export`, 404)
     })
 
-    void it('exports the analytics figures of a space, as the JSON analytics shows them, no-shows counted apart', async () => {
+    void it('exports the analytics figures of a space, as the JSON analytics shows them, ' +
+      'no-shows counted apart', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const space = (await expectStatus(t, alice, 'POST', '/api/v1/spaces', 201, { title: 'Club, "the" =1' })).json()
@@ -231,14 +238,17 @@ for (const kind of databases()) {
       }
       const contacts = await insertContacts(t, tenant.id, 'alice', 8, 'org-a')
       const statuses = ['confirmed', 'tentative', 'checked_in', 'no_show', 'no_show', 'pending', 'declined', 'invited']
-      await attend(t, tenant.id, statuses.map((status, i) => ({ event_id: events[1]?.id, contact_id: contacts[i] ?? '', status })))
+      await attend(t, tenant.id,
+        statuses.map((status, i) => ({ event_id: events[1]?.id, contact_id: contacts[i] ?? '', status })))
       await insertRow(t, tenant.id, 'attendees', {
         event_id: events[0]?.id,
         contact_id: contacts[0] ?? '',
         status: 'waitlisted',
         waitlist_position: 1
       })
-      await insertRow(t, tenant.id, 'attendees', { event_id: events[0]?.id, contact_id: contacts[1] ?? '', status: 'no_show' })
+      await insertRow(t, tenant.id, 'attendees', {
+        event_id: events[0]?.id, contact_id: contacts[1] ?? '', status: 'no_show'
+      })
 
       const json = await getJson(t, alice, `/api/v1/spaces/${space.id}/analytics`)
       const perf = json.events_performance as Json[]
@@ -263,9 +273,11 @@ for (const kind of databases()) {
       // the same access rule as the analytics: bob (no manager) 403 once he sees the space, 404 before
       const bob = await tenant.user('bob', ['member'], { orgId: 'org-a' })
       await expectStatus(t, bob, 'GET', `/api/v1/spaces/${space.id}/analytics/export`, 404)
-      await expectStatus(t, await newTenant(t).user('root', ['admin']), 'GET', `/api/v1/spaces/${space.id}/analytics/export`, 404)
+      await expectStatus(t, await newTenant(t).user('root', ['admin']), 'GET',
+        `/api/v1/spaces/${space.id}/analytics/export`, 404)
       const admin = await tenant.user('root', ['admin'])
-      assert.deepEqual(csvOf(await t.as(admin, { method: 'GET', url: `/api/v1/spaces/${space.id}/analytics/export` }), /\.csv/), rows)
+      assert.deepEqual(csvOf(await t.as(admin, { method: 'GET', url: `/api/v1/spaces/${space.id}/analytics/export` }),
+        /\.csv/), rows)
     })
 
     void it('counts every attendee status in a series\' attendee_counts, 0 when absent', async () => {

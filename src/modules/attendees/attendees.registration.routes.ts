@@ -19,7 +19,10 @@ import {
   decide, markNoShows, notifyContacts, registrationFigures, settleWaitlist
 } from './attendees.registration.ts'
 import * as regRepo from './attendees.registration.repository.ts'
-import { AttendeeList, AttendeeParams, Attendee, BulkDecisionBody, CancelEventBody, CancelResult, EventRegistration, NoShowsResult, PatchRegistrationBody, PatchSeriesRegistrationBody, SeriesRegistration } from './attendees.schemas.ts'
+import {
+  AttendeeList, AttendeeParams, Attendee, BulkDecisionBody, CancelEventBody, CancelResult, EventRegistration,
+  NoShowsResult, PatchRegistrationBody, PatchSeriesRegistrationBody, SeriesRegistration
+} from './attendees.schemas.ts'
 
 const operation = operationsTagged('Event registration')
 
@@ -45,15 +48,18 @@ const eventChanged = (auth: AuthContext, event: EventRow, topic: string, extra: 
   })
 
 export async function registrationRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/registration', operation('get-event-registration', 'Registration settings in force and seat counts of an event', {
-    params: EventParams, response: { 200: EventRegistration }
-  }, requirePolicy('event', 'read')), async request =>
+  app.get('/api/v1/events/:id/registration', operation('get-event-registration',
+    'Registration settings in force and seat counts of an event', {
+      params: EventParams, response: { 200: EventRegistration }
+    }, requirePolicy('event', 'read')), async request =>
     await withTenant(db, request.auth, async trx =>
       await registrationBody(trx, await readEvent(trx, request.auth, request.params.id), 0)))
 
-  app.patch('/api/v1/events/:id/registration', operation('patch-event-registration', 'Set capacity, waitlist and approval of an event (an occurrence stops following its series; `inherit` follows it again); frees seats to the waitlist at once', {
-    params: EventParams, body: PatchRegistrationBody, response: { 200: EventRegistration }
-  }, requirePolicy('event', 'edit')), async request => {
+  app.patch('/api/v1/events/:id/registration', operation('patch-event-registration',
+    'Set capacity, waitlist and approval of an event (an occurrence stops following its series; ' +
+    '`inherit` follows it again); frees seats to the waitlist at once', {
+      params: EventParams, body: PatchRegistrationBody, response: { 200: EventRegistration }
+    }, requirePolicy('event', 'edit')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {
       const locked = await lockEventForWrite(trx, auth, request.params.id, 'event:edit', { includeDraftClones: false })
@@ -79,9 +85,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
     })
   })
 
-  app.patch('/api/v1/events/:id/series/registration', operation('patch-series-registration', "Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them (and frees seats to its waitlist at once)", {
-    params: EventParams, body: PatchSeriesRegistrationBody, response: { 200: SeriesRegistration }
-  }, requirePolicy('series', 'edit_all')), async request => {
+  app.patch('/api/v1/events/:id/series/registration', operation('patch-series-registration',
+    "Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them " +
+    '(and frees seats to its waitlist at once)', {
+      params: EventParams, body: PatchSeriesRegistrationBody, response: { 200: SeriesRegistration }
+    }, requirePolicy('series', 'edit_all')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {
       const { series } = await lockForSeriesWrite(trx, auth, request.params.id, 'event:edit', 'series')
@@ -106,22 +114,26 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
 
   for (const decision of ['approve', 'decline'] as const) {
     const verb = decision === 'approve' ? 'Approve' : 'Decline'
-    app.post(`/api/v1/events/:id/attendees/:contact_id/${decision}`, operation(`${decision}-event-attendee`, `${verb} a pending registration (409 unless pending)`, {
-      params: AttendeeParams, response: { 200: Attendee }
-    }, requirePolicy('attendee', 'write')), async request => {
+    app.post(`/api/v1/events/:id/attendees/:contact_id/${decision}`, operation(`${decision}-event-attendee`,
+      `${verb} a pending registration (409 unless pending)`, {
+        params: AttendeeParams, response: { 200: Attendee }
+      }, requirePolicy('attendee', 'write')), async request => {
       const { auth, params } = request
       return await withTenant(db, auth, async trx => {
         const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')
-        const [one] = await decide(trx, event, [params.contact_id], decision, { by: auth.userId, at: () => 'path.contact_id' })
+        const [one] = await decide(trx, event, [params.contact_id], decision, {
+          by: auth.userId, at: () => 'path.contact_id'
+        })
         if (one === undefined) throw error409Conflict('the contact does not attend this event')
         await emitChanges(trx, auth, event, [one])
         return one.row
       })
     })
 
-    app.post(`/api/v1/events/:id/attendees/bulk/${decision}`, operation(`bulk-${decision}-event-attendees`, `${verb} pending registrations in request order (all or nothing)`, {
-      params: EventParams, body: BulkDecisionBody, response: { 200: AttendeeList }
-    }, requirePolicy('attendee', 'write')), async request => {
+    app.post(`/api/v1/events/:id/attendees/bulk/${decision}`, operation(`bulk-${decision}-event-attendees`,
+      `${verb} pending registrations in request order (all or nothing)`, {
+        params: EventParams, body: BulkDecisionBody, response: { 200: AttendeeList }
+      }, requirePolicy('attendee', 'write')), async request => {
       const { auth, params, body } = request
       return await withTenant(db, auth, async trx => {
         const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')
@@ -136,9 +148,10 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
     })
   }
 
-  app.post('/api/v1/events/:id/attendees/no-shows', operation('mark-event-no-shows', 'After the event: every confirmed attendee who never checked in becomes no_show', {
-    params: EventParams, response: { 200: NoShowsResult }
-  }, requirePolicy('attendee', 'write')), async request => {
+  app.post('/api/v1/events/:id/attendees/no-shows', operation('mark-event-no-shows',
+    'After the event: every confirmed attendee who never checked in becomes no_show', {
+      params: EventParams, response: { 200: NoShowsResult }
+    }, requirePolicy('attendee', 'write')), async request => {
     const { auth, params } = request
     return await withTenant(db, auth, async trx => {
       const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')
@@ -149,9 +162,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
     })
   })
 
-  app.post('/api/v1/events/:id/cancel', operation('cancel-event', 'Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, and every attendee is told once', {
-    params: EventParams, body: CancelEventBody, response: { 200: CancelResult }
-  }, requirePolicy('event', 'cancel')), async request => {
+  app.post('/api/v1/events/:id/cancel', operation('cancel-event',
+    'Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, ' +
+    'and every attendee is told once', {
+      params: EventParams, body: CancelEventBody, response: { 200: CancelResult }
+    }, requirePolicy('event', 'cancel')), async request => {
     const { auth, params, body: b } = request
     return await withTenant(db, auth, async trx => {
       const scope = b.scope ?? 'this'
@@ -164,7 +179,9 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
           trx, auth.tenantId, series.id, scope === 'future' ? occurrence.series_index ?? 0 : null)
         targets = []
         for (const o of ids) targets.push(await lockEventById(trx, auth.tenantId, o.id))
-        if (targets.length === 0) throw error409Conflict(`no published occurrence of the series to cancel (scope ${scope})`)
+        if (targets.length === 0) {
+          throw error409Conflict(`no published occurrence of the series to cancel (scope ${scope})`)
+        }
       }
       const first = targets[0]
       if (first === undefined) throw error400BadRequest('nothing to cancel')
@@ -175,7 +192,8 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
           ])
         }
         if (first.cancelled_at !== null) {
-          throw error409Conflict('the event is already cancelled', [fieldError('path.id', 'already cancelled', params.id)])
+          throw error409Conflict('the event is already cancelled',
+            [fieldError('path.id', 'already cancelled', params.id)])
         }
       }
       const ids = targets.map(t => t.id)

@@ -98,7 +98,8 @@ for (const kind of databases()) {
         { capacity: 3, confirmed: 3, waitlist: 0, pending: 0, seats_left: 0 })
     })
 
-    void it('promotes on a bulk decline, queues a newcomer behind whoever waits, keeps the place on a PATCH of notes', async () => {
+    void it('promotes on a bulk decline, queues a newcomer behind whoever waits, ' +
+      'keeps the place on a PATCH of notes', async () => {
       const { alice, event, contacts, url } = await setup(3, { capacity: 1, waitlist_enabled: true })
       const [c0, c1, c2] = contacts as [string, string, string]
       await expectStatus(t, alice, 'POST', `${url}/bulk`, 204, { contact_ids: [c0, c1], status: 'confirmed' })
@@ -123,7 +124,8 @@ for (const kind of databases()) {
       assert.deepEqual([rows.get(c0)?.status, rows.get(c0)?.waitlist_position], ['waitlisted', 1])
     })
 
-    void it('refuses a confirmation past capacity without a waitlist, and a bulk add that does not fit, applying nothing', async () => {
+    void it('refuses a confirmation past capacity without a waitlist, and a bulk add that does not fit, ' +
+      'applying nothing', async () => {
       const { alice, event, contacts, url } = await setup(4, { capacity: 2 })
       const [c0, c1, c2, c3] = contacts as [string, string, string, string]
       const full = await expectStatus(t, alice, 'POST', `${url}/bulk`, 409,
@@ -148,7 +150,8 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'POST', url, 409, { contact_id: c3, status: 'confirmed' })
     })
 
-    void it('holds registrations for approval; approval respects capacity; the attendee and the managers are told', async () => {
+    void it('holds registrations for approval; approval respects capacity; ' +
+      'the attendee and the managers are told', async () => {
       const { tenant, alice, event, contacts, url } = await setup(4,
         { capacity: 1, waitlist_enabled: true, requires_approval: true })
       const [c0, c1, c2, c3] = contacts as [string, string, string, string]
@@ -156,7 +159,8 @@ for (const kind of databases()) {
       assert.deepEqual((await attendees(alice, event.id)).map(a => a.status), ['pending', 'pending', 'pending'])
       // alice has no stored profile here: her notice is kept undeliverable, addressed to her user id
       const toManagers = await notificationsTo(t, tenant.id, 'user:alice')
-      assert.deepEqual(toManagers.map(n => [n.kind, n.subject]), [['registration.pending', '3 registration(s) to approve: Launch party']])
+      assert.deepEqual(toManagers.map(n => [n.kind, n.subject]),
+        [['registration.pending', '3 registration(s) to approve: Launch party']])
 
       const approved = (await expectStatus(t, alice, 'POST', `${url}/${c0}/approve`, 200)).json()
       assert.deepEqual([approved.status, approved.approved_by], ['confirmed', 'alice'])
@@ -172,8 +176,10 @@ for (const kind of databases()) {
 
       const told = await notificationsTo(t, tenant.id, 'cC0@example.test')
       assert.deepEqual(told.map(n => n.kind), ['attendee.approved'])
-      assert.deepEqual((await notificationsTo(t, tenant.id, 'cC1@example.test')).map(n => n.kind), ['attendee.waitlisted'])
-      assert.deepEqual((await notificationsTo(t, tenant.id, 'cC2@example.test')).map(n => n.kind), ['attendee.declined'])
+      assert.deepEqual((await notificationsTo(t, tenant.id, 'cC1@example.test')).map(n => n.kind),
+        ['attendee.waitlisted'])
+      assert.deepEqual((await notificationsTo(t, tenant.id, 'cC2@example.test')).map(n => n.kind),
+        ['attendee.declined'])
 
       // a member without attendees:write may not approve; a viewer neither; another tenant does not see the event
       const bob = await tenant.user('bob')
@@ -206,7 +212,9 @@ for (const kind of databases()) {
         { contact_ids: future.contacts, status: 'confirmed' })
       const early = await expectStatus(t, future.alice, 'POST', `${future.url}/no-shows`, 409)
       assert.match(early.json().detail, /once the event has ended/)
-      await expectStatus(t, future.alice, 'PATCH', `${future.url}/${future.contacts[0] ?? ''}`, 409, { status: 'no_show' })
+      await expectStatus(t, future.alice, 'PATCH', `${future.url}/${future.contacts[0] ?? ''}`, 409, {
+        status: 'no_show'
+      })
     })
 
     void it('cancels an event: readable, marked, closed to registrations, every attendee told once', async () => {
@@ -236,7 +244,8 @@ for (const kind of databases()) {
       assert.deepEqual(cancelled.map(c => [c.payload.event_id, c.payload.reason]), [[event.id, 'Venue flooded']])
     })
 
-    void it("lets a series' settings reach its occurrences unless one sets its own; cancels the rest of a series", async () => {
+    void it("lets a series' settings reach its occurrences unless one sets its own; " +
+      'cancels the rest of a series', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const created = (await expectStatus(t, alice, 'POST', '/api/v1/events/with-series', 201, {

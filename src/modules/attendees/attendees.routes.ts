@@ -22,7 +22,10 @@ import {
 } from '../events/index.ts'
 import * as repo from './attendees.repository.ts'
 import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync/sync.ts'
-import { AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, ListAttendeesQuery, PagedBodyAttendee, UpdateAttendeeBody } from './attendees.schemas.ts'
+import {
+  AddAttendeeBody, Attendee, AttendeeParams, BULK_MAX, BulkAddBody, BulkRemoveBody, BulkStatusBody, ListAttendeesQuery,
+  PagedBodyAttendee, UpdateAttendeeBody
+} from './attendees.schemas.ts'
 import type { AttendeeStatus } from './attendees.table.ts'
 import { addAttendees, changeStatuses, settleWaitlist, type Changed } from './attendees.registration.ts'
 import { requirePolicy } from '../policy/index.ts'
@@ -100,9 +103,10 @@ async function lockForWrite (
 }
 
 export async function attendeesRoutes (app: App, { db, config }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/attendees', operation('list-event-attendees', 'List attendees (event permission attendees:read)', {
-    params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
-  }, requirePolicy('attendee', 'read')), async request => {
+  app.get('/api/v1/events/:id/attendees', operation('list-event-attendees',
+    'List attendees (event permission attendees:read)', {
+      params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
+    }, requirePolicy('attendee', 'read')), async request => {
     return await answerPage(db, request, async (trx, q, auth) => {
       const event = await readEventWith(trx, auth, request.params.id, 'attendees:read')
       const of = { id: rootEventId(event), seriesId: event.series_id }
@@ -123,9 +127,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
     })
   })
 
-  app.post('/api/v1/events/:id/attendees', operation('add-event-attendee', 'Add a contact as an attendee (409 when already attending)', {
-    params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }
-  }, requirePolicy('attendee', 'write'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/events/:id/attendees', operation('add-event-attendee',
+    'Add a contact as an attendee (409 when already attending)', {
+      params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }
+    }, requirePolicy('attendee', 'write'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     const row = await idempotentWrite(db, request, async trx => {
       const event = await lockEventForWrite(trx, auth, request.params.id, 'attendees:write')
@@ -140,18 +145,20 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
         notes: b.notes ?? null
       })
       if (created === undefined) throw new Error('an add that refused nothing created no attendee')
-      await emit(trx, attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status, positionOf(created)))
+      await emit(trx,
+        attendeeEvent(auth, event, 'attendee.added', created.contact_id, created.status, positionOf(created)))
       return created
     })
     void reply.header('etag', repo.attendeeEtag(row))
     return await reply.code(201).send(row)
   })
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', operation('bulk-add-event-attendees', `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
-    params: EventParams, body: BulkAddBody
-  }, requirePolicy('attendee', 'write'), {
-    config: { idempotency: 'transaction' }
-  }), async (trx, { auth, params, body }) => {
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', operation('bulk-add-event-attendees',
+    `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
+      params: EventParams, body: BulkAddBody
+    }, requirePolicy('attendee', 'write'), {
+      config: { idempotency: 'transaction' }
+    }), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
     const status = body.status ?? 'invited'
     const firstIndex = new Map(body.contact_ids.map((id, i) => [id, i] as const).reverse())
@@ -162,18 +169,21 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
       attendeeEvent(auth, event, 'attendee.added', c.contact_id, c.status, positionOf(c))))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees', 'Remove attendees by contact id (optionally only those in a status)', {
-    params: EventParams, body: BulkRemoveBody
-  }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees',
+    'Remove attendees by contact id (optionally only those in a status)', {
+      params: EventParams, body: BulkRemoveBody
+    }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
     const removed = await repo.deleteAttendees(trx, auth.tenantId, rootEventId(event), ids, body.status)
     await emitMany(trx, removed.map(r => attendeeEvent(auth, event, 'attendee.removed', r.contact_id, r.status)))
     await settleWaitlist(trx, event)
   })
 
-  noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation('bulk-update-event-attendee-status', 'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
-    params: EventParams, body: BulkStatusBody
-  }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body: b }) => {
+  noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation(
+    'bulk-update-event-attendee-status',
+    'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
+      params: EventParams, body: BulkStatusBody
+    }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body: b }) => {
     const { event } = await bulkTargets(trx, auth, params.id, b.contact_ids)
     const requests = b.contact_ids.map(contactId => ({ contactId, status: b.status }))
     const { changed } = await changeStatuses(trx, event, requests, {
@@ -182,9 +192,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
     await emitChanges(trx, auth, event, changed)
   })
 
-  app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee', 'Set the status of an attendee (sets responded_at)', {
-    params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee }
-  }, requirePolicy('attendee', 'write')), async (request, reply) => {
+  app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee',
+    'Set the status of an attendee (sets responded_at)', {
+      params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee }
+    }, requirePolicy('attendee', 'write')), async (request, reply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const row = await withTenant(db, auth, async trx => {
       const event = await lockEventForWrite(trx, auth, id, 'attendees:write')
@@ -204,9 +215,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
     return row
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', operation('remove-event-attendee', 'Remove an attendee', {
-    params: AttendeeParams
-  }, requirePolicy('attendee', 'write')), async (trx, request) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', operation('remove-event-attendee',
+    'Remove an attendee', {
+      params: AttendeeParams
+    }, requirePolicy('attendee', 'write')), async (trx, request) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const event = await lockEventForWrite(trx, auth, id, 'attendees:write')
     await lockForWrite(trx, auth, rootEventId(event), contactId, ifMatchOf(request))

@@ -36,7 +36,9 @@ export const Attendee = model('Attendee', {
   responded_at: Nullable(Timestamp('Last status change by PATCH')),
   created_at: Timestamp(),
   updated_at: Timestamp(),
-  waitlist_position: Nullable(Type.Integer({ minimum: 1, description: 'Place on the waitlist (1 = next); null unless waitlisted' })),
+  waitlist_position: Nullable(Type.Integer({
+    minimum: 1, description: 'Place on the waitlist (1 = next); null unless waitlisted'
+  })),
   approved_at: Nullable(Timestamp('When a manager approved the registration')),
   approved_by: Nullable(Type.String({ description: 'Who approved the registration' })),
   checked_in_by: Nullable(Type.String({ description: 'Who checked the attendee in' })),
@@ -89,7 +91,9 @@ export const BulkStatusBody = body({ contact_ids: ContactIds, status: AttendeeSt
 // ---- registration (attendees.registration.routes.ts)
 
 export const CAPACITY_MAX = 1_000_000
-const Capacity = Type.Integer({ minimum: 1, maximum: CAPACITY_MAX, description: `Seats, 1 to ${CAPACITY_MAX}; null = unlimited` })
+const Capacity = Type.Integer({
+  minimum: 1, maximum: CAPACITY_MAX, description: `Seats, 1 to ${CAPACITY_MAX}; null = unlimited`
+})
 
 export const EventRegistration = model('EventRegistration', {
   capacity: Nullable(Type.Integer({ description: 'Seats in force; null = unlimited' })),
@@ -101,7 +105,9 @@ export const EventRegistration = model('EventRegistration', {
   pending_count: Type.Integer(),
   no_show_count: Type.Integer(),
   seats_left: Nullable(Type.Integer({ description: 'null = unlimited' })),
-  over_capacity: Type.Integer({ description: 'Seats held beyond capacity (capacity lowered below the confirmed count)' }),
+  over_capacity: Type.Integer({
+    description: 'Seats held beyond capacity (capacity lowered below the confirmed count)'
+  }),
   promoted: Type.Integer({ description: 'Waitlisted attendees this change confirmed (0 on GET)' }),
   notice: Nullable(Type.String({ description: 'What the change did not do, e.g. nobody demoted below capacity' }))
 }, {

@@ -26,7 +26,13 @@ const attendeesOf = (eventId: number) => `/api/v1/events/${eventId}/attendees`
 const STATUSES = ['invited', 'confirmed', 'declined', 'tentative'] as const
 type Status = (typeof STATUSES)[number]
 
-async function addAttendee (t: TestApp, caller: string, eventId: number, contactId: string, status: Status = 'invited') {
+async function addAttendee (
+  t: TestApp,
+  caller: string,
+  eventId: number,
+  contactId: string,
+  status: Status = 'invited'
+) {
   return (await expectStatus(t, caller, 'POST', attendeesOf(eventId), 201, { contact_id: contactId, status })).json()
 }
 
@@ -91,7 +97,8 @@ for (const kind of databases()) {
   void describe(`${kind}: event attendees incremental sync`, () => {
     const t = useTestApp(kind)
 
-    void it('answers what changed since the token: changed and added rows, tombstones, nothing of another event', async () => {
+    void it('answers what changed since the token: changed and added rows, tombstones, ' +
+      'nothing of another event', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const event = await createEvent(t, alice)
@@ -142,7 +149,8 @@ for (const kind of databases()) {
       assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice, attendeesOf(event.id))))
     })
 
-    void it('binds the status filter: an attendee leaving `confirmed` comes as a tombstone; the token answers no other list', async () => {
+    void it('binds the status filter: an attendee leaving `confirmed` comes as a tombstone; ' +
+      'the token answers no other list', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const event = await createEvent(t, alice)
@@ -163,7 +171,8 @@ for (const kind of databases()) {
       assert.deepEqual((body.items as Json[]).map(a => [a.id, a.status]), [[a2.id, 'confirmed']])
       await replica.sync()
       assert.deepEqual([...replica.rows.keys()], [String(a2.id)])
-      assert.deepEqual(sorted(replica.rows), sorted(await fullRead(t, alice, attendeesOf(event.id), 'status=confirmed')))
+      assert.deepEqual(sorted(replica.rows),
+        sorted(await fullRead(t, alice, attendeesOf(event.id), 'status=confirmed')))
 
       // a token of the confirmed attendees answers neither the whole list, another status nor another event's
       for (const url of [
@@ -178,7 +187,8 @@ for (const kind of databases()) {
       }
     })
 
-    void it('answers 410 to a forged, truncated, other caller\'s or too old token; a caller who cannot read gets no row', async () => {
+    void it('answers 410 to a forged, truncated, other caller\'s or too old token; ' +
+      'a caller who cannot read gets no row', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice', ['member'], { orgId: 'org-a' })
       const event = await createEvent(t, alice)
@@ -197,7 +207,8 @@ for (const kind of databases()) {
       assert.equal(first.statusCode, 200, first.body)
       const token = first.json().sync_token as string
       const body = tokenBody(token)
-      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) })).toString('base64url')
+      const forgedBody = Buffer.from(JSON.stringify({ ...body, x: String(BigInt(String(body.x)) + 7n) }))
+        .toString('base64url')
       // the window is RETENTION_CHANGES less a day (config.syncWindowMs)
       const window = t.config.syncWindowMs ?? 0
       assert.ok(window > 0)
@@ -212,7 +223,9 @@ for (const kind of databases()) {
         ['too old', alice, event.id, old]
       ]
       for (const [name, caller, id, sent] of cases) {
-        const res = await t.as(caller, { method: 'GET', url: `${attendeesOf(id)}?sync_token=${encodeURIComponent(sent)}` })
+        const res = await t.as(caller, {
+          method: 'GET', url: `${attendeesOf(id)}?sync_token=${encodeURIComponent(sent)}`
+        })
         assert.equal(res.statusCode, 410, `${name}: ${res.body}`)
         assert.match(res.headers['content-type'] as string, /application\/problem\+json/)
         assert.equal(res.json().status, 410)
@@ -236,7 +249,8 @@ for (const kind of databases()) {
       const sam = await tenant.user('sam', ['member'], { orgId: 'org-b' })
       const mallory = await newTenant(t).user('mallory', ['admin'])
       for (const [name, caller, status] of [['dan', dan, 403], ['sam', sam, 404], ['mallory', mallory, 404]] as const) {
-        for (const query of ['', '?sync=true', `?sync_token=${token}`, '?sync_token=not-a-token', `?sync_token=${old}`]) {
+        for (const query of ['', '?sync=true', `?sync_token=${token}`, '?sync_token=not-a-token',
+          `?sync_token=${old}`]) {
           const res = await t.as(caller, { method: 'GET', url: `${attendeesOf(event.id)}${query}` })
           assert.equal(res.statusCode, status, `${name} ${query}: ${res.body}`)
           assert.equal(res.json().items, undefined, `${name} ${query}: no row`)
@@ -284,7 +298,8 @@ for (const kind of databases()) {
         if (changed.includes(a.id)) assert.deepEqual([a.event_id, a.series_id], [null, seriesId])
       }
       assert.equal((body.items as Json[]).find(a => a.contact_id === s3)?.status, 'tentative')
-      assert.ok((body.items as Json[]).every(a => a.contact_id !== elsewhere), 'nothing of the sibling nor the other series')
+      assert.ok((body.items as Json[]).every(a => a.contact_id !== elsewhere),
+        'nothing of the sibling nor the other series')
       assert.ok(otherGone !== undefined)
       for (const d of body.deleted as Json[]) assert.ok(![siblingGone.id, otherGone].includes(d.id), JSON.stringify(d))
 
@@ -341,7 +356,8 @@ for (const kind of databases()) {
       let next: string | undefined
       while (pages < 12) {
         pages++
-        const url = `${attendeesOf(event.id)}?size=1&sync_token=${token}${cursor === undefined ? '' : `&cursor=${cursor}`}`
+        const url =
+          `${attendeesOf(event.id)}?size=1&sync_token=${token}${cursor === undefined ? '' : `&cursor=${cursor}`}`
         const body = (await expectStatus(t, alice, 'GET', url, 200)).json()
         if (body.next_cursor === null) {
           next = body.sync_token
@@ -375,7 +391,12 @@ for (const kind of databases()) {
         fc.record({ op: fc.constant('bulk' as const), picks: fc.array(pick, { minLength: 1, maxLength: 4 }), status }),
         fc.record({ op: fc.constant('series' as const), pick, status }),
         fc.record({ op: fc.constant('elsewhere' as const), pick }),
-        fc.record({ op: fc.constant('sync' as const), who: fc.nat({ max: 2 }), size: fc.integer({ min: 1, max: 4 }), during: fc.boolean() })
+        fc.record({
+          op: fc.constant('sync' as const),
+          who: fc.nat({ max: 2 }),
+          size: fc.integer({ min: 1, max: 4 }),
+          during: fc.boolean()
+        })
       )
       await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async steps => {
         const tenant = newTenant(t)
@@ -389,7 +410,8 @@ for (const kind of databases()) {
         const contacts = await insertContacts(t, tenant.id, 'alice', 8)
         const contact = (i: number) => contacts[i % contacts.length] ?? ''
         const url = attendeesOf(occ)
-        const replicas = [new Replica(t, alice, url), new Replica(t, carol, url), new Replica(t, alice, url, 'status=confirmed')]
+        const replicas = [new Replica(t, alice, url), new Replica(t, carol, url),
+          new Replica(t, alice, url, 'status=confirmed')]
         const inSeries = new Set<string>()
         const write = async (s: Exclude<Step, { op: 'sync' }>, caller = alice) => {
           // writes may be refused (409 already attending, 404 not attending): the state is what the API made it
@@ -400,7 +422,9 @@ for (const kind of databases()) {
           } else if (s.op === 'remove') {
             await t.as(caller, { method: 'DELETE', url: `${url}/${contact(s.pick)}` })
           } else if (s.op === 'bulk') {
-            await expectStatus(t, caller, 'POST', `${url}/bulk`, 204, { contact_ids: s.picks.map(contact), status: s.status })
+            await expectStatus(t, caller, 'POST', `${url}/bulk`, 204, {
+              contact_ids: s.picks.map(contact), status: s.status
+            })
           } else if (s.op === 'series') {
             // a series attendee: added, its status changed, then removed
             const c = contact(s.pick)
@@ -415,8 +439,12 @@ for (const kind of databases()) {
             }
           } else {
             // another occurrence's own attendee: never in this list
-            const res = await t.as(alice, { method: 'POST', url: attendeesOf(sibling), payload: { contact_id: contact(s.pick) } })
-            if (res.statusCode === 409) await t.as(alice, { method: 'DELETE', url: `${attendeesOf(sibling)}/${contact(s.pick)}` })
+            const res = await t.as(alice, {
+              method: 'POST', url: attendeesOf(sibling), payload: { contact_id: contact(s.pick) }
+            })
+            if (res.statusCode === 409) {
+              await t.as(alice, { method: 'DELETE', url: `${attendeesOf(sibling)}/${contact(s.pick)}` })
+            }
           }
         }
         for (const s of steps) {

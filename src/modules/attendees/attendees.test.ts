@@ -170,7 +170,8 @@ for (const kind of databases()) {
       assert.equal((await list(alice, event.id)).json().total, 200)
     })
 
-    void it('bulk calls record one domain event per attendee changed: added in the order given, status changes with the previous status, removals', async () => {
+    void it('bulk calls record one domain event per attendee changed: added in the order given, ' +
+      'status changes with the previous status, removals', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const ids = await insertContacts(t, tenant.id, 'alice', 600)
       const bulk = async (method: 'POST' | 'PATCH' | 'DELETE', path: string, payload: Json) =>
@@ -262,7 +263,8 @@ for (const kind of databases()) {
       assert.equal((await list(alice, event.id)).json().total, 2)
     })
 
-    void it("pages attendees by cursor as by page (bulk rows share created_at), per status, and refuses another event's cursor", async () => {
+    void it('pages attendees by cursor as by page (bulk rows share created_at), per status, ' +
+      "and refuses another event's cursor", async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { template: 'generic' })
       const other = await createEvent(t, alice, { template: 'generic' })
       const ids = await insertContacts(t, tenant.id, 'alice', 23)

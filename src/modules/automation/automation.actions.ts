@@ -50,7 +50,9 @@ const statusList = (description: string) =>
 
 export const NotifyAction = actionSchema('notify', 'Notify', {
   description:
-    "Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field.",
+    "Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees " +
+    '(optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by ' +
+    "the trigger payload's field.",
   needsEvent: true
 }, {
   to: StringEnum(NOTIFY_AUDIENCES, { description: 'attendees | managers | creator' }),
@@ -92,13 +94,16 @@ export const SetAttendeeStatusAction = actionSchema('set_attendee_status', 'SetA
 
 export const MarkNoShowsAction = actionSchema('mark_no_shows', 'MarkNoShows', {
   description:
-    "After the event ends: mark every confirmed attendee who never checked in as no_show (as POST /events/{id}/attendees/no-shows; fails before the event's end). Pair it with event.ends_in",
+    'After the event ends: mark every confirmed attendee who never checked in as no_show ' +
+    "(as POST /events/{id}/attendees/no-shows; fails before the event's end). Pair it with event.ends_in",
   needsEvent: true
 }, {})
 
 export const WebhookAction = actionSchema('webhook', 'Webhook', {
   description:
-    'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
+    'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: ' +
+    't=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, ' +
+    'no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it',
   needsEvent: false
 }, {
   url: Type.String({ minLength: 1, maxLength: 2000, description: 'https URL' }),

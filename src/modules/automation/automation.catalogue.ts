@@ -65,12 +65,13 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   domainEvent('event.published', 'An event was published', EVENT_FIELDS),
   domainEvent('event.archived', 'An event was archived', EVENT_FIELDS),
   domainEvent('event.deleted', 'An event was deleted', EVENT_FIELDS),
-  domainEvent('event.cancelled', 'An event was cancelled (one event, or each occurrence a series cancellation reached)', {
-    ...EVENT_FIELDS,
-    reason: 'string',
-    scope: 'string: this, future or all',
-    cancelled_by: 'string'
-  }),
+  domainEvent('event.cancelled',
+    'An event was cancelled (one event, or each occurrence a series cancellation reached)', {
+      ...EVENT_FIELDS,
+      reason: 'string',
+      scope: 'string: this, future or all',
+      cancelled_by: 'string'
+    }),
   domainEvent('event.transitioned', 'An event moved to another template state', {
     ...EVENT_FIELDS,
     from_state: 'string or null',
@@ -200,7 +201,8 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   domainEvent('user.reactivated', 'A user was reactivated', USER_FIELDS),
   domainEvent(
     'automation.rule_disabled',
-    "The service disabled a rule because its creator was removed or deactivated (the rule's disabled_reason says which)",
+    'The service disabled a rule because its creator was removed or deactivated ' +
+    "(the rule's disabled_reason says which)",
     { rule_id: 'string (uuid)', name: 'string', creator_id: 'string', reason: 'string' }
   )
 ]
@@ -213,28 +215,32 @@ export const TIME_TRIGGERS: TriggerDescriptor[] = [
     type: CRON_TRIGGER,
     kind: 'schedule',
     description:
-      'Fires at every slot of `cron_expression` (5 or 6 fields) in `timezone` (IANA, default UTC); a slot missed while no worker ran fires once',
+      'Fires at every slot of `cron_expression` (5 or 6 fields) in `timezone` (IANA, default UTC); ' +
+      'a slot missed while no worker ran fires once',
     payload: { scheduled_for: 'string: the slot (ISO 8601)', rule_id: 'string' }
   },
   {
     type: 'event.starts_in',
     kind: 'relative_time',
     description:
-      '`offset_minutes` (0 to 525600) before a published event starts; once per event and start time; a missed one still fires until an hour after the start',
+      '`offset_minutes` (0 to 525600) before a published event starts; once per event and start time; ' +
+      'a missed one still fires until an hour after the start',
     payload: { ...EVENT_FIELDS, start_dt: 'string (ISO 8601)', offset_minutes: 'integer' }
   },
   {
     type: 'event.ends_in',
     kind: 'relative_time',
     description:
-      '`offset_minutes` (0 to 525600) before a published event ends (0 = when it ends); once per event and end time; a missed one still fires until an hour after the end',
+      '`offset_minutes` (0 to 525600) before a published event ends (0 = when it ends); once per event and end time; ' +
+      'a missed one still fires until an hour after the end',
     payload: { ...EVENT_FIELDS, end_dt: 'string (ISO 8601)', offset_minutes: 'integer' }
   }
 ]
 
 /** Event topics also fire `<template>.<verb>` (e.g. `announcement.published`) for non-generic templates. */
 export const TEMPLATE_QUALIFIED_NOTE =
-  'Event and attendee triggers of an event whose template is not generic also fire as <template>.<verb>, e.g. announcement.published, delivery.transitioned.'
+  'Event and attendee triggers of an event whose template is not generic also fire as <template>.<verb>, ' +
+  'e.g. announcement.published, delivery.transitioned.'
 
 const DOMAIN_TYPES = new Set(DOMAIN_TRIGGERS.map(t => t.type))
 const TEMPLATE_QUALIFIED = /^[a-z][a-z0-9_]{0,49}\.[a-z][a-z0-9_]{0,49}$/

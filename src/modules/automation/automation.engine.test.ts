@@ -62,7 +62,8 @@ for (const kind of databases()) {
     const receiver = useReceiver()
     const clock = { now: new Date() }
 
-    void it('runs a rule on a domain event: dispatch creates a queued execution and a job, the run applies the action once', async () => {
+    void it('runs a rule on a domain event: dispatch creates a queued execution and a job, ' +
+      'the run applies the action once', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
@@ -139,7 +140,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('notifies attendees by status and managers, and sets attendee status (its domain event carries depth + 1)', async () => {
+    void it('notifies attendees by status and managers, and sets attendee status ' +
+      '(its domain event carries depth + 1)', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
@@ -204,7 +206,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('confirms attendees through registration (capacity, waitlist) and marks no-shows after the end', async () => {
+    void it('confirms attendees through registration (capacity, waitlist) ' +
+      'and marks no-shows after the end', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
@@ -347,7 +350,8 @@ for (const kind of databases()) {
       return { tenant, alice, engine, event, r, id }
     }
 
-    void it('two workers racing for one execution: exactly one applies it; pg-boss hands the job to one of them', async () => {
+    void it('two workers racing for one execution: exactly one applies it; ' +
+      'pg-boss hands the job to one of them', async () => {
       const { tenant, alice, engine, event, r, id } = await queuedActivityRun(clock)
       const boss = await engine.queue.ready()
       const fetched = await Promise.all([
@@ -383,7 +387,8 @@ for (const kind of databases()) {
       assert.equal((await executions(t, alice, r.id))[0]?.status, 'running')
       assert.equal((await runExecution(engine, { tenantId: tenant.id, executionId: id })).outcome, 'busy')
       // pg-boss expires the job (its start moved back past the expiry) and offers it again
-      await sql`update pgboss.job set started_on = now() - make_interval(secs => ${EXPIRE_SEC + 60}) where id = ${job.id}::uuid`.execute(
+      await sql`update pgboss.job set started_on = now() - make_interval(secs => ${EXPIRE_SEC + 60})
+        where id = ${job.id}::uuid`.execute(
         engine.db
       )
       await boss.maintain()
@@ -595,7 +600,8 @@ for (const kind of databases()) {
       )
     }
 
-    void it('dispatches per tenant: one call shares its limit among the tenants with pending rows, each in id order', async () => {
+    void it('dispatches per tenant: one call shares its limit among the tenants with pending rows, ' +
+      'each in id order', async () => {
       const engine = engineAt(t, clock)
       const { a, b } = await twoTenants(engine)
       await emitUsers(a.id, 6)
@@ -644,7 +650,8 @@ for (const kind of databases()) {
       }
     })
 
-    void it('a tenant whose dispatch fails holds up no other: the others are dispatched, then the failure is thrown', async () => {
+    void it('a tenant whose dispatch fails holds up no other: the others are dispatched, ' +
+      'then the failure is thrown', async () => {
       const engine = engineAt(t, clock)
       const { a, b } = await twoTenants(engine)
       await emitUsers(a.id, 3)

@@ -62,7 +62,9 @@ export const activityAdded = (
   aggregateType: 'event',
   aggregateId: eventId,
   actorId: null,
-  payload: { event_id: eventId, activity_id: activity.id, kind: activity.kind, source: 'automation', rule_id: s.ruleId },
+  payload: {
+    event_id: eventId, activity_id: activity.id, kind: activity.kind, source: 'automation', rule_id: s.ruleId
+  },
   depth: s.depth + 1
 })
 

@@ -62,7 +62,8 @@ export interface ExecutionFilter {
   to?: Date | undefined
 }
 
-const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'desc', type: 'uuid' }]
+const EXECUTION_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'desc', type: 'uuid' }]
 
 /** The trigger that keeps the executions' counts in row_counts (absent on Citus) */
 export const EXECUTION_COUNTS_TRIGGER = 'executions_counts_insert'

@@ -32,7 +32,8 @@ export async function runBossSql (trx: Tx, text: string, values: unknown[]): Pro
 export async function grantQueueSchema (trx: Tx, schema: string): Promise<void> {
   await runBossSql(
     trx,
-    `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${schema} to ${APP_ROLE}; grant select, insert, update on all tables in schema ${schema} to ${APP_ROLE}`,
+    `select pg_advisory_xact_lock(${GRANT_LOCK}); grant usage on schema ${schema} to ${APP_ROLE}; grant select, ` +
+    `insert, update on all tables in schema ${schema} to ${APP_ROLE}`,
     []
   )
 }

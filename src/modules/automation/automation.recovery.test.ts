@@ -86,7 +86,8 @@ for (const kind of databases()) {
     const t = useTestApp(kind, { env: { AUTOMATION_PAUSE_AFTER_FAILURES: String(PAUSE_AFTER) } })
     const clock = { now: new Date() }
 
-    void it("runs the version an execution was queued with, not a later edit, and records it; a deleted rule's queued run never runs", async () => {
+    void it('runs the version an execution was queued with, not a later edit, and records it; ' +
+      "a deleted rule's queued run never runs", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
@@ -185,7 +186,8 @@ for (const kind of databases()) {
       assert.deepEqual(await activityMessages(t, carol, event.id), [])
     })
 
-    void it('retries a failed execution as a new attempt of the same version once the cause is fixed; refuses other states with 409', async () => {
+    void it('retries a failed execution as a new attempt of the same version once the cause is fixed; ' +
+      'refuses other states with 409', async () => {
       const { tenant, carol, alice, event, r } = await aliceRuleOnCarolsEvent('logged')
       const bob = await tenant.user('bob')
       const engine = engineAt(t, clock)
@@ -281,7 +283,8 @@ for (const kind of databases()) {
       assert.equal(again.statusCode, 409, again.body)
     })
 
-    void it('filters the history by status, trigger type and time; bad values are a 400 naming the query field', async () => {
+    void it('filters the history by status, trigger type and time; ' +
+      'bad values are a 400 naming the query field', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const engine = engineAt(t, clock)
@@ -334,7 +337,8 @@ for (const kind of databases()) {
       }
     })
 
-    void it('pages the history by cursor as by page (executions queued together share created_at), per filter', async () => {
+    void it('pages the history by cursor as by page (executions queued together share ' +
+      'created_at), per filter', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const r = await rule(t, alice, {
@@ -382,7 +386,8 @@ for (const kind of databases()) {
       }
     })
 
-    void it(`pauses a rule after ${PAUSE_AFTER} failed executions in a row, says why and tells its creator; a success in between resets the count`, async () => {
+    void it(`pauses a rule after ${PAUSE_AFTER} failed executions in a row, says why and tells its creator; ` +
+      'a success in between resets the count', async () => {
       const tenant = newTenant(t)
       const carol = await tenant.user('carol')
       const alice = await tenant.user('alice')
@@ -452,7 +457,8 @@ for (const kind of databases()) {
       assert.equal((await executions(t, alice, r.id))[0]?.status, 'succeeded')
     })
 
-    void it('sends the version as ETag and answers 412 to PUT, PATCH and DELETE naming another, changing nothing', async () => {
+    void it('sends the version as ETag and answers 412 to PUT, PATCH and DELETE naming another, ' +
+      'changing nothing', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const body = { name: 'etag', scope: 'GLOBAL', schedule: { event_type: 'event.updated' }, actions: [] }

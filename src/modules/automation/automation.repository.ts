@@ -172,7 +172,8 @@ export interface RuleFilter {
   enabled?: boolean | undefined
 }
 
-const RULE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' }, { ref: 'id', dir: 'asc', type: 'uuid' }]
+const RULE_KEYS: KeyColumn[] = [{ ref: 'created_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'asc', type: 'uuid' }]
 
 /**
  * Rules of a tenant, newest first. With `auth`, rules of events the caller cannot see are left

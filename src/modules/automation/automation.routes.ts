@@ -160,18 +160,20 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   // ---- catalogues
 
-  app.get('/api/v1/automation/triggers', operation('list-automation-triggers', 'Trigger catalogue: types, payload fields, condition operators', {
-    response: { 200: TriggerCatalogue }
-  }, requirePolicy('rule', 'catalogue')), async () => ({
+  app.get('/api/v1/automation/triggers', operation('list-automation-triggers',
+    'Trigger catalogue: types, payload fields, condition operators', {
+      response: { 200: TriggerCatalogue }
+    }, requirePolicy('rule', 'catalogue')), async () => ({
     triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
     template_qualified: TEMPLATE_QUALIFIED_NOTE,
     condition_operators: [...CONDITION_OPERATORS],
     attendee_statuses: [...ATTENDEE_STATUSES]
   }))
 
-  app.get('/api/v1/automation/actions', operation('list-automation-actions', 'Action catalogue: types and their fields', {
-    response: { 200: ActionCatalogue }
-  }, requirePolicy('rule', 'catalogue')), async () => ({ actions: ACTIONS }))
+  app.get('/api/v1/automation/actions', operation('list-automation-actions',
+    'Action catalogue: types and their fields', {
+      response: { 200: ActionCatalogue }
+    }, requirePolicy('rule', 'catalogue')), async () => ({ actions: ACTIONS }))
 
   // ---- rules
 
@@ -225,14 +227,16 @@ export const automationModule = defineModule(async (app, ctx) => {
     service.patchRule
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', operation('delete-automation-rule', 'Delete an automation rule and its history', {
-    params: RuleParams
-  }, requirePolicy('rule', 'write')), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', operation('delete-automation-rule',
+    'Delete an automation rule and its history', {
+      params: RuleParams
+    }, requirePolicy('rule', 'write')), (trx, request) =>
     service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
 
-  app.post('/api/v1/automation/rules/:rule_id/execute', operation('execute-automation-rule', 'Run a rule now (queued; the execution is returned at once)', {
-    params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution }
-  }, requirePolicy('rule', 'execute')), async (request, reply) => {
+  app.post('/api/v1/automation/rules/:rule_id/execute', operation('execute-automation-rule',
+    'Run a rule now (queued; the execution is returned at once)', {
+      params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution }
+    }, requirePolicy('rule', 'execute')), async (request, reply) => {
     const context = request.body?.trigger_context ?? {}
     checkJsonDepth(context, 'body.trigger_context', CONTEXT_MAX_DEPTH)
     checkJsonText(request.body ?? {}, 'body')
@@ -284,25 +288,28 @@ export const automationModule = defineModule(async (app, ctx) => {
       .send(service.toEventAutomation(row, true))
   })
 
-  app.get('/api/v1/events/:id/automations/templates', operation('list-event-automation-templates', "Ready-made automations for the event's template", {
-    params: IdParams, response: { 200: EventAutomationTemplates }
-  }, requirePolicy('rule', 'catalogue')), async request => {
+  app.get('/api/v1/events/:id/automations/templates', operation('list-event-automation-templates',
+    "Ready-made automations for the event's template", {
+      params: IdParams, response: { 200: EventAutomationTemplates }
+    }, requirePolicy('rule', 'catalogue')), async request => {
     const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
     return service.automationTemplates(event.template)
   })
 
-  app.get('/api/v1/events/:id/automations/:rule_id', operation('get-event-automation', 'Get an automation of an event', {
-    params: EventRuleParams, response: { 200: EventAutomation }
-  }, requirePolicy('rule', 'read')), async request =>
+  app.get('/api/v1/events/:id/automations/:rule_id', operation('get-event-automation',
+    'Get an automation of an event', {
+      params: EventRuleParams, response: { 200: EventAutomation }
+    }, requirePolicy('rule', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const row = await service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
       return service.toEventAutomation(row, await canManageRule(trx, request.auth, row))
     })
   )
 
-  app.put('/api/v1/events/:id/automations/:rule_id', operation('replace-event-automation', 'Replace an automation of an event', {
-    params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation }
-  }, requirePolicy('event', 'automate')), async request =>
+  app.put('/api/v1/events/:id/automations/:rule_id', operation('replace-event-automation',
+    'Replace an automation of an event', {
+      params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation }
+    }, requirePolicy('event', 'automate')), async request =>
     service.toEventAutomation(
       await withTenant(db, request.auth, trx =>
         service.replaceEventAutomation(trx, request.auth, request.params.id, request.params.rule_id, request.body)
@@ -311,14 +318,16 @@ export const automationModule = defineModule(async (app, ctx) => {
     )
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', operation('delete-event-automation', 'Delete an automation of an event', {
-    params: EventRuleParams
-  }, requirePolicy('event', 'automate')), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', operation('delete-event-automation',
+    'Delete an automation of an event', {
+      params: EventRuleParams
+    }, requirePolicy('event', 'automate')), (trx, request) =>
     service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
 
-  app.post('/api/v1/events/:id/automations/:rule_id/execute', operation('execute-event-automation', 'Run an automation of an event now (queued)', {
-    params: EventRuleParams, response: { 202: NoContent }
-  }, requirePolicy('rule', 'execute')), async (request, reply) => {
+  app.post('/api/v1/events/:id/automations/:rule_id/execute', operation('execute-event-automation',
+    'Run an automation of an event now (queued)', {
+      params: EventRuleParams, response: { 202: NoContent }
+    }, requirePolicy('rule', 'execute')), async (request, reply) => {
     await engine.queue.ready()
     await withTenant(db, request.auth, async trx => {
       const rule = await service.eventRuleForRun(trx, request.auth, request.params.id, request.params.rule_id)

@@ -67,7 +67,8 @@ for (const kind of databases()) {
         trigger_context: { event_id: eventId }
       })
 
-    void it("a member's GLOBAL rule cannot touch another member's private event: nothing changes, nothing is sent, no title leaks", async () => {
+    void it("a member's GLOBAL rule cannot touch another member's private event: nothing changes, nothing is sent, " +
+      'no title leaks', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -114,7 +115,8 @@ for (const kind of databases()) {
       assert.equal(await notificationCount(t, tenant.id), sentBefore)
     })
 
-    void it('a manual run of a GLOBAL rule naming an event the caller cannot see is a 400, and nothing runs', async () => {
+    void it('a manual run of a GLOBAL rule naming an event the caller cannot see is a 400, ' +
+      'and nothing runs', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -150,7 +152,8 @@ for (const kind of databases()) {
       assert.equal((await eventSnapshot(t, alice, event.id)).state, 'in_transit')
     })
 
-    void it('a manual run cannot redirect an EVENT rule to another event, nor a SPACE rule outside its space (400, nothing changes)', async () => {
+    void it('a manual run cannot redirect an EVENT rule to another event, nor a SPACE rule outside its space (400, ' +
+      'nothing changes)', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const own = await createEvent(t, alice, { title: 'Own', template: 'delivery' })
@@ -281,7 +284,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('a creator removed by the identity provider: the rule is disabled and says why, the execution fails, nothing is done', async () => {
+    void it('a creator removed by the identity provider: the rule is disabled and says why, the execution fails, ' +
+      'nothing is done', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('adam', ['admin'])
       const bob = await tenant.user('bob')
@@ -324,7 +328,8 @@ for (const kind of databases()) {
       assert.deepEqual([enabled.enabled, enabled.disabled_reason, enabled.creator_id], [true, null, 'adam'])
     })
 
-    void it('a creator demoted as event manager: the action fails for good with a clear error, the event is unchanged', async () => {
+    void it('a creator demoted as event manager: the action fails for good with a clear error, ' +
+      'the event is unchanged', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -410,7 +415,8 @@ for (const kind of databases()) {
      * on alice's, which he sees (visibility 40) but holds no grant on; her event is unchanged afterwards.
      * A new action type fails this test until it has a sample here.
      */
-    void it('every event action of the catalogue is refused on an event the creator sees but holds no grant on, and acts on his own', async () => {
+    void it('every event action of the catalogue is refused on an event the creator sees but holds no grant on, ' +
+      'and acts on his own', async () => {
       const SAMPLES: Record<string, Json[]> = {
         notify: [{ type: 'notify', to: 'attendees', subject: 'from bob', body: 'about {{title}}' }],
         set_attendee_status: [{ type: 'set_attendee_status', from_status: ['invited'], status: 'declined' }],

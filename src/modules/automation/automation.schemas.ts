@@ -36,7 +36,8 @@ const TriggerType = Type.String({
   minLength: 1,
   maxLength: 101,
   description:
-    'Trigger type (GET /api/v1/automation/triggers), e.g. attendee.status_changed, announcement.published, schedule.cron, event.starts_in'
+    'Trigger type (GET /api/v1/automation/triggers), e.g. attendee.status_changed, announcement.published, ' +
+    'schedule.cron, event.starts_in'
 })
 
 export const Schedule = Type.Object(
@@ -70,7 +71,8 @@ export const Rule = model('Rule', {
   disabled_reason: Nullable(
     Type.String({
       description:
-        'Why the service disabled the rule (its creator was removed or deactivated); null otherwise. Enabling the rule clears it'
+        'Why the service disabled the rule (its creator was removed or deactivated); ' +
+        'null otherwise. Enabling the rule clears it'
     })
   )
 })
@@ -156,7 +158,8 @@ export const EventAutomationTemplates = Type.Array(
     ...eventAutomationFields,
     actions: Type.Array(
       AnyObject(
-        'An action: {"type": "notify" | "activity" | "transition" | "set_attendee_status" | "webhook", …} (GET /api/v1/automation/actions)'
+        'An action: {"type": "notify" | "activity" | "transition" | "set_attendee_status" | "webhook", …} ' +
+        '(GET /api/v1/automation/actions)'
       ),
       { maxItems: MAX_ACTIONS, description: 'Actions, run in order' }
     )
@@ -196,7 +199,8 @@ export const AutomationExecution = model('AutomationExecution', {
   ),
   redacted: Type.Boolean({
     description:
-      'true when the caller may not manage the rule: trigger is {}, and conditions_met, condition_results, action_results and error are null'
+      'true when the caller may not manage the rule: trigger is {}, and conditions_met, condition_results, ' +
+      'action_results and error are null'
   })
 })
 export const PagedBodyAutomationExecution = pagedBody(AutomationExecution, 'PagedBodyAutomationExecution')

@@ -117,7 +117,8 @@ for (const kind of databases()) {
       assert.equal(await ruleCount(t, alice), 1)
     })
 
-    void it('refuses unknown triggers, actions and malformed conditions with the field named, and changes nothing', async () => {
+    void it('refuses unknown triggers, actions and malformed conditions with the field named, ' +
+      'and changes nothing', async () => {
       const alice = await newTenant(t).user('alice')
       const post = (payload: Json) => t.as(alice, { method: 'POST', url: '/api/v1/automation/rules', payload })
       assertBadRequestAt(

@@ -40,7 +40,8 @@ for (const kind of databases()) {
   void describe(`${kind}: event cover on S3 with a public URL`, () => {
     const { t, s3 } = useS3App(kind, s3 => ({ S3_PUBLIC_URL: `${s3.endpoint}/${s3.bucket}` }))
 
-    void it('stores the image in the bucket with its type, links it by its public URL, and the service serves it too', async () => {
+    void it('stores the image in the bucket with its type, links it by its public URL, ' +
+      'and the service serves it too', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t, { metadata: { room: 'A' } })
       const res = await uploadExpecting(t, alice, event.id, PNG, 200, { type: 'application/octet-stream' })
       const e = res.json()
@@ -188,7 +189,8 @@ for (const kind of databases()) {
       assert.equal((await t.as(alice, { method: 'GET', url: `/api/v1/events/${mine.id}/cover` })).statusCode, 200)
     })
 
-    void it('a cover uploaded to a draft leaves the published object in the bucket; after discard it is still served', async () => {
+    void it('a cover uploaded to a draft leaves the published object in the bucket; ' +
+      'after discard it is still served', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t)
       await publishEvent(t, alice, event.id)
       const first = await uploadExpecting(t, alice, event.id, PNG, 200)

@@ -6,11 +6,16 @@ import { COVER_MAX_BYTES } from './event-content.schemas.ts'
 
 // whole images of 40 × 30 pixels (covers are decoded and re-encoded: a header alone is refused)
 export const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAACgAAAAeCAYAAABe3VzdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAATElEQVRYhe2UsQ0AQBCCrJna0X+Kj1dQ2BOiJtDTyRoAAdFg5z3DkaDBzruGR40GezJZAyAgGuy8ZzgSNNh51/Co0WBPJmsABOSrwQeccLXfglDkCAAAAABJRU5ErkJggg==',
+  'iVBORw0KGgoAAAANSUhEUgAAACgAAAAeCAYAAABe3VzdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAATElEQVRYhe2UsQ0AQBCCrJna' +
+  '0X+Kj1dQ2BOiJtDTyRoAAdFg5z3DkaDBzruGR40GezJZAyAgGuy8ZzgSNNh51/Co0WBPJmsABOSrwQeccLXfglDkCAAAAABJRU5E' +
+  'rkJggg==',
   'base64'
 )
 export const JPEG = Buffer.from(
-  '/9j/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBDAQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAeACgDASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAf/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFgEBAQEAAAAAAAAAAAAAAAAAAAYH/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AlwCabaAAAAAAAAAA/9k=',
+  '/9j/2wBDAAYEBQYFBAYGBQYHBwYIChAKCgkJChQODwwQFxQYGBcUFhYaHSUfGhsjHBYWICwgIyYnKSopGR8tMC0oMCUoKSj/2wBD' +
+  'AQcHBwoIChMKChMoGhYaKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCj/wAARCAAeACgD' +
+  'ASIAAhEBAxEB/8QAFQABAQAAAAAAAAAAAAAAAAAAAAf/xAAUEAEAAAAAAAAAAAAAAAAAAAAA/8QAFgEBAQEAAAAAAAAAAAAAAAAA' +
+  'AAYH/8QAFBEBAAAAAAAAAAAAAAAAAAAAAP/aAAwDAQACEQMRAD8AlwCabaAAAAAAAAAA/9k=',
   'base64'
 )
 export const WEBP = Buffer.from(
@@ -47,7 +52,8 @@ export function multipartBody (
     const disposition = `form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`
     chunks.push(
       Buffer.from(
-        `--${boundary}\r\nContent-Disposition: ${disposition}\r\n${p.type !== undefined ? `Content-Type: ${p.type}\r\n` : ''}\r\n`
+        `--${boundary}\r\nContent-Disposition: ${disposition}\r\n` +
+        `${p.type !== undefined ? `Content-Type: ${p.type}\r\n` : ''}\r\n`
       )
     )
     chunks.push(Buffer.isBuffer(p.data) ? p.data : Buffer.from(p.data))

@@ -197,23 +197,25 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     await instance.register(multipart, { limits: { fileSize: COVER_MAX_BYTES, files: 1 } })
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
 
-    app.put('/api/v1/events/:id/cover', operation('upload-event-cover', `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)`, {
-      consumes: ['multipart/form-data'],
-      // documentation only: the handler reads the part itself (@fastify/multipart streams it)
-      ...multipartBody(
-        {
-          file: {
-            type: 'string',
-            format: 'binary',
-            contentMediaType: 'application/octet-stream',
-            description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
-          }
-        },
-        { file: Object.values(COVER_TYPES).join(', ') }
-      ),
-      params: EventParams,
-      response: { 200: Event }
-    }, requirePolicy('cover', 'write')), async (request, reply) => {
+    app.put('/api/v1/events/:id/cover', operation('upload-event-cover',
+      `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, ` +
+      '415 for other types, 400 when it does not decode; stored re-encoded)', {
+        consumes: ['multipart/form-data'],
+        // documentation only: the handler reads the part itself (@fastify/multipart streams it)
+        ...multipartBody(
+          {
+            file: {
+              type: 'string',
+              format: 'binary',
+              contentMediaType: 'application/octet-stream',
+              description: `The image: JPEG, PNG or WebP, at most ${MIB} MiB`
+            }
+          },
+          { file: Object.values(COVER_TYPES).join(', ') }
+        ),
+        params: EventParams,
+        response: { 200: Event }
+      }, requirePolicy('cover', 'write')), async (request, reply) => {
       const auth = request.auth
       const id = request.params.id
       // who may upload is known before the upload is read

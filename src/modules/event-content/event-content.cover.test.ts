@@ -9,7 +9,9 @@ import {
 } from './event-content.cover.fixtures.ts'
 import { SWEEP_GRACE_MS } from './event-content.cover.routes.ts'
 import { aliceWithEvent } from '../events/events.fixtures.ts'
-import { addManager, createEvent, getEvent, outboxTopics, publishEvent, type Json } from '../attendees/attendees.fixtures.ts'
+import {
+  addManager, createEvent, getEvent, outboxTopics, publishEvent, type Json
+} from '../attendees/attendees.fixtures.ts'
 
 function storedFiles (t: TestApp): string[] {
   const root = path.join(t.config.dataDir, 'objects')
@@ -94,7 +96,8 @@ for (const kind of databases()) {
       assert.ok((await outboxTopics(t, tenant.id)).includes('event.cover_updated'), 'a cover_updated event')
     })
 
-    void it('refuses other content (415), too large files (413), a missing part (400), and stores nothing', async () => {
+    void it('refuses other content (415), too large files (413), a missing part (400), ' +
+      'and stores nothing', async () => {
       const { alice, event } = await aliceWithEvent(t)
       const before = storedFiles(t).length
 
@@ -154,7 +157,8 @@ for (const kind of databases()) {
       assert.deepEqual(img.rawPayload.subarray(0, 3), Buffer.from([0xff, 0xd8, 0xff]))
     })
 
-    void it('never reads nor deletes an object through a key of another tenant or outside the generated form', async () => {
+    void it('never reads nor deletes an object through a key of another tenant or outside the ' +
+      'generated form', async () => {
       const a = newTenant(t)
       const alice = await a.user('alice')
       const mine = await createEvent(t, alice)
@@ -192,7 +196,8 @@ for (const kind of databases()) {
       assert.equal(objectBytes(t, victimKey)?.length, uploaded.json().metadata.cover_image.size)
     })
 
-    void it('a cover uploaded to a draft clone keeps the published cover; discarding the draft leaves it served with the same bytes', async () => {
+    void it('a cover uploaded to a draft clone keeps the published cover; discarding the draft leaves it served with ' +
+      'the same bytes', async () => {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       await publishEvent(t, alice, event.id)
@@ -233,7 +238,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('publishing a draft with a new cover: the old object goes only once no row refers to it, and never while it is young', async () => {
+    void it('publishing a draft with a new cover: the old object goes only once no row refers to it, ' +
+      'and never while it is young', async () => {
       const alice = await newTenant(t).user('alice')
       const event = await createEvent(t, alice)
       await publishEvent(t, alice, event.id)
@@ -262,7 +268,8 @@ for (const kind of databases()) {
       assertServes(await getCover(t, alice, event.id), replaced.json().metadata.cover_image)
     })
 
-    void it("occurrences that share their anchor's cover (rows from before covers became per event) read it, and it stays while any row refers to it", async () => {
+    void it("occurrences that share their anchor's cover (rows from before covers became per event) read it, " +
+      'and it stays while any row refers to it', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const anchor = await createEvent(t, alice, { start_dt: '2027-03-15T09:00:00Z', end_dt: '2027-03-15T10:00:00Z' })

@@ -91,7 +91,8 @@ export async function reaches (trx: Tx, tenantId: string, from: number, to: numb
     with recursive reach(id) as (
       select milestone_event_id from event_milestones where tenant_id = ${tenantId} and base_event_id = ${from}
       union
-      select m.milestone_event_id from event_milestones m join reach r on m.base_event_id = r.id where m.tenant_id = ${tenantId}
+      select m.milestone_event_id from event_milestones m join reach r on m.base_event_id = r.id
+        where m.tenant_id = ${tenantId}
     )
     select exists (select 1 from reach where id = ${to}) as found`.execute(trx)
   return row.rows[0]?.found === true

@@ -12,7 +12,9 @@ import { emit } from '../../platform/outbox.ts'
 import {
   eventEvent, EventParams, findVisibleEvent, lockEventForWrite, readEvent, removeFromEvent, rootEventId
 } from '../events/index.ts'
-import { AddMilestoneBody, Milestone, MilestoneParams, PagedBodyMilestone, PatchMilestoneBody, UpdateMilestoneSequenceBody } from './event-content.schemas.ts'
+import {
+  AddMilestoneBody, Milestone, MilestoneParams, PagedBodyMilestone, PatchMilestoneBody, UpdateMilestoneSequenceBody
+} from './event-content.schemas.ts'
 import * as repo from './event-content.milestones.repository.ts'
 import { requirePolicy } from '../policy/index.ts'
 
@@ -25,16 +27,18 @@ async function milestoneOr404 (...args: Parameters<typeof repo.findMilestone>) {
 }
 
 export async function milestonesRoutes (app: App, { db }: AppContext): Promise<void> {
-  app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', 'List the milestones of an event by sequence', {
-    params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
-  }, requirePolicy('link', 'read')), async request => await answerPage(db, request, async (trx, q) => {
+  app.get('/api/v1/events/:id/milestones', operation('list-event-milestones',
+    'List the milestones of an event by sequence', {
+      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+    }, requirePolicy('link', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const event = await readEvent(trx, request.auth, request.params.id)
     return await repo.listMilestones(trx, request.auth.tenantId, rootEventId(event), q)
   }))
 
-  createdRoute(app, db, 'post', '/api/v1/events/:id/milestones', operation('add-event-milestone', 'Add another event as a milestone (no self, no duplicate, no cycle)', {
-    params: EventParams, body: AddMilestoneBody, response: { 201: Milestone }
-  }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/milestones', operation('add-event-milestone',
+    'Add another event as a milestone (no self, no duplicate, no cycle)', {
+      params: EventParams, body: AddMilestoneBody, response: { 201: Milestone }
+    }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
     const base = await lockEventForWrite(trx, auth, params.id, 'milestones:manage')
     const baseId = rootEventId(base)
     const target = await findVisibleEvent(trx, auth, b.milestone_event_id, ['id', 'start_dt', 'end_dt', 'status'])
@@ -62,13 +66,16 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
         fieldError('body.milestone_event_id', 'already a milestone', b.milestone_event_id)
       ])
     }
-    await emit(trx, eventEvent(auth, baseId, 'milestone.added', { event_id: baseId, milestone_event_id: target.id, template: base.template }))
+    await emit(trx, eventEvent(auth, baseId, 'milestone.added', {
+      event_id: baseId, milestone_event_id: target.id, template: base.template
+    }))
     return await milestoneOr404(trx, auth.tenantId, baseId, target.id)
   })
 
-  app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence', 'Set the sequence of a milestone', {
-    params: MilestoneParams, body: UpdateMilestoneSequenceBody, response: { 200: Milestone }
-  }, requirePolicy('link', 'write')), async request => {
+  app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence',
+    'Set the sequence of a milestone', {
+      params: MilestoneParams, body: UpdateMilestoneSequenceBody, response: { 200: Milestone }
+    }, requirePolicy('link', 'write')), async request => {
     const { auth, params: { id, milestone_event_id: milestoneId } } = request
     return await withTenant(db, auth, async trx => {
       const base = await lockEventForWrite(trx, auth, id, 'milestones:manage')
@@ -87,9 +94,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  app.patch('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-status', 'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', {
-    params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone }
-  }, requirePolicy('link', 'write')), async request => {
+  app.patch('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-status',
+    'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', {
+      params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone }
+    }, requirePolicy('link', 'write')), async request => {
     const { auth, body: b, params: { id, milestone_event_id: milestoneId } } = request
     if (b.status !== undefined && b.reset_to_derived === true) {
       throw invalidField('body.reset_to_derived', 'expected either status or reset_to_derived, not both', true)
@@ -115,11 +123,14 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation('remove-event-milestone', 'Remove a milestone (the milestone event itself stays)', {
-    params: MilestoneParams
-  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation(
+    'remove-event-milestone', 'Remove a milestone (the milestone event itself stays)', {
+      params: MilestoneParams
+    }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
     const base = await removeFromEvent(trx, auth, id, 'milestones:manage', 'milestone not found', root =>
       repo.deleteMilestone(trx, auth.tenantId, root, milestoneId))
-    await emit(trx, eventEvent(auth, rootEventId(base), 'milestone.removed', { event_id: rootEventId(base), milestone_event_id: milestoneId, template: base.template }))
+    await emit(trx, eventEvent(auth, rootEventId(base), 'milestone.removed', {
+      event_id: rootEventId(base), milestone_event_id: milestoneId, template: base.template
+    }))
   })
 }

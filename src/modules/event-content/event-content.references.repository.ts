@@ -40,7 +40,9 @@ export async function insertDocument (
 export async function deleteDocument (
   trx: Tx, tenantId: string, eventId: number, documentId: string
 ): Promise<boolean> {
-  return await deleteRows(trx, 'event_documents', { tenant_id: tenantId, event_id: eventId, document_id: documentId }) > 0
+  return await deleteRows(trx, 'event_documents', {
+    tenant_id: tenantId, event_id: eventId, document_id: documentId
+  }) > 0
 }
 
 // ---- attachments

@@ -15,7 +15,10 @@ import {
   eventEvent, EventIdParams, EventParams, type EventRow, findTemplate, findVisibleEvent, latestTemplate,
   lockEventForWrite, readEvent, removeFromEvent, rootEventId, seriesEvent, templateAllows, writeSeries
 } from '../events/index.ts'
-import { AddAttachmentBody, AddLinkBody, Attachment, ATTACHMENT_METADATA_MAX_BYTES, AttachmentListBody, AttachmentParams, DocumentParams, EventDocumentList, Link, LinkList, LinkParams, LIST_MAX, ListAttachmentsQuery } from './event-content.schemas.ts'
+import {
+  AddAttachmentBody, AddLinkBody, Attachment, ATTACHMENT_METADATA_MAX_BYTES, AttachmentListBody, AttachmentParams,
+  DocumentParams, EventDocumentList, Link, LinkList, LinkParams, LIST_MAX, ListAttachmentsQuery
+} from './event-content.schemas.ts'
 import * as repo from './event-content.references.repository.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { LONE_SURROGATE } from '../../platform/http/validation.ts'
@@ -67,18 +70,20 @@ function checkMetadata (value: Record<string, unknown>): void {
 export async function referencesRoutes (app: App, { db }: AppContext): Promise<void> {
   // ---- documents
 
-  app.get('/api/v1/events/:id/documents', operation('list-event-documents', `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
-    params: EventParams, response: { 200: EventDocumentList }
-  }, requirePolicy('link', 'read')), async request =>
+  app.get('/api/v1/events/:id/documents', operation('list-event-documents',
+    `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
+      params: EventParams, response: { 200: EventDocumentList }
+    }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
       return await repo.listDocuments(trx, request.auth.tenantId, rootEventId(event), LIST_MAX)
     })
   )
 
-  app.post('/api/v1/events/:id/documents/:document_id', operation('link-event-document', 'Link a document to an event (201, no body; 409 when already linked)', {
-    params: DocumentParams, response: { 201: NoContent }
-  }, requirePolicy('link', 'write')), async (request, reply) => {
+  app.post('/api/v1/events/:id/documents/:document_id', operation('link-event-document',
+    'Link a document to an event (201, no body; 409 when already linked)', {
+      params: DocumentParams, response: { 201: NoContent }
+    }, requirePolicy('link', 'write')), async (request, reply) => {
     const { auth, params: { id, document_id: documentId } } = request
     await withTenant(db, auth, async trx => {
       const event = await lockEventForWrite(trx, auth, id, 'documents:manage')
@@ -100,9 +105,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return await reply.code(201).send(undefined as never)
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document', 'Unlink a document', {
-    params: DocumentParams
-  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, document_id: documentId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document',
+    'Unlink a document', {
+      params: DocumentParams
+    }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, document_id: documentId } }) => {
     const event = await removeFromEvent(trx, auth, id, 'documents:manage', 'document not linked', root =>
       repo.deleteDocument(trx, auth.tenantId, root, documentId))
     await emit(trx, eventChange(auth, event, 'event.document_unlinked', { document_id: documentId }))
@@ -110,9 +116,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- attachments
 
-  app.get('/api/v1/events/:event_id/attachments', operation('list-event-attachments', `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
-    params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody }
-  }, requirePolicy('link', 'read')), async request => {
+  app.get('/api/v1/events/:event_id/attachments', operation('list-event-attachments',
+    `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
+      params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody }
+    }, requirePolicy('link', 'read')), async request => {
     const items = await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.event_id)
       return await repo.listAttachments(
@@ -126,9 +133,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return { items }
   })
 
-  createdRoute(app, db, 'post', '/api/v1/events/:event_id/attachments', operation('add-event-attachment', "Attach a file or reference (kind must be allowed by the event's template)", {
-    params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
-  }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
+  createdRoute(app, db, 'post', '/api/v1/events/:event_id/attachments', operation('add-event-attachment',
+    "Attach a file or reference (kind must be allowed by the event's template)", {
+      params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
+    }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
     const metadata = b.metadata ?? {}
     checkMetadata(metadata)
     const event = await lockEventForWrite(trx, auth, params.event_id, 'attachments:manage')
@@ -136,7 +144,8 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       const t = findTemplate(event.template, event.template_version) ?? latestTemplate(event.template)
       throw invalidField(
         'body.kind',
-        `expected one of the kinds the ${event.template} template allows: ${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
+        `expected one of the kinds the ${event.template} template allows: ` +
+        `${(t?.allowed_attachment_kinds ?? []).join(', ')}`,
         b.kind
       )
     }
@@ -174,9 +183,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   // ---- links
 
-  app.get('/api/v1/events/:id/links', operation('list-event-links', `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
-    params: EventParams, response: { 200: LinkList }
-  }, requirePolicy('link', 'read')), async request =>
+  app.get('/api/v1/events/:id/links', operation('list-event-links',
+    `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
+      params: EventParams, response: { 200: LinkList }
+    }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
       return await repo.listLinks(
@@ -188,9 +198,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     })
   )
 
-  createdRoute(app, db, 'post', '/api/v1/events/:id/links', operation('add-event-link', 'Link another visible event of the tenant (no self link; 409 when already linked)', {
-    params: EventParams, body: AddLinkBody, response: { 201: Link }
-  }, requirePolicy('link', 'write')), async (trx, { auth, params, body }) => {
+  createdRoute(app, db, 'post', '/api/v1/events/:id/links', operation('add-event-link',
+    'Link another visible event of the tenant (no self link; 409 when already linked)', {
+      params: EventParams, body: AddLinkBody, response: { 201: Link }
+    }, requirePolicy('link', 'write')), async (trx, { auth, params, body }) => {
     const targetId = body.target_id
     const event = await lockEventForWrite(trx, auth, params.id, 'links:manage')
     const eventId = rootEventId(event)
@@ -215,21 +226,25 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     return created
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link', 'Remove a cross-reference link', {
-    params: LinkParams
-  }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, target_id: targetId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link',
+    'Remove a cross-reference link', {
+      params: LinkParams
+    }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await removeFromEvent(trx, auth, id, 'links:manage', 'link not found', root =>
       repo.deleteLink(trx, auth.tenantId, root, targetId))
     await emit(trx, eventChange(auth, event, 'event.link_removed', { target_id: targetId }))
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', operation('remove-series-link', 'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', {
-    params: LinkParams
-  }, requirePolicy('series', 'links')), async (trx, { auth, params: { id, target_id: targetId } }) => {
+  noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', operation('remove-series-link',
+    'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', {
+      params: LinkParams
+    }, requirePolicy('series', 'links')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeSeries(trx, auth, id, 'links:manage')
     if ((await repo.deleteSeriesLinks(trx, auth.tenantId, id, targetId)) === 0) {
       throw error404NotFound('link not found')
     }
-    await emit(trx, seriesEvent(auth, id, 'series.link_removed', { series_id: id, target_id: targetId, template: event.template }))
+    await emit(trx, seriesEvent(auth, id, 'series.link_removed', {
+      series_id: id, target_id: targetId, template: event.template
+    }))
   })
 }

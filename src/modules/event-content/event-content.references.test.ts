@@ -21,7 +21,8 @@ for (const kind of databases()) {
     const milestones = async (token: string, id: number, q = '') =>
       await t.as(token, { method: 'GET', url: `/api/v1/events/${id}/milestones${q}` })
 
-    void it("pages milestones (ties on sequence) and managers by cursor as by page; another event's cursor is refused", async () => {
+    void it('pages milestones (ties on sequence) and managers by cursor as by page; ' +
+      "another event's cursor is refused", async () => {
       const { tenant, alice, base } = await setup()
       const other = await createEvent(t, alice, { title: 'Other' })
       for (let i = 0; i < 7; i++) {
@@ -69,7 +70,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('adds, orders, sets and resets the status of, and removes milestones; refuses self, duplicates and cycles', async () => {
+    void it('adds, orders, sets and resets the status of, and removes milestones; refuses self, ' +
+      'duplicates and cycles', async () => {
       const { tenant, alice, base } = await setup()
       const past = await createEvent(t, alice, {
         title: 'Kick-off',
@@ -282,9 +284,10 @@ for (const kind of databases()) {
                 await sql<{
                   id: number
                 }>`insert into event_series (tenant_id, creator_id, title, start_dt, end_dt, freq, duration)
-              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'weekly', 'PT1H') returning id`.execute(
-                  trx
-                )
+              values (${tenant.id}, 'alice', 'Weekly', now(), now() + interval '1 hour', 'weekly', 'PT1H')
+                returning id`.execute(
+                    trx
+                  )
               ).rows[0]?.id
             )
             : 424_242

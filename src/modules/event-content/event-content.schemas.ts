@@ -89,7 +89,9 @@ export const AddAttachmentBody = body({
         {
           additionalProperties: true,
           maxProperties: ATTACHMENT_METADATA_MAX_KEYS,
-          description: `mime, size, content_hash… (at most ${ATTACHMENT_METADATA_MAX_KEYS} keys, ${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON)`
+          description:
+            `mime, size, content_hash… (at most ${ATTACHMENT_METADATA_MAX_KEYS} keys, ` +
+            `${ATTACHMENT_METADATA_MAX_BYTES} bytes as JSON)`
         }
       )
     )

@@ -28,7 +28,10 @@ import {
   lockEventForWrite, readEvent, rootEventId
 } from '../events/index.ts'
 import { assertSeriesGrant, assertWithin, heldOnEvent } from './event-managers.grants.ts'
-import { AcceptInviteBody, AddManagerBody, EventManager, INVITE_TTL_DAYS, InviteManagerBody, ManagerParams, PagedBodyEventManager, PendingInvitesBody, UpdateManagerBody } from './event-managers.schemas.ts'
+import {
+  AcceptInviteBody, AddManagerBody, EventManager, INVITE_TTL_DAYS, InviteManagerBody, ManagerParams,
+  PagedBodyEventManager, PendingInvitesBody, UpdateManagerBody
+} from './event-managers.schemas.ts'
 import * as repo from './event-managers.repository.ts'
 import { maskInvitees, notifyManagerAdded, OUTRANKS, refuseSelf } from '../../platform/manager-grants.ts'
 import { assertInviteRecipient, normalizeEmail } from '../../platform/invite-tokens.ts'
@@ -120,9 +123,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     return await reply.code(201).send(row)
   }
 
-  app.get('/api/v1/events/managers/pending', operation('list-pending-event-manager-invites', "Unexpired pending manager invites (events and series) addressed to the caller's e-mail", {
-    response: { 200: PendingInvitesBody }
-  }, requirePolicy('manager', 'pending')), async request => {
+  app.get('/api/v1/events/managers/pending', operation('list-pending-event-manager-invites',
+    "Unexpired pending manager invites (events and series) addressed to the caller's e-mail", {
+      response: { 200: PendingInvitesBody }
+    }, requirePolicy('manager', 'pending')), async request => {
     const auth = request.auth
     if (auth.email === null || normalizeEmail(auth.email) === '') return { items: [] }
     const email = normalizeEmail(auth.email)
@@ -135,9 +139,11 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     return { items }
   })
 
-  app.post('/api/v1/events/managers/accept', operation('accept-event-manager-invite', 'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail', {
-    body: AcceptInviteBody, response: { 200: EventManager }
-  }, requirePolicy('manager', 'accept'), { config: { idempotency: 'transaction' } }), async request => {
+  app.post('/api/v1/events/managers/accept', operation('accept-event-manager-invite',
+    'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, ' +
+    '403 another e-mail', {
+      body: AcceptInviteBody, response: { 200: EventManager }
+    }, requirePolicy('manager', 'accept'), { config: { idempotency: 'transaction' } }), async request => {
     const auth = request.auth
     return await idempotentWrite(db, request, async trx => {
       const invite = await repo.lockInviteByHash(trx, auth.tenantId, repo.hashInviteToken(request.body.token))
@@ -176,9 +182,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     })
   })
 
-  app.get('/api/v1/events/:id/managers', operation('list-event-managers', 'List the managers of an event (active and pending)', {
-    params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventManager }
-  }, requirePolicy('manager', 'read')), async request => {
+  app.get('/api/v1/events/:id/managers', operation('list-event-managers',
+    'List the managers of an event (active and pending)', {
+      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventManager }
+    }, requirePolicy('manager', 'read')), async request => {
     const { auth, query: q } = request
     return await answerPage(db, request, async trx => {
       const event = await readEvent(trx, auth, request.params.id)
@@ -208,9 +215,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     })
   })
 
-  app.post('/api/v1/events/:id/managers', operation('add-event-manager', 'Add an active manager (a role replaces permissions; optional notification)', {
-    params: EventParams, body: AddManagerBody, response: { 201: EventManager }
-  }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/events/:id/managers', operation('add-event-manager',
+    'Add an active manager (a role replaces permissions; optional notification)', {
+      params: EventParams, body: AddManagerBody, response: { 201: EventManager }
+    }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     return await answerGrant(request, reply, async (trx, event) => {
       const grant = grantOf(b)
@@ -250,9 +258,11 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     })
   })
 
-  app.post('/api/v1/events/:id/managers/invite', operation('invite-event-manager', `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it`, {
-    params: EventParams, body: InviteManagerBody, response: { 201: EventManager }
-  }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
+  app.post('/api/v1/events/:id/managers/invite', operation('invite-event-manager',
+    `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, ` +
+    'returned once as invite_token and sent by e-mail; re-inviting the address refreshes it', {
+      params: EventParams, body: InviteManagerBody, response: { 201: EventManager }
+    }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     return await answerGrant(request, reply, async (trx, event) => {
       const eventId = rootEventId(event)
@@ -317,9 +327,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     })
   })
 
-  app.put('/api/v1/events/:id/managers/:user_id', operation('update-event-manager', 'Replace the permissions of a manager (a role, when given, replaces them)', {
-    params: ManagerParams, body: UpdateManagerBody, response: { 200: EventManager }
-  }, requirePolicy('manager', 'grant')), async (request, reply) => {
+  app.put('/api/v1/events/:id/managers/:user_id', operation('update-event-manager',
+    'Replace the permissions of a manager (a role, when given, replaces them)', {
+      params: ManagerParams, body: UpdateManagerBody, response: { 200: EventManager }
+    }, requirePolicy('manager', 'grant')), async (request, reply) => {
     const auth = request.auth
     const userId = request.params.user_id
     return await withTenant(db, auth, async trx => {
@@ -345,9 +356,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/managers/:user_id', operation('remove-event-manager', 'Remove a manager (revokes the grant; never the creator)', {
-    params: ManagerParams
-  }, requirePolicy('manager', 'grant')), async (trx, request) => {
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/managers/:user_id', operation('remove-event-manager',
+    'Remove a manager (revokes the grant; never the creator)', {
+      params: ManagerParams
+    }, requirePolicy('manager', 'grant')), async (trx, request) => {
     const auth = request.auth
     const userId = request.params.user_id
     const event = await lockEventForWrite(trx, auth, request.params.id, 'managers:manage')

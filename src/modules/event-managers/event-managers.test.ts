@@ -255,7 +255,8 @@ for (const kind of databases()) {
       await expectStatus(t, jo, 'DELETE', `${url}/ida`, 204)
     })
 
-    void it('a manager with only managers:manage grants nobody more than she holds, never changes her own grant, and cannot touch a stronger manager', async () => {
+    void it('a manager with only managers:manage grants nobody more than she holds, never changes her own grant, ' +
+      'and cannot touch a stronger manager', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t)
       await addManager(t, tenant.id, event.id, 'hal', { permissions: ['managers:manage'] })
       await addManager(t, tenant.id, event.id, 'ida', { permissions: ['managers:manage', 'attendees:read'] })
@@ -324,7 +325,8 @@ for (const kind of databases()) {
       assert.equal((await grantOf('ida'))[0], 'event_manager:full')
     })
 
-    void it('an occurrence manager cannot refresh, change or remove series-level grants; the series creator can', async () => {
+    void it('an occurrence manager cannot refresh, change or remove series-level grants; ' +
+      'the series creator can', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const start = new Date(Date.now() + 30 * 86_400_000)
@@ -388,7 +390,8 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'PUT', `${url}/carol`, 200, { permissions: ['attendees:read'] })
     })
 
-    void it('only the addressee accepts an invite: no token e-mail 403, another e-mail 403, same address in other case accepted', async () => {
+    void it('only the addressee accepts an invite: no token e-mail 403, another e-mail 403, ' +
+      'same address in other case accepted', async () => {
       const { tenant, alice, event } = await aliceWithEvent(t)
       const inv = await invite(alice, event.id, { email: 'Nina@Example.test', permissions: ['attendees:read'] })
       assert.equal(inv.statusCode, 201, inv.body)

@@ -18,7 +18,8 @@ export interface FeedTokensTable {
 }
 
 export type FeedTokenRow = Selectable<FeedTokensTable>
-export type NewFeedToken = Pick<FeedTokensTable, 'tenant_id' | 'user_id' | 'scope' | 'space_id' | 'org_id' | 'token_hash'>
+export type NewFeedToken =
+  Pick<FeedTokensTable, 'tenant_id' | 'user_id' | 'scope' | 'space_id' | 'org_id' | 'token_hash'>
 
 // a type, not an interface: Kysely's withTables asks for an index signature
 export type FeedsTables = { feed_tokens: FeedTokensTable }

@@ -122,14 +122,16 @@ for (const kind of databases()) {
       const cal = parse(res.body)
       assert.equal(cal.name, 'Open, garden; club')
       assert.match(cal.raw, /X-WR-CALNAME:Open\\, garden\\; club/)
-      assert.deepEqual([...cal.events.keys()].sort(), ['Berlin after, the change; yes', 'Berlin before', 'New York after'])
+      assert.deepEqual([...cal.events.keys()].sort(),
+        ['Berlin after, the change; yes', 'Berlin before', 'New York after'])
 
       const after = cal.events.get('Berlin after, the change; yes')
       const before = cal.events.get('Berlin before')
       const nyAfter = cal.events.get('New York after')
       assert.ok(after !== undefined && before !== undefined && nyAfter !== undefined)
       for (const [e, zone, expected] of [
-        [after, 'Europe/Berlin', berlin.after], [before, 'Europe/Berlin', berlin.before], [nyAfter, 'America/New_York', ny.after]
+        [after, 'Europe/Berlin', berlin.after], [before, 'Europe/Berlin', berlin.before],
+        [nyAfter, 'America/New_York', ny.after]
       ] as const) {
         assert.equal(e.startDate.zone?.tzid, zone)
         assert.equal(e.startDate.hour, 10, 'the wall clock of the zone')
@@ -162,10 +164,12 @@ for (const kind of databases()) {
       assert.equal(changed.statusCode, 200)
       const renamed = parse(changed.body).events.get('Renamed')
       assert.ok(renamed !== undefined)
-      assert.ok(Number(renamed.component.getFirstPropertyValue('sequence')) > Number(v.getFirstPropertyValue('sequence')))
+      assert.ok(
+        Number(renamed.component.getFirstPropertyValue('sequence')) > Number(v.getFirstPropertyValue('sequence')))
     })
 
-    void it('a personal feed: created and managed events, series occurrences, an override, a cancellation', async () => {
+    void it('a personal feed: created and managed events, series occurrences, an override, ' +
+      'a cancellation', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')

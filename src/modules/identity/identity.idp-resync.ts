@@ -40,7 +40,8 @@ const STATES: Record<string, UserState> = {
 export class ExportError extends Error {
   constructor (readonly problems: string[]) {
     super(
-      `invalid user export: ${problems.slice(0, 10).join('; ')}${problems.length > 10 ? `; … (${problems.length} problems)` : ''}`
+      'invalid user export: ' +
+      `${problems.slice(0, 10).join('; ')}${problems.length > 10 ? `; … (${problems.length} problems)` : ''}`
     )
     this.name = 'ExportError'
   }

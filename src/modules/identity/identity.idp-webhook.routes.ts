@@ -33,8 +33,10 @@ export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app
       summary: 'Receive a lifecycle event of the identity provider',
       tags: ['Identity'],
       description:
-        'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
-        'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. ' +
+        'Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, ' +
+        'event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. ' +
+        'Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, ' +
+        '"<t>.<raw body>")>`, within 300 s. ' +
         'A delivery seen before answers 200 without effect.',
       response: {
         200: IdpWebhookResult,

@@ -397,7 +397,8 @@ for (const kind of databases()) {
         )
       })
 
-      void it('user.removed marks the user removed, revokes manager roles and invites, keeps their contacts', async () => {
+      void it('user.removed marks the user removed, revokes manager roles and invites, ' +
+        'keeps their contacts', async () => {
         const tenant = newTenant(t, `org-${crypto.randomUUID()}`)
         const userId = `u-${crypto.randomUUID()}`
         await deliver(t, added(tenant.id, userId, 1, { email: 'Grace@Example.test' }))

@@ -56,6 +56,7 @@ export type IdpProfilePayload = Static<typeof IdpProfilePayload>
 export const IdpWebhookResult = model('IdpWebhookResult', {
   status: StringEnum(['applied', 'duplicate', 'stale', 'ignored'] as const, {
     description:
-      'applied: recorded and applied; duplicate: seen before, nothing done; stale: older than the last applied event of the user; ignored: a kind without effect (or a removed user)'
+      'applied: recorded and applied; duplicate: seen before, nothing done; stale: older than the last applied event ' +
+      'of the user; ignored: a kind without effect (or a removed user)'
   })
 })

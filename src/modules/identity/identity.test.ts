@@ -175,7 +175,8 @@ for (const kind of databases()) {
     })
 
     void describe('resync', () => {
-      void it('creates, updates, deactivates and removes users from an export, and a second run changes nothing', async () => {
+      void it('creates, updates, deactivates and removes users from an export, ' +
+        'and a second run changes nothing', async () => {
         const tenantId = `org-${crypto.randomUUID()}`
         await withTenant(t.ctx.db, { tenantId }, async trx => {
           for (const [userId, profile, sequence] of [

@@ -15,9 +15,10 @@ import { ListNotificationsQuery, PagedBodyNotification } from './notifications.s
 const operation = operationsTagged('Notifications')
 
 export const notificationsModule = defineModule(async (app, { db }) => {
-  app.get('/api/v1/notifications', operation('list-notifications', "List the tenant's notifications, newest first, by status, channel and time (tenant admins)", {
-    querystring: ListNotificationsQuery, response: { 200: PagedBodyNotification }
-  }, requirePolicy('notification', 'read')), async (request) => {
+  app.get('/api/v1/notifications', operation('list-notifications',
+    "List the tenant's notifications, newest first, by status, channel and time (tenant admins)", {
+      querystring: ListNotificationsQuery, response: { 200: PagedBodyNotification }
+    }, requirePolicy('notification', 'read')), async (request) => {
     const q = request.query
     if (
       q.created_after !== undefined &&

@@ -23,7 +23,8 @@ export const Notification = model('Notification', {
   priority: Type.String({ description: 'normal or high' }),
   status: StringEnum(NOTIFICATION_STATUSES, {
     description:
-      'pending (waiting, or waiting for a retry), sent, failed (retries used up, or refused for good by the mail server), undeliverable (no address: never retried)'
+      'pending (waiting, or waiting for a retry), sent, failed (retries used up, ' +
+      'or refused for good by the mail server), undeliverable (no address: never retried)'
   }),
   attempts: Type.Integer({ description: 'Delivery attempts so far' }),
   last_error: Nullable(

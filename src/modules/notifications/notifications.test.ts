@@ -42,7 +42,8 @@ for (const kind of databases()) {
     const smtpSender = (log = warnings()) => createNotificationSender({ ...t.config, smtpUrl: smtp.url }, log)
     const mailsTo = (address: string) => smtp.received.filter(r => r.to.includes(address))
 
-    void it("mails an event publish notice to the caller's token address: From, To, Subject, text and escaped HTML, a link into APP_URL", async () => {
+    void it("mails an event publish notice to the caller's token address: From, To, Subject, text and escaped HTML, " +
+      'a link into APP_URL', async () => {
       const tenant = newTenant(t)
       const address = `pia-${crypto.randomUUID()}@example.test`
       const pia = await tenant.user('pia', ['member'], { email: address })
@@ -121,7 +122,8 @@ for (const kind of databases()) {
       })
     })
 
-    void it("mails a space publish notice to the stored profile address, else to the caller's token address", async () => {
+    void it('mails a space publish notice to the stored profile address, ' +
+      "else to the caller's token address", async () => {
       const tenant = newTenant(t)
       const stored = `dora-${crypto.randomUUID()}@example.test`
       const dora = await tenant.user('dora', ['member'], { email: `token-${stored}` })
@@ -152,7 +154,8 @@ for (const kind of databases()) {
       assert.equal(mailsTo(stored)[0]?.mail.subject, 'Space "Choir" was published')
     })
 
-    void it('records a recipient without an address as undeliverable with the reason, never retries it, and shows it to admins', async () => {
+    void it('records a recipient without an address as undeliverable with the reason, never retries it, ' +
+      'and shows it to admins', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       const bob = await tenant.user('bob')
@@ -220,7 +223,8 @@ for (const kind of databases()) {
       assert.equal('body' in body.items[0], false, 'the text (it may hold an invite token) is not listed')
     })
 
-    void it("pages the notifications by cursor as by page, per filter; another filter's cursor is refused", async () => {
+    void it('pages the notifications by cursor as by page, per filter; ' +
+      "another filter's cursor is refused", async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx => {
@@ -251,7 +255,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('logs every failed delivery with its error and shows it to admins: retried with a due time, undeliverable when the server refuses the mailbox, failed at once when it refuses the message', async () => {
+    void it('logs every failed delivery with its error and shows it to admins: retried with a due time, ' +
+      'undeliverable when the server refuses the mailbox, failed at once when it refuses the message', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       const alice = await tenant.user('alice')
@@ -328,7 +333,8 @@ for (const kind of databases()) {
       assert.ok(Date.parse(pending.items[0].next_attempt_at) > Date.now())
     })
 
-    void it('delivers per tenant: a batch is shared among the tenants with due rows; two deliveries at once send each row once', async () => {
+    void it('delivers per tenant: a batch is shared among the tenants with due rows; ' +
+      'two deliveries at once send each row once', async () => {
       const sent: Notification[] = []
       const sender = {
         name: 'collect',
@@ -395,7 +401,8 @@ for (const kind of databases()) {
       }
     })
 
-    void it("lists to tenant admins only, paged, by channel and time, never another tenant's rows; bad filters are 400 naming the field", async () => {
+    void it("lists to tenant admins only, paged, by channel and time, never another tenant's rows; " +
+      'bad filters are 400 naming the field', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       const other = newTenant(t)

@@ -47,7 +47,8 @@ export async function requireSeriesPermission (
 ): Promise<void> {
   if (!(await hasSeriesPermission(trx, auth, s, permission))) {
     throw error403Forbidden(
-      `missing series permission ${permission}: changing more than this occurrence needs it for the whole series (admin, series creator or series manager)`
+      `missing series permission ${permission}: changing more than this occurrence needs it for the whole series ` +
+      '(admin, series creator or series manager)'
     )
   }
 }

@@ -114,8 +114,10 @@ export async function moveOccurrences (trx: Tx, tenantId: string, moves: readonl
       end_dt = case when m.retime then m.end_dt else e.end_dt end,
       timezone = case when m.retime then m.timezone else e.timezone end,
       ${bumpRevisionSql('e')}
-    from unnest(${moves.map(m => m.id)}::bigint[], ${moves.map(m => m.seriesIndex)}::int[], ${moves.map(m => m.times !== undefined)}::boolean[],
-                ${moves.map(m => m.times?.start.toISOString() ?? null)}::timestamptz[], ${moves.map(m => m.times?.end.toISOString() ?? null)}::timestamptz[],
+    from unnest(${moves.map(m => m.id)}::bigint[], ${moves.map(m => m.seriesIndex)}::int[],
+                ${moves.map(m => m.times !== undefined)}::boolean[],
+                ${moves.map(m => m.times?.start.toISOString() ?? null)}::timestamptz[],
+                ${moves.map(m => m.times?.end.toISOString() ?? null)}::timestamptz[],
                 ${moves.map(m => m.times?.timezone ?? null)}::text[])
       as m (id, series_index, retime, start_dt, end_dt, timezone)
     where e.tenant_id = ${tenantId} and e.id = m.id

@@ -27,9 +27,11 @@ const operation = operationsTagged('Series')
 export const seriesModule = defineModule(async (app, ctx) => {
   const { db } = ctx
 
-  app.post('/api/v1/events/with-series', operation('create-event-with-series', 'Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences', {
-    body: CreateEventWithSeriesBody, response: { 201: EventWithSeries }
-  }, requirePolicy('series', 'create')), async (request, reply) => {
+  app.post('/api/v1/events/with-series', operation('create-event-with-series',
+    'Create an event and, when `series` is given, its series and its occurrences (one transaction); ' +
+    'answers the first page of occurrences', {
+      body: CreateEventWithSeriesBody, response: { 201: EventWithSeries }
+    }, requirePolicy('series', 'create')), async (request, reply) => {
     const auth = request.auth
     const result = await withTenant(db, auth, trx => service.createEventWithSeries(trx, auth, request.body))
     return await reply
@@ -38,9 +40,11 @@ export const seriesModule = defineModule(async (app, ctx) => {
       .send(result)
   })
 
-  app.post('/api/v1/events/:id/series', operation('create-event-series', 'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)', {
-    params: SeriesParams, body: CreateSeriesBody, response: { 201: Type.Array(Event) }
-  }, requirePolicy('series', 'create')), async (request, reply) => {
+  app.post('/api/v1/events/:id/series', operation('create-event-series',
+    'Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; ' +
+    'Link rel="next": the occurrences list)', {
+      params: SeriesParams, body: CreateSeriesBody, response: { 201: Type.Array(Event) }
+    }, requirePolicy('series', 'create')), async (request, reply) => {
     const auth = request.auth
     const { items, total, limit } = await withTenant(db, auth, trx =>
       service.convertToSeries(trx, auth, request.params.id, request.body)
@@ -55,9 +59,10 @@ export const seriesModule = defineModule(async (app, ctx) => {
     return await reply.code(201).send(items)
   })
 
-  app.get('/api/v1/events/:id/series', operation('get-event-series', 'The series of an occurrence with a page of occurrences and attendee counts', {
-    params: SeriesParams, querystring: OccurrencesQuery, response: { 200: SeriesWithOccurrences }
-  }, requirePolicy('series', 'read')), async (request, reply) => {
+  app.get('/api/v1/events/:id/series', operation('get-event-series',
+    'The series of an occurrence with a page of occurrences and attendee counts', {
+      params: SeriesParams, querystring: OccurrencesQuery, response: { 200: SeriesWithOccurrences }
+    }, requirePolicy('series', 'read')), async (request, reply) => {
     const q = request.query
     const result = await withTenant(db, request.auth, trx =>
       service.getSeries(trx, request.auth, request.params.id, q.page, q.limit)
@@ -66,36 +71,41 @@ export const seriesModule = defineModule(async (app, ctx) => {
     return result
   })
 
-  app.get('/api/v1/events/:id/series/occurrences', operation('list-series-occurrences', 'Occurrences of the series of an event, by start', {
-    params: SeriesParams, querystring: OccurrencesQuery, response: { 200: PagedOccurrences }
-  }, requirePolicy('series', 'read')), async (request) => {
+  app.get('/api/v1/events/:id/series/occurrences', operation('list-series-occurrences',
+    'Occurrences of the series of an event, by start', {
+      params: SeriesParams, querystring: OccurrencesQuery, response: { 200: PagedOccurrences }
+    }, requirePolicy('series', 'read')), async (request) => {
     const q = request.query
     return await withTenant(db, request.auth, trx =>
       service.listOccurrences(trx, request.auth, request.params.id, q.page, q.limit, q.cursor)
     )
   })
 
-  app.patch('/api/v1/events/:id/series', operation('patch-event-series', 'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences', {
-    params: SeriesParams, body: PatchSeriesBody, response: { 200: EventSeriesUpdate }
-  }, requirePolicy('series', 'edit_all')), async (request, reply) =>
+  app.patch('/api/v1/events/:id/series', operation('patch-event-series',
+    'Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences', {
+      params: SeriesParams, body: PatchSeriesBody, response: { 200: EventSeriesUpdate }
+    }, requirePolicy('series', 'edit_all')), async (request, reply) =>
     await answerWithEtag(db, request, reply, (trx, auth) =>
       service.patchSeries(trx, auth, request.params.id, request.body, ifMatchOf(request))
     )
   )
 
-  noContentRoute(app, db, 'delete', '/api/v1/events/:id/series', operation('delete-event-series', 'Delete this occurrence, this and the following, or the whole series', {
-    params: SeriesParams, querystring: DeleteSeriesQuery
-  }, requirePolicy('series', 'delete_all')), (trx, request) =>
+  noContentRoute(app, db, 'delete', '/api/v1/events/:id/series', operation('delete-event-series',
+    'Delete this occurrence, this and the following, or the whole series', {
+      params: SeriesParams, querystring: DeleteSeriesQuery
+    }, requirePolicy('series', 'delete_all')), (trx, request) =>
     service.deleteSeries(trx, request.auth, request.params.id, request.query.scope, ifMatchOf(request)))
 
-  noContentRoute(app, db, 'post', '/api/v1/events/:id/series/publish', operation('publish-event-series', 'Publish the series and every occurrence (one transaction)', {
-    params: SeriesParams, body: PublishSeriesBody
-  }, requirePolicy('series', 'publish'), { optionalBody: true }), (trx, request) =>
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/series/publish', operation('publish-event-series',
+    'Publish the series and every occurrence (one transaction)', {
+      params: SeriesParams, body: PublishSeriesBody
+    }, requirePolicy('series', 'publish'), { optionalBody: true }), (trx, request) =>
     service.publishSeries(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
-  app.post('/api/v1/events/:id/series/manager', operation('invite-series-manager', 'Invite a manager of every occurrence by e-mail (pending for 7 days)', {
-    params: SeriesParams, body: SeriesManagerBody, response: { 200: EventSeries }
-  }, requirePolicy('series', 'managers')), async request =>
+  app.post('/api/v1/events/:id/series/manager', operation('invite-series-manager',
+    'Invite a manager of every occurrence by e-mail (pending for 7 days)', {
+      params: SeriesParams, body: SeriesManagerBody, response: { 200: EventSeries }
+    }, requirePolicy('series', 'managers')), async request =>
     await withTenant(db, request.auth, trx =>
       service.inviteSeriesManager(trx, request.auth, request.params.id, request.body.email)
     )

@@ -100,7 +100,8 @@ void describe('series rule: positionsOf', () => {
     {
       name: 'by count, across the spring change: 09:00 local stays, the UTC hour moves',
       s: series({ start_dt: at('2027-03-15T08:00:00Z'), end_dt: at('2027-03-15T09:00:00Z') }),
-      starts: ['2027-03-15T08:00:00.000Z', '2027-03-22T08:00:00.000Z', '2027-03-29T07:00:00.000Z', '2027-04-05T07:00:00.000Z']
+      starts: ['2027-03-15T08:00:00.000Z', '2027-03-22T08:00:00.000Z', '2027-03-29T07:00:00.000Z',
+        '2027-04-05T07:00:00.000Z']
     },
     {
       name: 'by count, across the autumn change',
@@ -109,22 +110,31 @@ void describe('series rule: positionsOf', () => {
     },
     {
       name: 'by date: through the local day of end_date (23:30Z on the 6th is still the 6th in Berlin)',
-      s: series({ freq: 'daily', repeat_days: null, ends_on: 'on_date', end_count: null, end_date: at('2027-01-06T22:30:00Z') }),
+      s: series({
+        freq: 'daily', repeat_days: null, ends_on: 'on_date', end_count: null, end_date: at('2027-01-06T22:30:00Z')
+      }),
       starts: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z', '2027-01-06T08:00:00.000Z']
     },
     {
       name: 'by date: 00:30 on the 7th in Berlin (23:30Z on the 6th) takes in the 7th',
-      s: series({ freq: 'daily', repeat_days: null, ends_on: 'on_date', end_count: null, end_date: at('2027-01-06T23:30:00Z') }),
-      starts: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z', '2027-01-06T08:00:00.000Z', '2027-01-07T08:00:00.000Z']
+      s: series({
+        freq: 'daily', repeat_days: null, ends_on: 'on_date', end_count: null, end_date: at('2027-01-06T23:30:00Z')
+      }),
+      starts: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z', '2027-01-06T08:00:00.000Z',
+        '2027-01-07T08:00:00.000Z']
     },
     {
       name: 'never: up to the window end, exclusive',
-      s: series({ freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2027-01-07T08:00:00Z') }),
+      s: series({
+        freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2027-01-07T08:00:00Z')
+      }),
       starts: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z', '2027-01-06T08:00:00.000Z']
     },
     {
       name: 'never: `until` instead of the window end',
-      s: series({ freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2028-01-01T00:00:00Z') }),
+      s: series({
+        freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2028-01-01T00:00:00Z')
+      }),
       until: at('2027-01-05T12:00:00Z'),
       starts: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z']
     },
@@ -205,13 +215,21 @@ void describe('series rule: checkRule', () => {
       input: { freq: 'custom', interval: 2, repeat_days: [3] },
       expected: rule({ freq: 'custom', interval: 2, repeat_days: [3] })
     },
-    { name: 'after_n without a count', input: { freq: 'daily', ends_on: 'after_n' }, expected: { error: '400 body.end_count' } },
+    {
+      name: 'after_n without a count',
+      input: { freq: 'daily', ends_on: 'after_n' },
+      expected: { error: '400 body.end_count' }
+    },
     {
       name: 'after_n: the count is kept, an end_date dropped',
       input: { freq: 'daily', ends_on: 'after_n', end_count: 3, end_date: '2027-02-01T00:00:00Z' },
       expected: rule({ freq: 'daily', ends_on: 'after_n', end_count: 3 })
     },
-    { name: 'on_date without a date', input: { freq: 'daily', ends_on: 'on_date' }, expected: { error: '400 body.end_date' } },
+    {
+      name: 'on_date without a date',
+      input: { freq: 'daily', ends_on: 'on_date' },
+      expected: { error: '400 body.end_date' }
+    },
     {
       name: 'on_date the local day before the first start',
       input: { freq: 'daily', ends_on: 'on_date', end_date: '2027-01-03T22:00:00Z' },
@@ -405,7 +423,10 @@ void describe('series rule: newSeriesRow', () => {
       anchor: anchor({ start_dt: at('2026-11-02T08:00:00Z'), end_dt: at('2026-11-02T09:00:00Z') }),
       input: { freq: 'weekly', repeat_days: [1] },
       expected: row({
-        start_dt: at('2026-11-02T08:00:00Z'), end_dt: at('2026-11-02T09:00:00Z'), ends_on: 'never', window_end: at('2028-01-01T00:00:00Z')
+        start_dt: at('2026-11-02T08:00:00Z'),
+        end_dt: at('2026-11-02T09:00:00Z'),
+        ends_on: 'never',
+        window_end: at('2028-01-01T00:00:00Z')
       })
     },
     {
@@ -413,7 +434,10 @@ void describe('series rule: newSeriesRow', () => {
       anchor: anchor({ start_dt: at('2026-02-02T08:00:00Z'), end_dt: at('2026-02-02T09:00:00Z') }),
       input: { freq: 'daily' },
       expected: row({
-        start_dt: at('2026-02-02T08:00:00Z'), end_dt: at('2026-02-02T09:00:00Z'), ends_on: 'never', window_end: at('2027-06-17T07:00:00Z')
+        start_dt: at('2026-02-02T08:00:00Z'),
+        end_dt: at('2026-02-02T09:00:00Z'),
+        ends_on: 'never',
+        window_end: at('2027-06-17T07:00:00Z')
       })
     },
     {
@@ -452,9 +476,18 @@ void describe('series rule: seriesChange', () => {
     {
       name: 'content only: cascaded, nothing regenerated',
       input: { title: 'Sync', address: null },
-      expected: { keys: ['address', 'title'], values: { title: 'Sync', address: null }, fields: ['address', 'title'], regenerate: false }
+      expected: {
+        keys: ['address', 'title'],
+        values: { title: 'Sync', address: null },
+        fields: ['address', 'title'],
+        regenerate: false
+      }
     },
-    { name: 'keywords null: none', input: { keywords: null }, expected: { keys: ['keywords'], values: { keywords: [] }, regenerate: false } },
+    {
+      name: 'keywords null: none',
+      input: { keywords: null },
+      expected: { keys: ['keywords'], values: { keywords: [] }, regenerate: false }
+    },
     { name: 'an unknown time zone', input: { timezone: 'Mars/Olympus' }, expected: { error: '400 body.timezone' } },
     {
       name: 'an end before the start',
@@ -466,7 +499,12 @@ void describe('series rule: seriesChange', () => {
       input: { start_dt: '2027-01-04T09:00:00Z' },
       expected: {
         keys: [...RULE_KEYS, ...TIME_KEYS].sort(),
-        values: { start_dt: at('2027-01-04T09:00:00Z'), end_dt: at('2027-01-04T10:00:00Z'), duration: '01:00:00', window_end: null },
+        values: {
+          start_dt: at('2027-01-04T09:00:00Z'),
+          end_dt: at('2027-01-04T10:00:00Z'),
+          duration: '01:00:00',
+          window_end: null
+        },
         regenerate: true
       }
     },
@@ -479,7 +517,9 @@ void describe('series rule: seriesChange', () => {
       name: 'an old anchor moves back by half a day',
       s: series(old),
       input: { start_dt: '2025-11-02T20:00:00Z' },
-      expected: { keys: [...RULE_KEYS, ...TIME_KEYS].sort(), values: { start_dt: at('2025-11-02T20:00:00Z') }, regenerate: true }
+      expected: {
+        keys: [...RULE_KEYS, ...TIME_KEYS].sort(), values: { start_dt: at('2025-11-02T20:00:00Z') }, regenerate: true
+      }
     },
     {
       name: 'an old anchor moves back by two days',
@@ -490,23 +530,45 @@ void describe('series rule: seriesChange', () => {
     {
       name: 'a recent anchor moves back by two days',
       input: { start_dt: '2027-01-02T08:00:00Z' },
-      expected: { keys: [...RULE_KEYS, ...TIME_KEYS].sort(), values: { start_dt: at('2027-01-02T08:00:00Z') }, regenerate: true }
+      expected: {
+        keys: [...RULE_KEYS, ...TIME_KEYS].sort(), values: { start_dt: at('2027-01-02T08:00:00Z') }, regenerate: true
+      }
     },
     {
       name: 'a rule to never: the window runs 12 months from the anchor',
       input: { ends_on: 'never' },
-      expected: { keys: RULE_KEYS, values: { ends_on: 'never', end_count: null, window_end: at('2028-01-04T08:00:00Z') }, regenerate: true }
+      expected: {
+        keys: RULE_KEYS,
+        values: { ends_on: 'never', end_count: null, window_end: at('2028-01-04T08:00:00Z') },
+        regenerate: true
+      }
     },
-    { name: 'a bad rule', input: { freq: 'custom', interval: 7, repeat_days: [2] }, expected: { error: '400 body.repeat_days' } },
+    {
+      name: 'a bad rule',
+      input: { freq: 'custom', interval: 7, repeat_days: [2] },
+      expected: { error: '400 body.repeat_days' }
+    },
     {
       name: 'metadata merged, its storage keys kept out',
       s: series({ metadata: { a: 1, b: 2, cover_image: { key: 'k' } } }),
       input: { metadata: { b: null, c: 3 } },
       expected: { keys: ['metadata'], values: { metadata: '{"a":1,"c":3}' }, fields: ['metadata'], regenerate: false }
     },
-    { name: 'metadata null: empty', input: { metadata: null }, expected: { keys: ['metadata'], values: { metadata: '{}' }, regenerate: false } },
-    { name: 'metadata naming a storage key', input: { metadata: { cover_image: 'x' } }, expected: { error: '400 body.metadata.cover_image' } },
-    { name: 'metadata over 16 KiB', input: { metadata: { a: 'x'.repeat(16_384) } }, expected: { error: '400 body.metadata' } }
+    {
+      name: 'metadata null: empty',
+      input: { metadata: null },
+      expected: { keys: ['metadata'], values: { metadata: '{}' }, regenerate: false }
+    },
+    {
+      name: 'metadata naming a storage key',
+      input: { metadata: { cover_image: 'x' } },
+      expected: { error: '400 body.metadata.cover_image' }
+    },
+    {
+      name: 'metadata over 16 KiB',
+      input: { metadata: { a: 'x'.repeat(16_384) } },
+      expected: { error: '400 body.metadata' }
+    }
   ]
   for (const c of cases) {
     void it(c.name, () => {
@@ -576,7 +638,12 @@ void describe('series rule: occurrenceOverrides', () => {
       own: { a: 1, c: 3 },
       expected: { metadata_override: '{"c":3,"b":2}' }
     },
-    { name: 'metadata null clears its own', patch: { metadata: null }, own: { a: 1 }, expected: { metadata_override: null } }
+    {
+      name: 'metadata null clears its own',
+      patch: { metadata: null },
+      own: { a: 1 },
+      expected: { metadata_override: null }
+    }
   ]
   for (const c of cases) {
     void it(c.name, () => {
@@ -670,12 +737,18 @@ void describe('series rule: splitPlan', () => {
         exdatesBefore: []
       }
     },
-    { name: 'a position the rule no longer has', s: series({ end_count: 4 }), k: 4, expected: { error: '409 the occurrence is no longer part of the rule' } }
+    {
+      name: 'a position the rule no longer has',
+      s: series({ end_count: 4 }),
+      k: 4,
+      expected: { error: '409 the occurrence is no longer part of the rule' }
+    }
   ]
   for (const c of cases) {
     void it(c.name, () => {
       const got = outcome(() => splitPlan(c.s, c.k))
-      assert.deepEqual('error' in got ? got : { next: pick(got.next, KEYS), exdatesBefore: got.exdatesBefore }, c.expected)
+      assert.deepEqual('error' in got ? got : { next: pick(got.next, KEYS), exdatesBefore: got.exdatesBefore },
+        c.expected)
     })
   }
 })
@@ -704,7 +777,11 @@ void describe('series rule: exdatesAfterDelete', () => {
       occurrence: { series_index: 9, start_dt: at('2027-03-08T08:00:00Z') },
       expected: [...before, at('2027-03-08T08:00:00Z')]
     },
-    { name: 'a position the rule lost, no start: nothing added', occurrence: { series_index: 9, start_dt: null }, expected: before }
+    {
+      name: 'a position the rule lost, no start: nothing added',
+      occurrence: { series_index: 9, start_dt: null },
+      expected: before
+    }
   ]
   for (const c of cases) {
     void it(c.name, () => {
@@ -721,7 +798,8 @@ void describe('series rule: syncTargets', () => {
       s,
       from: at('2027-01-04T08:00:00Z'),
       expected: {
-        wanted: ['2027-01-04T08:00:00.000Z', '2027-01-11T08:00:00.000Z', '2027-01-18T08:00:00.000Z', '2027-01-25T08:00:00.000Z'],
+        wanted: ['2027-01-04T08:00:00.000Z', '2027-01-11T08:00:00.000Z', '2027-01-18T08:00:00.000Z',
+          '2027-01-25T08:00:00.000Z'],
         fromIndex: 0
       }
     },
@@ -735,7 +813,9 @@ void describe('series rule: syncTargets', () => {
       name: 'an exclusion on the local day of a position (another instant) leaves it out',
       s: series({ exdates: [at('2027-01-17T23:30:00Z')] }),
       from: at('2027-01-04T08:00:00Z'),
-      expected: { wanted: ['2027-01-04T08:00:00.000Z', '2027-01-11T08:00:00.000Z', '2027-01-25T08:00:00.000Z'], fromIndex: 0 }
+      expected: {
+        wanted: ['2027-01-04T08:00:00.000Z', '2027-01-11T08:00:00.000Z', '2027-01-25T08:00:00.000Z'], fromIndex: 0
+      }
     },
     {
       name: 'from after every position: nothing, rows from past the end',
@@ -752,7 +832,9 @@ void describe('series rule: syncTargets', () => {
     },
     {
       name: 'more than 500 positions to make',
-      s: series({ freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2028-09-01T00:00:00Z') }),
+      s: series({
+        freq: 'daily', repeat_days: null, ends_on: 'never', end_count: null, window_end: at('2028-09-01T00:00:00Z')
+      }),
       from: at('2027-01-04T08:00:00Z'),
       expected: { error: 'series 7: 606 positions to materialise, more than 500' }
     }
@@ -781,18 +863,29 @@ void describe('series rule: matchRows', () => {
   const from = at('2027-01-04T08:00:00Z')
   const spring = series({ start_dt: at('2027-03-15T08:00:00Z'), end_dt: at('2027-03-15T09:00:00Z') })
   const midnight = (timezone: string) => series({
-    freq: 'daily', repeat_days: null, end_count: 2, timezone, start_dt: at('2027-01-03T23:30:00Z'), end_dt: at('2027-01-04T00:30:00Z')
+    freq: 'daily',
+    repeat_days: null,
+    end_count: 2,
+    timezone,
+    start_dt: at('2027-01-03T23:30:00Z'),
+    end_dt: at('2027-01-04T00:30:00Z')
   })
   interface Case { name: string, s: SeriesRow, old?: SeriesRow, rows: OccurrenceSlot[], from?: Date, expected: unknown }
   const cases: Case[] = [
     { name: 'nothing changed', s: old, rows, expected: { removed: [], moves: [], added: [] } },
-    { name: 'a row missing: its position is added', s: old, rows: rows.filter(r => r.id !== 13), expected: { removed: [], moves: [], added: [2] } },
+    {
+      name: 'a row missing: its position is added',
+      s: old,
+      rows: rows.filter(r => r.id !== 13),
+      expected: { removed: [], moves: [], added: [2] }
+    },
     {
       name: 'Mondays to Mondays and Wednesdays: rows keep their days, take new positions, the rest go',
       s: series({ repeat_days: [1, 3] }),
       rows,
       expected: {
-        removed: [{ id: 13, start_dt: at('2027-01-18T08:00:00Z'), series_index: 2 }, { id: 14, start_dt: at('2027-01-25T08:00:00Z'), series_index: 3 }],
+        removed: [{ id: 13, start_dt: at('2027-01-18T08:00:00Z'), series_index: 2 },
+          { id: 14, start_dt: at('2027-01-25T08:00:00Z'), series_index: 3 }],
         moves: [{ id: 12, seriesIndex: 2, times: undefined }],
         added: [1, 3]
       }
@@ -803,7 +896,11 @@ void describe('series rule: matchRows', () => {
       rows: [inPlace({}, 0), inPlace({ start_dt: at('2027-01-11T12:00:00Z'), end_dt: at('2027-01-11T13:00:00Z') }, 1)],
       expected: {
         removed: [],
-        moves: [{ id: 11, seriesIndex: 0, times: { start: at('2027-01-04T09:00:00Z'), end: at('2027-01-04T10:00:00Z'), timezone: BERLIN } }],
+        moves: [{
+          id: 11,
+          seriesIndex: 0,
+          times: { start: at('2027-01-04T09:00:00Z'), end: at('2027-01-04T10:00:00Z'), timezone: BERLIN }
+        }],
         added: []
       }
     },
@@ -813,12 +910,17 @@ void describe('series rule: matchRows', () => {
       rows: [inPlace({}, 0)],
       expected: {
         removed: [],
-        moves: [{ id: 11, seriesIndex: 0, times: { start: at('2027-01-04T08:00:00Z'), end: at('2027-01-04T09:00:00Z'), timezone: 'Europe/London' } }],
+        moves: [{
+          id: 11,
+          seriesIndex: 0,
+          times: { start: at('2027-01-04T08:00:00Z'), end: at('2027-01-04T09:00:00Z'), timezone: 'Europe/London' }
+        }],
         added: []
       }
     },
     {
-      name: 'another zone across midnight: a row keeps the day it had in the old zone (00:30 Berlin is 23:30Z the day before)',
+      name: 'another zone across midnight: a row keeps the day it had in the old zone ' +
+        '(00:30 Berlin is 23:30Z the day before)',
       s: midnight('UTC'),
       old: midnight(BERLIN),
       rows: [
@@ -828,7 +930,11 @@ void describe('series rule: matchRows', () => {
       from: at('2027-01-03T23:30:00Z'),
       expected: {
         removed: [{ id: 12, start_dt: at('2027-01-04T23:30:00Z'), series_index: 1 }],
-        moves: [{ id: 11, seriesIndex: 1, times: { start: at('2027-01-04T23:30:00Z'), end: at('2027-01-05T00:30:00Z'), timezone: 'UTC' } }],
+        moves: [{
+          id: 11,
+          seriesIndex: 1,
+          times: { start: at('2027-01-04T23:30:00Z'), end: at('2027-01-05T00:30:00Z'), timezone: 'UTC' }
+        }],
         added: [0]
       }
     },
@@ -849,7 +955,8 @@ void describe('series rule: matchRows', () => {
       rows,
       from: at('2027-01-12T00:00:00Z'),
       expected: {
-        removed: [{ id: 13, start_dt: at('2027-01-18T08:00:00Z'), series_index: 2 }, { id: 14, start_dt: at('2027-01-25T08:00:00Z'), series_index: 3 }],
+        removed: [{ id: 13, start_dt: at('2027-01-18T08:00:00Z'), series_index: 2 },
+          { id: 14, start_dt: at('2027-01-25T08:00:00Z'), series_index: 3 }],
         moves: [],
         added: [2, 3]
       }
@@ -858,7 +965,9 @@ void describe('series rule: matchRows', () => {
       name: 'a second row on one day goes',
       s: old,
       rows: [...rows, inPlace({ id: 99, series_index: null }, 1)],
-      expected: { removed: [{ id: 99, start_dt: at('2027-01-11T08:00:00Z'), series_index: null }], moves: [], added: [] }
+      expected: {
+        removed: [{ id: 99, start_dt: at('2027-01-11T08:00:00Z'), series_index: null }], moves: [], added: []
+      }
     }
   ]
   for (const c of cases) {

@@ -39,7 +39,8 @@ for (const kind of databases()) {
   void describe(`${kind}: series security`, () => {
     const t = useTestApp(kind)
 
-    void it('refuses series anchored far in the past (with-series, convert, patch, scope all) and writes nothing', async () => {
+    void it('refuses series anchored far in the past (with-series, convert, patch, scope all) ' +
+      'and writes nothing', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const old = { title: 'Old', start_dt: '1700-01-01T09:00:00Z', end_dt: '1700-01-01T10:00:00Z', timezone: 'UTC' }
@@ -101,7 +102,8 @@ for (const kind of databases()) {
       assert.equal(after.total, before.total)
     })
 
-    void it('a never-ending series creates at most 500 rows per request and per window run, and answers a page with the total', async () => {
+    void it('a never-ending series creates at most 500 rows per request and per window run, ' +
+      'and answers a page with the total', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const now = new Date()
@@ -171,7 +173,8 @@ for (const kind of databases()) {
       assert.ok(patched.json().added_occurrences <= 500)
     })
 
-    void it("a series patch never takes a storage key: cover_image_key (own, another tenant's, ../x) is a 400 and every cover stays", async () => {
+    void it("a series patch never takes a storage key: cover_image_key (own, another tenant's, ../x) " +
+      'is a 400 and every cover stays', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const made = await withSeries(t, alice, weekly(NEXT_YEAR))
@@ -239,7 +242,8 @@ for (const kind of databases()) {
       await expectStatus(t, mallory, 'GET', `/api/v1/events/${theirs.id}/cover`, 200)
     })
 
-    void it("series cascades never copy a cover between events: new occurrences have none, and a new cover on one leaves the anchor's", async () => {
+    void it('series cascades never copy a cover between events: new occurrences have none, ' +
+      "and a new cover on one leaves the anchor's", async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, {
@@ -288,7 +292,8 @@ for (const kind of databases()) {
       assert.equal((await getJson(t, alice, `/api/v1/events/${e.id}`)).cover_image_key, key)
     })
 
-    void it('a manager of one occurrence gets 403 on every series-wide change and nothing changes; scope this works; series managers with the permission may', async () => {
+    void it('a manager of one occurrence gets 403 on every series-wide change and nothing changes; scope this works; ' +
+      'series managers with the permission may', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')
@@ -385,7 +390,8 @@ for (const kind of databases()) {
       await expectStatus(t, bob, 'GET', `/api/v1/events/${ids[3]}`, 404)
     })
 
-    void it('a series manager invite needs every permission at series level, and its e-mail is shown only to who manages managers', async () => {
+    void it('a series manager invite needs every permission at series level, and its e-mail is shown only to who ' +
+      'manages managers', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')

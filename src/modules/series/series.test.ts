@@ -34,7 +34,8 @@ for (const kind of databases()) {
   void describe(`${kind}: series`, () => {
     const t = useTestApp(kind)
 
-    void it('the story: weekly Mon/Wed × 10 across DST, paged with attendee counts, moved, renamed, split, future deleted, published', async () => {
+    void it('the story: weekly Mon/Wed × 10 across DST, paged with attendee counts, moved, renamed, split, ' +
+      'future deleted, published', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const created = await withSeries(t, alice, weeklyStandup)
@@ -140,7 +141,9 @@ for (const kind of databases()) {
       assert.deepEqual(pages.flatMap(p => (p.items as Json[]).map(o => o.id)), ids)
       const refused = await t.as(alice, {
         method: 'GET',
-        url: `/api/v1/events/${anchorId}/series/occurrences?limit=4&cursor=${encodeURIComponent(Buffer.from('{"k":[],"p":2,"s":"x"}').toString('base64url'))}`
+        url:
+          `/api/v1/events/${anchorId}/series/occurrences?limit=4&cursor=` +
+          `${encodeURIComponent(Buffer.from('{"k":[],"p":2,"s":"x"}').toString('base64url'))}`
       })
       assert.equal(refused.statusCode, 400, refused.body)
 
@@ -256,7 +259,8 @@ for (const kind of databases()) {
       )
     })
 
-    void it('counts attendees by status over every live occurrence (not only the page) and the series-level rows; each contact once', async () => {
+    void it('counts attendees by status over every live occurrence (not only the page) and the series-level rows; ' +
+      'each contact once', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const made = await withSeries(t, alice, { ...weeklyStandup, series: { ...weeklyStandup.series, end_count: 30 } })
@@ -419,7 +423,8 @@ for (const kind of databases()) {
       assert.equal(still.series.revision, 1, 'the refused writes changed nothing')
     })
 
-    void it('turns an existing event into a series; ends_on never keeps a rolling window that the job extends', async () => {
+    void it('turns an existing event into a series; ends_on never keeps a rolling window that ' +
+      'the job extends', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const e = await createEvent(t, alice, {
@@ -470,7 +475,8 @@ for (const kind of databases()) {
       assert.equal(await extendSeriesWindows(t.ctx.db, new Date('2027-03-01T00:00:00Z')), 0, 'nothing due twice')
     })
 
-    void it('a rule change regenerates future occurrences, keeps attendees of kept ones and reports the removed', async () => {
+    void it('a rule change regenerates future occurrences, ' +
+      'keeps attendees of kept ones and reports the removed', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const made = await withSeries(t, alice, { ...weeklyStandup, series: { ...weeklyStandup.series, end_count: 6 } })
@@ -597,7 +603,8 @@ for (const kind of databases()) {
       assert.equal((await getJson(t, alice, '/api/v1/events')).total, 1)
     })
 
-    void it('random rules: 201 within the bounds (local time kept, at most 500 rows) or a 400 naming a field, never a 5xx', async () => {
+    void it('random rules: 201 within the bounds (local time kept, at most 500 rows) ' +
+      'or a 400 naming a field, never a 5xx', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const zones = ['Europe/Berlin', 'America/New_York', 'Australia/Sydney', 'UTC', 'Mars/Olympus']
@@ -671,7 +678,8 @@ for (const kind of databases()) {
       assert.ok(made >= 5, `only ${made} series made`)
     })
 
-    void it('invites a series manager who, once accepted, manages every occurrence; other tenants and viewers are refused', async () => {
+    void it('invites a series manager who, once accepted, manages every occurrence; ' +
+      'other tenants and viewers are refused', async () => {
       const tenant = newTenant(t)
       const alice = await tenant.user('alice')
       const bob = await tenant.user('bob')

@@ -344,7 +344,10 @@ export async function recordAttempt (
     .set(r.ok
       ? { consecutive_failures: 0, failing_since: null }
       // the service's clock, as a parameter: Citus refuses now() inside a COALESCE of a write (docs/architecture.md)
-      : { consecutive_failures: sql`consecutive_failures + 1`, failing_since: sql`coalesce(failing_since, ${new Date()})` })
+      : {
+          consecutive_failures: sql`consecutive_failures + 1`,
+          failing_since: sql`coalesce(failing_since, ${new Date()})`
+        })
     .where('tenant_id', '=', tenantId).where('id', '=', delivery.subscription_id)
     .returningAll()
     .executeTakeFirst()

@@ -42,7 +42,9 @@ export const webhooksModule = defineModule(async (app, ctx) => {
       operationId: 'get-webhook-event-schema',
       summary: 'JSON Schema of a webhook event type: WebhookEvent.<type>.v1.json',
       tags: ['Meta'],
-      params: Type.Object({ name: Type.String({ pattern: '^WebhookEvent\\.[a-z0-9_.]+\\.v1\\.json$', maxLength: 200 }) })
+      params: Type.Object({
+        name: Type.String({ pattern: '^WebhookEvent\\.[a-z0-9_.]+\\.v1\\.json$', maxLength: 200 })
+      })
     },
     config: { auth: 'none' }
   }, async (request, reply) => {
@@ -56,9 +58,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
     }))
   })
 
-  app.post('/api/v1/webhooks', operation('create-webhook', 'Subscribe a URL to domain events; the secret is shown only here', {
-    body: CreateWebhookBody, response: { 201: WebhookSubscriptionWithSecret }
-  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+  app.post('/api/v1/webhooks', operation('create-webhook',
+    'Subscribe a URL to domain events; the secret is shown only here', {
+      body: CreateWebhookBody, response: { 201: WebhookSubscriptionWithSecret }
+    }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const b = request.body
     const url = await checkUrl(b.url, allow, 'body.url')
     const eventTypes = checkEventTypes(b.event_types, 'body.event_types')
@@ -93,9 +96,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
     return row
   })
 
-  app.patch('/api/v1/webhooks/:id', operation('patch-webhook', 'Merge-patch a webhook subscription (enabled: true re-enables it)', {
-    params: WebhookParams, body: PatchWebhookBody, response: { 200: WebhookSubscription }
-  }, requirePolicy('webhook', 'write')), async request => {
+  app.patch('/api/v1/webhooks/:id', operation('patch-webhook',
+    'Merge-patch a webhook subscription (enabled: true re-enables it)', {
+      params: WebhookParams, body: PatchWebhookBody, response: { 200: WebhookSubscription }
+    }, requirePolicy('webhook', 'write')), async request => {
     const b = request.body
     const auth = request.auth
     // 404 before any check of the body
@@ -115,17 +119,19 @@ export const webhooksModule = defineModule(async (app, ctx) => {
     })
   })
 
-  noContentRoute(app, db, 'delete', '/api/v1/webhooks/:id', operation('delete-webhook', 'Delete a webhook subscription and its delivery log', {
-    params: WebhookParams
-  }, requirePolicy('webhook', 'write')), async (trx, request) => {
+  noContentRoute(app, db, 'delete', '/api/v1/webhooks/:id', operation('delete-webhook',
+    'Delete a webhook subscription and its delivery log', {
+      params: WebhookParams
+    }, requirePolicy('webhook', 'write')), async (trx, request) => {
     if (!(await repo.deleteSubscription(trx, request.auth.tenantId, request.params.id))) {
       throw error404NotFound('webhook subscription not found')
     }
   })
 
-  app.post('/api/v1/webhooks/:id/rotate-secret', operation('rotate-webhook-secret', 'Replace the signing secret; the old one keeps signing for 24 hours', {
-    params: WebhookParams, response: { 200: WebhookSubscriptionWithSecret }
-  }, requirePolicy('webhook', 'write')), async request => {
+  app.post('/api/v1/webhooks/:id/rotate-secret', operation('rotate-webhook-secret',
+    'Replace the signing secret; the old one keeps signing for 24 hours', {
+      params: WebhookParams, response: { 200: WebhookSubscriptionWithSecret }
+    }, requirePolicy('webhook', 'write')), async request => {
     const auth = request.auth
     const secret = newSecret()
     const row = await withTenant(db, auth, async trx => {
@@ -135,9 +141,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
     return { ...row, secret }
   })
 
-  app.get('/api/v1/webhooks/:id/deliveries', operation('list-webhook-deliveries', 'The delivery log of a subscription, newest first', {
-    params: WebhookParams, querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookDelivery }
-  }, requirePolicy('webhook', 'read')), async request =>
+  app.get('/api/v1/webhooks/:id/deliveries', operation('list-webhook-deliveries',
+    'The delivery log of a subscription, newest first', {
+      params: WebhookParams, querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookDelivery }
+    }, requirePolicy('webhook', 'read')), async request =>
     await answerPage(db, request, async (trx, q, auth) => {
       if (await repo.findSubscription(trx, auth.tenantId, request.params.id) === undefined) {
         throw error404NotFound('webhook subscription not found')
@@ -145,9 +152,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
       return await repo.listDeliveries(trx, auth.tenantId, request.params.id, q)
     }))
 
-  app.post('/api/v1/webhooks/:id/deliveries/:delivery_id/redeliver', operation('redeliver-webhook', 'Deliver again now, with the same webhook-id (a fresh run of attempts)', {
-    params: DeliveryParams, response: { 202: WebhookDelivery }
-  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+  app.post('/api/v1/webhooks/:id/deliveries/:delivery_id/redeliver', operation('redeliver-webhook',
+    'Deliver again now, with the same webhook-id (a fresh run of attempts)', {
+      params: DeliveryParams, response: { 202: WebhookDelivery }
+    }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async trx => {
       await existing(trx, auth.tenantId, request.params.id)
@@ -157,9 +165,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
     return await reply.code(202).send(row)
   })
 
-  app.post('/api/v1/webhooks/:id/ping', operation('ping-webhook', 'Queue a `webhook.ping` test event to the subscription', {
-    params: WebhookParams, response: { 202: WebhookDelivery }
-  }, requirePolicy('webhook', 'write')), async (request, reply) => {
+  app.post('/api/v1/webhooks/:id/ping', operation('ping-webhook',
+    'Queue a `webhook.ping` test event to the subscription', {
+      params: WebhookParams, response: { 202: WebhookDelivery }
+    }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async trx => {
       const sub = await existing(trx, auth.tenantId, request.params.id)

@@ -9,7 +9,8 @@ export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const
 const Url = Type.String({
   minLength: 1,
   maxLength: 2000,
-  description: 'Where deliveries are POSTed: an https URL of a public address (AUTOMATION_WEBHOOK_ALLOW may allow others)'
+  description:
+    'Where deliveries are POSTed: an https URL of a public address (AUTOMATION_WEBHOOK_ALLOW may allow others)'
 })
 const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
   minItems: 1,

@@ -31,14 +31,18 @@ export async function checkUrl (url: string, allow: AllowList, at: string): Prom
   } catch {
     throw invalidField(at, 'expected an absolute URL', url)
   }
-  if (parsed.username !== '' || parsed.password !== '') throw invalidField(at, 'expected a URL without credentials', url)
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw invalidField(at, 'expected a URL without credentials', url)
+  }
   const host = parsed.hostname.replace(/^\[|\]$/g, '')
   const listed = allow.hosts.has(host.toLowerCase()) || allowListed(host, allow)
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && listed)) {
     throw invalidField(at, 'expected an https URL', url)
   }
   if (net.isIP(host) !== 0) {
-    if (!addressAllowed(host, host, allow)) throw invalidField(at, 'expected a public address, not a private or reserved one', url)
+    if (!addressAllowed(host, host, allow)) {
+      throw invalidField(at, 'expected a public address, not a private or reserved one', url)
+    }
     return url
   }
   if (!listed) {

@@ -135,7 +135,8 @@ for (const kind of databases()) {
       assert.ok(!read.body.includes(secret))
     })
 
-    void it('delivers a new subscription\'s first event in the first round, however much history the tenant has', async () => {
+    void it('delivers a new subscription\'s first event in the first round, ' +
+      'however much history the tenant has', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       const member = await tenant.user('mia', ['member'], { orgId: 'org-a' })
@@ -148,7 +149,9 @@ for (const kind of databases()) {
           values ${sql.join(rows)}`.execute(trx)
       })
       const res = await t.as(admin, {
-        method: 'POST', url: '/api/v1/webhooks', payload: { url: receiver.url('/history'), event_types: ['contact.created'] }
+        method: 'POST',
+        url: '/api/v1/webhooks',
+        payload: { url: receiver.url('/history'), event_types: ['contact.created'] }
       })
       assert.equal(res.statusCode, 201, res.body)
       const contactId = await contactCreated(member)

@@ -96,7 +96,8 @@ function logProviderState (app: FastifyInstance, provider: IdentityProvider, atS
   } else {
     app.log.warn(
       fields,
-      `identity provider ${s.kind}${atStart ? ' at start' : ''}: ${s.reason}; tokens it must verify are answered 503 until it answers`
+      `identity provider ${s.kind}${atStart ? ' at start' : ''}: ${s.reason}; tokens it must verify are answered 503 ` +
+      'until it answers'
     )
   }
 }

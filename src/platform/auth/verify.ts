@@ -221,7 +221,8 @@ async function discoverJwksUrl (issuer: string): Promise<URL> {
   if (doc.issuer !== issuer) {
     const found = typeof doc.issuer === 'string' ? JSON.stringify(bounded(doc.issuer)) : 'no issuer'
     throw new IssuerMismatch(
-      `is ${JSON.stringify(issuer)} but the provider's discovery document (${url}) names ${found}: tokens carry the provider's value in iss, so set OIDC_ISSUER to exactly that`
+      `is ${JSON.stringify(issuer)} but the provider's discovery document (${url}) names ${found}: ` +
+      'tokens carry the provider\'s value in iss, so set OIDC_ISSUER to exactly that'
     )
   }
   if (typeof doc.jwks_uri !== 'string') throw new Error(`${what}: no jwks_uri`)

@@ -18,7 +18,8 @@ import { withSystem } from './tenant.ts'
 type Json = Record<string, any>
 
 /** An item's identity: its id, or what tells apart the items of an activity feed (which have none). */
-const idOf = (x: Json): string => String(x.id ?? `${x.type as string} ${x.resource_id as string} ${x.message as string}`)
+const idOf = (x: Json): string =>
+  String(x.id ?? `${x.type as string} ${x.resource_id as string} ${x.message as string}`)
 
 /** Every item of a list, walked by cursor (4 a page), and the totals the pages reported. */
 async function walk (t: TestApp, token: string, path: string): Promise<{ ids: string[], totals: Set<number> }> {
@@ -47,7 +48,8 @@ for (const kind of databases()) {
   void describe(`${kind}: kept totals of the contacts list, the execution history and the space activity`, () => {
     const t = useTestApp(kind)
 
-    void it('contacts: the total matches the items after creates, favourites, upserts, deletes and folding, for every caller', async () => {
+    void it('contacts: the total matches the items after creates, favourites, upserts, deletes and folding, ' +
+      'for every caller', async () => {
       const tenant = newTenant(t)
       // erin's first contacts are personal (no organization), then she joins org-a
       const callers = await orgCallers(tenant)
@@ -113,7 +115,8 @@ for (const kind of databases()) {
       assert.equal(rows[0]?.rows, rows[0]?.keys)
     })
 
-    void it('executions: the total matches the items by status and trigger type as the runs change, and over a time range', async () => {
+    void it('executions: the total matches the items by status and trigger type as the runs change, ' +
+      'and over a time range', async () => {
       const tenant = newTenant(t)
       const admin = await tenant.user('root', ['admin'])
       const r = await rule(t, admin, {
@@ -126,7 +129,8 @@ for (const kind of databases()) {
       })
       const insert = async (ruleId: string, i: number, status: string, triggerType: string, at: string) => {
         await withSystem(t.ctx.db, async trx => {
-          await sql`insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type, status, max_attempts, created_at)
+          await sql`insert into automation_executions (tenant_id, rule_id, rule_version, trigger_key, trigger_type,
+            status, max_attempts, created_at)
             values (${tenant.id}, ${ruleId}, 1, ${`k:${i}`}, ${triggerType}, ${status}, 3, ${at}::timestamptz)`.execute(
             trx
           )
@@ -154,12 +158,14 @@ for (const kind of databases()) {
 
       // the runs move on (one statement moving many rows, as a sweep does), some are removed (retention)
       await withSystem(t.ctx.db, async trx => {
-        await sql`update automation_executions set status = 'failed' where tenant_id = ${tenant.id} and rule_id = ${r.id} and status in ('queued', 'running')`.execute(
+        await sql`update automation_executions set status = 'failed' where tenant_id = ${tenant.id}
+          and rule_id = ${r.id} and status in ('queued', 'running')`.execute(
           trx
         )
-        await sql`delete from automation_executions where tenant_id = ${tenant.id} and rule_id = ${r.id} and status = 'skipped'`.execute(
-          trx
-        )
+        await sql`delete from automation_executions where tenant_id = ${tenant.id} and rule_id = ${r.id}
+          and status = 'skipped'`.execute(
+            trx
+          )
       })
       await checkTotals(t, 'ran and pruned', { admin }, paths)
       await compactRowCounts(t.ctx.db)
@@ -168,7 +174,8 @@ for (const kind of databases()) {
       assert.equal(all.total, 12, 'fifteen executions, three skipped ones removed')
     })
 
-    void it('space activity: the total matches the items as members join and leave, events are linked, items are pruned, moved and folded', async () => {
+    void it('space activity: the total matches the items as members join and leave, events are linked, ' +
+      'items are pruned, moved and folded', async () => {
       const { tenant, alice, s } = await alicePublishedSpace(t, { visibility: 40 })
       const other = await createSpace(t, alice, { visibility: 40 })
       await publish(t, alice, other.id)
@@ -176,14 +183,20 @@ for (const kind of databases()) {
       const callers = { alice, bob }
       const paths = [`/api/v1/spaces/${s.id as number}/activity`, `/api/v1/spaces/${other.id as number}/activity`]
       for (const user of ['m1', 'm2', 'm3', 'm4', 'm5', 'bob']) {
-        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/members`, 201, { user_id: user, role: 'space_member' })
+        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/members`, 201, {
+          user_id: user, role: 'space_member'
+        })
       }
       // alice's private event, linked and published, is in her feed only (both its items): the events' part of the
       // total differs by caller
       let publicEvent = 0
       for (const visibility of [40, 10]) {
-        const event = await expectStatus(t, alice, 'POST', '/api/v1/events', 201, { title: `V${visibility}`, visibility })
-        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/events`, 201, { event_id: event.json().id })
+        const event = await expectStatus(t, alice, 'POST', '/api/v1/events', 201, {
+          title: `V${visibility}`, visibility
+        })
+        await expectStatus(t, alice, 'POST', `/api/v1/spaces/${s.id as number}/events`, 201, {
+          event_id: event.json().id
+        })
         await expectStatus(t, alice, 'POST', `/api/v1/events/${event.json().id as number}/publish`, 204)
         if (visibility === 40) publicEvent = event.json().id
       }
@@ -196,9 +209,11 @@ for (const kind of databases()) {
       // a member leaves (one more item); items are pruned and one moves to the other space, in single statements
       await expectStatus(t, alice, 'DELETE', `/api/v1/spaces/${s.id as number}/members/m5`, 204)
       await withSystem(t.ctx.db, async trx => {
-        await sql`delete from space_activity where tenant_id = ${tenant.id} and space_id = ${s.id} and resource_id in ('m1', 'm2')`
+        await sql`delete from space_activity where tenant_id = ${tenant.id} and space_id = ${s.id}
+          and resource_id in ('m1', 'm2')`
           .execute(trx)
-        await sql`update space_activity set space_id = ${other.id} where tenant_id = ${tenant.id} and resource_id = 'm3'`
+        await sql`update space_activity set space_id = ${other.id} where tenant_id = ${tenant.id}
+          and resource_id = 'm3'`
           .execute(trx)
       })
       await checkTotals(t, 'pruned and moved', callers, paths)

@@ -152,7 +152,8 @@ async function distribute (runner: Runner): Promise<string[]> {
   if (roles.login !== true) {
     await runner.exec(`alter role ${APP_ROLE} login`).catch((err: unknown) => {
       throw new Error(
-        `on Citus the role ${APP_ROLE} must be able to log in (the coordinator opens the workers' connections as it), and this login may not change it: a superuser runs \`alter role ${APP_ROLE} login\` (docs/scale-out.md)`,
+        `on Citus the role ${APP_ROLE} must be able to log in (the coordinator opens the workers' connections as ` +
+        `it), and this login may not change it: a superuser runs \`alter role ${APP_ROLE} login\` (docs/scale-out.md)`,
         { cause: err }
       )
     })
@@ -167,7 +168,8 @@ async function distribute (runner: Runner): Promise<string[]> {
     select c.relname as name,
            exists (select from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = i.indkey[0]
                    where i.indrelid = c.oid and i.indisprimary and a.attname = 'tenant_id') as tenant,
-           coalesce((select array_agg(distinct r.relname::text) from pg_constraint f join pg_class r on r.oid = f.confrelid
+           coalesce((select array_agg(distinct r.relname::text) from pg_constraint f join pg_class r
+             on r.oid = f.confrelid
                      where f.conrelid = c.oid and f.contype = 'f' and f.confrelid <> c.oid), '{}') as refs
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
     where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relispartition

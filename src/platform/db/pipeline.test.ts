@@ -146,7 +146,8 @@ void describe('pg: the pipelined pool', { skip }, () => {
       (await admin.query('select count(*)::int as n from pg_stat_activity where pid = $1', [pid])).rows[0].n === 0)
   })
 
-  void it('a statement whose cached plan changed result type fails once, then is prepared under a new name', async () => {
+  void it('a statement whose cached plan changed result type fails once, ' +
+    'then is prepared under a new name', async () => {
     const query = sql<Record<string, unknown>>`select * from ${sql.table(plans)} where id = ${1}`
     const read = async (): Promise<unknown[]> => (await query.execute(db)).rows
     assert.deepEqual(await read(), [{ id: 1 }])

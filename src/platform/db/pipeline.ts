@@ -53,7 +53,9 @@ export class UnsupportedPg extends Error {
 export function checkPgVersion (version: string = pgPackage.version): void {
   if (supportsPg(version)) return
   throw new UnsupportedPg(
-    `pg ${version} is installed; the pipelined pool (src/platform/db/pipeline.ts) relies on pg internals and supports pg >=${PG_VERSIONS.from} <${PG_VERSIONS.below} only: install a pg in that range, or run src/platform/db/pipeline.test.ts on ${version} and widen PG_VERSIONS`
+    `pg ${version} is installed; the pipelined pool (src/platform/db/pipeline.ts) ` +
+    `relies on pg internals and supports pg >=${PG_VERSIONS.from} <${PG_VERSIONS.below} only: ` +
+    `install a pg in that range, or run src/platform/db/pipeline.test.ts on ${version} and widen PG_VERSIONS`
   )
 }
 

@@ -29,7 +29,8 @@ export const CursorParam = Type.Optional(
     // a key may hold a title or a name of a few hundred characters, four bytes each in UTF-8, in base64
     maxLength: 4096,
     description:
-      'Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); ' +
+      'Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index ' +
+      '(`page` is then ignored); ' +
       'valid only with the same filters and sort'
   })
 )

@@ -169,13 +169,20 @@ export const TAGS = [
 ]
 
 const DESCRIPTION = [
-  'Multi-tenant collaboration API: contacts, spaces, events with drafts and recurring series, attendees and check-in, event managers and invitations, automation rules.',
+  'Multi-tenant collaboration API: contacts, spaces, events with drafts and recurring series, ' +
+  'attendees and check-in, event managers and invitations, automation rules.',
   '',
-  "**Authentication.** Every `/api/v1` operation needs `Authorization: Bearer <JWT>` unless it declares `security: []` (health, the identity-provider webhook) or makes the token optional (the public space page). The tenant is the token's tenant claim. In dev mode `npm run token` mints one.",
+  '**Authentication.** Every `/api/v1` operation needs `Authorization: Bearer <JWT>` unless it declares `security: ' +
+  '[]` (health, the identity-provider webhook) or makes the token optional (the public space page). The tenant is ' +
+  "the token's tenant claim. In dev mode `npm run token` mints one.",
   '',
-  '**Errors** are `application/problem+json` (`ErrorModel`, RFC 9457): a 400 lists every problem in `errors[]` with its `location` (`body.first_name`, `query.size`, `path.id`, `header.if-match`).',
+  '**Errors** are `application/problem+json` (`ErrorModel`, RFC 9457): a 400 lists every problem in `errors[]` with ' +
+  'its `location` (`body.first_name`, `query.size`, `path.id`, `header.if-match`).',
   '',
-  '**Conventions.** Lists are paged with `page` (from 1) and `size` (1 to 100). PATCH is a JSON merge-patch. Resources with a revision send `ETag`; a write with a stale `If-Match` answers 412. Any POST may carry `Idempotency-Key`; a repeat replays the first answer. Every answer carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`; 429 and 503 carry `Retry-After`.'
+  '**Conventions.** Lists are paged with `page` (from 1) and `size` (1 to 100). PATCH is a JSON merge-patch. ' +
+  'Resources with a revision send `ETag`; a write with a stale `If-Match` answers 412. Any POST may carry ' +
+  '`Idempotency-Key`; a repeat replays the first answer. Every answer carries `RateLimit-Limit`, ' +
+  '`RateLimit-Remaining` and `RateLimit-Reset`; 429 and 503 carry `Retry-After`.'
 ].join('\n')
 
 const PROBLEM = { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorModel' } } }
@@ -226,7 +233,8 @@ const COMPONENTS = {
       in: 'header',
       required: false,
       description:
-        'A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409.',
+        'A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours ' +
+        'replays the first answer (`Idempotent-Replayed: true`), another body answers 409.',
       schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' }
     }
   },
@@ -245,7 +253,10 @@ const COMPONENTS = {
 
 /** The shared response for an error status. */
 const errorResponseRef = (status: string): string =>
-  `#/components/responses/${status === '401' ? 'Unauthorized' : status === '429' ? 'TooManyRequests' : status === '503' ? 'ServiceUnavailable' : 'Error'}`
+  '#/components/responses/' +
+  `${status === '401'
+    ? 'Unauthorized'
+    : status === '429' ? 'TooManyRequests' : status === '503' ? 'ServiceUnavailable' : 'Error'}`
 
 /**
  * The error statuses an operation documents, each a reference to a shared response: those a client

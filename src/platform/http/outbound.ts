@@ -210,8 +210,13 @@ export async function postWebhook (
           settled = true
           const ok = err === undefined && status >= 200 && status < 300
           webhookDeliveries.inc({ outcome: ok ? 'delivered' : 'failed' })
-          if (ok) resolve({ status })
-          else reject(answered(status, err === undefined ? `webhook answered ${status}` : `webhook response failed: ${err.message}`))
+          if (ok) {
+            resolve({ status })
+          } else {
+            reject(answered(status, err === undefined
+              ? `webhook answered ${status}`
+              : `webhook response failed: ${err.message}`))
+          }
         }
         // the body is read up to RESPONSE_CAP_BYTES and discarded; past it the connection is closed
         let read = 0

@@ -62,7 +62,10 @@ export type PageQuery = Static<typeof PageQuery>
  */
 export const limitAndCursor = (max: number, what: string, note = '') => ({
   limit: Type.Integer({
-    minimum: 1, maximum: max, default: 20, description: `${what} per page (1 to ${max})${note === '' ? '' : `; ${note}`}`
+    minimum: 1,
+    maximum: max,
+    default: 20,
+    description: `${what} per page (1 to ${max})${note === '' ? '' : `; ${note}`}`
   }),
   cursor: CursorParam
 })

@@ -138,7 +138,8 @@ export function namedBranchErrors (errors: ErrorObject[]): ErrorObject[] {
 export function toErrorDetails (errors: ErrorObject[], context: string): ErrorDetail[] {
   const part = PART[context] ?? context
   // A union (nullable field) reports every branch; keep the branch that explains the problem.
-  const real = namedBranchErrors(errors).filter(e => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
+  const real = namedBranchErrors(errors)
+    .filter(e => e.keyword !== 'anyOf' && e.keyword !== 'oneOf' && e.keyword !== 'if')
   const byPath = new Map<string, ErrorObject[]>()
   for (const e of real) {
     const list = byPath.get(e.instancePath) ?? []

@@ -129,7 +129,9 @@ export async function recipientFor (
   if (claimed !== undefined && claimed !== '' && isEmailAddress(claimed)) return { recipient: claimed }
   return {
     recipient: `user:${userId}`,
-    undeliverable: `no e-mail address known for user ${userId}: no profile with an e-mail from the identity provider${actor?.userId === userId ? ', and the token had no e-mail claim' : ''}`
+    undeliverable:
+      `no e-mail address known for user ${userId}: no profile with an e-mail from the identity ` +
+      `provider${actor?.userId === userId ? ', and the token had no e-mail claim' : ''}`
   }
 }
 
@@ -360,7 +362,8 @@ async function deliverTenant (
           last_error: e.message,
           payload:
             outcome === 'retry'
-              ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at', now() + make_interval(secs => ${backoffSeconds(attempts)}))`
+              ? sql`${JSON.stringify(payload)}::jsonb || jsonb_build_object('next_attempt_at',
+                now() + make_interval(secs => ${backoffSeconds(attempts)}))`
               : sql`${JSON.stringify(content)}::jsonb`
         })
         .where('tenant_id', '=', where.tenant)

@@ -191,8 +191,10 @@ export function managerInvitation (i: {
 }): Template {
   const type = i.on === 'space' ? 'space' : 'event'
   const what = i.on === 'series' ? `every occurrence of the series "${i.title}"` : `the ${i.on} "${i.title}"`
-  const invitation = `You are invited to manage ${what}. To accept, open the link below and sign in with this e-mail address.`
-  const footer = `The invitation expires in ${i.days} days. Without the app: sign in and send POST /api/v1/${type}s/managers/accept with {"token": "${i.token}"}.`
+  const invitation =
+    `You are invited to manage ${what}. To accept, open the link below and sign in with this e-mail address.`
+  const footer = `The invitation expires in ${i.days} days. Without the app: ` +
+    `sign in and send POST /api/v1/${type}s/managers/accept with {"token": "${i.token}"}.`
   return {
     subject: oneLine(
       i.on === 'space'
@@ -251,11 +253,13 @@ export function registrationNotice (n: {
 }): Template {
   const quoted = `"${n.title}"`
   const texts: Record<RegistrationNoticeKind, [string, string]> = {
-    'attendee.promoted': [`A seat is yours: ${n.title}`, `A seat freed up for ${quoted} and is now yours: you are confirmed.`],
+    'attendee.promoted': [`A seat is yours: ${n.title}`,
+      `A seat freed up for ${quoted} and is now yours: you are confirmed.`],
     'attendee.approved': [`Registration confirmed: ${n.title}`, `Your registration for ${quoted} was approved.`],
     'attendee.waitlisted': [
       `On the waitlist: ${n.title}`,
-      `Your registration for ${quoted} was approved, but the event is full: you are number ${n.position ?? '?'} on the waitlist.`
+      `Your registration for ${quoted} was approved, but the event is full: you are number ${n.position ?? '?'} on ` +
+      'the waitlist.'
     ],
     'attendee.declined': [`Registration declined: ${n.title}`, `Your registration for ${quoted} was declined.`],
     'registration.pending': [
@@ -264,7 +268,8 @@ export function registrationNotice (n: {
     ],
     'event.cancelled': [
       `Cancelled: ${n.title}`,
-      `${quoted} was cancelled.${n.reason !== undefined && n.reason !== null && n.reason.trim() !== '' ? `\n\nReason: ${n.reason}` : ''}`
+      `${quoted} was cancelled.` +
+      `${n.reason !== undefined && n.reason !== null && n.reason.trim() !== '' ? `\n\nReason: ${n.reason}` : ''}`
     ]
   }
   const [subject, body] = texts[n.kind]

@@ -29,7 +29,8 @@ void describe('object storage', () => {
     assertSafeKey(newObjectKey('covers/abc/1', 'png'))
   })
 
-  void it('makes cover keys that name their tenant and event, and reads the owner back only from keys in that form', () => {
+  void it('makes cover keys that name their tenant and event, and reads the owner back only from keys ' +
+    'in that form', () => {
     const key = newCoverKey('acme', 42, 'png')
     assert.match(key, /^covers\/[0-9a-f]{16}\/42\/[0-9a-f]{24}\.png$/)
     assert.ok(key.startsWith(coverPrefix('acme', 42)), key)

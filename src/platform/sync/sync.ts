@@ -46,7 +46,8 @@ export const error410Gone = (detail: string): ApiError =>
 export const SyncParam = Type.Optional(Type.String({
   minLength: 1,
   maxLength: 512,
-  description: 'A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true`'
+  description: 'A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: ' +
+    'read it again with `sync=true`'
 }))
 
 export const SyncStartParam = Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], {
@@ -91,7 +92,8 @@ export interface SealKeys { readonly current: string, readonly previous?: string
  */
 export function sealKeys (config: Pick<Config, 'tokenSecret' | 'tokenSecretPrevious'>): SealKeys {
   if (config.tokenSecret === undefined) {
-    throw new Error('no token secret: read the keys from the app context\'s config, where buildApp resolves TOKEN_SECRET')
+    throw new Error('no token secret: read the keys from the app context\'s config, ' +
+      'where buildApp resolves TOKEN_SECRET')
   }
   return { current: config.tokenSecret, previous: config.tokenSecretPrevious }
 }
@@ -157,7 +159,8 @@ export function readSyncToken (
     throw error410Gone('not a sync token of this service: read the full list again with sync=true')
   }
   if (s !== scope) {
-    throw error410Gone('the sync token belongs to another list, other filters or another caller: read the full list again with sync=true')
+    throw error410Gone('the sync token belongs to another list, other filters or another caller: ' +
+      'read the full list again with sync=true')
   }
   if (t - now.getTime() > SYNC_CLOCK_SKEW_MS) throw outsideWindow(windowMs)
   if (windowMs !== null && now.getTime() - t > windowMs) throw outsideWindow(windowMs)
