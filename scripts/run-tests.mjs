@@ -4,6 +4,7 @@
 // (e.g. a file path or --test-name-pattern).
 import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 
 function find (dir) {
@@ -44,11 +45,20 @@ if (process.env.TEST_CITUS !== '0' && process.env.TEST_CITUS_URL === undefined) 
   }
 }
 
+// PGlite: one migrated data directory per run, each suite's PGlite loaded from it (test/helpers/pglite-template.ts)
+let pgliteTemplate
+if (env.TEST_PGLITE_TEMPLATE === undefined &&
+    (env.TEST_DATABASES === undefined || env.TEST_DATABASES.split(',').includes('pglite'))) {
+  pgliteTemplate = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'collab-pglite-template-')), 'template.tar')
+  runHelper('test/helpers/pglite-template.ts', pgliteTemplate)
+  env.TEST_PGLITE_TEMPLATE = pgliteTemplate
+}
+
 // PostgreSQL: one migrated template database per run, each suite's database a copy of it (test/helpers/pg-template.ts)
 let pgTemplate
 if (env.TEST_DATABASE_URL !== undefined && env.TEST_DATABASE_URL !== '' && env.TEST_PG_TEMPLATE === undefined &&
     (env.TEST_DATABASES === undefined || env.TEST_DATABASES.split(',').includes('pg'))) {
-  pgTemplate = helper('create', env.TEST_DATABASE_URL)
+  pgTemplate = runHelper('test/helpers/pg-template.ts', 'create', env.TEST_DATABASE_URL)
   env.TEST_PG_TEMPLATE = pgTemplate
 }
 
@@ -63,15 +73,16 @@ const result = spawnSync(process.execPath, [
   ...files
 ], { stdio: 'inherit', env })
 if (cluster !== undefined) await cluster.stop()
-if (pgTemplate !== undefined) helper('drop', env.TEST_DATABASE_URL, pgTemplate)
+if (pgTemplate !== undefined) runHelper('test/helpers/pg-template.ts', 'drop', env.TEST_DATABASE_URL, pgTemplate)
+if (pgliteTemplate !== undefined) fs.rmSync(path.dirname(pgliteTemplate), { recursive: true, force: true })
 process.exit(result.status ?? 1)
 
-/** Runs test/helpers/pg-template.ts with the arguments; its output (a template's name) trimmed. */
-function helper (...args) {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/pg-template.ts', ...args], {
+/** Runs a helper script of test/helpers with the arguments; its output (a template's name) trimmed. */
+function runHelper (script, ...args) {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', script, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8'
   })
-  if (run.status !== 0) throw new Error(`test/helpers/pg-template.ts ${args[0]} failed (exit ${run.status})`)
+  if (run.status !== 0) throw new Error(`${script} ${args[0]} failed (exit ${run.status})`)
   return run.stdout.trim()
 }
 

@@ -58,16 +58,21 @@ export function citusNodes ():
 }
 
 /**
- * A fresh database of the given kind; `drop` removes it. On PostgreSQL and Citus it is a copy of the
- * run's migrated template (when scripts/run-tests.mjs made one), unless `empty` asks for one with
- * nothing but, on Citus, the extension and the workers (for tests of the migrations themselves).
+ * A fresh database of the given kind; `drop` removes it. It is a copy of the run's migrated template
+ * (when scripts/run-tests.mjs made one: a PGlite data directory, a PostgreSQL or a Citus database), unless
+ * `empty` asks for one with nothing but, on Citus, the extension and the workers (for tests of the
+ * migrations themselves).
  */
 export async function freshDatabase (
   kind: TestDatabaseKind,
   options: { empty?: boolean } = {}
 ): Promise<{ handle: DatabaseHandle; url: string | undefined; drop: () => Promise<void> }> {
   if (kind === 'pglite') {
-    const handle = await createDatabase({})
+    // a copy of the run's migrated data directory (scripts/run-tests.mjs, test/helpers/pglite-template.ts)
+    const template = options.empty === true ? '' : process.env.TEST_PGLITE_TEMPLATE ?? ''
+    const handle = await createDatabase(
+      template === '' ? {} : { pgliteLoadDataDir: new Blob([fs.readFileSync(template)]) }
+    )
     return { handle, url: undefined, drop: () => handle.close() }
   }
   const name = `collab_test_${crypto.randomBytes(6).toString('hex')}`

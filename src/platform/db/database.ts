@@ -109,6 +109,11 @@ export interface DatabaseOptions {
   databaseWorkerUrl?: string | undefined
   /** PGlite data directory; undefined = in memory. */
   pgliteDir?: string | undefined
+  /**
+   * A PGlite data directory dumped by `pglite.dumpDataDir()` to start from instead of an empty cluster (the tests
+   * start each suite from one migrated copy: test/helpers/pglite-template.ts).
+   */
+  pgliteLoadDataDir?: Blob | undefined
   poolSize?: number
 }
 
@@ -180,6 +185,7 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
   ])
   const pglite = await PGlite.create({
     ...(options.pgliteDir !== undefined ? { dataDir: options.pgliteDir } : {}),
+    ...(options.pgliteLoadDataDir !== undefined ? { loadDataDir: options.pgliteLoadDataDir } : {}),
     extensions: { pg_trgm },
     parsers: PGLITE_PARSERS
   })
