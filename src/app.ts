@@ -9,6 +9,7 @@ import Fastify, { type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { createDatabase, type DatabaseHandle } from './platform/db/database.ts'
 import { migrate } from './platform/db/migrate.ts'
+import { checkMessages } from './platform/i18n/i18n.ts'
 import { checkSystemLogin } from './platform/db/tenant.ts'
 import { registerErrorHandling, sendProblem } from './platform/http/error-handler.ts'
 import { registerSchemaLinks } from './platform/http/schema-links.ts'
@@ -32,10 +33,10 @@ import { healthModule } from './modules/health/index.ts'
 import { identityModule } from './modules/identity/index.ts'
 import { contactsModule } from './modules/contacts/index.ts'
 import { spaceForEventLink, spacesModule } from './modules/spaces/index.ts'
-import { eventsModule, newEventBodyCache } from './modules/events/index.ts'
+import { eventsModule, newEventBodyCache, onPublishedEventChange } from './modules/events/index.ts'
 import { applyScopedEdit, seriesModule } from './modules/series/index.ts'
 import {
-  attendeeExportsModule, attendeesModule, registrationFigures, settleWaitlist
+  attendeeExportsModule, attendeesModule, registrationFigures, settleWaitlist, tellGuestsOfChange
 } from './modules/attendees/index.ts'
 import { eventContentModule } from './modules/event-content/index.ts'
 import { eventManagersModule } from './modules/event-managers/index.ts'
@@ -43,6 +44,7 @@ import { automationModule, createAutomationEngine, snapshotRules } from './modul
 import { mayLearnOf } from './modules/disclosure/index.ts'
 import { notificationsModule } from './modules/notifications/index.ts'
 import { feedsModule } from './modules/feeds/index.ts'
+import { guestsModule } from './modules/guests/index.ts'
 import { createWebhookEngine, webhooksModule } from './modules/webhooks/index.ts'
 import { startBackgroundWork } from './workers.ts'
 
@@ -51,6 +53,9 @@ import { startBackgroundWork } from './workers.ts'
  * it (which imports it, so it cannot import that one back) is given it here (its `*.needs.ts`; docs/architecture.md,
  * "Who calls whom").
  */
+// the guests of a published event that moves are told (docs/guests.md); the events module imports no module above it
+onPublishedEventChange(tellGuestsOfChange)
+
 const MODULES: Module[] = [
   healthModule,
   identityModule,
@@ -66,7 +71,8 @@ const MODULES: Module[] = [
   automationModule,
   notificationsModule,
   webhooksModule,
-  feedsModule
+  feedsModule,
+  guestsModule
 ]
 
 export interface BuildOptions {
@@ -90,6 +96,8 @@ function trustProxyOption (trust: Config['trustProxy']): FastifyServerOptions['t
 export async function buildApp (config: Config, options: BuildOptions = {}) {
   // before anything opens: the modules' config carries TOKEN_SECRET, or the secret kept in DATA_DIR (secrets.ts)
   const sealed = withTokenSecret(config)
+  // every guest text of every language parses, with the arguments of its English original (or the start stops)
+  checkMessages()
   const handle = options.database ?? await createDatabase({
     databaseUrl: config.databaseUrl,
     databaseAppUrl: config.databaseAppUrl,

@@ -5,6 +5,7 @@
  * A bad value stops the process at start with one line naming the variable
  * (runtime contract, "Configuration").
  */
+import { isLocale, LOCALES, type Locale } from './platform/i18n/i18n.ts'
 import net from 'node:net'
 import path from 'node:path'
 import { isSupportedCountry, type CountryCode } from 'libphonenumber-js/min'
@@ -107,6 +108,17 @@ export interface Config {
    * invalid (docs/contacts.md, "Phone numbers").
    */
   readonly phoneDefaultRegion: CountryCode | undefined
+  /**
+   * The language of guest texts (mails, problems shown to guests) when neither the guest nor the tenant has one
+   * (DEFAULT_LOCALE: en, de, fr or es; default en; docs/guests.md).
+   */
+  readonly defaultLocale: Locale
+  /**
+   * Bounds of the anonymous guest routes (docs/guests.md, "Abuse"): public registrations and guest answers per client
+   * address an hour (GUEST_LIMIT_PER_ADDRESS, default 20), public registrations per event a minute
+   * (GUEST_LIMIT_PER_EVENT, default 300).
+   */
+  readonly guestLimits: { readonly perAddressPerHour: number, readonly perEventPerMinute: number }
 }
 
 export interface S3Config {
@@ -429,6 +441,13 @@ function metricsToken (env: Env): string | undefined {
 }
 
 /** PHONE_DEFAULT_REGION: a region that has phone numbers, ISO 3166-1 alpha-2 in any case (kept upper case). */
+function defaultLocale (env: Env): Locale {
+  const raw = str(env, 'DEFAULT_LOCALE')?.trim()
+  if (raw === undefined || raw === '') return 'en'
+  if (!isLocale(raw)) throw new ConfigError('DEFAULT_LOCALE', `must be one of ${LOCALES.join(', ')}, got "${raw}"`)
+  return raw
+}
+
 function phoneDefaultRegion (env: Env): CountryCode | undefined {
   const raw = str(env, 'PHONE_DEFAULT_REGION')?.trim()
   if (raw === undefined || raw === '') return undefined
@@ -507,7 +526,12 @@ export function loadConfig (env: Env = {}): Config {
     retention: retentionConfig,
     syncWindowMs: syncWindowMs(retentionConfig),
     metricsToken: metricsToken(env),
-    phoneDefaultRegion: phoneDefaultRegion(env)
+    phoneDefaultRegion: phoneDefaultRegion(env),
+    defaultLocale: defaultLocale(env),
+    guestLimits: {
+      perAddressPerHour: int(env, 'GUEST_LIMIT_PER_ADDRESS', 20, 1, 1_000_000),
+      perEventPerMinute: int(env, 'GUEST_LIMIT_PER_EVENT', 300, 1, 1_000_000)
+    }
   }
   if (config.databaseAppUrl !== undefined && config.databaseUrl === undefined) {
     throw new ConfigError('DATABASE_APP_URL', 'needs DATABASE_URL to be set as well')

@@ -36,6 +36,11 @@ interface FuzzRequest {
   headers: Record<string, string>
 }
 
+/** The anonymous routes of guests: a mailed link, or public registration (docs/guests.md). */
+const isGuestRoute = (r: ApiRoute): boolean =>
+  r.url.startsWith('/api/v1/guest/') || r.url.startsWith('/api/v1/public/events/') ||
+  r.url.startsWith('/api/v1/public/registrations/')
+
 const asText = (v: unknown): string => typeof v === 'string' ? v : JSON.stringify(v) ?? 'undefined'
 
 /** Raw bodies that no schema accepts. */
@@ -168,7 +173,8 @@ for (const kind of databases()) {
       console.log(`fuzz seed ${SEED}, ${RUNS} runs per route (replay: FUZZ_SEED=${SEED})`)
       ctx.diagnostic(`fuzz seed ${SEED}`)
       const stats = { requests: 0, byStatus: new Map<number, number>() }
-      const fuzzable = routes.filter(r => missingFixtures(r).length === 0 && r.auth !== 'none')
+      // the guests' anonymous routes too (docs/guests.md): links and public registration, with whatever they get
+      const fuzzable = routes.filter(r => missingFixtures(r).length === 0 && (r.auth !== 'none' || isGuestRoute(r)))
       assert.ok(fuzzable.length > 0)
       // every fixture first; then GETs, other writes, and DELETEs last (nested ones before their
       // parents), so the fixtures live as long as possible

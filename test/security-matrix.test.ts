@@ -33,7 +33,17 @@ const PUBLIC_ROUTES: Record<string, string> = {
   'POST /api/v1/integrations/idp/webhook': 'signed by the identity provider (HMAC), no bearer token',
   'GET /api/v1/spaces/:id/calendar.ics':
     'calendar apps send no bearer token: a public space, or a secret feed token in the query (docs/integrations.md)',
-  'GET /api/v1/me/calendar.ics': 'calendar apps send no bearer token: a secret feed token in the query'
+  'GET /api/v1/me/calendar.ics': 'calendar apps send no bearer token: a secret feed token in the query',
+  // guests have no account (docs/guests.md): a secret link mailed to them, or public registration with double opt-in
+  'GET /api/v1/guest/registration': "a guest's own link: a secret token mailed to them, in the query",
+  'POST /api/v1/guest/registration/answer': "a guest's own link, in the body",
+  'POST /api/v1/guest/registration/cancel': "a guest's own link, in the body",
+  'PUT /api/v1/guest/registration/updates': "a guest's own link, in the body",
+  'POST /api/v1/guest/registration/new-link': "a guest's own link, in the body; the new one goes by mail",
+  'GET /api/v1/guest/registration/event.ics': "a guest's own link, in the query (calendar apps send no token)",
+  'POST /api/v1/public/events/:id/registrations':
+    'anyone registers for a public event: bounded per address and event; counts once the mailed link is followed',
+  'POST /api/v1/public/registrations/confirm': 'the double opt-in link mailed to the guest, in the body'
 }
 const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
 
@@ -258,6 +268,44 @@ for (const kind of databases()) {
         async opts => await B.call(B.tokens.admin, opts),
         (_r, url) => `${url} by admin of tenant B shows tenant A's data`
       )
+      assert.deepEqual(failures, [])
+    })
+
+    void it("lets a guest in only with a live link of the route's purpose: a forged, empty or malformed one, a " +
+      "member's bearer token alone, and a registration for a private event all get one 404 problem; nothing changes",
+    async () => {
+      for (const r of covered) await resolve(A, r)
+      const before = await snapshotOf(A)
+      const failures: string[] = []
+      const linked = routes.filter(r => r.url.startsWith('/api/v1/guest/') ||
+        r.url === '/api/v1/public/registrations/confirm')
+      assert.ok(linked.length >= 7, `only ${linked.length} guest link routes`)
+      for (const r of linked) {
+        for (const token of ['A'.repeat(43), '', '../x', 'z'.repeat(200)]) {
+          const extra = r.url.endsWith('/answer')
+            ? { status: 'confirmed' }
+            : r.url.endsWith('/updates')
+              ? { subscribed: false }
+              : {}
+          const opts: InjectOptions = r.method === 'GET'
+            ? { method: 'GET', url: `${r.url}?token=${encodeURIComponent(token)}` }
+            : { method: r.method as 'POST', url: r.url, payload: { token, ...extra } }
+          const res = await A.call(A.tokens.admin, opts)
+          if (res.statusCode !== 404) failures.push(`${r.name} [${token.slice(0, 10)}]: ${brief(res)}`)
+          else if (problemIssues(res).length > 0) failures.push(`${r.name}: ${problemIssues(res).join('; ')}`)
+        }
+      }
+      const event = await A.need('events/:id')
+      const res = await A.call(A.tokens.admin, {
+        method: 'POST',
+        url: `/api/v1/public/events/${event}/registrations`,
+        payload: { name: A.marker, email: `${A.marker}@example.test` }
+      })
+      if (res.statusCode !== 404) failures.push(`registration for a private event: ${brief(res)}`)
+      const after = await snapshotOf(A)
+      for (const [k, v] of before) {
+        if (after.get(k) !== v) failures.push(`${k} changed: ${difference(v, String(after.get(k)))}`)
+      }
       assert.deepEqual(failures, [])
     })
 

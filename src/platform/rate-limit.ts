@@ -109,6 +109,54 @@ export function createRateLimiter (options: RateLimitOptions): RateLimiter {
   }
 }
 
+/** A limit of `points` per window of `durationSec` per key (docs/guests.md, "Abuse"). */
+export interface WindowLimiter {
+  /** takes one point of the key's window: whether it was there, and the seconds until the window ends */
+  take (key: string): Promise<{ allowed: boolean, resetSec: number }>
+  close (): Promise<void>
+}
+
+/**
+ * A fixed-window limit per key (rate-limiter-flexible): in memory, or in Redis when `redisUrl` is set so that every
+ * instance counts together (with a memory limit of the same size while Redis is unreachable).
+ */
+export function createWindowLimiter (o: {
+  points: number
+  durationSec: number
+  prefix: string
+  redisUrl?: string | undefined
+}): WindowLimiter {
+  let redis: RedisClient | undefined
+  let limiter: RateLimiterAbstract
+  const memory = (keyPrefix: string) => new RateLimiterMemory({ points: o.points, duration: o.durationSec, keyPrefix })
+  if (o.redisUrl !== undefined) {
+    const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis')
+    redis = new Redis(o.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 500 })
+    redis.on('error', () => {})
+    limiter = new RateLimiterRedis({
+      storeClient: redis,
+      points: o.points,
+      duration: o.durationSec,
+      keyPrefix: o.prefix,
+      insuranceLimiter: memory(`${o.prefix}:ins`)
+    })
+  } else limiter = memory(o.prefix)
+  return {
+    async take (key) {
+      try {
+        const r = await limiter.consume(key, 1)
+        return { allowed: true, resetSec: Math.max(1, Math.ceil(r.msBeforeNext / 1000)) }
+      } catch (err) {
+        if (!(err instanceof RateLimiterRes)) throw err
+        return { allowed: false, resetSec: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) }
+      }
+    },
+    async close () {
+      if (redis !== undefined) redis.disconnect()
+    }
+  }
+}
+
 async function charge (
   limiter: RateLimiter,
   bucket: 'caller' | 'anonymous',

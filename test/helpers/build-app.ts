@@ -148,6 +148,8 @@ export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}
       BASE_URL: 'http://localhost:8080',
       RATE_LIMIT_CAPACITY: '1000000',
       RATE_LIMIT_REFILL_PER_SEC: '100000',
+      GUEST_LIMIT_PER_ADDRESS: '1000000',
+      GUEST_LIMIT_PER_EVENT: '1000000',
       WORKERS: 'false',
       ...(db.url !== undefined ? { DATABASE_URL: db.url } : {}),
       ...options.env

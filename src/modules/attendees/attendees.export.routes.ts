@@ -36,7 +36,10 @@ export const ATTENDEE_CSV_COLUMNS: ReadonlyArray<CsvColumn<AttendeeExportRow>> =
   { header: 'checked_in_at', cell: r => r.checked_in_at },
   { header: 'checked_in_by', cell: r => r.checked_in_by },
   { header: 'check_in_method', cell: r => r.check_in_method },
-  { header: 'checked_out_at', cell: r => r.checked_out_at }
+  { header: 'checked_out_at', cell: r => r.checked_out_at },
+  { header: 'source', cell: r => r.source },
+  { header: 'invitation_sent_at', cell: r => r.invitation_sent_at },
+  { header: 'guest_responded_at', cell: r => r.guest_responded_at }
 ]
 
 /** An attendee of the series export: the occurrence it is exported for (its place in the export's order, id, start). */
@@ -55,9 +58,11 @@ const SERIES_CSV_COLUMNS: ReadonlyArray<CsvColumn<OccurrenceAttendee>> = [
 const HEADER = ATTENDEE_CSV_COLUMNS.map(c => c.header).join(',')
 const ATTENDEES_EXAMPLE =
   `${HEADER}\r\n12,,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,Ann,Lee,ann@example.org,"Acme, Inc.",confirmed,,` +
-  '\'=not a formula,2026-11-02T09:00:00.000Z,2026-11-03T10:15:00.000Z,,,,,\r\n'
+  '\'=not a formula,2026-11-02T09:00:00.000Z,2026-11-03T10:15:00.000Z,,,,,,registration,,' +
+  '2026-11-03T10:15:00.000Z\r\n'
 const SERIES_EXAMPLE = `occurrence_event_id,occurrence_start,${HEADER}\r\n` +
-  '12,2026-11-20T18:00:00.000Z,,7,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,,,,,invited,,,2026-11-02T09:00:00.000Z,,,,,,\r\n'
+  '12,2026-11-20T18:00:00.000Z,,7,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,,,,,invited,,,2026-11-02T09:00:00.000Z,,,,,,' +
+  'organiser,2026-11-02T09:05:00.000Z,\r\n'
 
 const ExportAttendeesQuery = Type.Object({
   status: Type.Optional(StringEnum(ATTENDEE_STATUSES, { description: 'Only attendees in this status' }))

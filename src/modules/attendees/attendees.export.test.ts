@@ -16,7 +16,7 @@ import { createContact, createEvent, insertContacts, publishEvent, type Json } f
 const ATTENDEE_HEADER = [
   'event_id', 'series_id', 'contact_id', 'first_name', 'last_name', 'email', 'company', 'status', 'waitlist_position',
   'notes', 'invited_at', 'responded_at', 'approved_at', 'checked_in_at', 'checked_in_by', 'check_in_method',
-  'checked_out_at'
+  'checked_out_at', 'source', 'invitation_sent_at', 'guest_responded_at'
 ]
 
 /** An answer's CSV as rows of cells, header first; asserts the CSV headers and RFC 4180 line ends. */
@@ -304,7 +304,8 @@ for (const kind of databases()) {
         checked_in: 0,
         pending: 1,
         waitlisted: 0,
-        no_show: 1
+        no_show: 1,
+        awaiting_confirmation: 0
       })
     })
   })

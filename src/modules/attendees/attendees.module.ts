@@ -8,15 +8,24 @@
  * content's routes.
  */
 import { defineModule } from '../../platform/app-context.ts'
+import { configureGuestMail } from './attendees.guest-mail.ts'
+import { guestOrganiserRoutes } from './attendees.guest.routes.ts'
 import { attendeesRoutes } from './attendees.routes.ts'
 import { checkInRoutes } from './attendees.checkin.routes.ts'
 import { exportRoutes } from './attendees.export.routes.ts'
 import { registrationRoutes } from './attendees.registration.routes.ts'
 
 export const attendeesModule = defineModule(async (app, ctx) => {
+  const from = /<([^<>]+)>\s*$/.exec(ctx.config.smtpFrom)?.[1] ?? ctx.config.smtpFrom
+  configureGuestMail({
+    defaultLocale: ctx.config.defaultLocale,
+    fromAddress: from,
+    uidDomain: new URL(ctx.config.baseUrl).hostname
+  })
   await attendeesRoutes(app, ctx)
   await registrationRoutes(app, ctx)
   await checkInRoutes(app, ctx)
+  await guestOrganiserRoutes(app, ctx)
 })
 
 /** The CSV exports of attendee lists (registered after the event content, see above). */

@@ -164,18 +164,67 @@ export async function occurrencesToCancel (trx: Tx, tenantId: string, seriesId: 
     .execute()
 }
 
+/** The public registration settings of an event or a series (docs/guests.md). */
+export const GUEST_SETTINGS = [
+  'public_registration', 'registration_opens_at', 'registration_closes_at', 'registration_limit_per_email',
+  'double_opt_in'
+] as const
+export interface GuestSettings {
+  public_registration: boolean
+  registration_opens_at: Date | null
+  registration_closes_at: Date | null
+  registration_limit_per_email: number
+  double_opt_in: boolean
+}
+/** What a PATCH may set of them. */
+export type GuestSettingsInput = Partial<{
+  public_registration: boolean
+  registration_opens_at: string | null
+  registration_closes_at: string | null
+  registration_limit_per_email: number
+  double_opt_in: boolean
+}>
+
+const guestValues = (v: GuestSettingsInput) => Object.fromEntries(GUEST_SETTINGS.flatMap(k =>
+  v[k] === undefined ? [] : [[k, v[k]]]))
+
+/** The public registration settings in force for an event: its own, or its series' while it follows them. */
+export async function guestSettings (trx: Tx, tenantId: string, eventId: number): Promise<GuestSettings | undefined> {
+  const own = await trx.selectFrom('events').select(['series_id', 'registration_inherited', ...GUEST_SETTINGS])
+    .where('tenant_id', '=', tenantId).where('id', '=', eventId)
+    .executeTakeFirst()
+  if (own === undefined) return undefined
+  const { series_id: seriesId, registration_inherited: inherited, ...settings } = own
+  if (seriesId !== null && inherited) {
+    const series = await trx.selectFrom('event_series').select(GUEST_SETTINGS)
+      .where('tenant_id', '=', tenantId).where('id', '=', seriesId)
+      .executeTakeFirst()
+    if (series !== undefined) return series
+  }
+  return settings
+}
+
+/** The public registration settings a series' occurrences follow. */
+export async function seriesGuestSettings (trx: Tx, tenantId: string, seriesId: number) {
+  return await trx.selectFrom('event_series').select(GUEST_SETTINGS)
+    .where('tenant_id', '=', tenantId).where('id', '=', seriesId)
+    .executeTakeFirst()
+}
+
 /** Sets an event's stored registration settings (a new revision). */
 export async function writeEventRegistration (
   trx: Tx,
   tenantId: string,
   eventId: number,
-  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean, inherited: boolean }
+  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean, inherited: boolean } &
+    GuestSettingsInput
 ): Promise<void> {
   await trx.updateTable('events')
     .set({
       ...v.capacity !== undefined ? { capacity: v.capacity } : {},
       ...v.waitlist_enabled !== undefined ? { waitlist_enabled: v.waitlist_enabled } : {},
       ...v.requires_approval !== undefined ? { requires_approval: v.requires_approval } : {},
+      ...guestValues(v),
       registration_inherited: v.inherited,
       ...bumpRevision()
     })
@@ -188,12 +237,18 @@ export async function writeSeriesRegistration (
   trx: Tx,
   tenantId: string,
   seriesId: number,
-  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean }
+  v: { capacity?: number | null, waitlist_enabled?: boolean, requires_approval?: boolean } & GuestSettingsInput
 ) {
   return await trx.updateTable('event_series')
-    .set({ ...v, ...bumpRevision() })
+    .set({
+      ...v.capacity !== undefined ? { capacity: v.capacity } : {},
+      ...v.waitlist_enabled !== undefined ? { waitlist_enabled: v.waitlist_enabled } : {},
+      ...v.requires_approval !== undefined ? { requires_approval: v.requires_approval } : {},
+      ...guestValues(v),
+      ...bumpRevision()
+    })
     .where('tenant_id', '=', tenantId).where('id', '=', seriesId)
-    .returning(['id', 'capacity', 'waitlist_enabled', 'requires_approval'])
+    .returning(['id', 'capacity', 'waitlist_enabled', 'requires_approval', ...GUEST_SETTINGS])
     .executeTakeFirstOrThrow()
 }
 

@@ -10,7 +10,7 @@ import { error400BadRequest, error409Conflict, fieldError, invalidField } from '
 import { operationsTagged } from '../../platform/http/routes.ts'
 import { emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import {
-  eventDomainEvent, EventParams, type EventRow, lockById as lockEventById, lockEventForWrite, readEvent
+  eventDomainEvent, EventParams, type EventRow, lockById as lockEventById, lockEventForWrite, readEvent, rootEventId
 } from '../events/index.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { lockForSeriesWrite } from '../series/index.ts'
@@ -29,11 +29,25 @@ const operation = operationsTagged('Event registration')
 /** The figures of an event after a change, with what the change did. */
 async function registrationBody (trx: Tx, event: EventRow, promoted: number): Promise<EventRegistration> {
   const f = await registrationFigures(trx, event)
+  const guests = await regRepo.guestSettings(trx, event.tenant_id, rootEventId(event))
+  if (guests === undefined) throw new Error(`event ${rootEventId(event)} vanished while locked or read`)
   const notice = f.over_capacity > 0
     ? `capacity ${f.capacity ?? ''} is below the ${f.confirmed_count} attendees holding a seat: nobody was ` +
       'demoted; new confirmations are waitlisted (or refused without a waitlist) until seats free up'
     : null
-  return { ...f, promoted, notice }
+  return { ...f, promoted, notice, guests }
+}
+
+/** 400 naming `body.registration_closes_at` when the window a body sets (with the stored one) closes before it opens */
+function checkWindow (b: regRepo.GuestSettingsInput, stored: regRepo.GuestSettings | undefined): void {
+  const opens = b.registration_opens_at !== undefined ? b.registration_opens_at : stored?.registration_opens_at
+  const closes = b.registration_closes_at !== undefined ? b.registration_closes_at : stored?.registration_closes_at
+  if (opens === null || opens === undefined || closes === null || closes === undefined) return
+  if (new Date(closes).getTime() <= new Date(opens).getTime()) {
+    const at = b.registration_closes_at !== undefined ? 'body.registration_closes_at' : 'body.registration_opens_at'
+    throw invalidField(at, 'registrations must close after they open', b.registration_closes_at ??
+      b.registration_opens_at)
+  }
 }
 
 /** A domain event about the event itself, with the fields every event topic carries (automation catalogue). */
@@ -71,6 +85,7 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
           throw invalidField('body.inherit', 'the event is not an occurrence of a series', true)
         }
       }
+      if (b.inherit !== true) checkWindow(b, await regRepo.guestSettings(trx, auth.tenantId, locked.id))
       await regRepo.writeEventRegistration(trx, auth.tenantId, locked.id, {
         ...(b.inherit === true ? {} : b),
         inherited: b.inherit === true
@@ -94,6 +109,7 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
     return await withTenant(db, auth, async trx => {
       const { series } = await lockForSeriesWrite(trx, auth, request.params.id, 'event:edit', 'series')
       const { $schema: _schema, ...settings } = b
+      checkWindow(settings, await regRepo.seriesGuestSettings(trx, auth.tenantId, series.id))
       const stored = await regRepo.writeSeriesRegistration(trx, auth.tenantId, series.id, settings)
       const following = await regRepo.followingOccurrences(trx, auth.tenantId, series.id)
       let promoted = 0
@@ -106,6 +122,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
         capacity: stored.capacity,
         waitlist_enabled: stored.waitlist_enabled,
         requires_approval: stored.requires_approval,
+        public_registration: stored.public_registration,
+        registration_opens_at: stored.registration_opens_at,
+        registration_closes_at: stored.registration_closes_at,
+        registration_limit_per_email: stored.registration_limit_per_email,
+        double_opt_in: stored.double_opt_in,
         occurrences_following: following.length,
         promoted
       }
@@ -198,8 +219,12 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
       }
       const ids = targets.map(t => t.id)
       await regRepo.cancelEvents(trx, auth.tenantId, ids, auth.userId, b.reason)
-      const contacts = b.notify === false ? [] : await regRepo.contactsToTell(trx, auth.tenantId, ids)
-      const notified = await notifyContacts(trx, first, contacts, { kind: 'event.cancelled', reason: b.reason })
+      // one mail per occurrence and attendee: each removes its own calendar entry
+      let notified = 0
+      for (const target of b.notify === false ? [] : targets) {
+        const contacts = await regRepo.contactsToTell(trx, auth.tenantId, [target.id])
+        notified += await notifyContacts(trx, target, contacts, { kind: 'event.cancelled', reason: b.reason })
+      }
       await emitMany(trx, targets.map(t => eventChanged(auth, t, 'event.cancelled', {
         reason: b.reason,
         scope,

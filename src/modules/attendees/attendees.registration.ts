@@ -13,6 +13,8 @@ import { queueNotification, recipientFor } from '../../platform/notifications/no
 import { registrationNotice, type RegistrationNoticeKind } from '../../platform/notifications/templates.ts'
 import { emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import { type EventRow, rootEventId } from '../events/index.ts'
+import { mailGuests, type GuestMailKind } from './attendees.guest-mail.ts'
+import { attendeeIdsOf } from './attendees.guest.repository.ts'
 import * as repo from './attendees.repository.ts'
 import * as regRepo from './attendees.registration.repository.ts'
 import type { AttendeeRow, AttendeeStatus } from './attendees.table.ts'
@@ -116,7 +118,9 @@ export class SeatPlan {
     const refused = transition(this.state, current, requested)
     if (refused !== undefined) return refused
     // the table takes these only as they are (a PATCH of the notes names the status the attendee has)
-    if (requested === 'waitlisted' || requested === 'pending') return { status: requested, position: currentPosition }
+    if (requested === 'waitlisted' || requested === 'pending' || requested === 'awaiting_confirmation') {
+      return { status: requested, position: currentPosition }
+    }
     const seated = current === 'confirmed' || current === 'checked_in'
     if (requested === 'no_show') {
       // the table took it: from confirmed after the end, or no_show kept
@@ -243,21 +247,33 @@ export async function settleWaitlist (trx: Tx, event: EventRow): Promise<Promote
   return promoted
 }
 
+/** The guest mail of each registration notice to an attendee (attendees.guest-mail.ts). */
+const GUEST_MAIL_OF: Record<Exclude<RegistrationNoticeKind, 'registration.pending'>, GuestMailKind> = {
+  'attendee.promoted': 'promoted',
+  'attendee.approved': 'confirmed',
+  'attendee.waitlisted': 'waitlisted',
+  'attendee.declined': 'rejected',
+  'event.cancelled': 'event_cancelled'
+}
+
 /**
- * Queues one e-mail per contact (to its address, or stored undeliverable when it has none), in a bounded number of
- * statements whatever the number of contacts: the cancellation of a large event notifies every attendee.
+ * Tells attendees of the event (by contact) what happened to their place or to the event: one mail each, in the
+ * guest's language, with a link of their own and the calendar invitation the notice carries (`mailGuests`); the
+ * notice's kind stays the mail's `payload.kind`. Bounded statements whatever the number of contacts: the
+ * cancellation of a large event tells every attendee.
  */
 export async function notifyContacts (
   trx: Tx,
   event: EventRow,
   contactIds: readonly string[],
-  notice: { kind: RegistrationNoticeKind, position?: number | null, reason?: string | null }
+  notice: { kind: Exclude<RegistrationNoticeKind, 'registration.pending'>, reason?: string | null }
 ): Promise<number> {
   if (contactIds.length === 0) return 0
-  const t = registrationNotice({ ...notice, eventId: rootEventId(event), title: event.title })
-  const payload = { ...t.payload, ...(t.link !== undefined ? { link: t.link } : {}) }
-  const message = { subject: t.subject, body: t.body, payload }
-  return await regRepo.queueContactEmails(trx, event.tenant_id, contactIds, message)
+  const ids = await attendeeIdsOf(trx, event.tenant_id, rootEventId(event), contactIds)
+  return await mailGuests(trx, event, ids, GUEST_MAIL_OF[notice.kind], {
+    reason: notice.reason,
+    payloadKind: notice.kind
+  })
 }
 
 /** Tells the event's creator and active managers that `count` registrations await their approval. */
@@ -426,7 +442,7 @@ export async function decide (
     const kind = c.row.status === 'waitlisted'
       ? 'attendee.waitlisted'
       : decision === 'approve' ? 'attendee.approved' : 'attendee.declined'
-    await notifyContacts(trx, event, [c.row.contact_id], { kind, position: c.row.waitlist_position })
+    await notifyContacts(trx, event, [c.row.contact_id], { kind })
   }
   return changed
 }

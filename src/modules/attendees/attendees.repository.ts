@@ -21,7 +21,7 @@ export const ATTENDEE_COLUMNS = [
   'id', 'event_id', 'series_id', 'contact_id', 'org_id', 'status', 'notes', 'is_checked_in', 'checked_in_at',
   'invited_at', 'responded_at', 'created_at', 'updated_at', 'waitlist_position', 'approved_at', 'approved_by',
   'checked_in_by', 'check_in_method', 'checked_out_at', 'checked_out_by', 'check_in_token_issued_at',
-  'check_in_token_revoked_at'
+  'check_in_token_revoked_at', 'source', 'invitation_sent_at', 'guest_responded_at', 'locale', 'updates_unsubscribed_at'
 ] as const
 
 /** The ETag of an attendee (no revision column): a digest of its stored values (conditional.ts). */
@@ -150,9 +150,15 @@ export async function insertAttendees (
     orgId: string | null
     attendees: Array<{ contactId: string, status: AttendeeStatus, position: number | null }>
     notes?: string | null
+    /** a public registration: its source and the guest's language (docs/guests.md) */
+    registration?: { locale: string }
   }
 ): Promise<AttendeeRowCreated[]> {
+  const registration = v.registration === undefined
+    ? {}
+    : { source: 'registration' as const, locale: v.registration.locale, registrations: 1 }
   const rows = v.attendees.map(a => ({
+    ...registration,
     tenant_id: v.tenantId,
     event_id: v.eventId,
     org_id: v.orgId,
@@ -164,8 +170,8 @@ export async function insertAttendees (
     checked_in_at: a.status === 'checked_in' ? sql<Date>`now()` : null
   }))
   const created: AttendeeRowCreated[] = []
-  // 9 columns, each at most one bind parameter
-  for (const chunk of rowChunks(rows, 9)) {
+  // 9 columns (12 for a registration), each at most one bind parameter
+  for (const chunk of rowChunks(rows, v.registration === undefined ? 9 : 12)) {
     created.push(
       ...(await trx
         .insertInto('attendees')

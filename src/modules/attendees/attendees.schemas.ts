@@ -3,10 +3,10 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  body, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString
+  body, DateTimeInput, IntId, model, Nullable, KeysetPageQuery, pagedBody, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
 import { deletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../platform/sync/sync.ts'
-import { ATTENDEE_STATUSES, CHECK_IN_METHODS } from './attendees.table.ts'
+import { ATTENDEE_SOURCES, ATTENDEE_STATUSES, CHECK_IN_METHODS } from './attendees.table.ts'
 
 /** Bounds chosen by us (docs/event-collaboration.md). */
 export const BULK_MAX = 1000
@@ -18,8 +18,9 @@ export const AttendeeParams = Type.Object({ id: IntId, contact_id: UuidString })
 
 const AttendeeStatus = StringEnum(ATTENDEE_STATUSES, {
   description:
-    'invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) ' +
-    'or no_show (docs/event-collaboration.md, "Attendee states")'
+    'invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), ' +
+    'no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) ' +
+    '(docs/event-collaboration.md, "Attendee states")'
 })
 
 export const Attendee = model('Attendee', {
@@ -46,7 +47,14 @@ export const Attendee = model('Attendee', {
   checked_out_at: Nullable(Timestamp('When the attendee was checked out (null while inside)')),
   checked_out_by: Nullable(Type.String({ description: 'Who checked the attendee out' })),
   check_in_token_issued_at: Nullable(Timestamp('When the current check-in token was issued')),
-  check_in_token_revoked_at: Nullable(Timestamp('When the check-in token was revoked'))
+  check_in_token_revoked_at: Nullable(Timestamp('When the check-in token was revoked')),
+  source: StringEnum(ATTENDEE_SOURCES, {
+    description: 'organiser (added by a member) or registration (registered on the public side: docs/guests.md)'
+  }),
+  invitation_sent_at: Nullable(Timestamp('When an invitation mail with the guest\'s own link was last sent')),
+  guest_responded_at: Nullable(Timestamp('When the guest last answered through their own link')),
+  locale: Nullable(Type.String({ description: 'The language of the guest\'s registration (en, de, fr, es)' })),
+  updates_unsubscribed_at: Nullable(Timestamp('When the guest asked for no more update mails about the event'))
 })
 /** A page of the list; with `sync=true` or `sync_token`, the fields of an incremental sync (docs/integrations.md). */
 export const PagedBodyAttendee = model('PagedBodyAttendee', {
@@ -95,6 +103,31 @@ const Capacity = Type.Integer({
   minimum: 1, maximum: CAPACITY_MAX, description: `Seats, 1 to ${CAPACITY_MAX}; null = unlimited`
 })
 
+/** The public registration settings (docs/guests.md), in force (an occurrence: its series' while it follows them). */
+export const GUEST_LIMIT_PER_EMAIL_MAX = 20
+const guestSettingsFields = {
+  public_registration: Type.Boolean({ description: 'Guests may register from the public side (default false)' }),
+  registration_opens_at: Nullable(Timestamp('Registrations open (null: at once)')),
+  registration_closes_at: Nullable(Timestamp('Registrations close (null: when the event starts)')),
+  registration_limit_per_email: Type.Integer({
+    description: 'Public registrations one e-mail address may make for the event (each sends a mail)'
+  }),
+  double_opt_in: Type.Boolean({
+    description: 'A public registration counts once the guest follows the link mailed to them (default true)'
+  })
+}
+const guestSettingsInput = {
+  public_registration: Type.Optional(Type.Boolean()),
+  registration_opens_at: Type.Optional(Nullable(DateTimeInput('Registrations open (RFC 3339; null: at once)'))),
+  registration_closes_at: Type.Optional(Nullable(DateTimeInput(
+    'Registrations close (RFC 3339; null: when the event starts); after registration_opens_at'
+  ))),
+  registration_limit_per_email: Type.Optional(Type.Integer({ minimum: 1, maximum: GUEST_LIMIT_PER_EMAIL_MAX })),
+  double_opt_in: Type.Optional(Type.Boolean())
+}
+export const GuestRegistrationSettings = model('GuestRegistrationSettings', guestSettingsFields)
+export type GuestRegistrationSettings = Static<typeof GuestRegistrationSettings>
+
 export const EventRegistration = model('EventRegistration', {
   capacity: Nullable(Type.Integer({ description: 'Seats in force; null = unlimited' })),
   waitlist_enabled: Type.Boolean(),
@@ -109,7 +142,8 @@ export const EventRegistration = model('EventRegistration', {
     description: 'Seats held beyond capacity (capacity lowered below the confirmed count)'
   }),
   promoted: Type.Integer({ description: 'Waitlisted attendees this change confirmed (0 on GET)' }),
-  notice: Nullable(Type.String({ description: 'What the change did not do, e.g. nobody demoted below capacity' }))
+  notice: Nullable(Type.String({ description: 'What the change did not do, e.g. nobody demoted below capacity' })),
+  guests: GuestRegistrationSettings
 }, {
   examples: [{
     capacity: 40,
@@ -123,7 +157,14 @@ export const EventRegistration = model('EventRegistration', {
     seats_left: 0,
     over_capacity: 0,
     promoted: 2,
-    notice: null
+    notice: null,
+    guests: {
+      public_registration: true,
+      registration_opens_at: '2027-05-01T08:00:00.000Z',
+      registration_closes_at: null,
+      registration_limit_per_email: 3,
+      double_opt_in: true
+    }
   }]
 })
 export type EventRegistration = Static<typeof EventRegistration>
@@ -132,6 +173,7 @@ export const PatchRegistrationBody = body({
   capacity: Type.Optional(Nullable(Capacity)),
   waitlist_enabled: Type.Optional(Type.Boolean()),
   requires_approval: Type.Optional(Type.Boolean()),
+  ...guestSettingsInput,
   inherit: Type.Optional(Type.Literal(true, {
     description: "An occurrence: follow the series' settings again (alone in the body)"
   }))
@@ -141,7 +183,8 @@ export type PatchRegistrationBody = Static<typeof PatchRegistrationBody>
 export const PatchSeriesRegistrationBody = body({
   capacity: Type.Optional(Nullable(Capacity)),
   waitlist_enabled: Type.Optional(Type.Boolean()),
-  requires_approval: Type.Optional(Type.Boolean())
+  requires_approval: Type.Optional(Type.Boolean()),
+  ...guestSettingsInput
 }, { minProperties: 1, examples: [{ capacity: 12, requires_approval: true }] })
 export type PatchSeriesRegistrationBody = Static<typeof PatchSeriesRegistrationBody>
 
@@ -150,6 +193,7 @@ export const SeriesRegistration = model('SeriesRegistration', {
   capacity: Nullable(Type.Integer()),
   waitlist_enabled: Type.Boolean(),
   requires_approval: Type.Boolean(),
+  ...guestSettingsFields,
   occurrences_following: Type.Integer({ description: "Live occurrences that follow the series' settings" }),
   promoted: Type.Integer({ description: 'Waitlisted attendees of those occurrences this change confirmed' })
 })
@@ -175,5 +219,5 @@ export type CancelEventBody = Static<typeof CancelEventBody>
 
 export const CancelResult = model('CancelResult', {
   cancelled: Type.Array(Type.Integer(), { description: 'Events cancelled by this request' }),
-  notified: Type.Integer({ description: 'Attendees (contacts) notified, once each' })
+  notified: Type.Integer({ description: 'Mails queued: one per attendee of each occurrence cancelled' })
 }, { examples: [{ cancelled: [42], notified: 118 }] })

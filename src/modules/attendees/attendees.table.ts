@@ -8,6 +8,8 @@ export { ATTENDEE_STATUSES, type AttendeeStatus } from '../../platform/db/column
 export const SEATED_STATUSES = ['confirmed', 'checked_in'] as const satisfies readonly AttendeeStatus[]
 export const CHECK_IN_METHODS = ['manual', 'scan', 'api'] as const
 export type CheckInMethod = typeof CHECK_IN_METHODS[number]
+export const ATTENDEE_SOURCES = ['organiser', 'registration'] as const
+export type AttendeeSource = typeof ATTENDEE_SOURCES[number]
 
 /** Attendees of one occurrence (event_id) or of every occurrence of a series (series_id). */
 export interface AttendeesTable {
@@ -37,10 +39,46 @@ export interface AttendeesTable {
   check_in_token_hash: string | null
   check_in_token_issued_at: Timestamp | null
   check_in_token_revoked_at: Timestamp | null
+  /** how the attendee came: added by a member, or registered on the public side (migration 0035) */
+  source: Generated<AttendeeSource>
+  invitation_sent_at: Timestamp | null
+  /** when the guest last answered through their own link */
+  guest_responded_at: Timestamp | null
+  /** the language of this guest's registration */
+  locale: string | null
+  updates_unsubscribed_at: Timestamp | null
+  /** SEQUENCE of the calendar entry last mailed to the guest */
+  calendar_sequence: Generated<number>
+  /** a digest of the event as the guest's last mail showed it (a change of it mails the guest) */
+  calendar_digest: string | null
+  /** public registrations made for this attendee (the limit per e-mail counts them) */
+  registrations: Generated<number>
 }
 
 export type AttendeeRow = Selectable<AttendeesTable>
 
+/** A guest's link (migration 0035, attendees.guest-tokens.repository.ts): only the SHA-256 of the token is stored. */
+export interface GuestTokensTable {
+  tenant_id: string
+  id: Generated<number>
+  attendee_id: number
+  purpose: 'manage' | 'confirm'
+  token_hash: string
+  created_at: Generated<Date>
+  expires_at: Timestamp
+  revoked_at: Timestamp | null
+  last_used_at: Timestamp | null
+}
+
+/** A tenant's guest settings (migration 0035): the language of its guests' texts when a guest's own is unknown. */
+export interface GuestSettingsTable {
+  tenant_id: string
+  default_locale: string | null
+  updated_at: Generated<Date>
+}
+
 export interface AttendeesTables {
   attendees: AttendeesTable
+  guest_tokens: GuestTokensTable
+  guest_settings: GuestSettingsTable
 }

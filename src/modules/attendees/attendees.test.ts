@@ -44,7 +44,12 @@ for (const kind of databases()) {
         checked_out_at: null,
         checked_out_by: null,
         check_in_token_issued_at: null,
-        check_in_token_revoked_at: null
+        check_in_token_revoked_at: null,
+        source: 'organiser',
+        invitation_sent_at: null,
+        guest_responded_at: null,
+        locale: null,
+        updates_unsubscribed_at: null
       })
 
       const dup = await expectStatus(t, alice, 'POST', url, 409, { contact_id: contact, status: 'confirmed' })

@@ -72,7 +72,8 @@ const REFUSALS = {
     status: 400,
     on: 'request',
     detail: (_current, move) => `${move} is given by the service (capacity, approval), not asked for`,
-    why: 'the service gives these (capacity, approval); asking for the status the attendee has keeps it (a PATCH ' +
+    why: 'the service gives these (capacity, approval, a public registration); asking for the status the attendee ' +
+      'has keeps it (a PATCH ' +
       'of the notes)'
   },
   X: {
@@ -96,6 +97,13 @@ const REFUSALS = {
     message: 'waitlisted: holds no seat',
     detail: () => 'the attendee is waitlisted and holds no seat: confirm them before checking them in',
     why: 'a check-in takes a seat past capacity: it would jump the waitlist'
+  },
+  A: {
+    status: 409,
+    on: 'attendee',
+    message: 'awaiting confirmation by the guest',
+    detail: () => 'the guest has not confirmed the registration from the mail yet: confirm it before checking them in',
+    why: 'a check-in would bypass the double opt-in of a public registration (a manager may confirm it)'
   },
   P: {
     status: 409,
@@ -152,10 +160,13 @@ function refusalCode (state: EventState, current: AttendeeStatus | undefined, mo
     if (state.cancelled) return 'C'
     if (current === 'waitlisted') return 'W'
     if (current === 'pending') return 'P'
+    if (current === 'awaiting_confirmation') return 'A'
     return undefined
   }
   // kept as it is (a PATCH of the notes names the status the attendee has), never asked for
-  if (move === 'waitlisted' || move === 'pending') return current === move ? undefined : 'G'
+  if (move === 'waitlisted' || move === 'pending' || move === 'awaiting_confirmation') {
+    return current === move ? undefined : 'G'
+  }
   const seated = current === 'confirmed' || current === 'checked_in'
   if (state.cancelled && (current === undefined || move === 'confirmed') && !seated) return 'X'
   if (move === 'no_show' && current !== 'no_show') {

@@ -11,3 +11,15 @@ export type { Changed } from './attendees.registration.ts'
 export { ofEventOrSeries } from './attendees.repository.ts'
 export type { OccurrenceRef } from './attendees.repository.ts'
 export type { AttendeeStatus } from './attendees.table.ts'
+// the guest side (docs/guests.md): what the guests module's anonymous routes do with a guest's link
+export {
+  answerAsGuest, confirmRegistration, GUEST_ANSWERS, registerGuest, type GuestAnswer, type GuestOutcome
+} from './attendees.guest.ts'
+export { guestCalendarText, guestLocale, mailGuests, tellGuestsOfChange, tenantLocale } from './attendees.guest-mail.ts'
+export {
+  findGuestToken, MANAGE_AFTER_EVENT_MS, revokeGuestTokens, touchGuestToken
+} from './attendees.guest-tokens.repository.ts'
+export { guestAttendee, setUpdates, type GuestAttendee } from './attendees.guest.repository.ts'
+export { guestSettings, type GuestSettings } from './attendees.registration.repository.ts'
+export { endOf, registrationOf, seatCounts, seatsLeft } from './attendees.registration.ts'
+export { eventState } from './attendees.transitions.ts'

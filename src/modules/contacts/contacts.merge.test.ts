@@ -46,7 +46,15 @@ async function insertAttendees (t: TestApp, tenantId: string, rows: Json[]): Pro
 }
 
 const STRENGTH: Record<AttendeeStatus, number> = {
-  checked_in: 7, confirmed: 6, waitlisted: 5, pending: 4, tentative: 3, invited: 2, no_show: 1, declined: 0
+  checked_in: 8,
+  confirmed: 7,
+  waitlisted: 6,
+  pending: 5,
+  tentative: 4,
+  awaiting_confirmation: 3,
+  invited: 2,
+  no_show: 1,
+  declined: 0
 }
 
 for (const kind of databases()) {

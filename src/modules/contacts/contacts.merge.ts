@@ -207,11 +207,13 @@ function mergedValues (
  * other (`no_show` above `declined`: that person had said yes).
  */
 const STRENGTH: Record<AttendeeStatus, number> = {
-  checked_in: 7,
-  confirmed: 6,
-  waitlisted: 5,
-  pending: 4,
-  tentative: 3,
+  checked_in: 8,
+  confirmed: 7,
+  waitlisted: 6,
+  pending: 5,
+  tentative: 4,
+  // registered on the public side, the mail not confirmed yet: more than an invitation, less than an answer
+  awaiting_confirmation: 3,
   invited: 2,
   no_show: 1,
   declined: 0

@@ -132,7 +132,8 @@ const FIELD_TYPES: Record<keyof ContactValues, 'text' | 'text[]' | 'boolean'> = 
   phone_primary_e164: 'text',
   phone_secondary_e164: 'text',
   phone_work_e164: 'text',
-  invalid_phones: 'text[]'
+  invalid_phones: 'text[]',
+  locale: 'text'
 }
 const FIELDS = Object.keys(FIELD_TYPES) as Array<keyof ContactValues>
 
@@ -461,4 +462,50 @@ export async function lockUnreadPhones (trx: Tx, tenantId: string, limit: number
     .where('tenant_id', '=', tenantId).where('invalid_phones', 'is', null)
     .limit(limit).forUpdate().skipLocked()
     .execute()
+}
+
+/**
+ * The contact of a public registration with this e-mail key among those the event's creator sees as a member (their
+ * own, and their organization's): the oldest, locked (contacts.guests.ts).
+ */
+export async function findRegistrationMatch (
+  trx: Tx,
+  tenantId: string,
+  creatorId: string,
+  orgId: string | null,
+  key: string
+) {
+  return await trx.selectFrom('contacts').select(['id'])
+    .where('tenant_id', '=', tenantId)
+    .where(sql<string>`lower(email)`, '=', key)
+    .where(eb => eb.or([eb('owner_id', '=', creatorId), ...(orgId !== null ? [eb('org_id', '=', orgId)] : [])]))
+    .orderBy('created_at').orderBy('id')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+/** A contact made by a public registration: the event creator's, in the event's organization, no phone to read. */
+export async function insertRegistrationContact (
+  trx: Tx,
+  v: {
+    tenantId: string,
+    creatorId: string,
+    orgId: string | null,
+    firstName: string,
+    lastName: string | null,
+    email: string,
+    locale: string
+  }
+) {
+  return await trx.insertInto('contacts').values({
+    tenant_id: v.tenantId,
+    owner_id: v.creatorId,
+    org_id: v.orgId,
+    first_name: v.firstName,
+    last_name: v.lastName,
+    email: v.email.trim(),
+    locale: v.locale,
+    invalid_phones: []
+  }).returning(['id', 'email']).executeTakeFirstOrThrow()
 }

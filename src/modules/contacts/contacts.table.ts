@@ -42,6 +42,8 @@ export interface ContactsTable {
   notes: string | null
   linked_user_id: string | null
   tags: Generated<string[]>
+  /** the language the contact reads guest texts in (migration 0035; en, de, fr, es), null: the tenant's */
+  locale: string | null
   revision: Generated<number>
   created_at: Timestamp
   updated_at: Timestamp

@@ -6,5 +6,6 @@
  * file (the lint rule `modules/index-only`, docs/architecture.md).
  */
 export { canManage, findVisible, visibleAsRow, visibleTo } from './contacts.repository.ts'
+export { contactForRegistration, type GuestContactInput } from './contacts.guests.ts'
 export { contactsModule } from './contacts.routes.ts'
 export { readUnreadPhones } from './contacts.service.ts'

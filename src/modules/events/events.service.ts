@@ -4,6 +4,7 @@
  * Every state change writes an activity row and a domain event in the caller's transaction.
  */
 
+import { updateEvent } from './events.changes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
@@ -248,7 +249,7 @@ export async function replaceEvent (
     metadata: JSON.stringify(input.metadata ?? {}),
     visibility: input.visibility ?? 20
   }
-  const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
+  const updated = await updateEvent(trx, auth.tenantId, target.id, values)
   await record(trx, auth, updated, 'event.updated', 'edited', {
     fields: Object.keys(values),
     draft: updated.published_id !== null
@@ -301,7 +302,7 @@ export async function patchEvent (
     'end_dt' in input
   )
   if (Object.keys(values).length === 0) return target
-  const updated = await repo.updateEvent(trx, auth.tenantId, target.id, values)
+  const updated = await updateEvent(trx, auth.tenantId, target.id, values)
   await record(trx, auth, updated, 'event.updated', 'edited', {
     fields: Object.keys(values),
     draft: updated.published_id !== null
@@ -356,7 +357,7 @@ export async function publishEvent (
     draft = row.status === 'published' ? await repo.lockDraftClone(trx, auth.tenantId, row.id) : undefined
   }
   if (draft !== undefined) await repo.deleteRow(trx, auth.tenantId, draft.id)
-  const result = await repo.updateEvent(trx, auth.tenantId, published.id, {
+  const result = await updateEvent(trx, auth.tenantId, published.id, {
     ...(draft !== undefined ? repo.contentOf(draft) : {}),
     status: 'published',
     published_at: new Date(),

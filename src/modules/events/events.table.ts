@@ -34,6 +34,12 @@ export interface EventsTable extends EventContentColumns {
   waitlist_enabled: Generated<boolean>
   requires_approval: Generated<boolean>
   registration_inherited: Generated<boolean>
+  /** public registration (migration 0035, docs/guests.md); followed from the series like the settings above */
+  public_registration: Generated<boolean>
+  registration_opens_at: Timestamp | null
+  registration_closes_at: Timestamp | null
+  registration_limit_per_email: Generated<number>
+  double_opt_in: Generated<boolean>
   cancelled_at: Timestamp | null
   cancelled_by: string | null
   cancellation_reason: string | null
@@ -82,8 +88,18 @@ export interface EventListCountsTable {
   n: number
 }
 
-/** An event as the service reads it: every column but `search_text` (an index input, never shown). */
-export type EventRow = Omit<Selectable<EventsTable>, 'search_text'>
+/** The public registration settings (migration 0035): read where guests register, never with every event read. */
+export const GUEST_REGISTRATION_COLUMNS = [
+  'public_registration', 'registration_opens_at', 'registration_closes_at', 'registration_limit_per_email',
+  'double_opt_in'
+] as const
+type GuestRegistrationColumn = typeof GUEST_REGISTRATION_COLUMNS[number]
+
+/**
+ * An event as the service reads it: every column but `search_text` (an index input, never shown) and the public
+ * registration settings (read by the registration's own statements).
+ */
+export type EventRow = Omit<Selectable<EventsTable>, 'search_text' | GuestRegistrationColumn>
 
 /** The columns of `EventRow`, for selects (`search_text` would be read and parsed for nothing). */
 export const EVENT_COLUMNS = [

@@ -17,7 +17,10 @@ export {
   EVENT_MANAGER_ROLES, EVENT_MANAGER_ROLE_NAMES, EVENT_PERMISSIONS, grantedPermissions, isEventManagerRole
 } from './events.permissions.ts'
 export type { EventPermission } from './events.permissions.ts'
-export { deleteEventSpace, insertActivity, insertEventSpace, lockById, updateEvent } from './events.repository.ts'
+export {
+  onPublishedEventChange, tellPublishedChanges, updateEvent, type PublishedEventListener
+} from './events.changes.ts'
+export { deleteEventSpace, insertActivity, insertEventSpace, lockById } from './events.repository.ts'
 export type { EventInsert, EventUpdate } from './events.repository.ts'
 export { eventsModule } from './events.routes.ts'
 export {

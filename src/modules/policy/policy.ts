@@ -39,7 +39,8 @@ export const RESOURCE_KINDS = [
   'link',
   'notification',
   'webhook',
-  'feed'
+  'feed',
+  'guest'
 ] as const
 export type ResourceKind = typeof RESOURCE_KINDS[number]
 
@@ -215,7 +216,12 @@ export const POLICY = {
   attendee: {
     read: event('events:read', 'attendees:read'),
     write: event('events:write', 'attendees:write', 'add, change, remove, bulk: every row of a bulk request'),
-    checkin: event('events:write', 'attendees:checkin')
+    checkin: event('events:write', 'attendees:checkin'),
+    invite: event(
+      'events:write',
+      'attendees:write',
+      "invitation mails to invited attendees, a guest's new link; the link itself only ever leaves by mail"
+    )
   },
   manager: {
     catalogue: tenantOnly('events:read', 'the event manager permissions and role bundles'),
@@ -272,6 +278,11 @@ export const POLICY = {
     read: tenantOnly('events:read', "the caller's own live tokens, never the token itself"),
     revoke: tenantOnly('events:read', "the caller's own tokens (404 otherwise)"),
     rotate: tenantOnly('events:read', "the caller's own tokens (404 otherwise); the old token stops at once")
+  },
+  // the tenant's guest settings; what a guest does with their own link is no member's action (docs/guests.md)
+  guest: {
+    settings: tenantOnly('events:read', "the tenant's default language of guest texts"),
+    configure: tenantOnly('tenant:admin', "sets the tenant's default language of guest texts")
   }
 } as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
 

@@ -12,7 +12,7 @@ import type { Tx } from '../../platform/db/tenant.ts'
 import { selectRows } from '../../platform/db/match.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { type EventInsert, type EventRow, type EventUpdate, eventVisibleTo } from '../events/index.ts'
+import { EVENT_COLUMNS, type EventInsert, type EventRow, type EventUpdate, eventVisibleTo } from '../events/index.ts'
 import type { Occurrence } from './series.recurrence.ts'
 import { STORAGE_METADATA_KEYS } from './series.schemas.ts'
 
@@ -265,4 +265,13 @@ export async function pageOccurrences (
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
   return await listPage(base, qb => qb.selectAll('events'), OCCURRENCE_KEYS, window)
+}
+
+/** The live occurrences of a series as they are now (bounded by the series' window), in id order. */
+export async function liveOccurrenceRows (trx: Tx, tenantId: string, seriesId: number): Promise<EventRow[]> {
+  return await trx.selectFrom('events').select(EVENT_COLUMNS)
+    .where('tenant_id', '=', tenantId).where('series_id', '=', seriesId)
+    .where('is_deleted', '=', false).where('published_id', 'is', null)
+    .orderBy('id')
+    .execute()
 }

@@ -4,7 +4,9 @@
  * and positions is decided in series.rule.ts; the statements are series.occurrences.repository.ts.
  */
 import type { Tx } from '../../platform/db/tenant.ts'
-import { type EventRow, type EventUpdate, findTemplate, latestTemplate } from '../events/index.ts'
+import {
+  type EventRow, type EventUpdate, findTemplate, latestTemplate, tellPublishedChanges
+} from '../events/index.ts'
 import * as occurrences from './series.occurrences.repository.ts'
 import { matchRows, syncTargets, withoutStorageKeys, type RemovedOccurrence } from './series.rule.ts'
 import type { SeriesRow } from './series.table.ts'
@@ -59,6 +61,8 @@ export async function syncOccurrences (trx: Tx, s: SeriesRow, old: SeriesRow, fr
   await occurrences.deleteOccurrences(trx, tenantId, removed.map(r => r.id))
   const written = await occurrences.moveOccurrences(trx, tenantId, moves)
   const inserted = await occurrences.insertOccurrences(trx, tenantId, occurrenceContent(s), added)
+  // guests of an occurrence that moved are told (docs/guests.md)
+  await tellPublishedChanges(trx, written)
   const live = new Map(rows.map(r => [r.id, r]))
   for (const r of removed) live.delete(r.id)
   for (const r of [...written, ...inserted]) live.set(r.id, r)
@@ -88,5 +92,9 @@ export async function cascadeContent (trx: Tx, s: SeriesRow, fields: ReadonlySet
   }
   if (fields.has('metadata')) {
     await occurrences.setSharedMetadata(trx, s.tenant_id, s.id, JSON.stringify(withoutStorageKeys(s.metadata)))
+  }
+  // guests of the occurrences whose place or title changed are told (docs/guests.md)
+  if (fields.has('address') || fields.has('title')) {
+    await tellPublishedChanges(trx, await occurrences.liveOccurrenceRows(trx, s.tenant_id, s.id))
   }
 }

@@ -36,6 +36,12 @@ export interface EventSeriesTable extends EventContentColumns {
   capacity: number | null
   waitlist_enabled: Generated<boolean>
   requires_approval: Generated<boolean>
+  /** public registration its occurrences follow (migration 0035, docs/guests.md) */
+  public_registration: Generated<boolean>
+  registration_opens_at: Date | null
+  registration_closes_at: Date | null
+  registration_limit_per_email: Generated<number>
+  double_opt_in: Generated<boolean>
   version: Generated<number>
   revision: Generated<number>
   created_at: Generated<Date>
@@ -49,7 +55,10 @@ export interface SeriesWindowsTable {
   window_end: Timestamp
 }
 
-export type SeriesRow = Selectable<EventSeriesTable>
+/** A series as its rules read it; the public registration settings are read by the registration's own statements. */
+export type SeriesRow = Omit<Selectable<EventSeriesTable>,
+'public_registration' | 'registration_opens_at' | 'registration_closes_at' | 'registration_limit_per_email' |
+'double_opt_in'>
 
 export interface SeriesTables {
   event_series: EventSeriesTable

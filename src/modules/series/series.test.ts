@@ -99,7 +99,15 @@ for (const kind of databases()) {
         ids.slice(0, 4)
       )
       assert.deepEqual(page1.attendee_counts, {
-        invited: 1, confirmed: 1, declined: 0, tentative: 1, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+        invited: 1,
+        confirmed: 1,
+        declined: 0,
+        tentative: 1,
+        checked_in: 0,
+        pending: 0,
+        waitlisted: 0,
+        no_show: 0,
+        awaiting_confirmation: 0
       })
       assert.equal(page1.total_attendees, 2)
       const s = page1.series
@@ -271,7 +279,15 @@ for (const kind of databases()) {
       )
       const statuses = ['invited', 'confirmed', 'declined', 'tentative', 'checked_in'] as const
       const expected = {
-        invited: 0, confirmed: 0, declined: 0, tentative: 0, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+        invited: 0,
+        confirmed: 0,
+        declined: 0,
+        tentative: 0,
+        checked_in: 0,
+        pending: 0,
+        waitlisted: 0,
+        no_show: 0,
+        awaiting_confirmation: 0
       }
       for (const [i, id] of ids.entries()) {
         const status = statuses[i % 5] ?? 'invited'
@@ -307,7 +323,15 @@ for (const kind of databases()) {
       assert.equal(page.occurrences.length, 5)
       assert.deepEqual(page.attendee_counts, expected)
       assert.deepEqual(expected, {
-        invited: 12, confirmed: 12, declined: 10, tentative: 13, checked_in: 12, pending: 0, waitlisted: 0, no_show: 0
+        invited: 12,
+        confirmed: 12,
+        declined: 10,
+        tentative: 13,
+        checked_in: 12,
+        pending: 0,
+        waitlisted: 0,
+        no_show: 0,
+        awaiting_confirmation: 0
       })
       assert.equal(page.total_attendees, 6)
       const elsewhere = await getJson(t, alice, `/api/v1/events/${String(other.event.id)}/series`)
@@ -319,7 +343,8 @@ for (const kind of databases()) {
         checked_in: 0,
         pending: 0,
         waitlisted: 0,
-        no_show: 0
+        no_show: 0,
+        awaiting_confirmation: 0
       })
       assert.equal(elsewhere.total_attendees, 1)
     })
@@ -512,7 +537,15 @@ for (const kind of databases()) {
         [ids[0], ids[2], ids[4]]
       )
       assert.deepEqual(after.attendee_counts, {
-        invited: 0, confirmed: 1, declined: 0, tentative: 0, checked_in: 0, pending: 0, waitlisted: 0, no_show: 0
+        invited: 0,
+        confirmed: 1,
+        declined: 0,
+        tentative: 0,
+        checked_in: 0,
+        pending: 0,
+        waitlisted: 0,
+        no_show: 0,
+        awaiting_confirmation: 0
       })
       await expectStatus(t, alice, 'GET', `/api/v1/events/${ids[3]}`, 404)
 

@@ -66,6 +66,7 @@ export const MANAGER_GRANT_COLUMNS = [
  * (series.repository.ts).
  */
 export const ATTENDEE_STATUSES = [
-  'invited', 'confirmed', 'declined', 'tentative', 'checked_in', 'pending', 'waitlisted', 'no_show'
+  'invited', 'confirmed', 'declined', 'tentative', 'checked_in', 'pending', 'waitlisted', 'no_show',
+  'awaiting_confirmation'
 ] as const
 export type AttendeeStatus = typeof ATTENDEE_STATUSES[number]

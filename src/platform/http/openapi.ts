@@ -144,6 +144,12 @@ export const TAGS = [
     description:
       'Capacity, waitlist and approval of an event or a series; approving registrations, no-shows, cancellation.'
   },
+  {
+    name: 'Guests',
+    description: 'The people events are for, without an account: invitations they answer from a mailed link, public ' +
+      'registration with double opt-in, their own link to manage their place, mails in their language with calendar ' +
+      'entries (docs/guests.md).'
+  },
   { name: 'Event managers', description: 'Who manages an event, with which permissions; invitations by e-mail.' },
   { name: 'Event milestones', description: 'Events that are milestones of another event, in sequence.' },
   { name: 'Event references', description: 'Documents, attachments and links between events and series.' },

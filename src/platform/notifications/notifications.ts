@@ -11,7 +11,7 @@ import { sql, type Kysely } from 'kysely'
 import type { Database } from '../db/database.ts'
 import { withSystem, type Tx } from '../db/tenant.ts'
 import { shareAmongTenants, TenantWorkError } from '../tenant-batches.ts'
-import type { NotificationLink, Template } from './templates.ts'
+import { calendarProblem, type NotificationCalendar, type NotificationLink, type Template } from './templates.ts'
 
 export const NOTIFICATION_CHANNELS = ['email', 'push', 'sms'] as const
 export type NotificationChannel = typeof NOTIFICATION_CHANNELS[number]
@@ -31,7 +31,7 @@ export interface Notification {
   subject: string
   body: string
   priority: string
-  /** what the notification is about (`kind`, ids) and its `link` (templates.ts) */
+  /** what the notification is about (`kind`, ids), its `link`, `unsubscribe` link and `calendar` (templates.ts) */
   payload: Record<string, unknown>
   attempts: number
 }
@@ -53,6 +53,10 @@ export interface QueuedNotification {
   payload?: Record<string, unknown>
   /** a link into the web app (kept in `payload.link`, joined to APP_URL when sent) */
   link?: NotificationLink | undefined
+  /** an iCalendar invitation (kept in `payload.calendar`; over CALENDAR_MAX_BYTES it is refused) */
+  calendar?: NotificationCalendar | undefined
+  /** where the recipient stops these mails (kept in `payload.unsubscribe`, joined to APP_URL when sent) */
+  unsubscribe?: NotificationLink | undefined
   /** why the row can never be delivered: it is stored `undeliverable` with this reason, never sent */
   undeliverable?: string | undefined
 }
@@ -66,6 +70,8 @@ export function isEmailAddress (recipient: string): boolean {
  * Queues a notification in the caller's transaction. An e-mail whose recipient is not an address
  * (or one the caller found no address for: `undeliverable`) is stored `undeliverable` with the
  * reason in `last_error`: an administrator sees it (`GET /api/v1/notifications`), nothing retries it.
+ * A calendar (`n.calendar`, or one the payload brings) that `calendarOf` would not read back, e.g. one over
+ * CALENDAR_MAX_BYTES, throws: the caller's transaction queues nothing unbounded or unsendable.
  *
  * @example
  *   await queueNotification(trx, { tenantId, channel: 'email', recipient: 'ann@example.com', subject: 'Invitation',
@@ -77,7 +83,16 @@ export async function queueNotification (trx: Tx, n: QueuedNotification): Promis
     (n.channel === 'email' && !isEmailAddress(n.recipient)
       ? `the recipient "${n.recipient.slice(0, 200)}" is not an e-mail address`
       : undefined)
-  const payload = { ...n.payload, ...(n.link !== undefined ? { link: n.link } : {}) }
+  const payload = {
+    ...n.payload,
+    ...(n.link !== undefined ? { link: n.link } : {}),
+    ...(n.unsubscribe !== undefined ? { unsubscribe: n.unsubscribe } : {}),
+    ...(n.calendar !== undefined ? { calendar: { method: n.calendar.method, ics: n.calendar.ics } } : {})
+  }
+  if (payload.calendar !== undefined) {
+    const problem = calendarProblem(payload.calendar)
+    if (problem !== undefined) throw new Error(`notification not queued: ${problem}`)
+  }
   const row = await trx.insertInto('notification_outbox').values({
     tenant_id: n.tenantId,
     channel: n.channel,
@@ -161,6 +176,8 @@ export async function notifyUser (trx: Tx, n: {
       subject: n.template.subject,
       body: n.template.body,
       link: n.template.link,
+      calendar: n.template.calendar,
+      unsubscribe: n.template.unsubscribe,
       priority: n.priority,
       payload: { ...n.template.payload, ...n.payload },
       undeliverable: to.undeliverable

@@ -2,8 +2,11 @@
  * Notification senders: a logging sender (the default: development and tests), and an SMTP sender
  * (nodemailer) used when SMTP_URL is set. The SMTP sender delivers the `email` channel as a
  * plain-text and an HTML part (`renderMessage`, templates.ts), from SMTP_FROM, with links into
- * APP_URL; other channels (`push`, `sms`) have no provider yet and are logged, so they do not pile
- * up as pending.
+ * APP_URL; a calendar invitation as nodemailer's `icalEvent` (a `text/calendar; method=…` alternative,
+ * which Outlook and Gmail read, and the same as an `invite.ics` attachment, which others read), an
+ * unsubscribe link as the List-Unsubscribe header (no List-Unsubscribe-Post: the link opens a page of
+ * the web app, it is no one-click endpoint); other channels (`push`, `sms`) have no provider yet
+ * and are logged, so they do not pile up as pending.
  */
 import { createRequire } from 'node:module'
 import type { FastifyBaseLogger } from 'fastify'
@@ -59,6 +62,10 @@ export function smtpSender (options: SmtpSenderOptions): NotificationSender {
         subject: mail.subject,
         text: mail.text,
         html: mail.html,
+        ...(mail.calendar !== undefined
+          ? { icalEvent: { method: mail.calendar.method, content: mail.calendar.ics, filename: 'invite.ics' } }
+          : {}),
+        ...(mail.unsubscribeUrl !== undefined ? { list: { unsubscribe: mail.unsubscribeUrl } } : {}),
         ...(n.priority === 'high' ? { priority: 'high' as const } : {})
       })
     },

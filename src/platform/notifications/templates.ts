@@ -9,10 +9,16 @@
  * titles and messages people typed included, is escaped. Paths and decisions:
  * docs/notifications.md, "Templates and links".
  *
+ * A notification may also carry an iCalendar invitation (`payload.calendar`: its METHOD and text, written by
+ * calendar-invite.ts when queued; the SMTP sender attaches it as the `text/calendar` alternative calendars read) and
+ * an unsubscribe link (`payload.unsubscribe`: a link like `payload.link`, written last in both parts and sent as the
+ * List-Unsubscribe header). Both are read back strictly (`calendarOf`, `unsubscribeOf`): anything else is none.
+ *
  * @example
  *   await queueNotification(trx, { tenantId, channel: 'email', recipient, ...spacePublished({ spaceId: 7, title:
  * 'Choir' }) })
  */
+import { CALENDAR_MAX_BYTES, CALENDAR_METHODS, calendarBytes, type CalendarMethod } from './calendar-invite.ts'
 
 /** A link of a notification: a path of the web app, its query, and the words of the link. */
 export interface NotificationLink {
@@ -30,6 +36,18 @@ export interface Template {
   link?: NotificationLink
   /** what the notification is about (`kind`, ids), merged into the row's payload */
   payload: Record<string, unknown>
+  /** an iCalendar invitation (kept in `payload.calendar`) */
+  calendar?: NotificationCalendar
+  /** where the recipient stops these mails (kept in `payload.unsubscribe`) */
+  unsubscribe?: NotificationLink
+}
+
+/** An iCalendar invitation carried by a notification (`payload.calendar`). */
+export interface NotificationCalendar {
+  /** the iTIP method, the same as the text's METHOD */
+  method: CalendarMethod
+  /** the VCALENDAR (calendarInviteText), at most CALENDAR_MAX_BYTES */
+  ics: string
 }
 
 /** The mail as sent. */
@@ -37,6 +55,10 @@ export interface RenderedMessage {
   subject: string
   text: string
   html: string
+  /** the invitation to send as the `text/calendar` alternative */
+  calendar?: NotificationCalendar
+  /** the unsubscribe link joined to the web app (List-Unsubscribe) */
+  unsubscribeUrl?: string
 }
 
 /** HTML-escapes text for element content and double-quoted attribute values. */
@@ -61,9 +83,9 @@ export function linkUrl (appUrl: string, link: NotificationLink): string {
   return `${appUrl}${link.path}${query === '' ? '' : `?${query}`}`
 }
 
-/** Reads `payload.link` back (absent, or not a link: none). */
-export function linkOf (payload: Record<string, unknown>): NotificationLink | undefined {
-  const l = payload.link as Partial<NotificationLink> | undefined
+/** A stored link read back (absent, or not a link: none). */
+function readLink (value: unknown): NotificationLink | undefined {
+  const l = value as Partial<NotificationLink> | undefined
   if (
     typeof l !== 'object' ||
     l === null ||
@@ -78,9 +100,41 @@ export function linkOf (payload: Record<string, unknown>): NotificationLink | un
   return { label: l.label, path: l.path, ...(query !== undefined ? { query } : {}) }
 }
 
+/** Reads `payload.link` back (absent, or not a link: none). */
+export const linkOf = (payload: Record<string, unknown>): NotificationLink | undefined => readLink(payload.link)
+
+/** Reads `payload.unsubscribe` back (absent, or not a link: none). */
+export const unsubscribeOf = (payload: Record<string, unknown>): NotificationLink | undefined =>
+  readLink(payload.unsubscribe)
+
+/**
+ * Why a value cannot be a notification's calendar (`payload.calendar`), or undefined when it can: an object with an
+ * iTIP method of CALENDAR_METHODS and a text that is a VCALENDAR with that METHOD, at most CALENDAR_MAX_BYTES.
+ */
+export function calendarProblem (value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'the calendar is not an object'
+  const { method, ics } = value as { method?: unknown, ics?: unknown }
+  if (typeof method !== 'string' || !(CALENDAR_METHODS as readonly string[]).includes(method)) {
+    return `the calendar's method is not one of ${CALENDAR_METHODS.join(', ')}`
+  }
+  if (typeof ics !== 'string' || !ics.startsWith('BEGIN:VCALENDAR')) return 'the calendar is not iCalendar text'
+  const bytes = calendarBytes(ics)
+  if (bytes > CALENDAR_MAX_BYTES) return `the calendar has ${bytes} bytes, more than ${CALENDAR_MAX_BYTES}`
+  // the mail's `method=` must say what the text says, or calendars read the invitation as another kind
+  if (!new RegExp(`\\r?\\nMETHOD:${method}\\r?\\n`).test(ics)) return `the calendar's text has no METHOD:${method}`
+  return undefined
+}
+
+/** Reads `payload.calendar` back (absent, malformed or too large: none). */
+export function calendarOf (payload: Record<string, unknown>): NotificationCalendar | undefined {
+  const c = payload.calendar as NotificationCalendar
+  return calendarProblem(c) === undefined ? { method: c.method, ics: c.ics } : undefined
+}
+
 /**
  * The mail of a queued notification: the stored subject and text, the link joined to `appUrl`,
- * and an HTML part in which every character of the text is escaped.
+ * and an HTML part in which every character of the text is escaped; the unsubscribe link (when it
+ * joins to a URL) last in both parts, and the calendar invitation as stored.
  */
 export function renderMessage (
   n: { subject: string; body: string; payload: Record<string, unknown> },
@@ -89,7 +143,19 @@ export function renderMessage (
   const link = linkOf(n.payload)
   const url = link !== undefined ? linkUrl(appUrl, link) : undefined
   const subject = oneLine(n.subject)
-  const text = link !== undefined && url !== undefined ? `${n.body}\n\n${link.label}: ${url}\n` : `${n.body}\n`
+  const unsubscribe = unsubscribeOf(n.payload)
+  // a URL as the WHATWG parser writes it: no line break, space or `<>` to break the List-Unsubscribe header
+  const joined = unsubscribe !== undefined ? linkUrl(appUrl, unsubscribe) : undefined
+  const unsubscribeUrl = joined !== undefined && URL.canParse(joined) ? new URL(joined).href : undefined
+  const unsubscribeLabel = unsubscribe !== undefined && unsubscribe.label.trim() !== ''
+    ? oneLine(unsubscribe.label)
+    : 'Unsubscribe'
+  const calendar = calendarOf(n.payload)
+  const text = [
+    n.body,
+    ...(link !== undefined && url !== undefined ? [`${link.label}: ${url}`] : []),
+    ...(unsubscribeUrl !== undefined ? [`${unsubscribeLabel}: ${unsubscribeUrl}`] : [])
+  ].join('\n\n') + '\n'
   const paragraphs = n.body
     .split(/\r?\n[ \t]*\r?\n/)
     .map(p => `<p>${escapeHtml(p.trim()).replace(/\r?\n/g, '<br>\n')}</p>`)
@@ -101,10 +167,19 @@ export function renderMessage (
     ...(link !== undefined && url !== undefined
       ? [`<p><a href="${escapeHtml(url)}">${escapeHtml(link.label)}</a></p>`]
       : []),
+    ...(unsubscribeUrl !== undefined
+      ? [`<p><a href="${escapeHtml(unsubscribeUrl)}">${escapeHtml(unsubscribeLabel)}</a></p>`]
+      : []),
     '</body></html>',
     ''
   ].join('\n')
-  return { subject, text, html }
+  return {
+    subject,
+    text,
+    html,
+    ...(calendar !== undefined ? { calendar } : {}),
+    ...(unsubscribeUrl !== undefined ? { unsubscribeUrl } : {})
+  }
 }
 
 // ---- the kinds
