@@ -50,6 +50,7 @@ import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { EXPORT_SCENARIOS, exportText, type ExportRun } from './export.ts'
 import { IMPORT_SCENARIOS } from './contacts-import.ts'
 import { RACE_SCENARIOS } from './race.ts'
+import { GUEST_SCENARIOS } from './guests.ts'
 import { WEBHOOK_SCENARIOS } from './webhooks.ts'
 import { INTEGRATION_SCENARIOS } from './integrations.ts'
 import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
@@ -429,6 +430,9 @@ async function startOurs (env: Record<string, string>, logs: LogCollector): Prom
       // rate limits stay on (their cost is part of each request) but never refuse the load generator
       RATE_LIMIT_CAPACITY: '10000000',
       RATE_LIMIT_REFILL_PER_SEC: '1000000',
+      // the guest routes' own bounds likewise (bench/guests.ts: every guest comes from 127.0.0.1)
+      GUEST_LIMIT_PER_ADDRESS: '1000000',
+      GUEST_LIMIT_PER_EVENT: '1000000',
       IDP_WEBHOOK_SECRET: WEBHOOK_SECRET,
       ...env
     },
@@ -741,7 +745,8 @@ async function measureOn (
     }
     // opt-in scenarios of their own shape (one request measured, not a load): only when named in --only
     for (const s of [
-      ...EXPORT_SCENARIOS, ...IMPORT_SCENARIOS, ...RACE_SCENARIOS, ...WEBHOOK_SCENARIOS, ...INTEGRATION_SCENARIOS
+      ...EXPORT_SCENARIOS, ...IMPORT_SCENARIOS, ...RACE_SCENARIOS, ...WEBHOOK_SCENARIOS, ...INTEGRATION_SCENARIOS,
+      ...GUEST_SCENARIOS
     ]) {
       if (only === undefined || !only.includes(s.name)) continue
       const runs = await s.run({
@@ -751,6 +756,7 @@ async function measureOn (
         url: ours.url,
         pid: ours.pid,
         token: tokens.token,
+        dataDir,
         log
       })
       exportRuns.push({ kind, scale, title: s.title, runs })

@@ -159,6 +159,11 @@ export interface RetentionConfig {
   /** revoked calendar feed tokens, from revoked_at (RETENTION_FEED_TOKENS, 30d); live tokens never */
   readonly feedTokens: number | null
   /**
+   * guests' links (docs/guests.md), from when they were revoked or expired (RETENTION_GUEST_TOKENS, 30d); live links
+   * never
+   */
+  readonly guestTokens: number | null
+  /**
    * the log of changes of incremental sync, from when a change was written (RETENTION_CHANGES, 31d, at least 2d);
    * a sync token answers for this period less a day (`syncWindowMs`); null (`off`): kept forever
    */
@@ -403,6 +408,7 @@ function retention (env: Env): RetentionConfig {
     executionsKeepPerRule: int(env, 'RETENTION_EXECUTIONS_KEEP_PER_RULE', 100, 0, 100_000),
     webhookDeliveries: retentionPeriod(env, 'RETENTION_WEBHOOK_DELIVERIES', '30d'),
     feedTokens: retentionPeriod(env, 'RETENTION_FEED_TOKENS', '30d'),
+    guestTokens: retentionPeriod(env, 'RETENTION_GUEST_TOKENS', '30d'),
     // a sync token answers for this period less a day (syncWindowMs): at least a day of window
     changes: retentionPeriod(
       env,

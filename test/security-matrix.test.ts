@@ -39,11 +39,17 @@ const PUBLIC_ROUTES: Record<string, string> = {
   'POST /api/v1/guest/registration/answer': "a guest's own link, in the body",
   'POST /api/v1/guest/registration/cancel': "a guest's own link, in the body",
   'PUT /api/v1/guest/registration/updates': "a guest's own link, in the body",
+  'PUT /api/v1/guest/registration/answers': "a guest's own link, in the body",
   'POST /api/v1/guest/registration/new-link': "a guest's own link, in the body; the new one goes by mail",
   'GET /api/v1/guest/registration/event.ics': "a guest's own link, in the query (calendar apps send no token)",
   'POST /api/v1/public/events/:id/registrations':
     'anyone registers for a public event: bounded per address and event; counts once the mailed link is followed',
-  'POST /api/v1/public/registrations/confirm': 'the double opt-in link mailed to the guest, in the body'
+  'POST /api/v1/public/registrations/confirm': 'the double opt-in link mailed to the guest, in the body',
+  // the public page of an event (docs/guests.md, "The public page"): what anyone may know of a published public event
+  'GET /api/v1/public/events/:id': 'the public page of a published public event (JSON, or HTML to a browser)',
+  'GET /api/v1/public/events/:id/page.html': 'the same page as HTML, to share and to embed; browsers send no token',
+  'POST /api/v1/public/events/:id/page.html':
+    "the page's registration form, posted by a browser without JavaScript: the public registration, same limits"
 }
 const isPublicPage = (r: ApiRoute): boolean => r.method === 'GET' && r.url.startsWith('/api/v1/public/')
 
@@ -286,7 +292,7 @@ for (const kind of databases()) {
             ? { status: 'confirmed' }
             : r.url.endsWith('/updates')
               ? { subscribed: false }
-              : {}
+              : r.url.endsWith('/answers') ? { answers: {} } : {}
           const opts: InjectOptions = r.method === 'GET'
             ? { method: 'GET', url: `${r.url}?token=${encodeURIComponent(token)}` }
             : { method: r.method as 'POST', url: r.url, payload: { token, ...extra } }

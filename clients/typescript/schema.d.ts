@@ -720,6 +720,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/spaces/{id}/embed-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sites that may embed the public pages of the space's events */
+        get: operations["get-space-embed-origins"];
+        /** Set the sites that may embed the public pages of the space's events (frame-ancestors; none by default) */
+        put: operations["set-space-embed-origins"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/event-templates": {
         parameters: {
             query?: never;
@@ -1342,6 +1360,93 @@ export interface paths {
         post: operations["issue-event-attendee-check-in-token"];
         /** Revoke the check-in token of an attendee (404 when none was issued) */
         delete: operations["revoke-event-attendee-check-in-token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mail invited attendees (at most 5000 a request) an invitation with their own link to answer */
+        post: operations["send-event-invitations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/attendees/{contact_id}/guest-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop every link of an attendee's guest and mail them a new one */
+        post: operations["renew-attendee-guest-link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's guest settings (the default language of guest texts) */
+        get: operations["get-guest-settings"];
+        /** Set the tenant's guest settings (tenant administrators) */
+        put: operations["put-guest-settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/registration/form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The registration questions in force for an event (its own form, else its series') */
+        get: operations["get-event-registration-form"];
+        /** Store a new version of the event's registration questions (earlier versions and their answers are kept) */
+        put: operations["put-event-registration-form"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/series/registration/form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Store a new version of the series' registration questions (its occurrences without a form of their own follow it) */
+        put: operations["put-series-registration-form"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2082,6 +2187,197 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/guest/registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A guest's registration and its event, through the guest's own link (no account) */
+        get: operations["get-guest-registration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/answer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply) */
+        post: operations["answer-guest-registration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The guest gives up their place (declined): the seat goes to the next on the waitlist at once */
+        post: operations["cancel-guest-registration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/answers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** The guest changes their answers to the registration questions (until registrations close) */
+        put: operations["set-guest-answers"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/updates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** The guest turns mails about changes of the event off or on again */
+        put: operations["set-guest-updates"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/new-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Every link of the guest stops; a new one is mailed to the guest's address */
+        post: operations["renew-guest-link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guest/registration/event.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The guest's event as an iCalendar file (the same entry the mails add and update) */
+        get: operations["get-guest-calendar"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/events/{id}/registrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Register for a public event (no account): the mail sent to the address says what happens next */
+        post: operations["register-for-public-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/registrations/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm a public registration with the link mailed to the guest (double opt-in) */
+        post: operations["confirm-public-registration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Public page of a published public event, with its registration (no credential needed) */
+        get: operations["get-public-event"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/events/{id}/page.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The public event page as HTML, with its registration form (no credential needed; embeddable) */
+        get: operations["get-public-event-html"];
+        put?: never;
+        /**
+         * Register from the public event page's form (no JavaScript): answered with the page again
+         * @description The form of `get-public-event-html`, posted by a browser. It registers exactly as `register-for-public-event` (the same limits, checks and mails) and answers with the page: 200 with the success message, or the problem next to its field, in the guest's language, with the status the registration route answers (400, 409, 429). A request that is no form of the page (an unknown field, a body over 16 KiB, another content type) and an event that is not public get a problem+json.
+         */
+        post: operations["post-public-event-form"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2554,10 +2850,10 @@ export interface components {
             contact_id: string;
             org_id: string | null;
             /**
-             * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
+             * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
              * @enum {string}
              */
-            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
             notes: string | null;
             is_checked_in: boolean;
             checked_in_at: string | null;
@@ -2577,6 +2873,34 @@ export interface components {
             checked_out_by: string | null;
             check_in_token_issued_at: string | null;
             check_in_token_revoked_at: string | null;
+            /**
+             * @description organiser (added by a member) or registration (registered on the public side: docs/guests.md)
+             * @enum {string}
+             */
+            source: "organiser" | "registration";
+            invitation_sent_at: string | null;
+            guest_responded_at: string | null;
+            locale: string | null;
+            updates_unsubscribed_at: string | null;
+            answers?: {
+                [key: string]: unknown;
+            } | null;
+            answers_updated_at?: string | null;
+        };
+        GuestRegistrationSettings: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Guests may register from the public side (default false) */
+            public_registration: boolean;
+            registration_opens_at: string | null;
+            registration_closes_at: string | null;
+            /** @description Public registrations one e-mail address may make for the event (each sends a mail) */
+            registration_limit_per_email: number;
+            /** @description A public registration counts once the guest follows the link mailed to them (default true) */
+            double_opt_in: boolean;
         };
         EventManager: {
             /**
@@ -2722,8 +3046,8 @@ export interface components {
         /** @description An action, by its type (GET /api/v1/automation/actions); actions run in order */
         AutomationAction: {
             /** @enum {string} */
-            type: "notify" | "activity" | "transition" | "set_attendee_status" | "mark_no_shows" | "webhook";
-        } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationMarkNoShowsAction"] | components["schemas"]["AutomationWebhookAction"]);
+            type: "notify" | "activity" | "transition" | "set_attendee_status" | "mark_no_shows" | "send_invitations" | "webhook";
+        } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationMarkNoShowsAction"] | components["schemas"]["AutomationSendInvitationsAction"] | components["schemas"]["AutomationWebhookAction"]);
         /** @description Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field. */
         AutomationNotifyAction: {
             /**
@@ -2806,6 +3130,16 @@ export interface components {
              * @enum {string}
              */
             type: "mark_no_shows";
+        };
+        /** @description Mail invited attendees their invitation with the guest's own link to answer (as POST /events/{id}/invitations): the trigger's attendee (payload.contact_id) when the trigger names one, else every invited attendee of the event */
+        AutomationSendInvitationsAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "send_invitations";
+            /** @description boolean: every invited attendee even when the trigger names one */
+            all?: boolean;
         };
         /** @description POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it */
         AutomationWebhookAction: {
@@ -3583,6 +3917,11 @@ export interface components {
                 start_dt?: string;
                 /** Format: date-time */
                 end_dt?: string;
+                /**
+                 * Format: uri
+                 * @description The event's own public page, with its registration form (HTML)
+                 */
+                page_url: string;
             }[];
             organization?: {
                 id: string;
@@ -3602,6 +3941,15 @@ export interface components {
         };
         /** @description One HTML document with schema.org Event JSON-LD (docs/integrations.md) */
         SpacePageHtml: string;
+        SpaceEmbedOrigins: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Origins (`https://host[:port]`, or `http://localhost[:port]` while developing), no path: the sites that may frame the public pages of the space's events */
+            origins: string[];
+        };
         EventTemplateList: {
             /**
              * Format: uri
@@ -3808,6 +4156,7 @@ export interface components {
                 pending: number;
                 waitlisted: number;
                 no_show: number;
+                awaiting_confirmation: number;
             };
             /** @description Unique contacts attending any occurrence */
             total_attendees: number;
@@ -3947,6 +4296,7 @@ export interface components {
             /** @description Waitlisted attendees this change confirmed (0 on GET) */
             promoted: number;
             notice: string | null;
+            guests: components["schemas"]["GuestRegistrationSettings"];
         };
         SeriesRegistration: {
             /**
@@ -3958,6 +4308,14 @@ export interface components {
             capacity: number | null;
             waitlist_enabled: boolean;
             requires_approval: boolean;
+            /** @description Guests may register from the public side (default false) */
+            public_registration: boolean;
+            registration_opens_at: string | null;
+            registration_closes_at: string | null;
+            /** @description Public registrations one e-mail address may make for the event (each sends a mail) */
+            registration_limit_per_email: number;
+            /** @description A public registration counts once the guest follows the link mailed to them (default true) */
+            double_opt_in: boolean;
             /** @description Live occurrences that follow the series' settings */
             occurrences_following: number;
             /** @description Waitlisted attendees of those occurrences this change confirmed */
@@ -3988,7 +4346,7 @@ export interface components {
             readonly $schema?: string;
             /** @description Events cancelled by this request */
             cancelled: number[];
-            /** @description Attendees (contacts) notified, once each */
+            /** @description Mails queued: one per attendee of each occurrence cancelled */
             notified: number;
         };
         CheckInResult: {
@@ -4016,6 +4374,67 @@ export interface components {
              * @description When the token was issued; any earlier token of the attendee no longer checks in
              */
             issued_at: string;
+        };
+        InvitationsSent: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Attendees in status `invited` the request named (or the event has) */
+            invited: number;
+            /** @description Invitations queued: those invited whose contact has an e-mail address */
+            mailed: number;
+        };
+        GuestSettings: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            default_locale: ("en" | "de" | "fr" | "es") | null;
+            updated_at: string | null;
+        };
+        RegistrationForm: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            form_id: number | null;
+            /** @description 1, 2, … (0: no form yet) */
+            version: number;
+            owner: ("event" | "series") | null;
+            created_at: string | null;
+            questions: {
+                /** @description Stable across versions; its answers keep it */
+                id: string;
+                /**
+                 * @description short_text, long_text, single_choice, multiple_choice, checkbox (consent), number, date, phone, email
+                 * @enum {string}
+                 */
+                type: "short_text" | "long_text" | "single_choice" | "multiple_choice" | "checkbox" | "number" | "date" | "phone" | "email";
+                label: string;
+                help?: string;
+                /** @description A checkbox that is required must be ticked (consent) */
+                required?: boolean;
+                min_length?: number;
+                max_length?: number;
+                /** @description number: the smallest value */
+                min?: number;
+                /** @description number: the largest value */
+                max?: number;
+                /** Format: date */
+                min_date?: string;
+                /** Format: date */
+                max_date?: string;
+                options?: {
+                    id: string;
+                    label: string;
+                }[];
+                /** @description checkbox: the text agreed to, kept with each answer as answered */
+                consent_text?: string;
+            }[];
         };
         PendingManagerInvites: {
             /**
@@ -4269,6 +4688,197 @@ export interface components {
             /** @description The caller's live feed tokens, oldest first */
             items: components["schemas"]["FeedToken"][];
         };
+        GuestRegistration: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            event: {
+                id: number;
+                title: string;
+                description: string | null;
+                start_dt: string | null;
+                end_dt: string | null;
+                timezone: string;
+                address: string | null;
+                cancelled: boolean;
+                /** @description Date and time in the event's zone, in the guest's language */
+                when: string;
+            };
+            guest: {
+                name: string | null;
+                email: string | null;
+            };
+            /**
+             * @description The guest's status (docs/event-collaboration.md)
+             * @enum {string}
+             */
+            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
+            waitlist_position: number | null;
+            responded_at: string | null;
+            /** @description Whether the guest gets mails about changes of the event */
+            updates: boolean;
+            /** @enum {string} */
+            locale: "en" | "de" | "fr" | "es";
+            /** @description The answers the guest may give now */
+            answers: ("confirmed" | "tentative" | "declined")[];
+            /** @description Whether the guest holds a place to give up */
+            can_cancel: boolean;
+            /** @description The registration questions in force */
+            questions: {
+                /** @description Stable across versions; its answers keep it */
+                id: string;
+                /**
+                 * @description short_text, long_text, single_choice, multiple_choice, checkbox (consent), number, date, phone, email
+                 * @enum {string}
+                 */
+                type: "short_text" | "long_text" | "single_choice" | "multiple_choice" | "checkbox" | "number" | "date" | "phone" | "email";
+                label: string;
+                help?: string;
+                /** @description A checkbox that is required must be ticked (consent) */
+                required?: boolean;
+                min_length?: number;
+                max_length?: number;
+                /** @description number: the smallest value */
+                min?: number;
+                /** @description number: the largest value */
+                max?: number;
+                /** Format: date */
+                min_date?: string;
+                /** Format: date */
+                max_date?: string;
+                options?: {
+                    id: string;
+                    label: string;
+                }[];
+                /** @description checkbox: the text agreed to, kept with each answer as answered */
+                consent_text?: string;
+            }[];
+            given: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Whether the answers may still change (until registrations close) */
+            can_change_answers: boolean;
+        };
+        GuestOutcome: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            event_id: number;
+            /**
+             * @description The guest's status (docs/event-collaboration.md)
+             * @enum {string}
+             */
+            status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
+            waitlist_position: number | null;
+            /** @description false: the request changed nothing (the same answer again) */
+            changed: boolean;
+        };
+        RegistrationAccepted: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @enum {string} */
+            status: "accepted";
+            /** @description What happens next, in the guest's language */
+            message: string;
+        };
+        /**
+         * @example {
+         *       "id": 42,
+         *       "title": "Summer choir concert",
+         *       "description": "Songs of the season, with the town choir.",
+         *       "start_dt": "2027-06-12T17:00:00.000Z",
+         *       "end_dt": "2027-06-12T19:00:00.000Z",
+         *       "timezone": "Europe/Berlin",
+         *       "address": "Town hall, Main St 1",
+         *       "latitude": null,
+         *       "longitude": null,
+         *       "cancelled": false,
+         *       "organizer": {
+         *         "name": "Ann Lee"
+         *       },
+         *       "spaces": [
+         *         {
+         *           "id": 7,
+         *           "title": "Town choir",
+         *           "page_url": "https://collab.example.org/api/v1/public/spaces/7/page.html"
+         *         }
+         *       ],
+         *       "registration": {
+         *         "open": true,
+         *         "reason": null,
+         *         "opens_at": null,
+         *         "closes_at": "2027-06-12T17:00:00.000Z",
+         *         "seats_left": 12,
+         *         "waitlist": true,
+         *         "double_opt_in": true
+         *       },
+         *       "page_url": "https://collab.example.org/api/v1/public/events/42/page.html",
+         *       "register_url": "https://collab.example.org/api/v1/public/events/42/registrations"
+         *     }
+         */
+        EventPage: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            id: number;
+            title: string;
+            description: string | null;
+            start_dt: string | null;
+            end_dt: string | null;
+            /** @description The IANA zone the event is written in */
+            timezone: string;
+            address: string | null;
+            latitude: number | null;
+            longitude: number | null;
+            cancelled: boolean;
+            organizer: {
+                /** @description The display name of the event's creator (never an e-mail address) */
+                name: string;
+            } | null;
+            /** @description The published public spaces the event belongs to */
+            spaces: {
+                id: number;
+                title: string;
+                /**
+                 * Format: uri
+                 * @description The public page of the space (HTML)
+                 */
+                page_url: string;
+            }[];
+            registration: {
+                /** @description Whether a guest may register now */
+                open: boolean;
+                reason: ("off" | "cancelled" | "over" | "not_open" | "closed" | "full") | null;
+                opens_at: string | null;
+                closes_at: string | null;
+                seats_left: number | null;
+                /** @description A guest past the capacity joins the waitlist */
+                waitlist: boolean;
+                /** @description A registration counts once the mailed link is followed */
+                double_opt_in: boolean;
+            };
+            /**
+             * Format: uri
+             * @description This page as HTML, with the registration form
+             */
+            page_url: string;
+            /**
+             * Format: uri
+             * @description Where a client posts a registration as JSON (`register-for-public-event`)
+             */
+            register_url: string;
+        };
+        /** @description One HTML document: the event, its registration form, OpenGraph and Twitter tags, schema.org JSON-LD */
+        EventPageHtml: string;
     };
     responses: {
         /** @description Error (RFC 9457 problem details) */
@@ -6917,6 +7527,109 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "get-space-embed-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "origins": [
+                     *         "https://www.example.org"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpaceEmbedOrigins"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "set-space-embed-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "origins": [
+                 *         "https://www.example.org",
+                 *         "https://events.example.org:8443"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Origins (`https://host[:port]`, or `http://localhost[:port]` while developing), no path: the sites that may frame the public pages of the space's events */
+                    origins: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "origins": [
+                     *         "https://www.example.org"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SpaceEmbedOrigins"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "list-event-templates": {
         parameters: {
             query?: never;
@@ -8365,8 +9078,8 @@ export interface operations {
                 size?: number;
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
-                /** @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states") */
-                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                /** @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states") */
+                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                 /** @description true: the last page carries a `sync_token` */
                 sync?: "true" | "false";
                 /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
@@ -8425,10 +9138,10 @@ export interface operations {
                     /** Format: uuid */
                     contact_id: string;
                     /**
-                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                     notes?: string | null;
                 };
             };
@@ -8483,10 +9196,10 @@ export interface operations {
                     /** @description Contact ids (1 to 1000; repeats are ignored) */
                     contact_ids: string[];
                     /**
-                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                 };
             };
         };
@@ -8537,7 +9250,7 @@ export interface operations {
                      * @description Only remove attendees currently in this status
                      * @enum {string}
                      */
-                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                    status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                 };
             };
         };
@@ -8585,10 +9298,10 @@ export interface operations {
                     /** @description Contact ids (1 to 1000; repeats are ignored) */
                     contact_ids: string[];
                     /**
-                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                 };
             };
         };
@@ -8675,10 +9388,10 @@ export interface operations {
                      */
                     readonly $schema?: string;
                     /**
-                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity) or no_show (docs/event-collaboration.md, "Attendee states")
+                     * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
                      * @enum {string}
                      */
-                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                    status: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
                     notes?: string | null;
                 };
             };
@@ -8744,7 +9457,14 @@ export interface operations {
                      *       "seats_left": 0,
                      *       "over_capacity": 0,
                      *       "promoted": 2,
-                     *       "notice": null
+                     *       "notice": null,
+                     *       "guests": {
+                     *         "public_registration": true,
+                     *         "registration_opens_at": "2027-05-01T08:00:00.000Z",
+                     *         "registration_closes_at": null,
+                     *         "registration_limit_per_email": 3,
+                     *         "double_opt_in": true
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["EventRegistration"];
@@ -8780,6 +9500,11 @@ export interface operations {
                     capacity?: number | null;
                     waitlist_enabled?: boolean;
                     requires_approval?: boolean;
+                    public_registration?: boolean;
+                    registration_opens_at?: string | null;
+                    registration_closes_at?: string | null;
+                    registration_limit_per_email?: number;
+                    double_opt_in?: boolean;
                     /**
                      * @description An occurrence: follow the series' settings again (alone in the body)
                      * @enum {boolean}
@@ -8811,7 +9536,14 @@ export interface operations {
                      *       "seats_left": 0,
                      *       "over_capacity": 0,
                      *       "promoted": 2,
-                     *       "notice": null
+                     *       "notice": null,
+                     *       "guests": {
+                     *         "public_registration": true,
+                     *         "registration_opens_at": "2027-05-01T08:00:00.000Z",
+                     *         "registration_closes_at": null,
+                     *         "registration_limit_per_email": 3,
+                     *         "double_opt_in": true
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["EventRegistration"];
@@ -8856,6 +9588,11 @@ export interface operations {
                     capacity?: number | null;
                     waitlist_enabled?: boolean;
                     requires_approval?: boolean;
+                    public_registration?: boolean;
+                    registration_opens_at?: string | null;
+                    registration_closes_at?: string | null;
+                    registration_limit_per_email?: number;
+                    double_opt_in?: boolean;
                 };
             };
         };
@@ -9464,6 +10201,509 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "send-event-invitations": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Only these attendees (1 to 1000); default: every invited attendee of the event */
+                    contact_ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "invited": 40,
+                     *       "mailed": 38
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InvitationsSent"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "renew-attendee-guest-link": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                contact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-guest-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "default_locale": "de",
+                     *       "updated_at": "2027-04-01T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestSettings"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "put-guest-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "default_locale": "fr"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    default_locale: ("en" | "de" | "fr" | "es") | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "default_locale": "de",
+                     *       "updated_at": "2027-04-01T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestSettings"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-event-registration-form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "form_id": 7,
+                     *       "version": 2,
+                     *       "owner": "event",
+                     *       "created_at": "2027-04-01T09:00:00.000Z",
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "required": true,
+                     *           "options": [
+                     *             {
+                     *               "id": "any",
+                     *               "label": "Anything"
+                     *             },
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RegistrationForm"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "put-event-registration-form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "questions": [
+                 *         {
+                 *           "id": "diet",
+                 *           "type": "single_choice",
+                 *           "label": "Diet",
+                 *           "required": true,
+                 *           "options": [
+                 *             {
+                 *               "id": "any",
+                 *               "label": "Anything"
+                 *             },
+                 *             {
+                 *               "id": "veg",
+                 *               "label": "Vegetarian"
+                 *             }
+                 *           ]
+                 *         },
+                 *         {
+                 *           "id": "photos",
+                 *           "type": "checkbox",
+                 *           "label": "Photos",
+                 *           "consent_text": "I agree to be photographed."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description At most 50; [] removes all */
+                    questions: {
+                        /** @description Stable across versions; its answers keep it */
+                        id: string;
+                        /**
+                         * @description short_text, long_text, single_choice, multiple_choice, checkbox (consent), number, date, phone, email
+                         * @enum {string}
+                         */
+                        type: "short_text" | "long_text" | "single_choice" | "multiple_choice" | "checkbox" | "number" | "date" | "phone" | "email";
+                        label: string;
+                        help?: string;
+                        /** @description A checkbox that is required must be ticked (consent) */
+                        required?: boolean;
+                        min_length?: number;
+                        max_length?: number;
+                        /** @description number: the smallest value */
+                        min?: number;
+                        /** @description number: the largest value */
+                        max?: number;
+                        /** Format: date */
+                        min_date?: string;
+                        /** Format: date */
+                        max_date?: string;
+                        options?: {
+                            id: string;
+                            label: string;
+                        }[];
+                        /** @description checkbox: the text agreed to, kept with each answer as answered */
+                        consent_text?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "form_id": 7,
+                     *       "version": 2,
+                     *       "owner": "event",
+                     *       "created_at": "2027-04-01T09:00:00.000Z",
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "required": true,
+                     *           "options": [
+                     *             {
+                     *               "id": "any",
+                     *               "label": "Anything"
+                     *             },
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RegistrationForm"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "put-series-registration-form": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "questions": [
+                 *         {
+                 *           "id": "diet",
+                 *           "type": "single_choice",
+                 *           "label": "Diet",
+                 *           "required": true,
+                 *           "options": [
+                 *             {
+                 *               "id": "any",
+                 *               "label": "Anything"
+                 *             },
+                 *             {
+                 *               "id": "veg",
+                 *               "label": "Vegetarian"
+                 *             }
+                 *           ]
+                 *         },
+                 *         {
+                 *           "id": "photos",
+                 *           "type": "checkbox",
+                 *           "label": "Photos",
+                 *           "consent_text": "I agree to be photographed."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description At most 50; [] removes all */
+                    questions: {
+                        /** @description Stable across versions; its answers keep it */
+                        id: string;
+                        /**
+                         * @description short_text, long_text, single_choice, multiple_choice, checkbox (consent), number, date, phone, email
+                         * @enum {string}
+                         */
+                        type: "short_text" | "long_text" | "single_choice" | "multiple_choice" | "checkbox" | "number" | "date" | "phone" | "email";
+                        label: string;
+                        help?: string;
+                        /** @description A checkbox that is required must be ticked (consent) */
+                        required?: boolean;
+                        min_length?: number;
+                        max_length?: number;
+                        /** @description number: the smallest value */
+                        min?: number;
+                        /** @description number: the largest value */
+                        max?: number;
+                        /** Format: date */
+                        min_date?: string;
+                        /** Format: date */
+                        max_date?: string;
+                        options?: {
+                            id: string;
+                            label: string;
+                        }[];
+                        /** @description checkbox: the text agreed to, kept with each answer as answered */
+                        consent_text?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "form_id": 7,
+                     *       "version": 2,
+                     *       "owner": "event",
+                     *       "created_at": "2027-04-01T09:00:00.000Z",
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "required": true,
+                     *           "options": [
+                     *             {
+                     *               "id": "any",
+                     *               "label": "Anything"
+                     *             },
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RegistrationForm"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
@@ -10528,7 +11768,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only attendees in this status */
-                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show";
+                status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
             };
             header?: never;
             path: {
@@ -10548,8 +11788,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at
-                     *     12,,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,Ann,Lee,ann@example.org,"Acme, Inc.",confirmed,,'=not a formula,2026-11-02T09:00:00.000Z,2026-11-03T10:15:00.000Z,,,,,
+                     * @example event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at,source,invitation_sent_at,guest_responded_at
+                     *     12,,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,Ann,Lee,ann@example.org,"Acme, Inc.",confirmed,,'=not a formula,2026-11-02T09:00:00.000Z,2026-11-03T10:15:00.000Z,,,,,,registration,,2026-11-03T10:15:00.000Z
                      */
                     "text/csv": string;
                 };
@@ -10585,8 +11825,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example occurrence_event_id,occurrence_start,event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at
-                     *     12,2026-11-20T18:00:00.000Z,,7,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,,,,,invited,,,2026-11-02T09:00:00.000Z,,,,,,
+                     * @example occurrence_event_id,occurrence_start,event_id,series_id,contact_id,first_name,last_name,email,company,status,waitlist_position,notes,invited_at,responded_at,approved_at,checked_in_at,checked_in_by,check_in_method,checked_out_at,source,invitation_sent_at,guest_responded_at
+                     *     12,2026-11-20T18:00:00.000Z,,7,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,,,,,invited,,,2026-11-02T09:00:00.000Z,,,,,,organiser,2026-11-02T09:05:00.000Z,
                      */
                     "text/csv": string;
                 };
@@ -12288,6 +13528,784 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-guest-registration": {
+        parameters: {
+            query: {
+                /** @description The token of the link mailed to the guest */
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event": {
+                     *         "id": 42,
+                     *         "title": "Summer choir concert",
+                     *         "description": null,
+                     *         "start_dt": "2027-06-12T17:00:00.000Z",
+                     *         "end_dt": "2027-06-12T19:00:00.000Z",
+                     *         "timezone": "Europe/Berlin",
+                     *         "address": "Town hall, Main St 1",
+                     *         "cancelled": false,
+                     *         "when": "Saturday, June 12, 2027, 7:00 – 9:00 PM GMT+2"
+                     *       },
+                     *       "guest": {
+                     *         "name": "Ann Lee",
+                     *         "email": "ann@example.org"
+                     *       },
+                     *       "status": "waitlisted",
+                     *       "waitlist_position": 2,
+                     *       "responded_at": "2027-05-02T10:00:00.000Z",
+                     *       "updates": true,
+                     *       "locale": "en",
+                     *       "answers": [
+                     *         "confirmed",
+                     *         "tentative",
+                     *         "declined"
+                     *       ],
+                     *       "can_cancel": true,
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "options": [
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "given": {
+                     *         "diet": "veg"
+                     *       },
+                     *       "can_change_answers": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "answer-guest-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…",
+                 *       "status": "confirmed"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                    /**
+                     * @description confirmed (I come), tentative (maybe) or declined (I do not)
+                     * @enum {string}
+                     */
+                    status: "confirmed" | "tentative" | "declined";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": 42,
+                     *       "status": "confirmed",
+                     *       "waitlist_position": null,
+                     *       "changed": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestOutcome"];
+                };
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "cancel-guest-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": 42,
+                     *       "status": "confirmed",
+                     *       "waitlist_position": null,
+                     *       "changed": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestOutcome"];
+                };
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "set-guest-answers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…",
+                 *       "answers": {
+                 *         "diet": "veg",
+                 *         "photos": true
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                    /** @description By question id (GET /events/{id}/registration/form): docs/guests.md */
+                    answers: {
+                        [key: string]: string | number | boolean | string[] | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event": {
+                     *         "id": 42,
+                     *         "title": "Summer choir concert",
+                     *         "description": null,
+                     *         "start_dt": "2027-06-12T17:00:00.000Z",
+                     *         "end_dt": "2027-06-12T19:00:00.000Z",
+                     *         "timezone": "Europe/Berlin",
+                     *         "address": "Town hall, Main St 1",
+                     *         "cancelled": false,
+                     *         "when": "Saturday, June 12, 2027, 7:00 – 9:00 PM GMT+2"
+                     *       },
+                     *       "guest": {
+                     *         "name": "Ann Lee",
+                     *         "email": "ann@example.org"
+                     *       },
+                     *       "status": "waitlisted",
+                     *       "waitlist_position": 2,
+                     *       "responded_at": "2027-05-02T10:00:00.000Z",
+                     *       "updates": true,
+                     *       "locale": "en",
+                     *       "answers": [
+                     *         "confirmed",
+                     *         "tentative",
+                     *         "declined"
+                     *       ],
+                     *       "can_cancel": true,
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "options": [
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "given": {
+                     *         "diet": "veg"
+                     *       },
+                     *       "can_change_answers": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "set-guest-updates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…",
+                 *       "subscribed": false
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                    /** @description false: no more mails about changes of the event */
+                    subscribed: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event": {
+                     *         "id": 42,
+                     *         "title": "Summer choir concert",
+                     *         "description": null,
+                     *         "start_dt": "2027-06-12T17:00:00.000Z",
+                     *         "end_dt": "2027-06-12T19:00:00.000Z",
+                     *         "timezone": "Europe/Berlin",
+                     *         "address": "Town hall, Main St 1",
+                     *         "cancelled": false,
+                     *         "when": "Saturday, June 12, 2027, 7:00 – 9:00 PM GMT+2"
+                     *       },
+                     *       "guest": {
+                     *         "name": "Ann Lee",
+                     *         "email": "ann@example.org"
+                     *       },
+                     *       "status": "waitlisted",
+                     *       "waitlist_position": 2,
+                     *       "responded_at": "2027-05-02T10:00:00.000Z",
+                     *       "updates": true,
+                     *       "locale": "en",
+                     *       "answers": [
+                     *         "confirmed",
+                     *         "tentative",
+                     *         "declined"
+                     *       ],
+                     *       "can_cancel": true,
+                     *       "questions": [
+                     *         {
+                     *           "id": "diet",
+                     *           "type": "single_choice",
+                     *           "label": "Diet",
+                     *           "options": [
+                     *             {
+                     *               "id": "veg",
+                     *               "label": "Vegetarian"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "given": {
+                     *         "diet": "veg"
+                     *       },
+                     *       "can_change_answers": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestRegistration"];
+                };
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "renew-guest-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-guest-calendar": {
+        parameters: {
+            query: {
+                /** @description The token of the link mailed to the guest */
+                token: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The guest's calendar entry (RFC 5545, `text/calendar; charset=utf-8`): METHOD REQUEST, or CANCEL when the event is cancelled or the guest declined */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BEGIN:VCALENDAR
+                     *     VERSION:2.0
+                     *     METHOD:REQUEST
+                     *     BEGIN:VEVENT
+                     *     UID:event-42-guest-7@collab.example.org
+                     *     SEQUENCE:2
+                     *     …
+                     *     END:VEVENT
+                     *     END:VCALENDAR
+                     */
+                    "text/calendar": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "register-for-public-event": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ann Lee",
+                 *       "email": "ann@example.org",
+                 *       "locale": "en"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The guest's name (1 to 200 characters) */
+                    name: string;
+                    /** @description The address the confirmation is mailed to */
+                    email: string;
+                    /**
+                     * @description The guest's language (default: Accept-Language)
+                     * @enum {string}
+                     */
+                    locale?: "en" | "de" | "fr" | "es";
+                    /** @description By question id (GET /events/{id}/registration/form): docs/guests.md */
+                    answers?: {
+                        [key: string]: string | number | boolean | string[] | null;
+                    };
+                    /** @description Leave empty: a field people do not see on the form (a registration that fills it is dropped) */
+                    website?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "accepted",
+                     *       "message": "Thank you! Check your mailbox: the mail we sent you says what happens next."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RegistrationAccepted"];
+                };
+            };
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "confirm-public-registration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "k3Jw…"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description The token of the link mailed to the guest */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event_id": 42,
+                     *       "status": "confirmed",
+                     *       "waitlist_position": null,
+                     *       "changed": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GuestOutcome"];
+                };
+            };
+            400: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-public-event": {
+        parameters: {
+            query?: {
+                /** @description The language of the HTML page (default: Accept-Language) */
+                lang?: "en" | "de" | "fr" | "es";
+            };
+            header?: {
+                /** @description ETag held: 304 if current */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page; the same page as HTML when `Accept` prefers `text/html` to JSON (`Vary: Accept, Accept-Language`) */
+            200: {
+                headers: {
+                    /** @description The page's version: send it in `If-None-Match` */
+                    ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                    "text/html": components["schemas"]["EventPageHtml"];
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-public-event-html": {
+        parameters: {
+            query?: {
+                /** @description The language of the HTML page (default: Accept-Language) */
+                lang?: "en" | "de" | "fr" | "es";
+            };
+            header?: {
+                /** @description ETag held: 304 if current */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One HTML document: the event, its registration form, OpenGraph and Twitter tags, schema.org JSON-LD */
+            200: {
+                headers: {
+                    ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example <!doctype html>
+                     *     <html lang="en"><head>…</head><body><header><p class="kicker">Public event</p><h1>Summer choir concert</h1></header><main>…<form method="post" …>…</form></main></body></html>
+                     */
+                    "text/html": components["schemas"]["EventPageHtml"];
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "post-public-event-form": {
+        parameters: {
+            query?: {
+                /** @description The language of the HTML page (default: Accept-Language) */
+                lang?: "en" | "de" | "fr" | "es";
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ann Lee",
+                 *       "email": "ann@example.org",
+                 *       "website": "",
+                 *       "locale": "en"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description The guest's name (1 to 200 characters) */
+                    name?: string;
+                    /** @description The address the confirmation is mailed to */
+                    email?: string;
+                    /** @description The honeypot: a field hidden from people; a registration that fills it is dropped */
+                    website?: string;
+                    /**
+                     * @description The language of the page the form was on
+                     * @enum {string}
+                     */
+                    locale?: "en" | "de" | "fr" | "es";
+                };
+            };
+        };
+        responses: {
+            /** @description The page with the success message (HTML) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description A field to correct: the page again (HTML), the message next to it */
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            /** @description Registration closed, not open yet, full, cancelled or over: the page again (HTML), with the message */
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];

@@ -23,6 +23,7 @@ void describe('retention configuration', () => {
       executionsKeepPerRule: 100,
       webhookDeliveries: 30 * DAY,
       feedTokens: 30 * DAY,
+      guestTokens: 30 * DAY,
       changes: 31 * DAY,
       batchSize: 1000
     })

@@ -14,6 +14,8 @@
  *   pending deliveries (due, waiting for a retry, in flight) never.
  * - feedTokens: revoked before now − RETENTION_FEED_TOKENS; live tokens never. A revoked token and an unknown one
  *   both answer 404, so pruning one changes nothing a calendar app sees.
+ * - guestTokens: guests' links revoked or expired before now − RETENTION_GUEST_TOKENS; live links never (a dead link
+ *   and an unknown one both answer 404).
  * - changes (the log of incremental sync, migration 0026): written before now − RETENTION_CHANGES (the sync window
  *   and a day, `syncWindowMs` of config.ts); a token older than the window answers 410.
  *
@@ -53,7 +55,7 @@ export interface UpkeepStep {
 
 export const RETENTION_KINDS = [
   'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'feedTokens',
-  'changes'
+  'guestTokens', 'changes'
 ] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
 
@@ -91,7 +93,7 @@ export const TENANTS_PER_LOOKUP = 500
 
 type PrunedTable =
   | 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries' | 'webhook_deliveries' | 'feed_tokens'
-  | 'changes'
+  | 'guest_tokens' | 'changes'
 
 /** What may go of each kind but executions: its table and the rows that may go (old and done). */
 const EXPIRED: Record<
@@ -117,6 +119,8 @@ const EXPIRED: Record<
   },
   // a revoked token answers 404 like an unknown one (feeds.routes.ts): its row only keeps its hash
   feedTokens: { table: 'feed_tokens', where: cutoff => sql`revoked_at < ${cutoff}` },
+  // a guest's link revoked or expired answers 404 like an unknown one (docs/guests.md): its row only keeps its hash
+  guestTokens: { table: 'guest_tokens', where: cutoff => sql`(revoked_at < ${cutoff} or expires_at < ${cutoff})` },
   // the log of changes of incremental sync: a token older than the window (RETENTION_CHANGES less a day) answers 410,
   // so nothing reads these
   changes: { table: 'changes', where: cutoff => sql`at < ${cutoff}` }

@@ -37,6 +37,8 @@ export interface AttendeeExportRow {
   source: string
   invitation_sent_at: Date | null
   guest_responded_at: Date | null
+  /** the answers by question id (columns `answer:<id>`) */
+  answers: Record<string, unknown> | null
 }
 
 /**
@@ -67,7 +69,7 @@ export async function attendeeChunk (
       'a.id', 'a.event_id', 'a.series_id', 'a.contact_id', 'vc.first_name', 'vc.last_name', 'vc.email', 'vc.company',
       'a.status', 'a.waitlist_position', 'a.notes', 'a.invited_at', 'a.responded_at', 'a.approved_at',
       'a.checked_in_at', 'a.checked_in_by', 'a.check_in_method', 'a.checked_out_at', 'a.source', 'a.invitation_sent_at',
-      'a.guest_responded_at'
+      'a.guest_responded_at', 'a.answers'
     ])
     .where('a.tenant_id', '=', auth.tenantId)
     // event_id and series_id are the attendee's alone here (the contacts subquery shows neither)

@@ -6,7 +6,7 @@
  */
 import { Type } from '@sinclair/typebox'
 import type { App, AppContext } from '../../platform/app-context.ts'
-import { withTenant } from '../../platform/db/tenant.ts'
+import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { CSV_CHUNK_ROWS, csvBody, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
@@ -15,6 +15,8 @@ import { requirePolicy } from '../policy/index.ts'
 import { EventParams, readEvent, readEventWith, rootEventId } from '../events/index.ts'
 import { attendeeChunk, readableOccurrences, type AttendeeExportRow } from './attendees.export.repository.ts'
 import { ATTENDEE_STATUSES } from './attendees.table.ts'
+import { answerCell } from './attendees.forms.ts'
+import { allVersions, type FormOwner } from './attendees.forms.repository.ts'
 
 const operation = operationsTagged('Event attendees')
 
@@ -55,6 +57,22 @@ const SERIES_CSV_COLUMNS: ReadonlyArray<CsvColumn<OccurrenceAttendee>> = [
   ...ATTENDEE_CSV_COLUMNS
 ]
 
+/**
+ * One column `answer:<id>` per question the forms of `owners` ever asked (the newest version's order first, then
+ * questions removed since, whose answers are kept): docs/guests.md, "Questions".
+ */
+async function answerColumns (
+  trx: Tx,
+  tenantId: string,
+  owners: readonly FormOwner[]
+): Promise<Array<CsvColumn<AttendeeExportRow>>> {
+  const ids: string[] = []
+  for (const v of await allVersions(trx, tenantId, owners)) {
+    for (const q of v.questions) if (!ids.includes(q.id)) ids.push(q.id)
+  }
+  return ids.map(id => ({ header: `answer:${id}`, cell: r => answerCell(r.answers?.[id]) }))
+}
+
 const HEADER = ATTENDEE_CSV_COLUMNS.map(c => c.header).join(',')
 const ATTENDEES_EXAMPLE =
   `${HEADER}\r\n12,,3f0c8a4e-2b6f-4f8e-9d61-0d4d8a9e7b21,Ann,Lee,ann@example.org,"Acme, Inc.",confirmed,,` +
@@ -84,12 +102,17 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
       }
     }, requirePolicy('attendee', 'read')), async (request, reply) => {
     const { auth, query } = request
-    const event = await withTenant(db, auth, trx => readEventWith(trx, auth, request.params.id, 'attendees:read'))
+    const { event, answers } = await withTenant(db, auth, async trx => {
+      const event = await readEventWith(trx, auth, request.params.id, 'attendees:read')
+      const series = event.series_id !== null ? [{ seriesId: event.series_id }] : []
+      const owners = [{ eventId: rootEventId(event) }, ...series]
+      return { event, answers: await answerColumns(trx, auth.tenantId, owners) }
+    })
     const ref = { id: rootEventId(event), seriesId: event.series_id }
     return await sendCsv(
       reply,
       `event-${ref.id}-attendees.csv`,
-      ATTENDEE_CSV_COLUMNS,
+      [...ATTENDEE_CSV_COLUMNS, ...answers],
       async (afterId: number | undefined) => await withTenant(db, auth, trx =>
         attendeeChunk(trx, auth, ref, { afterId, limit: CSV_CHUNK_ROWS, status: query.status })
       ),
@@ -111,15 +134,19 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
       }
     }, requirePolicy('attendee', 'read')), async (request, reply) => {
     const { auth } = request
-    const occurrences = await withTenant(db, auth, async trx => {
+    const found = await withTenant(db, auth, async trx => {
       const event = await readEvent(trx, auth, request.params.id)
       if (event.series_id === null) throw error404NotFound('the event belongs to no series')
       const readable = await readableOccurrences(trx, auth, event.series_id)
       if (readable.length === 0) {
         throw error403Forbidden('missing event permission attendees:read on every occurrence of the series')
       }
-      return readable.map(o => ({ id: o.id, seriesId: event.series_id, start: o.start_dt }))
+      return {
+        list: readable.map(o => ({ id: o.id, seriesId: event.series_id, start: o.start_dt })),
+        answers: await answerColumns(trx, auth.tenantId, [{ seriesId: event.series_id }])
+      }
     })
+    const occurrences = found.list
     const seriesId = occurrences[0]?.seriesId ?? 0
     // the key: the occurrence (its place in `occurrences`) and the last attendee id read of it
     const read = async (after: { occurrence: number, id: number } | undefined) =>
@@ -140,7 +167,8 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
         }
         return rows
       })
-    return await sendCsv(reply, `event-${request.params.id}-series-attendees.csv`, SERIES_CSV_COLUMNS, read,
+    const columns: ReadonlyArray<CsvColumn<OccurrenceAttendee>> = [...SERIES_CSV_COLUMNS, ...found.answers]
+    return await sendCsv(reply, `event-${request.params.id}-series-attendees.csv`, columns, read,
       row => ({ occurrence: row.occurrence, id: row.id }))
   })
 }

@@ -12,7 +12,7 @@ export async function guestAttendee (trx: Tx, tenantId: string, attendeeId: numb
     .innerJoin('contacts as c', j => j.onRef('c.tenant_id', '=', 'a.tenant_id').onRef('c.id', '=', 'a.contact_id'))
     .select([
       'a.id', 'a.event_id', 'a.contact_id', 'a.status', 'a.waitlist_position', 'a.responded_at',
-      'a.guest_responded_at', 'a.locale', 'a.updates_unsubscribed_at', 'a.calendar_sequence', 'a.source',
+      'a.guest_responded_at', 'a.locale', 'a.updates_unsubscribed_at', 'a.calendar_sequence', 'a.source', 'a.answers',
       'c.first_name', 'c.last_name', 'c.email', 'c.locale as contact_locale'
     ])
     .where('a.tenant_id', '=', tenantId).where('a.id', '=', attendeeId)

@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { error404NotFound, error409Conflict, fieldError } from '../../platform/http/errors.ts'
+import { error404NotFound } from '../../platform/http/errors.ts'
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { body, model, Nullable, StringEnum, Timestamp, UuidString } from '../../platform/http/schema.ts'
 import { isLocale, LOCALES } from '../../platform/i18n/i18n.ts'
@@ -14,14 +14,12 @@ import { EventParams, lockEventForWrite, rootEventId } from '../events/index.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { mailGuests } from './attendees.guest-mail.ts'
 import { revokeGuestTokens } from './attendees.guest-tokens.repository.ts'
+import { INVITATIONS_MAX, sendInvitations } from './attendees.guest.ts'
 import * as guestRepo from './attendees.guest.repository.ts'
 import * as repo from './attendees.repository.ts'
 import { AttendeeParams, BULK_MAX } from './attendees.schemas.ts'
 
 const operation = operationsTagged('Guests')
-
-/** Invited attendees one request mails at most (the rest: another request). */
-export const INVITATIONS_MAX = 5000
 
 const InvitationsBody = body({
   contact_ids: Type.Optional(Type.Array(UuidString, {
@@ -55,23 +53,13 @@ const shown = (row: { default_locale: string | null, updated_at: Date } | undefi
 
 export async function guestOrganiserRoutes (app: App, { db }: AppContext): Promise<void> {
   app.post('/api/v1/events/:id/invitations', operation('send-event-invitations',
-    'Mail invited attendees an invitation with their own link to answer (confirm, maybe, decline)', {
+    `Mail invited attendees (at most ${INVITATIONS_MAX} a request) an invitation with their own link to answer`, {
       params: EventParams, body: InvitationsBody, response: { 200: InvitationsSent }
     }, requirePolicy('attendee', 'invite'), { config: { idempotency: 'transaction' } }), async request => {
     const { auth, params, body: b } = request
     return await withTenant(db, auth, async trx => {
       const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write', { includeDraftClones: false })
-      if (event.status !== 'published' || event.cancelled_at !== null) {
-        throw error409Conflict('invitations go out for a published event that is not cancelled', [
-          fieldError('path.id', event.cancelled_at !== null ? 'event cancelled' : `status ${event.status}`, params.id)
-        ])
-      }
-      const invited = await guestRepo.invitedAttendees(trx, auth.tenantId, rootEventId(event), b.contact_ids ?? null,
-        INVITATIONS_MAX)
-      const ids = invited.map(a => a.id)
-      const mailed = await mailGuests(trx, event, ids, 'invitation')
-      await guestRepo.markInvited(trx, auth.tenantId, ids)
-      return { invited: ids.length, mailed }
+      return await sendInvitations(trx, event, b.contact_ids ?? null)
     })
   })
 

@@ -10,10 +10,13 @@
  * line of the event's activity feed. The guest gets a mail about their place (attendees.guest-mail.ts).
  */
 import type { Tx } from '../../platform/db/tenant.ts'
+import { error409Conflict, fieldError } from '../../platform/http/errors.ts'
 import type { Locale } from '../../platform/i18n/i18n.ts'
 import { emit, type DomainEvent } from '../../platform/outbox.ts'
 import { contactForRegistration } from '../contacts/index.ts'
 import { type EventRow, insertActivity, rootEventId } from '../events/index.ts'
+import type { StoredAnswer } from './attendees.forms.ts'
+import { writeAnswers } from './attendees.forms.repository.ts'
 import { mailGuests, type GuestMailKind } from './attendees.guest-mail.ts'
 import { revokeGuestTokens } from './attendees.guest-tokens.repository.ts'
 import * as guestRepo from './attendees.guest.repository.ts'
@@ -32,7 +35,7 @@ export type GuestAnswer = typeof GUEST_ANSWERS[number]
 export interface GuestOutcome { status: AttendeeStatus, waitlist_position: number | null, changed: boolean }
 
 /** A domain event of a guest's act: no actor, `by: "guest"`. */
-function guestEvent (event: EventRow, topic: 'attendee.added' | 'attendee.status_changed',
+function guestEvent (event: EventRow, topic: 'attendee.added' | 'attendee.status_changed' | 'attendee.answers_changed',
   payload: Record<string, unknown>): DomainEvent {
   const eventId = rootEventId(event)
   return {
@@ -141,7 +144,8 @@ export async function registerGuest (
   trx: Tx,
   event: EventRow,
   input: RegistrationInput,
-  settings: { doubleOptIn: boolean, limitPerEmail: number }
+  settings: { doubleOptIn: boolean, limitPerEmail: number },
+  answers?: { formId: number, values: Record<string, StoredAnswer> }
 ): Promise<'registered' | 'mailed again' | 'limit reached'> {
   const eventId = rootEventId(event)
   const contact = await contactForRegistration(trx, {
@@ -178,8 +182,13 @@ export async function registerGuest (
     registration: { locale: input.locale }
   })
   if (row === undefined) throw new Error('a registration added no attendee')
+  if (answers !== undefined) await writeAnswers(trx, event.tenant_id, row.id, answers.values, answers.formId)
   await emit(trx, guestEvent(event, 'attendee.added', {
-    contact_id: row.contact_id, status: row.status, source: 'registration', ...positionOf(row)
+    contact_id: row.contact_id,
+    status: row.status,
+    source: 'registration',
+    ...positionOf(row),
+    ...(answers !== undefined ? { answers: answers.values } : {})
   }))
   await insertActivity(trx, {
     tenantId: event.tenant_id,
@@ -192,4 +201,55 @@ export async function registerGuest (
   if (row.status === 'pending') await notifyManagersPending(trx, event, 1)
   await mailGuests(trx, event, [row.id], settings.doubleOptIn ? 'optin' : mailOf(row.status, false) ?? 'confirmed')
   return 'registered'
+}
+
+/**
+ * A guest changes their answers through their link (until registrations close): stored with the form version they
+ * answered, told as `attendee.answers_changed` (by the guest) and a line of the activity feed.
+ */
+export async function changeAnswersAsGuest (
+  trx: Tx,
+  event: EventRow,
+  attendee: { id: number, contact_id: string, status: AttendeeStatus },
+  answers: { formId: number, values: Record<string, StoredAnswer> }
+): Promise<void> {
+  await writeAnswers(trx, event.tenant_id, attendee.id, answers.values, answers.formId)
+  await emit(trx, guestEvent(event, 'attendee.answers_changed', {
+    contact_id: attendee.contact_id, status: attendee.status, answers: answers.values
+  }))
+  await insertActivity(trx, {
+    tenantId: event.tenant_id,
+    eventId: rootEventId(event),
+    orgId: event.org_id,
+    actorId: null,
+    kind: 'attendee.answers_changed',
+    payload: { contact_id: attendee.contact_id, by: 'guest' }
+  })
+}
+
+/** Invited attendees one request or action mails at most (the rest: another one). */
+export const INVITATIONS_MAX = 5000
+
+/**
+ * Mails the invitations of the locked event (docs/guests.md, "Invitations"): to the attendees among `contactIds`
+ * (every attendee of the event when null) in status `invited`, each with the guest's own link; `invitation_sent_at`
+ * set. 409 unless the event is published and not cancelled. How many were invited, and how many mailed (those with
+ * an address).
+ */
+export async function sendInvitations (
+  trx: Tx,
+  event: EventRow,
+  contactIds: readonly string[] | null
+): Promise<{ invited: number, mailed: number }> {
+  if (event.status !== 'published' || event.cancelled_at !== null) {
+    throw error409Conflict('invitations go out for a published event that is not cancelled', [
+      fieldError('path.id', event.cancelled_at !== null ? 'event cancelled' : `status ${event.status}`, event.id)
+    ])
+  }
+  const invited = await guestRepo.invitedAttendees(trx, event.tenant_id, rootEventId(event), contactIds,
+    INVITATIONS_MAX)
+  const ids = invited.map(a => a.id)
+  const mailed = await mailGuests(trx, event, ids, 'invitation')
+  await guestRepo.markInvited(trx, event.tenant_id, ids)
+  return { invited: ids.length, mailed }
 }

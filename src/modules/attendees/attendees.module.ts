@@ -10,6 +10,7 @@
 import { defineModule } from '../../platform/app-context.ts'
 import { configureGuestMail } from './attendees.guest-mail.ts'
 import { guestOrganiserRoutes } from './attendees.guest.routes.ts'
+import { formRoutes } from './attendees.forms.routes.ts'
 import { attendeesRoutes } from './attendees.routes.ts'
 import { checkInRoutes } from './attendees.checkin.routes.ts'
 import { exportRoutes } from './attendees.export.routes.ts'
@@ -26,6 +27,7 @@ export const attendeesModule = defineModule(async (app, ctx) => {
   await registrationRoutes(app, ctx)
   await checkInRoutes(app, ctx)
   await guestOrganiserRoutes(app, ctx)
+  await formRoutes(app, ctx)
 })
 
 /** The CSV exports of attendee lists (registered after the event content, see above). */

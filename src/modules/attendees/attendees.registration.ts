@@ -10,7 +10,7 @@
 import type { Tx } from '../../platform/db/tenant.ts'
 import { error400BadRequest, error409Conflict, fieldError, type ErrorDetail } from '../../platform/http/errors.ts'
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
-import { registrationNotice, type RegistrationNoticeKind } from '../../platform/notifications/templates.ts'
+import { registrationsPending } from '../../platform/notifications/templates.ts'
 import { emitMany, type DomainEvent } from '../../platform/outbox.ts'
 import { type EventRow, rootEventId } from '../events/index.ts'
 import { mailGuests, type GuestMailKind } from './attendees.guest-mail.ts'
@@ -248,7 +248,11 @@ export async function settleWaitlist (trx: Tx, event: EventRow): Promise<Promote
 }
 
 /** The guest mail of each registration notice to an attendee (attendees.guest-mail.ts). */
-const GUEST_MAIL_OF: Record<Exclude<RegistrationNoticeKind, 'registration.pending'>, GuestMailKind> = {
+/** What an attendee is told about their place or the event; the kind stays the mail's `payload.kind`. */
+export type RegistrationNoticeKind =
+  | 'attendee.promoted' | 'attendee.approved' | 'attendee.waitlisted' | 'attendee.declined' | 'event.cancelled'
+
+const GUEST_MAIL_OF: Record<RegistrationNoticeKind, GuestMailKind> = {
   'attendee.promoted': 'promoted',
   'attendee.approved': 'confirmed',
   'attendee.waitlisted': 'waitlisted',
@@ -266,7 +270,7 @@ export async function notifyContacts (
   trx: Tx,
   event: EventRow,
   contactIds: readonly string[],
-  notice: { kind: Exclude<RegistrationNoticeKind, 'registration.pending'>, reason?: string | null }
+  notice: { kind: RegistrationNoticeKind, reason?: string | null }
 ): Promise<number> {
   if (contactIds.length === 0) return 0
   const ids = await attendeeIdsOf(trx, event.tenant_id, rootEventId(event), contactIds)
@@ -281,7 +285,7 @@ export async function notifyManagersPending (trx: Tx, event: EventRow, count: nu
   if (count === 0) return
   const eventId = rootEventId(event)
   const users = new Set([event.creator_id, ...await regRepo.activeManagerIds(trx, event.tenant_id, eventId)])
-  const t = registrationNotice({ kind: 'registration.pending', eventId, title: event.title, count })
+  const t = registrationsPending({ eventId, title: event.title, count })
   for (const user of users) {
     const to = await recipientFor(trx, event.tenant_id, 'email', user)
     await queueNotification(trx, { tenantId: event.tenant_id, channel: 'email', ...to, ...t })

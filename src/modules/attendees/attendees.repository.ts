@@ -24,6 +24,9 @@ export const ATTENDEE_COLUMNS = [
   'check_in_token_revoked_at', 'source', 'invitation_sent_at', 'guest_responded_at', 'locale', 'updates_unsubscribed_at'
 ] as const
 
+/** What the attendee list and its sync show besides: the guest's answers (attendees:read; docs/guests.md). */
+const LISTED_COLUMNS = [...ATTENDEE_COLUMNS, 'answers', 'answers_updated_at'] as const
+
 /** The ETag of an attendee (no revision column): a digest of its stored values (conditional.ts). */
 export const attendeeEtag = (row: { [K in (typeof ATTENDEE_COLUMNS)[number]]: unknown }): string =>
   digestEtag(ATTENDEE_COLUMNS.map(c => row[c]))
@@ -66,7 +69,7 @@ export async function listAttendees (
     .where('tenant_id', '=', tenantId)
     .where(ofEventOrSeries(event))
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
-  return await listPage(base, qb => qb.select(ATTENDEE_COLUMNS), ATTENDEE_KEYS, window)
+  return await listPage(base, qb => qb.select(LISTED_COLUMNS), ATTENDEE_KEYS, window)
 }
 
 /**
@@ -91,7 +94,7 @@ export async function listAttendeeChanges (
     size: o.size,
     where: sql<SqlBool>`parent = any(${parents}::text[])`,
     id: Number,
-    rows: async ids => await trx.selectFrom('attendees').select(ATTENDEE_COLUMNS)
+    rows: async ids => await trx.selectFrom('attendees').select(LISTED_COLUMNS)
       .where('tenant_id', '=', tenantId)
       .where(ofEventOrSeries(event))
       .where('id', 'in', ids)

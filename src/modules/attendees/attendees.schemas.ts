@@ -54,7 +54,11 @@ export const Attendee = model('Attendee', {
   invitation_sent_at: Nullable(Timestamp('When an invitation mail with the guest\'s own link was last sent')),
   guest_responded_at: Nullable(Timestamp('When the guest last answered through their own link')),
   locale: Nullable(Type.String({ description: 'The language of the guest\'s registration (en, de, fr, es)' })),
-  updates_unsubscribed_at: Nullable(Timestamp('When the guest asked for no more update mails about the event'))
+  updates_unsubscribed_at: Nullable(Timestamp('When the guest asked for no more update mails about the event')),
+  answers: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown(), {
+    description: 'The answers to the registration questions by question id (the list and its sync; docs/guests.md)'
+  }))),
+  answers_updated_at: Type.Optional(Nullable(Timestamp('When the answers were last given')))
 })
 /** A page of the list; with `sync=true` or `sync_token`, the fields of an incremental sync (docs/integrations.md). */
 export const PagedBodyAttendee = model('PagedBodyAttendee', {

@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { AttendeeStatus } from '../../platform/db/columns.ts'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
 
@@ -53,6 +53,22 @@ export interface AttendeesTable {
   calendar_digest: string | null
   /** public registrations made for this attendee (the limit per e-mail counts them) */
   registrations: Generated<number>
+  /** the guest's answers by question id (migration 0037), as validated against form version `answers_form_id` */
+  answers: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>
+  answers_form_id: number | null
+  answers_updated_at: Timestamp | null
+}
+
+/** A version of a registration form (migration 0037, attendees.forms.ts). */
+export interface RegistrationFormsTable {
+  tenant_id: string
+  id: Generated<number>
+  event_id: number | null
+  series_id: number | null
+  version: number
+  questions: ColumnType<unknown, string, string>
+  created_by: string
+  created_at: Generated<Date>
 }
 
 export type AttendeeRow = Selectable<AttendeesTable>
@@ -81,4 +97,5 @@ export interface AttendeesTables {
   attendees: AttendeesTable
   guest_tokens: GuestTokensTable
   guest_settings: GuestSettingsTable
+  registration_forms: RegistrationFormsTable
 }

@@ -20,6 +20,9 @@ export {
   findGuestToken, MANAGE_AFTER_EVENT_MS, revokeGuestTokens, touchGuestToken
 } from './attendees.guest-tokens.repository.ts'
 export { guestAttendee, setUpdates, type GuestAttendee } from './attendees.guest.repository.ts'
+export { changeAnswersAsGuest, sendInvitations } from './attendees.guest.ts'
+export { Question } from './attendees.forms.ts'
+export { answersFor, formOf } from './attendees.forms.service.ts'
 export { guestSettings, type GuestSettings } from './attendees.registration.repository.ts'
 export { endOf, registrationOf, seatCounts, seatsLeft } from './attendees.registration.ts'
 export { eventState } from './attendees.transitions.ts'

@@ -99,6 +99,15 @@ export const MarkNoShowsAction = actionSchema('mark_no_shows', 'MarkNoShows', {
   needsEvent: true
 }, {})
 
+export const SendInvitationsAction = actionSchema('send_invitations', 'SendInvitations', {
+  description:
+    "Mail invited attendees their invitation with the guest's own link to answer (as POST /events/{id}/invitations): " +
+    "the trigger's attendee (payload.contact_id) when the trigger names one, else every invited attendee of the event",
+  needsEvent: true
+}, {
+  all: Type.Optional(Type.Boolean({ description: 'boolean: every invited attendee even when the trigger names one' }))
+})
+
 export const WebhookAction = actionSchema('webhook', 'Webhook', {
   description:
     'POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: ' +
@@ -116,7 +125,8 @@ export const WebhookAction = actionSchema('webhook', 'Webhook', {
 })
 
 const ACTION_SCHEMAS = [
-  NotifyAction, ActivityAction, TransitionAction, SetAttendeeStatusAction, MarkNoShowsAction, WebhookAction
+  NotifyAction, ActivityAction, TransitionAction, SetAttendeeStatusAction, MarkNoShowsAction, SendInvitationsAction,
+  WebhookAction
 ]
 export const ACTION_TYPES = ACTION_SCHEMAS.map(s => s.properties.type.const)
 
@@ -126,6 +136,7 @@ export type Action =
   | Static<typeof TransitionAction>
   | Static<typeof SetAttendeeStatusAction>
   | Static<typeof MarkNoShowsAction>
+  | Static<typeof SendInvitationsAction>
   | Static<typeof WebhookAction>
 
 /**
@@ -202,6 +213,7 @@ function checkAction (a: Action, at: string, previous: readonly RuleAction[]): R
       return { ...a }
     case 'set_attendee_status':
     case 'mark_no_shows':
+    case 'send_invitations':
       return { ...a }
     case 'webhook':
       return checkWebhook(a, at, previous)

@@ -30,7 +30,8 @@ const EVENT_FIELDS = {
 const ATTENDEE_FIELDS = {
   event_id: 'integer',
   contact_id: 'string (uuid)',
-  status: 'string: invited, confirmed, declined, tentative, checked_in, pending, waitlisted, no_show',
+  status: 'string: invited, confirmed, declined, tentative, checked_in, pending, waitlisted, no_show, ' +
+    'awaiting_confirmation',
   template: 'string'
 }
 
@@ -87,9 +88,25 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
   domainEvent('event.space_added', 'An event was added to a space', { ...EVENT_FIELDS, space_id: 'integer' }),
   domainEvent('event.space_removed', 'An event was removed from a space', { ...EVENT_FIELDS, space_id: 'integer' }),
   domainEvent('attendee.added', 'A contact was added to an event (past capacity: waitlisted; with approval: pending)',
-    { ...ATTENDEE_FIELDS, waitlist_position: 'integer, when waitlisted' }),
+    {
+      ...ATTENDEE_FIELDS,
+      waitlist_position: 'integer, when waitlisted',
+      by: 'string: guest, when the guest registered from the public side (no actor; docs/guests.md)',
+      source: 'string: registration, when the guest registered from the public side',
+      answers: 'object: the answers to the registration questions, by question id, when given'
+    }),
   domainEvent('attendee.status_changed', "An attendee's status changed (approval, decline, no-show included)",
-    { ...ATTENDEE_FIELDS, previous_status: 'string', waitlist_position: 'integer, when waitlisted' }),
+    {
+      ...ATTENDEE_FIELDS,
+      previous_status: 'string',
+      waitlist_position: 'integer, when waitlisted',
+      by: 'string: guest, when the guest answered through their own link (no actor; docs/guests.md)'
+    }),
+  domainEvent('attendee.answers_changed', 'A guest changed their answers to the registration questions', {
+    ...ATTENDEE_FIELDS,
+    answers: 'object: the answers, by question id',
+    by: 'string: guest'
+  }),
   domainEvent('attendee.promoted', 'A seat freed up and the first waitlisted attendee got it (now confirmed)', {
     ...ATTENDEE_FIELDS,
     previous_status: 'string: waitlisted',

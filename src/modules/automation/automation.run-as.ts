@@ -54,7 +54,8 @@ const ACTION_POLICY: Record<string, { action: ActionOf<'rule'>, verb: string } |
   transition: { action: 'act_transition', verb: 'change the state of' },
   activity: { action: 'act_activity', verb: 'add activity to' },
   set_attendee_status: { action: 'act_attendee_status', verb: 'change attendees of' },
-  mark_no_shows: { action: 'act_attendee_status', verb: 'mark the no-shows of' }
+  mark_no_shows: { action: 'act_attendee_status', verb: 'mark the no-shows of' },
+  send_invitations: { action: 'act_invite', verb: 'send the invitations of' }
 }
 
 /**

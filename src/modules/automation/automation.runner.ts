@@ -15,7 +15,9 @@ import { findVisible as findVisibleContact } from '../contacts/index.ts'
 import {
   type EventRow, findEventForRead, hasEventPermission, insertActivity, isTenantAdmin, lockEventForWrite, transitionEvent
 } from '../events/index.ts'
-import { type AttendeeStatus, type Changed, changeStatuses, markNoShows } from '../attendees/index.ts'
+import {
+  type AttendeeStatus, type Changed, changeStatuses, markNoShows, sendInvitations
+} from '../attendees/index.ts'
 import { findUser } from '../identity/index.ts'
 import { evaluateConditions } from './automation.catalogue.ts'
 import { activityAdded, attendeeStatusChanged, ruleDisabled, type ActionSource } from './automation.events.ts'
@@ -249,6 +251,17 @@ async function markEventNoShows (c: Ctx, a: RuleAction): Promise<Json> {
   return { marked: marked.length }
 }
 
+async function inviteGuests (c: Ctx, a: RuleAction): Promise<Json> {
+  const event = await targetEvent(c, a, true)
+  const contact = typeof c.payload.contact_id === 'string' && a.all !== true ? [c.payload.contact_id] : null
+  try {
+    return await sendInvitations(c.trx, event, contact)
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 409) throw new PermanentError(err.detail ?? err.message)
+    throw err
+  }
+}
+
 async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
   const body = JSON.stringify({
     rule_id: c.rule.id,
@@ -272,7 +285,13 @@ async function webhook (c: Ctx, a: RuleAction): Promise<Json> {
 }
 
 const RUNNERS: Record<string, (c: Ctx, a: RuleAction) => Promise<Json>> = {
-  notify, activity, transition, set_attendee_status: setAttendeeStatus, mark_no_shows: markEventNoShows, webhook
+  notify,
+  activity,
+  transition,
+  set_attendee_status: setAttendeeStatus,
+  mark_no_shows: markEventNoShows,
+  send_invitations: inviteGuests,
+  webhook
 }
 
 class ActionFailed extends Error {

@@ -312,7 +312,7 @@ for (const kind of databases()) {
       const actions = await t.as(alice, { method: 'GET', url: '/api/v1/automation/actions' })
       assert.deepEqual(
         actions.json().actions.map((x: Json) => x.type),
-        ['notify', 'activity', 'transition', 'set_attendee_status', 'mark_no_shows', 'webhook']
+        ['notify', 'activity', 'transition', 'set_attendee_status', 'mark_no_shows', 'send_invitations', 'webhook']
       )
     })
   })

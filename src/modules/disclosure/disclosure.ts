@@ -63,6 +63,7 @@ export const TOPIC_AUDIENCE: Record<string, Audience> = {
   'event.manager_removed': event(),
   'attendee.added': ATTENDEES,
   'attendee.status_changed': ATTENDEES,
+  'attendee.answers_changed': ATTENDEES,
   'attendee.promoted': ATTENDEES,
   'attendee.checked_in': ATTENDEES,
   'attendee.check_in_undone': ATTENDEES,

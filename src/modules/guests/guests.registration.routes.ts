@@ -12,66 +12,21 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withSystem, withTenant } from '../../platform/db/tenant.ts'
 import { ApiError } from '../../platform/http/errors.ts'
-import { formatWhen, message, type Locale } from '../../platform/i18n/i18n.ts'
-import { isEmailAddress } from '../../platform/notifications/notifications.ts'
+import { message } from '../../platform/i18n/i18n.ts'
 import {
-  confirmRegistration, endOf, eventState, guestAttendee, guestLocale, guestSettings, registerGuest, registrationOf,
-  seatCounts, seatsLeft, tenantLocale
+  answersFor, confirmRegistration, endOf, eventState, guestAttendee, guestLocale, registerGuest, tenantLocale
 } from '../attendees/index.ts'
-import { lockById, type EventRow } from '../events/index.ts'
+import { lockById } from '../events/index.ts'
 import { publicEventTenant } from './guests.repository.ts'
 import {
   deadLink, guestProblem, requestLocale, resolveLink, takeOrRefuse, type GuestLimits
 } from './guests.access.ts'
+import { checkFields, checkOpen, splitName } from './guests.registration.ts'
 import {
-  EMAIL_MAX, GuestOutcome, GuestTokenBody, NAME_MAX, PublicRegistrationBody, PublicRegistrationParams,
-  RegistrationAccepted
+  GuestOutcome, GuestTokenBody, PublicRegistrationBody, PublicRegistrationParams, RegistrationAccepted
 } from './guests.schemas.ts'
 
 const TAGS = ['Guests']
-/** "First Last" → first name and the rest (one word: no last name). */
-function splitName (name: string): { firstName: string, lastName: string | null } {
-  const words = name.trim().split(/\s+/)
-  if (words.length === 1) return { firstName: words[0] ?? name.trim(), lastName: null }
-  return { firstName: words.slice(0, -1).join(' '), lastName: words[words.length - 1] ?? null }
-}
-
-/** The fields of a registration a guest can get wrong, in their language; the name and address as kept. */
-function checkFields (b: { name: string, email: string }, locale: Locale) {
-  const name = b.name.replace(/\s+/g, ' ').trim()
-  if (name === '') throw guestProblem(400, locale, 'error.required', 'body.name')
-  if (name.length > NAME_MAX) throw guestProblem(400, locale, 'error.too_long', 'body.name', { max: NAME_MAX })
-  const email = b.email.trim()
-  if (email === '') throw guestProblem(400, locale, 'error.required', 'body.email')
-  if (email.length > EMAIL_MAX || !isEmailAddress(email) || !/@[^@]+\.[^@]+$/.test(email)) {
-    throw guestProblem(400, locale, 'error.email_invalid', 'body.email')
-  }
-  return { name, email }
-}
-
-/** Whether the locked event takes a public registration now: a problem in the guest's language when not. */
-async function checkOpen (trx: Parameters<typeof registrationOf>[0], event: EventRow, locale: Locale,
-  now = new Date()) {
-  const settings = await guestSettings(trx, event.tenant_id, event.id)
-  if (settings === undefined || !settings.public_registration) {
-    throw guestProblem(409, locale, 'error.registration_off', 'path.id')
-  }
-  const state = eventState(event, now)
-  if (state.cancelled) throw guestProblem(409, locale, 'error.event_cancelled', 'path.id')
-  if (state.ended) throw guestProblem(409, locale, 'error.event_over', 'path.id')
-  if (settings.registration_opens_at !== null && settings.registration_opens_at > now) {
-    throw guestProblem(409, locale, 'error.registration_not_open', 'path.id', {
-      opens: formatWhen(locale, settings.registration_opens_at, null, event.timezone)
-    })
-  }
-  const closes = settings.registration_closes_at ?? event.start_dt
-  if (closes !== null && closes <= now) throw guestProblem(409, locale, 'error.registration_closed', 'path.id')
-  const reg = await registrationOf(trx, event)
-  if (!reg.waitlist_enabled && seatsLeft(reg, await seatCounts(trx, event.tenant_id, event.id)) === 0) {
-    throw guestProblem(409, locale, 'error.event_full', 'path.id')
-  }
-  return settings
-}
 
 export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: GuestLimits): void {
   const { db, config } = ctx
@@ -104,10 +59,11 @@ export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: Gues
     await withTenant(db, { tenantId }, async trx => {
       const event = await lockById(trx, tenantId, request.params.id)
       const settings = await checkOpen(trx, event, locale)
+      const answers = await answersFor(trx, event, b.answers, locale)
       await registerGuest(trx, event, { ...splitName(fields.name), email: fields.email, locale }, {
         doubleOptIn: settings.double_opt_in,
         limitPerEmail: settings.registration_limit_per_email
-      })
+      }, answers)
     })
     return await reply.code(202).header('cache-control', 'no-store')
       .send({ status: 'accepted', message: message(locale, 'registration.accepted') })

@@ -14,15 +14,16 @@ import { ApiError } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { formatWhen, type Locale } from '../../platform/i18n/i18n.ts'
 import {
-  answerAsGuest, endOf, eventState, GUEST_ANSWERS, guestAttendee, guestCalendarText, guestLocale, mailGuests,
-  MANAGE_AFTER_EVENT_MS, revokeGuestTokens, setUpdates, tenantLocale, touchGuestToken, type GuestAttendee
+  answerAsGuest, answersFor, changeAnswersAsGuest, endOf, eventState, formOf, GUEST_ANSWERS, guestAttendee,
+  guestCalendarText, guestLocale, guestSettings, mailGuests, MANAGE_AFTER_EVENT_MS, type Question, revokeGuestTokens,
+  setUpdates, tenantLocale, touchGuestToken, type GuestAttendee
 } from '../attendees/index.ts'
 import { lockById, type EventRow } from '../events/index.ts'
 import {
   deadLink, guestProblem, requestLocale, resolveLink, takeOrRefuse, type GuestLimits
 } from './guests.access.ts'
 import {
-  GuestAnswerBody, GuestOutcome, GuestRegistration, GuestTokenBody, GuestTokenQuery, GuestUpdatesBody
+  GuestAnswerBody, GuestAnswersBody, GuestOutcome, GuestRegistration, GuestTokenBody, GuestTokenQuery, GuestUpdatesBody
 } from './guests.schemas.ts'
 
 const TAGS = ['Guests']
@@ -32,7 +33,15 @@ const PRIVATE = { 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' 
 /** The statuses a guest gives up by cancelling (a check-in already happened; a decline is given up already). */
 const CANCELLABLE = new Set(['invited', 'confirmed', 'tentative', 'pending', 'waitlisted'])
 
-interface Opened { attendee: GuestAttendee, event: EventRow, locale: Locale }
+interface Opened {
+  attendee: GuestAttendee
+  event: EventRow
+  locale: Locale
+  /** the registration questions in force, and whether answers may still change */
+  questions: Question[]
+  formId: number | null
+  answersOpen: boolean
+}
 
 /**
  * The attendee and the locked event of a live manage link, in the link's tenant; a link whose event is gone or ended
@@ -49,7 +58,12 @@ async function open (trx: Tx, link: { tenantId: string, attendeeId: number, toke
     throw deadLink(locale, location)
   }
   await touchGuestToken(trx, link.tenantId, link.tokenId)
-  return { attendee, event, locale }
+  const form = await formOf(trx, event)
+  const settings = await guestSettings(trx, link.tenantId, event.id)
+  const closes = settings?.registration_closes_at ?? event.start_dt
+  const state = eventState(event)
+  const answersOpen = !state.cancelled && !state.ended && (closes === null || closes > new Date())
+  return { attendee, event, locale, questions: form?.questions ?? [], formId: form?.id ?? null, answersOpen }
 }
 
 /** The guest's registration as their link shows it. */
@@ -77,7 +91,10 @@ function view (o: Opened): GuestRegistration {
     updates: a.updates_unsubscribed_at === null,
     locale,
     answers: live && a.status !== 'awaiting_confirmation' && a.status !== 'checked_in' ? [...GUEST_ANSWERS] : [],
-    can_cancel: live && CANCELLABLE.has(a.status)
+    can_cancel: live && CANCELLABLE.has(a.status),
+    questions: o.questions,
+    given: a.answers,
+    can_change_answers: o.answersOpen && o.questions.length > 0 && a.status !== 'declined'
   }
 }
 type GuestRegistration = import('@sinclair/typebox').Static<typeof GuestRegistration>
@@ -175,6 +192,30 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
     })
   })
 
+  app.put('/api/v1/guest/registration/answers', {
+    schema: {
+      operationId: 'set-guest-answers',
+      summary: 'The guest changes their answers to the registration questions (until registrations close)',
+      tags: TAGS,
+      body: GuestAnswersBody,
+      response: { 200: GuestRegistration }
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    void reply.headers(PRIVATE)
+    await limited(request.ip, request.headers)
+    return await withLink(request, request.body.token, 'body.token', async (trx, o) => {
+      if (!o.answersOpen || o.attendee.status === 'declined') {
+        throw guestProblem(409, o.locale, 'error.registration_closed', 'body.answers')
+      }
+      const answers = await answersFor(trx, o.event, request.body.answers, o.locale)
+      if (answers === undefined) throw guestProblem(409, o.locale, 'error.unknown_question', 'body.answers')
+      await changeAnswersAsGuest(trx, o.event, o.attendee, answers)
+      const attendee = await guestAttendee(trx, o.event.tenant_id, o.attendee.id)
+      return view({ ...o, attendee: attendee ?? o.attendee })
+    })
+  })
+
   app.put('/api/v1/guest/registration/updates', {
     schema: {
       operationId: 'set-guest-updates',
@@ -218,7 +259,16 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
       summary: "The guest's event as an iCalendar file (the same entry the mails add and update)",
       tags: TAGS,
       querystring: GuestTokenQuery,
-      produces: ['text/calendar']
+      produces: ['text/calendar'],
+      response: {
+        200: {
+          type: 'string',
+          description: 'The guest\'s calendar entry (RFC 5545, `text/calendar; charset=utf-8`): METHOD REQUEST, or ' +
+            'CANCEL when the event is cancelled or the guest declined',
+          examples: ['BEGIN:VCALENDAR\r\nVERSION:2.0\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\n' +
+            'UID:event-42-guest-7@collab.example.org\r\nSEQUENCE:2\r\n…\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n']
+        }
+      }
     },
     config: { auth: 'none' }
   }, async (request, reply) => {

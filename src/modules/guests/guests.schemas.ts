@@ -3,7 +3,7 @@
  * (a missing name, an address that is none) is checked by the routes, which answer it in the guest's language.
  */
 import { Type } from '@sinclair/typebox'
-import { GUEST_ANSWERS } from '../attendees/index.ts'
+import { GUEST_ANSWERS, Question } from '../attendees/index.ts'
 import { body, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import { LOCALES } from '../../platform/i18n/i18n.ts'
 import { ATTENDEE_STATUSES } from '../../platform/db/columns.ts'
@@ -11,6 +11,15 @@ import { ATTENDEE_STATUSES } from '../../platform/db/columns.ts'
 /** The longest name and address a registration keeps. */
 export const NAME_MAX = 200
 export const EMAIL_MAX = 320
+
+/** Answers to the registration questions, by question id (validated against the form in force). */
+const Answers = Type.Record(Type.String({ maxLength: 40 }), Type.Union([
+  Type.String({ maxLength: 5000 }),
+  Type.Number(),
+  Type.Boolean(),
+  Type.Array(Type.String({ maxLength: 40 }), { maxItems: 50 }),
+  Type.Null()
+]), { maxProperties: 60, description: 'By question id (GET /events/{id}/registration/form): docs/guests.md' })
 
 const Token = Type.String({ maxLength: 200, description: 'The token of the link mailed to the guest' })
 const Status = StringEnum(ATTENDEE_STATUSES, { description: 'The guest\'s status (docs/event-collaboration.md)' })
@@ -21,6 +30,9 @@ export const GuestAnswerBody = body({
   token: Token,
   status: StringEnum(GUEST_ANSWERS, { description: 'confirmed (I come), tentative (maybe) or declined (I do not)' })
 }, { examples: [{ token: 'k3Jw…', status: 'confirmed' }] })
+export const GuestAnswersBody = body({ token: Token, answers: Answers }, {
+  examples: [{ token: 'k3Jw…', answers: { diet: 'veg', photos: true } }]
+})
 export const GuestUpdatesBody = body({
   token: Token,
   subscribed: Type.Boolean({ description: 'false: no more mails about changes of the event' })
@@ -51,7 +63,10 @@ export const GuestRegistration = model('GuestRegistration', {
   updates: Type.Boolean({ description: 'Whether the guest gets mails about changes of the event' }),
   locale: StringEnum(LOCALES),
   answers: Type.Array(StringEnum(GUEST_ANSWERS), { description: 'The answers the guest may give now' }),
-  can_cancel: Type.Boolean({ description: 'Whether the guest holds a place to give up' })
+  can_cancel: Type.Boolean({ description: 'Whether the guest holds a place to give up' }),
+  questions: Type.Array(Question, { description: 'The registration questions in force' }),
+  given: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'The guest\'s answers, by question id' })),
+  can_change_answers: Type.Boolean({ description: 'Whether the answers may still change (until registrations close)' })
 }, {
   examples: [{
     event: {
@@ -72,7 +87,10 @@ export const GuestRegistration = model('GuestRegistration', {
     updates: true,
     locale: 'en',
     answers: ['confirmed', 'tentative', 'declined'],
-    can_cancel: true
+    can_cancel: true,
+    questions: [{ id: 'diet', type: 'single_choice', label: 'Diet', options: [{ id: 'veg', label: 'Vegetarian' }] }],
+    given: { diet: 'veg' },
+    can_change_answers: true
   }]
 })
 
@@ -81,6 +99,7 @@ export const PublicRegistrationBody = body({
   name: Type.String({ maxLength: 1000, description: `The guest's name (1 to ${NAME_MAX} characters)` }),
   email: Type.String({ maxLength: 1000, description: 'The address the confirmation is mailed to' }),
   locale: Type.Optional(StringEnum(LOCALES, { description: 'The guest\'s language (default: Accept-Language)' })),
+  answers: Type.Optional(Answers),
   website: Type.Optional(Type.String({
     maxLength: 1000,
     description: 'Leave empty: a field people do not see on the form (a registration that fills it is dropped)'

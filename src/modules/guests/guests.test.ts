@@ -17,6 +17,8 @@ import { startSmtpServer, type SmtpCatcher } from '../../../test/helpers/smtp.ts
 import { withTenant } from '../../platform/db/tenant.ts'
 import { message, type Locale } from '../../platform/i18n/i18n.ts'
 import { deliverPendingNotifications } from '../../platform/notifications/notifications.ts'
+import { pruneRetention } from '../../platform/retention.ts'
+import { drain, eventAutomation } from '../automation/automation.fixtures.ts'
 import { createNotificationSender } from '../../platform/notifications/senders.ts'
 
 type Json = Record<string, any>
@@ -331,6 +333,17 @@ for (const kind of databases()) {
       assert.deepEqual(await dead(fresh), answer)
       const latest = linkToken((await mailsTo(zoe)).at(-1) as ParsedMail, '/guest/manage')
 
+      // retention prunes the dead links a month on; the live one stays and works
+      const pruned = await pruneRetention(t.ctx.db, {
+        retention: t.config.retention,
+        now: new Date(Date.now() + 31 * 24 * HOUR)
+      })
+      assert.ok(pruned.kinds.guestTokens.deleted >= 2, JSON.stringify(pruned.kinds.guestTokens))
+      const left = await withTenant(t.ctx.db, { tenantId: tenant.id }, async trx =>
+        await trx.selectFrom('guest_tokens').select(['revoked_at']).where('tenant_id', '=', tenant.id).execute())
+      assert.deepEqual(left.map(l => l.revoked_at), [null])
+      assert.equal((await anon('GET', `/api/v1/guest/registration?token=${latest}`)).statusCode, 200)
+
       // update mails off, then the event moves: no mail
       const off = await anon('PUT', '/api/v1/guest/registration/updates', { token: latest, subscribed: false })
       assert.equal(off.json().updates, false)
@@ -344,6 +357,130 @@ for (const kind of databases()) {
           .execute(trx)
       })
       assert.deepEqual(await dead(latest), answer)
+    })
+
+    void it('asks the questions of a versioned form: answers validated server-side in the guest\'s language, ' +
+      'stored per attendee, in the list, its sync, the CSV export and the domain events; the guest changes them ' +
+      'until registrations close', async () => {
+      const { tenant, alice, id } = await setup({ public_registration: true, double_opt_in: false })
+      const form = `/api/v1/events/${id}/registration/form`
+      assert.deepEqual((await expectStatus(t, alice, 'GET', form, 200)).json().questions, [])
+      const v1 = [
+        {
+          id: 'diet',
+          type: 'single_choice',
+          label: 'Diet',
+          required: true,
+          options: [{ id: 'any', label: 'Anything' }, { id: 'veg', label: 'Vegetarian' }]
+        },
+        { id: 'photos', type: 'checkbox', label: 'Photos', required: true, consent_text: 'I agree to photos.' },
+        { id: 'phone', type: 'phone', label: 'Phone' },
+        { id: 'age', type: 'number', label: 'Age', min: 0, max: 120 },
+        { id: 'note', type: 'long_text', label: 'Note', max_length: 50 }
+      ]
+      const bad = await expectStatus(t, alice, 'PUT', form, 400, { questions: [v1[0], { ...v1[2], id: 'diet' }] })
+      assert.deepEqual(bad.json().errors.map((e: Json) => e.location), ['body.questions[1].id'])
+      await expectStatus(t, alice, 'PUT', form, 400, { questions: [{ id: 'x', type: 'single_choice', label: 'X' }] })
+      const put = await expectStatus(t, alice, 'PUT', form, 200, { questions: v1 })
+      assert.equal(put.json().version, 1)
+
+      const email = `q-${crypto.randomUUID()}@example.test`
+      const refused = await register(id, { name: 'Quinn', email, answers: { phone: '12', age: 300, extra: 'x' } },
+        { 'accept-language': 'de' })
+      assert.equal(refused.statusCode, 400, refused.body)
+      assert.deepEqual(refused.json().errors.map((e: Json) => [e.location, e.message]), [
+        ['body.answers.extra', message('de', 'error.unknown_question')],
+        ['body.answers.diet', message('de', 'error.required')],
+        ['body.answers.photos', message('de', 'error.consent_required')],
+        ['body.answers.phone', message('de', 'error.phone_invalid')],
+        ['body.answers.age', message('de', 'error.number_range', { min: 0, max: 120 })]
+      ])
+      assert.equal((await attendees(alice, id)).length, 0, 'a refused registration stores nothing')
+      const ok = await register(id, {
+        name: 'Quinn',
+        email,
+        answers: { diet: 'veg', photos: true, phone: '+49 30 901820', age: '42', note: '=HYPERLINK("x")' }
+      })
+      assert.equal(ok.statusCode, 202, ok.body)
+      const [row] = await attendees(alice, id)
+      assert.deepEqual(row?.answers, {
+        diet: 'veg',
+        photos: { value: true, text: 'I agree to photos.' },
+        phone: '+4930901820',
+        age: 42,
+        note: '=HYPERLINK("x")'
+      })
+      const added = (await outboxEvents(t, tenant.id, 'attendee.added')).at(-1)?.payload as Json
+      assert.equal(added.answers.diet, 'veg')
+
+      // a new version: a question keeps its type; a removed question's answers stay
+      await expectStatus(t, alice, 'PUT', form, 400, { questions: [{ id: 'age', type: 'short_text', label: 'Age' }] })
+      const v2 = [v1[0], v1[1], {
+        id: 'shirt',
+        type: 'single_choice',
+        label: 'Shirt',
+        options: [{ id: 's', label: 'S' }, { id: 'm', label: 'M' }]
+      }]
+      assert.equal((await expectStatus(t, alice, 'PUT', form, 200, { questions: v2 })).json().version, 2)
+
+      const token = linkToken((await mailsTo(email)).at(-1) as ParsedMail, '/guest/manage')
+      const shown = (await anon('GET', `/api/v1/guest/registration?token=${token}`)).json()
+      assert.deepEqual([shown.questions.map((q: Json) => q.id), shown.given.diet, shown.can_change_answers],
+        [['diet', 'photos', 'shirt'], 'veg', true])
+      const wrong = await anon('PUT', '/api/v1/guest/registration/answers', { token, answers: { diet: 'fish' } })
+      assert.deepEqual([wrong.statusCode, wrong.json().errors[0].location], [400, 'body.answers.diet'])
+      const changed = await anon('PUT', '/api/v1/guest/registration/answers',
+        { token, answers: { diet: 'any', photos: true, shirt: 'm' } })
+      assert.equal(changed.statusCode, 200, changed.body)
+      assert.deepEqual(changed.json().given, {
+        diet: 'any',
+        photos: { value: true, text: 'I agree to photos.' },
+        shirt: 'm'
+      })
+      const told = (await outboxEvents(t, tenant.id, 'attendee.answers_changed')).map(e =>
+        [e.actor_id, (e.payload as Json).by, (e.payload as Json).answers.shirt])
+      assert.deepEqual(told, [[null, 'guest', 'm']])
+
+      // the list's sync and the CSV carry the answers; every question ever asked is a column
+      const synced = (await expectStatus(t, alice, 'GET', `/api/v1/events/${id}/attendees?sync=true`, 200)).json()
+      assert.equal(synced.items[0].answers.shirt, 'm')
+      const csv = await t.as(alice, { method: 'GET', url: `/api/v1/events/${id}/attendees/export` })
+      const lines = csv.body.trim().split('\r\n').map(l => l.split(','))
+      const header = lines[0] ?? []
+      const cells = Object.fromEntries(header.map((h, i) => [h, lines[1]?.[i]]))
+      assert.deepEqual(header.filter(h => h.startsWith('answer:')),
+        ['answer:diet', 'answer:photos', 'answer:shirt', 'answer:phone', 'answer:age', 'answer:note'])
+      assert.deepEqual([cells['answer:diet'], cells['answer:photos'], cells['answer:shirt'], cells['answer:age']],
+        ['any', 'true', 'm', ''])
+
+      // closed: the answers stay as they are
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${id}/registration`, 200,
+        { registration_closes_at: new Date(Date.now() - HOUR).toISOString() })
+      const late = await anon('PUT', '/api/v1/guest/registration/answers', { token, answers: { diet: 'veg' } },
+        { 'accept-language': 'fr' })
+      // in the guest's own language (their registration's), whatever the browser asks
+      assert.deepEqual([late.statusCode, late.json().detail], [409, message('en', 'error.registration_closed')])
+    })
+
+    void it('sends invitations by automation: a rule on attendee.added mails the new attendee their link', async () => {
+      const { alice, id } = await setup({ capacity: 5 }, { visibility: 20 })
+      const rule = await eventAutomation(t, alice, id, {
+        name: 'Invite',
+        trigger: { type: 'attendee.added' },
+        actions: [{ type: 'send_invitations' }]
+      })
+      assert.equal(rule.actions[0].type, 'send_invitations')
+      const to = `auto-${crypto.randomUUID()}@example.test`
+      const c = await expectStatus(t, alice, 'POST', '/api/v1/contacts', 201, { first_name: 'Al', email: to })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/attendees`, 201, { contact_id: c.json().id })
+      await drain(t.ctx.engines.automation)
+      const [mail] = await mailsTo(to)
+      assert.equal(mail?.subject, message('en', 'mail.invitation.subject', { title: TITLE }))
+      const token = linkToken(mail as ParsedMail, '/guest/manage')
+      const yes = await anon('POST', '/api/v1/guest/registration/answer', { token, status: 'confirmed' })
+      assert.equal(yes.json().status, 'confirmed')
+      const [row] = await attendees(alice, id)
+      assert.ok(row?.invitation_sent_at !== null)
     })
 
     void it('mails in the tenant\'s language when the guest has none, in each of the four', async () => {

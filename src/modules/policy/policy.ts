@@ -160,6 +160,11 @@ export const POLICY = {
       'activity, analytics'
     ),
     edit: space('spaces:write', 'space:edit', 'PUT, PATCH, edit/discard, archive, delete, parents (on the parent)'),
+    embed: space(
+      'spaces:write',
+      'space:edit',
+      'the origins that may frame the public pages of its events (https, or http on localhost; at most 20)'
+    ),
     publish: space('spaces:publish', 'space:publish'),
     members: space('spaces:write', 'space:members'),
     managers: space(
@@ -202,7 +207,12 @@ export const POLICY = {
       'attendees:read',
       'action `notify` to attendees (their addresses are read)'
     ),
-    act_notify: event('events:read', 'see', 'action `notify` to the managers or the creator')
+    act_notify: event('events:read', 'see', 'action `notify` to the managers or the creator'),
+    act_invite: event(
+      'events:write',
+      'attendees:write',
+      'action `send_invitations`, as POST /events/{id}/invitations'
+    )
   },
   execution: {
     read: rule('automation:read', 'see', 'trigger payloads and results only to who may manage the rule'),

@@ -31,8 +31,11 @@ export const calendarPath = (spaceId: number): string => `/api/v1/spaces/${space
 /** The path of the page as HTML of its own, for a reference (numeric id or public handle). */
 export const htmlPath = (ref: string | number): string => `/api/v1/public/spaces/${encodeURIComponent(ref)}/page.html`
 
+/** The path of a public event's own page, with its registration form (the guests module's, docs/guests.md). */
+export const eventPagePath = (eventId: number): string => `/api/v1/public/events/${eventId}/page.html`
+
 /** Bumped when the markup changes, so that the HTML ETag of an unchanged page changes with it. */
-const RENDER_VERSION = 1
+const RENDER_VERSION = 2
 
 const STYLE = [
   ':root{color-scheme:light;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1a1a1a;',
@@ -138,7 +141,8 @@ function eventItem (e: PublicEventOfPage): string {
     : `${time(start, e.timezone)}${end !== undefined ? ` to ${time(end, e.timezone)}` : ''}` +
       ` <span class="tz">(${escapeHtml(e.timezone)})</span>`
   return `<li id="event-${e.id}"><article aria-labelledby="event-${e.id}-title">` +
-    `<h3 id="event-${e.id}-title"${cancelled ? ' class="cancelled-title"' : ''}>${escapeHtml(e.title)}</h3>` +
+    `<h3 id="event-${e.id}-title"${cancelled ? ' class="cancelled-title"' : ''}>` +
+    `<a href="${eventPagePath(e.id)}">${escapeHtml(e.title)}</a></h3>` +
     (cancelled ? '<p class="cancelled">Cancelled</p>' : '') +
     `<p class="meta">${when}</p>` +
     (e.address !== undefined ? `<p class="meta">Place: ${escapeHtml(e.address)}</p>` : '') +

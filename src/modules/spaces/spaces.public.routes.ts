@@ -19,7 +19,7 @@ import { NoContent } from '../../platform/http/schema.ts'
 import { activeManager, canManageSpace, isSpaceMember } from './spaces.access.repository.ts'
 import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
 import {
-  HTML_HEADERS, htmlEtag, prefersHtml, renderPublicPage, type PublicPageData
+  eventPagePath, HTML_HEADERS, htmlEtag, prefersHtml, renderPublicPage, type PublicPageData
 } from './spaces.public-html.ts'
 import * as pub from './spaces.public.repository.ts'
 import * as repo from './spaces.repository.ts'
@@ -107,7 +107,8 @@ async function buildPage (
   trx: Tx,
   tenantId: string,
   id: number,
-  auth: AuthContext | null
+  auth: AuthContext | null,
+  baseUrl: string
 ): Promise<PublicPageData | undefined> {
   const space = await pub.findPublicSpace(trx, tenantId, id)
   if (space === undefined) return undefined
@@ -149,7 +150,7 @@ async function buildPage (
       members_count: members.total,
       subspaces_count: children.total
     },
-    upcoming_events: events.items.map(e => omitNull({ ...e })),
+    upcoming_events: events.items.map(e => omitNull({ ...e, page_url: `${baseUrl}${eventPagePath(e.id)}` })),
     ...(owner !== undefined
       ? {
           owner: {
@@ -227,7 +228,8 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     const entry = parsed === undefined ? undefined : await withSystem(db, trx => repo.resolvePublic(trx, parsed))
     if (entry === undefined) throw error404NotFound('space not found')
     const scope = { tenantId: entry.tenant_id, userId: auth?.tenantId === entry.tenant_id ? auth.userId : undefined }
-    const page = await withTenant(db, scope, trx => buildPage(trx, entry.tenant_id, entry.space_id, auth))
+    const page = await withTenant(db, scope, trx =>
+      buildPage(trx, entry.tenant_id, entry.space_id, auth, config.baseUrl))
     if (page === undefined) throw error404NotFound('space not found')
     const result: PageEntry = { tenantId: entry.tenant_id, page, etag: etagOf(page) }
     // only the page every anonymous caller gets (a caller with a token also gets `viewer`)

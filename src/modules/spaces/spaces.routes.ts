@@ -21,6 +21,7 @@ import { registerPeopleRoutes } from './spaces.people.routes.ts'
 import { spacePageRoute } from './spaces.pages.routes.ts'
 import { registerInsightRoutes } from './spaces.insights.routes.ts'
 import { registerPublicRoutes } from './spaces.public.routes.ts'
+import { registerEmbedRoutes } from './spaces.embed.routes.ts'
 import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Spaces')
@@ -215,4 +216,5 @@ export const spacesModule = defineModule(async (app, ctx) => {
   registerPeopleRoutes(app, ctx)
   registerInsightRoutes(app, ctx)
   registerPublicRoutes(app, ctx)
+  registerEmbedRoutes(app, ctx)
 })

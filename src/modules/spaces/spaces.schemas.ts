@@ -121,6 +121,21 @@ export const SpaceContactParams = Type.Object({ id: IntId, contact_id: Type.Stri
 
 export const AddParentBody = body({ parent_id: IntId })
 
+/* The origins that may embed the public pages of a space's events (spaces.embed.routes.ts, docs/guests.md). */
+
+export const EMBED_ORIGINS_MAX = 20
+const EmbedOriginList = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+  maxItems: EMBED_ORIGINS_MAX,
+  description: 'Origins (`https://host[:port]`, or `http://localhost[:port]` while developing), no path: the sites ' +
+    'that may frame the public pages of the space\'s events'
+})
+export const EmbedOriginsBody = body({ origins: EmbedOriginList }, {
+  examples: [{ origins: ['https://www.example.org', 'https://events.example.org:8443'] }]
+})
+export const EmbedOrigins = model('SpaceEmbedOrigins', { origins: EmbedOriginList }, {
+  examples: [{ origins: ['https://www.example.org'] }]
+})
+
 export const CHANNELS = ['email', 'push', 'sms'] as const
 export const PRIORITIES = ['normal', 'high'] as const
 
@@ -274,7 +289,10 @@ export const SpacePage = model('SpacePage', {
         address: Type.Optional(Type.String()),
         description: Type.Optional(Type.String()),
         start_dt: Type.Optional(Timestamp()),
-        end_dt: Type.Optional(Timestamp())
+        end_dt: Type.Optional(Timestamp()),
+        page_url: Type.String({
+          format: 'uri', description: 'The event\'s own public page, with its registration form (HTML)'
+        })
       },
       { additionalProperties: false }
     ),

@@ -28,6 +28,8 @@ export interface SpacesTable {
   is_deleted: Generated<boolean>
   draft: Json<SpaceDraft> | null
   public_handle: string | null
+  /** the origins that may frame the public pages of the space's events (migration 0036, docs/guests.md) */
+  embed_origins: Generated<string[]>
   created_at: Timestamp
   updated_at: Timestamp
 }

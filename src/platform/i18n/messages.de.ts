@@ -8,6 +8,21 @@ export const de = {
   'when.unscheduled': 'Termin wird noch bekannt gegeben',
   'where.online': 'Online',
 
+  'page.kicker': 'Öffentliche Veranstaltung',
+  'page.when': 'Wann',
+  'page.where': 'Wo',
+  'page.organizer': 'Veranstaltungsleitung',
+  'page.seats': 'Plätze',
+  'page.spaces': 'Gehört zu',
+  'page.summary': '{when} — {where}',
+  'page.register': 'Anmeldung',
+  'page.waitlist': 'Alle Plätze sind vergeben: Wenn Sie sich anmelden, kommen Sie auf die Warteliste.',
+  'page.form.name': 'Ihr Name',
+  'page.form.email': 'Ihre E-Mail-Adresse',
+  'page.form.website': 'Dieses Feld bitte leer lassen',
+  'page.form.submit': 'Anmelden',
+  'page.form.optin': 'Wir schicken Ihnen eine E-Mail mit einem Link, mit dem Sie Ihre Anmeldung bestätigen.',
+
   'mail.invitation.subject': 'Einladung: {title}',
   'mail.invitation.body': '{organizer} hat Sie zu {title} eingeladen ({when}). Kommen Sie? ' +
     'Bitte antworten Sie über den Link unten.',
@@ -75,6 +90,9 @@ export const de = {
   'registration.accepted': 'Vielen Dank! Bitte sehen Sie in Ihr Postfach: ' +
     'Die Mail, die wir Ihnen geschickt haben, sagt, wie es weitergeht.',
   'error.event_not_found': 'Diese Veranstaltung wurde nicht gefunden.',
+  'error.phone_invalid': 'Bitte geben Sie eine gültige Telefonnummer mit Ländervorwahl ein.',
+  'error.date_invalid': 'Bitte geben Sie ein gültiges Datum (JJJJ-MM-TT) im erfragten Zeitraum ein.',
+  'error.unknown_question': 'Dieses Formular hat keine solche Frage.',
   'error.registration_closed': 'Die Anmeldung zu dieser Veranstaltung ist geschlossen.',
   'error.registration_not_open': 'Die Anmeldung zu dieser Veranstaltung ist noch nicht geöffnet; ' +
     'sie öffnet am {opens}.',

@@ -11,6 +11,22 @@ export const en = {
   'when.unscheduled': 'Date to be announced',
   'where.online': 'Online',
 
+  // the public page of an event (docs/guests.md, "The public page"): labels, notes, the form
+  'page.kicker': 'Public event',
+  'page.when': 'When',
+  'page.where': 'Where',
+  'page.organizer': 'Organizer',
+  'page.seats': 'Seats',
+  'page.spaces': 'Part of',
+  'page.summary': '{when} — {where}',
+  'page.register': 'Registration',
+  'page.waitlist': 'All seats are taken: if you register, you join the waitlist.',
+  'page.form.name': 'Your name',
+  'page.form.email': 'Your email address',
+  'page.form.website': 'Leave this field empty',
+  'page.form.submit': 'Register',
+  'page.form.optin': 'We will send you an email with a link to confirm your registration.',
+
   'mail.invitation.subject': 'Invitation: {title}',
   'mail.invitation.body': '{organizer} has invited you to {title} ({when}). Will you come? ' +
     'Please answer using the link below.',
@@ -75,6 +91,9 @@ export const en = {
 
   'registration.accepted': 'Thank you! Check your mailbox: the mail we sent you says what happens next.',
   'error.event_not_found': 'This event cannot be found.',
+  'error.phone_invalid': 'Please enter a valid phone number, with its country code.',
+  'error.date_invalid': 'Please enter a valid date (YYYY-MM-DD) within the range asked.',
+  'error.unknown_question': 'This form has no such question.',
   'error.registration_closed': 'Registration for this event is closed.',
   'error.registration_not_open': 'Registration for this event has not opened yet; it opens on {opens}.',
   'error.registration_off': 'This event does not take registrations.',

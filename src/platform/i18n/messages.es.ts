@@ -8,6 +8,21 @@ export const es = {
   'when.unscheduled': 'Fecha por confirmar',
   'where.online': 'En línea',
 
+  'page.kicker': 'Evento público',
+  'page.when': 'Cuándo',
+  'page.where': 'Dónde',
+  'page.organizer': 'Organización',
+  'page.seats': 'Plazas',
+  'page.spaces': 'Forma parte de',
+  'page.summary': '{when} — {where}',
+  'page.register': 'Inscripción',
+  'page.waitlist': 'Todas las plazas están ocupadas: si se inscribe, pasará a la lista de espera.',
+  'page.form.name': 'Su nombre',
+  'page.form.email': 'Su dirección de correo electrónico',
+  'page.form.website': 'Deje este campo vacío',
+  'page.form.submit': 'Inscribirme',
+  'page.form.optin': 'Le enviaremos un correo con un enlace para confirmar su inscripción.',
+
   'mail.invitation.subject': 'Invitación: «{title}»',
   'mail.invitation.body': '{organizer} le invita a «{title}» ({when}). ¿Asistirá? ' +
     'Por favor, responda mediante el enlace de abajo.',
@@ -71,6 +86,9 @@ export const es = {
 
   'registration.accepted': '¡Gracias! Revise su buzón: el correo que le hemos enviado indica los siguientes pasos.',
   'error.event_not_found': 'No se encuentra este evento.',
+  'error.phone_invalid': 'Introduzca un número de teléfono válido, con su prefijo de país.',
+  'error.date_invalid': 'Introduzca una fecha válida (AAAA-MM-DD) dentro del intervalo indicado.',
+  'error.unknown_question': 'Este formulario no tiene esa pregunta.',
   'error.registration_closed': 'Las inscripciones para este evento están cerradas.',
   'error.registration_not_open': 'Las inscripciones para este evento aún no están abiertas; se abren el {opens}.',
   'error.registration_off': 'Este evento no admite inscripciones.',

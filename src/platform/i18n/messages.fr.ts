@@ -9,6 +9,21 @@ export const fr = {
   'when.unscheduled': 'Date à confirmer',
   'where.online': 'En ligne',
 
+  'page.kicker': 'Événement public',
+  'page.when': 'Quand',
+  'page.where': 'Où',
+  'page.organizer': 'Organisation',
+  'page.seats': 'Places',
+  'page.spaces': 'Fait partie de',
+  'page.summary': '{when} — {where}',
+  'page.register': 'Inscription',
+  'page.waitlist': 'Toutes les places sont prises : si vous vous inscrivez, vous serez sur la liste d’attente.',
+  'page.form.name': 'Votre nom',
+  'page.form.email': 'Votre adresse e-mail',
+  'page.form.website': 'Laissez ce champ vide',
+  'page.form.submit': 'S’inscrire',
+  'page.form.optin': 'Nous vous enverrons un e-mail avec un lien pour confirmer votre inscription.',
+
   'mail.invitation.subject': 'Invitation : « {title} »',
   'mail.invitation.body': '{organizer} vous invite à « {title} » ({when}). Viendrez-vous ? ' +
     'Merci de répondre via le lien ci-dessous.',
@@ -76,6 +91,9 @@ export const fr = {
   'registration.accepted': 'Merci ! Consultez votre boîte de réception : ' +
     'le message que nous vous avons envoyé indique la suite.',
   'error.event_not_found': 'Cet événement est introuvable.',
+  'error.phone_invalid': 'Veuillez saisir un numéro de téléphone valide, avec son indicatif pays.',
+  'error.date_invalid': 'Veuillez saisir une date valide (AAAA-MM-JJ) dans la période demandée.',
+  'error.unknown_question': 'Ce formulaire ne contient pas cette question.',
   'error.registration_closed': 'Les inscriptions à cet événement sont closes.',
   'error.registration_not_open': 'Les inscriptions à cet événement ne sont pas encore ouvertes ; ' +
     'elles ouvriront le {opens}.',

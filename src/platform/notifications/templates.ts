@@ -304,54 +304,15 @@ export function automationMessage (a: {
   }
 }
 
-/** What an attendee or the event's managers are told about a registration. */
-export type RegistrationNoticeKind =
-  | 'attendee.promoted'
-  | 'attendee.approved'
-  | 'attendee.waitlisted'
-  | 'attendee.declined'
-  | 'registration.pending'
-  | 'event.cancelled'
-
 /**
- * A registration notice (docs/event-collaboration.md, "Registration"): to the attendee's contact (a seat freed and
- * was given to them, their registration was approved, waitlisted or declined, the event was cancelled), or to the
- * event's creator and managers (`count` registrations await approval).
+ * That registrations await approval (docs/event-collaboration.md, "Registration"): to the event's creator and
+ * managers. What attendees are told of their own place is a guest mail, in their language (docs/guests.md).
  */
-export function registrationNotice (n: {
-  kind: RegistrationNoticeKind
-  eventId: number
-  title: string
-  count?: number
-  position?: number | null
-  reason?: string | null
-}): Template {
-  const quoted = `"${n.title}"`
-  const texts: Record<RegistrationNoticeKind, [string, string]> = {
-    'attendee.promoted': [`A seat is yours: ${n.title}`,
-      `A seat freed up for ${quoted} and is now yours: you are confirmed.`],
-    'attendee.approved': [`Registration confirmed: ${n.title}`, `Your registration for ${quoted} was approved.`],
-    'attendee.waitlisted': [
-      `On the waitlist: ${n.title}`,
-      `Your registration for ${quoted} was approved, but the event is full: you are number ${n.position ?? '?'} on ` +
-      'the waitlist.'
-    ],
-    'attendee.declined': [`Registration declined: ${n.title}`, `Your registration for ${quoted} was declined.`],
-    'registration.pending': [
-      `${n.count ?? 1} registration(s) to approve: ${n.title}`,
-      `${n.count ?? 1} registration(s) for ${quoted} await your approval.`
-    ],
-    'event.cancelled': [
-      `Cancelled: ${n.title}`,
-      `${quoted} was cancelled.` +
-      `${n.reason !== undefined && n.reason !== null && n.reason.trim() !== '' ? `\n\nReason: ${n.reason}` : ''}`
-    ]
-  }
-  const [subject, body] = texts[n.kind]
+export function registrationsPending (n: { eventId: number, title: string, count: number }): Template {
   return {
-    subject: oneLine(subject),
-    body,
+    subject: oneLine(`${n.count} registration(s) to approve: ${n.title}`),
+    body: `${n.count} registration(s) for "${n.title}" await your approval.`,
     link: { label: 'Open the event', path: `/events/${n.eventId}` },
-    payload: { kind: n.kind, event_id: n.eventId }
+    payload: { kind: 'registration.pending', event_id: n.eventId }
   }
 }
