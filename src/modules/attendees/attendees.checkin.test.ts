@@ -31,10 +31,12 @@ for (const kind of databases()) {
       return new Map((res.json().items as Json[]).map(i => [i.contact_id as string, i]))
     }
 
+    /** An attendee as the list shows it, less the guest's answers (which check-in answers never carry). */
     async function attendee (token: string, eventId: number, contactId: string): Promise<Json> {
       const found = (await attendees(token, eventId)).get(contactId)
       assert.ok(found !== undefined, `${contactId} attends ${eventId}`)
-      return found
+      const { answers: _answers, answers_updated_at: _answered, ...shown } = found
+      return shown
     }
 
     /** The event's activity rows of one kind, newest first. */

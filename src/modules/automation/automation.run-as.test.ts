@@ -421,6 +421,7 @@ for (const kind of databases()) {
         notify: [{ type: 'notify', to: 'attendees', subject: 'from bob', body: 'about {{title}}' }],
         set_attendee_status: [{ type: 'set_attendee_status', from_status: ['invited'], status: 'declined' }],
         mark_no_shows: [{ type: 'mark_no_shows' }],
+        send_invitations: [{ type: 'send_invitations', all: true }],
         activity: [{ type: 'activity', message: 'bob was here' }],
         transition: TO_TRANSIT,
         webhook: [] // names no event: it sends what the creator's rule was triggered with, which he sees

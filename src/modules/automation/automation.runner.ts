@@ -253,13 +253,13 @@ async function markEventNoShows (c: Ctx, a: RuleAction): Promise<Json> {
 
 async function inviteGuests (c: Ctx, a: RuleAction): Promise<Json> {
   const event = await targetEvent(c, a, true)
-  const contact = typeof c.payload.contact_id === 'string' && a.all !== true ? [c.payload.contact_id] : null
-  try {
-    return await sendInvitations(c.trx, event, contact)
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 409) throw new PermanentError(err.detail ?? err.message)
-    throw err
+  // a rule on attendee.added fires for drafts too: nothing to send yet, which is no failure (it would pause the rule)
+  if (event.status !== 'published' || event.cancelled_at !== null) {
+    const why = event.cancelled_at !== null ? 'event cancelled' : `status ${event.status}`
+    return { invited: 0, mailed: 0, skipped: why }
   }
+  const contact = typeof c.payload.contact_id === 'string' && a.all !== true ? [c.payload.contact_id] : null
+  return await sendInvitations(c.trx, event, contact)
 }
 
 async function webhook (c: Ctx, a: RuleAction): Promise<Json> {

@@ -9,9 +9,10 @@
  *
  * The event is found as the public registration finds it (by id on the system login, then read in its tenant), and
  * only while it is published, public and not deleted: any other id is one 404. The page shows what its guests may
- * know and nothing of the people who registered but the seats left. The form takes a registration exactly as the
- * JSON route does (guests.registration.ts): the same limits, checks, honeypot and answer; a problem is shown next to
- * its field, in the guest's language, with the status the JSON route would answer (400, 409, 429).
+ * know and nothing of the people who registered but the seats left. The form asks the questions of the event's
+ * registration form in force and takes a registration exactly as the JSON route does (guests.registration.ts): the
+ * same limits, checks, answers' validation, honeypot and answer; each problem is shown next to its field or question,
+ * in the guest's language, with the status the JSON route would answer (400, 409, 429).
  *
  * Caching as the public space page: a weak ETag of what the answer shows, 304 on `If-None-Match`,
  * `Cache-Control: public, max-age=60, stale-while-revalidate=300`. The answer to a form post is never kept.
@@ -21,18 +22,19 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withSystem, withTenant } from '../../platform/db/tenant.ts'
-import { ApiError, ErrorModel } from '../../platform/http/errors.ts'
+import { ApiError, ErrorModel, fieldError } from '../../platform/http/errors.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { message, negotiateLocale, type Locale } from '../../platform/i18n/i18n.ts'
-import { answersFor, registerGuest, tenantLocale } from '../attendees/index.ts'
+import { answersFor, formOf, registerGuest, tenantLocale, type Question } from '../attendees/index.ts'
 import { lockById } from '../events/index.ts'
 import {
   eventPagePath, frameAncestors, ownerProfile, prefersHtml, publicName, publicSpacesOfEvent, spacePagePath
 } from '../spaces/index.ts'
 import { guestProblem, takeOrRefuse, type GuestLimits } from './guests.access.ts'
 import {
-  etagMatches, EventPage, EventPageForm, EventPageParams, EventPageQuery, eventJsonPath, htmlEtag, htmlHeaders,
-  jsonEtag, renderEventPage, type EventPageData, type FormOutcome
+  ANSWER_FIELD, ANSWER_FIELDS_MAX, answersOfPost, etagMatches, EventPage, EventPageForm, EventPageParams,
+  EventPageQuery, eventJsonPath, htmlEtag, htmlHeaders, jsonEtag, postedAnswers, renderEventPage, type EventPageData,
+  type FormOutcome
 } from './guests.page.ts'
 import { publicEventRow } from './guests.page.repository.ts'
 import {
@@ -49,6 +51,9 @@ const CACHE_CONTROL = `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_
 /** The largest form a post may carry: its four fields at their longest, percent-encoded, fit well within. */
 export const FORM_BODY_LIMIT = 16 * 1024
 
+/** The fields of the page's form besides its answers (`answers.<question id>`). */
+const FORM_FIELDS = new Set(['name', 'email', 'website', 'locale'])
+
 /** The statuses a form post answers with the page again (and its problem): the JSON route's refusals. */
 const FORM_PROBLEMS = new Set([400, 409, 429])
 
@@ -57,6 +62,8 @@ interface PageEntry {
   page: EventPageData
   /** the CSP `frame-ancestors` source list, from the allow lists of the event's public spaces */
   frameAncestors: string
+  /** the questions of the registration form in force (`formOf`), which the form asks */
+  questions: readonly Question[]
   /** the tenant's language of guest texts (the fallback after `?lang=` and Accept-Language) */
   tenantLocale: Locale
 }
@@ -100,10 +107,30 @@ const IfNoneMatch = Type.Object({
   'if-none-match': Type.Optional(Type.String({ maxLength: 1000, description: 'ETag held: 304 if current' }))
 })
 
-/** A form body: its fields, first value of each, in an object without a prototype (a `__proto__` field is a field). */
-function parseForm (text: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null) as Record<string, string>
-  for (const [key, value] of new URLSearchParams(text)) if (!(key in out)) out[key] = value
+/**
+ * A form body, in an object without a prototype (a `__proto__` field is a field): the first value of each field of
+ * the page, every value of each answer field (`answers.<question id>`, at most ANSWER_FIELDS_MAX names: a 400
+ * beyond); any other field is no field of the page's and is ignored.
+ */
+function parseForm (text: string): Record<string, string | string[]> {
+  const out = Object.create(null) as Record<string, string | string[]>
+  let answerFields = 0
+  for (const [key, value] of new URLSearchParams(text)) {
+    if (FORM_FIELDS.has(key)) {
+      if (!(key in out)) out[key] = value
+      continue
+    }
+    if (!ANSWER_FIELD.test(key)) continue
+    const values = out[key]
+    if (Array.isArray(values)) {
+      values.push(value)
+      continue
+    }
+    if (++answerFields > ANSWER_FIELDS_MAX) {
+      throw new ApiError(400, 'validation failed', [fieldError('body', `at most ${ANSWER_FIELDS_MAX} answer fields`)])
+    }
+    out[key] = [value]
+  }
   return out
 }
 
@@ -150,6 +177,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
         return {
           page,
           frameAncestors: frameAncestors(spaces.flatMap(s => s.embed_origins)),
+          questions: (await formOf(trx, event))?.questions ?? [],
           tenantLocale: await tenantLocale(trx, tenantId)
         }
       })
@@ -164,7 +192,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
   /** The page as HTML: read (with its ETag and caching) or the answer to a form post (never kept). */
   function sendHtml (request: FastifyRequest, reply: FastifyReply, entry: PageEntry, locale: Locale,
     form?: { status: number, outcome: FormOutcome }) {
-    const { page } = entry
+    const { page, questions } = entry
     const closedText = page.registration.reason === null
       ? undefined
       : closedProblem(page.registration.reason, {
@@ -173,12 +201,12 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
     void reply.headers(htmlHeaders(entry.frameAncestors))
     if (form !== undefined) {
       void reply.code(form.status).header('cache-control', 'no-store')
-      return reply.send(renderEventPage(page, { locale, closedText, form: form.outcome }))
+      return reply.send(renderEventPage(page, { locale, questions, closedText, form: form.outcome }))
     }
-    const etag = htmlEtag(page, locale, entry.frameAncestors)
+    const etag = htmlEtag(page, questions, locale, entry.frameAncestors)
     void reply.header('etag', etag).header('cache-control', CACHE_CONTROL)
     if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
-    return reply.send(renderEventPage(page, { locale, closedText }))
+    return reply.send(renderEventPage(page, { locale, questions, closedText }))
   }
 
   // Its own scope: the form parser (and its small body limit) serves these routes alone; every other route keeps
@@ -187,7 +215,13 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
     const app = instance.withTypeProvider<TypeBoxTypeProvider>()
     app.removeAllContentTypeParsers()
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT },
-      (_request, body, done) => { done(null, parseForm(body as string)) })
+      (_request, body, done) => {
+        try {
+          done(null, parseForm(body as string))
+        } catch (err) {
+          done(err as Error)
+        }
+      })
 
     app.get('/api/v1/public/events/:id', {
       schema: {
@@ -237,11 +271,13 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
       schema: {
         operationId: 'post-public-event-form',
         summary: 'Register from the public event page\'s form (no JavaScript): answered with the page again',
-        description: 'The form of `get-public-event-html`, posted by a browser. It registers exactly as ' +
-          '`register-for-public-event` (the same limits, checks and mails) and answers with the page: 200 with ' +
-          'the success message, or the problem next to its field, in the guest\'s language, with the status the ' +
-          'registration route answers (400, 409, 429). A request that is no form of the page (an unknown field, a ' +
-          'body over 16 KiB, another content type) and an event that is not public get a problem+json.',
+        description: 'The form of `get-public-event-html`, posted by a browser: the name, the address and an ' +
+          '`answers.<question id>` field per question of the registration form. It registers exactly as ' +
+          '`register-for-public-event` (the same limits, checks, answers and mails) and answers with the page: ' +
+          '200 with the success message, or each problem next to its field or question, in the guest\'s language, ' +
+          'with the status the registration route answers (400, 409, 429). A field that is none of the form\'s is ' +
+          `ignored. A request that is no form of the page (more than ${ANSWER_FIELDS_MAX} answer fields, a body ` +
+          'over 16 KiB, another content type) and an event that is not public get a problem+json.',
         tags: TAGS,
         params: EventPageParams,
         querystring: EventPageQuery,
@@ -277,21 +313,38 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
       if (tenantId === undefined) throw guestProblem(404, asked, 'error.event_not_found', 'path.id')
       const locale = b.locale ??
         localeOf(request, await withTenant(db, { tenantId }, trx => tenantLocale(trx, tenantId)))
-      const values = { name: b.name ?? '', email: b.email ?? '' }
+      const posted = postedAnswers(b)
+      const values = { name: b.name ?? '', email: b.email ?? '', answers: posted }
       let outcome: FormOutcome = { accepted: true }
       let status = 200
       try {
         if (limited !== undefined) {
           throw new ApiError(429, message(locale, 'error.too_many_requests'), [], limited.headers)
         }
-        const fields = checkFields(values, locale)
+        // a name or an address to correct is shown with the answers to correct, all at once
+        let fields: ReturnType<typeof checkFields> | ApiError
+        try {
+          fields = checkFields(values, locale)
+        } catch (err) {
+          if (!(err instanceof ApiError) || err.status !== 400) throw err
+          fields = err
+        }
+        const toCorrect = fields instanceof ApiError ? fields : undefined
         // the honeypot: answered as any registration, nothing stored, nothing mailed
-        if (!filledHoneypot(b.website)) {
+        if (toCorrect !== undefined || !filledHoneypot(b.website)) {
           await withTenant(db, { tenantId }, async trx => {
             const event = await lockById(trx, tenantId, id)
-            const settings = await checkOpen(trx, event, locale)
-            // the page asks no question of the event's registration form: a required one refuses (docs/guests.md)
-            const answers = await answersFor(trx, event, undefined, locale)
+            // a field to correct comes first, as on the JSON route (then the registration closed)
+            const settings = await checkOpen(trx, event, locale).catch((err: unknown) => {
+              throw toCorrect !== undefined && err instanceof ApiError && err.status === 409 ? toCorrect : err
+            })
+            const form = await formOf(trx, event)
+            const answers = await answersFor(trx, event, answersOfPost(form?.questions ?? [], posted), locale)
+              .catch((err: unknown) => {
+                if (!(err instanceof ApiError) || err.status !== 400 || toCorrect === undefined) throw err
+                throw new ApiError(400, toCorrect.detail, [...toCorrect.errors, ...err.errors])
+              })
+            if (fields instanceof ApiError) throw fields
             await registerGuest(trx, event, { ...splitName(fields.name), email: fields.email, locale }, {
               doubleOptIn: settings.double_opt_in,
               limitPerEmail: settings.registration_limit_per_email
@@ -302,7 +355,10 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
         if (!(err instanceof ApiError) || !FORM_PROBLEMS.has(err.status)) throw err
         status = err.status
         void reply.headers(err.headers)
-        outcome = { problem: { location: err.errors[0]?.location ?? '', message: err.detail }, values }
+        const problems = err.errors.length > 0
+          ? err.errors.map(e => ({ location: e.location ?? '', message: e.message ?? err.detail }))
+          : [{ location: '', message: err.detail }]
+        outcome = { problems, values }
       }
       // read after the registration: the seats left may have changed
       const entry = await pageFor(id, locale)

@@ -1,8 +1,9 @@
 /**
  * The public page of an event (docs/guests.md, "The public page"): JSON and HTML of a published public event only,
  * everything typed escaped, OpenGraph, canonical and JSON-LD that parse to what the event says, framing allowed from
- * the allow lists of its public spaces, and the registration form posted without JavaScript: taken as the JSON route
- * takes it, or answered with the problem next to its field in the guest's language.
+ * the allow lists of its public spaces, and the registration form posted without JavaScript, with the questions of
+ * the event's registration form: taken as the JSON route takes it, or answered with each problem next to its field
+ * or question in the guest's language, what the guest typed and chose kept.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -30,6 +31,32 @@ function metaOf (html: string, key: string): string | undefined {
   return m?.[1]?.replace(/&quot;/g, '"').replace(/&#39;/g, '\'').replace(/&lt;/g, '<').replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&')
 }
+
+/** A form with a question of every type, its texts hostile (docs/guests.md, "Questions"). */
+const QUESTIONS: Json[] = [
+  {
+    id: 'diet',
+    type: 'single_choice',
+    label: 'Diet <i>',
+    required: true,
+    help: 'Tell </p><script>x()</script> us',
+    options: [{ id: 'any', label: 'Anything' }, { id: 'veg', label: 'Veg "green" <b>leafy</b>' }]
+  },
+  {
+    id: 'topics',
+    type: 'multiple_choice',
+    label: 'Topics',
+    options: [{ id: 'alto', label: 'Alto' }, { id: 'soprano', label: 'Soprano' }, { id: 'tenor', label: 'Tenor' }]
+  },
+  { id: 'photos', type: 'checkbox', label: 'Photos', required: true, consent_text: 'I agree to <photos> & "films".' },
+  { id: 'news', type: 'checkbox', label: 'Newsletter' },
+  { id: 'nick', type: 'short_text', label: 'Nickname', max_length: 30 },
+  { id: 'note', type: 'long_text', label: 'Note', help: 'Anything else?' },
+  { id: 'age', type: 'number', label: 'Age', required: true, min: 0, max: 120 },
+  { id: 'day', type: 'date', label: 'Arrival', min_date: '2030-01-01', max_date: '2030-12-31' },
+  { id: 'phone', type: 'phone', label: 'Phone' },
+  { id: 'buddy', type: 'email', label: 'A friend\'s address' }
+]
 
 /** A published event of alice's, tomorrow, with its registration settings; public unless asked otherwise. */
 async function publicEvent (t: TestApp, registration: Json = { public_registration: true },
@@ -61,7 +88,7 @@ for (const kind of databases()) {
     const t = useTestApp(kind)
 
     const get = async (url: string, headers: Json = {}) => await t.app.inject({ method: 'GET', url, headers })
-    const post = async (id: number, fields: Record<string, string>, headers: Json = {}) =>
+    const post = async (id: number, fields: Record<string, string> | Array<[string, string]>, headers: Json = {}) =>
       await t.app.inject({
         method: 'POST',
         url: `/api/v1/public/events/${id}/page.html`,
@@ -174,7 +201,8 @@ for (const kind of databases()) {
       // the language: Accept-Language, or ?lang=
       const de = await get(`${url}/page.html`, { 'accept-language': 'de-AT,de;q=0.9' })
       assert.match(de.body, /^<!doctype html>\n<html lang="de">/)
-      assert.ok(de.body.includes(`<label for="reg-name">${message('de', 'page.form.name')}</label>`))
+      assert.ok(de.body.includes(`<label for="reg-name">${message('de', 'page.form.name')} ` +
+        `<span class="req">${message('de', 'page.form.required')}</span></label>`))
       assert.notEqual(de.headers.etag, html?.headers.etag)
       const fr = await get(`${url}/page.html?lang=fr`, { 'accept-language': 'de' })
       assert.match(fr.body, /<html lang="fr">/)
@@ -348,9 +376,20 @@ for (const kind of databases()) {
       assert.ok(trapped.body.includes(message('en', 'registration.accepted')))
       assert.equal((await attendees(alice, id)).length, 0, 'nothing stored')
 
+      // a field that is none of the form's is ignored (an answer field's name is `answers.<question id>`)
+      const unknown = await post(id, {
+        name: 'A', email: `a-${crypto.randomUUID()}@example.test`, extra: 'x', answers: 'y', 'answers.Bad': 'z'
+      })
+      assert.equal(unknown.statusCode, 200, unknown.body)
+      assert.equal((await attendees(alice, id)).length, 1)
       // not a form of the page: problems, as any API route answers them
-      const unknown = await post(id, { name: 'A', email: 'a@example.test', extra: 'x' })
-      assert.deepEqual([unknown.statusCode, unknown.headers['content-type']],
+      const many = await post(id, [['name', 'A'], ['email', 'a@example.test'],
+        ...Array.from({ length: 61 }, (_v, i): [string, string] => [`answers.q${i}`, 'x'])])
+      assert.deepEqual([many.statusCode, many.headers['content-type']], [400, 'application/problem+json; charset=utf-8'])
+      assert.deepEqual(many.json().errors, [{ location: 'body', message: 'at most 60 answer fields' }])
+      const repeated = await post(id, [['name', 'A'], ['email', 'a@example.test'],
+        ...Array.from({ length: 51 }, (): [string, string] => ['answers.q', 'x'])])
+      assert.deepEqual([repeated.statusCode, repeated.headers['content-type']],
         [400, 'application/problem+json; charset=utf-8'])
       const asJson = await t.app.inject({
         method: 'POST',

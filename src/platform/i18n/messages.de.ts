@@ -21,6 +21,7 @@ export const de = {
   'page.form.email': 'Ihre E-Mail-Adresse',
   'page.form.website': 'Dieses Feld bitte leer lassen',
   'page.form.submit': 'Anmelden',
+  'page.form.required': '(Pflichtfeld)',
   'page.form.optin': 'Wir schicken Ihnen eine E-Mail mit einem Link, mit dem Sie Ihre Anmeldung bestätigen.',
 
   'mail.invitation.subject': 'Einladung: {title}',

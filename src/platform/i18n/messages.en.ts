@@ -25,6 +25,7 @@ export const en = {
   'page.form.email': 'Your email address',
   'page.form.website': 'Leave this field empty',
   'page.form.submit': 'Register',
+  'page.form.required': '(required)',
   'page.form.optin': 'We will send you an email with a link to confirm your registration.',
 
   'mail.invitation.subject': 'Invitation: {title}',

@@ -21,6 +21,7 @@ export const es = {
   'page.form.email': 'Su dirección de correo electrónico',
   'page.form.website': 'Deje este campo vacío',
   'page.form.submit': 'Inscribirme',
+  'page.form.required': '(obligatorio)',
   'page.form.optin': 'Le enviaremos un correo con un enlace para confirmar su inscripción.',
 
   'mail.invitation.subject': 'Invitación: «{title}»',

@@ -22,6 +22,7 @@ export const fr = {
   'page.form.email': 'Votre adresse e-mail',
   'page.form.website': 'Laissez ce champ vide',
   'page.form.submit': 'S’inscrire',
+  'page.form.required': '(obligatoire)',
   'page.form.optin': 'Nous vous enverrons un e-mail avec un lien pour confirmer votre inscription.',
 
   'mail.invitation.subject': 'Invitation : « {title} »',
