@@ -1,9 +1,10 @@
 /**
  * The public page of an event in a real browser (headless Chromium driven by playwright-core): axe-core finds no
- * accessibility violation of any impact on the page, on the page answering a field to correct, and on the page
- * answering the registration, with JavaScript on and off; the form works without JavaScript; the CSP blocks nothing
- * the page needs; and a site on the allow list of the event's space frames the page while another site's frame is
- * refused (frame-ancestors). Needs a `chromium` binary (Debian's package; `.ci/run` installs it, or set
+ * accessibility violation of any impact on the page (with a registration question of every type), on the page
+ * answering a field and an answer to correct, and on the page answering the registration, with JavaScript on and off;
+ * the form, every question answered, works without JavaScript and the answers reach the attendee list; the CSP blocks
+ * nothing the page needs; and a site on the allow list of the event's space frames the page while another site's
+ * frame is refused (frame-ancestors). Needs a `chromium` binary (Debian's package; `.ci/run` installs it, or set
  * CHROMIUM_PATH); without one the suite is skipped with a message, so `npm test` passes on a machine without it.
  */
 import assert from 'node:assert/strict'
@@ -37,6 +38,33 @@ const skip = executable === undefined
   : false
 
 const TITLE = 'Seed <swap> & "friends"'
+const CONSENT = 'I agree to be photographed <sometimes> & "filmed".'
+
+/** The event's registration form: a question of every type (docs/guests.md, "Questions"). */
+const QUESTIONS = [
+  {
+    id: 'diet',
+    type: 'single_choice',
+    label: 'Diet',
+    required: true,
+    help: 'For the <shared> lunch.',
+    options: [{ id: 'any', label: 'Anything' }, { id: 'veg', label: 'Vegetarian' }]
+  },
+  {
+    id: 'voices',
+    type: 'multiple_choice',
+    label: 'Voices',
+    options: [{ id: 'alto', label: 'Alto' }, { id: 'soprano', label: 'Soprano' }, { id: 'tenor', label: 'Tenor' }]
+  },
+  { id: 'photos', type: 'checkbox', label: 'Photos', required: true, consent_text: CONSENT },
+  { id: 'news', type: 'checkbox', label: 'Newsletter', help: 'A mail a month.' },
+  { id: 'nick', type: 'short_text', label: 'Nickname', max_length: 30 },
+  { id: 'note', type: 'long_text', label: 'Note', help: 'Anything else we should know?' },
+  { id: 'age', type: 'number', label: 'Age', required: true, min: 0, max: 120 },
+  { id: 'day', type: 'date', label: 'Arrival day', min_date: '2099-03-01', max_date: '2099-04-01' },
+  { id: 'phone', type: 'phone', label: 'Phone' },
+  { id: 'buddy', type: 'email', label: 'A friend’s address' }
+]
 const AXE = fs.readFileSync(path.join(import.meta.dirname, '../node_modules/axe-core/axe.min.js'), 'utf8')
 
 /** A tiny site of its own (another origin) whose one page frames `src`. */
@@ -91,6 +119,7 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     await expectStatus(t, alice, 'POST', `/api/v1/events/${eventId}/publish`, 204)
     await expectStatus(t, alice, 'PATCH', `/api/v1/events/${eventId}/registration`, 200,
       { public_registration: true, capacity: 30 })
+    await expectStatus(t, alice, 'PUT', `/api/v1/events/${eventId}/registration/form`, 200, { questions: QUESTIONS })
     await expectStatus(t, alice, 'POST', `/api/v1/spaces/${made.s.id as number}/events`, 201, { event_id: eventId })
     await t.app.listen({ host: '127.0.0.1', port: 0 })
     const { port } = t.app.server.address() as AddressInfo
@@ -108,9 +137,23 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     await other?.close()
   })
 
-  const registered = async (): Promise<string[]> =>
-    ((await expectStatus(t, alice, 'GET', `/api/v1/events/${eventId}/attendees?size=100`, 200)).json().items as
-      Array<{ status: string }>).map(a => a.status)
+  const listed = async (): Promise<Array<{ status: string, answers: Record<string, unknown> | null }>> =>
+    (await expectStatus(t, alice, 'GET', `/api/v1/events/${eventId}/attendees?size=100`, 200)).json().items
+  const registered = async (): Promise<string[]> => (await listed()).map(a => a.status)
+
+  /** The answers `registerThroughPage` gives, as the attendee list shows them (a browser sends a newline as CRLF). */
+  const ANSWERED = {
+    diet: 'veg',
+    voices: ['alto', 'tenor'],
+    photos: { value: true, text: CONSENT },
+    news: true,
+    nick: 'Kim <K>',
+    note: 'Line one\r\nLine "two"',
+    age: 42,
+    day: '2099-03-15',
+    phone: '+4930901820',
+    buddy: 'lee@example.org'
+  }
 
   /**
    * The violations of what `page` shows. With JavaScript off, axe (which needs timers) runs on the same document in
@@ -141,7 +184,23 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), TITLE)
     assert.deepEqual(await violationsOf(page, javaScript), [], 'the page')
 
-    // an address the browser takes (type=email) and the service does not: the message next to the field
+    // every question answered, as a person does: by the labels (a required question's says so)
+    const required = (label: string) => `${label} ${message(lang, 'page.form.required')}`
+    const diet = page.getByRole('group', { name: required('Diet') })
+    assert.equal(await diet.getByRole('radio').count(), 2)
+    await diet.getByLabel('Vegetarian', { exact: true }).check()
+    const voices = page.getByRole('group', { name: 'Voices', exact: true })
+    for (const voice of ['Alto', 'Tenor']) await voices.getByLabel(voice, { exact: true }).check()
+    await page.getByRole('group', { name: required('Photos') }).getByLabel(CONSENT, { exact: true }).check()
+    await page.getByLabel('Newsletter', { exact: true }).check()
+    await page.getByLabel('Nickname', { exact: true }).fill('Kim <K>')
+    await page.getByLabel('Note', { exact: true }).fill('Line one\nLine "two"')
+    await page.getByLabel(required('Age'), { exact: true }).fill('42')
+    await page.getByLabel('Arrival day', { exact: true }).fill('2099-03-15')
+    await page.getByLabel('A friend’s address', { exact: true }).fill('lee@example.org')
+    // an address and a phone number the browser takes (type=email, type=tel) and the service does not: each
+    // message next to its field, the first focused
+    await page.getByLabel('Phone', { exact: true }).fill('12')
     await page.getByLabel(message(lang, 'page.form.name')).fill('Kim <Park>')
     await page.getByLabel(message(lang, 'page.form.email')).fill('kim@localhost')
     const [refused] = await Promise.all([
@@ -151,13 +210,31 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     assert.equal(refused.status(), 400)
     await page.waitForLoadState()
     const field = page.getByLabel(message(lang, 'page.form.email'))
-    assert.equal(await field.getAttribute('aria-invalid'), 'true')
+    const phone = page.getByLabel('Phone', { exact: true })
+    for (const [input, error] of [[field, 'error.email_invalid'], [phone, 'error.phone_invalid']] as const) {
+      assert.equal(await input.getAttribute('aria-invalid'), 'true')
+      const described = await input.getAttribute('aria-describedby')
+      assert.equal(await page.locator(`#${described ?? ''}`).textContent(), message(lang, error))
+    }
+    if (javaScript) assert.equal(await page.evaluate('document.activeElement?.id'), await field.getAttribute('id'))
+    // what was typed and chosen, kept
     assert.equal(await field.inputValue(), 'kim@localhost')
+    assert.equal(await phone.inputValue(), '12')
     assert.equal(await page.getByLabel(message(lang, 'page.form.name')).inputValue(), 'Kim <Park>')
-    const described = await field.getAttribute('aria-describedby')
-    assert.equal(await page.locator(`#${described ?? ''}`).textContent(), message(lang, 'error.email_invalid'))
-    assert.deepEqual(await violationsOf(page, javaScript), [], 'the page with a field to correct')
+    assert.equal(await page.getByLabel('Vegetarian', { exact: true }).isChecked(), true)
+    assert.deepEqual(await Promise.all(['Alto', 'Soprano', 'Tenor'].map(async v =>
+      await page.getByLabel(v, { exact: true }).isChecked())), [true, false, true])
+    assert.equal(await page.getByLabel(CONSENT, { exact: true }).isChecked(), true)
+    assert.equal(await page.getByLabel('Newsletter', { exact: true }).isChecked(), true)
+    assert.equal(await page.getByLabel('Nickname', { exact: true }).inputValue(), 'Kim <K>')
+    assert.equal((await page.getByLabel('Note', { exact: true }).inputValue()).replace(/\r\n/g, '\n'),
+      'Line one\nLine "two"')
+    assert.equal(await page.getByLabel(required('Age'), { exact: true }).inputValue(), '42')
+    assert.equal(await page.getByLabel('Arrival day', { exact: true }).inputValue(), '2099-03-15')
+    assert.equal(await page.getByLabel('A friend’s address', { exact: true }).inputValue(), 'lee@example.org')
+    assert.deepEqual(await violationsOf(page, javaScript), [], 'the page with a field and an answer to correct')
 
+    await phone.fill('+49 30 901820')
     await field.fill(email)
     const [taken] = await Promise.all([
       page.waitForResponse(r => r.request().method() === 'POST'),
@@ -173,15 +250,19 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     await context.close()
   }
 
-  void it('has no accessibility violation, and takes a registration, with JavaScript on', async () => {
-    await registerThroughPage({}, 'en', `kim-${crypto.randomUUID()}@example.test`)
-    assert.deepEqual(await registered(), ['awaiting_confirmation'])
-  })
+  void it('has no accessibility violation, and takes a registration with its answers, with JavaScript on',
+    async () => {
+      await registerThroughPage({}, 'en', `kim-${crypto.randomUUID()}@example.test`)
+      assert.deepEqual(await registered(), ['awaiting_confirmation'])
+      assert.deepEqual((await listed()).map(a => a.answers), [ANSWERED])
+    })
 
-  void it('has no accessibility violation, and takes a registration, with JavaScript off', async () => {
-    await registerThroughPage({ javaScriptEnabled: false }, 'de', `lea-${crypto.randomUUID()}@example.test`)
-    assert.deepEqual(await registered(), ['awaiting_confirmation', 'awaiting_confirmation'])
-  })
+  void it('has no accessibility violation, and takes a registration with its answers, with JavaScript off',
+    async () => {
+      await registerThroughPage({ javaScriptEnabled: false }, 'de', `lea-${crypto.randomUUID()}@example.test`)
+      assert.deepEqual(await registered(), ['awaiting_confirmation', 'awaiting_confirmation'])
+      assert.deepEqual((await listed()).map(a => a.answers), [ANSWERED, ANSWERED])
+    })
 
   void it('runs no script: an injected inline script is refused by the CSP', async () => {
     const context = await browser.newContext()

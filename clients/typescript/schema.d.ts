@@ -2369,7 +2369,7 @@ export interface paths {
         put?: never;
         /**
          * Register from the public event page's form (no JavaScript): answered with the page again
-         * @description The form of `get-public-event-html`, posted by a browser. It registers exactly as `register-for-public-event` (the same limits, checks and mails) and answers with the page: 200 with the success message, or the problem next to its field, in the guest's language, with the status the registration route answers (400, 409, 429). A request that is no form of the page (an unknown field, a body over 16 KiB, another content type) and an event that is not public get a problem+json.
+         * @description The form of `get-public-event-html`, posted by a browser: the name, the address and an `answers.<question id>` field per question of the registration form. It registers exactly as `register-for-public-event` (the same limits, checks, answers and mails) and answers with the page: 200 with the success message, or each problem next to its field or question, in the guest's language, with the status the registration route answers (400, 409, 429). A field that is none of the form's is ignored. A request that is no form of the page (more than 60 answer fields, a body over 16 KiB, another content type) and an event that is not public get a problem+json.
          */
         post: operations["post-public-event-form"];
         delete?: never;
@@ -14268,7 +14268,12 @@ export interface operations {
                  *       "name": "Ann Lee",
                  *       "email": "ann@example.org",
                  *       "website": "",
-                 *       "locale": "en"
+                 *       "locale": "en",
+                 *       "answers": {
+                 *         "diet": [
+                 *           "veg"
+                 *         ]
+                 *       }
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
@@ -14283,6 +14288,10 @@ export interface operations {
                      * @enum {string}
                      */
                     locale?: "en" | "de" | "fr" | "es";
+                    /** @description The answers to the questions of the registration form, posted as fields named `answers.<question id>` (a text, a number, a date, an option id, `on` for a ticked checkbox; a multiple choice repeats the field, one per option ticked), at most 60: here by question id, the values of each as posted */
+                    answers?: {
+                        [key: string]: string[];
+                    };
                 };
             };
         };
@@ -14299,7 +14308,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description A field to correct: the page again (HTML), the message next to it */
+            /** @description Fields or answers to correct: the page again (HTML), each message next to its field */
             400: components["responses"]["Error"];
             404: components["responses"]["Error"];
             /** @description Registration closed, not open yet, full, cancelled or over: the page again (HTML), with the message */

@@ -200,7 +200,8 @@ export function validateAnswers (
     if (!known.has(id)) errors.push(fieldError(`body.answers.${id}`, message(locale, 'error.unknown_question')))
   }
   for (const q of questions) {
-    const raw = sent[q.id]
+    // own keys only: a question id such as `constructor` is no inherited property
+    const raw = Object.hasOwn(sent, q.id) ? sent[q.id] : undefined
     if (isEmpty(raw) && !(q.type === 'checkbox' && q.consent_text !== undefined && raw === false)) {
       if (q.required === true) {
         const key: MessageKey = q.type === 'checkbox' ? 'error.consent_required' : 'error.required'

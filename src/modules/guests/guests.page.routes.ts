@@ -33,8 +33,7 @@ import {
 import { guestProblem, takeOrRefuse, type GuestLimits } from './guests.access.ts'
 import {
   ANSWER_FIELD, ANSWER_FIELDS_MAX, answersOfPost, etagMatches, EventPage, EventPageForm, EventPageParams,
-  EventPageQuery, eventJsonPath, htmlEtag, htmlHeaders, jsonEtag, postedAnswers, renderEventPage, type EventPageData,
-  type FormOutcome
+  EventPageQuery, eventJsonPath, htmlEtag, htmlHeaders, jsonEtag, renderEventPage, type EventPageData, type FormOutcome
 } from './guests.page.ts'
 import { publicEventRow } from './guests.page.repository.ts'
 import {
@@ -48,7 +47,10 @@ const TAGS = ['Guests']
 const MAX_AGE = 60
 const CACHE_CONTROL = `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}`
 
-/** The largest form a post may carry: its four fields at their longest, percent-encoded, fit well within. */
+/**
+ * The largest form a post may carry: the name, the address and the answers to a form of a few questions,
+ * percent-encoded (a body over it, such as long text answers of thousands of characters, is refused with a 413).
+ */
 export const FORM_BODY_LIMIT = 16 * 1024
 
 /** The fields of the page's form besides its answers (`answers.<question id>`). */
@@ -108,29 +110,32 @@ const IfNoneMatch = Type.Object({
 })
 
 /**
- * A form body, in an object without a prototype (a `__proto__` field is a field): the first value of each field of
- * the page, every value of each answer field (`answers.<question id>`, at most ANSWER_FIELDS_MAX names: a 400
- * beyond); any other field is no field of the page's and is ignored.
+ * A form body, in objects without a prototype (a `__proto__` field is a field): the first value of each field of the
+ * page, and in `answers` every value of each answer field `answers.<question id>` by question id (at most
+ * ANSWER_FIELDS_MAX of them: a 400 beyond). Any other field is none of the page's and is ignored.
  */
-function parseForm (text: string): Record<string, string | string[]> {
-  const out = Object.create(null) as Record<string, string | string[]>
+function parseForm (text: string): Record<string, unknown> {
+  const out = Object.create(null) as Record<string, unknown>
+  const answers = Object.create(null) as Record<string, string[]>
   let answerFields = 0
   for (const [key, value] of new URLSearchParams(text)) {
     if (FORM_FIELDS.has(key)) {
       if (!(key in out)) out[key] = value
       continue
     }
-    if (!ANSWER_FIELD.test(key)) continue
-    const values = out[key]
-    if (Array.isArray(values)) {
+    const id = ANSWER_FIELD.exec(key)?.[1]
+    if (id === undefined) continue
+    const values = answers[id]
+    if (values !== undefined) {
       values.push(value)
       continue
     }
     if (++answerFields > ANSWER_FIELDS_MAX) {
       throw new ApiError(400, 'validation failed', [fieldError('body', `at most ${ANSWER_FIELDS_MAX} answer fields`)])
     }
-    out[key] = [value]
+    answers[id] = [value]
   }
+  if (answerFields > 0) out.answers = answers
   return out
 }
 
@@ -286,7 +291,10 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
         produces: ['text/html'],
         response: {
           200: Type.Unsafe<string>({ type: 'string', description: 'The page with the success message (HTML)' }),
-          400: { ...ErrorModel, description: 'A field to correct: the page again (HTML), the message next to it' },
+          400: {
+            ...ErrorModel,
+            description: 'Fields or answers to correct: the page again (HTML), each message next to its field'
+          },
           409: {
             ...ErrorModel,
             description: 'Registration closed, not open yet, full, cancelled or over: the page again (HTML), ' +
@@ -313,7 +321,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
       if (tenantId === undefined) throw guestProblem(404, asked, 'error.event_not_found', 'path.id')
       const locale = b.locale ??
         localeOf(request, await withTenant(db, { tenantId }, trx => tenantLocale(trx, tenantId)))
-      const posted = postedAnswers(b)
+      const posted = b.answers ?? {}
       const values = { name: b.name ?? '', email: b.email ?? '', answers: posted }
       let outcome: FormOutcome = { accepted: true }
       let status = 200

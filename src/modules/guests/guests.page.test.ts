@@ -385,7 +385,8 @@ for (const kind of databases()) {
       // not a form of the page: problems, as any API route answers them
       const many = await post(id, [['name', 'A'], ['email', 'a@example.test'],
         ...Array.from({ length: 61 }, (_v, i): [string, string] => [`answers.q${i}`, 'x'])])
-      assert.deepEqual([many.statusCode, many.headers['content-type']], [400, 'application/problem+json; charset=utf-8'])
+      assert.deepEqual([many.statusCode, many.headers['content-type']],
+        [400, 'application/problem+json; charset=utf-8'])
       assert.deepEqual(many.json().errors, [{ location: 'body', message: 'at most 60 answer fields' }])
       const repeated = await post(id, [['name', 'A'], ['email', 'a@example.test'],
         ...Array.from({ length: 51 }, (): [string, string] => ['answers.q', 'x'])])
@@ -399,6 +400,162 @@ for (const kind of databases()) {
       assert.equal(asJson.statusCode, 415)
       const big = await post(id, { name: 'x'.repeat(20_000), email: 'a@example.test' })
       assert.equal(big.statusCode, 413)
+    })
+
+    void it('asks the questions of the event\'s registration form, one field per question by its type, every ' +
+      'text escaped; a post with the answers registers the guest with them', async () => {
+      const { alice, id } = await publicEvent(t)
+      const url = `/api/v1/public/events/${id}/page.html`
+      const before = await get(url)
+      await expectStatus(t, alice, 'PUT', `/api/v1/events/${id}/registration/form`, 200, { questions: QUESTIONS })
+      const res = await get(url)
+      assert.equal(res.statusCode, 200)
+      assert.notEqual(res.headers.etag, before.headers.etag, 'the questions are part of the page\'s version')
+      const html = res.body
+      const req = `<span class="req">${message('en', 'page.form.required')}</span>`
+      const pieces = [
+        `<fieldset class="field" aria-describedby="reg-q0-help"><legend>Diet &lt;i&gt; ${req}</legend>` +
+          '<p id="reg-q0-help" class="help">Tell &lt;/p&gt;&lt;script&gt;x()&lt;/script&gt; us</p>' +
+          '<div class="opt"><input id="reg-q0-o0" name="answers.diet" type="radio" value="any" required>' +
+          '<label for="reg-q0-o0">Anything</label></div>' +
+          '<div class="opt"><input id="reg-q0-o1" name="answers.diet" type="radio" value="veg" required>' +
+          '<label for="reg-q0-o1">Veg &quot;green&quot; &lt;b&gt;leafy&lt;/b&gt;</label></div></fieldset>',
+        '<fieldset class="field"><legend>Topics</legend><div class="opt"><input id="reg-q1-o0" ' +
+          'name="answers.topics" type="checkbox" value="alto"><label for="reg-q1-o0">Alto</label></div>',
+        `<fieldset class="field"><legend>Photos ${req}</legend><div class="opt"><input id="reg-q2" ` +
+          'name="answers.photos" type="checkbox" value="on" required><label for="reg-q2">I agree to ' +
+          '&lt;photos&gt; &amp; &quot;films&quot;.</label></div></fieldset>',
+        '<div class="field"><div class="opt"><input id="reg-q3" name="answers.news" type="checkbox" value="on">' +
+          '<label for="reg-q3">Newsletter</label></div></div>',
+        '<div class="field"><label for="reg-q4">Nickname</label><input id="reg-q4" name="answers.nick" type="text" ' +
+          'maxlength="30" value=""></div>',
+        '<div class="field"><label for="reg-q5">Note</label><p id="reg-q5-help" class="help">Anything else?</p>' +
+          '<textarea id="reg-q5" name="answers.note" rows="4" maxlength="5000" aria-describedby="reg-q5-help">\n' +
+          '</textarea></div>',
+        `<label for="reg-q6">Age ${req}</label><input id="reg-q6" name="answers.age" type="number" min="0" ` +
+          'max="120" step="any" required value="">',
+        '<label for="reg-q7">Arrival</label><input id="reg-q7" name="answers.day" type="date" min="2030-01-01" ' +
+          'max="2030-12-31" value="">',
+        '<label for="reg-q8">Phone</label><input id="reg-q8" name="answers.phone" type="tel" autocomplete="tel" ' +
+          'value="">',
+        '<label for="reg-q9">A friend&#39;s address</label><input id="reg-q9" name="answers.buddy" type="email" ' +
+          'spellcheck="false" value="">'
+      ]
+      let at = html.indexOf('<input id="reg-email"')
+      for (const piece of pieces) {
+        const found = html.indexOf(piece)
+        assert.ok(found > at, piece)
+        at = found
+      }
+      assert.ok(html.indexOf('<div class="hp"') > at, 'the questions before the honeypot and the button')
+      assert.equal((html.match(/<script/g) ?? []).length, 1, 'the JSON-LD is the one script element')
+      for (const typed of ['<b>leafy', '<i>', '<photos>']) assert.equal(html.includes(typed), false, typed)
+
+      // the answers, as a browser posts them: a multiple choice repeated, a ticked box `on`, empty fields empty
+      const answers: Array<[string, string]> = [['answers.diet', 'veg'], ['answers.topics', 'alto'],
+        ['answers.topics', 'tenor'], ['answers.photos', 'on'], ['answers.nick', 'Kimmy'],
+        ['answers.note', 'Line one\nLine two'], ['answers.age', '42'], ['answers.day', '2030-05-01'],
+        ['answers.phone', '+49 30 901820'], ['answers.buddy', 'lee@example.org']]
+      const kim = `kim-${crypto.randomUUID()}@example.test`
+      const ok = await post(id, [['name', 'Kim Park'], ['email', kim], ['website', ''], ['locale', 'en'], ...answers])
+      assert.equal(ok.statusCode, 200, ok.body)
+      assert.ok(ok.body.includes(`<p class="success" role="status">${message('en', 'registration.accepted')}</p>`))
+      const least = await post(id, [['name', 'Lee'], ['email', `lee-${crypto.randomUUID()}@example.test`],
+        ['website', ''], ['answers.diet', 'any'], ['answers.photos', 'on'], ['answers.nick', ''],
+        ['answers.note', ''], ['answers.age', '0'], ['answers.day', ''], ['answers.phone', ''], ['answers.buddy', '']])
+      assert.equal(least.statusCode, 200, least.body)
+      const listed = await attendees(alice, id)
+      assert.deepEqual(listed.map(a => a.answers), [{
+        diet: 'veg',
+        topics: ['alto', 'tenor'],
+        photos: { value: true, text: 'I agree to <photos> & "films".' },
+        nick: 'Kimmy',
+        note: 'Line one\nLine two',
+        age: 42,
+        day: '2030-05-01',
+        phone: '+4930901820',
+        buddy: 'lee@example.org'
+      }, { diet: 'any', photos: { value: true, text: 'I agree to <photos> & "films".' }, age: 0 }])
+
+      // a question whose id names a property of every object is read as any other
+      const odd = { id: 'constructor', type: 'multiple_choice', label: 'Odd', options: [{ id: 'x', label: 'X' }] }
+      await expectStatus(t, alice, 'PUT', `/api/v1/events/${id}/registration/form`, 200,
+        { questions: [...QUESTIONS, odd] })
+      const none = await post(id, { name: 'Ola', email: `ola-${crypto.randomUUID()}@example.test` })
+      assert.equal(none.statusCode, 400, none.body)
+      assert.ok(none.body.includes(`<p id="reg-q0-error" class="error">${message('en', 'error.required')}</p>`))
+      assert.ok(none.body.includes('name="answers.constructor" type="checkbox" value="x">'))
+      const picked = await post(id, [['name', 'Ola'], ['email', 'not-an-address'], ['answers.constructor', 'x']])
+      assert.equal(picked.statusCode, 400, picked.body)
+      assert.ok(picked.body.includes('name="answers.constructor" type="checkbox" value="x" checked>'))
+      assert.equal((await attendees(alice, id)).length, 2)
+    })
+
+    void it('answers the answers to correct with the page again: each message next to its question in the ' +
+      'guest\'s language, the first focused, everything typed and chosen kept, nothing stored', async () => {
+      const { alice, id } = await publicEvent(t)
+      await expectStatus(t, alice, 'PUT', `/api/v1/events/${id}/registration/form`, 200, { questions: QUESTIONS })
+      const lea = `lea-${crypto.randomUUID()}@example.test`
+      // no diet chosen, the consent not given
+      const bad = await post(id, [['name', 'Lea'], ['email', lea], ['website', ''], ['answers.topics', 'soprano'],
+        ['answers.topics', 'tenor'], ['answers.news', 'on'], ['answers.nick', 'Lea <b>'],
+        ['answers.note', '\nHallo\n"Welt"'], ['answers.age', '42'], ['answers.day', '2030-02-03'],
+        ['answers.phone', '+49 30 901820'], ['answers.buddy', 'x@example.org']],
+      { 'accept-language': 'de-DE,de;q=0.9' })
+      assert.equal(bad.statusCode, 400, bad.body)
+      assert.equal(bad.headers['content-type'], 'text/html; charset=utf-8')
+      assert.equal(bad.headers['cache-control'], 'no-store')
+      const html = bad.body
+      assert.match(html, /<html lang="de">/)
+      assert.ok(html.includes('<fieldset class="field" aria-describedby="reg-q0-help reg-q0-error"><legend>Diet ' +
+        `&lt;i&gt; <span class="req">${message('de', 'page.form.required')}</span></legend>` +
+        '<p id="reg-q0-help" class="help">Tell &lt;/p&gt;&lt;script&gt;x()&lt;/script&gt; us</p>' +
+        `<p id="reg-q0-error" class="error">${message('de', 'error.required')}</p>` +
+        '<div class="opt"><input id="reg-q0-o0" name="answers.diet" type="radio" value="any" required ' +
+        'aria-invalid="true" autofocus>'))
+      assert.ok(html.includes('<input id="reg-q0-o1" name="answers.diet" type="radio" value="veg" required ' +
+        'aria-invalid="true">'))
+      assert.ok(html.includes('<input id="reg-q2" name="answers.photos" type="checkbox" value="on" required ' +
+        'aria-invalid="true" aria-describedby="reg-q2-error"><label for="reg-q2">I agree to &lt;photos&gt; &amp; ' +
+        '&quot;films&quot;.</label></div><p id="reg-q2-error" class="error">' +
+        `${message('de', 'error.consent_required')}</p></fieldset>`))
+      assert.equal((html.match(/ autofocus/g) ?? []).length, 1, 'the first question to correct takes the focus')
+      assert.equal((html.match(/aria-invalid="true"/g) ?? []).length, 3, 'the two radios and the consent')
+      assert.equal(html.includes('role="alert"'), false)
+      // what the guest typed and chose, kept
+      for (const kept of [
+        'value="Lea"', `value="${lea}"`,
+        'name="answers.topics" type="checkbox" value="alto">',
+        'name="answers.topics" type="checkbox" value="soprano" checked>',
+        'name="answers.topics" type="checkbox" value="tenor" checked>',
+        'name="answers.news" type="checkbox" value="on" checked>',
+        'name="answers.nick" type="text" maxlength="30" value="Lea &lt;b&gt;">',
+        'aria-describedby="reg-q5-help">\n\nHallo\n&quot;Welt&quot;</textarea>',
+        'name="answers.age" type="number" min="0" max="120" step="any" required value="42">',
+        'value="2030-02-03">', 'value="+49 30 901820">', 'value="x@example.org">'
+      ]) assert.ok(html.includes(kept), kept)
+      assert.equal(html.includes('<b>'), false)
+      assert.equal((await attendees(alice, id)).length, 0, 'nothing stored')
+
+      // a name to correct and an answer refused: both shown, the name focused first
+      const both = await post(id, [['name', ''], ['email', lea], ['locale', 'fr'], ['answers.diet', 'veg'],
+        ['answers.photos', 'on'], ['answers.age', '42'], ['answers.phone', '12']])
+      assert.equal(both.statusCode, 400, both.body)
+      assert.ok(both.body.includes('aria-invalid="true" aria-describedby="reg-name-error" autofocus><p ' +
+        `id="reg-name-error" class="error">${message('fr', 'error.required')}</p>`))
+      assert.ok(both.body.includes('<input id="reg-q8" name="answers.phone" type="tel" autocomplete="tel" ' +
+        'value="12" aria-invalid="true" aria-describedby="reg-q8-error">' +
+        `<p id="reg-q8-error" class="error">${message('fr', 'error.phone_invalid')}</p>`))
+      assert.equal((both.body.match(/ autofocus/g) ?? []).length, 1)
+      assert.ok(both.body.includes('value="veg" checked required>'))
+
+      // an answer to a question the form does not have (a page read before a change): above the form
+      const gone = await post(id, [['name', 'Lea'], ['email', lea], ['answers.diet', 'veg'], ['answers.photos', 'on'],
+        ['answers.age', '42'], ['answers.gone', 'x']])
+      assert.equal(gone.statusCode, 400, gone.body)
+      assert.ok(gone.body.includes(`<p class="problem" role="alert">${message('en', 'error.unknown_question')}</p>`))
+      assert.ok(gone.body.includes('<form'))
+      assert.equal((await attendees(alice, id)).length, 0, 'nothing stored')
     })
 
     void it('shows why an event takes no registration instead of the form, and a post answers 409 with the ' +

@@ -109,8 +109,10 @@ export const EventPageQuery = Type.Object({
 
 const FormText = (description: string) => Type.Optional(Type.String({ maxLength: 1000, description }))
 
-/** The name of the field of a question's answer: `answers.<question id>` (the id's pattern, attendees.forms.ts). */
-export const ANSWER_FIELD = /^answers\.([a-z0-9][a-z0-9_-]{0,39})$/
+/** A question id (attendees.forms.ts). */
+const QUESTION_ID = '[a-z0-9][a-z0-9_-]{0,39}'
+/** The name of the field of a question's answer: `answers.<question id>`. */
+export const ANSWER_FIELD = new RegExp(`^answers\\.(${QUESTION_ID})$`)
 /** The most answer fields (distinct names) a post may carry: a form asks at most 50 questions. */
 export const ANSWER_FIELDS_MAX = 60
 /** The most values of one answer field: a multiple choice offers at most 50 options. */
@@ -119,36 +121,35 @@ const ANSWER_VALUES_MAX = 50
 const ANSWER_VALUE_MAX = 5000
 
 /**
- * The fields of the page's form (`application/x-www-form-urlencoded`); a browser sends all, maybe empty. An answer
- * field arrives as the list of its values (a multiple choice repeats its name, one value per option ticked).
+ * The fields of the page's form (`application/x-www-form-urlencoded`); a browser sends all, maybe empty. The answer
+ * fields (`answers.<question id>`) are read into `answers`, each the list of its values as posted (a multiple choice
+ * repeats its name, one value per option ticked).
  */
 export const EventPageForm = Type.Object({
   name: FormText(`The guest's name (1 to ${NAME_MAX} characters)`),
   email: FormText('The address the confirmation is mailed to'),
   website: FormText('The honeypot: a field hidden from people; a registration that fills it is dropped'),
-  locale: Type.Optional(StringEnum(LOCALES, { description: 'The language of the page the form was on' }))
+  locale: Type.Optional(StringEnum(LOCALES, { description: 'The language of the page the form was on' })),
+  answers: Type.Optional(Type.Record(
+    Type.String({ pattern: `^${QUESTION_ID}$` }),
+    Type.Array(Type.String({ maxLength: ANSWER_VALUE_MAX }), { maxItems: ANSWER_VALUES_MAX }),
+    {
+      additionalProperties: false,
+      maxProperties: ANSWER_FIELDS_MAX,
+      description: 'The answers to the questions of the registration form, posted as fields named ' +
+        '`answers.<question id>` (a text, a number, a date, an option id, `on` for a ticked checkbox; a multiple ' +
+        `choice repeats the field, one per option ticked), at most ${ANSWER_FIELDS_MAX}: here by question id, the ` +
+        'values of each as posted'
+    }
+  ))
 }, {
   additionalProperties: false,
-  patternProperties: {
-    [ANSWER_FIELD.source]: Type.Array(Type.String({ maxLength: ANSWER_VALUE_MAX }), {
-      maxItems: ANSWER_VALUES_MAX,
-      description: 'The answer to a question of the registration form, `answers.<question id>`: a text, a number, ' +
-        'a date, an option id (a multiple choice: one field per option ticked), `on` for a ticked checkbox; at most ' +
-        `${ANSWER_FIELDS_MAX} such fields`
-    })
-  },
-  examples: [{ name: 'Ann Lee', email: 'ann@example.org', website: '', locale: 'en', 'answers.diet': ['veg'] }]
+  examples: [{ name: 'Ann Lee', email: 'ann@example.org', website: '', locale: 'en', answers: { diet: ['veg'] } }]
 })
 
-/** The answer fields of a parsed form body, by question id: the values as posted, in their order. */
-export function postedAnswers (body: Readonly<Record<string, unknown>>): Record<string, string[]> {
-  const out = Object.create(null) as Record<string, string[]>
-  for (const [key, value] of Object.entries(body)) {
-    const id = ANSWER_FIELD.exec(key)?.[1]
-    if (id !== undefined && Array.isArray(value)) out[id] = value.filter((v): v is string => typeof v === 'string')
-  }
-  return out
-}
+/** A record's own value at `key` (a question id such as `constructor` is no inherited property). */
+const own = <T>(record: Readonly<Record<string, T>> | undefined, key: string): T | undefined =>
+  record !== undefined && Object.hasOwn(record, key) ? record[key] : undefined
 
 /**
  * The answers object of a registration (as the JSON route's `answers`) from the answer fields posted, read by the
@@ -156,14 +157,16 @@ export function postedAnswers (body: Readonly<Record<string, unknown>>): Record<
  * absent → false, any other question its value (absent: left out). A field of a question the form does not have is
  * passed on as sent, for the validation to refuse it as the JSON route does.
  */
-export function answersOfPost (questions: readonly Question[], posted: Readonly<Record<string, readonly string[]>>):
-Record<string, unknown> {
+export function answersOfPost (
+  questions: readonly Question[],
+  posted: Readonly<Record<string, readonly string[]>>
+): Record<string, unknown> {
   // without a prototype: a question id such as `constructor` never reads an inherited value
   const answers = Object.create(null) as Record<string, unknown>
   const known = new Set<string>()
   for (const q of questions) {
     known.add(q.id)
-    const values = posted[q.id]
+    const values = own(posted, q.id)
     if (q.type === 'checkbox') answers[q.id] = values?.[0] === 'on'
     else if (values !== undefined && values.length > 0) {
       answers[q.id] = q.type === 'multiple_choice' ? [...values] : values[0]
@@ -433,7 +436,7 @@ function formHtml (page: EventPageData, o: RenderOptions): string {
       (error !== undefined ? `<p id="${id}-error" class="error">${escapeHtml(error)}</p>` : '') +
       '</div>'
   }).join('')
-  const asked = questions.map((q, i) => questionHtml(q, i, locale, form.values?.answers?.[q.id], {
+  const asked = questions.map((q, i) => questionHtml(q, i, locale, own(form.values?.answers, q.id), {
     error: errorAt(answerLocation(q)),
     focus: focused === answerLocation(q)
   })).join('')
