@@ -287,6 +287,19 @@ void describe('the public event page in headless Chromium', { skip, timeout: 120
     assert.equal(await frame.getByRole('heading', { level: 1 }).textContent(), TITLE)
     assert.equal(await frame.locator(`form[action="/api/v1/public/events/${eventId}/page.html"]`).count(), 1)
 
+    // a guest registers through the embedded form: its answer shows in the frame, the registration is taken
+    const before = (await registered()).length
+    const required = (label: string) => `${label} ${message('en', 'page.form.required')}`
+    await frame.getByRole('group', { name: required('Diet') }).getByLabel('Vegetarian', { exact: true }).check()
+    await frame.getByRole('group', { name: required('Photos') }).getByLabel(CONSENT, { exact: true }).check()
+    await frame.getByLabel(required('Age'), { exact: true }).fill('30')
+    await frame.getByLabel(message('en', 'page.form.name')).fill('Embedded Guest')
+    await frame.getByLabel(message('en', 'page.form.email')).fill(`framed-${crypto.randomUUID()}@example.test`)
+    await frame.getByRole('button', { name: message('en', 'page.form.submit') }).click()
+    await frame.getByRole('status').waitFor()
+    assert.equal(await frame.getByRole('status').textContent(), message('en', 'registration.accepted'))
+    assert.equal((await registered()).length, before + 1)
+
     const refusals: string[] = []
     page.on('console', m => { if (/frame-ancestors/.test(m.text())) refusals.push(m.text()) })
     await page.goto(`${other.origin}/`)

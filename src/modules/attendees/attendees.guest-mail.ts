@@ -20,7 +20,9 @@ import { calendarInviteText, type CalendarInvite } from '../../platform/notifica
 import { isEmailAddress, queueNotification } from '../../platform/notifications/notifications.ts'
 import type { NotificationCalendar } from '../../platform/notifications/templates.ts'
 import { type EventRow, rootEventId } from '../events/index.ts'
-import { guestTokenExpiry, issueGuestTokens, type GuestTokenPurpose } from './attendees.guest-tokens.repository.ts'
+import {
+  CONFIRM_HOURS, guestTokenExpiry, issueGuestTokens, type GuestTokenPurpose
+} from './attendees.guest-tokens.repository.ts'
 import * as guestRepo from './attendees.guest.repository.ts'
 import type { AttendeeStatus } from './attendees.table.ts'
 
@@ -57,7 +59,7 @@ const CALENDAR: Partial<Record<GuestMailKind, 'REQUEST' | 'CANCEL'>> = {
   event_cancelled: 'CANCEL'
 }
 
-/** A CANCEL goes only to guests whose calendar holds the entry (a REQUEST was mailed before). */
+/** The guest's answer as their calendar entry says it (PARTSTAT), by attendee status. */
 const PARTSTAT: Partial<Record<AttendeeStatus, CalendarInvite['attendee']['partstat']>> = {
   confirmed: 'ACCEPTED', checked_in: 'ACCEPTED', tentative: 'TENTATIVE', declined: 'DECLINED'
 }
@@ -118,7 +120,7 @@ function texts (kind: GuestMailKind, locale: Locale, event: EventRow, row: Guest
   const title = event.title
   const when = formatWhen(locale, event.start_dt, event.end_dt, event.timezone)
   const where = event.address !== null && event.address.trim() !== '' ? event.address : message(locale, 'where.online')
-  const values = { title, when, where, organizer: extra.organizer, position: row.waitlist_position ?? 0, hours: 48 }
+  const values = { title, when, where, organizer: extra.organizer, position: row.waitlist_position ?? 0, hours: CONFIRM_HOURS }
   const subject = message(locale, `mail.${kind}.subject` as MessageKey, values)
   const paragraphs = [message(locale, `mail.${kind}.body` as MessageKey, values)]
   if (kind === 'event_cancelled' && extra.reason !== undefined && extra.reason !== null && extra.reason.trim() !== '') {
