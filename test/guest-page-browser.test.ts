@@ -17,25 +17,10 @@ import { chromium, type Browser, type BrowserContextOptions, type Page } from 'p
 import { message } from '../src/platform/i18n/i18n.ts'
 import { alicePublishedSpace } from '../src/modules/spaces/spaces.fixtures.ts'
 import { useTestApp } from './helpers/build-app.ts'
+import { chromiumOrSkip } from './helpers/chromium.ts'
 import { expectStatus } from './helpers/requests.ts'
 
-/** The first Chromium found: CHROMIUM_PATH, then the usual names on PATH. */
-function findChromium (): string | undefined {
-  const fromEnv = process.env.CHROMIUM_PATH
-  if (fromEnv !== undefined && fromEnv !== '' && fs.existsSync(fromEnv)) return fromEnv
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
-      const file = path.join(dir, name)
-      if (fs.existsSync(file)) return file
-    }
-  }
-  return undefined
-}
-
-const executable = findChromium()
-const skip = executable === undefined
-  ? 'no chromium binary found (install Debian\'s `chromium` package or set CHROMIUM_PATH)'
-  : false
+const { executable, skip } = chromiumOrSkip()
 
 const TITLE = 'Seed <swap> & "friends"'
 const CONSENT = 'I agree to be photographed <sometimes> & "filmed".'

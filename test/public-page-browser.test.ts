@@ -12,25 +12,10 @@ import { after, before, describe, it } from 'node:test'
 import { chromium, type Browser } from 'playwright-core'
 import { alicePublishedSpace } from '../src/modules/spaces/spaces.fixtures.ts'
 import { useTestApp } from './helpers/build-app.ts'
+import { chromiumOrSkip } from './helpers/chromium.ts'
 import { expectStatus } from './helpers/requests.ts'
 
-/** The first Chromium found: CHROMIUM_PATH, then the usual names on PATH. */
-function findChromium (): string | undefined {
-  const fromEnv = process.env.CHROMIUM_PATH
-  if (fromEnv !== undefined && fromEnv !== '' && fs.existsSync(fromEnv)) return fromEnv
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
-      const file = path.join(dir, name)
-      if (fs.existsSync(file)) return file
-    }
-  }
-  return undefined
-}
-
-const executable = findChromium()
-const skip = executable === undefined
-  ? 'no chromium binary found (install Debian\'s `chromium` package or set CHROMIUM_PATH)'
-  : false
+const { executable, skip } = chromiumOrSkip()
 
 void describe('the public space page in headless Chromium', { skip, timeout: 60_000 }, () => {
   const t = useTestApp('pglite')

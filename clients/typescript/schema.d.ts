@@ -10433,6 +10433,12 @@ export interface operations {
                      *               "label": "Vegetarian"
                      *             }
                      *           ]
+                     *         },
+                     *         {
+                     *           "id": "photos",
+                     *           "type": "checkbox",
+                     *           "label": "Photos",
+                     *           "consent_text": "I agree to be photographed."
                      *         }
                      *       ]
                      *     }
@@ -10560,6 +10566,12 @@ export interface operations {
                      *               "label": "Vegetarian"
                      *             }
                      *           ]
+                     *         },
+                     *         {
+                     *           "id": "photos",
+                     *           "type": "checkbox",
+                     *           "label": "Photos",
+                     *           "consent_text": "I agree to be photographed."
                      *         }
                      *       ]
                      *     }
@@ -10690,6 +10702,12 @@ export interface operations {
                      *               "label": "Vegetarian"
                      *             }
                      *           ]
+                     *         },
+                     *         {
+                     *           "id": "photos",
+                     *           "type": "checkbox",
+                     *           "label": "Photos",
+                     *           "consent_text": "I agree to be photographed."
                      *         }
                      *       ]
                      *     }

@@ -12,7 +12,7 @@ import { model, Nullable, StringEnum, Timestamp } from '../../platform/http/sche
 import { EventParams, lockEventForWrite, readEvent, rootEventId } from '../events/index.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { lockForSeriesWrite } from '../series/index.ts'
-import { formErrors, PutFormBody, Question } from './attendees.forms.ts'
+import { FORM_EXAMPLE, formErrors, PutFormBody, Question } from './attendees.forms.ts'
 import { formOf } from './attendees.forms.service.ts'
 import * as formRepo from './attendees.forms.repository.ts'
 
@@ -30,14 +30,7 @@ const RegistrationForm = model('RegistrationForm', {
     version: 2,
     owner: 'event',
     created_at: '2027-04-01T09:00:00.000Z',
-    questions: [{
-      id: 'diet',
-      type: 'single_choice',
-      label: 'Diet',
-      required: true,
-      options: [
-        { id: 'any', label: 'Anything' }, { id: 'veg', label: 'Vegetarian' }]
-    }]
+    questions: FORM_EXAMPLE
   }]
 })
 

@@ -49,22 +49,22 @@ export const Question = Type.Object({
 }, { additionalProperties: false })
 export type Question = Static<typeof Question>
 
+/** A form as the OpenAPI document shows it. */
+export const FORM_EXAMPLE: Question[] = [
+  {
+    id: 'diet',
+    type: 'single_choice',
+    label: 'Diet',
+    required: true,
+    options: [{ id: 'any', label: 'Anything' }, { id: 'veg', label: 'Vegetarian' }]
+  },
+  { id: 'photos', type: 'checkbox', label: 'Photos', consent_text: 'I agree to be photographed.' }
+]
+
 export const PutFormBody = body({
   questions: Type.Array(Question, { maxItems: QUESTIONS_MAX, description: `At most ${QUESTIONS_MAX}; [] removes all` })
 }, {
-  examples: [{
-    questions: [
-      {
-        id: 'diet',
-        type: 'single_choice',
-        label: 'Diet',
-        required: true,
-        options: [
-          { id: 'any', label: 'Anything' }, { id: 'veg', label: 'Vegetarian' }]
-      },
-      { id: 'photos', type: 'checkbox', label: 'Photos', consent_text: 'I agree to be photographed.' }
-    ]
-  }]
+  examples: [{ questions: FORM_EXAMPLE }]
 })
 
 const CHOICE = new Set<QuestionType>(['single_choice', 'multiple_choice'])

@@ -120,7 +120,8 @@ function texts (kind: GuestMailKind, locale: Locale, event: EventRow, row: Guest
   const title = event.title
   const when = formatWhen(locale, event.start_dt, event.end_dt, event.timezone)
   const where = event.address !== null && event.address.trim() !== '' ? event.address : message(locale, 'where.online')
-  const values = { title, when, where, organizer: extra.organizer, position: row.waitlist_position ?? 0, hours: CONFIRM_HOURS }
+  const position = row.waitlist_position ?? 0
+  const values = { title, when, where, organizer: extra.organizer, position, hours: CONFIRM_HOURS }
   const subject = message(locale, `mail.${kind}.subject` as MessageKey, values)
   const paragraphs = [message(locale, `mail.${kind}.body` as MessageKey, values)]
   if (kind === 'event_cancelled' && extra.reason !== undefined && extra.reason !== null && extra.reason.trim() !== '') {

@@ -19,10 +19,11 @@
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withSystem, withTenant } from '../../platform/db/tenant.ts'
 import { ApiError, ErrorModel, fieldError } from '../../platform/http/errors.ts'
+import { withHtmlAnswer } from '../../platform/http/html-answer.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { message, negotiateLocale, type Locale } from '../../platform/i18n/i18n.ts'
 import { answersFor, formOf, registerGuest, tenantLocale, type Question } from '../attendees/index.ts'
@@ -83,27 +84,6 @@ const PageHtml = Type.Unsafe<string>({
   description: 'One HTML document: the event, its registration form, OpenGraph and Twitter tags, schema.org JSON-LD',
   examples: [HTML_EXAMPLE]
 })
-
-/** The document of `get-public-event`: its 200 also shows the HTML (Accept preferring `text/html`). */
-function withHtmlAnswer (schema: FastifySchema): FastifySchema {
-  return {
-    ...schema,
-    response: {
-      ...(schema.response as Record<string, unknown>),
-      200: {
-        description: 'The page; the same page as HTML when `Accept` prefers `text/html` to JSON ' +
-          '(`Vary: Accept, Accept-Language`)',
-        headers: {
-          ETag: { type: 'string', description: 'The page\'s version: send it in `If-None-Match`' }
-        },
-        content: {
-          'application/json': { schema: EventPage },
-          'text/html': { schema: { $ref: '#/components/schemas/EventPageHtml' } }
-        }
-      }
-    }
-  }
-}
 
 const IfNoneMatch = Type.Object({
   'if-none-match': Type.Optional(Type.String({ maxLength: 1000, description: 'ETag held: 304 if current' }))
@@ -238,7 +218,19 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
         headers: IfNoneMatch,
         response: { 200: EventPage, 304: NoContent }
       },
-      config: { auth: 'none', swaggerTransform: ({ schema, url }) => ({ url, schema: withHtmlAnswer(schema) }) }
+      config: {
+        auth: 'none',
+        swaggerTransform: ({ schema, url }) => ({
+          url,
+          schema: withHtmlAnswer(schema, {
+            description: 'The page; the same page as HTML when `Accept` prefers `text/html` to JSON ' +
+              '(`Vary: Accept, Accept-Language`)',
+            headers: { ETag: { type: 'string', description: 'The page\'s version: send it in `If-None-Match`' } },
+            json: EventPage,
+            html: 'EventPageHtml'
+          })
+        })
+      }
     }, async (request, reply) => {
       const asked = localeOf(request, config.defaultLocale)
       const entry = await pageFor(request.params.id, asked)

@@ -99,6 +99,11 @@ function view (o: Opened): GuestRegistration {
 }
 type GuestRegistration = import('@sinclair/typebox').Static<typeof GuestRegistration>
 
+/** The guest's registration as it is after a change made through the link. */
+async function viewNow (trx: Tx, o: Opened): Promise<GuestRegistration> {
+  return view({ ...o, attendee: await guestAttendee(trx, o.event.tenant_id, o.attendee.id) ?? o.attendee })
+}
+
 /** A guest's answer is refused, in their language, when the event no longer takes one. */
 function checkAnswerable (o: Opened, answer: string): void {
   const state = eventState(o.event)
@@ -211,8 +216,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
       const answers = await answersFor(trx, o.event, request.body.answers, o.locale)
       if (answers === undefined) throw guestProblem(409, o.locale, 'error.unknown_question', 'body.answers')
       await changeAnswersAsGuest(trx, o.event, o.attendee, answers)
-      const attendee = await guestAttendee(trx, o.event.tenant_id, o.attendee.id)
-      return view({ ...o, attendee: attendee ?? o.attendee })
+      return await viewNow(trx, o)
     })
   })
 
@@ -230,8 +234,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
     await limited(request.ip, request.headers)
     return await withLink(request, request.body.token, 'body.token', async (trx, o) => {
       await setUpdates(trx, o.event.tenant_id, o.attendee.id, request.body.subscribed)
-      const attendee = await guestAttendee(trx, o.event.tenant_id, o.attendee.id)
-      return view({ ...o, attendee: attendee ?? o.attendee })
+      return await viewNow(trx, o)
     })
   })
 

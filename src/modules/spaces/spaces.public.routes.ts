@@ -10,11 +10,12 @@
  */
 import crypto from 'node:crypto'
 import { Type } from '@sinclair/typebox'
-import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
+import { withHtmlAnswer } from '../../platform/http/html-answer.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { activeManager, canManageSpace, isSpaceMember } from './spaces.access.repository.ts'
 import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
@@ -191,29 +192,6 @@ const PageHtml = Type.Unsafe<string>({
   examples: [HTML_EXAMPLE]
 })
 
-/**
- * The document of `get-public-space`: its 200 shows the HTML answer (Accept preferring `text/html`) beside the JSON
- * page. Only the document: the route's own response schema stays the JSON page, which serializes the answer, names
- * its `$schema` and is hoisted to `components.schemas.SpacePage` (platform/http/openapi.ts); the HTML is a reference
- * to the schema of `get-public-space-html` (hoisted from that route as `SpacePageHtml`), which the hoisting leaves as
- * it is.
- */
-function withHtmlAnswer (schema: FastifySchema): FastifySchema {
-  return {
-    ...schema,
-    response: {
-      ...(schema.response as Record<string, unknown>),
-      200: {
-        description: 'The page; the same page as HTML when `Accept` prefers `text/html` to JSON (`Vary: Accept`)',
-        content: {
-          'application/json': { schema: SpacePage },
-          'text/html': { schema: { $ref: '#/components/schemas/SpacePageHtml' } }
-        }
-      }
-    }
-  }
-}
-
 const jsonPath = (ref: string): string => `/api/v1/public/spaces/${encodeURIComponent(ref)}`
 
 export function registerPublicRoutes (app: App, { db, config, writes }: AppContext): void {
@@ -259,7 +237,17 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
       params: PublicSpaceParams,
       response: { 200: SpacePage, 304: NoContent }
     },
-    config: { auth: 'optional', swaggerTransform: ({ schema, url }) => ({ url, schema: withHtmlAnswer(schema) }) }
+    config: {
+      auth: 'optional',
+      swaggerTransform: ({ schema, url }) => ({
+        url,
+        schema: withHtmlAnswer(schema, {
+          description: 'The page; the same page as HTML when `Accept` prefers `text/html` to JSON (`Vary: Accept`)',
+          json: SpacePage,
+          html: 'SpacePageHtml'
+        })
+      })
+    }
   }, async (request, reply) => {
     const auth = request.optionalAuth
     const entry = await pageFor(request.params.id, auth)
