@@ -219,12 +219,15 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
       }
       const ids = targets.map(t => t.id)
       await regRepo.cancelEvents(trx, auth.tenantId, ids, auth.userId, b.reason)
-      // one mail per occurrence and attendee: each removes its own calendar entry
-      let notified = 0
+      // one mail per occurrence and attendee (each removes its own calendar entry); `notified` counts the contacts
+      // told, each once, as it always has
+      const told = new Set<string>()
       for (const target of b.notify === false ? [] : targets) {
         const contacts = await regRepo.contactsToTell(trx, auth.tenantId, [target.id])
-        notified += await notifyContacts(trx, target, contacts, { kind: 'event.cancelled', reason: b.reason })
+        await notifyContacts(trx, target, contacts, { kind: 'event.cancelled', reason: b.reason })
+        for (const c of contacts) told.add(c)
       }
+      const notified = told.size
       await emitMany(trx, targets.map(t => eventChanged(auth, t, 'event.cancelled', {
         reason: b.reason,
         scope,

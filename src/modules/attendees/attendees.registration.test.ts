@@ -11,7 +11,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { outboxEvents } from '../../../test/helpers/outbox.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
-import { addManager, createEvent, insertContacts, publishEvent, type Json } from './attendees.fixtures.ts'
+import { addContact, addManager, createEvent, insertContacts, publishEvent, type Json } from './attendees.fixtures.ts'
 
 const HOUR = 3_600_000
 
@@ -274,9 +274,17 @@ for (const kind of databases()) {
       assert.deepEqual(await figures(o1), [20, true, true])
       await expectStatus(t, alice, 'PATCH', `/api/v1/events/${o1}/registration`, 400, { inherit: true, capacity: 3 })
 
+      // one contact attends both occurrences cancelled: told once in `notified`, one mail per occurrence
+      const pupil = await addContact(t, alice, 'pupil@example.test')
+      for (const o of [o1, o2]) {
+        await expectStatus(t, alice, 'POST', `/api/v1/events/${o}/attendees`, 201, { contact_id: pupil })
+      }
       const cancel = (await expectStatus(t, alice, 'POST', `/api/v1/events/${o1}/cancel`, 200,
         { reason: 'Teacher away', scope: 'future' })).json()
       assert.deepEqual(cancel.cancelled, [o1, o2])
+      assert.equal(cancel.notified, 1)
+      assert.deepEqual((await notificationsTo(t, tenant.id, 'pupil@example.test')).map(n => n.kind),
+        ['event.cancelled', 'event.cancelled'])
       const still = (await expectStatus(t, alice, 'GET', `/api/v1/events/${o0}`, 200)).json()
       assert.equal(still.cancelled_at, null)
     })

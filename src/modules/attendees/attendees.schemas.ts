@@ -223,5 +223,5 @@ export type CancelEventBody = Static<typeof CancelEventBody>
 
 export const CancelResult = model('CancelResult', {
   cancelled: Type.Array(Type.Integer(), { description: 'Events cancelled by this request' }),
-  notified: Type.Integer({ description: 'Mails queued: one per attendee of each occurrence cancelled' })
+  notified: Type.Integer({ description: 'Attendees (contacts) notified, once each' })
 }, { examples: [{ cancelled: [42], notified: 118 }] })
