@@ -8,6 +8,7 @@
  * Every change goes through the attendee state machine as a manager's would (attendees/attendees.guest.ts); the
  * link's holder acts on their own attendee only.
  */
+import type { FastifyReply, FastifySchema } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { ApiError } from '../../platform/http/errors.ts'
@@ -26,7 +27,14 @@ import {
   GuestAnswerBody, GuestAnswersBody, GuestOutcome, GuestRegistration, GuestTokenBody, GuestTokenQuery, GuestUpdatesBody
 } from './guests.schemas.ts'
 
-const TAGS = ['Guests']
+/** The options of a route a guest's link opens: no token read (the link is the credential), tag Guests. */
+function linkOperation<S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'>> (
+  operationId: string,
+  summary: string,
+  schema: S
+) {
+  return { schema: { operationId, summary, tags: ['Guests'], ...schema }, config: { auth: 'none' as const } }
+}
 /** Nothing a guest's link shows is kept by a cache or leaks the link through a Referer. */
 const PRIVATE = { 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }
 
@@ -136,37 +144,38 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
       locale, location)))
   }
 
-  const limited = async (ip: string, headers: Record<string, unknown>): Promise<void> =>
-    await takeOrRefuse(limits.address, `ip:${ip}`, requestLocale({ headers } as never, fallback))
+  /**
+   * A change through the link in the body: an answer no cache keeps, the address's limit taken first, then the work in
+   * the link's tenant.
+   */
+  async function linkedWrite<T> (
+    request: { ip: string, headers: Record<string, unknown>, body: { token: string } },
+    reply: FastifyReply,
+    work: (trx: Tx, o: Opened) => Promise<T>
+  ): Promise<T> {
+    void reply.headers(PRIVATE)
+    await takeOrRefuse(limits.address, `ip:${request.ip}`, requestLocale(request as never, fallback))
+    return await withLink(request, request.body.token, 'body.token', work)
+  }
 
-  app.get('/api/v1/guest/registration', {
-    schema: {
-      operationId: 'get-guest-registration',
-      summary: "A guest's registration and its event, through the guest's own link (no account)",
-      tags: TAGS,
+  app.get('/api/v1/guest/registration', linkOperation(
+    'get-guest-registration',
+    "A guest's registration and its event, through the guest's own link (no account)", {
       querystring: GuestTokenQuery,
       response: { 200: GuestRegistration }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
+    }), async (request, reply) => {
     void reply.headers(PRIVATE)
     return await withLink(request, request.query.token, 'query.token', async (_trx, o) => view(o))
   })
 
-  app.post('/api/v1/guest/registration/answer', {
-    schema: {
-      operationId: 'answer-guest-registration',
-      summary: 'The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply)',
-      tags: TAGS,
+  app.post('/api/v1/guest/registration/answer', linkOperation(
+    'answer-guest-registration',
+    'The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply)', {
       body: GuestAnswerBody,
       response: { 200: GuestOutcome }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
-    void reply.headers(PRIVATE)
-    await limited(request.ip, request.headers)
-    const { token, status } = request.body
-    return await withLink(request, token, 'body.token', async (trx, o) => {
+    }), async (request, reply) => {
+    const { status } = request.body
+    return await linkedWrite(request, reply, async (trx, o) => {
       checkAnswerable(o, status)
       const outcome = await answerAsGuest(trx, o.event, o.attendee, status).catch((err: unknown) => {
         throw inGuestLanguage(err, o.locale)
@@ -175,19 +184,13 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
     })
   })
 
-  app.post('/api/v1/guest/registration/cancel', {
-    schema: {
-      operationId: 'cancel-guest-registration',
-      summary: 'The guest gives up their place (declined): the seat goes to the next on the waitlist at once',
-      tags: TAGS,
+  app.post('/api/v1/guest/registration/cancel', linkOperation(
+    'cancel-guest-registration',
+    'The guest gives up their place (declined): the seat goes to the next on the waitlist at once', {
       body: GuestTokenBody,
       response: { 200: GuestOutcome }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
-    void reply.headers(PRIVATE)
-    await limited(request.ip, request.headers)
-    return await withLink(request, request.body.token, 'body.token', async (trx, o) => {
+    }), async (request, reply) => {
+    return await linkedWrite(request, reply, async (trx, o) => {
       if (eventState(o.event).ended) throw guestProblem(409, o.locale, 'error.event_over', 'body.token')
       if (!CANCELLABLE.has(o.attendee.status)) {
         return { event_id: o.event.id, status: o.attendee.status, waitlist_position: null, changed: false }
@@ -197,19 +200,13 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
     })
   })
 
-  app.put('/api/v1/guest/registration/answers', {
-    schema: {
-      operationId: 'set-guest-answers',
-      summary: 'The guest changes their answers to the registration questions (until registrations close)',
-      tags: TAGS,
+  app.put('/api/v1/guest/registration/answers', linkOperation(
+    'set-guest-answers',
+    'The guest changes their answers to the registration questions (until registrations close)', {
       body: GuestAnswersBody,
       response: { 200: GuestRegistration }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
-    void reply.headers(PRIVATE)
-    await limited(request.ip, request.headers)
-    return await withLink(request, request.body.token, 'body.token', async (trx, o) => {
+    }), async (request, reply) => {
+    return await linkedWrite(request, reply, async (trx, o) => {
       if (!o.answersOpen || o.attendee.status === 'declined') {
         throw guestProblem(409, o.locale, 'error.registration_closed', 'body.answers')
       }
@@ -220,61 +217,46 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
     })
   })
 
-  app.put('/api/v1/guest/registration/updates', {
-    schema: {
-      operationId: 'set-guest-updates',
-      summary: 'The guest turns mails about changes of the event off or on again',
-      tags: TAGS,
+  app.put('/api/v1/guest/registration/updates', linkOperation(
+    'set-guest-updates',
+    'The guest turns mails about changes of the event off or on again', {
       body: GuestUpdatesBody,
       response: { 200: GuestRegistration }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
-    void reply.headers(PRIVATE)
-    await limited(request.ip, request.headers)
-    return await withLink(request, request.body.token, 'body.token', async (trx, o) => {
+    }), async (request, reply) => {
+    return await linkedWrite(request, reply, async (trx, o) => {
       await setUpdates(trx, o.event.tenant_id, o.attendee.id, request.body.subscribed)
       return await viewNow(trx, o)
     })
   })
 
-  app.post('/api/v1/guest/registration/new-link', {
-    schema: {
-      operationId: 'renew-guest-link',
-      summary: "Every link of the guest stops; a new one is mailed to the guest's address",
-      tags: TAGS,
+  app.post('/api/v1/guest/registration/new-link', linkOperation(
+    'renew-guest-link',
+    "Every link of the guest stops; a new one is mailed to the guest's address", {
       body: GuestTokenBody,
       response: { 204: NoContent }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
-    await limited(request.ip, request.headers)
-    await withLink(request, request.body.token, 'body.token', async (trx, o) => {
+    }), async (request, reply) => {
+    await linkedWrite(request, reply, async (trx, o) => {
       await revokeGuestTokens(trx, o.event.tenant_id, [o.attendee.id], 'manage')
       await mailGuests(trx, o.event, [o.attendee.id], 'new_link')
     })
-    return await reply.headers(PRIVATE).code(204).send(null)
+    return await reply.code(204).send(null)
   })
 
-  app.get('/api/v1/guest/registration/event.ics', {
-    schema: {
-      operationId: 'get-guest-calendar',
-      summary: "The guest's event as an iCalendar file (the same entry the mails add and update)",
-      tags: TAGS,
+  app.get('/api/v1/guest/registration/event.ics', linkOperation(
+    'get-guest-calendar',
+    "The guest's event as an iCalendar file (the same entry the mails add and update)", {
       querystring: GuestTokenQuery,
       produces: ['text/calendar'],
       response: {
         200: {
           type: 'string',
           description: 'The guest\'s calendar entry (RFC 5545, `text/calendar; charset=utf-8`): METHOD REQUEST, or ' +
-            'CANCEL when the event is cancelled or the guest declined',
+          'CANCEL when the event is cancelled or the guest declined',
           examples: ['BEGIN:VCALENDAR\r\nVERSION:2.0\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\n' +
-            'UID:event-42-guest-7@collab.example.org\r\nSEQUENCE:2\r\n…\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n']
+          'UID:event-42-guest-7@collab.example.org\r\nSEQUENCE:2\r\n…\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n']
         }
       }
-    },
-    config: { auth: 'none' }
-  }, async (request, reply) => {
+    }), async (request, reply) => {
     const ics = await withLink(request, request.query.token, 'query.token', async (trx, o) => {
       const text = await guestCalendarText(trx, o.event, o.attendee.id)
       if (text === undefined) throw guestProblem(404, o.locale, 'when.unscheduled', 'query.token')
