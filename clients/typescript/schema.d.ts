@@ -4346,7 +4346,7 @@ export interface components {
             readonly $schema?: string;
             /** @description Events cancelled by this request */
             cancelled: number[];
-            /** @description Mails queued: one per attendee of each occurrence cancelled */
+            /** @description Attendees (contacts) notified, once each */
             notified: number;
         };
         CheckInResult: {
