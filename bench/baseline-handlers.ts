@@ -250,16 +250,33 @@ const DUPLICATES_FEW = 5_000
 const GROUP_CONTACTS = 10
 
 export const HANDLERS: Record<string, Handler> = {
-  // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces and its series' title
+  // the service's one statement (events.repository.ts, findEventJoined): the row, its spaces, its series' title and
+  // its registration figures (attendees.registration.repository.ts, figuresColumn: the settings in force and the
+  // attendee counts kept in row_counts)
   async 'get-event' (q, p, c) {
+    const root = 'case when events.published_id is null then events.id else events.published_id end'
     const rows = await q<Record<string, unknown>>(
       `select events.*,
         (select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
           from event_spaces es join spaces s on s.tenant_id = $1 and s.id = es.space_id
           where es.tenant_id = $1 and es.tenant_id = events.tenant_id
-            and es.event_id = coalesce(events.published_id, events.id) and not s.is_deleted) as spaces,
+            and es.event_id = ${root} and not s.is_deleted) as spaces,
         (select es.title from event_series es where es.tenant_id = $1 and es.tenant_id = events.tenant_id
-          and es.id = events.series_id) as series_title
+          and es.id = events.series_id) as series_title,
+        (select json_build_object(
+            'series_id', r.series_id, 'capacity', r.capacity, 'waitlist_enabled', r.waitlist_enabled,
+            'requires_approval', r.requires_approval, 'registration_inherited', r.registration_inherited,
+            'series', (select json_build_object('capacity', s.capacity, 'waitlist_enabled', s.waitlist_enabled,
+                'requires_approval', s.requires_approval) from event_series s
+              where s.tenant_id = $1 and s.tenant_id = r.tenant_id and s.id = r.series_id and r.registration_inherited),
+            'counts', (select json_build_object(
+                'confirmed', coalesce(sum(c.n) filter (where c.k2 in ('confirmed', 'checked_in')), 0),
+                'waitlisted', coalesce(sum(c.n) filter (where c.k2 = 'waitlisted'), 0),
+                'pending', coalesce(sum(c.n) filter (where c.k2 = 'pending'), 0),
+                'no_show', coalesce(sum(c.n) filter (where c.k2 = 'no_show'), 0))
+              from row_counts c where c.tenant_id = $1 and c.tenant_id = r.tenant_id and c.list = 'attendees'
+                and c.k1 = (select r.id::text)))
+          from events r where r.tenant_id = $1 and r.id = ${root}) as figures
       from events where events.id = $4 and events.tenant_id = $1 and events.is_deleted = false and ${EVENT_AUDIENCE}`,
       [c.tenant, c.user, c.org, Number(p.get('id'))]
     )

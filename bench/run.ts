@@ -30,22 +30,17 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { SignJWT, generateKeyPair } from 'jose'
 import { createDatabase } from '../src/platform/db/database.ts'
 import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
-import { DEV_ISSUER, loadOrCreateDevKeys, signDevToken } from '../src/platform/auth/dev-keys.ts'
 import { freePort, runLoad, type LoadResult } from './load.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
   besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine,
   type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome
 } from './report.ts'
-import {
-  ADMINS, ADMINS_FROM, MEMBERS_BIG, MEMBERS_OTHER, SCENARIO_SETS, SCENARIOS, isRead, type BenchContext, type Caller,
-  type Side
-} from './scenarios.ts'
+import { SCENARIO_SETS, SCENARIOS, isRead, type BenchContext, type Side } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
 import { EXPORT_SCENARIOS, exportText, type ExportRun } from './export.ts'
 import { IMPORT_SCENARIOS } from './contacts-import.ts'
@@ -53,8 +48,9 @@ import { RACE_SCENARIOS } from './race.ts'
 import { GUEST_SCENARIOS } from './guests.ts'
 import { WEBHOOK_SCENARIOS } from './webhooks.ts'
 import { INTEGRATION_SCENARIOS } from './integrations.ts'
-import { BIG_TENANT, ORG, TENANTS, seed, sizesFor, tenantId, userId } from './seed.ts'
+import { seed, sizesFor } from './seed.ts'
 import { pgliteRunner, pgRunner } from './sql-runner.ts'
+import { tokenBook } from './tokens.ts'
 
 const { values: args } = parseArgs({
   options: {
@@ -468,50 +464,6 @@ async function routesOf (url: string): Promise<Set<string>> {
   const out = new Set<string>()
   for (const [p, ops] of Object.entries(doc.paths)) for (const m of Object.keys(ops)) out.add(`${m.toUpperCase()} ${p}`)
   return out
-}
-
-/** Member tokens of ORG: MEMBERS_BIG users of the largest tenant, MEMBERS_OTHER of each other; more on demand. */
-async function tokenBook (dataDir: string, manifest: Manifest) {
-  const keys = await loadOrCreateDevKeys(dataDir)
-  const book = new Map<string, string>()
-  const sign = async (c: Caller, role = 'member') => {
-    book.set(
-      `${c.tenant}|${c.user}`,
-      await signDevToken(keys, {
-        sub: c.user,
-        tenant: c.tenant,
-        roles: [role],
-        orgId: ORG,
-        email: `${c.user}@${c.tenant}.example`,
-        ttl: 6 * 3600
-      })
-    )
-  }
-  for (let u = ADMINS_FROM; u < ADMINS_FROM + ADMINS; u++) await sign({ tenant: BIG_TENANT, user: userId(u) }, 'admin')
-  for (let t = 0; t < TENANTS; t++) {
-    const tenant = tenantId(t)
-    for (let u = 1; u <= (tenant === BIG_TENANT ? MEMBERS_BIG : MEMBERS_OTHER); u++) {
-      await sign({ tenant, user: userId(u) })
-    }
-  }
-  for (const p of manifest.patchable) {
-    if (!book.has(`${p.tenant}|${p.creator}`)) await sign({ tenant: p.tenant, user: p.creator })
-  }
-  const { privateKey } = await generateKeyPair('ES256')
-  const forged: string[] = []
-  for (let i = 0; i < 100; i++) {
-    forged.push(await new SignJWT({ tenant_id: tenantId(i % TENANTS), roles: ['member'] })
-      .setProtectedHeader({ alg: 'ES256', kid: keys.kid }).setIssuer(DEV_ISSUER).setSubject(userId(1 + i))
-      .setExpirationTime('6h').sign(privateKey))
-  }
-  return {
-    forged,
-    token: (c: Caller): string => {
-      const t = book.get(`${c.tenant}|${c.user}`)
-      if (t === undefined) throw new Error(`no token for ${c.tenant}/${c.user}`)
-      return t
-    }
-  }
 }
 
 /**

@@ -36,7 +36,7 @@ import { spaceForEventLink, spacesModule } from './modules/spaces/index.ts'
 import { eventsModule, newEventBodyCache, onPublishedEventChange } from './modules/events/index.ts'
 import { applyScopedEdit, seriesModule } from './modules/series/index.ts'
 import {
-  attendeeExportsModule, attendeesModule, registrationFigures, settleWaitlist, tellGuestsOfChange
+  attendeeExportsModule, attendeesModule, eventFigures, settleWaitlist, tellGuestsOfChange
 } from './modules/attendees/index.ts'
 import { eventContentModule } from './modules/event-content/index.ts'
 import { eventManagersModule } from './modules/event-managers/index.ts'
@@ -61,7 +61,7 @@ const MODULES: Module[] = [
   identityModule,
   contactsModule({ mayLearnOf, settleWaitlist, snapshotRules }),
   spacesModule,
-  eventsModule({ registrationFigures, applyScopedEdit, spaceForEventLink }),
+  eventsModule({ eventFigures, applyScopedEdit, spaceForEventLink }),
   seriesModule,
   attendeesModule,
   eventManagersModule,

@@ -2,8 +2,9 @@
  * The SQL of registration (attendees.registration.ts): settings of a series, seat counts, promotions from the
  * waitlist, and the e-mails to attendees' contacts.
  */
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import { rowChunks } from '../../platform/db/chunks.ts'
+import type { Counting } from '../../platform/db/kept-counts.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 
@@ -42,6 +43,55 @@ export async function seatCounts (trx: Tx, tenantId: string, eventId: number): P
            coalesce(max(waitlist_position), 0)::int as last_position
     from attendees where tenant_id = ${tenantId} and event_id = ${eventId}`.execute(trx)
   return r.rows[0] ?? { confirmed: 0, waitlisted: 0, pending: 0, no_show: 0, last_position: 0 }
+}
+
+/** The trigger that keeps the attendee counts of events in row_counts (migration 0038; absent on Citus). */
+export const ATTENDEE_COUNTS_TRIGGER = 'attendees_counts_insert'
+
+/** The stored registration settings of an event, its series' when it follows them, and its attendee counts. */
+export interface StoredFigures {
+  series_id: number | null
+  capacity: number | null
+  waitlist_enabled: boolean
+  requires_approval: boolean
+  registration_inherited: boolean
+  /** the series' settings while the event follows them (null otherwise, or when the series is gone) */
+  series: { capacity: number | null, waitlist_enabled: boolean, requires_approval: boolean } | null
+  counts: Omit<SeatCounts, 'last_position'>
+}
+
+/**
+ * The registration settings and attendee counts of the event whose id `root` gives, as one JSON value: a column of
+ * GET /events/{id}'s own statement. The counts are read from row_counts where they are kept (`counting` 'kept'),
+ * or counted over the event's attendees (Citus). The event's id reaches row_counts as a sub-select: under
+ * row-level security only a leakproof condition may use an index, and a cast of a column (`id::text`) is not one.
+ */
+export function figuresColumn (tenantId: string, root: RawBuilder<number>, counting: Counting) {
+  const counts = counting === 'kept'
+    ? sql`(select json_build_object(
+        'confirmed', coalesce(sum(c.n) filter (where c.k2 in ('confirmed', 'checked_in')), 0),
+        'waitlisted', coalesce(sum(c.n) filter (where c.k2 = 'waitlisted'), 0),
+        'pending', coalesce(sum(c.n) filter (where c.k2 = 'pending'), 0),
+        'no_show', coalesce(sum(c.n) filter (where c.k2 = 'no_show'), 0))
+      from row_counts c
+      where c.tenant_id = ${tenantId} and c.tenant_id = r.tenant_id and c.list = 'attendees'
+        and c.k1 = (select r.id::text))`
+    : sql`(select json_build_object(
+        'confirmed', count(*) filter (where a.status in ('confirmed', 'checked_in')),
+        'waitlisted', count(*) filter (where a.status = 'waitlisted'),
+        'pending', count(*) filter (where a.status = 'pending'),
+        'no_show', count(*) filter (where a.status = 'no_show'))
+      from attendees a where a.tenant_id = ${tenantId} and a.tenant_id = r.tenant_id and a.event_id = r.id)`
+  return sql<StoredFigures | null>`(select json_build_object(
+      'series_id', r.series_id, 'capacity', r.capacity, 'waitlist_enabled', r.waitlist_enabled,
+      'requires_approval', r.requires_approval, 'registration_inherited', r.registration_inherited,
+      'series', (select json_build_object(
+          'capacity', s.capacity, 'waitlist_enabled', s.waitlist_enabled, 'requires_approval', s.requires_approval)
+        from event_series s
+        where s.tenant_id = ${tenantId} and s.tenant_id = r.tenant_id and s.id = r.series_id
+          and r.registration_inherited),
+      'counts', ${counts})
+    from events r where r.tenant_id = ${tenantId} and r.id = ${root})`
 }
 
 /** Confirms the first `n` waitlisted attendees of an event, in position order; each with the position it had. */

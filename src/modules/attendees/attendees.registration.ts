@@ -63,7 +63,42 @@ export async function registrationFigures (trx: Tx, event: Pick<EventRow, 'tenan
   const stored = await regRepo.eventRegistration(trx, event.tenant_id, root)
   if (stored === undefined) throw new Error(`event ${root} vanished while locked or read`)
   const reg = await registrationOf(trx, { ...stored, tenant_id: event.tenant_id })
-  const counts = await seatCounts(trx, event.tenant_id, root)
+  return figuresOf(reg, await seatCounts(trx, event.tenant_id, root))
+}
+
+/**
+ * The figures of `registrationFigures` from the value of `figuresColumn` (attendees.registration.repository.ts), read
+ * in GET /events/{id}'s own statement: the same settings in force (a series' while the event follows it) and counts.
+ */
+export function storedFigures (stored: regRepo.StoredFigures | null) {
+  if (stored === null) throw new Error('the event vanished while read')
+  const s = stored.series
+  const reg: Registration = stored.series_id !== null && stored.registration_inherited && s !== null
+    ? { ...s, inherited: true }
+    : {
+        capacity: stored.capacity,
+        waitlist_enabled: stored.waitlist_enabled,
+        requires_approval: stored.requires_approval,
+        inherited: false
+      }
+  const c = stored.counts
+  return figuresOf(reg, {
+    confirmed: Number(c.confirmed),
+    waitlisted: Number(c.waitlisted),
+    pending: Number(c.pending),
+    no_show: Number(c.no_show),
+    last_position: 0
+  })
+}
+
+/** What the events module reads of registration in GET /events/{id}'s one statement (its `EventFigures` need). */
+export const eventFigures = {
+  keptBy: regRepo.ATTENDEE_COUNTS_TRIGGER,
+  column: regRepo.figuresColumn,
+  read: (value: unknown) => storedFigures(value as regRepo.StoredFigures | null)
+}
+
+function figuresOf (reg: Registration, counts: SeatCounts) {
   return {
     capacity: reg.capacity,
     waitlist_enabled: reg.waitlist_enabled,

@@ -1,12 +1,14 @@
 /**
  * The public face of the attendees module: what other modules, src/app.ts and src/workers.ts may use of it. Attendees
  * of events and series: registration (capacity, waitlist, approval), check-in, exports. Their statuses are the
- * platform's (`ATTENDEE_STATUSES`, platform/db/columns.ts), which the series module counts too; `registrationFigures`
+ * platform's (`ATTENDEE_STATUSES`, platform/db/columns.ts), which the series module counts too; `eventFigures`
  * and `settleWaitlist` are given by src/app.ts to the events and contacts modules, which this one builds on. Another
  * module imports only this file (the lint rule `modules/index-only`, docs/architecture.md).
  */
 export { attendeeExportsModule, attendeesModule } from './attendees.module.ts'
-export { changeStatuses, markNoShows, registrationFigures, settleWaitlist } from './attendees.registration.ts'
+export {
+  changeStatuses, eventFigures, markNoShows, registrationFigures, settleWaitlist
+} from './attendees.registration.ts'
 export type { Changed } from './attendees.registration.ts'
 export { ofEventOrSeries } from './attendees.repository.ts'
 export type { OccurrenceRef } from './attendees.repository.ts'

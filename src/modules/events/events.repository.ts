@@ -4,7 +4,7 @@
  * of events (GET /events, its filters and counts, the calendar) are events.list.repository.ts. Every function takes
  * the request's transaction first and names the tenant; visibility comes from events.access.repository.ts.
  */
-import { sql, type Insertable, type Updateable } from 'kysely'
+import { sql, type Insertable, type RawBuilder, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import {
   creationOrder, listScope, pageOf, pageWindow, type KeyColumn, type PageParams
@@ -12,7 +12,7 @@ import {
 import { fromCursor, listPage } from '../../platform/db/list-page.ts'
 import { deleteRows } from '../../platform/db/match.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { eventVisibleTo } from './events.access.repository.ts'
+import { eventVisibleTo, rootIdOf } from './events.access.repository.ts'
 import { EVENT_COLUMNS, type EventRow, type EventsTable } from './events.table.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 
@@ -158,13 +158,15 @@ export async function spacesOf (
 }
 
 /**
- * An event the caller may see (draft clones included, judged by their published row), with its
- * spaces and its series' title, in one statement (GET one event); undefined when hidden or gone.
+ * An event the caller may see (draft clones included, judged by their published row), with its spaces, its series'
+ * title and `extra` (a column of the event whose id it is given: the root, the published row of a draft clone), in one
+ * statement (GET one event); undefined when hidden or gone.
  */
-export async function findEventJoined (trx: Tx, auth: AuthContext, id: number) {
+export async function findEventJoined (
+  trx: Tx, auth: AuthContext, id: number, extra: (root: RawBuilder<number>) => RawBuilder<unknown>
+) {
   const t = auth.tenantId
-  // the links of the event, or of its published row for a draft clone
-  const ofRoot = sql`es.event_id = coalesce(events.published_id, events.id)`
+  const root = rootIdOf('events')
   return await trx
     .selectFrom('events')
     .select(EVENT_COLUMNS.map(c => `events.${c}` as const))
@@ -174,13 +176,14 @@ export async function findEventJoined (trx: Tx, auth: AuthContext, id: number) {
         SpaceRef[]
       >`(select coalesce(json_agg(json_build_object('id', s.id, 'title', s.title) order by s.id), '[]'::json)
       from event_spaces es join spaces s on s.tenant_id = ${t} and s.id = es.space_id
-      where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and ${ofRoot}
+      where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and es.event_id = ${root}
         and not s.is_deleted)`.as('spaces')
     )
     .select(
       sql<string | null>`(select es.title from event_series es
       where es.tenant_id = ${t} and es.tenant_id = events.tenant_id and es.id = events.series_id)`.as('series_title')
     )
+    .select(extra(root).as('extra'))
     .where('events.id', '=', id)
     .where(eb => eventVisibleTo(eb, auth, { includeDraftClones: true }))
     .executeTakeFirst()

@@ -92,7 +92,7 @@ function calendarRange (q: { start_date: string; end_date: string; timezone?: st
 /** The events module; `needs` are what the modules built on it give it (events.needs.ts, wired by src/app.ts). */
 export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx) => {
   const { db } = ctx
-  const { applyScopedEdit, registrationFigures, spaceForEventLink } = needs
+  const { applyScopedEdit, eventFigures, spaceForEventLink } = needs
 
   /** The event `write` returns, with its spaces and series title, as the answer: ETag set. */
   async function answerEvent (
@@ -219,11 +219,12 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/events/:id', operation('get-event', 'Get an event', {
     params: EventParams, response: { 200: Event }
-  }, requirePolicy('event', 'read')), async (request, reply) =>
-    await answerWithEtag(db, request, reply, async (trx, auth) => {
-      const event = await service.getEvent(trx, auth, request.params.id)
-      return Object.assign(event, await registrationFigures(trx, event))
-    }))
+  }, requirePolicy('event', 'read')), async (request, reply) => {
+    // asked outside the transaction (kept-counts.ts): kept by triggers, or counted on Citus
+    const counting = await countingOf(db, eventFigures.keptBy)
+    return await answerWithEtag(db, request, reply, async (trx, auth) =>
+      await service.getEvent(trx, auth, request.params.id, eventFigures, counting))
+  })
 
   app.put('/api/v1/events/:id', operation('replace-event',
     'Replace the writable fields of an event (its draft when one is open)', {

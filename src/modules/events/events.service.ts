@@ -6,6 +6,7 @@
 
 import { updateEvent } from './events.changes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import type { Counting } from '../../platform/db/kept-counts.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import {
@@ -22,7 +23,7 @@ import { joinedOf } from './events.bodies.repository.ts'
 import {
   METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
 } from './events.schemas.ts'
-import type { SpaceForEventLink } from './events.needs.ts'
+import type { EventFigures, SpaceForEventLink } from './events.needs.ts'
 import type { EventRow } from './events.table.ts'
 import {
   DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS
@@ -64,14 +65,14 @@ export function toEvent (
 }
 
 /**
- * One event as GET shows it (a draft clone too), with its spaces and series title: one statement; 404 when hidden or
- * gone.
+ * One event as GET shows it (a draft clone too), with its spaces, series title and registration figures (`figures`,
+ * read by the attendees module's column): one statement; 404 when hidden or gone.
  */
-export async function getEvent (trx: Tx, auth: AuthContext, id: number) {
-  const found = await repo.findEventJoined(trx, auth, id)
+export async function getEvent (trx: Tx, auth: AuthContext, id: number, figures: EventFigures, counting: Counting) {
+  const found = await repo.findEventJoined(trx, auth, id, root => figures.column(auth.tenantId, root, counting))
   if (found === undefined) throw error404NotFound('event not found')
-  const { spaces, series_title: seriesTitle, ...row } = found
-  return toEvent(row, spaces, seriesTitle)
+  const { spaces, series_title: seriesTitle, extra, ...row } = found
+  return Object.assign(toEvent(row, spaces, seriesTitle), figures.read(extra))
 }
 
 export async function withSpaces (trx: Tx, tenantId: string, row: EventRow) {

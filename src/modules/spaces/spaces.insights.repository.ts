@@ -3,7 +3,9 @@
  * events module), its activity feed and its analytics. Event titles only appear for events the
  * caller may see (`eventVisibleTo` of the events module).
  */
-import { expressionBuilder, sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type SqlBool } from 'kysely'
+import {
+  expressionBuilder, sql, type AliasedSelectQueryBuilder, type ExpressionBuilder, type RawBuilder, type SqlBool
+} from 'kysely'
 import { exactTimestamp, type Database } from '../../platform/db/database.ts'
 import {
   deleteEventSpace, type EventSpacesTable, eventVisibilityFilter, eventVisibleTo, insertEventSpace
@@ -309,19 +311,31 @@ export async function eventFigures (
   return r.rows
 }
 
-/** Active members at the end of each of the last 12 weeks (Monday-based, UTC), oldest first. */
+/**
+ * Active members at the end of each of the last 12 weeks (Monday-based, UTC), oldest first. The space's members are
+ * read once: each adds 1 in the week it joined and takes 1 away in the week it left (a week before the first counts
+ * in the first), and a week's count is the running sum; a count per week read every member twelve times.
+ */
 export async function memberGrowth (trx: Tx, tenantId: string, spaceId: number) {
+  const week = (at: RawBuilder<Date>) => sql<Date>`date_trunc('week', ${at} at time zone 'UTC') at time zone 'UTC'`
   const r = await sql<{ date: Date, members: number }>`
     with weeks as (
-      select (date_trunc('week', now() at time zone 'UTC') - make_interval(weeks => g)) at time zone 'UTC' as week_start
+      select ${week(sql`now()`)} - make_interval(weeks => g) as week_start
       from generate_series(${WEEKS - 1}::int, 0, -1) g
+    ), first_week as (
+      select min(week_start) as at from weeks
+    ), moves as (
+      select greatest(${week(sql`m.created_at`)}, f.at) as week_start, 1 as d
+      from space_members m cross join first_week f
+      where m.tenant_id = ${tenantId} and m.space_id = ${spaceId}
+      union all
+      select greatest(${week(sql`m.removed_at`)}, f.at), -1
+      from space_members m cross join first_week f
+      where m.tenant_id = ${tenantId} and m.space_id = ${spaceId} and m.removed_at is not null
     )
-    select w.week_start as date,
-           (select count(*)::int from space_members m
-             where m.tenant_id = ${tenantId} and m.space_id = ${spaceId}
-               and m.created_at < w.week_start + interval '7 days'
-               and (m.removed_at is null or m.removed_at >= w.week_start + interval '7 days')) as members
-    from weeks w
+    select w.week_start as date, (sum(coalesce(sum(x.d), 0)) over (order by w.week_start))::int as members
+    from weeks w left join moves x on x.week_start = w.week_start
+    group by w.week_start
     order by w.week_start`.execute(trx)
   return r.rows.map(row => ({
     date: row.date,

@@ -1,7 +1,8 @@
 /**
  * The totals of the contacts list, of a rule's execution history and of a space's activity feed against their
  * own items: the totals come from the counts kept by triggers (migrations/0020_row_counts.sql,
- * 0021_space_activity_counts.sql; row by row on Citus), the items from the rows. After every kind of change, for
+ * 0021_space_activity_counts.sql; row by row on Citus), the items from the rows. Likewise the attendee counts GET
+ * /events/{id} carries (migration 0038) against the event's attendees list by status. After every kind of change, for
  * callers who see different items, every total must equal the number of items a walk of the list finds.
  */
 import assert from 'node:assert/strict'
@@ -11,6 +12,7 @@ import { databases, newTenant, orgCallers, useTestApp, type TestApp } from '../.
 import { pagesByCursor } from '../../../test/helpers/pages.ts'
 import { rule } from '../../modules/automation/automation.fixtures.ts'
 import { alicePublishedSpace, createSpace, publish } from '../../modules/spaces/spaces.fixtures.ts'
+import { publishEvent } from '../../modules/events/events.fixtures.ts'
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { compactRowCounts } from './kept-counts.ts'
 import { withSystem } from './tenant.ts'
@@ -172,6 +174,66 @@ for (const kind of databases()) {
       await checkTotals(t, 'folded', { admin }, paths)
       const all = (await t.as(admin, { method: 'GET', url: paths[0] ?? '' })).json()
       assert.equal(all.total, 12, 'fifteen executions, three skipped ones removed')
+    })
+
+    void it('attendee counts of GET /events/{id}: they match the attendees list by status after adds, the waitlist, ' +
+      'check-in, removals, a draft and folding', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice', ['admin'])
+      const contacts: string[] = []
+      for (let i = 0; i < 6; i++) {
+        const made = await expectStatus(t, alice, 'POST', '/api/v1/contacts', 201, { first_name: `Guest${i}` })
+        contacts.push(made.json().id as string)
+      }
+      const event = await expectStatus(t, alice, 'POST', '/api/v1/events', 201, {
+        title: 'Counted', start_dt: '2031-05-01T10:00:00Z', end_dt: '2031-05-01T12:00:00Z'
+      })
+      const id = event.json().id as number
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${id}/registration`, 200,
+        { capacity: 2, waitlist_enabled: true })
+      await publishEvent(t, alice, id)
+      const counted = async (at: number) => {
+        const e = (await expectStatus(t, alice, 'GET', `/api/v1/events/${at}`, 200)).json() as Json
+        return [e.confirmed_count, e.waitlist_count, e.pending_count, e.no_show_count, e.seats_left]
+      }
+      /** the counts the attendees list gives, status by status, and the seats left of a capacity of `capacity` */
+      const listed = async (capacity: number) => {
+        const total = async (status: string) =>
+          (await expectStatus(t, alice, 'GET', `/api/v1/events/${id}/attendees?status=${status}&size=1`, 200))
+            .json().total as number
+        const confirmed = (await total('confirmed')) + (await total('checked_in'))
+        return [confirmed, await total('waitlisted'), await total('pending'), await total('no_show'),
+          Math.max(0, capacity - confirmed)]
+      }
+      const check = async (step: string, expected: number[], capacity = 2) => {
+        assert.deepEqual(await listed(capacity), expected, `${step}: the list`)
+        assert.deepEqual(await counted(id), expected, `${step}: GET /events/${id}`)
+      }
+
+      await check('none yet', [0, 0, 0, 0, 2])
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/attendees/bulk`, 204,
+        { contact_ids: contacts.slice(0, 4), status: 'confirmed' })
+      await check('four asked for two seats', [2, 2, 0, 0, 0])
+      const seated = (await expectStatus(t, alice, 'GET', `/api/v1/events/${id}/attendees?status=confirmed`, 200))
+        .json().items as Json[]
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/attendees/${seated[0]?.contact_id as string}/check-in`,
+        204, {})
+      await check('one checked in', [2, 2, 0, 0, 0])
+      await expectStatus(t, alice, 'DELETE', `/api/v1/events/${id}/attendees/${seated[1]?.contact_id as string}`, 204)
+      await check('a seat freed: the first waiting moves up', [2, 1, 0, 0, 0])
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${id}/registration`, 200,
+        { requires_approval: true, capacity: 5 })
+      await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/attendees`, 201,
+        { contact_id: contacts[4], status: 'confirmed' })
+      await check('approval asked', [3, 0, 1, 0, 2], 5)
+
+      // a draft clone reports its published row's counts
+      const draft = (await expectStatus(t, alice, 'POST', `/api/v1/events/${id}/edit`, 200)).json() as Json
+      assert.notEqual(draft.id, id)
+      assert.deepEqual(await counted(draft.id as number), [3, 0, 1, 0, 2])
+
+      await compactRowCounts(t.ctx.db)
+      await check('folded', [3, 0, 1, 0, 2], 5)
     })
 
     void it('space activity: the total matches the items as members join and leave, events are linked, ' +
