@@ -17,6 +17,9 @@ export interface ScenarioOutcome {
   /** the reference (the fastest SQL for the same answer), at full and at light load */
   reference?: LoadResult
   referenceLight?: LoadResult
+  /** a bare server sending the service's own answers from memory (bench/wire-server.ts), and their mean size */
+  wire?: LoadResult
+  wireBytes?: number
   /** whether the reference answered as the baseline did (run.ts, checkReference) */
   referenceCheck?: string
   /** ours again, with work running beside it (bench/retention.ts), and what that work did */
@@ -45,6 +48,8 @@ export interface DatabaseRun {
   scale: number
   startMs: number
   outcomes: ScenarioOutcome[]
+  /** PGlite as a newcomer meets it: `npm start` on a new and on an existing data directory */
+  npmStart?: NpmStart
 }
 
 export interface BudgetLine { ok: boolean | undefined, text: string, enforced: boolean }
@@ -66,7 +71,7 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
     const s = o.scenario
     const conns = s.connections ?? connections
     const label = `${s.title}${conns !== connections ? ` (${conns} conn.)` : ''}`
-    if (o.missing || o.ours === undefined || o.baseline === undefined) {
+    if (o.missing || o.ours === undefined) {
       rows.push(`| ${label} | not measured: route missing | | | | | | | | | | | | |`)
       continue
     }
@@ -76,14 +81,16 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
     const db = (x: LoadResult | undefined) =>
       opt(x, y => (y.dbCpuMsPerRequest !== undefined ? ms(y.dbCpuMsPerRequest) : '-'))
     rows.push(
-      `| ${label} | ${f0(a.rps)} | ${f0(b.rps)} | ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)} | ` +
+      `| ${label} | ${f0(a.rps)} | ${opt(b, x => f0(x.rps))} | ` +
+        `${opt(b, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ` +
         `${opt(r, x => f0(x.rps))} | ` +
-        `${opt(r, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ${ms(a.p50)} / ${ms(a.p99)} | ${ms(b.p50)} / ` +
-        `${ms(b.p99)} | ${f0(a.peakRssMb)} | ` +
-        `${f0(b.peakRssMb)} | ${ms(a.cpuMsPerRequest)} / ${ms(b.cpuMsPerRequest)} | ${db(a)} / ${db(b)} / ${db(r)} | ` +
+        `${opt(r, x => (a.rps / Math.max(x.rps, 1e-9)).toFixed(2))} | ${ms(a.p50)} / ${ms(a.p99)} | ` +
+        `${opt(b, x => `${ms(x.p50)} / ${ms(x.p99)}`)} | ${f0(a.peakRssMb)} | ` +
+        `${opt(b, x => f0(x.peakRssMb))} | ${ms(a.cpuMsPerRequest)} / ${opt(b, x => ms(x.cpuMsPerRequest))} | ` +
+        `${db(a)} / ${db(b)} / ${db(r)} | ` +
         `${o.light !== undefined
           ? `${ms(o.light.p95)} / ${opt(o.baselineLight, x => ms(x.p95))} / ${opt(o.referenceLight, x => ms(x.p95))}`
-          : ''} | ${a.non2xx} / ${b.non2xx} |`
+          : ''} | ${a.non2xx} / ${opt(b, x => String(x.non2xx))} |`
     )
   }
   return rows.join('\n')
@@ -92,7 +99,7 @@ export function table (run: DatabaseRun, connections: number, lightConnections: 
 /**
  * How the read scenarios grow with the data: for each database measured at two or more scales, the
  * light-load p95 and the requests/s at the largest scale against the smallest, with the budget
- * (light-load p95 grows at most 1.5 x for 5 x the data) as lines.
+ * (page-shaped answers: light-load p95 grows at most 1.3 x for 5 x the data) as lines.
  */
 export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[] } {
   const out: string[] = []
@@ -131,13 +138,18 @@ export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[
       // a light-load run with no successful answer has no p95 worth the name: it fails, whatever the ratio says
       const answered = (r: LoadResult | undefined) => r !== undefined && r.requests > r.non2xx
       if (!write && pg !== undefined) {
+        // page-shaped answers hold their p95 within 1.3 x; an answer that grows with the data (a month, a feed,
+        // analytics of every linked event) is to be judged by its cost per item returned, which the bench does not
+        // count yet: printed for information
         const ok = answered(before?.light) && answered(o.light)
+        const paged = PAGE_SHAPED.has(o.scenario.name) || o.scenario.group === 'single-read'
         lines.push({
-          ok: ok && pg <= 1.5,
-          enforced: kind === 'pg',
+          ok: paged ? ok && pg <= 1.3 : undefined,
+          enforced: kind === 'pg' && paged,
           text:
             `growth ${o.scenario.name}: ` +
-            `light-load p95 ${ok ? `${pg.toFixed(2)} x` : '- (no successful answer at light load)'} <= 1.5 x for ` +
+            `light-load p95 ${ok ? `${pg.toFixed(2)} x` : '- (no successful answer at light load)'}` +
+            `${paged ? ' <= 1.3 x' : ' (an answer that grows with the data: cost per item not counted)'} for ` +
             `${(large.scale / small.scale).toFixed(0)} x the data`
         })
       }
@@ -145,6 +157,28 @@ export function growth (runs: DatabaseRun[]): { text: string, lines: BudgetLine[
     out.push('')
   }
   return { text: out.join('\n'), lines }
+}
+
+/** The scenarios measured against the wire: ours beside a bare server sending the same answers from memory. */
+export function wireText (run: DatabaseRun, connections: number): string {
+  const rows = run.outcomes.filter(o => o.ours !== undefined && o.wire !== undefined)
+  if (rows.length === 0) return ''
+  return [
+    'Against the wire (a bare `node:http` server sending the service\'s own answers from memory, ' +
+    `bench/wire-server.ts; ${connections} connections):`,
+    '',
+    '| scenario | bytes an answer | ours req/s | wire req/s | ours/wire | ours MB/s | wire MB/s ' +
+    '| server CPU ms/req ours / wire |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(o => {
+      const a = o.ours as LoadResult
+      const w = o.wire as LoadResult
+      const bytes = o.wireBytes ?? 0
+      return `| ${o.scenario.title} | ${f0(bytes)} | ${f0(a.rps)} | ${f0(w.rps)} | ` +
+        `${(a.rps / Math.max(w.rps, 1e-9)).toFixed(2)} | ${f1(a.rps * bytes / 1e6)} | ${f1(w.rps * bytes / 1e6)} | ` +
+        `${ms(a.cpuMsPerRequest)} / ${ms(w.cpuMsPerRequest)} |`
+    })
+  ].join('\n')
 }
 
 /** What the check of each reference against the baseline found. */
@@ -204,38 +238,102 @@ const ratioOf = (o: ScenarioOutcome | undefined): number | undefined =>
 const failing = (o: ScenarioOutcome | undefined): boolean =>
   [o?.ours, o?.light].some(r => r !== undefined && r.non2xx > r.requests * 0.01)
 
+/** Reads whose answer is a page of 20 – 100 items or one row: their light-load p95 is held under 15 ms. */
+const PAGE_SHAPED = new Set([
+  'list-events', 'list-events-first', 'list-events-deep', 'list-contacts', 'search-contacts', 'space-activity',
+  'rule-executions', 'public-space', 'search-contacts-phone', 'list-contacts-phone', 'contact-duplicates'
+])
+
+/** Lists of the issue that have no independent reference in the bench yet: reported as not measured. */
+const LISTS_WITHOUT_REFERENCE = [
+  'search-contacts-phone', 'list-contacts-phone', 'contact-duplicates', 'contact-duplicates-email',
+  'contact timeline', 'sync pages', 'attendees with registration counts'
+]
+
+export interface NpmStart {
+  /** spawn of `npm start` to its first answer, on a new data directory and on the same one again */
+  newMs: number
+  existingMs: number
+  /** resident set of the service's process, idle 10 s after each start */
+  newIdleRssMb: number
+  existingIdleRssMb: number
+}
+
 /**
- * The budgets of the issue. Ratios and RSS are enforced on PostgreSQL; on PGlite (one WASM
- * connection, the database inside the service's process) and on Citus (three PostgreSQL servers on
- * the same machine, every statement through the coordinator) they are printed for information.
+ * The budget (docs/performance.md, "Budget"). Ratios, latencies and RSS are enforced on PostgreSQL; on PGlite (one
+ * WASM connection, the database inside the service's process) and on Citus (three PostgreSQL servers on the same
+ * machine, every statement through the coordinator) they are printed for information. PGlite's own start and idle
+ * memory through `npm start` are enforced wherever measured.
  */
 export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   const enforced = run.kind === 'pg'
   const lines: BudgetLine[] = []
   const add = (ok: boolean | undefined, text: string, always = false) =>
     lines.push({ ok, text, enforced: enforced || always })
+  const errors = (o: ScenarioOutcome | undefined) => failing(o) ? ' (error answers)' : ''
+  const ratio = (a: LoadResult | undefined, b: LoadResult | undefined) =>
+    a !== undefined && b !== undefined ? a.rps / Math.max(b.rps, 1e-9) : undefined
 
-  for (const name of ['get-event', 'get-contact']) {
+  // single-row reads and writes against the baseline (the same statements, bare)
+  for (const [name, floor, label] of [
+    ['get-event', 0.6, 'single-row read'], ['get-contact', 0.6, 'single-row read'],
+    ['create-contact', 0.7, 'write'], ['patch-event', 0.7, 'write']
+  ] as const) {
     const o = outcome(run, name)
     const r = ratioOf(o)
     add(
-      r === undefined ? undefined : r >= 0.6 && !failing(o),
-      `single-row read ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.60 at ${connections} ` +
-      `connections${failing(o) ? ' (error answers)' : ''}`
+      r === undefined ? undefined : r >= floor && !failing(o),
+      `${label} ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= ${floor.toFixed(2)} at ${connections} connections` +
+        errors(o)
     )
   }
-  // issue #23 adds the phone searches and the duplicates: pages of the same kind, under the same ratio
-  for (const name of [
-    'list-events', 'search-contacts', 'search-contacts-phone', 'list-contacts-phone', 'contact-duplicates',
-    'contact-duplicates-email'
-  ]) {
-    const o = outcome(run, name)
-    const r = ratioOf(o)
+
+  // lists against their independent reference (the fastest SQL written for the same answer)
+  for (const o of run.outcomes) {
+    if (o.reference === undefined || o.ours === undefined) continue
+    const name = o.scenario.name
+    const r = ratio(o.ours, o.reference) ?? 0
+    const ours = o.ours.dbCpuMsPerRequest
+    const ref = o.reference.dbCpuMsPerRequest
+    const cpu = ours !== undefined && ref !== undefined ? ours / Math.max(ref, 1e-9) : undefined
     add(
-      r === undefined ? undefined : r >= 0.4 && !failing(o),
-      `list/search page ${name}: ours/baseline ${r?.toFixed(2) ?? '-'} >= 0.40${failing(o) ? ' (error answers)' : ''}`
+      r >= 0.7 && (cpu === undefined || cpu <= 1.5) && !failing(o),
+      `list ${name}: ours/reference ${r.toFixed(2)} >= 0.70 in req/s, ` +
+        `database CPU ${ours !== undefined ? ms(ours) : '-'} ` +
+        `ms/req <= 1.5 x the reference's ${ref !== undefined ? ms(ref) : '-'} ` +
+        `(${cpu !== undefined ? `${cpu.toFixed(2)} x` : 'not measured'})${errors(o)}`
+    )
+    if (PAGE_SHAPED.has(name)) {
+      const p = o.light?.p95
+      add(
+        p === undefined ? undefined : p < 15 && !failing(o),
+        `page ${name}: light-load p95 ${p !== undefined ? ms(p) : '-'} ms < 15 ms` +
+          `${o.referenceLight !== undefined ? ` (reference ${ms(o.referenceLight.p95)} ms)` : ''}${errors(o)}`
+      )
+    }
+  }
+  for (const name of LISTS_WITHOUT_REFERENCE) {
+    const o = outcome(run, name)
+    if (o?.reference !== undefined) continue
+    add(undefined, `list ${name}: no independent reference in the bench yet`)
+  }
+
+  // large answers and the refusal against the wire (a bare server sending the same answers from memory)
+  for (const [name, label] of [
+    ['calendar-month', 'large answer calendar-month'], ['space-feed', 'large answer space-feed'],
+    ['unauthorized', '401 path']
+  ] as const) {
+    const o = outcome(run, name)
+    const r = ratio(o?.ours, o?.wire)
+    add(
+      r === undefined ? undefined : r >= 0.5 && (name === 'unauthorized' || !failing(o)),
+      `${label}: ours/wire ${r?.toFixed(2) ?? '-'} >= 0.50 (${o?.ours !== undefined ? f0(o.ours.rps) : '-'} ` +
+        `against ${o?.wire !== undefined ? f0(o.wire.rps) : '-'} req/s` +
+        `${o?.wireBytes !== undefined ? `, ${(o.wireBytes / 1024).toFixed(1)} KB an answer` : ''})`
     )
   }
+
+  // latency budgets of earlier issues, unchanged
   const p95 = (name: string, limit: number, label: string) => {
     const o = outcome(run, name)
     const v = o?.light?.p95
@@ -244,7 +342,7 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
       v === undefined ? undefined : v < limit && !failing(o),
       `${label}: p95 ${v !== undefined ? ms(v) : '-'} ms < ${limit} ms` +
         `${floor !== undefined ? ` (baseline, same SQL: ${ms(floor)} ms)` : ''}` +
-        `${o?.missing === true ? ' (not measured: route missing)' : ''}${failing(o) ? ' (error answers)' : ''}`
+        `${o?.missing === true ? ' (not measured: route missing)' : ''}${errors(o)}`
     )
   }
   p95(
@@ -252,11 +350,8 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
     20,
     `contact search on ${run.scale >= 1 ? '1 M' : `${Math.round(run.scale * 1e6).toLocaleString('en')}`} contacts`
   )
-  // issue #23, the largest tenant (400 000 contacts at scale 1): a phone search answers within the text search's
-  // budget (it measured 5 – 7 ms); a page of duplicates within 1.5 x its worst p95 over the runs on the shared bench
-  // machine at a load average of 9 – 12 (15 – 24 ms; 51 – 67 ms for a page of e-mail groups that walks its whole
-  // budget of 20 000 key entries, where the same SQL alone took 40 – 45 ms). docs/performance.md, "Phone search and
-  // duplicates".
+  // issue #23, the largest tenant (400 000 contacts at scale 1): docs/performance-log.md, "Phone search and
+  // duplicates"
   p95('search-contacts-phone', 20, 'contact search by phone number (largest tenant)')
   p95('list-contacts-phone', 20, 'contacts list searched by phone number (largest tenant)')
   p95('contact-duplicates', 35, 'duplicate contacts, first page of 20 groups (largest tenant)')
@@ -264,28 +359,6 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   p95('calendar-month', 25, 'calendar month (largest tenant)')
   p95('create-series', 150, 'series creation with 500 occurrences')
   p95('space-analytics', 100, 'space analytics')
-  // issue #19: ten times the req/s of the full data set when it was filed (events list 32, public page 142, calendar
-  // 201),
-  // and a light-load p95 under 15 ms, on the full data set
-  const tenfold = (name: string, was: number, label: string) => {
-    const o = outcome(run, name)
-    const rps = o?.ours?.rps
-    const p = o?.light?.p95
-    add(
-      rps === undefined || p === undefined ? undefined : rps >= 10 * was && p < 15 && !failing(o),
-      `${label}: ${rps !== undefined ? f0(rps) : '-'} req/s >= ${10 * was} (10 x ${was}) ` +
-        `at ${connections} connections, light-load p95 ${p !== undefined ? ms(p) : '-'} ms < 15 ms` +
-        `${o?.reference !== undefined
-          ? ` (reference ${f0(o.reference.rps)} req/s, ` +
-            `p95 ${o.referenceLight !== undefined ? ms(o.referenceLight.p95) : '-'} ms)`
-          : ''}${failing(o) ? ' (error answers)' : ''}`
-    )
-  }
-  if (run.scale >= 1) {
-    tenfold('list-events', 32, 'events list page')
-    tenfold('public-space', 142, 'public space page')
-    tenfold('calendar-month', 201, 'calendar month')
-  }
   const first = outcome(run, 'list-events-first')
   const deep = outcome(run, 'list-events-deep')
   if (first?.ours !== undefined && deep?.ours !== undefined) {
@@ -300,20 +373,20 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
         `(${r.toFixed(2)} >= 0.80), light-load p95 ${p !== undefined ? `${p.toFixed(2)} x` : '-'} <= 1.25 x`
     )
   }
-  const unauth = outcome(run, 'unauthorized')?.ours?.rps
-  const reads = ['get-event', 'get-contact']
-    .map(n => outcome(run, n)?.ours?.rps)
-    .filter((x): x is number => x !== undefined)
-  const best = reads.length > 0 ? Math.max(...reads) : undefined
-  add(
-    unauth === undefined || best === undefined ? undefined : unauth >= 2 * best,
-    `401 path: ${unauth !== undefined ? f0(unauth) : '-'} req/s >= 2 x the faster single-row read ` +
-    `(${best !== undefined ? f0(best) : '-'} req/s)`
-  )
   const rss = Math.max(0, ...run.outcomes.map(o => o.ours?.peakRssMb ?? 0))
   add(rss < 250, `RSS under load: peak ${f1(rss)} MB < 250 MB`)
   if (run.kind !== 'pglite') add(run.startMs < 1500, `start to first answer: ${f0(run.startMs)} ms < 1500 ms`)
-  else add(undefined, `start to first answer: ${f0(run.startMs)} ms (budget applies to PostgreSQL)`)
+  else add(undefined, `start to first answer of the bench's service: ${f0(run.startMs)} ms (see npm start below)`)
+  const n = run.npmStart
+  if (n !== undefined) {
+    add(n.newMs <= 5000, `PGlite, npm start on a new data directory: first answer after ${f0(n.newMs)} ms <= 5000 ms`,
+      true)
+    add(n.existingMs <= 1500,
+      `PGlite, npm start on an existing data directory: first answer after ${f0(n.existingMs)} ms <= 1500 ms`, true)
+    add(n.existingIdleRssMb <= 350 && n.newIdleRssMb <= 350,
+      `PGlite, idle after npm start: ${f0(n.newIdleRssMb)} MB (new data directory), ${f0(n.existingIdleRssMb)} MB ` +
+      '(existing) <= 350 MB', true)
+  }
   return lines
 }
 

@@ -34,11 +34,12 @@ import { createDatabase } from '../src/platform/db/database.ts'
 import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
-import { freePort, runLoad, type LoadResult } from './load.ts'
+import { freePort, runLoad, type LoadResult, type RequestFactory } from './load.ts'
+import type { WireSample } from './wire-server.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
-  besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, type BudgetLine,
-  type DatabaseKind, type DatabaseRun, type LogEntry, type ScenarioOutcome
+  besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, wireText, type BudgetLine,
+  type DatabaseKind, type DatabaseRun, type LogEntry, type NpmStart, type ScenarioOutcome
 } from './report.ts'
 import { SCENARIO_SETS, SCENARIOS, isRead, type BenchContext, type Side } from './scenarios.ts'
 import { BESIDE_SCENARIOS, type Beside } from './retention.ts'
@@ -451,6 +452,40 @@ async function startBaseline (env: Record<string, string>, logs: LogCollector): 
   return { child, url, pid: child.pid ?? 0, stderr }
 }
 
+/**
+ * The service's answers to `n` requests of a scenario (its status, the headers that describe the body, the body), for
+ * the wire server to send.
+ */
+async function wireSamples (next: RequestFactory, url: string, n = 20): Promise<WireSample[]> {
+  const out: WireSample[] = []
+  for (let i = 0; i < n; i++) {
+    const r = next()
+    const res = await fetch(`${url}${r.path}`, {
+      method: r.method,
+      headers: r.headers,
+      ...(r.body !== undefined ? { body: r.body } : {})
+    })
+    const body = Buffer.from(await res.arrayBuffer())
+    const headers: Record<string, string> = {}
+    for (const h of ['content-type', 'content-encoding', 'etag', 'www-authenticate', 'cache-control']) {
+      const v = res.headers.get(h)
+      if (v !== null) headers[h] = v
+    }
+    out.push({ status: res.status, headers, body: body.toString('base64') })
+  }
+  return out
+}
+
+async function startWire (samples: WireSample[], dataDir: string): Promise<Proc> {
+  const file = path.join(dataDir, 'wire-samples.json')
+  fs.writeFileSync(file, JSON.stringify(samples))
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const { child, stderr } = spawnNode('bench/wire-server.ts', { PORT: String(port), WIRE_SAMPLES: file })
+  await waitForAnswer(url, child, stderr, 60_000)
+  return { child, url, pid: child.pid ?? 0, stderr }
+}
+
 async function stop (p: Proc): Promise<void> {
   if (p.child.exitCode !== null) return
   const exited = new Promise(resolve => p.child.once('exit', resolve))
@@ -642,7 +677,18 @@ async function measureOn (
         log(`${kind}: ${s.name}: reference against the baseline: ${o.referenceCheck}`)
       }
       o.ours = await run('ours', ours, connections, DURATION)
-      o.baseline = await run('baseline', base, connections, DURATION)
+      if (s.wire === true) {
+        // the same answers sent from memory by a bare server: what the machine can send of them
+        const samples = await wireSamples(s.build(ctxOf('ours')), ours.url)
+        o.wireBytes = samples.reduce((n, x) => n + Buffer.from(x.body, 'base64').length, 0) / samples.length
+        const wire = await startWire(samples, dataDir)
+        try {
+          o.wire = await run('ours', wire, connections, DURATION)
+        } finally {
+          await stop(wire)
+        }
+      }
+      if (s.baseline !== false) o.baseline = await run('baseline', base, connections, DURATION)
       if (s.reference === true) o.reference = await run('reference', base, connections, DURATION)
       if (beside !== undefined) {
         const task = await beside.start(besideEnv)
@@ -661,7 +707,7 @@ async function measureOn (
         if (kind !== 'pglite') log(`${kind}: ${s.name}: ${await settle(oursEnv.DATABASE_URL ?? '')}`)
         o.light = await run('ours', ours, LIGHT_CONNECTIONS, LIGHT_DURATION)
         // the same SQL without the service: what the machine and the data allow
-        o.baselineLight = await run('baseline', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
+        if (s.baseline !== false) o.baselineLight = await run('baseline', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
         if (s.reference === true) o.referenceLight = await run('reference', base, LIGHT_CONNECTIONS, LIGHT_DURATION)
       }
       o.serviceLog = logs.take()
@@ -674,14 +720,20 @@ async function measureOn (
       log(
         `${kind}: ${s.name}: ours ${a.rps.toFixed(0)} req/s p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)} ms rss ` +
           `${a.peakRssMb.toFixed(0)} MB cpu ${a.cpuMsPerRequest.toFixed(2)} ms/req` +
-          ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ` +
-          `${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}` +
+          `${b !== undefined
+            ? ` | baseline ${b.rps.toFixed(0)} req/s p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)} ms cpu ` +
+              `${b.cpuMsPerRequest.toFixed(2)} ms/req | ratio ${(a.rps / Math.max(b.rps, 1e-9)).toFixed(2)}`
+            : ''}` +
           `${o.reference !== undefined
             ? ` | reference ${o.reference.rps.toFixed(0)} req/s p50 ${o.reference.p50.toFixed(2)} ms | ` +
               `ours/reference ${(a.rps / Math.max(o.reference.rps, 1e-9)).toFixed(2)}`
             : ''}` +
+          `${o.wire !== undefined
+            ? ` | wire ${o.wire.rps.toFixed(0)} req/s (${((o.wireBytes ?? 0) / 1024).toFixed(1)} KB an answer) | ` +
+              `ours/wire ${(a.rps / Math.max(o.wire.rps, 1e-9)).toFixed(2)}`
+            : ''}` +
           `${a.dbCpuMsPerRequest !== undefined
-            ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b.dbCpuMsPerRequest?.toFixed(2) ?? '-'}` +
+            ? ` | db cpu ${a.dbCpuMsPerRequest.toFixed(2)} / ${b?.dbCpuMsPerRequest?.toFixed(2) ?? '-'}` +
               `${o.reference?.dbCpuMsPerRequest !== undefined
                 ? ` / ${o.reference.dbCpuMsPerRequest.toFixed(2)}`
                 : ''} ms/req`
@@ -690,8 +742,8 @@ async function measureOn (
             ? ` | light p95 ${o.light.p95.toFixed(2)} ms (baseline ${o.baselineLight?.p95.toFixed(2) ?? '-'} ` +
               `ms${o.referenceLight !== undefined ? `, reference ${o.referenceLight.p95.toFixed(2)} ms` : ''})`
             : ''}` +
-          `${a.non2xx + b.non2xx > 0
-            ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b.statuses)}`
+          `${a.non2xx + (b?.non2xx ?? 0) > 0
+            ? ` | statuses ours ${JSON.stringify(a.statuses)} baseline ${JSON.stringify(b?.statuses ?? {})}`
             : ''}`
       )
     }
@@ -721,6 +773,69 @@ async function measureOn (
   return { kind, scale, startMs: ours.startMs, outcomes }
 }
 
+/**
+ * PGlite as a newcomer meets it: `npm start` (the package's own start script, which builds when the sources are newer)
+ * on a new data directory, then on the same directory again; each to its first answer of `/health`, and the resident
+ * set of the service's process after 10 s idle.
+ */
+async function npmStart (): Promise<NpmStart> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-npm-start-'))
+  const once = async (): Promise<{ ms: number, rssMb: number }> => {
+    const port = await freePort()
+    const url = `http://127.0.0.1:${port}`
+    const t0 = performance.now()
+    const child = spawn('npm', ['start'], {
+      cwd: ROOT,
+      env: {
+        ...process.env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', LOG_LEVEL: 'warn'
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true
+    })
+    children.add(child)
+    const stderr: string[] = []
+    child.stdout?.on('data', (d: Buffer) => { stderr.push(d.toString()) })
+    child.stderr?.on('data', (d: Buffer) => { stderr.push(d.toString()) })
+    try {
+      await waitForAnswer(url, child, stderr, 120_000)
+      const ms = performance.now() - t0
+      await sleep(10_000)
+      // npm runs the service as a process of its own: the one listening on the port
+      const server = descendants(child.pid ?? 0).find(pid =>
+        fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('scripts/start.mjs'))
+      const status = server !== undefined ? fs.readFileSync(`/proc/${server}/status`, 'utf8') : ''
+      const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN)
+      return { ms, rssMb: rssKb / 1024 }
+    } finally {
+      if (child.pid !== undefined) {
+        try { process.kill(-child.pid, 'SIGTERM') } catch {}
+      }
+      await new Promise(resolve => child.once('exit', resolve))
+      children.delete(child)
+    }
+  }
+  try {
+    const fresh = await once()
+    const again = await once()
+    return { newMs: fresh.ms, existingMs: again.ms, newIdleRssMb: fresh.rssMb, existingIdleRssMb: again.rssMb }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The processes under `pid`, its children first (from /proc). */
+function descendants (pid: number): number[] {
+  const out: number[] = []
+  const walk = (p: number) => {
+    for (const task of fs.readdirSync(`/proc/${p}/task`)) {
+      const text = fs.readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim()
+      for (const c of text === '' ? [] : text.split(/\s+/).map(Number)) { out.push(c); walk(c) }
+    }
+  }
+  walk(pid)
+  return out
+}
+
 /** The export scenarios' runs (bench/export.ts), listed after the tables of the report. */
 const exportRuns: Array<{ kind: DatabaseKind, scale: number, title: string, runs: ExportRun[] }> = []
 
@@ -735,6 +850,15 @@ try {
       // PGlite runs once when every scale asked is above its own
       if (runs.some(r => r.kind === kind && r.scale === scale)) continue
       runs.push(await measure(kind, scale))
+      if (kind === 'pglite' && (only === undefined || only.includes('npm-start'))) {
+        const last = runs[runs.length - 1]
+        if (last !== undefined) {
+          last.npmStart = await npmStart()
+          log(`pglite: npm start: ${last.npmStart.newMs.toFixed(0)} ms on a new data directory, ` +
+            `${last.npmStart.existingMs.toFixed(0)} ms on it again; idle ${last.npmStart.newIdleRssMb.toFixed(0)} / ` +
+            `${last.npmStart.existingIdleRssMb.toFixed(0)} MB`)
+        }
+      }
     }
   }
 } finally {
@@ -769,6 +893,8 @@ for (const r of runs) {
     '```',
     ''
   )
+  const wired = wireText(r, CONNECTIONS)
+  if (wired !== '') out.push(wired, '')
   const checked = referenceText(r)
   if (checked !== '') out.push(checked, '')
   const besides = besideText(r, CONNECTIONS)

@@ -42,6 +42,13 @@ export interface Scenario {
   build?: (ctx: BenchContext) => RequestFactory
   /** measured against a reference too: the fastest SQL for the same answer (bench/reference-handlers.ts) */
   reference?: boolean
+  /**
+   * measured against the wire too: a bare `node:http` server sending the service's own answers to the scenario's
+   * requests from memory (bench/wire-server.ts), with the same load generator
+   */
+  wire?: boolean
+  /** false: no baseline (a scenario measured against the wire alone) */
+  baseline?: false
   /** before the scenario's measurements, against our service (e.g. walking a list to a deep cursor) */
   prepare?: (ctx: BenchContext, url: string) => Promise<void>
 }
@@ -370,6 +377,7 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'calendar-month',
     reference: true,
+    wire: true,
     title: 'Calendar month of the largest tenant',
     group: 'list',
     route: 'GET /api/v1/events/calendar',
@@ -455,6 +463,17 @@ export const SCENARIOS: Scenario[] = [
         { id: BENCH_RULE, size: 20 }
       )
     }
+  },
+  {
+    name: 'space-feed',
+    wire: true,
+    baseline: false,
+    title: 'Calendar feed of the public showcase space (anonymous, iCalendar)',
+    group: 'page',
+    route: 'GET /api/v1/spaces/{id}/calendar.ics',
+    build: ctx => () =>
+      request(ctx, 'space-feed', undefined,
+        { method: 'GET', path: `/api/v1/spaces/${ctx.manifest.showcase.id}/calendar.ics` }, {}, false)
   },
   {
     name: 'public-space',
@@ -602,6 +621,7 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: 'unauthorized',
+    wire: true,
     title: '401 path (token signed by an unknown key)',
     group: 'auth',
     route: 'GET /api/v1/events/{id}',

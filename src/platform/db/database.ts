@@ -92,6 +92,13 @@ pg.types.setTypeParser(TIMESTAMPTZ, exactTimestamptz)
 /** The timestamp as PostgreSQL wrote it (microseconds), when `d` was read from the database; else its ISO form. */
 export const exactTimestamp = (d: Date): string => timestampText.get(d) ?? d.toISOString()
 
+/**
+ * The PostgreSQL settings of the embedded PGlite (docs/performance.md, "PGlite as a newcomer meets it"): 16 MB of
+ * shared buffers instead of PostgreSQL's 128 MB, which the WASM heap held whether used or not (the service idled at
+ * about 470 MB resident). PGlite reads its files through the operating system, whose cache keeps what they miss.
+ */
+const PGLITE_SETTINGS = ['shared_buffers = 16MB']
+
 /** PGlite's parsers: numbers as on `pg` (above), dates and times by the `pg` driver's functions. */
 export const PGLITE_PARSERS: Record<number, (v: string) => unknown> = {
   [INT8]: (v: string) => Number(v),
@@ -187,7 +194,8 @@ export async function createDatabase (options: DatabaseOptions): Promise<Databas
     ...(options.pgliteDir !== undefined ? { dataDir: options.pgliteDir } : {}),
     ...(options.pgliteLoadDataDir !== undefined ? { loadDataDir: options.pgliteLoadDataDir } : {}),
     extensions: { pg_trgm },
-    parsers: PGLITE_PARSERS
+    parsers: PGLITE_PARSERS,
+    postgresqlconf: PGLITE_SETTINGS
   })
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) })
   return {
