@@ -374,9 +374,11 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
     )
   }
   const rss = Math.max(0, ...run.outcomes.map(o => o.ours?.peakRssMb ?? 0))
-  add(rss < 250, `RSS under load: peak ${f1(rss)} MB < 250 MB`)
+  if (run.outcomes.length > 0) add(rss < 250, `RSS under load: peak ${f1(rss)} MB < 250 MB`)
   if (run.kind !== 'pglite') add(run.startMs < 1500, `start to first answer: ${f0(run.startMs)} ms < 1500 ms`)
-  else add(undefined, `start to first answer of the bench's service: ${f0(run.startMs)} ms (see npm start below)`)
+  else if (!Number.isNaN(run.startMs)) {
+    add(undefined, `start to first answer of the bench's service: ${f0(run.startMs)} ms (see npm start below)`)
+  }
   const n = run.npmStart
   if (n !== undefined) {
     add(n.newMs <= 5000, `PGlite, npm start on a new data directory: first answer after ${f0(n.newMs)} ms <= 5000 ms`,

@@ -849,7 +849,12 @@ try {
       const scale = kind === 'pglite' ? Math.min(s, Number(args['pglite-scale'])) : s
       // PGlite runs once when every scale asked is above its own
       if (runs.some(r => r.kind === kind && r.scale === scale)) continue
-      runs.push(await measure(kind, scale))
+      // `--db pglite --only npm-start`: PGlite through `npm start` alone, without seeding a data set
+      if (kind === 'pglite' && only?.length === 1 && only[0] === 'npm-start') {
+        runs.push({ kind, scale, startMs: NaN, outcomes: [] })
+      } else {
+        runs.push(await measure(kind, scale))
+      }
       if (kind === 'pglite' && (only === undefined || only.includes('npm-start'))) {
         const last = runs[runs.length - 1]
         if (last !== undefined) {

@@ -2,7 +2,7 @@
  * Rows rendered as JSON by PostgreSQL, for long lists of wide rows where reading every column into
  * JavaScript values and serializing them again costs more than the query itself: a calendar month
  * is 400 events of 36 columns, whose parsing (2 400 timestamps, jsonb, arrays) and writing took
- * 10–14 ms of the service's CPU (docs/performance.md, change 10). Used with row-json-cache.ts.
+ * 10–14 ms of the service's CPU (docs/performance.md, "Calendar"). Used with row-json-cache.ts.
  *
  * The text is what the route's compiled serializer writes for the same row: the fields of the
  * response schema in its order, timestamps as `Date#toISOString` writes them (UTC, milliseconds,
