@@ -1090,7 +1090,8 @@ export const HANDLERS: Record<string, Handler> = {
       ])
       const added = await q<{ contact_id: string }>(
         `insert into attendees (tenant_id, event_id, contact_id, org_id, status)
-        select $1, $2, x, $3, 'invited' from unnest($4::uuid[]) x on conflict do nothing returning contact_id`,
+        select $1, $2, x, $3, 'invited' from unnest($4::uuid[]) x
+        on conflict (tenant_id, event_id, contact_id) do nothing returning contact_id`,
         [c.tenant, id, event.org_id, found.map(f => f.id)]
       )
       await q(

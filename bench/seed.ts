@@ -195,7 +195,6 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
     await db.exec("set maintenance_work_mem = '256MB'; set synchronous_commit = off")
   }
   const z = sizes
-  const showcaseStep = Math.max(1, Math.floor(z.bigEvents / z.showcaseEvents))
 
   await step(log, `users (${BIG_USERS} + ${(TENANTS - 1) * OTHER_USERS})`, async () => {
     await db.exec(`
@@ -343,13 +342,17 @@ export async function seed (db: SqlRunner, sizes: SeedSizes, log: Log): Promise<
       select e.tenant_id, e.id, sp.ids[1 + (e.id % array_length(sp.ids, 1))], '${ORG}'
       from events e join sp using (tenant_id);
 
+      -- published public events, spread over the years (the public page, the public feed and anonymous readers
+      -- see them)
       with showcase as (select tenant_id, id from spaces where public_handle = '${SHOWCASE_HANDLE}'),
-           picked as (select e.id, row_number() over (order by e.id) as rn from events e
-             where e.tenant_id = '${BIG_TENANT}')
+           picked as (select e.id, row_number() over (order by e.id) as rn,
+               greatest(1, count(*) over () / ${z.showcaseEvents}) as step
+             from events e
+             where e.tenant_id = '${BIG_TENANT}' and e.status = 'published' and e.visibility = 40)
       insert into event_spaces (tenant_id, event_id, space_id, org_id)
       select s.tenant_id, p.id, s.id, '${ORG}'
       from picked p cross join showcase s
-      where p.rn % ${showcaseStep} = 0 and p.rn / ${showcaseStep} <= ${z.showcaseEvents}`)
+      where (p.rn - 1) % p.step = 0 and (p.rn - 1) / p.step < ${z.showcaseEvents}`)
   })
 
   if (await tableExists(db, 'attendees')) {
