@@ -27,6 +27,8 @@ import { pgRunner } from '../bench/sql-runner.ts'
 import { tokenBook } from '../bench/tokens.ts'
 import { scopeStatements } from '../src/platform/db/tenant.ts'
 import { databases, useTestApp } from './helpers/build-app.ts'
+import { rowsRead, type PlanNode } from './helpers/plans.ts'
+import { watchStatements, type StatementWatch } from './helpers/statements.ts'
 
 /** The bench's data set at this scale: 4 000 contacts and 1 000 events in its largest tenant, 200 spaces. */
 const SCALE = 0.01
@@ -36,26 +38,8 @@ const SINGLE_ROW_ROWS = 200
 
 interface Sent { text: string, values: unknown[] }
 
-interface PlanNode {
-  'Node Type': string
-  'Relation Name'?: string
-  'Index Name'?: string
-  'Actual Rows'?: number
-  'Actual Loops'?: number
-  'Rows Removed by Filter'?: number
-  'Rows Removed by Index Recheck'?: number
-  'Parent Relationship'?: string
-  'Subplan Name'?: string
-  Plans?: PlanNode[]
-}
-
 const SCOPE = /^\s*(begin|commit|rollback|set local|select set_config)/i
 const READ = /^\s*(select|with)\b/i
-
-/** What a node read in all: the rows it returned and those its filters removed, over its loops. */
-const readBy = (n: PlanNode): number =>
-  ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0)) *
-  (n['Actual Loops'] ?? 0)
 
 const SCANS = new Set([
   'Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Heap Scan', 'Bitmap Index Scan', 'Tid Scan', 'Tid Range Scan'
@@ -68,7 +52,7 @@ export function planFaults (plan: PlanNode, tenantTables: Set<string>, singleRow
     const here = `${path}${n['Node Type']}${n['Relation Name'] !== undefined ? ` on ${n['Relation Name']}` : ''}` +
       `${n['Index Name'] !== undefined ? ` using ${n['Index Name']}` : ''}`
     const loops = n['Actual Loops'] ?? 0
-    const read = readBy(n)
+    const read = rowsRead(n)
     if (SCANS.has(n['Node Type'])) {
       if (n['Node Type'] === 'Seq Scan' && tenantTables.has(n['Relation Name'] ?? '') && read > SEQ_SCAN_ROWS) {
         faults.push(`${here}: a sequential scan of a tenant table read ${read} rows (> ${SEQ_SCAN_ROWS})`)
@@ -116,9 +100,9 @@ if (databases().includes('pg')) {
     let url: string
     let explainer: pg.Client
     let tenantTables: Set<string>
+    /** the statements of the request being sent (undefined while the plans are explained) */
     let sent: Sent[] | undefined
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
-    const original = proto.query
+    let watch: StatementWatch | undefined
 
     before(async () => {
       const databaseUrl = t.config.databaseUrl ?? ''
@@ -141,21 +125,11 @@ if (databases().includes('pg')) {
       tenantTables = new Set((await explainer.query<{ name: string }>(
         "select table_name as name from information_schema.columns where column_name = 'tenant_id' " +
         "and table_schema = 'public'")).rows.map(r => r.name))
-      proto.query = function (this: unknown, ...args: unknown[]) {
-        const a = args[0]
-        if (sent !== undefined && this !== explainer) {
-          if (typeof a === 'string') sent.push({ text: a, values: Array.isArray(args[1]) ? args[1] : [] })
-          else {
-            const c = a as { text?: string, values?: unknown[] }
-            if (typeof c?.text === 'string') sent.push({ text: c.text, values: c.values ?? [] })
-          }
-        }
-        return original.apply(this, args)
-      }
+      watch = watchStatements(t, (text, values) => { sent?.push({ text, values }) })
     })
 
     after(async () => {
-      proto.query = original
+      watch?.restore()
       await explainer?.end()
     })
 

@@ -1,7 +1,7 @@
 /**
- * Watches the statements this process sends to a test app's database, where they leave for it: every `pg` client
- * query on PostgreSQL (BEGIN, the tenant scope and COMMIT included), every PGlite query, and the BEGIN and COMMIT
- * PGlite sends itself around a transaction (reported as `begin` and `commit`).
+ * Watches the statements (text and parameters) this process sends to a test app's database, where they leave for
+ * it: every `pg` client query on PostgreSQL (BEGIN, the tenant scope and COMMIT included), every PGlite query, and
+ * the BEGIN and COMMIT PGlite sends itself around a transaction (reported as `begin` and `commit`).
  *
  * @example
  *   const watch = watchStatements(t, text => texts.push(text))
@@ -16,12 +16,19 @@ export interface StatementWatch { restore (): void }
 const textOf = (arg: unknown): string =>
   typeof arg === 'string' ? arg : String((arg as { text?: string } | undefined)?.text ?? '')
 
-export function watchStatements (t: TestApp, seen: (text: string) => void): StatementWatch {
+/** The parameters of a query call: `(text, values)` or `({ text, values })`. */
+const valuesOf = (args: unknown[]): unknown[] => {
+  if (Array.isArray(args[1])) return args[1]
+  const values = (args[0] as { values?: unknown } | undefined)?.values
+  return typeof args[0] !== 'string' && Array.isArray(values) ? values : []
+}
+
+export function watchStatements (t: TestApp, seen: (text: string, values: unknown[]) => void): StatementWatch {
   if (t.kind !== 'pglite') {
     const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
     const original = proto.query
     proto.query = function (this: unknown, ...args: unknown[]) {
-      seen(textOf(args[0]))
+      seen(textOf(args[0]), valuesOf(args))
       return original.apply(this, args)
     }
     return { restore: () => { proto.query = original } }
@@ -30,20 +37,20 @@ export function watchStatements (t: TestApp, seen: (text: string) => void): Stat
   const query = lite.query.bind(lite)
   const transaction = lite.transaction.bind(lite)
   lite.query = (async (...args: Parameters<PGlite['query']>) => {
-    seen(textOf(args[0]))
+    seen(textOf(args[0]), valuesOf(args))
     return await query(...args)
   }) as PGlite['query']
   lite.transaction = (async (fn: Parameters<PGlite['transaction']>[0]) => {
-    seen('begin')
+    seen('begin', [])
     const result = await transaction(async (tx) => {
       const txQuery = tx.query.bind(tx)
       tx.query = (async (...args: Parameters<typeof tx.query>) => {
-        seen(textOf(args[0]))
+        seen(textOf(args[0]), valuesOf(args))
         return await txQuery(...args)
       }) as typeof tx.query
       return await fn(tx)
     })
-    seen('commit')
+    seen('commit', [])
     return result
   }) as PGlite['transaction']
   return {

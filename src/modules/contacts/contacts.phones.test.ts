@@ -1,10 +1,11 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import pg from 'pg'
 import { ConfigError, loadConfig } from '../../config.ts'
 import { ApiError } from '../../platform/http/errors.ts'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { withClient } from '../../../test/helpers/pg-client.ts'
+import { nodesOf, rowsRead, type PlanNode } from '../../../test/helpers/plans.ts'
+import { watchStatements } from '../../../test/helpers/statements.ts'
 import { insertRow } from '../../../test/helpers/rows.ts'
 import { expectStatus, getJson } from '../../../test/helpers/requests.ts'
 import { phoneKeys, phoneSearch, requestRegion, toE164, withPhones } from './contacts.phones.ts'
@@ -300,46 +301,22 @@ for (const kind of databases()) {
   })
 }
 
-/** A plan node of `EXPLAIN (FORMAT JSON)`. */
-interface PlanNode {
-  'Node Type': string
-  'Relation Name'?: string
-  'Index Name'?: string
-  'Actual Rows'?: number
-  'Actual Loops'?: number
-  'Rows Removed by Filter'?: number
-  'Rows Removed by Index Recheck'?: number
-  Plans?: PlanNode[]
-}
-
-const nodesOf = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
-
 /** The rows of `contacts` a plan read: those its scans of the table returned and those they filtered out. */
 const contactRowsRead = (plan: PlanNode): number => nodesOf(plan)
   .filter(n => n['Relation Name'] === 'contacts')
-  .reduce((sum, n) => sum + ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) +
-    (n['Rows Removed by Index Recheck'] ?? 0)) * (n['Actual Loops'] ?? 1), 0)
+  .reduce((sum, n) => sum + rowsRead(n), 0)
 
 /** The statements (text and parameters) one request sends through `pg`. */
 interface Statement { text: string, values: unknown[] }
 
 async function statementsOf (t: TestApp, token: string, url: string): Promise<Statement[]> {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
-  const original = proto.query
   const sent: Statement[] = []
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    const [query, values] = args as [string | { text?: string, values?: unknown[] }, unknown]
-    sent.push({
-      text: typeof query === 'string' ? query : query.text ?? '',
-      values: Array.isArray(values) ? values : typeof query === 'string' ? [] : query.values ?? []
-    })
-    return original.apply(this, args)
-  }
+  const watch = watchStatements(t, (text, values) => { sent.push({ text, values }) })
   try {
     const res = await t.as(token, { method: 'GET', url })
     assert.equal(res.statusCode, 200, res.body)
   } finally {
-    proto.query = original
+    watch.restore()
   }
   return sent
 }
