@@ -786,8 +786,15 @@ async function npmStart (): Promise<NpmStart> {
     const t0 = performance.now()
     const child = spawn('npm', ['start'], {
       cwd: ROOT,
+      // as a newcomer's shell has it: not the bench's own NODE_OPTIONS (tsx's loader)
       env: {
-        ...process.env, DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', LOG_LEVEL: 'warn'
+        ...process.env,
+        NODE_OPTIONS: '',
+        DATA_DIR: dir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: '',
+        LOG_LEVEL: 'warn'
       },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true
@@ -800,8 +807,9 @@ async function npmStart (): Promise<NpmStart> {
       await waitForAnswer(url, child, stderr, 120_000)
       const ms = performance.now() - t0
       await sleep(10_000)
-      // npm runs the service as a process of its own: the one listening on the port
+      // npm runs the script through a shell: the service is the node process under it that runs scripts/start.mjs
       const server = descendants(child.pid ?? 0).find(pid =>
+        fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'node' &&
         fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('scripts/start.mjs'))
       const status = server !== undefined ? fs.readFileSync(`/proc/${server}/status`, 'utf8') : ''
       const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN)
