@@ -1,7 +1,8 @@
 /**
  * Watches the statements (text and parameters) this process sends to a test app's database, where they leave for
- * it: every `pg` client query on PostgreSQL (BEGIN, the tenant scope and COMMIT included), every PGlite query, and
- * the BEGIN and COMMIT PGlite sends itself around a transaction (reported as `begin` and `commit`).
+ * it: every `pg` client query on PostgreSQL (BEGIN, the tenant scope and COMMIT included; the text of BEGIN and the
+ * scope that leave together reported statement by statement), every PGlite query, and the BEGIN and COMMIT PGlite
+ * sends itself around a transaction (reported as `begin` and `commit`).
  *
  * @example
  *   const watch = watchStatements(t, text => texts.push(text))
@@ -28,7 +29,12 @@ export function watchStatements (t: TestApp, seen: (text: string, values: unknow
     const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
     const original = proto.query
     proto.query = function (this: unknown, ...args: unknown[]) {
-      seen(textOf(args[0]), valuesOf(args))
+      const text = textOf(args[0])
+      const values = valuesOf(args)
+      // BEGIN and the tenant scope leave as one text (`begin; set local …`, src/platform/db/deferred-scope.ts): each
+      // of its statements reported as PGlite's are
+      if (values.length === 0 && text.startsWith('begin; ')) for (const part of text.split('; ')) seen(part, [])
+      else seen(text, values)
       return original.apply(this, args)
     }
     return { restore: () => { proto.query = original } }

@@ -2,7 +2,7 @@
  * The pipelined pool (pipeline.ts) on PostgreSQL, when `databases()` includes pg (TEST_DATABASE_URL,
  * TEST_DATABASES): a scope statement that fails stops the query behind it, a client released with
  * statements queued is dropped, a statement whose cached plan changed result type is prepared again,
- * and BEGIN, the scope and the first query leave together. The `pg` version check's decision runs everywhere.
+ * BEGIN, the scope and the first query leave together, in one write. The `pg` version check's decision runs everywhere.
  *
  * A pool of one connection, so that each test knows which connection it gets; scratch tables with
  * random names, dropped afterwards.
@@ -161,22 +161,39 @@ void describe('pg: the pipelined pool', { skip }, () => {
     assert.notEqual(names[0]?.name, names[1]?.name)
   })
 
-  void it('BEGIN and the scope wait in the corked socket and leave with the first query, which sees them', async () => {
+  /** Counts the socket's writes while `fn` runs (each a write to the server: `_write` or `_writev`). */
+  async function writesDuring<T> (socket: Socket, fn: () => Promise<T>): Promise<{ value: T, writes: number }> {
+    const s = socket as unknown as Record<'_write' | '_writev', (...args: unknown[]) => unknown>
+    const original = { _write: s._write, _writev: s._writev }
+    let writes = 0
+    for (const k of ['_write', '_writev'] as const) {
+      s[k] = function (this: unknown, ...args: unknown[]) { writes++; return original[k].apply(this, args) }
+    }
+    try {
+      return { value: await fn(), writes }
+    } finally {
+      s._write = original._write
+      s._writev = original._writev
+    }
+  }
+
+  void it('BEGIN and the scope are held and leave with the first query in one write; the query sees them', async () => {
     let raw: pg.PoolClient | undefined
     pool.once('acquire', (client: pg.PoolClient) => { raw = client })
     const seen = await db.transaction().execute(async (trx) => {
       await sql.raw("set local app.tenant_id = 'tenant-d'").execute(trx)
       await sql.raw("set local app.user_id = 'user-d'").execute(trx)
       const socket = socketOf(raw!) as Socket
-      assert.equal(socket.writableCorked, 1)
-      assert.ok(socket.writableLength > 0, 'BEGIN and the scope are written, not sent')
-      const { rows: [row] } = await sql<{ tenant: string, user: string }>`
-          select current_setting('app.tenant_id') as tenant, current_setting('app.user_id') as "user"
-      `.execute(trx)
+      assert.equal(socket.writableLength, 0, 'BEGIN and the scope are held, not written')
+      const { value, writes } = await writesDuring(socket, async () => (await sql<{ tenant: string, user: string }>`
+          select current_setting('app.tenant_id') as tenant, current_setting('app.user_id') as "user",
+            ${'x'}::text as parameter
+      `.execute(trx)).rows[0])
+      assert.equal(writes, 1)
       assert.equal(socket.writableCorked, 0)
-      return row
+      return value
     })
-    assert.deepEqual(seen, { tenant: 'tenant-d', user: 'user-d' })
+    assert.deepEqual(seen, { tenant: 'tenant-d', user: 'user-d', parameter: 'x' })
     assert.equal(raw?.getTransactionStatus(), 'I')
   })
 })

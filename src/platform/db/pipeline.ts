@@ -6,8 +6,9 @@
  * What the two rely on of `pg` beyond sending a query, all named here:
  * - pipeline mode (`pipeline: true` on the pool, new in 8.23.0): a client writes each query as it is
  *   called, without waiting for the answers before it (deferred-scope.ts);
- * - `client.connection.stream`, the socket, undocumented: corked while BEGIN and the scope wait and
- *   uncorked with the next statement, so that they leave in one write (`socketOf`, deferred-scope.ts);
+ * - `client.connection.stream`, the socket, undocumented: corked while the held scope and the statement
+ *   behind it are written, so that they leave in one write (`socketOf`, deferred-scope.ts);
+ * - a simple query of several statements (`begin; set local …`), the scope held until the first statement;
  * - `release(err)` ends the connection and removes it from the pool (deferred-scope.ts's release rule);
  * - a query config with `name`: parsed once per connection, then only bound and executed, so a cached
  *   plan whose result type changed fails with 0A000 (prepared-statements.ts).
@@ -74,7 +75,7 @@ class PipelinedClient {
 
   query (text: unknown, parameters?: readonly unknown[]): unknown {
     if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
-    return this.#scope.query(text, parameters, () => sendPrepared(this.#client, text, parameters))
+    return this.#scope.query(text, parameters, (t, p) => sendPrepared(this.#client, t, p))
   }
 
   /** `discard`: Kysely marks a connection it must not reuse (a failed rollback); it is dropped like a broken one. */
