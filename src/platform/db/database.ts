@@ -82,8 +82,51 @@ const textParser = (oid: number): ((v: string) => unknown) =>
  */
 const timestampText = new WeakMap<Date, string>()
 const parseTimestamptz = textParser(TIMESTAMPTZ)
-function exactTimestamptz (v: string): unknown {
-  const d = parseTimestamptz(v)
+
+/** Two digits at `i`. */
+const digits2 = (v: string, i: number): number => (v.charCodeAt(i) - 48) * 10 + v.charCodeAt(i + 1) - 48
+
+/**
+ * The milliseconds of PostgreSQL's usual timestamptz text (`2026-11-29 17:44:40.123456+00`, an offset of hours or
+ * hours and minutes), or undefined for any other form (another year's width, BC, infinity, an offset with seconds),
+ * which the `pg` driver's parser reads. Read by position: a regular expression per value cost a fifth of a list's
+ * server time.
+ */
+function fastTimestamptz (v: string): number | undefined {
+  if (v.length < 22 || v.charCodeAt(4) !== 45 || v.charCodeAt(10) !== 32 || v.charCodeAt(13) !== 58) return undefined
+  let i = 19
+  let ms = 0
+  if (v.charCodeAt(i) === 46) {
+    let n = 0
+    for (i++; i < v.length; i++, n++) {
+      const c = v.charCodeAt(i)
+      if (c < 48 || c > 57) break
+      if (n < 3) ms = ms * 10 + c - 48
+    }
+    for (; n < 3; n++) ms *= 10
+  }
+  const sign = v.charCodeAt(i)
+  if (sign !== 43 && sign !== 45) return undefined
+  let offset = digits2(v, i + 1) * 60
+  if (i + 3 === v.length) {
+    // hours only
+  } else if (i + 6 === v.length && v.charCodeAt(i + 3) === 58) {
+    offset += digits2(v, i + 4)
+  } else {
+    return undefined
+  }
+  const year = digits2(v, 0) * 100 + digits2(v, 2)
+  // Date.UTC reads the years 0 – 99 as 1900 – 1999
+  if (year < 100) return undefined
+  const utc = Date.UTC(year, digits2(v, 5) - 1, digits2(v, 8), digits2(v, 11),
+    digits2(v, 14), digits2(v, 17), ms)
+  const t = utc - (sign === 43 ? offset : -offset) * 60_000
+  return Number.isNaN(t) ? undefined : t
+}
+
+export function exactTimestamptz (v: string): unknown {
+  const t = fastTimestamptz(v)
+  const d = t !== undefined ? new Date(t) : parseTimestamptz(v)
   if (d instanceof Date) timestampText.set(d, v)
   return d
 }
