@@ -9,8 +9,9 @@
  * in Berlin stays at 10:00 in Berlin across a change of daylight-saving time, wherever the reader is.
  *
  * The text depends on its inputs only (DTSTAMP is the row's `updated_at`, never "now"): `feedVersion`, a digest of
- * them, is its ETag, known before the text is written (a calendar app polling an unchanged feed costs the query, not
- * the rendering), and the key of the rendered text in a cache.
+ * them, is its ETag, known from the rows' keys and versions before the rows are read (a calendar app polling an
+ * unchanged feed costs a digest of the rows' versions, not reading and rendering them), and the key of the rendered
+ * text in a cache.
  */
 import crypto from 'node:crypto'
 import ical, { ICalEventStatus } from 'ical-generator'
@@ -111,13 +112,17 @@ function zoneOf (name: string): string {
 /** Bumped when renderCalendar writes other text for the same inputs: every ETag changes with it. */
 const RENDERING = 1
 
+/** What a feed's text holds beside its events. */
+export type FeedHead = Omit<FeedCalendar, 'events'>
+
 /**
- * The version of a feed's text: a digest of everything `renderCalendar` reads (its rows, name, host and web app),
- * of the rendering and of the platform's zone database (process.versions.tz: the VTIMEZONE blocks come from it).
+ * The version of a feed's text: a digest of everything `renderCalendar` reads (the digest of its rows' keys and
+ * versions, `feedDigest` in feeds.repository.ts; its name, host and web app), of the rendering and of the platform's
+ * zone database (process.versions.tz: the VTIMEZONE blocks come from it).
  */
-export function feedVersion ({ name, host, appUrl, events }: FeedCalendar): string {
+export function feedVersion ({ name, host, appUrl }: FeedHead, rows: string): string {
   return crypto.createHash('sha256')
-    .update(JSON.stringify([RENDERING, process.versions.tz ?? '', name, host, appUrl, events]))
+    .update(JSON.stringify([RENDERING, process.versions.tz ?? '', name, host, appUrl, rows]))
     .digest('base64url').slice(0, 32)
 }
 

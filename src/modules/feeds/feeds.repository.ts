@@ -3,6 +3,7 @@
  * carries no bearer token: `findLiveToken` runs on the system login (withSystem) to find the token's tenant, and
  * everything else in that tenant's scope as the token's user.
  */
+import crypto from 'node:crypto'
 import { sql, type ExpressionBuilder, type SqlBool, type Expression } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
@@ -119,6 +120,8 @@ export interface FeedEvent {
   revision: number
   created_at: Date
   updated_at: Date
+  /** `xmin` (`rowVersion`) */
+  row_version: string
 }
 
 type Eb = ExpressionBuilder<Database, 'events'>
@@ -169,17 +172,12 @@ function sourceOf (eb: Eb, tenantId: string, source: FeedSource): Expression<Sql
 }
 
 /**
- * The events of a feed: published (or archived) rows, never draft clones, that end at most FEED_DAYS_BACK days ago
- * and start at most FEED_DAYS_AHEAD days ahead, soonest first, at most FEED_MAX_EVENTS.
+ * The rows of a feed: published (or archived) rows, never draft clones, that end at most FEED_DAYS_BACK days ago and
+ * start at most FEED_DAYS_AHEAD days ahead, soonest first, at most FEED_MAX_EVENTS.
  */
-export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSource): Promise<FeedEvent[]> {
+function feedRows (trx: Tx, reader: FeedReader, source: FeedSource) {
   const tenantId = reader.kind === 'user' ? reader.auth.tenantId : reader.tenantId
-  const rows = await trx.selectFrom('events')
-    .select([
-      'events.id', 'events.title', 'events.description', 'events.address', 'events.latitude', 'events.longitude',
-      'events.start_dt', 'events.end_dt', 'events.timezone', 'events.cancelled_at', 'events.is_deleted',
-      'events.revision', 'events.created_at', 'events.updated_at'
-    ])
+  return trx.selectFrom('events')
     .where('events.tenant_id', '=', tenantId)
     .where('events.status', 'in', ['published', 'archived'])
     .where('events.published_id', 'is', null)
@@ -191,6 +189,41 @@ export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSourc
     .where(eb => shown(eb, reader))
     .orderBy('events.start_dt').orderBy('events.id')
     .limit(FEED_MAX_EVENTS)
+}
+
+/**
+ * The row version of an event (`xmin`, the transaction that wrote the version read): another after any committed
+ * change, whichever code path or process made it (as RowJsonCache's, platform/db/row-json-cache.ts).
+ */
+const rowVersion = sql<string>`events.xmin::text`
+
+/**
+ * The digest of which rows a feed holds, in which versions: `md5` of `id.version` in the feed's order, joined by
+ * commas (`digestOf` computes the same of rows read). Reads the rows' keys and versions only, so that a feed whose
+ * rows did not change is answered without reading them.
+ */
+export async function feedDigest (trx: Tx, reader: FeedReader, source: FeedSource): Promise<string> {
+  const row = await trx.selectFrom(
+    feedRows(trx, reader, source).select(['events.id', 'events.start_dt', rowVersion.as('row_version')]).as('f')
+  )
+    .select(sql<string>`md5(coalesce(string_agg(f.id::text || '.' || f.row_version, ',' order by f.start_dt, f.id),
+      ''))`.as('digest'))
+    .executeTakeFirstOrThrow()
+  return row.digest
+}
+
+/** `feedDigest` of rows read by `feedEvents`. */
+export const digestOf = (events: readonly FeedEvent[]): string =>
+  crypto.createHash('md5').update(events.map(e => `${e.id}.${e.row_version}`).join(',')).digest('hex')
+
+/** The events of a feed (`feedRows`), with their row versions. */
+export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSource): Promise<FeedEvent[]> {
+  const rows = await feedRows(trx, reader, source)
+    .select([
+      'events.id', 'events.title', 'events.description', 'events.address', 'events.latitude', 'events.longitude',
+      'events.start_dt', 'events.end_dt', 'events.timezone', 'events.cancelled_at', 'events.is_deleted',
+      'events.revision', 'events.created_at', 'events.updated_at', rowVersion.as('row_version')
+    ])
     .execute()
   return rows.map(r => ({ ...r, start_dt: r.start_dt as Date }))
 }

@@ -23,7 +23,7 @@ import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts
 import { asTheyAreNow } from '../disclosure/index.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
-import { feedVersion, renderCalendar, type FeedCalendar } from './feeds.calendar.ts'
+import { feedVersion, renderCalendar, type FeedHead } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import * as repo from './feeds.repository.ts'
 import {
@@ -80,29 +80,16 @@ function matches (ifNoneMatch: string | string[] | undefined, etag: string): boo
   return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
 }
 
-/**
- * Sends a feed with its ETag (`feedVersion`, known before the text is written), or 304 when If-None-Match names it.
- * The text comes from `cache` when it holds this version under `key` (the feed and its reader), else is rendered and
- * kept: subscribers of one public space share it.
- */
-async function sendFeed (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  cache: RowJsonCache,
-  key: string,
-  feed: FeedCalendar
-): Promise<FastifyReply> {
-  const version = feedVersion(feed)
+/** A feed's version and its text; no text when If-None-Match names the version (304). */
+interface FeedAnswer { version: string, text: Buffer | undefined }
+
+/** Sends a feed with its ETag, or 304 when the request's If-None-Match named it. */
+async function sendFeed (reply: FastifyReply, { version, text }: FeedAnswer): Promise<FastifyReply> {
   void reply
     .header('etag', `"${version}"`)
     .header('cache-control', `private, max-age=${FEED_MAX_AGE}`)
     .header('x-content-type-options', 'nosniff')
-  if (matches(request.headers['if-none-match'], `"${version}"`)) return await reply.code(304).send(null)
-  let text = cache.get(key, version)
-  if (text === undefined) {
-    text = Buffer.from(renderCalendar(feed))
-    cache.set(key, version, text)
-  }
+  if (text === undefined) return await reply.code(304).send(null)
   return await reply.header('content-type', 'text/calendar; charset=utf-8').send(text)
 }
 
@@ -116,6 +103,31 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     scope === 'space'
       ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
       : `${config.baseUrl}/api/v1/me/calendar.ics?token=${token}`
+
+  /**
+   * A feed's version from the digest of its rows' keys and versions, and its text: none when If-None-Match names the
+   * version; the text kept under `key` (the feed and its reader) when it is of that version, shared by the
+   * subscribers of one public space; else the rows read and rendered, and kept under the version of the rows as read
+   * (a change committed since the digest gives them another).
+   */
+  async function feedAnswer (
+    trx: Tx,
+    request: FastifyRequest,
+    key: string,
+    head: FeedHead,
+    reader: repo.FeedReader,
+    source: repo.FeedSource
+  ): Promise<FeedAnswer> {
+    const version = feedVersion(head, await repo.feedDigest(trx, reader, source))
+    if (matches(request.headers['if-none-match'], `"${version}"`)) return { version, text: undefined }
+    const kept = rendered.get(key, version)
+    if (kept !== undefined) return { version, text: kept }
+    const events = await repo.feedEvents(trx, reader, source)
+    const read = feedVersion(head, repo.digestOf(events))
+    const text = Buffer.from(renderCalendar({ ...head, events }))
+    rendered.set(key, read, text)
+    return { version: read, text }
+  }
 
   /** The live token of a feed address, in any tenant, with its user still allowed in; else 404. */
   async function liveToken (token: string) {
@@ -144,29 +156,31 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
       if (entry === undefined) throw notFound()
       const tenantId = entry.tenant_id
-      const feed = await withTenant(db, { tenantId }, async trx => {
+      const answer = await withTenant(db, { tenantId }, async trx => {
         const space = await findPublicSpace(trx, tenantId, id)
         if (space === undefined) return undefined
-        const events = await repo.feedEvents(trx, { kind: 'anyone', tenantId }, { kind: 'space', spaceId: id })
-        return { name: space.title, host, appUrl: config.appUrl, events }
+        return await feedAnswer(trx, request, `${tenantId}:space:${String(id)}:anyone`,
+          { name: space.title, host, appUrl: config.appUrl }, { kind: 'anyone', tenantId },
+          { kind: 'space', spaceId: id })
       })
-      if (feed === undefined) throw notFound()
-      return await sendFeed(request, reply, rendered, `${tenantId}:space:${String(id)}:anyone`, feed)
+      if (answer === undefined) throw notFound()
+      return await sendFeed(reply, answer)
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
     const scope = { tenantId: found.tenant_id, userId: found.user_id }
-    const feed = await withTenant(db, scope, async trx => {
+    const answer = await withTenant(db, scope, async trx => {
       const auth = await readerOf(trx, found)
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
       const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
-      const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'space', spaceId: id })
+      const out = await feedAnswer(trx, request, `${found.tenant_id}:token:${found.id}`,
+        { name, host, appUrl: config.appUrl }, { kind: 'user', auth }, { kind: 'space', spaceId: id })
       await repo.touchToken(trx, auth.tenantId, found.id)
-      return { name, host, appUrl: config.appUrl, events }
+      return out
     })
-    if (feed === undefined) throw notFound()
-    return await sendFeed(request, reply, rendered, `${found.tenant_id}:token:${found.id}`, feed)
+    if (answer === undefined) throw notFound()
+    return await sendFeed(reply, answer)
   })
 
   app.get('/api/v1/me/calendar.ics', {
@@ -183,16 +197,18 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     const found = await liveToken(request.query.token)
     if (found.scope !== 'personal') throw notFound()
     const scope = { tenantId: found.tenant_id, userId: found.user_id }
-    const feed = await withTenant(db, scope, async trx => {
+    const answer = await withTenant(db, scope, async trx => {
       const auth = await readerOf(trx, found)
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       const who = await repo.userName(trx, auth.tenantId, auth.userId)
-      const events = await repo.feedEvents(trx, { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
+      const out = await feedAnswer(trx, request, `${found.tenant_id}:token:${found.id}`,
+        { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl },
+        { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
       await repo.touchToken(trx, auth.tenantId, found.id)
-      return { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl, events }
+      return out
     })
-    if (feed === undefined) throw notFound()
-    return await sendFeed(request, reply, rendered, `${found.tenant_id}:token:${found.id}`, feed)
+    if (answer === undefined) throw notFound()
+    return await sendFeed(reply, answer)
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {

@@ -158,6 +158,20 @@ for (const kind of databases()) {
       const again = await feed(t, url, { 'if-none-match': etag })
       assert.equal(again.statusCode, 304)
       assert.equal(again.body, '')
+      // asked again without If-None-Match: the same text under the same ETag (kept, not rendered again)
+      const kept = await feed(t, url)
+      assert.equal(kept.statusCode, 200)
+      assert.equal(kept.headers.etag, etag)
+      assert.equal(kept.body, res.body)
+      // an event taken out of the space leaves the feed, though no row of the feed changed
+      const nyId = [...cal.events.values()].find(e => e.summary === 'New York after')?.component
+        .getFirstPropertyValue('uid') as string
+      await expectStatus(t, alice, 'DELETE',
+        `/api/v1/events/${nyId.replace(/^event-(\d+)@.*$/, '$1')}/spaces/${space.id as number}`, 204)
+      const fewer = await feed(t, url, { 'if-none-match': etag })
+      assert.equal(fewer.statusCode, 200)
+      assert.notEqual(fewer.headers.etag, etag)
+      assert.deepEqual([...parse(fewer.body).events.keys()].sort(), ['Berlin after, the change; yes', 'Berlin before'])
       // a published change changes the feed, and grows the event's SEQUENCE
       await expectStatus(t, alice, 'PATCH', `/api/v1/events/${e1.id as number}`, 200, { title: 'Renamed' })
       const changed = await feed(t, url, { 'if-none-match': etag })
