@@ -285,6 +285,15 @@ export const HANDLERS: Record<string, Handler> = {
     return { status: 200, body: event, headers: { etag: `"${String(event.revision)}"` } }
   },
 
+  async floor (q, _p, c) {
+    const items = await q(
+      `select id, scope, space_id, created_at, last_used_at from feed_tokens
+        where tenant_id = $1 and user_id = $2 and revoked_at is null order by id limit 50`,
+      [c.tenant, c.user]
+    )
+    return { status: 200, body: { items } }
+  },
+
   async 'get-contact' (q, p, c) {
     const rows = await q<{ revision: number }>(
       `select ${CONTACT_COLUMNS} from contacts where id = $1 and (tenant_id = $2 and (owner_id = $3 or org_id = $4))`,

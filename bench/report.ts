@@ -181,6 +181,41 @@ export function wireText (run: DatabaseRun, connections: number): string {
   ].join('\n')
 }
 
+/**
+ * The floor (scenario `floor`: the least an authenticated request in the tenant's scope costs) and, for each list
+ * with a reference, what ours/reference would be if the list's own work cost exactly the reference's: the floor's
+ * time a request, plus the reference's, less what the bare server spends answering at all (the floor's wire).
+ * A ceiling for the service as it authenticates and scopes every request, measured in the same run.
+ */
+export function floorText (run: DatabaseRun): string {
+  const floor = outcome(run, 'floor')
+  const ours = floor?.ours
+  const wire = floor?.wire
+  if (ours === undefined || wire === undefined) return ''
+  const rows = run.outcomes.filter(o => o.reference !== undefined && o.ours !== undefined)
+  const out = [
+    `The floor: an authenticated request in the tenant's scope answers ${f0(ours.rps)} req/s` +
+      `${floor?.baseline !== undefined ? ` (the same statement bare: ${f0(floor.baseline.rps)})` : ''}; ` +
+      `a bare server sends the same answer ${f0(wire.rps)} times a second.`
+  ]
+  if (rows.length > 0) {
+    out.push(
+      '',
+      '| list | reference req/s | ours req/s | ours/reference | ceiling: floor + the reference\'s work | ' +
+        'ceiling/reference |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...rows.map(o => {
+        const ref = o.reference as LoadResult
+        const mine = o.ours as LoadResult
+        const ceiling = 1 / (1 / ours.rps + 1 / ref.rps - 1 / wire.rps)
+        return `| ${o.scenario.name} | ${f0(ref.rps)} | ${f0(mine.rps)} | ${(mine.rps / ref.rps).toFixed(2)} | ` +
+          `${f0(ceiling)} | ${(ceiling / ref.rps).toFixed(2)} |`
+      })
+    )
+  }
+  return out.join('\n')
+}
+
 /** What the check of each reference against the baseline found. */
 export function referenceText (run: DatabaseRun): string {
   const rows = run.outcomes.filter(o => o.referenceCheck !== undefined)

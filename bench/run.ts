@@ -38,7 +38,8 @@ import { freePort, runLoad, type LoadResult, type RequestFactory } from './load.
 import type { WireSample } from './wire-server.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
-  besideText, budgetText, budgets, errorText, growth, headingOf, referenceText, table, wireText, type BudgetLine,
+  besideText, budgetText, budgets, errorText, floorText, growth, headingOf, referenceText, table, wireText,
+  type BudgetLine,
   type DatabaseKind, type DatabaseRun, type LogEntry, type NpmStart, type ScenarioOutcome
 } from './report.ts'
 import { SCENARIO_SETS, SCENARIOS, isRead, type BenchContext, type Side } from './scenarios.ts'
@@ -908,6 +909,8 @@ for (const r of runs) {
   )
   const wired = wireText(r, CONNECTIONS)
   if (wired !== '') out.push(wired, '')
+  const floored = floorText(r)
+  if (floored !== '') out.push(floored, '')
   const checked = referenceText(r)
   if (checked !== '') out.push(checked, '')
   const besides = besideText(r, CONNECTIONS)

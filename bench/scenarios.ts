@@ -253,6 +253,19 @@ export const SCENARIOS: Scenario[] = [
     }
   },
   {
+    // what every authenticated request costs before its own work: the token checked, the policy, the tenant's
+    // transaction (BEGIN, the scope, COMMIT) around one statement that reads an index and finds nothing
+    name: 'floor',
+    wire: true,
+    title: "The floor: an authenticated request in the tenant's scope (the caller's feed tokens, none)",
+    group: 'single-read',
+    route: 'GET /api/v1/feed-tokens',
+    build: ctx => () => {
+      const c = someCaller()
+      return request(ctx, 'floor', c, { method: 'GET', path: '/api/v1/feed-tokens' }, {})
+    }
+  },
+  {
     name: 'get-contact',
     title: 'GET one contact',
     group: 'single-read',
