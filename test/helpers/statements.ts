@@ -31,10 +31,13 @@ export function watchStatements (t: TestApp, seen: (text: string, values: unknow
     proto.query = function (this: unknown, ...args: unknown[]) {
       const text = textOf(args[0])
       const values = valuesOf(args)
-      // BEGIN and the tenant scope leave as one text (`begin; set local …`, src/platform/db/deferred-scope.ts): each
-      // of its statements reported as PGlite's are
-      if (values.length === 0 && text.startsWith('begin; ')) for (const part of text.split('; ')) seen(part, [])
-      else seen(text, values)
+      // BEGIN and `SET LOCAL`s held until the next statement leave as one text (`begin; set local …`,
+      // src/platform/db/deferred-scope.ts): each of its statements reported as PGlite's are
+      if (values.length === 0 && /^(begin;|set local )/.test(text) && text.includes('; ')) {
+        for (const part of text.split('; ')) seen(part, [])
+      } else {
+        seen(text, values)
+      }
       return original.apply(this, args)
     }
     return { restore: () => { proto.query = original } }

@@ -1,6 +1,6 @@
 /**
  * BEGIN and the tenant scope sent with the first statement behind them, in one round trip and one
- * write (docs/performance.md).
+ * write, and statements sent together in one write (docs/performance.md).
  *
  * `withTenant` runs BEGIN, then the scope's `SET LOCAL` statements, then the request's queries, then
  * COMMIT, each awaited: seven round trips for a one-query request. Nobody reads the results of BEGIN
@@ -12,14 +12,16 @@
  * and an error in BEGIN or a `SET LOCAL` aborts the transaction, so the queries behind it fail
  * (25P02) instead of running unscoped.
  *
- * The two leave in one write (the socket corked around them). A client released with statements
- * still held is dropped, never reused. What it relies on of `pg`: pipeline.ts.
+ * What is sent in one moment leaves in one write (`#gather`): the scope with the statement behind it,
+ * and statements sent together (together.ts), which PostgreSQL then answers in one round trip. A
+ * client released with statements still held is dropped, never reused. What it relies on of `pg`:
+ * pipeline.ts.
  */
 import type pg from 'pg'
 
 type Result = pg.QueryResult
 
-/** A client's socket (pipeline.ts finds it): corked while the scope and the statement behind it are written. */
+/** A client's socket (pipeline.ts finds it): corked while the statements of one moment are written. */
 export interface Corkable { cork?: () => void, uncork?: () => void }
 
 /** Writes a statement on the client (`parameters` undefined: the simple protocol). */
@@ -43,6 +45,7 @@ const answered = (text: string): Result => ({
 export class DeferredScope {
   #socket: Corkable | undefined
   #held: string[] = []
+  #corked = false
 
   constructor (socket: Corkable | undefined) {
     this.#socket = socket
@@ -54,21 +57,30 @@ export class DeferredScope {
       this.#held.push(text)
       return Promise.resolve(answered(text))
     }
+    this.#gather()
     if (this.#held.length === 0) return send(text, parameters)
-    // one write for both: pg corks the socket for each query; ours around the two holds theirs
-    this.#socket?.cork?.()
-    let scope: Promise<Result>
-    let sent: Promise<Result>
-    try {
-      scope = send(this.#held.join('; '), undefined)
-      sent = send(text, parameters)
-    } finally {
-      this.#held = []
-      this.#socket?.uncork?.()
-    }
+    const scope = send(this.#held.join('; '), undefined)
+    this.#held = []
     scope.catch(() => {}) // observed through the statement's promise
+    const sent = send(text, parameters)
     sent.catch(() => {})
     return scope.then(async () => await sent)
+  }
+
+  /**
+   * Corks the socket until the promise jobs of the moment are done (`process.nextTick` runs after them), so that
+   * what they send leaves in one write: the held scope and the statement behind it, and statements sent together
+   * (together.ts). pg corks the socket around each statement's messages; ours around theirs holds them.
+   */
+  #gather (): void {
+    const socket = this.#socket
+    if (this.#corked || socket?.cork === undefined || socket.uncork === undefined) return
+    socket.cork()
+    this.#corked = true
+    process.nextTick(() => {
+      this.#corked = false
+      socket.uncork?.()
+    })
   }
 
   /**

@@ -38,11 +38,14 @@ export function keptSum (tenantId: string, list: string, where: RawBuilder<boole
     where tenant_id = ${tenantId} and list = ${list} and ${where})`
 }
 
+/** The sum of the kept rows of one list that match `where` (row_counts, migration 0020), as a statement (`total`). */
+export const keptTotalQuery = (trx: Tx, tenantId: string, list: string, where: RawBuilder<boolean>) =>
+  trx.selectNoFrom(keptSum(tenantId, list, where).as('total'))
+
 /** The sum of the kept rows of one list that match `where` (row_counts, migration 0020). */
 export async function keptTotal (trx: Tx, tenantId: string, list: string, where: RawBuilder<boolean>): Promise<number> {
-  const { rows } = await sql<{ n: string | number | null }>`select coalesce(sum(n), 0) as n from row_counts
-    where tenant_id = ${tenantId} and list = ${list} and ${where}`.execute(trx)
-  return Number(rows[0]?.n ?? 0)
+  const row = await keptTotalQuery(trx, tenantId, list, where).executeTakeFirstOrThrow()
+  return Number(row.total)
 }
 
 /**

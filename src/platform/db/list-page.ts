@@ -7,10 +7,11 @@
  * @example
  *   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
  *   const base = trx.selectFrom('space_managers').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
- *   return await listPage(base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
+ *   return await listPage(trx, base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
  */
-import { sql, type Expression, type RawBuilder, type SelectQueryBuilder } from 'kysely'
+import { sql, type Compilable, type Expression, type RawBuilder, type SelectQueryBuilder } from 'kysely'
 import type { Tx } from './tenant.ts'
+import { together } from './together.ts'
 import { afterKey, keyExpression, pageOf, type KeyColumn, type PageWindow } from '../http/cursor.ts'
 
 /**
@@ -51,9 +52,13 @@ export interface ListPage<T> {
 /** The name a key column's value has in a row: its column, without the table (`es.created_at`: `created_at`). */
 const columnOf = (k: KeyColumn): string => k.ref.slice(k.ref.lastIndexOf('.') + 1)
 
+/** The number of rows of `base`, as a statement (`select count(*) as total`). */
+export const countOf = <DB, TB extends keyof DB, B>(base: SelectQueryBuilder<DB, TB, B>) =>
+  base.select(eb => eb.fn.countAll<number | string>().as('total'))
+
 /** The number of rows of `base` (`select count(*) as total`). */
 export async function countRows<DB, TB extends keyof DB, B> (base: SelectQueryBuilder<DB, TB, B>): Promise<number> {
-  const row = await base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+  const row = await countOf(base).executeTakeFirstOrThrow()
   return Number((row as { total: number | string }).total)
 }
 
@@ -65,45 +70,54 @@ export function sumOf (counts: Array<Expression<unknown>>): RawBuilder<number> {
   )}`
 }
 
+/** A total read in parts (disjoint classes of rows, sources of a feed), as a statement of one row (`total`). */
+export const totalQuery = (trx: Tx, counts: Array<Expression<unknown>>) =>
+  trx.selectNoFrom(sumOf(counts).as('total'))
+
 /** A total read in parts (disjoint classes of rows, sources of a feed): their counts added up, in one statement. */
 export async function totalOf (trx: Tx, counts: Array<Expression<unknown>>): Promise<number> {
-  const row = await trx.selectNoFrom(sumOf(counts).as('total')).executeTakeFirstOrThrow()
+  const row = await totalQuery(trx, counts).executeTakeFirstOrThrow()
   return Number(row.total)
 }
 
+/** A statement whose one row holds a total. */
+export type TotalStatement = Compilable<{ total: number | string | null }>
+
+/** The total of a statement's one row (0 without one). */
+export const totalIn = (rows: ReadonlyArray<{ total: number | string | null }>): number => Number(rows[0]?.total ?? 0)
+
 /**
- * One page of the rows of `base` and their total, read together: `columns` selects the rows' columns, which hold
- * every key column under its own name (the next page's cursor is made of the last row's; no key is by `lower`).
- * `total` counts them another way (kept counts) when given; by default every row of `base` is counted.
+ * One page of the rows of `base` and their total, sent together (together.ts: one round trip): `columns` selects the
+ * rows' columns, which hold every key column under its own name (the next page's cursor is made of the last row's;
+ * no key is by `lower`). `total` counts them another way (kept counts) when given; by default every row of `base` is
+ * counted.
  */
 export async function listPage<DB, TB extends keyof DB, B, O> (
+  trx: Tx,
   base: SelectQueryBuilder<DB, TB, B>,
   columns: (qb: SelectQueryBuilder<DB, TB, B>) => SelectQueryBuilder<DB, TB, O>,
   keys: KeyColumn[],
   window: PageWindow,
-  total?: () => Promise<number>
+  total?: TotalStatement
 ): Promise<ListPage<O>> {
-  const [rows, count] = await Promise.all([
-    fromCursor(columns(base), keys, window)
-      .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    total !== undefined ? total() : countRows(base)
+  const [rows, counted] = await together(trx, [
+    fromCursor(columns(base), keys, window).limit(window.limit).offset(window.offset),
+    total ?? countOf(base)
   ])
   const keyOf = (row: O): unknown[] => keys.map(k => (row as Record<string, unknown>)[columnOf(k)])
-  return { ...pageOf(rows as O[], window, keyOf), total: count }
+  return { ...pageOf(rows as O[], window, keyOf), total: totalIn(counted) }
 }
 
-/** The first `limit` rows of `base` in the order of `keys` and the count of all of them, read together (a preview). */
+/**
+ * The first `limit` rows of `base` in the order of `keys` and the count of all of them, sent together (a preview).
+ */
 export async function firstRows<DB, TB extends keyof DB, B, O> (
+  trx: Tx,
   base: SelectQueryBuilder<DB, TB, B>,
   columns: (qb: SelectQueryBuilder<DB, TB, B>) => SelectQueryBuilder<DB, TB, O>,
   keys: KeyColumn[],
   limit: number
 ): Promise<{ items: O[], total: number }> {
-  const [items, total] = await Promise.all([
-    orderByKeys(columns(base), keys).limit(limit).execute(),
-    countRows(base)
-  ])
-  return { items: items as O[], total }
+  const [items, counted] = await together(trx, [orderByKeys(columns(base), keys).limit(limit), countOf(base)])
+  return { items: items as O[], total: totalIn(counted as unknown as Array<{ total: number | string }>) }
 }

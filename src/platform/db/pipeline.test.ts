@@ -2,7 +2,8 @@
  * The pipelined pool (pipeline.ts) on PostgreSQL, when `databases()` includes pg (TEST_DATABASE_URL,
  * TEST_DATABASES): a scope statement that fails stops the query behind it, a client released with
  * statements queued is dropped, a statement whose cached plan changed result type is prepared again,
- * BEGIN, the scope and the first query leave together, in one write. The `pg` version check's decision runs everywhere.
+ * BEGIN, the scope and the first query leave together, in one write, and so do statements sent together
+ * (together.ts), the first failure among them thrown. The `pg` version check's decision runs everywhere.
  *
  * A pool of one connection, so that each test knows which connection it gets; scratch tables with
  * random names, dropped afterwards.
@@ -15,6 +16,8 @@ import { Kysely, PostgresDialect, sql, type PostgresPool } from 'kysely'
 import pg from 'pg'
 import { databases } from '../../../test/helpers/build-app.ts'
 import { checkPgVersion, PG_VERSIONS, pipelinedPool, socketOf, supportsPg, UnsupportedPg } from './pipeline.ts'
+import type { Tx } from './tenant.ts'
+import { together } from './together.ts'
 
 void describe('the pg versions the pipelined pool supports', () => {
   void it('accepts the releases of PG_VERSIONS and nothing else', () => {
@@ -195,5 +198,27 @@ void describe('pg: the pipelined pool', { skip }, () => {
     })
     assert.deepEqual(seen, { tenant: 'tenant-d', user: 'user-d', parameter: 'x' })
     assert.equal(raw?.getTransactionStatus(), 'I')
+  })
+
+  void it('statements sent together (together.ts) leave in one write, each with its own answer', async () => {
+    let raw: pg.PoolClient | undefined
+    pool.once('acquire', (client: pg.PoolClient) => { raw = client })
+    const { value, writes } = await db.transaction().execute(async (trx) => {
+      await sql.raw("set local app.tenant_id = 'tenant-e'").execute(trx)
+      await sql<{ one: number }>`select ${1}::int as one`.execute(trx)
+      return await writesDuring(socketOf(raw!) as Socket, async () => await together(trx as Tx, [
+        sql<{ n: number }>`select ${2}::int as n`,
+        sql<{ n: number, tenant: string }>`select ${3}::int as n, current_setting('app.tenant_id') as tenant`
+      ]))
+    })
+    assert.equal(writes, 1)
+    assert.deepEqual(value, [[{ n: 2 }], [{ n: 3, tenant: 'tenant-e' }]])
+  })
+
+  void it('of statements sent together, the first failure is the one thrown', async () => {
+    await assert.rejects(db.transaction().execute(async (trx) => await together(trx as Tx, [
+      sql`select 1 / ${0}::int as n`,
+      sql`select ${1}::int as n`
+    ])), (err: { code?: string }) => err.code === '22012')
   })
 })
