@@ -69,7 +69,7 @@ export async function listAttendees (
     .where('tenant_id', '=', tenantId)
     .where(ofEventOrSeries(event))
     .$if(o.status !== undefined, qb => qb.where('status', '=', o.status ?? 'invited'))
-  return await listPage(base, qb => qb.select(LISTED_COLUMNS), ATTENDEE_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(LISTED_COLUMNS), ATTENDEE_KEYS, window)
 }
 
 /**

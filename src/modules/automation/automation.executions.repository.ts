@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
+import { keptTotalQuery, type Counting } from '../../platform/db/kept-counts.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { updateRows } from '../../platform/db/match.ts'
 import { listScope, pageWindow, type KeyColumn, type PageParams } from '../../platform/http/cursor.ts'
@@ -101,7 +101,7 @@ export async function listExecutions (
     .$if(f.to !== undefined, qb => qb.where('created_at', '<', f.to ?? new Date(0)))
   // a time range counts its rows; status and trigger type are keys of the kept counts
   const kept = counting === 'kept' && f.from === undefined && f.to === undefined
-  const keptCount = async () => await keptTotal(
+  const keptCount = keptTotalQuery(
     trx,
     tenantId,
     'executions',
@@ -109,7 +109,7 @@ export async function listExecutions (
           and ${f.status !== undefined ? sql<boolean>`k2 = ${f.status}` : sql<boolean>`true`}
           and ${f.triggerType !== undefined ? sql<boolean>`k3 = ${f.triggerType}` : sql<boolean>`true`}`
   )
-  return await listPage(base, qb => qb.selectAll(), EXECUTION_KEYS, window, kept ? keptCount : undefined)
+  return await listPage(trx, base, qb => qb.selectAll(), EXECUTION_KEYS, window, kept ? keptCount : undefined)
 }
 
 export async function lockExecution (trx: Tx, tenantId: string, id: string): Promise<ExecutionRow | undefined> {

@@ -204,7 +204,7 @@ export async function listRules (trx: Tx, tenantId: string, f: RuleFilter, q: Pa
     .$if(f.scopeId !== undefined, qb => qb.where('scope_id', '=', f.scopeId ?? ''))
     .$if(f.eventType !== undefined, qb => qb.where('event_type', '=', f.eventType ?? ''))
     .$if(f.enabled !== undefined, qb => qb.where('enabled', '=', f.enabled ?? true))
-  return await listPage(base, qb => qb.selectAll(), RULE_KEYS, window)
+  return await listPage(trx, base, qb => qb.selectAll(), RULE_KEYS, window)
 }
 
 // ---- the dispatcher's and the scheduler's rules

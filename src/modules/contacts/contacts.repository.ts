@@ -6,9 +6,10 @@
  * alone.
  */
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
-import { keptTotal, type Counting } from '../../platform/db/kept-counts.ts'
+import { keptSum, type Counting } from '../../platform/db/kept-counts.ts'
 import { planForValues, type Tx } from '../../platform/db/tenant.ts'
-import { countRows, fromCursor } from '../../platform/db/list-page.ts'
+import { countOf, fromCursor, totalIn, totalQuery } from '../../platform/db/list-page.ts'
+import { together } from '../../platform/db/together.ts'
 import { afterKey, keyExpression, listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -229,25 +230,18 @@ export const CONTACT_COUNTS_TRIGGER = 'contacts_counts_insert'
 
 /**
  * The total of the contacts the caller sees (visibleTo), from the kept counts: the contacts of the
- * caller's organization (any organization's, for tenant admins) and the caller's own outside it.
+ * caller's organization (any organization's, for tenant admins) and the caller's own outside it. One statement.
  */
-async function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean | undefined): Promise<number> {
+function keptVisibleTotal (trx: Tx, auth: AuthContext, favorite: boolean | undefined) {
   const fav = favorite === undefined ? sql<boolean>`true` : sql<boolean>`k3 = ${String(favorite)}`
-  const own = (outside: RawBuilder<boolean>) =>
-    keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k2 = ${auth.userId} and ${outside} and ${fav}`)
-  if (auth.permissions.has('tenant:admin')) {
-    const [shared, mine] = await Promise.all([
-      keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 <> '' and ${fav}`),
-      own(sql<boolean>`k1 = ''`)
-    ])
-    return shared + mine
-  }
-  if (auth.orgId === null) return await own(sql<boolean>`true`)
-  const [shared, mine] = await Promise.all([
-    keptTotal(trx, auth.tenantId, 'contacts', sql<boolean>`k1 = ${auth.orgId} and ${fav}`),
-    own(sql<boolean>`k1 <> ${auth.orgId}`)
-  ])
-  return shared + mine
+  const kept = (where: RawBuilder<boolean>) => keptSum(auth.tenantId, 'contacts', sql<boolean>`${where} and ${fav}`)
+  const own = (outside: RawBuilder<boolean>) => kept(sql<boolean>`k2 = ${auth.userId} and ${outside}`)
+  const parts = auth.permissions.has('tenant:admin')
+    ? [kept(sql<boolean>`k1 <> ''`), own(sql<boolean>`k1 = ''`)]
+    : auth.orgId === null
+      ? [own(sql<boolean>`true`)]
+      : [kept(sql<boolean>`k1 = ${auth.orgId}`), own(sql<boolean>`k1 <> ${auth.orgId}`)]
+  return totalQuery(trx, parts)
 }
 
 /** The contacts of the list: those the caller sees, of the search and the favorite filter. */
@@ -333,20 +327,19 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
       branch(eb => eb('owner_id', '=', auth.userId)).union(branch(eb => eb('org_id', '=', auth.orgId ?? '')))
     )
   }
-  const [rows, count] = await Promise.all([
+  const [rows, counted] = await together(trx, [
     ordered(picked(base))
       .select(COLUMNS)
       // the sort value as PostgreSQL compares it, for the cursor (not part of the body)
       .select(sql<unknown>`${keyExpression(keys[0] as KeyColumn)}`.as('sort_key'))
-      .limit(window.limit).offset(window.offset)
-      .execute(),
+      .limit(window.limit).offset(window.offset),
     // a text filter counts its matches; otherwise the kept counts answer
     o.counting === 'kept' && (o.search === undefined || o.search === '')
       ? keptVisibleTotal(trx, auth, o.favorite)
-      : countRows(base)
+      : countOf(base)
   ])
   const page = pageOf(rows, window, r => [r.sort_key, r.id])
-  return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: count }
+  return { ...page, items: page.items.map(({ sort_key: _key, ...contact }) => contact), total: totalIn(counted) }
 }
 
 /**

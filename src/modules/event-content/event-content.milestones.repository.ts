@@ -72,7 +72,7 @@ const MILESTONE_KEYS: KeyColumn[] = [
 export async function listMilestones (trx: Tx, tenantId: string, baseId: number, q: PageParams) {
   const window = pageWindow(q, listScope('milestones', { baseId }), MILESTONE_KEYS)
   const base = milestones(trx, tenantId).where('m.base_event_id', '=', baseId)
-  const page = await listPage(base, withEvent, MILESTONE_KEYS, window)
+  const page = await listPage(trx, base, withEvent, MILESTONE_KEYS, window)
   return { ...page, items: present(page.items) }
 }
 

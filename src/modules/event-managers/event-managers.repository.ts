@@ -59,7 +59,7 @@ const CREATED_KEYS = creationOrder('asc')
 export async function listManagers (trx: Tx, tenantId: string, eventId: number, q: PageParams) {
   const window = pageWindow(q, listScope('event-managers', { eventId }), CREATED_KEYS)
   const base = liveGrants(trx, 'event_managers', { tenant_id: tenantId, event_id: eventId })
-  return await listPage(base, qb => qb.select(MANAGER_COLUMNS), CREATED_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(MANAGER_COLUMNS), CREATED_KEYS, window)
 }
 
 /** The active or pending manager row of a user on an event. */

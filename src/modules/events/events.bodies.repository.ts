@@ -29,7 +29,8 @@ import { jsonFields } from '../../platform/db/json-render.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import type { JsonChunks } from '../../platform/http/schema-links.ts'
 import { Event } from './events.schemas.ts'
-import { seriesTitlesOf, spacesOf, type SpaceRef } from './events.repository.ts'
+import { seriesTitlesQuery, spacesByEvent, spacesQuery, type SpaceRef } from './events.repository.ts'
+import { together } from '../../platform/db/together.ts'
 import type { VersionedEvent } from './events.list.repository.ts'
 import type { EventRow } from './events.table.ts'
 
@@ -65,11 +66,21 @@ export async function eventsJson (
   tenantId: string,
   ids: number[]
 ): Promise<Array<{ id: number; version: string; json: string }>> {
-  const { rows } = await sql<{ id: number; version: string; json: string; written: boolean }>`
+  return unwritten((await eventsJsonQuery(trx, tenantId, ids).execute(trx)).rows)
+}
+
+/** The statement of `eventsJson`. */
+const eventsJsonQuery = (trx: Tx, tenantId: string, ids: number[]) =>
+  sql<{ id: number; version: string; json: string; written: boolean }>`
     select events.id, events.xmin::text as version, to_json(r)::text as json,
       pg_current_xact_id_if_assigned() is not null as written
     from events cross join lateral (select ${sql.join(EVENT_JSON_FIELDS)}) r
-    where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`.execute(trx)
+    where events.tenant_id = ${tenantId} and events.id = any(${ids}::bigint[])`
+
+/** The rows of `eventsJsonQuery`, unless they were rendered in a transaction that has written (rule 1). */
+function unwritten (
+  rows: Array<{ id: number; version: string; json: string; written: boolean }>
+): Array<{ id: number; version: string; json: string }> {
   if (rows[0]?.written === true) {
     throw new Error('Event bodies rendered in a transaction that has written: they could be cached stale')
   }
@@ -84,13 +95,29 @@ export interface Joined {
   seriesTitle: (row: JoinedRow) => string | null
 }
 
-/** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
-export async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
-  const [spaces, titles] = await Promise.all([spacesOf(trx, tenantId, rows), seriesTitlesOf(trx, tenantId, rows)])
+/** What an event shows of other tables, from the rows of `spacesQuery` and `seriesTitlesQuery`. */
+function joinedFrom (
+  rows: JoinedRow[],
+  links: Array<{ event_id: number, id: number, title: string }>,
+  series: Array<{ id: number, title: string }>
+): Joined {
+  const spaces = spacesByEvent(rows, links)
+  const titles = new Map(series.map(f => [f.id, f.title]))
   return {
     spaces: r => spaces.get(r.id) ?? [],
     seriesTitle: r => r.series_id === null ? null : titles.get(r.series_id) ?? null
   }
+}
+
+/** The statement of the series titles of rows, when any belongs to a series. */
+const seriesTitlesIf = (trx: Tx, tenantId: string, rows: JoinedRow[]) =>
+  rows.some(r => r.series_id !== null) ? seriesTitlesQuery(trx, tenantId, rows) : undefined
+
+/** The spaces and series titles of rows: two statements whatever the number of rows, sent together. */
+export async function joinedOf (trx: Tx, tenantId: string, rows: JoinedRow[]): Promise<Joined> {
+  if (rows.length === 0) return joinedFrom(rows, [], [])
+  const [links, series] = await together(trx, [spacesQuery(trx, tenantId, rows), seriesTitlesIf(trx, tenantId, rows)])
+  return joinedFrom(rows, links, series)
 }
 
 /**
@@ -107,10 +134,20 @@ export async function renderEvents (
   const key = (id: number) => `${tenantId}:${id}`
   const heads = rows.map(r => cache.get(key(r.id), r.version))
   const missing = rows.flatMap((r, i) => heads[i] === undefined ? [r.id] : [])
-  const [joined, rendered] = await Promise.all([
-    joinedOf(trx, tenantId, rows),
-    missing.length > 0 ? eventsJson(trx, tenantId, missing) : []
-  ])
+  let joined: Joined
+  let rendered: Array<{ id: number; version: string; json: string }> = []
+  if (rows.length === 0) {
+    joined = joinedFrom(rows, [], [])
+  } else if (missing.length === 0) {
+    joined = await joinedOf(trx, tenantId, rows)
+  } else {
+    // the three in one round trip
+    const [links, series, bodies] = await together(trx, [
+      spacesQuery(trx, tenantId, rows), seriesTitlesIf(trx, tenantId, rows), eventsJsonQuery(trx, tenantId, missing)
+    ])
+    joined = joinedFrom(rows, links, series)
+    rendered = unwritten(bodies)
+  }
   const fresh = new Map<number, Buffer>()
   for (const r of rendered) {
     // the object without its closing brace: the joined fields follow

@@ -10,7 +10,8 @@ import {
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import { listScope, pageOf, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
-import { fromCursor, orderByKeys, sumOf, totalOf } from '../../platform/db/list-page.ts'
+import { fromCursor, orderByKeys, sumOf, totalIn, totalQuery } from '../../platform/db/list-page.ts'
+import { together } from '../../platform/db/together.ts'
 import { planList, type Tx } from '../../platform/db/tenant.ts'
 import { compactKeptCounts, type Counting } from '../../platform/db/kept-counts.ts'
 import { eventVisibleTo, listAudience, memberSpaceIds, type ListClass } from './events.access.repository.ts'
@@ -264,14 +265,13 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .limit(reach)
 
   if (audience === undefined) {
-    const [rows, total] = await Promise.all([
+    const [rows, counted] = await together(trx, [
       fromCursor(filtered(trx.selectFrom('events').select(columns)), keys, window)
         .limit(window.limit)
-        .offset(window.offset)
-        .execute(),
-      totalOf(trx, [kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)])
+        .offset(window.offset),
+      totalQuery(trx, [kept !== undefined ? kept.allCount() : rowCount(sql<boolean>`true`)])
     ])
-    return { ...pageOf(rows, window, keyOf(o.sortBy)), total }
+    return { ...pageOf(rows, window, keyOf(o.sortBy)), total: totalIn(counted) }
   }
 
   // each branch's first rows of the page's end, then the page from their union
@@ -300,7 +300,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.id', 'in', ownedIds)
     .where(eb => eb.not(sql<SqlBool>`coalesce(${audience.inClasses}, false)`)))
-  const [rows, total] = await Promise.all([
+  const [rows, counted] = await together(trx, [
     orderByKeys(
       trx
         .selectFrom('events')
@@ -310,11 +310,10 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       keys
     )
       .limit(window.limit)
-      .offset(window.offset)
-      .execute(),
-    totalOf(trx, counts)
+      .offset(window.offset),
+    totalQuery(trx, counts)
   ])
-  return { ...pageOf(rows, window, keyOf(o.sortBy)), total }
+  return { ...pageOf(rows, window, keyOf(o.sortBy)), total: totalIn(counted) }
 }
 
 /** The sort key of a row of the events list: its sort column, then its id. */

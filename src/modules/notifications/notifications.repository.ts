@@ -41,7 +41,7 @@ export async function listNotifications (trx: Tx, auth: AuthContext, q: ListNoti
   if (q.channel !== undefined) base = base.where('channel', '=', q.channel)
   if (q.created_after !== undefined) base = base.where('created_at', '>=', new Date(q.created_after))
   if (q.created_before !== undefined) base = base.where('created_at', '<', new Date(q.created_before))
-  const page = await listPage(base, qb => qb.select(COLUMNS), KEYS, window)
+  const page = await listPage(trx, base, qb => qb.select(COLUMNS), KEYS, window)
   const hidden = await hiddenRecipients(trx, auth, page.items.map(r => r.recipient))
   if (hidden.size === 0) return page
   return {

@@ -264,7 +264,7 @@ export async function pageOccurrences (
     .selectFrom('events')
     .where(eb => eventVisibleTo(eb, auth))
     .where('events.series_id', '=', seriesId)
-  return await listPage(base, qb => qb.selectAll('events'), OCCURRENCE_KEYS, window)
+  return await listPage(trx, base, qb => qb.selectAll('events'), OCCURRENCE_KEYS, window)
 }
 
 /** The live occurrences of a series as they are now (bounded by the series' window), in id order. */

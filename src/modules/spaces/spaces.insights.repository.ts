@@ -37,7 +37,7 @@ export async function listSpaceEvents (trx: Tx, auth: AuthContext, spaceId: numb
     .where('es.tenant_id', '=', auth.tenantId)
     .where('es.space_id', '=', spaceId)
     .where('es.event_id', 'in', visibleEventIds(trx, auth))
-  const page = await listPage(base, qb => qb.select([
+  const page = await listPage(trx, base, qb => qb.select([
     'es.id',
     'es.space_id',
     'es.event_id',

@@ -45,7 +45,7 @@ export async function listMembers (trx: Tx, tenantId: string, spaceId: number, q
     .where('space_members.tenant_id', '=', tenantId)
     .where('space_members.space_id', '=', spaceId)
     .where('space_members.is_active', '=', true)
-  return await listPage(base, qb => qb.select(MEMBER_COLUMNS), MEMBER_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(MEMBER_COLUMNS), MEMBER_KEYS, window)
 }
 
 export async function findMember (trx: Tx, tenantId: string, spaceId: number, userId: string) {
@@ -117,7 +117,7 @@ const MANAGER_KEYS = creationOrder('asc')
 export async function listManagers (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-managers', { spaceId }), MANAGER_KEYS)
   const base = liveGrants(trx, 'space_managers', { tenant_id: tenantId, space_id: spaceId })
-  return await listPage(base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(MANAGER_COLUMNS), MANAGER_KEYS, window)
 }
 
 export async function findManager (trx: Tx, tenantId: string, spaceId: number, userId: string) {
@@ -195,7 +195,7 @@ const CONTACT_LINK_KEYS = creationOrder('desc')
 export async function listContacts (trx: Tx, tenantId: string, spaceId: number, q: PageParams) {
   const window = pageWindow(q, listScope('space-contacts', { spaceId }), CONTACT_LINK_KEYS)
   const base = trx.selectFrom('space_contacts').where('tenant_id', '=', tenantId).where('space_id', '=', spaceId)
-  return await listPage(base, qb => qb.select(CONTACT_LINK_COLUMNS), CONTACT_LINK_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(CONTACT_LINK_COLUMNS), CONTACT_LINK_KEYS, window)
 }
 
 export async function insertContactLink (trx: Tx, tenantId: string, spaceId: number, contactId: string, by: string) {

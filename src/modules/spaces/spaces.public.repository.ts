@@ -62,7 +62,7 @@ export async function publicChildren (trx: Tx, tenantId: string, id: number) {
       j.onRef('p.tenant_id', '=', 'spaces.tenant_id').onRef('p.space_id', '=', 'spaces.id')
     )
     .where('p.parent_id', '=', id)
-  const { items, total } = await firstRows(base, qb => qb.select(SHOWN), BY_POSITION, SUBSPACES_MAX)
+  const { items, total } = await firstRows(trx, base, qb => qb.select(SHOWN), BY_POSITION, SUBSPACES_MAX)
   return { items: items.map(s => ({ ...s, parent_id: id })), total }
 }
 
@@ -71,7 +71,7 @@ export async function managerProfiles (trx: Tx, tenantId: string, id: number) {
     .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'm.tenant_id').onRef('u.id', '=', 'm.user_id'))
     .where('m.tenant_id', '=', tenantId).where('m.space_id', '=', id).where('m.status', '=', 'active')
     .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
-  return await firstRows(base, qb => qb.select(PROFILE), MANAGERS_BY_AGE, PREVIEW_MANAGERS)
+  return await firstRows(trx, base, qb => qb.select(PROFILE), MANAGERS_BY_AGE, PREVIEW_MANAGERS)
 }
 
 export async function memberProfiles (trx: Tx, tenantId: string, id: number) {
@@ -79,7 +79,7 @@ export async function memberProfiles (trx: Tx, tenantId: string, id: number) {
     .leftJoin('users as u', j => j.onRef('u.tenant_id', '=', 'sm.tenant_id').onRef('u.id', '=', 'sm.user_id'))
     .where('sm.tenant_id', '=', tenantId).where('sm.space_id', '=', id).where('sm.is_active', '=', true)
     .where(eb => eb.or([eb('u.state', 'is', null), eb('u.state', '<>', 'removed')]))
-  return await firstRows(base, qb => qb.select(PROFILE), MEMBERS_BY_AGE, PREVIEW_MEMBERS)
+  return await firstRows(trx, base, qb => qb.select(PROFILE), MEMBERS_BY_AGE, PREVIEW_MEMBERS)
 }
 
 export async function ownerProfile (trx: Tx, tenantId: string, userId: string) {

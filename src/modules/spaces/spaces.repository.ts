@@ -206,7 +206,7 @@ export async function listVisible (trx: Tx, auth: AuthContext, o: ListOptions) {
         .whereRef('sp.tenant_id', '=', 'spaces.tenant_id').whereRef('sp.space_id', '=', 'spaces.id')
         .where('sp.parent_id', '=', o.parentId ?? 0)
     )))
-  const page = await listPage(base, qb => spaceColumns(qb, auth.tenantId), keys, window)
+  const page = await listPage(trx, base, qb => spaceColumns(qb, auth.tenantId), keys, window)
   return { ...page, items: page.items.map(toSpace) }
 }
 

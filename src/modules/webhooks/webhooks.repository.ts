@@ -53,7 +53,7 @@ export async function insertSubscription (trx: Tx, tenantId: string, s: NewSubsc
 export async function listSubscriptions (trx: Tx, tenantId: string, q: KeysetPageQuery) {
   const window = pageWindow(q, listScope('webhooks', {}), KEYS)
   const base = t(trx).selectFrom('webhook_subscriptions').where('tenant_id', '=', tenantId)
-  return await listPage(base, qb => qb.select(SUBSCRIPTION_COLUMNS), KEYS, window)
+  return await listPage(trx, base, qb => qb.select(SUBSCRIPTION_COLUMNS), KEYS, window)
 }
 
 export async function findSubscription (trx: Tx, tenantId: string, id: string): Promise<SubscriptionView | undefined> {
@@ -138,7 +138,7 @@ export async function listDeliveries (trx: Tx, tenantId: string, subscriptionId:
   const window = pageWindow(q, listScope('webhook-deliveries', { subscriptionId }), DELIVERY_KEYS)
   const base = t(trx).selectFrom('webhook_deliveries')
     .where('tenant_id', '=', tenantId).where('subscription_id', '=', subscriptionId)
-  return await listPage(base, qb => qb.select(DELIVERY_COLUMNS), DELIVERY_KEYS, window)
+  return await listPage(trx, base, qb => qb.select(DELIVERY_COLUMNS), DELIVERY_KEYS, window)
 }
 
 export async function insertDelivery (

@@ -130,12 +130,14 @@ export async function planForValues (trx: Tx): Promise<void> {
 }
 
 /**
- * The plans of a list's statements, in one statement: planned for their values (as `planForValues`), or
- * the prepared statements' generic plans (`force_generic_plan`: no planning per request, for statements
- * whose best plan does not depend on the values; literal predicates where a partial index needs them),
- * and no parallel workers (a list's reads are short index reads: workers cost more to start than they save).
+ * The plans of a list's statements: planned for their values (as `planForValues`), or the prepared
+ * statements' generic plans (`force_generic_plan`: no planning per request, for statements whose best
+ * plan does not depend on the values; literal predicates where a partial index needs them), and no
+ * parallel workers (a list's reads are short index reads: workers cost more to start than they save).
+ * `SET LOCAL`s without parameters: on PostgreSQL they leave with the list's first statement, in the same
+ * round trip (deferred-scope.ts).
  */
 export async function planList (trx: Tx, forValues: boolean): Promise<void> {
-  await sql`select set_config('max_parallel_workers_per_gather', '0', true),
-    set_config('plan_cache_mode', ${forValues ? 'force_custom_plan' : 'force_generic_plan'}, true)`.execute(trx)
+  await sql.raw('set local max_parallel_workers_per_gather = 0').execute(trx)
+  await sql.raw(`set local plan_cache_mode = ${forValues ? 'force_custom_plan' : 'force_generic_plan'}`).execute(trx)
 }
