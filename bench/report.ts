@@ -56,6 +56,13 @@ export interface BudgetLine { ok: boolean | undefined, text: string, enforced: b
 
 const f0 = (n: number): string => n.toFixed(0)
 const f1 = (n: number): string => n.toFixed(1)
+
+/** A markdown table's lines: its head, the rule (the first column left, the others right) and a line per row. */
+const markdown = (head: string[], rows: string[][]): string[] => [
+  `| ${head.join(' | ')} |`,
+  `|---|${head.slice(1).map(() => '---:|').join('')}`,
+  ...rows.map(r => `| ${r.join(' | ')} |`)
+]
 const ms = (n: number): string => n < 10 ? n.toFixed(2) : n.toFixed(1)
 
 export function table (run: DatabaseRun, connections: number, lightConnections: number): string {
@@ -167,17 +174,17 @@ export function wireText (run: DatabaseRun, connections: number): string {
     'Against the wire (a bare `node:http` server sending the service\'s own answers from memory, ' +
     `bench/wire-server.ts; ${connections} connections):`,
     '',
-    '| scenario | bytes an answer | ours req/s | wire req/s | ours/wire | ours MB/s | wire MB/s ' +
-    '| server CPU ms/req ours / wire |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map(o => {
-      const a = o.ours as LoadResult
-      const w = o.wire as LoadResult
-      const bytes = o.wireBytes ?? 0
-      return `| ${o.scenario.title} | ${f0(bytes)} | ${f0(a.rps)} | ${f0(w.rps)} | ` +
-        `${(a.rps / Math.max(w.rps, 1e-9)).toFixed(2)} | ${f1(a.rps * bytes / 1e6)} | ${f1(w.rps * bytes / 1e6)} | ` +
-        `${ms(a.cpuMsPerRequest)} / ${ms(w.cpuMsPerRequest)} |`
-    })
+    ...markdown(
+      ['scenario', 'bytes an answer', 'ours req/s', 'wire req/s', 'ours/wire', 'ours MB/s', 'wire MB/s',
+        'server CPU ms/req ours / wire'],
+      rows.map(o => {
+        const a = o.ours as LoadResult
+        const w = o.wire as LoadResult
+        const bytes = o.wireBytes ?? 0
+        return [o.scenario.title, f0(bytes), f0(a.rps), f0(w.rps), (a.rps / Math.max(w.rps, 1e-9)).toFixed(2),
+          f1(a.rps * bytes / 1e6), f1(w.rps * bytes / 1e6), `${ms(a.cpuMsPerRequest)} / ${ms(w.cpuMsPerRequest)}`]
+      })
+    )
   ].join('\n')
 }
 
@@ -199,19 +206,17 @@ export function floorText (run: DatabaseRun): string {
       `a bare server sends the same answer ${f0(wire.rps)} times a second.`
   ]
   if (rows.length > 0) {
-    out.push(
-      '',
-      '| list | reference req/s | ours req/s | ours/reference | ceiling: floor + the reference\'s work | ' +
-        'ceiling/reference |',
-      '|---|---:|---:|---:|---:|---:|',
-      ...rows.map(o => {
+    out.push('', ...markdown(
+      ['list', 'reference req/s', 'ours req/s', 'ours/reference', 'ceiling: floor + the reference\'s work',
+        'ceiling/reference'],
+      rows.map(o => {
         const ref = o.reference as LoadResult
         const mine = o.ours as LoadResult
         const ceiling = 1 / (1 / ours.rps + 1 / ref.rps - 1 / wire.rps)
-        return `| ${o.scenario.name} | ${f0(ref.rps)} | ${f0(mine.rps)} | ${(mine.rps / ref.rps).toFixed(2)} | ` +
-          `${f0(ceiling)} | ${(ceiling / ref.rps).toFixed(2)} |`
+        return [o.scenario.name, f0(ref.rps), f0(mine.rps), (mine.rps / ref.rps).toFixed(2), f0(ceiling),
+          (ceiling / ref.rps).toFixed(2)]
       })
-    )
+    ))
   }
   return out.join('\n')
 }
