@@ -68,6 +68,17 @@ export class DeferredScope {
   }
 
   /**
+   * Sends what is held on its own, ahead of a statement that does not go through `query` (a `pg` Submittable), so
+   * that it too runs in the scope.
+   */
+  flush (send: Send): void {
+    if (this.#held.length === 0) return
+    const scope = send(this.#held.join('; '), undefined)
+    this.#held = []
+    scope.catch(() => {}) // a failure aborts the transaction: the statement behind it fails (25P02)
+  }
+
+  /**
    * Corks the socket until the promise jobs of the moment are done (`process.nextTick` runs after them), so that
    * what they send leaves in one write: the held scope and the statement behind it, and statements sent together
    * (together.ts). pg corks the socket around each statement's messages; ours around theirs holds them.

@@ -221,4 +221,22 @@ void describe('pg: the pipelined pool', { skip }, () => {
       sql`select ${1}::int as n`
     ])), (err: { code?: string }) => err.code === '22012')
   })
+
+  void it('a statement sent as a pg Submittable after held statements runs in their scope', async () => {
+    const client = await pipelined.connect()
+    try {
+      await client.query('begin', [])
+      await client.query("set local app.tenant_id = 'tenant-f'", [])
+      const submitted = new pg.Query("select current_setting('app.tenant_id', true) as tenant")
+      const rows = await new Promise<unknown[]>((resolve, reject) => {
+        const out: unknown[] = []
+        const q = (client as unknown as { query: (q: pg.Query) => pg.Query }).query(submitted)
+        q.on('row', (row: unknown) => out.push(row)).on('end', () => { resolve(out) }).on('error', reject)
+      })
+      assert.deepEqual(rows, [{ tenant: 'tenant-f' }])
+      await client.query('commit', [])
+    } finally {
+      client.release()
+    }
+  })
 })

@@ -74,7 +74,10 @@ class PipelinedClient {
   }
 
   query (text: unknown, parameters?: readonly unknown[]): unknown {
-    if (typeof text !== 'string') return this.#client.query(text as pg.Submittable)
+    if (typeof text !== 'string') {
+      this.#scope.flush((t, p) => sendPrepared(this.#client, t, p))
+      return this.#client.query(text as pg.Submittable)
+    }
     return this.#scope.query(text, parameters, (t, p) => sendPrepared(this.#client, t, p))
   }
 
