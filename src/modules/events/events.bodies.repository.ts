@@ -134,20 +134,14 @@ export async function renderEvents (
   const key = (id: number) => `${tenantId}:${id}`
   const heads = rows.map(r => cache.get(key(r.id), r.version))
   const missing = rows.flatMap((r, i) => heads[i] === undefined ? [r.id] : [])
-  let joined: Joined
-  let rendered: Array<{ id: number; version: string; json: string }> = []
-  if (rows.length === 0) {
-    joined = joinedFrom(rows, [], [])
-  } else if (missing.length === 0) {
-    joined = await joinedOf(trx, tenantId, rows)
-  } else {
-    // the three in one round trip
-    const [links, series, bodies] = await together(trx, [
-      spacesQuery(trx, tenantId, rows), seriesTitlesIf(trx, tenantId, rows), eventsJsonQuery(trx, tenantId, missing)
-    ])
-    joined = joinedFrom(rows, links, series)
-    rendered = unwritten(bodies)
-  }
+  // the spaces, the series titles and the bodies not cached, in one round trip
+  const [links, series, bodies] = await together(trx, [
+    rows.length > 0 ? spacesQuery(trx, tenantId, rows) : undefined,
+    seriesTitlesIf(trx, tenantId, rows),
+    missing.length > 0 ? eventsJsonQuery(trx, tenantId, missing) : undefined
+  ])
+  const joined = joinedFrom(rows, links, series)
+  const rendered = unwritten(bodies)
   const fresh = new Map<number, Buffer>()
   for (const r of rendered) {
     // the object without its closing brace: the joined fields follow

@@ -14,7 +14,8 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { keptSum, type Counting } from '../../platform/db/kept-counts.ts'
 import type { SpaceActivityType } from './spaces.table.ts'
-import { fromCursor, listPage, orderByKeys, totalOf } from '../../platform/db/list-page.ts'
+import { fromCursor, listPage, orderByKeys, totalIn, totalQuery } from '../../platform/db/list-page.ts'
+import { together } from '../../platform/db/together.ts'
 import {
   afterKey, listScope, pageOf, pageWindow, type KeyColumn, type KeyValue, type PageParams
 } from '../../platform/http/cursor.ts'
@@ -204,9 +205,10 @@ export async function listActivity (trx: Tx, auth: AuthContext, spaceId: number,
     addedRows.select(eb => eb.fn.countAll<number>().as('n')),
     publishedRows.select(eb => eb.fn.countAll<number>().as('n'))
   ]
-  const [rows, total] = await Promise.all([page.execute(), totalOf(trx, counted)])
+  // one round trip (together.ts)
+  const [rows, total] = await together(trx, [page, totalQuery(trx, counted)])
   const paged = pageOf(rows, window, r => [r.created_at, r.src, r.seq])
-  return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total }
+  return { ...paged, items: paged.items.map(({ src: _src, seq: _seq, ...item }) => item), total: totalIn(total) }
 }
 
 /* Analytics */

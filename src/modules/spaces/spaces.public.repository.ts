@@ -3,7 +3,8 @@
  * the public profile fields of people (display_name, first_name, last_name, username, avatar_url).
  */
 import { sql } from 'kysely'
-import { firstRows } from '../../platform/db/list-page.ts'
+import { countOf, firstRows, totalIn } from '../../platform/db/list-page.ts'
+import { together } from '../../platform/db/together.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { creationOrder, type KeyColumn } from '../../platform/http/cursor.ts'
 import { memberOrder } from './spaces.people.repository.ts'
@@ -117,7 +118,7 @@ export async function publicEvents (
     .where('e.visibility', '=', PUBLIC)
     .where('e.is_deleted', '=', false)
     .where('e.published_id', 'is', null)
-  const [items, count] = await Promise.all([
+  const [items, count] = await together(trx, [
     base
       .select([
         'e.id', 'e.title', 'e.timezone', 'e.address', 'e.description', 'e.start_dt', 'e.end_dt',
@@ -126,9 +127,8 @@ export async function publicEvents (
       .where(sql<boolean>`coalesce(e.end_dt, e.start_dt, 'infinity'::timestamptz) >= now()`)
       .orderBy(sql`e.start_dt asc nulls last`)
       .orderBy('e.id')
-      .limit(UPCOMING_MAX)
-      .execute(),
-    base.select(eb => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow()
+      .limit(UPCOMING_MAX),
+    countOf(base)
   ])
-  return { items, total: Number(count.total) }
+  return { items, total: totalIn(count) }
 }
