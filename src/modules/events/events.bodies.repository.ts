@@ -4,14 +4,15 @@
  * (docs/performance.md). Everything it relies on is in this file.
  *
  * How a list is answered: the list's query reads each row's id and version (`xmin`); `renderEvents` takes the body
- * of every row from the cache when it holds that very version, has PostgreSQL render the others (`eventsJson`, the
- * fields of the Event schema as its serializer would write them: platform/db/json-render.ts), reads the fields
- * other tables supply (EVENT_JOINED_FIELDS) for every row, and the route sends the pieces (`sendJsonFields`).
+ * of every row from the cache when it holds that very version, has PostgreSQL render the others
+ * (`eventsJsonQuery`, the fields of the Event schema as its serializer would write them: platform/db/json-render.ts),
+ * reads the fields other tables supply (EVENT_JOINED_FIELDS) for every row, and the route sends the pieces
+ * (`sendJsonFields`).
  *
  * The contract, and what enforces each rule:
  * 1. A body is rendered only in a transaction that has written nothing. All the row versions one transaction writes
  *    share its `xmin`, so a body rendered after the request's own write could be changed again by the same
- *    transaction under the same version, and stay in the cache stale. `eventsJson` asks PostgreSQL whether the
+ *    transaction under the same version, and stay in the cache stale. `eventsJsonQuery` asks PostgreSQL whether the
  *    transaction has an id (it gets one at its first write) and throws before caching anything
  *    (events.bodies.test.ts).
  * 2. No JavaScript-side transform of a cached column: the cached text is the column as PostgreSQL renders it, so
@@ -58,18 +59,9 @@ export const newEventBodyCache = (): RowJsonCache => new RowJsonCache(16 << 20)
 
 /**
  * The Event bodies of rows as PostgreSQL renders them, without the fields of EVENT_JOINED_FIELDS, each with the
- * version it was rendered from. Rows gone since the caller read their ids are missing. Throws in a transaction that
- * has written (rule 1).
+ * version it was rendered from, and whether the transaction has written (rule 1: `unwritten` throws then). Rows gone
+ * since the caller read their ids are missing.
  */
-export async function eventsJson (
-  trx: Tx,
-  tenantId: string,
-  ids: number[]
-): Promise<Array<{ id: number; version: string; json: string }>> {
-  return unwritten((await eventsJsonQuery(trx, tenantId, ids).execute(trx)).rows)
-}
-
-/** The statement of `eventsJson`. */
 const eventsJsonQuery = (trx: Tx, tenantId: string, ids: number[]) =>
   sql<{ id: number; version: string; json: string; written: boolean }>`
     select events.id, events.xmin::text as version, to_json(r)::text as json,

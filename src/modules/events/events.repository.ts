@@ -119,10 +119,10 @@ export async function visibleEventExists (trx: Tx, auth: AuthContext, id: number
 export interface SpaceRef { id: number, title: string }
 
 /**
- * The statement of the (not deleted) spaces of events (`spacesOf`). The events' links first, by (tenant_id,
- * event_id), then their spaces. As one join, the planner could walk every space of the tenant and scan its links for
- * the ids (15 ms for a calendar month, against 1.7 ms this way). One array parameter: the same prepared statement for
- * any number of events.
+ * The statement of the (not deleted) spaces of events (`spacesByEvent` reads its rows). The events' links first,
+ * by (tenant_id, event_id), then their spaces. As one join, the planner could walk every space of the tenant and
+ * scan its links for the ids (15 ms for a calendar month, against 1.7 ms this way). One array parameter: the same
+ * prepared statement for any number of events.
  */
 export function spacesQuery (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'id' | 'published_id'>>) {
   const roots = [...new Set(rows.map(r => r.published_id ?? r.id))]
@@ -160,16 +160,6 @@ export function spacesByEvent (
   return out
 }
 
-/** The (not deleted) spaces of each event, keyed by the event's id; a draft clone gets its published row's. */
-export async function spacesOf (
-  trx: Tx,
-  tenantId: string,
-  rows: Array<Pick<EventRow, 'id' | 'published_id'>>
-): Promise<Map<number, SpaceRef[]>> {
-  if (rows.length === 0) return new Map()
-  return spacesByEvent(rows, await spacesQuery(trx, tenantId, rows).execute())
-}
-
 /**
  * An event the caller may see (draft clones included, judged by their published row), with its spaces, its series'
  * title and `extra` (a column of the event whose id it is given: the root, the published row of a draft clone), in one
@@ -202,7 +192,7 @@ export async function findEventJoined (
     .executeTakeFirst()
 }
 
-/** The statement of the master titles of the series the rows belong to (`seriesTitlesOf`). */
+/** The statement of the master titles of the series the rows belong to. */
 export function seriesTitlesQuery (trx: Tx, tenantId: string, rows: Array<Pick<EventRow, 'series_id'>>) {
   const ids = [...new Set(rows.flatMap(r => (r.series_id === null ? [] : [r.series_id])))]
   return trx
@@ -210,17 +200,6 @@ export function seriesTitlesQuery (trx: Tx, tenantId: string, rows: Array<Pick<E
     .select(['id', 'title'])
     .where('tenant_id', '=', tenantId)
     .where(sql<boolean>`id = any(${ids}::bigint[])`)
-}
-
-/** The master titles of the series the rows belong to, keyed by series id. */
-export async function seriesTitlesOf (
-  trx: Tx,
-  tenantId: string,
-  rows: Array<Pick<EventRow, 'series_id'>>
-): Promise<Map<number, string>> {
-  if (rows.every(r => r.series_id === null)) return new Map()
-  const found = await seriesTitlesQuery(trx, tenantId, rows).execute()
-  return new Map(found.map(f => [f.id, f.title]))
 }
 
 export async function insertActivity (

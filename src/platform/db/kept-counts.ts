@@ -42,12 +42,6 @@ export function keptSum (tenantId: string, list: string, where: RawBuilder<boole
 export const keptTotalQuery = (trx: Tx, tenantId: string, list: string, where: RawBuilder<boolean>) =>
   trx.selectNoFrom(keptSum(tenantId, list, where).as('total'))
 
-/** The sum of the kept rows of one list that match `where` (row_counts, migration 0020). */
-export async function keptTotal (trx: Tx, tenantId: string, list: string, where: RawBuilder<boolean>): Promise<number> {
-  const row = await keptTotalQuery(trx, tenantId, list, where).executeTakeFirstOrThrow()
-  return Number(row.total)
-}
-
 /**
  * Folds delta rows of kept counts tenant by tenant: `tenants` names the tenants whose rows outnumber their keys,
  * `fold` folds one tenant's (a function of the migration). The tenants it folded; it stops between two tenants

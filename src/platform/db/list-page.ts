@@ -56,12 +56,6 @@ const columnOf = (k: KeyColumn): string => k.ref.slice(k.ref.lastIndexOf('.') + 
 export const countOf = <DB, TB extends keyof DB, B>(base: SelectQueryBuilder<DB, TB, B>) =>
   base.select(eb => eb.fn.countAll<number | string>().as('total'))
 
-/** The number of rows of `base` (`select count(*) as total`). */
-export async function countRows<DB, TB extends keyof DB, B> (base: SelectQueryBuilder<DB, TB, B>): Promise<number> {
-  const row = await countOf(base).executeTakeFirstOrThrow()
-  return Number((row as { total: number | string }).total)
-}
-
 /** Counts added up in SQL, `(a) + (b) + …`: each a subquery of one row and one number. */
 export function sumOf (counts: Array<Expression<unknown>>): RawBuilder<number> {
   return sql<number>`${sql.join(
@@ -73,12 +67,6 @@ export function sumOf (counts: Array<Expression<unknown>>): RawBuilder<number> {
 /** A total read in parts (disjoint classes of rows, sources of a feed), as a statement of one row (`total`). */
 export const totalQuery = (trx: Tx, counts: Array<Expression<unknown>>) =>
   trx.selectNoFrom(sumOf(counts).as('total'))
-
-/** A total read in parts (disjoint classes of rows, sources of a feed): their counts added up, in one statement. */
-export async function totalOf (trx: Tx, counts: Array<Expression<unknown>>): Promise<number> {
-  const row = await totalQuery(trx, counts).executeTakeFirstOrThrow()
-  return Number(row.total)
-}
 
 /** A statement whose one row holds a total. */
 export type TotalStatement = Compilable<{ total: number | string | null }>
