@@ -8,6 +8,8 @@ import crypto from 'node:crypto'
 import { Writable } from 'node:stream'
 import { before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { pino } from 'pino'
+import { LazyChild } from '../src/platform/request-log.ts'
 import { databases, useTestApp } from './helpers/build-app.ts'
 
 type Line = Record<string, unknown>
@@ -124,3 +126,62 @@ for (const kind of databases()) {
     })
   })
 }
+
+describe('lazy child loggers', () => {
+  /** A pino logger writing into `lines`, and how many children were made of it (pino's own `child`, counted). */
+  function logger (level: string) {
+    const lines: Line[] = []
+    const stream = new Writable({
+      write (chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString('utf8')) as Line)
+        done()
+      }
+    })
+    const root = pino({ level, base: null, timestamp: false }, stream)
+    const made = { children: 0 }
+    // pino's children inherit from their parent: this counts theirs too
+    const child = root.child
+    root.child = function (this: typeof root, bindings, options) {
+      made.children++
+      return child.call(this, bindings, options)
+    } as typeof root.child
+    return { root, lines, made }
+  }
+
+  it('writes what the real child writes, with every binding of the chain, once a line is enabled', async () => {
+    const { root, lines, made } = logger('info')
+    const lazy = new LazyChild(root, { reqId: 'r1', route: '/x' }).child({ tenant: 't1' })
+    const real = root.child({ reqId: 'r1', route: '/x' }).child({ tenant: 't1' })
+    made.children = 0
+    lazy.info({ n: 1 }, 'line')
+    real.info({ n: 1 }, 'line')
+    await new Promise(resolve => setImmediate(resolve))
+    assert.equal(lines.length, 2)
+    assert.deepEqual(lines[0], lines[1])
+    assert.deepEqual(lines[0], { level: 30, reqId: 'r1', route: '/x', tenant: 't1', n: 1, msg: 'line' })
+    assert.equal(made.children, 2, 'the lazy chain became real children on its first line')
+    lazy.info('again')
+    assert.equal(made.children, 2, 'and stays them')
+  })
+
+  it('makes no child and writes nothing for lines below the level', async () => {
+    const { root, lines, made } = logger('warn')
+    const lazy = new LazyChild(root, { reqId: 'r2' }).child({ tenant: 't2' })
+    lazy.info('not written')
+    lazy.debug('not written')
+    assert.equal(lazy.level, 'warn')
+    assert.equal(made.children, 0)
+    lazy.warn('written')
+    await new Promise(resolve => setImmediate(resolve))
+    assert.deepEqual(lines, [{ level: 40, reqId: 'r2', tenant: 't2', msg: 'written' }])
+  })
+
+  it("a child's own level applies to its lines", async () => {
+    const { root, lines } = logger('warn')
+    const lazy = new LazyChild(root, { reqId: 'r3' })
+    lazy.level = 'debug'
+    lazy.debug('written at debug')
+    await new Promise(resolve => setImmediate(resolve))
+    assert.deepEqual(lines, [{ level: 20, reqId: 'r3', msg: 'written at debug' }])
+  })
+})

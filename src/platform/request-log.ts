@@ -12,6 +12,9 @@
  *   not name the tenant. "request completed" carries the request (method, URL, address) instead
  *   (`RequestLogController`), with the value of a `token` query parameter (a calendar feed's secret,
  *   docs/integrations.md) replaced by `[redacted]`.
+ * - Every child is lazy (`LazyChild`): its bindings are serialized when it first writes a line at an enabled level,
+ *   not when the request starts. At the production level (`warn`) most requests write none, and pino's `child`
+ *   (which renders its bindings as JSON text at once) cost two calls a request (docs/performance.md).
  */
 import {
   LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest
@@ -19,6 +22,68 @@ import {
 
 type Bindings = Record<string, unknown>
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1]
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+type LogArgs = Parameters<FastifyBaseLogger['info']>
+
+/** Whether `logger` writes lines of `level` (pino's own test; a logger without one writes them all). */
+function writes (logger: FastifyBaseLogger, level: Level): boolean {
+  const test = (logger as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled
+  return typeof test !== 'function' || test.call(logger, level)
+}
+
+/**
+ * A child logger made of its parent and bindings, turned into the parent's real child (`parent.child(bindings)`) the
+ * first time it writes a line at a level its parent writes, or its level is read or set: until then nothing is
+ * serialized. A line it writes is the line the real child would write.
+ */
+export class LazyChild implements FastifyBaseLogger {
+  readonly #parent: FastifyBaseLogger
+  readonly #bindings: Bindings
+  #real: FastifyBaseLogger | undefined
+
+  constructor (parent: FastifyBaseLogger, bindings: Bindings) {
+    this.#parent = parent
+    this.#bindings = bindings
+  }
+
+  /** The real child: of the parent's real child when the parent is lazy too. */
+  #child (): FastifyBaseLogger {
+    const parent = this.#parent instanceof LazyChild ? this.#parent.#child() : this.#parent
+    this.#real ??= parent.child(this.#bindings)
+    return this.#real
+  }
+
+  #write (level: Level, args: LogArgs): void {
+    if (this.#real === undefined && !writes(this.#parent, level)) return
+    const real = this.#child()
+    real[level](...args)
+  }
+
+  get level (): string { return this.#real?.level ?? this.#parent.level }
+  set level (level: string) { this.#child().level = level }
+
+  isLevelEnabled (level: Level): boolean {
+    return this.#real !== undefined ? writes(this.#real, level) : writes(this.#parent, level)
+  }
+
+  fatal (...args: LogArgs): void { this.#write('fatal', args) }
+  error (...args: LogArgs): void { this.#write('error', args) }
+  warn (...args: LogArgs): void { this.#write('warn', args) }
+  info (...args: LogArgs): void { this.#write('info', args) }
+  debug (...args: LogArgs): void { this.#write('debug', args) }
+  trace (...args: LogArgs): void { this.#write('trace', args) }
+  silent (): void {}
+
+  child (bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {
+    return childOf(this, bindings, options)
+  }
+}
+
+/** A lazy child, or the real one when options change how it writes (a route's own level or serializers). */
+function childOf (parent: FastifyBaseLogger, bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {
+  if (options !== undefined && Object.keys(options).length > 0) return parent.child(bindings, options)
+  return new LazyChild(parent, bindings)
+}
 
 /** The server's child logger factory: requests that matched no route. */
 export function unmatchedRouteLogger (
@@ -26,7 +91,7 @@ export function unmatchedRouteLogger (
   bindings: Bindings,
   options: ChildOptions
 ): FastifyBaseLogger {
-  return logger.child({ ...bindings, route: 'unmatched' }, options)
+  return childOf(logger, { ...bindings, route: 'unmatched' }, options)
 }
 
 /**
@@ -36,7 +101,7 @@ export function registerRequestLog (app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if (route.childLoggerFactory !== undefined) return
     const template = route.url
-    route.childLoggerFactory = (logger, bindings, options) => logger.child({ ...bindings, route: template }, options)
+    route.childLoggerFactory = (logger, bindings, options) => childOf(logger, { ...bindings, route: template }, options)
   })
 }
 

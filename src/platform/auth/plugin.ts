@@ -16,7 +16,7 @@
  * provider's state is logged once at start and at each change.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { error401Unauthorized } from '../http/errors.ts'
+import { ApiError, error401Unauthorized } from '../http/errors.ts'
 import { sendProblem } from '../http/error-handler.ts'
 import {
   ProviderUnavailable, TokenRefused, type AuthContext, type IdentityProvider, type TokenVerifier
@@ -124,9 +124,12 @@ export function registerAuth (
     if (mode === 'none') return
     const header = request.headers.authorization
     const token = bearer(header)
-    const refuse = async (err: unknown): Promise<never> => {
+    // a refusal is answered here, as the error handler would answer it: a 401 skips Fastify's error path (the
+    // refusal path's line in docs/performance.md)
+    const refuse = async (err: unknown): Promise<FastifyReply> => {
       await onRefusal?.(request, reply)
-      throw err
+      if (!(err instanceof ApiError)) throw err
+      return sendProblem(reply, err, verifier.baseUrl ?? '')
     }
     if (token === undefined) {
       if (mode === 'optional' && header === undefined) return
