@@ -48,8 +48,10 @@ export class LazyChild implements FastifyBaseLogger {
 
   /** The real child: of the parent's real child when the parent is lazy too. */
   #child (): FastifyBaseLogger {
-    const parent = this.#parent instanceof LazyChild ? this.#parent.#child() : this.#parent
-    this.#real ??= parent.child(this.#bindings)
+    if (this.#real === undefined) {
+      const parent = this.#parent instanceof LazyChild ? this.#parent.#child() : this.#parent
+      this.#real = parent.child(this.#bindings)
+    }
     return this.#real
   }
 
