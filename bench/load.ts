@@ -155,7 +155,7 @@ export async function runLoad (options: {
     const non2xx = Object.entries(statuses)
       .filter(([s]) => !s.startsWith('2') && s !== '304')
       .reduce((n, [, c]) => n + c, 0)
-    return {
+    return kept(latencies, {
       requests: total,
       rps: total / options.duration,
       p50: percentile(latencies, 50),
@@ -167,10 +167,48 @@ export async function runLoad (options: {
       peakRssMb: Math.max(peak, rssMb(options.pid)),
       cpuMsPerRequest: total > 0 ? (cpuMs(options.pid) - cpu0) / total : 0,
       ...(options.db === true ? { dbCpuMsPerRequest: total > 0 ? postgresCpuSince(db0) / total : 0 } : {})
-    }
+    })
   } finally {
     clearInterval(sampler)
   }
+}
+
+/** The sorted latencies of each load's result, for `mergeLoads` (kept beside the result, out of the report). */
+const LATENCIES = new WeakMap<LoadResult, number[]>()
+
+function kept (latencies: number[], result: LoadResult): LoadResult {
+  LATENCIES.set(result, latencies)
+  return result
+}
+
+/**
+ * One result of loads of the same requests run in slices (`--rounds`, interleaved with the other sides): requests and
+ * statuses added, rates over the slices' whole time, percentiles of all their latencies, CPU per request over all
+ * their requests, the highest resident set.
+ */
+export function mergeLoads (slices: LoadResult[], seconds: number): LoadResult {
+  const [first] = slices
+  if (first === undefined) throw new Error('mergeLoads: no slice')
+  if (slices.length === 1) return first
+  const latencies = slices.flatMap(r => LATENCIES.get(r) ?? []).sort((a, b) => a - b)
+  const requests = slices.reduce((n, r) => n + r.requests, 0)
+  const perRequest = (of: (r: LoadResult) => number) =>
+    requests > 0 ? slices.reduce((n, r) => n + of(r) * r.requests, 0) / requests : 0
+  const statuses: Record<string, number> = {}
+  for (const r of slices) for (const [k, n] of Object.entries(r.statuses)) statuses[k] = (statuses[k] ?? 0) + n
+  return kept(latencies, {
+    requests,
+    rps: requests / seconds,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    non2xx: slices.reduce((n, r) => n + r.non2xx, 0),
+    statuses,
+    errors: slices.reduce((n, r) => n + r.errors, 0),
+    peakRssMb: Math.max(...slices.map(r => r.peakRssMb)),
+    cpuMsPerRequest: perRequest(r => r.cpuMsPerRequest),
+    ...(first.dbCpuMsPerRequest !== undefined ? { dbCpuMsPerRequest: perRequest(r => r.dbCpuMsPerRequest ?? 0) } : {})
+  })
 }
 
 /** A TCP port free on 127.0.0.1 now (the kernel's pick), for a service the bench starts. */

@@ -16,7 +16,8 @@
  * service.log and baseline.log in the database's data directory (DATA_DIR/pg, DATA_DIR/citus, …).
  *
  *   npm run bench -- [--scale 1[,5]] [--db pg,pglite,citus] [--pglite-scale 0.1] [--duration 10] [--warmup 3]
- *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--only a,b] [--reseed]
+ *                    [--connections 50] [--light-connections 2] [--light-duration 5] [--rounds 3] [--only a,b]
+ *                    [--reseed]
  *                    [--data-dir .bench] [--database-url postgres://postgres@127.0.0.1:5432/collab_bench] [--cpu-prof
  * dir]
  *                    [--citus-shards 32]
@@ -34,7 +35,7 @@ import { createDatabase } from '../src/platform/db/database.ts'
 import { withClient } from '../test/helpers/pg-client.ts'
 import { createDistributedDatabase, startCitusCluster } from '../test/helpers/citus-cluster.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
-import { freePort, runLoad, type LoadResult, type RequestFactory } from './load.ts'
+import { freePort, mergeLoads, runLoad, type LoadResult, type RequestFactory } from './load.ts'
 import type { WireSample } from './wire-server.ts'
 import { buildManifest, type Manifest } from './manifest.ts'
 import {
@@ -64,6 +65,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     'light-connections': { type: 'string', default: '2' },
     'light-duration': { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     only: { type: 'string' },
     'cpu-prof': { type: 'string' },
     reseed: { type: 'boolean', default: false },
@@ -83,6 +85,8 @@ const WARMUP = Number(args.warmup)
 const CONNECTIONS = Number(args.connections)
 const LIGHT_CONNECTIONS = Number(args['light-connections'])
 const LIGHT_DURATION = Number(args['light-duration'])
+/** the heavy load of a scenario's sides in this many interleaved slices (ours, wire, baseline, reference, again…) */
+const ROUNDS = Math.max(1, Math.floor(Number(args.rounds)))
 const WEBHOOK_SECRET = 'bench-webhook-secret'
 const only = args.only?.split(',').map(s => s.trim()).filter(Boolean).flatMap(s => SCENARIO_SETS[s] ?? [s])
 const KINDS: readonly DatabaseKind[] = ['pg', 'pglite', 'citus']
@@ -658,10 +662,12 @@ async function measureOn (
       }
       await beside?.prepare(besideEnv)
       const connections = s.connections ?? CONNECTIONS
-      const run = async (side: Side, proc: Proc, conns: number, duration: number): Promise<LoadResult> => {
+      const run = async (side: Side, proc: Proc, conns: number, duration: number, warm = true): Promise<LoadResult> => {
         const next = s.build?.(ctxOf(side))
         if (next === undefined) throw new Error('unreachable')
-        if (WARMUP > 0) await runLoad({ url: proc.url, connections: conns, duration: WARMUP, next, pid: proc.pid })
+        if (warm && WARMUP > 0) {
+          await runLoad({ url: proc.url, connections: conns, duration: WARMUP, next, pid: proc.pid })
+        }
         return await runLoad({
           url: proc.url,
           connections: conns,
@@ -677,20 +683,35 @@ async function measureOn (
         o.referenceCheck = await checkReference(s, ctxOf('baseline'), base.url)
         log(`${kind}: ${s.name}: reference against the baseline: ${o.referenceCheck}`)
       }
-      o.ours = await run('ours', ours, connections, DURATION)
+      // the same answers sent from memory by a bare server: what the machine can send of them
+      let wire: Proc | undefined
       if (s.wire === true) {
-        // the same answers sent from memory by a bare server: what the machine can send of them
         const samples = await wireSamples(s.build(ctxOf('ours')), ours.url)
         o.wireBytes = samples.reduce((n, x) => n + Buffer.from(x.body, 'base64').length, 0) / samples.length
-        const wire = await startWire(samples, dataDir)
-        try {
-          o.wire = await run('ours', wire, connections, DURATION)
-        } finally {
-          await stop(wire)
-        }
+        wire = await startWire(samples, dataDir)
       }
-      if (s.baseline !== false) o.baseline = await run('baseline', base, connections, DURATION)
-      if (s.reference === true) o.reference = await run('reference', base, connections, DURATION)
+      try {
+        // each side's heavy load in ROUNDS slices taken in turn, so that a ratio's two sides meet the machine in the
+        // same states (its speed moves by a third between runs minutes apart: docs/performance-log.md)
+        const sides: Array<{ key: 'ours' | 'wire' | 'baseline' | 'reference', side: Side, proc: Proc }> = [
+          { key: 'ours', side: 'ours', proc: ours },
+          ...(wire !== undefined ? [{ key: 'wire' as const, side: 'ours' as const, proc: wire }] : []),
+          ...(s.baseline !== false ? [{ key: 'baseline' as const, side: 'baseline' as const, proc: base }] : []),
+          ...(s.reference === true ? [{ key: 'reference' as const, side: 'reference' as const, proc: base }] : [])
+        ]
+        const slices = new Map<string, LoadResult[]>()
+        for (let round = 0; round < ROUNDS; round++) {
+          for (const { key, side, proc } of sides) {
+            const slice = await run(side, proc, connections, DURATION / ROUNDS, round === 0)
+            slices.set(key, [...slices.get(key) ?? [], slice])
+          }
+        }
+        const merged = (key: string) => mergeLoads(slices.get(key) ?? [], DURATION)
+        o.ours = merged('ours')
+        for (const { key } of sides.slice(1)) o[key] = merged(key)
+      } finally {
+        if (wire !== undefined) await stop(wire)
+      }
       if (beside !== undefined) {
         const task = await beside.start(besideEnv)
         o.beside = await run('ours', ours, connections, DURATION)
@@ -889,7 +910,7 @@ const out: string[] = [
   '',
   machine,
   '',
-  `${DURATION} s per side after ${WARMUP} s warm-up, ${CONNECTIONS} connections; ` +
+  `${DURATION} s per side in ${ROUNDS} interleaved slices after ${WARMUP} s warm-up, ${CONNECTIONS} connections; ` +
   `light load ${LIGHT_CONNECTIONS} connections for ${LIGHT_DURATION} s`,
   ''
 ]
