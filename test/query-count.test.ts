@@ -70,15 +70,18 @@ for (const kind of databases()) {
 
     after(() => counter?.restore())
 
-    /** Statements of one request (the fewest of two tries: the user gate refreshes its cache every few seconds). */
-    async function statementsOf (url: string, expectItems: number): Promise<number> {
+    /**
+     * Statements of one request, the fewest of three tries: the counter sees every statement of the process, and the
+     * user gate's refresh or a background job's transaction may fall within one request.
+     */
+    async function statementsOf (url: string, expectItems?: number): Promise<number> {
       let fewest = Infinity
-      for (let i = 0; i < 2; i++) {
+      for (let i = 0; i < 3; i++) {
         const before = counter.count
         const res = await t.as(token, { method: 'GET', url })
         const used = counter.count - before
         assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
-        assert.equal(res.json().items.length, expectItems, url)
+        if (expectItems !== undefined) assert.equal(res.json().items.length, expectItems, url)
         fewest = Math.min(fewest, used)
       }
       return fewest
@@ -116,12 +119,7 @@ for (const kind of databases()) {
       const few = await t.as(token, { method: 'GET', url: range(4) })
       const many = await t.as(token, { method: 'GET', url: range(28) })
       assert.ok(few.json().items.length < many.json().items.length)
-      const before = counter.count
-      await t.as(token, { method: 'GET', url: range(4) })
-      const small = counter.count - before
-      const mid = counter.count
-      await t.as(token, { method: 'GET', url: range(28) })
-      assert.equal(counter.count - mid, small)
+      assert.equal(await statementsOf(range(28)), await statementsOf(range(4)))
     })
 
     it('bulk add of attendees: as many statements for 25 contacts as for 5 (one insert of attendees, ' +

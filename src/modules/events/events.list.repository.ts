@@ -236,16 +236,16 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
       : undefined
 
   // The members-only events of the caller's spaces by start, from the links' copy of their event's columns
-  // (migrations/0019_event_list_counts.sql): one index read of the links of those spaces, grouped by event, in
-  // the list's order. Walking the tenant's members-only events by start for the few linked to the caller's
-  // spaces read every one of them when fewer than a page were linked. For lists by start within a start
-  // range (no row without a start) filtered by nothing the links do not copy.
+  // (migrations/0019_event_list_counts.sql): one index read of the links of those spaces, grouped by event. Walking
+  // the tenant's members-only events by start for the few linked to the caller's spaces read every one of them when
+  // fewer than a page were linked. For lists by start within a start range (no row without a start) filtered by
+  // nothing the links do not copy: then the page, the total and the test of the caller's own rows read them from one
+  // CTE (`linked`) of one statement, where three statements each read them before (docs/performance.md).
   const statuses = o.status !== undefined ? [o.status] : ['draft', 'published']
   const linksServe = kept !== undefined && o.sortBy === 'start_dt' && o.startAfter !== undefined &&
     (o.visibility === undefined || o.visibility === 0 || o.visibility === 20)
   const linkKeys = keys.map((k, i) => ({ ...k, ref: i === 0 ? 'l.start_dt' : 'l.id', nullable: false }))
-  const cursorStart = linksServe ? window.after?.[0] ?? undefined : undefined
-  const linkedPick = (reach: number) => trx.selectFrom(trx.selectFrom('event_spaces as es')
+  const linkedRows = trx.selectFrom('event_spaces as es')
     .select(['es.event_id as id', sql<Date>`min(es.event_start_dt)`.as('start_dt')])
     .where('es.tenant_id', '=', auth.tenantId)
     .where('es.space_id', '=', sql<number>`any(${memberSpaceIds(auth)})`)
@@ -254,15 +254,9 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
     .where('es.event_status', 'in', statuses)
     .where('es.event_start_dt', '>=', new Date(o.startAfter ?? 0))
     .$if(o.startBefore !== undefined, qb => qb.where('es.event_start_dt', '<=', new Date(o.startBefore ?? 0)))
-    // after a cursor, only the links from its start on (every link of an event copies the event's start): the
-    // grouping then reads the links of the page's range, not of every page before it
-    .$if(cursorStart !== undefined, qb => qb.where('es.event_start_dt', o.sortDir === 'asc' ? '>=' : '<=',
-      sql<Date>`${cursorStart}::timestamptz`))
     .groupBy('es.event_id')
-    .as('l'))
-    .select('l.id')
-    .$call(qb => fromCursor(qb, linkKeys, window))
-    .limit(reach)
+  /** the rows of the statement's CTE `linked` (`linkedRows`) */
+  const linked = () => trx.selectFrom(sql<{ id: number, start_dt: Date }>`linked`.as('l'))
 
   if (audience === undefined) {
     const [rows, counted] = await together(trx, [
@@ -279,17 +273,28 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   const pickOf = (branch: Expression<SqlBool>) => trx.selectFrom(
     fromCursor(filtered(trx.selectFrom('events').select('events.id')).where(branch), keys, window).limit(reach).as('b')
   ).select('b.id')
+  const linkedPick = () => trx.selectFrom(
+    linked().select('l.id').$call(qb => fromCursor(qb, linkKeys, window)).limit(reach).as('b')
+  ).select('b.id')
   const picks = [
-    ...audience.classes.map(c =>
-      c.visibility === 20 && linksServe ? trx.selectFrom(linkedPick(reach).as('b')).select('b.id') : pickOf(c.where)
-    ),
+    ...audience.classes.map(c => c.visibility === 20 && linksServe ? linkedPick() : pickOf(c.where)),
     ...audience.owned.map(pickOf)
   ]
   const union = picks.reduce((all, pick) => all.union(pick))
   // the classes are disjoint: their counts add; the caller's own rows count where no class holds them
   const counts: Array<Expression<unknown>> = audience.classes.map(c =>
-    kept !== undefined ? kept.classCount(c) : rowCount(c.where)
+    c.visibility === 20 && linksServe
+      ? linked().select(eb => eb.fn.countAll<number>().as('n'))
+      : kept !== undefined ? kept.classCount(c) : rowCount(c.where)
   )
+  // whether a row is in a class; the members-only class from `linked` when it serves (the caller's own rows pass the
+  // list's filters, which the links copy: such a row is linked to a space of the caller's exactly when it is there)
+  const eb = expressionBuilder<Database, 'events'>()
+  const inClasses = linksServe
+    ? eb.or(audience.classes.map(c => c.visibility !== 20
+      ? c.where
+      : eb.and([eb('events.visibility', '=', 20), eb('events.id', 'in', linked().select('l.id'))])))
+    : audience.inClasses
   // The caller's own rows, each kind from its index (an `or` of the three let a generic plan walk every event of
   // the range), then the few that no class holds; coalesce: a class test that is null (an organization-wide
   // event without an organization) holds no row
@@ -299,21 +304,33 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   counts.push(trx.selectFrom('events').select(eb => eb.fn.countAll<number>().as('n'))
     .where('events.tenant_id', '=', auth.tenantId)
     .where('events.id', 'in', ownedIds)
-    .where(eb => eb.not(sql<SqlBool>`coalesce(${audience.inClasses}, false)`)))
-  const [rows, counted] = await together(trx, [
-    orderByKeys(
-      trx
-        .selectFrom('events')
-        .select(columns)
-        .where('events.tenant_id', '=', auth.tenantId)
-        .where('events.id', 'in', union),
-      keys
-    )
-      .limit(window.limit)
-      .offset(window.offset),
-    totalQuery(trx, counts)
-  ])
-  return { ...pageOf(rows, window, keyOf(o.sortBy)), total: totalIn(counted) }
+    .where(eb => eb.not(sql<SqlBool>`coalesce(${inClasses}, false)`)))
+  const page = orderByKeys(
+    trx
+      .selectFrom('events')
+      .select(columns)
+      .where('events.tenant_id', '=', auth.tenantId)
+      .where('events.id', 'in', union),
+    keys
+  )
+    .limit(window.limit)
+    .offset(window.offset)
+  if (!linksServe) {
+    const [rows, counted] = await together(trx, [page, totalQuery(trx, counts)])
+    return { ...pageOf(rows, window, keyOf(o.sortBy)), total: totalIn(counted) }
+  }
+  // one statement: the total (one row), then the page beside it (none when the page is empty)
+  const rows = await trx
+    .with(cte => cte('linked').materialized(), () => linkedRows)
+    .selectFrom(totalQuery(trx, counts).as('t'))
+    .leftJoinLateral(page.as('p'), join => join.onTrue())
+    .select(['p.id', 'p.version', 'p.published_id', 'p.series_id', 'p.sort_key', 't.total'])
+    .orderBy('p.sort_key', o.sortDir)
+    .orderBy('p.id', o.sortDir)
+    .execute()
+  const found = rows.flatMap(({ total: _total, ...r }) =>
+    r.id === null ? [] : [{ ...r, id: r.id, version: r.version ?? '' }])
+  return { ...pageOf(found, window, keyOf(o.sortBy)), total: totalIn(rows) }
 }
 
 /** The sort key of a row of the events list: its sort column, then its id. */

@@ -8,8 +8,9 @@ import type pg from 'pg'
 
 const NAMES = new Map<string, string>()
 const NAMES_MAX = 500
-// the events list's page and count (a branch each, every branch naming the tenant) have 40 – 50
-const PARAMS_MAX = 64
+// a member's events list (its page and total in one statement, every branch naming the tenant) has 84 – 96; planned
+// afresh for each request, that statement cost more than running it
+const PARAMS_MAX = 128
 let generation = 0
 
 /** The text alone (unnamed), or a query config naming it: the same name for the same text. */
