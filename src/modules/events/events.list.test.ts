@@ -249,9 +249,20 @@ for (const kind of databases()) {
         }
         return body.items
       }
+      // a member's list by start (read with its spaces and series titles in one statement where the links serve):
+      // the same events in the same order as the calendar, each as GET /events/{id} answers it
+      const listAsReads = async (calendar: Json[]): Promise<void> => {
+        const res = await t.as(alice, {
+          method: 'GET',
+          url: '/api/v1/events?start_dt_after=2026-07-01T00:00:00Z&sort_by=start_dt&sort_dir=asc&size=50'
+        })
+        assert.equal(res.statusCode, 200, res.body)
+        assert.deepEqual(res.json().items, calendar)
+      }
       const seriesIds = (series.json().occurrences as Json[]).map(o => o.id as number)
       const item = (items: Json[], id: number): Json | undefined => items.find(i => i.id === id)
       let items = await calendarAsReads()
+      await listAsReads(items)
       assert.deepEqual(items.map(i => i.id), [full.id, bare.id, linked.id, ...seriesIds])
       assert.equal(item(items, linked.id)?.title, 'linked', 'the published row, not its open draft')
       assert.deepEqual(
@@ -272,6 +283,7 @@ for (const kind of databases()) {
       await updateRows(t, tenant.id, 'spaces', { title: 'One, renamed' }, { id: one })
       await updateRows(t, tenant.id, 'event_series', { title: 'Weekly, renamed' })
       items = await calendarAsReads()
+      await listAsReads(items)
       assert.equal(item(items, full.id)?.title, 'renamed')
       assert.equal(item(items, full.id)?.metadata.b, 2)
       assert.equal(item(items, linked.id)?.title, 'draft title', 'the draft, published')
