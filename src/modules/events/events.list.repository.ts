@@ -245,7 +245,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   const linksServe = kept !== undefined && o.sortBy === 'start_dt' && o.startAfter !== undefined &&
     (o.visibility === undefined || o.visibility === 0 || o.visibility === 20)
   const linkKeys = keys.map((k, i) => ({ ...k, ref: i === 0 ? 'l.start_dt' : 'l.id', nullable: false }))
-  const linkedRows = trx.selectFrom('event_spaces as es')
+  const linkedRows = () => trx.selectFrom('event_spaces as es')
     .select(['es.event_id as id', sql<Date>`min(es.event_start_dt)`.as('start_dt')])
     .where('es.tenant_id', '=', auth.tenantId)
     .where('es.space_id', '=', sql<number>`any(${memberSpaceIds(auth)})`)
@@ -289,11 +289,11 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   )
   // whether a row is in a class; the members-only class from `linked` when it serves (the caller's own rows pass the
   // list's filters, which the links copy: such a row is linked to a space of the caller's exactly when it is there)
-  const eb = expressionBuilder<Database, 'events'>()
+  const ev = expressionBuilder<Database, 'events'>()
   const inClasses = linksServe
-    ? eb.or(audience.classes.map(c => c.visibility !== 20
+    ? ev.or(audience.classes.map(c => c.visibility !== 20
       ? c.where
-      : eb.and([eb('events.visibility', '=', 20), eb('events.id', 'in', linked().select('l.id'))])))
+      : ev.and([ev('events.visibility', '=', 20), ev('events.id', 'in', linked().select('l.id'))])))
     : audience.inClasses
   // The caller's own rows, each kind from its index (an `or` of the three let a generic plan walk every event of
   // the range), then the few that no class holds; coalesce: a class test that is null (an organization-wide
@@ -321,7 +321,7 @@ export async function listEvents (trx: Tx, auth: AuthContext, o: ListOptions) {
   }
   // one statement: the total (one row), then the page beside it (none when the page is empty)
   const rows = await trx
-    .with(cte => cte('linked').materialized(), () => linkedRows)
+    .with(cte => cte('linked').materialized(), linkedRows)
     .selectFrom(totalQuery(trx, counts).as('t'))
     .leftJoinLateral(page.as('p'), join => join.onTrue())
     .select(['p.id', 'p.version', 'p.published_id', 'p.series_id', 'p.sort_key', 't.total'])
