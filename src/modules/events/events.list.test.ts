@@ -249,8 +249,8 @@ for (const kind of databases()) {
         }
         return body.items
       }
-      // a member's list by start (read with its spaces and series titles in one statement where the links serve):
-      // the same events in the same order as the calendar, each as GET /events/{id} answers it
+      // a member's list by start (its page and total in one statement where the links serve): the same events in the
+      // same order as the calendar, each as GET /events/{id} answers it
       const listAsReads = async (calendar: Json[]): Promise<void> => {
         const res = await t.as(alice, {
           method: 'GET',
