@@ -93,8 +93,8 @@ export interface Config {
   /** Bearer token of `GET /metrics` (METRICS_TOKEN); undefined = no metrics route (404). */
   readonly metricsToken: string | undefined
   /**
-   * How long this process serves an anonymous public space page from memory (PUBLIC_PAGE_CACHE_MS,
-   * default 5 000, at most the 60 s the page's Cache-Control allows any cache; 0 = off).
+   * How long this process serves an anonymous public space page and a public space's anonymous calendar feed from
+   * memory (PUBLIC_PAGE_CACHE_MS, default 5 000, at most the 60 s the page's Cache-Control allows any cache; 0 = off).
    */
   readonly publicPageCacheMs: number
   /**

@@ -11,7 +11,7 @@
  * deactivated, the space still visible to them, each event's visibility): an unknown, revoked or other-tenant token,
  * a space the user no longer sees and a private space without a token all answer the same 404.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -25,6 +25,7 @@ import { requirePolicy } from '../policy/index.ts'
 import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
 import { feedVersion, renderCalendar, type FeedHead } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
+import { KeptPublicAnswers } from '../../platform/public-answers.ts'
 import * as repo from './feeds.repository.ts'
 import {
   CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
@@ -95,31 +96,34 @@ async function sendFeed (reply: FastifyReply, { version, text }: FeedAnswer): Pr
 
 const notFound = () => error404NotFound('feed not found')
 
-export const feedsModule = defineModule(async (app, { db, config }) => {
+export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   const host = new URL(config.baseUrl).hostname
   // rendered feeds by feed and reader, checked against their version (32 MiB: some 15 feeds of 5 000 events)
   const rendered = new RowJsonCache(32 << 20)
+  // the anonymous feeds of public spaces, by space: the same for every reader without a token, kept for
+  // PUBLIC_PAGE_CACHE_MS as the public page is (their text is also in `rendered`: this saves reading the version)
+  const publicFeeds = new KeptPublicAnswers<{ version: string, text: Buffer }>(config.publicPageCacheMs, writes, 100)
   const feedUrl = (scope: 'space' | 'personal', spaceId: number | null, token: string): string =>
     scope === 'space'
       ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
       : `${config.baseUrl}/api/v1/me/calendar.ics?token=${token}`
 
   /**
-   * A feed's version from the digest of its rows' keys and versions, and its text: none when If-None-Match names the
+   * A feed's version from the digest of its rows' keys and versions, and its text: none when `ifNoneMatch` names the
    * version; the text kept under `key` (the feed and its reader) when it is of that version, shared by the
    * subscribers of one public space; else the rows read and rendered, and kept under the version of the rows as read
    * (a change committed since the digest gives them another).
    */
   async function feedAnswer (
     trx: Tx,
-    request: FastifyRequest,
+    ifNoneMatch: string | string[] | undefined,
     key: string,
     head: FeedHead,
     reader: repo.FeedReader,
     source: repo.FeedSource
   ): Promise<FeedAnswer> {
     const version = feedVersion(head, await repo.feedDigest(trx, reader, source))
-    if (matches(request.headers['if-none-match'], `"${version}"`)) return { version, text: undefined }
+    if (matches(ifNoneMatch, `"${version}"`)) return { version, text: undefined }
     const kept = rendered.get(key, version)
     if (kept !== undefined) return { version, text: kept }
     const events = await repo.feedEvents(trx, reader, source)
@@ -127,6 +131,27 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     const text = Buffer.from(renderCalendar({ ...head, events }))
     rendered.set(key, read, text)
     return { version: read, text }
+  }
+
+  /**
+   * The feed of a published public space as everyone without a token reads it (its public events), with its text,
+   * kept for the next anonymous readers (`publicFeeds`); 404 when the space is not a published public one.
+   */
+  async function publicFeed (id: number): Promise<{ version: string, text: Buffer }> {
+    const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
+    if (entry === undefined) throw notFound()
+    const tenantId = entry.tenant_id
+    const answer = await withTenant(db, { tenantId }, async trx => {
+      const space = await findPublicSpace(trx, tenantId, id)
+      if (space === undefined) return undefined
+      return await feedAnswer(trx, undefined, `${tenantId}:space:${String(id)}:anyone`,
+        { name: space.title, host, appUrl: config.appUrl }, { kind: 'anyone', tenantId },
+        { kind: 'space', spaceId: id })
+    })
+    if (answer?.text === undefined) throw notFound()
+    const full = { version: answer.version, text: answer.text }
+    publicFeeds.set(String(id), tenantId, full)
+    return full
   }
 
   /** The live token of a feed address, in any tenant, with its user still allowed in; else 404. */
@@ -153,18 +178,9 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
     const id = request.params.id
     const token = request.query.token
     if (token === undefined) {
-      const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
-      if (entry === undefined) throw notFound()
-      const tenantId = entry.tenant_id
-      const answer = await withTenant(db, { tenantId }, async trx => {
-        const space = await findPublicSpace(trx, tenantId, id)
-        if (space === undefined) return undefined
-        return await feedAnswer(trx, request, `${tenantId}:space:${String(id)}:anyone`,
-          { name: space.title, host, appUrl: config.appUrl }, { kind: 'anyone', tenantId },
-          { kind: 'space', spaceId: id })
-      })
-      if (answer === undefined) throw notFound()
-      return await sendFeed(reply, answer)
+      const answer = publicFeeds.get(String(id)) ?? await publicFeed(id)
+      const unchanged = matches(request.headers['if-none-match'], `"${answer.version}"`)
+      return await sendFeed(reply, unchanged ? { version: answer.version, text: undefined } : answer)
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
@@ -174,7 +190,7 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
       const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
-      const out = await feedAnswer(trx, request, `${found.tenant_id}:token:${found.id}`,
+      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
         { name, host, appUrl: config.appUrl }, { kind: 'user', auth }, { kind: 'space', spaceId: id })
       await repo.touchToken(trx, auth.tenantId, found.id)
       return out
@@ -201,7 +217,7 @@ export const feedsModule = defineModule(async (app, { db, config }) => {
       const auth = await readerOf(trx, found)
       if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
       const who = await repo.userName(trx, auth.tenantId, auth.userId)
-      const out = await feedAnswer(trx, request, `${found.tenant_id}:token:${found.id}`,
+      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
         { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl },
         { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
       await repo.touchToken(trx, auth.tenantId, found.id)

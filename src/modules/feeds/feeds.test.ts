@@ -309,4 +309,63 @@ for (const kind of databases()) {
       assert.equal((await feed(t, pathOf(token.url))).statusCode, 404)
     })
   })
+
+  /** A published public space with one public event a week ahead; its anonymous feed's address. */
+  async function publicFeed (t: TestApp) {
+    const tenant = newTenant(t)
+    const alice = await tenant.user('alice')
+    const space = await createSpace(t, alice, { title: 'Open', visibility: 40 })
+    await publish(t, alice, space.id)
+    const at = DateTime.now().plus({ days: 7 }).toUTC().toISO()
+    const e = await publishedEvent(t, alice, { title: 'Before', start_dt: at, visibility: 40 }, space.id)
+    const url = `/api/v1/spaces/${space.id as number}/calendar.ics`
+    const titles = async () => [...parse((await feed(t, url)).body).events.keys()]
+    /** A change written by another instance (here: straight to the database). */
+    const retitleElsewhere = async (title: string) => {
+      await t.ctx.db.updateTable('events').set({ title })
+        .where('tenant_id', '=', tenant.id).where('id', '=', e.id as number).execute()
+    }
+    return { alice, space, e, url, titles, retitleElsewhere }
+  }
+
+  void describe(`${kind}: a public space's anonymous feed kept in memory (PUBLIC_PAGE_CACHE_MS=1000)`, () => {
+    const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '1000' } })
+
+    void it('a write answered here shows at once, one made elsewhere within PUBLIC_PAGE_CACHE_MS; ' +
+      'a token\'s feed is never the kept one', async () => {
+      const { alice, space, e, url, titles, retitleElsewhere } = await publicFeed(t)
+      assert.deepEqual(await titles(), ['Before'])
+      await expectStatus(t, alice, 'PATCH', `/api/v1/events/${e.id as number}`, 200, { title: 'After' })
+      assert.deepEqual(await titles(), ['After'])
+      const etag = (await feed(t, url)).headers.etag as string
+      assert.equal((await feed(t, url, { 'if-none-match': etag })).statusCode, 304)
+
+      await retitleElsewhere('Elsewhere')
+      assert.deepEqual(await titles(), ['After'], 'kept: the write was not answered by this process')
+      assert.equal((await feed(t, url, { 'if-none-match': etag })).statusCode, 304)
+      const token = await newToken(t, alice, { scope: 'space', space_id: space.id })
+      assert.deepEqual([...parse((await feed(t, pathOf(token.url))).body).events.keys()], ['Elsewhere'])
+      await new Promise(resolve => setTimeout(resolve, t.config.publicPageCacheMs + 50))
+      assert.deepEqual(await titles(), ['Elsewhere'])
+      const changed = await feed(t, url, { 'if-none-match': etag })
+      assert.equal(changed.statusCode, 200)
+      assert.notEqual(changed.headers.etag, etag)
+
+      // unpublished here: gone at once
+      await expectStatus(t, alice, 'PATCH', `/api/v1/spaces/${space.id as number}`, 200, { visibility: 10 })
+      await publish(t, alice, space.id)
+      assert.equal((await feed(t, url)).statusCode, 404)
+    })
+  })
+
+  void describe(`${kind}: a public space's anonymous feed without the memory (PUBLIC_PAGE_CACHE_MS=0)`, () => {
+    const t = useTestApp(kind, { env: { PUBLIC_PAGE_CACHE_MS: '0' } })
+
+    void it('reads every feed from the database', async () => {
+      const { titles, retitleElsewhere } = await publicFeed(t)
+      assert.deepEqual(await titles(), ['Before'])
+      await retitleElsewhere('Elsewhere')
+      assert.deepEqual(await titles(), ['Elsewhere'])
+    })
+  })
 }

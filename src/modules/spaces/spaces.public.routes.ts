@@ -16,6 +16,7 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
 import { withHtmlAnswer } from '../../platform/http/html-answer.ts'
+import { KeptPublicAnswers } from '../../platform/public-answers.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { activeManager, canManageSpace, isSpaceMember } from './spaces.access.repository.ts'
 import { previewOf, publicAvatar, publicName } from './spaces.names.ts'
@@ -34,44 +35,6 @@ const MAX_AGE = 60
 
 /** A page: its data (the JSON page, its events with the HTML's extra fields), its ETag, its HTML once rendered. */
 interface PageEntry { tenantId: string, page: PublicPageData, etag: string, html?: string }
-interface CachedPage extends PageEntry { expires: number }
-
-/**
- * Anonymous pages, by the reference asked (id or handle): the same answer for every caller without
- * a token, kept for `ttlMs` (PUBLIC_PAGE_CACHE_MS), well inside the `max-age` the answer gives every
- * other cache. A write this process answers for the page's tenant drops the tenant's pages at once
- * (ctx.writes); writes elsewhere (another instance, a background job) show within `ttlMs`.
- * At most `max` pages, the oldest dropped first.
- */
-class PublicPageCache {
-  private readonly entries = new Map<string, CachedPage>()
-  constructor (private readonly ttlMs: number, private readonly max = 1000) {}
-
-  get (ref: string): CachedPage | undefined {
-    const hit = this.entries.get(ref)
-    if (hit === undefined) return undefined
-    if (hit.expires > Date.now()) return hit
-    this.entries.delete(ref)
-    return undefined
-  }
-
-  /** Keeps the entry itself (so that HTML rendered into it later is kept too). */
-  set (ref: string, entry: PageEntry): void {
-    if (this.ttlMs === 0) return
-    this.entries.delete(ref)
-    if (this.entries.size >= this.max) {
-      const oldest = this.entries.keys().next().value
-      if (oldest !== undefined) this.entries.delete(oldest)
-    }
-    this.entries.set(ref, Object.assign(entry, { expires: Date.now() + this.ttlMs }))
-  }
-
-  /** Drops the pages of a tenant (null: of every tenant). */
-  drop (tenantId: string | null): void {
-    if (tenantId === null) { this.entries.clear(); return }
-    for (const [ref, entry] of this.entries) if (entry.tenantId === tenantId) this.entries.delete(ref)
-  }
-}
 
 function parseRef (raw: string): { id: number } | { handle: string } | undefined {
   if (/^[1-9][0-9]{0,15}$/.test(raw)) return { id: Number(raw) }
@@ -195,8 +158,8 @@ const PageHtml = Type.Unsafe<string>({
 const jsonPath = (ref: string): string => `/api/v1/public/spaces/${encodeURIComponent(ref)}`
 
 export function registerPublicRoutes (app: App, { db, config, writes }: AppContext): void {
-  const cache = new PublicPageCache(config.publicPageCacheMs)
-  writes.on(tenantId => { cache.drop(tenantId) })
+  // anonymous pages by the reference asked (id or handle): the same answer for every caller without a token
+  const cache = new KeptPublicAnswers<PageEntry>(config.publicPageCacheMs, writes)
 
   /** The page of a reference as a caller (null: anonymous) sees it; anonymous pages come from and go to the cache. */
   async function pageFor (ref: string, auth: AuthContext | null): Promise<PageEntry> {
@@ -211,7 +174,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     if (page === undefined) throw error404NotFound('space not found')
     const result: PageEntry = { tenantId: entry.tenant_id, page, etag: etagOf(page) }
     // only the page every anonymous caller gets (a caller with a token also gets `viewer`)
-    if (auth === null) cache.set(ref, result)
+    if (auth === null) cache.set(ref, entry.tenant_id, result)
     return result
   }
 
