@@ -361,6 +361,7 @@ export function budgets (run: DatabaseRun, connections: number): BudgetLine[] {
   // large answers and the refusal against the wire (a bare server sending the same answers from memory)
   for (const [name, label] of [
     ['calendar-month', 'large answer calendar-month'], ['space-feed', 'large answer space-feed'],
+    ['calendar-month-br', 'large answer calendar-month, brotli'], ['space-feed-gzip', 'large answer space-feed, gzip'],
     ['unauthorized', '401 path']
   ] as const) {
     const o = outcome(run, name)

@@ -28,6 +28,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
+import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -458,25 +459,34 @@ async function startBaseline (env: Record<string, string>, logs: LogCollector): 
 }
 
 /**
- * The service's answers to `n` requests of a scenario (its status, the headers that describe the body, the body), for
- * the wire server to send.
+ * The service's answers to `n` requests of a scenario (its status, the headers that describe the body, the body's bytes
+ * as they came: compressed when the scenario asks for a coding), for the wire server to send. Read with `node:http`,
+ * which sends only the scenario's headers and decodes nothing (fetch would ask for, and undo, a coding of its own).
  */
 async function wireSamples (next: RequestFactory, url: string, n = 20): Promise<WireSample[]> {
   const out: WireSample[] = []
   for (let i = 0; i < n; i++) {
     const r = next()
-    const res = await fetch(`${url}${r.path}`, {
-      method: r.method,
-      headers: r.headers,
-      ...(r.body !== undefined ? { body: r.body } : {})
+    const { status, headers, body } = await new Promise<{
+      status: number, headers: http.IncomingHttpHeaders, body: Buffer
+    }>((resolve, reject) => {
+      const req = http.request(`${url}${r.path}`, { method: r.method, headers: r.headers }, res => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })
+        })
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(r.body)
     })
-    const body = Buffer.from(await res.arrayBuffer())
-    const headers: Record<string, string> = {}
-    for (const h of ['content-type', 'content-encoding', 'etag', 'www-authenticate', 'cache-control']) {
-      const v = res.headers.get(h)
-      if (v !== null) headers[h] = v
+    const kept: Record<string, string> = {}
+    for (const h of ['content-type', 'content-encoding', 'vary', 'etag', 'www-authenticate', 'cache-control']) {
+      const v = headers[h]
+      if (v !== undefined) kept[h] = Array.isArray(v) ? v.join(', ') : v
     }
-    out.push({ status: res.status, headers, body: body.toString('base64') })
+    out.push({ status, headers: kept, body: body.toString('base64') })
   }
   return out
 }

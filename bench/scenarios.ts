@@ -408,6 +408,22 @@ export const SCENARIOS: Scenario[] = [
     }
   },
   {
+    name: 'calendar-month-br',
+    wire: true,
+    baseline: false,
+    title: 'Calendar month of the largest tenant, asked for brotli (Accept-Encoding: br)',
+    group: 'list',
+    route: 'GET /api/v1/events/calendar',
+    build: ctx => () => {
+      const { start, end } = ctx.manifest.month
+      return request(ctx, 'calendar-month', someCaller(BIG_TENANT), {
+        method: 'GET',
+        path: `/api/v1/events/calendar?start_date=${start}&end_date=${end}&timezone=UTC`,
+        headers: { 'accept-encoding': 'br' }
+      }, { start, end })
+    }
+  },
+  {
     name: 'get-series',
     title: 'GET series (200 occurrences, attendee counts)',
     group: 'page',
@@ -487,6 +503,20 @@ export const SCENARIOS: Scenario[] = [
     build: ctx => () =>
       request(ctx, 'space-feed', undefined,
         { method: 'GET', path: `/api/v1/spaces/${ctx.manifest.showcase.id}/calendar.ics` }, {}, false)
+  },
+  {
+    name: 'space-feed-gzip',
+    wire: true,
+    baseline: false,
+    title: 'Calendar feed of the public showcase space, asked for gzip (Accept-Encoding: gzip)',
+    group: 'page',
+    route: 'GET /api/v1/spaces/{id}/calendar.ics',
+    build: ctx => () =>
+      request(ctx, 'space-feed', undefined, {
+        method: 'GET',
+        path: `/api/v1/spaces/${ctx.manifest.showcase.id}/calendar.ics`,
+        headers: { 'accept-encoding': 'gzip' }
+      }, {}, false)
   },
   {
     name: 'public-space',

@@ -23,6 +23,7 @@ import { replayCheckOf } from './modules/replay-checks/index.ts'
 import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
 import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
+import { registerCompression } from './platform/http/compression.ts'
 import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLogger } from './platform/request-log.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
@@ -165,6 +166,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   })
 
   registerErrorHandling(app, config.baseUrl)
+  // before every route: each route gets its compression hook when it is added
+  await registerCompression(app)
   registerSchemaLinks(app, config.baseUrl)
   await registerOpenApi(app)
   // before authentication: a preflight carries no token (CORS_ORIGINS; off when unset)

@@ -11,7 +11,7 @@
  * deactivated, the space still visible to them, each event's visibility): an unknown, revoked or other-tenant token,
  * a space the user no longer sees and a private space without a token all answer the same 404.
  */
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
@@ -26,6 +26,7 @@ import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '.
 import { feedVersion, renderCalendar, type FeedHead } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import { KeptPublicAnswers } from '../../platform/public-answers.ts'
+import { KeptBody } from '../../platform/http/compression.ts'
 import * as repo from './feeds.repository.ts'
 import {
   CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
@@ -84,14 +85,25 @@ function matches (ifNoneMatch: string | string[] | undefined, etag: string): boo
 /** A feed's version and its text; no text when If-None-Match names the version (304). */
 interface FeedAnswer { version: string, text: Buffer | undefined }
 
-/** Sends a feed with its ETag, or 304 when the request's If-None-Match named it. */
-async function sendFeed (reply: FastifyReply, { version, text }: FeedAnswer): Promise<FastifyReply> {
+/** A public space's anonymous feed as kept: its version, its text and the codings of it made so far. */
+interface PublicFeed { version: string, text: KeptBody }
+
+/**
+ * Sends a feed with its ETag, or 304 when the request's If-None-Match named it; a kept body in the coding the request
+ * asks for, made once (compression.ts), any other text compressed as it leaves.
+ */
+async function sendFeed (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { version, text }: { version: string, text: Buffer | KeptBody | undefined }
+): Promise<FastifyReply> {
   void reply
     .header('etag', `"${version}"`)
     .header('cache-control', `private, max-age=${FEED_MAX_AGE}`)
     .header('x-content-type-options', 'nosniff')
   if (text === undefined) return await reply.code(304).send(null)
-  return await reply.header('content-type', 'text/calendar; charset=utf-8').send(text)
+  void reply.header('content-type', 'text/calendar; charset=utf-8')
+  return await (text instanceof KeptBody ? text.send(request, reply) : reply.send(text))
 }
 
 const notFound = () => error404NotFound('feed not found')
@@ -102,7 +114,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   const rendered = new RowJsonCache(32 << 20)
   // the anonymous feeds of public spaces, by space: the same for every reader without a token, kept for
   // PUBLIC_PAGE_CACHE_MS as the public page is (their text is also in `rendered`: this saves reading the version)
-  const publicFeeds = new KeptPublicAnswers<{ version: string, text: Buffer }>(config.publicPageCacheMs, writes, 100)
+  const publicFeeds = new KeptPublicAnswers<PublicFeed>(config.publicPageCacheMs, writes, 100)
   const feedUrl = (scope: 'space' | 'personal', spaceId: number | null, token: string): string =>
     scope === 'space'
       ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
@@ -137,7 +149,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
    * The feed of a published public space as everyone without a token reads it (its public events), with its text,
    * kept for the next anonymous readers (`publicFeeds`); 404 when the space is not a published public one.
    */
-  async function publicFeed (id: number): Promise<{ version: string, text: Buffer }> {
+  async function publicFeed (id: number): Promise<PublicFeed> {
     const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
     if (entry === undefined) throw notFound()
     const tenantId = entry.tenant_id
@@ -149,7 +161,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
         { kind: 'space', spaceId: id })
     })
     if (answer?.text === undefined) throw notFound()
-    const full = { version: answer.version, text: answer.text }
+    const full = { version: answer.version, text: new KeptBody(answer.text) }
     publicFeeds.set(String(id), tenantId, full)
     return full
   }
@@ -180,7 +192,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     if (token === undefined) {
       const answer = publicFeeds.get(String(id)) ?? await publicFeed(id)
       const unchanged = matches(request.headers['if-none-match'], `"${answer.version}"`)
-      return await sendFeed(reply, unchanged ? { version: answer.version, text: undefined } : answer)
+      return await sendFeed(request, reply, unchanged ? { version: answer.version, text: undefined } : answer)
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
@@ -196,7 +208,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
       return out
     })
     if (answer === undefined) throw notFound()
-    return await sendFeed(reply, answer)
+    return await sendFeed(request, reply, answer)
   })
 
   app.get('/api/v1/me/calendar.ics', {
@@ -224,7 +236,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
       return out
     })
     if (answer === undefined) throw notFound()
-    return await sendFeed(reply, answer)
+    return await sendFeed(request, reply, answer)
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
