@@ -700,6 +700,12 @@ async function measureOn (
         o.wireBytes = samples.reduce((n, x) => n + Buffer.from(x.body, 'base64').length, 0) / samples.length
         wire = await startWire(samples, dataDir)
       }
+      // how many items an answer holds (or aggregates), for the growth of its cost per item
+      if (s.items !== undefined) {
+        const count = s.items
+        const answers = await wireSamples(s.build(ctxOf('ours')), ours.url, 5)
+        o.items = answers.reduce((n, x) => n + count(Buffer.from(x.body, 'base64')), 0) / answers.length
+      }
       try {
         // each side's heavy load in ROUNDS slices taken in turn, so that a ratio's two sides meet the machine in the
         // same states (its speed moves by a third between runs minutes apart: docs/performance-log.md)

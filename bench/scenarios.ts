@@ -49,12 +49,19 @@ export interface Scenario {
   wire?: boolean
   /** false: no baseline (a scenario measured against the wire alone) */
   baseline?: false
+  /**
+   * how many items an answer holds, or aggregates, for an answer that grows with the data: its light-load p95 per
+   * item is what the growth line holds (bench/report.ts, `growth`)
+   */
+  items?: (body: Buffer) => number
   /** before the scenario's measurements, against our service (e.g. walking a list to a deep cursor) */
   prepare?: (ctx: BenchContext, url: string) => Promise<void>
 }
 
 /** Scenarios that read: each measured at light load too (p95 on every side), and compared across scales. */
 export const isRead = (s: Scenario): boolean => s.group === 'single-read' || s.group === 'list' || s.group === 'page'
+
+const jsonOf = <T>(body: Buffer): T => JSON.parse(body.toString('utf8')) as T
 
 const pick = <T>(xs: readonly T[]): T => {
   const x = xs[Math.floor(Math.random() * xs.length)]
@@ -395,6 +402,7 @@ export const SCENARIOS: Scenario[] = [
     group: 'list',
     route: 'GET /api/v1/events/calendar',
     p95BudgetMs: 25,
+    items: body => jsonOf<{ items: unknown[] }>(body).items.length,
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const { start, end } = ctx.manifest.month
@@ -429,6 +437,7 @@ export const SCENARIOS: Scenario[] = [
     group: 'page',
     route: 'GET /api/v1/events/{id}/series',
     connections: 10,
+    items: body => jsonOf<{ occurrences: unknown[] }>(body).occurrences.length,
     build: ctx => () => {
       const c = someCaller(BIG_TENANT)
       const id = pick(ctx.manifest.seriesEvents)
@@ -449,6 +458,8 @@ export const SCENARIOS: Scenario[] = [
     route: 'GET /api/v1/spaces/{id}/analytics',
     connections: 10,
     p95BudgetMs: 100,
+    // the linked events it aggregates
+    items: body => jsonOf<{ summary: { events_published: number } }>(body).summary.events_published,
     build: ctx => () => {
       // the creator and the five managers of the showcase
       const c = { tenant: ctx.manifest.showcase.tenant, user: userId(1 + Math.floor(Math.random() * 6)) }
@@ -500,6 +511,7 @@ export const SCENARIOS: Scenario[] = [
     title: 'Calendar feed of the public showcase space (anonymous, iCalendar)',
     group: 'page',
     route: 'GET /api/v1/spaces/{id}/calendar.ics',
+    items: body => body.toString('utf8').split('BEGIN:VEVENT').length - 1,
     build: ctx => () =>
       request(ctx, 'space-feed', undefined,
         { method: 'GET', path: `/api/v1/spaces/${ctx.manifest.showcase.id}/calendar.ics` }, {}, false)
