@@ -150,6 +150,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
    * kept for the next anonymous readers (`publicFeeds`); 404 when the space is not a published public one.
    */
   async function publicFeed (id: number): Promise<PublicFeed> {
+    const mark = publicFeeds.mark()
     const entry = await withSystem(db, trx => resolvePublic(trx, { id }))
     if (entry === undefined) throw notFound()
     const tenantId = entry.tenant_id
@@ -162,7 +163,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     })
     if (answer?.text === undefined) throw notFound()
     const full = { version: answer.version, text: new KeptBody(answer.text) }
-    publicFeeds.set(String(id), tenantId, full)
+    publicFeeds.set(String(id), tenantId, full, mark)
     return full
   }
 

@@ -165,6 +165,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   async function pageFor (ref: string, auth: AuthContext | null): Promise<PageEntry> {
     const cached = auth === null ? cache.get(ref) : undefined
     if (cached !== undefined) return cached
+    const mark = cache.mark()
     const parsed = parseRef(ref)
     const entry = parsed === undefined ? undefined : await withSystem(db, trx => repo.resolvePublic(trx, parsed))
     if (entry === undefined) throw error404NotFound('space not found')
@@ -174,7 +175,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     if (page === undefined) throw error404NotFound('space not found')
     const result: PageEntry = { tenantId: entry.tenant_id, page, etag: etagOf(page) }
     // only the page every anonymous caller gets (a caller with a token also gets `viewer`)
-    if (auth === null) cache.set(ref, entry.tenant_id, result)
+    if (auth === null) cache.set(ref, entry.tenant_id, result, mark)
     return result
   }
 
