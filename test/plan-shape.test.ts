@@ -94,7 +94,8 @@ function textOf (v: unknown): string {
 
 if (databases().includes('pg')) {
   void describe('pg: plan shapes and statements of the hot reads (the bench data set, small scale)', () => {
-    const t = useTestApp('pg')
+    // every answer read from the database (an anonymous answer kept in memory sends no statement to explain)
+    const t = useTestApp('pg', { env: { PUBLIC_PAGE_CACHE_MS: '0' } })
     let manifest: Manifest
     let ctx: BenchContext
     let url: string
