@@ -21,7 +21,7 @@ export const COMPRESS_THRESHOLD = 1024
 /** Bodies in memory up to this size are compressed in one call (larger ones, and streams, through a zlib stream). */
 const SYNC_MAX = 4 << 20
 
-// brotli at quality 4 and gzip at level 6: about the same CPU a byte on JSON, brotli some 15 % smaller
+// brotli at quality 4, gzip at level 6: a calendar month (370 KB of JSON) in 1.5 ms to 19 KB, and in 2.0 ms to 21 KB
 // (docs/performance.md, "Compression")
 const BROTLI = { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 4 } }
 const GZIP = { level: 6 }
