@@ -2,14 +2,16 @@
  * Answers compressed when the client asks (docs/api-conventions.md, "Compression"): the bytes are decoded with
  * Node's zlib and read by a real HTTP client (undici's fetch, which decodes `br` and `gzip` itself), and must be the
  * answer sent to a client that asks for none; small answers, answers to a client that refuses every coding and 304s
- * stay as they are; a public space's kept feed is compressed once and sent in each coding.
+ * stay as they are; a public space's kept feed is sent in each coding; a streamed CSV export is compressed as it
+ * streams.
  */
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import zlib from 'node:zlib'
+import { insertAttendee, insertContacts } from '../src/modules/attendees/attendees.fixtures.ts'
 import { alicePublishedSpace } from '../src/modules/spaces/spaces.fixtures.ts'
-import { databases, useTestApp, type TestApp } from './helpers/build-app.ts'
+import { databases, newTenant, useTestApp, type TestApp } from './helpers/build-app.ts'
 import { expectStatus } from './helpers/requests.ts'
 
 const decode = (encoding: string | undefined, raw: Buffer): string =>
@@ -100,6 +102,26 @@ for (const kind of databases()) {
           assert.equal(unchanged.headers['content-encoding'], undefined)
         }
       })
+
+    void it('a CSV export compressed as it streams, decoding to the plain export', async () => {
+      const tenant = newTenant(t)
+      const alice = await tenant.user('alice')
+      const eventId = (await expectStatus(t, alice, 'POST', '/api/v1/events', 201, {
+        title: 'Export', start_dt: new Date(Date.now() + 86_400_000).toISOString()
+      })).json().id as number
+      for (const contactId of await insertContacts(t, tenant.id, 'alice', 40)) {
+        await insertAttendee(t, tenant.id, { event_id: eventId, contact_id: contactId, status: 'confirmed' })
+      }
+      const url = `/api/v1/events/${eventId}/attendees/export`
+      const plain = await t.as(alice, { method: 'GET', url })
+      assert.equal(plain.statusCode, 200)
+      assert.equal(plain.body.trim().split('\n').length, 41, 'a header and 40 attendees')
+      const gz = await t.as(alice, { method: 'GET', url, headers: { 'accept-encoding': 'gzip' } })
+      assert.equal(gz.statusCode, 200)
+      assert.equal(gz.headers['content-encoding'], 'gzip')
+      assert.equal(gz.headers['content-type'], 'text/csv; charset=utf-8')
+      assert.equal(decode('gzip', gz.rawPayload), plain.body)
+    })
 
     void it('read by a real HTTP client over a socket: fetch decodes br and gzip to the plain answers',
       async () => {
