@@ -16,6 +16,7 @@ import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { etagMatches } from '../../platform/http/conditional.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
@@ -75,13 +76,6 @@ async function readerOf (
   })
 }
 
-function matches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  const raw = Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch
-  const bare = etag.replace(/^W\//, '')
-  return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
-}
-
 /** A feed's version and its text; no text when If-None-Match names the version (304). */
 interface FeedAnswer { version: string, text: Buffer | undefined }
 
@@ -135,7 +129,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     source: repo.FeedSource
   ): Promise<FeedAnswer> {
     const version = feedVersion(head, await repo.feedDigest(trx, reader, source))
-    if (matches(ifNoneMatch, `"${version}"`)) return { version, text: undefined }
+    if (etagMatches(ifNoneMatch, `"${version}"`)) return { version, text: undefined }
     const kept = rendered.get(key, version)
     if (kept !== undefined) return { version, text: kept }
     const events = await repo.feedEvents(trx, reader, source)
@@ -192,7 +186,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     const token = request.query.token
     if (token === undefined) {
       const answer = publicFeeds.get(String(id)) ?? await publicFeed(id)
-      const unchanged = matches(request.headers['if-none-match'], `"${answer.version}"`)
+      const unchanged = etagMatches(request.headers['if-none-match'], `"${answer.version}"`)
       return await sendFeed(request, reply, unchanged ? { version: answer.version, text: undefined } : answer)
     }
     const found = await liveToken(token)

@@ -22,6 +22,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withSystem, withTenant } from '../../platform/db/tenant.ts'
+import { etagMatches } from '../../platform/http/conditional.ts'
 import { ApiError, ErrorModel, fieldError } from '../../platform/http/errors.ts'
 import { withHtmlAnswer } from '../../platform/http/html-answer.ts'
 import { NoContent } from '../../platform/http/schema.ts'
@@ -33,7 +34,7 @@ import {
 } from '../spaces/index.ts'
 import { guestProblem, takeOrRefuse, type GuestLimits } from './guests.access.ts'
 import {
-  ANSWER_FIELD, ANSWER_FIELDS_MAX, answersOfPost, etagMatches, EventPage, EventPageForm, EventPageParams,
+  ANSWER_FIELD, ANSWER_FIELDS_MAX, answersOfPost, EventPage, EventPageForm, EventPageParams,
   EventPageQuery, eventJsonPath, htmlEtag, htmlHeaders, jsonEtag, renderEventPage, type EventPageData, type FormOutcome
 } from './guests.page.ts'
 import { publicEventRow } from './guests.page.repository.ts'

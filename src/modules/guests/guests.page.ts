@@ -240,14 +240,6 @@ export const htmlEtag = (page: EventPageData, questions: readonly Question[], lo
   frameAncestors: string): string =>
   `W/"${hash(JSON.stringify([page, questions, locale, frameAncestors, RENDER_VERSION]))}.h"`
 
-/** Whether `If-None-Match` names `etag` (weakly) or is `*`. */
-export function etagMatches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  const raw = Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch
-  const bare = etag.replace(/^W\//, '')
-  return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
-}
-
 // ---------------------------------------------------------------- the HTML page
 
 const toDate = (v: Date | string | null): Date | null => {

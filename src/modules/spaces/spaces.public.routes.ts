@@ -14,6 +14,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
+import { etagMatches } from '../../platform/http/conditional.ts'
 import { error404NotFound } from '../../platform/http/errors.ts'
 import { withHtmlAnswer } from '../../platform/http/html-answer.ts'
 import { KeptPublicAnswers } from '../../platform/public-answers.ts'
@@ -132,13 +133,6 @@ async function buildPage (
 const etagOf = (page: PublicPageData): string =>
   `W/"${crypto.createHash('sha256').update(JSON.stringify(page)).digest('base64url').slice(0, 27)}"`
 
-function matches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
-  if (ifNoneMatch === undefined) return false
-  const raw = Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch
-  const bare = etag.replace(/^W\//, '')
-  return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
-}
-
 const cacheControl = (auth: AuthContext | null): string =>
   auth === null ? `public, max-age=${MAX_AGE}, stale-while-revalidate=${MAX_AGE * 5}` : 'private, no-cache'
 
@@ -190,7 +184,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     entry.html ??= renderPublicPage(entry.page, { baseUrl: config.baseUrl, selfPath: jsonPath(ref) })
     const etag = htmlEtag(entry.etag)
     void reply.headers(HTML_HEADERS).header('etag', etag).header('cache-control', cacheControl(auth))
-    return matches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : reply.send(entry.html)
+    return etagMatches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : reply.send(entry.html)
   }
 
   app.get('/api/v1/public/spaces/:id', {
@@ -218,7 +212,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     void reply.header('vary', 'Authorization, Accept')
     if (prefersHtml(request.headers.accept)) return sendHtml(request, reply, request.params.id, entry, auth)
     void reply.header('etag', entry.etag).header('cache-control', cacheControl(auth))
-    return matches(request.headers['if-none-match'], entry.etag) ? reply.code(304).send(null) : entry.page
+    return etagMatches(request.headers['if-none-match'], entry.etag) ? reply.code(304).send(null) : entry.page
   })
 
   // The HTML page at an address of its own: the link to share, whatever the client's Accept. Anonymous always (a

@@ -55,3 +55,11 @@ export function checkIfMatchTag (ifMatch: string | undefined, current: string): 
     throw error412PreconditionFailed(`the resource was changed: current ETag is ${current}`)
   }
 }
+
+/** Whether `If-None-Match` names `etag` (weakly: `W/` ignored on both sides) or is `*`: the answer is then a 304. */
+export function etagMatches (ifNoneMatch: string | string[] | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false
+  const raw = Array.isArray(ifNoneMatch) ? ifNoneMatch.join(',') : ifNoneMatch
+  const bare = etag.replace(/^W\//, '')
+  return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
+}
