@@ -1,24 +1,26 @@
 /**
  * The recurrence engine: pure functions from an anchor (start, end, time zone) and a rule to the
- * occurrences of a series. Every date is computed on the wall clock of the series' IANA time zone
- * (Luxon), so a 09:00 Europe/Berlin meeting stays at 09:00 local in summer and in winter.
+ * occurrences of a series. A rule is an RFC 5545 RRULE (`rrule`) or a seed rule (freq, interval, repeat_days,
+ * ends_on), which stands for an RRULE (`seedParts`, series.rrule.ts); either is expanded by rrule.js (a port of
+ * python-dateutil's rrule) on the wall clock of the series' IANA time zone, and each wall time is then placed in
+ * the zone (Luxon), so a 09:00 Europe/Berlin meeting stays at 09:00 local in summer and in winter.
  *
  * Decisions (docs/series.md):
- * - Position 0 is always the anchor, whatever its weekday; later positions follow the rule.
- * - daily: every `interval` days. weekly: in every `interval`-th ISO week (Monday first) counted
- *   from the anchor's week, on each of `repeat_days`. custom: every `interval` days, kept only on
- *   `repeat_days`. monthly: the anchor's day of month every `interval` months; a month without that
- *   day gets its last day (the 31st → 30 April, 28/29 February), always computed from the anchor,
- *   so the series never drifts.
+ * - Position 0 is always the anchor, whatever the rule says of its day; later positions follow the rule.
  * - A wall time that does not exist on a day (the spring-forward gap) moves forward by the gap
  *   (02:30 → 03:30); an ambiguous one (fall back) takes the zone's standard-time instant.
- * - `after_n`: at most `end_count` positions, the anchor included. `on_date`: positions whose local
- *   date (in the series zone) is on or before the local date of `end_date`.
+ * - COUNT (`after_n`: `end_count`) counts the anchor; UNTIL and `on_date` (the end date's whole local day,
+ *   in the series zone) are inclusive. RDATEs join the rule's dates and are not counted by COUNT.
  * - Every occurrence lasts as long as the anchor (elapsed time).
  */
 import { DateTime, Settings } from 'luxon'
+import rrule, { type Options } from 'rrule'
+import { formatRrule, parseRrule, seedParts, untilInstant, type RruleParts } from './series.rrule.ts'
 
-export const FREQS = ['daily', 'weekly', 'monthly', 'custom'] as const
+const { RRule } = rrule
+
+/** `rrule`: the rule is the series' RFC 5545 `rrule` text; the others are the seed's own rules. */
+export const FREQS = ['daily', 'weekly', 'monthly', 'custom', 'rrule'] as const
 export type Freq = typeof FREQS[number]
 export const ENDS_ON = ['never', 'on_date', 'after_n'] as const
 export type EndsOn = typeof ENDS_ON[number]
@@ -31,6 +33,10 @@ export interface Rule {
   endsOn: EndsOn
   endCount: number | null
   endDate: Date | null
+  /** the RFC 5545 rule (freq `rrule`): it decides the dates, the fields above mirror its INTERVAL and end */
+  rrule?: string | null | undefined
+  /** dates added to the rule's (RDATE) */
+  rdates?: readonly Date[] | undefined
 }
 
 export interface Anchor {
@@ -52,6 +58,8 @@ export interface ExpandOptions {
   until?: Date | undefined
   /** stop after this many occurrences (the caller checks whether the rule had more) */
   max: number
+  /** stop before the first start at or after this instant whatever the rule (the longest span looked at) */
+  horizon?: Date | undefined
 }
 
 /** Whether stepping `interval` days from a weekday ever lands on one of `days` (else a custom rule never repeats). */
@@ -60,85 +68,47 @@ export function customReachable (weekday: number, interval: number, days: readon
   return false
 }
 
-/**
- * A calendar date without zone, as a day number (days since 1970-01-01 in the proleptic
- * Gregorian calendar): the rule steps in whole days, weeks and months, so plain integer arithmetic
- * does it (the zone comes in only with `wallClock`).
- */
-type Day = number
-
 const DAY_MS = 86_400_000
 
-const dayFrom = (year: number, month: number, day: number): Day => {
-  const d = new Date(0)
-  d.setUTCFullYear(year, month - 1, day)
-  return Math.round(d.getTime() / DAY_MS)
+/**
+ * The rrule.js options of a rule: its RFC 5545 text (`rule.rrule`, or the text a seed rule stands for), without
+ * COUNT and UNTIL (`expand` applies them itself, on instants).
+ */
+function ruleParts (rule: Rule, first: DateTime): RruleParts {
+  if (rule.rrule !== undefined && rule.rrule !== null) return parseRrule(rule.rrule)
+  const end = rule.endsOn === 'after_n' && rule.endCount !== null
+    ? { count: rule.endCount }
+    : rule.endsOn === 'on_date' && rule.endDate !== null
+      ? { until: DateTime.fromJSDate(rule.endDate, { zone: first.zone }).endOf('day').toJSDate() }
+      : null
+  return seedParts({
+    freq: rule.freq === 'rrule' ? 'daily' : rule.freq,
+    interval: rule.interval,
+    repeatDays: rule.repeatDays,
+    end
+  }, first.day)
 }
 
-const dayOf = (dt: DateTime): Day => dayFrom(dt.year, dt.month, dt.day)
-
-/** The date of a day number: [year, month 1-12, day of month]. */
-function dateOf (day: Day): [number, number, number] {
-  const d = new Date(day * DAY_MS)
-  return [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()]
+/** The RFC 5545 rule (RRULE value) of a rule: its own text, or the one its seed fields stand for. */
+export function rruleText (anchor: Pick<Anchor, 'start' | 'timezone'>, rule: Rule): string {
+  return formatRrule(ruleParts(rule, DateTime.fromJSDate(anchor.start, { zone: anchor.timezone })))
 }
 
-/** ISO weekday of a day number: 1 (Monday) … 7 (Sunday); day 0 was a Thursday. */
-const weekdayOf = (day: Day): number => ((((day + 3) % 7) + 7) % 7) + 1
-
-const daysInMonth = (year: number, month: number): number => dateOf(dayFrom(year, month + 1, 0))[2]
-
-/** The day `months` months after `day`, clamped to the last day of a shorter month (the 31st → 30 April). */
-function plusMonths (day: Day, months: number): Day {
-  const [year, month, dom] = dateOf(day)
-  const m0 = month - 1 + months
-  const y = year + Math.floor(m0 / 12)
-  const m = (((m0 % 12) + 12) % 12) + 1
-  return dayFrom(y, m, Math.min(dom, daysInMonth(y, m)))
-}
-
-/** Candidate days of the rule after the anchor's day, in increasing order (unbounded). */
-function * laterDays (anchorDay: Day, rule: Rule): Generator<Day> {
-  const days = [...new Set(rule.repeatDays ?? [])].sort((a, b) => a - b)
-  switch (rule.freq) {
-    case 'daily':
-      for (let k = 1; ; k++) yield anchorDay + k * rule.interval
-    case 'custom':
-      if (!customReachable(weekdayOf(anchorDay), rule.interval, days)) return
-      for (let k = 1; ; k++) {
-        const d = anchorDay + k * rule.interval
-        if (days.includes(weekdayOf(d))) yield d
-      }
-    case 'weekly': {
-      if (days.length === 0) return
-      const monday = anchorDay - (weekdayOf(anchorDay) - 1)
-      for (let w = 0; ; w++) {
-        const week = monday + 7 * w * rule.interval
-        for (const wd of days) {
-          const d = week + (wd - 1)
-          if (d > anchorDay) yield d
-        }
-      }
-    }
-    case 'monthly':
-      for (let k = 1; ; k++) yield plusMonths(anchorDay, k * rule.interval)
-  }
-}
+/** A local wall time as a Date whose UTC fields are those of the wall clock (what rrule.js calls floating). */
+const floating = (dt: DateTime): Date =>
+  new Date(Date.UTC(dt.year, dt.month - 1, dt.day, dt.hour, dt.minute, dt.second, dt.millisecond))
 
 /**
- * The instant of a day at the anchor's wall-clock time in the anchor's zone, as epoch
- * milliseconds: what `DateTime.fromObject({ year, month, day, hour, … }, { zone }).toMillis()`
- * answers, without building DateTimes (thousands per series). Like Luxon, it guesses the offset
- * in force now and corrects it by the zone's offset at the guessed instant: a wall time in a
- * spring-forward gap moves forward by the gap, an ambiguous one keeps the guessed offset when it
- * is one of its two.
+ * The instant of a local wall time (as floating epoch milliseconds) in the anchor's zone: what
+ * `DateTime.fromObject({ year, month, day, hour, … }, { zone }).toMillis()` answers, without building DateTimes
+ * (thousands per series). Like Luxon, it guesses the offset in force now and corrects it by the zone's offset at
+ * the guessed instant: a wall time in a spring-forward gap moves forward by the gap, an ambiguous one keeps the
+ * guessed offset when it is one of its two.
  */
-function wallClock (first: DateTime): (day: Day) => number {
+function instantOf (first: DateTime): (local: number) => number {
   const zone = first.zone
   const guess = zone.offset(Settings.now())
-  const timeOfDay = ((first.hour * 60 + first.minute) * 60 + first.second) * 1000 + first.millisecond
-  return (day) => {
-    const local = day * DAY_MS + timeOfDay
+  return (local) => {
     // Luxon's fixOffset
     let utc = local - guess * 60_000
     const o2 = zone.offset(utc)
@@ -150,49 +120,80 @@ function wallClock (first: DateTime): (day: Day) => number {
   }
 }
 
-/** The last local date allowed by an `on_date` rule, or null. */
-function lastDay (rule: Rule, zone: string): Day | null {
-  if (rule.endsOn !== 'on_date' || rule.endDate === null) return null
-  return dayOf(DateTime.fromJSDate(rule.endDate, { zone }))
+/** rrule.js options of parts (COUNT and UNTIL left out) starting at a floating `dtstart`. */
+function rruleOptions (parts: RruleParts, dtstart: Date): Partial<Options> {
+  const { COUNT: _c, UNTIL: _u, ...rest } = parts
+  return { ...RRule.parseString(formatRrule(rest)), dtstart, count: null, until: null, tzid: null }
 }
 
 /**
- * The occurrences of a rule in order, the anchor first, bounded by the rule's end, `until` and
- * `max` (whichever comes first).
+ * Whether a rule's days can ever come: its filters (BYMONTH, BYMONTHDAY, BYDAY, …) as a yearly rule, a superset
+ * of its days, tried over one 400-year cycle of the Gregorian calendar (after which weekdays and dates repeat).
+ * rrule.js looks for a rule's next day up to the year 9999, one period at a time: a daily rule on 30 February
+ * would take some 10 s to say it has none (docs/series.md, "Bounds").
+ */
+export function everRecurs (parts: RruleParts, first: DateTime): boolean {
+  const filters = [parts.BYMONTH, parts.BYWEEKNO, parts.BYYEARDAY, parts.BYMONTHDAY, parts.BYDAY]
+  if (filters.every(f => f === undefined)) return true
+  const ordinals = parts.BYDAY?.some(d => /\d/.test(d)) === true
+  const superset: RruleParts = {
+    FREQ: 'YEARLY',
+    ...(parts.BYMONTH !== undefined
+      ? { BYMONTH: parts.BYMONTH }
+      : parts.FREQ === 'MONTHLY' && ordinals ? { BYMONTH: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] } : {}),
+    ...(parts.BYWEEKNO !== undefined ? { BYWEEKNO: parts.BYWEEKNO } : {}),
+    ...(parts.BYYEARDAY !== undefined ? { BYYEARDAY: parts.BYYEARDAY } : {}),
+    ...(parts.BYMONTHDAY !== undefined ? { BYMONTHDAY: parts.BYMONTHDAY } : {}),
+    ...(parts.BYDAY !== undefined ? { BYDAY: parts.BYDAY } : {}),
+    ...(parts.WKST !== undefined ? { WKST: parts.WKST } : {})
+  }
+  // the same place in the 400-year cycle, 400 to 800 years before rrule.js stops (9999)
+  const probe = first.set({ year: 9200 + (((first.year % 400) + 400) % 400) })
+  return new RRule(rruleOptions(superset, floating(probe))).all((_d, i) => i < 1).length > 0
+}
+
+/**
+ * The occurrences of a rule in order, the anchor first, bounded by the rule's end (COUNT counts the anchor; UNTIL
+ * and an on_date end are inclusive), `until` and `max` (whichever comes first). The rule is expanded by rrule.js
+ * on the wall clock of the series' zone and each wall time then placed in the zone (a wall time in a
+ * spring-forward gap moves forward by the gap; an ambiguous one takes the zone's standard-time instant); RDATEs
+ * join the rule's dates (not counted by COUNT, as in RFC 5545); every occurrence lasts as long as the anchor.
  *
  * @example
  *   expand({ start: new Date('2027-03-22T08:00:00Z'), durationMs: 3_600_000, timezone: 'Europe/Berlin' },
- *     { freq: 'weekly', interval: 1, repeatDays: [1, 3], endsOn: 'after_n', endCount: 10, endDate: null }, { max: 500
- * })
+ *     { freq: 'rrule', rrule: 'FREQ=MONTHLY;BYDAY=-1FR;COUNT=10', interval: 1, repeatDays: null,
+ *       endsOn: 'after_n', endCount: 10, endDate: null }, { max: 500 })
  */
 export function expand (anchor: Anchor, rule: Rule, options: ExpandOptions): Occurrence[] {
   const zone = anchor.timezone
   const first = DateTime.fromJSDate(anchor.start, { zone })
   if (!first.isValid) throw new Error(`invalid time zone ${zone}`)
-  const out: Occurrence[] = []
-  const push = (start: Date) => {
-    out.push({ index: out.length, start, end: new Date(start.getTime() + anchor.durationMs) })
+  const parts = ruleParts(rule, first)
+  const max = Math.min(parts.COUNT ?? options.max, options.max)
+  const until = Math.min(options.until?.getTime() ?? Infinity, options.horizon?.getTime() ?? Infinity)
+  const last = parts.UNTIL === undefined ? Infinity : untilInstant(parts.UNTIL, zone).getTime()
+  const starts: number[] = []
+  const anchorMs = anchor.start.getTime()
+  if (max <= 0 || anchorMs >= until || anchorMs > last) return []
+  starts.push(anchorMs)
+  const local = floating(first)
+  const at = instantOf(first)
+  const recurs = rule.rrule === undefined || rule.rrule === null
+    ? rule.freq !== 'custom' || customReachable(first.weekday, rule.interval, rule.repeatDays ?? [])
+    : everRecurs(parts, first)
+  if (max > 1 && recurs) {
+    new RRule(rruleOptions(parts, local)).all((d) => {
+      if (d.getTime() <= local.getTime()) return true
+      const start = at(d.getTime())
+      if (start >= until || start > last) return false
+      if (start > starts[starts.length - 1]!) starts.push(start)
+      return starts.length < max
+    })
   }
-  const limitCount =
-    rule.endsOn === 'after_n' && rule.endCount !== null ? Math.min(rule.endCount, options.max) : options.max
-  const last = lastDay(rule, zone)
-  const until = options.until?.getTime()
-  const anchorDay = dayOf(first)
-  if (
-    limitCount <= 0 ||
-    (until !== undefined && anchor.start.getTime() >= until) ||
-    (last !== null && anchorDay > last)
-  ) { return out }
-  push(anchor.start)
-  const atWallTime = wallClock(first)
-  for (const day of laterDays(anchorDay, rule)) {
-    if (out.length >= limitCount) break
-    if (last !== null && day > last) break
-    const start = atWallTime(day)
-    if (until !== undefined && start >= until) break
-    push(new Date(start))
-  }
-  return out
+  const rdates = (rule.rdates ?? []).map(d => d.getTime()).filter(t => t > anchorMs && t < until)
+  const all = rdates.length === 0 ? starts : [...new Set([...starts, ...rdates])].sort((a, b) => a - b)
+  return all.slice(0, options.max).map((start, index) =>
+    ({ index, start: new Date(start), end: new Date(start + anchor.durationMs) }))
 }
 
 /**

@@ -51,6 +51,8 @@ function series (over: Partial<SeriesRow> = {}): SeriesRow {
     end_date: null,
     duration: '01:00:00',
     exdates: [],
+    rrule: null,
+    rdates: [],
     window_end: null,
     published_id: null,
     published_at: null,
@@ -184,7 +186,15 @@ void describe('series rule: checkRule', () => {
   const utc = { start_dt: at('2027-01-04T08:00:00Z'), end_dt: at('2027-01-04T09:00:00Z'), timezone: 'UTC' }
   const anchorAt = { start: 'body.start_dt', end: 'body.end_dt' }
   const rule = (over: object) => ({
-    freq: 'weekly', interval: 1, repeat_days: null, ends_on: 'never', end_count: null, end_date: null, ...over
+    freq: 'weekly',
+    interval: 1,
+    repeat_days: null,
+    ends_on: 'never',
+    end_count: null,
+    end_date: null,
+    rrule: null,
+    rdates: [],
+    ...over
   })
   interface Case { name: string, input: RuleInput, base?: Partial<SeriesRow>, prefix?: string, expected: unknown }
   const cases: Case[] = [
@@ -463,7 +473,9 @@ void describe('series rule: newSeriesRow', () => {
 void describe('series rule: seriesChange', () => {
   const now = at('2027-01-01T00:00:00Z')
   const old = { start_dt: at('2025-11-03T08:00:00Z'), end_dt: at('2025-11-03T09:00:00Z') }
-  const RULE_KEYS = ['end_count', 'end_date', 'ends_on', 'freq', 'interval', 'repeat_days', 'window_end']
+  const RULE_KEYS = [
+    'end_count', 'end_date', 'ends_on', 'freq', 'interval', 'rdates', 'repeat_days', 'rrule', 'window_end'
+  ]
   const TIME_KEYS = ['duration', 'end_dt', 'start_dt', 'timezone']
   interface Change { keys: string[], values?: Record<string, unknown>, fields?: string[], regenerate: boolean }
   const cases: Array<{

@@ -11,8 +11,12 @@ import {
   type EventRow, type EventUpdate, mergePatch, METADATA_MAX_BYTES, type PatchEventBody
 } from '../events/index.ts'
 import {
-  customReachable, exceeds, expand, intervalText, localDays, shiftWallClock, type Occurrence, type Rule
+  customReachable, everRecurs, exceeds, expand, intervalText, localDays, rruleText, shiftWallClock, type Occurrence,
+  type Rule
 } from './series.recurrence.ts'
+import {
+  formatRrule, parseRrule, RruleError, untilInstant, withEnd, type RruleParts
+} from './series.rrule.ts'
 import type { SlotMove } from './series.occurrences.repository.ts'
 import type { SeriesInsert, SeriesUpdate } from './series.repository.ts'
 import {
@@ -35,7 +39,9 @@ const ms = (d: Date | string | null | undefined): number => d === null || d === 
 const localDay = (d: Date | string, zone: string): string =>
   DateTime.fromJSDate(new Date(d), { zone }).toISODate() ?? ''
 
-type RuleColumns = Pick<SeriesRow, 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date'>
+type RuleColumns = Pick<
+  SeriesRow, 'freq' | 'interval' | 'repeat_days' | 'ends_on' | 'end_count' | 'end_date' | 'rrule' | 'rdates'
+>
 type RuleAndAnchor = RuleColumns & Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>
 
 export function ruleOf (s: RuleColumns): Rule {
@@ -45,9 +51,14 @@ export function ruleOf (s: RuleColumns): Rule {
     repeatDays: s.repeat_days,
     endsOn: s.ends_on,
     endCount: s.end_count,
-    endDate: s.end_date === null ? null : new Date(s.end_date)
+    endDate: s.end_date === null ? null : new Date(s.end_date),
+    rrule: s.rrule,
+    rdates: s.rdates.map(d => new Date(d))
   }
 }
+
+/** The RFC 5545 rule of a series as the API shows it: its own, or the one its seed fields stand for. */
+export const rruleOfSeries = (s: RuleAndAnchor): string => rruleText(anchorOf(s), ruleOf(s))
 
 const anchorOf = (s: Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>) => ({
   start: new Date(s.start_dt),
@@ -60,7 +71,8 @@ export function positionsOf (s: RuleAndAnchor & Pick<SeriesRow, 'window_end'>, u
   const window = until ?? (s.window_end === null ? undefined : new Date(s.window_end))
   return expand(anchorOf(s), ruleOf(s), {
     until: s.ends_on === 'never' ? window : undefined,
-    max: s.ends_on === 'never' ? NEVER_MAX : MAX_OCCURRENCES
+    max: s.ends_on === 'never' ? NEVER_MAX : MAX_OCCURRENCES,
+    horizon: s.ends_on === 'never' ? undefined : horizonOf(new Date(s.start_dt))
   })
 }
 
@@ -72,6 +84,9 @@ export const effectiveScope = (scope: Scope, index: number): Scope => scope === 
 
 const spanLimit = (start: Date): Date =>
   DateTime.fromJSDate(start, { zone: 'UTC' }).plus({ years: MAX_SPAN_YEARS }).toJSDate()
+
+/** A finite rule's dates end within MAX_SPAN_YEARS of its anchor: expansions look no further (and a day more). */
+const horizonOf = (start: Date): Date => new Date(spanLimit(start).getTime() + DAY_MS)
 
 /** The window end of an ends_on=never series materialised at `now`: WINDOW_MONTHS on. */
 export const windowFrom = (now: Date): Date =>
@@ -120,6 +135,106 @@ export interface RuleInput {
   ends_on?: Rule['endsOn'] | undefined
   end_count?: number | null | undefined
   end_date?: string | null | undefined
+  /** an RFC 5545 rule (the value of an RRULE line): the rule instead of freq, interval, repeat_days and ends_on */
+  rrule?: string | null | undefined
+  /** dates added to the rule's (RDATE) */
+  rdates?: string[] | null | undefined
+  /** starts the rule leaves out (EXDATE); replaces the series' list */
+  exdates?: string[] | null | undefined
+}
+
+const SEED_FIELDS = ['interval', 'repeat_days', 'ends_on', 'end_count', 'end_date'] as const
+
+/**
+ * The written-out form of a rule: what RFC 5545 takes from DTSTART when a rule leaves it out (the weekday of a
+ * weekly rule, the day of a monthly one, the day and month of a yearly one) is written into the rule, so that a
+ * split, which starts a new series at a later date, keeps the same dates.
+ */
+function writtenOut (parts: RruleParts, first: DateTime): RruleParts {
+  const weekday = (['MO', 'TU', 'WE', 'TH', 'FR', 'SA', 'SU'] as const)[first.weekday - 1] ?? 'MO'
+  const by = [parts.BYMONTH, parts.BYWEEKNO, parts.BYYEARDAY, parts.BYMONTHDAY, parts.BYDAY]
+  if (by.some(b => b !== undefined)) {
+    if (parts.FREQ === 'YEARLY' && parts.BYMONTH !== undefined && by.slice(1).every(b => b === undefined)) {
+      return { ...parts, BYMONTHDAY: [first.day] }
+    }
+    return parts
+  }
+  switch (parts.FREQ) {
+    case 'DAILY': return parts
+    case 'WEEKLY': return { ...parts, BYDAY: [weekday] }
+    case 'MONTHLY': return { ...parts, BYMONTHDAY: [first.day] }
+    case 'YEARLY': return { ...parts, BYMONTH: [first.month], BYMONTHDAY: [first.day] }
+  }
+}
+
+/** Dates of a body (`rdates`, `exdates`) as instants, 400 naming the item when one is not after the anchor. */
+function datesOf (input: string[] | null | undefined, field: string, after?: Date): Date[] | undefined {
+  if (input === undefined) return undefined
+  const out: Date[] = []
+  for (const [i, text] of (input ?? []).entries()) {
+    const d = new Date(text)
+    if (after !== undefined && d.getTime() <= after.getTime()) {
+      throw invalidField(`${field}[${i}]`, 'expected a date after the first start (start_dt)', text)
+    }
+    if (!out.some(o => o.getTime() === d.getTime())) out.push(d)
+  }
+  return out.sort((a, b) => a.getTime() - b.getTime())
+}
+
+/**
+ * The RFC 5545 rule of a series after `input` (null: a seed rule): `rrule` from the body, else the base's own
+ * with the body's interval and end written into it (`repeat_days` belongs to the seed rules: 400).
+ */
+function rruleParts (input: RuleInput, base: Partial<SeriesRow>, prefix: string, zone: string): RruleParts | null {
+  if (input.rrule !== undefined && input.rrule !== null && input.freq !== undefined && input.freq !== 'rrule') {
+    throw invalidField(`${prefix}rrule`, 'give either rrule or freq, not both', input.rrule)
+  }
+  const own = input.rrule !== undefined && input.rrule !== null
+  if (!own && (input.freq !== undefined || input.rrule === null)) {
+    if (input.freq === 'rrule') throw invalidField(`${prefix}rrule`, 'required when freq is rrule', null)
+    return null
+  }
+  const text = own ? input.rrule : base.rrule
+  if (text === undefined || text === null) return null
+  let parts: RruleParts
+  try {
+    parts = parseRrule(text)
+  } catch (e) {
+    if (e instanceof RruleError) throw invalidField(`${prefix}rrule`, e.message, text)
+    throw e
+  }
+  if (own) {
+    for (const f of SEED_FIELDS) {
+      if (input[f] !== undefined) {
+        throw invalidField(`${prefix}${f}`, 'give either rrule or the seed rule fields', input[f])
+      }
+    }
+    return parts
+  }
+  if (input.repeat_days !== undefined) {
+    throw invalidField(`${prefix}repeat_days`, 'a series with an rrule takes its weekdays in rrule (BYDAY)',
+      input.repeat_days)
+  }
+  if (input.interval !== undefined) parts = { ...parts, INTERVAL: input.interval }
+  const endsOn = input.ends_on ?? (input.end_count !== undefined && input.end_count !== null
+    ? 'after_n'
+    : input.end_date !== undefined && input.end_date !== null ? 'on_date' : undefined)
+  if (endsOn === 'never') parts = withEnd(parts, null)
+  if (endsOn === 'after_n') {
+    const count = input.end_count ?? parts.COUNT
+    if (count === undefined || count === null) {
+      throw invalidField(`${prefix}end_count`, 'required when ends_on is after_n')
+    }
+    parts = withEnd(parts, { count })
+  }
+  if (endsOn === 'on_date') {
+    const until = input.end_date !== undefined && input.end_date !== null
+      ? new Date(input.end_date)
+      : parts.UNTIL !== undefined ? untilInstant(parts.UNTIL, zone) : undefined
+    if (until === undefined) throw invalidField(`${prefix}end_date`, 'required when ends_on is on_date')
+    parts = withEnd(parts, { until })
+  }
+  return parts
 }
 
 /**
@@ -132,8 +247,14 @@ export function checkRule (
   prefix: string,
   anchorAt: { start: string; end: string }
 ) {
-  const freq = input.freq ?? base.freq
-  if (freq === undefined) throw invalidField(`${prefix}freq`, 'required')
+  const zone = base.timezone
+  const rdates = datesOf(input.rdates, `${prefix}rdates`, new Date(base.start_dt)) ??
+    (base.rdates ?? []).map(d => new Date(d))
+  const exdates = datesOf(input.exdates, `${prefix}exdates`)
+  const rrule = rruleParts(input, base, prefix, zone)
+  if (rrule !== null) return { ...checkRrule(rrule, base, prefix, anchorAt, rdates), ...(exdates ? { exdates } : {}) }
+  const freq = input.freq ?? (base.freq === 'rrule' ? undefined : base.freq)
+  if (freq === undefined || freq === 'rrule') throw invalidField(`${prefix}freq`, 'required (or rrule)')
   const interval = input.interval ?? base.interval ?? 1
   const endsOn = input.ends_on ?? base.ends_on ?? 'never'
   const repeatDays = 'repeat_days' in input ? (input.repeat_days ?? null) : (base.repeat_days ?? null)
@@ -142,13 +263,7 @@ export function checkRule (
   const endDateInput =
     endsOn !== 'on_date' ? null : 'end_date' in input ? (input.end_date ?? null) : (base.end_date ?? null)
   const endDate = endDateInput === null ? null : new Date(endDateInput)
-  const zone = base.timezone
-  if (new Date(base.start_dt).getUTCFullYear() >= LATEST_ANCHOR_YEAR) {
-    throw invalidField(anchorAt.start, `a series starts before the year ${LATEST_ANCHOR_YEAR}`, base.start_dt)
-  }
-  if (ms(base.end_dt) - ms(base.start_dt) > MAX_DURATION_DAYS * 86_400_000) {
-    throw invalidField(anchorAt.end, `an occurrence lasts at most ${MAX_DURATION_DAYS} days`, base.end_dt)
-  }
+  checkAnchor(base, anchorAt)
   if (freq === 'weekly' || freq === 'custom') {
     if (repeatDays === null || repeatDays.length === 0) {
       throw invalidField(`${prefix}repeat_days`, `required (ISO weekdays 1-7) when freq is ${freq}`, repeatDays)
@@ -179,32 +294,105 @@ export function checkRule (
     repeatDays: freq === 'weekly' || freq === 'custom' ? repeatDays : null,
     endsOn,
     endCount,
-    endDate
+    endDate,
+    rdates
   }
-  if (endsOn === 'on_date' && exceeds(anchorOf(base), rule, MAX_OCCURRENCES)) {
-    throw invalidField(
-      `${prefix}end_date`,
-      `the rule yields more than ${MAX_OCCURRENCES} occurrences; choose an earlier end_date or ends_on never`,
-      endDateInput
-    )
-  }
-  if (endsOn === 'after_n' || endsOn === 'on_date') {
-    const last = expand(anchorOf(base), rule, { max: MAX_OCCURRENCES }).at(-1)
-    if (last !== undefined && last.start.getTime() > spanLimit(new Date(base.start_dt)).getTime()) {
-      throw invalidField(
-        `${prefix}${endsOn === 'after_n' ? 'end_count' : 'end_date'}`,
-        `the last occurrence would start more than ${MAX_SPAN_YEARS} years after the first`,
-        endsOn === 'after_n' ? endCount : endDateInput
-      )
-    }
-  }
+  checkBounds(base, rule, endsOn === 'on_date' ? `${prefix}end_date` : `${prefix}end_count`,
+    endsOn === 'after_n' ? endCount : endDateInput)
   return {
     freq,
     interval,
     repeat_days: rule.repeatDays === null ? null : [...new Set(rule.repeatDays)].sort((a, b) => a - b),
     ends_on: endsOn,
     end_count: endCount,
-    end_date: endDate
+    end_date: endDate,
+    rrule: null,
+    rdates,
+    ...(exdates ? { exdates } : {})
+  }
+}
+
+type AnchorTimes = Pick<SeriesRow, 'start_dt' | 'end_dt' | 'timezone'>
+
+function checkAnchor (base: AnchorTimes, anchorAt: { start: string; end: string }): void {
+  if (new Date(base.start_dt).getUTCFullYear() >= LATEST_ANCHOR_YEAR) {
+    throw invalidField(anchorAt.start, `a series starts before the year ${LATEST_ANCHOR_YEAR}`, base.start_dt)
+  }
+  if (ms(base.end_dt) - ms(base.start_dt) > MAX_DURATION_DAYS * 86_400_000) {
+    throw invalidField(anchorAt.end, `an occurrence lasts at most ${MAX_DURATION_DAYS} days`, base.end_dt)
+  }
+}
+
+/**
+ * A finite rule (a count or an end) has at most MAX_OCCURRENCES dates, the last within MAX_SPAN_YEARS of the
+ * anchor (400 naming `field`); an endless one is bounded by its window instead.
+ */
+function checkBounds (base: AnchorTimes, rule: Rule, field: string, value: unknown): void {
+  const finite = rule.endsOn !== 'never'
+  const anchor = anchorOf(base)
+  const span = spanLimit(new Date(base.start_dt))
+  if (!finite) {
+    // added dates of an endless rule are bounded like a finite rule's
+    if ((rule.rdates ?? []).some(d => d.getTime() > span.getTime())) {
+      throw invalidField(field.replace(/[a-z_]+$/, 'rdates'),
+        `an added date starts at most ${MAX_SPAN_YEARS} years after the first`)
+    }
+    return
+  }
+  if (exceeds(anchor, rule, MAX_OCCURRENCES)) {
+    throw invalidField(field, `the rule yields more than ${MAX_OCCURRENCES} occurrences; end it earlier or never`,
+      value)
+  }
+  const positions = expand(anchor, rule, { max: MAX_OCCURRENCES + 1, horizon: new Date(span.getTime() + 1) })
+  // one date more, wherever it is: every rule has one at least every 400 years (everRecurs), and a rule with dates
+  // that far apart is refused here
+  const more = expand(anchor, rule, { max: positions.length + 1 })
+  if (more.length > positions.length) {
+    throw invalidField(field,
+      `the last occurrence would start more than ${MAX_SPAN_YEARS} years after the first`, value)
+  }
+}
+
+/** The columns of a series whose rule is RFC 5545 text (400 naming `rrule`, `end_count` or `end_date`). */
+function checkRrule (
+  given: RruleParts,
+  base: Partial<SeriesRow> & AnchorTimes,
+  prefix: string,
+  anchorAt: { start: string; end: string },
+  rdates: Date[]
+) {
+  checkAnchor(base, anchorAt)
+  const first = DateTime.fromJSDate(new Date(base.start_dt), { zone: base.timezone })
+  const parts = writtenOut(given, first)
+  const text = formatRrule(parts)
+  if (!everRecurs(parts, first)) {
+    throw invalidField(`${prefix}rrule`, 'the rule never yields a date (no day has what it asks)', text)
+  }
+  const until = parts.UNTIL === undefined ? null : untilInstant(parts.UNTIL, base.timezone)
+  if (until !== null && until.getTime() < first.toMillis()) {
+    throw invalidField(`${prefix}rrule`, 'UNTIL is before the first start (start_dt)', text)
+  }
+  const endsOn = parts.COUNT !== undefined ? 'after_n' as const : until !== null ? 'on_date' as const : 'never' as const
+  const rule: Rule = {
+    freq: 'rrule',
+    interval: parts.INTERVAL ?? 1,
+    repeatDays: null,
+    endsOn,
+    endCount: parts.COUNT ?? null,
+    endDate: until,
+    rrule: text,
+    rdates
+  }
+  checkBounds(base, rule, `${prefix}rrule`, text)
+  return {
+    freq: 'rrule' as const,
+    interval: rule.interval,
+    repeat_days: null,
+    ends_on: endsOn,
+    end_count: rule.endCount,
+    end_date: until,
+    rrule: text,
+    rdates
   }
 }
 
@@ -274,7 +462,9 @@ export function newSeriesRow (
 
 // ---- a series patch
 
-const RULE_FIELDS = ['freq', 'interval', 'repeat_days', 'ends_on', 'end_count', 'end_date'] as const
+const RULE_FIELDS = [
+  'freq', 'interval', 'repeat_days', 'ends_on', 'end_count', 'end_date', 'rrule', 'rdates', 'exdates'
+] as const
 /** Cascaded content; no storage key (`cover_image_key` is not a field of the body: 400). */
 const CONTENT = ['title', 'description', 'address', 'latitude', 'longitude', 'keywords', 'visibility'] as const
 
@@ -417,12 +607,39 @@ export function clearedOverrides (patch: PatchEventBody): Pick<EventUpdate, 'tit
   return clear
 }
 
-/** The series' changes that end it right before position `k` (after_n: k occurrences; else the day of k - 1). */
+/**
+ * The series' changes that end it right before position `k`: a seed rule ends after k occurrences (after_n) or
+ * on the day of k - 1; an RFC 5545 rule, or one with added dates, gets UNTIL = the start of k - 1 (as calendar
+ * apps split a series) and keeps the added dates before the cut.
+ */
 export function endBeforeValues (s: SeriesRow, k: number): SeriesUpdate {
-  const prev = positionsOf(s)[k - 1]
+  const positions = positionsOf(s)
+  const until = positions[k - 1]?.start ?? new Date(s.start_dt)
+  if (s.rrule !== null || s.rdates.length > 0) {
+    const cut = positions[k]?.start.getTime() ?? Infinity
+    const rdates = s.rdates.map(d => new Date(d)).filter(d => d.getTime() < cut)
+    const rrule = s.rrule === null ? null : formatRrule(withEnd(parseRrule(s.rrule), { until }))
+    return { rrule, rdates, ends_on: 'on_date', end_date: until, end_count: null, window_end: null }
+  }
   return s.ends_on === 'after_n'
     ? { end_count: k }
-    : { ends_on: 'on_date', end_date: prev?.start ?? new Date(s.start_dt), end_count: null, window_end: null }
+    : { ends_on: 'on_date', end_date: until, end_count: null, window_end: null }
+}
+
+/** The rule of the series that a split at position k starts: the same, its COUNT less the rule's dates before k. */
+function ruleFromSplit (s: SeriesRow, k: number, cut: number): Pick<SeriesRow, 'rrule' | 'end_count' | 'rdates'> {
+  const rdates = s.rdates.map(d => new Date(d))
+  const rdatesAfter = rdates.filter(d => d.getTime() > cut)
+  // the rule's own dates before k: k positions less the added dates among them
+  const ruleBefore = k - rdates.filter(d => d.getTime() < cut).length
+  const endCount = s.ends_on === 'after_n' && s.end_count !== null ? Math.max(1, s.end_count - ruleBefore) : s.end_count
+  if (s.rrule === null) return { rrule: null, end_count: endCount, rdates: rdatesAfter }
+  const parts = parseRrule(s.rrule)
+  return {
+    rrule: formatRrule(parts.COUNT !== undefined && endCount !== null ? withEnd(parts, { count: endCount }) : parts),
+    end_count: endCount,
+    rdates: rdatesAfter
+  }
 }
 
 /**
@@ -442,7 +659,7 @@ export function splitPlan (s: SeriesRow, k: number): { next: SeriesInsert, exdat
       metadata: JSON.stringify(withoutStorageKeys(s.metadata)),
       start_dt: slot.start,
       end_dt: slot.end,
-      end_count: s.ends_on === 'after_n' && s.end_count !== null ? Math.max(1, s.end_count - k) : s.end_count,
+      ...ruleFromSplit(s, k, slot.start.getTime()),
       exdates: s.exdates.filter(d => localDay(d, zone) >= cut)
     },
     exdatesBefore: s.exdates.filter(d => localDay(d, zone) < cut)

@@ -7,6 +7,7 @@ import {
   PublishEventBody, TIMEZONE_MAX, TITLE_MAX
 } from '../events/index.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
+import { RRULE_MAX_LENGTH } from './series.rrule.ts'
 
 /** Bounds chosen by us (docs/series.md). */
 export const MAX_OCCURRENCES = 500
@@ -34,13 +35,33 @@ const RepeatDays = Type.Array(Type.Integer({ minimum: 1, maximum: 7 }), {
   description: 'ISO weekdays, 1 = Monday … 7 = Sunday (weekly and custom)'
 })
 
+/** Dates a rule adds (RDATE) or leaves out (EXDATE): at most this many each. */
+export const RULE_DATES_MAX = 100
+
+const RuleDates = (description: string) => Type.Optional(Nullable(Type.Array(DateTimeInput(), {
+  maxItems: RULE_DATES_MAX,
+  description: `${description}; at most ${RULE_DATES_MAX}; replaces the series' list`
+})))
+
 /** The recurrence rule fields (POST /events/{id}/series, the `series` of with-series, PATCH). */
 const ruleFields = {
-  freq: StringEnum(FREQS, {
+  freq: Type.Optional(StringEnum(FREQS, {
     description:
       "daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom " +
-      '(every interval days, on repeat_days)'
-  }),
+      '(every interval days, on repeat_days); rrule: the rule is `rrule` (shown, never needed in a body). ' +
+      'Required unless rrule is given'
+  })),
+  rrule: Type.Optional(Nullable(Type.String({
+    minLength: 1,
+    maxLength: RRULE_MAX_LENGTH,
+    description:
+      'An RFC 5545 recurrence rule (the value of an RRULE line), e.g. FREQ=MONTHLY;BYDAY=2TU or ' +
+      'FREQ=YEARLY;BYMONTH=3;BYMONTHDAY=3;COUNT=5: FREQ DAILY, WEEKLY, MONTHLY or YEARLY, INTERVAL, COUNT or ' +
+      'UNTIL, BYDAY (ordinals such as 2TU, -1FR), BYMONTHDAY, BYMONTH, BYYEARDAY, BYWEEKNO, BYSETPOS, WKST. ' +
+      'Instead of freq, interval, repeat_days and ends_on; expanded in the series time zone'
+  }))),
+  rdates: RuleDates('Starts added to the rule (RDATE), each after start_dt'),
+  exdates: RuleDates('Starts the rule leaves out (EXDATE)'),
   interval: Type.Optional(
     Type.Integer({ minimum: 1, maximum: INTERVAL_MAX, default: 1, description: 'Every N units of freq' })
   ),
@@ -97,7 +118,10 @@ export const PatchSeriesBody = body({
     )
   ),
   visibility: Type.Optional(Type.Union([10, 20, 30, 40].map(v => Type.Literal(v)))),
-  freq: Type.Optional(ruleFields.freq),
+  freq: ruleFields.freq,
+  rrule: ruleFields.rrule,
+  rdates: ruleFields.rdates,
+  exdates: ruleFields.exdates,
   interval: Type.Optional(Type.Integer({ minimum: 1, maximum: INTERVAL_MAX })),
   repeat_days: ruleFields.repeat_days,
   ends_on: Type.Optional(StringEnum(ENDS_ON)),
@@ -127,7 +151,14 @@ const seriesProperties = {
   start_dt: Nullable(Timestamp()),
   end_dt: Nullable(Timestamp()),
   repeat_days: Nullable(Type.Array(Type.Integer())),
-  exdates: Type.Array(Timestamp(), { description: 'Starts of occurrences removed one by one' }),
+  exdates: Type.Array(Timestamp(), {
+    description: 'Starts the rule leaves out (EXDATE): given, or of occurrences removed one by one'
+  }),
+  rrule: Type.String({
+    description: 'The RFC 5545 rule (RRULE value) of the series: its own, or the one freq, interval, repeat_days ' +
+      'and ends_on stand for'
+  }),
+  rdates: Type.Array(Timestamp(), { description: 'Starts added to the rule (RDATE)' }),
   window_end: Nullable(Timestamp('ends_on never: occurrences exist up to here (a rolling window)')),
   description: Nullable(Type.String()),
   address: Nullable(Type.String()),

@@ -28,8 +28,8 @@ import * as occurrences from './series.occurrences.repository.ts'
 import * as repo from './series.repository.ts'
 import {
   cappedWindow, clearedOverrides, effectiveScope, endBeforeValues, exdatesAfterDelete, newSeriesRow,
-  occurrenceOverrides, positionOf, refuseStorageKeys, seriesChange, seriesPatchFrom, splitPlan, windowFrom,
-  type RuleInput, type Scope
+  occurrenceOverrides, positionOf, refuseStorageKeys, rruleOfSeries, seriesChange, seriesPatchFrom, splitPlan,
+  windowFrom, type RuleInput, type Scope
 } from './series.rule.ts'
 import {
   OCCURRENCES_LIMIT_MAX, WINDOW_MONTHS,
@@ -63,6 +63,7 @@ export async function seriesView (trx: Tx, auth: AuthContext, row: SeriesRow, to
     ...row,
     // covers belong to occurrences; a key a series row may still hold from before is not shown
     cover_image_key: null,
+    rrule: rruleOfSeries(row),
     ...(m !== undefined
       ? {
           series_manager_id: m.user_id,

@@ -21,6 +21,10 @@ export interface EventSeriesTable extends EventContentColumns {
   end_date: Timestamp | null
   duration: string
   exdates: ColumnType<Date[], Date[] | undefined, Date[]>
+  /** the RFC 5545 rule when freq is `rrule` (migration 0039): it decides the dates */
+  rrule: string | null
+  /** dates added to the rule's (RDATE) */
+  rdates: ColumnType<Date[], Date[] | undefined, Date[]>
   window_end: Timestamp | null
   published_id: number | null
   published_at: Timestamp | null
