@@ -15,7 +15,7 @@ import {
   type Rule
 } from './series.recurrence.ts'
 import {
-  formatRrule, parseRrule, RruleError, untilInstant, withEnd, type RruleParts
+  formatRrule, parseRrule, RruleError, untilInstant, utcText, withEnd, type RruleParts
 } from './series.rrule.ts'
 import type { SlotMove } from './series.occurrences.repository.ts'
 import type { SeriesInsert, SeriesUpdate } from './series.repository.ts'
@@ -363,12 +363,13 @@ function checkRrule (
 ) {
   checkAnchor(base, anchorAt)
   const first = DateTime.fromJSDate(new Date(base.start_dt), { zone: base.timezone })
-  const parts = writtenOut(given, first)
+  // UNTIL as an instant (RFC 5545: UTC when DTSTART has a zone), whatever form it came in
+  const until = given.UNTIL === undefined ? null : untilInstant(given.UNTIL, base.timezone)
+  const parts = writtenOut(until === null ? given : { ...given, UNTIL: utcText(until) }, first)
   const text = formatRrule(parts)
   if (!everRecurs(parts, first)) {
     throw invalidField(`${prefix}rrule`, 'the rule never yields a date (no day has what it asks)', text)
   }
-  const until = parts.UNTIL === undefined ? null : untilInstant(parts.UNTIL, base.timezone)
   if (until !== null && until.getTime() < first.toMillis()) {
     throw invalidField(`${prefix}rrule`, 'UNTIL is before the first start (start_dt)', text)
   }
