@@ -2,6 +2,7 @@
  * The registration form in force for an event, and a registration's answers checked against it (attendees.forms.ts;
  * docs/guests.md, "Questions").
  */
+import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import type { Locale } from '../../platform/i18n/i18n.ts'
 import type { EventRow } from '../events/index.ts'
@@ -31,4 +32,21 @@ export async function answersFor (
     return undefined
   }
   return { formId: form.id, values: validateAnswers(form.questions, sent ?? {}, locale) }
+}
+
+/**
+ * Copies the questions in force for `source` (its own form, else its series') as the first version of `clone`'s own
+ * form (`POST /events/{id}/clone`: `CloneParts.questions`, given to the events module by src/app.ts); whether there
+ * were any. The question ids stay, so the clone's answers read like the source's.
+ */
+export async function copyQuestions (
+  trx: Tx,
+  auth: AuthContext,
+  source: Pick<EventRow, 'tenant_id' | 'id' | 'series_id' | 'published_id'>,
+  clone: Pick<EventRow, 'id'>
+): Promise<boolean> {
+  const form = await formOf(trx, source)
+  if (form === undefined || form.questions.length === 0) return false
+  await formRepo.insertFormVersion(trx, auth.tenantId, { eventId: clone.id }, form.questions, auth.userId)
+  return true
 }

@@ -12,7 +12,7 @@ import { error400BadRequest, error409Conflict, fieldError, type ErrorDetail } fr
 import { queueNotification, recipientFor } from '../../platform/notifications/notifications.ts'
 import { registrationsPending } from '../../platform/notifications/templates.ts'
 import { emitMany, type DomainEvent } from '../../platform/outbox.ts'
-import { type EventRow, rootEventId } from '../events/index.ts'
+import { type EventRow, type RegistrationCopy, rootEventId } from '../events/index.ts'
 import { mailGuests, type GuestMailKind } from './attendees.guest-mail.ts'
 import { attendeeIdsOf } from './attendees.guest.repository.ts'
 import * as repo from './attendees.repository.ts'
@@ -48,6 +48,22 @@ export async function registrationOf (
     requires_approval: event.requires_approval,
     inherited: false
   }
+}
+
+/**
+ * The registration settings in force for an event (its published row; its series' while it follows them), as a clone
+ * copies them (`POST /events/{id}/clone`: `CloneParts.registration`, given to the events module by src/app.ts).
+ */
+export async function registrationToCopy (
+  trx: Tx,
+  event: Pick<EventRow, 'tenant_id' | 'id' | 'published_id'>
+): Promise<RegistrationCopy> {
+  const root = rootEventId(event)
+  const stored = await regRepo.eventRegistration(trx, event.tenant_id, root)
+  const guests = await regRepo.guestSettings(trx, event.tenant_id, root)
+  if (stored === undefined || guests === undefined) throw new Error(`event ${root} vanished while read`)
+  const { inherited: _inherited, ...reg } = await registrationOf(trx, { ...stored, tenant_id: event.tenant_id })
+  return { ...reg, ...guests }
 }
 
 export type SeatCounts = regRepo.SeatCounts

@@ -60,10 +60,20 @@ function domainEvent (type: string, description: string, payload: Record<string,
 
 /** Domain events of the outbox that rules can react to (`grep -rn "topic:" src/modules`). */
 export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
-  domainEvent('event.created', 'An event was created (draft)', EVENT_FIELDS),
+  domainEvent('event.created', 'An event was created (draft), or cloned from another', {
+    ...EVENT_FIELDS,
+    cloned_from: 'integer: the event it was cloned from (POST /events/{id}/clone); absent otherwise',
+    copied: 'array of string: the parts a clone copied (description, place, registration, questions, managers)'
+  }),
   domainEvent('event.updated', 'An event or its draft was edited',
     { ...EVENT_FIELDS, fields: 'array of string: changed fields', draft: 'boolean' }),
   domainEvent('event.published', 'An event was published', EVENT_FIELDS),
+  domainEvent('event.unpublished', 'A published event went back to draft (off public pages and feeds)', {
+    ...EVENT_FIELDS,
+    version: 'integer: the publishes so far',
+    cancel_in_feeds: 'boolean: calendar feeds keep it as cancelled until it is published again',
+    from_draft: 'boolean: an open draft was moved onto the event'
+  }),
   domainEvent('event.archived', 'An event was archived', EVENT_FIELDS),
   domainEvent('event.deleted', 'An event was deleted', EVENT_FIELDS),
   domainEvent('event.cancelled',
@@ -186,6 +196,12 @@ export const DOMAIN_TRIGGERS: TriggerDescriptor[] = [
     first_publish: 'boolean',
     fields: 'array of string',
     notify: 'boolean'
+  }),
+  domainEvent('space.unpublished', 'A published space went back to draft (off its public page)', {
+    space_id: 'integer',
+    version: 'integer: the publishes so far',
+    fields: 'array of string: pending changes that became its content',
+    cancel_in_feeds: 'boolean: its anonymous feed shows its events cancelled (else none)'
   }),
   domainEvent('space.archived', 'A space was archived', { space_id: 'integer' }),
   domainEvent('space.deleted', 'A space was deleted', { space_id: 'integer' }),

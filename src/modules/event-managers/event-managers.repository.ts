@@ -5,6 +5,7 @@
 import { sql, type InsertObject } from 'kysely'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
+import { rowChunks } from '../../platform/db/chunks.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { selectRows, updateRows } from '../../platform/db/match.ts'
 import { liveGrants } from '../../platform/db/grants.ts'
@@ -100,6 +101,36 @@ async function insertGrant (trx: Tx, v: GrantValues, held: Partial<InsertObject<
 
 export async function insertManager (trx: Tx, v: GrantValues & { userId: string }) {
   return await insertGrant(trx, v, { user_id: v.userId, status: 'active', accepted_at: sql`now()` })
+}
+
+/** The active managers of an event (its own rows, not its series'), oldest first: the grants a clone copies. */
+export async function activeManagersOf (trx: Tx, tenantId: string, eventId: number) {
+  return await selectRows(trx, 'event_managers', { tenant_id: tenantId, event_id: eventId, status: 'active' })
+    .select(['user_id', 'permissions', 'role'])
+    .where('user_id', 'is not', null)
+    .orderBy('created_at').orderBy('id')
+    .execute()
+}
+
+/** Active grants on an event for several users, given now (multi-row VALUES, in chunks: chunks.ts). */
+export async function insertManagers (
+  trx: Tx,
+  v: Omit<GrantValues, 'permissions' | 'role'>,
+  grants: ReadonlyArray<{ userId: string, permissions: string[], role: string | null }>
+): Promise<void> {
+  const rows = grants.map(g => ({
+    tenant_id: v.tenantId,
+    event_id: v.eventId,
+    org_id: v.orgId,
+    user_id: g.userId,
+    permissions: g.permissions,
+    role: g.role,
+    status: 'active' as const,
+    invited_by: v.invitedBy,
+    invited_at: sql<Date>`now()`,
+    accepted_at: sql<Date>`now()`
+  }))
+  for (const chunk of rowChunks(rows, 8)) await trx.insertInto('event_managers').values(chunk).execute()
 }
 
 export async function updatePermissions (

@@ -15,6 +15,41 @@ export type RegistrationFigures = Pick<Event,
   'capacity' | 'waitlist_enabled' | 'requires_approval' | 'registration_inherited' | 'confirmed_count' |
   'waitlist_count' | 'pending_count' | 'no_show_count' | 'seats_left'>
 
+/**
+ * The registration settings in force for an event (its series' while it follows them), as a clone copies them:
+ * capacity, waitlist, approval and the public registration (docs/guests.md).
+ */
+export interface RegistrationCopy {
+  capacity: number | null
+  waitlist_enabled: boolean
+  requires_approval: boolean
+  public_registration: boolean
+  registration_opens_at: Date | null
+  registration_closes_at: Date | null
+  registration_limit_per_email: number
+  double_opt_in: boolean
+}
+
+/**
+ * What `POST /events/{id}/clone` copies of what the modules built on events own. `source` is the event as the caller
+ * reads it (a draft clone's parts are its published row's); `clone` the new event, written in the same transaction.
+ */
+export interface CloneParts {
+  /** the attendees module's `registrationToCopy`: the registration settings in force for `source` */
+  registration: (trx: Tx, source: EventRow) => Promise<RegistrationCopy>
+  /**
+   * the attendees module's `copyQuestions`: the registration questions in force for `source` as the first version of
+   * `clone`'s own form; whether there were any
+   */
+  questions: (trx: Tx, auth: AuthContext, source: EventRow, clone: EventRow) => Promise<boolean>
+  /**
+   * the event-managers module's `copyManagers`: the active managers of `source` (not its pending invitations, not
+   * the managers of its series, not the caller, who creates the clone) as active managers of `clone`, each with
+   * its role and permissions and an `event.manager_added`; their user ids
+   */
+  managers: (trx: Tx, auth: AuthContext, source: EventRow, clone: EventRow) => Promise<string[]>
+}
+
 /** The series edit scope of `PATCH /events/{id}?scope=`. */
 export type EditScope = 'this' | 'future' | 'all'
 
@@ -41,6 +76,8 @@ export interface EventsNeeds {
    * use it (404 invisible, 403 without `space:events`, 409 `adding` to an archived space)
    */
   spaceForEventLink: SpaceForEventLink
+  /** what a clone copies of the attendees' and the managers' modules (`POST /events/{id}/clone`) */
+  cloneParts: CloneParts
 }
 
 export type SpaceForEventLink = (trx: Tx, auth: AuthContext, spaceId: number, adding: boolean) => Promise<unknown>

@@ -1,6 +1,6 @@
 /**
- * Events: create, read, replace, merge-patch, delete, archive; drafts (edit, draft, discard) and
- * publishing; template transitions; list and calendar; activity rows; membership in spaces; the
+ * Events: create, clone, read, replace, merge-patch, delete, archive; drafts (edit, draft, discard),
+ * publishing and unpublishing; template transitions; list and calendar; activity rows; membership in spaces; the
  * template registry and the event-manager permission catalogue. Owns the tables `events`,
  * `event_activity`, `event_spaces` and `event_managers` (the managers routes, attendees,
  * milestones, series and automations live in their own modules and build on events.access.repository.ts).
@@ -26,9 +26,10 @@ import { isSyncRead, sealKeys, syncedRead, syncScope } from '../../platform/sync
 import { renderEvents } from './events.bodies.repository.ts'
 import {
   ActivityListBody, ActivityQuery, ActivityRow, AddEventSpaceBody, CALENDAR_MAX_DAYS, CALENDAR_MAX_ITEMS, CalendarBody,
-  CalendarQuery, CreateActivityBody, CreateEventBody, Event, EventIdParams, EventParams, EventSpace, EventSpaceParams,
-  EventTemplate, EventTemplateList, ListEventsQuery, ManagerPermissionsBody, PagedBodyEvent, PagedBodyEventSpace,
-  PatchEventBody, PatchEventQuery, PublishEventBody, ReplaceEventBody, TemplateParams, TemplateQuery, TransitionBody
+  CalendarQuery, CloneEventBody, CreateActivityBody, CreateEventBody, Event, EventIdParams, EventParams, EventSpace,
+  EventSpaceParams, EventTemplate, EventTemplateList, ListEventsQuery, ManagerPermissionsBody, PagedBodyEvent,
+  PagedBodyEventSpace, PatchEventBody, PatchEventQuery, PublishEventBody, ReplaceEventBody, TemplateParams,
+  TemplateQuery, TransitionBody, UnpublishEventBody
 } from './events.schemas.ts'
 import * as service from './events.service.ts'
 import type { EventsNeeds } from './events.needs.ts'
@@ -92,7 +93,7 @@ function calendarRange (q: { start_date: string; end_date: string; timezone?: st
 /** The events module; `needs` are what the modules built on it give it (events.needs.ts, wired by src/app.ts). */
 export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx) => {
   const { db } = ctx
-  const { applyScopedEdit, eventFigures, spaceForEventLink } = needs
+  const { applyScopedEdit, cloneParts, eventFigures, spaceForEventLink } = needs
 
   /** The event `write` returns, with its spaces and series title, as the answer: ETag set. */
   async function answerEvent (
@@ -262,6 +263,21 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
       params: EventParams, body: PublishEventBody
     }, requirePolicy('event', 'publish'), { optionalBody: true }), (trx, request) =>
     service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
+
+  noContentRoute(app, db, 'post', '/api/v1/events/:id/unpublish', operation('unpublish-event',
+    'Take a published event back to draft (off public pages and feeds; attendees kept)', {
+      params: EventParams, body: UnpublishEventBody
+    }, requirePolicy('event', 'unpublish'), { optionalBody: true }), (trx, request) =>
+    service.unpublishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
+
+  app.post('/api/v1/events/:id/clone', operation('clone-event',
+    'Clone an event as a new draft of the caller (never its attendees or series)', {
+      params: EventParams, body: CloneEventBody, response: { 201: Event }
+    }, requirePolicy('event', 'clone')), async (request, reply) => {
+    const event = await answerEvent(request, reply, (trx, auth) =>
+      service.cloneEvent(trx, auth, request.params.id, request.body, cloneParts))
+    return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
+  })
 
   app.post('/api/v1/events/:id/edit', operation('edit-event',
     'Start editing a published event: returns its draft clone', {

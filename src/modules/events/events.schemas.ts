@@ -244,6 +244,34 @@ export const PublishEventBody = body({
 })
 export type PublishEventBody = Static<typeof PublishEventBody>
 
+/** What a clone copies besides what it always copies: each part is copied unless its flag is false. */
+const copyFlag = (description: string) => Type.Optional(Type.Boolean({ default: true, description }))
+
+/**
+ * `POST /events/{id}/clone` (docs/events.md, "Clone"): the new start, and which parts of the source to copy. Keywords,
+ * metadata (without the cover), visibility, priority, time zone and template are always copied; attendees, check-ins,
+ * the series, spaces and the cover never.
+ */
+export const CloneEventBody = body({
+  start_dt: DateTimeInput("The clone's start; its end keeps the source's duration unless end_dt is given"),
+  end_dt: Type.Optional(Nullable(DateTimeInput("The clone's end (null: none)"))),
+  title: Type.Optional(Type.String({ minLength: 1, maxLength: TITLE_MAX, description: "Default: the source's" })),
+  description: copyFlag('Copy the description'),
+  place: copyFlag('Copy address and coordinates'),
+  registration: copyFlag('Copy the registration settings in force, their window moved with the start'),
+  questions: copyFlag('Copy the registration questions in force'),
+  managers: copyFlag('Copy the active managers (not pending invitations); needs managers:manage')
+})
+export type CloneEventBody = Static<typeof CloneEventBody>
+
+/** `POST /events/{id}/unpublish` (docs/events.md, "Unpublish"). */
+export const UnpublishEventBody = body({
+  cancel_in_feeds: Type.Optional(Type.Boolean({
+    default: false, description: 'Feeds keep showing the event, cancelled, until it is published again'
+  }))
+})
+export type UnpublishEventBody = Static<typeof UnpublishEventBody>
+
 export const TransitionBody = body({
   to_state: Type.String({ minLength: 1, maxLength: 64, description: 'Target state' }),
   payload: Type.Optional(

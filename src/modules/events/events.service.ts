@@ -4,26 +4,27 @@
  * Every state change writes an activity row and a domain event in the caller's transaction.
  */
 
-import { updateEvent } from './events.changes.ts'
+import { tellPublishedChanges, updateEvent } from './events.changes.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Counting } from '../../platform/db/kept-counts.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import {
-  error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField
+  ApiError, error404NotFound, error409Conflict, error422UnprocessableEntity, fieldError, invalidField
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { checkTimezone } from '../../platform/http/validation.ts'
 import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { eventPublished } from '../../platform/notifications/templates.ts'
 import { decideTransition } from './events.state.ts'
-import { findEventForRead, lockEventForWrite, rootEventId } from './events.access.repository.ts'
+import { findEventForRead, hasEventPermission, lockEventForWrite, rootEventId } from './events.access.repository.ts'
 import * as repo from './events.repository.ts'
 import { joinedOf } from './events.bodies.repository.ts'
 import {
-  METADATA_MAX_BYTES, type CreateEventBody, type PatchEventBody, type PublishEventBody, type ReplaceEventBody
+  METADATA_MAX_BYTES, type CloneEventBody, type CreateEventBody, type PatchEventBody, type PublishEventBody,
+  type ReplaceEventBody, type UnpublishEventBody
 } from './events.schemas.ts'
-import type { EventFigures, SpaceForEventLink } from './events.needs.ts'
+import type { CloneParts, EventFigures, SpaceForEventLink } from './events.needs.ts'
 import type { EventRow } from './events.table.ts'
 import {
   DEFAULT_TEMPLATE, findTemplate, latestTemplate, SYSTEM_ACTIVITY_KINDS, templateAllows, TEMPLATE_IDS
@@ -213,6 +214,86 @@ export async function createEvent (trx: Tx, auth: AuthContext, input: CreateEven
 }
 
 /**
+ * The metadata keys that hold a storage object of one event (its cover, set by `PUT /events/{id}/cover`): a clone or
+ * a series never takes them, so no object is shared by two events (docs/series.md, "Storage keys").
+ */
+export const STORAGE_METADATA_KEYS = ['cover_image'] as const
+
+/** The parts of a source a clone copies besides what it always copies (`CloneEventBody`; each true unless false). */
+const CLONE_PARTS = ['description', 'place', 'registration', 'questions', 'managers'] as const
+
+/**
+ * `POST /events/{id}/clone` (docs/events.md, "Clone"): a new draft of the caller's, from an event they see (a draft
+ * clone's id copies the draft's content), starting at `start_dt` and lasting as long as the source unless `end_dt`
+ * says otherwise. Always copied: keywords, metadata (without its storage keys), visibility, priority, time zone and
+ * template (its machine at its initial state); as asked: description, place, registration settings (their window
+ * moved with the start), questions and managers (which need `managers:manage` on the source: 403 naming
+ * `body.managers`). Never: attendees, check-ins, the series, spaces, links, the cover. One `event.created` (with
+ * `cloned_from` and `copied`), and one `event.manager_added` per manager copied.
+ */
+export async function cloneEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  input: CloneEventBody,
+  parts: CloneParts
+): Promise<EventRow> {
+  if (input.end_dt !== undefined) checkRange(input.start_dt, input.end_dt, true)
+  const source = await findEventForRead(trx, auth, id, { includeDraftClones: true })
+  const copy = Object.fromEntries(CLONE_PARTS.map(p => [p, input[p] ?? true])) as Record<typeof CLONE_PARTS[number],
+    boolean>
+  if (copy.managers && !(await hasEventPermission(trx, auth, source, 'managers:manage'))) {
+    throw new ApiError(403, 'copying the managers needs the event permission managers:manage on the source ' +
+      '(send managers: false to clone without them)', [
+      fieldError('body.managers', 'missing event permission managers:manage on the source', true)
+    ])
+  }
+  const start = new Date(input.start_dt)
+  // how far the clone moves from the source: its registration window moves as far (none without a source start)
+  const shift = source.start_dt === null ? null : start.getTime() - new Date(source.start_dt).getTime()
+  const moved = (d: Date | null): Date | null => d === null || shift === null ? d : new Date(d.getTime() + shift)
+  // the source's duration, unless `end_dt` is given (a source with an end but no start has no duration to keep)
+  const end = input.end_dt !== undefined
+    ? (input.end_dt === null ? null : new Date(input.end_dt))
+    : source.end_dt === null || shift === null ? null : new Date(new Date(source.end_dt).getTime() + shift)
+  const template = findTemplate(source.template, source.template_version)
+  const registration = copy.registration ? await parts.registration(trx, source) : undefined
+  const metadata = Object.fromEntries(
+    Object.entries(source.metadata).filter(([k]) => !(STORAGE_METADATA_KEYS as readonly string[]).includes(k)))
+  const row = await repo.insertEvent(trx, auth.tenantId, {
+    org_id: auth.orgId,
+    creator_id: auth.userId,
+    title: input.title ?? source.title,
+    description: copy.description ? source.description : null,
+    address: copy.place ? source.address : null,
+    latitude: copy.place ? source.latitude : null,
+    longitude: copy.place ? source.longitude : null,
+    start_dt: start,
+    end_dt: end,
+    timezone: source.timezone,
+    keywords: source.keywords,
+    metadata: JSON.stringify(metadata),
+    visibility: source.visibility,
+    priority: source.priority,
+    template: source.template,
+    template_version: source.template_version,
+    state: template?.state_machine?.initial ?? null,
+    ...(registration === undefined
+      ? {}
+      : {
+          ...registration,
+          registration_opens_at: moved(registration.registration_opens_at),
+          registration_closes_at: moved(registration.registration_closes_at)
+        })
+  })
+  const copied = CLONE_PARTS.filter(p => copy[p])
+  await record(trx, auth, row, 'event.created', 'created', { cloned_from: rootEventId(source), copied })
+  if (copy.questions) await parts.questions(trx, auth, source, row)
+  if (copy.managers) await parts.managers(trx, auth, source, row)
+  return row
+}
+
+/**
  * The row a content write goes to: the draft clone when the published row has one (readers keep
  * the published version until the draft is published), else the row itself.
  */
@@ -362,8 +443,11 @@ export async function publishEvent (
     ...(draft !== undefined ? repo.contentOf(draft) : {}),
     status: 'published',
     published_at: new Date(),
-    version: published.version + 1
+    version: published.version + 1,
+    cancel_in_feeds: false
   })
+  // published again after an unpublish: the guests whose calendar holds it are told of what changed meanwhile
+  if (published.status === 'draft' && published.published_at !== null) await tellPublishedChanges(trx, [result])
   await record(trx, auth, result, 'event.published', 'published', {
     version: result.version,
     from_draft: draft !== undefined,
@@ -377,6 +461,47 @@ export async function publishEvent (
     template: eventPublished({
       eventId: result.id, version: result.version, title: result.title, message: input.message
     })
+  })
+  return result
+}
+
+/**
+ * `POST /events/{id}/unpublish` (docs/events.md, "Unpublish"): a published event goes back to draft, off the public
+ * pages, public registration and calendar feeds (kept there as cancelled with `cancel_in_feeds`), keeping its
+ * attendees, managers, spaces, registration and version; `POST …/publish` publishes it again. An open draft clone is
+ * kept as the event's content: a draft is edited in place, so its changes are moved onto the row and the clone goes.
+ * 409 when the event is not published (a draft, an archived event, a draft clone's own id).
+ */
+export async function unpublishEvent (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  input: UnpublishEventBody,
+  ifMatch: string | undefined
+): Promise<EventRow> {
+  const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
+  if (row.published_id !== null) {
+    throw error409Conflict('a draft clone is not published: unpublish the published event', [
+      fieldError('path.id', `the draft of event ${row.published_id}`, id)
+    ])
+  }
+  if (row.status !== 'published') {
+    throw error409Conflict('only a published event can be unpublished', [
+      fieldError('path.id', `status ${row.status}`, id)
+    ])
+  }
+  const draft = await repo.lockDraftClone(trx, auth.tenantId, row.id)
+  if (draft !== undefined) await repo.deleteRow(trx, auth.tenantId, draft.id)
+  const cancelInFeeds = input.cancel_in_feeds ?? false
+  const result = await updateEvent(trx, auth.tenantId, row.id, {
+    ...(draft !== undefined ? repo.contentOf(draft) : {}),
+    status: 'draft',
+    cancel_in_feeds: cancelInFeeds
+  })
+  await record(trx, auth, result, 'event.unpublished', 'unpublished', {
+    version: result.version,
+    cancel_in_feeds: cancelInFeeds,
+    from_draft: draft !== undefined
   })
   return result
 }

@@ -29,6 +29,7 @@ export interface EventsTable extends EventContentColumns {
   is_locked: Generated<boolean>
   is_deleted: Generated<boolean>
   cover_image_key: string | null
+  ical_uid: ColumnType<never, string | null | undefined, string | null> // 0041; read by calendar-import's SQL only
   /** registration settings (migration 0022); an occurrence follows its series' while registration_inherited */
   capacity: number | null
   waitlist_enabled: Generated<boolean>
@@ -43,6 +44,11 @@ export interface EventsTable extends EventContentColumns {
   cancelled_at: Timestamp | null
   cancelled_by: string | null
   cancellation_reason: string | null
+  /**
+   * set by `POST …/unpublish` (migration 0040): while the event is a draft again, the calendar feeds that showed it
+   * keep it as cancelled; read by the feeds only, never shown with the event
+   */
+  cancel_in_feeds: Generated<boolean>
   version: Generated<number>
   revision: Generated<number>
   created_at: Timestamp
@@ -96,10 +102,10 @@ export const GUEST_REGISTRATION_COLUMNS = [
 type GuestRegistrationColumn = typeof GUEST_REGISTRATION_COLUMNS[number]
 
 /**
- * An event as the service reads it: every column but `search_text` (an index input, never shown) and the public
- * registration settings (read by the registration's own statements).
+ * An event as the service reads it: every column but `search_text` (an index input, never shown), the public
+ * registration settings (read by the registration's own statements) and `cancel_in_feeds` (the feeds').
  */
-export type EventRow = Omit<Selectable<EventsTable>, 'search_text' | GuestRegistrationColumn>
+export type EventRow = Omit<Selectable<EventsTable>, 'search_text' | GuestRegistrationColumn | 'cancel_in_feeds'>
 
 /** The columns of `EventRow`, for selects (`search_text` would be read and parsed for nothing). */
 export const EVENT_COLUMNS = [

@@ -46,8 +46,9 @@ export const GENERIC_ACTIVITY_KINDS = ['note', 'comment'] as const
 
 /** Activity kinds only the service writes (lifecycle, drafts, transitions). */
 export const SYSTEM_ACTIVITY_KINDS = [
-  'created', 'edited', 'published', 'archived', 'deleted', 'draft_started', 'draft_discarded', 'state_changed',
-  'space_added', 'space_removed', 'attendee.checked_in', 'attendee.check_in_undone', 'attendee.checked_out'
+  'created', 'edited', 'published', 'unpublished', 'archived', 'deleted', 'draft_started', 'draft_discarded',
+  'state_changed', 'space_added', 'space_removed', 'attendee.checked_in', 'attendee.check_in_undone',
+  'attendee.checked_out'
 ] as const
 
 const BASE_ATTACHMENTS = ['image', 'document'] as const

@@ -22,13 +22,16 @@ export {
 } from './events.changes.ts'
 export { deleteEventSpace, insertActivity, insertEventSpace, lockById } from './events.repository.ts'
 export type { EventInsert, EventUpdate } from './events.repository.ts'
+export type { CloneParts, RegistrationCopy } from './events.needs.ts'
 export { eventsModule } from './events.routes.ts'
 export {
   ADDRESS_MAX, CreateEventBody, DESCRIPTION_MAX, Event, EventIdParams, EventParams, KEYWORDS_MAX, KEYWORD_MAX,
   METADATA_MAX_BYTES, METADATA_MAX_KEYS, PublishEventBody, TIMEZONE_MAX, TITLE_MAX
 } from './events.schemas.ts'
 export type { PatchEventBody } from './events.schemas.ts'
-export { createEvent, mergePatch, patchEvent, transitionEvent, withSpaces, withSpacesAll } from './events.service.ts'
+export {
+  addSpace, createEvent, mergePatch, patchEvent, STORAGE_METADATA_KEYS, transitionEvent, withSpaces, withSpacesAll
+} from './events.service.ts'
 export { eventDomainEvent, readEvent, readEventWith, removeFromEvent, writeSeries } from './events.sub-resources.ts'
 export { EVENT_COLUMNS, MANAGER_GRANT_COLUMNS } from './events.table.ts'
 export type { EventRow, EventSpacesTable } from './events.table.ts'

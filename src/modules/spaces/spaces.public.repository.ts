@@ -40,6 +40,18 @@ function publicSpaces (trx: Tx, tenantId: string) {
     .where('spaces.visibility', '=', PUBLIC).where('spaces.is_deleted', '=', false)
 }
 
+/**
+ * A public space that was published and is unpublished now (still in the public directory: docs/spaces.md,
+ * "Unpublish"): its title and whether its feed shows its events cancelled. Its anonymous feed answers with that.
+ */
+export async function findWithdrawnSpace (trx: Tx, tenantId: string, id: number) {
+  return await trx.selectFrom('spaces').select(['spaces.title', 'spaces.cancel_in_feeds'])
+    .where('spaces.tenant_id', '=', tenantId).where('spaces.id', '=', id)
+    .where('spaces.status', '=', 'draft').where('spaces.published_at', 'is not', null)
+    .where('spaces.visibility', '=', PUBLIC).where('spaces.is_deleted', '=', false)
+    .executeTakeFirst()
+}
+
 export async function findPublicSpace (trx: Tx, tenantId: string, id: number) {
   const row = await publicSpaces(trx, tenantId)
     .select([...SHOWN, 'spaces.creator_id', 'spaces.org_id'])

@@ -139,6 +139,7 @@ export async function updateSpace (trx: Tx, tenantId: string, id: number, values
   version?: number
   public_handle?: string
   is_deleted?: boolean
+  cancel_in_feeds?: boolean
 }): Promise<void> {
   const { draft, ...rest } = values
   await trx

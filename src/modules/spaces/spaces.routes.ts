@@ -1,6 +1,6 @@
 /**
  * Spaces: create, list, tree, read/replace/patch/delete/archive one, its parents and children,
- * drafts (edit, draft, discard) and publish; members, managers and linked contacts
+ * drafts (edit, draft, discard), publish and unpublish; members, managers and linked contacts
  * (spaces.people.routes.ts); activity, analytics and linked events (spaces.insights.routes.ts);
  * the public page (spaces.public.routes.ts). Owns the space tables of migration 0004 and the
  * public page directory. Events belong to the events module; only the links are read here.
@@ -14,7 +14,7 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import * as repo from './spaces.repository.ts'
 import {
   AddParentBody, CreateSpaceBody, ListSpacesQuery, PagedBodySpace, PatchSpaceBody, PublishSpaceBody, ReplaceSpaceBody,
-  Space, SpaceList, SpaceParams, SpaceParentParams, SpaceTree
+  Space, SpaceList, SpaceParams, SpaceParentParams, SpaceTree, UnpublishSpaceBody
 } from './spaces.schemas.ts'
 import * as service from './spaces.service.ts'
 import { registerPeopleRoutes } from './spaces.people.routes.ts'
@@ -212,6 +212,12 @@ export const spacesModule = defineModule(async (app, ctx) => {
     const { $schema: _ignored, ...options } = request.body ?? {}
     return service.publishSpace(trx, request.auth, request.params.id, options)
   })
+
+  noContentRoute(app, db, 'post', '/api/v1/spaces/:id/unpublish', operation('unpublish-space',
+    'Take a published space back to draft (off its public page; people and events kept)', {
+      params: SpaceParams, body: UnpublishSpaceBody
+    }, requirePolicy('space', 'unpublish'), { optionalBody: true }), (trx, request) =>
+    service.unpublishSpace(trx, request.auth, request.params.id, request.body))
 
   registerPeopleRoutes(app, ctx)
   registerInsightRoutes(app, ctx)

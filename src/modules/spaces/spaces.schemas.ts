@@ -158,6 +158,16 @@ const notificationFields = {
 export const PublishSpaceBody = body(notificationFields)
 export type NotificationOptions = Omit<Static<typeof PublishSpaceBody>, '$schema'>
 
+/** `POST /spaces/{id}/unpublish` (docs/spaces.md, "Unpublish"). */
+export const UnpublishSpaceBody = body({
+  cancel_in_feeds: Type.Optional(Type.Boolean({
+    default: false,
+    description: "The space's anonymous calendar feed shows its public events as cancelled while it is unpublished " +
+      '(default: it shows none, so they leave its subscribers\' calendars)'
+  }))
+})
+export type UnpublishSpaceBody = Static<typeof UnpublishSpaceBody>
+
 /** Members (upstream SpaceMember). */
 export const MEMBER_ROLES = ['space_owner', 'space_admin', 'space_member', 'space_viewer'] as const
 

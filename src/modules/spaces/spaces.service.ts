@@ -8,7 +8,9 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { checkIfMatch } from '../../platform/http/conditional.ts'
 import { checkTimezone } from '../../platform/http/validation.ts'
-import { error403Forbidden, error404NotFound, error409Conflict, invalidField } from '../../platform/http/errors.ts'
+import {
+  error403Forbidden, error404NotFound, error409Conflict, fieldError, invalidField
+} from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
 import { notifyOnPublish } from '../../platform/notifications/notifications.ts'
 import { spacePublished } from '../../platform/notifications/templates.ts'
@@ -172,9 +174,14 @@ function newHandle (title: string): string {
   return `${slug === '' ? 'space' : slug}-${crypto.randomBytes(4).toString('hex')}`
 }
 
+/**
+ * Keeps the public directory in step with a space: a published public space is in it, and so is one unpublished
+ * since (a draft that was published: its anonymous feed keeps answering its subscribers, docs/spaces.md "Unpublish").
+ */
 async function syncPublicDirectory (trx: Tx, tenantId: string, id: number): Promise<void> {
   const row = await reread(trx, tenantId, id)
-  if (row.status === 'published' && row.visibility === PUBLIC) {
+  const listed = row.status === 'published' || (row.status === 'draft' && row.published_at !== null)
+  if (listed && row.visibility === PUBLIC) {
     const handle = row.public_handle ?? newHandle(row.title)
     if (row.public_handle === null) {
       await repo.setPublicHandle(trx, tenantId, id, handle)
@@ -197,12 +204,13 @@ export async function publishSpace (
 ): Promise<boolean> {
   const row = await lockManageable(trx, auth, id, 'space:publish')
   if (row.status === 'archived') throw error409Conflict('an archived space cannot be published')
-  const first = row.status === 'draft'
-  if (!first && row.draft === null) return false
-  const draft: SpaceDraft = first ? {} : (row.draft ?? {})
+  const draftNow = row.status === 'draft'
+  if (!draftNow && row.draft === null) return false
+  const draft: SpaceDraft = draftNow ? {} : (row.draft ?? {})
   await repo.updateSpace(trx, auth.tenantId, id, {
     ...draft,
     status: 'published',
+    cancel_in_feeds: false,
     draft: null,
     published_at: new Date(),
     version: row.version + 1
@@ -212,7 +220,8 @@ export async function publishSpace (
   await emit(trx, spaceEvent(auth, id, 'space.published', {
     space_id: id,
     version: row.version + 1,
-    first_publish: first,
+    // a space unpublished since (POST …/unpublish) is a draft again, but not published for the first time
+    first_publish: row.published_at === null,
     fields: Object.keys(draft),
     notify: options.notify === true
   }))
@@ -225,6 +234,38 @@ export async function publishSpace (
     payload: { user_id: row.creator_id, actor_id: auth.userId }
   })
   return true
+}
+
+/**
+ * `POST /spaces/{id}/unpublish` (docs/spaces.md, "Unpublish"): a published space goes back to draft. Its public page
+ * answers 404; its anonymous calendar feed keeps answering its subscribers with no event, or with its public events
+ * cancelled (`cancel_in_feeds`). It is seen again only by its creator, its managers and tenant admins, and keeps its
+ * members, managers, contacts, events, handle and version; `POST …/publish` publishes it again. Pending changes become
+ * its content (a draft space is changed in place). 409 unless published.
+ */
+export async function unpublishSpace (
+  trx: Tx,
+  auth: AuthContext,
+  id: number,
+  options: { cancel_in_feeds?: boolean | undefined }
+): Promise<void> {
+  const row = await lockManageable(trx, auth, id, 'space:publish')
+  if (row.status !== 'published') {
+    throw error409Conflict('only a published space can be unpublished', [
+      fieldError('path.id', `status ${row.status}`, id)
+    ])
+  }
+  const pending: SpaceDraft = row.draft ?? {}
+  const cancelInFeeds = options.cancel_in_feeds ?? false
+  // it stays in the public directory (its handle and its feed's address): the public page shows published spaces only
+  await repo.updateSpace(trx, auth.tenantId, id, {
+    ...pending, status: 'draft', draft: null, cancel_in_feeds: cancelInFeeds
+  })
+  // its pending changes may have made it private: then it leaves the directory
+  await syncPublicDirectory(trx, auth.tenantId, id)
+  await emit(trx, spaceEvent(auth, id, 'space.unpublished', {
+    space_id: id, version: row.version, fields: Object.keys(pending), cancel_in_feeds: cancelInFeeds
+  }))
 }
 
 export async function archiveSpace (trx: Tx, auth: AuthContext, id: number): Promise<void> {

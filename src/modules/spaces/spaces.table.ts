@@ -20,6 +20,8 @@ export interface SpacesTable {
   description: Generated<string>
   timezone: Generated<string>
   visibility: Generated<number>
+  /** unpublished with `cancel_in_feeds` (migration 0040): its anonymous feed shows its events cancelled */
+  cancel_in_feeds: Generated<boolean>
   status: Generated<'draft' | 'published' | 'archived'>
   position: Generated<number>
   published_at: Timestamp | null

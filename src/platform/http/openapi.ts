@@ -49,6 +49,7 @@ export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'delete-event',
   'archive-event',
   'publish-event',
+  'unpublish-event',
   'edit-event',
   'discard-event-draft',
   'transition-event',
@@ -79,6 +80,7 @@ export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
   'replace-space',
   'patch-space',
   'create-event',
+  'clone-event',
   'get-event',
   'replace-event',
   'patch-event',
@@ -105,6 +107,7 @@ export const LOCATION_OPERATIONS: ReadonlySet<string> = new Set([
   'create-contact',
   'create-space',
   'create-event',
+  'clone-event',
   'create-event-with-series',
   'create-automation-rule',
   'create-event-automation'
@@ -171,6 +174,11 @@ export const TAGS = [
   {
     name: 'Calendar feeds',
     description: 'iCalendar (RFC 5545) feeds of a space and of a user, and the secret feed tokens that open them.'
+  },
+  {
+    name: 'Calendar import',
+    description: 'iCalendar (RFC 5545) files imported into a space as events and series; a later import of the same ' +
+      'UIDs updates them.'
   }
 ]
 
