@@ -4,7 +4,8 @@
  * which `npm run` sets to the project's). Stdout is the token alone (`TOKEN=$(npm run --silent token -- …)`);
  * stderr names the key it signed with (its kid and file), to compare with the server's start-up log.
  *
- *   npm run token -- --sub alice --tenant acme [--roles admin,member] [--email a@x.io] [--org org-1] [--ttl 3600]
+ *   npm run token -- --sub alice --tenant acme [--roles admin,member] [--email a@x.io [--email-verified]] [--org org-1]
+ *     [--ttl 3600]
  */
 import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '../src/config.ts'
@@ -16,6 +17,7 @@ const { values } = parseArgs({
     tenant: { type: 'string' },
     roles: { type: 'string', default: 'member' },
     email: { type: 'string' },
+    'email-verified': { type: 'boolean', default: false },
     org: { type: 'string' },
     ttl: { type: 'string', default: '3600' }
   }
@@ -23,8 +25,8 @@ const { values } = parseArgs({
 
 if (values.sub === undefined || values.tenant === undefined) {
   process.stderr.write(
-    'usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e] [--org o] ' +
-    '[--ttl seconds]\n'
+    'usage: npm run token -- --sub <user> --tenant <tenant> [--roles admin,member] [--email e [--email-verified]] ' +
+    '[--org o] [--ttl seconds]\n'
   )
   process.exit(2)
 }
@@ -51,6 +53,7 @@ const token = await signDevToken(keys, {
   tenantClaim: config.oidc.tenantClaim,
   rolesClaim: config.oidc.rolesClaim,
   ...(values.email !== undefined ? { email: values.email } : {}),
+  ...(values['email-verified'] ? { emailVerified: true } : {}),
   ...(values.org !== undefined ? { orgId: values.org } : {})
 })
 process.stderr.write(

@@ -34,6 +34,7 @@ const PUBLIC_ROUTES: Record<string, string> = {
   'GET /api/v1/spaces/:id/calendar.ics':
     'calendar apps send no bearer token: a public space, or a secret feed token in the query (docs/integrations.md)',
   'GET /api/v1/me/calendar.ics': 'calendar apps send no bearer token: a secret feed token in the query',
+  'GET /api/v1/series/:id/calendar.ics': 'calendar apps send no bearer token: a secret feed token in the query',
   // guests have no account (docs/guests.md): a secret link mailed to them, or public registration with double opt-in
   'GET /api/v1/guest/registration': "a guest's own link: a secret token mailed to them, in the query",
   'POST /api/v1/guest/registration/answer': "a guest's own link, in the body",

@@ -1,8 +1,12 @@
 /**
- * The iCalendar text of a feed (RFC 5545), written by ical-generator. Each event row is one VEVENT: a series is
- * stored as one row per occurrence (with its own overrides, times and cancellation), so its occurrences are written
- * out one by one, each with its own UID, rather than as a master with RRULE, EXDATE and RECURRENCE-ID overrides that
- * would have to be reverse-engineered from the rows (docs/integrations.md).
+ * The iCalendar text of a feed (RFC 5545), written by ical-generator. An event without a series is one VEVENT. The
+ * occurrences of a series that a feed shows are one recurring VEVENT (RRULE, with EXDATE) and a VEVENT with
+ * RECURRENCE-ID for each occurrence that differs from it (another title, description, place or time, or cancelled),
+ * so calendar apps show one series with its exceptions (docs/integrations.md, "Series in feeds"). The recurring
+ * VEVENT says no more than the rows its reader may read: it runs from the first to the last occurrence the feed shows,
+ * each position between without a row shown is an EXDATE, and its title, description and place are those of an
+ * occurrence shown. An occurrence at an added date (RDATE), or at an anchor off its rule, is a VEVENT of its own:
+ * Outlook and node-ical ignore RDATE, so a recurring entry never needs it.
  *
  * Times are written in the event's own zone (DTSTART;TZID=…), with a VTIMEZONE per zone listing the zone's offset
  * changes over the feed's events (computed with luxon, which reads the platform's IANA database): an event at 10:00
@@ -16,6 +20,7 @@
 import crypto from 'node:crypto'
 import ical, { ICalEventStatus } from 'ical-generator'
 import { DateTime, IANAZone } from 'luxon'
+import type { SeriesRecurrence, SeriesSlot } from '../series/index.ts'
 import type { FeedEvent } from './feeds.repository.ts'
 
 const PROD_ID = { company: 'Collab', product: 'Calendar feeds', language: 'EN' }
@@ -93,6 +98,8 @@ export interface FeedCalendar {
   /** the web app, for each event's URL (APP_URL) */
   appUrl: string
   events: readonly FeedEvent[]
+  /** the series of the events' occurrences (`seriesRecurrences`); an occurrence of another is a single VEVENT */
+  series?: ReadonlyMap<number, SeriesRecurrence>
 }
 
 /**
@@ -110,10 +117,10 @@ function zoneOf (name: string): string {
 }
 
 /** Bumped when renderCalendar writes other text for the same inputs: every ETag changes with it. */
-const RENDERING = 1
+const RENDERING = 2
 
 /** What a feed's text holds beside its events. */
-export type FeedHead = Omit<FeedCalendar, 'events'>
+export type FeedHead = Omit<FeedCalendar, 'events' | 'series'>
 
 /**
  * The version of a feed's text: a digest of everything `renderCalendar` reads (the digest of its rows' keys and
@@ -126,8 +133,78 @@ export function feedVersion ({ name, host, appUrl }: FeedHead, rows: string): st
     .digest('base64url').slice(0, 32)
 }
 
+/** An occurrence shown in a feed at its position of a series. */
+interface AtSlot { row: FeedEvent, slot: SeriesSlot, index: number }
+
+const cancelledRow = (e: FeedEvent): boolean => e.cancelled_at !== null || e.is_deleted || e.unpublished
+const endOf = (e: FeedEvent): number => (e.end_dt ?? e.start_dt).getTime()
+/** Whether a row is at its slot's times (not moved). */
+const atSlotTimes = ({ row, slot }: AtSlot): boolean =>
+  row.start_dt.getTime() === slot.start.getTime() && endOf(row) === slot.end.getTime()
+/** Whether two rows show the same title, description and place. */
+const sameContent = (a: FeedEvent, b: FeedEvent): boolean =>
+  a.title === b.title && a.description === b.description && a.address === b.address &&
+  a.latitude === b.latitude && a.longitude === b.longitude && a.timezone === b.timezone
+
+/** A wall time of a zone as iCalendar DATE-TIME text (`20270301T090000`). */
+const wallText = (d: Date, zone: string): string => DateTime.fromJSDate(d, { zone }).toFormat("yyyyMMdd'T'HHmmss")
+const utcText = (d: Date): string => DateTime.fromJSDate(d, { zone: 'UTC' }).toFormat("yyyyMMdd'T'HHmmss'Z'")
+
+/**
+ * The occurrences of a series a feed shows at positions of its rule, as a recurring entry: its first position and
+ * its last, the rule positions between without a row (EXDATE), the row it takes its content from, and the rows that
+ * differ from it (RECURRENCE-ID).
+ */
+function recurringEntry (rows: readonly AtSlot[], series: SeriesRecurrence) {
+  const shown = new Set(rows.map(r => r.index))
+  const from = rows[0]?.index ?? 0
+  const until = rows[rows.length - 1]?.index ?? 0
+  const exdates: Date[] = []
+  for (let i = from; i <= until; i++) {
+    const slot = series.slots[i]
+    if (slot !== undefined && !slot.added && !shown.has(i)) exdates.push(slot.start)
+  }
+  const master = rows.find(r => !cancelledRow(r.row) && atSlotTimes(r)) ?? rows[0]
+  const fromSlot = series.slots[from]
+  const untilSlot = series.slots[until]
+  if (master === undefined || fromSlot === undefined || untilSlot === undefined) return undefined
+  const overrides = rows.filter(r => cancelledRow(r.row) || !atSlotTimes(r) || !sameContent(r.row, master.row))
+  return { from: fromSlot, until: untilSlot, exdates, master, overrides, rows: new Set(rows.map(r => r.row)) }
+}
+
+type RecurringEntry = NonNullable<ReturnType<typeof recurringEntry>>
+
+/** The recurring entry of each series among a feed's rows (`recurringEntry`), by series. */
+function recurringEntries (
+  events: readonly FeedEvent[],
+  series: ReadonlyMap<number, SeriesRecurrence> | undefined
+): Map<number, RecurringEntry> {
+  const bySeries = new Map<number, Map<number, AtSlot>>()
+  for (const row of events) {
+    const s = row.series_id === null ? undefined : series?.get(row.series_id)
+    const slot = row.series_index === null ? undefined : s?.slots[row.series_index]
+    // an added date is written on its own (see the head of this file)
+    if (s === undefined || slot === undefined || slot.added || row.series_index === null) continue
+    const at: AtSlot = { row, slot, index: row.series_index }
+    // a deleted row holds its position only where it was (a rule change may give the position another date)
+    if (row.is_deleted && !atSlotTimes(at)) continue
+    const group = bySeries.get(s.id) ?? new Map<number, AtSlot>()
+    // one row a position: a live row before a deleted one (the others are written on their own)
+    const other = group.get(at.index)
+    if (other === undefined || (other.row.is_deleted && !row.is_deleted)) group.set(at.index, at)
+    bySeries.set(s.id, group)
+  }
+  const out = new Map<number, RecurringEntry>()
+  for (const [id, group] of bySeries) {
+    const s = series?.get(id)
+    const entry = s === undefined ? undefined : recurringEntry([...group.values()].sort((a, b) => a.index - b.index), s)
+    if (entry !== undefined) out.set(id, entry)
+  }
+  return out
+}
+
 /** The feed as iCalendar text (CRLF lines folded at 75 octets). */
-export function renderCalendar ({ name, host, appUrl, events }: FeedCalendar): string {
+export function renderCalendar ({ name, host, appUrl, events, series }: FeedCalendar): string {
   // each zone's VTIMEZONE covers the span of its events
   const spans = new Map<string, { from: Date, to: Date }>()
   for (const e of events) {
@@ -140,6 +217,15 @@ export function renderCalendar ({ name, host, appUrl, events }: FeedCalendar): s
       if (end > span.to) span.to = end
     }
   }
+  const entries = recurringEntries(events, series)
+  // a recurring entry's positions (its first, its last, its EXDATEs) need their zone's offsets too
+  for (const [id, entry] of entries) {
+    const zone = zoneOf(series?.get(id)?.timezone ?? 'UTC')
+    const span = spans.get(zone) ?? { from: entry.from.start, to: entry.until.end }
+    if (entry.from.start < span.from) span.from = entry.from.start
+    if (entry.until.end > span.to) span.to = entry.until.end
+    spans.set(zone, span)
+  }
   const cal = ical({ prodId: PROD_ID, name: escapeText(name) })
   cal.timezone({
     name: null,
@@ -148,27 +234,67 @@ export function renderCalendar ({ name, host, appUrl, events }: FeedCalendar): s
       return span === undefined ? null : vtimezone(zone, span.from, span.to)
     }
   })
-  for (const e of events) {
-    const zone = zoneOf(e.timezone)
-    const cancelled = e.cancelled_at !== null || e.is_deleted
+  const url = (e: FeedEvent): string => `${appUrl}/events/${e.id}`
+  const content = (e: FeedEvent, zone: string) => {
     const geo = e.latitude !== null && e.longitude !== null ? { lat: e.latitude, lon: e.longitude } : undefined
-    cal.createEvent({
-      id: `event-${e.id}@${host}`,
-      sequence: e.revision,
-      stamp: e.updated_at,
-      created: e.created_at,
-      lastModified: e.updated_at,
+    return {
       timezone: zone,
-      start: DateTime.fromJSDate(e.start_dt, { zone }),
-      ...(e.end_dt !== null && e.end_dt > e.start_dt ? { end: DateTime.fromJSDate(e.end_dt, { zone }) } : {}),
       summary: e.title,
       ...(e.description !== null && e.description !== '' ? { description: e.description } : {}),
       ...(e.address !== null && e.address !== ''
         ? { location: { title: e.address, ...(geo !== undefined ? { geo } : {}) } }
         : {}),
-      url: `${appUrl}/events/${e.id}`,
-      status: cancelled ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED
+      url: url(e),
+      status: cancelledRow(e) ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED
+    }
+  }
+  const single = (e: FeedEvent, uid: string, recurrenceId?: Date) => {
+    const zone = zoneOf(e.timezone)
+    cal.createEvent({
+      ...content(e, zone),
+      id: uid,
+      sequence: e.revision,
+      stamp: e.updated_at,
+      created: e.created_at,
+      lastModified: e.updated_at,
+      start: DateTime.fromJSDate(e.start_dt, { zone }),
+      ...(e.end_dt !== null && e.end_dt > e.start_dt ? { end: DateTime.fromJSDate(e.end_dt, { zone }) } : {}),
+      ...(recurrenceId !== undefined ? { recurrenceId: DateTime.fromJSDate(recurrenceId, { zone }) } : {})
     })
+  }
+
+  const written = new Set<number>()
+  for (const e of events) {
+    const s = e.series_id === null ? undefined : series?.get(e.series_id)
+    const entry = s === undefined ? undefined : entries.get(s.id)
+    if (s === undefined || entry === undefined || !entry.rows.has(e)) {
+      single(e, `event-${e.id}@${host}`)
+      continue
+    }
+    if (written.has(s.id)) continue
+    written.add(s.id)
+    const uid = `series-${s.id}@${host}`
+    const zone = zoneOf(s.timezone)
+    const rows = [...entry.rows]
+    // UNTIL is inclusive and in whole seconds: the last start's second, rounded up
+    const lines = [`RRULE:${s.rrule};UNTIL=${utcText(new Date(Math.ceil(entry.until.start.getTime() / 1000) * 1000))}`]
+    const dates = (kind: string, ds: Date[]) => {
+      if (ds.length > 0) lines.push(`${kind};TZID=${zone}:${ds.map(d => wallText(d, zone)).join(',')}`)
+    }
+    dates('EXDATE', entry.exdates)
+    cal.createEvent({
+      ...content(entry.master.row, zone),
+      status: ICalEventStatus.CONFIRMED,
+      id: uid,
+      sequence: Math.max(...rows.map(r => r.revision)),
+      stamp: new Date(Math.max(...rows.map(r => r.updated_at.getTime()))),
+      created: new Date(Math.min(...rows.map(r => r.created_at.getTime()))),
+      lastModified: new Date(Math.max(...rows.map(r => r.updated_at.getTime()))),
+      start: DateTime.fromJSDate(entry.from.start, { zone }),
+      ...(entry.from.end > entry.from.start ? { end: DateTime.fromJSDate(entry.from.end, { zone }) } : {}),
+      repeating: lines.join('\r\n')
+    })
+    for (const o of entry.overrides) single(o.row, uid, o.slot.start)
   }
   return cal.toString()
 }

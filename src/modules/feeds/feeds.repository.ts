@@ -22,7 +22,7 @@ export const FEED_TOKENS_MAX = 50
 
 const tokens = (trx: Tx) => trx.withTables<FeedsTables>()
 
-const SHOWN = ['id', 'scope', 'space_id', 'created_at', 'last_used_at'] as const
+const SHOWN = ['id', 'scope', 'space_id', 'series_id', 'created_at', 'last_used_at'] as const
 
 export async function insertToken (trx: Tx, values: NewFeedToken) {
   return await tokens(trx).insertInto('feed_tokens').values(values).returning(SHOWN).executeTakeFirstOrThrow()
@@ -65,7 +65,7 @@ export async function rotateToken (trx: Tx, tenantId: string, userId: string, id
 /** A live token by its hash, in any tenant: run on the system login (withSystem). */
 export async function findLiveToken (trx: Tx, tokenHash: string) {
   return await tokens(trx).selectFrom('feed_tokens')
-    .select(['tenant_id', 'id', 'user_id', 'scope', 'space_id', 'org_id'])
+    .select(['tenant_id', 'id', 'user_id', 'scope', 'space_id', 'series_id', 'org_id'])
     .where('token_hash', '=', tokenHash).where('revoked_at', 'is', null)
     .executeTakeFirst()
 }
@@ -117,10 +117,15 @@ export interface FeedEvent {
   timezone: string
   cancelled_at: Date | null
   is_deleted: boolean
+  /** unpublished with `cancel_in_feeds` (the only drafts a feed holds): shown as cancelled */
+  unpublished: boolean
   revision: number
   created_at: Date
   updated_at: Date
-  /** `xmin` (`rowVersion`) */
+  /** the series and position of an occurrence (a feed writes a series as one recurring entry) */
+  series_id: number | null
+  series_index: number | null
+  /** `xmin` (`rowVersion`), and the revision of its series (whose rule the feed writes) */
   row_version: string
 }
 
@@ -152,39 +157,66 @@ function shown (eb: Eb, reader: FeedReader): Expression<SqlBool> {
   ])
 }
 
-/** What a feed reads: the events of a space, or those a user created or manages. */
-export type FeedSource = { kind: 'space', spaceId: number } | { kind: 'personal', userId: string }
+/**
+ * What a feed reads: the events of a space; those a user created, manages or attends (their contact by the verified
+ * e-mail address of their latest token, `user_claims.verified_email`, holding a place: confirmed, tentative, checked
+ * in or marked no-show); or the occurrences of a series.
+ */
+export type FeedSource =
+  { kind: 'space', spaceId: number } | { kind: 'personal', userId: string } | { kind: 'series', seriesId: number }
+
+/** Attendee statuses that hold a place at an event: the personal feed shows the events they are for. */
+const ATTENDING = ['confirmed', 'tentative', 'checked_in', 'no_show'] as const
 
 function sourceOf (eb: Eb, tenantId: string, source: FeedSource): Expression<SqlBool> {
   if (source.kind === 'space') {
     return eb('events.id', 'in', eb.selectFrom('event_spaces as es').select('es.event_id')
       .where('es.tenant_id', '=', tenantId).where('es.space_id', '=', source.spaceId))
   }
+  if (source.kind === 'series') return eb('events.series_id', '=', source.seriesId)
   const managed = (column: 'event_id' | 'series_id') => eb.selectFrom('event_managers as em')
     .select(`em.${column}`)
     .where('em.tenant_id', '=', tenantId).where('em.user_id', '=', source.userId)
     .where('em.status', '=', 'active').where(`em.${column}`, 'is not', null)
+  // the user's contacts: by the verified address their latest token carried
+  const contacts = eb.selectFrom('contacts as c').select('c.id')
+    .where('c.tenant_id', '=', tenantId)
+    .where(sql<string>`lower(c.email)`, '=', eb.selectFrom('user_claims as uc')
+      .select(sql<string>`lower(uc.verified_email)`.as('email'))
+      .where('uc.tenant_id', '=', tenantId).where('uc.user_id', '=', source.userId))
+  const attended = (column: 'event_id' | 'series_id') => eb.selectFrom('attendees as a').select(`a.${column}`)
+    .where('a.tenant_id', '=', tenantId).where(`a.${column}`, 'is not', null)
+    .where('a.status', 'in', ATTENDING)
+    .where('a.contact_id', 'in', contacts)
   return eb.or([
     eb('events.creator_id', '=', source.userId),
     eb('events.id', 'in', managed('event_id')),
-    eb('events.series_id', 'in', managed('series_id'))
+    eb('events.series_id', 'in', managed('series_id')),
+    eb('events.id', 'in', attended('event_id')),
+    eb('events.series_id', 'in', attended('series_id'))
   ])
 }
 
 /**
  * The rows of a feed: published (or archived) rows, never draft clones, that end at most FEED_DAYS_BACK days ago and
- * start at most FEED_DAYS_AHEAD days ahead, soonest first, at most FEED_MAX_EVENTS.
+ * start at most FEED_DAYS_AHEAD days ahead, soonest first, at most FEED_MAX_EVENTS; and the drafts unpublished with
+ * `cancel_in_feeds` (migration 0040), shown cancelled until published again.
  */
 function feedRows (trx: Tx, reader: FeedReader, source: FeedSource) {
   const tenantId = reader.kind === 'user' ? reader.auth.tenantId : reader.tenantId
   return trx.selectFrom('events')
     .where('events.tenant_id', '=', tenantId)
-    .where('events.status', 'in', ['published', 'archived'])
+    .where(eb => eb.or([
+      eb('events.status', 'in', ['published', 'archived']),
+      eb.and([eb('events.status', '=', 'draft'), eb('events.cancel_in_feeds', '=', true)])
+    ]))
     .where('events.published_id', 'is', null)
     .where('events.start_dt', 'is not', null)
-    .where('events.start_dt', '<=', sql<Date>`now() + make_interval(days => ${FEED_DAYS_AHEAD})`)
-    .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=',
-      sql<Date>`now() - make_interval(days => ${FEED_DAYS_BACK})`)
+    // a series feed shows the whole series (at most its rows' bounds); the others a window around now
+    .$if(source.kind !== 'series', qb => qb
+      .where('events.start_dt', '<=', sql<Date>`now() + make_interval(days => ${FEED_DAYS_AHEAD})`)
+      .where(sql<Date>`coalesce(events.end_dt, events.start_dt)`, '>=',
+        sql<Date>`now() - make_interval(days => ${FEED_DAYS_BACK})`))
     .where(eb => sourceOf(eb, tenantId, source))
     .where(eb => shown(eb, reader))
     .orderBy('events.start_dt').orderBy('events.id')
@@ -195,7 +227,8 @@ function feedRows (trx: Tx, reader: FeedReader, source: FeedSource) {
  * The row version of an event (`xmin`, the transaction that wrote the version read): another after any committed
  * change, whichever code path or process made it (as RowJsonCache's, platform/db/row-json-cache.ts).
  */
-const rowVersion = sql<string>`events.xmin::text`
+const rowVersion = sql<string>`events.xmin::text || coalesce('.' || (select s.revision from event_series s
+  where s.tenant_id = events.tenant_id and s.id = events.series_id), '')`
 
 /**
  * The digest of which rows a feed holds, in which versions: `md5` of `id.version` in the feed's order, joined by
@@ -222,7 +255,8 @@ export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSourc
     .select([
       'events.id', 'events.title', 'events.description', 'events.address', 'events.latitude', 'events.longitude',
       'events.start_dt', 'events.end_dt', 'events.timezone', 'events.cancelled_at', 'events.is_deleted',
-      'events.revision', 'events.created_at', 'events.updated_at', rowVersion.as('row_version')
+      sql<boolean>`events.status = 'draft'`.as('unpublished'), 'events.revision', 'events.created_at',
+      'events.updated_at', 'events.series_id', 'events.series_index', rowVersion.as('row_version')
     ])
     .execute()
   return rows.map(r => ({ ...r, start_dt: r.start_dt as Date }))

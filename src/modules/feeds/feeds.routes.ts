@@ -23,14 +23,17 @@ import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
 import { asTheyAreNow } from '../disclosure/index.ts'
 import { requirePolicy } from '../policy/index.ts'
-import { findPublicSpace, findVisibleSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
+import { seriesRecurrences, visibleSeriesTitle } from '../series/index.ts'
+import { findPublicSpace, findVisibleSpace, findWithdrawnSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
 import { feedVersion, renderCalendar, type FeedHead } from './feeds.calendar.ts'
 import { RowJsonCache } from '../../platform/db/row-json-cache.ts'
 import { KeptPublicAnswers } from '../../platform/public-answers.ts'
 import { KeptBody } from '../../platform/http/compression.ts'
 import * as repo from './feeds.repository.ts'
+import type { FeedScope } from './feeds.table.ts'
 import {
-  CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SpaceFeedQuery
+  CreatedFeedToken, CreateFeedTokenBody, FeedTokenList, FeedTokenParams, PersonalFeedQuery, SeriesFeedParams,
+  SeriesFeedQuery, SpaceFeedQuery
 } from './feeds.schemas.ts'
 
 const operation = operationsTagged('Calendar feeds')
@@ -109,10 +112,12 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   // the anonymous feeds of public spaces, by space: the same for every reader without a token, kept for
   // PUBLIC_PAGE_CACHE_MS as the public page is (their text is also in `rendered`: this saves reading the version)
   const publicFeeds = new KeptPublicAnswers<PublicFeed>(config.publicPageCacheMs, writes, 100)
-  const feedUrl = (scope: 'space' | 'personal', spaceId: number | null, token: string): string =>
-    scope === 'space'
-      ? `${config.baseUrl}/api/v1/spaces/${String(spaceId)}/calendar.ics?token=${token}`
-      : `${config.baseUrl}/api/v1/me/calendar.ics?token=${token}`
+  const feedUrl = (row: { scope: FeedScope, space_id: number | null, series_id: number | null }, token: string) =>
+    row.scope === 'space'
+      ? `${config.baseUrl}/api/v1/spaces/${String(row.space_id)}/calendar.ics?token=${token}`
+      : row.scope === 'series'
+        ? `${config.baseUrl}/api/v1/series/${String(row.series_id)}/calendar.ics?token=${token}`
+        : `${config.baseUrl}/api/v1/me/calendar.ics?token=${token}`
 
   /**
    * A feed's version from the digest of its rows' keys and versions, and its text: none when `ifNoneMatch` names the
@@ -126,15 +131,23 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     key: string,
     head: FeedHead,
     reader: repo.FeedReader,
-    source: repo.FeedSource
+    source: repo.FeedSource,
+    withdrawn?: 'empty' | 'cancelled'
   ): Promise<FeedAnswer> {
-    const version = feedVersion(head, await repo.feedDigest(trx, reader, source))
+    // a withdrawn space's feed (docs/spaces.md, "Unpublish"): none of its events, or all of them cancelled
+    const marked = (rows: string): string => withdrawn === undefined ? rows : `${withdrawn}:${rows}`
+    const empty = withdrawn === 'empty'
+    const version = feedVersion(head, marked(empty ? '' : await repo.feedDigest(trx, reader, source)))
     if (etagMatches(ifNoneMatch, `"${version}"`)) return { version, text: undefined }
     const kept = rendered.get(key, version)
     if (kept !== undefined) return { version, text: kept }
-    const events = await repo.feedEvents(trx, reader, source)
-    const read = feedVersion(head, repo.digestOf(events))
-    const text = Buffer.from(renderCalendar({ ...head, events }))
+    const rows = empty ? [] : await repo.feedEvents(trx, reader, source)
+    const events = withdrawn === 'cancelled' ? rows.map(e => ({ ...e, unpublished: true })) : rows
+    const read = feedVersion(head, marked(empty ? '' : repo.digestOf(events)))
+    const tenantId = reader.kind === 'user' ? reader.auth.tenantId : reader.tenantId
+    const seriesIds = events.flatMap(e => e.series_id === null ? [] : [e.series_id])
+    const series = await seriesRecurrences(trx, tenantId, seriesIds)
+    const text = Buffer.from(renderCalendar({ ...head, events, series }))
     rendered.set(key, read, text)
     return { version: read, text }
   }
@@ -150,10 +163,13 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     const tenantId = entry.tenant_id
     const answer = await withTenant(db, { tenantId }, async trx => {
       const space = await findPublicSpace(trx, tenantId, id)
-      if (space === undefined) return undefined
+      const withdrawn = space === undefined ? await findWithdrawnSpace(trx, tenantId, id) : undefined
+      const title = space?.title ?? withdrawn?.title
+      if (title === undefined) return undefined
       return await feedAnswer(trx, undefined, `${tenantId}:space:${String(id)}:anyone`,
-        { name: space.title, host, appUrl: config.appUrl }, { kind: 'anyone', tenantId },
-        { kind: 'space', spaceId: id })
+        { name: title, host, appUrl: config.appUrl }, { kind: 'anyone', tenantId },
+        { kind: 'space', spaceId: id },
+        withdrawn === undefined ? undefined : withdrawn.cancel_in_feeds ? 'cancelled' : 'empty')
     })
     if (answer?.text === undefined) throw notFound()
     const full = { version: answer.version, text: new KeptBody(answer.text) }
@@ -234,20 +250,59 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     return await sendFeed(request, reply, answer)
   })
 
+  app.get('/api/v1/series/:id/calendar.ics', {
+    schema: {
+      operationId: 'get-series-calendar-feed',
+      summary: 'Calendar feed of a series (one recurring entry with its exceptions), with a series feed token',
+      tags: ['Calendar feeds'],
+      params: SeriesFeedParams,
+      querystring: SeriesFeedQuery,
+      produces: ['text/calendar'],
+      response: FEED_RESPONSES
+    },
+    config: { auth: 'none' }
+  }, async (request, reply) => {
+    const id = request.params.id
+    const found = await liveToken(request.query.token)
+    if (found.scope !== 'series' || found.series_id !== id) throw notFound()
+    const scope = { tenantId: found.tenant_id, userId: found.user_id }
+    const answer = await withTenant(db, scope, async trx => {
+      const auth = await readerOf(trx, found)
+      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
+      const title = await visibleSeriesTitle(trx, auth, id)
+      if (title === undefined) return undefined
+      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
+        { name: title, host, appUrl: config.appUrl }, { kind: 'user', auth }, { kind: 'series', seriesId: id })
+      await repo.touchToken(trx, auth.tenantId, found.id)
+      return out
+    })
+    if (answer === undefined) throw notFound()
+    return await sendFeed(request, reply, answer)
+  })
+
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
     body: CreateFeedTokenBody, response: { 201: CreatedFeedToken }
   }, requirePolicy('feed', 'create')), async (request, reply) => {
-    const { scope, space_id: spaceId } = request.body
+    const { scope, space_id: spaceId, series_id: seriesId } = request.body
     if (scope === 'space' && spaceId === undefined) {
       throw invalidField('body.space_id', 'required with scope space')
     }
-    if (scope === 'personal' && spaceId !== undefined) {
+    if (scope !== 'space' && spaceId !== undefined) {
       throw invalidField('body.space_id', 'only with scope space', spaceId)
+    }
+    if (scope === 'series' && seriesId === undefined) {
+      throw invalidField('body.series_id', 'required with scope series')
+    }
+    if (scope !== 'series' && seriesId !== undefined) {
+      throw invalidField('body.series_id', 'only with scope series', seriesId)
     }
     const auth = request.auth
     const created = await withTenant(db, auth, async trx => {
       if (spaceId !== undefined && await findVisibleSpace(trx, auth, spaceId) === undefined) {
         throw error404NotFound('space not found')
+      }
+      if (seriesId !== undefined && await visibleSeriesTitle(trx, auth, seriesId) === undefined) {
+        throw error404NotFound('series not found')
       }
       if (await repo.countLiveTokens(trx, auth.tenantId, auth.userId) >= repo.FEED_TOKENS_MAX) {
         throw error409Conflict(`at most ${repo.FEED_TOKENS_MAX} live feed tokens per user: revoke one first`, [
@@ -260,10 +315,11 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
         user_id: auth.userId,
         scope,
         space_id: spaceId ?? null,
+        series_id: seriesId ?? null,
         org_id: auth.orgId,
         token_hash: hash
       })
-      return { ...row, token, url: feedUrl(row.scope, row.space_id, token) }
+      return { ...row, token, url: feedUrl(row, token) }
     })
     return await reply.code(201).send(created)
   })
@@ -293,6 +349,6 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     const { token, hash } = newInviteToken()
     const row = await withTenant(db, auth, trx => repo.rotateToken(trx, auth.tenantId, auth.userId, params.id, hash))
     if (row === undefined) throw error404NotFound('feed token not found')
-    return { ...row, token, url: feedUrl(row.scope, row.space_id, token) }
+    return { ...row, token, url: feedUrl(row, token) }
   })
 })

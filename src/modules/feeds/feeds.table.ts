@@ -1,7 +1,7 @@
 import type { Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
 
-export type FeedScope = 'space' | 'personal'
+export type FeedScope = 'space' | 'personal' | 'series'
 
 /** A calendar feed token (migrations/0024_feed_tokens.sql): only the SHA-256 of the token is stored. */
 export interface FeedTokensTable {
@@ -10,6 +10,8 @@ export interface FeedTokensTable {
   user_id: string
   scope: FeedScope
   space_id: number | null
+  /** the series of a `series` token (migration 0042) */
+  series_id: number | null
   org_id: string | null
   token_hash: string
   created_at: Timestamp
@@ -19,7 +21,7 @@ export interface FeedTokensTable {
 
 export type FeedTokenRow = Selectable<FeedTokensTable>
 export type NewFeedToken =
-  Pick<FeedTokensTable, 'tenant_id' | 'user_id' | 'scope' | 'space_id' | 'org_id' | 'token_hash'>
+  Pick<FeedTokensTable, 'tenant_id' | 'user_id' | 'scope' | 'space_id' | 'series_id' | 'org_id' | 'token_hash'>
 
 // a type, not an interface: Kysely's withTables asks for an index signature
 export type FeedsTables = { feed_tokens: FeedTokensTable }

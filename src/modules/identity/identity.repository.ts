@@ -45,7 +45,14 @@ export async function userState (trx: Tx, tenantId: string, userId: string): Pro
  */
 export async function recordClaims (
   trx: Tx,
-  c: { tenantId: string, userId: string, orgId: string | null, roles: readonly string[], tokenTime: number }
+  c: {
+    tenantId: string,
+    userId: string,
+    orgId: string | null,
+    roles: readonly string[],
+    tokenTime: number,
+    verifiedEmail: string | null
+  }
 ): Promise<void> {
   await trx.insertInto('user_claims')
     .values({
@@ -53,14 +60,17 @@ export async function recordClaims (
       user_id: c.userId,
       org_id: c.orgId,
       roles: sql`${[...c.roles]}::text[]` as never,
-      token_time: new Date(c.tokenTime * 1000)
+      token_time: new Date(c.tokenTime * 1000),
+      verified_email: c.verifiedEmail
     })
     .onConflict(oc => oc.columns(['tenant_id', 'user_id']).doUpdateSet(eb => ({
       org_id: eb.ref('excluded.org_id'),
       roles: eb.ref('excluded.roles'),
       seen_at: eb.ref('excluded.seen_at'),
-      token_time: eb.ref('excluded.token_time')
-    })).where(sql<boolean>`(user_claims.org_id, user_claims.roles) is distinct from (excluded.org_id, excluded.roles)
+      token_time: eb.ref('excluded.token_time'),
+      verified_email: eb.ref('excluded.verified_email')
+    })).where(sql<boolean>`(user_claims.org_id, user_claims.roles, user_claims.verified_email)
+      is distinct from (excluded.org_id, excluded.roles, excluded.verified_email)
       and (user_claims.token_time is null or excluded.token_time >= user_claims.token_time)`))
     .execute()
 }

@@ -43,6 +43,8 @@ export interface UserClaimsTable {
   seen_at: Generated<Date>
   /** the issue time (else the expiry) of the token whose claims these are */
   token_time: Date | null
+  /** the token's `email` when it carried `email_verified: true` (migration 0042): the personal feed's attendee */
+  verified_email: string | null
 }
 
 export interface IdentityTables {

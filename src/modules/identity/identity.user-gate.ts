@@ -39,7 +39,8 @@ export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_
       const key = keyOf(auth.tenantId, auth.userId)
       const now = Date.now()
       const hit = cache.get(key)
-      const claims = `${auth.orgId ?? ''}\u0000${[...auth.roles].sort().join(',')}`
+      const verifiedEmail = auth.emailVerified === true ? auth.email : null
+      const claims = `${auth.orgId ?? ''}\u0000${[...auth.roles].sort().join(',')}\u0000${verifiedEmail ?? ''}`
       // a token with other claims than the ones recorded (a move to another organization) is looked at again now
       if (hit !== undefined && hit.until > now && (!hit.allowed || seen.get(key) === claims)) return hit.allowed
       const started = generation
@@ -52,7 +53,8 @@ export function createUserGate (db: Kysely<Database>, ttlMs: number = CACHE_TTL_
             userId: auth.userId,
             orgId: auth.orgId,
             roles: auth.roles,
-            tokenTime: auth.iat ?? auth.exp
+            tokenTime: auth.iat ?? auth.exp,
+            verifiedEmail
           }
           await recordClaims(trx, c)
         }

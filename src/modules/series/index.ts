@@ -5,4 +5,15 @@
  */
 export { hasSeriesPermission, lockForSeriesWrite, seriesOfRow } from './series.access.ts'
 export { seriesModule } from './series.routes.ts'
-export { applyScopedEdit, startSeriesWindows } from './series.service.ts'
+export { expand } from './series.recurrence.ts'
+export { checkRule, positionsOf } from './series.rule.ts'
+export { formatRrule, parseRrule, RruleError, withEnd } from './series.rrule.ts'
+export { RULE_DATES_MAX } from './series.schemas.ts'
+export type { PatchSeriesBody } from './series.schemas.ts'
+export {
+  applyScopedEdit, createEventWithSeries, deleteSeries, patchSeries, startSeriesWindows
+} from './series.service.ts'
+export type { SeriesRow } from './series.table.ts'
+export {
+  recurrenceOf, seriesRecurrences, visibleSeriesTitle, type SeriesRecurrence, type SeriesSlot
+} from './series.feed.ts'

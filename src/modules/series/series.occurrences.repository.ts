@@ -275,3 +275,14 @@ export async function liveOccurrenceRows (trx: Tx, tenantId: string, seriesId: n
     .orderBy('id')
     .execute()
 }
+
+/** The title of the first occurrence of a series (by position) that `auth` may see (`eventVisibleTo`). */
+export async function firstVisibleTitle (trx: Tx, auth: AuthContext, seriesId: number): Promise<string | undefined> {
+  const row = await trx.selectFrom('events').select('events.title')
+    .where('events.series_id', '=', seriesId)
+    .where(eb => eventVisibleTo(eb, auth))
+    .orderBy('events.series_index').orderBy('events.id')
+    .limit(1)
+    .executeTakeFirst()
+  return row?.title
+}

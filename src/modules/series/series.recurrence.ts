@@ -197,6 +197,17 @@ export function expand (anchor: Anchor, rule: Rule, options: ExpandOptions): Occ
 }
 
 /**
+ * Whether the anchor is one of its rule's own dates (RFC 5545 wants DTSTART to be; position 0 is the anchor
+ * whatever its day, so a rule written for it elsewhere, as in a feed, lists it as an added date when it is not).
+ */
+export function anchorOnRule (anchor: Anchor, rule: Rule): boolean {
+  const first = DateTime.fromJSDate(anchor.start, { zone: anchor.timezone })
+  const local = floating(first)
+  const [d] = new RRule(rruleOptions(ruleParts(rule, first), local)).all((_d, i) => i < 1)
+  return d !== undefined && d.getTime() === local.getTime()
+}
+
+/**
  * The local date of instants in a zone as a day number, for comparing and matching dates: equal
  * numbers for instants on the same local date, as `DateTime.fromJSDate(d, { zone })` dates them,
  * without building a DateTime per instant.

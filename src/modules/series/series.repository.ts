@@ -40,6 +40,14 @@ export async function findSeries (
     .executeTakeFirst()
 }
 
+/** Series of a tenant by id, deleted ones too (their occurrences may still show, cancelled). */
+export async function seriesByIds (trx: Tx, tenantId: string, ids: readonly number[]): Promise<SeriesRow[]> {
+  if (ids.length === 0) return []
+  return await trx.selectFrom('event_series').selectAll()
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids)
+    .execute()
+}
+
 /**
  * Attendees by status and unique contacts, counted in SQL: the series-level rows (index
  * attendees_series_status) and the rows of live occurrences (attendees_event_status), one row of

@@ -33,7 +33,7 @@ for (const kind of databases()) {
     for (const zone of ZONES) {
       void it(`the RFC 5545 examples expand to the dates the RFC lists, at 09:00 in ${zone}`, async () => {
         const alice = await newTenant(t).user('alice')
-        for (const example of RFC5545_EXAMPLES.map(shifted)) {
+        for (const example of RFC5545_EXAMPLES.map(e => shifted(e))) {
           const start = startIn(example.dtstart, zone)
           const created = await withSeries(t, alice, {
             title: example.name,
@@ -101,7 +101,7 @@ for (const kind of databases()) {
       })
       const monthlySeries = (await getJson(t, alice, `/api/v1/events/${monthly.event.id as number}/series`)).series
       // the seed's clamp to the month end is the last of 28…31
-      assert.match(monthlySeries.rrule, /^FREQ=MONTHLY;UNTIL=20270531T215959Z;BYMONTHDAY=28,29,30,31;BYSETPOS=-1$/)
+      assert.equal(monthlySeries.rrule, 'FREQ=MONTHLY;UNTIL=20270531T215959Z;BYMONTHDAY=-1')
       assert.deepEqual(
         (await occurrencesOf(t, alice, monthly.event.id as number)).map(o => localOf(o.start_dt as string, zone)),
         ['2027-01-31T09:00', '2027-02-28T09:00', '2027-03-31T09:00', '2027-04-30T09:00', '2027-05-31T09:00']

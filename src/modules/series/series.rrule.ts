@@ -220,8 +220,9 @@ export interface SeedRule {
 /**
  * The RFC 5545 rule a seed rule stands for, given the anchor's day of month in its zone: daily = FREQ=DAILY;
  * weekly = FREQ=WEEKLY;BYDAY=…;WKST=MO (weeks counted from the anchor's ISO week); custom = FREQ=DAILY;BYDAY=…
- * (every interval days, kept on the listed weekdays); monthly = BYMONTHDAY of the anchor, and from the 29th on
- * the last of 28…that day in each month (BYSETPOS=-1), which is the seed's clamp to the month's end.
+ * (every interval days, kept on the listed weekdays); monthly = BYMONTHDAY of the anchor, the 31st the last day
+ * (BYMONTHDAY=-1), and the 29th and 30th the last of 28…that day in each month (BYSETPOS=-1): the seed's clamp to
+ * the month's end.
  */
 export function seedParts (rule: SeedRule, anchorDayOfMonth: number): RruleParts {
   const days = [...new Set(rule.repeatDays ?? [])].sort((a, b) => a - b).map(d => WEEKDAYS[d - 1] ?? 'MO')
@@ -239,12 +240,14 @@ export function seedParts (rule: SeedRule, anchorDayOfMonth: number): RruleParts
     case 'monthly':
       parts = anchorDayOfMonth <= 28
         ? { FREQ: 'MONTHLY', INTERVAL: rule.interval, BYMONTHDAY: [anchorDayOfMonth] }
-        : {
-            FREQ: 'MONTHLY',
-            INTERVAL: rule.interval,
-            BYMONTHDAY: Array.from({ length: anchorDayOfMonth - 27 }, (_, i) => 28 + i),
-            BYSETPOS: [-1]
-          }
+        : anchorDayOfMonth === 31
+          ? { FREQ: 'MONTHLY', INTERVAL: rule.interval, BYMONTHDAY: [-1] }
+          : {
+              FREQ: 'MONTHLY',
+              INTERVAL: rule.interval,
+              BYMONTHDAY: Array.from({ length: anchorDayOfMonth - 27 }, (_, i) => 28 + i),
+              BYSETPOS: [-1]
+            }
       break
   }
   return withEnd(parts, rule.end)

@@ -11,8 +11,8 @@ import {
   type EventRow, type EventUpdate, mergePatch, METADATA_MAX_BYTES, type PatchEventBody
 } from '../events/index.ts'
 import {
-  customReachable, everRecurs, exceeds, expand, intervalText, localDays, rruleText, shiftWallClock, type Occurrence,
-  type Rule
+  anchorOnRule, customReachable, everRecurs, exceeds, expand, intervalText, localDays, rruleText, shiftWallClock,
+  type Occurrence, type Rule
 } from './series.recurrence.ts'
 import {
   formatRrule, parseRrule, RruleError, untilInstant, utcText, withEnd, type RruleParts
@@ -56,6 +56,9 @@ export function ruleOf (s: RuleColumns): Rule {
     rdates: s.rdates.map(d => new Date(d))
   }
 }
+
+/** Whether the anchor of a series is one of its rule's dates (else a feed lists it as an added date). */
+export const anchorOnItsRule = (s: RuleAndAnchor): boolean => anchorOnRule(anchorOf(s), ruleOf(s))
 
 /** The RFC 5545 rule of a series as the API shows it: its own, or the one its seed fields stand for. */
 export const rruleOfSeries = (s: RuleAndAnchor): string => rruleText(anchorOf(s), ruleOf(s))
@@ -657,6 +660,8 @@ export function splitPlan (s: SeriesRow, k: number): { next: SeriesInsert, exdat
     next: {
       ...rest,
       cover_image_key: null,
+      // an imported series' UID stays with the first part (unique per tenant)
+      ical_uid: undefined,
       metadata: JSON.stringify(withoutStorageKeys(s.metadata)),
       start_dt: slot.start,
       end_dt: slot.end,

@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { body, DateTimeInput, IntId, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 import {
   ADDRESS_MAX, CreateEventBody, DESCRIPTION_MAX, Event, KEYWORD_MAX, KEYWORDS_MAX, METADATA_MAX_KEYS,
-  PublishEventBody, TIMEZONE_MAX, TITLE_MAX
+  PublishEventBody, STORAGE_METADATA_KEYS, TIMEZONE_MAX, TITLE_MAX
 } from '../events/index.ts'
 import { ENDS_ON, FREQS } from './series.recurrence.ts'
 import { RRULE_MAX_LENGTH } from './series.rrule.ts'
@@ -23,7 +23,7 @@ export const MAX_PAST_MONTHS = 12
  * Metadata keys that carry a storage key (written by the cover upload only): never taken in a series body, never
  * cascaded.
  */
-export const STORAGE_METADATA_KEYS = ['cover_image'] as const
+export { STORAGE_METADATA_KEYS }
 /** Every attendee status (the attendees table's): `attendee_counts` has a key for each, 0 when absent. */
 export { ATTENDEE_STATUSES }
 export const SERIES_STATUSES = ['draft', 'published', 'archived'] as const

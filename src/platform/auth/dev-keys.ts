@@ -46,6 +46,8 @@ export interface DevTokenClaims {
   tenant: string
   roles?: string[]
   email?: string
+  /** `email_verified` (the OpenID Connect claim) */
+  emailVerified?: boolean
   orgId?: string
   /** seconds of validity, default one hour */
   ttl?: number
@@ -68,6 +70,7 @@ export async function signDevToken (keys: DevKeys, claims: DevTokenClaims): Prom
     [claims.rolesClaim ?? 'roles']: claims.roles ?? ['member']
   }
   if (claims.email !== undefined) payload.email = claims.email
+  if (claims.emailVerified !== undefined) payload.email_verified = claims.emailVerified
   if (claims.orgId !== undefined) payload.org_id = claims.orgId
   return await new SignJWT(payload)
     .setProtectedHeader({ alg: 'ES256', kid: keys.kid, typ: 'JWT' })

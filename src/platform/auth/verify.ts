@@ -33,6 +33,8 @@ export interface AuthContext {
   readonly userId: string
   readonly tenantId: string
   readonly email: string | null
+  /** the token says the address is verified (`email_verified: true`) */
+  readonly emailVerified?: boolean
   readonly orgId: string | null
   readonly roles: readonly string[]
   readonly effectiveRole: Role | 'none'
@@ -259,6 +261,7 @@ export function contextFromClaims (payload: JWTPayload, config: Pick<Config, 'oi
     userId: sub,
     tenantId: String(tenant),
     email: typeof email === 'string' ? email : null,
+    ...(claimOf(payload, 'email_verified') === true && typeof email === 'string' ? { emailVerified: true } : {}),
     orgId: typeof org === 'string' && org !== '' ? org : null,
     roles,
     effectiveRole: effectiveRole(roles),
