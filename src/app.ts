@@ -37,14 +37,16 @@ import { spaceForEventLink, spacesModule } from './modules/spaces/index.ts'
 import { eventsModule, newEventBodyCache, onPublishedEventChange } from './modules/events/index.ts'
 import { applyScopedEdit, seriesModule } from './modules/series/index.ts'
 import {
-  attendeeExportsModule, attendeesModule, eventFigures, settleWaitlist, tellGuestsOfChange
+  attendeeExportsModule, attendeesModule, copyQuestions, eventFigures, registrationToCopy, settleWaitlist,
+  tellGuestsOfChange
 } from './modules/attendees/index.ts'
 import { eventContentModule } from './modules/event-content/index.ts'
-import { eventManagersModule } from './modules/event-managers/index.ts'
+import { copyManagers, eventManagersModule } from './modules/event-managers/index.ts'
 import { automationModule, createAutomationEngine, snapshotRules } from './modules/automation/index.ts'
 import { mayLearnOf } from './modules/disclosure/index.ts'
 import { notificationsModule } from './modules/notifications/index.ts'
 import { feedsModule } from './modules/feeds/index.ts'
+import { calendarImportModule } from './modules/calendar-import/index.ts'
 import { guestsModule } from './modules/guests/index.ts'
 import { createWebhookEngine, webhooksModule } from './modules/webhooks/index.ts'
 import { startBackgroundWork } from './workers.ts'
@@ -62,7 +64,13 @@ const MODULES: Module[] = [
   identityModule,
   contactsModule({ mayLearnOf, settleWaitlist, snapshotRules }),
   spacesModule,
-  eventsModule({ eventFigures, applyScopedEdit, spaceForEventLink }),
+  eventsModule({
+    eventFigures,
+    applyScopedEdit,
+    spaceForEventLink,
+    // what a clone copies of the modules built on events (POST /events/{id}/clone)
+    cloneParts: { registration: registrationToCopy, questions: copyQuestions, managers: copyManagers }
+  }),
   seriesModule,
   attendeesModule,
   eventManagersModule,
@@ -73,6 +81,7 @@ const MODULES: Module[] = [
   notificationsModule,
   webhooksModule,
   feedsModule,
+  calendarImportModule,
   guestsModule
 ]
 

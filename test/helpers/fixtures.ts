@@ -303,6 +303,10 @@ export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unkno
   }),
   // a text/csv body: sent as it is
   'POST /api/v1/contacts/import': w => `email,first_name\r\n${w.marker}-import@example.test,${w.marker}\r\n`,
+  // a text/calendar body: sent as it is
+  'POST /api/v1/spaces/:id/calendar-import': w => ['BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//test//EN',
+    'BEGIN:VEVENT', `UID:${w.marker}@example.test`, `SUMMARY:${w.marker}`, 'DTSTART:20270301T090000Z', 'END:VEVENT',
+    'END:VCALENDAR', ''].join('\r\n'),
   'POST /api/v1/events/:id/automations': w => ({ name: w.marker, trigger: { type: 'event.updated' }, actions: [] }),
   'PUT /api/v1/events/:id/automations/:rule_id': w => ({
     name: w.marker,

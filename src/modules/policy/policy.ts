@@ -107,6 +107,16 @@ export const POLICY = {
     ),
     edit: event('events:write', 'event:edit', 'PUT, PATCH, transition, activity, starting a draft'),
     publish: event('events:publish', 'event:publish'),
+    unpublish: event(
+      'events:publish',
+      'event:publish',
+      'back to draft: off public pages, public registration and feeds (or kept there as cancelled); attendees stay'
+    ),
+    clone: event(
+      'events:write',
+      'see',
+      'the caller becomes the creator of a new draft; copying the managers (the default) needs `managers:manage`'
+    ),
     archive: event('events:write', 'event:publish'),
     delete: event('events:write', 'event:delete'),
     cancel: event(
@@ -166,6 +176,11 @@ export const POLICY = {
       'the origins that may frame the public pages of its events (https, or http on localhost; at most 20)'
     ),
     publish: space('spaces:publish', 'space:publish'),
+    unpublish: space(
+      'spaces:publish',
+      'space:publish',
+      'back to draft: off the public directory (page and anonymous feed); seen again only by who manages it'
+    ),
     members: space('spaces:write', 'space:members'),
     managers: space(
       'spaces:write',
@@ -174,6 +189,12 @@ export const POLICY = {
     ),
     events: space('spaces:write', 'space:events', 'and `event:edit` on every event linked or unlinked'),
     contacts: space('spaces:write', 'space:contacts', 'and the contact visible to the caller'),
+    import_calendar: space(
+      'events:write',
+      'space:events',
+      'an iCalendar file made into events and series linked to the space; `event:edit` on every event it updates (on ' +
+        'the whole series for a series); `series:write` when it has recurring events'
+    ),
     accept: invitee('spaces:read', "the caller's e-mail (token or stored profile) equal to the invited one")
   },
   rule: {

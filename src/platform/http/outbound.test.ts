@@ -9,7 +9,9 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
-import { addressAllowed, allowListOf, isSpecialAddress, postWebhook, v4Inside, WebhookError } from './outbound.ts'
+import {
+  addressAllowed, allowListOf, fetchBody, isSpecialAddress, OutboundError, postWebhook, v4Inside, WebhookError
+} from './outbound.ts'
 import { signBody } from '../../modules/automation/automation.signature.ts'
 
 const none = allowListOf([])
@@ -208,6 +210,12 @@ void describe('automation webhooks: address filter', () => {
         req.resume()
         if (req.url === '/redirect') {
           res.writeHead(302, { location: `http://127.0.0.1:${port}/target` }).end()
+        } else if (req.url === '/calendar.ics') {
+          res.writeHead(200, { 'content-type': 'text/calendar' }).end('BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n')
+        } else if (req.url === '/big') {
+          res.writeHead(200)
+          res.write('x'.repeat(600))
+          res.end('x'.repeat(600))
         } else {
           res.writeHead(204).end()
         }
@@ -237,6 +245,31 @@ void describe('automation webhooks: address filter', () => {
       // the same receiver by name, not allow-listed: refused at resolution
       await assert.rejects(postWebhook(`https://localhost:${port}/ok`, body, {}, none), WebhookError)
       assert.equal(seen.length, 2)
+    })
+
+    void it('GETs a body under the same rules (the calendar import): read up to its bound, no redirect, ' +
+      'private addresses refused before connecting', async () => {
+      const allow = allowListOf(['127.0.0.1'])
+      seen.length = 0
+      const options = { maxBytes: 1000, accept: 'text/calendar', label: 'calendar' }
+      const got = await fetchBody(`http://127.0.0.1:${port}/calendar.ics`, allow, options)
+      assert.equal(got.body.toString(), 'BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n')
+      assert.equal(got.contentType, 'text/calendar')
+      const refusal = (test: (e: OutboundError) => boolean) => (err: unknown) =>
+        err instanceof OutboundError && test(err)
+      await assert.rejects(fetchBody(`http://127.0.0.1:${port}/big`, allow, options),
+        refusal(e => e.tooLarge === true && /larger than 1000 bytes/.test(e.message)))
+      await assert.rejects(fetchBody(`http://127.0.0.1:${port}/redirect`, allow, options),
+        refusal(e => e.status === 302 && /redirects are not followed/.test(e.message)))
+      assert.deepEqual(seen, ['GET /calendar.ics', 'GET /big', 'GET /redirect'])
+      for (const url of REFUSED_URLS) {
+        await assert.rejects(fetchBody(url, none, options), refusal(e => e.refused === true), url)
+      }
+      await assert.rejects(fetchBody(`https://localhost:${port}/calendar.ics`, none, options),
+        refusal(e => e.refused === true && /resolves to a private or reserved address/.test(e.message)))
+      await assert.rejects(fetchBody('http://example.org/calendar.ics', none, options),
+        refusal(e => e.refused === true && /calendar URL must use https/.test(e.message)))
+      assert.equal(seen.length, 3)
     })
   })
 })

@@ -1,11 +1,11 @@
 /**
- * The outbound HTTP client that automation's `webhook` action and webhook subscriptions share: a JSON POST with a
- * timeout, no redirects, HTTPS unless the host is allow-listed, and no connection to a private,
- * loopback, link-local or otherwise special address unless AUTOMATION_WEBHOOK_ALLOW lists it. Every
- * spelling of an address is judged by what it reaches: IPv6 forms that carry an IPv4 address
- * (mapped, translated, NAT64, 6to4) by that address, other IPv6 only inside global unicast. The
- * check is on every address DNS resolved to, and the connection goes to that checked address (a
- * custom `lookup`), so a name that re-resolves elsewhere cannot slip through.
+ * The outbound HTTP client that automation's `webhook` action and webhook subscriptions share (a JSON POST), and the
+ * calendar import's fetch of a URL (a GET, `fetchBody`): a timeout, no redirects, HTTPS unless the host is
+ * allow-listed, and no connection to a private, loopback, link-local or otherwise special address unless
+ * AUTOMATION_WEBHOOK_ALLOW lists it. Every spelling of an address is judged by what it reaches: IPv6 forms that carry
+ * an IPv4 address (mapped, translated, NAT64, 6to4) by that address, other IPv6 only inside global unicast. The check
+ * is on every address DNS resolved to, and the connection goes to that checked address (a custom `lookup`), so a name
+ * that re-resolves elsewhere cannot slip through.
  */
 import dns from 'node:dns'
 import http from 'node:http'
@@ -131,35 +131,41 @@ export function addressAllowed (address: string, host: string, allow: AllowList)
 
 export interface WebhookResult { status: number }
 
-export class WebhookError extends Error {
+/** Why an outbound call failed: a refused destination, a timeout, a network error, or the receiver's answer. */
+export class OutboundError extends Error {
   /** the receiver's HTTP status, when it answered */
   status?: number
+  /** the destination was refused (scheme, private or reserved address) before anything was sent */
+  refused?: boolean
+  /** the answer was longer than the caller takes (`fetchBody`) */
+  tooLarge?: boolean
 }
+
+export class WebhookError extends OutboundError {}
 
 const answered = (status: number, message: string): WebhookError => Object.assign(new WebhookError(message), { status })
 
 /**
- * POSTs `body` to `url`. Throws WebhookError on a refused destination, a timeout, a network error
- * or a status other than 2xx (a redirect counts as a failure).
+ * The checked destination of an outbound call: https unless the host is allow-listed, no address literal that is
+ * private or reserved, and a `lookup` that refuses a name resolving to such an address (each resolved address is
+ * checked, and the connection goes to the checked one). `label` starts the messages; `make` builds the errors.
  */
-export async function postWebhook (
+function destination (
   url: string,
-  body: string,
-  headers: Record<string, string>,
   allow: AllowList,
-  timeoutMs = WEBHOOK_TIMEOUT_MS
-): Promise<WebhookResult> {
+  label: string,
+  make: (message: string) => OutboundError
+): { target: URL, lookup: net.LookupFunction } {
+  const refused = (message: string): OutboundError => Object.assign(make(message), { refused: true })
   const target = new URL(url)
   const host = target.hostname.replace(/^\[|\]$/g, '')
   const hostAllowed = allow.hosts.has(host.toLowerCase()) || allowListed(host, allow)
   if (target.protocol !== 'https:' && !(target.protocol === 'http:' && hostAllowed)) {
-    webhookDeliveries.inc({ outcome: 'refused' })
-    throw new WebhookError('webhook URL must use https')
+    throw refused(`${label} URL must use https`)
   }
   // an address literal is connected to without a lookup: check it here
   if (net.isIP(host) !== 0 && !addressAllowed(host, host, allow)) {
-    webhookDeliveries.inc({ outcome: 'refused' })
-    throw new WebhookError(`webhook destination ${host} is a private or reserved address`)
+    throw refused(`${label} destination ${host} is a private or reserved address`)
   }
   const lookup: net.LookupFunction = (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
@@ -171,7 +177,7 @@ export async function postWebhook (
       const bad = list.find(a => !addressAllowed(a.address, host, allow))
       if (bad !== undefined || list.length === 0) {
         callback(
-          Object.assign(new WebhookError(`webhook destination ${hostname} resolves to a private or reserved address`), {
+          Object.assign(refused(`${label} destination ${hostname} resolves to a private or reserved address`), {
             code: 'EADDRNOTALLOWED'
           }),
           '',
@@ -184,6 +190,28 @@ export async function postWebhook (
       else callback(null, first.address, first.family)
     })
   }
+  return { target, lookup }
+}
+
+/**
+ * POSTs `body` to `url`. Throws WebhookError on a refused destination, a timeout, a network error
+ * or a status other than 2xx (a redirect counts as a failure).
+ */
+export async function postWebhook (
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  allow: AllowList,
+  timeoutMs = WEBHOOK_TIMEOUT_MS
+): Promise<WebhookResult> {
+  let checked: ReturnType<typeof destination>
+  try {
+    checked = destination(url, allow, 'webhook', message => new WebhookError(message))
+  } catch (err) {
+    webhookDeliveries.inc({ outcome: 'refused' })
+    throw err
+  }
+  const { target, lookup } = checked
   const client = target.protocol === 'https:' ? https : http
   return await new Promise<WebhookResult>((resolve, reject) => {
     const req = client.request(
@@ -239,5 +267,89 @@ export async function postWebhook (
       reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`))
     })
     req.end(body)
+  })
+}
+
+export interface FetchOptions {
+  /** the most of the answer's body taken: a longer one is an OutboundError with `tooLarge` */
+  maxBytes: number
+  /** the request's Accept header */
+  accept: string
+  /** what the messages call the URL ("calendar") */
+  label: string
+  timeoutMs?: number
+}
+
+export interface FetchedBody {
+  body: Buffer
+  /** the answer's Content-Type, as sent */
+  contentType: string | undefined
+}
+
+/**
+ * GETs `url` once, under the same rules as `postWebhook` (https unless allow-listed, no private or reserved address
+ * in any spelling, checked on every address the name resolves to, no redirect followed, a timeout, a fresh
+ * connection), and answers its body, read up to `maxBytes`. Throws OutboundError on a refused destination
+ * (`refused`), a body over `maxBytes` (`tooLarge`: a Content-Length over it is refused before the body is read), a
+ * timeout, a network error or a status other than 2xx (`status`; a redirect counts as a failure).
+ *
+ * @example
+ *   const { body } = await fetchBody(url, allowListOf(config.automationWebhookAllow),
+ *     { maxBytes: 1_048_576, accept: 'text/calendar', label: 'calendar' })
+ */
+export async function fetchBody (url: string, allow: AllowList, options: FetchOptions): Promise<FetchedBody> {
+  const { maxBytes, accept, label, timeoutMs = WEBHOOK_TIMEOUT_MS } = options
+  const { target, lookup } = destination(url, allow, label, message => new OutboundError(message))
+  const client = target.protocol === 'https:' ? https : http
+  return await new Promise<FetchedBody>((resolve, reject) => {
+    const fail = (message: string, extra: Partial<OutboundError> = {}): void => {
+      reject(Object.assign(new OutboundError(message), extra))
+    }
+    const req = client.request(
+      target,
+      {
+        method: 'GET',
+        headers: { accept, 'user-agent': 'collaboration-service' },
+        lookup,
+        agent: false,
+        timeout: timeoutMs
+      },
+      res => {
+        const status = res.statusCode ?? 0
+        if (status < 200 || status >= 300) {
+          fail(status >= 300 && status < 400
+            ? `${label} URL answered ${status}: redirects are not followed`
+            : `${label} URL answered ${status}`, { status })
+          req.destroy()
+          return
+        }
+        const tooLarge = (): void => {
+          fail(`${label} is larger than ${maxBytes} bytes`, { status, tooLarge: true })
+          req.destroy()
+        }
+        if (Number(res.headers['content-length'] ?? 0) > maxBytes) {
+          tooLarge()
+          return
+        }
+        const chunks: Buffer[] = []
+        let read = 0
+        res.on('data', (chunk: Buffer) => {
+          read += chunk.length
+          if (read > maxBytes) tooLarge()
+          else chunks.push(chunk)
+        })
+        res.on('end', () => {
+          resolve({ body: Buffer.concat(chunks), contentType: res.headers['content-type'] })
+        })
+        res.on('error', err => { fail(`${label} answer failed: ${err.message}`, { status }) })
+      }
+    )
+    req.on('timeout', () => {
+      req.destroy(new OutboundError(`${label} URL timed out after ${timeoutMs} ms`))
+    })
+    req.on('error', err => {
+      reject(err instanceof OutboundError ? err : new OutboundError(`${label} URL failed: ${err.message}`))
+    })
+    req.end()
   })
 }
