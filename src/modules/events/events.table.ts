@@ -29,7 +29,8 @@ export interface EventsTable extends EventContentColumns {
   is_locked: Generated<boolean>
   is_deleted: Generated<boolean>
   cover_image_key: string | null
-  ical_uid: ColumnType<never, string | null | undefined, string | null> // 0041; read by calendar-import's SQL only
+  // 0041: the UID of an imported event; read by calendar-import's and the feeds' SQL only
+  ical_uid: ColumnType<never, string | null | undefined, string | null>
   /** registration settings (migration 0022); an occurrence follows its series' while registration_inherited */
   capacity: number | null
   waitlist_enabled: Generated<boolean>

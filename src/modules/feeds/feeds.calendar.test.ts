@@ -41,6 +41,7 @@ function feedOf (rrule: string, dtstart: string, zone: string, title: string): s
     updated_at: stamp,
     series_id: 1,
     series_index: i,
+    ical_uid: null,
     row_version: '1'
   }))
   return renderCalendar({

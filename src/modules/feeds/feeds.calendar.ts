@@ -268,12 +268,12 @@ export function renderCalendar ({ name, host, appUrl, events, series }: FeedCale
     const s = e.series_id === null ? undefined : series?.get(e.series_id)
     const entry = s === undefined ? undefined : entries.get(s.id)
     if (s === undefined || entry === undefined || !entry.rows.has(e)) {
-      single(e, `event-${e.id}@${host}`)
+      single(e, e.ical_uid ?? `event-${e.id}@${host}`)
       continue
     }
     if (written.has(s.id)) continue
     written.add(s.id)
-    const uid = `series-${s.id}@${host}`
+    const uid = s.uid ?? `series-${s.id}@${host}`
     const zone = zoneOf(s.timezone)
     const rows = [...entry.rows]
     // UNTIL is inclusive and in whole seconds: the last start's second, rounded up

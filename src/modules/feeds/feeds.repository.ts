@@ -125,6 +125,8 @@ export interface FeedEvent {
   /** the series and position of an occurrence (a feed writes a series as one recurring entry) */
   series_id: number | null
   series_index: number | null
+  /** the UID an import kept (docs/calendar-import.md): the feed writes it instead of its own */
+  ical_uid: string | null
   /** `xmin` (`rowVersion`), and the revision of its series (whose rule the feed writes) */
   row_version: string
 }
@@ -256,7 +258,8 @@ export async function feedEvents (trx: Tx, reader: FeedReader, source: FeedSourc
       'events.id', 'events.title', 'events.description', 'events.address', 'events.latitude', 'events.longitude',
       'events.start_dt', 'events.end_dt', 'events.timezone', 'events.cancelled_at', 'events.is_deleted',
       sql<boolean>`events.status = 'draft'`.as('unpublished'), 'events.revision', 'events.created_at',
-      'events.updated_at', 'events.series_id', 'events.series_index', rowVersion.as('row_version')
+      'events.updated_at', 'events.series_id', 'events.series_index',
+      sql<string | null>`events.ical_uid`.as('ical_uid'), rowVersion.as('row_version')
     ])
     .execute()
   return rows.map(r => ({ ...r, start_dt: r.start_dt as Date }))

@@ -21,6 +21,8 @@ export interface SeriesSlot {
 
 export interface SeriesRecurrence {
   id: number
+  /** the UID an import kept (docs/calendar-import.md): a feed writes it instead of its own */
+  uid: string | null
   timezone: string
   /** the RFC 5545 rule without COUNT and UNTIL: a feed ends it at the last occurrence it shows */
   rrule: string
@@ -39,13 +41,15 @@ export async function visibleSeriesTitle (trx: Tx, auth: AuthContext, id: number
 /** The rule and positions of a series (pure). */
 export function recurrenceOf (
   s: Pick<SeriesRow, 'id' | 'timezone' | 'start_dt' | 'end_dt' | 'window_end' | 'rdates' | 'freq' | 'interval' |
-  'repeat_days' | 'ends_on' | 'end_count' | 'end_date' | 'rrule'>
+  'repeat_days' | 'ends_on' | 'end_count' | 'end_date' | 'rrule'>,
+  uid: string | null = null
 ): SeriesRecurrence {
   const added = new Set(s.rdates.map(d => new Date(d).getTime()))
   // position 0 is the anchor whatever its day: off the rule, it is written as an added date
   if (!anchorOnItsRule(s)) added.add(new Date(s.start_dt).getTime())
   return {
     id: s.id,
+    uid,
     timezone: s.timezone,
     rrule: formatRrule(withEnd(parseRrule(rruleOfSeries(s)), null)),
     slots: positionsOf(s).map(p => ({ start: p.start, end: p.end, added: added.has(p.start.getTime()) }))
@@ -59,5 +63,5 @@ export async function seriesRecurrences (
   ids: readonly number[]
 ): Promise<Map<number, SeriesRecurrence>> {
   const rows = await repo.seriesByIds(trx, tenantId, [...new Set(ids)])
-  return new Map(rows.map(s => [s.id, recurrenceOf(s)]))
+  return new Map(rows.map(s => [s.id, recurrenceOf(s, s.uid)]))
 }

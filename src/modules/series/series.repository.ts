@@ -4,7 +4,7 @@
  * series-level attendees (their counts, copies at a split). Every function takes the transaction
  * first and names the tenant; only the window job's directory read spans tenants.
  */
-import type { Insertable, Updateable } from 'kysely'
+import { sql, type Insertable, type Updateable } from 'kysely'
 import { rowChunks } from '../../platform/db/chunks.ts'
 import { bumpRevision } from '../../platform/db/revision.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -41,9 +41,11 @@ export async function findSeries (
 }
 
 /** Series of a tenant by id, deleted ones too (their occurrences may still show, cancelled). */
-export async function seriesByIds (trx: Tx, tenantId: string, ids: readonly number[]): Promise<SeriesRow[]> {
+export async function seriesByIds (
+  trx: Tx, tenantId: string, ids: readonly number[]
+): Promise<Array<SeriesRow & { uid: string | null }>> {
   if (ids.length === 0) return []
-  return await trx.selectFrom('event_series').selectAll()
+  return await trx.selectFrom('event_series').selectAll().select(sql<string | null>`ical_uid`.as('uid'))
     .where('tenant_id', '=', tenantId).where('id', 'in', ids)
     .execute()
 }

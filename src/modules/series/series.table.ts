@@ -26,7 +26,8 @@ export interface EventSeriesTable extends EventContentColumns {
   /** dates added to the rule's (RDATE) */
   rdates: ColumnType<Date[], Date[] | undefined, Date[]>
   window_end: Timestamp | null
-  ical_uid: ColumnType<never, string | null | undefined, string | null> // 0041; read by calendar-import's SQL only
+  // 0041: the UID of an imported series; read by calendar-import's and the feeds' SQL only
+  ical_uid: ColumnType<never, string | null | undefined, string | null>
   published_id: number | null
   published_at: Timestamp | null
   is_deleted: Generated<boolean>
