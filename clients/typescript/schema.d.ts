@@ -425,6 +425,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/spaces/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take a published space back to draft (off its public page; people and events kept) */
+        post: operations["unpublish-space"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/spaces/{id}/members": {
         parameters: {
             query?: never;
@@ -872,6 +889,40 @@ export interface paths {
         put?: never;
         /** Publish an event, or promote its draft */
         post: operations["publish-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/unpublish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take a published event back to draft (off public pages and feeds; attendees kept) */
+        post: operations["unpublish-event"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/{id}/clone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Clone an event as a new draft of the caller (never its attendees or series) */
+        post: operations["clone-event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2135,6 +2186,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/series/{id}/calendar.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Calendar feed of a series (one recurring entry with its exceptions), with a series feed token */
+        get: operations["get-series-calendar-feed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/feed-tokens": {
         parameters: {
             query?: never;
@@ -2181,6 +2249,26 @@ export interface paths {
         put?: never;
         /** Replace the secret of a calendar feed token (the old one stops at once; shown once) */
         post: operations["rotate-feed-token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{id}/calendar-import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import an iCalendar file (the body, or a URL to fetch) as events and series of the space, all or nothing; a second import of the same UIDs updates them (costs 20 rate-limit tokens)
+         * @description Each VEVENT becomes a draft event linked to the space (as POST /events and POST /events/{id}/spaces), one with an RRULE a series (as POST /events/with-series) whose RECURRENCE-ID overrides edit or cancel single occurrences (scope=this). Events and series keep their UID: importing the file again updates them, and reports what did not change. One transaction; `dry_run` answers the same report and stores nothing. See docs/calendar-import.md.
+         */
+        post: operations["import-space-calendar"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2799,7 +2887,7 @@ export interface components {
             revision: number;
             is_deleted: boolean;
             /** @enum {string} */
-            freq: "daily" | "weekly" | "monthly" | "custom";
+            freq: "daily" | "weekly" | "monthly" | "custom" | "rrule";
             interval: number;
             /** @description Length of each occurrence, a PostgreSQL interval (01:30:00) */
             duration: string;
@@ -2810,8 +2898,12 @@ export interface components {
             start_dt: string | null;
             end_dt: string | null;
             repeat_days: number[] | null;
-            /** @description Starts of occurrences removed one by one */
+            /** @description Starts the rule leaves out (EXDATE): given, or of occurrences removed one by one */
             exdates: string[];
+            /** @description The RFC 5545 rule (RRULE value) of the series: its own, or the one freq, interval, repeat_days and ends_on stand for */
+            rrule: string;
+            /** @description Starts added to the rule (RDATE) */
+            rdates: string[];
             window_end: string | null;
             description: string | null;
             address: string | null;
@@ -3324,6 +3416,7 @@ export interface components {
          *       "id": 7,
          *       "scope": "space",
          *       "space_id": 42,
+         *       "series_id": null,
          *       "created_at": "2026-11-01T09:00:00Z",
          *       "last_used_at": null
          *     }
@@ -3337,11 +3430,12 @@ export interface components {
             /** @description Id of the feed token */
             id: number;
             /**
-             * @description space: the feed of one space; personal: the events the caller created or manages
+             * @description space: the feed of one space; personal: the events the caller created, manages or attends; series: the occurrences of one series
              * @enum {string}
              */
-            scope: "space" | "personal";
+            scope: "space" | "personal" | "series";
             space_id: number | null;
+            series_id: number | null;
             /**
              * Format: date-time
              * @description When the token was made (or last rotated: the id stays)
@@ -4189,7 +4283,7 @@ export interface components {
             revision: number;
             is_deleted: boolean;
             /** @enum {string} */
-            freq: "daily" | "weekly" | "monthly" | "custom";
+            freq: "daily" | "weekly" | "monthly" | "custom" | "rrule";
             interval: number;
             /** @description Length of each occurrence, a PostgreSQL interval (01:30:00) */
             duration: string;
@@ -4200,8 +4294,12 @@ export interface components {
             start_dt: string | null;
             end_dt: string | null;
             repeat_days: number[] | null;
-            /** @description Starts of occurrences removed one by one */
+            /** @description Starts the rule leaves out (EXDATE): given, or of occurrences removed one by one */
             exdates: string[];
+            /** @description The RFC 5545 rule (RRULE value) of the series: its own, or the one freq, interval, repeat_days and ends_on stand for */
+            rrule: string;
+            /** @description Starts added to the rule (RDATE) */
+            rdates: string[];
             window_end: string | null;
             description: string | null;
             address: string | null;
@@ -4663,11 +4761,12 @@ export interface components {
             /** @description Id of the feed token */
             id: number;
             /**
-             * @description space: the feed of one space; personal: the events the caller created or manages
+             * @description space: the feed of one space; personal: the events the caller created, manages or attends; series: the occurrences of one series
              * @enum {string}
              */
-            scope: "space" | "personal";
+            scope: "space" | "personal" | "series";
             space_id: number | null;
+            series_id: number | null;
             /**
              * Format: date-time
              * @description When the token was made (or last rotated: the id stays)
@@ -4687,6 +4786,46 @@ export interface components {
             readonly $schema?: string;
             /** @description The caller's live feed tokens, oldest first */
             items: components["schemas"]["FeedToken"][];
+        };
+        CalendarImportReport: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description true: nothing was stored; the report says what the import would do */
+            dry_run: boolean;
+            /** @description Items created */
+            created: number;
+            /** @description Items updated */
+            updated: number;
+            /** @description Items already as the file says */
+            unchanged: number;
+            /** @description Items not imported */
+            skipped: number;
+            /** @description One per VEVENT of the file, in the order of the file */
+            items: {
+                /** @description The UID of the VEVENT */
+                uid: string;
+                /**
+                 * @description event: a single VEVENT, or an override (RECURRENCE-ID) of one occurrence; series: a recurring VEVENT
+                 * @enum {string}
+                 */
+                kind: "event" | "series";
+                /**
+                 * @description create: made by this import; update: an earlier import of the UID changed (or an occurrence moved, renamed or cancelled); unchanged: already as the file says; skip: not imported (`reason` says why)
+                 * @enum {string}
+                 */
+                action: "create" | "update" | "unchanged" | "skip";
+                id: number | null;
+                event_id: number | null;
+                /** @description The line of the file where its VEVENT begins (BEGIN:VEVENT) */
+                line: number;
+                recurrence_id: string | null;
+                reason: string | null;
+                /** @description How the VEVENT was read: a time zone that is not IANA (read as UTC), a floating time, a series re-anchored within the last 12 months */
+                notes: string[];
+            }[];
         };
         GuestRegistration: {
             /**
@@ -6541,6 +6680,58 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "unpublish-space": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * @description The space's anonymous calendar feed shows its public events as cancelled while it is unpublished (default: it shows none, so they leave its subscribers' calendars)
+                     * @default false
+                     */
+                    cancel_in_feeds?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "list-space-members": {
         parameters: {
             query?: {
@@ -8205,6 +8396,145 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "unpublish-event": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * @description Feeds keep showing the event, cancelled, until it is published again
+                     * @default false
+                     */
+                    cancel_in_feeds?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "clone-event": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * Format: date-time
+                     * @description The clone's start; its end keeps the source's duration unless end_dt is given
+                     */
+                    start_dt: string;
+                    end_dt?: string | null;
+                    /** @description Default: the source's */
+                    title?: string;
+                    /**
+                     * @description Copy the description
+                     * @default true
+                     */
+                    description?: boolean;
+                    /**
+                     * @description Copy address and coordinates
+                     * @default true
+                     */
+                    place?: boolean;
+                    /**
+                     * @description Copy the registration settings in force, their window moved with the start
+                     * @default true
+                     */
+                    registration?: boolean;
+                    /**
+                     * @description Copy the registration questions in force
+                     * @default true
+                     */
+                    questions?: boolean;
+                    /**
+                     * @description Copy the active managers (not pending invitations); needs managers:manage
+                     * @default true
+                     */
+                    managers?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "edit-event": {
         parameters: {
             query?: never;
@@ -8642,10 +8972,13 @@ export interface operations {
                     priority?: number;
                     series?: {
                         /**
-                         * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days)
+                         * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days); rrule: the rule is `rrule` (shown, never needed in a body). Required unless rrule is given
                          * @enum {string}
                          */
-                        freq: "daily" | "weekly" | "monthly" | "custom";
+                        freq?: "daily" | "weekly" | "monthly" | "custom" | "rrule";
+                        rrule?: string | null;
+                        rdates?: string[] | null;
+                        exdates?: string[] | null;
                         /**
                          * @description Every N units of freq
                          * @default 1
@@ -8751,10 +9084,13 @@ export interface operations {
                      */
                     readonly $schema?: string;
                     /**
-                     * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days)
+                     * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days); rrule: the rule is `rrule` (shown, never needed in a body). Required unless rrule is given
                      * @enum {string}
                      */
-                    freq: "daily" | "weekly" | "monthly" | "custom";
+                    freq?: "daily" | "weekly" | "monthly" | "custom" | "rrule";
+                    rrule?: string | null;
+                    rdates?: string[] | null;
+                    exdates?: string[] | null;
                     /**
                      * @description Every N units of freq
                      * @default 1
@@ -8879,10 +9215,13 @@ export interface operations {
                     } | null;
                     visibility?: 10 | 20 | 30 | 40;
                     /**
-                     * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days)
+                     * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days); rrule: the rule is `rrule` (shown, never needed in a body). Required unless rrule is given
                      * @enum {string}
                      */
-                    freq?: "daily" | "weekly" | "monthly" | "custom";
+                    freq?: "daily" | "weekly" | "monthly" | "custom" | "rrule";
+                    rrule?: string | null;
+                    rdates?: string[] | null;
+                    exdates?: string[] | null;
                     interval?: number;
                     repeat_days?: number[] | null;
                     /** @enum {string} */
@@ -13379,6 +13718,73 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "get-series-calendar-feed": {
+        parameters: {
+            query: {
+                /** @description The feed token */
+                token: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The feed (RFC 5545, `text/calendar; charset=utf-8`) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example BEGIN:VCALENDAR
+                     *     VERSION:2.0
+                     *     PRODID:-//Collab//Calendar feeds//EN
+                     *     X-WR-CALNAME:Reading club
+                     *     BEGIN:VTIMEZONE
+                     *     TZID:Europe/Berlin
+                     *     …
+                     *     END:VTIMEZONE
+                     *     BEGIN:VEVENT
+                     *     UID:event-42@collab.example.org
+                     *     SEQUENCE:3
+                     *     DTSTAMP:20261101T090000Z
+                     *     DTSTART;TZID=Europe/Berlin:20261105T190000
+                     *     DTEND;TZID=Europe/Berlin:20261105T210000
+                     *     SUMMARY:Book night
+                     *     LOCATION:Main street 1
+                     *     GEO:52.52;13.405
+                     *     STATUS:CONFIRMED
+                     *     URL;VALUE=URI:https://app.example.org/events/42
+                     *     END:VEVENT
+                     *     END:VCALENDAR
+                     */
+                    "text/calendar": string;
+                };
+            };
+            /** @description No Content */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "list-feed-tokens": {
         parameters: {
             query?: never;
@@ -13428,11 +13834,12 @@ export interface operations {
                      */
                     readonly $schema?: string;
                     /**
-                     * @description space (then `space_id`) or personal
+                     * @description space (then `space_id`), personal, or series (then `series_id`)
                      * @enum {string}
                      */
-                    scope: "space" | "personal";
+                    scope: "space" | "personal" | "series";
                     space_id?: number;
+                    series_id?: number;
                 };
             };
         };
@@ -13451,6 +13858,7 @@ export interface operations {
                      *       "id": 7,
                      *       "scope": "personal",
                      *       "space_id": null,
+                     *       "series_id": null,
                      *       "created_at": "2026-11-01T09:00:00Z",
                      *       "last_used_at": null,
                      *       "token": "q4c1mX3v…",
@@ -13532,6 +13940,7 @@ export interface operations {
                      *       "id": 7,
                      *       "scope": "personal",
                      *       "space_id": null,
+                     *       "series_id": null,
                      *       "created_at": "2026-11-01T09:00:00Z",
                      *       "last_used_at": null,
                      *       "token": "q4c1mX3v…",
@@ -13547,6 +13956,82 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "import-space-calendar": {
+        parameters: {
+            query?: {
+                /** @description `true`: answers what the import would do, and stores nothing */
+                dry_run?: "true" | "false";
+            };
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example BEGIN:VCALENDAR
+                 *     VERSION:2.0
+                 *     PRODID:-//Example//Calendar//EN
+                 *     BEGIN:VEVENT
+                 *     UID:standup@example.org
+                 *     SUMMARY:Standup
+                 *     DTSTART;TZID=Europe/Berlin:20270301T090000
+                 *     DTEND;TZID=Europe/Berlin:20270301T091500
+                 *     RRULE:FREQ=WEEKLY;BYDAY=MO,WE;COUNT=20
+                 *     END:VEVENT
+                 *     END:VCALENDAR
+                 */
+                "text/calendar": string;
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description Where the iCalendar file is fetched (once, by GET): an https URL of a public address; AUTOMATION_WEBHOOK_ALLOW opens others, as for webhooks. No redirect is followed; the answer is read up to 1 MiB within 10 s */
+                    url: string;
+                    /**
+                     * @description `true`: answers what the import would do, and stores nothing (as `?dry_run=true`)
+                     * @default false
+                     */
+                    dry_run?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarImportReport"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            /** @description A calendar over 1 MiB (the body, or what the URL answered): nothing stored */
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            /** @description The URL could not be fetched (no answer, a status other than 2xx, a redirect): nothing stored */
+            502: components["responses"]["Error"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];
             "5XX": components["responses"]["Error"];

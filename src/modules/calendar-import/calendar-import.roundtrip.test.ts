@@ -52,8 +52,12 @@ for (const kind of databases()) {
       // tenant one: a single event and a weekly series across the change of summer time, with exceptions
       const alice = await newTenant(t).user('alice')
       const launch = (await expectStatus(t, alice, 'POST', '/api/v1/events', 201, {
-        title: 'Launch', description: 'Doors at 18:30', address: 'Main street 1', start_dt: at('2027-03-12T19:00'),
-        end_dt: at('2027-03-12T22:00'), timezone: ZONE
+        title: 'Launch',
+        description: 'Doors at 18:30',
+        address: 'Main street 1',
+        start_dt: at('2027-03-12T19:00'),
+        end_dt: at('2027-03-12T22:00'),
+        timezone: ZONE
       })).json()
       await expectStatus(t, alice, 'POST', `/api/v1/events/${launch.id as number}/publish`, 204)
       const made = (await expectStatus(t, alice, 'POST', '/api/v1/events/with-series', 201, {
