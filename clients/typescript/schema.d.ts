@@ -2176,7 +2176,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Personal calendar feed: the events the token's user created or manages */
+        /** Personal calendar feed: the events the token's user created, manages or attends */
         get: operations["get-personal-calendar-feed"];
         put?: never;
         post?: never;

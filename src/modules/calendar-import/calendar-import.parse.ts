@@ -15,6 +15,7 @@ import rrule from 'rrule'
 import { ApiError, error400BadRequest, fieldError } from '../../platform/http/errors.ts'
 import { isTimezone } from '../../platform/http/validation.ts'
 import { ICS_MAX_EVENTS, UID_MAX } from './calendar-import.schemas.ts'
+import { forEachLine } from '../../platform/http/text-lines.ts'
 
 const { RRule } = rrule
 
@@ -71,9 +72,6 @@ export interface ParsedCalendar {
   zone: string
 }
 
-const LF = 0x0a
-const CR = 0x0d
-
 /** The location of a line of the file in an error. */
 export const lineLocation = (line: number): string => `body.line[${line}]`
 
@@ -83,21 +81,6 @@ export const lineError = (line: number, message: string, detail = 'the calendar 
 
 const bodyError = (message: string): ApiError =>
   error400BadRequest('the calendar cannot be read', [fieldError('body', message)])
-
-/** Calls `each(line, start, end)` for every physical line of `bytes` (end excludes the line break). */
-function forEachLine (bytes: Uint8Array, each: (line: number, start: number, end: number) => void): void {
-  let line = 1
-  let start = 0
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes[i]
-    if (c !== LF && c !== CR) continue
-    each(line, start, i)
-    if (c === CR && bytes[i + 1] === LF) i++
-    line++
-    start = i + 1
-  }
-  if (start < bytes.length) each(line, start, bytes.length)
-}
 
 /**
  * The text of a calendar's bytes: a leading UTF-8 BOM dropped, then a 400 naming the line of the first NUL character

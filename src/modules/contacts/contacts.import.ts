@@ -16,6 +16,7 @@ import { toErrorDetails, validatorCompiler } from '../../platform/http/validatio
 import {
   IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES, IMPORT_MAX_ROWS, UpsertContactItem, WRITABLE_FIELDS, type WritableField
 } from './contacts.schemas.ts'
+import { CR, forEachLine, LF } from '../../platform/http/text-lines.ts'
 
 /** A data row of the file: the line it starts on and the upsert item it stands for. */
 export interface ImportRow {
@@ -43,8 +44,6 @@ export interface ImportOptions {
   ignoreUnknown: boolean
 }
 
-const LF = 0x0a
-const CR = 0x0d
 const DELIMITER_NAMES: Record<ImportOptions['delimiter'], string> = {
   ',': 'a comma (,)', ';': 'a semicolon (;)', '\t': 'a tab'
 }
@@ -54,21 +53,6 @@ const lineLocation = (line: number): string => `body.line[${line}]`
 /** A 400 naming a line of the file. */
 const lineError = (line: number, message: string, detail = 'the CSV cannot be read'): ApiError =>
   error400BadRequest(detail, [fieldError(lineLocation(line), message)])
-
-/** Calls `each(line, start, end)` for every physical line of `bytes` (end excludes the line break). */
-function forEachLine (bytes: Uint8Array, each: (line: number, start: number, end: number) => void): void {
-  let line = 1
-  let start = 0
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes[i]
-    if (c !== LF && c !== CR) continue
-    each(line, start, i)
-    if (c === CR && bytes[i + 1] === LF) i++
-    line++
-    start = i + 1
-  }
-  if (start < bytes.length) each(line, start, bytes.length)
-}
 
 /**
  * The text of a `text/csv` body, checked before it is parsed: a leading UTF-8 BOM dropped (Excel writes one), then a

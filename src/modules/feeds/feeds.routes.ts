@@ -3,7 +3,9 @@
  *
  * - `GET /api/v1/spaces/{id}/calendar.ics`: the events of a space. Without `token`, only for a published public
  *   space (its public events); with a space token of that space, as the token's user sees the space and its events.
- * - `GET /api/v1/me/calendar.ics?token=…`: the events the token's user created or manages (event or series manager).
+ * - `GET /api/v1/me/calendar.ics?token=…`: the events the token's user created, manages (event or series manager) or
+ *   attends (their contact by the verified e-mail address of their latest token).
+ * - `GET /api/v1/series/{id}/calendar.ics?token=…`: the occurrences of one series, with a series token.
  * - `/api/v1/feed-tokens`: a caller makes, lists, revokes and rotates their own tokens; a token is shown once.
  *
  * A calendar app sends no bearer token: the feed routes declare `auth: 'none'` and are rate-limited per address like
@@ -186,6 +188,29 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     return found
   }
 
+  /**
+   * A feed read with a token, as its user now (`readerOf`): 404 when the user is refused or `named` finds nothing
+   * they may subscribe to (else the feed's name and what it reads); the token's use recorded.
+   */
+  async function tokenFeed (
+    found: Awaited<ReturnType<typeof liveToken>>,
+    ifNoneMatch: string | string[] | undefined,
+    named: (trx: Tx, auth: AuthContext) => Promise<{ name: string, source: repo.FeedSource } | undefined>
+  ): Promise<FeedAnswer> {
+    const answer = await withTenant(db, { tenantId: found.tenant_id, userId: found.user_id }, async trx => {
+      const auth = await readerOf(trx, found)
+      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
+      const feed = await named(trx, auth)
+      if (feed === undefined) return undefined
+      const out = await feedAnswer(trx, ifNoneMatch, `${found.tenant_id}:token:${found.id}`,
+        { name: feed.name, host, appUrl: config.appUrl }, { kind: 'user', auth }, feed.source)
+      await repo.touchToken(trx, auth.tenantId, found.id)
+      return out
+    })
+    if (answer === undefined) throw notFound()
+    return answer
+  }
+
   app.get('/api/v1/spaces/:id/calendar.ics', {
     schema: {
       operationId: 'get-space-calendar-feed',
@@ -207,25 +232,18 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
-    const scope = { tenantId: found.tenant_id, userId: found.user_id }
-    const answer = await withTenant(db, scope, async trx => {
-      const auth = await readerOf(trx, found)
-      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
-      if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
-      const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
-      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
-        { name, host, appUrl: config.appUrl }, { kind: 'user', auth }, { kind: 'space', spaceId: id })
-      await repo.touchToken(trx, auth.tenantId, found.id)
-      return out
-    })
-    if (answer === undefined) throw notFound()
-    return await sendFeed(request, reply, answer)
+    return await sendFeed(request, reply, await tokenFeed(found, request.headers['if-none-match'],
+      async (trx, auth) => {
+        if (await findVisibleSpace(trx, auth, id) === undefined) return undefined
+        const name = await repo.spaceTitle(trx, auth.tenantId, id) ?? 'Space'
+        return { name, source: { kind: 'space', spaceId: id } }
+      }))
   })
 
   app.get('/api/v1/me/calendar.ics', {
     schema: {
       operationId: 'get-personal-calendar-feed',
-      summary: 'Personal calendar feed: the events the token\'s user created or manages',
+      summary: 'Personal calendar feed: the events the token\'s user created, manages or attends',
       tags: ['Calendar feeds'],
       querystring: PersonalFeedQuery,
       produces: ['text/calendar'],
@@ -235,19 +253,12 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   }, async (request, reply) => {
     const found = await liveToken(request.query.token)
     if (found.scope !== 'personal') throw notFound()
-    const scope = { tenantId: found.tenant_id, userId: found.user_id }
-    const answer = await withTenant(db, scope, async trx => {
-      const auth = await readerOf(trx, found)
-      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
-      const who = await repo.userName(trx, auth.tenantId, auth.userId)
-      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
-        { name: who !== undefined ? `${who}'s events` : 'My events', host, appUrl: config.appUrl },
-        { kind: 'user', auth }, { kind: 'personal', userId: auth.userId })
-      await repo.touchToken(trx, auth.tenantId, found.id)
-      return out
-    })
-    if (answer === undefined) throw notFound()
-    return await sendFeed(request, reply, answer)
+    return await sendFeed(request, reply, await tokenFeed(found, request.headers['if-none-match'],
+      async (trx, auth) => {
+        const who = await repo.userName(trx, auth.tenantId, auth.userId)
+        const name = who !== undefined ? `${who}'s events` : 'My events'
+        return { name, source: { kind: 'personal', userId: auth.userId } }
+      }))
   })
 
   app.get('/api/v1/series/:id/calendar.ics', {
@@ -265,19 +276,11 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     const id = request.params.id
     const found = await liveToken(request.query.token)
     if (found.scope !== 'series' || found.series_id !== id) throw notFound()
-    const scope = { tenantId: found.tenant_id, userId: found.user_id }
-    const answer = await withTenant(db, scope, async trx => {
-      const auth = await readerOf(trx, found)
-      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
-      const title = await visibleSeriesTitle(trx, auth, id)
-      if (title === undefined) return undefined
-      const out = await feedAnswer(trx, request.headers['if-none-match'], `${found.tenant_id}:token:${found.id}`,
-        { name: title, host, appUrl: config.appUrl }, { kind: 'user', auth }, { kind: 'series', seriesId: id })
-      await repo.touchToken(trx, auth.tenantId, found.id)
-      return out
-    })
-    if (answer === undefined) throw notFound()
-    return await sendFeed(request, reply, answer)
+    return await sendFeed(request, reply, await tokenFeed(found, request.headers['if-none-match'],
+      async (trx, auth) => {
+        const title = await visibleSeriesTitle(trx, auth, id)
+        return title === undefined ? undefined : { name: title, source: { kind: 'series', seriesId: id } }
+      }))
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
