@@ -4,6 +4,7 @@
  * RECURRENCE-ID overrides, and lists single VEVENTs as they are, so a test compares what a calendar app would show
  * with what the API says.
  */
+import assert from 'node:assert/strict'
 import ICAL from 'ical.js'
 import nodeIcal from 'node-ical'
 
@@ -100,4 +101,16 @@ export function nodeIcalInstances (
     }
   }
   return out.sort(byStart)
+}
+
+/**
+ * The instances of a feed as both parsers agree on them (start, end, title, status and UID; asserted), as ical.js
+ * gives them: for a test to read a feed as every calendar app would.
+ */
+export function agreedInstances (raw: string): Instance[] {
+  const key = (i: Instance): string =>
+    `${i.start.toISOString()} ${i.end.toISOString()} ${i.summary} ${i.status} ${i.uid}`
+  const byIcalJs = icalJsInstances(raw)
+  assert.deepEqual(nodeIcalInstances(raw).map(key).sort(), byIcalJs.map(key).sort(), `ical.js and node-ical:\n${raw}`)
+  return byIcalJs
 }

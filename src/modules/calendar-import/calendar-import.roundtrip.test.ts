@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { DateTime } from 'luxon'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
-import { icalJsInstances, type Instance } from '../../../test/helpers/calendar-parsers.ts'
+import { agreedInstances, type Instance } from '../../../test/helpers/calendar-parsers.ts'
 import { expectStatus, getJson } from '../../../test/helpers/requests.ts'
 import { createSpace } from '../spaces/spaces.fixtures.ts'
 
@@ -41,7 +41,7 @@ async function occurrences (t: TestApp, token: string, eventId: number): Promise
 }
 
 /** What a calendar app shows of a feed, cancelled entries left out (an import leaves them out as EXDATEs). */
-const shown = (raw: string): string[] => icalJsInstances(raw).filter(i => i.status !== 'CANCELLED')
+const shown = (raw: string): string[] => agreedInstances(raw).filter(i => i.status !== 'CANCELLED')
   .map((i: Instance) => `${i.start.toISOString()} ${i.end.toISOString()} ${i.summary} ${i.uid}`)
 
 for (const kind of databases()) {

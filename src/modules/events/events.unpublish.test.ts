@@ -14,13 +14,15 @@ import { createSpace, publish as publishSpace } from '../spaces/spaces.fixtures.
 import {
   activityKinds, addManager, createEvent, getEvent, outboxTopics, publishEvent, type Json
 } from './events.fixtures.ts'
+import { agreedInstances } from '../../../test/helpers/calendar-parsers.ts'
 
 const DAY = 86_400_000
 const at = (ms: number): string => new Date(ms).toISOString()
 const START = Math.floor((Date.now() + 10 * DAY) / 60_000) * 60_000
 
-/** The VEVENTs of a feed by summary: status and sequence. */
+/** The VEVENTs of a feed by summary: status and sequence (node-ical reading the same instances as ical.js). */
 function vevents (raw: string): Map<string, { status: string, sequence: number }> {
+  agreedInstances(raw)
   const cal = new ICAL.Component(ICAL.parse(raw))
   return new Map(cal.getAllSubcomponents('vevent').map(v => [
     String(v.getFirstPropertyValue('summary')),

@@ -1,7 +1,8 @@
 /**
- * Calendar feeds (RFC 5545): every feed is parsed with ical.js. Times across daylight-saving changes, a series'
- * occurrences and an override, a cancelled event, text escaping and line folding, 304, and the token rules
- * (revoked, rotated, another tenant's, a removed user, a private space without token).
+ * Calendar feeds (RFC 5545): every feed is parsed with ical.js (and node-ical must read the same instances). Times
+ * across daylight-saving changes, a series as one recurring entry with an override, a cancelled event, text escaping
+ * and line folding, 304, and the token rules (revoked, rotated, another tenant's, a removed user, a private space
+ * without token).
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -11,6 +12,7 @@ import { databases, newTenant, useTestApp, type TestApp } from '../../../test/he
 import { expectStatus } from '../../../test/helpers/requests.ts'
 import { createSpace, publish } from '../spaces/spaces.fixtures.ts'
 import { addManager } from '../events/events.fixtures.ts'
+import { agreedInstances } from '../../../test/helpers/calendar-parsers.ts'
 
 type Json = Record<string, any>
 
@@ -33,9 +35,13 @@ interface Parsed {
   vevents: ICAL.Component[]
 }
 
-/** Parses a feed with ical.js, registering its VTIMEZONEs, and checks that no line exceeds 75 octets. */
+/**
+ * Parses a feed with ical.js, registering its VTIMEZONEs, and checks that no line exceeds 75 octets and that node-ical
+ * reads the same instances.
+ */
 function parse (raw: string): Parsed {
   assert.ok(raw.endsWith('END:VCALENDAR') || raw.endsWith('END:VCALENDAR\r\n'), raw.slice(-40))
+  agreedInstances(raw)
   for (const line of raw.split('\r\n')) {
     assert.ok(Buffer.byteLength(line, 'utf8') <= 75, `a line of ${Buffer.byteLength(line)} octets: ${line}`)
   }

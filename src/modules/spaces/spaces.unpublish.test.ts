@@ -10,7 +10,7 @@ import { describe, it } from 'node:test'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { expectStatus, expectStatuses, getJson } from '../../../test/helpers/requests.ts'
 import { outboxEvents } from '../../../test/helpers/outbox.ts'
-import { icalJsInstances } from '../../../test/helpers/calendar-parsers.ts'
+import { agreedInstances } from '../../../test/helpers/calendar-parsers.ts'
 import { createSpace, publish } from './spaces.fixtures.ts'
 
 type Json = Record<string, any>
@@ -61,7 +61,7 @@ for (const kind of databases()) {
       assert.equal((await anonymous(t, `/api/v1/public/spaces/${handle}`)).statusCode, 404)
       const emptied = await anonymous(t, feed)
       assert.equal(emptied.statusCode, 200)
-      assert.deepEqual(icalJsInstances(emptied.body), [])
+      assert.deepEqual(agreedInstances(emptied.body), [])
       const got = await getJson(t, alice, `/api/v1/spaces/${id}`)
       assert.deepEqual([got.status, got.version, got.public_handle, got.has_draft], ['draft', 1, handle, false])
       // a member sees a draft no more; what he belongs to is kept
@@ -76,7 +76,7 @@ for (const kind of databases()) {
 
       await publish(t, alice, id)
       assert.equal((await anonymous(t, `/api/v1/public/spaces/${handle}`)).json().upcoming_events.length, 1)
-      assert.deepEqual(icalJsInstances((await anonymous(t, feed)).body).map(i => [i.summary, i.status]),
+      assert.deepEqual(agreedInstances((await anonymous(t, feed)).body).map(i => [i.summary, i.status]),
         [['Planting day', 'CONFIRMED']])
       await getJson(t, bob, `/api/v1/spaces/${id}`)
       const again = await getJson(t, alice, `/api/v1/spaces/${id}`)
@@ -99,14 +99,14 @@ for (const kind of databases()) {
       await expectStatus(t, alice, 'POST', unpublishUrl(id), 204, { cancel_in_feeds: true })
       const withdrawn = await anonymous(t, feed)
       assert.equal(withdrawn.statusCode, 200)
-      assert.deepEqual(icalJsInstances(withdrawn.body).map(i => [i.summary, i.status]),
+      assert.deepEqual(agreedInstances(withdrawn.body).map(i => [i.summary, i.status]),
         [['Planting day', 'CANCELLED']])
       assert.equal((await anonymous(t, `/api/v1/public/spaces/${id}`)).statusCode, 404)
       // an edit of the draft keeps it so (its address stays in the directory)
       await expectStatus(t, alice, 'PATCH', `/api/v1/spaces/${id}`, 200, { title: 'Closed garden' })
-      assert.deepEqual(icalJsInstances((await anonymous(t, feed)).body).map(i => i.status), ['CANCELLED'])
+      assert.deepEqual(agreedInstances((await anonymous(t, feed)).body).map(i => i.status), ['CANCELLED'])
       await publish(t, alice, id)
-      assert.deepEqual(icalJsInstances((await anonymous(t, feed)).body).map(i => [i.summary, i.status]),
+      assert.deepEqual(agreedInstances((await anonymous(t, feed)).body).map(i => [i.summary, i.status]),
         [['Planting day', 'CONFIRMED']])
       // made private while unpublished: its feed is gone
       await expectStatus(t, alice, 'POST', unpublishUrl(id), 204, { cancel_in_feeds: true })
