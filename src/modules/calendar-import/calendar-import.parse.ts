@@ -15,7 +15,7 @@ import rrule from 'rrule'
 import { ApiError, error400BadRequest, fieldError } from '../../platform/http/errors.ts'
 import { isTimezone } from '../../platform/http/validation.ts'
 import { ICS_MAX_EVENTS, UID_MAX } from './calendar-import.schemas.ts'
-import { forEachLine } from '../../platform/http/text-lines.ts'
+import { forEachLine, utf8OrBadLine, withoutBom } from '../../platform/http/text-lines.ts'
 
 const { RRule } = rrule
 
@@ -87,27 +87,16 @@ const bodyError = (message: string): ApiError =>
  * (PostgreSQL text cannot hold one) or byte that is not UTF-8.
  */
 export function decodeCalendar (raw: Buffer): string {
-  const bytes = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw
+  const bytes = withoutBom(raw)
   const nul = bytes.indexOf(0)
   if (nul >= 0) {
     forEachLine(bytes, (line, start, end) => {
       if (nul >= start && nul <= end) throw lineError(line, 'holds a NUL character')
     })
   }
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)
-  } catch {
-    let bad = 0
-    forEachLine(bytes, (line, start, end) => {
-      if (bad !== 0) return
-      try {
-        new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start, end))
-      } catch {
-        bad = line
-      }
-    })
-    throw lineError(Math.max(bad, 1), 'is not UTF-8 text (the file must be encoded in UTF-8)')
-  }
+  const decoded = utf8OrBadLine(bytes)
+  if ('badLine' in decoded) throw lineError(decoded.badLine, 'is not UTF-8 text (the file must be encoded in UTF-8)')
+  return decoded.text
 }
 
 /** A content line (RFC 5545 3.1) unfolded: the line it starts on, its name, its value as written. */

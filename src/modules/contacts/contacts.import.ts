@@ -16,7 +16,7 @@ import { toErrorDetails, validatorCompiler } from '../../platform/http/validatio
 import {
   IMPORT_MAX_BYTES, IMPORT_MAX_LINE_BYTES, IMPORT_MAX_ROWS, UpsertContactItem, WRITABLE_FIELDS, type WritableField
 } from './contacts.schemas.ts'
-import { CR, forEachLine, LF } from '../../platform/http/text-lines.ts'
+import { CR, forEachLine, LF, utf8OrBadLine, withoutBom } from '../../platform/http/text-lines.ts'
 
 /** A data row of the file: the line it starts on and the upsert item it stands for. */
 export interface ImportRow {
@@ -60,7 +60,7 @@ const lineError = (line: number, message: string, detail = 'the CSV cannot be re
  * that is not UTF-8.
  */
 export function decodeCsvBody (raw: Buffer): string {
-  const bytes = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw
+  const bytes = withoutBom(raw)
   const nul = bytes.indexOf(0)
   forEachLine(bytes, (line, start, end) => {
     if (end - start > IMPORT_MAX_LINE_BYTES) {
@@ -68,21 +68,11 @@ export function decodeCsvBody (raw: Buffer): string {
     }
     if (nul >= start && nul < end) throw lineError(line, `line ${line} holds a NUL character`)
   })
-  try {
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes)
-  } catch {
-    // a line break is never part of a multi-byte sequence: the first line that does not decode holds the first bad byte
-    let bad = 0
-    forEachLine(bytes, (line, start, end) => {
-      if (bad !== 0) return
-      try {
-        new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(start, end))
-      } catch {
-        bad = line
-      }
-    })
-    throw lineError(bad, `line ${bad} is not UTF-8 text (the file must be encoded in UTF-8)`)
+  const decoded = utf8OrBadLine(bytes)
+  if ('badLine' in decoded) {
+    throw lineError(decoded.badLine, `line ${decoded.badLine} is not UTF-8 text (the file must be encoded in UTF-8)`)
   }
+  return decoded.text
 }
 
 /** The 1-based physical line of byte offsets asked for in increasing order (one pass over the file). */
