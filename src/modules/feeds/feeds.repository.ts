@@ -207,6 +207,9 @@ function sourceOf (eb: Eb, tenantId: string, source: FeedSource): Expression<Sql
 function feedRows (trx: Tx, reader: FeedReader, source: FeedSource) {
   const tenantId = reader.kind === 'user' ? reader.auth.tenantId : reader.tenantId
   return trx.selectFrom('events')
+    // the series whose rule the feed writes: its revision is part of each occurrence's version (`rowVersion`)
+    .leftJoin('event_series as fs', join => join
+      .onRef('fs.tenant_id', '=', 'events.tenant_id').onRef('fs.id', '=', 'events.series_id'))
     .where('events.tenant_id', '=', tenantId)
     .where(eb => eb.or([
       eb('events.status', 'in', ['published', 'archived']),
@@ -227,10 +230,10 @@ function feedRows (trx: Tx, reader: FeedReader, source: FeedSource) {
 
 /**
  * The row version of an event (`xmin`, the transaction that wrote the version read): another after any committed
- * change, whichever code path or process made it (as RowJsonCache's, platform/db/row-json-cache.ts).
+ * change, whichever code path or process made it (as RowJsonCache's, platform/db/row-json-cache.ts); for an
+ * occurrence, with its series' revision (`fs`, joined in `feedRows`: one join, not a lookup per row).
  */
-const rowVersion = sql<string>`events.xmin::text || coalesce('.' || (select s.revision from event_series s
-  where s.tenant_id = events.tenant_id and s.id = events.series_id), '')`
+const rowVersion = sql<string>`events.xmin::text || coalesce('.' || fs.revision, '')`
 
 /**
  * The digest of which rows a feed holds, in which versions: `md5` of `id.version` in the feed's order, joined by
