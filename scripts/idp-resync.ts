@@ -11,6 +11,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.ts'
+import { withAuditActor } from '../src/platform/audit.ts'
 import { createDatabase } from '../src/platform/db/database.ts'
 import { migrate } from '../src/platform/db/migrate.ts'
 import { ExportError, parseExport, resyncUsers } from '../src/modules/identity/identity.idp-resync.ts'
@@ -48,10 +49,9 @@ const handle = await createDatabase({
 })
 try {
   await migrate(handle)
-  const report = await resyncUsers(handle.db, users, {
-    removeMissing: values['remove-missing'],
-    dryRun: values['dry-run']
-  })
+  // the provider's changes, as its webhook's are (docs/audit.md)
+  const report = await withAuditActor({ kind: 'identity_provider', id: null, via: 'resync' }, async () =>
+    await resyncUsers(handle.db, users, { removeMissing: values['remove-missing'], dryRun: values['dry-run'] }))
   process.stdout.write(`${JSON.stringify({ users: users.length, ...report })}\n`)
 } catch (err) {
   process.stderr.write(`resync failed: ${(err as Error).message}\n`)

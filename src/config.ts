@@ -168,6 +168,11 @@ export interface RetentionConfig {
    * a sync token answers for this period less a day (`syncWindowMs`); null (`off`): kept forever
    */
   readonly changes: number | null
+  /**
+   * the tenant audit log's entries, from when the change was made (RETENTION_AUDIT, 365d, at least 1d; docs/audit.md);
+   * deleted from the start of each tenant's chain, sealed entries only
+   */
+  readonly audit: number | null
   /** rows deleted by one statement at most (RETENTION_BATCH_SIZE, 1000) */
   readonly batchSize: number
 }
@@ -417,6 +422,7 @@ function retention (env: Env): RetentionConfig {
       2 * 86_400_000,
       '2d (the sync window is this period less a day)'
     ),
+    audit: retentionPeriod(env, 'RETENTION_AUDIT', '365d', 86_400_000, '1d'),
     batchSize: int(env, 'RETENTION_BATCH_SIZE', 1000, 1, 100_000)
   })
 }

@@ -6,7 +6,8 @@
  * 2. webhook subscriptions: dispatch and delivery (`startWebhookWorker` of webhooks.delivery.ts);
  * 3. notifications: delivery of the notification outbox (src/platform/notifications/delivery.ts);
  * 4. series: the rolling windows of series that never end (`startSeriesWindows` of series.service.ts);
- * 5. retention: old rows pruned (src/platform/retention.ts), then the upkeep steps the modules register here.
+ * 5. the audit log: new entries sealed into their tenant's hash chain (src/platform/audit-chain.ts);
+ * 6. retention: old rows pruned (src/platform/retention.ts), then the upkeep steps the modules register here.
  *
  * The engines the loops drive live in the app context (`ctx.engines`, made in app.ts), so tests drive them step by
  * step without starting any loop. Each loop stops when the app closes; retention is registered last, so it stops
@@ -16,6 +17,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from './platform/app-context.ts'
 import { startNotificationDelivery } from './platform/notifications/delivery.ts'
 import { startRetention, type UpkeepStep } from './platform/retention.ts'
+import { pruneAudit, startAuditSealer } from './platform/audit-chain.ts'
 import { startWorkers as startAutomationWorkers } from './modules/automation/index.ts'
 import { readUnreadPhones } from './modules/contacts/index.ts'
 import { compactListCounts } from './modules/events/index.ts'
@@ -32,6 +34,15 @@ function upkeepSteps (ctx: AppContext): UpkeepStep[] {
       done: 'retention: event list counts folded',
       unit: 'tenants',
       run: async (db, signal) => await compactListCounts(db, signal)
+    },
+    {
+      // the tenant audit log's entries older than RETENTION_AUDIT, from the start of each chain (docs/audit.md)
+      done: 'retention: audit entries deleted',
+      unit: 'entries',
+      run: async (db, signal) => {
+        const keep = ctx.config.retention.audit
+        return keep === null ? 0 : await pruneAudit(db, new Date(Date.now() - keep), signal)
+      }
     },
     {
       // contacts written before their phone numbers were read (migration 0028)
@@ -80,7 +91,11 @@ export function startBackgroundWork (app: FastifyInstance, ctx: AppContext): voi
   const stopSeries = startSeriesWindows(ctx.db, log)
   app.addHook('onClose', async () => { await stopSeries() })
 
-  // 5. retention and upkeep, last
+  // 5. the audit log's chain: new entries sealed every few seconds
+  const stopSealer = startAuditSealer(ctx.db, log)
+  app.addHook('onClose', async () => { await stopSealer() })
+
+  // 6. retention and upkeep, last
   const retention = startRetention(ctx.db, ctx.config.retention, log, undefined, upkeepSteps(ctx))
   app.addHook('onClose', async () => { await retention.stop() })
 }

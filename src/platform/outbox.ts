@@ -3,9 +3,12 @@
  * (`emit(trx, …)`, or `emitMany(trx, […])` for a bulk change), so a rolled-back request leaves no
  * event and a committed one is never lost. The automation engine consumes the outbox in id order.
  *
+ * Every event is also an entry of the tenant audit log, written beside it (audit.ts).
+ *
  * Topic names are `<aggregate>.<verb>` (`event.published`, `contact.created`); template-qualified
  * names (`announcement.published`) are derived by the consumer from the payload's `template`.
  */
+import { auditEvents } from './audit.ts'
 import { rowChunks } from './db/chunks.ts'
 import type { Tx } from './db/tenant.ts'
 
@@ -58,6 +61,7 @@ function rowOf (event: DomainEvent) {
  */
 export async function emit (trx: Tx, event: DomainEvent): Promise<void> {
   await trx.insertInto('outbox').values(rowOf(event)).execute()
+  await auditEvents(trx, [event])
 }
 
 /** Bind parameters of one outbox row: the columns of rowOf. */
@@ -78,4 +82,5 @@ export async function emitMany (trx: Tx, events: readonly DomainEvent[]): Promis
   for (const chunk of rowChunks(events.map(rowOf), PARAMS_PER_ROW)) {
     await trx.insertInto('outbox').values(chunk).execute()
   }
+  await auditEvents(trx, events)
 }

@@ -25,6 +25,7 @@ void describe('retention configuration', () => {
       feedTokens: 30 * DAY,
       guestTokens: 30 * DAY,
       changes: 31 * DAY,
+      audit: 365 * DAY,
       batchSize: 1000
     })
     // a sync token answers for the log's period less a day: 30 days

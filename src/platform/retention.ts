@@ -32,7 +32,8 @@ import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { RetentionConfig } from '../config.ts'
 import type { Database } from './db/database.ts'
-import { withSystem } from './db/tenant.ts'
+import { withSystem, type Tx } from './db/tenant.ts'
+import { recordAudit } from './audit.ts'
 import { compactRowCounts } from './db/kept-counts.ts'
 
 /**
@@ -179,16 +180,29 @@ async function pruneBatch (
   o: PruneOptions
 ): Promise<Batch> {
   const { table, where } = EXPIRED[kind]
-  const r = await withSystem(
-    db,
-    async trx =>
-      await sql`
+  const deleted = await withSystem(db, async trx => {
+    const r = await sql`
     delete from ${sql.table(table)} where tenant_id = ${tenantId} and ctid = any(array(
       select ctid from ${sql.table(table)} where tenant_id = ${tenantId} and ${where(cutoff, now)}
       limit ${o.retention.batchSize} for update skip locked))`.execute(trx)
-  )
-  const deleted = Number(r.numAffectedRows ?? 0)
+    const n = Number(r.numAffectedRows ?? 0)
+    await auditPruned(trx, tenantId, table, n, cutoff)
+    return n
+  })
   return { deleted, full: deleted >= o.retention.batchSize }
+}
+
+/** Retention's deletions in the tenant's audit log: one entry per batch, the table and the rows (docs/audit.md). */
+async function auditPruned (trx: Tx, tenantId: string, table: string, rows: number, cutoff: Date): Promise<void> {
+  if (rows === 0) return
+  await recordAudit(trx, {
+    tenantId,
+    action: 'retention.deleted',
+    resourceType: table,
+    resourceId: null,
+    fields: { rows, before_at: cutoff },
+    actor: { kind: 'system', id: 'retention' }
+  })
 }
 
 interface Cursor { at: string, id: string }
@@ -214,10 +228,8 @@ async function executionsBatch (
 ): Promise<Batch & { cursor: Cursor | undefined }> {
   const keep = o.retention.executionsKeepPerRule
   const relativeBefore = new Date(now.getTime() - RELATIVE_GRACE_MINUTES * 60_000)
-  const { rows } = await withSystem(
-    db,
-    async trx =>
-      await sql<{ deleted: number; scanned: number; at: string | null; id: string | null }>`
+  const { rows } = await withSystem(db, async trx => {
+    const r = await sql<{ deleted: number; scanned: number; at: string | null; id: string | null }>`
     with candidates as (
       select ctid as tid, rule_id, id, created_at, trigger_key from automation_executions
       where tenant_id = ${tenantId} and ${oldExecutions(cutoff)}
@@ -251,7 +263,9 @@ async function executionsBatch (
     )
     select (select count(*)::int from gone) as deleted, (select count(*)::int from candidates) as scanned,
       (select at from last) as at, (select id from last) as id`.execute(trx)
-  )
+    await auditPruned(trx, tenantId, 'automation_executions', Number(r.rows[0]?.deleted ?? 0), cutoff)
+    return r
+  })
   const row = rows[0]
   const scanned = Number(row?.scanned ?? 0)
   return {

@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto'
 import type { AuthContext } from '../../platform/auth/verify.ts'
+import { withAuditActor } from '../../platform/audit.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { automationExecutions } from '../../platform/metrics.ts'
 import { ApiError, error403Forbidden } from '../../platform/http/errors.ts'
@@ -614,6 +615,12 @@ export async function runExecution (
   engine: Engine,
   job: ExecutionJob
 ): Promise<{ outcome: RunOutcome; error?: string }> {
+  // every change of the run is the rule's: its run-as user through this execution (docs/audit.md)
+  return await withAuditActor({ kind: 'automation', id: null, via: `execution:${job.executionId}` }, async () =>
+    await runClaimed(engine, job))
+}
+
+async function runClaimed (engine: Engine, job: ExecutionJob): Promise<{ outcome: RunOutcome; error?: string }> {
   const { tenantId, executionId } = job
   const token = crypto.randomUUID()
   const claimed = await claimExecution(engine, job, token)

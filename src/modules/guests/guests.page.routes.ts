@@ -296,7 +296,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
         }
       },
       bodyLimit: FORM_BODY_LIMIT,
-      config: { auth: 'none' }
+      config: { auth: 'none', auditActor: 'guest' }
     }, async (request, reply) => {
       const b = request.body
       const id = request.params.id

@@ -41,7 +41,7 @@ export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: Gues
       body: PublicRegistrationBody,
       response: { 202: RegistrationAccepted }
     },
-    config: { auth: 'none' }
+    config: { auth: 'none', auditActor: 'guest' }
   }, async (request, reply) => {
     const b = request.body
     const asked = b.locale ?? requestLocale(request, fallback)
@@ -77,7 +77,7 @@ export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: Gues
       body: GuestTokenBody,
       response: { 200: GuestOutcome }
     },
-    config: { auth: 'none' }
+    config: { auth: 'none', auditActor: 'guest' }
   }, async (request, reply) => {
     const asked = requestLocale(request, fallback)
     await takeOrRefuse(limits.address, `ip:${request.ip}`, asked)

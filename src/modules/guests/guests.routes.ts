@@ -33,7 +33,10 @@ function linkOperation<S extends Omit<FastifySchema, 'tags' | 'summary' | 'opera
   summary: string,
   schema: S
 ) {
-  return { schema: { operationId, summary, tags: ['Guests'], ...schema }, config: { auth: 'none' as const } }
+  return {
+    schema: { operationId, summary, tags: ['Guests'], ...schema },
+    config: { auth: 'none' as const, auditActor: 'guest' as const }
+  }
 }
 /** Nothing a guest's link shows is kept by a cache or leaks the link through a Referer. */
 const PRIVATE = { 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }

@@ -44,7 +44,7 @@ export const idpWebhookRoutes = (gate: UserGateCache) => defineModule(async (app
       }
     },
     bodyLimit: IDP_WEBHOOK_BODY_LIMIT,
-    config: { auth: 'none' }
+    config: { auth: 'none', auditActor: 'identity_provider' }
   }, async request => {
     const secrets = [config.idpWebhookSecret, config.idpWebhookSecretPrevious].filter(
       (s): s is string => s !== undefined

@@ -113,6 +113,11 @@ export async function migrate (handle: DatabaseHandle, dir: string = MIGRATIONS_
       grant select, insert, update, delete on all tables in schema public to ${APP_ROLE};
       grant usage, select on all sequences in schema public to ${APP_ROLE};
       revoke all on schema_migrations from ${APP_ROLE};`)
+    // the audit log is append-only for the application (docs/audit.md): once its migration (0043) has run
+    const audit = await runner.query("select to_regclass('public.audit_log') is not null as present")
+    if (audit.rows[0]?.present === true) {
+      await runner.exec(`revoke update, delete, truncate on audit_log, audit_heads from ${APP_ROLE}`)
+    }
     return { applied, skipped: files.length - applied.length, distributed }
   } finally {
     await runner.query('select pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {})

@@ -50,7 +50,42 @@ export interface NotificationOutboxTable {
   sent_at: Timestamp | null
 }
 
+/** Who made a change of the audit log (src/platform/audit.ts, AUDIT_ACTOR_KINDS). */
+export type AuditActorKind =
+  'user' | 'api_key' | 'guest' | 'anonymous' | 'identity_provider' | 'automation' | 'scim' | 'system'
+
+/** One change of the tenant audit log (migration 0043, docs/audit.md); seq, prev_hash and hash are set when sealed. */
+export interface AuditLogTable {
+  tenant_id: string
+  id: Generated<number>
+  at: Timestamp
+  actor_type: AuditActorKind
+  actor_id: string | null
+  via: string | null
+  request_id: string | null
+  address: string | null
+  action: string
+  resource_type: string
+  resource_id: string | null
+  contact_id: string | null
+  fields: Json
+  seq: number | null
+  prev_hash: string | null
+  hash: string | null
+}
+
+/** The head of a tenant's audit chain, and where retention cut its start. */
+export interface AuditHeadsTable {
+  tenant_id: string
+  seq: Generated<number>
+  hash: Generated<string>
+  pruned_seq: Generated<number>
+  pruned_hash: Generated<string>
+}
+
 export interface PlatformTables {
+  audit_log: AuditLogTable
+  audit_heads: AuditHeadsTable
   outbox: OutboxTable
   idempotency_keys: IdempotencyKeysTable
   notification_outbox: NotificationOutboxTable

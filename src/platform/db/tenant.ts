@@ -11,6 +11,7 @@ import pg from 'pg'
 import { ConfigError } from '../../config.ts'
 import type { Database, DatabaseHandle } from './database.ts'
 import { registeredSystemDatabase } from './system-database.ts'
+import { auditTransaction } from '../audit.ts'
 
 /** The role that RLS applies to: NOSUPERUSER, NOBYPASSRLS, owns no table (migration 0001). */
 export const APP_ROLE = 'collab_app'
@@ -20,6 +21,11 @@ export type Tx = Transaction<Database>
 export interface TenantScope {
   readonly tenantId: string
   readonly userId?: string | undefined
+  /**
+   * the transaction's writes are the service's bookkeeping (the user gate's claims, Idempotency-Key answers), not a
+   * change anyone made: a request that writes only these gets no audit entry (src/platform/audit.ts)
+   */
+  readonly bookkeeping?: boolean
 }
 
 const RETRYABLE = new Set(['40001', '40P01'])
@@ -58,7 +64,7 @@ export async function withTenant<T> (
     try {
       return await db.transaction().execute(async trx => {
         for (const statement of scopeStatements(scope)) await trx.executeQuery(CompiledQuery.raw(statement, []))
-        return await fn(trx)
+        return await auditTransaction(scope.tenantId, trx, fn, scope.bookkeeping === true)
       })
     } catch (err) {
       const code = (err as { code?: string }).code

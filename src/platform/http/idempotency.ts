@@ -272,7 +272,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>,
       throw invalidField('header.idempotency-key', 'expected 1 to 255 visible ASCII characters', key)
     }
     const hash = requestHash(request)
-    const scope = { tenantId: auth.tenantId, userId: auth.userId }
+    const scope = { tenantId: auth.tenantId, userId: auth.userId, bookkeeping: true }
     if (request.routeOptions.config.idempotency === 'transaction') {
       const found = await probe(db, scope, request, key, hash)
       if (found === undefined) {
@@ -341,7 +341,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>,
     const auth = request.optionalAuth ?? null
     if (claim === null || auth === null) return payload
     request.idempotencyClaim = null
-    const scope = { tenantId: auth.tenantId, userId: auth.userId }
+    const scope = { tenantId: auth.tenantId, userId: auth.userId, bookkeeping: true }
     const where = { tenant_id: auth.tenantId, user_id: auth.userId, key: claim.key }
     if (claim.mode === 'transaction') {
       // nothing committed (the write failed) or nothing to refine (an error after the commit keeps the stored result)
