@@ -1,5 +1,6 @@
 /**
- * Per-caller token bucket (caller = tenant + user), built from two rate-limiter-flexible limiters.
+ * Per-caller token bucket (caller = tenant + user, or an API key: each key its own bucket), built from two
+ * rate-limiter-flexible limiters.
  * The bucket holds RATE_LIMIT_CAPACITY tokens and is whole again CAPACITY / REFILL seconds after
  * it was first drawn on; once it is empty, RATE_LIMIT_REFILL_PER_SEC tokens per second still pass
  * (the refill a client waiting on an empty bucket would see). A route declares its cost in
@@ -21,6 +22,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { createRequire } from 'node:module'
 import type { Redis as RedisClient } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
+import type { AuthContext } from './auth/verify.ts'
 import { ApiError } from './http/errors.ts'
 import { rateLimitRefusals } from './metrics.ts'
 
@@ -180,6 +182,13 @@ async function charge (
   }
 }
 
+/**
+ * The bucket key of a caller: tenant and user, or for a service account's API key the key itself (each key its own
+ * bucket, docs/api-keys.md).
+ */
+export const callerKey = (auth: AuthContext): string =>
+  auth.apiKey === undefined ? `${auth.tenantId}:${auth.userId}` : `${auth.tenantId}:key:${auth.apiKey.keyId}`
+
 /** The bucket key of a request without a valid token: its client address. */
 export const anonymousKey = (request: FastifyRequest): string => `ip:${request.ip}`
 
@@ -197,7 +206,7 @@ export function registerRateLimit (app: FastifyInstance, limiter: RateLimiter, a
     await charge(
       auth === null ? anonymous : limiter,
       auth === null ? 'anonymous' : 'caller',
-      auth === null ? anonymousKey(request) : `${auth.tenantId}:${auth.userId}`,
+      auth === null ? anonymousKey(request) : callerKey(auth),
       request,
       reply
     )

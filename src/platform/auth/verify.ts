@@ -43,6 +43,13 @@ export interface AuthContext {
   readonly exp: number
   /** token issue time (`iat`), unix seconds, when the token says */
   readonly iat?: number
+  /**
+   * Set when the caller is a service account authenticated with an API key (docs/api-keys.md): the key, its account,
+   * and the scopes it is limited to (null: every permission of its role, never `scim`, which must be named).
+   */
+  readonly apiKey?: {
+    readonly keyId: string; readonly serviceAccountId: string; readonly scopes: ReadonlySet<string> | null
+  }
 }
 
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA']
