@@ -9,10 +9,10 @@ import { withTenant } from '../../platform/db/tenant.ts'
 import { findUser } from './identity.repository.ts'
 import { AuthContext } from './identity.schemas.ts'
 import { idpWebhookRoutes } from './identity.idp-webhook.routes.ts'
-import { createUserGate } from './identity.user-gate.ts'
+import { userGateOf } from './identity.user-gate.ts'
 
 export const identityModule = defineModule(async (app, ctx) => {
-  const gate = createUserGate(ctx.db, ctx.config.userGateCacheMs)
+  const gate = userGateOf(ctx)
   ctx.userGate.current = gate.check
 
   app.get('/api/v1/auth/me', {

@@ -5,3 +5,7 @@
  */
 export { displayProfiles, findProfile, findUser, latestClaims } from './identity.repository.ts'
 export { identityModule } from './identity.routes.ts'
+// the user lifecycle (the webhook's path) and the user gate, for the SCIM module (docs/scim.md)
+export { applyUserChange, type UserChange } from './identity.service.ts'
+export { lockUser } from './identity.repository.ts'
+export { userGateOf, type DirectoryRoles } from './identity.user-gate.ts'

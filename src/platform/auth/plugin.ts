@@ -24,8 +24,25 @@ import {
 
 export type AuthMode = 'required' | 'optional' | 'none'
 
-/** Refuses the tokens of users the identity provider removed or deactivated (set by the identity module). */
-export type UserGate = (auth: AuthContext) => Promise<boolean>
+/**
+ * Refuses the tokens of users the identity provider removed or deactivated (set by the identity module): false
+ * refuses, true lets the caller in as the token says, an AuthContext lets them in as that (the token's roles with the
+ * roles of the user's SCIM groups added, docs/scim.md).
+ */
+export type UserGate = (auth: AuthContext) => Promise<boolean | AuthContext>
+
+/**
+ * Bearer credentials that are not JWTs: the API keys of service accounts (`cbk_…`, docs/api-keys.md), checked by the
+ * api-keys module's engine, which app.ts gives `registerAuth`.
+ */
+export interface ApiKeyAuthenticator {
+  /** whether a bearer value is meant as an API key (its prefix), so that it is never read as a JWT */
+  claims (token: string): boolean
+  /** the key's caller (with `apiKey` set); a TokenRefused naming why not */
+  verify (token: string, request: FastifyRequest): Promise<AuthContext>
+  /** called after the response of every request authenticated with a key */
+  used (request: FastifyRequest, reply: FastifyReply): void
+}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -66,9 +83,10 @@ export function authModeOf (request: FastifyRequest): AuthMode {
 /** Called before a request is refused 401 (the rate limit counts refusals per address; it may throw 429 instead). */
 export type RefusalHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 
+/** The bearer value of the header: a JWT's three parts, or an API key (`cbk_…`, checked for its format later). */
 function bearer (header: string | undefined): string | undefined {
   if (header === undefined) return undefined
-  const m = /^Bearer\s+([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]*)\s*$/i.exec(header)
+  const m = /^Bearer\s+([A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]+\.[A-Za-z0-9\-_=]*|cbk_[A-Za-z0-9]{1,200})\s*$/i.exec(header)
   return m?.[1]
 }
 
@@ -106,7 +124,8 @@ export function registerAuth (
   app: FastifyInstance,
   verifier: TokenVerifier,
   gate: { current: UserGate | undefined },
-  onRefusal?: RefusalHook
+  onRefusal?: RefusalHook,
+  apiKeys?: ApiKeyAuthenticator
 ): void {
   app.decorateRequest('auth', null as unknown as AuthContext)
   app.decorateRequest('optionalAuth', null)
@@ -145,7 +164,7 @@ export function registerAuth (
     }
     let auth: AuthContext
     try {
-      auth = await verifier.verify(token)
+      auth = apiKeys?.claims(token) === true ? await apiKeys.verify(token, request) : await verifier.verify(token)
     } catch (err) {
       logRefusal(request, err, mode)
       if (mode === 'optional') return
@@ -158,7 +177,9 @@ export function registerAuth (
       }
       return await refuse(err)
     }
-    if (gate.current !== undefined && !(await gate.current(auth))) {
+    // a service account is no user of the identity provider: its key's check covers its state
+    const gated = auth.apiKey === undefined && gate.current !== undefined ? await gate.current(auth) : true
+    if (gated === false) {
       if (mode === 'optional') return
       request.log.debug(
         { refusal: { reason: 'user not active', status: 401, token: { sub: auth.userId } } },
@@ -166,7 +187,15 @@ export function registerAuth (
       )
       return await refuse(error401Unauthorized('the user is not active'))
     }
+    if (gated !== true) auth = gated
     request.auth = auth
     request.optionalAuth = auth
   })
+
+  // every request made with an API key is recorded once answered (docs/api-keys.md, "What is audited")
+  if (apiKeys !== undefined) {
+    app.addHook('onResponse', async (request, reply) => {
+      if (request.optionalAuth?.apiKey !== undefined) apiKeys.used(request, reply)
+    })
+  }
 }
