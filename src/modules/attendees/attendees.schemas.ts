@@ -27,7 +27,9 @@ export const Attendee = model('Attendee', {
   id: Type.Integer(),
   event_id: Nullable(Type.Integer({ description: 'Occurrence attended; null when the row covers a series' })),
   series_id: Nullable(Type.Integer({ description: 'Set when the contact attends every occurrence of a series' })),
-  contact_id: Type.String({ format: 'uuid' }),
+  contact_id: Nullable(Type.String({
+    format: 'uuid', description: 'null: the anonymous attendance of an erased contact (docs/privacy.md)'
+  })),
   org_id: Nullable(Type.String()),
   status: AttendeeStatus,
   notes: Nullable(Type.String()),

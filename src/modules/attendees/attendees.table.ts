@@ -17,6 +17,12 @@ export interface AttendeesTable {
   id: Generated<number>
   event_id: number | null
   series_id: number | null
+  /**
+   * Null in the database only on the anonymous attendance an erasure leaves (docs/privacy.md): counted, never
+   * addressed. Typed as a string because no path that reads or writes by contact can reach such a row (they look
+   * attendees up by contact id, and the erasure deleted the guest links to them); a path that lists every attendance
+   * of an event must expect null (the list's schema says so).
+   */
   contact_id: string
   org_id: string | null
   status: Generated<AttendeeStatus>

@@ -122,7 +122,8 @@ export async function attendeesAvailable (trx: Tx): Promise<boolean> {
 
 /**
  * Where to reach an event's attendees (of the statuses, when given), in the order they were added:
- * their contact's e-mail address, or `contact:<id>` when it has none.
+ * their contact's e-mail address, or `contact:<id>` when it has none (an erased contact's anonymous attendance,
+ * contact_id null, is nobody to reach: docs/privacy.md).
  */
 export async function attendeeRecipients (
   trx: Tx,
@@ -133,7 +134,7 @@ export async function attendeeRecipients (
   const rows = await sql<{ recipient: string }>`
       select coalesce(c.email, 'contact:' || a.contact_id::text) as recipient
       from attendees a left join contacts c on c.tenant_id = a.tenant_id and c.id = a.contact_id
-      where a.tenant_id = ${tenantId} and a.event_id = ${eventId}
+      where a.tenant_id = ${tenantId} and a.event_id = ${eventId} and a.contact_id is not null
       ${statuses !== undefined ? sql`and a.status in (${sql.join(statuses)})` : sql``}
       order by a.id`.execute(trx)
   return rows.rows.map(r => r.recipient)
@@ -149,7 +150,7 @@ export async function attendeesInStatuses (
 ): Promise<string[]> {
   const rows = await sql<{ contact_id: string }>`
     select contact_id::text as contact_id from attendees
-    where tenant_id = ${tenantId} and event_id = ${eventId} and status <> ${except}
+    where tenant_id = ${tenantId} and event_id = ${eventId} and status <> ${except} and contact_id is not null
       and status in (${sql.join([...statuses])})
     order by id`.execute(trx)
   return rows.rows.map(r => r.contact_id)

@@ -9,3 +9,5 @@ export { canManage, findVisible, visibleAsRow, visibleTo } from './contacts.repo
 export { contactForRegistration, type GuestContactInput } from './contacts.guests.ts'
 export { contactsModule } from './contacts.routes.ts'
 export { readUnreadPhones } from './contacts.service.ts'
+// a contact's timeline, read by the data-subject export (the privacy module; docs/privacy.md)
+export { listTimeline } from './contacts.timeline.repository.ts'
