@@ -29,6 +29,7 @@ import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
 import { TOKEN_SECRET_WARNING, withTokenSecret } from './platform/secrets.ts'
 import type { AppContext, Module } from './platform/app-context.ts'
+import { configureAuditKey, registerAuditContext } from './platform/audit.ts'
 import path from 'node:path'
 import { healthModule } from './modules/health/index.ts'
 import { identityModule } from './modules/identity/index.ts'
@@ -48,7 +49,11 @@ import { notificationsModule } from './modules/notifications/index.ts'
 import { feedsModule } from './modules/feeds/index.ts'
 import { calendarImportModule } from './modules/calendar-import/index.ts'
 import { guestsModule } from './modules/guests/index.ts'
+import { privacyModule } from './modules/privacy/index.ts'
+import { scimModule } from './modules/scim/index.ts'
+import { auditModule } from './modules/audit/index.ts'
 import { createWebhookEngine, webhooksModule } from './modules/webhooks/index.ts'
+import { apiKeysModule, createApiKeyEngine } from './modules/api-keys/index.ts'
 import { startBackgroundWork } from './workers.ts'
 
 /**
@@ -82,7 +87,11 @@ const MODULES: Module[] = [
   webhooksModule,
   feedsModule,
   calendarImportModule,
-  guestsModule
+  guestsModule,
+  privacyModule,
+  scimModule,
+  auditModule,
+  apiKeysModule
 ]
 
 export interface BuildOptions {
@@ -158,6 +167,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
       )
     }
   })
+  // first of all hooks: every request's work knows its request (the audit log's actor, audit.ts)
+  registerAuditContext(app)
+  if (sealed.tokenSecret !== undefined) configureAuditKey(sealed.tokenSecret)
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   registerRequestLog(app)
@@ -192,7 +204,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     eventBodies: newEventBodyCache(),
     engines: {
       automation: createAutomationEngine(handle.db, handle.systemDb, sealed),
-      webhooks: createWebhookEngine(handle.db, sealed.automationWebhookAllow)
+      webhooks: createWebhookEngine(handle.db, sealed.automationWebhookAllow),
+      apiKeys: createApiKeyEngine(handle.db)
     }
   }
   // PostgreSQL without TOKEN_SECRET: instances that do not share DATA_DIR would refuse each other's sync tokens
@@ -210,7 +223,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
     createRateLimiter({ ...config.anonymousRateLimit, redisUrl: config.redisUrl, prefix: 'rl:anon' })
   // a refused token draws on its address's bucket before the 401; then every other request draws on
   // its caller's bucket, or its address's when it carries no valid token
-  registerAuth(app, verifier, ctx.userGate, refusalCharge(anonymousLimiter))
+  registerAuth(app, verifier, ctx.userGate, refusalCharge(anonymousLimiter), ctx.engines.apiKeys)
   app.addHook('onRequest', bindTenant)
   registerRateLimit(app, limiter, anonymousLimiter)
   registerIdempotency(app, handle.db, replayCheckOf)
@@ -224,6 +237,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
 
   app.addHook('onClose', async () => {
     await ctx.engines.automation.queue.stop().catch(() => {})
+    // the API keys' last uses waiting for the audit log, before the database closes
+    await ctx.engines.apiKeys.close()
     await limiter.close()
     await anonymousLimiter.close()
     if (options.database === undefined) await handle.close()

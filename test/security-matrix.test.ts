@@ -191,6 +191,17 @@ for (const kind of databases()) {
       assert.deepEqual(failures, [])
     })
 
+    /**
+     * Reads whose answer holds audit entries (docs/audit.md, docs/privacy.md): compared by status only. The log
+     * grows with every change the matrix makes on a caller's own resources (that is its purpose), and an entry is
+     * sealed after it is written, so the same entry reads with its place in the chain later. What the log shows of a
+     * refused request (nothing) is src/modules/audit/audit.test.ts's.
+     */
+    const HOLDING_AUDIT_ENTRIES = new Set([
+      '/api/v1/contacts/:id/personal-data', '/api/v1/users/:id/personal-data',
+      '/api/v1/audit-log', '/api/v1/audit-log/export', '/api/v1/audit-log/verify'
+    ])
+
     /** What alice and the admin of A see of A's resources: every readable route with A's ids. */
     async function snapshotOf (w: World): Promise<Map<string, string>> {
       const snap = new Map<string, string>()
@@ -198,7 +209,8 @@ for (const kind of databases()) {
         const { url } = await resolve(w, r)
         for (const who of ['alice', 'admin'] as const) {
           const res = await w.call(w.tokens[who], { method: 'GET', url })
-          snap.set(`${who} ${url}`, res.statusCode < 300 ? `${res.statusCode} ${res.body}` : String(res.statusCode))
+          const whole = res.statusCode < 300 && !HOLDING_AUDIT_ENTRIES.has(r.url)
+          snap.set(`${who} ${url}`, whole ? `${res.statusCode} ${res.body}` : String(res.statusCode))
         }
       }
       return snap

@@ -2466,6 +2466,358 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/contacts/{id}/personal-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about a contact, as JSON or a ZIP file (GDPR article 15; costs 5 rate-limit tokens) */
+        get: operations["export-contact-personal-data"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{id}/personal-data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article 15; the user themself or a tenant admin; costs 5 rate-limit tokens) */
+        get: operations["export-user-personal-data"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/contacts/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Erase a contact everywhere it is held, its attendances kept anonymous; answers what each place held (GDPR article 17; a second erase answers the same report; costs 5 rate-limit tokens) */
+        post: operations["erase-contact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What this SCIM service provider supports */
+        get: operations["get-scim-service-provider-config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The SCIM resource types (User, Group) */
+        get: operations["list-scim-resource-types"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One SCIM resource type */
+        get: operations["get-scim-resource-type"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The schemas of the SCIM resources, as far as they are kept */
+        get: operations["list-scim-schemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One SCIM schema, by its URI */
+        get: operations["get-scim-schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the users, by filter and page */
+        get: operations["list-scim-users"];
+        put?: never;
+        /** Create a user */
+        post: operations["create-scim-user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One user */
+        get: operations["get-scim-user"];
+        /** Replace a user */
+        put: operations["replace-scim-user"];
+        post?: never;
+        /** Remove a user: as the identity provider's removal, grants and memberships end */
+        delete: operations["delete-scim-user"];
+        options?: never;
+        head?: never;
+        /** Change a user with PATCH operations (RFC 7644 §3.5.2) */
+        patch: operations["patch-scim-user"];
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the groups, by filter and page */
+        get: operations["list-scim-groups"];
+        put?: never;
+        /** Create a group, with its members and role */
+        post: operations["create-scim-group"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One group with its members */
+        get: operations["get-scim-group"];
+        /** Replace a group, its members and role */
+        put: operations["replace-scim-group"];
+        post?: never;
+        /** Delete a group; its members lose its role */
+        delete: operations["delete-scim-group"];
+        options?: never;
+        head?: never;
+        /** Change a group with PATCH operations: members added and removed, a new name or role */
+        patch: operations["patch-scim-group"];
+        trace?: never;
+    };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's audit log, newest first, by actor, action, resource, contact and time (tenant admins) */
+        get: operations["list-audit-log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-log/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's audit log as JSON Lines or CSV, newest first, streamed (tenant admins) */
+        get: operations["export-audit-log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-log/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Verifies the tenant's audit chain from its start to its head; 409 names the first entry that does not fit */
+        get: operations["verify-audit-log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/service-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant's service accounts, newest first */
+        get: operations["list-service-accounts"];
+        put?: never;
+        /** Create a service account: a machine caller with a role and optional scopes */
+        post: operations["create-service-account"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/service-accounts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a service account */
+        get: operations["get-service-account"];
+        put?: never;
+        post?: never;
+        /** Delete a service account and revoke every key of it */
+        delete: operations["delete-service-account"];
+        options?: never;
+        head?: never;
+        /** Merge-patch a service account: name, role, scopes, disabled (its keys follow within seconds) */
+        patch: operations["patch-service-account"];
+        trace?: never;
+    };
+    "/api/v1/service-accounts/{id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The keys of a service account, newest first (never a secret) */
+        get: operations["list-api-keys"];
+        put?: never;
+        /** Make an API key of a service account (its secret is shown only here) */
+        post: operations["create-api-key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/service-accounts/{id}/keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace an API key: a new key (shown only here); the old one works until the overlap ends */
+        post: operations["rotate-api-key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/service-accounts/{id}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an API key: refused from now on */
+        delete: operations["revoke-api-key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2938,8 +3290,7 @@ export interface components {
             id: number;
             event_id: number | null;
             series_id: number | null;
-            /** Format: uuid */
-            contact_id: string;
+            contact_id: string | null;
             org_id: string | null;
             /**
              * @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states")
@@ -3442,6 +3793,177 @@ export interface components {
              */
             created_at: string;
             last_used_at: string | null;
+        };
+        /** @description A SCIM User (urn:ietf:params:scim:schemas:core:2.0:User) */
+        ScimUser: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            userName: string;
+            name?: {
+                givenName?: string;
+                familyName?: string;
+            };
+            displayName?: string;
+            emails?: {
+                value: string;
+                type: string;
+                primary: boolean;
+            }[];
+            active: boolean;
+            meta: {
+                resourceType: string;
+                /** Format: date-time */
+                created: string;
+                /** Format: date-time */
+                lastModified: string;
+                location: string;
+                /** @description The weak entity tag, as ETag sends it */
+                version: string;
+            };
+        };
+        /** @description A SCIM Group (urn:ietf:params:scim:schemas:core:2.0:Group) */
+        ScimGroup: {
+            schemas: string[];
+            id: string;
+            externalId?: string;
+            displayName: string;
+            members?: ({
+                value: string;
+                type: string;
+                display?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description The tenant role the members hold */
+            "urn:collab:params:scim:schemas:extension:collab:2.0:Group"?: {
+                role: "admin" | "member" | "viewer";
+            };
+            meta: {
+                resourceType: string;
+                /** Format: date-time */
+                created: string;
+                /** Format: date-time */
+                lastModified: string;
+                location: string;
+                /** @description The weak entity tag, as ETag sends it */
+                version: string;
+            };
+        };
+        AuditEntry: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Position in the tenant's chain (1, 2, …) */
+            seq: number;
+            /** @description Entry id (the order of writing; the chain's order is seq) */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made (its transaction's time)
+             */
+            at: string;
+            /**
+             * @description Who made it
+             * @enum {string}
+             */
+            actor_type: "user" | "api_key" | "guest" | "anonymous" | "identity_provider" | "automation" | "scim" | "system";
+            actor_id: string | null;
+            via: string | null;
+            request_id: string | null;
+            address: string | null;
+            /** @description A domain event topic, an action name, or `METHOD route` of a request */
+            action: string;
+            resource_type: string;
+            resource_id: string | null;
+            contact_id: string | null;
+            /** @description The changed fields: values that may be personal data as `hmac:…` keyed hashes (docs/audit.md) */
+            fields: {
+                [key: string]: unknown;
+            };
+            /** @description The hash of the entry before it in the chain ("" for the first) */
+            prev_hash: string;
+            /** @description SHA-256 (hex) of prev_hash, a newline and the entry's canonical JSON */
+            hash: string;
+        };
+        /**
+         * @example {
+         *       "id": 3,
+         *       "user_id": "sa_3",
+         *       "name": "CRM sync",
+         *       "role": "member",
+         *       "scopes": [
+         *         "contacts:read",
+         *         "contacts:write"
+         *       ],
+         *       "disabled": false,
+         *       "disabled_at": null,
+         *       "created_by": "user-1",
+         *       "created_at": "2026-11-01T09:00:00Z",
+         *       "updated_at": "2026-11-01T09:00:00Z"
+         *     }
+         */
+        ServiceAccount: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Id of the service account */
+            id: number;
+            /** @description Who its keys act as (`sa_<id>`): the owner or creator of what they create, in the audit log */
+            user_id: string;
+            /** @description What the account is for */
+            name: string;
+            /**
+             * @description The tenant role its keys act with
+             * @enum {string}
+             */
+            role: "admin" | "member" | "viewer";
+            scopes: ("contacts:read" | "contacts:write" | "events:read" | "events:write" | "events:publish" | "series:read" | "series:write" | "series:publish" | "spaces:read" | "spaces:write" | "spaces:publish" | "automation:read" | "automation:write" | "automation:execute" | "tenant:admin" | "scim")[] | null;
+            /** @description A disabled account's keys are refused (401) until it is enabled again */
+            disabled: boolean;
+            disabled_at: string | null;
+            /** @description The user who created it */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ApiKey: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Id of the key */
+            id: number;
+            /** @description Its service account */
+            service_account_id: number;
+            /** @description The key's first 16 characters (`cbk_` and 12 more): how to recognise it */
+            prefix: string;
+            /**
+             * @description active: accepted now; expired: past `expires_at` (a rotated key at the end of its overlap); revoked: refused since `revoked_at`
+             * @enum {string}
+             */
+            status: "active" | "expired" | "revoked";
+            /** @description Who made it: a user, or `sa_<id>` for a key made with a key */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops being accepted (after a rotation: the end of the overlap, when sooner)
+             */
+            expires_at: string;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            last_used_address: string | null;
+            rotated_from: number | null;
+            replaced_by: number | null;
         };
         LivenessOutputBody: {
             /**
@@ -5018,6 +5540,200 @@ export interface components {
         };
         /** @description One HTML document: the event, its registration form, OpenGraph and Twitter tags, schema.org JSON-LD */
         EventPageHtml: string;
+        /** @description Everything the service holds about a person (GDPR article 15; docs/privacy.md) */
+        PersonalData: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            subject: {
+                /** @enum {string} */
+                type: "contact" | "user";
+                id: string;
+            };
+            limits: {
+                per_section: number;
+            };
+            profile: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Every place that holds rows about the subject, by name (docs/privacy.md, "Export") */
+            sections: {
+                [key: string]: {
+                    /** @description The rows as stored (secrets and computed keys left out) */
+                    items: unknown[];
+                    /** @description The place held more rows than a section lists (`limits.per_section`) */
+                    truncated: boolean;
+                };
+            };
+        };
+        /** @description What an erasure removed or made anonymous, per place: ids and counts only. A second erase of the same contact answers the same report */
+        ErasureReport: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** Format: uuid */
+            contact_id: string;
+            /** Format: date-time */
+            erased_at: string;
+            /** @description The user who erased it */
+            erased_by: string;
+            /** @description Rows each place held, deleted or made anonymous (docs/privacy.md, "Erasure") */
+            counts: {
+                contact: number;
+                redirects: number;
+                attendances_anonymised: number;
+                attendances_withdrawn: number;
+                registration_answers: number;
+                guest_links: number;
+                space_links: number;
+                space_activity: number;
+                event_activity: number;
+                notifications_deleted: number;
+                notifications_scrubbed: number;
+                outbox_events: number;
+                webhook_deliveries: number;
+                automation_executions: number;
+                idempotent_answers: number;
+                sync_tombstones: number;
+                stored_objects: number;
+            };
+        };
+        ScimDocument: {
+            [key: string]: unknown;
+        };
+        ScimDocumentList: {
+            schemas: string[];
+            totalResults: number;
+            startIndex: number;
+            itemsPerPage: number;
+            Resources: {
+                [key: string]: unknown;
+            }[];
+        };
+        ScimUserList: {
+            schemas: string[];
+            totalResults: number;
+            startIndex: number;
+            itemsPerPage: number;
+            Resources: components["schemas"]["ScimUser"][];
+        };
+        ScimGroupList: {
+            schemas: string[];
+            totalResults: number;
+            startIndex: number;
+            itemsPerPage: number;
+            Resources: components["schemas"]["ScimGroup"][];
+        };
+        PagedBodyAuditEntry: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["AuditEntry"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
+        AuditVerification: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Always true here: a broken chain answers 409 */
+            valid: boolean;
+            /** @description Entries checked, from the chain's start to its head */
+            checked: number;
+            /** @description The last position and its hash: keep it elsewhere */
+            head: {
+                seq: number;
+                hash: string;
+            };
+            /** @description Where retention cut the chain, and the hash it starts from */
+            start: {
+                seq: number;
+                hash: string;
+            };
+        };
+        PagedBodyServiceAccount: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["ServiceAccount"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
+        CreatedApiKey: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Id of the key */
+            id: number;
+            /** @description Its service account */
+            service_account_id: number;
+            /** @description The key's first 16 characters (`cbk_` and 12 more): how to recognise it */
+            prefix: string;
+            /**
+             * @description active: accepted now; expired: past `expires_at` (a rotated key at the end of its overlap); revoked: refused since `revoked_at`
+             * @enum {string}
+             */
+            status: "active" | "expired" | "revoked";
+            /** @description Who made it: a user, or `sa_<id>` for a key made with a key */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it stops being accepted (after a rotation: the end of the overlap, when sooner)
+             */
+            expires_at: string;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            last_used_address: string | null;
+            rotated_from: number | null;
+            replaced_by: number | null;
+            /** @description The key, shown only in this answer: `cbk_` + 40 base62 + 6 base62 checksum; only its SHA-256 is kept */
+            secret: string;
+        };
+        PagedBodyApiKey: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["ApiKey"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
     };
     responses: {
         /** @description Error (RFC 9457 problem details) */
@@ -14818,6 +15534,1433 @@ export interface operations {
             409: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "export-contact-personal-data": {
+        parameters: {
+            query?: {
+                /** @description `zip`: a ZIP file holding `personal-data.json` (as `Accept: application/zip` asks); default JSON */
+                format?: "json" | "zip";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everything the service holds about a person (GDPR article 15; docs/privacy.md) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonalData"];
+                    "application/zip": components["schemas"]["PersonalData"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "export-user-personal-data": {
+        parameters: {
+            query?: {
+                /** @description `zip`: a ZIP file holding `personal-data.json` (as `Accept: application/zip` asks); default JSON */
+                format?: "json" | "zip";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Everything the service holds about a person (GDPR article 15; docs/privacy.md) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonalData"];
+                    "application/zip": components["schemas"]["PersonalData"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "erase-contact": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What an erasure removed or made anonymous, per place: ids and counts only. A second erase of the same contact answers the same report */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReport"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-scim-service-provider-config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-scim-resource-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocumentList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-scim-resource-type": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-scim-schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocumentList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-scim-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimDocument"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-scim-users": {
+        parameters: {
+            query?: {
+                /** @description eq comparisons joined by and (docs/scim.md) */
+                filter?: string;
+                /** @description 1-based index of the first result; below 1 is 1 */
+                startIndex?: number;
+                /** @description results per page: 100 by default, at most 200; below 0 is 0 */
+                count?: number;
+                /** @description accepted; every attribute is returned */
+                attributes?: string;
+                /** @description `members` leaves out members */
+                excludedAttributes?: string;
+                /** @description not supported: ignored (creation order) */
+                sortBy?: string;
+                /** @description not supported: ignored */
+                sortOrder?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUserList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-scim-user": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM User (urn:ietf:params:scim:schemas:core:2.0:User) */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-scim-user": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A SCIM User (urn:ietf:params:scim:schemas:core:2.0:User) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "replace-scim-user": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM User (urn:ietf:params:scim:schemas:core:2.0:User) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "delete-scim-user": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-scim-user": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM User (urn:ietf:params:scim:schemas:core:2.0:User) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimUser"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-scim-groups": {
+        parameters: {
+            query?: {
+                /** @description eq comparisons joined by and (docs/scim.md) */
+                filter?: string;
+                /** @description 1-based index of the first result; below 1 is 1 */
+                startIndex?: number;
+                /** @description results per page: 100 by default, at most 200; below 0 is 0 */
+                count?: number;
+                /** @description accepted; every attribute is returned */
+                attributes?: string;
+                /** @description `members` leaves out members */
+                excludedAttributes?: string;
+                /** @description not supported: ignored (creation order) */
+                sortBy?: string;
+                /** @description not supported: ignored */
+                sortOrder?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroupList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-scim-group": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM Group (urn:ietf:params:scim:schemas:core:2.0:Group) */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-scim-group": {
+        parameters: {
+            query?: {
+                /** @description accepted; every attribute is returned */
+                attributes?: string;
+                /** @description `members` leaves out members */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A SCIM Group (urn:ietf:params:scim:schemas:core:2.0:Group) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "replace-scim-group": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM Group (urn:ietf:params:scim:schemas:core:2.0:Group) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "delete-scim-group": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-scim-group": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `ETag` the change is based on (`"<revision>"`, or `*`); another revision answers 412 and changes nothing. */
+                "If-Match"?: components["parameters"]["If-Match"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A SCIM resource or PatchOp message (RFC 7644) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description A SCIM Group (urn:ietf:params:scim:schemas:core:2.0:Group) */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimGroup"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-audit-log": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+                /** @description Only changes by this kind of actor */
+                actor_type?: "user" | "api_key" | "guest" | "anonymous" | "identity_provider" | "automation" | "scim" | "system";
+                /** @description Only changes by this actor (a user id, a service account id `sa_…`) */
+                actor_id?: string;
+                /** @description Only this action (`contact.updated`, `api_key.revoked`, `POST /api/v1/webhooks`) */
+                action?: string;
+                /** @description Only changes of this kind of resource (`contact`, `event`, `webhooks`) */
+                resource_type?: string;
+                /** @description Only changes of this resource (with resource_type) */
+                resource_id?: string;
+                /** @description Only changes that concern this contact */
+                contact_id?: string;
+                /** @description Only changes at or after this time */
+                since?: string;
+                /** @description Only changes before this time */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyAuditEntry"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "export-audit-log": {
+        parameters: {
+            query?: {
+                /** @description Only changes by this kind of actor */
+                actor_type?: "user" | "api_key" | "guest" | "anonymous" | "identity_provider" | "automation" | "scim" | "system";
+                /** @description Only changes by this actor (a user id, a service account id `sa_…`) */
+                actor_id?: string;
+                /** @description Only this action (`contact.updated`, `api_key.revoked`, `POST /api/v1/webhooks`) */
+                action?: string;
+                /** @description Only changes of this kind of resource (`contact`, `event`, `webhooks`) */
+                resource_type?: string;
+                /** @description Only changes of this resource (with resource_type) */
+                resource_id?: string;
+                /** @description Only changes that concern this contact */
+                contact_id?: string;
+                /** @description Only changes at or after this time */
+                since?: string;
+                /** @description Only changes before this time */
+                until?: string;
+                /** @description CSV (RFC 4180, the fields as one JSON cell) or JSON Lines (one entry a line); default jsonl */
+                format?: "csv" | "jsonl";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Lines (one AuditEntry a line, `application/jsonl`) or, with format=csv, RFC 4180 CSV with the fields as one JSON cell. Streamed in chunks; a failure after the first byte cuts the transfer short */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example seq,at,actor_type,actor_id,via,request_id,address,action,resource_type,resource_id,contact_id,fields,prev_hash,hash
+                     *     2,2026-11-30T09:00:00.000Z,user,u1,,0b6f…,203.0.113.7,contact.updated,contact,41,41,"{""fields"":[""phone""]}",9f2c…,77ab…
+                     */
+                    "application/jsonl": string;
+                    /**
+                     * @example seq,at,actor_type,actor_id,via,request_id,address,action,resource_type,resource_id,contact_id,fields,prev_hash,hash
+                     *     2,2026-11-30T09:00:00.000Z,user,u1,,0b6f…,203.0.113.7,contact.updated,contact,41,41,"{""fields"":[""phone""]}",9f2c…,77ab…
+                     */
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "verify-audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditVerification"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-service-accounts": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyServiceAccount"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-service-account": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "CRM sync",
+                 *       "role": "member",
+                 *       "scopes": [
+                 *         "contacts:read",
+                 *         "contacts:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description What the account is for; unique in the tenant */
+                    name: string;
+                    /**
+                     * @description The tenant role its keys act with
+                     * @enum {string}
+                     */
+                    role: "admin" | "member" | "viewer";
+                    scopes?: ("contacts:read" | "contacts:write" | "events:read" | "events:write" | "events:publish" | "series:read" | "series:write" | "series:publish" | "spaces:read" | "spaces:write" | "spaces:publish" | "automation:read" | "automation:write" | "automation:execute" | "tenant:admin" | "scim")[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "user_id": "sa_3",
+                     *       "name": "CRM sync",
+                     *       "role": "member",
+                     *       "scopes": [
+                     *         "contacts:read",
+                     *         "contacts:write"
+                     *       ],
+                     *       "disabled": false,
+                     *       "disabled_at": null,
+                     *       "created_by": "user-1",
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "updated_at": "2026-11-01T09:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "get-service-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "user_id": "sa_3",
+                     *       "name": "CRM sync",
+                     *       "role": "member",
+                     *       "scopes": [
+                     *         "contacts:read",
+                     *         "contacts:write"
+                     *       ],
+                     *       "disabled": false,
+                     *       "disabled_at": null,
+                     *       "created_by": "user-1",
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "updated_at": "2026-11-01T09:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "delete-service-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "patch-service-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /** @description What the account is for; unique in the tenant */
+                    name?: string;
+                    /**
+                     * @description The tenant role its keys act with
+                     * @enum {string}
+                     */
+                    role?: "admin" | "member" | "viewer";
+                    scopes?: ("contacts:read" | "contacts:write" | "events:read" | "events:write" | "events:publish" | "series:read" | "series:write" | "series:publish" | "spaces:read" | "spaces:write" | "spaces:publish" | "automation:read" | "automation:write" | "automation:execute" | "tenant:admin" | "scim")[] | null;
+                    /** @description true refuses its keys (401) until set false again */
+                    disabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 3,
+                     *       "user_id": "sa_3",
+                     *       "name": "CRM sync",
+                     *       "role": "member",
+                     *       "scopes": [
+                     *         "contacts:read",
+                     *         "contacts:write"
+                     *       ],
+                     *       "disabled": false,
+                     *       "disabled_at": null,
+                     *       "created_by": "user-1",
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "updated_at": "2026-11-01T09:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ServiceAccount"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "list-api-keys": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyApiKey"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "create-api-key": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "expires_in_days": 30
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * @description Lifetime in days (1 to 365, default 90)
+                     * @default 90
+                     */
+                    expires_in_days?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 12,
+                     *       "service_account_id": 3,
+                     *       "prefix": "cbk_7FkQ2m9xLpA0",
+                     *       "status": "active",
+                     *       "created_by": "user-1",
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "expires_at": "2027-01-30T09:00:00Z",
+                     *       "revoked_at": null,
+                     *       "last_used_at": null,
+                     *       "last_used_address": null,
+                     *       "rotated_from": null,
+                     *       "replaced_by": null,
+                     *       "secret": "cbk_7FkQ2m9xLpA0…"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "rotate-api-key": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                id: number;
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "overlap_hours": 2
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description A URL to the JSON Schema for this object.
+                     */
+                    readonly $schema?: string;
+                    /**
+                     * @description How long the old key keeps working (0 to 720 hours, default 24; never past its own expiry)
+                     * @default 24
+                     */
+                    overlap_hours?: number;
+                    /**
+                     * @description Lifetime of the new key in days
+                     * @default 90
+                     */
+                    expires_in_days?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 12,
+                     *       "service_account_id": 3,
+                     *       "prefix": "cbk_7FkQ2m9xLpA0",
+                     *       "status": "active",
+                     *       "created_by": "user-1",
+                     *       "created_at": "2026-11-01T09:00:00Z",
+                     *       "expires_at": "2027-01-30T09:00:00Z",
+                     *       "revoked_at": null,
+                     *       "last_used_at": null,
+                     *       "last_used_address": null,
+                     *       "rotated_from": null,
+                     *       "replaced_by": null,
+                     *       "secret": "cbk_7FkQ2m9xLpA0…"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    "revoke-api-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
             "4XX": components["responses"]["Error"];

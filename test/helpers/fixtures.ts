@@ -277,6 +277,40 @@ export const FIXTURES: Record<string, Fixture> = {
     }
   },
 
+  // a service account (tenant admins only) and a key of it (docs/api-keys.md)
+  'service-accounts/:id': {
+    create: async w => {
+      const res = await w.call(w.tokens.admin, {
+        method: 'POST',
+        url: '/api/v1/service-accounts',
+        payload: { name: `${w.marker} robot`, role: 'member', scopes: ['contacts:read'] }
+      })
+      if (res.statusCode !== 201) throw new Error(`fixture service-accounts/:id: ${res.statusCode} ${res.body}`)
+      return String(res.json<{ id: number }>().id)
+    }
+  },
+  'keys/:key_id': {
+    create: async w => {
+      const res = await w.call(w.tokens.admin, {
+        method: 'POST',
+        url: `/api/v1/service-accounts/${await w.need('service-accounts/:id')}/keys`,
+        payload: {}
+      })
+      if (res.statusCode !== 201) throw new Error(`fixture keys/:key_id: ${res.statusCode} ${res.body}`)
+      return String(res.json<{ id: number }>().id)
+    }
+  },
+
+  // alice as a data subject (docs/privacy.md): her export is hers and the admins'; another member gets 404
+  'users/:id': {
+    private: true,
+    create: async w => {
+      // a request of hers records her claims: she is a user of the tenant from then on
+      await w.call(w.tokens.alice, { method: 'GET', url: '/api/v1/contacts' })
+      return `alice-${w.tenantId}`
+    }
+  },
+
   // alice's personal calendar feed token: hers alone (another member's token list never shows it)
   'feed-tokens/:id': {
     private: true,
@@ -320,7 +354,11 @@ export const VALID_BODIES: Record<string, (w: World) => Promise<unknown> | unkno
   'POST /api/v1/webhooks': w => ({
     url: `https://93.184.215.14/hooks/${w.marker}`, event_types: ['event.created', 'contact.created']
   }),
-  'PATCH /api/v1/webhooks/:id': w => ({ description: w.marker, event_types: ['*'] })
+  'PATCH /api/v1/webhooks/:id': w => ({ description: w.marker, event_types: ['*'] }),
+  'POST /api/v1/service-accounts': w => ({ name: `${w.marker} ${crypto.randomUUID()}`, role: 'viewer' }),
+  'PATCH /api/v1/service-accounts/:id': () => ({ role: 'viewer', scopes: ['contacts:read'] }),
+  'POST /api/v1/service-accounts/:id/keys': () => ({ expires_in_days: 30 }),
+  'POST /api/v1/service-accounts/:id/keys/:key_id/rotate': () => ({ overlap_hours: 1 })
 }
 
 /** The query string a route requires (its required query parameters with valid values), or ''. */

@@ -40,7 +40,10 @@ export const RESOURCE_KINDS = [
   'notification',
   'webhook',
   'feed',
-  'guest'
+  'guest',
+  'audit',
+  'service_account',
+  'user'
 ] as const
 export type ResourceKind = typeof RESOURCE_KINDS[number]
 
@@ -96,7 +99,13 @@ export const POLICY = {
     ),
     write: contact('contacts:write', 'owner',
       'PUT, PATCH, favorite, DELETE, every contact the upsert matches and every contact a merge names'),
-    create: tenantOnly('contacts:write', 'the caller becomes the owner')
+    create: tenantOnly('contacts:write', 'the caller becomes the owner'),
+    export: contact('contacts:read', 'owner',
+      'every trace naming the contact (GDPR article 15), to who may change it: its owner, admins for organization ' +
+      'contacts'),
+    erase: contact('contacts:write', 'owner',
+      'as DELETE, everywhere it is held (GDPR article 17); its attendances stay anonymous; a second erase answers ' +
+      'the same report to who erased it and admins')
   },
   event: {
     create: tenantOnly('events:write', 'the caller becomes the creator; spaces named need `space:events`'),
@@ -314,6 +323,29 @@ export const POLICY = {
   guest: {
     settings: tenantOnly('events:read', "the tenant's default language of guest texts"),
     configure: tenantOnly('tenant:admin', "sets the tenant's default language of guest texts")
+  },
+  // machines' accounts and their API keys (docs/api-keys.md); a key acts with its account's role within its scopes
+  service_account: {
+    read: tenantOnly('tenant:admin', 'service accounts and their keys; never a key itself after creation or rotation'),
+    write: tenantOnly(
+      'tenant:admin',
+      'create, change (name, role, scopes, disabled), delete (revokes every key); scopes within the role'
+    ),
+    keys: tenantOnly(
+      'tenant:admin',
+      'create (shown once), rotate (the old key works until the overlap ends), revoke (refused at once)'
+    )
+  },
+  // the tenant audit log (docs/audit.md): written by every change, read by tenant admins only
+  audit: {
+    read: tenantOnly('tenant:admin', 'every entry of the tenant, with filters; values of personal data only as hashes'),
+    export: tenantOnly('tenant:admin', 'the same entries as JSON Lines or CSV, streamed'),
+    verify: tenantOnly('tenant:admin', 'walks the hash chain from its start to its head')
+  },
+  // a user of the tenant as a data subject (docs/privacy.md)
+  user: {
+    export: tenantOnly('events:read', 'what the service holds about a user (GDPR article 15): the user themself or a ' +
+      'tenant admin (404 for another user)')
   }
 } as const satisfies Record<ResourceKind, Record<string, PolicyRow>>
 

@@ -22,6 +22,8 @@ import type { AttendeesTables } from '../../modules/attendees/attendees.table.ts
 import type { EventManagersTables } from '../../modules/event-managers/event-managers.table.ts'
 import type { EventContentTables } from '../../modules/event-content/event-content.table.ts'
 import type { AutomationTables } from '../../modules/automation/automation.table.ts'
+import type { ApiKeysTables } from '../../modules/api-keys/api-keys.table.ts'
+import type { ScimTables } from '../../modules/scim/scim.table.ts'
 
 /** Every table, composed from the modules' table files (one line per module). */
 export interface Database extends
@@ -34,7 +36,9 @@ export interface Database extends
   AttendeesTables,
   EventManagersTables,
   EventContentTables,
-  AutomationTables {}
+  AutomationTables,
+  ApiKeysTables,
+  ScimTables {}
 
 export type DatabaseKind = 'pg' | 'pglite'
 

@@ -41,6 +41,7 @@ export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'patch-contact',
   'set-contact-favorite',
   'delete-contact',
+  'erase-contact',
   'replace-space',
   'patch-space',
   'delete-space',
@@ -66,7 +67,9 @@ export const IF_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'remove-event-manager',
   'replace-automation-rule',
   'patch-automation-rule',
-  'delete-automation-rule'
+  'delete-automation-rule',
+  'replace-scim-user', 'patch-scim-user', 'delete-scim-user',
+  'replace-scim-group', 'patch-scim-group', 'delete-scim-group'
 ])
 export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
   'merge-contacts',
@@ -101,7 +104,9 @@ export const ETAG_OPERATIONS: ReadonlySet<string> = new Set([
   'create-automation-rule',
   'get-automation-rule',
   'replace-automation-rule',
-  'patch-automation-rule'
+  'patch-automation-rule',
+  'get-scim-user', 'create-scim-user', 'replace-scim-user', 'patch-scim-user',
+  'get-scim-group', 'create-scim-group', 'replace-scim-group', 'patch-scim-group'
 ])
 export const LOCATION_OPERATIONS: ReadonlySet<string> = new Set([
   'create-contact',
@@ -110,7 +115,9 @@ export const LOCATION_OPERATIONS: ReadonlySet<string> = new Set([
   'clone-event',
   'create-event-with-series',
   'create-automation-rule',
-  'create-event-automation'
+  'create-event-automation',
+  'create-scim-user',
+  'create-scim-group'
 ])
 export const IF_NONE_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'get-public-space', 'get-space-calendar-feed', 'get-personal-calendar-feed'
@@ -179,6 +186,21 @@ export const TAGS = [
     name: 'Calendar import',
     description: 'iCalendar (RFC 5545) files imported into a space as events and series; a later import of the same ' +
       'UIDs updates them.'
+  },
+  {
+    name: 'Service accounts',
+    description: 'Machines\' callers of a tenant with a role and scopes, and their API keys (`Bearer cbk_…`): ' +
+      'shown once, rotated with an overlap, revoked at once (docs/api-keys.md).'
+  },
+  {
+    name: 'SCIM',
+    description: 'SCIM 2.0 provisioning (RFC 7643/7644) of the tenant\'s users and groups, for an API key with the ' +
+      '`scim` scope; `application/scim+json`, errors in SCIM\'s own format (docs/scim.md).'
+  },
+  {
+    name: 'Audit',
+    description: 'The tenant audit log: who changed what, when and from where, in a hash chain that verifies; read, ' +
+      'exported and verified by tenant admins (docs/audit.md).'
   }
 ]
 
@@ -369,7 +391,7 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
       if (IF_NONE_MATCH_OPERATIONS.has(id)) headers.push({ $ref: '#/components/parameters/If-None-Match' })
       // the idempotency hook keys a POST on its caller: every POST that takes a token
       const authenticated = Array.isArray(op.security) && op.security.length > 0
-      if (method === 'post' && authenticated && path.startsWith('/api/v1/')) {
+      if (method === 'post' && authenticated) {
         headers.push({ $ref: '#/components/parameters/Idempotency-Key' })
       }
       if (headers.length > 0) op.parameters = [...(op.parameters ?? []), ...headers]
