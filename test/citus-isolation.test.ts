@@ -21,6 +21,9 @@ const nodes = citusNodes()
 
 interface Table { name: string, column: string | null, columns: string }
 
+/** Tables the application role may only insert into and read (the audit log, migrate.ts). */
+const APPEND_ONLY = new Set(['audit_log', 'audit_heads'])
+
 void describe(
   'citus: tenant isolation on the workers',
   {
@@ -136,12 +139,21 @@ void describe(
               sql<{ n: string }>`select count(*) as n from ${name} where tenant_id = ${a.tenantId}`
             ),
             'multi-shard read': await counted(sql<{ n: string }>`select count(*) as n from ${name}`),
-            'row lock': await one(sql`select 1 from ${name} where tenant_id = ${a.tenantId} for update`),
-            'router delete': await one(sql`delete from ${name} where tenant_id = ${a.tenantId}`),
-            'multi-shard delete': await one(sql`delete from ${name} where tenant_id <> ${b.tenantId}`),
             'insert … select': await one(sql`insert into ${name} (${sql.raw(table.columns)}) overriding system value
             select ${sql.raw(table.columns)} from ${name} where tenant_id = ${a.tenantId} on conflict do nothing`)
           }
+          // the audit log's tables take no update, delete or row lock from the application at all (docs/audit.md):
+          // those are refused below, each in its own transaction
+          if (APPEND_ONLY.has(table.name)) {
+            for (const [kind, n] of Object.entries(results)) {
+              assert.equal(n, 0, `${kind} on ${table.name} reached ${n} of A's rows`)
+            }
+            seen.push(table.name)
+            return
+          }
+          results['row lock'] = await one(sql`select 1 from ${name} where tenant_id = ${a.tenantId} for update`)
+          results['router delete'] = await one(sql`delete from ${name} where tenant_id = ${a.tenantId}`)
+          results['multi-shard delete'] = await one(sql`delete from ${name} where tenant_id <> ${b.tenantId}`)
           if (table.column !== null) {
             const column = sql.ref(table.column)
             results['router update'] = await one(
@@ -158,6 +170,19 @@ void describe(
         })
       }
       assert.equal(seen.length, tables.length)
+      for (const table of tables.filter(x => APPEND_ONLY.has(x.name))) {
+        const name = sql.raw(table.name)
+        const column = sql.ref(table.column ?? 'tenant_id')
+        for (const statement of [
+          sql`select 1 from ${name} where tenant_id = ${a.tenantId} for update`,
+          sql`delete from ${name} where tenant_id = ${a.tenantId}`,
+          sql`delete from ${name} where tenant_id <> ${b.tenantId}`,
+          sql`update ${name} set ${column} = ${column} where tenant_id = ${a.tenantId}`
+        ]) {
+          await assert.rejects(withTenant(t.ctx.db, { tenantId: b.tenantId, userId: 'intruder' }, trx =>
+            statement.execute(trx)), /permission denied/, `${table.name}: ${statement.compile(t.ctx.db).sql}`)
+        }
+      }
       // a row written under B's scope with A's tenant id (routed to A's shard) is refused by the policy's check
       await assert.rejects(
         withTenant(t.ctx.db, { tenantId: b.tenantId }, async trx => {

@@ -3,8 +3,8 @@
  * with who made it (the actor), when, from where (request id and address), what (action and resource) and which
  * fields, values of personal data only as keyed hashes.
  *
- * - Domain events are audited where they are written (`emit`, `emitMany` in outbox.ts call `auditEvents`): one
- *   entry per event, its topic the action, its aggregate the resource.
+ * - Domain events are audited where they are written (`emit`, `emitMany` in outbox.ts): one entry per event, its
+ *   topic the action, its aggregate the resource.
  * - A change that writes no domain event calls `recordAudit` in its transaction.
  * - A request that wrote in a tenant transaction and recorded neither gets one entry of its own, named after its
  *   route (`withTenant` asks `auditTransaction`): no change a request makes goes unrecorded, even one added later
@@ -194,37 +194,6 @@ export async function recordAudit (trx: Tx, changes: AuditChange | readonly Audi
   }
   const t = store.getStore()?.transaction
   if (t !== undefined) t.recorded = true
-}
-
-/** The domain events' part of a change (outbox.ts): the event as an audit change. */
-export interface AuditedEvent {
-  tenantId: string
-  topic: string
-  aggregateType: string
-  aggregateId: string | number
-  actorId: string | null
-  payload: Record<string, unknown>
-  depth?: number
-}
-
-function contactOf (event: AuditedEvent): string | number | null {
-  if (event.aggregateType === 'contact') return event.aggregateId
-  const id = event.payload.contact_id
-  return typeof id === 'string' || typeof id === 'number' ? id : null
-}
-
-/** Records domain events as audit entries (called by `emit` and `emitMany`). */
-export async function auditEvents (trx: Tx, events: readonly AuditedEvent[]): Promise<void> {
-  const current = currentAuditActor()
-  await recordAudit(trx, events.map(e => ({
-    tenantId: e.tenantId,
-    action: e.topic,
-    resourceType: e.aggregateType,
-    resourceId: e.aggregateId,
-    contactId: contactOf(e),
-    fields: e.payload,
-    actor: { ...current, id: e.actorId ?? current.id }
-  })))
 }
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])

@@ -8,7 +8,7 @@
  * Topic names are `<aggregate>.<verb>` (`event.published`, `contact.created`); template-qualified
  * names (`announcement.published`) are derived by the consumer from the payload's `template`.
  */
-import { auditEvents } from './audit.ts'
+import { currentAuditActor, recordAudit, type AuditChange } from './audit.ts'
 import { rowChunks } from './db/chunks.ts'
 import type { Tx } from './db/tenant.ts'
 
@@ -38,6 +38,30 @@ export function domainEvents<Topic extends string> (aggregateType: string) {
     topic: Topic,
     payload: Record<string, unknown>
   ): DomainEvent => ({ tenantId: actor.tenantId, topic, aggregateType, aggregateId, actorId: actor.userId, payload })
+}
+
+/** The contact a domain event concerns: a contact's own event, or the `contact_id` its payload names. */
+function contactOf (event: DomainEvent): string | number | null {
+  if (event.aggregateType === 'contact') return event.aggregateId
+  const id = event.payload.contact_id
+  return typeof id === 'string' || typeof id === 'number' ? id : null
+}
+
+/**
+ * Records domain events in the tenant audit log (src/platform/audit.ts): one entry per event, its topic the action,
+ * its aggregate the resource, its payload the fields, its actor the request's or the work's with the event's user.
+ */
+async function auditEvents (trx: Tx, events: readonly DomainEvent[]): Promise<void> {
+  const current = currentAuditActor()
+  await recordAudit(trx, events.map((e): AuditChange => ({
+    tenantId: e.tenantId,
+    action: e.topic,
+    resourceType: e.aggregateType,
+    resourceId: e.aggregateId,
+    contactId: contactOf(e),
+    fields: e.payload,
+    actor: { ...current, id: e.actorId ?? current.id }
+  })))
 }
 
 function rowOf (event: DomainEvent) {

@@ -10,7 +10,6 @@ import { sql, type Selectable, type Updateable } from 'kysely'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import { EVENT_COLUMNS, type EventRow } from '../events/index.ts'
 import { visibleTo } from './contacts.repository.ts'
 
 /** An attendee row (the attendees module's table, as `Database` has it): what a merge moves. */
@@ -89,20 +88,6 @@ export async function sharedAttendances (
 export async function lockAttendeeRows (trx: Tx, tenantId: string, ids: readonly number[]): Promise<AttendeeRow[]> {
   if (ids.length === 0) return []
   return await trx.selectFrom('attendees').selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
-    .orderBy('id')
-    .forUpdate()
-    .execute()
-}
-
-/**
- * Events by id, locked (`for update`) in id order, as registration's callers lock an event before they change its
- * attendees (attendees.registration.ts): seat counts and waitlist positions read under the lock stay true.
- */
-export async function lockEvents (trx: Tx, tenantId: string, ids: readonly number[]): Promise<EventRow[]> {
-  if (ids.length === 0) return []
-  return await trx.selectFrom('events').select(EVENT_COLUMNS)
     .where('tenant_id', '=', tenantId)
     .where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
     .orderBy('id')

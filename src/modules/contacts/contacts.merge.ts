@@ -17,6 +17,7 @@ import {
   ApiError, error400BadRequest, error403Forbidden, error404NotFound, error409Conflict, fieldError, type ErrorDetail
 } from '../../platform/http/errors.ts'
 import { emit } from '../../platform/outbox.ts'
+import { lockEventsById } from '../events/index.ts'
 import * as repo from './contacts.repository.ts'
 import * as mergeRepo from './contacts.merge.repository.ts'
 import type { MergeNeeds } from './contacts.needs.ts'
@@ -283,7 +284,7 @@ async function mergeAttendances (
 ): Promise<number[]> {
   // no row can join these lists meanwhile: an insert naming a locked contact waits for the merge (lockContacts)
   const found = await mergeRepo.sharedAttendances(trx, tenantId, [target, ...absorb])
-  const events = await mergeRepo.lockEvents(trx, tenantId,
+  const events = await lockEventsById(trx, tenantId,
     [...new Set(found.flatMap(r => r.event_id === null ? [] : [r.event_id]))])
   const shared = await mergeRepo.lockAttendeeRows(trx, tenantId, found.map(r => r.id))
 

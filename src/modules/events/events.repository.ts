@@ -295,3 +295,17 @@ export async function insertEventSpace (
 export async function deleteEventSpace (trx: Tx, tenantId: string, eventId: number, spaceId: number): Promise<boolean> {
   return await deleteRows(trx, 'event_spaces', { tenant_id: tenantId, event_id: eventId, space_id: spaceId }) > 0
 }
+
+/**
+ * Events by id, locked (`for update`) in id order, as registration's callers lock an event before they change its
+ * attendees (attendees.registration.ts): seat counts and waitlist positions read under the lock stay true.
+ */
+export async function lockEventsById (trx: Tx, tenantId: string, ids: readonly number[]): Promise<EventRow[]> {
+  if (ids.length === 0) return []
+  return await trx.selectFrom('events').select(EVENT_COLUMNS)
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
+    .orderBy('id')
+    .forUpdate()
+    .execute()
+}

@@ -20,7 +20,7 @@ export type { EventPermission } from './events.permissions.ts'
 export {
   onPublishedEventChange, tellPublishedChanges, updateEvent, type PublishedEventListener
 } from './events.changes.ts'
-export { deleteEventSpace, insertActivity, insertEventSpace, lockById } from './events.repository.ts'
+export { deleteEventSpace, insertActivity, insertEventSpace, lockById, lockEventsById } from './events.repository.ts'
 export type { EventInsert, EventUpdate } from './events.repository.ts'
 export type { CloneParts, RegistrationCopy } from './events.needs.ts'
 export { eventsModule } from './events.routes.ts'

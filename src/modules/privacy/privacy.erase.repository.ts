@@ -10,7 +10,6 @@ import type { AuthContext } from '../../platform/auth/verify.ts'
 import { likePattern } from '../../platform/db/like.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
 import { visibleTo } from '../contacts/index.ts'
-import { EVENT_COLUMNS, type EventRow } from '../events/index.ts'
 import type { ErasureCounts, PrivacyTables } from './privacy.table.ts'
 
 /** The statuses of an attendance that wait on the person (a place in line, an approval, a confirmation by mail). */
@@ -113,17 +112,6 @@ export async function deleteGuestTokens (trx: Tx, tenantId: string, attendeeIds:
   const r = await sql`delete from guest_tokens where tenant_id = ${tenantId}
     and attendee_id = any(${[...attendeeIds]}::bigint[])`.execute(trx)
   return Number(r.numAffectedRows ?? 0)
-}
-
-/** Events by id, locked in id order (as registration locks them before it changes their attendees). */
-export async function lockEvents (trx: Tx, tenantId: string, ids: readonly number[]): Promise<EventRow[]> {
-  if (ids.length === 0) return []
-  return await trx.selectFrom('events').select(EVENT_COLUMNS)
-    .where('tenant_id', '=', tenantId)
-    .where(sql<boolean>`id = any(${[...ids]}::bigint[])`)
-    .orderBy('id')
-    .forUpdate()
-    .execute()
 }
 
 export async function deleteSpaceLinks (trx: Tx, tenantId: string, id: string): Promise<number> {

@@ -13,6 +13,7 @@ import { error403Forbidden, error404NotFound } from '../../platform/http/errors.
 import { emit } from '../../platform/outbox.ts'
 import { settleWaitlist } from '../attendees/index.ts'
 import { canManage } from '../contacts/index.ts'
+import { lockEventsById } from '../events/index.ts'
 import * as repo from './privacy.erase.repository.ts'
 import { PersonalValues, scrubJson, scrubJsonText, stringsOf } from './privacy.redact.ts'
 import type { ErasureCounts } from './privacy.table.ts'
@@ -103,7 +104,7 @@ export async function eraseContact (
   // attendances: kept anonymous; a place in line or a request awaiting approval goes, and its waitlist closes up
   const waiting = attendances.filter(a => (repo.WAITING_STATUSES as readonly string[]).includes(a.status))
   const unsettled = [...new Set(waiting.map(a => a.event_id).filter((e): e is number => e !== null))]
-  const events = await repo.lockEvents(trx, tenantId, unsettled)
+  const events = await lockEventsById(trx, tenantId, unsettled)
   const attendanceIds = attendances.map(a => a.id)
   counts.guest_links = await repo.deleteGuestTokens(trx, tenantId, attendanceIds)
   counts.attendances_anonymised = await repo.anonymiseAttendances(trx, tenantId, attendanceIds)
