@@ -17,6 +17,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Database } from './db/database.ts'
 import type { AuditLogTable } from './db/platform.table.ts'
 import { withSystem, type Tx } from './db/tenant.ts'
+import { invalidField } from './http/errors.ts'
 
 export type AuditRow = Selectable<AuditLogTable>
 
@@ -58,12 +59,13 @@ async function lockHead (trx: Tx, tenantId: string) {
 }
 
 /**
- * Seals the tenant's committed unsealed entries (at most `SEAL_BATCH` a transaction, until none is left). Answers
- * how many it sealed. Two sealers of one tenant take turns on its head row.
+ * Seals the tenant's committed unsealed entries, at most `SEAL_BATCH` a transaction, until none is left or
+ * `maxBatches` transactions ran (a request's read seals what it can in bounded time: `SEAL_BEFORE_READ`; the
+ * background sealer has no bound). Answers how many it sealed. Two sealers of one tenant take turns on its head row.
  */
-export async function sealAudit (db: Kysely<Database>, tenantId: string): Promise<number> {
+export async function sealAudit (db: Kysely<Database>, tenantId: string, maxBatches = Infinity): Promise<number> {
   let total = 0
-  for (;;) {
+  for (let batch = 0; batch < maxBatches; batch++) {
     const sealed = await withSystem(db, async trx => {
       const head = await lockHead(trx, tenantId)
       const rows = await trx.selectFrom('audit_log').selectAll()
@@ -88,7 +90,14 @@ export async function sealAudit (db: Kysely<Database>, tenantId: string): Promis
     total += sealed
     if (sealed < SEAL_BATCH) return total
   }
+  return total
 }
+
+/**
+ * The transactions a request's read of the log seals before it reads (10 000 entries): what a burst left beyond that
+ * is sealed by the background sealer within seconds, and shows in the next read (docs/audit.md).
+ */
+export const SEAL_BEFORE_READ = 5
 
 /** Seals every tenant's pending entries (the background sealer's pass). Answers how many it sealed. */
 export async function sealPending (db: Kysely<Database>, signal?: AbortSignal): Promise<number> {
@@ -119,6 +128,10 @@ export type VerifyProblem =
 
 export interface AuditVerification {
   readonly valid: boolean
+  /** false when the walk stopped at its bound before the head: `next` continues it */
+  readonly complete: boolean
+  /** the position a next walk starts at (`from`), when not complete */
+  readonly next?: number
   /** entries checked (the chain from where retention cut it to its head) */
   readonly checked: number
   /** the head: the last position and its hash (keep it elsewhere to notice a rewritten chain) */
@@ -129,22 +142,58 @@ export interface AuditVerification {
   readonly problem?: { readonly seq: number, readonly id: number | null, readonly kind: VerifyProblem }
 }
 
-/** Walks the tenant's chain from its start to its head (entries sealed up to now). */
-export async function verifyAudit (db: Kysely<Database>, tenantId: string): Promise<AuditVerification> {
+/** Where a walk of the chain is to start and how far it may go (`verifyAudit`). */
+export interface VerifyWindow {
+  /** the first position to check (default: the chain's start); the entry before it gives the hash it must name */
+  from?: number
+  /** the most entries to check (default: all, as the command does; a request passes `VERIFY_PER_REQUEST`) */
+  max?: number
+}
+
+/** The entries one request verifies (about a second of hashing): a longer chain is walked in windows (`next`). */
+export const VERIFY_PER_REQUEST = 100_000
+
+/** The position and hash a walk from `from` starts after: the entry before it, or the chain's start. */
+async function walkStart (db: Kysely<Database>, tenantId: string, start: { seq: number, hash: string }, from: number) {
+  if (from <= start.seq + 1) return start
+  const before = await withSystem(db, async trx =>
+    await trx.selectFrom('audit_log').select(['seq', 'hash'])
+      .where('tenant_id', '=', tenantId).where('seq', '=', from - 1).executeTakeFirst())
+  return { seq: from - 1, hash: before?.hash ?? '' }
+}
+
+/**
+ * Walks the tenant's chain (entries sealed up to now) from `window.from` (its start by default) to its head, or for
+ * `window.max` entries: then `complete` is false and `next` is where the next walk starts. A window that does not
+ * reach the head vouches for its entries and their links only; the head is checked by the walk that reaches it.
+ */
+export async function verifyAudit (
+  db: Kysely<Database>, tenantId: string, window: VerifyWindow = {}
+): Promise<AuditVerification> {
   const head = await withSystem(db, async trx =>
     await trx.selectFrom('audit_heads').selectAll().where('tenant_id', '=', tenantId).executeTakeFirst())
   const start = { seq: head?.pruned_seq ?? 0, hash: head?.pruned_hash ?? '' }
   const end = { seq: head?.seq ?? 0, hash: head?.hash ?? '' }
-  let expected = start.seq + 1
-  let prev = start.hash
+  if (window.from !== undefined && (window.from <= start.seq || window.from > end.seq + 1)) {
+    throw invalidField('query.from', `the chain holds positions ${start.seq + 1} to ${end.seq} now`, window.from)
+  }
+  const from = await walkStart(db, tenantId, start, window.from ?? 0)
+  const max = window.max ?? Infinity
+  let expected = from.seq + 1
+  let prev = from.hash
   let checked = 0
   const fail = (kind: VerifyProblem, seq: number, id: number | null): AuditVerification =>
-    ({ valid: false, checked, head: end, start, problem: { seq, id, kind } })
+    ({ valid: false, complete: true, checked, head: end, start, problem: { seq, id, kind } })
   for (;;) {
+    const page = Math.min(VERIFY_PAGE, max - checked)
+    if (page <= 0) {
+      if (expected > end.seq) break
+      return { valid: true, complete: false, next: expected, checked, head: end, start }
+    }
     const rows = await withSystem(db, async trx =>
       await trx.selectFrom('audit_log').selectAll()
         .where('tenant_id', '=', tenantId).where('seq', '>=', expected)
-        .orderBy('seq').limit(VERIFY_PAGE).execute())
+        .orderBy('seq').limit(page).execute())
     for (const row of rows) {
       const seq = row.seq as number
       if (seq !== expected) return fail('gap', expected, null)
@@ -154,12 +203,12 @@ export async function verifyAudit (db: Kysely<Database>, tenantId: string): Prom
       expected += 1
       checked += 1
     }
-    if (rows.length < VERIFY_PAGE) break
+    if (rows.length < page) break
   }
   if (expected - 1 !== end.seq || prev !== end.hash) {
     return fail('head', expected - 1 === end.seq ? end.seq : expected, null)
   }
-  return { valid: true, checked, head: end, start }
+  return { valid: true, complete: true, checked, head: end, start }
 }
 
 /**

@@ -18,12 +18,13 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely } from 'kysely'
 import { recordAudit, type AuditChange } from '../../platform/audit.ts'
 import type { ApiKeyAuthenticator } from '../../platform/auth/plugin.ts'
-import { permissionsOf } from '../../platform/auth/permissions.ts'
+import { permissionsOf, type Permission } from '../../platform/auth/permissions.ts'
 import { TokenRefused, type AuthContext, type TokenFacts } from '../../platform/auth/verify.ts'
 import type { Database } from '../../platform/db/database.ts'
-import { withSystem, withTenant } from '../../platform/db/tenant.ts'
+import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
 import { hashKey, KEY_PREFIX, lookupIdOf, malformation } from './api-keys.format.ts'
 import * as repo from './api-keys.repository.ts'
+import type { ServiceAccountRole } from './api-keys.table.ts'
 
 /** How long this process trusts a key it checked (docs/api-keys.md, "Revocation"). */
 export const CACHE_MS = 5_000
@@ -57,10 +58,43 @@ export interface ApiKeyEngine extends ApiKeyAuthenticator {
 /** The user id a service account acts as. */
 export const accountUserId = (accountId: number | string): string => `sa_${String(accountId)}`
 
+const ACCOUNT_USER_ID = /^sa_([0-9]{1,16})$/
+
+/** What a service account may do now, for what acts as it after the request that made it (`accountNow`). */
+export interface AccountNow {
+  /** what it made acts for no one unless `active` */
+  state: 'active' | 'disabled' | 'deleted'
+  role: ServiceAccountRole
+  /** null: every permission of the role */
+  scopes: readonly string[] | null
+}
+
+/**
+ * The service account `userId` names (`sa_<id>`), as it is now, or undefined when `userId` is no service account's. A
+ * feed token, a webhook subscription or an automation rule made with a key acts as its account later, when no key is
+ * at hand: this is the account's state those channels read (docs/api-keys.md, "What a key makes"). An account that is
+ * gone is not live.
+ *
+ * @example
+ *   const account = await accountNow(trx, tenantId, 'sa_3') // { state: 'disabled', … } once sa_3 is disabled
+ */
+export async function accountNow (trx: Tx, tenantId: string, userId: string): Promise<AccountNow | undefined> {
+  const id = ACCOUNT_USER_ID.exec(userId)?.[1]
+  if (id === undefined) return undefined
+  const row = await repo.accountState(trx, tenantId, Number(id))
+  if (row === undefined) return { state: 'deleted', role: 'viewer', scopes: [] }
+  const state = row.deleted_at !== null ? 'deleted' : row.disabled_at !== null ? 'disabled' : 'active'
+  return { state, role: row.role, scopes: row.scopes }
+}
+
+/** The permissions of `role` within `scopes` (null: all of them); `scim` is no permission and never one. */
+export const scopedPermissions = (role: string, scopes: readonly string[] | null): Permission[] =>
+  permissionsOf([role]).filter(p => scopes === null || scopes.includes(p))
+
 /** A key's caller: the account's role, its permissions within the scopes (null: all of the role; never `scim`). */
 export function keyCaller (key: repo.KeyForAuth): AuthContext {
   const scopes = key.scopes === null ? null : new Set(key.scopes)
-  const permissions = permissionsOf([key.role]).filter(p => scopes === null || scopes.has(p))
+  const permissions = scopedPermissions(key.role, key.scopes)
   return {
     userId: accountUserId(key.service_account_id),
     tenantId: key.tenant_id,

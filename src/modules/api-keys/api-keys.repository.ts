@@ -61,6 +61,13 @@ export async function findAccount (trx: Tx, tenantId: string, id: number): Promi
     .executeTakeFirst()
 }
 
+/** A service account's role, scopes and state, deleted or not (`accountNow`). */
+export async function accountState (trx: Tx, tenantId: string, id: number) {
+  return await trx.selectFrom('service_accounts').select(['role', 'scopes', 'disabled_at', 'deleted_at'])
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .executeTakeFirst()
+}
+
 /** A service account (not deleted) locked for a change of it or of its keys. */
 export async function lockAccount (trx: Tx, tenantId: string, id: number): Promise<AccountView | undefined> {
   return await trx.selectFrom('service_accounts').select(ACCOUNT_COLUMNS)

@@ -5,7 +5,10 @@ import { Writable } from 'node:stream'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { expectStatus, getJson } from '../../../test/helpers/requests.ts'
 import { problemIssues } from '../../../test/helpers/problem.ts'
-import { withSystem } from '../../platform/db/tenant.ts'
+import { permissionsOf } from '../../platform/auth/permissions.ts'
+import { withSystem, withTenant } from '../../platform/db/tenant.ts'
+import { drain, eventRule, executions } from '../automation/automation.fixtures.ts'
+import { asTheyAreNow } from '../disclosure/index.ts'
 import { API_KEY_PATTERN, base62, checksumOf, hashKey, newApiKey } from './api-keys.format.ts'
 
 type Json = Record<string, any>
@@ -40,6 +43,20 @@ async function expire (t: TestApp, tenantId: string, id: number): Promise<void> 
     .where('tenant_id', '=', tenantId).where('id', '=', id).execute())
   // what another process sees within CACHE_MS
   t.ctx.engines.apiKeys.forgetKey(tenantId, id)
+}
+
+/** The reader a thing stored as made by account `id` with `role` acts as now (the outbound rule's `asTheyAreNow`). */
+async function asTheyAreNowOf (t: TestApp, tenantId: string, id: number, role: 'admin' | 'member' | 'viewer') {
+  return await withTenant(t.ctx.db, { tenantId }, async trx => await asTheyAreNow(trx, {
+    userId: `sa_${id}`,
+    tenantId,
+    email: null,
+    orgId: null,
+    roles: [role],
+    effectiveRole: role,
+    permissions: new Set(permissionsOf([role])),
+    exp: 0
+  }))
 }
 
 const auditRows = async (t: TestApp, tenantId: string) => await withSystem(t.ctx.db, trx =>
@@ -247,6 +264,59 @@ for (const kind of databases()) {
       await expectStatus(t, admin, 'GET', `/api/v1/service-accounts/${gone.id}`, 404)
       await expectStatus(t, admin, 'GET', `/api/v1/service-accounts/${gone.id}/keys`, 404)
       assert.ok((await keyRow(t, goneKey.id)).revoked_at !== null)
+    })
+
+    it('stops what a key made (a feed token, an automation rule) once its account is disabled or deleted, and ' +
+      'on again once it is enabled', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const { account, key } = await accountWithKey(t, admin, 'member')
+      const event = (await expectStatus(t, key.secret, 'POST', '/api/v1/events', 201, {
+        title: 'Robot made', start_dt: new Date(Date.now() + 7 * 86_400_000).toISOString()
+      })).json()
+      await expectStatus(t, key.secret, 'POST', `/api/v1/events/${event.id}/publish`, 204)
+      const token = (await expectStatus(t, key.secret, 'POST', '/api/v1/feed-tokens', 201, { scope: 'personal' }))
+        .json()
+      const feed = async () => await t.app.inject({ method: 'GET', url: token.url.replace(/^https?:\/\/[^/]+/, '') })
+      const before = await feed()
+      assert.equal(before.statusCode, 200, before.body)
+      assert.match(before.body, /SUMMARY:Robot made/)
+      const rule = await eventRule(t, key.secret, event.id, { actions: [{ type: 'activity', message: 'ran' }] })
+
+      // disabled: the feed answers as for a revoked token, the rule's next run fails and disables it
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, { disabled: true })
+      assert.equal((await feed()).statusCode, 404)
+      await expectStatus(t, admin, 'PATCH', `/api/v1/events/${event.id}`, 200, { description: 'edited by the admin' })
+      await drain(t.ctx.engines.automation)
+      const got = await getJson(t, admin, `/api/v1/automation/rules/${rule.id}`)
+      assert.equal(got.enabled, false)
+      assert.match(got.disabled_reason, new RegExp(`creator sa_${account.id} was disabled`))
+      const [ran] = await executions(t, admin, rule.id)
+      assert.equal(ran?.status, 'failed')
+
+      // enabled again: the feed is back; deleted: gone for good
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, { disabled: false })
+      assert.equal((await feed()).statusCode, 200)
+      await expectStatus(t, admin, 'DELETE', `/api/v1/service-accounts/${account.id}`, 204)
+      assert.equal((await feed()).statusCode, 404)
+    })
+
+    it('reads what a key made as its account is now: its role and scopes now, nothing once disabled', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      const { account } = await accountWithKey(t, admin, 'admin')
+      const reader = await asTheyAreNowOf(t, tenant.id, account.id, 'admin')
+      assert.equal(reader.effectiveRole, 'admin')
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, {
+        role: 'viewer', scopes: ['events:read']
+      })
+      const lowered = await asTheyAreNowOf(t, tenant.id, account.id, 'admin')
+      assert.equal(lowered.effectiveRole, 'viewer')
+      assert.deepEqual([...lowered.permissions], ['events:read'])
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, { disabled: true })
+      const off = await asTheyAreNowOf(t, tenant.id, account.id, 'admin')
+      assert.equal(off.effectiveRole, 'none')
+      assert.equal(off.permissions.size, 0)
     })
 
     it('rotates a key: both work during the overlap, the old one is refused after it', async () => {

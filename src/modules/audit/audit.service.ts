@@ -1,8 +1,5 @@
 /** What other modules read of the audit log. */
-import { sealAudit } from '../../platform/audit-chain.ts'
 import type { Tx } from '../../platform/db/tenant.ts'
-import type { Kysely } from 'kysely'
-import type { Database } from '../../platform/db/database.ts'
 import * as repo from './audit.repository.ts'
 
 /** The most entries a data-subject export lists (the newest are kept out past it; docs/privacy.md). */
@@ -17,9 +14,4 @@ export async function auditEntriesAbout (
   trx: Tx, tenantId: string, subject: { contactId: string | number } | { userId: string }
 ) {
   return await repo.entriesAbout(trx, tenantId, subject, ENTRIES_ABOUT_LIMIT)
-}
-
-/** Seals the tenant's committed entries (before a read that must show them in the chain). */
-export async function sealTenantAudit (db: Kysely<Database>, tenantId: string): Promise<number> {
-  return await sealAudit(db, tenantId)
 }

@@ -27,7 +27,7 @@ import { EXPIRE_SEC, type ExecutionJob } from './automation.queue.ts'
 import * as repo from './automation.repository.ts'
 import * as targets from './automation.targets.repository.ts'
 import { actionNeeds, subjectOf } from './automation.run-as.ts'
-import { asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
+import { actorRefused, asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
 import type { ExecutionRow, RuleAction, RuleRow, RuleVersionRow } from './automation.table.ts'
 import { postWebhook, WebhookError } from '../../platform/http/outbound.ts'
 import { signBody } from './automation.signature.ts'
@@ -498,9 +498,9 @@ async function ruleToRun (trx: Tx, row: ExecutionRow): Promise<Step<{ rule: Rule
  * may act as someone else).
  */
 async function actingSubject (trx: Tx, rule: RuleRow, current: RuleRow): Promise<Step<AuthContext>> {
-  const creator = await findUser(trx, rule.tenant_id, rule.creator_id)
-  if (creator?.state === 'removed' || creator?.state === 'inactive') {
-    const gone = `the rule's creator ${rule.creator_id} was ${creator.state === 'removed' ? 'removed' : 'deactivated'}`
+  const refused = await actorRefused(trx, rule.tenant_id, rule.creator_id)
+  if (refused !== undefined) {
+    const gone = `the rule's creator ${rule.creator_id} was ${refused}`
     if (current.creator_id !== rule.creator_id) {
       return ends('failed', `${gone} (the writer of version ${rule.version}, which this execution runs)`)
     }
@@ -508,6 +508,7 @@ async function actingSubject (trx: Tx, rule: RuleRow, current: RuleRow): Promise
     await disableForCreator(trx, rule, reason)
     return ends('failed', reason)
   }
+  const creator = await findUser(trx, rule.tenant_id, rule.creator_id)
   return { ok: await asTheyAreNow(trx, subjectOf(rule, creator?.email ?? null)) }
 }
 

@@ -18,7 +18,8 @@ import { ApiError } from '../../platform/http/errors.ts'
 import {
   type EventPermission, type EventRow, findEventForRead, hasEventPermission, isTenantAdmin
 } from '../events/index.ts'
-import { latestClaims } from '../identity/index.ts'
+import { accountNow, scopedPermissions, type AccountNow } from '../api-keys/index.ts'
+import { findUser, latestClaims } from '../identity/index.ts'
 import { findVisibleSpace } from '../spaces/index.ts'
 import { deletedEventCreator, seesContact, seesSeries, spaceCreator } from './disclosure.repository.ts'
 
@@ -156,9 +157,12 @@ export async function asTheyAreNow (
   const key = `${reader.tenantId}\u0000${reader.userId}\u0000${reader.orgId ?? ''}\u0000${reader.roles.join(',')}`
   const kept = cache?.get(key)
   if (kept !== undefined) return kept
-  const claims = await latestClaims(trx, reader.tenantId, reader.userId)
+  const account = await accountNow(trx, reader.tenantId, reader.userId)
+  const claims = account === undefined ? await latestClaims(trx, reader.tenantId, reader.userId) : undefined
   let now = reader
-  if (claims !== undefined) {
+  if (account !== undefined) {
+    now = accountAsItIsNow(reader, account)
+  } else if (claims !== undefined) {
     const roles = rank(claims.roles) > rank(reader.roles) ? [...claims.roles] : [...reader.roles]
     now = {
       ...reader,
@@ -170,6 +174,37 @@ export async function asTheyAreNow (
   }
   cache?.set(key, now)
   return now
+}
+
+/**
+ * A service account's reader with the lesser of the role stored and its role now, within its scopes now; none at all
+ * once it is disabled or deleted (the callers refuse it by `actorRefused` first; this keeps a missed check closed).
+ */
+function accountAsItIsNow (reader: AuthContext, account: AccountNow): AuthContext {
+  const lesser = rank([account.role]) > rank(reader.roles) ? [account.role] : [...reader.roles]
+  const roles = account.state === 'active' ? lesser : []
+  const role = effectiveRole(roles)
+  return {
+    ...reader,
+    roles,
+    effectiveRole: role,
+    permissions: new Set(role === 'none' ? [] : scopedPermissions(role, account.scopes))
+  }
+}
+
+/** How whoever a stored thing acts as was refused; `actorRefused`. */
+export type Refusal = 'removed' | 'deactivated' | 'disabled' | 'deleted'
+
+/**
+ * Whether whoever a stored thing acts as (a feed token's user, a rule's writer, a webhook subscription's creator) is
+ * refused now, and how: a user the identity provider removed or deactivated, a service account disabled or deleted
+ * (its things were made with one of its keys: docs/api-keys.md). A user the provider never told of is not refused.
+ */
+export async function actorRefused (trx: Tx, tenantId: string, userId: string): Promise<Refusal | undefined> {
+  const account = await accountNow(trx, tenantId, userId)
+  if (account !== undefined) return account.state === 'active' ? undefined : account.state
+  const user = await findUser(trx, tenantId, userId)
+  return user?.state === 'removed' ? 'removed' : user?.state === 'inactive' ? 'deactivated' : undefined
 }
 
 const idOf = (raw: unknown): number | undefined => {

@@ -6,4 +6,4 @@
  * it, and the contacts module's timeline is given `mayLearnOf` by src/app.ts. Another module imports only this file
  * (the lint rule `modules/index-only`, docs/architecture.md).
  */
-export { asTheyAreNow, mayLearnOf } from './disclosure.ts'
+export { actorRefused, asTheyAreNow, mayLearnOf, type Refusal } from './disclosure.ts'

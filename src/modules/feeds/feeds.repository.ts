@@ -81,14 +81,6 @@ export async function touchToken (trx: Tx, tenantId: string, id: number): Promis
     .execute()
 }
 
-/** Whether the identity provider removed or deactivated the user (a user never synced is not refused). */
-export async function userRefused (trx: Tx, tenantId: string, userId: string): Promise<boolean> {
-  const row = await trx.selectFrom('users').select('state')
-    .where('tenant_id', '=', tenantId).where('id', '=', userId)
-    .executeTakeFirst()
-  return row !== undefined && row.state !== 'active'
-}
-
 /** The title of a space (for the feed's name). */
 export async function spaceTitle (trx: Tx, tenantId: string, id: number): Promise<string | undefined> {
   const row = await trx.selectFrom('spaces').select('title')

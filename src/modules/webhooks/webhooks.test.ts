@@ -14,6 +14,7 @@ import { sql } from 'kysely'
 import { Webhook } from 'standardwebhooks'
 import { databases, newTenant, useTestApp, type TestApp } from '../../../test/helpers/build-app.ts'
 import { queuedNotifications } from '../../../test/helpers/outbox.ts'
+import { expectStatus } from '../../../test/helpers/requests.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { allowListOf } from '../../platform/http/outbound.ts'
 import { DISABLE_AFTER_FAILURES, deliverDue, dispatchWebhooks, type WebhookEngine } from './webhooks.delivery.ts'
@@ -160,6 +161,44 @@ for (const kind of databases()) {
       assert.equal(log.length, 1, 'the new event, not a walk through the history first')
       await deliverDue(engine())
       assert.equal((JSON.parse(on('/history')[0]?.body ?? '{}') as Json).data?.contact_id, contactId)
+    })
+
+    void it('tells nothing to a subscription whose creator is gone: a removed user, a disabled or deleted service ' +
+      'account (made with its key)', async () => {
+      const { tenant, admin, member } = await setup('/unused')
+      const account = (await expectStatus(t, admin, 'POST', '/api/v1/service-accounts', 201, {
+        name: 'hooks robot', role: 'admin'
+      })).json()
+      const key = (await expectStatus(t, admin, 'POST', `/api/v1/service-accounts/${account.id}/keys`, 201, {})).json()
+      const byKey = (await expectStatus(t, key.secret, 'POST', '/api/v1/webhooks', 201, {
+        url: receiver.url('/by-key'), event_types: ['contact.created']
+      })).json()
+      const boss = await tenant.user('boss', ['admin'])
+      const byUser = (await expectStatus(t, boss, 'POST', '/api/v1/webhooks', 201, {
+        url: receiver.url('/by-user'), event_types: ['contact.created']
+      })).json()
+      const count = async (id: string) => (await deliveries(admin, id)).length
+
+      await contactCreated(member, 'First')
+      await dispatchWebhooks(engine())
+      assert.deepEqual([await count(byKey.id), await count(byUser.id)], [1, 1])
+
+      // the account disabled, the user removed by the identity provider: the next event reaches neither
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, { disabled: true })
+      await t.ctx.db.insertInto('users').values({ tenant_id: tenant.id, id: 'boss', state: 'removed' }).execute()
+      await contactCreated(member, 'Second')
+      await dispatchWebhooks(engine())
+      assert.deepEqual([await count(byKey.id), await count(byUser.id)], [1, 1])
+
+      // enabled again: told of what follows; deleted: never again
+      await expectStatus(t, admin, 'PATCH', `/api/v1/service-accounts/${account.id}`, 200, { disabled: false })
+      await contactCreated(member, 'Third')
+      await dispatchWebhooks(engine())
+      assert.equal(await count(byKey.id), 2)
+      await expectStatus(t, admin, 'DELETE', `/api/v1/service-accounts/${account.id}`, 204)
+      await contactCreated(member, 'Fourth')
+      await dispatchWebhooks(engine())
+      assert.equal(await count(byKey.id), 2)
     })
 
     void it('signs with both secrets during a rotation', async () => {
