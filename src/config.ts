@@ -156,6 +156,8 @@ export interface RetentionConfig {
    * (RETENTION_WEBHOOK_DELIVERIES, 30d); pending ones (due, waiting for a retry, in flight) never
    */
   readonly webhookDeliveries: number | null
+  /** the attempts of webhook deliveries, from when each started (RETENTION_WEBHOOK_ATTEMPTS, 30d) */
+  readonly webhookAttempts: number | null
   /** revoked calendar feed tokens, from revoked_at (RETENTION_FEED_TOKENS, 30d); live tokens never */
   readonly feedTokens: number | null
   /**
@@ -412,6 +414,7 @@ function retention (env: Env): RetentionConfig {
     executions: retentionPeriod(env, 'RETENTION_EXECUTIONS', '90d'),
     executionsKeepPerRule: int(env, 'RETENTION_EXECUTIONS_KEEP_PER_RULE', 100, 0, 100_000),
     webhookDeliveries: retentionPeriod(env, 'RETENTION_WEBHOOK_DELIVERIES', '30d'),
+    webhookAttempts: retentionPeriod(env, 'RETENTION_WEBHOOK_ATTEMPTS', '30d'),
     feedTokens: retentionPeriod(env, 'RETENTION_FEED_TOKENS', '30d'),
     guestTokens: retentionPeriod(env, 'RETENTION_GUEST_TOKENS', '30d'),
     // a sync token answers for this period less a day (syncWindowMs): at least a day of window

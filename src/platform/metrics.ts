@@ -10,8 +10,8 @@
  * code deep in the modules increments with one line (rate-limit refusals, deliveries, executions);
  * they count for the whole process, which in production serves one app. The app's (made by
  * `registerMetrics`): the request counter and latency histogram, and gauges read at scrape time
- * from the app's database (outbox lag, job queue depth), cached for a few seconds so that frequent
- * scrapes cost one pair of indexed queries.
+ * from the app's database (outbox lag, job queue depth, pending webhook deliveries), cached for a few seconds so
+ * that frequent scrapes cost a few indexed queries.
  */
 import crypto from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
@@ -79,6 +79,26 @@ export const webhookDeliveries = counter(
   ['delivered', 'failed', 'refused']
 )
 
+/**
+ * Attempts of webhook subscriptions' deliveries by outcome (src/modules/webhooks/webhooks.delivery.ts); the
+ * automation action's calls are `automation_webhook_deliveries_total`.
+ */
+export const subscriptionDeliveries = counter(
+  'webhook_deliveries_total',
+  'Attempts of webhook subscription deliveries by outcome (delivered: 2xx; retry: failed, another attempt due; ' +
+  'failed: failed, the last attempt; refused: destination not allowed, nothing sent)',
+  'outcome',
+  ['delivered', 'retry', 'failed', 'refused']
+)
+
+/** How long the attempts of subscription deliveries took, whatever their outcome. */
+export const subscriptionAttemptSeconds = new client.Histogram({
+  name: 'webhook_delivery_attempt_duration_seconds',
+  help: 'Time of an attempt of a webhook subscription delivery, from the request to the answer or the failure',
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [processRegistry]
+})
+
 /** Automation execution attempts as they finish, by status. */
 export const automationExecutions = counter(
   'automation_executions_total',
@@ -103,6 +123,11 @@ export const idpWebhookDeliveries = counter(
 const IDP_WEBHOOK_ROUTE = '/api/v1/integrations/idp/webhook'
 
 let defaultMetrics = false
+
+/** prom-client's default gauges whose names end in `_total` (left out: docs/deployment.md, "Metrics"). */
+const DEFAULT_GAUGES_NAMED_TOTAL = [
+  'nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'
+]
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
@@ -135,6 +160,48 @@ export async function readBacklog (db: Kysely<Database>): Promise<Backlog> {
   })
 }
 
+/** The pending deliveries of webhook subscriptions, of every tenant. */
+export interface WebhookBacklog {
+  /** no failed attempt yet: waiting for or in their first attempt */
+  new: number
+  /** at least one failed attempt (the last one recorded): waiting for or in a retry */
+  failing: number
+}
+
+/**
+ * Reads the pending webhook deliveries on the worker login, by the partial index of pending deliveries
+ * (`webhook_deliveries_due`, migration 0025): the rows of the backlog only, never the delivery log.
+ */
+export async function readWebhookBacklog (db: Kysely<Database>): Promise<WebhookBacklog> {
+  return await withSystem(db, async (trx) => {
+    const { rows } = await sql<WebhookBacklog>`
+      select (count(*) filter (where last_error is null))::int as new,
+             (count(*) filter (where last_error is not null))::int as failing
+        from webhook_deliveries where status = 'pending'`.execute(trx)
+    return rows[0] ?? { new: 0, failing: 0 }
+  })
+}
+
+/**
+ * A reading of the database served for BACKLOG_CACHE_MS: frequent scrapes cost one reading. A failed reading is
+ * logged and answers undefined (the gauges are left out of that scrape).
+ */
+function cachedReading<T> (read: () => Promise<T>, warn: (err: unknown) => void): () => Promise<T | undefined> {
+  let reading: { at: number, value: Promise<T | undefined> } | undefined
+  return async () => {
+    if (reading === undefined || Date.now() - reading.at > BACKLOG_CACHE_MS) {
+      reading = {
+        at: Date.now(),
+        value: read().catch((err: unknown) => {
+          warn(err)
+          return undefined
+        })
+      }
+    }
+    return await reading.value
+  }
+}
+
 /** Whether an Authorization header carries the token (compared in constant time). */
 export function tokenMatches (header: string | undefined, token: string): boolean {
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '')
@@ -161,6 +228,9 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
   if (!defaultMetrics) {
     defaultMetrics = true
     client.collectDefaultMetrics({ register: processRegistry })
+    // gauges named like counters, which Prometheus's linter (promtool check metrics) refuses; each is the sum of the
+    // series by type beside it (`sum(nodejs_active_handles)`)
+    for (const name of DEFAULT_GAUGES_NAMED_TOTAL) processRegistry.removeSingleMetric(name)
   }
   const registry = new client.Registry()
   const labelNames = ['method', 'route', 'status_code'] as const
@@ -178,19 +248,9 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
     registers: [registry]
   })
 
-  let reading: { at: number, value: Promise<Backlog | undefined> } | undefined
-  const backlog = async (): Promise<Backlog | undefined> => {
-    if (reading === undefined || Date.now() - reading.at > BACKLOG_CACHE_MS) {
-      reading = {
-        at: Date.now(),
-        value: readBacklog(options.db).catch((err: unknown) => {
-          app.log.warn({ err }, 'metrics: reading the outbox and job backlog failed')
-          return undefined
-        })
-      }
-    }
-    return await reading.value
-  }
+  const backlog = cachedReading(async () => await readBacklog(options.db), err => {
+    app.log.warn({ err }, 'metrics: reading the outbox and job backlog failed')
+  })
   new client.Gauge({ // eslint-disable-line no-new
     name: 'outbox_lag_seconds',
     help: 'Age of the oldest domain event the automation dispatcher has not processed yet (0: none waiting)',
@@ -210,6 +270,23 @@ export function registerMetrics (app: FastifyInstance, options: MetricsOptions):
       const b = await backlog()
       this.reset()
       for (const q of b?.queues ?? []) this.set({ queue: q.name }, q.depth)
+    }
+  })
+  const webhookBacklog = cachedReading(async () => await readWebhookBacklog(options.db), err => {
+    app.log.warn({ err }, 'metrics: reading the pending webhook deliveries failed')
+  })
+  new client.Gauge({ // eslint-disable-line no-new
+    name: 'webhook_deliveries_pending',
+    help: 'Pending deliveries of webhook subscriptions, by state (new: no failed attempt yet; failing: at least one ' +
+      'failed attempt, waiting for a retry)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect () {
+      const b = await webhookBacklog()
+      this.reset()
+      if (b === undefined) return
+      this.set({ state: 'new' }, b.new)
+      this.set({ state: 'failing' }, b.failing)
     }
   })
 

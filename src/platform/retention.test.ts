@@ -22,6 +22,7 @@ void describe('retention configuration', () => {
       executions: 90 * DAY,
       executionsKeepPerRule: 100,
       webhookDeliveries: 30 * DAY,
+      webhookAttempts: 30 * DAY,
       feedTokens: 30 * DAY,
       guestTokens: 30 * DAY,
       changes: 31 * DAY,

@@ -12,6 +12,8 @@
  *   scheduler can no longer fire it.
  * - webhookDeliveries: succeeded or failed (given up), last attempted before now − RETENTION_WEBHOOK_DELIVERIES;
  *   pending deliveries (due, waiting for a retry, in flight) never.
+ * - webhookAttempts: the history of a delivery's attempts (migration 0047), started before now −
+ *   RETENTION_WEBHOOK_ATTEMPTS, whatever the delivery's status; the delivery keeps its last attempt's columns.
  * - feedTokens: revoked before now − RETENTION_FEED_TOKENS; live tokens never. A revoked token and an unknown one
  *   both answer 404, so pruning one changes nothing a calendar app sees.
  * - guestTokens: guests' links revoked or expired before now − RETENTION_GUEST_TOKENS; live links never (a dead link
@@ -55,8 +57,8 @@ export interface UpkeepStep {
 }
 
 export const RETENTION_KINDS = [
-  'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'feedTokens',
-  'guestTokens', 'changes'
+  'outbox', 'notifications', 'idempotencyKeys', 'idpDeliveries', 'executions', 'webhookDeliveries', 'webhookAttempts',
+  'feedTokens', 'guestTokens', 'changes'
 ] as const
 export type RetentionKind = typeof RETENTION_KINDS[number]
 
@@ -94,7 +96,7 @@ export const TENANTS_PER_LOOKUP = 500
 
 type PrunedTable =
   | 'outbox' | 'notification_outbox' | 'idempotency_keys' | 'idp_deliveries' | 'webhook_deliveries' | 'feed_tokens'
-  | 'guest_tokens' | 'changes'
+  | 'guest_tokens' | 'changes' | 'webhook_delivery_attempts'
 
 /** What may go of each kind but executions: its table and the rows that may go (old and done). */
 const EXPIRED: Record<
@@ -118,6 +120,9 @@ const EXPIRED: Record<
     table: 'webhook_deliveries',
     where: cutoff => sql`status <> 'pending' and last_attempt_at < ${cutoff}`
   },
+  // a delivery's history of attempts, by when each started (a pending delivery's old attempts too: its own columns
+  // keep the last one's outcome); by the index webhook_delivery_attempts_started (migration 0047)
+  webhookAttempts: { table: 'webhook_delivery_attempts', where: cutoff => sql`started_at < ${cutoff}` },
   // a revoked token answers 404 like an unknown one (feeds.routes.ts): its row only keeps its hash
   feedTokens: { table: 'feed_tokens', where: cutoff => sql`revoked_at < ${cutoff}` },
   // a guest's link revoked or expired answers 404 like an unknown one (docs/guests.md): its row only keeps its hash

@@ -5,8 +5,10 @@
  * dispatcher). The deliverer claims due deliveries, signs them per the Standard Webhooks
  * specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and POSTs them through the
  * platform's outbound client (src/platform/http/outbound.ts: SSRF checks, no redirects, timeout, capped response), then
- * records the outcome: succeeded, due again after a back-off, or failed once the attempts are used up.
- * A subscription whose deliveries keep failing is disabled and its creator notified.
+ * records the outcome: succeeded, due again after a back-off, or failed once the attempts are used up, and keeps the
+ * attempt in the delivery's history (time, latency, status or error kind, the start of a text answer). Each attempt is
+ * counted by outcome (`webhook_deliveries_total`) and timed. A subscription whose deliveries keep failing is
+ * disabled and its creator notified.
  */
 import crypto from 'node:crypto'
 import type { Kysely } from 'kysely'
@@ -18,10 +20,12 @@ import { shareAmongTenants, TenantWorkError } from '../../platform/tenant-batche
 import {
   allowListOf, postWebhook, WebhookError, WEBHOOK_TIMEOUT_MS, type AllowList
 } from '../../platform/http/outbound.ts'
+import { subscriptionAttemptSeconds, subscriptionDeliveries } from '../../platform/metrics.ts'
 import { subjectOf } from '../automation/index.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
-import { asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
+import { actorRefused, asTheyAreNow, mayLearnOf } from '../disclosure/index.ts'
 import * as repo from './webhooks.repository.ts'
+import { errorKindOf, EXCERPT_BYTES, excerptOf } from './webhooks.attempts.ts'
 
 /** Seconds to wait after the 1st, 2nd… failed attempt: about 17 hours in all. */
 export const RETRY_SCHEDULE_SECONDS = [30, 120, 600, 3600, 4 * 3600, 12 * 3600] as const
@@ -94,12 +98,25 @@ export async function dispatchWebhooks (engine: WebhookEngine, limit = DISPATCH_
   return result
 }
 
+/**
+ * The subscriptions whose creator still acts: one removed or deactivated by the identity provider, or a service
+ * account disabled or deleted (a subscription made with a key), is told nothing (disclosure's `actorRefused`, the
+ * check feeds and automation rules share).
+ */
+async function acting<S extends { created_by: string }> (trx: Tx, tenantId: string, subs: S[]): Promise<S[]> {
+  const out: S[] = []
+  for (const sub of subs) {
+    if ((await actorRefused(trx, tenantId, sub.created_by)) === undefined) out.push(sub)
+  }
+  return out
+}
+
 async function dispatchTenant (trx: Tx, tenantId: string, limit: number): Promise<DispatchResult> {
   const floor = await repo.lockCursor(trx, tenantId, SETTLE_SECONDS)
   const rows = await repo.unseenOutboxRows(trx, tenantId, floor, limit)
   const result: DispatchResult = { events: rows.length, deliveries: 0 }
   if (rows.length > 0) {
-    const subs = await repo.enabledSubscriptions(trx, tenantId)
+    const subs = await acting(trx, tenantId, await repo.enabledSubscriptions(trx, tenantId))
     const told = new Map<string, boolean>()
     const readers = new Map<string, AuthContext>()
     for (const row of rows) {
@@ -170,29 +187,49 @@ async function attempt (engine: WebhookEngine, tenantId: string, c: Claimed, res
   if (c.subscription.previous_valid && c.subscription.previous_secret !== null) {
     secrets.push(c.subscription.previous_secret)
   }
+  // every secret the row holds, the expired one too: none is kept in an excerpt of the answer
+  const redacted = [c.subscription.secret, c.subscription.previous_secret].filter(s => s !== null)
+  const startedAt = new Date()
   const started = performance.now()
   let outcome: repo.AttemptResult
+  let refused = false
   try {
     const answer = await postWebhook(
       c.subscription.url,
       body,
-      { ...signedHeaders(c.msg_id, new Date(), body, secrets), 'user-agent': 'collaboration-service-webhooks' },
+      { ...signedHeaders(c.msg_id, startedAt, body, secrets), 'user-agent': 'collaboration-service-webhooks' },
       engine.allow,
-      engine.timeoutMs ?? WEBHOOK_TIMEOUT_MS
+      engine.timeoutMs ?? WEBHOOK_TIMEOUT_MS,
+      // counted below, by this module's outcomes; not as calls of the automation action
+      { count: outcome => { refused = outcome === 'refused' }, keepBytes: EXCERPT_BYTES }
     )
     outcome = {
-      ok: true, statusCode: answer.status, durationMs: elapsed(started), error: null, retryInSeconds: undefined
+      ok: true,
+      attempt: c.attempts,
+      startedAt,
+      statusCode: answer.status,
+      durationMs: elapsed(started),
+      error: null,
+      errorKind: null,
+      excerpt: excerptOf(answer.excerpt, answer.contentType, redacted),
+      retryInSeconds: undefined
     }
   } catch (err) {
     const retry = c.attempts < MAX_ATTEMPTS ? RETRY_SCHEDULE_SECONDS[c.attempts - 1] : undefined
+    const answered = err instanceof WebhookError ? err : undefined
     outcome = {
       ok: false,
-      statusCode: err instanceof WebhookError && err.status !== undefined ? err.status : null,
+      attempt: c.attempts,
+      startedAt,
+      statusCode: answered?.status ?? null,
       durationMs: elapsed(started),
       error: err instanceof Error ? err.message : String(err),
+      errorKind: errorKindOf(err),
+      excerpt: excerptOf(answered?.excerpt, answered?.contentType, redacted),
       retryInSeconds: retry
     }
   }
+  countAttempt(outcome, refused)
   if (outcome.ok) result.succeeded++
   else result.failed++
   await withSystem(engine.db, async trx => {
@@ -208,6 +245,13 @@ async function attempt (engine: WebhookEngine, tenantId: string, c: Claimed, res
 }
 
 const elapsed = (started: number): number => Math.round(performance.now() - started)
+
+function countAttempt (outcome: repo.AttemptResult, refused: boolean): void {
+  subscriptionAttemptSeconds.observe(outcome.durationMs / 1000)
+  subscriptionDeliveries.inc({
+    outcome: outcome.ok ? 'delivered' : refused ? 'refused' : outcome.retryInSeconds === undefined ? 'failed' : 'retry'
+  })
+}
 
 async function notifyDisabled (
   trx: Tx,

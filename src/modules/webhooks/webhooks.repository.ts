@@ -1,7 +1,7 @@
 /**
  * SQL of the webhooks module: subscriptions and their delivery log (in the caller's tenant), and the
  * dispatcher's and deliverer's statements (system transactions, one tenant at a time where they
- * write). Tables: migrations/0025_webhooks.sql.
+ * write). Tables: migrations/0025_webhooks.sql, the attempts 0047_webhook_attempts.sql.
  */
 import { sql } from 'kysely'
 import type { Tx } from '../../platform/db/tenant.ts'
@@ -9,7 +9,7 @@ import { bumpRevision } from '../../platform/db/revision.ts'
 import { listPage } from '../../platform/db/list-page.ts'
 import { listScope, pageWindow, type KeyColumn } from '../../platform/http/cursor.ts'
 import type { KeysetPageQuery } from '../../platform/http/schema.ts'
-import type { DeliveryRow, SubscriptionRow, WebhooksTables } from './webhooks.table.ts'
+import type { AttemptErrorKind, DeliveryRow, SubscriptionRow, WebhooksTables } from './webhooks.table.ts'
 
 /** The executor with the module's tables. */
 const t = (trx: Tx) => trx.withTables<WebhooksTables>()
@@ -60,6 +60,21 @@ export async function findSubscription (trx: Tx, tenantId: string, id: string): 
   return await t(trx).selectFrom('webhook_subscriptions').select(SUBSCRIPTION_COLUMNS)
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .executeTakeFirst()
+}
+
+/**
+ * What a subscription's answer tells of its deliveries: the pending ones (by the partial index of the backlog), those
+ * of them with a failed attempt, and its last success (kept on the subscription).
+ */
+export async function deliveryFigures (trx: Tx, tenantId: string, id: string) {
+  const { rows } = await sql<{ pending: number, failing: number, last_success_at: Date | null }>`
+    select (select count(*) from webhook_deliveries d where d.tenant_id = s.tenant_id and d.subscription_id = s.id
+              and d.status = 'pending')::int as pending,
+           (select count(*) from webhook_deliveries d where d.tenant_id = s.tenant_id and d.subscription_id = s.id
+              and d.status = 'pending' and d.last_error is not null)::int as failing,
+           s.last_success_at
+      from webhook_subscriptions s where s.tenant_id = ${tenantId} and s.id = ${id}`.execute(trx)
+  return rows[0]
 }
 
 export async function lockSubscription (trx: Tx, tenantId: string, id: string): Promise<SubscriptionRow | undefined> {
@@ -139,6 +154,23 @@ export async function listDeliveries (trx: Tx, tenantId: string, subscriptionId:
   const base = t(trx).selectFrom('webhook_deliveries')
     .where('tenant_id', '=', tenantId).where('subscription_id', '=', subscriptionId)
   return await listPage(trx, base, qb => qb.select(DELIVERY_COLUMNS), DELIVERY_KEYS, window)
+}
+
+const ATTEMPT_KEYS: KeyColumn[] = [
+  { ref: 'started_at', dir: 'desc', type: 'time' },
+  { ref: 'id', dir: 'desc', type: 'int' }
+]
+
+export const ATTEMPT_COLUMNS = [
+  'id', 'attempt', 'started_at', 'duration_ms', 'status_code', 'error_kind', 'error', 'response_excerpt', 'succeeded'
+] as const
+
+/** The attempts kept of a delivery, newest first. */
+export async function listAttempts (trx: Tx, tenantId: string, deliveryId: string, q: KeysetPageQuery) {
+  const window = pageWindow(q, listScope('webhook-attempts', { deliveryId }), ATTEMPT_KEYS)
+  const base = t(trx).selectFrom('webhook_delivery_attempts')
+    .where('tenant_id', '=', tenantId).where('delivery_id', '=', deliveryId)
+  return await listPage(trx, base, qb => qb.select(ATTEMPT_COLUMNS), ATTEMPT_KEYS, window)
 }
 
 export async function insertDelivery (
@@ -313,21 +345,32 @@ export async function claimDue (trx: Tx, tenantId: string, limit: number, leaseS
 
 export interface AttemptResult {
   ok: boolean
+  /** the attempt's number in its run (the delivery's `attempts` when it was claimed) */
+  attempt: number
+  startedAt: Date
   statusCode: number | null
   durationMs: number
   error: string | null
+  /** why no answer was taken (null: the receiver answered) */
+  errorKind: AttemptErrorKind | null
+  /** the start of the answer's body, when it was text */
+  excerpt: string | null
   /** when to try again; undefined: no further attempt (succeeded, or attempts used up) */
   retryInSeconds: number | undefined
 }
 
-/** Records the outcome of an attempt on the delivery and on its subscription's run of failures. */
+/**
+ * Records the outcome of an attempt on the delivery, in its history of attempts, and on its subscription's run of
+ * failures and last success. A delivery deleted meanwhile (with its subscription) records nothing.
+ */
 export async function recordAttempt (
   trx: Tx,
   tenantId: string,
   delivery: { id: string, subscription_id: string },
   r: AttemptResult
 ): Promise<SubscriptionRow | undefined> {
-  await t(trx).updateTable('webhook_deliveries')
+  const error = r.error === null ? null : r.error.slice(0, 1000)
+  const recorded = await t(trx).updateTable('webhook_deliveries')
     .set({
       status: r.ok ? 'succeeded' : r.retryInSeconds === undefined ? 'failed' : 'pending',
       next_attempt_at: r.retryInSeconds === undefined
@@ -335,14 +378,30 @@ export async function recordAttempt (
         : sql`now() + make_interval(secs => ${r.retryInSeconds})`,
       last_status_code: r.statusCode,
       last_duration_ms: r.durationMs,
-      last_error: r.error === null ? null : r.error.slice(0, 1000),
+      last_error: error,
       ...(r.ok ? { delivered_at: sql`now()` } : {})
     })
     .where('tenant_id', '=', tenantId).where('id', '=', delivery.id)
+    .returning('id')
+    .executeTakeFirst()
+  if (recorded === undefined) return undefined
+  await t(trx).insertInto('webhook_delivery_attempts')
+    .values({
+      tenant_id: tenantId,
+      delivery_id: delivery.id,
+      attempt: r.attempt,
+      started_at: r.startedAt,
+      duration_ms: r.durationMs,
+      status_code: r.statusCode,
+      error_kind: r.errorKind,
+      error,
+      response_excerpt: r.excerpt,
+      succeeded: r.ok
+    })
     .execute()
   return await t(trx).updateTable('webhook_subscriptions')
     .set(r.ok
-      ? { consecutive_failures: 0, failing_since: null }
+      ? { consecutive_failures: 0, failing_since: null, last_success_at: sql`now()` }
       // the service's clock, as a parameter: Citus refuses now() inside a COALESCE of a write (docs/architecture.md)
       : {
           consecutive_failures: sql`consecutive_failures + 1`,

@@ -1,9 +1,9 @@
 /**
  * Outbound webhooks (Standard Webhooks): a tenant's subscriptions to the domain events of the
  * outbox, their signing secrets (shown once; rotation keeps the old one signing for a day), the
- * delivery log, redelivery and a ping. Tenant admins only (`webhook:*` → `tenant:admin`). The
- * deliveries themselves happen in the worker (webhooks.delivery.ts), never in the request that
- * caused the event. docs/integrations.md, "Outbound webhooks".
+ * delivery log and each delivery's attempts, redelivery and a ping. Tenant admins only (`webhook:*` →
+ * `tenant:admin`). The deliveries themselves happen in the worker (webhooks.delivery.ts), never in the
+ * request that caused the event. docs/integrations.md, "Outbound webhooks".
  */
 import { Type } from '@sinclair/typebox'
 import { defineModule } from '../../platform/app-context.ts'
@@ -16,8 +16,9 @@ import { requirePolicy } from '../policy/index.ts'
 import { newMessageId, newSecret, PING_TYPE, ROTATION_OVERLAP_SECONDS } from './webhooks.delivery.ts'
 import * as repo from './webhooks.repository.ts'
 import {
-  CreateWebhookBody, DeliveryParams, PagedBodyWebhookDelivery, PagedBodyWebhookSubscription, PatchWebhookBody,
-  WebhookDelivery, WebhookParams, WebhookSubscription, WebhookSubscriptionWithSecret
+  CreateWebhookBody, DeliveryParams, PagedBodyWebhookDelivery, PagedBodyWebhookDeliveryAttempt,
+  PagedBodyWebhookSubscription, PatchWebhookBody, WebhookDelivery, WebhookParams, WebhookSubscription,
+  WebhookSubscriptionWithSecret
 } from './webhooks.schemas.ts'
 import { checkEventTypes, checkUrl } from './webhooks.service.ts'
 import { WEBHOOK_EVENT_SCHEMAS } from './webhooks.event-schemas.ts'
@@ -60,7 +61,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/webhooks', operation('create-webhook',
     'Subscribe a URL to domain events; the secret is shown only here', {
-      body: CreateWebhookBody, response: { 201: WebhookSubscriptionWithSecret }
+      description: 'Subscribes an HTTPS URL to domain events, delivered signed (Standard Webhooks). The signing ' +
+        'secret is shown only in this answer.',
+      body: CreateWebhookBody,
+      response: { 201: WebhookSubscriptionWithSecret }
     }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const b = request.body
     const url = await checkUrl(b.url, allow, 'body.url')
@@ -83,22 +87,34 @@ export const webhooksModule = defineModule(async (app, ctx) => {
   })
 
   app.get('/api/v1/webhooks', operation('list-webhooks', "List the tenant's webhook subscriptions, newest first", {
-    querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookSubscription }
+    description: 'The tenant\'s webhook subscriptions, newest first, without their secrets.',
+    querystring: KeysetPageQuery,
+    response: { 200: PagedBodyWebhookSubscription }
   }, requirePolicy('webhook', 'read')), async request =>
     await answerPage(db, request, (trx, q, auth) => repo.listSubscriptions(trx, auth.tenantId, q)))
 
-  app.get('/api/v1/webhooks/:id', operation('get-webhook', 'Get a webhook subscription', {
-    params: WebhookParams, response: { 200: WebhookSubscription }
-  }, requirePolicy('webhook', 'read')), async request => {
-    const row = await withTenant(db, request.auth, trx =>
-      repo.findSubscription(trx, request.auth.tenantId, request.params.id))
-    if (row === undefined) throw error404NotFound('webhook subscription not found')
-    return row
+  app.get('/api/v1/webhooks/:id', operation('get-webhook',
+    'Get a webhook subscription, with its pending and failing deliveries and last success', {
+      description: 'The subscription (never its secret) and, in `deliveries`, how many of its deliveries are ' +
+        'pending, how many of those failed their last attempt, and when one last succeeded.',
+      params: WebhookParams,
+      response: { 200: WebhookSubscription }
+    }, requirePolicy('webhook', 'read')), async request => {
+    const { tenantId } = request.auth
+    return await withTenant(db, request.auth, async trx => {
+      const row = await repo.findSubscription(trx, tenantId, request.params.id)
+      if (row === undefined) throw error404NotFound('webhook subscription not found')
+      return { ...row, deliveries: await repo.deliveryFigures(trx, tenantId, row.id) }
+    })
   })
 
   app.patch('/api/v1/webhooks/:id', operation('patch-webhook',
     'Merge-patch a webhook subscription (enabled: true re-enables it)', {
-      params: WebhookParams, body: PatchWebhookBody, response: { 200: WebhookSubscription }
+      description: 'Changes the URL, event types, description or state of a subscription; `enabled: true` re-enables ' +
+        'one disabled after failures.',
+      params: WebhookParams,
+      body: PatchWebhookBody,
+      response: { 200: WebhookSubscription }
     }, requirePolicy('webhook', 'write')), async request => {
     const b = request.body
     const auth = request.auth
@@ -121,6 +137,7 @@ export const webhooksModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'delete', '/api/v1/webhooks/:id', operation('delete-webhook',
     'Delete a webhook subscription and its delivery log', {
+      description: 'Deletes a subscription with its delivery log; nothing more is delivered to it.',
       params: WebhookParams
     }, requirePolicy('webhook', 'write')), async (trx, request) => {
     if (!(await repo.deleteSubscription(trx, request.auth.tenantId, request.params.id))) {
@@ -130,7 +147,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/webhooks/:id/rotate-secret', operation('rotate-webhook-secret',
     'Replace the signing secret; the old one keeps signing for 24 hours', {
-      params: WebhookParams, response: { 200: WebhookSubscriptionWithSecret }
+      description: 'Makes a new signing secret, shown only in this answer; deliveries carry signatures of both for ' +
+        '24 hours. Use it to change the secret without losing deliveries.',
+      params: WebhookParams,
+      response: { 200: WebhookSubscriptionWithSecret }
     }, requirePolicy('webhook', 'write')), async request => {
     const auth = request.auth
     const secret = newSecret()
@@ -143,7 +163,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/webhooks/:id/deliveries', operation('list-webhook-deliveries',
     'The delivery log of a subscription, newest first', {
-      params: WebhookParams, querystring: KeysetPageQuery, response: { 200: PagedBodyWebhookDelivery }
+      description: 'The delivery log of a subscription, newest first: attempts, status codes and errors.',
+      params: WebhookParams,
+      querystring: KeysetPageQuery,
+      response: { 200: PagedBodyWebhookDelivery }
     }, requirePolicy('webhook', 'read')), async request =>
     await answerPage(db, request, async (trx, q, auth) => {
       if (await repo.findSubscription(trx, auth.tenantId, request.params.id) === undefined) {
@@ -152,9 +175,29 @@ export const webhooksModule = defineModule(async (app, ctx) => {
       return await repo.listDeliveries(trx, auth.tenantId, request.params.id, q)
     }))
 
+  app.get('/api/v1/webhooks/:id/deliveries/:delivery_id/attempts', operation('list-webhook-delivery-attempts',
+    "A delivery's attempts, newest first: time, latency, status or error kind, the start of the answer", {
+      description: 'Every attempt of the delivery kept (RETENTION_WEBHOOK_ATTEMPTS, 30 days by default): when it ' +
+        'started, how long it took, the HTTP status or why there was none, and the first KiB of a text answer. A ' +
+        'delivery of another subscription answers 404.',
+      params: DeliveryParams,
+      querystring: KeysetPageQuery,
+      response: { 200: PagedBodyWebhookDeliveryAttempt }
+    }, requirePolicy('webhook', 'read')), async request =>
+    await answerPage(db, request, async (trx, q, auth) => {
+      const { id, delivery_id: deliveryId } = request.params
+      if (await repo.findDelivery(trx, auth.tenantId, id, deliveryId) === undefined) {
+        throw error404NotFound('webhook delivery not found')
+      }
+      return await repo.listAttempts(trx, auth.tenantId, deliveryId, q)
+    }))
+
   app.post('/api/v1/webhooks/:id/deliveries/:delivery_id/redeliver', operation('redeliver-webhook',
     'Deliver again now, with the same webhook-id (a fresh run of attempts)', {
-      params: DeliveryParams, response: { 202: WebhookDelivery }
+      description: 'Delivers an event again now with the same `webhook-id`, as a fresh run of attempts. Use it after ' +
+        'fixing a receiver.',
+      params: DeliveryParams,
+      response: { 202: WebhookDelivery }
     }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async trx => {
@@ -167,7 +210,10 @@ export const webhooksModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/webhooks/:id/ping', operation('ping-webhook',
     'Queue a `webhook.ping` test event to the subscription', {
-      params: WebhookParams, response: { 202: WebhookDelivery }
+      description: 'Queues a `webhook.ping` test event to the subscription, to check a receiver and its signature ' +
+        'check.',
+      params: WebhookParams,
+      response: { 202: WebhookDelivery }
     }, requirePolicy('webhook', 'write')), async (request, reply) => {
     const auth = request.auth
     const row = await withTenant(db, auth, async trx => {

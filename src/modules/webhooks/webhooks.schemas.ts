@@ -1,8 +1,10 @@
-/** Wire schemas of the webhooks module: subscriptions, their secrets, deliveries. */
+/** Wire schemas of the webhooks module: subscriptions, their secrets, deliveries and their attempts. */
 import { Type, type Static } from '@sinclair/typebox'
 import {
   body, KeysetPageQuery, model, Nullable, pagedBody, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
+import { EXCERPT_BYTES } from './webhooks.attempts.ts'
+import { ATTEMPT_ERROR_KINDS } from './webhooks.table.ts'
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const
 
@@ -35,7 +37,18 @@ const subscriptionFields = {
   updated_at: Timestamp()
 }
 
-export const WebhookSubscription = model('WebhookSubscription', subscriptionFields)
+const DeliveryFigures = Type.Object({
+  pending: Type.Integer({
+    description: 'Deliveries not yet delivered nor given up: due, waiting for a retry, in flight'
+  }),
+  failing: Type.Integer({ description: 'Of the pending ones, those whose last attempt failed' }),
+  last_success_at: Nullable(Timestamp('When a delivery last succeeded (null: none since migration 0047)'))
+}, { description: "The subscription's deliveries now: only in the answer of `GET /api/v1/webhooks/{id}`" })
+
+export const WebhookSubscription = model('WebhookSubscription', {
+  ...subscriptionFields,
+  deliveries: Type.Optional(DeliveryFigures)
+})
 
 export const WebhookSubscriptionWithSecret = model('WebhookSubscriptionWithSecret', {
   ...subscriptionFields,
@@ -83,5 +96,27 @@ export const WebhookDelivery = model('WebhookDelivery', {
 })
 
 export const PagedBodyWebhookDelivery = pagedBody(WebhookDelivery, 'PagedBodyWebhookDelivery')
+
+export const WebhookDeliveryAttempt = model('WebhookDeliveryAttempt', {
+  id: Type.Integer({ description: 'Attempt id' }),
+  attempt: Type.Integer({
+    description: 'The number of the attempt in its run: 1 the first; a redelivery starts a run at 1 again'
+  }),
+  started_at: Timestamp('When the request was sent (its webhook-timestamp)'),
+  duration_ms: Type.Integer({ description: 'From the request to the answer or the failure' }),
+  status_code: Nullable(Type.Integer({ description: 'The HTTP status of the answer (null: none, see error_kind)' })),
+  error_kind: Nullable(StringEnum(ATTEMPT_ERROR_KINDS, {
+    description: 'Why there was no answer: timeout, refused (destination not allowed: nothing sent), dns, ' +
+      'connection, tls, other; null when the receiver answered'
+  })),
+  error: Nullable(Type.String({ description: 'Why the attempt failed, as the service saw it' })),
+  response_excerpt: Nullable(Type.String({
+    description: `The first ${EXCERPT_BYTES} bytes of the answer's body as sent, when it is text (a signing ` +
+      'secret of the subscription in it is replaced by `[redacted]`); null when empty or not text'
+  })),
+  succeeded: Type.Boolean({ description: 'Whether the receiver took it (a 2xx answer)' })
+})
+
+export const PagedBodyWebhookDeliveryAttempt = pagedBody(WebhookDeliveryAttempt, 'PagedBodyWebhookDeliveryAttempt')
 
 export const ListWebhooksQuery = KeysetPageQuery

@@ -1,6 +1,6 @@
 /**
- * The tables of the webhooks module (migrations/0025_webhooks.sql). They are not part of the shared
- * `Database` interface: the repository reaches them through `withTables<WebhooksTables>()`.
+ * The tables of the webhooks module (migrations/0025_webhooks.sql, 0047_webhook_attempts.sql). They are not part of
+ * the shared `Database` interface: the repository reaches them through `withTables<WebhooksTables>()`.
  */
 import type { Generated, Selectable } from 'kysely'
 import type { Timestamp } from '../../platform/db/platform.table.ts'
@@ -22,6 +22,8 @@ export type WebhookSubscriptionsTable = {
   created_by_org: string | null
   consecutive_failures: Generated<number>
   failing_since: Date | null
+  /** when a delivery last succeeded (migration 0047) */
+  last_success_at: Date | null
   disabled_reason: string | null
   disabled_at: Date | null
   revision: Generated<number>
@@ -48,6 +50,24 @@ export type WebhookDeliveriesTable = {
   created_at: Timestamp
 }
 
+/** Why an attempt got no answer (or none taken): the network error's kind; null when the receiver answered. */
+export const ATTEMPT_ERROR_KINDS = ['timeout', 'refused', 'dns', 'connection', 'tls', 'response', 'other'] as const
+export type AttemptErrorKind = typeof ATTEMPT_ERROR_KINDS[number]
+
+export type WebhookDeliveryAttemptsTable = {
+  tenant_id: string
+  id: Generated<number>
+  delivery_id: string
+  attempt: number
+  started_at: Date
+  duration_ms: number
+  status_code: number | null
+  error_kind: AttemptErrorKind | null
+  error: string | null
+  response_excerpt: string | null
+  succeeded: boolean
+}
+
 export type WebhookOutboxSeenTable = {
   tenant_id: string
   outbox_id: number
@@ -63,6 +83,7 @@ export type WebhookCursorsTable = {
 export type WebhooksTables = {
   webhook_subscriptions: WebhookSubscriptionsTable
   webhook_deliveries: WebhookDeliveriesTable
+  webhook_delivery_attempts: WebhookDeliveryAttemptsTable
   webhook_outbox_seen: WebhookOutboxSeenTable
   webhook_cursors: WebhookCursorsTable
 }

@@ -129,7 +129,21 @@ export function addressAllowed (address: string, host: string, allow: AllowList)
   return !isSpecialAddress(address)
 }
 
-export interface WebhookResult { status: number }
+export interface WebhookResult {
+  status: number
+  /** the first `PostOptions.keepBytes` bytes of the answer's body (none unless asked for) */
+  excerpt?: Buffer
+  /** the answer's Content-Type, as sent */
+  contentType?: string
+}
+
+/** How a caller of `postWebhook` counts and reads the call: the automation action takes the defaults. */
+export interface PostOptions {
+  /** counts the call's outcome; by default the automation action's counter (`automation_webhook_deliveries_total`) */
+  count?: (outcome: 'delivered' | 'failed' | 'refused') => void
+  /** keeps the first this many bytes of the answer's body (`excerpt` of the result or the error); default none */
+  keepBytes?: number
+}
 
 /** Why an outbound call failed: a refused destination, a timeout, a network error, or the receiver's answer. */
 export class OutboundError extends Error {
@@ -139,6 +153,11 @@ export class OutboundError extends Error {
   refused?: boolean
   /** the answer was longer than the caller takes (`fetchBody`) */
   tooLarge?: boolean
+  /** the network error's code (`ECONNREFUSED`, `ENOTFOUND`, `ETIMEDOUT` for the timeout…), when one failed the call */
+  code?: string
+  /** the first bytes of an answer that failed the call (`PostOptions.keepBytes`), and its Content-Type */
+  excerpt?: Buffer
+  contentType?: string
 }
 
 export class WebhookError extends OutboundError {}
@@ -195,20 +214,24 @@ function destination (
 
 /**
  * POSTs `body` to `url`. Throws WebhookError on a refused destination, a timeout, a network error
- * or a status other than 2xx (a redirect counts as a failure).
+ * or a status other than 2xx (a redirect counts as a failure). `options`: who counts the outcome (the automation
+ * action's counter unless a caller counts its own: webhook subscriptions) and how much of the answer is kept.
  */
 export async function postWebhook (
   url: string,
   body: string,
   headers: Record<string, string>,
   allow: AllowList,
-  timeoutMs = WEBHOOK_TIMEOUT_MS
+  timeoutMs = WEBHOOK_TIMEOUT_MS,
+  options: PostOptions = {}
 ): Promise<WebhookResult> {
+  const count = options.count ?? (outcome => { webhookDeliveries.inc({ outcome }) })
+  const keepBytes = options.keepBytes ?? 0
   let checked: ReturnType<typeof destination>
   try {
     checked = destination(url, allow, 'webhook', message => new WebhookError(message))
   } catch (err) {
-    webhookDeliveries.inc({ outcome: 'refused' })
+    count('refused')
     throw err
   }
   const { target, lookup } = checked
@@ -237,18 +260,25 @@ export async function postWebhook (
           if (settled) return
           settled = true
           const ok = err === undefined && status >= 200 && status < 300
-          webhookDeliveries.inc({ outcome: ok ? 'delivered' : 'failed' })
+          count(ok ? 'delivered' : 'failed')
+          const seen = {
+            ...(keepBytes > 0 ? { excerpt: Buffer.concat(kept).subarray(0, keepBytes) } : {}),
+            ...(res.headers['content-type'] !== undefined ? { contentType: res.headers['content-type'] } : {})
+          }
           if (ok) {
-            resolve({ status })
+            resolve({ status, ...seen })
           } else {
-            reject(answered(status, err === undefined
+            reject(Object.assign(answered(status, err === undefined
               ? `webhook answered ${status}`
-              : `webhook response failed: ${err.message}`))
+              : `webhook response failed: ${err.message}`), seen))
           }
         }
-        // the body is read up to RESPONSE_CAP_BYTES and discarded; past it the connection is closed
+        // the body is read up to RESPONSE_CAP_BYTES and discarded (but its first `keepBytes`); past it the connection
+        // is closed
         let read = 0
+        const kept: Buffer[] = []
         res.on('data', (chunk: Buffer) => {
+          if (read < keepBytes) kept.push(chunk.subarray(0, keepBytes - read))
           read += chunk.length
           if (read > RESPONSE_CAP_BYTES && !settled) {
             done()
@@ -260,11 +290,14 @@ export async function postWebhook (
       }
     )
     req.on('timeout', () => {
-      req.destroy(new WebhookError(`webhook timed out after ${timeoutMs} ms`))
+      req.destroy(Object.assign(new WebhookError(`webhook timed out after ${timeoutMs} ms`), { code: 'ETIMEDOUT' }))
     })
     req.on('error', err => {
-      webhookDeliveries.inc({ outcome: (err as { code?: unknown }).code === 'EADDRNOTALLOWED' ? 'refused' : 'failed' })
-      reject(err instanceof WebhookError ? err : new WebhookError(`webhook failed: ${err.message}`))
+      const code = (err as { code?: unknown }).code
+      count(code === 'EADDRNOTALLOWED' ? 'refused' : 'failed')
+      reject(err instanceof WebhookError
+        ? err
+        : Object.assign(new WebhookError(`webhook failed: ${err.message}`), typeof code === 'string' ? { code } : {}))
     })
     req.end(body)
   })
