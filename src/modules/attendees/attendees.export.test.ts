@@ -19,14 +19,18 @@ const ATTENDEE_HEADER = [
   'checked_out_at', 'source', 'invitation_sent_at', 'guest_responded_at'
 ]
 
-/** An answer's CSV as rows of cells, header first; asserts the CSV headers and RFC 4180 line ends. */
+/**
+ * An answer's CSV as rows of cells, header first; asserts the CSV headers, the byte-order mark of the default
+ * (docs/exports.md) and RFC 4180 line ends.
+ */
 function csvOf (res: LightMyRequestResponse, filename: RegExp): string[][] {
   assert.equal(res.statusCode, 200, res.body.slice(0, 500))
   assert.equal(res.headers['content-type'], 'text/csv; charset=utf-8')
   assert.match(String(res.headers['content-disposition']), filename)
+  assert.deepEqual([...res.rawPayload.subarray(0, 3)], [0xef, 0xbb, 0xbf], 'a UTF-8 byte-order mark first')
   assert.ok(res.body.endsWith('\r\n'), 'CRLF after the last record')
   // every line end is CRLF outside quoted fields: csv-parse with an explicit CRLF delimiter reads it all
-  return parse(res.body, { record_delimiter: '\r\n' })
+  return parse(res.body, { record_delimiter: '\r\n', bom: true })
 }
 
 /** The CSV text of a value as the export writes it. */

@@ -9,8 +9,10 @@
  * Outlook and node-ical ignore RDATE, so a recurring entry never needs it.
  *
  * Times are written in the event's own zone (DTSTART;TZID=…), with a VTIMEZONE per zone listing the zone's offset
- * changes over the feed's events (computed with luxon, which reads the platform's IANA database): an event at 10:00
- * in Berlin stays at 10:00 in Berlin across a change of daylight-saving time, wherever the reader is.
+ * changes over the feed's events (found to the second with luxon, which reads the platform's IANA database, so they
+ * agree with the events' own wall times; named by the zone database's abbreviations, CET/CEST, through
+ * moment-timezone): an event at 10:00 in Berlin stays at 10:00 in Berlin across a change of daylight-saving time,
+ * wherever the reader is. The text ends with CRLF, as every line of it does (RFC 5545, 3.1).
  *
  * The text depends on its inputs only (DTSTAMP is the row's `updated_at`, never "now"): `feedVersion`, a digest of
  * them, is its ETag, known from the rows' keys and versions before the rows are read (a calendar app polling an
@@ -20,6 +22,7 @@
 import crypto from 'node:crypto'
 import ical, { ICalEventStatus } from 'ical-generator'
 import { DateTime, IANAZone } from 'luxon'
+import moment from 'moment-timezone'
 import type { SeriesRecurrence, SeriesSlot } from '../series/index.ts'
 import type { FeedEvent } from './feeds.repository.ts'
 
@@ -31,24 +34,30 @@ const escapeText = (s: string): string => s.replace(/[\\;,]/g, c => `\\${c}`).re
 
 const pad = (n: number, width = 2): string => String(Math.abs(n)).padStart(width, '0')
 
-/** `+0100` from minutes east of UTC. */
-const offsetText = (minutes: number): string =>
-  `${minutes < 0 ? '-' : '+'}${pad(Math.trunc(Math.abs(minutes) / 60))}${pad(Math.abs(minutes) % 60)}`
+/** `+0100` from minutes east of UTC (`+005328` for an old offset of whole seconds, as RFC 5545 allows). */
+function offsetText (minutes: number): string {
+  const seconds = Math.round(Math.abs(minutes) * 60)
+  const text = `${pad(Math.trunc(seconds / 3600))}${pad(Math.trunc(seconds / 60) % 60)}`
+  return `${minutes < 0 ? '-' : '+'}${text}${seconds % 60 === 0 ? '' : pad(seconds % 60)}`
+}
 
 /** A UTC instant shifted by `offset` minutes, as a local DATE-TIME without zone (`20260329T020000`). */
 function localText (ms: number, offset: number): string {
-  const d = new Date(ms + offset * 60_000)
+  const d = new Date(ms + Math.round(offset * 60) * 1000)
   return `${pad(d.getUTCFullYear(), 4)}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}T` +
     `${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}`
 }
 
 const offsetAt = (zone: IANAZone, ms: number): number => zone.offset(ms)
 
-/** The first minute in (lo, hi] at which the zone's offset differs from its offset at `lo`. */
+/**
+ * The instant at which the zone's offset changes in (lo, hi], to the second (the zone database's changes fall on
+ * whole seconds, and luxon reads an offset to the second): `lo` and `hi` are whole seconds with other offsets.
+ */
 function changeBetween (zone: IANAZone, lo: number, hi: number): number {
   const before = offsetAt(zone, lo)
-  while (hi - lo > 60_000) {
-    const mid = lo + Math.floor((hi - lo) / 120_000) * 60_000
+  while (hi - lo > 1000) {
+    const mid = lo + Math.floor((hi - lo) / 2000) * 1000
     if (offsetAt(zone, mid) === before) lo = mid
     else hi = mid
   }
@@ -56,30 +65,62 @@ function changeBetween (zone: IANAZone, lo: number, hi: number): number {
 }
 
 /**
- * The VTIMEZONE of a zone over [from, to]: the observance in effect at `from`, then one per offset change up to
- * `to` (each with its own DTSTART, no RRULE: the rules of a zone change, its history does not).
+ * The zone database's abbreviation of the zone at an instant (`CET`, `CEST`, `EST`, `JST`; `-03` where the database
+ * has none), from moment-timezone's copy of the IANA data: ICU, which luxon and Intl read, names most zones only
+ * `GMT+1` in every locale. None when that copy gives another offset than the platform's database at the instant
+ * (the two are of different releases; TZNAME is optional, a wrong one is worse than none).
+ */
+function abbreviation (name: string, ms: number, offset: number): string | undefined {
+  const zone = moment.tz.zone(name)
+  if (zone === null || -zone.utcOffset(ms) !== offset) return undefined
+  const abbr = zone.abbr(ms)
+  return /^[A-Za-z]{2,6}$|^[+-]\d{2,4}$/.test(abbr) ? abbr : undefined
+}
+
+/**
+ * Where the observance in effect at `ms` began: the zone database's last change before it, when the platform's
+ * database agrees with it (the offset just before and from then on); else `ms` itself.
+ */
+function onsetOf (zone: IANAZone, ms: number): { at: number, before: number } {
+  const offset = offsetAt(zone, ms)
+  const untils = moment.tz.zone(zone.name)?.untils ?? []
+  let i = untils.findIndex(u => u > ms) - 1
+  if (i < -1) i = untils.length - 1
+  const at = untils[i]
+  if (at === undefined || !Number.isFinite(at) || offsetAt(zone, at) !== offset) return { at: ms, before: offset }
+  const before = offsetAt(zone, at - 1000)
+  return before === offset ? { at: ms, before: offset } : { at, before }
+}
+
+/**
+ * The VTIMEZONE of a zone over [from, to]: the observance in effect at `from` (from its onset), then one per offset
+ * change up to `to` (each with its own DTSTART, no RRULE: the rules of a zone change, its history does not). The
+ * changes are the platform's database's (luxon), found day by day from a UTC midnight and to the second: an
+ * event's own seconds never leak into them. TZNAME is the zone database's abbreviation (`abbreviation`).
  */
 export function vtimezone (name: string, from: Date, to: Date): string | null {
   const zone = IANAZone.create(name)
   if (!zone.isValid) return null
-  const start = from.getTime() - DAY_MS
+  const start = Math.floor(from.getTime() / DAY_MS) * DAY_MS - DAY_MS
   const end = to.getTime() + DAY_MS
   const observance = (ms: number, before: number, after: number): string[] => {
     const dst = DateTime.fromMillis(ms, { zone }).isInDST
     const kind = dst ? 'DAYLIGHT' : 'STANDARD'
+    const abbr = abbreviation(name, ms, after)
     return [
       `BEGIN:${kind}`,
       `DTSTART:${localText(ms, before)}`,
       `TZOFFSETFROM:${offsetText(before)}`,
       `TZOFFSETTO:${offsetText(after)}`,
-      `TZNAME:${escapeText(zone.offsetName(ms, { format: 'short', locale: 'en-US' }) ?? offsetText(after))}`,
+      ...(abbr !== undefined ? [`TZNAME:${escapeText(abbr)}`] : []),
       `END:${kind}`
     ]
   }
   let offset = offsetAt(zone, start)
-  const lines = ['BEGIN:VTIMEZONE', `TZID:${name}`, ...observance(start, offset, offset)]
+  const onset = onsetOf(zone, start)
+  const lines = ['BEGIN:VTIMEZONE', `TZID:${name}`, ...observance(onset.at, onset.before, offset)]
   for (let ms = start; ms < end; ms += DAY_MS) {
-    const next = Math.min(ms + DAY_MS, end)
+    const next = ms + DAY_MS
     if (offsetAt(zone, next) === offset) continue
     const at = changeBetween(zone, ms, next)
     const after = offsetAt(zone, at)
@@ -117,7 +158,7 @@ function zoneOf (name: string): string {
 }
 
 /** Bumped when renderCalendar writes other text for the same inputs: every ETag changes with it. */
-const RENDERING = 2
+const RENDERING = 3
 
 /** What a feed's text holds beside its events. */
 export type FeedHead = Omit<FeedCalendar, 'events' | 'series'>
@@ -125,11 +166,11 @@ export type FeedHead = Omit<FeedCalendar, 'events' | 'series'>
 /**
  * The version of a feed's text: a digest of everything `renderCalendar` reads (the digest of its rows' keys and
  * versions, `feedDigest` in feeds.repository.ts; its name, host and web app), of the rendering and of the platform's
- * zone database (process.versions.tz: the VTIMEZONE blocks come from it).
+ * zone databases (process.versions.tz and moment-timezone's: the VTIMEZONE blocks come from them).
  */
 export function feedVersion ({ name, host, appUrl }: FeedHead, rows: string): string {
   return crypto.createHash('sha256')
-    .update(JSON.stringify([RENDERING, process.versions.tz ?? '', name, host, appUrl, rows]))
+    .update(JSON.stringify([RENDERING, process.versions.tz ?? '', moment.tz.dataVersion, name, host, appUrl, rows]))
     .digest('base64url').slice(0, 32)
 }
 
@@ -203,7 +244,7 @@ function recurringEntries (
   return out
 }
 
-/** The feed as iCalendar text (CRLF lines folded at 75 octets). */
+/** The feed as iCalendar text (CRLF lines folded at 75 octets, the last one ended by CRLF too). */
 export function renderCalendar ({ name, host, appUrl, events, series }: FeedCalendar): string {
   // each zone's VTIMEZONE covers the span of its events
   const spans = new Map<string, { from: Date, to: Date }>()
@@ -296,5 +337,6 @@ export function renderCalendar ({ name, host, appUrl, events, series }: FeedCale
     })
     for (const o of entry.overrides) single(o.row, uid, o.slot.start)
   }
-  return cal.toString()
+  // ical-generator ends the text without the CRLF that ends every content line
+  return `${cal.toString()}\r\n`
 }

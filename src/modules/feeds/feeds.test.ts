@@ -13,6 +13,7 @@ import { expectStatus } from '../../../test/helpers/requests.ts'
 import { createSpace, publish } from '../spaces/spaces.fixtures.ts'
 import { addManager } from '../events/events.fixtures.ts'
 import { agreedInstances } from '../../../test/helpers/calendar-parsers.ts'
+import { assertIcsLines } from '../../../test/helpers/ics-lines.ts'
 
 type Json = Record<string, any>
 
@@ -36,15 +37,13 @@ interface Parsed {
 }
 
 /**
- * Parses a feed with ical.js, registering its VTIMEZONEs, and checks that no line exceeds 75 octets and that node-ical
+ * Parses a feed with ical.js, registering its VTIMEZONEs, and checks its line ends and lengths and that node-ical
  * reads the same instances.
  */
 function parse (raw: string): Parsed {
-  assert.ok(raw.endsWith('END:VCALENDAR') || raw.endsWith('END:VCALENDAR\r\n'), raw.slice(-40))
+  // CRLF after every line, the last one too, no bare LF, at most 75 octets a line
+  assertIcsLines(raw)
   agreedInstances(raw)
-  for (const line of raw.split('\r\n')) {
-    assert.ok(Buffer.byteLength(line, 'utf8') <= 75, `a line of ${Buffer.byteLength(line)} octets: ${line}`)
-  }
   const cal = new ICAL.Component(ICAL.parse(raw))
   for (const tz of cal.getAllSubcomponents('vtimezone')) ICAL.TimezoneService.register(tz)
   const vevents = cal.getAllSubcomponents('vevent')
@@ -124,7 +123,8 @@ for (const kind of databases()) {
       const res = await feed(t, url)
       assert.equal(res.statusCode, 200, res.body)
       assert.equal(res.headers['content-type'], 'text/calendar; charset=utf-8')
-      assert.equal(res.headers['cache-control'], 'private, max-age=300')
+      // the same for every reader without a token: any cache may share it (docs/integrations.md)
+      assert.equal(res.headers['cache-control'], 'public, max-age=300')
       const cal = parse(res.body)
       assert.equal(cal.name, 'Open, garden; club')
       assert.match(cal.raw, /X-WR-CALNAME:Open\\, garden\\; club/)

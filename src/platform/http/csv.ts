@@ -1,6 +1,8 @@
 /**
  * CSV answers (docs/exports.md): RFC 4180 text (`text/csv; charset=utf-8`, CRLF line ends, a field holding a comma,
- * a quote or a line break quoted, quotes doubled, the header row first), written by csv-stringify from rows read in
+ * a quote or a line break quoted, quotes doubled, the header row first), after a UTF-8 byte-order mark unless the
+ * request says `bom=false` (Excel on Windows reads UTF-8 only after one; a program asks without it: docs/exports.md,
+ * "Encoding and byte-order mark"), written by csv-stringify from rows read in
  * keyset chunks, each chunk in a short transaction of its own. Memory stays flat whatever the number of rows: a
  * chunk is read only when the client has taken what came before (the stream's backpressure), so a slow client holds
  * at most one chunk and the socket's buffers, and no transaction.
@@ -22,6 +24,7 @@ import { Readable, pipeline } from 'node:stream'
 import { Type } from '@sinclair/typebox'
 import { stringify } from 'csv-stringify'
 import type { FastifyReply } from 'fastify'
+import { QueryFlag } from './schema.ts'
 
 /** Rows read per chunk (and per transaction) by the exports. */
 export const CSV_CHUNK_ROWS = 2000
@@ -65,9 +68,26 @@ export function keysetRows<T, K, O = T> (
   })
 }
 
-/** The stringifier of every CSV answer: RFC 4180 with CRLF, header row, formulas neutralised. */
-function csvWriter (headers: string[]) {
+/**
+ * The query parameter of every CSV route: whether the text begins with a UTF-8 byte-order mark (default true).
+ * Spread into the route's querystring schema: `Type.Object({ ...CsvQuery.properties, … })`.
+ */
+export const CsvQuery = Type.Object({
+  bom: Type.Optional(QueryFlag(
+    'Begin the text with a UTF-8 byte-order mark (EF BB BF), which Excel needs to read UTF-8; false for programs ' +
+    'that do not drop one (csv-parse without `bom: true`, Python without `utf-8-sig`)', { default: true }))
+})
+
+/** What a CSV answer may be asked for beside its rows. */
+export interface CsvOptions {
+  /** a UTF-8 byte-order mark first (default true; `CsvQuery`) */
+  bom?: boolean
+}
+
+/** The stringifier of every CSV answer: RFC 4180 with CRLF, header row, formulas neutralised, a BOM if asked. */
+function csvWriter (headers: string[], bom: boolean) {
   return stringify({
+    bom,
     header: true,
     columns: headers,
     record_delimiter: 'windows',
@@ -86,17 +106,18 @@ function csvWriter (headers: string[]) {
  * Sends the rows of a keyset read (`read` and `keyOf` as `keysetRows` takes them) as a CSV attachment named
  * `filename`, one line per row in the order of `columns`. The access checks must have run. A failure after the first
  * byte cuts the answer short (see the header comment) and is logged here with the export's name; a client that goes
- * away stops the reads (the streams are destroyed together).
+ * away stops the reads (the streams are destroyed together). `options.bom` (default true): a byte-order mark first.
  */
 export async function sendCsv<T, K> (
   reply: FastifyReply,
   filename: string,
   columns: ReadonlyArray<CsvColumn<T>>,
   read: (after: K | undefined) => Promise<T[]>,
-  keyOf: (row: T) => K
+  keyOf: (row: T) => K,
+  { bom = true }: CsvOptions = {}
 ): Promise<FastifyReply> {
   const cells = keysetRows(read, keyOf, (row: T): CsvCell[] => columns.map(c => c.cell(row)))
-  const out = pipeline(cells, csvWriter(columns.map(c => c.header)), err => {
+  const out = pipeline(cells, csvWriter(columns.map(c => c.header), bom), err => {
     if (err === null || err === undefined) return
     if ((err as { code?: string }).code === 'ERR_STREAM_PREMATURE_CLOSE') {
       reply.log.info({ export: filename }, 'CSV export: the client went away; reading stopped')

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import ICAL from 'ical.js'
 import type { ParsedMail } from 'mailparser'
+import { icalJsInstances, nodeIcalInstances } from '../../../test/helpers/calendar-parsers.ts'
+import { assertIcsLines } from '../../../test/helpers/ics-lines.ts'
 import { startSmtpServer, type SmtpCatcher } from '../../../test/helpers/smtp.ts'
 import type { Tx } from '../db/tenant.ts'
 import { CALENDAR_MAX_BYTES, calendarInviteText, type CalendarInvite } from './calendar-invite.ts'
@@ -159,6 +161,24 @@ void describe('calendar invitations in notification mails', () => {
     assert.ok(event.sequence > first.event.sequence, 'a higher SEQUENCE than the invitation it cancels')
     assert.equal(param(vevent.getFirstProperty('attendee'), 'partstat'), 'DECLINED')
     assert.equal(first.vevent.getFirstPropertyValue('status'), 'CONFIRMED')
+  })
+
+  void it('ends every line with CRLF, the last one too, folds at 75 octets, and is read by ical.js and node-ical, ' +
+    'as queued and as mailed', async () => {
+    const long = `${'Très long, texte; avec des virgules — Zoë. '.repeat(8)}\nFin`
+    for (const method of ['REQUEST', 'CANCEL'] as const) {
+      const ics = calendarInviteText(invite({ method, description: long, title: `${HOSTILE} ${long}` }))
+      assertIcsLines(ics)
+      const mail = await deliver({ calendar: { method, ics } })
+      const [part] = calendarParts(mail)
+      assertIcsLines(part?.text ?? '')
+      const [byNodeIcal] = nodeIcalInstances(part?.text ?? '')
+      const [byIcalJs] = icalJsInstances(part?.text ?? '')
+      for (const got of [byNodeIcal, byIcalJs]) {
+        assert.deepEqual([got?.uid, got?.start.toISOString(), got?.end.toISOString(), got?.summary],
+          [UID, '2026-06-12T17:30:00.000Z', '2026-06-12T21:00:00.000Z', `${HOSTILE} ${long}`], method)
+      }
+    }
   })
 
   void it('writes an event without an end as an hour long, and refuses one without a start', () => {

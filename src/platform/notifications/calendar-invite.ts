@@ -98,10 +98,10 @@ const optional = (text: string | null | undefined, maxBytes: number): string | u
   text !== undefined && text !== null && text.trim() !== '' ? clip(text, maxBytes) : undefined
 
 /**
- * The invitation as iCalendar text (CRLF lines folded at 75 octets): METHOD and one VEVENT with UID, SEQUENCE,
- * DTSTAMP, DTSTART and DTEND in UTC, SUMMARY, DESCRIPTION, LOCATION, URL, ORGANIZER, ATTENDEE (CN, PARTSTAT,
- * RSVP=FALSE) and STATUS (CONFIRMED, or CANCELLED for a CANCEL). Throws for an event without a start, a sequence
- * that is no integer ≥ 0, an address that is none, a URL that is no http(s) URL.
+ * The invitation as iCalendar text (CRLF lines folded at 75 octets, the last one ended by CRLF too): METHOD and
+ * one VEVENT with UID, SEQUENCE, DTSTAMP, DTSTART and DTEND in UTC, SUMMARY, DESCRIPTION, LOCATION, URL, ORGANIZER,
+ * ATTENDEE (CN, PARTSTAT, RSVP=FALSE) and STATUS (CONFIRMED, or CANCELLED for a CANCEL). Throws for an event
+ * without a start, a sequence that is no integer ≥ 0, an address that is none, a URL that is no http(s) URL.
  *
  * @example
  *   const ics = calendarInviteText({ method: 'REQUEST', uid: `event-${id}@${host}`, sequence: revision, … })
@@ -146,7 +146,8 @@ export function calendarInviteText (i: CalendarInvite): string {
     }],
     status: cancel ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED
   })
-  const ics = cal.toString()
+  // ical-generator ends the text without the CRLF that ends every content line (RFC 5545, 3.1)
+  const ics = `${cal.toString()}\r\n`
   assertCalendarSize(ics)
   return ics
 }
