@@ -24,6 +24,8 @@ import { registerAuth } from './platform/auth/plugin.ts'
 import { registerMetrics } from './platform/metrics.ts'
 import { registerTenantWrites, TenantWrites } from './platform/tenant-writes.ts'
 import { registerCompression } from './platform/http/compression.ts'
+import { registerJsonBodies } from './platform/http/json-bodies.ts'
+import { registerNotModified } from './platform/http/not-modified.ts'
 import { bindTenant, registerRequestLog, RequestLogController, unmatchedRouteLogger } from './platform/request-log.ts'
 import { createTokenVerifier, type TokenVerifier } from './platform/auth/verify.ts'
 import { createRateLimiter, refusalCharge, registerRateLimit, type RateLimiter } from './platform/rate-limit.ts'
@@ -173,11 +175,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   registerRequestLog(app)
-  app.addContentTypeParser(
-    ['application/merge-patch+json'],
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error')
-  )
+  // JSON bodies (application/json, application/*+json) and 415 for any other type (json-bodies.ts)
+  registerJsonBodies(app)
 
   // Before any schema runs: values no route can store (docs/api-conventions.md, "Bodies").
   app.addHook('preValidation', async (request) => {
@@ -187,6 +186,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}) {
   })
 
   registerErrorHandling(app, config.baseUrl)
+  // before the routes' own onSend hooks (compression): a matching If-None-Match answers 304 (not-modified.ts)
+  registerNotModified(app)
   // before every route: each route gets its compression hook when it is added
   await registerCompression(app)
   registerSchemaLinks(app, config.baseUrl)

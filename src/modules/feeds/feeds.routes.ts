@@ -18,12 +18,12 @@ import { defineModule } from '../../platform/app-context.ts'
 import { permissionsOf } from '../../platform/auth/permissions.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withSystem, withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { etagMatches } from '../../platform/http/conditional.ts'
+import { etagMatches, setRepresentationEtag } from '../../platform/http/conditional.ts'
 import { ApiError, error404NotFound, error409Conflict, fieldError, invalidField } from '../../platform/http/errors.ts'
 import { noContentRoute, operationsTagged } from '../../platform/http/routes.ts'
 import { NoContent } from '../../platform/http/schema.ts'
 import { hashInviteToken, newInviteToken } from '../../platform/invite-tokens.ts'
-import { asTheyAreNow } from '../disclosure/index.ts'
+import { actorRefused, asTheyAreNow } from '../disclosure/index.ts'
 import { requirePolicy } from '../policy/index.ts'
 import { seriesRecurrences, visibleSeriesTitle } from '../series/index.ts'
 import { findPublicSpace, findVisibleSpace, findWithdrawnSpace, resolvePublic, SpaceParams } from '../spaces/index.ts'
@@ -94,13 +94,18 @@ interface PublicFeed { version: string, text: KeptBody }
 async function sendFeed (
   request: FastifyRequest,
   reply: FastifyReply,
-  { version, text }: { version: string, text: Buffer | KeptBody | undefined }
+  { version, text }: { version: string, text: Buffer | KeptBody | undefined },
+  shared = false
 ): Promise<FastifyReply> {
+  // the version is a digest of what the feed shows: a 304 is the platform's (not-modified.ts), its headers these
+  setRepresentationEtag(reply, `"${version}"`)
+  // a public space's feed, the same for every reader without a token, any cache may keep; a token's feed, only the
+  // calendar app that holds the token (docs/api-conventions.md, "Caching")
   void reply
-    .header('etag', `"${version}"`)
-    .header('cache-control', `private, max-age=${FEED_MAX_AGE}`)
+    .header('cache-control', shared ? `public, max-age=${FEED_MAX_AGE}` : `private, max-age=${FEED_MAX_AGE}`)
+    .header('vary', 'accept-encoding')
     .header('x-content-type-options', 'nosniff')
-  if (text === undefined) return await reply.code(304).send(null)
+  if (text === undefined) return await reply.code(304).send()
   void reply.header('content-type', 'text/calendar; charset=utf-8')
   return await (text instanceof KeptBody ? text.send(request, reply) : reply.send(text))
 }
@@ -199,7 +204,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   ): Promise<FeedAnswer> {
     const answer = await withTenant(db, { tenantId: found.tenant_id, userId: found.user_id }, async trx => {
       const auth = await readerOf(trx, found)
-      if (await repo.userRefused(trx, auth.tenantId, auth.userId)) return undefined
+      if ((await actorRefused(trx, auth.tenantId, auth.userId)) !== undefined) return undefined
       const feed = await named(trx, auth)
       if (feed === undefined) return undefined
       const out = await feedAnswer(trx, ifNoneMatch, `${found.tenant_id}:token:${found.id}`,
@@ -213,6 +218,8 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
 
   app.get('/api/v1/spaces/:id/calendar.ics', {
     schema: {
+      description: 'The space\'s events as an iCalendar feed: a public space without a token, else with a space feed ' +
+        'token in the URL. Calendar apps subscribe to it.',
       operationId: 'get-space-calendar-feed',
       summary: 'Calendar feed of a space (a public space without token, else with a space feed token)',
       tags: ['Calendar feeds'],
@@ -228,7 +235,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
     if (token === undefined) {
       const answer = publicFeeds.get(String(id)) ?? await publicFeed(id)
       const unchanged = etagMatches(request.headers['if-none-match'], `"${answer.version}"`)
-      return await sendFeed(request, reply, unchanged ? { version: answer.version, text: undefined } : answer)
+      return await sendFeed(request, reply, unchanged ? { version: answer.version, text: undefined } : answer, true)
     }
     const found = await liveToken(token)
     if (found.scope !== 'space' || found.space_id !== id) throw notFound()
@@ -242,6 +249,8 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
 
   app.get('/api/v1/me/calendar.ics', {
     schema: {
+      description: 'The events the token\'s user created, manages or attends as an iCalendar feed. Calendar apps ' +
+        'subscribe to it with a personal feed token.',
       operationId: 'get-personal-calendar-feed',
       summary: 'Personal calendar feed: the events the token\'s user created, manages or attends',
       tags: ['Calendar feeds'],
@@ -263,6 +272,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
 
   app.get('/api/v1/series/:id/calendar.ics', {
     schema: {
+      description: 'A series as one recurring iCalendar entry with its exceptions, with a series feed token.',
       operationId: 'get-series-calendar-feed',
       summary: 'Calendar feed of a series (one recurring entry with its exceptions), with a series feed token',
       tags: ['Calendar feeds'],
@@ -284,7 +294,10 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   })
 
   app.post('/api/v1/feed-tokens', operation('create-feed-token', 'Make a calendar feed token (shown once)', {
-    body: CreateFeedTokenBody, response: { 201: CreatedFeedToken }
+    description: 'Makes a secret token that opens a calendar feed without signing in; shown only in this answer. Put ' +
+      'it in the feed URL a calendar app subscribes to.',
+    body: CreateFeedTokenBody,
+    response: { 201: CreatedFeedToken }
   }, requirePolicy('feed', 'create')), async (request, reply) => {
     const { scope, space_id: spaceId, series_id: seriesId } = request.body
     if (scope === 'space' && spaceId === undefined) {
@@ -310,7 +323,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
       if (await repo.countLiveTokens(trx, auth.tenantId, auth.userId) >= repo.FEED_TOKENS_MAX) {
         throw error409Conflict(`at most ${repo.FEED_TOKENS_MAX} live feed tokens per user: revoke one first`, [
           fieldError('body', 'too many feed tokens')
-        ])
+        ], 'credential_limit')
       }
       const { token, hash } = newInviteToken()
       const row = await repo.insertToken(trx, {
@@ -328,6 +341,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
   })
 
   app.get('/api/v1/feed-tokens', operation('list-feed-tokens', 'The caller\'s live calendar feed tokens', {
+    description: 'The caller\'s live calendar feed tokens, without their secrets.',
     response: { 200: FeedTokenList }
   }, requirePolicy('feed', 'read')), async request => {
     const items = await withTenant(db, request.auth, trx =>
@@ -337,6 +351,7 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
 
   noContentRoute(app, db, 'delete', '/api/v1/feed-tokens/:id', operation('revoke-feed-token',
     'Revoke a calendar feed token (its feeds answer 404 from now on)', {
+      description: 'Revokes a feed token: its feeds answer 404 from now on.',
       params: FeedTokenParams
     }, requirePolicy('feed', 'revoke')), async (trx, { auth, params }) => {
     if (!await repo.revokeToken(trx, auth.tenantId, auth.userId, params.id)) {
@@ -346,7 +361,9 @@ export const feedsModule = defineModule(async (app, { db, config, writes }) => {
 
   app.post('/api/v1/feed-tokens/:id/rotate', operation('rotate-feed-token',
     'Replace the secret of a calendar feed token (the old one stops at once; shown once)', {
-      params: FeedTokenParams, response: { 200: CreatedFeedToken }
+      description: 'Gives a feed token a new secret, shown only in this answer; the old secret stops at once.',
+      params: FeedTokenParams,
+      response: { 200: CreatedFeedToken }
     }, requirePolicy('feed', 'rotate')), async request => {
     const { auth, params } = request
     const { token, hash } = newInviteToken()

@@ -191,7 +191,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
     }
     const etag = htmlEtag(page, questions, locale, entry.frameAncestors)
     void reply.header('etag', etag).header('cache-control', CACHE_CONTROL)
-    if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send(null)
+    if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send()
     return reply.send(renderEventPage(page, { locale, questions, closedText }))
   }
 
@@ -211,6 +211,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
 
     app.get('/api/v1/public/events/:id', {
       schema: {
+        description: 'A published public event as anyone may see it, with its registration state.',
         operationId: 'get-public-event',
         summary: 'Public page of a published public event, with its registration (no credential needed)',
         tags: TAGS,
@@ -235,7 +236,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
     }, async (request, reply) => {
       const asked = localeOf(request, config.defaultLocale)
       const entry = await pageFor(request.params.id, asked)
-      void reply.header('vary', 'Accept, Accept-Language')
+      void reply.header('vary', 'Accept, Accept-Language, accept-encoding')
       if (prefersHtml(request.headers.accept)) {
         return sendHtml(request, reply, entry, localeOf(request, entry.tenantLocale))
       }
@@ -246,6 +247,8 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
 
     app.get('/api/v1/public/events/:id/page.html', {
       schema: {
+        description: 'The public page of an event rendered as HTML with its registration form; embeddable by the ' +
+          'sites its spaces allow.',
         operationId: 'get-public-event-html',
         summary: 'The public event page as HTML, with its registration form (no credential needed; embeddable)',
         tags: TAGS,
@@ -261,7 +264,7 @@ export async function guestPageRoutes (parent: App, ctx: AppContext, limits: Gue
       config: { auth: 'none' }
     }, async (request, reply) => {
       const entry = await pageFor(request.params.id, localeOf(request, config.defaultLocale))
-      void reply.header('vary', 'Accept-Language')
+      void reply.header('vary', 'Accept-Language, accept-encoding')
       return sendHtml(request, reply, entry, localeOf(request, entry.tenantLocale))
     })
 

@@ -184,11 +184,14 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     entry.html ??= renderPublicPage(entry.page, { baseUrl: config.baseUrl, selfPath: jsonPath(ref) })
     const etag = htmlEtag(entry.etag)
     void reply.headers(HTML_HEADERS).header('etag', etag).header('cache-control', cacheControl(auth))
-    return etagMatches(request.headers['if-none-match'], etag) ? reply.code(304).send(null) : reply.send(entry.html)
+    // a 304 carries the 200's headers and no body (the platform's not-modified.ts)
+    return etagMatches(request.headers['if-none-match'], etag) ? reply.code(304).send() : reply.send(entry.html)
   }
 
   app.get('/api/v1/public/spaces/:id', {
     schema: {
+      description: 'A published public space as anyone may see it, with its public events; a token shows more when ' +
+        'the caller may see more. Send If-None-Match to get 304 when nothing changed.',
       operationId: 'get-public-space',
       summary: 'Public page of a published public space (no credential needed)',
       tags: ['Spaces'],
@@ -209,7 +212,8 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   }, async (request, reply) => {
     const auth = request.optionalAuth
     const entry = await pageFor(request.params.id, auth)
-    void reply.header('vary', 'Authorization, Accept')
+    // what the answer varies by, Accept-Encoding too (written as @fastify/compress writes it, so it adds it once)
+    void reply.header('vary', 'Authorization, Accept, accept-encoding')
     if (prefersHtml(request.headers.accept)) return sendHtml(request, reply, request.params.id, entry, auth)
     void reply.header('etag', entry.etag).header('cache-control', cacheControl(auth))
     return etagMatches(request.headers['if-none-match'], entry.etag) ? reply.code(304).send(null) : entry.page
@@ -219,6 +223,8 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
   // browser sends no token), so every caller gets the kept page.
   app.get('/api/v1/public/spaces/:id/page.html', {
     schema: {
+      description: 'The public page of a space rendered as HTML, for a browser or an embed. The same content as the ' +
+        'JSON page.',
       operationId: 'get-public-space-html',
       summary: 'The public space page as HTML (no credential needed)',
       tags: ['Spaces'],
@@ -235,6 +241,7 @@ export function registerPublicRoutes (app: App, { db, config, writes }: AppConte
     config: { auth: 'none' }
   }, async (request, reply) => {
     const entry = await pageFor(request.params.id, null)
+    void reply.header('vary', 'accept-encoding')
     return sendHtml(request, reply, request.params.id, entry, null)
   })
 }

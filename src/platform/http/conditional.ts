@@ -50,7 +50,8 @@ export function checkIfMatch (ifMatch: string | undefined, revision: number): vo
  */
 export function checkIfMatchTag (ifMatch: string | undefined, current: string): void {
   if (ifMatch === undefined || ifMatch.trim() === '*') return
-  const tags = ifMatch.split(',').map(t => t.trim().replace(/^W\//, ''))
+  // a read's tag of its answer (`representationTag`) names the row's tag it was made of
+  const tags = ifMatch.split(',').map(t => rowTagOf(t.trim().replace(/^W\//, '')))
   if (!tags.includes(current)) {
     throw error412PreconditionFailed(`the resource was changed: current ETag is ${current}`)
   }
@@ -63,3 +64,33 @@ export function etagMatches (ifNoneMatch: string | string[] | undefined, etag: s
   const bare = etag.replace(/^W\//, '')
   return raw.split(',').map(t => t.trim()).some(t => t === '*' || t.replace(/^W\//, '') === bare)
 }
+
+/**
+ * The ETags that name an answer's bytes (a digest of what it shows: the feeds, the public pages), set through
+ * `setRepresentationEtag`. Any other strong tag names a row (its revision or the digest of its stored values), which
+ * an answer may show with more (an event's registration figures, a manager's display name): not a validator of the
+ * answer for `If-None-Match` (not-modified.ts). A weak tag (`W/`) is taken to name what the answer shows.
+ */
+const representationTags = new WeakSet<FastifyReply>()
+
+/** Sets the ETag of an answer whose tag is a digest of everything it shows: If-None-Match compares it as it is. */
+export function setRepresentationEtag (reply: FastifyReply, etag: string): void {
+  representationTags.add(reply)
+  void reply.header('etag', etag)
+}
+
+/** Whether the reply's `etag` names its answer (see `representationTags`). */
+export const namesRepresentation = (reply: FastifyReply, etag: string): boolean =>
+  etag.startsWith('W/') || representationTags.has(reply)
+
+/**
+ * A row's tag joined to a digest of the answer it is shown in: `"7"` and a body make `"7.<digest>"`. It validates the
+ * answer (If-None-Match), and names the row's tag `"7"` to If-Match (`rowTagOf`).
+ */
+export function representationTag (rowTag: string, body: string | Buffer): string {
+  const inner = rowTag.replace(/^W\//, '').replace(/^"|"$/g, '')
+  return `"${inner}.${crypto.createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`
+}
+
+/** The row's tag of a `representationTag` (`"7.<digest>"` → `"7"`); any other tag as it is. */
+export const rowTagOf = (tag: string): string => tag.replace(/^"([^".]+)\.[\w-]{22}"$/, '"$1"')
