@@ -100,7 +100,7 @@ for (const kind of databases()) {
         broken.some(i => i.includes('body does not match')),
         broken.join('\n')
       )
-      const problem = { status: 404, title: 'Not Found', type: 'about:blank' }
+      const problem = { status: 404, title: 'Not Found', type: 'about:blank', code: 'not_found' }
       const problemHeaders = new Headers({ 'content-type': 'application/problem+json' })
       assert.deepEqual(
         validator.check({
@@ -212,7 +212,25 @@ for (const kind of databases()) {
       const spaces = ok(await api.GET('/api/v1/spaces', { params: { query: { size: 5 } } }), 'list spaces')
       assert.ok(spaces.items.some(s => s.id === space.id))
 
-      // events: create, link to the space, publish, read
+      // a dry run of a calendar import into the space: `dry_run` is a boolean, the report says what would be
+      // created, and nothing is stored
+      const ics = [
+        'BEGIN:VCALENDAR', 'VERSION:2.0', 'PRODID:-//journey//EN', 'BEGIN:VEVENT', 'UID:journey-planning@example.org',
+        'DTSTAMP:20270101T000000Z', 'DTSTART:20270601T090000Z', 'DTEND:20270601T100000Z', 'SUMMARY:Planning',
+        'END:VEVENT', 'END:VCALENDAR', ''
+      ].join('\r\n')
+      const report = ok(await api.POST('/api/v1/spaces/{id}/calendar-import', {
+        params: { path: { id: space.id }, query: { dry_run: true } },
+        body: ics,
+        headers: { 'content-type': 'text/calendar' },
+        bodySerializer: body => String(body)
+      }), 'dry-run calendar import')
+      assert.deepEqual([report.dry_run, report.created, report.items.map(i => i.action)], [true, 1, ['create']])
+      const spaceEvents = ok(await api.GET('/api/v1/spaces/{id}/events', { params: { path: { id: space.id } } }),
+        'space events after the dry run')
+      assert.equal(spaceEvents.total, 0)
+
+      // events: create, link to the space, publish (no body: its options are all optional), read
       const event = ok(
         await api.POST('/api/v1/events', {
           body: { ...londonEvent('Lecture', '2027-05-03T09:00:00Z', '2027-05-03T10:00:00Z'), visibility: 30 }
@@ -226,7 +244,7 @@ for (const kind of databases()) {
         }),
         'link event to space'
       )
-      const published = await api.POST('/api/v1/events/{id}/publish', { params: { path: { id: event.id } }, body: {} })
+      const published = await api.POST('/api/v1/events/{id}/publish', { params: { path: { id: event.id } } })
       assert.equal(published.response.status, 204, JSON.stringify(published.error))
       const lecture = ok(await api.GET('/api/v1/events/{id}', { params: { path: { id: event.id } } }), 'get event')
       assert.equal(lecture.status, 'published')
@@ -277,6 +295,21 @@ for (const kind of databases()) {
         attendees.items.map(a => [a.contact_id, a.status]),
         [[ada.id, 'checked_in']]
       )
+
+      // two 409s of one operation told apart by the typed `code` (docs/errors.md), not by their English
+      ok(await api.PATCH('/api/v1/events/{id}/registration', {
+        params: { path: { id: event.id } }, body: { capacity: 1, waitlist_enabled: false }
+      }), 'capacity 1')
+      const addTo = async (contactId: string) => await api.POST('/api/v1/events/{id}/attendees', {
+        params: { path: { id: event.id } }, body: { contact_id: contactId, status: 'confirmed' }
+      })
+      const conflicts = [failed(await addTo(ada.id), 409, 'again'), failed(await addTo(first.id), 409, 'full')]
+      const react: Partial<Record<ErrorModel['code'], string>> = {
+        already_attending: 'read the attendee', event_full: 'offer the waitlist'
+      }
+      const reactions = conflicts.map(conflict => react[conflict.code] ?? `unexpected ${conflict.code}`)
+      assert.deepEqual(reactions, ['read the attendee', 'offer the waitlist'])
+      assert.ok(conflicts.every(c => c.type.endsWith(`/problems/${c.code}`)))
 
       // a weekly series, its occurrences
       const series = ok(

@@ -12,7 +12,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness check */
+        /**
+         * Liveness check
+         * @description Answers 200 while the process runs, without touching the database. Use it as the liveness probe of an orchestrator.
+         *
+         *     Needs no token.
+         */
         get: operations["get-health"];
         put?: never;
         post?: never;
@@ -29,7 +34,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness check (database reachable) */
+        /**
+         * Readiness check (database reachable)
+         * @description Answers 200 when the database answers, 503 otherwise. Use it as the readiness probe: an instance that is not ready should get no traffic.
+         *
+         *     Needs no token.
+         */
         get: operations["get-ready"];
         put?: never;
         post?: never;
@@ -46,7 +56,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Identity and permissions of the caller */
+        /**
+         * Identity and permissions of the caller
+         * @description The tenant, user, role and permissions the bearer token stands for. Call it once after sign-in to decide what a client offers its user.
+         */
         get: operations["get-auth-me"];
         put?: never;
         post?: never;
@@ -68,6 +81,8 @@ export interface paths {
         /**
          * Receive a lifecycle event of the identity provider
          * @description Body: a ZITADEL event (aggregateID, aggregateType, resourceOwner, instanceID, sequence, event_type, event_payload as object or base64), sent as application/json or application/octet-stream, at most 256 KiB. Authenticated by `IDP-Signature` or `ZITADEL-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`, within 300 s. A delivery seen before answers 200 without effect.
+         *
+         *     Needs no token.
          */
         post: operations["post-idp-webhook"];
         delete?: never;
@@ -83,10 +98,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List contacts */
+        /**
+         * List contacts
+         * @description Pages through the contacts the caller can see, filtered, searched and sorted. With `sync=true` the last page carries a `sync_token` that later reads turn into the changes since.
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:read`.
+         */
         get: operations["list-contacts"];
         put?: never;
-        /** Create a contact */
+        /**
+         * Create a contact
+         * @description Creates a personal or organization contact of the caller and answers it with its ETag and Location. Use the upsert or the CSV import to write many at once.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:create`.
+         */
         post: operations["create-contact"];
         delete?: never;
         options?: never;
@@ -101,7 +126,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search contacts by name, e-mail, company or phone number */
+        /**
+         * Search contacts by name, e-mail, company or phone number
+         * @description Finds contacts by name, e-mail, company or any spelling of a phone number, best matches first. Use it for pickers and type-ahead; `list-contacts` for full lists.
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:read`.
+         */
         get: operations["search-contacts"];
         put?: never;
         post?: never;
@@ -120,7 +150,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens) */
+        /**
+         * Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)
+         * @description Creates the contacts whose e-mail is new and updates those it matches, in one transaction. Use it to keep an outside address book in step without looking each contact up first.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`.
+         */
         post: operations["upsert-contacts"];
         delete?: never;
         options?: never;
@@ -137,7 +172,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens) */
+        /**
+         * Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens)
+         * @description Reads a CSV file (the body) and creates or updates its contacts in one transaction: one bad row and nothing is stored, every problem named by row and column. `dry_run=true` answers what would happen and stores nothing.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`.
+         */
         post: operations["import-contacts"];
         delete?: never;
         options?: never;
@@ -152,16 +192,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a contact */
+        /**
+         * Get a contact
+         * @description One contact the caller can see, with its ETag. A merged contact redirects to the contact it was merged into.
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:read`.
+         */
         get: operations["get-contact"];
-        /** Replace the writable fields of a contact */
+        /**
+         * Replace the writable fields of a contact
+         * @description Replaces every writable field of a contact; a field left out is cleared.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-contact"];
         post?: never;
-        /** Delete a contact */
+        /**
+         * Delete a contact
+         * @description Deletes a contact; its attendances go with it. To remove a person's data everywhere for a privacy request, use `erase-contact` instead.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-contact"];
         options?: never;
         head?: never;
-        /** Merge-patch a contact (RFC 7396) */
+        /**
+         * Merge-patch a contact (RFC 7396)
+         * @description Changes the fields the body names and leaves the others as they are; `null` clears a field. Prefer it to PUT for edits of a few fields.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-contact"];
         trace?: never;
     };
@@ -174,7 +234,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Merge up to 20 contacts into this one: their attendances, tags, links and activity move here, and their ids redirect here (costs 5 rate-limit tokens) */
+        /**
+         * Merge up to 20 contacts into this one: their attendances, tags, links and activity move here, and their ids redirect here (costs 5 rate-limit tokens)
+         * @description Folds duplicate contacts into this one in one transaction; the merged ids keep answering with a redirect here. Use it on the groups `list-contact-duplicates` finds.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["merge-contacts"];
         delete?: never;
         options?: never;
@@ -189,7 +254,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Groups of likely duplicate contacts: the same e-mail, E.164 number, or name and company */
+        /**
+         * Groups of likely duplicate contacts: the same e-mail, E.164 number, or name and company
+         * @description Groups of contacts that are likely the same person, with the reason each group was formed. Review a group, then merge it with `merge-contacts`.
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:read`.
+         */
         get: operations["list-contact-duplicates"];
         put?: never;
         post?: never;
@@ -206,7 +276,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A contact's events, its linked user's manager roles and the automation runs that named it, newest first */
+        /**
+         * A contact's events, its linked user's manager roles and the automation runs that named it, newest first
+         * @description Everything that happened around one contact, newest first, as far as the caller may learn of it. Use it for a contact's history view.
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:read`.
+         */
         get: operations["list-contact-timeline"];
         put?: never;
         post?: never;
@@ -229,7 +304,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set or clear the favorite flag */
+        /**
+         * Set or clear the favorite flag
+         * @description Marks a contact as a favorite of the caller, or clears the mark. A narrower write than a patch, for a star button.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["set-contact-favorite"];
         trace?: never;
     };
@@ -240,10 +320,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the spaces the caller can see */
+        /**
+         * List the spaces the caller can see
+         * @description Pages through the spaces the caller can see, searched and sorted. Use `get-space-tree` for the hierarchy at once.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:list`.
+         */
         get: operations["list-spaces"];
         put?: never;
-        /** Create a space (a new draft; the caller becomes its first manager) */
+        /**
+         * Create a space (a new draft; the caller becomes its first manager)
+         * @description Creates a space as a draft; the caller becomes its first manager. Publish it to show it to members and on its public page.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:create`.
+         */
         post: operations["create-space"];
         delete?: never;
         options?: never;
@@ -258,7 +348,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The visible spaces as a multi-root tree */
+        /**
+         * The visible spaces as a multi-root tree
+         * @description Every space the caller can see, nested under its parents (a space under several parents appears under each). Use it to draw a navigation tree in one call.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:list`.
+         */
         get: operations["get-space-tree"];
         put?: never;
         post?: never;
@@ -275,16 +370,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a space (its published form; see /draft for pending changes) */
+        /**
+         * Get a space (its published form; see /draft for pending changes)
+         * @description A space as published, with its ETag. Managers read pending changes with `get-space-draft`.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["get-space"];
-        /** Replace the writable fields (pending until publish on a published space) */
+        /**
+         * Replace the writable fields (pending until publish on a published space)
+         * @description Replaces every writable field of a space; on a published space the change waits in its draft until published.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-space"];
         post?: never;
-        /** Delete a space (its children become roots) */
+        /**
+         * Delete a space (its children become roots)
+         * @description Deletes a space; its children become roots and its events stay. Use archive instead to keep it readable.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-space"];
         options?: never;
         head?: never;
-        /** Merge-patch a space (pending until publish on a published space) */
+        /**
+         * Merge-patch a space (pending until publish on a published space)
+         * @description Changes the fields the body names; on a published space the change waits in its draft until published. `null` clears a field.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-space"];
         trace?: never;
     };
@@ -297,7 +412,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive a space (read-only, off the public page) */
+        /**
+         * Archive a space (read-only, off the public page)
+         * @description Makes a space read-only and takes it off its public page, keeping everything in it. Use it for spaces whose time is over.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`.
+         */
         post: operations["archive-space"];
         delete?: never;
         options?: never;
@@ -312,7 +432,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the visible children of a space */
+        /**
+         * List the visible children of a space
+         * @description The spaces directly under this one that the caller can see. Use it to expand one level of a tree.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-children"];
         put?: never;
         post?: never;
@@ -329,10 +454,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the visible parents of a space */
+        /**
+         * List the visible parents of a space
+         * @description The spaces this one sits under that the caller can see. A space may have several parents.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-parents"];
         put?: never;
-        /** Put a space under another parent (no cycles) */
+        /**
+         * Put a space under another parent (no cycles)
+         * @description Puts the space under another parent as well; a link that would make a cycle is refused with 409. Needs manager rights on both spaces.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`.
+         */
         post: operations["add-space-parent"];
         delete?: never;
         options?: never;
@@ -350,7 +485,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Take a space out from under a parent */
+        /**
+         * Take a space out from under a parent
+         * @description Takes the space out from under one parent; without any parent it becomes a root. The parent space itself is not changed.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`.
+         */
         delete: operations["remove-space-parent"];
         options?: never;
         head?: never;
@@ -366,7 +506,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open a draft of a published space and return it */
+        /**
+         * Open a draft of a published space and return it
+         * @description Opens the draft of a published space (or returns the open one) so that changes can be prepared without showing them. Publish the draft to apply them, discard it to drop them.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`.
+         */
         post: operations["edit-space"];
         delete?: never;
         options?: never;
@@ -381,7 +526,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The draft of a space: pending changes applied to the published form */
+        /**
+         * The draft of a space: pending changes applied to the published form
+         * @description The space as it will look once its pending changes are published. Answers 404 when no draft is open.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["get-space-draft"];
         put?: never;
         post?: never;
@@ -400,7 +550,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Discard the pending changes of a published space */
+        /**
+         * Discard the pending changes of a published space
+         * @description Drops the pending changes of a published space; the published form stays as it is. Use it to abandon an edit.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:edit`.
+         */
         post: operations["discard-space-draft"];
         delete?: never;
         options?: never;
@@ -417,7 +572,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish a new draft space or promote the pending changes of a published one */
+        /**
+         * Publish a new draft space or promote the pending changes of a published one
+         * @description Publishes a draft space, or applies the pending changes of a published one; members can be told by notification.
+         *
+         *     Needs the `spaces:publish` permission and passes the authorization policy `space:publish`. The body may be left out: all its fields are optional.
+         */
         post: operations["publish-space"];
         delete?: never;
         options?: never;
@@ -434,7 +594,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Take a published space back to draft (off its public page; people and events kept) */
+        /**
+         * Take a published space back to draft (off its public page; people and events kept)
+         * @description Takes a published space back to draft: it leaves its public page and feeds while its people and events stay.
+         *
+         *     Needs the `spaces:publish` permission and passes the authorization policy `space:unpublish`. The body may be left out: all its fields are optional.
+         */
         post: operations["unpublish-space"];
         delete?: never;
         options?: never;
@@ -449,10 +614,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the active members of a space */
+        /**
+         * List the active members of a space
+         * @description The active members of a space with their roles. Members see the space; managers run it.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-members"];
         put?: never;
-        /** Add a member (201), or change the role of an active one (200) */
+        /**
+         * Add a member (201), or change the role of an active one (200)
+         * @description Makes a user a member of the space with a role, or changes the role of a member. Answers 201 for a new member and 200 for a change.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:members`.
+         */
         post: operations["add-space-member"];
         delete?: never;
         options?: never;
@@ -470,7 +645,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member (a member may leave on their own) */
+        /**
+         * Remove a member (a member may leave on their own)
+         * @description Ends a user's membership of the space; a member may also remove themself to leave. Their content stays.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:members`.
+         */
         delete: operations["remove-space-member"];
         options?: never;
         head?: never;
@@ -484,7 +664,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Permissions that can be granted to a space manager */
+        /**
+         * Permissions that can be granted to a space manager
+         * @description The permissions and role bundles a space manager can be granted. Use it to build the form of `add-space-manager`.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:list`.
+         */
         get: operations["list-space-manager-permissions"];
         put?: never;
         post?: never;
@@ -501,10 +686,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the managers of a space (active and pending) */
+        /**
+         * List the managers of a space (active and pending)
+         * @description The managers of a space, active and invited, with their permissions. Pending invites show until they expire.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-managers"];
         put?: never;
-        /** Add an active manager (role, when given, replaces permissions) */
+        /**
+         * Add an active manager (role, when given, replaces permissions)
+         * @description Grants a user of the tenant manager permissions on the space at once; a role, when given, stands for its bundle of permissions. To ask someone by e-mail, use the invite.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:managers`.
+         */
         post: operations["add-space-manager"];
         delete?: never;
         options?: never;
@@ -521,7 +716,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite a manager by e-mail (pending for 7 days until accepted) */
+        /**
+         * Invite a manager by e-mail (pending for 7 days until accepted)
+         * @description Invites someone by e-mail to manage the space; the invite is pending for 7 days until the addressee accepts it. The grant cannot exceed the inviter's own.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:managers`.
+         */
         post: operations["invite-space-manager"];
         delete?: never;
         options?: never;
@@ -538,7 +738,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept a manager invite: the caller becomes an active manager */
+        /**
+         * Accept a manager invite: the caller becomes an active manager
+         * @description Turns an invite addressed to the caller's e-mail into an active manager grant. The token comes from the invitation mail.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:accept`.
+         */
         post: operations["accept-space-manager-invite"];
         delete?: never;
         options?: never;
@@ -553,7 +758,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Pending manager invites sent to the caller's e-mail address */
+        /**
+         * Pending manager invites sent to the caller's e-mail address
+         * @description The manager invites waiting for the caller's e-mail address. Use it to show invitations in the app instead of only in the mail.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:pending`.
+         */
         get: operations["list-pending-space-manager-invites"];
         put?: never;
         post?: never;
@@ -570,12 +780,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a manager of a space */
+        /**
+         * Get a manager of a space
+         * @description One manager of a space with their permissions. Answers 404 for a user who manages nothing here.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["get-space-manager"];
-        /** Replace the permissions of a manager (clears the role bundle) */
+        /**
+         * Replace the permissions of a manager (clears the role bundle)
+         * @description Replaces the permissions of a manager; the role bundle is cleared.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:managers`.
+         */
         put: operations["update-space-manager"];
         post?: never;
-        /** Remove a manager (never the last active one; a manager may step down) */
+        /**
+         * Remove a manager (never the last active one; a manager may step down)
+         * @description Ends a manager's grant on the space; the last active manager cannot be removed. A manager may step down on their own.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:managers`.
+         */
         delete: operations["remove-space-manager"];
         options?: never;
         head?: never;
@@ -589,10 +814,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the contacts linked to a space */
+        /**
+         * List the contacts linked to a space
+         * @description The contacts linked to a space, paged. Linking shares a contact with the space's people without copying it.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-contacts"];
         put?: never;
-        /** Link a contact the caller can see to a space */
+        /**
+         * Link a contact the caller can see to a space
+         * @description Links a contact the caller can see to the space. A contact already linked answers 409.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:contacts`.
+         */
         post: operations["add-space-contact"];
         delete?: never;
         options?: never;
@@ -610,7 +845,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Unlink a contact from a space */
+        /**
+         * Unlink a contact from a space
+         * @description Unlinks a contact from the space; the contact itself stays. Answers 404 when it was not linked.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:contacts`.
+         */
         delete: operations["remove-space-contact"];
         options?: never;
         head?: never;
@@ -624,7 +864,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Recent activity of a space, newest first */
+        /**
+         * Recent activity of a space, newest first
+         * @description What happened in a space lately, newest first: edits, publishing, people and events. Use it for an activity feed.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-activity"];
         put?: never;
         post?: never;
@@ -641,7 +886,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Attendance, RSVPs and member growth of a space (for its managers) */
+        /**
+         * Attendance, RSVPs and member growth of a space (for its managers)
+         * @description Attendance, answers and member growth of the space's events, for its managers. Use the CSV export to work with the figures per event.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["get-space-analytics"];
         put?: never;
         post?: never;
@@ -658,7 +908,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The per-event analytics figures of a space as CSV (for its managers) */
+        /**
+         * The per-event analytics figures of a space as CSV (for its managers)
+         * @description The analytics figures of every event of the space as a CSV file, one row per event. For spreadsheets and reports.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["export-space-analytics"];
         put?: never;
         post?: never;
@@ -675,10 +930,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events of a space the caller can see, latest start first */
+        /**
+         * Events of a space the caller can see, latest start first
+         * @description The events linked to the space that the caller can see, latest start first. Events of a space can also be read from its calendar feed.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["list-space-events"];
         put?: never;
-        /** Add an event the caller can see to a space they manage */
+        /**
+         * Add an event the caller can see to a space they manage
+         * @description Links an event the caller can see to a space they manage. The event is not copied: it appears in both places.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:events`.
+         */
         post: operations["add-space-event"];
         delete?: never;
         options?: never;
@@ -696,7 +961,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove an event from a space */
+        /**
+         * Remove an event from a space
+         * @description Unlinks an event from the space; the event itself stays. Its place in the space's feed goes with it.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:events`.
+         */
         delete: operations["remove-space-event"];
         options?: never;
         head?: never;
@@ -710,7 +980,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Public page of a published public space (no credential needed) */
+        /**
+         * Public page of a published public space (no credential needed)
+         * @description A published public space as anyone may see it, with its public events; a token shows more when the caller may see more. Send If-None-Match to get 304 when nothing changed.
+         *
+         *     A token is optional: with one, the answer shows what its caller may see.
+         */
         get: operations["get-public-space"];
         put?: never;
         post?: never;
@@ -727,7 +1002,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The public space page as HTML (no credential needed) */
+        /**
+         * The public space page as HTML (no credential needed)
+         * @description The public page of a space rendered as HTML, for a browser or an embed. The same content as the JSON page.
+         *
+         *     Needs no token.
+         */
         get: operations["get-public-space-html"];
         put?: never;
         post?: never;
@@ -744,9 +1024,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The sites that may embed the public pages of the space's events */
+        /**
+         * The sites that may embed the public pages of the space's events
+         * @description The sites allowed to embed the public pages of the space's events in a frame. None by default.
+         *
+         *     Needs the `spaces:read` permission and passes the authorization policy `space:read`.
+         */
         get: operations["get-space-embed-origins"];
-        /** Set the sites that may embed the public pages of the space's events (frame-ancestors; none by default) */
+        /**
+         * Set the sites that may embed the public pages of the space's events (frame-ancestors; none by default)
+         * @description Replaces the list of sites that may embed the public pages of the space's events (`frame-ancestors`). An empty list forbids embedding again.
+         *
+         *     Needs the `spaces:write` permission and passes the authorization policy `space:embed`.
+         */
         put: operations["set-space-embed-origins"];
         post?: never;
         delete?: never;
@@ -762,7 +1052,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List registered event templates (latest versions) */
+        /**
+         * List registered event templates (latest versions)
+         * @description The registered event templates at their latest versions: their fields, states and the attachments they allow. Pick one when creating an event.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:list`.
+         */
         get: operations["list-event-templates"];
         put?: never;
         post?: never;
@@ -779,7 +1074,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Latest version of one template (or the version asked for) */
+        /**
+         * Latest version of one template (or the version asked for)
+         * @description One template at its latest version, or at the version asked for. Events keep the version they were created with.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:list`.
+         */
         get: operations["get-event-template"];
         put?: never;
         post?: never;
@@ -796,7 +1096,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Assignable event manager permissions and role bundles */
+        /**
+         * Assignable event manager permissions and role bundles
+         * @description The permissions and role bundles an event manager can be granted. Use it to build the form of `add-event-manager`.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:catalogue`.
+         */
         get: operations["list-event-manager-permissions"];
         put?: never;
         post?: never;
@@ -813,10 +1118,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List events */
+        /**
+         * List events
+         * @description Pages through the events the caller can see, filtered by status, visibility, time and space, searched and sorted. With `sync=true` the last page carries a `sync_token` for later changes.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:list`.
+         */
         get: operations["list-events"];
         put?: never;
-        /** Create an event (a draft) */
+        /**
+         * Create an event (a draft)
+         * @description Creates an event as a draft of the caller, who becomes its manager. Publish it to show it to attendees, on public pages and in feeds.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:create`.
+         */
         post: operations["create-event"];
         delete?: never;
         options?: never;
@@ -831,7 +1146,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events overlapping a date range (at most 366 days) */
+        /**
+         * Events overlapping a date range (at most 366 days)
+         * @description The visible events that overlap a date range of at most 366 days, series occurrences included. Use it to fill a calendar view.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:list`.
+         */
         get: operations["get-events-calendar"];
         put?: never;
         post?: never;
@@ -848,16 +1168,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an event */
+        /**
+         * Get an event
+         * @description One event the caller can see, with its attendee figures and ETag. A published event under edit shows its published form; the draft is read with `get-event-draft`.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:read`.
+         */
         get: operations["get-event"];
-        /** Replace the writable fields of an event (its draft when one is open) */
+        /**
+         * Replace the writable fields of an event (its draft when one is open)
+         * @description Replaces every writable field of an event, or of its open draft. A field left out is cleared.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-event"];
         post?: never;
-        /** Delete an event (soft delete) */
+        /**
+         * Delete an event (soft delete)
+         * @description Deletes an event (softly: it disappears from every list). Cancel a published event instead when its attendees should be told.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:delete`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-event"];
         options?: never;
         head?: never;
-        /** Merge-patch an event (RFC 7396; its draft when one is open) */
+        /**
+         * Merge-patch an event (RFC 7396; its draft when one is open)
+         * @description Changes the fields the body names, in the event or in its open draft; `null` clears a field. On an occurrence, `scope` says whether the change applies to the following occurrences too.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-event"];
         trace?: never;
     };
@@ -870,7 +1210,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive an event (read-only afterwards) */
+        /**
+         * Archive an event (read-only afterwards)
+         * @description Makes an event read-only, keeping it readable with its attendees. Use it for events that are over.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:archive`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         post: operations["archive-event"];
         delete?: never;
         options?: never;
@@ -887,7 +1232,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish an event, or promote its draft */
+        /**
+         * Publish an event, or promote its draft
+         * @description Publishes a draft event, or applies the open draft of a published one; attendees can be told by notification.
+         *
+         *     Needs the `events:publish` permission and passes the authorization policy `event:publish`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. The body may be left out: all its fields are optional.
+         */
         post: operations["publish-event"];
         delete?: never;
         options?: never;
@@ -904,7 +1254,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Take a published event back to draft (off public pages and feeds; attendees kept) */
+        /**
+         * Take a published event back to draft (off public pages and feeds; attendees kept)
+         * @description Takes a published event back to draft: it leaves public pages and feeds while its attendees stay.
+         *
+         *     Needs the `events:publish` permission and passes the authorization policy `event:unpublish`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. The body may be left out: all its fields are optional.
+         */
         post: operations["unpublish-event"];
         delete?: never;
         options?: never;
@@ -921,7 +1276,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Clone an event as a new draft of the caller (never its attendees or series) */
+        /**
+         * Clone an event as a new draft of the caller (never its attendees or series)
+         * @description Copies an event as a new draft of the caller, without its attendees or series. Use it to repeat an event by hand.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:clone`.
+         */
         post: operations["clone-event"];
         delete?: never;
         options?: never;
@@ -938,7 +1298,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start editing a published event: returns its draft clone */
+        /**
+         * Start editing a published event: returns its draft clone
+         * @description Opens the draft clone of a published event (or returns the open one) so that changes can be prepared without showing them. Publish to apply it, discard to drop it.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         post: operations["edit-event"];
         delete?: never;
         options?: never;
@@ -953,7 +1318,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get the draft clone of a published event */
+        /**
+         * Get the draft clone of a published event
+         * @description The draft clone of a published event, as it will be once published. Answers 404 when no draft is open.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `draft:read`.
+         */
         get: operations["get-event-draft"];
         put?: never;
         post?: never;
@@ -972,7 +1342,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Discard the draft, keep the published version */
+        /**
+         * Discard the draft, keep the published version
+         * @description Drops the draft of a published event; the published version stays as it is.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `draft:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         post: operations["discard-event-draft"];
         delete?: never;
         options?: never;
@@ -989,7 +1364,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move an event along its template state machine */
+        /**
+         * Move an event along its template state machine
+         * @description Moves the event to another state its template allows from the current one, checking the transition's guards. The states and transitions are the template's.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         post: operations["transition-event"];
         delete?: never;
         options?: never;
@@ -1004,10 +1384,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Activity rows of an event, newest first */
+        /**
+         * Activity rows of an event, newest first
+         * @description The activity rows of an event, newest first: changes, notes, comments and automation runs.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `link:read`.
+         */
         get: operations["list-event-activity"];
         put?: never;
-        /** Append an activity row */
+        /**
+         * Append an activity row
+         * @description Appends a note or comment to the event's activity. Rows are never edited afterwards.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`.
+         */
         post: operations["create-event-activity"];
         delete?: never;
         options?: never;
@@ -1022,10 +1412,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Spaces the event belongs to */
+        /**
+         * Spaces the event belongs to
+         * @description The spaces the event is linked to that the caller can see.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:read`.
+         */
         get: operations["list-event-spaces"];
         put?: never;
-        /** Add the event to a space */
+        /**
+         * Add the event to a space
+         * @description Links the event to a space the caller may add events to. The event appears in the space's lists and feeds.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:link_space`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         post: operations["add-event-space"];
         delete?: never;
         options?: never;
@@ -1043,7 +1443,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove the event from a space */
+        /**
+         * Remove the event from a space
+         * @description Unlinks the event from a space; neither is otherwise changed.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:link_space`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["remove-event-space"];
         options?: never;
         head?: never;
@@ -1059,7 +1464,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences */
+        /**
+         * Create an event and, when `series` is given, its series and its occurrences (one transaction); answers the first page of occurrences
+         * @description Creates an event and, with `series`, its recurrence and occurrences in one transaction. Use it instead of two calls when a recurring event is made in one form.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:create`.
+         */
         post: operations["create-event-with-series"];
         delete?: never;
         options?: never;
@@ -1074,16 +1484,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The series of an occurrence with a page of occurrences and attendee counts */
+        /**
+         * The series of an occurrence with a page of occurrences and attendee counts
+         * @description The series an occurrence belongs to, its rule and a page of occurrences with attendee counts.
+         *
+         *     Needs the `series:read` permission and passes the authorization policy `series:read`.
+         */
         get: operations["get-event-series"];
         put?: never;
-        /** Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list) */
+        /**
+         * Turn an event into the anchor (index 0) of a new series; returns the first 200 occurrences (X-Total-Count: all; Link rel="next": the occurrences list)
+         * @description Makes an existing event the first occurrence of a new series and generates the following ones. Answers the first 200 occurrences; the rest are paged through the occurrences list.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:create`.
+         */
         post: operations["create-event-series"];
-        /** Delete this occurrence, this and the following, or the whole series */
+        /**
+         * Delete this occurrence, this and the following, or the whole series
+         * @description Deletes this occurrence, this and the following ones, or the whole series, as `scope` says.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:delete_all`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-event-series"];
         options?: never;
         head?: never;
-        /** Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences */
+        /**
+         * Merge-patch the series: cascades to occurrences without overrides; a rule change regenerates future occurrences
+         * @description Changes the series: content changes reach the occurrences that have not been changed on their own, a rule change regenerates the future occurrences. `null` clears a field.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:edit_all`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-event-series"];
         trace?: never;
     };
@@ -1094,7 +1524,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Occurrences of the series of an event, by start */
+        /**
+         * Occurrences of the series of an event, by start
+         * @description The occurrences of the event's series, by start, paged. Use it after `create-event-series` for occurrences past the first page.
+         *
+         *     Needs the `series:read` permission and passes the authorization policy `series:read`.
+         */
         get: operations["list-series-occurrences"];
         put?: never;
         post?: never;
@@ -1113,7 +1548,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish the series and every occurrence (one transaction) */
+        /**
+         * Publish the series and every occurrence (one transaction)
+         * @description Publishes the series and all its occurrences in one transaction; attendees can be told by notification.
+         *
+         *     Needs the `series:publish` permission and passes the authorization policy `series:publish`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. The body may be left out: all its fields are optional.
+         */
         post: operations["publish-event-series"];
         delete?: never;
         options?: never;
@@ -1130,7 +1570,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite a manager of every occurrence by e-mail (pending for 7 days) */
+        /**
+         * Invite a manager of every occurrence by e-mail (pending for 7 days)
+         * @description Invites someone by e-mail to manage every occurrence of the series; pending for 7 days. The token is shown once in the answer and sent by mail.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:managers`.
+         */
         post: operations["invite-series-manager"];
         delete?: never;
         options?: never;
@@ -1145,10 +1590,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List attendees (event permission attendees:read) */
+        /**
+         * List attendees (event permission attendees:read)
+         * @description Pages through the attendees of an event with their status, filtered and sorted. With `sync=true` the last page carries a `sync_token` for later changes.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `attendee:read`.
+         */
         get: operations["list-event-attendees"];
         put?: never;
-        /** Add a contact as an attendee (409 when already attending) */
+        /**
+         * Add a contact as an attendee (409 when already attending)
+         * @description Adds a contact the caller can see as an attendee, with capacity, waitlist and approval applied. A contact already attending answers 409.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["add-event-attendee"];
         delete?: never;
         options?: never;
@@ -1165,9 +1620,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add up to 1000 contacts; those already attending are left as they are */
+        /**
+         * Add up to 1000 contacts; those already attending are left as they are
+         * @description Adds up to 1000 contacts in one call; contacts already attending are left as they are and reported. Use it to invite a list.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["bulk-add-event-attendees"];
-        /** Remove attendees by contact id (optionally only those in a status) */
+        /**
+         * Remove attendees by contact id (optionally only those in a status)
+         * @description Removes attendees by contact id, optionally only those in a given status. Seats freed go to the waitlist.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         delete: operations["bulk-remove-event-attendees"];
         options?: never;
         head?: never;
@@ -1187,7 +1652,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set the status of attendees (every contact must attend; else 400 and nothing changes) */
+        /**
+         * Set the status of attendees (every contact must attend; else 400 and nothing changes)
+         * @description Sets the status of many attendees at once, all or nothing. A contact who does not attend makes it a 400.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         patch: operations["bulk-update-event-attendee-status"];
         trace?: never;
     };
@@ -1201,11 +1671,21 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove an attendee */
+        /**
+         * Remove an attendee
+         * @description Removes an attendee from the event; a seat freed goes to the waitlist.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["remove-event-attendee"];
         options?: never;
         head?: never;
-        /** Set the status of an attendee (sets responded_at) */
+        /**
+         * Set the status of an attendee (sets responded_at)
+         * @description Sets the status of one attendee and records when they answered. Capacity, waitlist and approval apply.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["update-event-attendee"];
         trace?: never;
     };
@@ -1216,14 +1696,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Registration settings in force and seat counts of an event */
+        /**
+         * Registration settings in force and seat counts of an event
+         * @description The registration settings in force for the event (its own or its series') and its seat counts. Use it before offering a place.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:read`.
+         */
         get: operations["get-event-registration"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Set capacity, waitlist and approval of an event (an occurrence stops following its series; `inherit` follows it again); frees seats to the waitlist at once */
+        /**
+         * Set capacity, waitlist and approval of an event (an occurrence stops following its series; `inherit` follows it again); frees seats to the waitlist at once
+         * @description Sets capacity, waitlist, approval and public registration of the event; seats freed go to the waitlist at once. On an occurrence, the settings become its own until `inherit` follows the series again.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`.
+         */
         patch: operations["patch-event-registration"];
         trace?: never;
     };
@@ -1240,7 +1730,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them (and frees seats to its waitlist at once) */
+        /**
+         * Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them (and frees seats to its waitlist at once)
+         * @description Sets capacity, waitlist, approval and public registration for the series; every occurrence following the series gets them. Seats freed go to the waitlists at once.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:edit_all`.
+         */
         patch: operations["patch-series-registration"];
         trace?: never;
     };
@@ -1253,7 +1748,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a pending registration (409 unless pending) */
+        /**
+         * Approve a pending registration (409 unless pending)
+         * @description Accepts a registration that waits for approval, while seats last, and the guest is told. Answers 409 unless it is pending.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         post: operations["approve-event-attendee"];
         delete?: never;
         options?: never;
@@ -1270,7 +1770,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve pending registrations in request order (all or nothing) */
+        /**
+         * Approve pending registrations in request order (all or nothing)
+         * @description Accepts registrations that wait for approval in the order given, while seats last, and the guest is told. All or nothing: one that is not pending refuses the whole call.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         post: operations["bulk-approve-event-attendees"];
         delete?: never;
         options?: never;
@@ -1287,7 +1792,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Decline a pending registration (409 unless pending) */
+        /**
+         * Decline a pending registration (409 unless pending)
+         * @description Refuses a registration that waits for approval, and the guest is told. Answers 409 unless it is pending.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         post: operations["decline-event-attendee"];
         delete?: never;
         options?: never;
@@ -1304,7 +1814,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Decline pending registrations in request order (all or nothing) */
+        /**
+         * Decline pending registrations in request order (all or nothing)
+         * @description Refuses registrations that wait for approval in the order given, and the guest is told. All or nothing: one that is not pending refuses the whole call.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         post: operations["bulk-decline-event-attendees"];
         delete?: never;
         options?: never;
@@ -1321,7 +1836,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** After the event: every confirmed attendee who never checked in becomes no_show */
+        /**
+         * After the event: every confirmed attendee who never checked in becomes no_show
+         * @description After the event has ended, marks every confirmed attendee who never checked in as `no_show`. Refused before the end of the event.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         post: operations["mark-event-no-shows"];
         delete?: never;
         options?: never;
@@ -1338,7 +1858,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, and every attendee is told once */
+        /**
+         * Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, and every attendee is told once
+         * @description Cancels a published event or occurrences of its series: it stays readable, takes no more registrations, and every attendee is told once. Use it rather than delete for an event people expect.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:cancel`.
+         */
         post: operations["cancel-event"];
         delete?: never;
         options?: never;
@@ -1355,9 +1880,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult) */
+        /**
+         * Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult)
+         * @description Marks an attendee as arrived; a repeat changes nothing. `Prefer: return=representation` answers the outcome.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:checkin`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. The body may be left out: all its fields are optional.
+         */
         post: operations["check-in-event-attendee"];
-        /** Undo a check-in: the attendee returns to the status they had (409 when not checked in) */
+        /**
+         * Undo a check-in: the attendee returns to the status they had (409 when not checked in)
+         * @description Takes back a check-in made by mistake: the attendee returns to the status they had. Answers 409 when they are not checked in.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:checkin`.
+         */
         delete: operations["undo-event-attendee-check-in"];
         options?: never;
         head?: never;
@@ -1373,7 +1908,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check in the attendee of this event holding a check-in token (the token or the QR payload) */
+        /**
+         * Check in the attendee of this event holding a check-in token (the token or the QR payload)
+         * @description Checks in the attendee holding a check-in token, given as the token or the scanned QR payload. Use it at the door with a scanner.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:checkin`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["check-in-event-attendee-by-token"];
         delete?: never;
         options?: never;
@@ -1390,7 +1930,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check an attendee out (409 when not checked in; a repeat changes nothing) */
+        /**
+         * Check an attendee out (409 when not checked in; a repeat changes nothing)
+         * @description Records that a checked-in attendee left; a repeat changes nothing. Answers 409 when they are not checked in.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:checkin`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["check-out-event-attendee"];
         delete?: never;
         options?: never;
@@ -1407,9 +1952,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Issue a check-in token for an attendee (replaces any earlier one; shown once) */
+        /**
+         * Issue a check-in token for an attendee (replaces any earlier one; shown once)
+         * @description Makes a check-in token for an attendee, replacing any earlier one; the token is shown only in this answer. Give it to the attendee as a QR code.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["issue-event-attendee-check-in-token"];
-        /** Revoke the check-in token of an attendee (404 when none was issued) */
+        /**
+         * Revoke the check-in token of an attendee (404 when none was issued)
+         * @description Revokes the attendee's check-in token so that it no longer checks them in. Answers 404 when none was issued.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:write`.
+         */
         delete: operations["revoke-event-attendee-check-in-token"];
         options?: never;
         head?: never;
@@ -1425,7 +1980,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mail invited attendees (at most 5000 a request) an invitation with their own link to answer */
+        /**
+         * Mail invited attendees (at most 5000 a request) an invitation with their own link to answer
+         * @description Mails the invited attendees (or the ones listed) an invitation with their own link to answer.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:invite`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all. The body may be left out: all its fields are optional.
+         */
         post: operations["send-event-invitations"];
         delete?: never;
         options?: never;
@@ -1442,7 +2002,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stop every link of an attendee's guest and mail them a new one */
+        /**
+         * Stop every link of an attendee's guest and mail them a new one
+         * @description Stops every link the attendee's guest holds and mails them a new one. Use it when a link was forwarded or leaked.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `attendee:invite`.
+         */
         post: operations["renew-attendee-guest-link"];
         delete?: never;
         options?: never;
@@ -1457,9 +2022,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's guest settings (the default language of guest texts) */
+        /**
+         * The tenant's guest settings (the default language of guest texts)
+         * @description The tenant's guest settings, such as the default language of mails and pages for guests.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `guest:settings`.
+         */
         get: operations["get-guest-settings"];
-        /** Set the tenant's guest settings (tenant administrators) */
+        /**
+         * Set the tenant's guest settings (tenant administrators)
+         * @description Replaces the tenant's guest settings. Tenant administrators only.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `guest:configure`.
+         */
         put: operations["put-guest-settings"];
         post?: never;
         delete?: never;
@@ -1475,9 +2050,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The registration questions in force for an event (its own form, else its series') */
+        /**
+         * The registration questions in force for an event (its own form, else its series')
+         * @description The registration questions in force for the event: its own form, else its series'. Guests answer them when they register.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `event:read`.
+         */
         get: operations["get-event-registration-form"];
-        /** Store a new version of the event's registration questions (earlier versions and their answers are kept) */
+        /**
+         * Store a new version of the event's registration questions (earlier versions and their answers are kept)
+         * @description Stores a new version of the event's registration questions; earlier versions and their answers are kept.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `event:edit`.
+         */
         put: operations["put-event-registration-form"];
         post?: never;
         delete?: never;
@@ -1494,7 +2079,12 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Store a new version of the series' registration questions (its occurrences without a form of their own follow it) */
+        /**
+         * Store a new version of the series' registration questions (its occurrences without a form of their own follow it)
+         * @description Stores a new version of the series' registration questions; its occurrences without a form of their own follow it.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:edit_all`.
+         */
         put: operations["put-series-registration-form"];
         post?: never;
         delete?: never;
@@ -1510,7 +2100,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Unexpired pending manager invites (events and series) addressed to the caller's e-mail */
+        /**
+         * Unexpired pending manager invites (events and series) addressed to the caller's e-mail
+         * @description The unexpired manager invites of events and series addressed to the caller's e-mail. Use it to show invitations in the app.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:pending`.
+         */
         get: operations["list-pending-event-manager-invites"];
         put?: never;
         post?: never;
@@ -1529,7 +2124,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail */
+        /**
+         * Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, 403 another e-mail
+         * @description Turns an invite addressed to the caller's e-mail into an active manager grant on the event or series. The token comes from the invitation mail.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:accept`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["accept-event-manager-invite"];
         delete?: never;
         options?: never;
@@ -1544,10 +2144,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the managers of an event (active and pending) */
+        /**
+         * List the managers of an event (active and pending)
+         * @description The managers of an event, active and invited, with their permissions.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:read`.
+         */
         get: operations["list-event-managers"];
         put?: never;
-        /** Add an active manager (a role replaces permissions; optional notification) */
+        /**
+         * Add an active manager (a role replaces permissions; optional notification)
+         * @description Grants a user of the tenant manager permissions on the event at once, optionally notifying them. A role stands for its bundle of permissions.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `manager:grant`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["add-event-manager"];
         delete?: never;
         options?: never;
@@ -1562,12 +2172,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a manager of an event */
+        /**
+         * Get a manager of an event
+         * @description One manager of an event with their permissions and ETag.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `manager:read`.
+         */
         get: operations["get-event-manager"];
-        /** Replace the permissions of a manager (a role, when given, replaces them) */
+        /**
+         * Replace the permissions of a manager (a role, when given, replaces them)
+         * @description Replaces the permissions of a manager; a role, when given, replaces them with its bundle.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `manager:grant`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["update-event-manager"];
         post?: never;
-        /** Remove a manager (revokes the grant; never the creator) */
+        /**
+         * Remove a manager (revokes the grant; never the creator)
+         * @description Ends a manager's grant on the event. The creator cannot be removed.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `manager:grant`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["remove-event-manager"];
         options?: never;
         head?: never;
@@ -1583,7 +2208,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite a manager by e-mail: a pending row with a token valid 7 days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it */
+        /**
+         * Invite a manager by e-mail: a pending row with a token valid 7 days, returned once as invite_token and sent by e-mail; re-inviting the address refreshes it
+         * @description Invites someone by e-mail to manage the event; the token is valid 7 days, shown once here and mailed. Inviting the same address again refreshes it.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `manager:grant`. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["invite-event-manager"];
         delete?: never;
         options?: never;
@@ -1598,10 +2228,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the milestones of an event by sequence */
+        /**
+         * List the milestones of an event by sequence
+         * @description The events that are milestones of this one, in their sequence, with their status.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `link:read`.
+         */
         get: operations["list-event-milestones"];
         put?: never;
-        /** Add another event as a milestone (no self, no duplicate, no cycle) */
+        /**
+         * Add another event as a milestone (no self, no duplicate, no cycle)
+         * @description Makes another event a milestone of this one. Refused for the event itself, a duplicate or a cycle.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         post: operations["add-event-milestone"];
         delete?: never;
         options?: never;
@@ -1617,14 +2257,29 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set the sequence of a milestone */
+        /**
+         * Set the sequence of a milestone
+         * @description Moves a milestone to another place in the sequence.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         put: operations["update-event-milestone-sequence"];
         post?: never;
-        /** Remove a milestone (the milestone event itself stays) */
+        /**
+         * Remove a milestone (the milestone event itself stays)
+         * @description Removes a milestone from the event; the milestone event itself stays.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         delete: operations["remove-event-milestone"];
         options?: never;
         head?: never;
-        /** Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true) */
+        /**
+         * Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)
+         * @description Sets the status of a milestone by hand, or returns it to the status derived from its event.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         patch: operations["update-event-milestone-status"];
         trace?: never;
     };
@@ -1635,7 +2290,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Documents linked to an event (an array, oldest first, at most 1000) */
+        /**
+         * Documents linked to an event (an array, oldest first, at most 1000)
+         * @description The documents linked to an event, oldest first (at most 1000).
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `link:read`.
+         */
         get: operations["list-event-documents"];
         put?: never;
         post?: never;
@@ -1654,9 +2314,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Link a document to an event (201, no body; 409 when already linked) */
+        /**
+         * Link a document to an event (201, no body; 409 when already linked)
+         * @description Links a document to the event. Answers 201 without a body, 409 when it is already linked.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         post: operations["link-event-document"];
-        /** Unlink a document */
+        /**
+         * Unlink a document
+         * @description Unlinks a document from the event; the document itself is not touched.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         delete: operations["unlink-event-document"];
         options?: never;
         head?: never;
@@ -1670,10 +2340,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Attachments of an event and of its series (kind filter; at most 1000) */
+        /**
+         * Attachments of an event and of its series (kind filter; at most 1000)
+         * @description The attachments of an event and of its series, optionally of one kind (at most 1000).
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `link:read`.
+         */
         get: operations["list-event-attachments"];
         put?: never;
-        /** Attach a file or reference (kind must be allowed by the event's template) */
+        /**
+         * Attach a file or reference (kind must be allowed by the event's template)
+         * @description Attaches a file or a reference to the event. The kind must be one the event's template allows.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         post: operations["add-event-attachment"];
         delete?: never;
         options?: never;
@@ -1691,7 +2371,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove an attachment */
+        /**
+         * Remove an attachment
+         * @description Removes an attachment from its event or series.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         delete: operations["delete-attachment"];
         options?: never;
         head?: never;
@@ -1705,10 +2390,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Cross-reference links of an event and of its series (an array, at most 1000) */
+        /**
+         * Cross-reference links of an event and of its series (an array, at most 1000)
+         * @description The cross-reference links of an event and of its series to other events (at most 1000).
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `link:read`.
+         */
         get: operations["list-event-links"];
         put?: never;
-        /** Link another visible event of the tenant (no self link; 409 when already linked) */
+        /**
+         * Link another visible event of the tenant (no self link; 409 when already linked)
+         * @description Links another visible event of the tenant as a cross-reference. A self link is refused, a duplicate answers 409.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         post: operations["add-event-link"];
         delete?: never;
         options?: never;
@@ -1726,7 +2421,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a cross-reference link */
+        /**
+         * Remove a cross-reference link
+         * @description Removes a cross-reference link of the event; both events stay.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `link:write`.
+         */
         delete: operations["remove-event-link"];
         options?: never;
         head?: never;
@@ -1743,7 +2443,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence) */
+        /**
+         * Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)
+         * @description Removes the cross-reference links a series holds to an event.
+         *
+         *     Needs the `series:write` permission and passes the authorization policy `series:links`.
+         */
         delete: operations["remove-series-link"];
         options?: never;
         head?: never;
@@ -1757,9 +2462,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The cover image of an event (its bytes) */
+        /**
+         * The cover image of an event (its bytes)
+         * @description The bytes of the event's cover image in its stored type. Answers 404 when the event has no cover.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `cover:read`.
+         */
         get: operations["get-event-cover"];
-        /** Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most 5 MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded) */
+        /**
+         * Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most 5 MiB: 413 above, 415 for other types, 400 when it does not decode; stored re-encoded)
+         * @description Uploads the cover image as the multipart part `file` (JPEG, PNG or WebP by content, at most 5 MiB); it is stored re-encoded. A new upload replaces the cover.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `cover:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["upload-event-cover"];
         post?: never;
         delete?: never;
@@ -1775,7 +2490,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The attendees as CSV, oldest first (event permission attendees:read) */
+        /**
+         * The attendees as CSV, oldest first (event permission attendees:read)
+         * @description The attendees of the event as a CSV file, oldest first. For spreadsheets and mail merges.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `attendee:read`.
+         */
         get: operations["export-event-attendees"];
         put?: never;
         post?: never;
@@ -1792,7 +2512,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The attendees of every occurrence of the event's series as CSV (those the caller holds attendees:read on) */
+        /**
+         * The attendees of every occurrence of the event's series as CSV (those the caller holds attendees:read on)
+         * @description The attendees of every occurrence of the event's series as one CSV file, as far as the caller may read each.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `attendee:read`.
+         */
         get: operations["export-event-series-attendees"];
         put?: never;
         post?: never;
@@ -1809,7 +2534,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Trigger catalogue: types, payload fields, condition operators */
+        /**
+         * Trigger catalogue: types, payload fields, condition operators
+         * @description The trigger types a rule can listen to, their payload fields and the operators conditions may use. Use it to build a rule editor.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:catalogue`.
+         */
         get: operations["list-automation-triggers"];
         put?: never;
         post?: never;
@@ -1826,7 +2556,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Action catalogue: types and their fields */
+        /**
+         * Action catalogue: types and their fields
+         * @description The action types a rule can run, their fields, and whether each needs the trigger's event. Use it to build a rule editor.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:catalogue`.
+         */
         get: operations["list-automation-actions"];
         put?: never;
         post?: never;
@@ -1843,10 +2578,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List automation rules */
+        /**
+         * List automation rules
+         * @description Pages through the automation rules the caller can see, by scope, trigger and whether they are enabled.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:read`.
+         */
         get: operations["list-automation-rules"];
         put?: never;
-        /** Create an automation rule */
+        /**
+         * Create an automation rule
+         * @description Creates a rule: a trigger, optional conditions and the actions to run in order. It runs as its creator, within the creator's rights.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `rule:create`.
+         */
         post: operations["create-automation-rule"];
         delete?: never;
         options?: never;
@@ -1861,16 +2606,36 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an automation rule */
+        /**
+         * Get an automation rule
+         * @description One automation rule with its ETag.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:read`.
+         */
         get: operations["get-automation-rule"];
-        /** Replace an automation rule */
+        /**
+         * Replace an automation rule
+         * @description Replaces a rule; a masked webhook secret sent back keeps the stored secret. Executions already queued keep the version they started with.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `rule:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-automation-rule"];
         post?: never;
-        /** Delete an automation rule and its history */
+        /**
+         * Delete an automation rule and its history
+         * @description Deletes a rule with its execution history.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `rule:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-automation-rule"];
         options?: never;
         head?: never;
-        /** Change some fields of an automation rule */
+        /**
+         * Change some fields of an automation rule
+         * @description Changes the fields the body names, for instance `enabled` to switch a rule off. `null` clears a field.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `rule:write`. With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-automation-rule"];
         trace?: never;
     };
@@ -1883,7 +2648,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run a rule now (queued; the execution is returned at once) */
+        /**
+         * Run a rule now (queued; the execution is returned at once)
+         * @description Queues a run of the rule now with the trigger context given, and answers the queued execution at once. Use it to test a rule.
+         *
+         *     Needs the `automation:execute` permission and passes the authorization policy `rule:execute`. The body may be left out: all its fields are optional.
+         */
         post: operations["execute-automation-rule"];
         delete?: never;
         options?: never;
@@ -1898,7 +2668,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Execution history of a rule, newest first, by status, trigger type and time */
+        /**
+         * Execution history of a rule, newest first, by status, trigger type and time
+         * @description The runs of a rule, newest first, by status, trigger type and time. Use it to see why a rule did or did not act.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `execution:read`.
+         */
         get: operations["list-automation-rule-executions"];
         put?: never;
         post?: never;
@@ -1917,7 +2692,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry a failed execution: a new attempt of the same rule version and trigger (queued; returned at once) */
+        /**
+         * Retry a failed execution: a new attempt of the same rule version and trigger (queued; returned at once)
+         * @description Queues a new attempt of a failed execution with the same rule version and trigger. Answers the new execution at once.
+         *
+         *     Needs the `automation:execute` permission and passes the authorization policy `execution:retry`.
+         */
         post: operations["retry-automation-rule-execution"];
         delete?: never;
         options?: never;
@@ -1932,10 +2712,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the automations of an event */
+        /**
+         * List the automations of an event
+         * @description The automations of an event (rules scoped to it).
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:read`.
+         */
         get: operations["list-event-automations"];
         put?: never;
-        /** Create an automation of an event */
+        /**
+         * Create an automation of an event
+         * @description Creates an automation scoped to the event, for instance a reminder before it starts.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `event:automate`.
+         */
         post: operations["create-event-automation"];
         delete?: never;
         options?: never;
@@ -1950,7 +2740,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Ready-made automations for the event's template */
+        /**
+         * Ready-made automations for the event's template
+         * @description Ready-made automations for the event's template, to create as they are or adapted.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:catalogue`.
+         */
         get: operations["list-event-automation-templates"];
         put?: never;
         post?: never;
@@ -1967,12 +2762,27 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an automation of an event */
+        /**
+         * Get an automation of an event
+         * @description One automation of the event with its ETag.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `rule:read`.
+         */
         get: operations["get-event-automation"];
-        /** Replace an automation of an event */
+        /**
+         * Replace an automation of an event
+         * @description Replaces an automation of the event.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `event:automate`.
+         */
         put: operations["replace-event-automation"];
         post?: never;
-        /** Delete an automation of an event */
+        /**
+         * Delete an automation of an event
+         * @description Deletes an automation of the event with its execution history.
+         *
+         *     Needs the `automation:write` permission and passes the authorization policy `event:automate`.
+         */
         delete: operations["delete-event-automation"];
         options?: never;
         head?: never;
@@ -1988,7 +2798,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Run an automation of an event now (queued) */
+        /**
+         * Run an automation of an event now (queued)
+         * @description Queues a run of the event's automation now and answers the queued execution at once.
+         *
+         *     Needs the `automation:execute` permission and passes the authorization policy `rule:execute`.
+         */
         post: operations["execute-event-automation"];
         delete?: never;
         options?: never;
@@ -2003,7 +2818,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Execution history of an automation, newest first, by status, trigger type and time */
+        /**
+         * Execution history of an automation, newest first, by status, trigger type and time
+         * @description The runs of an automation of the event, newest first, by status, trigger type and time.
+         *
+         *     Needs the `automation:read` permission and passes the authorization policy `execution:read`.
+         */
         get: operations["list-event-automation-executions"];
         put?: never;
         post?: never;
@@ -2022,7 +2842,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Retry a failed execution of an automation of an event (queued; returned at once) */
+        /**
+         * Retry a failed execution of an automation of an event (queued; returned at once)
+         * @description Queues a new attempt of a failed execution of the event's automation. Answers the new execution at once.
+         *
+         *     Needs the `automation:execute` permission and passes the authorization policy `execution:retry`.
+         */
         post: operations["retry-event-automation-execution"];
         delete?: never;
         options?: never;
@@ -2037,7 +2862,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's notifications, newest first, by status, channel and time (tenant admins) */
+        /**
+         * List the tenant's notifications, newest first, by status, channel and time (tenant admins)
+         * @description The tenant's notification outbox: what was sent, what waits and what failed, newest first. Use it to follow up on mails that did not go out.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `notification:read`.
+         */
         get: operations["list-notifications"];
         put?: never;
         post?: never;
@@ -2054,10 +2884,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's webhook subscriptions, newest first */
+        /**
+         * List the tenant's webhook subscriptions, newest first
+         * @description The tenant's webhook subscriptions, newest first, without their secrets.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:read`.
+         */
         get: operations["list-webhooks"];
         put?: never;
-        /** Subscribe a URL to domain events; the secret is shown only here */
+        /**
+         * Subscribe a URL to domain events; the secret is shown only here
+         * @description Subscribes an HTTPS URL to domain events, delivered signed (Standard Webhooks). The signing secret is shown only in this answer.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         post: operations["create-webhook"];
         delete?: never;
         options?: never;
@@ -2072,15 +2912,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook subscription */
+        /**
+         * Get a webhook subscription, with its pending and failing deliveries and last success
+         * @description The subscription (never its secret) and, in `deliveries`, how many of its deliveries are pending, how many of those failed their last attempt, and when one last succeeded.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:read`.
+         */
         get: operations["get-webhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook subscription and its delivery log */
+        /**
+         * Delete a webhook subscription and its delivery log
+         * @description Deletes a subscription with its delivery log; nothing more is delivered to it.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         delete: operations["delete-webhook"];
         options?: never;
         head?: never;
-        /** Merge-patch a webhook subscription (enabled: true re-enables it) */
+        /**
+         * Merge-patch a webhook subscription (enabled: true re-enables it)
+         * @description Changes the URL, event types, description or state of a subscription; `enabled: true` re-enables one disabled after failures.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         patch: operations["patch-webhook"];
         trace?: never;
     };
@@ -2093,7 +2948,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the signing secret; the old one keeps signing for 24 hours */
+        /**
+         * Replace the signing secret; the old one keeps signing for 24 hours
+         * @description Makes a new signing secret, shown only in this answer; deliveries carry signatures of both for 24 hours. Use it to change the secret without losing deliveries.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         post: operations["rotate-webhook-secret"];
         delete?: never;
         options?: never;
@@ -2108,8 +2968,35 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log of a subscription, newest first */
+        /**
+         * The delivery log of a subscription, newest first
+         * @description The delivery log of a subscription, newest first: attempts, status codes and errors.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:read`.
+         */
         get: operations["list-webhook-deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries/{delivery_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A delivery's attempts, newest first: time, latency, status or error kind, the start of the answer
+         * @description Every attempt of the delivery kept (RETENTION_WEBHOOK_ATTEMPTS, 30 days by default): when it started, how long it took, the HTTP status or why there was none, and the first KiB of a text answer. A delivery of another subscription answers 404.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:read`.
+         */
+        get: operations["list-webhook-delivery-attempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2127,7 +3014,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deliver again now, with the same webhook-id (a fresh run of attempts) */
+        /**
+         * Deliver again now, with the same webhook-id (a fresh run of attempts)
+         * @description Delivers an event again now with the same `webhook-id`, as a fresh run of attempts. Use it after fixing a receiver.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         post: operations["redeliver-webhook"];
         delete?: never;
         options?: never;
@@ -2144,7 +3036,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue a `webhook.ping` test event to the subscription */
+        /**
+         * Queue a `webhook.ping` test event to the subscription
+         * @description Queues a `webhook.ping` test event to the subscription, to check a receiver and its signature check.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `webhook:write`.
+         */
         post: operations["ping-webhook"];
         delete?: never;
         options?: never;
@@ -2159,7 +3056,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Calendar feed of a space (a public space without token, else with a space feed token) */
+        /**
+         * Calendar feed of a space (a public space without token, else with a space feed token)
+         * @description The space's events as an iCalendar feed: a public space without a token, else with a space feed token in the URL. Calendar apps subscribe to it.
+         *
+         *     Needs no token.
+         */
         get: operations["get-space-calendar-feed"];
         put?: never;
         post?: never;
@@ -2176,7 +3078,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Personal calendar feed: the events the token's user created, manages or attends */
+        /**
+         * Personal calendar feed: the events the token's user created, manages or attends
+         * @description The events the token's user created, manages or attends as an iCalendar feed. Calendar apps subscribe to it with a personal feed token.
+         *
+         *     Needs no token.
+         */
         get: operations["get-personal-calendar-feed"];
         put?: never;
         post?: never;
@@ -2193,7 +3100,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Calendar feed of a series (one recurring entry with its exceptions), with a series feed token */
+        /**
+         * Calendar feed of a series (one recurring entry with its exceptions), with a series feed token
+         * @description A series as one recurring iCalendar entry with its exceptions, with a series feed token.
+         *
+         *     Needs no token.
+         */
         get: operations["get-series-calendar-feed"];
         put?: never;
         post?: never;
@@ -2210,10 +3122,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's live calendar feed tokens */
+        /**
+         * The caller's live calendar feed tokens
+         * @description The caller's live calendar feed tokens, without their secrets.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `feed:read`.
+         */
         get: operations["list-feed-tokens"];
         put?: never;
-        /** Make a calendar feed token (shown once) */
+        /**
+         * Make a calendar feed token (shown once)
+         * @description Makes a secret token that opens a calendar feed without signing in; shown only in this answer. Put it in the feed URL a calendar app subscribes to.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `feed:create`.
+         */
         post: operations["create-feed-token"];
         delete?: never;
         options?: never;
@@ -2231,7 +3153,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a calendar feed token (its feeds answer 404 from now on) */
+        /**
+         * Revoke a calendar feed token (its feeds answer 404 from now on)
+         * @description Revokes a feed token: its feeds answer 404 from now on.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `feed:revoke`.
+         */
         delete: operations["revoke-feed-token"];
         options?: never;
         head?: never;
@@ -2247,7 +3174,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the secret of a calendar feed token (the old one stops at once; shown once) */
+        /**
+         * Replace the secret of a calendar feed token (the old one stops at once; shown once)
+         * @description Gives a feed token a new secret, shown only in this answer; the old secret stops at once.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `feed:rotate`.
+         */
         post: operations["rotate-feed-token"];
         delete?: never;
         options?: never;
@@ -2267,6 +3199,8 @@ export interface paths {
         /**
          * Import an iCalendar file (the body, or a URL to fetch) as events and series of the space, all or nothing; a second import of the same UIDs updates them (costs 20 rate-limit tokens)
          * @description Each VEVENT becomes a draft event linked to the space (as POST /events and POST /events/{id}/spaces), one with an RRULE a series (as POST /events/with-series) whose RECURRENCE-ID overrides edit or cancel single occurrences (scope=this). Events and series keep their UID: importing the file again updates them, and reports what did not change. One transaction; `dry_run` answers the same report and stores nothing. See docs/calendar-import.md.
+         *
+         *     Needs the `events:write` permission and passes the authorization policy `space:import_calendar`.
          */
         post: operations["import-space-calendar"];
         delete?: never;
@@ -2282,7 +3216,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A guest's registration and its event, through the guest's own link (no account) */
+        /**
+         * A guest's registration and its event, through the guest's own link (no account)
+         * @description The guest's registration and its event, read through the guest's own link (no account).
+         *
+         *     Needs no token.
+         */
         get: operations["get-guest-registration"];
         put?: never;
         post?: never;
@@ -2301,7 +3240,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply) */
+        /**
+         * The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply)
+         * @description The guest answers the invitation: confirmed, tentative or declined. Capacity, waitlist and approval apply.
+         *
+         *     Needs no token.
+         */
         post: operations["answer-guest-registration"];
         delete?: never;
         options?: never;
@@ -2318,7 +3262,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The guest gives up their place (declined): the seat goes to the next on the waitlist at once */
+        /**
+         * The guest gives up their place (declined): the seat goes to the next on the waitlist at once
+         * @description The guest gives up their place; it goes to the next on the waitlist at once.
+         *
+         *     Needs no token.
+         */
         post: operations["cancel-guest-registration"];
         delete?: never;
         options?: never;
@@ -2334,7 +3283,12 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** The guest changes their answers to the registration questions (until registrations close) */
+        /**
+         * The guest changes their answers to the registration questions (until registrations close)
+         * @description The guest changes their answers to the registration questions, until registrations close.
+         *
+         *     Needs no token.
+         */
         put: operations["set-guest-answers"];
         post?: never;
         delete?: never;
@@ -2351,7 +3305,12 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** The guest turns mails about changes of the event off or on again */
+        /**
+         * The guest turns mails about changes of the event off or on again
+         * @description The guest turns mails about changes of the event off, or on again.
+         *
+         *     Needs no token.
+         */
         put: operations["set-guest-updates"];
         post?: never;
         delete?: never;
@@ -2369,7 +3328,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Every link of the guest stops; a new one is mailed to the guest's address */
+        /**
+         * Every link of the guest stops; a new one is mailed to the guest's address
+         * @description Stops every link of the guest and mails a new one to their address. Use it when a link was forwarded.
+         *
+         *     Needs no token.
+         */
         post: operations["renew-guest-link"];
         delete?: never;
         options?: never;
@@ -2384,7 +3348,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The guest's event as an iCalendar file (the same entry the mails add and update) */
+        /**
+         * The guest's event as an iCalendar file (the same entry the mails add and update)
+         * @description The guest's event as an iCalendar file, the same entry the mails add and update.
+         *
+         *     Needs no token.
+         */
         get: operations["get-guest-calendar"];
         put?: never;
         post?: never;
@@ -2403,7 +3372,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register for a public event (no account): the mail sent to the address says what happens next */
+        /**
+         * Register for a public event (no account): the mail sent to the address says what happens next
+         * @description Registers someone without an account for a public event. The mail sent to the address says what happens next (confirm, wait or attend).
+         *
+         *     Needs no token.
+         */
         post: operations["register-for-public-event"];
         delete?: never;
         options?: never;
@@ -2420,7 +3394,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Confirm a public registration with the link mailed to the guest (double opt-in) */
+        /**
+         * Confirm a public registration with the link mailed to the guest (double opt-in)
+         * @description Confirms a public registration with the token of the mailed link (double opt-in).
+         *
+         *     Needs no token.
+         */
         post: operations["confirm-public-registration"];
         delete?: never;
         options?: never;
@@ -2435,7 +3414,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Public page of a published public event, with its registration (no credential needed) */
+        /**
+         * Public page of a published public event, with its registration (no credential needed)
+         * @description A published public event as anyone may see it, with its registration state.
+         *
+         *     Needs no token.
+         */
         get: operations["get-public-event"];
         put?: never;
         post?: never;
@@ -2452,12 +3436,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The public event page as HTML, with its registration form (no credential needed; embeddable) */
+        /**
+         * The public event page as HTML, with its registration form (no credential needed; embeddable)
+         * @description The public page of an event rendered as HTML with its registration form; embeddable by the sites its spaces allow.
+         *
+         *     Needs no token.
+         */
         get: operations["get-public-event-html"];
         put?: never;
         /**
          * Register from the public event page's form (no JavaScript): answered with the page again
          * @description The form of `get-public-event-html`, posted by a browser: the name, the address and an `answers.<question id>` field per question of the registration form. It registers exactly as `register-for-public-event` (the same limits, checks, answers and mails) and answers with the page: 200 with the success message, or each problem next to its field or question, in the guest's language, with the status the registration route answers (400, 409, 429). A field that is none of the form's is ignored. A request that is no form of the page (more than 60 answer fields, a body over 16 KiB, another content type) and an event that is not public get a problem+json.
+         *
+         *     Needs no token.
          */
         post: operations["post-public-event-form"];
         delete?: never;
@@ -2473,7 +3464,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Everything the service holds about a contact, as JSON or a ZIP file (GDPR article 15; costs 5 rate-limit tokens) */
+        /**
+         * Everything the service holds about a contact, as JSON or a ZIP file (GDPR article 15; costs 5 rate-limit tokens)
+         * @description Everything the service holds about a contact, as JSON or a ZIP file, for an access request (GDPR article 15).
+         *
+         *     Needs the `contacts:read` permission and passes the authorization policy `contact:export`.
+         */
         get: operations["export-contact-personal-data"];
         put?: never;
         post?: never;
@@ -2490,7 +3486,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article 15; the user themself or a tenant admin; costs 5 rate-limit tokens) */
+        /**
+         * Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article 15; the user themself or a tenant admin; costs 5 rate-limit tokens)
+         * @description Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article 15). The user themself or a tenant administrator may ask.
+         *
+         *     Needs the `events:read` permission and passes the authorization policy `user:export`.
+         */
         get: operations["export-user-personal-data"];
         put?: never;
         post?: never;
@@ -2509,7 +3510,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Erase a contact everywhere it is held, its attendances kept anonymous; answers what each place held (GDPR article 17; a second erase answers the same report; costs 5 rate-limit tokens) */
+        /**
+         * Erase a contact everywhere it is held, its attendances kept anonymous; answers what each place held (GDPR article 17; a second erase answers the same report; costs 5 rate-limit tokens)
+         * @description Erases a contact wherever it is held, keeping its attendances anonymous, and answers what each place held (GDPR article 17). A second erase answers the same report.
+         *
+         *     Needs the `contacts:write` permission and passes the authorization policy `contact:erase`. With `If-Match`, a revision other than the one named answers 412 and changes nothing. An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["erase-contact"];
         delete?: never;
         options?: never;
@@ -2524,7 +3530,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What this SCIM service provider supports */
+        /**
+         * What this SCIM service provider supports
+         * @description What this SCIM service provider supports (patch, filter, no bulk), for an identity provider's SCIM client.
+         */
         get: operations["get-scim-service-provider-config"];
         put?: never;
         post?: never;
@@ -2541,7 +3550,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The SCIM resource types (User, Group) */
+        /**
+         * The SCIM resource types (User, Group)
+         * @description The SCIM resource types served: User and Group.
+         */
         get: operations["list-scim-resource-types"];
         put?: never;
         post?: never;
@@ -2558,7 +3570,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One SCIM resource type */
+        /**
+         * One SCIM resource type
+         * @description One SCIM resource type by name.
+         */
         get: operations["get-scim-resource-type"];
         put?: never;
         post?: never;
@@ -2575,7 +3590,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The schemas of the SCIM resources, as far as they are kept */
+        /**
+         * The schemas of the SCIM resources, as far as they are kept
+         * @description The SCIM schemas of users and groups, as far as their attributes are kept.
+         */
         get: operations["list-scim-schemas"];
         put?: never;
         post?: never;
@@ -2592,7 +3610,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One SCIM schema, by its URI */
+        /**
+         * One SCIM schema, by its URI
+         * @description One SCIM schema by its URI.
+         */
         get: operations["get-scim-schema"];
         put?: never;
         post?: never;
@@ -2609,10 +3630,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the users, by filter and page */
+        /**
+         * List the users, by filter and page
+         * @description The tenant's users as SCIM resources, filtered and paged as RFC 7644 describes.
+         */
         get: operations["list-scim-users"];
         put?: never;
-        /** Create a user */
+        /**
+         * Create a user
+         * @description Provisions a user from the identity provider.
+         *
+         *     An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["create-scim-user"];
         delete?: never;
         options?: never;
@@ -2627,16 +3656,34 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One user */
+        /**
+         * One user
+         * @description One user as a SCIM resource.
+         */
         get: operations["get-scim-user"];
-        /** Replace a user */
+        /**
+         * Replace a user
+         * @description Replaces a user's SCIM attributes.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-scim-user"];
         post?: never;
-        /** Remove a user: as the identity provider's removal, grants and memberships end */
+        /**
+         * Remove a user: as the identity provider's removal, grants and memberships end
+         * @description Deprovisions a user: as the identity provider's removal, their grants and memberships end.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-scim-user"];
         options?: never;
         head?: never;
-        /** Change a user with PATCH operations (RFC 7644 §3.5.2) */
+        /**
+         * Change a user with PATCH operations (RFC 7644 §3.5.2)
+         * @description Changes a user with SCIM PATCH operations, for instance `active: false` to deactivate them.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-scim-user"];
         trace?: never;
     };
@@ -2647,10 +3694,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the groups, by filter and page */
+        /**
+         * List the groups, by filter and page
+         * @description The tenant's groups as SCIM resources, filtered and paged.
+         */
         get: operations["list-scim-groups"];
         put?: never;
-        /** Create a group, with its members and role */
+        /**
+         * Create a group, with its members and role
+         * @description Creates a group with its members; its role applies to them.
+         *
+         *     An `Idempotency-Key` is claimed in the write's own transaction: the change and the answer a repeat replays are kept together or not at all.
+         */
         post: operations["create-scim-group"];
         delete?: never;
         options?: never;
@@ -2665,16 +3720,34 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One group with its members */
+        /**
+         * One group with its members
+         * @description One group with its members.
+         */
         get: operations["get-scim-group"];
-        /** Replace a group, its members and role */
+        /**
+         * Replace a group, its members and role
+         * @description Replaces a group, its members and role.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         put: operations["replace-scim-group"];
         post?: never;
-        /** Delete a group; its members lose its role */
+        /**
+         * Delete a group; its members lose its role
+         * @description Deletes a group; its members lose the role it gave them.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         delete: operations["delete-scim-group"];
         options?: never;
         head?: never;
-        /** Change a group with PATCH operations: members added and removed, a new name or role */
+        /**
+         * Change a group with PATCH operations: members added and removed, a new name or role
+         * @description Changes a group with SCIM PATCH operations: members added and removed, a new name or role.
+         *
+         *     With `If-Match`, a revision other than the one named answers 412 and changes nothing.
+         */
         patch: operations["patch-scim-group"];
         trace?: never;
     };
@@ -2685,7 +3758,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's audit log, newest first, by actor, action, resource, contact and time (tenant admins) */
+        /**
+         * The tenant's audit log, newest first, by actor, action, resource, contact and time (tenant admins)
+         * @description The tenant's audit log, newest first, by actor, action, resource, contact and time. Tenant administrators only.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `audit:read`.
+         */
         get: operations["list-audit-log"];
         put?: never;
         post?: never;
@@ -2702,7 +3780,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The tenant's audit log as JSON Lines or CSV, newest first, streamed (tenant admins) */
+        /**
+         * The tenant's audit log as JSON Lines or CSV, newest first, streamed (tenant admins)
+         * @description The tenant's audit log streamed as JSON Lines or CSV, newest first, for archives and outside tools.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `audit:export`.
+         */
         get: operations["export-audit-log"];
         put?: never;
         post?: never;
@@ -2719,7 +3802,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Verifies the tenant's audit chain from its start to its head; 409 names the first entry that does not fit */
+        /**
+         * Verifies the tenant's audit chain from its start to its head; 409 names the first entry that does not fit
+         * @description Checks the tenant's audit hash chain from its start to its head. A 409 names the first entry that does not fit.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `audit:verify`.
+         */
         get: operations["verify-audit-log"];
         put?: never;
         post?: never;
@@ -2736,10 +3824,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the tenant's service accounts, newest first */
+        /**
+         * List the tenant's service accounts, newest first
+         * @description The tenant's service accounts, newest first.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:read`.
+         */
         get: operations["list-service-accounts"];
         put?: never;
-        /** Create a service account: a machine caller with a role and optional scopes */
+        /**
+         * Create a service account: a machine caller with a role and optional scopes
+         * @description Creates a machine caller with a role and optional scopes. Give it API keys to call the API.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:write`.
+         */
         post: operations["create-service-account"];
         delete?: never;
         options?: never;
@@ -2754,15 +3852,30 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a service account */
+        /**
+         * Get a service account
+         * @description One service account with its role and scopes.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:read`.
+         */
         get: operations["get-service-account"];
         put?: never;
         post?: never;
-        /** Delete a service account and revoke every key of it */
+        /**
+         * Delete a service account and revoke every key of it
+         * @description Deletes a service account and revokes every key of it.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:write`.
+         */
         delete: operations["delete-service-account"];
         options?: never;
         head?: never;
-        /** Merge-patch a service account: name, role, scopes, disabled (its keys follow within seconds) */
+        /**
+         * Merge-patch a service account: name, role, scopes, disabled (its keys follow within seconds)
+         * @description Changes the name, role, scopes or state of a service account; its keys follow within seconds.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:write`.
+         */
         patch: operations["patch-service-account"];
         trace?: never;
     };
@@ -2773,10 +3886,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The keys of a service account, newest first (never a secret) */
+        /**
+         * The keys of a service account, newest first (never a secret)
+         * @description The keys of a service account, newest first, without secrets.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:read`.
+         */
         get: operations["list-api-keys"];
         put?: never;
-        /** Make an API key of a service account (its secret is shown only here) */
+        /**
+         * Make an API key of a service account (its secret is shown only here)
+         * @description Makes an API key of a service account; its secret is shown only in this answer.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:keys`. The body may be left out: all its fields are optional.
+         */
         post: operations["create-api-key"];
         delete?: never;
         options?: never;
@@ -2793,7 +3916,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace an API key: a new key (shown only here); the old one works until the overlap ends */
+        /**
+         * Replace an API key: a new key (shown only here); the old one works until the overlap ends
+         * @description Makes a new key (shown only in this answer) to replace this one; the old key works until the overlap ends.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:keys`. The body may be left out: all its fields are optional.
+         */
         post: operations["rotate-api-key"];
         delete?: never;
         options?: never;
@@ -2811,7 +3939,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key: refused from now on */
+        /**
+         * Revoke an API key: refused from now on
+         * @description Revokes an API key: it is refused from now on.
+         *
+         *     Needs the `tenant:admin` permission and passes the authorization policy `service_account:keys`.
+         */
         delete: operations["revoke-api-key"];
         options?: never;
         head?: never;
@@ -3493,10 +4626,7 @@ export interface components {
         } & (components["schemas"]["AutomationNotifyAction"] | components["schemas"]["AutomationActivityAction"] | components["schemas"]["AutomationTransitionAction"] | components["schemas"]["AutomationSetAttendeeStatusAction"] | components["schemas"]["AutomationMarkNoShowsAction"] | components["schemas"]["AutomationSendInvitationsAction"] | components["schemas"]["AutomationWebhookAction"]);
         /** @description Queue a notification (notification_outbox, delivered by the notification sender) to the event's attendees (optionally of some statuses), its active managers or its creator. {{field}} in subject and body is replaced by the trigger payload's field. */
         AutomationNotifyAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "notify";
             /**
              * @description attendees | managers | creator
@@ -3522,10 +4652,7 @@ export interface components {
         };
         /** @description Append an activity row (kind `automation` unless given) to the event */
         AutomationActivityAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "activity";
             /**
              * @description string: note, comment or automation (default)
@@ -3537,10 +4664,7 @@ export interface components {
         };
         /** @description Move the event to another state of its template state machine (as the service) */
         AutomationTransitionAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "transition";
             /** @description string */
             to_state: string;
@@ -3553,10 +4677,7 @@ export interface components {
         };
         /** @description Set the status of the trigger's attendee (payload.contact_id) or of every attendee of some statuses */
         AutomationSetAttendeeStatusAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "set_attendee_status";
             /**
              * @description attendee status
@@ -3568,28 +4689,19 @@ export interface components {
         };
         /** @description After the event ends: mark every confirmed attendee who never checked in as no_show (as POST /events/{id}/attendees/no-shows; fails before the event's end). Pair it with event.ends_in */
         AutomationMarkNoShowsAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "mark_no_shows";
         };
         /** @description Mail invited attendees their invitation with the guest's own link to answer (as POST /events/{id}/invitations): the trigger's attendee (payload.contact_id) when the trigger names one, else every invited attendee of the event */
         AutomationSendInvitationsAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "send_invitations";
             /** @description boolean: every invited attendee even when the trigger names one */
             all?: boolean;
         };
         /** @description POST {rule_id, execution_id, trigger_type, payload} as JSON to an HTTPS URL, signed `Automation-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`; 10 s timeout, no redirects, no private or loopback address unless AUTOMATION_WEBHOOK_ALLOW lists it */
         AutomationWebhookAction: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @enum {string} */
             type: "webhook";
             /** @description https URL */
             url: string;
@@ -3727,6 +4839,14 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description The subscription's deliveries now: only in the answer of `GET /api/v1/webhooks/{id}` */
+            deliveries?: {
+                /** @description Deliveries not yet delivered nor given up: due, waiting for a retry, in flight */
+                pending: number;
+                /** @description Of the pending ones, those whose last attempt failed */
+                failing: number;
+                last_success_at: string | null;
+            };
         };
         WebhookDelivery: {
             /**
@@ -3761,6 +4881,30 @@ export interface components {
             delivered_at: string | null;
             /** Format: date-time */
             created_at: string;
+        };
+        WebhookDeliveryAttempt: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Attempt id */
+            id: number;
+            /** @description The number of the attempt in its run: 1 the first; a redelivery starts a run at 1 again */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description When the request was sent (its webhook-timestamp)
+             */
+            started_at: string;
+            /** @description From the request to the answer or the failure */
+            duration_ms: number;
+            status_code: number | null;
+            error_kind: ("timeout" | "refused" | "dns" | "connection" | "tls" | "response" | "other") | null;
+            error: string | null;
+            response_excerpt: string | null;
+            /** @description Whether the receiver took it (a 2xx answer) */
+            succeeded: boolean;
         };
         /**
          * @example {
@@ -3837,6 +4981,7 @@ export interface components {
             })[];
             /** @description The tenant role the members hold */
             "urn:collab:params:scim:schemas:extension:collab:2.0:Group"?: {
+                /** @enum {string} */
                 role: "admin" | "member" | "viewer";
             };
             meta: {
@@ -4144,10 +5289,15 @@ export interface components {
             /** @description A human-readable explanation specific to this occurrence of the problem. */
             detail?: string;
             /**
-             * @description A URI reference to human-readable documentation for the error.
-             * @default about:blank
+             * Format: uri
+             * @description The problem type: `<BASE_URL>/problems/<code>`, a page saying when it happens and what to do (docs/errors.md).
              */
             type: string;
+            /**
+             * @description The stable, machine-readable kind of the problem (docs/errors.md): branch on it, not on `detail`. New codes may be added.
+             * @enum {string}
+             */
+            code: "validation_failed" | "unauthenticated" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "gone" | "precondition_failed" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "unprocessable" | "rate_limited" | "client_error" | "internal_error" | "upstream_failed" | "unavailable" | "already_attending" | "event_full" | "event_cancelled" | "already_cancelled" | "attendee_state_conflict" | "event_not_ended" | "not_attending" | "event_archived" | "space_archived" | "event_state_conflict" | "space_state_conflict" | "transition_not_allowed" | "transition_refused" | "template_immutable" | "already_in_series" | "occurrence_not_in_rule" | "series_archived" | "already_linked" | "milestone_cycle" | "already_manager" | "creator_grant_fixed" | "last_manager" | "invite_pending" | "invite_revoked" | "invite_already_accepted" | "invite_expired" | "contact_redirect" | "contact_merged" | "merge_limit" | "import_rows_invalid" | "tree_too_large" | "execution_not_retryable" | "credential_limit" | "api_key_not_live" | "audit_chain_broken" | "idempotency_key_reused" | "idempotency_in_progress" | "concurrent_update" | "resource_locked" | "unique_violation" | "reference_conflict" | "checkin_token_revoked" | "sync_token_invalid" | "sync_token_mismatch" | "sync_access_changed" | "sync_token_expired" | "grant_exceeds_own" | "self_grant" | "invite_for_another_address";
             /** @description A URI reference that identifies the specific occurrence of the problem. */
             instance?: string;
             /** @description Optional list of individual error details */
@@ -5274,6 +6424,23 @@ export interface components {
             /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
             next_cursor: string | null;
         };
+        PagedBodyWebhookDeliveryAttempt: {
+            /**
+             * Format: uri
+             * @description A URL to the JSON Schema for this object.
+             */
+            readonly $schema?: string;
+            /** @description Items of the current page */
+            items: components["schemas"]["WebhookDeliveryAttempt"][];
+            /** @description Current page, 1-based */
+            page: number;
+            /** @description Page size */
+            size: number;
+            /** @description Total matching records */
+            total: number;
+            /** @description Cursor of the next page (send it as `cursor`), or null on the last page */
+            next_cursor: string | null;
+        };
         CreatedFeedToken: {
             /**
              * Format: uri
@@ -5653,7 +6820,11 @@ export interface components {
             readonly $schema?: string;
             /** @description Always true here: a broken chain answers 409 */
             valid: boolean;
-            /** @description Entries checked, from the chain's start to its head */
+            /** @description Whether the walk reached the head; false: it stopped after 100 000 entries, call again with `from` = `next` (the head is checked by the walk that reaches it) */
+            complete: boolean;
+            /** @description Where the next walk starts (`from`), when not complete */
+            next?: number;
+            /** @description Entries checked in this walk, from `from` (the chain's start) on */
             checked: number;
             /** @description The last position and its hash: keep it elsewhere */
             head: {
@@ -5947,12 +7118,12 @@ export interface operations {
                 sort_by?: "created_at" | "updated_at" | "first_name" | "last_name" | "email" | "company";
                 /** @description Sort direction */
                 sort_dir?: "asc" | "desc";
-                /** @description Favorite filter; empty = no filter */
-                is_favorite?: "true" | "false" | "";
+                /** @description Only the favorites, or only the others; absent or empty: all (`true` or `false`; `1` and `0` too) */
+                is_favorite?: boolean;
                 /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
                 phone_region?: string;
-                /** @description true: the last page carries a `sync_token` */
-                sync?: "true" | "false";
+                /** @description `true`: the last page carries a `sync_token` (`true` or `false`; `1` and `0` too) */
+                sync?: boolean;
                 /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
                 sync_token?: string;
             };
@@ -6187,10 +7358,10 @@ export interface operations {
                 delimiter?: "," | ";" | "\t" | "tab";
                 /** @description Comma-separated `Header Name=field` pairs naming the contact field of a column whose header is not the field's name, e.g. `E-mail Address=email,Given=first_name` (header names compared case-insensitively) */
                 mapping?: string;
-                /** @description `true`: columns that name no contact field are ignored (otherwise 400) */
-                ignore_unknown?: "true" | "false";
-                /** @description `true`: answers what the import would do, and writes nothing */
-                dry_run?: "true" | "false";
+                /** @description `true`: columns that name no contact field are ignored (otherwise 400) (`true` or `false`; `1` and `0` too) */
+                ignore_unknown?: boolean;
+                /** @description `true`: answers what the import would do, and writes nothing (`true` or `false`; `1` and `0` too) */
+                dry_run?: boolean;
                 /** @description ISO 3166-1 alpha-2 region (e.g. FR) of phone numbers given without a country code, such as 06 28 23 04 55; default: the deployment's PHONE_DEFAULT_REGION */
                 phone_region?: string;
             };
@@ -6243,7 +7414,10 @@ export interface operations {
     "get-contact": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: string;
             };
@@ -6263,6 +7437,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Contact"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The contact was merged into another: `Location` names it (docs/contacts.md, "Merge") */
             308: {
@@ -6849,7 +8034,10 @@ export interface operations {
     "get-space": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: number;
             };
@@ -6869,6 +8057,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Space"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -7350,7 +8549,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -7408,7 +8607,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -8177,7 +9376,10 @@ export interface operations {
     };
     "export-space-analytics": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Begin the text with a UTF-8 byte-order mark (EF BB BF), which Excel needs to read UTF-8; false for programs that do not drop one (csv-parse without `bom: true`, Python without `utf-8-sig`) (`true` or `false`; `1` and `0` too) */
+                bom?: boolean;
+            };
             header?: never;
             path: {
                 id: number;
@@ -8662,8 +9864,8 @@ export interface operations {
                 template?: string;
                 /** @description Template in this list (repeatable), OR-ed with template */
                 template_in?: string[];
-                /** @description true: the last page carries a `sync_token` */
-                sync?: "true" | "false";
+                /** @description `true`: the last page carries a `sync_token` (`true` or `false`; `1` and `0` too) */
+                sync?: boolean;
                 /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
                 sync_token?: string;
             };
@@ -8727,7 +9929,10 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     parent_event_id?: number | null;
-                    /** @description 10 private, 20 members-only, 30 organization, 40 public */
+                    /**
+                     * @description 10 private, 20 members-only, 30 organization, 40 public
+                     * @enum {number}
+                     */
                     visibility?: 10 | 20 | 30 | 40;
                     /** @description Priority; its meaning is the template's */
                     priority?: number;
@@ -8807,7 +10012,10 @@ export interface operations {
     "get-event": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: number;
             };
@@ -8827,6 +10035,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Event"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -8872,7 +10091,10 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     } | null;
-                    /** @description 10 private, 20 members-only, 30 organization, 40 public */
+                    /**
+                     * @description 10 private, 20 members-only, 30 organization, 40 public
+                     * @enum {number}
+                     */
                     visibility?: 10 | 20 | 30 | 40;
                 };
             };
@@ -8978,7 +10200,10 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     } | null;
-                    /** @description 10 private, 20 members-only, 30 organization, 40 public */
+                    /**
+                     * @description 10 private, 20 members-only, 30 organization, 40 public
+                     * @enum {number}
+                     */
                     visibility?: 10 | 20 | 30 | 40;
                     /** @description Priority; its meaning is the template's */
                     priority?: number;
@@ -9067,7 +10292,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -9126,7 +10351,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -9295,7 +10520,10 @@ export interface operations {
     "get-event-draft": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: number;
             };
@@ -9315,6 +10543,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Event"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -9682,7 +10921,10 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     parent_event_id?: number | null;
-                    /** @description 10 private, 20 members-only, 30 organization, 40 public */
+                    /**
+                     * @description 10 private, 20 members-only, 30 organization, 40 public
+                     * @enum {number}
+                     */
                     visibility?: 10 | 20 | 30 | 40;
                     /** @description Priority; its meaning is the template's */
                     priority?: number;
@@ -9748,7 +10990,10 @@ export interface operations {
                 /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: number;
             };
@@ -9768,6 +11013,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["SeriesWithOccurrences"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -9929,6 +11185,7 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     } | null;
+                    /** @enum {number} */
                     visibility?: 10 | 20 | 30 | 40;
                     /**
                      * @description daily, weekly (on repeat_days), monthly (the anchor's day of month, clamped to the month end), custom (every interval days, on repeat_days); rrule: the rule is `rrule` (shown, never needed in a body). Required unless rrule is given
@@ -10028,7 +11285,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -10135,8 +11392,8 @@ export interface operations {
                 cursor?: string;
                 /** @description invited, confirmed, declined, tentative, checked_in, pending (awaiting approval), waitlisted (past capacity), no_show, or awaiting_confirmation (registered on the public side, the mailed link not followed yet) (docs/event-collaboration.md, "Attendee states") */
                 status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
-                /** @description true: the last page carries a `sync_token` */
-                sync?: "true" | "false";
+                /** @description `true`: the last page carries a `sync_token` (`true` or `false`; `1` and `0` too) */
+                sync?: boolean;
                 /** @description A `sync_token` of this list: answers what changed since (docs/integrations.md); 410: read it again with `sync=true` */
                 sync_token?: string;
             };
@@ -10995,7 +12252,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -11274,7 +12531,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -11965,7 +13222,10 @@ export interface operations {
     "get-event-manager": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: number;
                 user_id: string;
@@ -11986,6 +13246,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["EventManager"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -12840,6 +14111,8 @@ export interface operations {
     "export-event-attendees": {
         parameters: {
             query?: {
+                /** @description Begin the text with a UTF-8 byte-order mark (EF BB BF), which Excel needs to read UTF-8; false for programs that do not drop one (csv-parse without `bom: true`, Python without `utf-8-sig`) (`true` or `false`; `1` and `0` too) */
+                bom?: boolean;
                 /** @description Only attendees in this status */
                 status?: "invited" | "confirmed" | "declined" | "tentative" | "checked_in" | "pending" | "waitlisted" | "no_show" | "awaiting_confirmation";
             };
@@ -12879,7 +14152,10 @@ export interface operations {
     };
     "export-event-series-attendees": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Begin the text with a UTF-8 byte-order mark (EF BB BF), which Excel needs to read UTF-8; false for programs that do not drop one (csv-parse without `bom: true`, Python without `utf-8-sig`) (`true` or `false`; `1` and `0` too) */
+                bom?: boolean;
+            };
             header?: never;
             path: {
                 id: number;
@@ -12989,8 +14265,8 @@ export interface operations {
                 scope_id?: string;
                 /** @description Trigger event type, e.g. announcement.published */
                 event_type?: string;
-                /** @description Enabled filter; empty = no filter */
-                enabled?: "true" | "false" | "";
+                /** @description Only the enabled rules, or only the disabled ones; absent or empty: all (`true` or `false`; `1` and `0` too) */
+                enabled?: boolean;
             };
             header?: never;
             path?: never;
@@ -13096,7 +14372,10 @@ export interface operations {
     "get-automation-rule": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 rule_id: string;
             };
@@ -13116,6 +14395,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Rule"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -13327,7 +14617,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     /**
@@ -14218,6 +15508,47 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
+    "list-webhook-delivery-attempts": {
+        parameters: {
+            query?: {
+                /** @description Page number, 1-based (at most 1 000 000) */
+                page?: number;
+                /** @description Items per page (1 to 100) */
+                size?: number;
+                /** @description Keyset cursor: the `next_cursor` of the previous page. Reads the page after it through the index (`page` is then ignored); valid only with the same filters and sort */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagedBodyWebhookDeliveryAttempt"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
     "redeliver-webhook": {
         parameters: {
             query?: never;
@@ -14680,8 +16011,8 @@ export interface operations {
     "import-space-calendar": {
         parameters: {
             query?: {
-                /** @description `true`: answers what the import would do, and stores nothing */
-                dry_run?: "true" | "false";
+                /** @description `true`: answers what the import would do, and stores nothing (`true` or `false`; `1` and `0` too) */
+                dry_run?: boolean;
             };
             header?: {
                 /** @description A client-chosen key (1 to 255 visible ASCII characters); a repeat with the same body within 24 hours replays the first answer (`Idempotent-Replayed: true`), another body answers 409. */
@@ -15898,7 +17229,10 @@ export interface operations {
     "get-scim-user": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: string;
             };
@@ -15918,6 +17252,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ScimUser"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -16159,7 +17504,10 @@ export interface operations {
                 /** @description `members` leaves out members */
                 excludedAttributes?: string;
             };
-            header?: never;
+            header?: {
+                /** @description The `ETag` the client holds; the same one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["If-None-Match"];
+            };
             path: {
                 id: string;
             };
@@ -16179,6 +17527,17 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ScimGroup"];
                 };
+            };
+            /** @description Not Modified: the ETag named in If-None-Match is current; no body */
+            304: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Unauthorized"];
@@ -16394,6 +17753,8 @@ export interface operations {
                 since?: string;
                 /** @description Only changes before this time */
                 until?: string;
+                /** @description Begin the text with a UTF-8 byte-order mark (EF BB BF), which Excel needs to read UTF-8; false for programs that do not drop one (csv-parse without `bom: true`, Python without `utf-8-sig`) (`true` or `false`; `1` and `0` too) */
+                bom?: boolean;
                 /** @description CSV (RFC 4180, the fields as one JSON cell) or JSON Lines (one entry a line); default jsonl */
                 format?: "csv" | "jsonl";
             };
@@ -16435,7 +17796,10 @@ export interface operations {
     };
     "verify-audit-log": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The first position to check (default: the chain's start); a long chain is walked in windows of 100 000 entries, each answer naming the `next` one */
+                from?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -16788,7 +18152,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -16865,7 +18229,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {

@@ -41,11 +41,12 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
  */
 export async function assertInviteRecipient (trx: Tx, auth: AuthContext, invitedEmail: string | null): Promise<void> {
   if (invitedEmail === null || normalizeEmail(invitedEmail) === '') {
-    throw error403Forbidden('the invite names no e-mail address and cannot be accepted')
+    throw error403Forbidden('the invite names no e-mail address and cannot be accepted', 'invite_for_another_address')
   }
   if (auth.email === null || normalizeEmail(auth.email) === '') {
     throw error403Forbidden(
-      'your token carries no e-mail address; sign in with the invited e-mail address to accept the invite'
+      'your token carries no e-mail address; sign in with the invited e-mail address to accept the invite',
+      'invite_for_another_address'
     )
   }
   const wanted = normalizeEmail(invitedEmail)
@@ -54,5 +55,5 @@ export async function assertInviteRecipient (trx: Tx, auth: AuthContext, invited
     .where('tenant_id', '=', auth.tenantId).where('id', '=', auth.userId).where('state', '<>', 'removed')
     .executeTakeFirst()
   if (profile?.email !== null && profile?.email !== undefined && normalizeEmail(profile.email) === wanted) return
-  throw error403Forbidden('the invite was sent to another e-mail address')
+  throw error403Forbidden('the invite was sent to another e-mail address', 'invite_for_another_address')
 }

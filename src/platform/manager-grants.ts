@@ -18,7 +18,7 @@ export function refuseSelf (auth: AuthContext, userId: string, location: string)
   if (userId === auth.userId) {
     throw new ApiError(403, 'nobody adds or changes their own manager grant; ask another manager', [
       fieldError(location, 'the caller', userId)
-    ])
+    ], {}, 'self_grant')
   }
 }
 

@@ -29,7 +29,7 @@ function assertProblem (
   assert.equal(body.status, status)
   assert.equal(typeof body.title, 'string')
   assert.equal(typeof body.detail, 'string')
-  assert.equal(body.type, 'about:blank')
+  assert.equal(body.type, `http://localhost:8080/problems/${String(body.code)}`)
   assert.equal(body.$schema, 'http://localhost:8080/schemas/ErrorModel.json')
   assert.match(body.instance, /#[0-9a-f-]{36}$/)
   return body
@@ -125,6 +125,7 @@ for (const kind of databases()) {
         assert.equal(schema.$id, 'http://localhost:8080/schemas/ErrorModel.json')
         assert.deepEqual(Object.keys(schema.properties).sort(), [
           '$schema',
+          'code',
           'detail',
           'errors',
           'instance',

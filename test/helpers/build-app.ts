@@ -12,6 +12,7 @@
  *     })
  *   }
  */
+import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -181,9 +182,13 @@ export function useTestApp (kind: TestDatabaseKind, options: TestAppOptions = {}
     })
   })
   after(async () => {
+    // every problem the suite's requests were answered with is listed by its operation in the document
+    // (x-problem-codes, docs/errors.md): a code an operation does not declare fails the suite that met it
+    const undeclared = [...(t.app?.undeclaredProblemCodes ?? [])]
     await t.app?.close()
     await drop?.()
     if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
+    assert.deepEqual(undeclared, [], 'problem codes answered that their operations do not declare (problem-types.ts)')
   })
   return t
 }

@@ -53,7 +53,9 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.post('/api/v1/service-accounts', operation('create-service-account',
     'Create a service account: a machine caller with a role and optional scopes', {
-      body: CreateServiceAccountBody, response: { 201: ServiceAccount }
+      description: 'Creates a machine caller with a role and optional scopes. Give it API keys to call the API.',
+      body: CreateServiceAccountBody,
+      response: { 201: ServiceAccount }
     }, requirePolicy('service_account', 'write')), async (request, reply) => {
     const row = await withTenant(db, request.auth, trx =>
       service.createAccount(trx, request.auth, request.body, new Date()))
@@ -62,14 +64,18 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.get('/api/v1/service-accounts', operation('list-service-accounts',
     "List the tenant's service accounts, newest first", {
-      querystring: ListQuery, response: { 200: PagedBodyServiceAccount }
+      description: 'The tenant\'s service accounts, newest first.',
+      querystring: ListQuery,
+      response: { 200: PagedBodyServiceAccount }
     }, requirePolicy('service_account', 'read')), async request => {
     const page = await answerPage(db, request, (trx, q, auth) => repo.listAccounts(trx, auth.tenantId, q))
     return { ...page, items: page.items.map(accountOut) }
   })
 
   app.get('/api/v1/service-accounts/:id', operation('get-service-account', 'Get a service account', {
-    params: ServiceAccountParams, response: { 200: ServiceAccount }
+    description: 'One service account with its role and scopes.',
+    params: ServiceAccountParams,
+    response: { 200: ServiceAccount }
   }, requirePolicy('service_account', 'read')), async request => {
     const row = await withTenant(db, request.auth, trx =>
       repo.findAccount(trx, request.auth.tenantId, request.params.id))
@@ -79,7 +85,10 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.patch('/api/v1/service-accounts/:id', operation('patch-service-account',
     'Merge-patch a service account: name, role, scopes, disabled (its keys follow within seconds)', {
-      params: ServiceAccountParams, body: PatchServiceAccountBody, response: { 200: ServiceAccount }
+      description: 'Changes the name, role, scopes or state of a service account; its keys follow within seconds.',
+      params: ServiceAccountParams,
+      body: PatchServiceAccountBody,
+      response: { 200: ServiceAccount }
     }, requirePolicy('service_account', 'write')), async request => {
     const { auth, params } = request
     const row = await withTenant(db, auth, trx => service.patchAccount(trx, auth, params.id, request.body, new Date()))
@@ -89,7 +98,9 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.delete('/api/v1/service-accounts/:id', operation('delete-service-account',
     'Delete a service account and revoke every key of it', {
-      params: ServiceAccountParams, response: { 204: NoContent }
+      description: 'Deletes a service account and revokes every key of it.',
+      params: ServiceAccountParams,
+      response: { 204: NoContent }
     }, requirePolicy('service_account', 'write')), async (request, reply) => {
     const { auth, params } = request
     await withTenant(db, auth, trx => service.deleteAccount(trx, auth, params.id, new Date()))
@@ -99,8 +110,11 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.post('/api/v1/service-accounts/:id/keys', {
     ...operation('create-api-key', 'Make an API key of a service account (its secret is shown only here)', {
-      params: ServiceAccountParams, body: CreateApiKeyBody, response: { 201: CreatedApiKey }
-    }, requirePolicy('service_account', 'keys')),
+      description: 'Makes an API key of a service account; its secret is shown only in this answer.',
+      params: ServiceAccountParams,
+      body: CreateApiKeyBody,
+      response: { 201: CreatedApiKey }
+    }, requirePolicy('service_account', 'keys'), { optionalBody: true }),
     preValidation: keyAnswering
   }, async (request, reply) => {
     const { auth, params } = request
@@ -111,7 +125,10 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.get('/api/v1/service-accounts/:id/keys', operation('list-api-keys',
     'The keys of a service account, newest first (never a secret)', {
-      params: ServiceAccountParams, querystring: ListQuery, response: { 200: PagedBodyApiKey }
+      description: 'The keys of a service account, newest first, without secrets.',
+      params: ServiceAccountParams,
+      querystring: ListQuery,
+      response: { 200: PagedBodyApiKey }
     }, requirePolicy('service_account', 'read')), async request => {
     const page = await answerPage(db, request, async (trx, q, auth) => {
       if (await repo.findAccount(trx, auth.tenantId, request.params.id) === undefined) {
@@ -126,8 +143,12 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
   app.post('/api/v1/service-accounts/:id/keys/:key_id/rotate', {
     ...operation('rotate-api-key',
       'Replace an API key: a new key (shown only here); the old one works until the overlap ends', {
-        params: ApiKeyParams, body: RotateApiKeyBody, response: { 201: CreatedApiKey }
-      }, requirePolicy('service_account', 'keys')),
+        description: 'Makes a new key (shown only in this answer) to replace this one; the old key works until the ' +
+          'overlap ends.',
+        params: ApiKeyParams,
+        body: RotateApiKeyBody,
+        response: { 201: CreatedApiKey }
+      }, requirePolicy('service_account', 'keys'), { optionalBody: true }),
     preValidation: keyAnswering
   }, async (request, reply) => {
     const { auth, params, body } = request
@@ -139,7 +160,9 @@ export const apiKeysModule = defineModule(async (app, { db, engines }) => {
 
   app.delete('/api/v1/service-accounts/:id/keys/:key_id', operation('revoke-api-key',
     'Revoke an API key: refused from now on', {
-      params: ApiKeyParams, response: { 204: NoContent }
+      description: 'Revokes an API key: it is refused from now on.',
+      params: ApiKeyParams,
+      response: { 204: NoContent }
     }, requirePolicy('service_account', 'keys')), async (request, reply) => {
     const { auth, params } = request
     await withTenant(db, auth, trx => service.revokeKey(trx, auth, params.id, params.key_id, new Date()))

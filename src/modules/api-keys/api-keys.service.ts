@@ -120,7 +120,7 @@ async function roomForKey (trx: Tx, auth: AuthContext, accountId: number, at: Da
   if (await repo.countLiveKeys(trx, auth.tenantId, accountId, at) >= LIVE_KEYS_MAX) {
     throw error409Conflict(`a service account holds at most ${LIVE_KEYS_MAX} live keys: revoke one first`, [
       fieldError('path.id', 'too many live keys', accountId)
-    ])
+    ], 'credential_limit')
   }
 }
 
@@ -178,7 +178,9 @@ export async function rotateKey (
     ? 'revoked'
     : old.replaced_by !== null ? 'already rotated' : old.expires_at.getTime() <= at.getTime() ? 'expired' : undefined
   if (state !== undefined) {
-    throw error409Conflict(`the API key is ${state}: make a new key instead`, [fieldError('path.key_id', state, keyId)])
+    throw error409Conflict(
+      `the API key is ${state}: make a new key instead`, [fieldError('path.key_id', state, keyId)], 'api_key_not_live'
+    )
   }
   const issued = await issueKey(trx, auth, accountId, days, old.id, at)
   const until = new Date(Math.min(old.expires_at.getTime(), at.getTime() + overlapHours * HOUR_MS))

@@ -8,7 +8,7 @@
  * transition table's (attendees.transitions.ts), which a check-in by status (PATCH, bulk status, add) asks too:
  * the two cannot differ. Rules and decisions: docs/check-in.md.
  */
-import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
@@ -130,18 +130,16 @@ function prefersRepresentation (request: FastifyRequest): boolean {
 
 const checkInResult = (o: CheckInOutcome) => (o.already_checked_in ? 'already-checked-in' : 'checked-in')
 
-/** A body of optional fields only: no body at all means `{}` (as `optionalBody` of routes.ts). */
-const bodyOrEmpty: preValidationAsyncHookHandler = async request => {
-  request.body ??= {}
-}
-
 export async function checkInRoutes (app: App, { db }: AppContext): Promise<void> {
   app.post('/api/v1/events/:id/attendees/:contact_id/check-in', {
     ...operation('check-in-event-attendee',
       'Check an attendee in (a repeat changes nothing; Prefer: return=representation answers 200 CheckInResult)', {
-        params: AttendeeParams, body: CheckInBody, response: { 200: CheckInResult, 204: NoContent }
-      }, requirePolicy('attendee', 'checkin')),
-    preValidation: bodyOrEmpty
+        description: 'Marks an attendee as arrived; a repeat changes nothing. `Prefer: return=representation` ' +
+          'answers the outcome.',
+        params: AttendeeParams,
+        body: CheckInBody,
+        response: { 200: CheckInResult, 204: NoContent }
+      }, requirePolicy('attendee', 'checkin'), { optionalBody: true })
   }, async (request, reply: FastifyReply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const ifMatch = ifMatchOf(request)
@@ -161,7 +159,11 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
 
   app.post('/api/v1/events/:id/check-in/token', operation('check-in-event-attendee-by-token',
     'Check in the attendee of this event holding a check-in token (the token or the QR payload)', {
-      params: EventParams, body: CheckInByTokenBody, response: { 200: CheckInResult }
+      description: 'Checks in the attendee holding a check-in token, given as the token or the scanned QR payload. ' +
+        'Use it at the door with a scanner.',
+      params: EventParams,
+      body: CheckInByTokenBody,
+      response: { 200: CheckInResult }
     }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body } = request
     const outcome = await idempotentWrite(db, request, async trx => {
@@ -172,7 +174,8 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
         : await repo.lockByTokenHash(trx, auth.tenantId, rootEventId(event), repo.hashCheckInToken(token))
       if (current === undefined) throw unknownToken()
       if (current.check_in_token_revoked_at !== null) {
-        throw new ApiError(410, 'this check-in token was revoked', [fieldError('body.token', 'revoked token')])
+        const errors = [fieldError('body.token', 'revoked token')]
+        throw new ApiError(410, 'this check-in token was revoked', errors, {}, 'checkin_token_revoked')
       }
       return await checkIn(trx, auth, event, current, body.method ?? 'scan', { location: 'body.token' })
     })
@@ -183,6 +186,8 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in', operation(
     'undo-event-attendee-check-in',
     'Undo a check-in: the attendee returns to the status they had (409 when not checked in)', {
+      description: 'Takes back a check-in made by mistake: the attendee returns to the status they had. Answers 409 ' +
+        'when they are not checked in.',
       params: AttendeeParams
     }, requirePolicy('attendee', 'checkin')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     const event = await lockEventForWrite(trx, auth, id, 'attendees:checkin')
@@ -204,7 +209,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
 
   app.post('/api/v1/events/:id/attendees/:contact_id/check-out', operation('check-out-event-attendee',
     'Check an attendee out (409 when not checked in; a repeat changes nothing)', {
-      params: AttendeeParams, response: { 204: NoContent }
+      description: 'Records that a checked-in attendee left; a repeat changes nothing. Answers 409 when they are not ' +
+        'checked in.',
+      params: AttendeeParams,
+      response: { 204: NoContent }
     }, requirePolicy('attendee', 'checkin'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const already = await idempotentWrite(db, request, async trx => {
@@ -228,7 +236,10 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
   createdRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation(
     'issue-event-attendee-check-in-token',
     'Issue a check-in token for an attendee (replaces any earlier one; shown once)', {
-      params: AttendeeParams, response: { 201: CheckInToken }
+      description: 'Makes a check-in token for an attendee, replacing any earlier one; the token is shown only in ' +
+        'this answer. Give it to the attendee as a QR code.',
+      params: AttendeeParams,
+      response: { 201: CheckInToken }
     }, requirePolicy('attendee', 'write'), {
       config: { idempotency: 'transaction' }
     }), async (trx, { auth, params }) => {
@@ -241,6 +252,8 @@ export async function checkInRoutes (app: App, { db }: AppContext): Promise<void
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id/check-in-token', operation(
     'revoke-event-attendee-check-in-token', 'Revoke the check-in token of an attendee (404 when none was issued)', {
+      description: 'Revokes the attendee\'s check-in token so that it no longer checks them in. Answers 404 when ' +
+        'none was issued.',
       params: AttendeeParams
     }, requirePolicy('attendee', 'write')), async (trx, { auth, params }) => {
     const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write')

@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox'
 import type { App, AppContext } from '../../platform/app-context.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { CSV_CHUNK_ROWS, csvBody, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
+import { CSV_CHUNK_ROWS, csvBody, CsvQuery, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
 import { error403Forbidden, error404NotFound } from '../../platform/http/errors.ts'
 import { operationsTagged } from '../../platform/http/routes.ts'
 import { StringEnum } from '../../platform/http/schema.ts'
@@ -83,12 +83,14 @@ const SERIES_EXAMPLE = `occurrence_event_id,occurrence_start,${HEADER}\r\n` +
   'organiser,2026-11-02T09:05:00.000Z,\r\n'
 
 const ExportAttendeesQuery = Type.Object({
+  ...CsvQuery.properties,
   status: Type.Optional(StringEnum(ATTENDEE_STATUSES, { description: 'Only attendees in this status' }))
 })
 
 export async function exportRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/attendees/export', operation('export-event-attendees',
     'The attendees as CSV, oldest first (event permission attendees:read)', {
+      description: 'The attendees of the event as a CSV file, oldest first. For spreadsheets and mail merges.',
       params: EventParams,
       querystring: ExportAttendeesQuery,
       produces: ['text/csv'],
@@ -116,13 +118,17 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
       async (afterId: number | undefined) => await withTenant(db, auth, trx =>
         attendeeChunk(trx, auth, ref, { afterId, limit: CSV_CHUNK_ROWS, status: query.status })
       ),
-      row => row.id
+      row => row.id,
+      { bom: query.bom }
     )
   })
 
   app.get('/api/v1/events/:id/series/attendees/export', operation('export-event-series-attendees',
     'The attendees of every occurrence of the event\'s series as CSV (those the caller holds attendees:read on)', {
+      description: 'The attendees of every occurrence of the event\'s series as one CSV file, as far as the caller ' +
+        'may read each.',
       params: EventParams,
+      querystring: CsvQuery,
       produces: ['text/csv'],
       response: {
         200: csvBody(
@@ -169,6 +175,6 @@ export async function exportRoutes (app: App, { db }: AppContext): Promise<void>
       })
     const columns: ReadonlyArray<CsvColumn<OccurrenceAttendee>> = [...SERIES_CSV_COLUMNS, ...found.answers]
     return await sendCsv(reply, `event-${request.params.id}-series-attendees.csv`, columns, read,
-      row => ({ occurrence: row.occurrence, id: row.id }))
+      row => ({ occurrence: row.occurrence, id: row.id }), { bom: request.query.bom })
   })
 }

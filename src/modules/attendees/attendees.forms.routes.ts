@@ -51,14 +51,21 @@ async function earlierTypes (trx: Parameters<typeof formRepo.allVersions>[0], te
 export async function formRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/registration/form', operation('get-event-registration-form',
     'The registration questions in force for an event (its own form, else its series\')', {
-      params: EventParams, response: { 200: RegistrationForm }
+      description: 'The registration questions in force for the event: its own form, else its series\'. Guests ' +
+        'answer them when they register.',
+      params: EventParams,
+      response: { 200: RegistrationForm }
     }, requirePolicy('event', 'read')), async request =>
     await withTenant(db, request.auth, async trx =>
       shown(await formOf(trx, await readEvent(trx, request.auth, request.params.id)))))
 
   app.put('/api/v1/events/:id/registration/form', operation('put-event-registration-form',
     'Store a new version of the event\'s registration questions (earlier versions and their answers are kept)', {
-      params: EventParams, body: PutFormBody, response: { 200: RegistrationForm }
+      description: 'Stores a new version of the event\'s registration questions; earlier versions and their answers ' +
+        'are kept.',
+      params: EventParams,
+      body: PutFormBody,
+      response: { 200: RegistrationForm }
     }, requirePolicy('event', 'edit')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {
@@ -73,7 +80,11 @@ export async function formRoutes (app: App, { db }: AppContext): Promise<void> {
   app.put('/api/v1/events/:id/series/registration/form', operation('put-series-registration-form',
     'Store a new version of the series\' registration questions (its occurrences without a form of their own ' +
     'follow it)', {
-      params: EventParams, body: PutFormBody, response: { 200: RegistrationForm }
+      description: 'Stores a new version of the series\' registration questions; its occurrences without a form of ' +
+        'their own follow it.',
+      params: EventParams,
+      body: PutFormBody,
+      response: { 200: RegistrationForm }
     }, requirePolicy('series', 'edit_all')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {

@@ -54,8 +54,12 @@ const shown = (row: { default_locale: string | null, updated_at: Date } | undefi
 export async function guestOrganiserRoutes (app: App, { db }: AppContext): Promise<void> {
   app.post('/api/v1/events/:id/invitations', operation('send-event-invitations',
     `Mail invited attendees (at most ${INVITATIONS_MAX} a request) an invitation with their own link to answer`, {
-      params: EventParams, body: InvitationsBody, response: { 200: InvitationsSent }
-    }, requirePolicy('attendee', 'invite'), { config: { idempotency: 'transaction' } }), async request => {
+      description: 'Mails the invited attendees (or the ones listed) an invitation with their own link to answer.',
+      params: EventParams,
+      body: InvitationsBody,
+      response: { 200: InvitationsSent }
+    }, requirePolicy('attendee', 'invite'), { config: { idempotency: 'transaction' }, optionalBody: true }),
+  async request => {
     const { auth, params, body: b } = request
     return await withTenant(db, auth, async trx => {
       const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write', { includeDraftClones: false })
@@ -66,6 +70,8 @@ export async function guestOrganiserRoutes (app: App, { db }: AppContext): Promi
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/:contact_id/guest-link', operation(
     'renew-attendee-guest-link',
     "Stop every link of an attendee's guest and mail them a new one", {
+      description: 'Stops every link the attendee\'s guest holds and mails them a new one. Use it when a link was ' +
+        'forwarded or leaked.',
       params: AttendeeParams
     }, requirePolicy('attendee', 'invite')), async (trx, { auth, params }) => {
     const event = await lockEventForWrite(trx, auth, params.id, 'attendees:write', { includeDraftClones: false })
@@ -77,6 +83,7 @@ export async function guestOrganiserRoutes (app: App, { db }: AppContext): Promi
 
   app.get('/api/v1/guest-settings', operation('get-guest-settings',
     "The tenant's guest settings (the default language of guest texts)", {
+      description: 'The tenant\'s guest settings, such as the default language of mails and pages for guests.',
       response: { 200: GuestSettings }
     }, requirePolicy('guest', 'settings')), async request =>
     await withTenant(db, request.auth, async trx =>
@@ -84,7 +91,9 @@ export async function guestOrganiserRoutes (app: App, { db }: AppContext): Promi
 
   app.put('/api/v1/guest-settings', operation('put-guest-settings',
     "Set the tenant's guest settings (tenant administrators)", {
-      body: PutGuestSettingsBody, response: { 200: GuestSettings }
+      description: 'Replaces the tenant\'s guest settings. Tenant administrators only.',
+      body: PutGuestSettingsBody,
+      response: { 200: GuestSettings }
     }, requirePolicy('guest', 'configure')), async request =>
     await withTenant(db, request.auth, async trx =>
       shown(await guestRepo.writeGuestSettings(trx, request.auth.tenantId, request.body.default_locale))))

@@ -244,7 +244,7 @@ export async function sendInvitations (
   if (event.status !== 'published' || event.cancelled_at !== null) {
     throw error409Conflict('invitations go out for a published event that is not cancelled', [
       fieldError('path.id', event.cancelled_at !== null ? 'event cancelled' : `status ${event.status}`, event.id)
-    ])
+    ], 'event_state_conflict')
   }
   const invited = await guestRepo.invitedAttendees(trx, event.tenant_id, rootEventId(event), contactIds,
     INVITATIONS_MAX)

@@ -64,7 +64,10 @@ const eventChanged = (auth: AuthContext, event: EventRow, topic: string, extra: 
 export async function registrationRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/registration', operation('get-event-registration',
     'Registration settings in force and seat counts of an event', {
-      params: EventParams, response: { 200: EventRegistration }
+      description: 'The registration settings in force for the event (its own or its series\') and its seat counts. ' +
+        'Use it before offering a place.',
+      params: EventParams,
+      response: { 200: EventRegistration }
     }, requirePolicy('event', 'read')), async request =>
     await withTenant(db, request.auth, async trx =>
       await registrationBody(trx, await readEvent(trx, request.auth, request.params.id), 0)))
@@ -72,7 +75,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
   app.patch('/api/v1/events/:id/registration', operation('patch-event-registration',
     'Set capacity, waitlist and approval of an event (an occurrence stops following its series; ' +
     '`inherit` follows it again); frees seats to the waitlist at once', {
-      params: EventParams, body: PatchRegistrationBody, response: { 200: EventRegistration }
+      description: 'Sets capacity, waitlist, approval and public registration of the event; seats freed go to the ' +
+        'waitlist at once. On an occurrence, the settings become its own until `inherit` follows the series again.',
+      params: EventParams,
+      body: PatchRegistrationBody,
+      response: { 200: EventRegistration }
     }, requirePolicy('event', 'edit')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {
@@ -103,7 +110,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
   app.patch('/api/v1/events/:id/series/registration', operation('patch-series-registration',
     "Set capacity, waitlist and approval of a series: every occurrence that follows the series' settings gets them " +
     '(and frees seats to its waitlist at once)', {
-      params: EventParams, body: PatchSeriesRegistrationBody, response: { 200: SeriesRegistration }
+      description: 'Sets capacity, waitlist, approval and public registration for the series; every occurrence ' +
+        'following the series gets them. Seats freed go to the waitlists at once.',
+      params: EventParams,
+      body: PatchSeriesRegistrationBody,
+      response: { 200: SeriesRegistration }
     }, requirePolicy('series', 'edit_all')), async request => {
     const { auth, body: b } = request
     return await withTenant(db, auth, async trx => {
@@ -135,9 +146,13 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
 
   for (const decision of ['approve', 'decline'] as const) {
     const verb = decision === 'approve' ? 'Approve' : 'Decline'
+    const decides = decision === 'approve' ? 'Accepts' : 'Refuses'
+    const told = decision === 'approve' ? 'while seats last, and the guest is told' : 'and the guest is told'
     app.post(`/api/v1/events/:id/attendees/:contact_id/${decision}`, operation(`${decision}-event-attendee`,
       `${verb} a pending registration (409 unless pending)`, {
-        params: AttendeeParams, response: { 200: Attendee }
+        description: `${decides} a registration that waits for approval, ${told}. Answers 409 unless it is pending.`,
+        params: AttendeeParams,
+        response: { 200: Attendee }
       }, requirePolicy('attendee', 'write')), async request => {
       const { auth, params } = request
       return await withTenant(db, auth, async trx => {
@@ -145,7 +160,7 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
         const [one] = await decide(trx, event, [params.contact_id], decision, {
           by: auth.userId, at: () => 'path.contact_id'
         })
-        if (one === undefined) throw error409Conflict('the contact does not attend this event')
+        if (one === undefined) throw error409Conflict('the contact does not attend this event', [], 'not_attending')
         await emitChanges(trx, auth, event, [one])
         return one.row
       })
@@ -153,7 +168,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
 
     app.post(`/api/v1/events/:id/attendees/bulk/${decision}`, operation(`bulk-${decision}-event-attendees`,
       `${verb} pending registrations in request order (all or nothing)`, {
-        params: EventParams, body: BulkDecisionBody, response: { 200: AttendeeList }
+        description: `${decides} registrations that wait for approval in the order given, ${told}. All or nothing: ` +
+          'one that is not pending refuses the whole call.',
+        params: EventParams,
+        body: BulkDecisionBody,
+        response: { 200: AttendeeList }
       }, requirePolicy('attendee', 'write')), async request => {
       const { auth, params, body } = request
       return await withTenant(db, auth, async trx => {
@@ -171,7 +190,10 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
 
   app.post('/api/v1/events/:id/attendees/no-shows', operation('mark-event-no-shows',
     'After the event: every confirmed attendee who never checked in becomes no_show', {
-      params: EventParams, response: { 200: NoShowsResult }
+      description: 'After the event has ended, marks every confirmed attendee who never checked in as `no_show`. ' +
+        'Refused before the end of the event.',
+      params: EventParams,
+      response: { 200: NoShowsResult }
     }, requirePolicy('attendee', 'write')), async request => {
     const { auth, params } = request
     return await withTenant(db, auth, async trx => {
@@ -186,7 +208,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
   app.post('/api/v1/events/:id/cancel', operation('cancel-event',
     'Cancel a published event (or occurrences of its series): it stays readable, takes no registrations, ' +
     'and every attendee is told once', {
-      params: EventParams, body: CancelEventBody, response: { 200: CancelResult }
+      description: 'Cancels a published event or occurrences of its series: it stays readable, takes no more ' +
+        'registrations, and every attendee is told once. Use it rather than delete for an event people expect.',
+      params: EventParams,
+      body: CancelEventBody,
+      response: { 200: CancelResult }
     }, requirePolicy('event', 'cancel')), async request => {
     const { auth, params, body: b } = request
     return await withTenant(db, auth, async trx => {
@@ -201,7 +227,9 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
         targets = []
         for (const o of ids) targets.push(await lockEventById(trx, auth.tenantId, o.id))
         if (targets.length === 0) {
-          throw error409Conflict(`no published occurrence of the series to cancel (scope ${scope})`)
+          throw error409Conflict(
+            `no published occurrence of the series to cancel (scope ${scope})`, [], 'event_state_conflict'
+          )
         }
       }
       const first = targets[0]
@@ -210,11 +238,11 @@ export async function registrationRoutes (app: App, { db }: AppContext): Promise
         if (first.status !== 'published') {
           throw error409Conflict('only a published event can be cancelled (delete a draft instead)', [
             fieldError('path.id', `status ${first.status}`, params.id)
-          ])
+          ], 'event_state_conflict')
         }
         if (first.cancelled_at !== null) {
           throw error409Conflict('the event is already cancelled',
-            [fieldError('path.id', 'already cancelled', params.id)])
+            [fieldError('path.id', 'already cancelled', params.id)], 'already_cancelled')
         }
       }
       const ids = targets.map(t => t.id)

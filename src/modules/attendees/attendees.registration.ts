@@ -184,7 +184,8 @@ export class SeatPlan {
       if (this.reg.requires_approval && !approved) return { status: 'pending', position: null }
       if (this.reg.capacity !== null && (this.confirmed >= this.reg.capacity || this.waiting > 0)) {
         if (!this.reg.waitlist_enabled) {
-          return { status: 409, detail: `the event is full (capacity ${this.reg.capacity}) and has no waitlist` }
+          const detail = `the event is full (capacity ${this.reg.capacity}) and has no waitlist`
+          return { status: 409, detail, problem: 'event_full' }
         }
         this.lastPosition += 1
         this.waiting += 1
@@ -251,8 +252,11 @@ export function throwRefusals (
   const detail = refused.length === 1
     ? `${first.refusal.detail}; nothing was applied`
     : `${refused.length} request(s) refused (${first.refusal.detail}…); nothing was applied`
-  if (refused.some(r => r.refusal.status === 409)) throw error409Conflict(detail, errors)
-  throw error400BadRequest(detail, errors)
+  // the code of the first refusal answered with the batch's status (each entry of `errors` says its own)
+  const status = refused.some(r => r.refusal.status === 409) ? 409 : 400
+  const problem = refused.find(r => r.refusal.status === status)?.refusal.problem
+  if (status === 409) throw error409Conflict(detail, errors, problem)
+  throw error400BadRequest(detail, errors, problem)
 }
 
 /** One attendee the waitlist settlement confirmed. */
@@ -411,6 +415,7 @@ async function rereadPromoted (trx: Tx, event: EventRow, changed: Changed[], pro
 export const ALREADY_ATTENDS: Refusal = {
   status: 409,
   detail: 'the contact already attends this event',
+  problem: 'already_attending',
   on: 'attendee',
   message: 'already an attendee'
 }
@@ -483,7 +488,7 @@ export async function decide (
     const detail = status === 'declined' && decision === 'approve'
       ? 'a declined registration cannot be approved (add the contact again or set a status)'
       : `not awaiting approval (status ${status})`
-    const refusal: Refusal = { status: 409, detail, on: 'attendee' }
+    const refusal: Refusal = { status: 409, detail, on: 'attendee', problem: 'attendee_state_conflict' }
     return [{ index, refusal, contactId: id, requested: decision === 'approve' ? 'confirmed' : 'declined' }]
   })
   throwRefusals(refused, contactIds.length, event, o)

@@ -105,7 +105,11 @@ async function lockForWrite (
 export async function attendeesRoutes (app: App, { db, config }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/attendees', operation('list-event-attendees',
     'List attendees (event permission attendees:read)', {
-      params: EventParams, querystring: ListAttendeesQuery, response: { 200: PagedBodyAttendee }
+      description: 'Pages through the attendees of an event with their status, filtered and sorted. With `sync=true` ' +
+        'the last page carries a `sync_token` for later changes.',
+      params: EventParams,
+      querystring: ListAttendeesQuery,
+      response: { 200: PagedBodyAttendee }
     }, requirePolicy('attendee', 'read')), async request => {
     return await answerPage(db, request, async (trx, q, auth) => {
       const event = await readEventWith(trx, auth, request.params.id, 'attendees:read')
@@ -129,7 +133,11 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
 
   app.post('/api/v1/events/:id/attendees', operation('add-event-attendee',
     'Add a contact as an attendee (409 when already attending)', {
-      params: EventParams, body: AddAttendeeBody, response: { 201: Attendee }
+      description: 'Adds a contact the caller can see as an attendee, with capacity, waitlist and approval applied. ' +
+        'A contact already attending answers 409.',
+      params: EventParams,
+      body: AddAttendeeBody,
+      response: { 201: Attendee }
     }, requirePolicy('attendee', 'write'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     const row = await idempotentWrite(db, request, async trx => {
@@ -155,7 +163,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/attendees/bulk', operation('bulk-add-event-attendees',
     `Add up to ${BULK_MAX} contacts; those already attending are left as they are`, {
-      params: EventParams, body: BulkAddBody
+      description: 'Adds up to 1000 contacts in one call; contacts already attending are left as they are and ' +
+        'reported. Use it to invite a list.',
+      params: EventParams,
+      body: BulkAddBody
     }, requirePolicy('attendee', 'write'), {
       config: { idempotency: 'transaction' }
     }), async (trx, { auth, params, body }) => {
@@ -171,7 +182,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/bulk', operation('bulk-remove-event-attendees',
     'Remove attendees by contact id (optionally only those in a status)', {
-      params: EventParams, body: BulkRemoveBody
+      description: 'Removes attendees by contact id, optionally only those in a given status. Seats freed go to the ' +
+        'waitlist.',
+      params: EventParams,
+      body: BulkRemoveBody
     }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body }) => {
     const { event, ids } = await bulkTargets(trx, auth, params.id, body.contact_ids)
     const removed = await repo.deleteAttendees(trx, auth.tenantId, rootEventId(event), ids, body.status)
@@ -182,7 +196,10 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
   noContentRoute(app, db, 'patch', '/api/v1/events/:id/attendees/bulk/status', operation(
     'bulk-update-event-attendee-status',
     'Set the status of attendees (every contact must attend; else 400 and nothing changes)', {
-      params: EventParams, body: BulkStatusBody
+      description: 'Sets the status of many attendees at once, all or nothing. A contact who does not attend makes ' +
+        'it a 400.',
+      params: EventParams,
+      body: BulkStatusBody
     }, requirePolicy('attendee', 'write')), async (trx, { auth, params, body: b }) => {
     const { event } = await bulkTargets(trx, auth, params.id, b.contact_ids)
     const requests = b.contact_ids.map(contactId => ({ contactId, status: b.status }))
@@ -194,7 +211,11 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
 
   app.patch('/api/v1/events/:id/attendees/:contact_id', operation('update-event-attendee',
     'Set the status of an attendee (sets responded_at)', {
-      params: AttendeeParams, body: UpdateAttendeeBody, response: { 200: Attendee }
+      description: 'Sets the status of one attendee and records when they answered. Capacity, waitlist and approval ' +
+        'apply.',
+      params: AttendeeParams,
+      body: UpdateAttendeeBody,
+      response: { 200: Attendee }
     }, requirePolicy('attendee', 'write')), async (request, reply) => {
     const { auth, params: { id, contact_id: contactId } } = request
     const row = await withTenant(db, auth, async trx => {
@@ -217,6 +238,7 @@ export async function attendeesRoutes (app: App, { db, config }: AppContext): Pr
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/attendees/:contact_id', operation('remove-event-attendee',
     'Remove an attendee', {
+      description: 'Removes an attendee from the event; a seat freed goes to the waitlist.',
       params: AttendeeParams
     }, requirePolicy('attendee', 'write')), async (trx, request) => {
     const { auth, params: { id, contact_id: contactId } } = request

@@ -12,6 +12,7 @@
  * `transitionsMarkdown`; a test keeps the two equal.
  */
 import { ApiError, fieldError, type ErrorDetail } from '../../platform/http/errors.ts'
+import type { ProblemCode } from '../../platform/http/problem-types.ts'
 import type { EventRow } from '../events/index.ts'
 import { ATTENDEE_STATUSES, type AttendeeStatus } from './attendees.table.ts'
 
@@ -55,10 +56,13 @@ export interface Refusal {
   message?: string
   /** the refusal's code in the table of docs/event-collaboration.md */
   code?: RefusalCode
+  /** the problem's code (docs/errors.md); the status's generic one when absent */
+  problem?: ProblemCode
 }
 
 interface RefusalKind {
   status: 400 | 409
+  problem: ProblemCode
   on: RefusalSubject
   message?: string
   detail: (current: string, move: string) => string
@@ -70,6 +74,7 @@ interface RefusalKind {
 const REFUSALS = {
   G: {
     status: 400,
+    problem: 'validation_failed',
     on: 'request',
     detail: (_current, move) => `${move} is given by the service (capacity, approval), not asked for`,
     why: 'the service gives these (capacity, approval, a public registration); asking for the status the attendee ' +
@@ -78,6 +83,7 @@ const REFUSALS = {
   },
   X: {
     status: 409,
+    problem: 'event_cancelled',
     on: 'event',
     message: 'event cancelled',
     detail: () => 'the event is cancelled and takes no registrations',
@@ -86,6 +92,7 @@ const REFUSALS = {
   },
   C: {
     status: 409,
+    problem: 'event_cancelled',
     on: 'event',
     message: 'event cancelled',
     detail: () => 'the event was cancelled: nobody checks in',
@@ -93,6 +100,7 @@ const REFUSALS = {
   },
   W: {
     status: 409,
+    problem: 'attendee_state_conflict',
     on: 'attendee',
     message: 'waitlisted: holds no seat',
     detail: () => 'the attendee is waitlisted and holds no seat: confirm them before checking them in',
@@ -100,6 +108,7 @@ const REFUSALS = {
   },
   A: {
     status: 409,
+    problem: 'attendee_state_conflict',
     on: 'attendee',
     message: 'awaiting confirmation by the guest',
     detail: () => 'the guest has not confirmed the registration from the mail yet: confirm it before checking them in',
@@ -107,6 +116,7 @@ const REFUSALS = {
   },
   P: {
     status: 409,
+    problem: 'attendee_state_conflict',
     on: 'attendee',
     message: 'pending: awaits approval',
     detail: () => 'the attendee awaits approval: approve the registration before checking them in',
@@ -114,12 +124,14 @@ const REFUSALS = {
   },
   N: {
     status: 409,
+    problem: 'attendee_state_conflict',
     on: 'request',
     detail: current => `only a confirmed attendee who did not check in can be a no-show (status ${current})`,
     why: 'a no-show had a seat and did not come'
   },
   E: {
     status: 409,
+    problem: 'event_not_ended',
     on: 'event',
     message: 'the event has not ended',
     detail: () => 'no-shows can be marked once the event has ended',
@@ -127,6 +139,7 @@ const REFUSALS = {
   },
   U: {
     status: 409,
+    problem: 'attendee_state_conflict',
     on: 'attendee',
     message: 'not checked in',
     detail: () => 'the attendee is not checked in',
@@ -142,6 +155,7 @@ const refusalOf = (code: RefusalCode, current: AttendeeStatus | undefined, move:
     status: k.status,
     detail: k.detail(current ?? 'none', move),
     on: k.on,
+    problem: k.problem,
     ...(k.message !== undefined ? { message: k.message } : {}),
     code
   }
@@ -200,7 +214,7 @@ export const refusalError = (r: Refusal, at: Place): ErrorDetail =>
 
 /** A refusal as the problem a route answers, naming `at`. */
 export const refusalProblem = (r: Refusal, at: Place): ApiError =>
-  new ApiError(r.status, r.detail, [refusalError(r, at)])
+  new ApiError(r.status, r.detail, [refusalError(r, at)], {}, r.problem)
 
 const STATES: ReadonlyArray<readonly [string, EventState]> = [
   ['open', { cancelled: false, ended: false }],

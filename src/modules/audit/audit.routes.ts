@@ -3,7 +3,7 @@
  * JSON Lines (streamed), and verify its hash chain. Each read first seals what has committed (audit-chain.ts), so a
  * change answered before the read is in it.
  */
-import { sealAudit, verifyAudit } from '../../platform/audit-chain.ts'
+import { SEAL_BEFORE_READ, sealAudit, VERIFY_PER_REQUEST, verifyAudit } from '../../platform/audit-chain.ts'
 import { defineModule } from '../../platform/app-context.ts'
 import { withTenant } from '../../platform/db/tenant.ts'
 import { csvBody, CSV_CHUNK_ROWS, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
@@ -12,7 +12,9 @@ import { sendJsonLines } from '../../platform/http/json-lines.ts'
 import { answerPage, operationsTagged } from '../../platform/http/routes.ts'
 import { requirePolicy } from '../policy/index.ts'
 import * as repo from './audit.repository.ts'
-import { AuditExportQuery, AuditListQuery, AuditVerification, PagedBodyAuditEntry } from './audit.schemas.ts'
+import {
+  AuditExportQuery, AuditListQuery, AuditVerification, AuditVerifyQuery, PagedBodyAuditEntry
+} from './audit.schemas.ts'
 
 const operation = operationsTagged('Audit')
 
@@ -44,14 +46,19 @@ export const auditModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/audit-log', operation('list-audit-log',
     'The tenant\'s audit log, newest first, by actor, action, resource, contact and time (tenant admins)', {
-      querystring: AuditListQuery, response: { 200: PagedBodyAuditEntry }
+      description: 'The tenant\'s audit log, newest first, by actor, action, resource, contact and time. Tenant ' +
+        'administrators only.',
+      querystring: AuditListQuery,
+      response: { 200: PagedBodyAuditEntry }
     }, requirePolicy('audit', 'read')), async request => {
-    await sealAudit(db, request.auth.tenantId)
+    await sealAudit(db, request.auth.tenantId, SEAL_BEFORE_READ)
     return await answerPage(db, request, (trx, q, auth) => repo.listEntries(trx, auth.tenantId, q))
   })
 
   app.get('/api/v1/audit-log/export', operation('export-audit-log',
     'The tenant\'s audit log as JSON Lines or CSV, newest first, streamed (tenant admins)', {
+      description: 'The tenant\'s audit log streamed as JSON Lines or CSV, newest first, for archives and outside ' +
+        'tools.',
       querystring: AuditExportQuery,
       produces: ['application/jsonl', 'text/csv'],
       response: {
@@ -63,29 +70,32 @@ export const auditModule = defineModule(async (app, ctx) => {
       }
     }, requirePolicy('audit', 'export')), async (request, reply) => {
     const { auth, query } = request
-    const { format, ...filter } = query
-    await sealAudit(db, auth.tenantId)
+    const { format, bom, ...filter } = query
+    await sealAudit(db, auth.tenantId, SEAL_BEFORE_READ)
     const read = async (before: number | undefined) =>
       await withTenant(db, auth, trx => repo.entryChunk(trx, auth.tenantId, filter, before, CSV_CHUNK_ROWS))
     const keyOf = (row: EntryRow) => row.seq as number
-    if (format === 'csv') return await sendCsv(reply, 'audit-log.csv', CSV_COLUMNS, read, keyOf)
+    if (format === 'csv') return await sendCsv(reply, 'audit-log.csv', CSV_COLUMNS, read, keyOf, { bom })
     return await sendJsonLines(reply, 'audit-log.jsonl', read, keyOf)
   })
 
   app.get('/api/v1/audit-log/verify', operation('verify-audit-log',
     'Verifies the tenant\'s audit chain from its start to its head; 409 names the first entry that does not fit', {
+      description: 'Checks the tenant\'s audit hash chain from its start to its head. A 409 names the first entry ' +
+        'that does not fit.',
+      querystring: AuditVerifyQuery,
       response: { 200: AuditVerification }
     }, requirePolicy('audit', 'verify')), async request => {
     const tenantId = request.auth.tenantId
-    await sealAudit(db, tenantId)
-    const result = await verifyAudit(db, tenantId)
+    await sealAudit(db, tenantId, SEAL_BEFORE_READ)
+    const result = await verifyAudit(db, tenantId, { from: request.query.from, max: VERIFY_PER_REQUEST })
     if (result.problem !== undefined) {
       const { seq, kind } = result.problem
       throw new ApiError(409, `the audit chain is broken at position ${seq}: ${PROBLEMS[kind]}`, [{
         location: `audit-log[${seq}]`,
         message: PROBLEMS[kind],
         value: result.problem
-      }])
+      }], {}, 'audit_chain_broken')
     }
     return result
   })

@@ -1,6 +1,7 @@
 /** Wire schemas of the audit module: entries, their filters, a verification of the chain. */
 import { Type } from '@sinclair/typebox'
 import { AUDIT_ACTOR_KINDS } from '../../platform/audit.ts'
+import { CsvQuery } from '../../platform/http/csv.ts'
 import { KeysetPageQuery, model, Nullable, pagedBody, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 
 const Text = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 200, description }))
@@ -20,6 +21,8 @@ export const AuditListQuery = Type.Object({ ...KeysetPageQuery.properties, ...fi
 
 export const AuditExportQuery = Type.Object({
   ...filterFields,
+  // with format=csv only (JSON Lines never has a byte-order mark)
+  ...CsvQuery.properties,
   format: Type.Optional(StringEnum(['csv', 'jsonl'] as const, {
     description: 'CSV (RFC 4180, the fields as one JSON cell) or JSON Lines (one entry a line); default jsonl'
   }))
@@ -53,9 +56,22 @@ export const PagedBodyAuditEntry = pagedBody(AuditEntry, 'PagedBodyAuditEntry')
 
 const Position = Type.Object({ seq: Type.Integer(), hash: Type.String() })
 
+export const AuditVerifyQuery = Type.Object({
+  from: Type.Optional(Type.Integer({
+    minimum: 1,
+    description: 'The first position to check (default: the chain\'s start); a long chain is walked in windows of ' +
+      '100 000 entries, each answer naming the `next` one'
+  }))
+})
+
 export const AuditVerification = model('AuditVerification', {
   valid: Type.Boolean({ description: 'Always true here: a broken chain answers 409' }),
-  checked: Type.Integer({ description: 'Entries checked, from the chain\'s start to its head' }),
+  complete: Type.Boolean({
+    description: 'Whether the walk reached the head; false: it stopped after 100 000 entries, call again with `from`' +
+      ' = `next` (the head is checked by the walk that reaches it)'
+  }),
+  next: Type.Optional(Type.Integer({ description: 'Where the next walk starts (`from`), when not complete' })),
+  checked: Type.Integer({ description: 'Entries checked in this walk, from `from` (the chain\'s start) on' }),
   head: Type.Object(Position.properties, { description: 'The last position and its hash: keep it elsewhere' }),
   start: Type.Object(Position.properties, { description: 'Where retention cut the chain, and the hash it starts from' })
 })

@@ -179,7 +179,7 @@ for (const kind of databases()) {
       const url = '/api/v1/audit-log/export?format=csv&action=contact.created'
       const csv = await t.as(admin, { method: 'GET', url })
       assert.equal(csv.statusCode, 200)
-      const rows = parse(csv.body, { columns: true }) as Array<Record<string, string>>
+      const rows = parse(csv.body, { columns: true, bom: true }) as Array<Record<string, string>>
       assert.equal(rows.length, 3)
       assert.deepEqual(rows.map(r => Number(r.seq)), list.filter(e => e.action === 'contact.created').map(e => e.seq))
       assert.equal(typeof JSON.parse(rows[0]?.fields ?? 'null'), 'object')
@@ -215,6 +215,35 @@ for (const kind of databases()) {
         assert.equal(broken.json().errors[0].value.kind, kind)
         assert.equal((await verifyAudit(t.ctx.db, tenant.id)).valid, false)
       }
+    })
+
+    it('walks a long chain in bounded windows: `next` continues, a change is found in its window', async () => {
+      const tenant = newTenant(t)
+      const admin = await tenant.user('root', ['admin'])
+      for (let i = 0; i < 5; i++) {
+        await t.as(admin, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: `W${i}` } })
+      }
+      await sealPending(t.ctx.db)
+      const first = await verifyAudit(t.ctx.db, tenant.id, { max: 2 })
+      assert.deepEqual([first.valid, first.complete, first.checked, first.next], [true, false, 2, 3])
+      const rest = await verifyAudit(t.ctx.db, tenant.id, { from: first.next, max: 2 })
+      assert.deepEqual([rest.valid, rest.complete, rest.checked, rest.next], [true, false, 2, 5])
+      const last = await verifyAudit(t.ctx.db, tenant.id, { from: rest.next, max: 2 })
+      assert.deepEqual([last.valid, last.complete, last.checked], [true, true, 1])
+      // the route: a window from a position, and a position outside the chain refused
+      const from4 = await t.as(admin, { method: 'GET', url: '/api/v1/audit-log/verify?from=4' })
+      assert.equal(from4.statusCode, 200, from4.body)
+      assert.deepEqual([from4.json().complete, from4.json().checked], [true, 2])
+      const outside = await t.as(admin, { method: 'GET', url: '/api/v1/audit-log/verify?from=99' })
+      assert.equal(outside.statusCode, 400, outside.body)
+      assert.equal(outside.json().errors[0].location, 'query.from')
+      // an entry changed in the second window: that window finds it, the first does not
+      await withSystem(t.ctx.db, trx => sql`update audit_log set action = 'contact.viewed'
+        where tenant_id = ${tenant.id} and seq = 4`.execute(trx))
+      assert.equal((await verifyAudit(t.ctx.db, tenant.id, { max: 2 })).valid, true)
+      const broken = await t.as(admin, { method: 'GET', url: '/api/v1/audit-log/verify?from=3' })
+      assert.equal(broken.statusCode, 409, broken.body)
+      assert.equal(broken.json().errors[0].value.seq, 4)
     })
 
     it('keeps its entries from the application role, and retention cuts the chain at its start', async () => {

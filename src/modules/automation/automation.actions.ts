@@ -28,19 +28,23 @@ const TRANSITION_PAYLOAD_MAX_BYTES = 4096
 export const SECRET_MASK = '********'
 
 /**
- * One action type: `type` and the fields, each described as the catalogue lists it; `x-needs-event`
- * says whether it acts on the trigger's event.
+ * Whether an action type acts on the trigger's event (the catalogue's `needs_event`), by type. Kept beside the
+ * schemas rather than in them: a keyword of our own (it was `x-needs-event`) makes Ajv in its default strict mode
+ * refuse the schema, in every integrator's validator (docs/api-conventions.md, "OpenAPI document").
  */
+const NEEDS_EVENT = new Map<string, boolean>()
+
+/** One action type: `type` and the fields, each described as the catalogue lists it. */
 function actionSchema<T extends string, P extends TProperties> (
   type: T,
   name: string,
   o: { description: string, needsEvent: boolean },
   fields: P
 ) {
+  NEEDS_EVENT.set(type, o.needsEvent)
   return Type.Object({ type: Type.Literal(type), ...fields }, {
     $id: `Automation${name}Action`,
     description: o.description,
-    'x-needs-event': o.needsEvent,
     additionalProperties: false
   })
 }
@@ -142,6 +146,10 @@ export type Action =
 /**
  * Any action: exactly one of the action schemas, chosen by `type`. The union also declares `type`
  * on its own, so that a type no schema has is reported at `type` (not as every schema's misfit).
+ * A plain `oneOf` whose branches fix `type` with a `const`, without OpenAPI's `discriminator`: Ajv in its default
+ * strict mode refuses the keyword, its `discriminator` option refuses a `mapping`, and without a mapping OpenAPI reads
+ * the schema's name as the value (`AutomationWebhookAction`, not `webhook`). Generated clients narrow on the const;
+ * the validator finds the tag the same way (`namedBranchErrors`, validation.ts).
  */
 export const Action = Type.Unsafe<Action>({
   $id: 'AutomationAction',
@@ -149,11 +157,7 @@ export const Action = Type.Unsafe<Action>({
   type: 'object',
   required: ['type'],
   properties: { type: StringEnum(ACTION_TYPES) },
-  oneOf: ACTION_SCHEMAS,
-  discriminator: {
-    propertyName: 'type',
-    mapping: Object.fromEntries(ACTION_SCHEMAS.map(s => [s.properties.type.const, `#/components/schemas/${s.$id}`]))
-  }
+  oneOf: ACTION_SCHEMAS
 })
 
 export const Actions = Type.Array(Action, { maxItems: MAX_ACTIONS, description: 'Actions, run in order' })
@@ -178,7 +182,7 @@ export const ACTIONS: ActionDescriptor[] = ACTION_SCHEMAS.map(s => {
     type: s.properties.type.const,
     description: String(s.description),
     fields: Object.fromEntries(fields),
-    needs_event: s['x-needs-event'] === true
+    needs_event: NEEDS_EVENT.get(s.properties.type.const) === true
   }
 })
 

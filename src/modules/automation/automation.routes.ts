@@ -36,6 +36,9 @@ import type { RuleRow } from './automation.table.ts'
 import { requirePolicy } from '../policy/index.ts'
 
 const operation = operationsTagged('Automation')
+
+/** What the execution routes of a rule say of themselves in the document. */
+interface Describing { operationId: string, summary: string, description: string }
 const CONTEXT_MAX_BYTES = 16_384
 /** Nesting levels of a manual run's trigger_context (checked before it is measured or stored). */
 const CONTEXT_MAX_DEPTH = 16
@@ -66,11 +69,14 @@ export const automationModule = defineModule(async (app, ctx) => {
    */
   function historyRoute<P extends TObject> (
     url: string,
-    { operationId, summary, params }: { operationId: string, summary: string, params: P },
+    { operationId, summary, description, params }: Describing & { params: P },
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>
   ): void {
     app.get(url, operation(operationId, summary, {
-      params, querystring: ListExecutionsQuery, response: { 200: PagedBodyAutomationExecution }
+      description,
+      params,
+      querystring: ListExecutionsQuery,
+      response: { 200: PagedBodyAutomationExecution }
     }, requirePolicy('execution', 'read')), async request => {
       const { auth, query: q } = request
       const path = request.params as Static<P>
@@ -114,12 +120,14 @@ export const automationModule = defineModule(async (app, ctx) => {
    */
   function retryRoute<P extends TObject> (
     url: string,
-    { operationId, summary, params }: { operationId: string, summary: string, params: P },
+    { operationId, summary, description, params }: Describing & { params: P },
     findRule: (trx: Tx, auth: AuthContext, path: Static<P>) => Promise<RuleRow>,
     execution: (path: Static<P>) => string
   ): void {
     app.post(url, operation(operationId, summary, {
-      params, response: { 202: AutomationExecution }
+      description,
+      params,
+      response: { 202: AutomationExecution }
     }, requirePolicy('execution', 'retry')), async (request, reply) => {
       const auth = request.auth
       const path = request.params as Static<P>
@@ -139,6 +147,7 @@ export const automationModule = defineModule(async (app, ctx) => {
     method: 'put' | 'patch',
     operationId: string,
     summary: string,
+    description: string,
     body: B,
     change: (trx: Tx, auth: AuthContext, id: string, input: Static<B>, ifMatch?: string) => Promise<RuleRow>
   ): void {
@@ -146,7 +155,10 @@ export const automationModule = defineModule(async (app, ctx) => {
       method,
       url: '/api/v1/automation/rules/:rule_id',
       ...operation(operationId, summary, {
-        params: RuleParams, body, response: { 200: Rule }
+        description,
+        params: RuleParams,
+        body,
+        response: { 200: Rule }
       }, requirePolicy('rule', 'write')),
       handler: async (request, reply) => {
         const row = await withTenant(db, request.auth, trx =>
@@ -162,6 +174,8 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/automation/triggers', operation('list-automation-triggers',
     'Trigger catalogue: types, payload fields, condition operators', {
+      description: 'The trigger types a rule can listen to, their payload fields and the operators conditions may ' +
+        'use. Use it to build a rule editor.',
       response: { 200: TriggerCatalogue }
     }, requirePolicy('rule', 'catalogue')), async () => ({
     triggers: [...DOMAIN_TRIGGERS, ...TIME_TRIGGERS],
@@ -172,13 +186,18 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/automation/actions', operation('list-automation-actions',
     'Action catalogue: types and their fields', {
+      description: 'The action types a rule can run, their fields, and whether each needs the trigger\'s event. Use ' +
+        'it to build a rule editor.',
       response: { 200: ActionCatalogue }
     }, requirePolicy('rule', 'catalogue')), async () => ({ actions: ACTIONS }))
 
   // ---- rules
 
   app.get('/api/v1/automation/rules', operation('list-automation-rules', 'List automation rules', {
-    querystring: ListRulesQuery, response: { 200: PagedBodyRule }
+    description: 'Pages through the automation rules the caller can see, by scope, trigger and whether they are ' +
+      'enabled.',
+    querystring: ListRulesQuery,
+    response: { 200: PagedBodyRule }
   }, requirePolicy('rule', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const found = await repo.listRules(
       trx,
@@ -187,7 +206,7 @@ export const automationModule = defineModule(async (app, ctx) => {
         scope: q.scope,
         scopeId: q.scope_id === '' ? undefined : q.scope_id,
         eventType: q.event_type === '' ? undefined : q.event_type,
-        enabled: q.enabled === 'true' ? true : q.enabled === 'false' ? false : undefined
+        enabled: q.enabled
       },
       q,
       request.auth
@@ -196,7 +215,10 @@ export const automationModule = defineModule(async (app, ctx) => {
   }))
 
   app.post('/api/v1/automation/rules', operation('create-automation-rule', 'Create an automation rule', {
-    body: CreateRuleBody, response: { 201: Rule }
+    description: 'Creates a rule: a trigger, optional conditions and the actions to run in order. It runs as its ' +
+      'creator, within the creator\'s rights.',
+    body: CreateRuleBody,
+    response: { 201: Rule }
   }, requirePolicy('rule', 'create')), async (request, reply) => {
     const row = await withTenant(db, request.auth, trx => service.createRule(trx, request.auth, request.body))
     setEtag(reply, row.version)
@@ -207,7 +229,9 @@ export const automationModule = defineModule(async (app, ctx) => {
   })
 
   app.get('/api/v1/automation/rules/:rule_id', operation('get-automation-rule', 'Get an automation rule', {
-    params: RuleParams, response: { 200: Rule }
+    description: 'One automation rule with its ETag.',
+    params: RuleParams,
+    response: { 200: Rule }
   }, requirePolicy('rule', 'read')), async (request, reply) => {
     const { row, full } = await withTenant(db, request.auth, async trx => {
       const row = await service.findRuleForRead(trx, request.auth, request.params.rule_id)
@@ -218,25 +242,34 @@ export const automationModule = defineModule(async (app, ctx) => {
   })
 
   // PUT, PATCH and DELETE answer 412 when If-Match names another version (the ETag is "<version>")
-  ruleChangeRoute('put', 'replace-automation-rule', 'Replace an automation rule', ReplaceRuleBody, service.replaceRule)
+  ruleChangeRoute('put', 'replace-automation-rule', 'Replace an automation rule',
+    'Replaces a rule; a masked webhook secret sent back keeps the stored secret. Executions already queued keep ' +
+      'the version they started with.',
+    ReplaceRuleBody, service.replaceRule)
   ruleChangeRoute(
     'patch',
     'patch-automation-rule',
     'Change some fields of an automation rule',
+    'Changes the fields the body names, for instance `enabled` to switch a rule off. `null` clears a field.',
     PatchRuleBody,
     service.patchRule
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/automation/rules/:rule_id', operation('delete-automation-rule',
     'Delete an automation rule and its history', {
+      description: 'Deletes a rule with its execution history.',
       params: RuleParams
     }, requirePolicy('rule', 'write')), (trx, request) =>
     service.deleteRule(trx, request.auth, request.params.rule_id, ifMatchOf(request)))
 
   app.post('/api/v1/automation/rules/:rule_id/execute', operation('execute-automation-rule',
     'Run a rule now (queued; the execution is returned at once)', {
-      params: RuleParams, body: ExecuteRuleBody, response: { 202: AutomationExecution }
-    }, requirePolicy('rule', 'execute')), async (request, reply) => {
+      description: 'Queues a run of the rule now with the trigger context given, and answers the queued execution at ' +
+        'once. Use it to test a rule.',
+      params: RuleParams,
+      body: ExecuteRuleBody,
+      response: { 202: AutomationExecution }
+    }, requirePolicy('rule', 'execute'), { optionalBody: true }), async (request, reply) => {
     const context = request.body?.trigger_context ?? {}
     checkJsonDepth(context, 'body.trigger_context', CONTEXT_MAX_DEPTH)
     checkJsonText(request.body ?? {}, 'body')
@@ -255,12 +288,16 @@ export const automationModule = defineModule(async (app, ctx) => {
   })
 
   historyRoute('/api/v1/automation/rules/:rule_id/executions', {
+    description: 'The runs of a rule, newest first, by status, trigger type and time. Use it to see why a rule did ' +
+      'or did not act.',
     operationId: 'list-automation-rule-executions',
     summary: 'Execution history of a rule, newest first, by status, trigger type and time',
     params: RuleParams
   }, (trx, auth, path) => service.findRuleForRead(trx, auth, path.rule_id))
 
   retryRoute('/api/v1/automation/rules/:rule_id/executions/:id/retry', {
+    description: 'Queues a new attempt of a failed execution with the same rule version and trigger. Answers the new ' +
+      'execution at once.',
     operationId: 'retry-automation-rule-execution',
     summary: 'Retry a failed execution: a new attempt of the same rule version and trigger (queued; returned at once)',
     params: RuleExecutionParams
@@ -269,7 +306,10 @@ export const automationModule = defineModule(async (app, ctx) => {
   // ---- per-event automations
 
   app.get('/api/v1/events/:id/automations', operation('list-event-automations', 'List the automations of an event', {
-    params: IdParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventAutomation }
+    description: 'The automations of an event (rules scoped to it).',
+    params: IdParams,
+    querystring: KeysetPageQuery,
+    response: { 200: PagedBodyEventAutomation }
   }, requirePolicy('rule', 'read')), async request =>
     await withTenant(db, request.auth, trx =>
       service.listEventAutomations(trx, request.auth, request.params.id, request.query)
@@ -277,7 +317,10 @@ export const automationModule = defineModule(async (app, ctx) => {
   )
 
   app.post('/api/v1/events/:id/automations', operation('create-event-automation', 'Create an automation of an event', {
-    params: IdParams, body: EventAutomationBody, response: { 201: EventAutomation }
+    description: 'Creates an automation scoped to the event, for instance a reminder before it starts.',
+    params: IdParams,
+    body: EventAutomationBody,
+    response: { 201: EventAutomation }
   }, requirePolicy('event', 'automate')), async (request, reply) => {
     const row = await withTenant(db, request.auth, trx =>
       service.createEventAutomation(trx, request.auth, request.params.id, request.body)
@@ -290,7 +333,9 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/events/:id/automations/templates', operation('list-event-automation-templates',
     "Ready-made automations for the event's template", {
-      params: IdParams, response: { 200: EventAutomationTemplates }
+      description: 'Ready-made automations for the event\'s template, to create as they are or adapted.',
+      params: IdParams,
+      response: { 200: EventAutomationTemplates }
     }, requirePolicy('rule', 'catalogue')), async request => {
     const event = await withTenant(db, request.auth, trx => findEventForRead(trx, request.auth, request.params.id))
     return service.automationTemplates(event.template)
@@ -298,7 +343,9 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/events/:id/automations/:rule_id', operation('get-event-automation',
     'Get an automation of an event', {
-      params: EventRuleParams, response: { 200: EventAutomation }
+      description: 'One automation of the event with its ETag.',
+      params: EventRuleParams,
+      response: { 200: EventAutomation }
     }, requirePolicy('rule', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const row = await service.getEventAutomation(trx, request.auth, request.params.id, request.params.rule_id)
@@ -308,7 +355,10 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   app.put('/api/v1/events/:id/automations/:rule_id', operation('replace-event-automation',
     'Replace an automation of an event', {
-      params: EventRuleParams, body: EventAutomationBody, response: { 200: EventAutomation }
+      description: 'Replaces an automation of the event.',
+      params: EventRuleParams,
+      body: EventAutomationBody,
+      response: { 200: EventAutomation }
     }, requirePolicy('event', 'automate')), async request =>
     service.toEventAutomation(
       await withTenant(db, request.auth, trx =>
@@ -320,13 +370,16 @@ export const automationModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/automations/:rule_id', operation('delete-event-automation',
     'Delete an automation of an event', {
+      description: 'Deletes an automation of the event with its execution history.',
       params: EventRuleParams
     }, requirePolicy('event', 'automate')), (trx, request) =>
     service.deleteEventAutomation(trx, request.auth, request.params.id, request.params.rule_id))
 
   app.post('/api/v1/events/:id/automations/:rule_id/execute', operation('execute-event-automation',
     'Run an automation of an event now (queued)', {
-      params: EventRuleParams, response: { 202: NoContent }
+      description: 'Queues a run of the event\'s automation now and answers the queued execution at once.',
+      params: EventRuleParams,
+      response: { 202: NoContent }
     }, requirePolicy('rule', 'execute')), async (request, reply) => {
     await engine.queue.ready()
     await withTenant(db, request.auth, async trx => {
@@ -338,12 +391,15 @@ export const automationModule = defineModule(async (app, ctx) => {
   })
 
   historyRoute('/api/v1/events/:id/automations/:rule_id/executions', {
+    description: 'The runs of an automation of the event, newest first, by status, trigger type and time.',
     operationId: 'list-event-automation-executions',
     summary: 'Execution history of an automation, newest first, by status, trigger type and time',
     params: EventRuleParams
   }, (trx, auth, path) => service.eventRuleFor(trx, auth, path.id, path.rule_id, false))
 
   retryRoute('/api/v1/events/:id/automations/:rule_id/executions/:execution_id/retry', {
+    description: 'Queues a new attempt of a failed execution of the event\'s automation. Answers the new execution ' +
+      'at once.',
     operationId: 'retry-event-automation-execution',
     summary: 'Retry a failed execution of an automation of an event (queued; returned at once)',
     params: EventRuleExecutionParams

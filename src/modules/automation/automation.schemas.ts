@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import {
-  body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, StringEnum, Timestamp, UuidString, IntId
+  body, DateTimeInput, KeysetPageQuery, model, Nullable, pagedBody, QueryFlag, StringEnum, Timestamp, UuidString, IntId
 } from '../../platform/http/schema.ts'
 import { Actions, ATTENDEE_STATUSES, MAX_ACTIONS } from './automation.actions.ts'
 import { MAX_OFFSET_MINUTES } from './automation.catalogue.ts'
@@ -114,9 +114,7 @@ export const ListRulesQuery = Type.Intersect([
     event_type: Type.Optional(
       Type.String({ maxLength: 101, description: 'Trigger event type, e.g. announcement.published' })
     ),
-    enabled: Type.Optional(
-      StringEnum(['true', 'false', ''] as const, { description: 'Enabled filter; empty = no filter' })
-    )
+    enabled: Type.Optional(QueryFlag('Only the enabled rules, or only the disabled ones; absent or empty: all'))
   })
 ])
 export type ListRulesQuery = Static<typeof ListRulesQuery>

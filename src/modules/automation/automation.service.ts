@@ -412,6 +412,8 @@ async function checkCallerActions (trx: Tx, auth: AuthContext, actions: RuleActi
  * they see it and hold what the actions of the execution's rule version need. 404 when the rule
  * has no such execution; 409 naming the state unless it failed, or when it was retried already.
  */
+const notRetryable = (detail: string): ApiError => error409Conflict(detail, [], 'execution_not_retryable')
+
 export async function failedExecutionForRetry (
   trx: Tx,
   auth: AuthContext,
@@ -426,17 +428,17 @@ export async function failedExecutionForRetry (
   const row = await executions.lockExecution(trx, auth.tenantId, executionId)
   if (row === undefined || row.rule_id !== rule.id) throw error404NotFound('execution not found')
   if (row.status !== 'failed') {
-    throw error409Conflict(`the execution is ${row.status}: only failed executions can be retried`)
+    throw notRetryable(`the execution is ${row.status}: only failed executions can be retried`)
   }
   const retried = await executions.findRetryOf(trx, auth.tenantId, row.id)
   if (retried !== undefined) {
-    throw error409Conflict(
+    throw notRetryable(
       `the execution was retried already by execution ${retried.id} (${retried.status}); retry that one if it failed`
     )
   }
   const version = await repo.findRuleVersion(trx, auth.tenantId, rule.id, row.rule_version)
   if (version === undefined) {
-    throw error409Conflict(`version ${row.rule_version} of the rule, which the execution ran, no longer exists`)
+    throw notRetryable(`version ${row.rule_version} of the rule, which the execution ran, no longer exists`)
   }
   const raw = row.trigger_payload.event_id ?? (version.scope === 'EVENT' ? version.scope_id : undefined)
   const eventId = typeof raw === 'number' ? raw : typeof raw === 'string' && INT.test(raw) ? Number(raw) : undefined

@@ -121,7 +121,7 @@ export const calendarImportModule = defineModule(async (app, ctx) => {
       // a URL is fetched only for a caller who may import into the space
       if (typeof given !== 'string') await checkSpace(db, request.auth, request.params.id)
       const text = typeof given === 'string' ? given : await fetchCalendar(given.url, allow)
-      const dryRun = request.query.dry_run === 'true' || (typeof given !== 'string' && given.dry_run === true)
+      const dryRun = request.query.dry_run === true || (typeof given !== 'string' && given.dry_run === true)
       // parsed before the transaction: no connection is held for it
       const calendar = parseCalendar(text)
       return await importCalendar(db, request.auth, request.params.id, calendar, dryRun)

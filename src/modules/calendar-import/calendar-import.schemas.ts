@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { body, model, Nullable, StringEnum, Timestamp } from '../../platform/http/schema.ts'
+import { body, model, Nullable, QueryFlag, StringEnum, Timestamp } from '../../platform/http/schema.ts'
 
 /** Bounds of the calendar import (docs/calendar-import.md, "Bounds"), decided before anything is written. */
 export const ICS_MAX_BYTES = 1024 * 1024
@@ -43,10 +43,7 @@ export const CalendarUrlBody = body({
 export type CalendarUrlBody = Static<typeof CalendarUrlBody>
 
 export const CalendarImportQuery = Type.Object({
-  dry_run: Type.Optional(StringEnum(['true', 'false'] as const, {
-    default: 'false',
-    description: '`true`: answers what the import would do, and stores nothing'
-  }))
+  dry_run: Type.Optional(QueryFlag('`true`: answers what the import would do, and stores nothing', { default: false }))
 })
 
 export const IMPORT_ACTIONS = ['create', 'update', 'unchanged', 'skip'] as const

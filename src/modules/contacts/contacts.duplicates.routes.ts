@@ -18,7 +18,12 @@ export async function duplicatesRoutes (app: App, { db }: Pick<AppContext, 'db'>
   app.get('/api/v1/contacts/duplicates', operation(
     'list-contact-duplicates',
     'Groups of likely duplicate contacts: the same e-mail, E.164 number, or name and company',
-    { querystring: DuplicatesQuery, response: { 200: DuplicatesOutputBody } },
+    {
+      description: 'Groups of contacts that are likely the same person, with the reason each group was formed. ' +
+        'Review a group, then merge it with `merge-contacts`.',
+      querystring: DuplicatesQuery,
+      response: { 200: DuplicatesOutputBody }
+    },
     requirePolicy('contact', 'read')
   ), async request => {
     const { reason, limit, cursor } = request.query

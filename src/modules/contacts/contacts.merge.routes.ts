@@ -41,7 +41,11 @@ export async function mergeRoutes (app: App, ctx: Pick<AppContext, 'db'>, needs:
   app.post('/api/v1/contacts/:id/merge', operation('merge-contacts',
     `Merge up to ${MERGE_MAX} contacts into this one: their attendances, tags, links and activity move here, ` +
     `and their ids redirect here (costs ${MERGE_COST} rate-limit tokens)`, {
-      params: ContactParams, body: MergeContactsBody, response: { 200: Contact }
+      description: 'Folds duplicate contacts into this one in one transaction; the merged ids keep answering with a ' +
+        'redirect here. Use it on the groups `list-contact-duplicates` finds.',
+      params: ContactParams,
+      body: MergeContactsBody,
+      response: { 200: Contact }
     }, requirePolicy('contact', 'write'), {
       config: { cost: MERGE_COST, idempotency: 'transaction' }
     }), async (request, reply) => {

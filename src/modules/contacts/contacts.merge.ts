@@ -93,8 +93,7 @@ export async function mergedOrNotFound (trx: Tx, auth: AuthContext, id: string):
     308,
     `contact ${id} was merged into contact ${to}`,
     [fieldError('path.id', 'merged into another contact', to)],
-    { location: `/api/v1/contacts/${to}` }
-  )
+    { location: `/api/v1/contacts/${to}` }, 'contact_redirect')
 }
 
 /** The contact an absorbed id now is, when the caller sees it. */
@@ -141,7 +140,7 @@ async function refuseAbsorbed (
   }
   if (merged.length > 0) {
     throw error409Conflict(`${merged.length} contact(s) to absorb were merged into another already; nothing was merged`,
-      merged)
+      merged, 'contact_merged')
   }
   if (refused.length > 0) {
     throw new ApiError(403, 'only the owner or an admin may change a contact; nothing was merged', refused)
@@ -196,7 +195,7 @@ function mergedValues (
     throw error409Conflict(`the merged contact would have ${tags.length} tags, more than ${TAGS_MAX}: ` +
       'remove some first; nothing was merged', [
       fieldError('body.absorb', `${tags.length} distinct tags`)
-    ])
+    ], 'merge_limit')
   }
   if (tags.length !== target.tags.length || tags.some((tag, i) => tag !== target.tags[i])) out.tags = tags
   return out as repo.ContactValues
@@ -327,7 +326,7 @@ export async function mergeContacts (
     if (to === undefined) throw error404NotFound('contact not found')
     throw error409Conflict(`contact ${target} was merged into contact ${to}: merge into that one`, [
       fieldError('path.id', 'merged into another contact', to)
-    ])
+    ], 'contact_merged')
   }
   if (!repo.canManage(current, auth)) throw error403Forbidden('only the owner or an admin may change this contact')
   checkIfMatch(ifMatch, current.revision)

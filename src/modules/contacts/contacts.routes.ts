@@ -74,6 +74,7 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
     path: string,
     operationId: string,
     summary: string,
+    description: string,
     body: B,
     change: (
       trx: Tx, auth: AuthContext, current: LockedContact, input: Static<B>, region: CountryCode | undefined
@@ -85,7 +86,11 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
       method,
       url: `/api/v1/contacts/:id${path}`,
       ...operation(operationId, summary, {
-        params: ContactParams, ...(phones ? { querystring: PhoneRegionQuery } : {}), body, response: { 200: Contact }
+        description,
+        params: ContactParams,
+        ...(phones ? { querystring: PhoneRegionQuery } : {}),
+        body,
+        response: { 200: Contact }
       }, requirePolicy('contact', 'write')),
       preValidation: trimEmails,
       handler: async (request, reply) => {
@@ -100,7 +105,11 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
 
   app.post('/api/v1/contacts', {
     ...operation('create-contact', 'Create a contact', {
-      querystring: PhoneRegionQuery, body: CreateContactBody, response: { 201: Contact }
+      description: 'Creates a personal or organization contact of the caller and answers it with its ETag and ' +
+        'Location. Use the upsert or the CSV import to write many at once.',
+      querystring: PhoneRegionQuery,
+      body: CreateContactBody,
+      response: { 201: Contact }
     }, requirePolicy('contact', 'create')),
     preValidation: trimEmails
   }, async (request, reply) => {
@@ -110,10 +119,13 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
   })
 
   app.get('/api/v1/contacts', operation('list-contacts', 'List contacts', {
-    querystring: ListContactsQuery, response: { 200: PagedBodyContact }
+    description: 'Pages through the contacts the caller can see, filtered, searched and sorted. With `sync=true` the ' +
+      'last page carries a `sync_token` that later reads turn into the changes since.',
+    querystring: ListContactsQuery,
+    response: { 200: PagedBodyContact }
   }, requirePolicy('contact', 'read')), async request => {
     const q = request.query
-    const favorite = q.is_favorite === 'true' ? true : q.is_favorite === 'false' ? false : undefined
+    const favorite = q.is_favorite
     const paged = searchedPageOf(q)
     // a search that looks like a phone number matches numbers too (read with the request's region)
     const phone = phoneSearch(paged.search, requestRegion(q.phone_region, config.phoneDefaultRegion))
@@ -143,7 +155,10 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
 
   app.get('/api/v1/contacts/search', operation('search-contacts',
     'Search contacts by name, e-mail, company or phone number', {
-      querystring: SearchContactsQuery, response: { 200: SearchOutputBody }
+      description: 'Finds contacts by name, e-mail, company or any spelling of a phone number, best matches first. ' +
+        'Use it for pickers and type-ahead; `list-contacts` for full lists.',
+      querystring: SearchContactsQuery,
+      response: { 200: SearchOutputBody }
     }, requirePolicy('contact', 'read')), async request => {
     const { query, limit, cursor } = request.query
     const phone = phoneSearch(query, requestRegion(request.query.phone_region, config.phoneDefaultRegion))
@@ -156,7 +171,11 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
   app.post('/api/v1/contacts/upsert', {
     ...operation('upsert-contacts',
       'Create or update a batch of contacts matched by e-mail (costs 5 rate-limit tokens)', {
-        querystring: PhoneRegionQuery, body: UpsertContactsBody, response: { 200: UpsertOutputBody }
+        description: 'Creates the contacts whose e-mail is new and updates those it matches, in one transaction. Use ' +
+          'it to keep an outside address book in step without looking each contact up first.',
+        querystring: PhoneRegionQuery,
+        body: UpsertContactsBody,
+        response: { 200: UpsertOutputBody }
       }, requirePolicy('contact', 'write'), { config: { cost: UPSERT_COST } }),
     preValidation: trimEmails
   }, async (request) => {
@@ -185,6 +204,9 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
 
     scope.post('/api/v1/contacts/import', operation('import-contacts',
       'Create or update contacts from a CSV file, all or nothing (costs 20 rate-limit tokens)', {
+        description: 'Reads a CSV file (the body) and creates or updates its contacts in one transaction: one bad ' +
+          'row and nothing is stored, every problem named by row and column. `dry_run=true` answers what would ' +
+          'happen and stores nothing.',
         consumes: ['text/csv'],
         querystring: ImportContactsQuery,
         body: ImportContactsBody,
@@ -204,14 +226,16 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
       const parsed = parseContactsCsv(request.body, {
         delimiter: q.delimiter === 'tab' ? '\t' : q.delimiter ?? ',',
         mapping: q.mapping,
-        ignoreUnknown: q.ignore_unknown === 'true'
+        ignoreUnknown: q.ignore_unknown === true
       })
       return await withTenant(db, request.auth, trx =>
-        importContacts(trx, request.auth, parsed, q.dry_run === 'true', region))
+        importContacts(trx, request.auth, parsed, q.dry_run === true, region))
     })
   })
 
   app.get('/api/v1/contacts/:id', operation('get-contact', 'Get a contact', {
+    description: 'One contact the caller can see, with its ETag. A merged contact redirects to the contact it was ' +
+      'merged into.',
     params: ContactParams,
     response: {
       200: Contact,
@@ -233,18 +257,28 @@ export const contactsModule = (needs: ContactsNeeds) => defineModule(async (app,
   await duplicatesRoutes(app, { db })
   await timelineRoutes(app, { db }, needs)
 
-  contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact', ReplaceContactBody,
+  contactChangeRoute('put', '', 'replace-contact', 'Replace the writable fields of a contact',
+    'Replaces every writable field of a contact; a field left out is cleared.',
+    ReplaceContactBody,
     (trx, auth, current, input, region) => updateValues(trx, auth, current, replacementValues(input), region))
-  contactChangeRoute('patch', '', 'patch-contact', 'Merge-patch a contact (RFC 7396)', PatchContactBody,
+  contactChangeRoute('patch', '', 'patch-contact', 'Merge-patch a contact (RFC 7396)',
+    'Changes the fields the body names and leaves the others as they are; `null` clears a field. Prefer it to PUT ' +
+      'for edits of a few fields.',
+    PatchContactBody,
     async (trx, auth, current, input, region) => {
       const values = toValues(input)
       return Object.keys(values).length === 0 ? current : await updateValues(trx, auth, current, values, region)
     })
-  contactChangeRoute('patch', '/favorite', 'set-contact-favorite', 'Set or clear the favorite flag', FavoriteBody,
+  contactChangeRoute('patch', '/favorite', 'set-contact-favorite', 'Set or clear the favorite flag',
+    'Marks a contact as a favorite of the caller, or clears the mark. A narrower write than a patch, for a star ' +
+      'button.',
+    FavoriteBody,
     (trx, auth, current, input) =>
       repo.updateContact(trx, auth.tenantId, current.id, { is_favorite: input.is_favorite }))
 
   noContentRoute(app, db, 'delete', '/api/v1/contacts/:id', operation('delete-contact', 'Delete a contact', {
+    description: 'Deletes a contact; its attendances go with it. To remove a person\'s data everywhere for a privacy ' +
+      'request, use `erase-contact` instead.',
     params: ContactParams
   }, requirePolicy('contact', 'write')), async (trx, request) => {
     const auth = request.auth

@@ -2,7 +2,7 @@ import { Type, type Static, type TNull, type TOptional, type TSchema, type TUnio
 import { CursorParam, NextCursorField } from '../../platform/http/cursor.ts'
 import { DeletedField, SyncParam, SyncStartParam, SyncTokenField } from '../../platform/sync/sync.ts'
 import {
-  body, model, Nullable, KeysetPageQuery, pagedBody, searchAndSort, StringEnum, Timestamp, UuidString
+  body, model, Nullable, KeysetPageQuery, pagedBody, QueryFlag, searchAndSort, StringEnum, Timestamp, UuidString
 } from '../../platform/http/schema.ts'
 import { PHONE_DIGITS_MIN, PHONE_FIELDS } from './contacts.phones.ts'
 
@@ -143,9 +143,7 @@ export const ListContactsQuery = Type.Intersect([
         'matches phone numbers, in any spelling, or by their last digits',
       CONTACT_SORT_FIELDS
     ),
-    is_favorite: Type.Optional(
-      StringEnum(['true', 'false', ''] as const, { description: 'Favorite filter; empty = no filter' })
-    ),
+    is_favorite: Type.Optional(QueryFlag('Only the favorites, or only the others; absent or empty: all')),
     phone_region: PhoneRegionParam,
     sync: SyncStartParam,
     sync_token: SyncParam
@@ -247,8 +245,7 @@ export const ImportContactsBody = Type.String({
   ]
 })
 
-const yesNo = (description: string) =>
-  Type.Optional(StringEnum(['true', 'false'] as const, { description, default: 'false' }))
+const yesNo = (description: string) => Type.Optional(QueryFlag(description, { default: false }))
 
 export const ImportContactsQuery = Type.Object({
   delimiter: Type.Optional(StringEnum([',', ';', '\t', 'tab'] as const, {

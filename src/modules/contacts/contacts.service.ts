@@ -295,8 +295,7 @@ export async function importContacts (
     throw error422UnprocessableEntity(
       `${lines} of ${parsed.total} data rows have errors; nothing was imported` +
         (errors.length > IMPORT_MAX_ERRORS ? ` (the first ${IMPORT_MAX_ERRORS} errors are listed)` : ''),
-      errors.sort((a, b) => a.line - b.line).slice(0, IMPORT_MAX_ERRORS).map(e => e.error)
-    )
+      errors.sort((a, b) => a.line - b.line).slice(0, IMPORT_MAX_ERRORS).map(e => e.error), 'import_rows_invalid')
   }
 
   if (!dryRun) {
@@ -308,7 +307,9 @@ export async function importContacts (
         const result = chunk[j]?.result
         // the matches are locked since the plan: another action here means the plan no longer holds
         if (result === undefined || action !== result.status) {
-          throw error409Conflict('the contacts changed during the import; nothing was imported')
+          throw error409Conflict(
+            'the contacts changed during the import; nothing was imported', [], 'concurrent_update'
+          )
         }
         result.contact_id = contact.id
         if (action === 'created' && contact.email !== null) created.set(emailKey(contact.email), contact.id)

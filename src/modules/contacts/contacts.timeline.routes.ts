@@ -24,7 +24,13 @@ export async function timelineRoutes (
   app.get('/api/v1/contacts/:id/timeline', operation(
     'list-contact-timeline',
     "A contact's events, its linked user's manager roles and the automation runs that named it, newest first",
-    { params: ContactParams, querystring: TimelineQuery, response: { 200: TimelineOutputBody } },
+    {
+      description: 'Everything that happened around one contact, newest first, as far as the caller may learn of it. ' +
+        'Use it for a contact\'s history view.',
+      params: ContactParams,
+      querystring: TimelineQuery,
+      response: { 200: TimelineOutputBody }
+    },
     requirePolicy('contact', 'read')
   ), async request => {
     const { kind, limit, cursor } = request.query

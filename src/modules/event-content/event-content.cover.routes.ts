@@ -200,6 +200,8 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     app.put('/api/v1/events/:id/cover', operation('upload-event-cover',
       `Upload the cover image (multipart part "file"; JPEG, PNG or WebP by content; at most ${MIB} MiB: 413 above, ` +
       '415 for other types, 400 when it does not decode; stored re-encoded)', {
+        description: 'Uploads the cover image as the multipart part `file` (JPEG, PNG or WebP by content, at most 5 ' +
+          'MiB); it is stored re-encoded. A new upload replaces the cover.',
         consumes: ['multipart/form-data'],
         // documentation only: the handler reads the part itself (@fastify/multipart streams it)
         ...multipartBody(
@@ -278,6 +280,7 @@ export async function coverRoutes (parent: App, { db, config }: AppContext, give
     })
 
     app.get('/api/v1/events/:id/cover', operation('get-event-cover', 'The cover image of an event (its bytes)', {
+      description: 'The bytes of the event\'s cover image in its stored type. Answers 404 when the event has no cover.',
       params: EventParams,
       // the stored type: one of these (the document lists each, with the image bytes as body)
       produces: [...new Set(Object.values(COVER_TYPES))],

@@ -29,7 +29,10 @@ async function milestoneOr404 (...args: Parameters<typeof repo.findMilestone>) {
 export async function milestonesRoutes (app: App, { db }: AppContext): Promise<void> {
   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones',
     'List the milestones of an event by sequence', {
-      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+      description: 'The events that are milestones of this one, in their sequence, with their status.',
+      params: EventParams,
+      querystring: KeysetPageQuery,
+      response: { 200: PagedBodyMilestone }
     }, requirePolicy('link', 'read')), async request => await answerPage(db, request, async (trx, q) => {
     const event = await readEvent(trx, request.auth, request.params.id)
     return await repo.listMilestones(trx, request.auth.tenantId, rootEventId(event), q)
@@ -37,7 +40,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   createdRoute(app, db, 'post', '/api/v1/events/:id/milestones', operation('add-event-milestone',
     'Add another event as a milestone (no self, no duplicate, no cycle)', {
-      params: EventParams, body: AddMilestoneBody, response: { 201: Milestone }
+      description: 'Makes another event a milestone of this one. Refused for the event itself, a duplicate or a cycle.',
+      params: EventParams,
+      body: AddMilestoneBody,
+      response: { 201: Milestone }
     }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
     const base = await lockEventForWrite(trx, auth, params.id, 'milestones:manage')
     const baseId = rootEventId(base)
@@ -50,8 +56,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     if (await repo.reaches(trx, auth.tenantId, target.id, baseId)) {
       throw error409Conflict(
         'the base event is already a milestone (directly or not) of this event: that would be a cycle',
-        [fieldError('body.milestone_event_id', 'would create a cycle', b.milestone_event_id)]
-      )
+        [fieldError('body.milestone_event_id', 'would create a cycle', b.milestone_event_id)], 'milestone_cycle')
     }
     const created = await repo.insertMilestone(trx, {
       tenantId: auth.tenantId,
@@ -64,7 +69,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
     if (created === undefined) {
       throw error409Conflict('the event is already a milestone of this event', [
         fieldError('body.milestone_event_id', 'already a milestone', b.milestone_event_id)
-      ])
+      ], 'already_linked')
     }
     await emit(trx, eventEvent(auth, baseId, 'milestone.added', {
       event_id: baseId, milestone_event_id: target.id, template: base.template
@@ -74,7 +79,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.put('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-sequence',
     'Set the sequence of a milestone', {
-      params: MilestoneParams, body: UpdateMilestoneSequenceBody, response: { 200: Milestone }
+      description: 'Moves a milestone to another place in the sequence.',
+      params: MilestoneParams,
+      body: UpdateMilestoneSequenceBody,
+      response: { 200: Milestone }
     }, requirePolicy('link', 'write')), async request => {
     const { auth, params: { id, milestone_event_id: milestoneId } } = request
     return await withTenant(db, auth, async trx => {
@@ -96,7 +104,10 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.patch('/api/v1/events/:id/milestones/:milestone_event_id', operation('update-event-milestone-status',
     'Set the lifecycle status by hand (status) or go back to the derived status (reset_to_derived: true)', {
-      params: MilestoneParams, body: PatchMilestoneBody, response: { 200: Milestone }
+      description: 'Sets the status of a milestone by hand, or returns it to the status derived from its event.',
+      params: MilestoneParams,
+      body: PatchMilestoneBody,
+      response: { 200: Milestone }
     }, requirePolicy('link', 'write')), async request => {
     const { auth, body: b, params: { id, milestone_event_id: milestoneId } } = request
     if (b.status !== undefined && b.reset_to_derived === true) {
@@ -125,6 +136,7 @@ export async function milestonesRoutes (app: App, { db }: AppContext): Promise<v
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/milestones/:milestone_event_id', operation(
     'remove-event-milestone', 'Remove a milestone (the milestone event itself stays)', {
+      description: 'Removes a milestone from the event; the milestone event itself stays.',
       params: MilestoneParams
     }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, milestone_event_id: milestoneId } }) => {
     const base = await removeFromEvent(trx, auth, id, 'milestones:manage', 'milestone not found', root =>

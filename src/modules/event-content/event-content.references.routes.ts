@@ -72,7 +72,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/documents', operation('list-event-documents',
     `Documents linked to an event (an array, oldest first, at most ${LIST_MAX})`, {
-      params: EventParams, response: { 200: EventDocumentList }
+      description: 'The documents linked to an event, oldest first (at most 1000).',
+      params: EventParams,
+      response: { 200: EventDocumentList }
     }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
@@ -82,7 +84,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.post('/api/v1/events/:id/documents/:document_id', operation('link-event-document',
     'Link a document to an event (201, no body; 409 when already linked)', {
-      params: DocumentParams, response: { 201: NoContent }
+      description: 'Links a document to the event. Answers 201 without a body, 409 when it is already linked.',
+      params: DocumentParams,
+      response: { 201: NoContent }
     }, requirePolicy('link', 'write')), async (request, reply) => {
     const { auth, params: { id, document_id: documentId } } = request
     await withTenant(db, auth, async trx => {
@@ -97,7 +101,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
       if (row === undefined) {
         throw error409Conflict('the document is already linked to this event', [
           fieldError('path.document_id', 'already linked', documentId)
-        ])
+        ], 'already_linked')
       }
       await emit(trx, eventChange(auth, event, 'event.document_linked', { document_id: documentId }))
     })
@@ -107,6 +111,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/documents/:document_id', operation('unlink-event-document',
     'Unlink a document', {
+      description: 'Unlinks a document from the event; the document itself is not touched.',
       params: DocumentParams
     }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, document_id: documentId } }) => {
     const event = await removeFromEvent(trx, auth, id, 'documents:manage', 'document not linked', root =>
@@ -118,7 +123,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:event_id/attachments', operation('list-event-attachments',
     `Attachments of an event and of its series (kind filter; at most ${LIST_MAX})`, {
-      params: EventIdParams, querystring: ListAttachmentsQuery, response: { 200: AttachmentListBody }
+      description: 'The attachments of an event and of its series, optionally of one kind (at most 1000).',
+      params: EventIdParams,
+      querystring: ListAttachmentsQuery,
+      response: { 200: AttachmentListBody }
     }, requirePolicy('link', 'read')), async request => {
     const items = await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.event_id)
@@ -135,7 +143,10 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   createdRoute(app, db, 'post', '/api/v1/events/:event_id/attachments', operation('add-event-attachment',
     "Attach a file or reference (kind must be allowed by the event's template)", {
-      params: EventIdParams, body: AddAttachmentBody, response: { 201: Attachment }
+      description: 'Attaches a file or a reference to the event. The kind must be one the event\'s template allows.',
+      params: EventIdParams,
+      body: AddAttachmentBody,
+      response: { 201: Attachment }
     }, requirePolicy('link', 'write')), async (trx, { auth, params, body: b }) => {
     const metadata = b.metadata ?? {}
     checkMetadata(metadata)
@@ -163,6 +174,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
   })
 
   noContentRoute(app, db, 'delete', '/api/v1/attachments/:id', operation('delete-attachment', 'Remove an attachment', {
+    description: 'Removes an attachment from its event or series.',
     params: AttachmentParams
   }, requirePolicy('link', 'write')), async (trx, { auth, params }) => {
     const row = await repo.findAttachment(trx, auth.tenantId, params.id)
@@ -185,7 +197,9 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   app.get('/api/v1/events/:id/links', operation('list-event-links',
     `Cross-reference links of an event and of its series (an array, at most ${LIST_MAX})`, {
-      params: EventParams, response: { 200: LinkList }
+      description: 'The cross-reference links of an event and of its series to other events (at most 1000).',
+      params: EventParams,
+      response: { 200: LinkList }
     }, requirePolicy('link', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const event = await readEvent(trx, request.auth, request.params.id)
@@ -200,7 +214,11 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   createdRoute(app, db, 'post', '/api/v1/events/:id/links', operation('add-event-link',
     'Link another visible event of the tenant (no self link; 409 when already linked)', {
-      params: EventParams, body: AddLinkBody, response: { 201: Link }
+      description: 'Links another visible event of the tenant as a cross-reference. A self link is refused, a ' +
+        'duplicate answers 409.',
+      params: EventParams,
+      body: AddLinkBody,
+      response: { 201: Link }
     }, requirePolicy('link', 'write')), async (trx, { auth, params, body }) => {
     const targetId = body.target_id
     const event = await lockEventForWrite(trx, auth, params.id, 'links:manage')
@@ -220,7 +238,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
     if (created === undefined) {
       throw error409Conflict('the events are already linked', [
         fieldError('body.target_id', 'already linked', targetId)
-      ])
+      ], 'already_linked')
     }
     await emit(trx, eventChange(auth, event, 'event.link_added', { target_id: targetId }))
     return created
@@ -228,6 +246,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/links/:target_id', operation('remove-event-link',
     'Remove a cross-reference link', {
+      description: 'Removes a cross-reference link of the event; both events stay.',
       params: LinkParams
     }, requirePolicy('link', 'write')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await removeFromEvent(trx, auth, id, 'links:manage', 'link not found', root =>
@@ -237,6 +256,7 @@ export async function referencesRoutes (app: App, { db }: AppContext): Promise<v
 
   noContentRoute(app, db, 'delete', '/api/v1/series/:id/links/:target_id', operation('remove-series-link',
     'Remove the cross-reference links a series holds to an event (event permission links:manage on an occurrence)', {
+      description: 'Removes the cross-reference links a series holds to an event.',
       params: LinkParams
     }, requirePolicy('series', 'links')), async (trx, { auth, params: { id, target_id: targetId } }) => {
     const event = await writeSeries(trx, auth, id, 'links:manage')

@@ -65,7 +65,7 @@ export function assertWithin (grant: Iterable<string>, held: Held, location: str
   if (missing.length > 0) {
     throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [
       fieldError(location, 'permissions the caller does not hold', missing)
-    ])
+    ], {}, 'grant_exceeds_own')
   }
 }
 

@@ -58,7 +58,7 @@ function refuseCreator (event: EventRow, userId: string): void {
   if (event.creator_id === userId) {
     throw error409Conflict("the creator's access to the event cannot be changed", [
       fieldError('path.user_id', "the event's creator", userId)
-    ])
+    ], 'creator_grant_fixed')
   }
 }
 
@@ -125,6 +125,8 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.get('/api/v1/events/managers/pending', operation('list-pending-event-manager-invites',
     "Unexpired pending manager invites (events and series) addressed to the caller's e-mail", {
+      description: 'The unexpired manager invites of events and series addressed to the caller\'s e-mail. Use it to ' +
+        'show invitations in the app.',
       response: { 200: PendingInvitesBody }
     }, requirePolicy('manager', 'pending')), async request => {
     const auth = request.auth
@@ -142,7 +144,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
   app.post('/api/v1/events/managers/accept', operation('accept-event-manager-invite',
     'Accept a manager invite (event or series) by token: 404 unknown, 409 used or revoked, 410 expired, ' +
     '403 another e-mail', {
-      body: AcceptInviteBody, response: { 200: EventManager }
+      description: 'Turns an invite addressed to the caller\'s e-mail into an active manager grant on the event or ' +
+        'series. The token comes from the invitation mail.',
+      body: AcceptInviteBody,
+      response: { 200: EventManager }
     }, requirePolicy('manager', 'accept'), { config: { idempotency: 'transaction' } }), async request => {
     const auth = request.auth
     return await idempotentWrite(db, request, async trx => {
@@ -150,10 +155,14 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
       if (invite === undefined) {
         throw new ApiError(404, 'unknown invite token', [fieldError('body.token', 'unknown invite token')])
       }
-      if (invite.status === 'revoked') throw error409Conflict('the invite was revoked')
-      if (invite.status === 'active') throw error409Conflict('the invite was already accepted')
+      if (invite.status === 'revoked') throw error409Conflict('the invite was revoked', [], 'invite_revoked')
+      if (invite.status === 'active') {
+        throw error409Conflict('the invite was already accepted', [], 'invite_already_accepted')
+      }
       if (invite.expired) {
-        throw new ApiError(410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`)
+        throw new ApiError(
+          410, `the invite expired; ask for a new one (invites last ${INVITE_TTL_DAYS} days)`, [], {}, 'invite_expired'
+        )
       }
       await assertInviteRecipient(trx, auth, invite.invited_email)
       if (
@@ -165,7 +174,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
           invite.id
         )
       ) {
-        throw error409Conflict('you already manage this event or series')
+        throw error409Conflict('you already manage this event or series', [], 'already_manager')
       }
       const row = await repo.activateInvite(trx, auth.tenantId, invite.id, auth.userId)
       const aggregate =
@@ -184,7 +193,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.get('/api/v1/events/:id/managers', operation('list-event-managers',
     'List the managers of an event (active and pending)', {
-      params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventManager }
+      description: 'The managers of an event, active and invited, with their permissions.',
+      params: EventParams,
+      querystring: KeysetPageQuery,
+      response: { 200: PagedBodyEventManager }
     }, requirePolicy('manager', 'read')), async request => {
     const { auth, query: q } = request
     return await answerPage(db, request, async trx => {
@@ -201,7 +213,9 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
   })
 
   app.get('/api/v1/events/:id/managers/:user_id', operation('get-event-manager', 'Get a manager of an event', {
-    params: ManagerParams, response: { 200: EventManager }
+    description: 'One manager of an event with their permissions and ETag.',
+    params: ManagerParams,
+    response: { 200: EventManager }
   }, requirePolicy('manager', 'read')), async (request, reply) => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
@@ -217,7 +231,11 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.post('/api/v1/events/:id/managers', operation('add-event-manager',
     'Add an active manager (a role replaces permissions; optional notification)', {
-      params: EventParams, body: AddManagerBody, response: { 201: EventManager }
+      description: 'Grants a user of the tenant manager permissions on the event at once, optionally notifying them. ' +
+        'A role stands for its bundle of permissions.',
+      params: EventParams,
+      body: AddManagerBody,
+      response: { 201: EventManager }
     }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     return await answerGrant(request, reply, async (trx, event) => {
@@ -225,7 +243,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
       if (event.creator_id === b.user_id) {
         throw error409Conflict('the creator already has every permission on the event', [
           fieldError('body.user_id', "the event's creator", b.user_id)
-        ])
+        ], 'creator_grant_fixed')
       }
       refuseSelf(auth, b.user_id, 'body.user_id')
       assertWithin(
@@ -237,7 +255,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
       if ((await repo.findManager(trx, auth.tenantId, rootEventId(event), b.user_id, true)) !== undefined) {
         throw error409Conflict('the user already manages this event', [
           fieldError('body.user_id', 'already a manager', b.user_id)
-        ])
+        ], 'already_manager')
       }
       const created = await repo.insertManager(trx, {
         tenantId: auth.tenantId,
@@ -261,7 +279,11 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
   app.post('/api/v1/events/:id/managers/invite', operation('invite-event-manager',
     `Invite a manager by e-mail: a pending row with a token valid ${INVITE_TTL_DAYS} days, ` +
     'returned once as invite_token and sent by e-mail; re-inviting the address refreshes it', {
-      params: EventParams, body: InviteManagerBody, response: { 201: EventManager }
+      description: 'Invites someone by e-mail to manage the event; the token is valid 7 days, shown once here and ' +
+        'mailed. Inviting the same address again refreshes it.',
+      params: EventParams,
+      body: InviteManagerBody,
+      response: { 201: EventManager }
     }, requirePolicy('manager', 'grant'), { config: { idempotency: 'transaction' } }), async (request, reply) => {
     const { auth, body: b } = request
     return await answerGrant(request, reply, async (trx, event) => {
@@ -273,7 +295,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
       if (await repo.emailIsActiveManager(trx, auth.tenantId, eventId, b.email)) {
         throw error409Conflict('a user with this e-mail already manages the event', [
           fieldError('body.email', 'already a manager', b.email)
-        ])
+        ], 'already_manager')
       }
       const { token, hash } = repo.newInviteToken()
       const existing = await repo.lockPendingInvite(trx, auth.tenantId, eventId, b.email)
@@ -329,7 +351,10 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   app.put('/api/v1/events/:id/managers/:user_id', operation('update-event-manager',
     'Replace the permissions of a manager (a role, when given, replaces them)', {
-      params: ManagerParams, body: UpdateManagerBody, response: { 200: EventManager }
+      description: 'Replaces the permissions of a manager; a role, when given, replaces them with its bundle.',
+      params: ManagerParams,
+      body: UpdateManagerBody,
+      response: { 200: EventManager }
     }, requirePolicy('manager', 'grant')), async (request, reply) => {
     const auth = request.auth
     const userId = request.params.user_id
@@ -358,6 +383,7 @@ export async function managersRoutes (app: App, { db }: AppContext): Promise<voi
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/managers/:user_id', operation('remove-event-manager',
     'Remove a manager (revokes the grant; never the creator)', {
+      description: 'Ends a manager\'s grant on the event. The creator cannot be removed.',
       params: ManagerParams
     }, requirePolicy('manager', 'grant')), async (trx, request) => {
     const auth = request.auth

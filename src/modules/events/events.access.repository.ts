@@ -380,7 +380,7 @@ export async function lockEventForWrite (
     throw error403Forbidden(`missing event permission ${permission}`)
   }
   if (row.status === 'archived' && options.allowArchived !== true) {
-    throw error409Conflict('the event is archived and read-only')
+    throw error409Conflict('the event is archived and read-only', [], 'event_archived')
   }
   checkIfMatch(options.ifMatch, row.revision)
   return row

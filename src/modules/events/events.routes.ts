@@ -108,6 +108,8 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/event-templates', templateOperation('list-event-templates',
     'List registered event templates (latest versions)', {
+      description: 'The registered event templates at their latest versions: their fields, states and the ' +
+        'attachments they allow. Pick one when creating an event.',
       response: { 200: EventTemplateList }
     }, requirePolicy('event', 'list')), async () => ({
     items: TEMPLATE_IDS.map(id => latestTemplate(id))
@@ -117,7 +119,11 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/event-templates/:id', templateOperation('get-event-template',
     'Latest version of one template (or the version asked for)', {
-      params: TemplateParams, querystring: TemplateQuery, response: { 200: EventTemplate }
+      description: 'One template at its latest version, or at the version asked for. Events keep the version they ' +
+        'were created with.',
+      params: TemplateParams,
+      querystring: TemplateQuery,
+      response: { 200: EventTemplate }
     }, requirePolicy('event', 'list')), async request => {
     const { id } = request.params
     const t = request.query.version === undefined ? latestTemplate(id) : findTemplate(id, request.query.version)
@@ -127,6 +133,8 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/events/manager-permissions', operation('list-event-manager-permissions',
     'Assignable event manager permissions and role bundles', {
+      description: 'The permissions and role bundles an event manager can be granted. Use it to build the form of ' +
+        '`add-event-manager`.',
       response: { 200: ManagerPermissionsBody }
     }, requirePolicy('manager', 'catalogue')), async () => ({
     permissions: [...EVENT_PERMISSIONS],
@@ -134,14 +142,20 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
   }))
 
   app.post('/api/v1/events', operation('create-event', 'Create an event (a draft)', {
-    body: CreateEventBody, response: { 201: Event }
+    description: 'Creates an event as a draft of the caller, who becomes its manager. Publish it to show it to ' +
+      'attendees, on public pages and in feeds.',
+    body: CreateEventBody,
+    response: { 201: Event }
   }, requirePolicy('event', 'create')), async (request, reply) => {
     const event = await answerEvent(request, reply, (trx, auth) => service.createEvent(trx, auth, request.body))
     return await reply.code(201).header('location', `/api/v1/events/${event.id}`).send(event)
   })
 
   app.get('/api/v1/events', operation('list-events', 'List events', {
-    querystring: ListEventsQuery, response: { 200: PagedBodyEvent }
+    description: 'Pages through the events the caller can see, filtered by status, visibility, time and space, ' +
+      'searched and sorted. With `sync=true` the last page carries a `sync_token` for later changes.',
+    querystring: ListEventsQuery,
+    response: { 200: PagedBodyEvent }
   }, requirePolicy('event', 'list')), async (request, reply) => {
     const { auth, query: q } = request
     const templates = [...(q.template !== undefined ? [q.template] : []), ...(q.template_in ?? [])]
@@ -166,7 +180,7 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
         ? await full(q.cursor)
         : await syncedRead(trx, {
           query: q,
-          scope: syncScope('events', auth, { ...filters, '@reach': await reachDigest(trx, auth) }),
+          scope: syncScope('events', auth, filters, { '@reach': await reachDigest(trx, auth) }),
           tenantId: auth.tenantId,
           now: new Date(),
           windowMs: ctx.config.syncWindowMs,
@@ -191,7 +205,10 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/events/calendar', operation('get-events-calendar',
     `Events overlapping a date range (at most ${CALENDAR_MAX_DAYS} days)`, {
-      querystring: CalendarQuery, response: { 200: CalendarBody }
+      description: 'The visible events that overlap a date range of at most 366 days, series occurrences included. ' +
+        'Use it to fill a calendar view.',
+      querystring: CalendarQuery,
+      response: { 200: CalendarBody }
     }, requirePolicy('event', 'list')), async (request, reply) => {
     const { auth, query: q } = request
     const { from, to } = calendarRange(q)
@@ -219,7 +236,10 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
   })
 
   app.get('/api/v1/events/:id', operation('get-event', 'Get an event', {
-    params: EventParams, response: { 200: Event }
+    description: 'One event the caller can see, with its attendee figures and ETag. A published event under edit ' +
+      'shows its published form; the draft is read with `get-event-draft`.',
+    params: EventParams,
+    response: { 200: Event }
   }, requirePolicy('event', 'read')), async (request, reply) => {
     // asked outside the transaction (kept-counts.ts): kept by triggers, or counted on Citus
     const counting = await countingOf(db, eventFigures.keptBy)
@@ -229,7 +249,10 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.put('/api/v1/events/:id', operation('replace-event',
     'Replace the writable fields of an event (its draft when one is open)', {
-      params: EventParams, body: ReplaceEventBody, response: { 200: Event }
+      description: 'Replaces every writable field of an event, or of its open draft. A field left out is cleared.',
+      params: EventParams,
+      body: ReplaceEventBody,
+      response: { 200: Event }
     }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.replaceEvent(trx, auth, request.params.id, request.body, ifMatchOf(request))
@@ -238,7 +261,12 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.patch('/api/v1/events/:id', operation('patch-event',
     'Merge-patch an event (RFC 7396; its draft when one is open)', {
-      params: EventParams, querystring: PatchEventQuery, body: PatchEventBody, response: { 200: Event }
+      description: 'Changes the fields the body names, in the event or in its open draft; `null` clears a field. On ' +
+        'an occurrence, `scope` says whether the change applies to the following occurrences too.',
+      params: EventParams,
+      querystring: PatchEventQuery,
+      body: PatchEventBody,
+      response: { 200: Event }
     }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       request.query.scope !== undefined // series edit scope (this/future/all): src/modules/series
@@ -248,31 +276,43 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
   )
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id', operation('delete-event', 'Delete an event (soft delete)', {
+    description: 'Deletes an event (softly: it disappears from every list). Cancel a published event instead when ' +
+      'its attendees should be told.',
     params: EventParams
   }, requirePolicy('event', 'delete')), (trx, request) =>
     service.deleteEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/archive', operation('archive-event',
     'Archive an event (read-only afterwards)', {
+      description: 'Makes an event read-only, keeping it readable with its attendees. Use it for events that are over.',
       params: EventParams
     }, requirePolicy('event', 'archive')), (trx, request) =>
     service.archiveEvent(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/publish', operation('publish-event',
     'Publish an event, or promote its draft', {
-      params: EventParams, body: PublishEventBody
+      description: 'Publishes a draft event, or applies the open draft of a published one; attendees can be told by ' +
+        'notification.',
+      params: EventParams,
+      body: PublishEventBody
     }, requirePolicy('event', 'publish'), { optionalBody: true }), (trx, request) =>
     service.publishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/unpublish', operation('unpublish-event',
     'Take a published event back to draft (off public pages and feeds; attendees kept)', {
-      params: EventParams, body: UnpublishEventBody
+      description: 'Takes a published event back to draft: it leaves public pages and feeds while its attendees stay.',
+      params: EventParams,
+      body: UnpublishEventBody
     }, requirePolicy('event', 'unpublish'), { optionalBody: true }), (trx, request) =>
     service.unpublishEvent(trx, request.auth, request.params.id, request.body, ifMatchOf(request)))
 
   app.post('/api/v1/events/:id/clone', operation('clone-event',
     'Clone an event as a new draft of the caller (never its attendees or series)', {
-      params: EventParams, body: CloneEventBody, response: { 201: Event }
+      description: 'Copies an event as a new draft of the caller, without its attendees or series. Use it to repeat ' +
+        'an event by hand.',
+      params: EventParams,
+      body: CloneEventBody,
+      response: { 201: Event }
     }, requirePolicy('event', 'clone')), async (request, reply) => {
     const event = await answerEvent(request, reply, (trx, auth) =>
       service.cloneEvent(trx, auth, request.params.id, request.body, cloneParts))
@@ -281,7 +321,10 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.post('/api/v1/events/:id/edit', operation('edit-event',
     'Start editing a published event: returns its draft clone', {
-      params: EventParams, response: { 200: Event }
+      description: 'Opens the draft clone of a published event (or returns the open one) so that changes can be ' +
+        'prepared without showing them. Publish to apply it, discard to drop it.',
+      params: EventParams,
+      response: { 200: Event }
     }, requirePolicy('event', 'edit')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) =>
       service.startEdit(trx, auth, request.params.id, ifMatchOf(request))
@@ -289,20 +332,28 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
   )
 
   app.get('/api/v1/events/:id/draft', operation('get-event-draft', 'Get the draft clone of a published event', {
-    params: EventParams, response: { 200: Event }
+    description: 'The draft clone of a published event, as it will be once published. Answers 404 when no draft is ' +
+      'open.',
+    params: EventParams,
+    response: { 200: Event }
   }, requirePolicy('draft', 'read')), async (request, reply) =>
     await answerEvent(request, reply, (trx, auth) => service.findDraft(trx, auth, request.params.id))
   )
 
   noContentRoute(app, db, 'post', '/api/v1/events/:id/discard', operation('discard-event-draft',
     'Discard the draft, keep the published version', {
+      description: 'Drops the draft of a published event; the published version stays as it is.',
       params: EventParams
     }, requirePolicy('draft', 'edit')), (trx, request) =>
     service.discardDraft(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   app.post('/api/v1/events/:id/transition', operation('transition-event',
     'Move an event along its template state machine', {
-      params: EventParams, body: TransitionBody, response: { 200: Event }
+      description: 'Moves the event to another state its template allows from the current one, checking the ' +
+        'transition\'s guards. The states and transitions are the template\'s.',
+      params: EventParams,
+      body: TransitionBody,
+      response: { 200: Event }
     }, requirePolicy('event', 'edit')), async (request, reply) => {
     const b = request.body
     return await answerEvent(request, reply, (trx, auth) =>
@@ -314,7 +365,10 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   app.get('/api/v1/events/:event_id/activity', operation('list-event-activity',
     'Activity rows of an event, newest first', {
-      params: EventIdParams, querystring: ActivityQuery, response: { 200: ActivityListBody }
+      description: 'The activity rows of an event, newest first: changes, notes, comments and automation runs.',
+      params: EventIdParams,
+      querystring: ActivityQuery,
+      response: { 200: ActivityListBody }
     }, requirePolicy('link', 'read')), async request => {
     return await withTenant(db, request.auth, trx =>
       service.listActivity(
@@ -330,23 +384,34 @@ export const eventsModule = (needs: EventsNeeds) => defineModule(async (app, ctx
 
   createdRoute(app, db, 'post', '/api/v1/events/:event_id/activity', operation('create-event-activity',
     'Append an activity row', {
-      params: EventIdParams, body: CreateActivityBody, response: { 201: ActivityRow }
+      description: 'Appends a note or comment to the event\'s activity. Rows are never edited afterwards.',
+      params: EventIdParams,
+      body: CreateActivityBody,
+      response: { 201: ActivityRow }
     }, requirePolicy('event', 'edit')), async (trx, { auth, params, body }) =>
     await service.appendActivity(trx, auth, params.event_id, body.kind, body.payload ?? {}))
 
   app.get('/api/v1/events/:id/spaces', operation('list-event-spaces', 'Spaces the event belongs to', {
-    params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyEventSpace }
+    description: 'The spaces the event is linked to that the caller can see.',
+    params: EventParams,
+    querystring: KeysetPageQuery,
+    response: { 200: PagedBodyEventSpace }
   }, requirePolicy('event', 'read')), async request =>
     await answerPage(db, request, trx => service.listSpaces(trx, request.auth, request.params.id, request.query))
   )
 
   createdRoute(app, db, 'post', '/api/v1/events/:id/spaces', operation('add-event-space', 'Add the event to a space', {
-    params: EventParams, body: AddEventSpaceBody, response: { 201: EventSpace }
+    description: 'Links the event to a space the caller may add events to. The event appears in the space\'s lists ' +
+      'and feeds.',
+    params: EventParams,
+    body: AddEventSpaceBody,
+    response: { 201: EventSpace }
   }, requirePolicy('event', 'link_space')), async (trx, request) => await service.addSpace(
     trx, request.auth, request.params.id, request.body.space_id, spaceForEventLink, ifMatchOf(request)))
 
   noContentRoute(app, db, 'delete', '/api/v1/events/:id/spaces/:space_id', operation('remove-event-space',
     'Remove the event from a space', {
+      description: 'Unlinks the event from a space; neither is otherwise changed.',
       params: EventSpaceParams
     }, requirePolicy('event', 'link_space')), (trx, request) => service.removeSpace(
     trx, request.auth, request.params.id, request.params.space_id, spaceForEventLink, ifMatchOf(request)))

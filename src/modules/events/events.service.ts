@@ -364,7 +364,7 @@ export async function patchEvent (
     await lockEventForWrite(trx, auth, id, 'event:edit') // 404/403 before revealing the rule
     throw error409Conflict('the template of an event is immutable', [
       fieldError('body.template', 'must be omitted', input.template)
-    ])
+    ], 'template_immutable')
   }
   checkTimezone(input.timezone, 'body.timezone')
   const target = await lockEditTarget(trx, auth, id, ifMatch)
@@ -410,7 +410,9 @@ export async function archiveEvent (
 ): Promise<void> {
   const row = await lockEventForWrite(trx, auth, id, 'event:publish', { ifMatch })
   if (row.published_id !== null) {
-    throw error409Conflict('a draft cannot be archived: archive the published event or discard the draft')
+    throw error409Conflict(
+      'a draft cannot be archived: archive the published event or discard the draft', [], 'event_state_conflict'
+    )
   }
   const clone = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (clone !== undefined) await repo.deleteRow(trx, auth.tenantId, clone.id)
@@ -483,12 +485,12 @@ export async function unpublishEvent (
   if (row.published_id !== null) {
     throw error409Conflict('a draft clone is not published: unpublish the published event', [
       fieldError('path.id', `the draft of event ${row.published_id}`, id)
-    ])
+    ], 'event_state_conflict')
   }
   if (row.status !== 'published') {
     throw error409Conflict('only a published event can be unpublished', [
       fieldError('path.id', `status ${row.status}`, id)
-    ])
+    ], 'event_state_conflict')
   }
   const draft = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (draft !== undefined) await repo.deleteRow(trx, auth.tenantId, draft.id)
@@ -510,7 +512,9 @@ export async function unpublishEvent (
 export async function startEdit (trx: Tx, auth: AuthContext, id: number, ifMatch?: string): Promise<EventRow> {
   const row = await lockEventForWrite(trx, auth, id, 'event:edit', { includeDraftClones: false, ifMatch })
   if (row.status !== 'published') {
-    throw error409Conflict('only a published event is edited through a draft; edit this draft directly')
+    throw error409Conflict(
+      'only a published event is edited through a draft; edit this draft directly', [], 'event_state_conflict'
+    )
   }
   const existing = await repo.lockDraftClone(trx, auth.tenantId, row.id)
   if (existing !== undefined) return existing
@@ -579,25 +583,27 @@ export async function transitionEvent (
 ): Promise<EventRow> {
   const row = await lockEventForWrite(trx, actor, eventId, 'event:edit', { ifMatch: options.ifMatch })
   if (row.published_id !== null) {
-    throw error409Conflict('a draft clone has no state of its own: transition the published event')
+    throw error409Conflict(
+      'a draft clone has no state of its own: transition the published event', [], 'event_state_conflict'
+    )
   }
   const template = findTemplate(row.template, row.template_version) ?? latestTemplate(row.template)
   const verdict = decideTransition(template?.state_machine ?? null, row.state, toState, payload)
   if (!verdict.ok) {
     switch (verdict.reason) {
       case 'no_state_machine':
-        throw error409Conflict(`template ${row.template} has no state machine`)
+        throw error409Conflict(`template ${row.template} has no state machine`, [], 'transition_not_allowed')
       case 'not_allowed':
         throw error409Conflict(
           `cannot move from ${row.state ?? 'none'} to ${toState}; allowed: ` +
           `${verdict.allowed.length > 0 ? verdict.allowed.join(', ') : 'none'}`,
-          [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)]
+          [fieldError('body.to_state', `expected one of: ${verdict.allowed.join(', ')}`, toState)],
+          'transition_not_allowed'
         )
       case 'guard_failed':
         throw error422UnprocessableEntity(
           `the move to ${toState} was refused: ${verdict.message}`,
-          verdict.missing.map(f => fieldError(`body.payload.${f}`, 'expected a non-empty value'))
-        )
+          verdict.missing.map(f => fieldError(`body.payload.${f}`, 'expected a non-empty value')), 'transition_refused')
     }
   }
   const from = row.state
@@ -686,7 +692,7 @@ export async function addSpace (
   if (created === undefined) {
     throw error409Conflict('the event already belongs to this space', [
       fieldError('body.space_id', 'duplicate', spaceId)
-    ])
+    ], 'already_linked')
   }
   await repo.updateEvent(trx, auth.tenantId, row.id, {})
   await record(trx, auth, row, 'event.space_added', 'space_added', { space_id: spaceId })

@@ -34,6 +34,8 @@ export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: Gues
 
   app.post('/api/v1/public/events/:id/registrations', {
     schema: {
+      description: 'Registers someone without an account for a public event. The mail sent to the address says what ' +
+        'happens next (confirm, wait or attend).',
       operationId: 'register-for-public-event',
       summary: 'Register for a public event (no account): the mail sent to the address says what happens next',
       tags: TAGS,
@@ -71,6 +73,7 @@ export function guestRegistrationRoutes (app: App, ctx: AppContext, limits: Gues
 
   app.post('/api/v1/public/registrations/confirm', {
     schema: {
+      description: 'Confirms a public registration with the token of the mailed link (double opt-in).',
       operationId: 'confirm-public-registration',
       summary: 'Confirm a public registration with the link mailed to the guest (double opt-in)',
       tags: TAGS,

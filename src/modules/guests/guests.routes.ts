@@ -28,7 +28,7 @@ import {
 } from './guests.schemas.ts'
 
 /** The options of a route a guest's link opens: no token read (the link is the credential), tag Guests. */
-function linkOperation<S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'>> (
+function linkOperation<S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'> & { description: string }> (
   operationId: string,
   summary: string,
   schema: S
@@ -164,6 +164,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.get('/api/v1/guest/registration', linkOperation(
     'get-guest-registration',
     "A guest's registration and its event, through the guest's own link (no account)", {
+      description: 'The guest\'s registration and its event, read through the guest\'s own link (no account).',
       querystring: GuestTokenQuery,
       response: { 200: GuestRegistration }
     }), async (request, reply) => {
@@ -174,6 +175,8 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.post('/api/v1/guest/registration/answer', linkOperation(
     'answer-guest-registration',
     'The guest answers: confirmed, tentative or declined (capacity, waitlist and approval apply)', {
+      description: 'The guest answers the invitation: confirmed, tentative or declined. Capacity, waitlist and ' +
+        'approval apply.',
       body: GuestAnswerBody,
       response: { 200: GuestOutcome }
     }), async (request, reply) => {
@@ -190,6 +193,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.post('/api/v1/guest/registration/cancel', linkOperation(
     'cancel-guest-registration',
     'The guest gives up their place (declined): the seat goes to the next on the waitlist at once', {
+      description: 'The guest gives up their place; it goes to the next on the waitlist at once.',
       body: GuestTokenBody,
       response: { 200: GuestOutcome }
     }), async (request, reply) => {
@@ -206,6 +210,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.put('/api/v1/guest/registration/answers', linkOperation(
     'set-guest-answers',
     'The guest changes their answers to the registration questions (until registrations close)', {
+      description: 'The guest changes their answers to the registration questions, until registrations close.',
       body: GuestAnswersBody,
       response: { 200: GuestRegistration }
     }), async (request, reply) => {
@@ -223,6 +228,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.put('/api/v1/guest/registration/updates', linkOperation(
     'set-guest-updates',
     'The guest turns mails about changes of the event off or on again', {
+      description: 'The guest turns mails about changes of the event off, or on again.',
       body: GuestUpdatesBody,
       response: { 200: GuestRegistration }
     }), async (request, reply) => {
@@ -235,6 +241,8 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.post('/api/v1/guest/registration/new-link', linkOperation(
     'renew-guest-link',
     "Every link of the guest stops; a new one is mailed to the guest's address", {
+      description: 'Stops every link of the guest and mails a new one to their address. Use it when a link was ' +
+        'forwarded.',
       body: GuestTokenBody,
       response: { 204: NoContent }
     }), async (request, reply) => {
@@ -248,6 +256,7 @@ export function guestLinkRoutes (app: App, { db, config }: AppContext, limits: G
   app.get('/api/v1/guest/registration/event.ics', linkOperation(
     'get-guest-calendar',
     "The guest's event as an iCalendar file (the same entry the mails add and update)", {
+      description: 'The guest\'s event as an iCalendar file, the same entry the mails add and update.',
       querystring: GuestTokenQuery,
       produces: ['text/calendar'],
       response: {

@@ -30,11 +30,20 @@ const tags = ['Health']
 
 export const healthModule = defineModule(async (app, ctx) => {
   app.get('/health', {
-    schema: { operationId: 'get-health', summary: 'Liveness check', tags, response: { 200: LivenessOutputBody } }
+    schema: {
+      description: 'Answers 200 while the process runs, without touching the database. Use it as the liveness probe ' +
+        'of an orchestrator.',
+      operationId: 'get-health',
+      summary: 'Liveness check',
+      tags,
+      response: { 200: LivenessOutputBody }
+    }
   }, async () => ({ service: SERVICE_NAME, status: 'ok' as const }))
 
   app.get('/ready', {
     schema: {
+      description: 'Answers 200 when the database answers, 503 otherwise. Use it as the readiness probe: an instance ' +
+        'that is not ready should get no traffic.',
       operationId: 'get-ready',
       summary: 'Readiness check (database reachable)',
       tags,

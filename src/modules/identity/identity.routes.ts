@@ -17,6 +17,8 @@ export const identityModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/auth/me', {
     schema: {
+      description: 'The tenant, user, role and permissions the bearer token stands for. Call it once after sign-in ' +
+        'to decide what a client offers its user.',
       operationId: 'get-auth-me',
       summary: 'Identity and permissions of the caller',
       tags: ['Identity'],

@@ -17,7 +17,10 @@ const operation = operationsTagged('Notifications')
 export const notificationsModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/notifications', operation('list-notifications',
     "List the tenant's notifications, newest first, by status, channel and time (tenant admins)", {
-      querystring: ListNotificationsQuery, response: { 200: PagedBodyNotification }
+      description: 'The tenant\'s notification outbox: what was sent, what waits and what failed, newest first. Use ' +
+        'it to follow up on mails that did not go out.',
+      querystring: ListNotificationsQuery,
+      response: { 200: PagedBodyNotification }
     }, requirePolicy('notification', 'read')), async (request) => {
     const q = request.query
     if (

@@ -41,6 +41,8 @@ export const privacyModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/contacts/:id/personal-data', operation('export-contact-personal-data',
     'Everything the service holds about a contact, as JSON or a ZIP file (GDPR article 15; costs 5 rate-limit ' +
     'tokens)', {
+      description: 'Everything the service holds about a contact, as JSON or a ZIP file, for an access request (GDPR ' +
+        'article 15).',
       params: ContactParams,
       querystring: ExportQuery,
       produces: ['application/json', 'application/zip'],
@@ -54,6 +56,8 @@ export const privacyModule = defineModule(async (app, { db }) => {
   app.get('/api/v1/users/:id/personal-data', userOperation('export-user-personal-data',
     'Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article 15; the user ' +
     'themself or a tenant admin; costs 5 rate-limit tokens)', {
+      description: 'Everything the service holds about a user of the tenant, as JSON or a ZIP file (GDPR article ' +
+        '15). The user themself or a tenant administrator may ask.',
       params: UserParams,
       querystring: ExportQuery,
       produces: ['application/json', 'application/zip'],
@@ -66,6 +70,8 @@ export const privacyModule = defineModule(async (app, { db }) => {
   app.post('/api/v1/contacts/:id/erase', operation('erase-contact',
     'Erase a contact everywhere it is held, its attendances kept anonymous; answers what each place held (GDPR ' +
     'article 17; a second erase answers the same report; costs 5 rate-limit tokens)', {
+      description: 'Erases a contact wherever it is held, keeping its attendances anonymous, and answers what each ' +
+        'place held (GDPR article 17). A second erase answers the same report.',
       params: ContactParams,
       response: { 200: ErasureReport }
     }, requirePolicy('contact', 'erase'), { config: { cost: ERASE_COST, idempotency: 'transaction' } }),

@@ -107,23 +107,33 @@ export const scimModule = defineModule(async (app, ctx) => {
 
     // ---- discovery ----
     scim.get('/ServiceProviderConfig', operation('get-scim-service-provider-config',
-      'What this SCIM service provider supports', { response: { 200: ScimDocument } }, requireScimKey, REQUIRED),
+      'What this SCIM service provider supports', {
+        description: 'What this SCIM service provider supports (patch, filter, no bulk), for an identity provider\'s ' +
+          'SCIM client.',
+        response: { 200: ScimDocument }
+      }, requireScimKey, REQUIRED),
     async () => serviceProviderConfig(base))
     scim.get('/ResourceTypes', operation('list-scim-resource-types', 'The SCIM resource types (User, Group)', {
+      description: 'The SCIM resource types served: User and Group.',
       response: { 200: ScimDocumentList }
     }, requireScimKey, REQUIRED), async () => documentList(resourceTypes(base)))
     scim.get('/ResourceTypes/:name', operation('get-scim-resource-type', 'One SCIM resource type', {
-      params: ScimNameParams, response: { 200: ScimDocument }
+      description: 'One SCIM resource type by name.',
+      params: ScimNameParams,
+      response: { 200: ScimDocument }
     }, requireScimKey, REQUIRED), async request => {
       const found = resourceTypes(base).find(r => r.id === request.params.name)
       if (found === undefined) throw notFound(`no resource type ${request.params.name}`)
       return found
     })
     scim.get('/Schemas', operation('list-scim-schemas', 'The schemas of the SCIM resources, as far as they are kept', {
+      description: 'The SCIM schemas of users and groups, as far as their attributes are kept.',
       response: { 200: ScimDocumentList }
     }, requireScimKey, REQUIRED), async () => documentList(schemas(base)))
     scim.get('/Schemas/:name', operation('get-scim-schema', 'One SCIM schema, by its URI', {
-      params: ScimNameParams, response: { 200: ScimDocument }
+      description: 'One SCIM schema by its URI.',
+      params: ScimNameParams,
+      response: { 200: ScimDocument }
     }, requireScimKey, REQUIRED), async request => {
       const found = schemas(base).find(s => s.id === request.params.name)
       if (found === undefined) throw notFound(`no schema ${request.params.name}`)
@@ -132,7 +142,9 @@ export const scimModule = defineModule(async (app, ctx) => {
 
     // ---- users ----
     scim.get('/Users', operation('list-scim-users', 'List the users, by filter and page', {
-      querystring: ScimListQuery, response: { 200: ScimUserList }
+      description: 'The tenant\'s users as SCIM resources, filtered and paged as RFC 7644 describes.',
+      querystring: ScimListQuery,
+      response: { 200: ScimUserList }
     }, requireScimKey, REQUIRED), async request => {
       const conditions = userFilter(request.query.filter)
       const { startIndex, count } = pageOf(request.query)
@@ -142,7 +154,9 @@ export const scimModule = defineModule(async (app, ctx) => {
     })
 
     scim.get('/Users/:id', operation('get-scim-user', 'One user', {
-      params: ScimIdParams, response: { 200: ScimUserSchema }
+      description: 'One user as a SCIM resource.',
+      params: ScimIdParams,
+      response: { 200: ScimUserSchema }
     }, requireScimKey, REQUIRED), async (request, reply) => {
       const user = await withTenant(ctx.db, request.auth, trx =>
         repo.findUser(trx, request.auth.tenantId, request.params.id))
@@ -151,7 +165,9 @@ export const scimModule = defineModule(async (app, ctx) => {
     })
 
     scim.post('/Users', operation('create-scim-user', 'Create a user', {
-      body: ScimBody, response: { 201: ScimUserSchema }
+      description: 'Provisions a user from the identity provider.',
+      body: ScimBody,
+      response: { 201: ScimUserSchema }
     }, requireScimKey, CLAIMED), async (request, reply) => {
       const id = crypto.randomUUID()
       const user = await asScim(ctx, request, async trx =>
@@ -161,7 +177,10 @@ export const scimModule = defineModule(async (app, ctx) => {
     })
 
     scim.put('/Users/:id', operation('replace-scim-user', 'Replace a user', {
-      params: ScimIdParams, body: ScimBody, response: { 200: ScimUserSchema }
+      description: 'Replaces a user\'s SCIM attributes.',
+      params: ScimIdParams,
+      body: ScimBody,
+      response: { 200: ScimUserSchema }
     }, requireScimKey, REQUIRED), async (request, reply) => {
       const { id } = request.params
       const user = await asScim(ctx, request, trx =>
@@ -171,7 +190,10 @@ export const scimModule = defineModule(async (app, ctx) => {
     })
 
     scim.patch('/Users/:id', operation('patch-scim-user', 'Change a user with PATCH operations (RFC 7644 §3.5.2)', {
-      params: ScimIdParams, body: ScimBody, response: { 200: ScimUserSchema }
+      description: 'Changes a user with SCIM PATCH operations, for instance `active: false` to deactivate them.',
+      params: ScimIdParams,
+      body: ScimBody,
+      response: { 200: ScimUserSchema }
     }, requireScimKey, REQUIRED), async (request, reply) => {
       const { id } = request.params
       const user = await asScim(ctx, request, trx =>
@@ -182,7 +204,9 @@ export const scimModule = defineModule(async (app, ctx) => {
 
     scim.delete('/Users/:id', operation('delete-scim-user',
       'Remove a user: as the identity provider\'s removal, grants and memberships end', {
-        params: ScimIdParams, response: { 204: NoContent }
+        description: 'Deprovisions a user: as the identity provider\'s removal, their grants and memberships end.',
+        params: ScimIdParams,
+        response: { 204: NoContent }
       }, requireScimKey, REQUIRED), async (request, reply) => {
       const { id } = request.params
       await asScim(ctx, request, trx => service.deleteUser(trx, callerOf(request), id, ifMatchOf(request)))
@@ -197,7 +221,9 @@ export const scimModule = defineModule(async (app, ctx) => {
     }
 
     scim.get('/Groups', operation('list-scim-groups', 'List the groups, by filter and page', {
-      querystring: ScimListQuery, response: { 200: ScimGroupList }
+      description: 'The tenant\'s groups as SCIM resources, filtered and paged.',
+      querystring: ScimListQuery,
+      response: { 200: ScimGroupList }
     }, requireScimKey, REQUIRED), async request => {
       const conditions = groupFilter(request.query.filter)
       const { startIndex, count } = pageOf(request.query)
@@ -212,7 +238,10 @@ export const scimModule = defineModule(async (app, ctx) => {
     })
 
     scim.get('/Groups/:id', operation('get-scim-group', 'One group with its members', {
-      params: ScimIdParams, querystring: ScimReadQuery, response: { 200: ScimGroupSchema }
+      description: 'One group with its members.',
+      params: ScimIdParams,
+      querystring: ScimReadQuery,
+      response: { 200: ScimGroupSchema }
     }, requireScimKey, REQUIRED), async (request, reply) => {
       const { tenantId } = request.auth
       const id = request.params.id
@@ -244,23 +273,33 @@ export const scimModule = defineModule(async (app, ctx) => {
     }
 
     scim.post('/Groups', operation('create-scim-group', 'Create a group, with its members and role', {
-      body: ScimBody, response: { 201: ScimGroupSchema }
+      description: 'Creates a group with its members; its role applies to them.',
+      body: ScimBody,
+      response: { 201: ScimGroupSchema }
     }, requireScimKey, CLAIMED), async (request, reply) =>
       await answerGroup(request, reply, 201, trx => service.createGroup(trx, callerOf(request), request.body)))
 
     scim.put('/Groups/:id', operation('replace-scim-group', 'Replace a group, its members and role', {
-      params: ScimIdParams, body: ScimBody, response: { 200: ScimGroupSchema }
+      description: 'Replaces a group, its members and role.',
+      params: ScimIdParams,
+      body: ScimBody,
+      response: { 200: ScimGroupSchema }
     }, requireScimKey, REQUIRED), async (request, reply) => await answerGroup(request, reply, 200, trx =>
       service.replaceGroup(trx, callerOf(request), request.params.id, request.body, ifMatchOf(request))))
 
     scim.patch('/Groups/:id', operation('patch-scim-group',
       'Change a group with PATCH operations: members added and removed, a new name or role', {
-        params: ScimIdParams, body: ScimBody, response: { 200: ScimGroupSchema }
+        description: 'Changes a group with SCIM PATCH operations: members added and removed, a new name or role.',
+        params: ScimIdParams,
+        body: ScimBody,
+        response: { 200: ScimGroupSchema }
       }, requireScimKey, REQUIRED), async (request, reply) => await answerGroup(request, reply, 200, trx =>
       service.patchGroup(trx, callerOf(request), request.params.id, request.body, ifMatchOf(request), base)))
 
     scim.delete('/Groups/:id', operation('delete-scim-group', 'Delete a group; its members lose its role', {
-      params: ScimIdParams, response: { 204: NoContent }
+      description: 'Deletes a group; its members lose the role it gave them.',
+      params: ScimIdParams,
+      response: { 204: NoContent }
     }, requireScimKey, REQUIRED), async (request, reply) => {
       const { users } = await asScim(ctx, request, trx =>
         service.deleteGroup(trx, callerOf(request), request.params.id, ifMatchOf(request)))

@@ -652,7 +652,9 @@ function ruleFromSplit (s: SeriesRow, k: number, cut: number): Pick<SeriesRow, '
  */
 export function splitPlan (s: SeriesRow, k: number): { next: SeriesInsert, exdatesBefore: Date[] } {
   const slot = positionsOf(s)[k]
-  if (slot === undefined) throw error409Conflict('the occurrence is no longer part of the rule')
+  if (slot === undefined) {
+    throw error409Conflict('the occurrence is no longer part of the rule', [], 'occurrence_not_in_rule')
+  }
   const zone = s.timezone
   const cut = localDay(slot.start, zone)
   const { id: _id, tenant_id: _t, created_at: _c, updated_at: _u, revision: _r, ...rest } = s

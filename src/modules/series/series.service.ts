@@ -141,7 +141,9 @@ export async function convertToSeries (
   now = new Date()
 ) {
   const anchor = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false })
-  if (anchor.series_id !== null) throw error409Conflict('the event already belongs to a series')
+  if (anchor.series_id !== null) {
+    throw error409Conflict('the event already belongs to a series', [], 'already_in_series')
+  }
   const made = await seriesFromAnchor(trx, auth, anchor, input, 'body.', now)
   return {
     items: await occurrenceViews(trx, auth.tenantId, made.rows.slice(0, OCCURRENCES_LIMIT_MAX), made.series.title),
@@ -276,7 +278,7 @@ export async function applyScopedEdit (
   if ('template' in patch) {
     throw error409Conflict('the template of an event is immutable', [
       fieldError('body.template', 'must be omitted', patch.template)
-    ])
+    ], 'template_immutable')
   }
   let s = await seriesOfRow(trx, auth.tenantId, occurrence, true)
   // future and all change more than this occurrence
@@ -346,7 +348,7 @@ export async function publishSeries (
   ifMatch?: string
 ): Promise<void> {
   const { series: s } = await lockForSeriesWrite(trx, auth, eventId, 'event:publish', 'series', ifMatch)
-  if (s.status === 'archived') throw error409Conflict('the series is archived')
+  if (s.status === 'archived') throw error409Conflict('the series is archived', [], 'series_archived')
   const at = new Date()
   const published = await repo.updateSeries(trx, auth.tenantId, s.id, {
     status: 'published',

@@ -146,6 +146,6 @@ export function assertGrantWithin (
   if (missing.length > 0) {
     throw new ApiError(403, `${what}; not held by you: ${missing.join(', ')}`, [
       fieldError(location, 'permissions the caller does not hold', missing)
-    ])
+    ], {}, 'grant_exceeds_own')
   }
 }

@@ -34,7 +34,9 @@ function originsOf (raw: readonly string[]): string[] {
 export function registerEmbedRoutes (app: App, { db }: AppContext): void {
   app.get('/api/v1/spaces/:id/embed-origins', operation('get-space-embed-origins',
     'The sites that may embed the public pages of the space\'s events', {
-      params: SpaceParams, response: { 200: EmbedOrigins }
+      description: 'The sites allowed to embed the public pages of the space\'s events in a frame. None by default.',
+      params: SpaceParams,
+      response: { 200: EmbedOrigins }
     }, requirePolicy('space', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       await visibleOr404(trx, request.auth, request.params.id)
@@ -44,11 +46,17 @@ export function registerEmbedRoutes (app: App, { db }: AppContext): void {
 
   app.put('/api/v1/spaces/:id/embed-origins', operation('set-space-embed-origins',
     'Set the sites that may embed the public pages of the space\'s events (frame-ancestors; none by default)', {
-      params: SpaceParams, body: EmbedOriginsBody, response: { 200: EmbedOrigins }
+      description: 'Replaces the list of sites that may embed the public pages of the space\'s events ' +
+        '(`frame-ancestors`). An empty list forbids embedding again.',
+      params: SpaceParams,
+      body: EmbedOriginsBody,
+      response: { 200: EmbedOrigins }
     }, requirePolicy('space', 'embed')), async request =>
     await withTenant(db, request.auth, async trx => {
       const space = await lockManageable(trx, request.auth, request.params.id, 'space:edit')
-      if (space.status === 'archived') throw error409Conflict('an archived space cannot be changed')
+      if (space.status === 'archived') {
+        throw error409Conflict('an archived space cannot be changed', [], 'space_archived')
+      }
       const origins = originsOf(request.body.origins)
       await setEmbedOrigins(trx, request.auth.tenantId, space.id, origins)
       return { origins }

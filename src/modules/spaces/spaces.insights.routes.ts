@@ -5,7 +5,7 @@
 import type { App, AppContext } from '../../platform/app-context.ts'
 import type { AuthContext } from '../../platform/auth/verify.ts'
 import { withTenant, type Tx } from '../../platform/db/tenant.ts'
-import { CSV_CHUNK_ROWS, csvBody, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
+import { CSV_CHUNK_ROWS, csvBody, CsvQuery, sendCsv, type CsvColumn } from '../../platform/http/csv.ts'
 import type { KeyValue } from '../../platform/http/cursor.ts'
 import {
   ApiError, error403Forbidden, error404NotFound, error409Conflict, invalidField
@@ -54,12 +54,17 @@ const ANALYTICS_CSV_COLUMNS: ReadonlyArray<CsvColumn<insights.EventFigures>> = [
 
 export function registerInsightRoutes (app: App, { db }: AppContext): void {
   spacePageRoute(app, db, 'activity', 'list-space-activity', 'Recent activity of a space, newest first',
+    'What happened in a space lately, newest first: edits, publishing, people and events. Use it for an activity ' +
+      'feed.',
     PagedBodySpaceActivity, (trx, auth, space, q, counting) => insights.listActivity(trx, auth, space.id, q, counting),
     insights.ACTIVITY_COUNTS_TRIGGER)
 
   app.get('/api/v1/spaces/:id/analytics', operation('get-space-analytics',
     'Attendance, RSVPs and member growth of a space (for its managers)', {
-      params: SpaceParams, response: { 200: SpaceAnalyticsResult }
+      description: 'Attendance, answers and member growth of the space\'s events, for its managers. Use the CSV ' +
+        'export to work with the figures per event.',
+      params: SpaceParams,
+      response: { 200: SpaceAnalyticsResult }
     }, requirePolicy('space', 'read')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
@@ -75,7 +80,10 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/:id/analytics/export', operation('export-space-analytics',
     'The per-event analytics figures of a space as CSV (for its managers)', {
+      description: 'The analytics figures of every event of the space as a CSV file, one row per event. For ' +
+        'spreadsheets and reports.',
       params: SpaceParams,
+      querystring: CsvQuery,
       produces: ['text/csv'],
       response: {
         200: csvBody(
@@ -96,20 +104,29 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
       async (after: KeyValue[] | undefined) => await withTenant(db, auth, trx =>
         insights.eventFigures(trx, auth, space.id, { after, limit: CSV_CHUNK_ROWS })
       ),
-      insights.figuresKey
+      insights.figuresKey,
+      { bom: request.query.bom }
     )
   })
 
   spacePageRoute(app, db, 'events', 'list-space-events', 'Events of a space the caller can see, latest start first',
+    'The events linked to the space that the caller can see, latest start first. Events of a space can also be ' +
+      'read from its calendar feed.',
     PagedBodySpaceEvent, (trx, auth, space, q) => insights.listSpaceEvents(trx, auth, space.id, q))
 
   createdRoute(app, db, 'post', '/api/v1/spaces/:id/events', operation('add-space-event',
     'Add an event the caller can see to a space they manage', {
-      params: SpaceParams, body: AddSpaceEventBody, response: { 201: SpaceEventLink }
+      description: 'Links an event the caller can see to a space they manage. The event is not copied: it appears in ' +
+        'both places.',
+      params: SpaceParams,
+      body: AddSpaceEventBody,
+      response: { 201: SpaceEventLink }
     }, requirePolicy('space', 'events')), async (trx, { auth, params, body }) => {
     const eventId = body.event_id
     const space = await lockManageable(trx, auth, params.id, 'space:events')
-    if (space.status === 'archived') throw error409Conflict('an archived space cannot take events')
+    if (space.status === 'archived') {
+      throw error409Conflict('an archived space cannot take events', [], 'space_archived')
+    }
     // linking is a write on both ends: the event too (docs/authorization.md, event:link_space)
     const event = await lockEventForWrite(trx, auth, eventId, 'event:edit', { includeDraftClones: false }).catch(
       (err: unknown) => {
@@ -123,7 +140,7 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
     if (created === undefined) {
       throw error409Conflict('the event already belongs to this space', [
         { location: 'body.event_id', message: 'already linked', value: eventId }
-      ])
+      ], 'already_linked')
     }
     await emit(trx, spaceEvent(auth, space.id, 'space.event_added', { space_id: space.id, event_id: event.id }))
     return created
@@ -131,6 +148,8 @@ export function registerInsightRoutes (app: App, { db }: AppContext): void {
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/events/:event_id', operation('remove-space-event',
     'Remove an event from a space', {
+      description: 'Unlinks an event from the space; the event itself stays. Its place in the space\'s feed goes ' +
+        'with it.',
       params: SpaceEventParams
     }, requirePolicy('space', 'events')), async (trx, { auth, params: { id, event_id: eventId } }) => {
     await lockManageable(trx, auth, id, 'space:events')

@@ -31,12 +31,16 @@ export function spacePageRoute (
   what: string,
   operationId: string,
   summary: string,
+  description: string,
   page: TSchema,
   list: (trx: Tx, auth: AuthContext, space: VisibleSpace, q: KeysetPageQuery, counting: Counting) => Promise<object>,
   keptBy?: string
 ): void {
   app.get(`/api/v1/spaces/:id/${what}`, operation(operationId, summary, {
-    params: SpaceParams, querystring: KeysetPageQuery, response: { 200: page }
+    description,
+    params: SpaceParams,
+    querystring: KeysetPageQuery,
+    response: { 200: page }
   }, requirePolicy('space', 'read')), async request => {
     // before the transaction: PGlite has one connection, which the transaction holds
     const counting = keptBy === undefined ? 'rows' : await countingOf(db, keptBy)

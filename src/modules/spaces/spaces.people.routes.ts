@@ -90,11 +90,16 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Members */
 
   spacePageRoute(app, db, 'members', 'list-space-members', 'List the active members of a space',
+    'The active members of a space with their roles. Members see the space; managers run it.',
     PagedBodySpaceMember, (trx, auth, space, q) => people.listMembers(trx, auth.tenantId, space.id, q))
 
   app.post('/api/v1/spaces/:id/members', operation('add-space-member',
     'Add a member (201), or change the role of an active one (200)', {
-      params: SpaceParams, body: AddMemberBody, response: { 200: SpaceMember, 201: SpaceMember }
+      description: 'Makes a user a member of the space with a role, or changes the role of a member. Answers 201 for ' +
+        'a new member and 200 for a change.',
+      params: SpaceParams,
+      body: AddMemberBody,
+      response: { 200: SpaceMember, 201: SpaceMember }
     }, requirePolicy('space', 'members')), async (request, reply) => {
     const { auth, body: { user_id: userId, role } } = request
     const { row, joined } = await withTenant(db, auth, async trx => {
@@ -127,6 +132,8 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/members/:user_id', operation('remove-space-member',
     'Remove a member (a member may leave on their own)', {
+      description: 'Ends a user\'s membership of the space; a member may also remove themself to leave. Their ' +
+        'content stays.',
       params: SpaceUserParams
     }, requirePolicy('space', 'members')), async (trx, { auth, params: { id, user_id: userId } }) => {
     await lockForPeople(trx, auth, id, 'space:members', userId)
@@ -138,10 +145,13 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/manager-permissions', operation('list-space-manager-permissions',
     'Permissions that can be granted to a space manager', {
+      description: 'The permissions and role bundles a space manager can be granted. Use it to build the form of ' +
+        '`add-space-manager`.',
       response: { 200: ManagerPermissionsList }
     }, requirePolicy('space', 'list')), async () => ({ permissions: [...SPACE_MANAGER_PERMISSIONS] }))
 
   spacePageRoute(app, db, 'managers', 'list-space-managers', 'List the managers of a space (active and pending)',
+    'The managers of a space, active and invited, with their permissions. Pending invites show until they expire.',
     PagedBodySpaceManager, async (trx, auth, space, q) => {
       const page = await people.listManagers(trx, auth.tenantId, space.id, q)
       return { ...page, items: await maskInvitees(page.items, managesManagers(trx, auth, space)) }
@@ -149,7 +159,11 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers', operation('add-space-manager',
     'Add an active manager (role, when given, replaces permissions)', {
-      params: SpaceParams, body: AddManagerBody, response: { 201: SpaceManager }
+      description: 'Grants a user of the tenant manager permissions on the space at once; a role, when given, stands ' +
+        'for its bundle of permissions. To ask someone by e-mail, use the invite.',
+      params: SpaceParams,
+      body: AddManagerBody,
+      response: { 201: SpaceManager }
     }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
     const space = await lockManageable(trx, auth, params.id, 'space:managers')
     refuseSelf(auth, b.user_id, 'body.user_id')
@@ -157,7 +171,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     if ((await people.findManager(trx, auth.tenantId, space.id, b.user_id)) !== undefined) {
       throw error409Conflict('the user already manages this space', [
         { location: 'body.user_id', message: 'already a manager', value: b.user_id }
-      ])
+      ], 'already_manager')
     }
     const { role, permissions } = storedGrant(b)
     const created = await people.insertManager(trx, {
@@ -178,7 +192,11 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   createdRoute(app, db, 'post', '/api/v1/spaces/:id/managers/invite', operation('invite-space-manager',
     'Invite a manager by e-mail (pending for 7 days until accepted)', {
-      params: SpaceParams, body: InviteManagerBody, response: { 201: SpaceManager }
+      description: 'Invites someone by e-mail to manage the space; the invite is pending for 7 days until the ' +
+        'addressee accepts it. The grant cannot exceed the inviter\'s own.',
+      params: SpaceParams,
+      body: InviteManagerBody,
+      response: { 201: SpaceManager }
     }, requirePolicy('space', 'managers')), async (trx, { auth, params, body: b }) => {
     const email = b.email.toLowerCase()
     const space = await lockManageable(trx, auth, params.id, 'space:managers')
@@ -186,7 +204,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     if ((await people.findLiveInviteByEmail(trx, auth.tenantId, space.id, email)) !== undefined) {
       throw error409Conflict('an invite to this address is already pending', [
         { location: 'body.email', message: 'already invited', value: b.email }
-      ])
+      ], 'invite_pending')
     }
     const { token, hash } = newInviteToken()
     const { role, permissions } = storedGrant(b)
@@ -216,7 +234,10 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.post('/api/v1/spaces/managers/accept', operation('accept-space-manager-invite',
     'Accept a manager invite: the caller becomes an active manager', {
-      body: AcceptInviteBody, response: { 200: SpaceManager }
+      description: 'Turns an invite addressed to the caller\'s e-mail into an active manager grant. The token comes ' +
+        'from the invitation mail.',
+      body: AcceptInviteBody,
+      response: { 200: SpaceManager }
     }, requirePolicy('space', 'accept')), async request => {
     const auth = request.auth
     return await withTenant(db, auth, async trx => {
@@ -224,11 +245,11 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       if (invite === undefined) {
         throw new ApiError(404, 'invite not found', [fieldError('body.token', 'unknown invite token')])
       }
-      if (invite.expired) throw error409Conflict('the invite has expired')
+      if (invite.expired) throw error409Conflict('the invite has expired', [], 'invite_expired')
       await assertInviteRecipient(trx, auth, invite.invited_email)
       await lockLiveSpace(trx, invite.space_id, auth)
       if ((await people.findManager(trx, auth.tenantId, invite.space_id, auth.userId)) !== undefined) {
-        throw error409Conflict('the caller already manages this space')
+        throw error409Conflict('the caller already manages this space', [], 'already_manager')
       }
       const accepted = await people.acceptInvite(trx, auth.tenantId, invite.id, auth.userId)
       await emit(trx, spaceEvent(auth, invite.space_id, 'space.manager_added', {
@@ -244,6 +265,8 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.get('/api/v1/spaces/managers/pending', operation('list-pending-space-manager-invites',
     "Pending manager invites sent to the caller's e-mail address", {
+      description: 'The manager invites waiting for the caller\'s e-mail address. Use it to show invitations in the ' +
+        'app instead of only in the mail.',
       response: { 200: PendingInvites }
     }, requirePolicy('manager', 'pending')), async request => {
     const email = request.auth.email
@@ -255,7 +278,9 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   })
 
   app.get('/api/v1/spaces/:id/managers/:user_id', operation('get-space-manager', 'Get a manager of a space', {
-    params: SpaceUserParams, response: { 200: SpaceManager }
+    description: 'One manager of a space with their permissions. Answers 404 for a user who manages nothing here.',
+    params: SpaceUserParams,
+    response: { 200: SpaceManager }
   }, requirePolicy('space', 'read')), async request =>
     await withTenant(db, request.auth, async trx => {
       const space = await visibleOr404(trx, request.auth, request.params.id)
@@ -268,7 +293,10 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   app.put('/api/v1/spaces/:id/managers/:user_id', operation('update-space-manager',
     'Replace the permissions of a manager (clears the role bundle)', {
-      params: SpaceUserParams, body: UpdateManagerBody, response: { 200: SpaceManager }
+      description: 'Replaces the permissions of a manager; the role bundle is cleared.',
+      params: SpaceUserParams,
+      body: UpdateManagerBody,
+      response: { 200: SpaceManager }
     }, requirePolicy('space', 'managers')), async request => {
     const { auth, params: { id, user_id: userId } } = request
     return await withTenant(db, auth, async trx => {
@@ -292,6 +320,8 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/managers/:user_id', operation('remove-space-manager',
     'Remove a manager (never the last active one; a manager may step down)', {
+      description: 'Ends a manager\'s grant on the space; the last active manager cannot be removed. A manager may ' +
+        'step down on their own.',
       params: SpaceUserParams
     }, requirePolicy('space', 'managers')), async (trx, { auth, params: { id, user_id: userId } }) => {
     const space = await lockForPeople(trx, auth, id, 'space:managers', userId)
@@ -303,7 +333,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
       assertGrantWithin(spaceGrantOf(current), await heldOnSpace(trx, auth, space), 'path.user_id', OUTRANKS)
     }
     if (current.status === 'active' && active.length <= 1) {
-      throw error409Conflict('the last manager of a space cannot be removed')
+      throw error409Conflict('the last manager of a space cannot be removed', [], 'last_manager')
     }
     await people.revokeManager(trx, auth.tenantId, current.id)
     await emit(trx, spaceEvent(auth, id, 'space.manager_removed', { space_id: id, user_id: userId }))
@@ -312,11 +342,15 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
   /* Contacts */
 
   spacePageRoute(app, db, 'contacts', 'list-space-contacts', 'List the contacts linked to a space',
+    'The contacts linked to a space, paged. Linking shares a contact with the space\'s people without copying it.',
     PagedBodySpaceContact, (trx, auth, space, q) => people.listContacts(trx, auth.tenantId, space.id, q))
 
   createdRoute(app, db, 'post', '/api/v1/spaces/:id/contacts', operation('add-space-contact',
     'Link a contact the caller can see to a space', {
-      params: SpaceParams, body: AddContactBody, response: { 201: SpaceContact }
+      description: 'Links a contact the caller can see to the space. A contact already linked answers 409.',
+      params: SpaceParams,
+      body: AddContactBody,
+      response: { 201: SpaceContact }
     }, requirePolicy('space', 'contacts')), async (trx, { auth, params, body }) => {
     const contactId = body.contact_id
     const space = await lockManageable(trx, auth, params.id, 'space:contacts')
@@ -326,7 +360,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
     if (created === undefined) {
       throw error409Conflict('the contact is already linked to this space', [
         { location: 'body.contact_id', message: 'already linked', value: contactId }
-      ])
+      ], 'already_linked')
     }
     const name = [contact.first_name, contact.last_name].filter(s => s !== null && s !== '').join(' ') || 'Contact'
     await repo.recordSpaceActivity(trx, {
@@ -344,6 +378,7 @@ export function registerPeopleRoutes (app: App, { db }: AppContext): void {
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/contacts/:contact_id', operation('remove-space-contact',
     'Unlink a contact from a space', {
+      description: 'Unlinks a contact from the space; the contact itself stays. Answers 404 when it was not linked.',
       params: SpaceContactParams
     }, requirePolicy('space', 'contacts')), async (trx, { auth, params: { id, contact_id: contactId } }) => {
     await lockManageable(trx, auth, id, 'space:contacts')

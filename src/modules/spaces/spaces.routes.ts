@@ -41,8 +41,7 @@ function buildTree (forest: Awaited<ReturnType<typeof repo.visibleForest>>): Nod
   const tooLarge = () =>
     error422UnprocessableEntity(
       `the tree has more than ${TREE_MAX_NODES} nodes (a space under several parents repeats under each): ` +
-      'read it level by level with GET /api/v1/spaces/{id}/children'
-    )
+      'read it level by level with GET /api/v1/spaces/{id}/children', [], 'tree_too_large')
   if (forest.spaces.length > TREE_MAX_NODES) throw tooLarge()
   const byId = new Map(forest.spaces.map(s => [s.id, s]))
   const children = new Map<number, number[]>()
@@ -70,14 +69,20 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.post('/api/v1/spaces', operation('create-space',
     'Create a space (a new draft; the caller becomes its first manager)', {
-      body: CreateSpaceBody, response: { 201: Space }
+      description: 'Creates a space as a draft; the caller becomes its first manager. Publish it to show it to ' +
+        'members and on its public page.',
+      body: CreateSpaceBody,
+      response: { 201: Space }
     }, requirePolicy('space', 'create')), async (request, reply) => {
     const row = await answerWithEtag(db, request, reply, (trx, auth) => service.createSpace(trx, auth, request.body))
     return await reply.code(201).header('location', `/api/v1/spaces/${row.id}`).send(repo.toSpace(row))
   })
 
   app.get('/api/v1/spaces', operation('list-spaces', 'List the spaces the caller can see', {
-    querystring: ListSpacesQuery, response: { 200: PagedBodySpace }
+    description: 'Pages through the spaces the caller can see, searched and sorted. Use `get-space-tree` for the ' +
+      'hierarchy at once.',
+    querystring: ListSpacesQuery,
+    response: { 200: PagedBodySpace }
   }, requirePolicy('space', 'list')), async request => {
     const q = request.query
     return await answerPage(db, request, trx =>
@@ -90,6 +95,8 @@ export const spacesModule = defineModule(async (app, ctx) => {
   })
 
   app.get('/api/v1/spaces/tree', operation('get-space-tree', 'The visible spaces as a multi-root tree', {
+    description: 'Every space the caller can see, nested under its parents (a space under several parents appears ' +
+      'under each). Use it to draw a navigation tree in one call.',
     response: { 200: SpaceTree }
   }, requirePolicy('space', 'list')), async request => {
     const forest = await withTenant(db, request.auth, trx => repo.visibleForest(trx, request.auth))
@@ -98,7 +105,9 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id', operation('get-space',
     'Get a space (its published form; see /draft for pending changes)', {
-      params: SpaceParams, response: { 200: Space }
+      description: 'A space as published, with its ETag. Managers read pending changes with `get-space-draft`.',
+      params: SpaceParams,
+      response: { 200: Space }
     }, requirePolicy('space', 'read')), async (request, reply) =>
     repo.toSpace(
       await answerWithEtag(db, request, reply, (trx, auth) => service.visibleOr404(trx, auth, request.params.id))
@@ -107,7 +116,11 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.put('/api/v1/spaces/:id', operation('replace-space',
     'Replace the writable fields (pending until publish on a published space)', {
-      params: SpaceParams, body: ReplaceSpaceBody, response: { 200: Space }
+      description: 'Replaces every writable field of a space; on a published space the change waits in its draft ' +
+        'until published.',
+      params: SpaceParams,
+      body: ReplaceSpaceBody,
+      response: { 200: Space }
     }, requirePolicy('space', 'edit')), async (request, reply) => {
     const b = request.body
     const changes = {
@@ -124,7 +137,11 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.patch('/api/v1/spaces/:id', operation('patch-space',
     'Merge-patch a space (pending until publish on a published space)', {
-      params: SpaceParams, body: PatchSpaceBody, response: { 200: Space }
+      description: 'Changes the fields the body names; on a published space the change waits in its draft until ' +
+        'published. `null` clears a field.',
+      params: SpaceParams,
+      body: PatchSpaceBody,
+      response: { 200: Space }
     }, requirePolicy('space', 'edit')), async (request, reply) => {
     const { $schema: _ignored, ...changes } = request.body
     return repo.toSpace(await answerWithEtag(db, request, reply, (trx, auth) =>
@@ -134,16 +151,21 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id', operation('delete-space',
     'Delete a space (its children become roots)', {
+      description: 'Deletes a space; its children become roots and its events stay. Use archive instead to keep it ' +
+        'readable.',
       params: SpaceParams
     }, requirePolicy('space', 'edit')), (trx, request) =>
     service.deleteSpace(trx, request.auth, request.params.id, ifMatchOf(request)))
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/archive', operation('archive-space',
     'Archive a space (read-only, off the public page)', {
+      description: 'Makes a space read-only and takes it off its public page, keeping everything in it. Use it for ' +
+        'spaces whose time is over.',
       params: SpaceParams
     }, requirePolicy('space', 'edit')), (trx, request) => service.archiveSpace(trx, request.auth, request.params.id))
 
   spacePageRoute(app, db, 'children', 'list-space-children', 'List the visible children of a space',
+    'The spaces directly under this one that the caller can see. Use it to expand one level of a tree.',
     PagedBodySpace, (trx, auth, space, q) =>
       repo.listVisible(trx, auth, {
         page: q.page,
@@ -155,7 +177,9 @@ export const spacesModule = defineModule(async (app, ctx) => {
       }))
 
   app.get('/api/v1/spaces/:id/parents', operation('list-space-parents', 'List the visible parents of a space', {
-    params: SpaceParams, response: { 200: SpaceList }
+    description: 'The spaces this one sits under that the caller can see. A space may have several parents.',
+    params: SpaceParams,
+    response: { 200: SpaceList }
   }, requirePolicy('space', 'read')), async request => {
     const items = await withTenant(db, request.auth, async trx => {
       const row = await service.visibleOr404(trx, request.auth, request.params.id)
@@ -171,18 +195,26 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/parents', operation('add-space-parent',
     'Put a space under another parent (no cycles)', {
-      params: SpaceParams, body: AddParentBody
+      description: 'Puts the space under another parent as well; a link that would make a cycle is refused with 409. ' +
+        'Needs manager rights on both spaces.',
+      params: SpaceParams,
+      body: AddParentBody
     }, requirePolicy('space', 'edit')), (trx, request) =>
     service.addParentLink(trx, request.auth, request.params.id, request.body.parent_id))
 
   noContentRoute(app, db, 'delete', '/api/v1/spaces/:id/parents/:parent_id', operation('remove-space-parent',
     'Take a space out from under a parent', {
+      description: 'Takes the space out from under one parent; without any parent it becomes a root. The parent ' +
+        'space itself is not changed.',
       params: SpaceParentParams
     }, requirePolicy('space', 'edit')), (trx, request) =>
     service.removeParentLink(trx, request.auth, request.params.id, request.params.parent_id))
 
   app.post('/api/v1/spaces/:id/edit', operation('edit-space', 'Open a draft of a published space and return it', {
-    params: SpaceParams, response: { 200: Space }
+    description: 'Opens the draft of a published space (or returns the open one) so that changes can be prepared ' +
+      'without showing them. Publish the draft to apply them, discard it to drop them.',
+    params: SpaceParams,
+    response: { 200: Space }
   }, requirePolicy('space', 'edit')), async request => {
     const row = await withTenant(db, request.auth, trx => service.openDraft(trx, request.auth, request.params.id))
     return repo.toDraftView(row)
@@ -190,7 +222,10 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   app.get('/api/v1/spaces/:id/draft', operation('get-space-draft',
     'The draft of a space: pending changes applied to the published form', {
-      params: SpaceParams, response: { 200: Space }
+      description: 'The space as it will look once its pending changes are published. Answers 404 when no draft is ' +
+        'open.',
+      params: SpaceParams,
+      response: { 200: Space }
     }, requirePolicy('space', 'read')), async request => {
     const row = await withTenant(db, request.auth, async trx => {
       const r = await service.visibleOr404(trx, request.auth, request.params.id)
@@ -202,12 +237,17 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/discard', operation('discard-space-draft',
     'Discard the pending changes of a published space', {
+      description: 'Drops the pending changes of a published space; the published form stays as it is. Use it to ' +
+        'abandon an edit.',
       params: SpaceParams
     }, requirePolicy('space', 'edit')), (trx, request) => service.discardDraft(trx, request.auth, request.params.id))
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/publish', operation('publish-space',
     'Publish a new draft space or promote the pending changes of a published one', {
-      params: SpaceParams, body: PublishSpaceBody
+      description: 'Publishes a draft space, or applies the pending changes of a published one; members can be told ' +
+        'by notification.',
+      params: SpaceParams,
+      body: PublishSpaceBody
     }, requirePolicy('space', 'publish'), { optionalBody: true }), (trx, request) => {
     const { $schema: _ignored, ...options } = request.body ?? {}
     return service.publishSpace(trx, request.auth, request.params.id, options)
@@ -215,7 +255,10 @@ export const spacesModule = defineModule(async (app, ctx) => {
 
   noContentRoute(app, db, 'post', '/api/v1/spaces/:id/unpublish', operation('unpublish-space',
     'Take a published space back to draft (off its public page; people and events kept)', {
-      params: SpaceParams, body: UnpublishSpaceBody
+      description: 'Takes a published space back to draft: it leaves its public page and feeds while its people and ' +
+        'events stay.',
+      params: SpaceParams,
+      body: UnpublishSpaceBody
     }, requirePolicy('space', 'unpublish'), { optionalBody: true }), (trx, request) =>
     service.unpublishSpace(trx, request.auth, request.params.id, request.body))
 

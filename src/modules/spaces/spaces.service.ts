@@ -57,7 +57,9 @@ export async function spaceForEventLink (trx: Tx, auth: AuthContext, spaceId: nu
       'only the creator, a space manager holding space:events or an admin may link events to this space'
     )
   }
-  if (adding && row.status === 'archived') throw error409Conflict('an archived space cannot take events')
+  if (adding && row.status === 'archived') {
+    throw error409Conflict('an archived space cannot take events', [], 'space_archived')
+  }
   return row
 }
 
@@ -136,7 +138,7 @@ export async function changeSpace (
 ) {
   checkTimezone(changes.timezone, 'body.timezone')
   const row = await lockManageable(trx, auth, id, 'space:edit', ifMatch)
-  if (row.status === 'archived') throw error409Conflict('an archived space cannot be changed')
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be changed', [], 'space_archived')
   const fields = Object.keys(changes)
   if (fields.length === 0) return row
   if (row.status === 'draft') {
@@ -151,7 +153,7 @@ export async function changeSpace (
 /** POST /edit: opens a draft of a published space (kept when one exists). */
 export async function openDraft (trx: Tx, auth: AuthContext, id: number) {
   const row = await lockManageable(trx, auth, id, 'space:edit')
-  if (row.status === 'archived') throw error409Conflict('an archived space cannot be edited')
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be edited', [], 'space_archived')
   if (row.status === 'published' && row.draft === null) {
     await repo.updateSpace(trx, auth.tenantId, id, { draft: {} })
     return await reread(trx, auth.tenantId, id)
@@ -162,7 +164,9 @@ export async function openDraft (trx: Tx, auth: AuthContext, id: number) {
 /** POST /discard: drops the pending changes of a published space; nothing pending is a no-op. */
 export async function discardDraft (trx: Tx, auth: AuthContext, id: number): Promise<void> {
   const row = await lockManageable(trx, auth, id, 'space:edit')
-  if (row.status === 'draft') throw error409Conflict('the space was never published: delete it instead of discarding')
+  if (row.status === 'draft') {
+    throw error409Conflict('the space was never published: delete it instead of discarding', [], 'space_state_conflict')
+  }
   if (row.draft === null) return
   await repo.updateSpace(trx, auth.tenantId, id, { draft: null })
   await emit(trx, spaceEvent(auth, id, 'space.draft_discarded', { space_id: id }))
@@ -203,7 +207,7 @@ export async function publishSpace (
   options: NotificationOptions
 ): Promise<boolean> {
   const row = await lockManageable(trx, auth, id, 'space:publish')
-  if (row.status === 'archived') throw error409Conflict('an archived space cannot be published')
+  if (row.status === 'archived') throw error409Conflict('an archived space cannot be published', [], 'space_archived')
   const draftNow = row.status === 'draft'
   if (!draftNow && row.draft === null) return false
   const draft: SpaceDraft = draftNow ? {} : (row.draft ?? {})
@@ -253,7 +257,7 @@ export async function unpublishSpace (
   if (row.status !== 'published') {
     throw error409Conflict('only a published space can be unpublished', [
       fieldError('path.id', `status ${row.status}`, id)
-    ])
+    ], 'space_state_conflict')
   }
   const pending: SpaceDraft = row.draft ?? {}
   const cancelInFeeds = options.cancel_in_feeds ?? false

@@ -3,6 +3,7 @@
  * names and SQL text are never echoed: they would describe the schema (and other tenants' rows).
  */
 import { ApiError } from '../http/errors.ts'
+import type { ProblemCode } from '../http/problem-types.ts'
 
 const UNAVAILABLE = new Set([
   'ECONNREFUSED',
@@ -32,6 +33,9 @@ export function isDatabaseUnavailable (err: unknown): boolean {
   )
 }
 
+/** A 409 with its code: a client retries a concurrent update or a lock, and does not retry a duplicate. */
+const conflict = (detail: string, code: ProblemCode): ApiError => new ApiError(409, detail, [], {}, code)
+
 export function mapPgError (err: unknown): ApiError | undefined {
   const e = err as { code?: string, severity?: string }
   if (isDatabaseUnavailable(err)) {
@@ -39,8 +43,8 @@ export function mapPgError (err: unknown): ApiError | undefined {
   }
   if (typeof e.code !== 'string' || e.severity === undefined) return undefined
   switch (e.code) {
-    case '23505': return new ApiError(409, 'a resource with the same unique value already exists')
-    case '23503': return new ApiError(409, 'a referenced resource does not exist or is still referenced')
+    case '23505': return conflict('a resource with the same unique value already exists', 'unique_violation')
+    case '23503': return conflict('a referenced resource does not exist or is still referenced', 'reference_conflict')
     case '23514': return new ApiError(400, 'a value is out of the allowed range')
     case '22P02':
     case '22007':
@@ -50,8 +54,8 @@ export function mapPgError (err: unknown): ApiError | undefined {
     case '22021':
     case '22P05': return new ApiError(400, 'a value has an invalid format or is out of range')
     case '40001':
-    case '40P01': return new ApiError(409, 'concurrent update, retry the request')
-    case '55P03': return new ApiError(409, 'the resource is locked by another request, retry')
+    case '40P01': return conflict('concurrent update, retry the request', 'concurrent_update')
+    case '55P03': return conflict('the resource is locked by another request, retry', 'resource_locked')
     case '57014': return new ApiError(503, 'the query took too long', [], { 'retry-after': '5' })
     default: return undefined
   }

@@ -186,7 +186,8 @@ export function idempotent<T> (request: FastifyRequest, fn: (trx: Tx) => Promise
     if (inserted === undefined) {
       throw error409Conflict(
         'a request with this Idempotency-Key was answered meanwhile; send it again to get that answer',
-        [{ location: 'header.idempotency-key', message: 'answered by a concurrent request', value: claim.key }]
+        [{ location: 'header.idempotency-key', message: 'answered by a concurrent request', value: claim.key }],
+        'idempotency_in_progress'
       )
     }
     const result = await fn(trx)
@@ -281,7 +282,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>,
       }
       if (found.request_hash !== hash) throw reusedKey(key)
       if (found.status_code === null) {
-        throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+        throw stillInProgress()
       }
       // replayed by `idempotent()`, once the route's own authorization has run in its transaction
       request.idempotencyClaim = { key, hash, mode: 'transaction', stored: false, replay: found }
@@ -330,7 +331,7 @@ export function registerIdempotency (app: FastifyInstance, db: Kysely<Database>,
       if (claimed.request_hash !== hash) throw reusedKey(key)
       if (claimed.status_code !== null) return await replay(reply, claimed)
       if (Date.now() > deadline) {
-        throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+        throw stillInProgress()
       }
       await sleep(50)
     }
@@ -401,10 +402,14 @@ function keptHeaders (reply: FastifyReply): Record<string, string> {
 const bodyText = (payload: unknown): string =>
   typeof payload === 'string' ? payload : payload === null || payload === undefined ? '' : String(payload)
 
+const stillInProgress = (): ApiError => new ApiError(
+  409, 'a request with this Idempotency-Key is still in progress; retry later', [], {}, 'idempotency_in_progress'
+)
+
 const reusedKey = (key: string) =>
   error409Conflict('this Idempotency-Key was used with another request', [
     { location: 'header.idempotency-key', message: 'key already used with a different body or path', value: key }
-  ])
+  ], 'idempotency_key_reused')
 
 interface StoredAnswer {
   status_code: number | null
@@ -477,7 +482,7 @@ async function probe (
   } catch (err) {
     if (err instanceof ProbeFree) return undefined
     if ((err as { code?: string }).code === '55P03') {
-      throw new ApiError(409, 'a request with this Idempotency-Key is still in progress; retry later')
+      throw stillInProgress()
     }
     throw err
   }

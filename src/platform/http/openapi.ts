@@ -22,6 +22,7 @@ import type { FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { ErrorDetail, ErrorModel } from './errors.ts'
+import { methodWideCodes, specificCodesOf } from './problem-types.ts'
 import { declaredPermission, declaredPolicy } from '../auth/permissions.ts'
 
 // one object for all: serializers are shared by schema object (compile-on-demand.ts); the
@@ -123,6 +124,9 @@ export const IF_NONE_MATCH_OPERATIONS: ReadonlySet<string> = new Set([
   'get-public-space', 'get-space-calendar-feed', 'get-personal-calendar-feed'
 ])
 
+/** The 304 of a read that sent an ETag: no body, the headers of the 200 it stands for (RFC 9110, 15.4.5). */
+const NOT_MODIFIED = { description: 'Not Modified: the ETag named in If-None-Match is current; no body' }
+
 /** The tags of the document, in the order Swagger UI shows them; every operation's tag is one of these. */
 export const TAGS = [
   { name: 'Health', description: 'Liveness and readiness probes. No token.' },
@@ -204,6 +208,16 @@ export const TAGS = [
   }
 ]
 
+/** "every POST may answer `idempotency_key_reused` …": the codes no operation lists for itself. */
+function everyWriteCodes (): string {
+  const byMethods = new Map<string, string[]>()
+  for (const { code, methods } of methodWideCodes()) {
+    const key = methods.length === 1 ? `every ${methods[0]?.toUpperCase() ?? ''}` : 'every write'
+    byMethods.set(key, [...(byMethods.get(key) ?? []), `\`${code}\``])
+  }
+  return [...byMethods].map(([who, codes]) => `${who} ${codes.join(', ')}`).join('; ')
+}
+
 const DESCRIPTION = [
   'Multi-tenant collaboration API: contacts, spaces, events with drafts and recurring series, ' +
   'attendees and check-in, event managers and invitations, automation rules.',
@@ -213,7 +227,9 @@ const DESCRIPTION = [
   "the token's tenant claim. In dev mode `npm run token` mints one.",
   '',
   '**Errors** are `application/problem+json` (`ErrorModel`, RFC 9457): a 400 lists every problem in `errors[]` with ' +
-  'its `location` (`body.first_name`, `query.size`, `path.id`, `header.if-match`).',
+  'its `location` (`body.first_name`, `query.size`, `path.id`, `header.if-match`). Every problem names its kind ' +
+  'in `code` and `type` (`/problems/{code}`, docs/errors.md): an operation may answer the generic code of each ' +
+  `status it documents, ${everyWriteCodes()}, and the codes its \`x-problem-codes\` lists.`,
   '',
   '**Conventions.** Lists are paged with `page` (from 1) and `size` (1 to 100). PATCH is a JSON merge-patch. ' +
   'Resources with a revision send `ETag`; a write with a stale `If-Match` answers 412. Any POST may carry ' +
@@ -319,6 +335,86 @@ function errorStatuses (op: Operation, method: string, path: string, authenticat
 const MULTIPART = 'x-multipart-body'
 
 /**
+ * Key in a route schema that marks its body optional (`optionalBody` of routes.ts), copied to the operation by
+ * @fastify/swagger, then replaced by `requestBody.required: false`.
+ */
+export const OPTIONAL_BODY = 'x-optional-body'
+
+/** Key under which the `onRoute` hook marks a route that claims its Idempotency-Key in the write's transaction. */
+const IDEMPOTENT_WRITE = 'x-idempotent-write'
+
+/**
+ * What a route declares, said in its operation's description after the route's own words, so that the text cannot
+ * drift from the code: who may call it (no token, the permission, the policy row), `If-Match`, an Idempotency-Key
+ * claimed with the write, an optional body.
+ */
+function declaredFacts (op: Operation, method: string, authenticated: boolean): string[] {
+  const facts: string[] = []
+  const permission = op['x-permission']
+  const policy = op['x-policy']
+  const tokenOptional = Array.isArray(op.security) && op.security.some(s => Object.keys(s as Json).length === 0)
+  if (!authenticated) facts.push('Needs no token.')
+  else if (tokenOptional) facts.push('A token is optional: with one, the answer shows what its caller may see.')
+  if (typeof permission === 'string') {
+    facts.push(`Needs the \`${permission}\` permission` +
+      `${typeof policy === 'string' ? ` and passes the authorization policy \`${policy}\`` : ''}.`)
+  } else if (typeof policy === 'string') facts.push(`Passes the authorization policy \`${policy}\`.`)
+  if (IF_MATCH_OPERATIONS.has(op.operationId ?? '')) {
+    facts.push('With `If-Match`, a revision other than the one named answers 412 and changes nothing.')
+  }
+  if (op[IDEMPOTENT_WRITE] === true && method === 'post') {
+    facts.push('An `Idempotency-Key` is claimed in the write\'s own transaction: the change and the answer a repeat ' +
+      'replays are kept together or not at all.')
+  }
+  if (op[OPTIONAL_BODY] === true) facts.push('The body may be left out: all its fields are optional.')
+  return facts
+}
+
+/**
+ * The operation's description: the route's own (`operation()`'s `description`), then what the route declares
+ * (`declaredFacts`) as a paragraph of its own.
+ */
+function describeOperation (op: Operation, method: string, authenticated: boolean): void {
+  const own = typeof op.description === 'string' ? op.description : ''
+  const facts = declaredFacts(op, method, authenticated).join(' ')
+  op.description = [own, facts].filter(text => text !== '').join('\n\n')
+}
+
+const LITERAL_KEYS = new Set(['type', 'enum', 'const'])
+
+/** The value of a branch that is one literal (`{type, const}` or `{type, enum: [v]}`), with its type. */
+function literalOf (branch: unknown): { type: unknown, value: unknown } | undefined {
+  if (branch === null || typeof branch !== 'object') return undefined
+  const b = branch as Json
+  if (!Object.keys(b).every(k => LITERAL_KEYS.has(k)) || typeof b.type !== 'string') return undefined
+  if ('const' in b) return { type: b.type, value: b.const }
+  return Array.isArray(b.enum) && b.enum.length === 1 ? { type: b.type, value: b.enum[0] } : undefined
+}
+
+/**
+ * A copy of a part of the document with every union of literals of one type (TypeBox's
+ * `Union([Literal(0), Literal(10)])`) as one `enum`: Swagger UI shows `anyOf` of literals as
+ * `string | (string | string)`, generators make a type per branch, and the values are what a reader wants to see.
+ * A copy, since the document shares schema objects with the routes, which validate with them.
+ */
+export function collapseLiteralUnions (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(collapseLiteralUnions)
+  if (node === null || typeof node !== 'object') return node
+  const schema = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, collapseLiteralUnions(v)]))
+  for (const key of ['anyOf', 'oneOf']) {
+    const branches = schema[key]
+    if (!Array.isArray(branches) || branches.length === 0) continue
+    const literals = branches.map(literalOf)
+    const type = literals[0]?.type
+    if (literals.some(l => l === undefined || l.type !== type)) continue
+    delete schema[key]
+    schema.type = type
+    schema.enum = literals.map(l => l?.value)
+  }
+  return schema
+}
+
+/**
  * Documents a `multipart/form-data` request body in a route schema: the parts (a JSON Schema
  * object's properties) and the content types allowed for each file part. Fastify does not validate
  * it (the handler reads the parts); the document shows it as the operation's `requestBody`.
@@ -353,6 +449,18 @@ const isErrorModelContent = (response: Json): boolean => {
   return props !== undefined && 'status' in props && 'title' in props && 'instance' in props
 }
 
+/**
+ * The specific problem codes an operation may answer (problem-types.ts, docs/errors.md) as `x-problem-codes`, in
+ * catalogue order; the generic code of each status it documents goes without saying. ErrorModel's `code` enumerates
+ * every code, so a generated client's `error.code` is a union it can switch on. SCIM answers SCIM's own errors.
+ */
+function declareProblemCodes (op: Operation, method: string): void {
+  const tags = op.tags as string[] | undefined
+  if (tags?.includes('SCIM') === true) return
+  const codes = specificCodesOf({ method, tags, operationId: op.operationId })
+  if (codes.length > 0) op['x-problem-codes'] = codes
+}
+
 /** Named (`$id`) schemas a route uses at the top of its body or of a response, by operationId. */
 export interface NamedSchemas { body?: string, responses: Record<string, string> }
 
@@ -381,6 +489,7 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
   const schemas = { ...(components.schemas as Json | undefined) }
   for (const [path, item] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(item)) {
+      declareProblemCodes(op, method)
       // query parameters with a default are filled in by the validator: a client may leave them out
       for (const p of op.parameters ?? []) {
         if (p.in === 'query' && (p.schema as Json | undefined)?.default !== undefined) p.required = false
@@ -388,7 +497,12 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
       const headers: Json[] = []
       const id = op.operationId ?? ''
       if (IF_MATCH_OPERATIONS.has(id)) headers.push({ $ref: '#/components/parameters/If-Match' })
-      if (IF_NONE_MATCH_OPERATIONS.has(id)) headers.push({ $ref: '#/components/parameters/If-None-Match' })
+      // every read that sends an ETag answers 304 to it (not-modified.ts): the header and the 304 are declared
+      const conditionalRead = IF_NONE_MATCH_OPERATIONS.has(id) || (method === 'get' && ETAG_OPERATIONS.has(id))
+      if (conditionalRead) {
+        headers.push({ $ref: '#/components/parameters/If-None-Match' })
+        op.responses = { ...op.responses, 304: op.responses?.['304'] ?? NOT_MODIFIED }
+      }
       // the idempotency hook keys a POST on its caller: every POST that takes a token
       const authenticated = Array.isArray(op.security) && op.security.length > 0
       if (method === 'post' && authenticated) {
@@ -401,6 +515,11 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
         op.requestBody = { required: true, content: { 'multipart/form-data': multipart } }
         delete op[MULTIPART]
       }
+      describeOperation(op, method, authenticated)
+      // a client may call it with no body at all (optionalBody, routes.ts)
+      if (op[OPTIONAL_BODY] === true && op.requestBody !== undefined) op.requestBody.required = false
+      delete op[OPTIONAL_BODY]
+      delete op[IDEMPOTENT_WRITE]
 
       const names = named.get(id)
       if (names?.body !== undefined) {
@@ -452,6 +571,9 @@ export function completeDocument (doc: Json, named: ReadonlyMap<string, NamedSch
     schemas: { ...schemas, ErrorModel: errorModel, ErrorDetail: schemas.ErrorDetail ?? errorDetail },
     ...COMPONENTS
   }
+  doc.paths = collapseLiteralUnions(doc.paths)
+  const completed = doc.components as Json
+  completed.schemas = collapseLiteralUnions(completed.schemas)
   return doc
 }
 
@@ -486,6 +608,8 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       ...(permission !== undefined ? { 'x-permission': permission } : {}),
       // the row of the authorization policy it enforces (docs/authorization.md): `x-policy: event:edit`
       ...(policy !== undefined ? { 'x-policy': policy } : {}),
+      // said in the description, then dropped (`declaredFacts`)
+      ...(route.config?.idempotency === 'transaction' ? { [IDEMPOTENT_WRITE]: true } : {}),
       // `[]`: no token (health, the IdP webhook); `{}` among the options: a token is optional
       security: mode === 'none' ? [] : mode === 'optional' ? [{ bearerAuth: [] }, {}] : [{ bearerAuth: [] }]
     }
@@ -499,7 +623,11 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         version: '1.0.0',
         description: DESCRIPTION,
         contact: { name: 'Collaboration service maintainers' },
-        license: { name: 'Proprietary (UNLICENSED): not licensed for use outside its owners' }
+        // an SPDX expression: `LicenseRef-` names a license that is not on the SPDX list (OpenAPI 3.1, `identifier`)
+        license: {
+          name: 'Proprietary (UNLICENSED): not licensed for use outside its owners',
+          identifier: 'LicenseRef-Proprietary'
+        }
       },
       // relative: Swagger UI's "Try it out" calls the address it was loaded from, whatever HOST,
       // PORT or proxy in front; a client generated from the file sets its own base URL

@@ -5,8 +5,8 @@
  * the plumbing around it.
  */
 import type {
-  FastifyReply, FastifyRequest, FastifySchema, onRequestAsyncHookHandler, preValidationAsyncHookHandler,
-  RawServerDefault, RouteGenericInterface
+  FastifyReply, FastifyRequest, FastifySchema, onRequestAsyncHookHandler, preParsingAsyncHookHandler,
+  preValidationAsyncHookHandler, RawServerDefault, RouteGenericInterface
 } from 'fastify'
 import type { FastifyContextConfig } from 'fastify/types/context.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -18,6 +18,7 @@ import type { Database } from '../db/database.ts'
 import { withTenant, type Tx } from '../db/tenant.ts'
 import { setEtag } from './conditional.ts'
 import { idempotentWrite } from './idempotency.ts'
+import { OPTIONAL_BODY } from './openapi.ts'
 import { NoContent } from './schema.ts'
 
 /** The request of a route declared with `schema`, typed by its TypeBox schemas. */
@@ -67,34 +68,22 @@ export async function answerWithEtag<T extends { revision: number }> (
 export interface RouteOptions {
   /** `{ idempotency: 'transaction' }`: the Idempotency-Key is claimed in the write's own transaction; `cost` */
   config?: FastifyContextConfig
-  /** (noContentRoute, createdRoute) the body's fields are all optional: no body at all means `{}` */
+  /**
+   * The body's fields are all options of an action (publish, check-in): no body at all means `{}`, with or without
+   * a Content-Type, and the document says `requestBody.required: false` (docs/api-conventions.md, "Bodies")
+   */
   optionalBody?: true
 }
 
 /**
- * A route's options from its OpenAPI operation and its policy: the id, the summary, the tag of the
- * routes file, the request's and answer's schemas, and the authorization policy's hook
- * (`requirePolicy(resource, action)`), which no operation goes without. A routes file makes one
- * `operation` for its tag.
- *
- * @example
- *   const operation = operationsTagged('Event milestones')
- *   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', 'List the milestones by sequence', {
- *     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
- *   }, requirePolicy('link', 'read')), async request => …)
+ * An empty body sent with a Content-Type (`application/json` and no bytes) as if it were sent without one: Fastify's
+ * JSON parser refuses an empty body, and the route takes none.
  */
-export function operationsTagged (...tags: string[]) {
-  return <S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'>>(
-    operationId: string,
-    summary: string,
-    schema: S,
-    policy: onRequestAsyncHookHandler,
-    options: RouteOptions = {}
-  ) => ({ schema: { operationId, summary, tags, ...schema }, onRequest: policy, ...options })
+const emptyBodyUntyped: preParsingAsyncHookHandler = async request => {
+  const length = request.headers['content-length']
+  const empty = length === '0' || (length === undefined && request.headers['transfer-encoding'] === undefined)
+  if (empty) delete request.headers['content-type']
 }
-
-/** An OpenAPI operation without its responses: the route declares no other. */
-export type Operation = Omit<FastifySchema, 'response'> & { operationId: string, summary: string, tags: string[] }
 
 /**
  * A `preValidation` hook for a body of optional fields only (notification options, a check-in
@@ -104,10 +93,50 @@ const emptyBodyAsObject: preValidationAsyncHookHandler = async request => {
   request.body ??= {}
 }
 
+/** The hooks of a route whose body is optional (`optionalBody`). */
+const OPTIONAL_BODY_HOOKS = { preParsing: emptyBodyUntyped, preValidation: emptyBodyAsObject }
+
+/**
+ * A route's options from its OpenAPI operation and its policy: the id, the summary, the description, the tag of the
+ * routes file, the request's and answer's schemas, and the authorization policy's hook
+ * (`requirePolicy(resource, action)`), which no operation goes without. A routes file makes one
+ * `operation` for its tag.
+ *
+ * The description says in a sentence or three what the operation does and when to use it; the document adds what
+ * the route declares (permission, policy, If-Match, Idempotency-Key, an optional body: `describeOperation`,
+ * openapi.ts), so the description need not repeat it.
+ *
+ * @example
+ *   const operation = operationsTagged('Event milestones')
+ *   app.get('/api/v1/events/:id/milestones', operation('list-event-milestones', 'List the milestones by sequence', {
+ *     description: 'The events that are milestones of this one, in their sequence.',
+ *     params: EventParams, querystring: KeysetPageQuery, response: { 200: PagedBodyMilestone }
+ *   }, requirePolicy('link', 'read')), async request => …)
+ */
+export function operationsTagged (...tags: string[]) {
+  return <S extends Omit<FastifySchema, 'tags' | 'summary' | 'operationId'> & { description: string }>(
+    operationId: string,
+    summary: string,
+    schema: S,
+    policy: onRequestAsyncHookHandler,
+    { optionalBody, ...options }: RouteOptions = {}
+  ) => ({
+    schema: { operationId, summary, tags, ...schema, ...(optionalBody === true ? { [OPTIONAL_BODY]: true } : {}) },
+    onRequest: policy,
+    ...options,
+    ...(optionalBody === true ? OPTIONAL_BODY_HOOKS : {})
+  })
+}
+
+/** An OpenAPI operation without its responses: the route declares no other. */
+export type Operation = Omit<FastifySchema, 'response'> & { operationId: string, summary: string, tags: string[] }
+
 /** A write route's options: those `operation()` returns. */
 export interface WriteRoute<S extends FastifySchema> extends RouteOptions {
   schema: S
   onRequest: onRequestAsyncHookHandler
+  preParsing?: preParsingAsyncHookHandler
+  preValidation?: preValidationAsyncHookHandler
 }
 
 /**
@@ -123,14 +152,12 @@ function writeRoute<S extends FastifySchema> (
   status: 201 | 204,
   work: (trx: Tx, request: RequestOf<S>) => Promise<unknown>
 ): void {
-  const { optionalBody, ...options } = route
   app.route({
     method,
     url,
-    ...options,
+    ...route,
     // registered untyped (the schema is generic here); `work` gets the request typed by it
     schema: route.schema as FastifySchema,
-    ...(optionalBody === true ? { preValidation: emptyBodyAsObject } : {}),
     handler: async (request, reply) => {
       const write = async (trx: Tx) => await work(trx, request as unknown as RequestOf<S>)
       const result = route.config?.idempotency === 'transaction'

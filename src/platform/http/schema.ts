@@ -99,6 +99,15 @@ export function StringEnum<const T extends readonly string[]> (
 }
 
 /**
+ * A boolean query parameter (docs/api-conventions.md, "Query parameters"): `type: boolean` in the document, and on
+ * the wire `true`, `false`, `1` or `0`; an empty value counts as not given. The query validator turns `1` and `0`
+ * into booleans and drops an empty value before the schema runs (`normaliseQueryFlags`, validation.ts); Ajv's
+ * coercion does `true` and `false`. The handler reads a boolean, or undefined when the flag has no default.
+ */
+export const QueryFlag = (description: string, options: { default?: boolean } = {}) =>
+  Type.Boolean({ description: `${description} (\`true\` or \`false\`; \`1\` and \`0\` too)`, ...options })
+
+/**
  * The search and sort parameters of a list query: `search` (at most 200 characters, matched against
  * what `searched` names), `sort_by` one of `fields` (default created_at, which every such list has)
  * and `sort_dir` (default desc).

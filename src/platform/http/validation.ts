@@ -33,15 +33,51 @@ function newAjv (coerce: boolean): Ajv {
 
 const bodyAjv = newAjv(false)
 const paramAjv = newAjv(true)
-const validators = { body: structuralCache<ValidateFunction>(), param: structuralCache<ValidateFunction>() }
+const validators = {
+  body: structuralCache<ValidateFunction>(),
+  param: structuralCache<ValidateFunction>(),
+  // apart from the params and headers: a query's validator normalises its flags first
+  query: structuralCache<ValidateFunction>()
+}
+
+interface QuerySchema { properties?: Record<string, { type?: unknown }>, allOf?: QuerySchema[] }
+
+/** The boolean properties of a query schema (`QueryFlag`, schema.ts), of its own or of the parts it intersects. */
+function queryFlagsOf (schema: unknown): string[] {
+  const { properties = {}, allOf = [] } = schema as QuerySchema
+  return [
+    ...Object.keys(properties).filter(name => properties[name]?.type === 'boolean'),
+    ...allOf.flatMap(queryFlagsOf)
+  ]
+}
+
+const FLAG_VALUES: Record<string, boolean> = { 1: true, 0: false }
+
+/**
+ * The query flags as the schema reads them: `1` and `0` as booleans (Ajv coerces only `true` and `false`), an empty
+ * value as not given (the `''` of the filters that once were string enums); anything else is left for the schema
+ * to refuse with a 400 naming `query.<name>`.
+ */
+export function normaliseQueryFlags (query: unknown, flags: readonly string[]): void {
+  if (query === null || typeof query !== 'object') return
+  const q = query as Record<string, unknown>
+  for (const name of flags) {
+    const value = q[name]
+    if (value === '') delete q[name]
+    else if (typeof value === 'string' && value in FLAG_VALUES) q[name] = FLAG_VALUES[value]
+  }
+}
 
 /** Validators compiled on demand and shared between routes with equal schemas (compile-on-demand.ts). */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const body = httpPart === 'body'
-  return validators[body ? 'body' : 'param'](schema, () => {
+  const query = httpPart === 'querystring'
+  return validators[body ? 'body' : query ? 'query' : 'param'](schema, () => {
+    const flags = query ? queryFlagsOf(schema) : []
     const compiled = onDemand(() => (body ? bodyAjv : paramAjv).compile(schema as object))
     // Fastify reads `errors` from the function it was given
     const validate = ((data: unknown) => {
+      if (flags.length > 0) normaliseQueryFlags(data, flags)
       const fn = compiled()
       const ok = fn(data)
       validate.errors = fn.errors
@@ -105,9 +141,26 @@ function elideDeep (value: unknown, depth = 0): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, elideDeep(v, depth + 1)]))
 }
 
+interface TaggedUnion {
+  oneOf?: unknown
+  properties?: Record<string, unknown>
+}
+
 /**
- * Ajv reports a failed `oneOf` with the errors of every branch. Of a union discriminated by a
- * property (automation actions), keeps those of the branch the value names: the others' (`type` should be
+ * The property whose value names the branch of a union (automation actions' `type`): one the union declares and
+ * every branch fixes with a `const`.
+ */
+function tagOf (union: TaggedUnion | undefined): string | undefined {
+  const branches = union?.oneOf
+  if (!Array.isArray(branches)) return undefined
+  const fixes = (name: string) => (b: { properties?: Record<string, { const?: unknown }> }) =>
+    b.properties?.[name]?.const !== undefined
+  return Object.keys(union?.properties ?? {}).find(name => branches.every(fixes(name)))
+}
+
+/**
+ * Ajv reports a failed `oneOf` with the errors of every branch. Of a union tagged by a property whose `const` names
+ * each branch (automation actions' `type`), keeps those of the branch the value names: the others' (`type` should be
  * "webhook", `url` is missing…) describe objects the client did not send. A value that names no
  * branch keeps none of them; the union's own `properties` report its tag. Needs Ajv's `verbose`
  * errors, which carry the value and the union's schema.
@@ -115,9 +168,10 @@ function elideDeep (value: unknown, depth = 0): unknown {
 export function namedBranchErrors (errors: ErrorObject[]): ErrorObject[] {
   const others: Array<{ schemaPath: string, instancePath: string }> = []
   for (const e of errors) {
-    const union = e.parentSchema as { oneOf?: unknown, discriminator?: { propertyName?: unknown } } | undefined
-    const tag = union?.discriminator?.propertyName
-    if (e.keyword !== 'oneOf' || !Array.isArray(union?.oneOf) || typeof tag !== 'string') continue
+    if (e.keyword !== 'oneOf') continue
+    const union = e.parentSchema as TaggedUnion | undefined
+    const tag = tagOf(union)
+    if (!Array.isArray(union?.oneOf) || tag === undefined) continue
     const value = e.data !== null && typeof e.data === 'object' ? (e.data as Record<string, unknown>)[tag] : undefined
     union.oneOf.forEach((branch: { properties?: Record<string, { const?: unknown }> }, i) => {
       if (value === undefined || branch.properties?.[tag]?.const !== value) {

@@ -38,10 +38,12 @@ import type { AuthContext } from '../auth/verify.ts'
 import type { Tx } from '../db/tenant.ts'
 import { ApiError, fieldError, invalidField } from '../http/errors.ts'
 import { listScope } from '../http/cursor.ts'
+import type { ProblemCode } from '../http/problem-types.ts'
+import { QueryFlag } from '../http/schema.ts'
 
 /** 410 Gone (problem+json, naming `query.sync_token`): the token cannot answer this list any more; read it again. */
-export const error410Gone = (detail: string): ApiError =>
-  new ApiError(410, detail, [fieldError('query.sync_token', detail)])
+export const error410Gone = (detail: string, code?: ProblemCode): ApiError =>
+  new ApiError(410, detail, [fieldError('query.sync_token', detail)], {}, code)
 
 export const SyncParam = Type.Optional(Type.String({
   minLength: 1,
@@ -50,9 +52,7 @@ export const SyncParam = Type.Optional(Type.String({
     'read it again with `sync=true`'
 }))
 
-export const SyncStartParam = Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], {
-  description: 'true: the last page carries a `sync_token`'
-}))
+export const SyncStartParam = Type.Optional(QueryFlag('`true`: the last page carries a `sync_token`'))
 
 export const SyncTokenField = Type.Optional(Type.String({
   description: 'On the last page of a sync: send it as `sync_token`'
@@ -66,15 +66,20 @@ export const deletedField = (id: TSchema) => Type.Optional(Type.Array(
 
 export const DeletedField = deletedField(Type.String())
 
-/** The digest a token of one list, filters and caller carries. */
-export function syncScope (list: string, auth: AuthContext, filters: Record<string, unknown>): string {
-  return listScope(`sync:${list}`, {
-    ...filters,
-    '@tenant': auth.tenantId,
-    '@user': auth.userId,
-    '@org': auth.orgId,
-    '@admin': auth.permissions.has('tenant:admin')
+/**
+ * The digest a token of one list, filters and caller carries, in two parts: `<list>.<access>`. The list part names
+ * the list, its filters, the tenant and the user; the access part what the caller sees by (organization, admin, and
+ * `access`: for events their reach), so a token that fails on the second part answers why: the caller's access
+ * changed (`sync_access_changed`), not "another list" (both digests are base64url, without a dot).
+ */
+export function syncScope (
+  list: string, auth: AuthContext, filters: Record<string, unknown>, access: Record<string, unknown> = {}
+): string {
+  const ofList = listScope(`sync:${list}`, { ...filters, '@tenant': auth.tenantId, '@user': auth.userId })
+  const ofAccess = listScope(`sync-access:${list}`, {
+    ...access, '@org': auth.orgId, '@admin': auth.permissions.has('tenant:admin')
   })
+  return `${ofList}.${ofAccess}`
 }
 
 /** What a token holds: the tenant's position in its log of changes (a bigint as text) and when it was issued (ms). */
@@ -135,14 +140,31 @@ function unseal (token: string, keys: SealKeys): Record<string, unknown> | undef
   }
 }
 
+/** The version of a token's body: 3 since its scope has a list and an access part (2 before). */
+const TOKEN_VERSION = 3
+
 export function issueSyncToken (point: SyncPoint, scope: string, keys: SealKeys): string {
-  return seal({ v: 2, x: point.x, t: point.t, s: scope }, keys)
+  return seal({ v: TOKEN_VERSION, x: point.x, t: point.t, s: scope }, keys)
 }
 
 /** The one 410 of a token outside the window: older than it, or issued in the future. */
 function outsideWindow (windowMs: number | null): ApiError {
   const days = windowMs === null ? '' : ` (${Math.floor(windowMs / 86_400_000)} days)`
-  return error410Gone(`the sync token is outside the sync window${days}: read the full list again with sync=true`)
+  return error410Gone(
+    `the sync token is outside the sync window${days}: read the full list again with sync=true`, 'sync_token_expired'
+  )
+}
+
+/** Why a token's scope is not the list's: another list, filters or caller, or the same with other access. */
+function scopeRefusal (tokenScope: string, scope: string): ApiError {
+  const [tokenList] = tokenScope.split('.')
+  const [list] = scope.split('.')
+  if (tokenList === list) {
+    return error410Gone('what you may see of this list changed since the sync token (your role, organization, ' +
+      'memberships or grants): read the full list again with sync=true', 'sync_access_changed')
+  }
+  return error410Gone('the sync token belongs to another list, other filters or another caller: ' +
+    'read the full list again with sync=true', 'sync_token_mismatch')
 }
 
 /**
@@ -155,13 +177,16 @@ export function readSyncToken (
 ): SyncPoint {
   const body = unseal(token, keys)
   const { v, x, t, s } = body ?? {}
-  if (v !== 2 || typeof x !== 'string' || !POSITION.test(x) || typeof t !== 'number' || !Number.isSafeInteger(t)) {
-    throw error410Gone('not a sync token of this service: read the full list again with sync=true')
+  if (v === 2) {
+    throw error410Gone('the sync token was issued by an earlier version of the service: read the full list again ' +
+      'with sync=true', 'sync_token_expired')
   }
-  if (s !== scope) {
-    throw error410Gone('the sync token belongs to another list, other filters or another caller: ' +
-      'read the full list again with sync=true')
+  if (v !== TOKEN_VERSION || typeof x !== 'string' || !POSITION.test(x) || typeof t !== 'number' ||
+    !Number.isSafeInteger(t) || typeof s !== 'string') {
+    const detail = 'not a sync token of this service: read the full list again with sync=true'
+    throw error410Gone(detail, 'sync_token_invalid')
   }
+  if (s !== scope) throw scopeRefusal(s, scope)
   if (t - now.getTime() > SYNC_CLOCK_SKEW_MS) throw outsideWindow(windowMs)
   if (windowMs !== null && now.getTime() - t > windowMs) throw outsideWindow(windowMs)
   return { x, t }
@@ -259,7 +284,7 @@ export interface FullPage<T> { items: T[], total: number, page: number, next_cur
 
 /** The query fields of a list that syncs. */
 export interface SyncQuery {
-  sync?: 'true' | 'false' | undefined
+  sync?: boolean | undefined
   sync_token?: string | undefined
   cursor?: string | undefined
   page: number
@@ -267,7 +292,7 @@ export interface SyncQuery {
 }
 
 /** Whether a list read is a sync (a full read with `sync=true`, or a delta with `sync_token`). */
-export const isSyncRead = (q: SyncQuery): boolean => q.sync_token !== undefined || q.sync === 'true'
+export const isSyncRead = (q: SyncQuery): boolean => q.sync_token !== undefined || q.sync === true
 
 /**
  * Which changes a page of a delta reads: above the position `since` (the token's) and up to `upto` (the tenant's
